@@ -1,0 +1,85 @@
+# tessel — a plain build.
+#   make            library, CLI and unit tests into build/
+#   make asan       the same with AddressSanitizer + UBSan into build-asan/
+#   make test       unit tests (normal build)
+#   make fuzz       libFuzzer targets (clang) into build-fuzz/
+# WERROR=1 turns warnings into errors (the test command sets it).
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2 -g
+SAN     ?=
+WERROR  ?=
+
+WARN    := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wno-unused-parameter
+ifeq ($(WERROR),1)
+WARN    += -Werror
+endif
+CFLAGS  := -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) $(SAN) -Iinclude -Isrc -Itests
+LDLIBS  := -ldl -lm -lpthread
+
+LIB_SRC   := $(sort $(shell find src -name '*.c'))
+TOOL_SRC  := $(sort $(wildcard tools/*.c))
+TEST_SRC  := $(sort $(wildcard tests/unit/*.c)) tests/runner.c
+HDRS      := $(shell find include src tests tools -name '*.h')
+
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/registry.o
+
+all: $(BUILD)/libtessel.a $(BUILD)/libtessel.so $(BUILD)/tessel $(BUILD)/unit_tests
+
+$(BUILD)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libtessel.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libtessel.so: $(LIB_OBJ)
+	$(CC) $(SAN) -shared -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tessel: $(TOOL_OBJ) $(BUILD)/libtessel.a
+	$(CC) $(SAN) -o $@ $(TOOL_OBJ) $(BUILD)/libtessel.a $(LDLIBS)
+
+# The runner's table of suites, collected from every TEST_SUITE(name).
+$(BUILD)/registry.c: $(wildcard tests/unit/*.c)
+	@mkdir -p $(dir $@)
+	@names=$$(sed -n 's/^TEST_SUITE(\([a-z0-9_]*\)).*/\1/p' tests/unit/*.c); \
+	{ echo '#include "test.h"'; \
+	  for n in $$names; do echo "extern const test_case test_suite_$$n[];"; done; \
+	  echo 'typedef struct { const char *name; const test_case *cases; } suite;'; \
+	  echo 'extern const suite test_registry[];'; \
+	  echo 'const suite test_registry[] = {'; \
+	  for n in $$names; do echo "    {\"$$n\", test_suite_$$n},"; done; \
+	  echo '    {0, 0},'; echo '};'; } > $@
+
+$(BUILD)/obj/registry.o: $(BUILD)/registry.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/unit_tests: $(TEST_OBJ) $(BUILD)/libtessel.a
+	$(CC) $(SAN) -o $@ $(TEST_OBJ) $(BUILD)/libtessel.a $(LDLIBS)
+
+test: all
+	TESSEL_ROOT=$(CURDIR) $(BUILD)/unit_tests
+
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" all
+
+# libFuzzer targets: every tests/fuzz/fuzz_*.c is one target over the library.
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+fuzz:
+	@mkdir -p build-fuzz
+	@for f in $(FUZZ_SRC); do \
+	  n=$$(basename $$f .c); \
+	  echo "clang -fsanitize=fuzzer,address,undefined $$f -> build-fuzz/$$n"; \
+	  clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -Iinclude -Isrc -Itests $$f $(LIB_SRC) -o build-fuzz/$$n $(LDLIBS) || exit 1; \
+	done
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+.PHONY: all test asan fuzz clean

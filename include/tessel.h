@@ -1,0 +1,188 @@
+/* tessel.h — the public C API of tessel, a tensor compiler.
+ *
+ * A program is Tensor Comprehensions source (see docs/language.md). One
+ * `def` of it is compiled into a tsl_program; its arguments are bound by
+ * name into a tsl_args (tensors as DLPack DLTensor descriptors, scalars as
+ * doubles); output shapes are inferred from the bound inputs; the program
+ * runs on a target (the reference interpreter, the CPU, or CUDA).
+ *
+ * Ownership, stated on every function:
+ *   TSL_GIVE  the caller receives ownership and must free it;
+ *   TSL_TAKE  the callee takes ownership of the argument;
+ *   TSL_KEEP  the callee only borrows the argument for the call (or, where
+ *             stated, for the lifetime of the receiving object).
+ *
+ * Errors: every fallible function returns a tsl_status. The full message
+ * (for user errors `file:line:col: error: ...`, the source line and a caret)
+ * is kept on the context and read with tsl_context_error(). The library
+ * never exits or aborts on user input.
+ */
+#ifndef TESSEL_H
+#define TESSEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TSL_GIVE
+#define TSL_TAKE
+#define TSL_KEEP
+
+typedef enum tsl_status {
+    TSL_OK = 0,
+    TSL_ERR_SYNTAX,      /* the source does not parse */
+    TSL_ERR_SEMANTIC,    /* the source parses but is not a valid program */
+    TSL_ERR_RANGE,       /* range inference failed or a range is empty */
+    TSL_ERR_SHAPE,       /* bound tensors disagree with the program or each other */
+    TSL_ERR_BOUNDS,      /* an indirect index was out of range at run time */
+    TSL_ERR_ARG,         /* bad API use: unknown name, missing argument, NULL */
+    TSL_ERR_IO,          /* a file could not be read or written */
+    TSL_ERR_UNAVAILABLE, /* target, device, compiler or library not available */
+    TSL_ERR_COMPILE,     /* generated code failed to compile */
+    TSL_ERR_RUNTIME,     /* a launch or a device call failed */
+    TSL_ERR_NOMEM,       /* an allocation failed (the message names the bytes) */
+    TSL_ERR_INTERNAL     /* a bug in tessel: please report it */
+} tsl_status;
+
+/* Element types. The enumerators are stable; tsl_dtype_name() gives the TC
+ * spelling (`float32`, `bfloat16`, ...). */
+typedef enum tsl_dtype {
+    TSL_DTYPE_F16,
+    TSL_DTYPE_BF16,
+    TSL_DTYPE_F32,
+    TSL_DTYPE_F64,
+    TSL_DTYPE_I8,
+    TSL_DTYPE_I16,
+    TSL_DTYPE_I32,
+    TSL_DTYPE_I64,
+    TSL_DTYPE_U8,
+    TSL_DTYPE_U16,
+    TSL_DTYPE_U32,
+    TSL_DTYPE_U64,
+    TSL_DTYPE_BOOL,
+    TSL_DTYPE_COUNT
+} tsl_dtype;
+
+typedef enum tsl_target {
+    TSL_TARGET_INTERP, /* the reference interpreter (float64 accumulation) */
+    TSL_TARGET_CPU,    /* generated C, compiled by the system C compiler */
+    TSL_TARGET_CUDA    /* generated CUDA C, compiled by NVRTC */
+} tsl_target;
+
+#define TSL_MAX_RANK 8
+
+typedef struct tsl_context tsl_context;
+typedef struct tsl_program tsl_program;
+typedef struct tsl_args tsl_args;
+
+/* ---- dtypes ------------------------------------------------------------ */
+
+const char *tsl_dtype_name(tsl_dtype t);          /* "float32"; static */
+size_t tsl_dtype_size(tsl_dtype t);                /* bytes per element */
+/* DLPack <-> tessel; return 0 on success, -1 if there is no equivalent. */
+int tsl_dtype_from_dlpack(DLDataType d, tsl_dtype *out);
+DLDataType tsl_dtype_to_dlpack(tsl_dtype t);
+const char *tsl_status_name(tsl_status s);         /* "TSL_ERR_SHAPE"; static */
+
+/* ---- context ----------------------------------------------------------- */
+
+TSL_GIVE tsl_context *tsl_context_create(void);    /* NULL only if out of memory */
+void tsl_context_free(TSL_TAKE tsl_context *ctx);  /* NULL is allowed */
+/* The last error's full message ("" when none). Valid until the next call
+ * that takes this context. */
+const char *tsl_context_error(TSL_KEEP const tsl_context *ctx);
+void tsl_context_clear_error(TSL_KEEP tsl_context *ctx);
+
+/* ---- checking and compiling -------------------------------------------- */
+
+/* Check every def of a source; diagnostics go to the context's error.
+ * `filename` is used in messages only (NULL means "<input>"). */
+tsl_status tsl_check(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *source,
+                     TSL_KEEP const char *filename);
+
+/* Compile one def. entry NULL means the only def (an error if several).
+ * The program keeps no pointer to source, filename or entry. */
+tsl_status tsl_program_compile(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *source,
+                               TSL_KEEP const char *filename, TSL_KEEP const char *entry,
+                               TSL_GIVE tsl_program **out);
+/* Same, reading the source from a file. */
+tsl_status tsl_program_compile_file(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
+                                    TSL_KEEP const char *entry, TSL_GIVE tsl_program **out);
+void tsl_program_free(TSL_TAKE tsl_program *p);    /* NULL is allowed */
+
+/* Print the checked program (`ast`) or every inferred range (`ranges`) into
+ * a malloc'd string the caller frees. `what` is "ast" or "ranges". */
+tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
+                            TSL_GIVE char **out);
+
+/* Introspection. Parameters are in declaration order; outputs in `-> (...)`
+ * order. A tensor that is both a parameter and an output is in/out. */
+typedef struct tsl_param_info {
+    const char *name;  /* owned by the program */
+    int is_scalar;     /* 1 for `float alpha` */
+    int is_output;     /* 1 when also listed as an output (in/out) */
+    tsl_dtype dtype;
+    int rank;          /* 0 for scalars and r() */
+} tsl_param_info;
+
+const char *tsl_program_name(TSL_KEEP const tsl_program *p);
+int tsl_program_param_count(TSL_KEEP const tsl_program *p);
+tsl_status tsl_program_param(TSL_KEEP const tsl_program *p, int i, tsl_param_info *out);
+int tsl_program_output_count(TSL_KEEP const tsl_program *p);
+const char *tsl_program_output_name(TSL_KEEP const tsl_program *p, int i);
+/* The symbolic size names of a tensor parameter's dims (e.g. "M", "K"), for
+ * generating random inputs from --size; NULL entries for unnamed dims. */
+tsl_status tsl_program_param_dims(TSL_KEEP const tsl_program *p, int i,
+                                  const char *names[TSL_MAX_RANK]);
+
+/* ---- arguments and running --------------------------------------------- */
+
+TSL_GIVE tsl_args *tsl_args_create(TSL_KEEP tsl_program *p); /* keeps p for its life */
+void tsl_args_free(TSL_TAKE tsl_args *a);
+
+/* Bind a tensor input (or in/out tensor) by parameter name. The descriptor
+ * and its data are borrowed until the args are freed; strides NULL means
+ * C order; byte_offset is honoured. Only host (kDLCPU) tensors for the
+ * interpreter and CPU targets. */
+tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
+                               TSL_KEEP const DLTensor *t);
+tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, double v);
+
+/* Infer every output's shape and dtype from the bound inputs; checks that
+ * size symbols agree (an error names both tensors and dims). */
+tsl_status tsl_args_infer(TSL_KEEP tsl_args *a);
+/* After tsl_args_infer: the output's inferred shape. */
+tsl_status tsl_args_output_shape(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
+                                 int *rank, int64_t shape[TSL_MAX_RANK], tsl_dtype *dtype);
+/* Bind caller storage for an output (checked against the inferred shape).
+ * Outputs not bound are allocated by the args and read with
+ * tsl_args_output(). */
+tsl_status tsl_args_set_output(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
+                               TSL_KEEP const DLTensor *t);
+/* The output's tensor (bound by the caller or owned by the args); valid
+ * until the args are freed. NULL if no such output or not yet run. */
+const DLTensor *tsl_args_output(TSL_KEEP tsl_args *a, TSL_KEEP const char *name);
+
+/* Run on a target (infers shapes first if needed). */
+tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target);
+
+/* ---- numpy files (used by the CLI; handy for tests) -------------------- */
+
+/* Read a .npy (v1.0/2.0, C order, little-endian) into a malloc'd DLTensor
+ * whose data and shape are owned by it; free with tsl_tensor_free. */
+tsl_status tsl_npy_read(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
+                        TSL_GIVE DLTensor **out);
+tsl_status tsl_npy_write(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
+                         TSL_KEEP const DLTensor *t);
+/* A C-order host tensor of the given shape, data zeroed. */
+TSL_GIVE DLTensor *tsl_tensor_alloc(tsl_dtype dtype, int rank, const int64_t *shape);
+void tsl_tensor_free(TSL_TAKE DLTensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TESSEL_H */

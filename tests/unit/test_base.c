@@ -1,0 +1,75 @@
+/* test_base.c — arena, strbuf, diagnostics, dtype conversions. */
+#include <string.h>
+
+#include "base/base.h"
+#include "test.h"
+
+static void test_diag_caret(void)
+{
+    tsl_source src = {"x.tc", "def f() {\n  a(i) = b(i) +\n}\n"};
+    tsl_diag d = {0};
+    diag_error_at(&d, &src, 12, TSL_ERR_SYNTAX, "unexpected '%s'", "b");
+    CHECK_EQ_INT(d.nerr, 1);
+    CHECK_EQ_INT(d.first, TSL_ERR_SYNTAX);
+    CHECK_EQ_STR(sb_str(&d.msg), "x.tc:2:3: error: unexpected 'b'\n  a(i) = b(i) +\n  ^");
+    diag_free(&d);
+}
+
+static void test_f16_roundtrip(void)
+{
+    for (int i = 0; i < 65536; i++) {
+        uint16_t h = (uint16_t)i;
+        float f = f16_to_f32(h);
+        if (f != f) continue; /* NaN payloads need not round-trip */
+        CHECK_MSG(f32_to_f16(f) == h, "f16 %04x -> %g -> %04x", i, f, f32_to_f16(f));
+    }
+    CHECK_EQ_INT(f32_to_f16(1.0f + 1.0f / 4096), 0x3c00); /* ties to even */
+    CHECK_EQ_INT(f32_to_f16(65520.0f), 0x7c00);          /* overflow to inf */
+}
+
+static void test_bf16_round(void)
+{
+    for (int i = 0; i < 1000; i++) {
+        float f = (float)test_rand_double(-1e6, 1e6);
+        float g = bf16_to_f32(f32_to_bf16(f));
+        CHECK(fabsf(g - f) <= fabsf(f) / 256);
+    }
+}
+
+static void test_dtype_store_load(void)
+{
+    unsigned char buf[8];
+    for (int t = 0; t < TSL_DTYPE_COUNT; t++) {
+        double v = t == TSL_DTYPE_BOOL ? 1 : (dtype_info_of((tsl_dtype)t)->is_signed ? -7 : 7);
+        dtype_store((tsl_dtype)t, buf, v);
+        CHECK_CLOSE(dtype_load((tsl_dtype)t, buf), v, 0);
+        DLDataType dl = tsl_dtype_to_dlpack((tsl_dtype)t);
+        tsl_dtype back;
+        CHECK(tsl_dtype_from_dlpack(dl, &back) == 0 && back == (tsl_dtype)t);
+    }
+    tsl_dtype t;
+    CHECK(dtype_parse("half", 4, &t) == 0 && t == TSL_DTYPE_F16);
+    CHECK(dtype_parse("bfloat16", 8, &t) == 0 && t == TSL_DTYPE_BF16);
+    CHECK(dtype_parse("float33", 7, &t) != 0);
+}
+
+static void test_arena_push(void)
+{
+    tsl_arena *a = arena_create();
+    int *items = NULL, n = 0, cap = 0;
+    for (int i = 0; i < 1000; i++) ARENA_PUSH(a, items, n, cap, i * 3);
+    int ok = 1;
+    for (int i = 0; i < 1000; i++) ok &= items[i] == i * 3;
+    CHECK(ok);
+    CHECK_EQ_STR(arena_printf(a, "%s-%d", "x", 42), "x-42");
+    arena_free(a);
+}
+
+TEST_SUITE(base) = {
+    {"diag_caret", test_diag_caret},
+    {"f16_roundtrip", test_f16_roundtrip},
+    {"bf16_round", test_bf16_round},
+    {"dtype_store_load", test_dtype_store_load},
+    {"arena_push", test_arena_push},
+    {0},
+};
