@@ -14,8 +14,8 @@
  *    the tensors as they were before the statement started, then combined
  *    into the LHS. (A statement that reads its own LHS always reads it at
  *    exactly the LHS index list, so evaluating element by element in any
- *    order is equivalent when the RHS reads the old LHS element before
- *    that element is updated.)
+ *    order is fine for `=`; with reductions stmt->reads_lhs says to read
+ *    a snapshot of the LHS taken before the statement.)
  *  - op `=`: lhs(e) = rhs (never has reduction variables).
  *    op `+=`, `*=`, `max=`, `min=`: lhs(e) = lhs(e) (+) rhs over every point
  *    of the reduction box. With `!` (bang) the LHS elements of the box are
@@ -37,9 +37,8 @@
  *    inserted the promotion into the call's type). Casts convert like C
  *    (float to int truncates; out-of-range saturates in the interpreter).
  *  - Indices: affine index expressions (expr->affine) were proven in bounds
- *    by lang_bind; an index expression containing a tensor read (a gather)
- *    must be checked at run time: error naming tensor, dimension, index,
- *    bound.
+ *    by lang_bind; any other index expression (a gather, i*j, i%2) must be
+ *    checked at run time: error naming tensor, dimension, index, bound.
  */
 #ifndef TSL_LANG_H
 #define TSL_LANG_H
@@ -154,7 +153,9 @@ struct lang_expr {
     lang_expr_kind kind;
     tsl_dtype type;   /* the value's dtype */
     tsl_dtype optype; /* LANG_E_BINARY: the dtype the operation computes in */
-    bool affine;      /* contains no tensor read (an affine/int index expr) */
+    bool affine;      /* index args of an access: affine in index variables
+                         (constant coefficients) and sizes, so lang_bind proved it
+                         in bounds; false (gathers, i*j, i%2): check at run time */
     int op;           /* lang_unop, lang_binop or lang_builtin */
     int slot;         /* LANG_E_INDEX / LANG_E_SIZE */
     int64_t ival;     /* LANG_E_INT */
@@ -189,6 +190,7 @@ struct lang_tensor {
     int param_index;  /* position in def->params, or -1 */
     int output_index; /* position in def->outputs, or -1 */
     size_t offset;    /* declaration, or first definition for temporaries */
+    int first_stmt;   /* the statement that first defines it, or -1 */
 };
 
 typedef enum lang_assign_op {
@@ -216,6 +218,8 @@ typedef struct lang_stmt {
     lang_expr *rhs;
     lang_var *vars;      /* nvars: [0, niter) LHS vars in LHS order, then reduction */
     int nvars, niter;    /* niter == lhs->rank */
+    bool reads_lhs;      /* the RHS reads lhs (always at the LHS index list): the
+                            interpreter must read pre-statement values (snapshot) */
     size_t offset;       /* the LHS tensor name */
 } lang_stmt;
 
@@ -231,7 +235,10 @@ typedef struct lang_def {
     int ntensors;
     lang_stmt *stmts;
     int nstmts;
-    const char **sizes;    /* nsizes size-symbol names, by slot */
+    const char **sizes;    /* nsizes size-symbol names, by slot: the params' dim
+                              symbols first (declaration order), then symbols
+                              that only where clauses use (supply their values) */
+    size_t *size_offsets;  /* nsizes: first occurrence of each */
     int nsizes;
 } lang_def;
 
