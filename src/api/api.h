@@ -1,0 +1,33 @@
+/* api.h — what the files of src/api/ share: the context's layout, error
+ * reporting into it, and checks on caller-supplied DLPack tensors.
+ * Nothing outside src/api/ includes this. */
+#ifndef TSL_API_H
+#define TSL_API_H
+
+#include "base/base.h"
+
+/* A context holds the last error. Programs compiled with it keep a
+ * borrowed pointer to it (args and run errors land there), so a context
+ * must outlive its programs. */
+struct tsl_context {
+    tsl_diag diag;
+};
+
+/* Replace the context's error with "error: <msg>" and return st. */
+tsl_status api_error(tsl_context *ctx, tsl_status st, const char *fmt, ...) TSL_PRINTF(3, 4);
+
+/* Number of elements of a shape (1 for rank 0); -1 when a dim is negative
+ * or the product overflows int64. */
+int64_t api_shape_numel(int rank, const int64_t *shape);
+
+/* Check a caller's tensor descriptor: non-NULL, host memory, rank within
+ * TSL_MAX_RANK, dims >= 0, a dtype tessel knows, data present when it has
+ * elements. `what` names it in messages ("tensor 'A'"). On success the
+ * dtype goes to *dtype. */
+tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *what,
+                            tsl_dtype *dtype);
+
+/* Element strides of t (C order when t->strides is NULL). */
+void api_tensor_strides(const DLTensor *t, int64_t strides[TSL_MAX_RANK]);
+
+#endif

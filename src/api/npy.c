@@ -1,0 +1,351 @@
+/* npy.c — NumPy .npy files: read versions 1.0, 2.0 and 3.0 (C order,
+ * little-endian), write version 1.0.
+ *
+ * Format: "\x93NUMPY", major, minor, header length (2 bytes little-endian
+ * in 1.0, 4 bytes in 2.0/3.0), then a Python dict literal
+ *   {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+ * padded with spaces and ended by '\n' so that the data starts at a
+ * multiple of 64 bytes, then the elements in C order.
+ *
+ * bfloat16 has no NumPy dtype: writing a bfloat16 tensor stores it as
+ * '<f4' (every bfloat16 value is exactly representable in float32), so it
+ * reads back as float32. Reading never allocates more than the file can
+ * hold: the data size implied by the header is checked against the file
+ * size first. */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "api/api.h"
+
+/* Largest header accepted when reading (NumPy itself caps at ~10 KB). */
+#define NPY_MAX_HEADER (1u << 20)
+
+/*        dtype           descr */
+static const struct { tsl_dtype t; const char *descr; } npy_descrs[] = {
+    {TSL_DTYPE_F16, "f2"}, {TSL_DTYPE_F32, "f4"}, {TSL_DTYPE_F64, "f8"},
+    {TSL_DTYPE_I8, "i1"},  {TSL_DTYPE_I16, "i2"}, {TSL_DTYPE_I32, "i4"},
+    {TSL_DTYPE_I64, "i8"}, {TSL_DTYPE_U8, "u1"},  {TSL_DTYPE_U16, "u2"},
+    {TSL_DTYPE_U32, "u4"}, {TSL_DTYPE_U64, "u8"}, {TSL_DTYPE_BOOL, "b1"},
+};
+
+/* ---- header dict parser ------------------------------------------------ */
+
+typedef struct npy_parser {
+    const char *p, *end;
+    const char *path;
+    tsl_context *ctx;
+} npy_parser;
+
+static void npy_skip_ws(npy_parser *ps)
+{
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' ||
+                               *ps->p == '\r'))
+        ps->p++;
+}
+
+static int npy_accept(npy_parser *ps, char c)
+{
+    npy_skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == c) {
+        ps->p++;
+        return 1;
+    }
+    return 0;
+}
+
+static tsl_status npy_corrupt(npy_parser *ps, const char *what)
+{
+    return api_error(ps->ctx, TSL_ERR_IO, "'%s': corrupt .npy header: %s", ps->path, what);
+}
+
+/* string -> "'" chars "'" | '"' chars '"' */
+static tsl_status npy_parse_string(npy_parser *ps, char *out, size_t cap)
+{
+    npy_skip_ws(ps);
+    if (ps->p >= ps->end || (*ps->p != '\'' && *ps->p != '"'))
+        return npy_corrupt(ps, "expected a quoted string");
+    char q = *ps->p++;
+    size_t n = 0;
+    while (ps->p < ps->end && *ps->p != q) {
+        if (n + 1 >= cap) return npy_corrupt(ps, "string too long");
+        out[n++] = *ps->p++;
+    }
+    if (ps->p >= ps->end) return npy_corrupt(ps, "unterminated string");
+    ps->p++;
+    out[n] = 0;
+    return TSL_OK;
+}
+
+/* bool -> "True" | "False" */
+static tsl_status npy_parse_bool(npy_parser *ps, int *out)
+{
+    npy_skip_ws(ps);
+    size_t left = (size_t)(ps->end - ps->p);
+    if (left >= 4 && !memcmp(ps->p, "True", 4)) {
+        ps->p += 4;
+        *out = 1;
+        return TSL_OK;
+    }
+    if (left >= 5 && !memcmp(ps->p, "False", 5)) {
+        ps->p += 5;
+        *out = 0;
+        return TSL_OK;
+    }
+    return npy_corrupt(ps, "expected True or False");
+}
+
+/* shape -> "(" [ int { "," int } [ "," ] ] ")" */
+static tsl_status npy_parse_shape(npy_parser *ps, int *rank, int64_t shape[TSL_MAX_RANK])
+{
+    if (!npy_accept(ps, '(')) return npy_corrupt(ps, "expected '(' for the shape");
+    *rank = 0;
+    for (;;) {
+        if (npy_accept(ps, ')')) return TSL_OK;
+        npy_skip_ws(ps);
+        if (ps->p >= ps->end || *ps->p < '0' || *ps->p > '9')
+            return npy_corrupt(ps, "expected a non-negative integer in the shape");
+        int64_t v = 0;
+        while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9') {
+            int digit = *ps->p++ - '0';
+            if (v > (INT64_MAX - digit) / 10) return npy_corrupt(ps, "shape dim too large");
+            v = v * 10 + digit;
+        }
+        if (ps->p < ps->end && *ps->p == 'L') ps->p++; /* Python 2 longs */
+        if (*rank == TSL_MAX_RANK)
+            return api_error(ps->ctx, TSL_ERR_IO, "'%s': rank above %d is not supported",
+                             ps->path, TSL_MAX_RANK);
+        shape[(*rank)++] = v;
+        if (npy_accept(ps, ')')) return TSL_OK;
+        if (!npy_accept(ps, ',')) return npy_corrupt(ps, "expected ',' or ')' in the shape");
+    }
+}
+
+/* Map a descr to a dtype: byte order '<', '|' or '=' (this library only
+ * runs on little-endian hosts), then one of npy_descrs. */
+static tsl_status npy_descr_dtype(npy_parser *ps, const char *descr, tsl_dtype *out)
+{
+    char order = descr[0];
+    const char *code = descr + 1;
+    if (order != '<' && order != '|' && order != '=' && order != '>') {
+        order = '=';
+        code = descr;
+    }
+    for (size_t i = 0; i < TSL_COUNTOF(npy_descrs); i++) {
+        if (strcmp(code, npy_descrs[i].descr) != 0) continue;
+        if (order == '>' && tsl_dtype_size(npy_descrs[i].t) > 1)
+            return api_error(ps->ctx, TSL_ERR_IO,
+                             "'%s': big-endian data (descr '%s') is not supported; "
+                             "convert with .astype('<%s')",
+                             ps->path, descr, code);
+        *out = npy_descrs[i].t;
+        return TSL_OK;
+    }
+    return api_error(ps->ctx, TSL_ERR_IO,
+                     "'%s': unsupported dtype descr '%s' (supported: float16/32/64, "
+                     "int8..64, uint8..64, bool)",
+                     ps->path, descr);
+}
+
+/* header -> "{" { key ":" value "," } "}"  with keys descr, fortran_order,
+ * shape, each exactly once. */
+static tsl_status npy_parse_header(npy_parser *ps, tsl_dtype *dtype, int *rank,
+                                   int64_t shape[TSL_MAX_RANK])
+{
+    int have_descr = 0, have_fortran = 0, have_shape = 0, fortran = 0;
+    char descr[32];
+    tsl_status st;
+    if (!npy_accept(ps, '{')) return npy_corrupt(ps, "expected '{'");
+    while (!npy_accept(ps, '}')) {
+        char key[32];
+        if ((st = npy_parse_string(ps, key, sizeof key))) return st;
+        if (!npy_accept(ps, ':')) return npy_corrupt(ps, "expected ':' after a key");
+        if (!strcmp(key, "descr") && !have_descr) {
+            if ((st = npy_parse_string(ps, descr, sizeof descr))) return st;
+            have_descr = 1;
+        } else if (!strcmp(key, "fortran_order") && !have_fortran) {
+            if ((st = npy_parse_bool(ps, &fortran))) return st;
+            have_fortran = 1;
+        } else if (!strcmp(key, "shape") && !have_shape) {
+            if ((st = npy_parse_shape(ps, rank, shape))) return st;
+            have_shape = 1;
+        } else {
+            return api_error(ps->ctx, TSL_ERR_IO,
+                             "'%s': corrupt .npy header: unexpected or repeated key '%s'",
+                             ps->path, key);
+        }
+        if (!npy_accept(ps, ',')) {
+            if (npy_accept(ps, '}')) break;
+            return npy_corrupt(ps, "expected ',' or '}'");
+        }
+    }
+    if (!have_descr || !have_fortran || !have_shape)
+        return npy_corrupt(ps, !have_descr     ? "missing 'descr'"
+                               : !have_shape   ? "missing 'shape'"
+                                               : "missing 'fortran_order'");
+    if (fortran)
+        return api_error(ps->ctx, TSL_ERR_IO,
+                         "'%s': fortran_order True is not supported; save a C-order "
+                         "array (np.ascontiguousarray)",
+                         ps->path);
+    return npy_descr_dtype(ps, descr, dtype);
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+static tsl_status npy_read_file(tsl_context *ctx, const char *path, FILE *f,
+                                DLTensor **out)
+{
+    struct stat stbuf;
+    if (fstat(fileno(f), &stbuf) != 0)
+        return api_error(ctx, TSL_ERR_IO, "cannot stat '%s': %s", path, strerror(errno));
+    uint64_t fsize = (uint64_t)stbuf.st_size;
+    unsigned char pre[12];
+    if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0)
+        return api_error(ctx, TSL_ERR_IO, "'%s' is not a .npy file (bad magic)", path);
+    int major = pre[6];
+    uint64_t hlen, hstart;
+    if (major == 1) {
+        hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8;
+        hstart = 10;
+    } else if (major == 2 || major == 3) {
+        if (fread(pre + 10, 1, 2, f) != 2)
+            return api_error(ctx, TSL_ERR_IO, "'%s': truncated .npy header", path);
+        hlen = (uint64_t)pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 |
+               (uint64_t)pre[11] << 24;
+        hstart = 12;
+    } else {
+        return api_error(ctx, TSL_ERR_IO, "'%s': unsupported .npy version %d.%d", path, major,
+                         pre[7]);
+    }
+    if (hlen > NPY_MAX_HEADER || hstart + hlen > fsize)
+        return api_error(ctx, TSL_ERR_IO,
+                         "'%s': truncated .npy header (%llu header bytes, file has %llu)",
+                         path, (unsigned long long)hlen, (unsigned long long)fsize);
+    char *hdr = malloc(hlen + 1);
+    if (!hdr) return api_error(ctx, TSL_ERR_NOMEM, "out of memory reading '%s'", path);
+    if (fread(hdr, 1, hlen, f) != hlen) {
+        free(hdr);
+        return api_error(ctx, TSL_ERR_IO, "'%s': truncated .npy header", path);
+    }
+    hdr[hlen] = 0;
+    npy_parser ps = {hdr, hdr + hlen, path, ctx};
+    tsl_dtype dtype = TSL_DTYPE_F32;
+    int rank = 0;
+    int64_t shape[TSL_MAX_RANK] = {0};
+    tsl_status st = npy_parse_header(&ps, &dtype, &rank, shape);
+    free(hdr);
+    if (st) return st;
+
+    int64_t n = api_shape_numel(rank, shape);
+    size_t esize = tsl_dtype_size(dtype);
+    uint64_t avail = fsize - hstart - hlen;
+    if (n < 0 || (uint64_t)n > avail / esize)
+        return api_error(ctx, TSL_ERR_IO,
+                         "'%s': truncated data: the header's shape needs more bytes than the "
+                         "%llu the file holds",
+                         path, (unsigned long long)avail);
+    DLTensor *t = tsl_tensor_alloc(dtype, rank, shape);
+    if (!t)
+        return api_error(ctx, TSL_ERR_NOMEM, "out of memory: %llu bytes for '%s'",
+                         (unsigned long long)((uint64_t)n * esize), path);
+    size_t bytes = (size_t)n * esize;
+    if (fread(t->data, 1, bytes, f) != bytes) {
+        tsl_tensor_free(t);
+        return api_error(ctx, TSL_ERR_IO, "'%s': read error in the data", path);
+    }
+    if (dtype == TSL_DTYPE_BOOL) {
+        unsigned char *b = t->data;
+        for (size_t i = 0; i < bytes; i++) b[i] = b[i] != 0;
+    }
+    *out = t;
+    return TSL_OK;
+}
+
+tsl_status tsl_npy_read(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
+                        TSL_GIVE DLTensor **out)
+{
+    if (!out) return api_error(ctx, TSL_ERR_ARG, "tsl_npy_read: out is NULL");
+    *out = NULL;
+    if (!path) return api_error(ctx, TSL_ERR_ARG, "tsl_npy_read: path is NULL");
+    FILE *f = fopen(path, "rb");
+    if (!f) return api_error(ctx, TSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    tsl_status st = npy_read_file(ctx, path, f, out);
+    fclose(f);
+    return st;
+}
+
+/* ---- writing ----------------------------------------------------------- */
+
+/* Gather t's elements in C order into buf, converting bfloat16 to float32. */
+static void npy_gather(const DLTensor *t, tsl_dtype dtype, unsigned char *buf, int64_t n)
+{
+    int64_t strides[TSL_MAX_RANK], idx[TSL_MAX_RANK] = {0};
+    api_tensor_strides(t, strides);
+    size_t esize = tsl_dtype_size(dtype);
+    const unsigned char *base = (const unsigned char *)t->data + t->byte_offset;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t off = 0;
+        for (int d = 0; d < t->ndim; d++) off += idx[d] * strides[d];
+        const unsigned char *src = base + off * (int64_t)esize;
+        if (dtype == TSL_DTYPE_BF16) {
+            float v = (float)dtype_load(dtype, src);
+            memcpy(buf + 4 * k, &v, 4);
+        } else {
+            memcpy(buf + (size_t)k * esize, src, esize);
+        }
+        for (int d = t->ndim - 1; d >= 0; d--) { /* odometer */
+            if (++idx[d] < t->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+tsl_status tsl_npy_write(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
+                         TSL_KEEP const DLTensor *t)
+{
+    if (!path) return api_error(ctx, TSL_ERR_ARG, "tsl_npy_write: path is NULL");
+    tsl_dtype dtype;
+    tsl_status st = api_tensor_check(ctx, t, "tsl_npy_write", &dtype);
+    if (st) return st;
+    tsl_dtype file_dtype = dtype == TSL_DTYPE_BF16 ? TSL_DTYPE_F32 : dtype;
+    const char *descr = NULL;
+    for (size_t i = 0; i < TSL_COUNTOF(npy_descrs); i++)
+        if (npy_descrs[i].t == file_dtype) descr = npy_descrs[i].descr;
+    TSL_ASSERT(descr);
+
+    strbuf h = {0};
+    sb_printf(&h, "{'descr': '%c%s', 'fortran_order': False, 'shape': (",
+              tsl_dtype_size(file_dtype) == 1 ? '|' : '<', descr);
+    for (int d = 0; d < t->ndim; d++)
+        sb_printf(&h, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    sb_puts(&h, t->ndim == 1 ? ",), }" : "), }");
+    while ((10 + h.len + 1) % 64 != 0) sb_putc(&h, ' ');
+    sb_putc(&h, '\n');
+
+    int64_t n = api_shape_numel(t->ndim, t->shape);
+    size_t fesize = tsl_dtype_size(file_dtype);
+    size_t bytes = (size_t)n * fesize;
+    unsigned char *buf = malloc(bytes ? bytes : 1);
+    if (!buf) {
+        sb_free(&h);
+        return api_error(ctx, TSL_ERR_NOMEM, "out of memory: %zu bytes writing '%s'", bytes,
+                         path);
+    }
+    npy_gather(t, dtype, buf, n);
+
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        st = api_error(ctx, TSL_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+    } else {
+        unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                                 (unsigned char)(h.len & 0xff), (unsigned char)(h.len >> 8)};
+        int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(h.buf, 1, h.len, f) == h.len &&
+                 fwrite(buf, 1, bytes, f) == bytes;
+        if (fclose(f) != 0) ok = 0;
+        if (!ok) st = api_error(ctx, TSL_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    }
+    free(buf);
+    sb_free(&h);
+    return st;
+}

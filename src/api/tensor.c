@@ -1,0 +1,116 @@
+/* tensor.c — host tensors owned by tessel (tsl_tensor_alloc/free) and the
+ * checks applied to every DLPack descriptor a caller hands in. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "api/api.h"
+
+/* One malloc'd block holds the descriptor and its shape; data is a second
+ * block (aligned) so that tsl_tensor_free frees exactly two things. */
+typedef struct owned_tensor {
+    DLTensor t; /* first member: a DLTensor* is an owned_tensor* */
+    int64_t shape[TSL_MAX_RANK];
+} owned_tensor;
+
+int64_t api_shape_numel(int rank, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++) {
+        if (shape[d] < 0) return -1;
+        if (shape[d] && n > INT64_MAX / shape[d]) return -1;
+        n *= shape[d];
+    }
+    return n;
+}
+
+TSL_GIVE DLTensor *tsl_tensor_alloc(tsl_dtype dtype, int rank, const int64_t *shape)
+{
+    if ((unsigned)dtype >= TSL_DTYPE_COUNT || rank < 0 || rank > TSL_MAX_RANK) return NULL;
+    if (rank > 0 && !shape) return NULL;
+    int64_t n = api_shape_numel(rank, shape);
+    size_t esize = tsl_dtype_size(dtype);
+    if (n < 0 || (uint64_t)n > SIZE_MAX / esize / 2) return NULL;
+    owned_tensor *o = calloc(1, sizeof *o);
+    if (!o) return NULL;
+    size_t bytes = (size_t)n * esize;
+    /* round up for aligned_alloc; never 0 so that data is never NULL */
+    size_t alloc = (bytes + 63) / 64 * 64;
+    if (alloc == 0) alloc = 64;
+    o->t.data = aligned_alloc(64, alloc);
+    if (!o->t.data) {
+        free(o);
+        return NULL;
+    }
+    memset(o->t.data, 0, alloc);
+    for (int d = 0; d < rank; d++) o->shape[d] = shape[d];
+    o->t.device.device_type = kDLCPU;
+    o->t.device.device_id = 0;
+    o->t.ndim = rank;
+    o->t.dtype = tsl_dtype_to_dlpack(dtype);
+    o->t.shape = o->shape;
+    o->t.strides = NULL;
+    o->t.byte_offset = 0;
+    return &o->t;
+}
+
+void tsl_tensor_free(TSL_TAKE DLTensor *t)
+{
+    if (!t) return;
+    free(t->data);
+    free((owned_tensor *)t);
+}
+
+tsl_status api_error(tsl_context *ctx, tsl_status st, const char *fmt, ...)
+{
+    if (!ctx) return st;
+    diag_reset(&ctx->diag);
+    ctx->diag.first = st;
+    ctx->diag.nerr = 1;
+    sb_puts(&ctx->diag.msg, "error: ");
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(&ctx->diag.msg, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *what,
+                            tsl_dtype *dtype)
+{
+    if (!t) return api_error(ctx, TSL_ERR_ARG, "%s: the tensor descriptor is NULL", what);
+    if (t->device.device_type != kDLCPU && t->device.device_type != kDLCUDAHost)
+        return api_error(ctx, TSL_ERR_ARG,
+                         "%s: only host (kDLCPU) tensors are accepted here, got device "
+                         "type %d",
+                         what, (int)t->device.device_type);
+    if (t->ndim < 0 || t->ndim > TSL_MAX_RANK)
+        return api_error(ctx, TSL_ERR_ARG, "%s: rank %d is outside 0..%d", what, t->ndim,
+                         TSL_MAX_RANK);
+    if (t->ndim > 0 && !t->shape)
+        return api_error(ctx, TSL_ERR_ARG, "%s: rank %d but shape is NULL", what, t->ndim);
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] < 0)
+            return api_error(ctx, TSL_ERR_ARG, "%s: dim %d has negative size %lld", what, d,
+                             (long long)t->shape[d]);
+    int64_t n = api_shape_numel(t->ndim, t->shape);
+    if (n < 0) return api_error(ctx, TSL_ERR_ARG, "%s: element count overflows", what);
+    if (tsl_dtype_from_dlpack(t->dtype, dtype) != 0)
+        return api_error(ctx, TSL_ERR_ARG,
+                         "%s: unsupported DLPack dtype (code %d, %d bits, %d lanes)", what,
+                         (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes);
+    if (n > 0 && !t->data) return api_error(ctx, TSL_ERR_ARG, "%s: data is NULL", what);
+    return TSL_OK;
+}
+
+void api_tensor_strides(const DLTensor *t, int64_t strides[TSL_MAX_RANK])
+{
+    if (t->strides) {
+        for (int d = 0; d < t->ndim; d++) strides[d] = t->strides[d];
+        return;
+    }
+    int64_t s = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= t->shape[d];
+    }
+}
