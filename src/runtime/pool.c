@@ -1,0 +1,188 @@
+/* pool.c — the CPU runtime's thread pool: rt_cpu_parallel_for splits [0, n)
+ * into chunks that the calling thread and T-1 persistent workers take from a
+ * shared atomic counter, so uneven chunks balance themselves.
+ *
+ * Synchronisation, in one place: the job (fn, ctx, n, chunk count) is
+ * written under `mu` before `generation` is bumped; a worker reads it only
+ * after seeing the new generation under `mu`; the caller waits under `mu`
+ * until every worker has decremented `active`, so no job is overwritten
+ * while a worker still reads it. `submit_mu` serialises callers. Workers are
+ * joined by rt_cpu_shutdown(), registered with atexit so LSan sees no
+ * thread stacks left at exit. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "runtime/runtime.h"
+
+enum { POOL_MAX_THREADS = 1024, POOL_CHUNKS_PER_THREAD = 4 };
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t wake, done;
+    pthread_t *threads;
+    int nthreads;       /* workers + the caller; 0 = not started */
+    int stop;
+    uint64_t generation;
+    int active;         /* workers not yet finished with this generation */
+    rt_cpu_range_fn fn; /* the current job */
+    void *ctx;
+    int64_t n, chunk, nchunks;
+    _Atomic int64_t next; /* next chunk index to take */
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER,
+          .wake = PTHREAD_COND_INITIALIZER,
+          .done = PTHREAD_COND_INITIALIZER};
+
+static pthread_mutex_t pool_submit_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t pool_atexit_once = PTHREAD_ONCE_INIT;
+static int pool_requested; /* rt_cpu_set_num_threads; 0 = default */
+static _Thread_local int pool_inside;
+
+static int pool_default_threads(void)
+{
+    const char *env = getenv("TESSEL_NUM_THREADS");
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end == '\0' && v >= 1) return v > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)v;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)n;
+}
+
+static void pool_run_chunks(void)
+{
+    for (;;) {
+        int64_t i = atomic_fetch_add(&pool.next, 1);
+        if (i >= pool.nchunks) return;
+        int64_t begin = i * pool.chunk;
+        int64_t end = pool.n - begin < pool.chunk ? pool.n : begin + pool.chunk;
+        pool.fn(pool.ctx, begin, end);
+    }
+}
+
+static void *pool_worker(void *arg)
+{
+    uint64_t seen = (uint64_t)(uintptr_t)arg;
+    pool_inside = 1;
+    pthread_mutex_lock(&pool.mu);
+    for (;;) {
+        while (!pool.stop && pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.mu);
+        if (pool.stop) break;
+        seen = pool.generation;
+        pthread_mutex_unlock(&pool.mu);
+        pool_run_chunks();
+        pthread_mutex_lock(&pool.mu);
+        if (--pool.active == 0) pthread_cond_signal(&pool.done);
+    }
+    pthread_mutex_unlock(&pool.mu);
+    return NULL;
+}
+
+static void pool_atexit(void)
+{
+    rt_cpu_shutdown();
+}
+
+static void pool_register_atexit(void)
+{
+    atexit(pool_atexit);
+}
+
+/* Start the workers; called with pool_submit_mu held. A worker that cannot
+ * be created just leaves the pool smaller. */
+static void pool_start(void)
+{
+    pthread_once(&pool_atexit_once, pool_register_atexit);
+    int want = pool_requested > 0 ? pool_requested : pool_default_threads();
+    pool.threads = want > 1 ? calloc((size_t)want - 1, sizeof(pthread_t)) : NULL;
+    int made = 0;
+    pthread_mutex_lock(&pool.mu);
+    uint64_t gen = pool.generation;
+    pthread_mutex_unlock(&pool.mu);
+    for (int i = 0; pool.threads && i < want - 1; i++) {
+        if (pthread_create(&pool.threads[made], NULL, pool_worker, (void *)(uintptr_t)gen) != 0)
+            break;
+        made++;
+    }
+    pool.nthreads = made + 1;
+}
+
+void rt_cpu_parallel_for(int64_t n, rt_cpu_range_fn fn, void *ctx)
+{
+    if (n <= 0) return;
+    if (pool_inside) {
+        fn(ctx, 0, n);
+        return;
+    }
+    pthread_mutex_lock(&pool_submit_mu);
+    if (pool.nthreads == 0) pool_start();
+    int workers = pool.nthreads - 1;
+    if (workers == 0 || n == 1) {
+        pthread_mutex_unlock(&pool_submit_mu);
+        fn(ctx, 0, n);
+        return;
+    }
+    int64_t maxchunks = (int64_t)pool.nthreads * POOL_CHUNKS_PER_THREAD;
+    int64_t nchunks = n < maxchunks ? n : maxchunks;
+    pthread_mutex_lock(&pool.mu);
+    pool.fn = fn;
+    pool.ctx = ctx;
+    pool.n = n;
+    pool.chunk = n / nchunks + (n % nchunks != 0);
+    pool.nchunks = (n + pool.chunk - 1) / pool.chunk;
+    atomic_store(&pool.next, 0);
+    pool.active = workers;
+    pool.generation++;
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.mu);
+
+    pool_inside = 1;
+    pool_run_chunks();
+    pool_inside = 0;
+
+    pthread_mutex_lock(&pool.mu);
+    while (pool.active > 0) pthread_cond_wait(&pool.done, &pool.mu);
+    pool.fn = NULL;
+    pool.ctx = NULL;
+    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&pool_submit_mu);
+}
+
+int rt_cpu_num_threads(void)
+{
+    pthread_mutex_lock(&pool_submit_mu);
+    int n = pool.nthreads;
+    if (n == 0) n = pool_requested > 0 ? pool_requested : pool_default_threads();
+    pthread_mutex_unlock(&pool_submit_mu);
+    return n;
+}
+
+void rt_cpu_shutdown(void)
+{
+    pthread_mutex_lock(&pool_submit_mu);
+    if (pool.nthreads > 0) {
+        pthread_mutex_lock(&pool.mu);
+        pool.stop = 1;
+        pthread_cond_broadcast(&pool.wake);
+        pthread_mutex_unlock(&pool.mu);
+        for (int i = 0; i < pool.nthreads - 1; i++) pthread_join(pool.threads[i], NULL);
+        free(pool.threads);
+        pool.threads = NULL;
+        pool.nthreads = 0;
+        pthread_mutex_lock(&pool.mu);
+        pool.stop = 0;
+        pthread_mutex_unlock(&pool.mu);
+    }
+    pthread_mutex_unlock(&pool_submit_mu);
+}
+
+void rt_cpu_set_num_threads(int n)
+{
+    rt_cpu_shutdown();
+    pthread_mutex_lock(&pool_submit_mu);
+    pool_requested = n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (n > 0 ? n : 0);
+    pthread_mutex_unlock(&pool_submit_mu);
+}

@@ -1,0 +1,163 @@
+/* runtime.h — the two runtimes under the code generators (DESIGN.md §5):
+ *   rt_cpu_*   C source -> system C compiler -> cached .so -> dlopen, and a
+ *              persistent thread pool for parallel loops;
+ *   rt_cuda_*  CUDA C -> NVRTC -> cached cubin -> driver API (module, launch,
+ *              memory, events). libcuda and NVRTC are dlopen'd at first use,
+ *              so tessel builds and runs on machines with neither;
+ *   rt_cache_* the per-user cache directory both runtimes write into.
+ * Every fallible call returns a tsl_status and, on failure, appends a
+ * message to the caller's tsl_diag (which may be NULL to discard it). */
+#ifndef TSL_RUNTIME_H
+#define TSL_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+/* ---- cache directory (cache_dir.c) ------------------------------------ */
+/* $TESSEL_CACHE_DIR, else $XDG_CACHE_HOME/tessel, else $HOME/.cache/tessel,
+ * else /tmp/tessel-$UID; `sub` ("cpu", "cuda") is appended and the whole
+ * path created (mode 0700). Gives a malloc'd path. */
+tsl_status rt_cache_dir(const char *sub, char **out, tsl_diag *d);
+/* Write `data` to `path` atomically: a unique temp file in the same folder,
+ * then rename(2). Readers never see a partial file. */
+tsl_status rt_cache_write(const char *path, const void *data, size_t n, tsl_diag *d);
+/* 128-bit content key as 32 hex digits + NUL, from a list of strings and
+ * byte ranges hashed in order (each prefixed by its length). */
+typedef struct rt_key_part {
+    const void *p;
+    size_t n;
+} rt_key_part;
+void rt_cache_key(const rt_key_part *parts, int nparts, char out[33]);
+
+/* ---- CPU runtime (cpu.c) ---------------------------------------------- */
+typedef struct rt_cpu_module rt_cpu_module;
+
+/* Compile C source into a shared object with
+ * `-O3 -march=native -fPIC -shared -std=c11`, cached under cpu/<key>.so where
+ * the key hashes the source, the compiler's identity and the flags; a cache
+ * hit runs no compiler. `name_hint` names the source in messages
+ * ("matmul.c"); NULL means "kernel.c". Errors: TSL_ERR_UNAVAILABLE (no
+ * compiler; the message lists what was tried and names TESSEL_CC),
+ * TSL_ERR_COMPILE (compiler output and the offending source line),
+ * TSL_ERR_IO (cache), TSL_ERR_RUNTIME (dlopen). */
+tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_module **out,
+                          tsl_diag *d);
+/* A symbol of a loaded module, or NULL with a dlerror() message in d. */
+void *rt_cpu_symbol(rt_cpu_module *m, const char *name, tsl_diag *d);
+void rt_cpu_module_free(rt_cpu_module *m); /* NULL allowed */
+/* The shared object's path in the cache (kept by the module). */
+const char *rt_cpu_module_path(const rt_cpu_module *m);
+/* How many times this process ran the C compiler on a kernel (tests). */
+long rt_cpu_compile_count(void);
+
+/* Run fn(ctx, begin, end) over disjoint pieces covering [0, n) exactly once,
+ * on the calling thread and the pool's workers; returns when all are done.
+ * The pool has $TESSEL_NUM_THREADS threads, else one per online CPU; it is
+ * created at first use and reused. Calls from inside fn run serially on the
+ * calling thread; calls from several threads at once are serialized. */
+typedef void (*rt_cpu_range_fn)(void *ctx, int64_t begin, int64_t end);
+void rt_cpu_parallel_for(int64_t n, rt_cpu_range_fn fn, void *ctx);
+int rt_cpu_num_threads(void);
+/* Resize the pool (n <= 0: back to the default). Must not be called from
+ * inside a parallel_for. */
+void rt_cpu_set_num_threads(int n);
+/* Join and free the pool (also done at process exit); the next
+ * parallel_for starts a new one. */
+void rt_cpu_shutdown(void);
+
+/* ---- CUDA: NVRTC (cuda.c; needs only libnvrtc) ------------------------ */
+typedef struct rt_cuda_options {
+    const char *name;              /* source name in messages; NULL: "kernel.cu" */
+    const char *const *extra;      /* more NVRTC options, e.g. "-DTILE=64" */
+    int n_extra;
+    int fast_math;                 /* --use_fast_math (off by default) */
+    int ptxas_verbose;             /* --ptxas-options=-v: resource report in the log */
+} rt_cuda_options;
+
+/* NVRTC is loadable ($TESSEL_NVRTC, libnvrtc.so[.13|.12], /usr/local/cuda). On
+ * failure d gets a message naming every path tried. */
+tsl_status rt_cuda_nvrtc_available(tsl_diag *d);
+/* NVRTC's version as major*1000 + minor*10 (12040 for 12.4), 0 if absent. */
+int rt_cuda_nvrtc_version(void);
+
+/* Compile CUDA C to a cubin for exactly `arch` ("sm_80", "sm_90a"; NULL:
+ * the arch of device 0 / $TESSEL_CUDA_DEVICE, which needs a GPU), with
+ * -default-device -std=c++17. Cached under cuda/<key>.cubin (key: source,
+ * arch, options, NVRTC and driver versions). Gives a malloc'd cubin and,
+ * if log != NULL, the malloc'd NVRTC log (with the ptxas report when
+ * asked; "" when empty). Errors: TSL_ERR_UNAVAILABLE (no NVRTC),
+ * TSL_ERR_COMPILE (the log, each `(LINE):` reference followed by that line
+ * of the source). */
+tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_options *opt,
+                           void **cubin, size_t *cubin_size, char **log, tsl_diag *d);
+/* How many times this process ran NVRTC (tests: cache hits run none). */
+long rt_cuda_compile_count(void);
+
+/* The ptxas -v report folded over all functions in a log. */
+typedef struct rt_ptxas_report {
+    int found;        /* number of "Used N registers" lines seen */
+    int registers;    /* max over functions */
+    int spill_stores; /* bytes, summed over functions */
+    int spill_loads;
+    int stack_frame;  /* bytes, max over functions */
+} rt_ptxas_report;
+void rt_cuda_ptxas_parse(const char *log, rt_ptxas_report *out);
+
+/* ---- CUDA: device side (cuda.c; needs libcuda.so.1 and a GPU) -------- */
+typedef struct rt_cuda_device rt_cuda_device;
+typedef struct rt_cuda_module rt_cuda_module;
+typedef struct rt_cuda_event rt_cuda_event;
+typedef void *rt_cuda_function;  /* a CUfunction */
+typedef uint64_t rt_cuda_ptr;     /* a CUdeviceptr */
+
+typedef struct rt_cuda_info {
+    int ordinal;
+    char name[256];
+    int cc_major, cc_minor;
+    int sm_count;
+    int max_shared_optin;  /* bytes of dynamic shared memory per block, opt-in */
+    int driver_version;    /* 12040 for 12.4 */
+    char arch[16];         /* "sm_90a" on Hopper, "sm_80" on A100 */
+} rt_cuda_info;
+
+/* Open device $TESSEL_CUDA_DEVICE (default 0) through its primary context.
+ * TSL_ERR_UNAVAILABLE when there is no driver or no such device. */
+tsl_status rt_cuda_open(rt_cuda_device **out, tsl_diag *d);
+void rt_cuda_close(rt_cuda_device *dev); /* NULL allowed */
+const rt_cuda_info *rt_cuda_device_info(const rt_cuda_device *dev);
+
+tsl_status rt_cuda_module_load(rt_cuda_device *dev, const void *cubin, size_t size,
+                               rt_cuda_module **out, tsl_diag *d);
+void rt_cuda_module_free(rt_cuda_module *m); /* NULL allowed */
+tsl_status rt_cuda_function_get(rt_cuda_module *m, const char *name, rt_cuda_function *out,
+                                tsl_diag *d);
+/* Launch on the default stream (asynchronous). params[i] points at the i-th
+ * kernel argument's value. shared_bytes above 48 KiB sets the function's
+ * max-dynamic-shared attribute first (and is checked against the opt-in
+ * limit with a message naming both). */
+tsl_status rt_cuda_launch(rt_cuda_device *dev, rt_cuda_function f, const unsigned grid[3],
+                          const unsigned block[3], unsigned shared_bytes, void **params,
+                          tsl_diag *d);
+tsl_status rt_cuda_synchronize(rt_cuda_device *dev, tsl_diag *d);
+
+tsl_status rt_cuda_alloc(rt_cuda_device *dev, size_t bytes, rt_cuda_ptr *out, tsl_diag *d);
+void rt_cuda_free(rt_cuda_device *dev, rt_cuda_ptr p); /* 0 allowed */
+tsl_status rt_cuda_copy_htod(rt_cuda_device *dev, rt_cuda_ptr dst, const void *src, size_t n,
+                             tsl_diag *d);
+tsl_status rt_cuda_copy_dtoh(rt_cuda_device *dev, void *dst, rt_cuda_ptr src, size_t n,
+                             tsl_diag *d);
+tsl_status rt_cuda_copy_dtod(rt_cuda_device *dev, rt_cuda_ptr dst, rt_cuda_ptr src, size_t n,
+                             tsl_diag *d);
+tsl_status rt_cuda_memset8(rt_cuda_device *dev, rt_cuda_ptr dst, unsigned char v, size_t n,
+                           tsl_diag *d);
+
+tsl_status rt_cuda_event_create(rt_cuda_device *dev, rt_cuda_event **out, tsl_diag *d);
+tsl_status rt_cuda_event_record(rt_cuda_device *dev, rt_cuda_event *e, tsl_diag *d);
+/* Waits for `end`, then gives the milliseconds between the two records. */
+tsl_status rt_cuda_event_elapsed(rt_cuda_device *dev, rt_cuda_event *start, rt_cuda_event *end,
+                                 float *ms, tsl_diag *d);
+void rt_cuda_event_destroy(rt_cuda_device *dev, rt_cuda_event *e); /* NULL allowed */
+
+#endif
