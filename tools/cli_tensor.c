@@ -1,0 +1,209 @@
+/* cli_tensor.c — host-tensor helpers for `tessel run`: random inputs,
+ * conversion, one-line summaries, comparison. Element values go through
+ * base's dtype_load/dtype_store, so every dtype (f16/bf16 included) is
+ * handled in one place. */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "cli_tensor.h"
+
+#define SUMMARY_FIRST 6      /* values shown in a summary line */
+#define PRINT_ALL_LIMIT 4096 /* `--print` prints tensors up to this size whole */
+
+void cli_rng_seed(cli_rng *r, uint64_t seed)
+{
+    r->state = seed;
+}
+
+uint64_t cli_rng_next(cli_rng *r)
+{
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint64_t cli_rng_fresh_seed(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t h = hash_u64(HASH_SEED, (uint64_t)ts.tv_sec);
+    h = hash_u64(h, (uint64_t)ts.tv_nsec);
+    h = hash_u64(h, (uint64_t)getpid());
+    return hash_u64(h, (uint64_t)(uintptr_t)&ts);
+}
+
+int64_t cli_tensor_numel(const DLTensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+    return n;
+}
+
+int cli_tensor_dtype(const DLTensor *t, tsl_dtype *out)
+{
+    return tsl_dtype_from_dlpack(t->dtype, out);
+}
+
+/* Address of the element with row-major linear index `lin`. */
+static void *elem_ptr(const DLTensor *t, int64_t lin, size_t esize)
+{
+    char *base = (char *)t->data + t->byte_offset;
+    if (!t->strides) return base + (size_t)lin * esize;
+    int64_t off = 0;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        int64_t ext = t->shape[d];
+        off += (lin % ext) * t->strides[d]; /* strides are in elements */
+        lin /= ext;
+    }
+    return base + off * (int64_t)esize;
+}
+
+static double load(const DLTensor *t, tsl_dtype dt, int64_t i)
+{
+    return dtype_load(dt, elem_ptr(t, i, tsl_dtype_size(dt)));
+}
+
+void cli_tensor_fill_random(DLTensor *t, cli_rng *r)
+{
+    tsl_dtype dt;
+    if (cli_tensor_dtype(t, &dt)) return;
+    const dtype_info *info = dtype_info_of(dt);
+    size_t es = tsl_dtype_size(dt);
+    int64_t n = cli_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t x = cli_rng_next(r);
+        double v;
+        if (dt == TSL_DTYPE_BOOL)
+            v = (double)(x >> 63);
+        else if (info->is_float)
+            v = (double)(x >> 11) * 0x1p-53 * 2.0 - 1.0; /* [-1, 1) */
+        else if (info->is_signed)
+            v = (double)(int)(x >> 60) - 8.0; /* [-8, 8) */
+        else
+            v = (double)(x >> 61); /* [0, 8) */
+        dtype_store(dt, elem_ptr(t, i, es), v);
+    }
+}
+
+DLTensor *cli_tensor_convert(const DLTensor *src, tsl_dtype to)
+{
+    tsl_dtype from;
+    if (cli_tensor_dtype(src, &from)) return NULL;
+    DLTensor *dst = tsl_tensor_alloc(to, src->ndim, src->shape);
+    if (!dst) return NULL;
+    int64_t n = cli_tensor_numel(src);
+    size_t es = tsl_dtype_size(to);
+    for (int64_t i = 0; i < n; i++) dtype_store(to, elem_ptr(dst, i, es), load(src, from, i));
+    return dst;
+}
+
+DLTensor *cli_tensor_copy(const DLTensor *src)
+{
+    tsl_dtype dt;
+    if (cli_tensor_dtype(src, &dt)) return NULL;
+    return cli_tensor_convert(src, dt);
+}
+
+void cli_tensor_describe(char *buf, size_t cap, const char *name, const DLTensor *t)
+{
+    tsl_dtype dt;
+    const char *dname = cli_tensor_dtype(t, &dt) ? "?" : tsl_dtype_name(dt);
+    size_t len = (size_t)snprintf(buf, cap, "%s(", name);
+    for (int d = 0; d < t->ndim && len < cap; d++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%lld", d ? "," : "",
+                                (long long)t->shape[d]);
+    if (len < cap) snprintf(buf + len, cap - len, ") %s", dname);
+}
+
+static void print_value(FILE *f, tsl_dtype dt, double v)
+{
+    if (dtype_info_of(dt)->is_float)
+        fprintf(f, "%.6g", v);
+    else
+        fprintf(f, "%.0f", v);
+}
+
+void cli_tensor_print_summary(FILE *f, const char *name, const DLTensor *t, int all)
+{
+    tsl_dtype dt;
+    char desc[256];
+    cli_tensor_describe(desc, sizeof desc, name, t);
+    if (cli_tensor_dtype(t, &dt)) {
+        fprintf(f, "  %s: unsupported dtype\n", desc);
+        return;
+    }
+    int64_t n = cli_tensor_numel(t);
+    if (n == 0) {
+        fprintf(f, "  %s: empty\n", desc);
+        return;
+    }
+    double mn = INFINITY, mx = -INFINITY, sum = 0;
+    int64_t nans = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = load(t, dt, i);
+        if (isnan(v)) {
+            nans++;
+            continue;
+        }
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+        sum += v;
+    }
+    fprintf(f, "  %s: min ", desc);
+    print_value(f, dt, mn);
+    fprintf(f, " max ");
+    print_value(f, dt, mx);
+    fprintf(f, " mean %.6g", n > nans ? sum / (double)(n - nans) : NAN);
+    if (nans) fprintf(f, " (%lld NaN)", (long long)nans);
+    int64_t show = (all && n <= PRINT_ALL_LIMIT) ? n : (n < SUMMARY_FIRST ? n : SUMMARY_FIRST);
+    fprintf(f, "%s", show == n ? "; values:" : "; first:");
+    for (int64_t i = 0; i < show; i++) {
+        fputc(' ', f);
+        print_value(f, dt, load(t, dt, i));
+    }
+    if (show < n) fprintf(f, " ...");
+    fputc('\n', f);
+}
+
+double cli_tensor_max_rel_error(const DLTensor *got, const DLTensor *ref)
+{
+    tsl_dtype dg, dr;
+    if (cli_tensor_dtype(got, &dg) || cli_tensor_dtype(ref, &dr)) return INFINITY;
+    if (got->ndim != ref->ndim) return INFINITY;
+    for (int d = 0; d < got->ndim; d++)
+        if (got->shape[d] != ref->shape[d]) return INFINITY;
+    int exact = !dtype_info_of(dr)->is_float;
+    int64_t n = cli_tensor_numel(ref);
+    double maxdiff = 0, maxref = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double a = load(got, dg, i), b = load(ref, dr, i);
+        if (isnan(a) || isnan(b)) {
+            if (isnan(a) && isnan(b)) continue;
+            return INFINITY;
+        }
+        if (isinf(a) || isinf(b)) {
+            if (a == b) continue;
+            return INFINITY;
+        }
+        double diff = fabs(a - b);
+        maxdiff = diff > maxdiff ? diff : maxdiff;
+        maxref = fabs(b) > maxref ? fabs(b) : maxref;
+    }
+    if (exact) return maxdiff;
+    return maxdiff / (maxref > 1.0 ? maxref : 1.0);
+}
+
+double cli_dtype_tolerance(tsl_dtype t)
+{
+    switch (t) {
+    case TSL_DTYPE_F64: return 1e-12;
+    case TSL_DTYPE_F32: return 1e-5;
+    case TSL_DTYPE_F16:
+    case TSL_DTYPE_BF16: return 1e-2;
+    default: return 0.0;
+    }
+}
