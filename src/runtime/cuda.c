@@ -1,0 +1,791 @@
+/* cuda.c — the CUDA runtime: NVRTC (CUDA C -> cubin for one exact arch,
+ * cached under cuda/<key>.cubin) and the driver API (device, module,
+ * launch, memory, events). Both libraries are opened with dlopen at first
+ * use and their entry points resolved by name (cuda_api.h), so tessel
+ * builds and runs without a CUDA toolkit, driver or GPU; each missing piece
+ * is a TSL_ERR_UNAVAILABLE message, never a crash.
+ *
+ * Every driver and NVRTC call goes through CU_TRY / NV_TRY, which record
+ * tessel's file:line, the call, the error's name and string, and return a
+ * tsl_status. The only state an error leaves behind is a device whose
+ * context a kernel fault poisoned (illegal address, trap, ...): that device
+ * then refuses work with a message saying so until it is closed. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/cuda_api.h"
+#include "runtime/runtime.h"
+
+enum { CUDA_LOG_MAX = 16000 };
+
+/* ---- loading the libraries --------------------------------------------- */
+
+static pthread_mutex_t cuda_load_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static struct {
+    void *handle; /* non-NULL once every symbol resolved and cuInit ran */
+    int version;  /* cuDriverGetVersion */
+#define X(field, sym, ret, params) ret(*field) params;
+    CUDA_DRIVER_FUNCS(X)
+#undef X
+} cu;
+
+static struct {
+    void *handle; /* non-NULL once every symbol resolved */
+    int version;  /* major * 1000 + minor * 10 */
+#define X(field, sym, ret, params) ret(*field) params;
+    NVRTC_FUNCS(X)
+#undef X
+} nv;
+
+/* dlsym every row of a table into consecutive function-pointer fields;
+ * gives the first missing name or NULL. */
+typedef struct cuda_sym {
+    const char *name;
+    size_t offset;
+} cuda_sym;
+
+static const cuda_sym cuda_driver_syms[] = {
+#define X(field, sym, ret, params) {sym, offsetof(__typeof__(cu), field)},
+    CUDA_DRIVER_FUNCS(X)
+#undef X
+};
+
+static const cuda_sym cuda_nvrtc_syms[] = {
+#define X(field, sym, ret, params) {sym, offsetof(__typeof__(nv), field)},
+    NVRTC_FUNCS(X)
+#undef X
+};
+
+static const char *cuda_resolve(void *h, void *table, const cuda_sym *syms, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        void *p = dlsym(h, syms[i].name);
+        if (!p) return syms[i].name;
+        memcpy((char *)table + syms[i].offset, &p, sizeof p);
+    }
+    return NULL;
+}
+
+/* Open libcuda.so.1, resolve it and run cuInit, once per process on
+ * success; a failure is reported and retried on the next call. */
+static tsl_status cuda_load_driver(tsl_diag *d)
+{
+    pthread_mutex_lock(&cuda_load_mu);
+    tsl_status st = TSL_OK;
+    if (cu.handle) goto out;
+    const char *lib = getenv("TESSEL_LIBCUDA");
+    if (!lib || !*lib) lib = "libcuda.so.1";
+    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *err = dlerror();
+        diag_error(d, TSL_ERR_UNAVAILABLE,
+                   "CUDA driver %s not found: %s (the CUDA target needs an NVIDIA driver; the "
+                   "CPU target works without one)",
+                   lib, err ? err : "dlopen failed");
+        st = TSL_ERR_UNAVAILABLE;
+        goto out;
+    }
+    const char *missing = cuda_resolve(h, &cu, cuda_driver_syms, TSL_COUNTOF(cuda_driver_syms));
+    if (missing) {
+        diag_error(d, TSL_ERR_UNAVAILABLE,
+                   "CUDA driver %s lacks the entry point %s (driver too old?)", lib, missing);
+        dlclose(h);
+        st = TSL_ERR_UNAVAILABLE;
+        goto out;
+    }
+    CUresult r = cu.Init(0);
+    if (r != CUDA_SUCCESS) {
+        const char *name = NULL, *str = NULL;
+        cu.GetErrorName(r, &name);
+        cu.GetErrorString(r, &str);
+        diag_error(d, TSL_ERR_UNAVAILABLE, "no usable CUDA device: cuInit failed with %s (%s)",
+                   name ? name : "unknown error", str ? str : "no description");
+        dlclose(h);
+        st = TSL_ERR_UNAVAILABLE;
+        goto out;
+    }
+    if (cu.DriverGetVersion(&cu.version) != CUDA_SUCCESS) cu.version = 0;
+    cu.handle = h;
+out:
+    pthread_mutex_unlock(&cuda_load_mu);
+    return st;
+}
+
+/* The driver's version without needing a device (0 when there is no
+ * driver); part of the cubin cache key. */
+static int cuda_driver_version_quiet(void)
+{
+    static int probed = -1; /* guarded by cuda_load_mu */
+    pthread_mutex_lock(&cuda_load_mu);
+    int v = cu.version ? cu.version : probed;
+    pthread_mutex_unlock(&cuda_load_mu);
+    if (v >= 0) return v;
+    v = 0;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        (void)dlerror();
+        pthread_mutex_lock(&cuda_load_mu);
+        probed = 0;
+        pthread_mutex_unlock(&cuda_load_mu);
+        return 0;
+    }
+    CUresult (*get)(int *) = NULL;
+    void *p = dlsym(h, "cuDriverGetVersion");
+    memcpy(&get, &p, sizeof p);
+    if (!get || get(&v) != CUDA_SUCCESS) v = 0;
+    dlclose(h);
+    pthread_mutex_lock(&cuda_load_mu);
+    probed = v;
+    pthread_mutex_unlock(&cuda_load_mu);
+    return v;
+}
+
+static tsl_status cuda_load_nvrtc(tsl_diag *d)
+{
+    pthread_mutex_lock(&cuda_load_mu);
+    tsl_status st = TSL_OK;
+    if (nv.handle) goto out;
+    static const char *const names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"};
+    static const char *const dirs[] = {"", "/usr/local/cuda/lib64/",
+                                       "/usr/local/cuda/targets/x86_64-linux/lib/"};
+    strbuf tried = {0};
+    void *h = NULL;
+    const char *env = getenv("TESSEL_NVRTC");
+    if (env && *env) {
+        h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+        if (!h) sb_printf(&tried, "\n  TESSEL_NVRTC=%s: %s", env, dlerror());
+    }
+    for (size_t i = 0; !h && i < TSL_COUNTOF(dirs); i++) {
+        for (size_t j = 0; !h && j < TSL_COUNTOF(names); j++) {
+            char path[256];
+            snprintf(path, sizeof path, "%s%s", dirs[i], names[j]);
+            h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+            if (!h) sb_printf(&tried, "\n  %s: %s", path, dlerror());
+        }
+    }
+    if (!h) {
+        diag_error(d, TSL_ERR_UNAVAILABLE,
+                   "NVRTC not found (set TESSEL_NVRTC to the path of libnvrtc.so); tried:%s",
+                   sb_str(&tried));
+        st = TSL_ERR_UNAVAILABLE;
+        sb_free(&tried);
+        goto out;
+    }
+    sb_free(&tried);
+    const char *missing = cuda_resolve(h, &nv, cuda_nvrtc_syms, TSL_COUNTOF(cuda_nvrtc_syms));
+    int major = 0, minor = 0;
+    if (missing || nv.Version(&major, &minor) != NVRTC_SUCCESS) {
+        diag_error(d, TSL_ERR_UNAVAILABLE, "NVRTC library lacks %s (NVRTC 11.1 or newer needed)",
+                   missing ? missing : "a working nvrtcVersion");
+        dlclose(h);
+        st = TSL_ERR_UNAVAILABLE;
+        goto out;
+    }
+    nv.version = major * 1000 + minor * 10;
+    nv.handle = h;
+out:
+    pthread_mutex_unlock(&cuda_load_mu);
+    return st;
+}
+
+tsl_status rt_cuda_nvrtc_available(tsl_diag *d)
+{
+    tsl_diag scratch = {0};
+    tsl_status st = cuda_load_nvrtc(d ? d : &scratch);
+    diag_free(&scratch);
+    return st;
+}
+
+int rt_cuda_nvrtc_version(void)
+{
+    return rt_cuda_nvrtc_available(NULL) == TSL_OK ? nv.version : 0;
+}
+
+/* ---- the check macros -------------------------------------------------- */
+
+struct rt_cuda_device {
+    rt_cuda_info info;
+    CUdevice dev;
+    CUcontext ctx;
+    char *poisoned; /* the fault that poisoned the context, or NULL */
+};
+
+struct rt_cuda_module {
+    rt_cuda_device *dev;
+    CUmodule mod;
+};
+
+/* Errors after which the context is unusable until reset. */
+static int cuda_is_sticky(CUresult r)
+{
+    switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED: return 1;
+    default: return 0;
+    }
+}
+
+static tsl_status cuda_check(tsl_diag *d, rt_cuda_device *dev, CUresult r, const char *call,
+                             const char *file, int line)
+{
+    if (r == CUDA_SUCCESS) return TSL_OK;
+    const char *name = NULL, *str = NULL;
+    if (cu.GetErrorName) cu.GetErrorName(r, &name);
+    if (cu.GetErrorString) cu.GetErrorString(r, &str);
+    tsl_status st = r == CUDA_ERROR_OUT_OF_MEMORY                                 ? TSL_ERR_NOMEM
+                    : r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_INVALID_DEVICE ? TSL_ERR_UNAVAILABLE
+                                                                                  : TSL_ERR_RUNTIME;
+    strbuf b = {0};
+    sb_printf(&b, "CUDA error %s (%d: %s) in %s at %s:%d", name ? name : "?", r,
+              str ? str : "no description", call, file, line);
+    if (dev && cuda_is_sticky(r)) {
+        if (!dev->poisoned) dev->poisoned = strdup(sb_str(&b));
+        sb_printf(&b, "; the device's context is now poisoned: close and reopen device %d",
+                  dev->info.ordinal);
+    }
+    diag_error(d, st, "%s", sb_str(&b));
+    sb_free(&b);
+    return st;
+}
+
+#define CU_TRY(d, dev, call) cuda_check((d), (dev), cu.call, "cu" #call, __FILE__, __LINE__)
+
+static tsl_status nvrtc_check(tsl_diag *d, nvrtcResult r, const char *call, const char *file,
+                              int line)
+{
+    if (r == NVRTC_SUCCESS) return TSL_OK;
+    diag_error(d, TSL_ERR_COMPILE, "NVRTC error %d (%s) in %s at %s:%d", r,
+               nv.GetErrorString ? nv.GetErrorString(r) : "?", call, file, line);
+    return TSL_ERR_COMPILE;
+}
+
+#define NV_TRY(d, call) nvrtc_check((d), nv.call, "nvrtc" #call, __FILE__, __LINE__)
+
+/* Every device call starts here: refuse a poisoned device, make its
+ * context current on this thread. */
+static tsl_status cuda_enter(rt_cuda_device *dev, tsl_diag *d)
+{
+    if (dev->poisoned) {
+        diag_error(d, TSL_ERR_RUNTIME,
+                   "CUDA device %d (%s) is unusable: its context was poisoned by an earlier "
+                   "fault (%s); close it and open it again",
+                   dev->info.ordinal, dev->info.name, dev->poisoned);
+        return TSL_ERR_RUNTIME;
+    }
+    return CU_TRY(d, dev, CtxSetCurrent(dev->ctx));
+}
+
+/* ---- NVRTC -------------------------------------------------------------- */
+
+static _Atomic long cuda_compiles;
+
+long rt_cuda_compile_count(void)
+{
+    return atomic_load(&cuda_compiles);
+}
+
+/* "sm_80", "sm_90a", "sm_100f": the only arch spellings accepted. */
+static int cuda_arch_valid(const char *arch)
+{
+    if (strncmp(arch, "sm_", 3) != 0) return 0;
+    const char *p = arch + 3;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9') p++, digits++;
+    if (*p == 'a' || *p == 'f') p++;
+    return digits >= 2 && digits <= 3 && *p == '\0';
+}
+
+/* The NVRTC log with each `name(LINE): ` reference followed by that line of
+ * the source, trimmed to CUDA_LOG_MAX. */
+static void cuda_annotate_log(strbuf *b, const char *log, const char *name, const char *source)
+{
+    size_t nl = strlen(name);
+    const char *p = log;
+    while (*p && b->len < CUDA_LOG_MAX) {
+        size_t len = strcspn(p, "\n");
+        sb_putn(b, p, len);
+        sb_putc(b, '\n');
+        if (strncmp(p, name, nl) == 0 && p[nl] == '(') {
+            char *end;
+            long line = strtol(p + nl + 1, &end, 10);
+            if (end != p + nl + 1 && *end == ')' && line > 0) {
+                const char *s = source;
+                for (long l = 1; l < line && s; l++) {
+                    s = strchr(s, '\n');
+                    if (s) s++;
+                }
+                if (s && *s) sb_printf(b, "%5ld | %.*s\n", line, (int)strcspn(s, "\n"), s);
+            }
+        }
+        p += len;
+        if (*p == '\n') p++;
+    }
+    if (*p) sb_printf(b, "... (%zu more bytes of log)\n", strlen(p));
+    while (b->len > 0 && b->buf[b->len - 1] == '\n') b->buf[--b->len] = '\0';
+}
+
+static int cuda_is_elf(const void *p, size_t n)
+{
+    return n >= 4 && memcmp(p, "\177ELF", 4) == 0;
+}
+
+/* Look the key up in the cache: the cubin and (when asked) its log. */
+static int cuda_cache_get(const char *cubin_path, const char *log_path, void **cubin,
+                          size_t *size, char **log)
+{
+    size_t n = 0;
+    char *data = file_read_all(cubin_path, &n);
+    if (!data) return 0;
+    if (!cuda_is_elf(data, n)) {
+        free(data);
+        unlink(cubin_path);
+        return 0;
+    }
+    if (log) {
+        size_t ln;
+        *log = file_read_all(log_path, &ln);
+        if (!*log) {
+            free(data);
+            return 0;
+        }
+    }
+    *cubin = data;
+    *size = n;
+    return 1;
+}
+
+static tsl_status cuda_arch_of_device(char arch[16], tsl_diag *d)
+{
+    rt_cuda_device *dev = NULL;
+    tsl_status st = rt_cuda_open(&dev, d);
+    if (st != TSL_OK) return st;
+    memcpy(arch, dev->info.arch, 16);
+    rt_cuda_close(dev);
+    return TSL_OK;
+}
+
+tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_options *opt,
+                           void **cubin, size_t *cubin_size, char **log, tsl_diag *d)
+{
+    tsl_diag scratch = {0};
+    if (!d) d = &scratch;
+    static const rt_cuda_options no_options;
+    if (!opt) opt = &no_options;
+    *cubin = NULL;
+    *cubin_size = 0;
+    if (log) *log = NULL;
+    tsl_status st = TSL_OK;
+    char dev_arch[16];
+    if (!source) {
+        diag_error(d, TSL_ERR_ARG, "rt_cuda_compile: source is NULL");
+        st = TSL_ERR_ARG;
+        goto done_early;
+    }
+    if ((st = cuda_load_nvrtc(d)) != TSL_OK) goto done_early;
+    if (!arch) {
+        if ((st = cuda_arch_of_device(dev_arch, d)) != TSL_OK) goto done_early;
+        arch = dev_arch;
+    }
+    if (!cuda_arch_valid(arch)) {
+        diag_error(d, TSL_ERR_ARG, "unknown CUDA architecture '%s' (expected e.g. sm_80 or sm_90a)",
+                   arch);
+        st = TSL_ERR_ARG;
+        goto done_early;
+    }
+    const char *name = opt->name && *opt->name ? opt->name : "kernel.cu";
+
+    /* the options, in the order they are passed and hashed */
+    const char **opts = calloc((size_t)opt->n_extra + 6, sizeof *opts);
+    int nopts = 0;
+    char archopt[48];
+    snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
+    opts[nopts++] = archopt;
+    opts[nopts++] = "-default-device";
+    opts[nopts++] = "-std=c++17";
+    if (opt->fast_math) opts[nopts++] = "--use_fast_math";
+    if (opt->ptxas_verbose) opts[nopts++] = "--ptxas-options=-v";
+    for (int i = 0; i < opt->n_extra; i++) opts[nopts++] = opt->extra[i];
+
+    int versions[2] = {nv.version, cuda_driver_version_quiet()};
+    rt_key_part parts[40];
+    int np = 0;
+    parts[np++] = (rt_key_part){source, strlen(source)};
+    parts[np++] = (rt_key_part){versions, sizeof versions};
+    parts[np++] = (rt_key_part){name, strlen(name)};
+    strbuf allopts = {0};
+    for (int i = 0; i < nopts; i++) sb_printf(&allopts, "%s\n", opts[i]);
+    parts[np++] = (rt_key_part){sb_str(&allopts), allopts.len};
+    char key[33];
+    rt_cache_key(parts, np, key);
+    sb_free(&allopts);
+
+    char *dir = NULL, *cubin_path = NULL, *log_path = NULL;
+    nvrtcProgram prog = NULL;
+    char *logtext = NULL, *bin = NULL;
+    if ((st = rt_cache_dir("cuda", &dir, d)) != TSL_OK) goto done;
+    strbuf pb = {0};
+    sb_printf(&pb, "%s/%s.cubin", dir, key);
+    cubin_path = sb_take(&pb);
+    sb_printf(&pb, "%s/%s.log", dir, key);
+    log_path = sb_take(&pb);
+    if (cuda_cache_get(cubin_path, log_path, cubin, cubin_size, log)) goto done;
+
+    atomic_fetch_add(&cuda_compiles, 1);
+    if ((st = NV_TRY(d, CreateProgram(&prog, source, name, 0, NULL, NULL))) != TSL_OK) goto done;
+    nvrtcResult cr = nv.CompileProgram(prog, nopts, opts);
+    size_t logsize = 0;
+    if ((st = NV_TRY(d, GetProgramLogSize(prog, &logsize))) != TSL_OK) goto done;
+    logtext = calloc(logsize + 1, 1);
+    if (logsize > 0 && (st = NV_TRY(d, GetProgramLog(prog, logtext))) != TSL_OK) goto done;
+    if (cr != NVRTC_SUCCESS) {
+        strbuf b = {0};
+        cuda_annotate_log(&b, logtext, name, source);
+        diag_error(d, TSL_ERR_COMPILE, "NVRTC %d.%d failed to compile %s for %s (%s):\n%s",
+                   nv.version / 1000, nv.version % 1000 / 10, name, arch, nv.GetErrorString(cr),
+                   sb_str(&b));
+        sb_free(&b);
+        st = TSL_ERR_COMPILE;
+        goto done;
+    }
+    size_t n = 0;
+    if ((st = NV_TRY(d, GetCUBINSize(prog, &n))) != TSL_OK) goto done;
+    bin = malloc(n ? n : 1);
+    if (n == 0 || (st = NV_TRY(d, GetCUBIN(prog, bin))) != TSL_OK || !cuda_is_elf(bin, n)) {
+        if (st == TSL_OK) {
+            diag_error(d, TSL_ERR_COMPILE, "NVRTC gave no cubin for %s (arch %s)", name, arch);
+            st = TSL_ERR_COMPILE;
+        }
+        goto done;
+    }
+    /* The log first: a reader that finds the cubin then finds its log. */
+    if ((st = rt_cache_write(log_path, logtext, strlen(logtext), d)) != TSL_OK) goto done;
+    if ((st = rt_cache_write(cubin_path, bin, n, d)) != TSL_OK) goto done;
+    *cubin = bin;
+    *cubin_size = n;
+    bin = NULL;
+    if (log) {
+        *log = logtext;
+        logtext = NULL;
+    }
+done:
+    if (prog) nv.DestroyProgram(&prog);
+    free(bin);
+    free(logtext);
+    free(dir);
+    free(cubin_path);
+    free(log_path);
+    free(opts);
+done_early:
+    diag_free(&scratch);
+    return st;
+}
+
+/* Numbers after a phrase on the same line: "Used 12 registers" -> 12. */
+static int cuda_number_before(const char *line_start, const char *word)
+{
+    const char *p = word;
+    while (p > line_start && p[-1] == ' ') p--;
+    while (p > line_start && p[-1] >= '0' && p[-1] <= '9') p--;
+    return atoi(p);
+}
+
+void rt_cuda_ptxas_parse(const char *log, rt_ptxas_report *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!log) return;
+    for (const char *line = log; *line;) {
+        size_t len = strcspn(line, "\n");
+        char buf[512];
+        size_t n = len < sizeof buf - 1 ? len : sizeof buf - 1;
+        memcpy(buf, line, n);
+        buf[n] = '\0';
+        const char *w;
+        if (strstr(buf, "Used ") && (w = strstr(buf, " registers"))) {
+            int r = cuda_number_before(buf, w);
+            out->found++;
+            if (r > out->registers) out->registers = r;
+        }
+        if ((w = strstr(buf, " bytes stack frame"))) {
+            int v = cuda_number_before(buf, w);
+            if (v > out->stack_frame) out->stack_frame = v;
+        }
+        if ((w = strstr(buf, " bytes spill stores"))) out->spill_stores += cuda_number_before(buf, w);
+        if ((w = strstr(buf, " bytes spill loads"))) out->spill_loads += cuda_number_before(buf, w);
+        line += len;
+        if (*line == '\n') line++;
+    }
+}
+
+/* ---- device ------------------------------------------------------------- */
+
+tsl_status rt_cuda_open(rt_cuda_device **out, tsl_diag *d)
+{
+    tsl_diag scratch = {0};
+    if (!d) d = &scratch;
+    *out = NULL;
+    tsl_status st = cuda_load_driver(d);
+    if (st != TSL_OK) goto done;
+    int ordinal = 0;
+    const char *env = getenv("TESSEL_CUDA_DEVICE");
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (*end != '\0' || v < 0 || v > 1024) {
+            diag_error(d, TSL_ERR_ARG, "TESSEL_CUDA_DEVICE='%s' is not a device number", env);
+            st = TSL_ERR_ARG;
+            goto done;
+        }
+        ordinal = (int)v;
+    }
+    int count = 0;
+    if ((st = CU_TRY(d, NULL, DeviceGetCount(&count))) != TSL_OK) goto done;
+    if (count == 0) {
+        diag_error(d, TSL_ERR_UNAVAILABLE, "no CUDA device found (the driver reports 0 devices)");
+        st = TSL_ERR_UNAVAILABLE;
+        goto done;
+    }
+    if (ordinal >= count) {
+        diag_error(d, TSL_ERR_UNAVAILABLE,
+                   "CUDA device %d requested (TESSEL_CUDA_DEVICE) but only %d present", ordinal,
+                   count);
+        st = TSL_ERR_UNAVAILABLE;
+        goto done;
+    }
+    rt_cuda_device *dev = calloc(1, sizeof *dev);
+    rt_cuda_info *in = &dev->info;
+    in->ordinal = ordinal;
+    in->driver_version = cu.version;
+    if ((st = CU_TRY(d, NULL, DeviceGet(&dev->dev, ordinal))) != TSL_OK ||
+        (st = CU_TRY(d, NULL, DeviceGetName(in->name, (int)sizeof in->name - 1, dev->dev))) != TSL_OK ||
+        (st = CU_TRY(d, NULL, DeviceGetAttribute(&in->cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev->dev))) != TSL_OK ||
+        (st = CU_TRY(d, NULL, DeviceGetAttribute(&in->cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev->dev))) != TSL_OK ||
+        (st = CU_TRY(d, NULL, DeviceGetAttribute(&in->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev->dev))) != TSL_OK ||
+        (st = CU_TRY(d, NULL, DeviceGetAttribute(&in->max_shared_optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev->dev))) != TSL_OK ||
+        (st = CU_TRY(d, NULL, DevicePrimaryCtxRetain(&dev->ctx, dev->dev))) != TSL_OK) {
+        free(dev);
+        goto done;
+    }
+    /* Arch-specific features (wgmma, setmaxnreg) need the 'a' target from
+     * Hopper on; such a cubin runs only on that exact arch, as intended. */
+    snprintf(in->arch, sizeof in->arch, "sm_%d%d%s", in->cc_major, in->cc_minor,
+             in->cc_major >= 9 ? "a" : "");
+    if ((st = CU_TRY(d, dev, CtxSetCurrent(dev->ctx))) != TSL_OK) {
+        cu.DevicePrimaryCtxRelease(dev->dev);
+        free(dev);
+        goto done;
+    }
+    *out = dev;
+done:
+    diag_free(&scratch);
+    return st;
+}
+
+void rt_cuda_close(rt_cuda_device *dev)
+{
+    if (!dev) return;
+    cu.DevicePrimaryCtxRelease(dev->dev);
+    /* A poisoned primary context stays poisoned until reset. */
+    if (dev->poisoned) cu.DevicePrimaryCtxReset(dev->dev);
+    free(dev->poisoned);
+    free(dev);
+}
+
+const rt_cuda_info *rt_cuda_device_info(const rt_cuda_device *dev)
+{
+    return &dev->info;
+}
+
+tsl_status rt_cuda_module_load(rt_cuda_device *dev, const void *cubin, size_t size,
+                               rt_cuda_module **out, tsl_diag *d)
+{
+    *out = NULL;
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK) return st;
+    if (!cuda_is_elf(cubin, size)) {
+        diag_error(d, TSL_ERR_ARG, "rt_cuda_module_load: the image is not a cubin (no ELF header)");
+        return TSL_ERR_ARG;
+    }
+    char errlog[4096] = "";
+    CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[2] = {errlog, (void *)(uintptr_t)sizeof errlog};
+    CUmodule mod = NULL;
+    st = CU_TRY(d, dev, ModuleLoadDataEx(&mod, cubin, 2, opts, vals));
+    if (st != TSL_OK) {
+        if (errlog[0]) diag_error(d, st, "module loader log: %s", errlog);
+        return st;
+    }
+    rt_cuda_module *m = calloc(1, sizeof *m);
+    m->dev = dev;
+    m->mod = mod;
+    *out = m;
+    return TSL_OK;
+}
+
+void rt_cuda_module_free(rt_cuda_module *m)
+{
+    if (!m) return;
+    if (!m->dev->poisoned && cu.CtxSetCurrent(m->dev->ctx) == CUDA_SUCCESS) cu.ModuleUnload(m->mod);
+    free(m);
+}
+
+tsl_status rt_cuda_function_get(rt_cuda_module *m, const char *name, rt_cuda_function *out,
+                                tsl_diag *d)
+{
+    *out = NULL;
+    tsl_status st = cuda_enter(m->dev, d);
+    if (st != TSL_OK) return st;
+    CUfunction f = NULL;
+    st = CU_TRY(d, m->dev, ModuleGetFunction(&f, m->mod, name));
+    if (st != TSL_OK) {
+        diag_error(d, st, "kernel '%s' not found in the module (is it extern \"C\" __global__?)",
+                   name);
+        return st;
+    }
+    *out = f;
+    return TSL_OK;
+}
+
+tsl_status rt_cuda_launch(rt_cuda_device *dev, rt_cuda_function f, const unsigned grid[3],
+                          const unsigned block[3], unsigned shared_bytes, void **params,
+                          tsl_diag *d)
+{
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK) return st;
+    for (int i = 0; i < 3; i++) {
+        if (grid[i] == 0 || block[i] == 0) {
+            diag_error(d, TSL_ERR_ARG, "CUDA launch with an empty grid or block (%ux%ux%u, %ux%ux%u)",
+                       grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+            return TSL_ERR_ARG;
+        }
+    }
+    if (shared_bytes > 48 * 1024) {
+        if ((int)shared_bytes > dev->info.max_shared_optin) {
+            diag_error(d, TSL_ERR_ARG,
+                       "kernel needs %u bytes of dynamic shared memory but device %d (%s) allows "
+                       "at most %d per block",
+                       shared_bytes, dev->info.ordinal, dev->info.name, dev->info.max_shared_optin);
+            return TSL_ERR_ARG;
+        }
+        st = CU_TRY(d, dev,
+                    FuncSetAttribute((CUfunction)f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     (int)shared_bytes));
+        if (st != TSL_OK) return st;
+    }
+    st = CU_TRY(d, dev,
+                LaunchKernel((CUfunction)f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                             shared_bytes, NULL, params, NULL));
+    if (st != TSL_OK)
+        diag_error(d, st, "kernel launch failed (grid %ux%ux%u, block %ux%ux%u, %u bytes shared)",
+                   grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes);
+    return st;
+}
+
+tsl_status rt_cuda_synchronize(rt_cuda_device *dev, tsl_diag *d)
+{
+    tsl_status st = cuda_enter(dev, d);
+    return st != TSL_OK ? st : CU_TRY(d, dev, CtxSynchronize());
+}
+
+/* ---- memory -------------------------------------------------------------- */
+
+tsl_status rt_cuda_alloc(rt_cuda_device *dev, size_t bytes, rt_cuda_ptr *out, tsl_diag *d)
+{
+    *out = 0;
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK) return st;
+    CUdeviceptr p = 0;
+    CUresult r = cu.MemAlloc(&p, bytes ? bytes : 1);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+        diag_error(d, TSL_ERR_NOMEM,
+                   "out of GPU memory: allocating %zu bytes (%.2f GiB) on device %d (%s) failed",
+                   bytes, (double)bytes / (1u << 30), dev->info.ordinal, dev->info.name);
+        return TSL_ERR_NOMEM;
+    }
+    if ((st = cuda_check(d, dev, r, "cuMemAlloc_v2", __FILE__, __LINE__)) != TSL_OK) return st;
+    *out = p;
+    return TSL_OK;
+}
+
+void rt_cuda_free(rt_cuda_device *dev, rt_cuda_ptr p)
+{
+    if (!p || dev->poisoned) return;
+    if (cu.CtxSetCurrent(dev->ctx) == CUDA_SUCCESS) cu.MemFree(p);
+}
+
+tsl_status rt_cuda_copy_htod(rt_cuda_device *dev, rt_cuda_ptr dst, const void *src, size_t n,
+                             tsl_diag *d)
+{
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK || n == 0) return st;
+    return CU_TRY(d, dev, MemcpyHtoD(dst, src, n));
+}
+
+tsl_status rt_cuda_copy_dtoh(rt_cuda_device *dev, void *dst, rt_cuda_ptr src, size_t n,
+                             tsl_diag *d)
+{
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK || n == 0) return st;
+    return CU_TRY(d, dev, MemcpyDtoH(dst, src, n));
+}
+
+tsl_status rt_cuda_copy_dtod(rt_cuda_device *dev, rt_cuda_ptr dst, rt_cuda_ptr src, size_t n,
+                             tsl_diag *d)
+{
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK || n == 0) return st;
+    return CU_TRY(d, dev, MemcpyDtoD(dst, src, n));
+}
+
+tsl_status rt_cuda_memset8(rt_cuda_device *dev, rt_cuda_ptr dst, unsigned char v, size_t n,
+                           tsl_diag *d)
+{
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK || n == 0) return st;
+    return CU_TRY(d, dev, MemsetD8(dst, v, n));
+}
+
+/* ---- events ---------------------------------------------------------------- */
+
+tsl_status rt_cuda_event_create(rt_cuda_device *dev, rt_cuda_event **out, tsl_diag *d)
+{
+    *out = NULL;
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK) return st;
+    CUevent e = NULL;
+    if ((st = CU_TRY(d, dev, EventCreate(&e, CU_EVENT_DEFAULT))) != TSL_OK) return st;
+    *out = (rt_cuda_event *)e;
+    return TSL_OK;
+}
+
+tsl_status rt_cuda_event_record(rt_cuda_device *dev, rt_cuda_event *e, tsl_diag *d)
+{
+    tsl_status st = cuda_enter(dev, d);
+    return st != TSL_OK ? st : CU_TRY(d, dev, EventRecord((CUevent)e, NULL));
+}
+
+tsl_status rt_cuda_event_elapsed(rt_cuda_device *dev, rt_cuda_event *start, rt_cuda_event *end,
+                                 float *ms, tsl_diag *d)
+{
+    *ms = 0;
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK) return st;
+    if ((st = CU_TRY(d, dev, EventSynchronize((CUevent)end))) != TSL_OK) return st;
+    return CU_TRY(d, dev, EventElapsedTime(ms, (CUevent)start, (CUevent)end));
+}
+
+void rt_cuda_event_destroy(rt_cuda_device *dev, rt_cuda_event *e)
+{
+    if (!e || dev->poisoned) return;
+    if (cu.CtxSetCurrent(dev->ctx) == CUDA_SUCCESS) cu.EventDestroy((CUevent)e);
+}
