@@ -5,12 +5,23 @@
 #define TSL_API_H
 
 #include "base/base.h"
+#include "lang/lang.h"
 
 /* A context holds the last error. Programs compiled with it keep a
  * borrowed pointer to it (args and run errors land there), so a context
  * must outlive its programs. */
 struct tsl_context {
     tsl_diag diag;
+};
+
+/* A compiled def. Everything it points at lives in its arena, including
+ * a copy of the source text and file name (diagnostics quote them). */
+struct tsl_program {
+    tsl_context *ctx;  /* borrowed: errors of args and runs land here */
+    tsl_arena *arena;
+    tsl_source src;    /* copies of the caller's source and file name */
+    const lang_module *mod;
+    const lang_def *def;
 };
 
 /* Replace the context's error with "error: <msg>" and return st. */

@@ -1,0 +1,424 @@
+/* args.c — binding a program's arguments by name, inferring size symbols
+ * and output shapes from the bound inputs, and running on a target.
+ *
+ * Lifecycle: set_tensor / set_scalar (any order) -> infer (explicit or
+ * implied by output_shape, set_output and run) -> run -> output. Binding
+ * an input again drops the inferred shapes; the next infer redoes them. */
+#include <math.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "interp/interp.h"
+
+/* What the args hold for one tensor of the def (def->tensors order). */
+typedef struct args_slot {
+    const DLTensor *in;       /* tensor parameters (incl. in/out): borrowed */
+    int has_scalar;           /* scalar parameters */
+    double scalar;
+    const DLTensor *user_out; /* outputs bound with tsl_args_set_output: borrowed */
+    DLTensor *owned_out;      /* outputs allocated by the args at run: owned */
+} args_slot;
+
+struct tsl_args {
+    tsl_program *p;
+    args_slot *slot;  /* def->ntensors */
+    int64_t *size_set; /* def->nsizes: value given with set_scalar, or -1 */
+    tsl_arena *bind;  /* holds `bound`; recreated by every infer */
+    lang_bound *bound; /* NULL until tsl_args_infer succeeds */
+    int ran;          /* a run succeeded since the last binding change */
+};
+
+TSL_GIVE tsl_args *tsl_args_create(TSL_KEEP tsl_program *p)
+{
+    if (!p) return NULL;
+    tsl_args *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    a->p = p;
+    a->slot = calloc((size_t)p->def->ntensors + 1, sizeof *a->slot);
+    a->size_set = malloc(((size_t)p->def->nsizes + 1) * sizeof *a->size_set);
+    if (!a->slot || !a->size_set) {
+        tsl_args_free(a);
+        return NULL;
+    }
+    for (int i = 0; i < p->def->nsizes; i++) a->size_set[i] = -1;
+    return a;
+}
+
+void tsl_args_free(TSL_TAKE tsl_args *a)
+{
+    if (!a) return;
+    if (a->slot)
+        for (int i = 0; i < a->p->def->ntensors; i++) tsl_tensor_free(a->slot[i].owned_out);
+    free(a->slot);
+    free(a->size_set);
+    arena_free(a->bind);
+    free(a);
+}
+
+/* Drop inferred shapes after a binding changed. */
+static void args_invalidate(tsl_args *a)
+{
+    arena_free(a->bind);
+    a->bind = NULL;
+    a->bound = NULL;
+    a->ran = 0;
+}
+
+/* "float32(M,K)": a parameter's declaration, for messages. */
+static void args_describe_decl(strbuf *b, const lang_def *def, const lang_tensor *t)
+{
+    sb_printf(b, "%s(", tsl_dtype_name(t->dtype));
+    for (int d = 0; d < t->rank; d++) {
+        if (d) sb_putc(b, ',');
+        if (t->dims && t->dims[d].sym >= 0)
+            sb_puts(b, def->sizes[t->dims[d].sym]);
+        else if (t->dims)
+            sb_printf(b, "%lld", (long long)t->dims[d].value);
+    }
+    sb_putc(b, ')');
+}
+
+static void args_describe_shape(strbuf *b, int rank, const int64_t *shape)
+{
+    sb_putc(b, '(');
+    for (int d = 0; d < rank; d++) sb_printf(b, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    sb_putc(b, ')');
+}
+
+/* The def's tensor called `name`, or an error naming what exists. */
+static const lang_tensor *args_find(tsl_args *a, const char *name, const char *fn,
+                                    tsl_status *st)
+{
+    const lang_def *def = a->p->def;
+    *st = TSL_OK;
+    if (!name) {
+        *st = api_error(a->p->ctx, TSL_ERR_ARG, "%s: name is NULL", fn);
+        return NULL;
+    }
+    const lang_tensor *t = lang_def_tensor(def, name);
+    if (!t) {
+        strbuf b = {0};
+        for (int i = 0; i < def->nparams; i++)
+            sb_printf(&b, "%s%s", i ? ", " : "", def->params[i]->name);
+        sb_puts(&b, def->nparams ? "; outputs: " : "outputs: ");
+        for (int i = 0; i < def->noutputs; i++)
+            sb_printf(&b, "%s%s", i ? ", " : "", def->outputs[i]->name);
+        *st = api_error(a->p->ctx, TSL_ERR_ARG, "%s: '%s' has no parameter or output named '%s' "
+                        "(parameters: %s)", fn, def->name, name, sb_str(&b));
+        sb_free(&b);
+    }
+    return t;
+}
+
+tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
+                               TSL_KEEP const DLTensor *t)
+{
+    if (!a) return TSL_ERR_ARG;
+    tsl_context *ctx = a->p->ctx;
+    tsl_status st;
+    const lang_tensor *lt = args_find(a, name, "tsl_args_set_tensor", &st);
+    if (!lt) return st;
+    if (lt->is_scalar)
+        return api_error(ctx, TSL_ERR_ARG, "'%s' is a scalar parameter; bind it with "
+                         "tsl_args_set_scalar", name);
+    if (!(lt->flags & LANG_TENSOR_INPUT))
+        return api_error(ctx, TSL_ERR_ARG, "'%s' is an output of '%s', not a parameter; bind "
+                         "its storage with tsl_args_set_output", name, a->p->def->name);
+    char what[160];
+    snprintf(what, sizeof what, "tensor '%s'", name);
+    tsl_dtype dt;
+    if ((st = api_tensor_check(ctx, t, what, &dt))) return st;
+    if (dt != lt->dtype)
+        return api_error(ctx, TSL_ERR_ARG, "parameter '%s' is %s but the tensor given is %s",
+                         name, tsl_dtype_name(lt->dtype), tsl_dtype_name(dt));
+    if (t->ndim != lt->rank) {
+        strbuf b = {0};
+        args_describe_decl(&b, a->p->def, lt);
+        st = api_error(ctx, TSL_ERR_SHAPE,
+                       "parameter '%s' has rank %d (declared %s %s) but the tensor given has "
+                       "rank %d",
+                       name, lt->rank, sb_str(&b), name, t->ndim);
+        sb_free(&b);
+        return st;
+    }
+    a->slot[lt->index].in = t;
+    args_invalidate(a);
+    return TSL_OK;
+}
+
+tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, double v)
+{
+    if (!a) return TSL_ERR_ARG;
+    tsl_context *ctx = a->p->ctx;
+    const lang_def *def = a->p->def;
+    int sym = name ? lang_def_size_slot(def, name) : -1;
+    const lang_tensor *lt = name ? lang_def_tensor(def, name) : NULL;
+    if (!lt && sym >= 0) { /* a size symbol, e.g. one only a where clause uses */
+        if (!(v >= 0 && v <= 4e18 && v == floor(v)))
+            return api_error(ctx, TSL_ERR_ARG, "size %s must be a non-negative integer, got %g",
+                             name, v);
+        a->size_set[sym] = (int64_t)v;
+        args_invalidate(a);
+        return TSL_OK;
+    }
+    tsl_status st;
+    lt = args_find(a, name, "tsl_args_set_scalar", &st);
+    if (!lt) return st;
+    if (!lt->is_scalar)
+        return api_error(ctx, TSL_ERR_ARG, "'%s' is a tensor; bind it with %s", name,
+                         lt->flags & LANG_TENSOR_INPUT ? "tsl_args_set_tensor"
+                                                       : "tsl_args_set_output");
+    a->slot[lt->index].scalar = v;
+    a->slot[lt->index].has_scalar = 1;
+    a->ran = 0;
+    return TSL_OK;
+}
+
+/* Where a size symbol's value came from, for the mismatch message. */
+typedef struct args_origin {
+    const char *tensor; /* NULL: given with tsl_args_set_scalar */
+    int dim;
+} args_origin;
+
+static void args_describe_origin(strbuf *b, args_origin o)
+{
+    if (o.tensor)
+        sb_printf(b, "from %s dim %d", o.tensor, o.dim);
+    else
+        sb_puts(b, "as set");
+}
+
+tsl_status tsl_args_infer(TSL_KEEP tsl_args *a)
+{
+    if (!a) return TSL_ERR_ARG;
+    tsl_context *ctx = a->p->ctx;
+    const lang_def *def = a->p->def;
+    args_invalidate(a);
+    int64_t *sizes = calloc((size_t)def->nsizes + 1, sizeof *sizes);
+    args_origin *origin = calloc((size_t)def->nsizes + 1, sizeof *origin);
+    tsl_status st = TSL_OK;
+    if (!sizes || !origin) {
+        st = api_error(ctx, TSL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    for (int s = 0; s < def->nsizes; s++) sizes[s] = a->size_set[s];
+    for (int i = 0; i < def->nparams && !st; i++) {
+        const lang_tensor *lt = def->params[i];
+        const args_slot *sl = &a->slot[lt->index];
+        if (lt->is_scalar) {
+            if (!sl->has_scalar)
+                st = api_error(ctx, TSL_ERR_ARG, "missing scalar parameter '%s' of '%s' (%s)",
+                               lt->name, def->name, tsl_dtype_name(lt->dtype));
+            continue;
+        }
+        if (!sl->in) {
+            strbuf b = {0};
+            args_describe_decl(&b, def, lt);
+            st = api_error(ctx, TSL_ERR_ARG, "missing input tensor '%s' of '%s' (declared %s %s)",
+                           lt->name, def->name, sb_str(&b), lt->name);
+            sb_free(&b);
+            continue;
+        }
+        for (int d = 0; d < lt->rank && !st; d++) {
+            int64_t v = sl->in->shape[d];
+            int sym = lt->dims ? lt->dims[d].sym : -1;
+            if (sym < 0) {
+                if (lt->dims && v != lt->dims[d].value)
+                    st = api_error(ctx, TSL_ERR_SHAPE,
+                                   "dimension %d of '%s' is %lld but '%s' declares it %lld", d,
+                                   lt->name, (long long)v, def->name,
+                                   (long long)lt->dims[d].value);
+            } else if (sizes[sym] < 0) {
+                sizes[sym] = v;
+                origin[sym] = (args_origin){lt->name, d};
+            } else if (sizes[sym] != v) {
+                strbuf b = {0};
+                args_describe_origin(&b, origin[sym]);
+                st = api_error(ctx, TSL_ERR_SHAPE, "size %s is %lld %s but %lld from %s dim %d",
+                               def->sizes[sym], (long long)sizes[sym], sb_str(&b),
+                               (long long)v, lt->name, d);
+                sb_free(&b);
+            }
+        }
+    }
+    if (st) goto out;
+    if (!(a->bind = arena_create())) {
+        st = api_error(ctx, TSL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    diag_reset(&ctx->diag);
+    st = (tsl_status)lang_bind(a->bind, def, sizes, &a->bound, &ctx->diag);
+    if (st) {
+        if (!ctx->diag.nerr) diag_error(&ctx->diag, st, "binding sizes of '%s' failed", def->name);
+        args_invalidate(a);
+    }
+out:
+    free(sizes);
+    free(origin);
+    return st;
+}
+
+/* The def's output called `name` (in/out included), or an error. */
+static const lang_tensor *args_find_output(tsl_args *a, const char *name, const char *fn,
+                                           tsl_status *st)
+{
+    const lang_tensor *lt = args_find(a, name, fn, st);
+    if (lt && !(lt->flags & LANG_TENSOR_OUTPUT)) {
+        *st = api_error(a->p->ctx, TSL_ERR_ARG, "%s: '%s' is not an output of '%s'", fn, name,
+                        a->p->def->name);
+        return NULL;
+    }
+    return lt;
+}
+
+tsl_status tsl_args_output_shape(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, int *rank,
+                                 int64_t shape[TSL_MAX_RANK], tsl_dtype *dtype)
+{
+    if (!a) return TSL_ERR_ARG;
+    tsl_status st;
+    const lang_tensor *lt = args_find_output(a, name, "tsl_args_output_shape", &st);
+    if (!lt) return st;
+    if (!a->bound && (st = tsl_args_infer(a))) return st;
+    if (rank) *rank = lt->rank;
+    if (shape)
+        for (int d = 0; d < lt->rank; d++) shape[d] = a->bound->shapes[lt->index][d];
+    if (dtype) *dtype = lt->dtype;
+    return TSL_OK;
+}
+
+/* Check a caller's output tensor against the inferred shape and dtype. */
+static tsl_status args_check_output(tsl_args *a, const lang_tensor *lt, const DLTensor *t)
+{
+    tsl_context *ctx = a->p->ctx;
+    char what[160];
+    snprintf(what, sizeof what, "output '%s'", lt->name);
+    tsl_dtype dt;
+    tsl_status st = api_tensor_check(ctx, t, what, &dt);
+    if (st) return st;
+    if (dt != lt->dtype)
+        return api_error(ctx, TSL_ERR_ARG, "output '%s' is %s but the tensor given is %s",
+                         lt->name, tsl_dtype_name(lt->dtype), tsl_dtype_name(dt));
+    const int64_t *want = a->bound->shapes[lt->index];
+    int same = t->ndim == lt->rank;
+    for (int d = 0; same && d < lt->rank; d++) same = t->shape[d] == want[d];
+    if (!same) {
+        strbuf b = {0}, c = {0};
+        args_describe_shape(&b, lt->rank, want);
+        args_describe_shape(&c, t->ndim, t->shape);
+        st = api_error(ctx, TSL_ERR_SHAPE, "output '%s' has shape %s but the tensor given has "
+                       "shape %s", lt->name, sb_str(&b), sb_str(&c));
+        sb_free(&b);
+        sb_free(&c);
+    }
+    return st;
+}
+
+tsl_status tsl_args_set_output(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
+                               TSL_KEEP const DLTensor *t)
+{
+    if (!a) return TSL_ERR_ARG;
+    tsl_status st;
+    const lang_tensor *lt = args_find_output(a, name, "tsl_args_set_output", &st);
+    if (!lt) return st;
+    if (lt->flags & LANG_TENSOR_INPUT)
+        return api_error(a->p->ctx, TSL_ERR_ARG, "'%s' is in/out (a parameter and an output); "
+                         "bind it with tsl_args_set_tensor", name);
+    if (!a->bound && (st = tsl_args_infer(a))) return st;
+    if ((st = args_check_output(a, lt, t))) return st;
+    a->slot[lt->index].user_out = t;
+    a->ran = 0;
+    return TSL_OK;
+}
+
+const DLTensor *tsl_args_output(TSL_KEEP tsl_args *a, TSL_KEEP const char *name)
+{
+    if (!a || !name || !a->ran) return NULL;
+    const lang_tensor *lt = lang_def_tensor(a->p->def, name);
+    if (!lt || !(lt->flags & LANG_TENSOR_OUTPUT)) return NULL;
+    const args_slot *sl = &a->slot[lt->index];
+    if (lt->flags & LANG_TENSOR_INPUT) return sl->in;
+    return sl->user_out ? sl->user_out : sl->owned_out;
+}
+
+/* Make sure every output has storage of the inferred shape: the caller's
+ * (re-checked, since inputs may have changed since it was bound) or one
+ * the args own. */
+static tsl_status args_prepare_outputs(tsl_args *a)
+{
+    const lang_def *def = a->p->def;
+    for (int i = 0; i < def->noutputs; i++) {
+        const lang_tensor *lt = def->outputs[i];
+        args_slot *sl = &a->slot[lt->index];
+        if (lt->flags & LANG_TENSOR_INPUT) continue;
+        tsl_status st;
+        if (sl->user_out) {
+            if ((st = args_check_output(a, lt, sl->user_out))) return st;
+            continue;
+        }
+        const int64_t *shape = a->bound->shapes[lt->index];
+        if (sl->owned_out) {
+            int same = 1;
+            for (int d = 0; d < lt->rank; d++) same &= sl->owned_out->shape[d] == shape[d];
+            if (same) continue;
+            tsl_tensor_free(sl->owned_out);
+        }
+        sl->owned_out = tsl_tensor_alloc(lt->dtype, lt->rank, shape);
+        if (!sl->owned_out) {
+            strbuf b = {0};
+            args_describe_shape(&b, lt->rank, shape);
+            st = api_error(a->p->ctx, TSL_ERR_NOMEM, "out of memory allocating output '%s' %s %s",
+                           lt->name, tsl_dtype_name(lt->dtype), sb_str(&b));
+            sb_free(&b);
+            return st;
+        }
+    }
+    return TSL_OK;
+}
+
+/* The interpreter's view of a caller's (or owned) tensor. */
+static void args_view(interp_tensor *v, const DLTensor *t, tsl_dtype dtype)
+{
+    v->base = t->data ? (char *)t->data + t->byte_offset : NULL;
+    v->dtype = dtype;
+    v->rank = t->ndim;
+    for (int d = 0; d < t->ndim; d++) v->shape[d] = t->shape[d];
+    api_tensor_strides(t, v->stride);
+}
+
+tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target)
+{
+    if (!p) return TSL_ERR_ARG;
+    tsl_context *ctx = p->ctx;
+    if (!a) return api_error(ctx, TSL_ERR_ARG, "tsl_program_run: args is NULL");
+    if (a->p != p)
+        return api_error(ctx, TSL_ERR_ARG, "tsl_program_run: the args were created for '%s', "
+                         "not '%s'", a->p->def->name, p->def->name);
+    if (target == TSL_TARGET_CPU || target == TSL_TARGET_CUDA)
+        return api_error(ctx, TSL_ERR_UNAVAILABLE, "target '%s' is not available yet",
+                         target == TSL_TARGET_CPU ? "cpu" : "cuda");
+    if (target != TSL_TARGET_INTERP)
+        return api_error(ctx, TSL_ERR_ARG, "unknown target %d", (int)target);
+    a->ran = 0;
+    tsl_status st;
+    if (!a->bound && (st = tsl_args_infer(a))) return st;
+    if ((st = args_prepare_outputs(a))) return st;
+    const lang_def *def = p->def;
+    interp_tensor *views = calloc((size_t)def->ntensors + 1, sizeof *views);
+    if (!views) return api_error(ctx, TSL_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *lt = def->tensors[i];
+        const args_slot *sl = &a->slot[i];
+        views[i].dtype = lt->dtype;
+        if (lt->is_scalar)
+            views[i].scalar = sl->scalar;
+        else if (lt->flags & LANG_TENSOR_INPUT)
+            args_view(&views[i], sl->in, lt->dtype);
+        else if (lt->flags & LANG_TENSOR_OUTPUT)
+            args_view(&views[i], sl->user_out ? sl->user_out : sl->owned_out, lt->dtype);
+    }
+    diag_reset(&ctx->diag);
+    st = interp_run(a->bound, views, &ctx->diag);
+    free(views);
+    if (!st) a->ran = 1;
+    return st;
+}

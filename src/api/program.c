@@ -1,0 +1,193 @@
+/* program.c — checking and compiling TC source into a tsl_program (one
+ * def), printing it, and introspection of its parameters and outputs. */
+#include <errno.h>
+#include <string.h>
+
+#include "api/api.h"
+
+/* Parse and check src into arena a; diagnostics replace ctx's error. */
+static const lang_module *program_parse(tsl_context *ctx, tsl_arena *a, const tsl_source *src,
+                                        tsl_status *st)
+{
+    diag_reset(&ctx->diag);
+    const lang_module *m = lang_parse_check(a, src, &ctx->diag);
+    *st = TSL_OK;
+    if (!m) {
+        *st = ctx->diag.nerr ? ctx->diag.first : TSL_ERR_INTERNAL;
+        if (!ctx->diag.nerr) diag_error(&ctx->diag, *st, "internal: the front end failed silently");
+    }
+    return m;
+}
+
+tsl_status tsl_check(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *source,
+                     TSL_KEEP const char *filename)
+{
+    if (!ctx) return TSL_ERR_ARG;
+    if (!source) return api_error(ctx, TSL_ERR_ARG, "tsl_check: source is NULL");
+    tsl_arena *a = arena_create();
+    if (!a) return api_error(ctx, TSL_ERR_NOMEM, "out of memory");
+    tsl_source src = {filename ? filename : "<input>", source};
+    tsl_status st;
+    program_parse(ctx, a, &src, &st);
+    arena_free(a);
+    return st;
+}
+
+/* "a, b, c": the names of the module's defs, for messages. */
+static void program_def_names(strbuf *b, const lang_module *m)
+{
+    for (int i = 0; i < lang_module_count(m); i++)
+        sb_printf(b, "%s%s", i ? ", " : "", lang_module_def(m, i)->name);
+}
+
+tsl_status tsl_program_compile(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *source,
+                               TSL_KEEP const char *filename, TSL_KEEP const char *entry,
+                               TSL_GIVE tsl_program **out)
+{
+    if (!ctx) return TSL_ERR_ARG;
+    if (!out) return api_error(ctx, TSL_ERR_ARG, "tsl_program_compile: out is NULL");
+    *out = NULL;
+    if (!source) return api_error(ctx, TSL_ERR_ARG, "tsl_program_compile: source is NULL");
+    tsl_program *p = calloc(1, sizeof *p);
+    tsl_arena *a = p ? arena_create() : NULL;
+    if (!a) {
+        free(p);
+        return api_error(ctx, TSL_ERR_NOMEM, "out of memory");
+    }
+    p->ctx = ctx;
+    p->arena = a;
+    p->src.name = arena_strdup(a, filename ? filename : "<input>");
+    p->src.text = arena_strdup(a, source);
+    tsl_status st;
+    p->mod = program_parse(ctx, a, &p->src, &st);
+    if (st) goto fail;
+    int n = lang_module_count(p->mod);
+    if (entry) {
+        p->def = lang_module_find(p->mod, entry);
+        if (!p->def) {
+            strbuf names = {0};
+            program_def_names(&names, p->mod);
+            st = api_error(ctx, TSL_ERR_ARG, "%s: no def named '%s' (defs: %s)", p->src.name,
+                           entry, n ? sb_str(&names) : "none");
+            sb_free(&names);
+            goto fail;
+        }
+    } else if (n == 1) {
+        p->def = lang_module_def(p->mod, 0);
+    } else {
+        strbuf names = {0};
+        program_def_names(&names, p->mod);
+        st = n == 0 ? api_error(ctx, TSL_ERR_ARG, "%s: the source has no def", p->src.name)
+                    : api_error(ctx, TSL_ERR_ARG,
+                                "%s: the source has %d defs (%s); name the entry to compile",
+                                p->src.name, n, sb_str(&names));
+        sb_free(&names);
+        goto fail;
+    }
+    for (int i = 0; i < p->def->ntensors; i++) {
+        const lang_tensor *t = p->def->tensors[i];
+        if (t->rank > TSL_MAX_RANK) {
+            diag_reset(&ctx->diag);
+            diag_error_at(&ctx->diag, &p->src, t->offset, TSL_ERR_SEMANTIC,
+                          "'%s' has rank %d; at most %d is supported", t->name, t->rank,
+                          TSL_MAX_RANK);
+            st = TSL_ERR_SEMANTIC;
+            goto fail;
+        }
+    }
+    *out = p;
+    return TSL_OK;
+fail:
+    tsl_program_free(p);
+    return st;
+}
+
+tsl_status tsl_program_compile_file(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
+                                    TSL_KEEP const char *entry, TSL_GIVE tsl_program **out)
+{
+    if (!ctx) return TSL_ERR_ARG;
+    if (!out) return api_error(ctx, TSL_ERR_ARG, "tsl_program_compile_file: out is NULL");
+    *out = NULL;
+    if (!path) return api_error(ctx, TSL_ERR_ARG, "tsl_program_compile_file: path is NULL");
+    size_t len;
+    char *text = file_read_all(path, &len);
+    if (!text) return api_error(ctx, TSL_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+    if (strlen(text) != len) {
+        free(text);
+        return api_error(ctx, TSL_ERR_SYNTAX, "%s: the file contains a NUL byte", path);
+    }
+    tsl_status st = tsl_program_compile(ctx, text, path, entry, out);
+    free(text);
+    return st;
+}
+
+void tsl_program_free(TSL_TAKE tsl_program *p)
+{
+    if (!p) return;
+    arena_free(p->arena);
+    free(p);
+}
+
+tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
+                            TSL_GIVE char **out)
+{
+    if (!p) return TSL_ERR_ARG;
+    if (!out) return api_error(p->ctx, TSL_ERR_ARG, "tsl_program_emit: out is NULL");
+    *out = NULL;
+    strbuf b = {0};
+    if (what && !strcmp(what, "ast"))
+        lang_print_def(&b, p->def);
+    else if (what && !strcmp(what, "ranges"))
+        lang_print_ranges(&b, p->def);
+    else
+        return api_error(p->ctx, TSL_ERR_ARG, "unknown emit kind '%s' (expected ast or ranges)",
+                         what ? what : "(null)");
+    *out = sb_take(&b);
+    if (!*out) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");
+    return TSL_OK;
+}
+
+/* ---- introspection ------------------------------------------------------ */
+
+const char *tsl_program_name(TSL_KEEP const tsl_program *p) { return p ? p->def->name : NULL; }
+
+int tsl_program_param_count(TSL_KEEP const tsl_program *p) { return p ? p->def->nparams : 0; }
+
+tsl_status tsl_program_param(TSL_KEEP const tsl_program *p, int i, tsl_param_info *out)
+{
+    if (!p) return TSL_ERR_ARG;
+    if (!out) return api_error(p->ctx, TSL_ERR_ARG, "tsl_program_param: out is NULL");
+    if (i < 0 || i >= p->def->nparams)
+        return api_error(p->ctx, TSL_ERR_ARG, "'%s' has %d parameters; index %d is out of range",
+                         p->def->name, p->def->nparams, i);
+    const lang_tensor *t = p->def->params[i];
+    out->name = t->name;
+    out->is_scalar = t->is_scalar;
+    out->is_output = (t->flags & LANG_TENSOR_OUTPUT) != 0;
+    out->dtype = t->dtype;
+    out->rank = t->is_scalar ? 0 : t->rank;
+    return TSL_OK;
+}
+
+int tsl_program_output_count(TSL_KEEP const tsl_program *p) { return p ? p->def->noutputs : 0; }
+
+const char *tsl_program_output_name(TSL_KEEP const tsl_program *p, int i)
+{
+    if (!p || i < 0 || i >= p->def->noutputs) return NULL;
+    return p->def->outputs[i]->name;
+}
+
+tsl_status tsl_program_param_dims(TSL_KEEP const tsl_program *p, int i,
+                                  const char *names[TSL_MAX_RANK])
+{
+    if (!p) return TSL_ERR_ARG;
+    if (!names) return api_error(p->ctx, TSL_ERR_ARG, "tsl_program_param_dims: names is NULL");
+    if (i < 0 || i >= p->def->nparams)
+        return api_error(p->ctx, TSL_ERR_ARG, "'%s' has %d parameters; index %d is out of range",
+                         p->def->name, p->def->nparams, i);
+    const lang_tensor *t = p->def->params[i];
+    for (int d = 0; d < TSL_MAX_RANK; d++) names[d] = NULL;
+    for (int d = 0; d < t->rank && d < TSL_MAX_RANK && t->dims; d++)
+        if (t->dims[d].sym >= 0) names[d] = p->def->sizes[t->dims[d].sym];
+    return TSL_OK;
+}
