@@ -1,0 +1,215 @@
+/* bind.c — lang_bind: a checked def with concrete sizes. Evaluates every
+ * symbolic range and shape, and proves what range inference left to the
+ * sizes: no range is empty, a statement that updates an existing tensor
+ * covers it exactly where its range was inferred, and every affine access
+ * (RHS, nested, and LHS) stays inside its tensor over the statement's box.
+ * Gathers and other non-affine indices are the interpreter's to check.
+ */
+#include <string.h>
+
+#include "lang/lang_int.h"
+
+typedef struct bind_ctx {
+    tsl_arena *a;
+    const lang_def *def;
+    lang_bound *b;
+    tsl_diag *d;
+    const lang_stmt *st;
+    int64_t *lo, *hi;
+} bind_ctx;
+
+/* "M=3, N=5" for the size symbols of e */
+static void bind_sizes_of(strbuf *sb, const bind_ctx *B, const lang_sexpr *e, bool *seen)
+{
+    if (!e) return;
+    if (e->kind == LANG_SX_SYM) {
+        if (!seen[e->sym] && B->b->sizes[e->sym] >= 0) {
+            seen[e->sym] = true;
+            sb_printf(sb, "%s%s=%lld", sb->len ? ", " : "", B->def->sizes[e->sym],
+                      (long long)B->b->sizes[e->sym]);
+        }
+        return;
+    }
+    bind_sizes_of(sb, B, e->a, seen);
+    bind_sizes_of(sb, B, e->b, seen);
+}
+
+/* The first size symbol of e with no value, or -1. */
+static int bind_missing(const bind_ctx *B, const lang_sexpr *e)
+{
+    if (!e) return -1;
+    if (e->kind == LANG_SX_SYM) return B->b->sizes[e->sym] < 0 ? e->sym : -1;
+    int m = bind_missing(B, e->a);
+    return m >= 0 ? m : bind_missing(B, e->b);
+}
+
+static int bind_eval(bind_ctx *B, const lang_sexpr *e, size_t offset, const char *what,
+                     int64_t *out)
+{
+    if (lang_sexpr_eval(e, B->b->sizes, out) == 0) return 0;
+    int m = bind_missing(B, e);
+    if (m >= 0) {
+        diag_error_at(B->d, B->def->src, B->def->size_offsets[m], TSL_ERR_SHAPE,
+                      "size '%s' is not known: no input tensor has it; supply its value "
+                      "(e.g. --size %s=N)",
+                      B->def->sizes[m], B->def->sizes[m]);
+    } else {
+        strbuf sb = {0};
+        lang_print_sexpr(&sb, B->def, e);
+        diag_error_at(B->d, B->def->src, offset, TSL_ERR_SHAPE,
+                      "%s %s cannot be evaluated (division by zero or 64-bit overflow)", what,
+                      sb_str(&sb));
+        sb_free(&sb);
+    }
+    return -1;
+}
+
+/* min and max of an affine index over the statement's box */
+static bool bind_index_span(bind_ctx *B, const lang_expr *x, int64_t *mn, int64_t *mx)
+{
+    int nv = B->st->nvars;
+    int64_t *coef = arena_alloc(B->a, sizeof(int64_t) * (size_t)(nv + 1));
+    const lang_sexpr *off;
+    if (!ranges_affine(B->a, x, nv, coef, &off)) return false;
+    int64_t o;
+    if (lang_sexpr_eval(off, B->b->sizes, &o) < 0) return false;
+    int64_t lo = o, hi = o;
+    for (int v = 0; v < nv; v++) {
+        int64_t c = coef[v], a, z;
+        if (!c) continue;
+        if (__builtin_mul_overflow(c, B->lo[v], &a) || __builtin_mul_overflow(c, B->hi[v] - 1, &z))
+            return false;
+        if (__builtin_add_overflow(lo, a < z ? a : z, &lo) ||
+            __builtin_add_overflow(hi, a < z ? z : a, &hi))
+            return false;
+    }
+    *mn = lo;
+    *mx = hi;
+    return true;
+}
+
+/* Prove every affine access in e in bounds. */
+static int bind_check_access(bind_ctx *B, const lang_expr *e)
+{
+    for (int k = 0; k < e->nargs; k++)
+        if (bind_check_access(B, e->args[k]) < 0) return -1;
+    if (e->kind != LANG_E_ACCESS) return 0;
+    const int64_t *shape = B->b->shapes[e->tensor->index];
+    for (int k = 0; k < e->nargs; k++) {
+        const lang_expr *x = e->args[k];
+        if (!x->affine) continue;
+        int64_t mn, mx;
+        strbuf sb = {0};
+        lang_print_expr(&sb, B->def, B->st, x);
+        if (!bind_index_span(B, x, &mn, &mx)) {
+            diag_error_at(B->d, B->def->src, x->offset, TSL_ERR_RANGE,
+                          "index %d of '%s' (%s) overflows 64 bits", k, e->tensor->name, sb_str(&sb));
+            sb_free(&sb);
+            return -1;
+        }
+        if (mn < 0 || mx >= shape[k]) {
+            diag_error_at(B->d, B->def->src, x->offset, TSL_ERR_RANGE,
+                          "access out of bounds: index %d of '%s' (%s) ranges over [%lld, %lld] "
+                          "but dimension %d of '%s' has extent %lld",
+                          k, e->tensor->name, sb_str(&sb), (long long)mn, (long long)mx, k,
+                          e->tensor->name, (long long)shape[k]);
+            sb_free(&sb);
+            return -1;
+        }
+        sb_free(&sb);
+    }
+    return 0;
+}
+
+static int bind_stmt(bind_ctx *B, int s)
+{
+    const lang_def *def = B->def;
+    const lang_stmt *st = &def->stmts[s];
+    lang_bound_stmt *bs = &B->b->stmts[s];
+    bs->lo = arena_alloc(B->a, sizeof(int64_t) * (size_t)(st->nvars + 1));
+    bs->hi = arena_alloc(B->a, sizeof(int64_t) * (size_t)(st->nvars + 1));
+    B->st = st;
+    B->lo = bs->lo;
+    B->hi = bs->hi;
+    for (int v = 0; v < st->nvars; v++) {
+        const lang_var *var = &st->vars[v];
+        if (bind_eval(B, var->range.lo, var->offset, "the lower bound", &bs->lo[v]) < 0 ||
+            bind_eval(B, var->range.hi, var->offset, "the upper bound", &bs->hi[v]) < 0)
+            return -1;
+        if (bs->hi[v] <= bs->lo[v]) {
+            strbuf sb = {0}, sz = {0};
+            lang_print_sexpr(&sb, def, var->range.lo);
+            sb_putc(&sb, ':');
+            lang_print_sexpr(&sb, def, var->range.hi);
+            bool *seen = arena_alloc(B->a, sizeof(bool) * (size_t)(def->nsizes + 1));
+            bind_sizes_of(&sz, B, var->range.lo, seen);
+            bind_sizes_of(&sz, B, var->range.hi, seen);
+            diag_error_at(B->d, def->src, var->offset, TSL_ERR_RANGE,
+                          "empty range for '%s': %s is [%lld, %lld)%s%s%s", var->name, sb_str(&sb),
+                          (long long)bs->lo[v], (long long)bs->hi[v], sz.len ? " with " : "",
+                          sb_str(&sz), var->from_where ? "" : " (the inputs are too small)");
+            sb_free(&sb);
+            sb_free(&sz);
+            return -1;
+        }
+    }
+    /* an update of an existing tensor covers it where the range was inferred */
+    const lang_tensor *t = st->lhs;
+    const int64_t *shape = B->b->shapes[t->index];
+    if (t->first_stmt != s) {
+        for (int k = 0; k < st->niter; k++) {
+            if (st->vars[k].from_where || (bs->lo[k] == 0 && bs->hi[k] == shape[k])) continue;
+            diag_error_at(B->d, def->src, st->vars[k].offset, TSL_ERR_SHAPE,
+                          "'%s' ranges over [%lld, %lld) but dimension %d of '%s' has extent "
+                          "%lld: a statement that updates '%s' must cover it (or say 'where "
+                          "%s in LO:HI' for a partial update)",
+                          st->vars[k].name, (long long)bs->lo[k], (long long)bs->hi[k], k, t->name,
+                          (long long)shape[k], t->name, st->vars[k].name);
+            return -1;
+        }
+    }
+    /* the LHS, as an access with the LHS index list */
+    for (int k = 0; k < st->niter; k++) {
+        if (bs->lo[k] < 0 || bs->hi[k] > shape[k]) {
+            diag_error_at(B->d, def->src, st->vars[k].offset, TSL_ERR_RANGE,
+                          "access out of bounds: '%s' ranges over [%lld, %lld] but dimension %d "
+                          "of '%s' has extent %lld",
+                          st->vars[k].name, (long long)bs->lo[k], (long long)bs->hi[k] - 1, k,
+                          t->name, (long long)shape[k]);
+            return -1;
+        }
+    }
+    return bind_check_access(B, st->rhs);
+}
+
+int lang_bind(tsl_arena *a, const lang_def *def, const int64_t *size_values, lang_bound **out,
+              tsl_diag *d)
+{
+    lang_bound *b = arena_alloc(a, sizeof *b);
+    b->def = def;
+    b->sizes = arena_alloc(a, sizeof(int64_t) * (size_t)(def->nsizes + 1));
+    for (int i = 0; i < def->nsizes; i++) b->sizes[i] = size_values ? size_values[i] : -1;
+    b->shapes = arena_alloc(a, sizeof(int64_t *) * (size_t)(def->ntensors + 1));
+    b->stmts = arena_alloc(a, sizeof(lang_bound_stmt) * (size_t)(def->nstmts + 1));
+    bind_ctx B = {.a = a, .def = def, .b = b, .d = d};
+    for (int i = 0; i < def->nsizes; i++) {
+        if (b->sizes[i] < -1) {
+            diag_error_at(d, def->src, def->size_offsets[i], TSL_ERR_SHAPE,
+                          "size '%s' is negative (%lld)", def->sizes[i], (long long)b->sizes[i]);
+            return d->first ? (int)d->first : TSL_ERR_SHAPE;
+        }
+    }
+    /* shapes in order: a tensor's shape may only use sizes, so any order works */
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *t = def->tensors[i];
+        b->shapes[i] = arena_alloc(a, sizeof(int64_t) * (size_t)(t->rank + 1));
+        for (int k = 0; k < t->rank; k++) {
+            if (bind_eval(&B, t->shape[k], t->offset, "the extent", &b->shapes[i][k]) < 0)
+                return d->first ? (int)d->first : TSL_ERR_SHAPE;
+        }
+    }
+    for (int s = 0; s < def->nstmts; s++)
+        if (bind_stmt(&B, s) < 0) return d->first ? (int)d->first : TSL_ERR_RANGE;
+    *out = b;
+    return TSL_OK;
+}

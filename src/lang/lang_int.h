@@ -1,0 +1,145 @@
+/* lang_int.h — what the front end's files share and nobody else sees: the
+ * tokens, the parse tree (names unresolved, untyped), and the entry points
+ * of each pass. lexer.c -> parser.c -> sema.c -> ranges.c; print.c prints.
+ */
+#ifndef TSL_LANG_INT_H
+#define TSL_LANG_INT_H
+
+#include "lang/lang.h"
+
+/* Deepest expression nesting the parser accepts; every recursive pass
+ * follows the parse tree, so this bounds their stack use too. */
+#define LANG_MAX_DEPTH 256
+
+/* ---- tokens ---------------------------------------------------------------- */
+
+typedef enum lex_kind {
+    TK_EOF,
+    TK_IDENT,
+    TK_INT,
+    TK_FLOAT,
+    TK_LPAREN, TK_RPAREN, TK_LBRACE, TK_RBRACE, TK_COMMA, TK_COLON, TK_SEMI,
+    TK_ARROW,     /* -> or → */
+    TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH, TK_PERCENT,
+    TK_LT, TK_LE, TK_GT, TK_GE, TK_EQEQ, TK_NE,
+    TK_ANDAND, TK_OROR, TK_NOT, TK_QUESTION,
+    TK_ASSIGN,    /* =, +=, *=, max=, min= with optional ! (tok.op, tok.bang) */
+} lex_kind;
+
+typedef struct lex_token {
+    lex_kind kind;
+    size_t offset, len;
+    int64_t ival;   /* TK_INT */
+    double fval;    /* TK_FLOAT */
+    int op;         /* TK_ASSIGN: lang_assign_op */
+    bool bang;      /* TK_ASSIGN */
+} lex_token;
+
+/* Tokenize the whole source (ends with TK_EOF). NULL after reporting a
+ * lexical error. */
+lex_token *lex_tokenize(tsl_arena *a, const tsl_source *src, tsl_diag *d, int *ntok);
+
+/* ---- parse tree -------------------------------------------------------------- */
+
+typedef enum parse_kind {
+    P_INT, P_FLOAT,
+    P_IDENT,   /* name */
+    P_CALL,    /* name(args): access, builtin or cast (sema decides) */
+    P_UNARY,   /* op: lang_unop */
+    P_BINARY,  /* op: lang_binop */
+    P_SELECT   /* args[0] ? args[1] : args[2] */
+} parse_kind;
+
+typedef struct parse_node {
+    parse_kind kind;
+    const char *name;
+    int64_t ival;
+    double fval;
+    int op;
+    struct parse_node **args;
+    int nargs, cap;
+    size_t offset;
+} parse_node;
+
+typedef struct parse_dim {
+    const char *sym; /* NULL for a constant */
+    int64_t value;
+    size_t offset;
+} parse_dim;
+
+typedef struct parse_param {
+    const char *name;
+    size_t offset;      /* the name */
+    tsl_dtype dtype;
+    bool is_scalar;
+    parse_dim *dims;
+    int rank, cap;
+} parse_param;
+
+typedef struct parse_name {
+    const char *name;
+    size_t offset;
+} parse_name;
+
+typedef struct parse_where {
+    const char *var;
+    size_t offset;
+    parse_node *lo, *hi;
+} parse_where;
+
+typedef struct parse_stmt {
+    const char *lhs;
+    size_t offset;
+    parse_node **idx;      /* LHS index expressions */
+    int nidx, cidx;
+    lang_assign_op op;
+    bool bang;
+    size_t op_offset;
+    parse_node *rhs;
+    parse_where *wheres;
+    int nwheres, cwheres;
+} parse_stmt;
+
+typedef struct parse_def {
+    const char *name;
+    size_t offset;
+    parse_param *params;
+    int nparams, cparams;
+    parse_name *outputs;
+    int noutputs, coutputs;
+    parse_stmt *stmts;
+    int nstmts, cstmts;
+} parse_def;
+
+typedef struct parse_module {
+    parse_def *defs;
+    int ndefs, cdefs;
+} parse_module;
+
+/* Parse the tokens into a tree. NULL after reporting errors. */
+parse_module *parse_module_tokens(tsl_arena *a, const tsl_source *src, const lex_token *toks,
+                                  tsl_diag *d);
+
+/* ---- passes -------------------------------------------------------------- */
+
+/* Resolve names, type, check one def. NULL after reporting errors. */
+lang_def *sema_def(tsl_arena *a, const tsl_source *src, const parse_def *pd, tsl_diag *d);
+
+/* Infer every statement's ranges and every output's and temporary's shape
+ * (sema filled where ranges). Returns 0, or -1 after reporting errors. */
+int ranges_infer(tsl_arena *a, lang_def *def, tsl_diag *d);
+
+/* Symbolic sizes, folded as they are built. */
+const lang_sexpr *sexpr_const(tsl_arena *a, int64_t v);
+const lang_sexpr *sexpr_sym(tsl_arena *a, int slot);
+const lang_sexpr *sexpr_bin(tsl_arena *a, lang_sexpr_kind k, const lang_sexpr *x,
+                            const lang_sexpr *y);
+bool sexpr_equal(const lang_sexpr *x, const lang_sexpr *y);
+
+/* Affine form of an index expression: sum(coef[v] * var v) + off. Returns
+ * false when the expression is not affine (then nothing is filled).
+ * coef has nvars entries. */
+bool ranges_affine(tsl_arena *a, const lang_expr *e, int nvars, int64_t *coef,
+                   const lang_sexpr **off);
+
+#endif
