@@ -153,10 +153,10 @@ static int bind_stmt(bind_ctx *B, int s)
             return -1;
         }
     }
-    /* an update of an existing tensor covers it where the range was inferred */
+    /* a statement covers its LHS tensor wherever its range was inferred */
     const lang_tensor *t = st->lhs;
     const int64_t *shape = B->b->shapes[t->index];
-    if (t->first_stmt != s) {
+    {
         for (int k = 0; k < st->niter; k++) {
             if (st->vars[k].from_where || (bs->lo[k] == 0 && bs->hi[k] == shape[k])) continue;
             diag_error_at(B->d, def->src, st->vars[k].offset, TSL_ERR_SHAPE,

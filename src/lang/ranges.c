@@ -8,7 +8,8 @@
  * Rules. Index variables start at 0 unless a where clause says otherwise.
  * The constraints are the accesses of the statement whose tensor's shape is
  * known: every RHS access (also those nested in index expressions), and the
- * LHS when its tensor is a parameter or was defined by an earlier statement.
+ * LHS when its tensor's shape is known (a parameter, or a tensor that some
+ * statement already gave a shape: the first one inferred that defines it).
  * Inference runs in rounds; in a round, every affine index expression
  * c*v + R (c a nonzero constant) in which v is the only unresolved variable
  * bounds v so that the index stays in [0, D) for every value of the resolved
@@ -137,7 +138,7 @@ static void ranges_collect(ranges_ctx *R, lang_expr *e)
         ranges_item it = {.t = e->tensor, .dim = k, .idx = x};
         it.coef = arena_alloc(R->a, sizeof(int64_t) * (size_t)(nv + 1));
         x->affine = ranges_affine(R->a, x, nv, it.coef, &it.off);
-        if (x->affine) ARENA_PUSH(R->a, R->items, R->n, R->cap, it);
+        if (x->affine && e->tensor->shape) ARENA_PUSH(R->a, R->items, R->n, R->cap, it);
     }
 }
 
@@ -161,7 +162,8 @@ static void ranges_bounds_of(ranges_ctx *R, const ranges_item *it, int skip,
     *rmax = mx;
 }
 
-static int ranges_stmt(ranges_ctx *R, tsl_diag *d)
+/* 0: inferred; 1: variables left (reported when `report`, else retried). */
+static int ranges_stmt(ranges_ctx *R, tsl_diag *d, bool report)
 {
     tsl_arena *a = R->a;
     lang_stmt *st = R->st;
@@ -169,7 +171,7 @@ static int ranges_stmt(ranges_ctx *R, tsl_diag *d)
     int nv = st->nvars;
     R->n = 0;
     ranges_collect(R, st->rhs);
-    bool lhs_known = (lhs->flags & LANG_TENSOR_INPUT) || lhs->first_stmt < st->index;
+    bool lhs_known = lhs->shape != NULL;
     if (lhs_known) {
         for (int k = 0; k < st->niter; k++) {
             ranges_item it = {.t = lhs, .dim = k};
@@ -225,6 +227,7 @@ static int ranges_stmt(ranges_ctx *R, tsl_diag *d)
     }
     for (int v = 0; v < nv && left > 0; v++) {
         if (resolved[v]) continue;
+        if (!report) return 1;
         const lang_var *var = &st->vars[v];
         /* is it in some affine index together with other unresolved vars? */
         strbuf others = {0};
@@ -245,7 +248,7 @@ static int ranges_stmt(ranges_ctx *R, tsl_diag *d)
                           "a tensor whose shape is known; add 'where %s in 0:<hi>'",
                           var->name, var->name);
         sb_free(&others);
-        return -1;
+        return 1;
     }
     /* the first definition gives the LHS tensor its shape */
     if (!lhs_known) {
@@ -255,12 +258,35 @@ static int ranges_stmt(ranges_ctx *R, tsl_diag *d)
     return 0;
 }
 
+/* Statements are inferred in order, repeatedly: a statement that cannot be
+ * inferred yet may succeed once a later statement has given a tensor it
+ * reads or writes its shape (`out(b,o) = bias(o)` followed by
+ * `out(b,o) += in(b,i) * w(o,i)`). No progress in a whole pass is an error,
+ * reported for the first statement left. */
 int ranges_infer(tsl_arena *a, lang_def *def, tsl_diag *d)
 {
     ranges_ctx R = {.a = a, .def = def};
-    for (int s = 0; s < def->nstmts; s++) {
-        R.st = &def->stmts[s];
-        if (ranges_stmt(&R, d) < 0) return -1;
+    bool *done = arena_alloc(a, sizeof(bool) * (size_t)(def->nstmts + 1));
+    int left = def->nstmts;
+    while (left > 0) {
+        int progress = 0;
+        for (int s = 0; s < def->nstmts; s++) {
+            if (done[s]) continue;
+            R.st = &def->stmts[s];
+            if (ranges_stmt(&R, d, false) == 0) {
+                done[s] = true;
+                progress++;
+            }
+        }
+        left -= progress;
+        if (left > 0 && progress == 0) {
+            for (int s = 0; s < def->nstmts; s++)
+                if (!done[s]) {
+                    R.st = &def->stmts[s];
+                    ranges_stmt(&R, d, true);
+                    return -1;
+                }
+        }
     }
     return 0;
 }
