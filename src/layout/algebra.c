@@ -531,8 +531,9 @@ static tsl_status pad_rank(layout *out, const layout *a, int r, layout_err *e)
     return layout_tuple(out, modes, r, e);
 }
 
-/* blocked (raked = 0): mode i = coalesce(A_i, C_i); raked: coalesce(C_i, A_i)
- * where (A, C) = logical_product(A, B) over rank-padded operands. */
+/* blocked (raked = 0): mode i = (A_i, C_i); raked: (C_i, A_i), where
+ * (A, C) = logical_product(A, B) over rank-padded operands (CuTe's zip,
+ * not coalesced, so the block and the repeat stay visible). */
 static tsl_status product_zipped(layout *out, const layout *a, const layout *b, int raked,
                                  layout_err *e)
 {
@@ -548,9 +549,9 @@ static tsl_status product_zipped(layout *out, const layout *a, const layout *b, 
     layout pa = layout_mode(&p, 0), pc = layout_mode(&p, 1);
     layout modes[LAYOUT_MAX_RANK];
     for (int i = 0; i < r; i++) {
-        layout ai = layout_mode(&pa, i), ci = layout_mode(&pc, i), z;
-        if ((st = raked ? pair(&z, &ci, &ai, e) : pair(&z, &ai, &ci, e))) return st;
-        modes[i] = layout_coalesce(&z);
+        layout ai = layout_mode(&pa, i), ci = layout_mode(&pc, i);
+        if ((st = raked ? pair(&modes[i], &ci, &ai, e) : pair(&modes[i], &ai, &ci, e)))
+            return st;
     }
     if (r == 1) {
         *out = modes[0];

@@ -74,7 +74,8 @@ int layout_depth(const layout *l);
 int64_t layout_size(const layout *l);
 int64_t layout_cosize(const layout *l);
 int layout_is_leaf(const layout *l);
-/* Top-level mode i (0 <= i < rank); a leaf's mode 0 is itself. */
+/* Top-level mode i (0 <= i < rank); a leaf's mode 0 is itself. The
+ * swizzle belongs to the whole layout and is not copied. */
 layout layout_mode(const layout *l, int i);
 /* The leaves in order (colexicographic: leaf 0 varies fastest). Returns the
  * count; shape/stride may be NULL; capacity LAYOUT_MAX_NODES. */
@@ -127,9 +128,10 @@ tsl_status layout_divide_tiled(layout *out, const layout *a, const layout *tiler
                                int by_mode, layout_err *e);
 
 /* Products. logical: (A, complement(A, size(A)*cosize(B)) o B).
- * blocked / raked: rank-wise, A's mode i with B's mode i zipped
- * (blocked: (A_i, B_i); raked: (B_i, A_i) in offset weight), CuTe's
- * blocked_product / raked_product. by_mode for logical as for divide. */
+ * blocked / raked: rank-wise; with (A, C) = logical_product of the
+ * operands padded to one rank, mode i is (A_i, C_i) (blocked) or
+ * (C_i, A_i) (raked), CuTe's blocked_product / raked_product.
+ * by_mode for logical as for divide. */
 tsl_status layout_product_logical(layout *out, const layout *a, const layout *b, int by_mode,
                                   layout_err *e);
 tsl_status layout_product_blocked(layout *out, const layout *a, const layout *b,

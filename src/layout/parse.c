@@ -328,11 +328,22 @@ static tsl_status parse_tiler(lparser *P, layout_value *v, int depth)
     return st ? aerr(P, at, st) : TSL_OK;
 }
 
-/* primary := literal | tiler | call */
+/* primary := literal | tiler | call | '(' expr ')'
+ * A '(' followed by a name groups an expression (`h/(f.g)`); followed by a
+ * digit or '(' it starts a tuple literal. */
 static tsl_status parse_primary(lparser *P, layout_value *v, int depth)
 {
     int c = peek(P);
     if (c == '[') return parse_tiler(P, v, depth);
+    if (c == '(') {
+        size_t q = P->pos + 1;
+        while (q < P->len && isspace((unsigned char)P->s[q])) q++;
+        if (q < P->len && (isalpha((unsigned char)P->s[q]) || P->s[q] == '_')) {
+            P->pos++;
+            tsl_status st = parse_expr(P, v, depth + 1);
+            return st ? st : expect(P, ')');
+        }
+    }
     if (c == '(' || c == '-' || isdigit(c)) return parse_literal(P, v);
     if (isalpha(c) || c == '_') return parse_call(P, v, depth);
     if (c < 0) return perr(P, P->pos, TSL_ERR_SYNTAX, "expected a layout at end of input%s", "");
