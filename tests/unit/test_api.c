@@ -1,0 +1,301 @@
+/* test_api.c — the public C API's contract: compiling and entry selection,
+ * introspection, emit, binding by name, every error path (unknown names,
+ * wrong dtype or rank, disagreeing size symbols, missing arguments, bad
+ * output storage, NULLs, device tensors, unavailable targets), strided and
+ * offset views. */
+#include <string.h>
+
+#include "base/base.h"
+#include "test.h"
+
+static const char *mm_src = "def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
+                            "  C(m,n) +=! A(m,k) * B(k,n)\n}\n";
+
+static tsl_program *compile(tsl_context *ctx, const char *src)
+{
+    tsl_program *p = NULL;
+    tsl_status st = tsl_program_compile(ctx, src, "api.tc", NULL, &p);
+    CHECK_MSG(st == TSL_OK, "compile failed: %s", tsl_context_error(ctx));
+    return p;
+}
+
+static DLTensor *rnd_f32(int rank, int64_t d0, int64_t d1)
+{
+    int64_t shape[2] = {d0, d1};
+    DLTensor *t = tsl_tensor_alloc(TSL_DTYPE_F32, rank, shape);
+    int64_t n = rank == 0 ? 1 : rank == 1 ? d0 : d0 * d1;
+    for (int64_t k = 0; k < n; k++) ((float *)t->data)[k] = (float)test_rand_double(-1, 1);
+    return t;
+}
+
+#define CHECK_ERR(call, status, frag)                                                      \
+    do {                                                                                   \
+        tsl_status st_ = (call);                                                           \
+        CHECK_MSG(st_ == (status), "%s: got %s, want %s (%s)", #call, tsl_status_name(st_), \
+                  tsl_status_name(status), tsl_context_error(ctx));                        \
+        CHECK_MSG(strstr(tsl_context_error(ctx), (frag)) != NULL, "want '%s' in: %s", (frag), \
+                  tsl_context_error(ctx));                                                 \
+    } while (0)
+
+static void test_compile_errors(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = (tsl_program *)1;
+    CHECK_ERR(tsl_program_compile(ctx, "def f(float(N) A) -> (B) {\n  B(i) = A(i) +\n}\n", "bad.tc",
+                                  NULL, &p),
+              TSL_ERR_SYNTAX, "bad.tc:3:");
+    CHECK(p == NULL);
+    CHECK(strstr(tsl_context_error(ctx), "^") != NULL);
+    const char *two = "def f(float(N) A) -> (B) { B(i) = A(i) }\n"
+                      "def g(float(N) A) -> (B) { B(i) = A(i) * 2 }\n";
+    CHECK_ERR(tsl_program_compile(ctx, two, "two.tc", NULL, &p), TSL_ERR_ARG, "2 defs (f, g)");
+    CHECK_ERR(tsl_program_compile(ctx, two, "two.tc", "h", &p), TSL_ERR_ARG,
+              "no def named 'h' (defs: f, g)");
+    CHECK_EQ_INT(tsl_program_compile(ctx, two, "two.tc", "g", &p), TSL_OK);
+    CHECK_EQ_STR(tsl_program_name(p), "g");
+    tsl_program_free(p);
+    CHECK_ERR(tsl_program_compile(ctx, NULL, "x.tc", NULL, &p), TSL_ERR_ARG, "source is NULL");
+    CHECK_EQ_INT(tsl_program_compile(NULL, mm_src, NULL, NULL, &p), TSL_ERR_ARG);
+    CHECK_ERR(tsl_program_compile_file(ctx, "/nonexistent/x.tc", NULL, &p), TSL_ERR_IO,
+              "/nonexistent/x.tc");
+    CHECK_ERR(tsl_check(ctx, "def f(float(N) A) -> (B) {\n  B(i) = C(i)\n}\n", "chk.tc"),
+              TSL_ERR_SEMANTIC, "chk.tc:2:");
+    CHECK_EQ_INT(tsl_check(ctx, two, NULL), TSL_OK);
+    tsl_context_clear_error(ctx);
+    CHECK_EQ_STR(tsl_context_error(ctx), "");
+    CHECK_EQ_STR(tsl_context_error(NULL), "");
+    tsl_context_free(ctx);
+    tsl_context_free(NULL);
+}
+
+static void test_introspection_emit(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, "def f(float alpha, float(M,K) A, int32(K) I, float(M) Y)"
+                                  " -> (Y, Z) {\n  Y(m) += alpha * A(m,k)\n  Z(m) = Y(m)\n}\n");
+    if (!p) goto out;
+    CHECK_EQ_STR(tsl_program_name(p), "f");
+    CHECK_EQ_INT(tsl_program_param_count(p), 4);
+    tsl_param_info info;
+    CHECK_EQ_INT(tsl_program_param(p, 0, &info), TSL_OK);
+    CHECK(info.is_scalar && !info.is_output && info.dtype == TSL_DTYPE_F32 && info.rank == 0);
+    CHECK_EQ_STR(info.name, "alpha");
+    CHECK_EQ_INT(tsl_program_param(p, 2, &info), TSL_OK);
+    CHECK(!info.is_scalar && info.dtype == TSL_DTYPE_I32 && info.rank == 1);
+    CHECK_EQ_INT(tsl_program_param(p, 3, &info), TSL_OK);
+    CHECK(info.is_output);
+    CHECK_ERR(tsl_program_param(p, 4, &info), TSL_ERR_ARG, "out of range");
+    CHECK_EQ_INT(tsl_program_output_count(p), 2);
+    CHECK_EQ_STR(tsl_program_output_name(p, 0), "Y");
+    CHECK_EQ_STR(tsl_program_output_name(p, 1), "Z");
+    CHECK(tsl_program_output_name(p, 2) == NULL);
+    const char *names[TSL_MAX_RANK];
+    CHECK_EQ_INT(tsl_program_param_dims(p, 1, names), TSL_OK);
+    CHECK_EQ_STR(names[0], "M");
+    CHECK_EQ_STR(names[1], "K");
+    CHECK(names[2] == NULL);
+    char *s = NULL;
+    CHECK_EQ_INT(tsl_program_emit(p, "ast", &s), TSL_OK);
+    CHECK(s && strstr(s, "def f") != NULL);
+    free(s);
+    s = NULL;
+    CHECK_EQ_INT(tsl_program_emit(p, "ranges", &s), TSL_OK);
+    CHECK(s && strlen(s) > 0);
+    free(s);
+    CHECK_ERR(tsl_program_emit(p, "ptx", &s), TSL_ERR_ARG, "unknown emit kind 'ptx'");
+    tsl_program_free(p);
+out:
+    tsl_context_free(ctx);
+}
+
+static void test_bind_errors(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, mm_src);
+    if (!p) goto out;
+    tsl_args *a = tsl_args_create(p);
+    DLTensor *A = rnd_f32(2, 3, 7), *B5 = rnd_f32(2, 5, 4), *B7 = rnd_f32(2, 7, 4);
+    DLTensor *R3 = rnd_f32(1, 3, 0);
+    CHECK_ERR(tsl_args_set_tensor(a, "Q", A), TSL_ERR_ARG, "no parameter or output named 'Q'");
+    CHECK_ERR(tsl_args_set_tensor(a, "A", NULL), TSL_ERR_ARG, "NULL");
+    CHECK_ERR(tsl_args_set_tensor(a, NULL, A), TSL_ERR_ARG, "name is NULL");
+    CHECK_ERR(tsl_args_set_tensor(a, "C", A), TSL_ERR_ARG, "tsl_args_set_output");
+    CHECK_ERR(tsl_args_set_scalar(a, "A", 1.0), TSL_ERR_ARG, "'A' is a tensor");
+    CHECK_ERR(tsl_args_set_scalar(a, "nope", 1.0), TSL_ERR_ARG, "'nope'");
+    CHECK_ERR(tsl_args_set_tensor(a, "A", R3), TSL_ERR_SHAPE, "parameter 'A' has rank 2");
+    /* wrong dtype: names the parameter, the declared and the given dtype */
+    int64_t sh[2] = {3, 7};
+    DLTensor *D = tsl_tensor_alloc(TSL_DTYPE_F64, 2, sh);
+    CHECK_ERR(tsl_args_set_tensor(a, "A", D), TSL_ERR_ARG,
+              "parameter 'A' is float32 but the tensor given is float64");
+    /* device memory */
+    DLTensor dev = *A;
+    dev.device.device_type = kDLCUDA;
+    CHECK_ERR(tsl_args_set_tensor(a, "A", &dev), TSL_ERR_ARG, "host");
+    /* missing input */
+    CHECK_EQ_INT(tsl_args_set_tensor(a, "A", A), TSL_OK);
+    CHECK_ERR(tsl_args_infer(a), TSL_ERR_ARG, "missing input tensor 'B'");
+    CHECK_ERR(tsl_program_run(p, a, TSL_TARGET_INTERP), TSL_ERR_ARG, "missing input tensor 'B'");
+    CHECK(tsl_args_output(a, "C") == NULL);
+    /* size symbols disagree: the message names both tensors and dims */
+    CHECK_EQ_INT(tsl_args_set_tensor(a, "B", B5), TSL_OK);
+    CHECK_ERR(tsl_args_infer(a), TSL_ERR_SHAPE, "size K is 7 from A dim 1 but 5 from B dim 0");
+    CHECK_EQ_INT(tsl_args_set_tensor(a, "B", B7), TSL_OK);
+    CHECK_EQ_INT(tsl_args_infer(a), TSL_OK);
+    int rank = -1;
+    int64_t shape[TSL_MAX_RANK];
+    tsl_dtype dt;
+    CHECK_EQ_INT(tsl_args_output_shape(a, "C", &rank, shape, &dt), TSL_OK);
+    CHECK(rank == 2 && shape[0] == 3 && shape[1] == 4 && dt == TSL_DTYPE_F32);
+    CHECK_ERR(tsl_args_output_shape(a, "A", &rank, shape, &dt), TSL_ERR_ARG, "not an output");
+    /* output storage of the wrong shape or dtype */
+    DLTensor *Cbad = rnd_f32(2, 4, 3);
+    CHECK_ERR(tsl_args_set_output(a, "C", Cbad), TSL_ERR_SHAPE,
+              "output 'C' has shape (3, 4) but the tensor given has shape (4, 3)");
+    int64_t sh34[2] = {3, 4};
+    DLTensor *Ci = tsl_tensor_alloc(TSL_DTYPE_I32, 2, sh34);
+    CHECK_ERR(tsl_args_set_output(a, "C", Ci), TSL_ERR_ARG, "output 'C' is float32");
+    CHECK_ERR(tsl_args_set_output(a, "Z", Ci), TSL_ERR_ARG, "'Z'");
+    /* targets not built yet */
+    CHECK_ERR(tsl_program_run(p, a, TSL_TARGET_CPU), TSL_ERR_UNAVAILABLE,
+              "target 'cpu' is not available yet");
+    CHECK_ERR(tsl_program_run(p, a, TSL_TARGET_CUDA), TSL_ERR_UNAVAILABLE, "'cuda'");
+    CHECK_ERR(tsl_program_run(p, NULL, TSL_TARGET_INTERP), TSL_ERR_ARG, "args is NULL");
+    CHECK_EQ_INT(tsl_program_run(NULL, a, TSL_TARGET_INTERP), TSL_ERR_ARG);
+    /* a good run after all that, with storage owned by the args */
+    CHECK_EQ_INT(tsl_program_run(p, a, TSL_TARGET_INTERP), TSL_OK);
+    const DLTensor *C = tsl_args_output(a, "C");
+    CHECK(C && C->ndim == 2 && C->shape[0] == 3 && C->shape[1] == 4);
+    CHECK(tsl_args_output(a, "A") == NULL);
+    CHECK(tsl_args_create(NULL) == NULL);
+    tsl_args_free(NULL);
+    tsl_args_free(a);
+    tsl_tensor_free(A);
+    tsl_tensor_free(B5);
+    tsl_tensor_free(B7);
+    tsl_tensor_free(R3);
+    tsl_tensor_free(D);
+    tsl_tensor_free(Cbad);
+    tsl_tensor_free(Ci);
+    tsl_program_free(p);
+out:
+    tsl_context_free(ctx);
+}
+
+static void test_missing_scalar_and_constant_dims(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, "def sc(float s, float(N,3) X) -> (Y) {\n"
+                                  "  Y(n,j) = s * X(n,j)\n}\n");
+    if (!p) goto out;
+    tsl_args *a = tsl_args_create(p);
+    DLTensor *X = rnd_f32(2, 5, 3), *X4 = rnd_f32(2, 5, 4);
+    CHECK_EQ_INT(tsl_args_set_tensor(a, "X", X), TSL_OK);
+    CHECK_ERR(tsl_args_infer(a), TSL_ERR_ARG, "missing scalar parameter 's'");
+    CHECK_EQ_INT(tsl_args_set_scalar(a, "s", 2.5), TSL_OK);
+    CHECK_EQ_INT(tsl_args_set_tensor(a, "X", X4), TSL_OK);
+    CHECK_ERR(tsl_args_infer(a), TSL_ERR_SHAPE, "dimension 1 of 'X' is 4 but 'sc' declares it 3");
+    CHECK_EQ_INT(tsl_args_set_tensor(a, "X", X), TSL_OK);
+    CHECK_EQ_INT(tsl_program_run(p, a, TSL_TARGET_INTERP), TSL_OK);
+    const DLTensor *Y = tsl_args_output(a, "Y");
+    for (int k = 0; Y && k < 15; k++)
+        CHECK_CLOSE(((float *)Y->data)[k], 2.5 * ((float *)X->data)[k], 1e-6);
+    tsl_args_free(a);
+    tsl_tensor_free(X);
+    tsl_tensor_free(X4);
+    tsl_program_free(p);
+out:
+    tsl_context_free(ctx);
+}
+
+/* A transposed view given through strides, and a view at a byte offset
+ * into a larger buffer, give the same answer as plain C-order inputs. */
+static void test_strides_and_offset(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, mm_src);
+    if (!p) goto out;
+    int64_t M = test_rand_int(1, 9), K = test_rand_int(1, 9), N = test_rand_int(1, 9);
+    DLTensor *A = rnd_f32(2, M, K), *B = rnd_f32(2, K, N);
+    /* At: storage (K, M) holding A transposed; the view has shape (M, K)
+     * and strides (1, M). */
+    DLTensor *At = rnd_f32(2, K, M);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t k = 0; k < K; k++)
+            ((float *)At->data)[k * M + m] = ((float *)A->data)[m * K + k];
+    int64_t at_shape[2] = {M, K}, at_str[2] = {1, M};
+    DLTensor Aview = *At;
+    Aview.shape = at_shape;
+    Aview.strides = at_str;
+    /* Bo: B placed after `pad` junk floats, addressed with byte_offset */
+    int64_t pad = test_rand_int(1, 5), total = pad + K * N;
+    DLTensor *Bbuf = rnd_f32(1, total, 0);
+    memcpy((float *)Bbuf->data + pad, B->data, sizeof(float) * (size_t)(K * N));
+    int64_t b_shape[2] = {K, N};
+    DLTensor Bview = *Bbuf;
+    Bview.ndim = 2;
+    Bview.shape = b_shape;
+    Bview.byte_offset = (uint64_t)pad * sizeof(float);
+    /* C written through a strided output view too: column-major storage */
+    DLTensor *Cst = rnd_f32(2, N, M);
+    int64_t c_shape[2] = {M, N}, c_str[2] = {1, M};
+    DLTensor Cview = *Cst;
+    Cview.shape = c_shape;
+    Cview.strides = c_str;
+    tsl_args *a = tsl_args_create(p);
+    CHECK_EQ_INT(tsl_args_set_tensor(a, "A", &Aview), TSL_OK);
+    CHECK_EQ_INT(tsl_args_set_tensor(a, "B", &Bview), TSL_OK);
+    CHECK_EQ_INT(tsl_args_set_output(a, "C", &Cview), TSL_OK);
+    CHECK_MSG(tsl_program_run(p, a, TSL_TARGET_INTERP) == TSL_OK, "%s", tsl_context_error(ctx));
+    CHECK(tsl_args_output(a, "C") == &Cview);
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double s = 0;
+            for (int64_t k = 0; k < K; k++)
+                s += (double)((float *)A->data)[m * K + k] * ((float *)B->data)[k * N + n];
+            CHECK_CLOSE(((float *)Cst->data)[n * M + m], s, 1e-6);
+        }
+    tsl_args_free(a);
+    tsl_tensor_free(A);
+    tsl_tensor_free(B);
+    tsl_tensor_free(At);
+    tsl_tensor_free(Bbuf);
+    tsl_tensor_free(Cst);
+    tsl_program_free(p);
+out:
+    tsl_context_free(ctx);
+}
+
+/* In/out parameters are bound as tensors, never as output storage. */
+static void test_inout_binding(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, "def inc(float(N) Y) -> (Y) {\n  Y(i) += 1\n}\n");
+    if (!p) goto out;
+    int64_t N = test_rand_int(1, 20);
+    DLTensor *Y = rnd_f32(1, N, 0);
+    float *y0 = malloc(sizeof(float) * (size_t)N);
+    memcpy(y0, Y->data, sizeof(float) * (size_t)N);
+    tsl_args *a = tsl_args_create(p);
+    CHECK_ERR(tsl_args_set_output(a, "Y", Y), TSL_ERR_ARG, "in/out");
+    CHECK_EQ_INT(tsl_args_set_tensor(a, "Y", Y), TSL_OK);
+    CHECK_EQ_INT(tsl_program_run(p, a, TSL_TARGET_INTERP), TSL_OK);
+    CHECK(tsl_args_output(a, "Y") == Y);
+    for (int64_t i = 0; i < N; i++) CHECK_CLOSE(((float *)Y->data)[i], y0[i] + 1.0f, 1e-6);
+    free(y0);
+    tsl_args_free(a);
+    tsl_tensor_free(Y);
+    tsl_program_free(p);
+out:
+    tsl_context_free(ctx);
+}
+
+TEST_SUITE(api) = {
+    {"compile_errors", test_compile_errors},
+    {"introspection_emit", test_introspection_emit},
+    {"bind_errors", test_bind_errors},
+    {"missing_scalar_and_constant_dims", test_missing_scalar_and_constant_dims},
+    {"strides_and_offset", test_strides_and_offset},
+    {"inout_binding", test_inout_binding},
+    {0},
+};
