@@ -253,6 +253,10 @@ static tsl_status cuda_check(tsl_diag *d, rt_cuda_device *dev, CUresult r, const
         if (!dev->poisoned) dev->poisoned = strdup(sb_str(&b));
         sb_printf(&b, "; the device's context is now poisoned: close and reopen device %d",
                   dev->info.ordinal);
+    } else if (cuda_is_sticky(r)) {
+        sb_puts(&b, "; a kernel fault earlier in this process poisoned the device's context and "
+                    "the driver could not reset it: restart the process (run risky launches in "
+                    "a child process)");
     }
     diag_error(d, st, "%s", sb_str(&b));
     sb_free(&b);
@@ -406,7 +410,7 @@ tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_o
     const char *name = opt->name && *opt->name ? opt->name : "kernel.cu";
 
     /* the options, in the order they are passed and hashed */
-    const char **opts = calloc((size_t)opt->n_extra + 6, sizeof *opts);
+    const char **opts = calloc((size_t)opt->n_extra + 8, sizeof *opts);
     int nopts = 0;
     char archopt[48];
     snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
@@ -414,7 +418,12 @@ tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_o
     opts[nopts++] = "-default-device";
     opts[nopts++] = "-std=c++17";
     if (opt->fast_math) opts[nopts++] = "--use_fast_math";
-    if (opt->ptxas_verbose) opts[nopts++] = "--ptxas-options=-v";
+    if (opt->ptxas_verbose) {
+        opts[nopts++] = "--ptxas-options=-v";
+        /* NVRTC 13 keeps its own cache of ptxas results (in the driver's
+         * ComputeCache when libcuda is present); a hit prints no report. */
+        if (nv.version >= 13000) opts[nopts++] = "--no-cache";
+    }
     for (int i = 0; i < opt->n_extra; i++) opts[nopts++] = opt->extra[i];
 
     int versions[2] = {nv.version, cuda_driver_version_quiet()};
@@ -594,9 +603,11 @@ done:
 void rt_cuda_close(rt_cuda_device *dev)
 {
     if (!dev) return;
-    cu.DevicePrimaryCtxRelease(dev->dev);
-    /* A poisoned primary context stays poisoned until reset. */
+    /* A poisoned primary context stays poisoned until reset; the reset
+     * destroys it whatever its retain count (the driver may still refuse
+     * the device to this process afterwards: rt_cuda_open then says so). */
     if (dev->poisoned) cu.DevicePrimaryCtxReset(dev->dev);
+    cu.DevicePrimaryCtxRelease(dev->dev);
     free(dev->poisoned);
     free(dev);
 }
