@@ -180,10 +180,22 @@ void imem_wait(imem_shared *s, int keep)
         if (c->n) live++;
     }
     if (upto > s->oldest_group) s->oldest_group = upto;
-    /* When nothing is in flight, recycle the copy and staging storage. */
-    if (!live) {
-        s->ncopies = 0;
-        s->nstage = 0;
+    /* Compact: keep only copies in flight (their staged bytes move down and
+     * the pending marks follow their new index). */
+    if (live * 2 + 64 < s->ncopies) {
+        int j = 0;
+        size_t at = 0;
+        for (int i = 0; i < s->ncopies; i++) {
+            imem_copy c = s->copies[i];
+            if (!c.n) continue;
+            memmove(s->stage + at, s->stage + c.src, c.n);
+            c.src = at;
+            at += c.n;
+            for (size_t b = c.off; b < c.off + c.n; b++) s->pending[b] = j;
+            s->copies[j++] = c;
+        }
+        s->ncopies = j;
+        s->nstage = at;
     }
 }
 
