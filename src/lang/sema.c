@@ -688,12 +688,13 @@ static bool sema_params(sema *S, const parse_def *pd)
         S->defined[t->index] = true;
         ARENA_PUSH(S->a, def->params, def->nparams, S->cparams, t);
     }
-    /* a name is either a size symbol or a parameter */
+    /* a bare name is either a size symbol or a scalar (a tensor may share a
+     * size's name: a tensor is always written with parentheses) */
     for (int i = 0; i < def->nparams; i++)
-        if (sema_size(S, def->params[i]->name) >= 0) {
+        if (def->params[i]->is_scalar && sema_size(S, def->params[i]->name) >= 0) {
             int slot = sema_size(S, def->params[i]->name);
             sema_err(S, def->size_offsets[slot], TSL_ERR_SEMANTIC,
-                     "'%s' is used both as a size symbol and as a parameter name",
+                     "'%s' is used both as a size symbol and as a scalar parameter name",
                      def->params[i]->name);
             return false;
         }
