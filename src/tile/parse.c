@@ -593,7 +593,14 @@ static void parse_instr(parser *P, tile_stmt *s, const char *result, size_t rpos
     }
     tile_type rtype;
     int have_type = 0;
-    if (accept(P, "->")) {
+    if (op == TILE_I_ALLOC) {
+        /* alloc takes its type directly: x = alloc shared f16[64, 32] */
+        size_t tpos = P->tok.pos;
+        if (!result) fail(P, oppos, "'alloc' needs a result name");
+        rtype = parse_type(P);
+        if (rtype.space == TILE_GLOBAL) fail(P, tpos, "alloc creates shared or register tensors, not global");
+        have_type = 1;
+    } else if (accept(P, "->")) {
         size_t tpos = P->tok.pos;
         if (is_kw(P, "global") || is_kw(P, "shared") || is_kw(P, "register")) {
             if (!result || info->res != TILE_RES_TYPE)

@@ -154,7 +154,10 @@ static void print_instr(strbuf *sb, const tile_instr *in, int depth)
         sb_puts(sb, i ? ", " : " ");
         print_operand(sb, &in->args[i]);
     }
-    if (in->result && info->res == TILE_RES_TYPE) {
+    if (in->op == TILE_I_ALLOC && in->result) {
+        sb_putc(sb, ' ');
+        tile_print_type(sb, &in->result->type);
+    } else if (in->result && info->res == TILE_RES_TYPE) {
         sb_puts(sb, " -> ");
         tile_print_type(sb, &in->result->type);
     } else if (in->has_dst) {

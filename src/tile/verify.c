@@ -1,0 +1,1182 @@
+/* verify.c — the tile IR verifier. Requires a module from tile_parse or the
+ * builder; guarantees, when it returns TSL_OK, what the interpreter and
+ * code generators assume (docs/tile-ir.md, "Verifier"):
+ *   - every value is used inside the scope that defines it;
+ *   - shared and register tensors have constant positive shapes; a register
+ *     tensor's distributed layout has exactly its shape and the kernel's
+ *     thread count; a shared tensor's data layout has its size;
+ *   - operands have the memory spaces, dtypes and shapes their instruction
+ *     needs (tiles fit in shared tensors when offsets are constant);
+ *   - view keeps bits per thread; mma shapes are multiples of the atom and
+ *     fragment layouts end in the atom's fragment (h / atom exists);
+ *   - wait counts are constants in 0..7; copy_async chunks are 4, 8 or 16
+ *     bytes and divide the tile's rows;
+ *   - shared memory (allocations + stages x pipeline blocks) fits the stated
+ *     budget;
+ *   - a decomposition's inner instructions, over all threads, touch every
+ *     element of the operands they refer to (decomp_cover).
+ * Errors are collected (not just the first) as `file:line:col: error:`. */
+#include <string.h>
+
+#include "tile/tile.h"
+
+typedef struct verifier {
+    const tile_module *m;
+    const tsl_source *src;
+    tsl_diag *d;
+    const tile_kernel *k;
+    uint8_t *visible; /* by value id */
+    int64_t smem_alloc; /* bytes of shared allocations */
+    int64_t smem_pipe;  /* the largest stages x block bytes of a pipeline */
+    int pipe_stages;          /* stages of the enclosing pipeline (wait's range) */
+    int msg_stages;           /* stages of the pipeline with the most bytes */
+    int64_t pipe_block_bytes;
+    size_t pipe_pos;
+    int in_decomp;
+} verifier;
+
+static void verr(verifier *V, size_t pos, const char *fmt, ...) TSL_PRINTF(3, 4);
+
+static void verr(verifier *V, size_t pos, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (V->src)
+        diag_error_at(V->d, V->src, pos, TSL_ERR_SEMANTIC, "%s", msg);
+    else
+        diag_error(V->d, TSL_ERR_SEMANTIC, "in kernel %s: %s", V->k->name, msg);
+}
+
+/* "f32[64, 64]" into buf. */
+static const char *type_str(const tile_type *t, char *buf, size_t n)
+{
+    char dn[16];
+    strbuf sb = {0};
+    sb_printf(&sb, "%s[", tile_dtype_name(t->dt, dn));
+    for (int i = 0; i < t->rank; i++) {
+        if (i) sb_puts(&sb, ", ");
+        tile_print_expr(&sb, t->dims[i]);
+    }
+    sb_putc(&sb, ']');
+    snprintf(buf, n, "%s", sb_str(&sb));
+    sb_free(&sb);
+    return buf;
+}
+
+static const char *shape_str(const int64_t *dims, int rank, char *buf, size_t n)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, n - o, "[");
+    for (int i = 0; i < rank && o < n; i++)
+        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? ", " : "", (long long)dims[i]);
+    if (o < n) snprintf(buf + o, n - o, "]");
+    return buf;
+}
+
+/* ---- scopes and expressions ----------------------------------------------- */
+
+static void check_expr(verifier *V, const tile_expr *e)
+{
+    if (!e) return;
+    switch (e->kind) {
+    case TILE_E_VALUE:
+        if (!e->v || !V->visible[e->v->id])
+            verr(V, e->pos, "use of undefined value '%s'", e->v ? e->v->name : "?");
+        else if (e->v->kind != TILE_V_SCALAR)
+            verr(V, e->pos, "'%s' is not an int scalar", e->v->name);
+        break;
+    case TILE_E_THREAD_IDX:
+        if (!V->in_decomp) verr(V, e->pos, "thread_idx is only defined inside a decomposition");
+        break;
+    case TILE_E_NEG:
+    case TILE_E_NOT: check_expr(V, e->a); break;
+    case TILE_E_BIN:
+        check_expr(V, e->a);
+        check_expr(V, e->b);
+        break;
+    default: break;
+    }
+}
+
+static void make_visible(verifier *V, const tile_value *v)
+{
+    if (v) V->visible[v->id] = 1;
+}
+
+/* ---- types ------------------------------------------------------------------ */
+
+/* Constant dims of a shared/register type into out (rank <= 16). */
+static int const_dims(const tile_type *t, int64_t *out)
+{
+    if (t->rank > 16) return 0;
+    for (int i = 0; i < t->rank; i++)
+        if (!tile_expr_const(t->dims[i], &out[i]) || out[i] < 1) return 0;
+    return 1;
+}
+
+static int64_t numel_of(const int64_t *dims, int rank)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    return n;
+}
+
+/* Bytes a shared tensor occupies: its layout's cosize (or element count)
+ * times the element bits, rounded up to bytes. */
+static int64_t shared_bytes(const tile_type *t)
+{
+    int64_t dims[16];
+    if (!const_dims(t, dims)) return 0;
+    int64_t n = numel_of(dims, t->rank);
+    if (t->layout && t->layout->v.kind == LAYOUT_VALUE_DATA) {
+        int64_t c = layout_cosize(&t->layout->v.data);
+        if (c > n) n = c;
+    }
+    return (n * t->dt.bits + 7) / 8;
+}
+
+/* Shared/register tensor types: shapes and layouts. */
+static void check_type(verifier *V, const tile_type *t, const char *name, size_t pos)
+{
+    char tb[128], sb1[96];
+    if (t->space == TILE_GLOBAL) return;
+    int64_t dims[16];
+    if (t->rank < 1 || !const_dims(t, dims)) {
+        verr(V, pos, "%s tensor '%s' %s needs a constant positive shape of rank 1..16",
+             tile_space_name(t->space), name, type_str(t, tb, sizeof tb));
+        return;
+    }
+    if (!t->layout) {
+        if (t->space == TILE_REGISTER) verr(V, pos, "register tensor '%s' has no layout", name);
+        return;
+    }
+    const layout_value *lv = &t->layout->v;
+    if (t->space == TILE_REGISTER) {
+        if (lv->kind != LAYOUT_VALUE_DIST) {
+            verr(V, pos, "register tensor '%s' needs a distributed layout, not %s", name, t->layout->text);
+            return;
+        }
+        const dist_layout *dl = &lv->dist;
+        int same = dl->rank == t->rank;
+        for (int i = 0; same && i < t->rank; i++) same = dl->shape[i] == dims[i];
+        if (!same)
+            verr(V, pos, "register tensor '%s' %s: layout %s covers %s, not its shape", name,
+                 type_str(t, tb, sizeof tb), t->layout->text, shape_str(dl->shape, dl->rank, sb1, sizeof sb1));
+        if (!V->in_decomp && dl->threads != V->k->threads)
+            verr(V, pos,
+                 "register tensor '%s': layout %s distributes over %lld threads but the kernel runs threads(%d)",
+                 name, t->layout->text, (long long)dl->threads, V->k->threads);
+    } else {
+        if (lv->kind != LAYOUT_VALUE_DATA) {
+            verr(V, pos, "shared tensor '%s' needs a data layout, not %s", name, t->layout->text);
+            return;
+        }
+        int64_t n = numel_of(dims, t->rank), s = layout_size(&lv->data);
+        if (s != n)
+            verr(V, pos, "shared tensor '%s' %s has %lld elements but its layout %s has size %lld", name,
+                 type_str(t, tb, sizeof tb), (long long)n, t->layout->text, (long long)s);
+    }
+}
+
+/* ---- operands ------------------------------------------------------------------ */
+
+static void check_operand_scope(verifier *V, const tile_operand *o)
+{
+    if (!o->v) {
+        check_expr(V, o->scalar);
+        return;
+    }
+    if (!V->visible[o->v->id]) verr(V, o->pos, "use of undefined value '%s'", o->v->name);
+    for (int i = 0; i < o->nsteps; i++)
+        if (o->steps[i].kind == TILE_STEP_INDEX)
+            for (int j = 0; j < o->steps[i].n; j++) check_expr(V, o->steps[i].idx[j]);
+}
+
+/* The operand's tensor in `space` with at most one index step (<= rank
+ * indices); NULL after reporting otherwise. */
+static const tile_value *mem_operand(verifier *V, const tile_operand *o, tile_space space,
+                                     const char *opname, const char *role, int need_index)
+{
+    if (!o->v || o->v->kind != TILE_V_TENSOR) {
+        verr(V, o->pos, "%s: the %s must be a %s tensor", opname, role, tile_space_name(space));
+        return NULL;
+    }
+    const tile_value *v = o->v;
+    if (v->type.space != space) {
+        verr(V, o->pos, "%s: the %s '%s' is a %s tensor, expected %s", opname, role, v->name,
+             tile_space_name(v->type.space), tile_space_name(space));
+        return NULL;
+    }
+    if (V->in_decomp) return v; /* views inside decompositions: decomp_cover */
+    if (o->nsteps > 1 || (o->nsteps == 1 && o->steps[0].kind != TILE_STEP_INDEX)) {
+        verr(V, o->pos, "%s: the %s '%s' takes one index [offsets] outside a decomposition", opname, role,
+             v->name);
+        return NULL;
+    }
+    if (need_index && o->nsteps == 0) {
+        verr(V, o->pos, "%s: the %s '%s' needs offsets, e.g. %s[0, 0]", opname, role, v->name, v->name);
+        return NULL;
+    }
+    if (o->nsteps == 1 && o->steps[0].n > v->type.rank) {
+        verr(V, o->pos, "%s: %d offsets for the rank-%d tensor '%s'", opname, o->steps[0].n,
+             v->type.rank, v->name);
+        return NULL;
+    }
+    return v;
+}
+
+/* A register operand (whole tensor, no views outside decompositions). */
+static const tile_value *reg_operand(verifier *V, const tile_operand *o, const char *opname,
+                                     const char *role)
+{
+    if (!o->v || o->v->kind != TILE_V_TENSOR || o->v->type.space != TILE_REGISTER) {
+        verr(V, o->pos, "%s: the %s must be a register tensor", opname, role);
+        return NULL;
+    }
+    if (o->nsteps && !V->in_decomp) {
+        verr(V, o->pos, "%s: the register %s '%s' cannot be indexed", opname, role, o->v->name);
+        return NULL;
+    }
+    return o->v;
+}
+
+/* The tile's box in memory tensor `mem` at the operand's offsets must fit
+ * (checked when the offsets and shapes are constant; global tiles are
+ * masked, so only shared ones are checked). */
+static void check_box(verifier *V, const tile_operand *o, const tile_value *mem, const int64_t *tile,
+                      int trank, const char *opname)
+{
+    int64_t md[16];
+    char tb[128], sb1[96];
+    if (mem->type.space != TILE_SHARED || !const_dims(&mem->type, md)) return;
+    int R = mem->type.rank;
+    if (trank > R) {
+        verr(V, o->pos, "%s: a rank-%d tile does not fit the rank-%d tensor '%s'", opname, trank, R, mem->name);
+        return;
+    }
+    for (int d = 0; d < R; d++) {
+        int64_t off = 0, ext = d >= R - trank ? tile[d - (R - trank)] : 1;
+        if (o->nsteps == 1 && d < o->steps[0].n && !tile_expr_const(o->steps[0].idx[d], &off)) continue;
+        if (off < 0 || off + ext > md[d]) {
+            verr(V, o->pos, "%s: tile %s is outside shared '%s' %s in dimension %d (offset %lld)", opname,
+                 shape_str(tile, trank, sb1, sizeof sb1), mem->name, type_str(&mem->type, tb, sizeof tb), d,
+                 (long long)off);
+            return;
+        }
+    }
+}
+
+static int same_shape(const tile_type *a, const tile_type *b)
+{
+    int64_t da[16], db[16];
+    if (a->rank != b->rank || !const_dims(a, da) || !const_dims(b, db)) return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (da[i] != db[i]) return 0;
+    return 1;
+}
+
+static int same_layout(const tile_type *a, const tile_type *b)
+{
+    if (!a->layout || !b->layout) return a->layout == b->layout;
+    if (a->layout->v.kind == LAYOUT_VALUE_DIST && b->layout->v.kind == LAYOUT_VALUE_DIST)
+        return dist_layout_equal(&a->layout->v.dist, &b->layout->v.dist);
+    return strcmp(a->layout->text, b->layout->text) == 0;
+}
+
+/* The type the instruction writes: its result's, or its `-> dst` tensor's. */
+static const tile_type *out_type(const tile_instr *in)
+{
+    if (in->result) return &in->result->type;
+    if (in->has_dst && in->dst.v) return &in->dst.v->type;
+    return NULL;
+}
+
+/* ---- mma ------------------------------------------------------------------------- */
+
+typedef struct mma_atom {
+    const char *name;
+    int m, n, k;
+    const char *a, *b, *c; /* fragment layouts of one warp */
+} mma_atom;
+
+static const mma_atom mma_atoms[] = {
+    {"m16n8k16", 16, 8, 16, "column_local(2,2).spatial(8,4).local(1,2)",
+     "local(2,1).column_spatial(4,8).local(2,1)", "local(2,1).spatial(8,4).local(1,2)"},
+    {"m16n8k8", 16, 8, 8, "local(2,1).spatial(8,4).local(1,2)", "column_spatial(4,8).local(2,1)",
+     "local(2,1).spatial(8,4).local(1,2)"},
+};
+
+/* The atom named by `mma ... atom NAME`: m16n8k16 or any PTX spelling that
+ * contains it (mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32). */
+static const mma_atom *find_mma_atom(const char *name)
+{
+    if (!name) return &mma_atoms[0];
+    for (size_t i = 0; i < TSL_COUNTOF(mma_atoms); i++) {
+        const char *p = strstr(name, mma_atoms[i].name);
+        size_t n = strlen(mma_atoms[i].name);
+        if (p && (p[n] == '\0' || p[n] == '.')) return &mma_atoms[i];
+    }
+    return NULL;
+}
+
+static void check_fragment(verifier *V, const tile_operand *o, const tile_value *v, const char *frag,
+                           const char *role, const char *atom)
+{
+    if (!v->type.layout || v->type.layout->v.kind != LAYOUT_VALUE_DIST) return;
+    layout_value f;
+    layout_err e;
+    memset(&e, 0, sizeof e);
+    if (layout_parse(frag, strlen(frag), &f, &e) != TSL_OK) return;
+    dist_layout q;
+    if (dist_layout_divide(&q, &v->type.layout->v.dist, &f.dist, &e) != TSL_OK)
+        verr(V, o->pos, "mma: the %s fragment '%s' has layout %s, which does not end in the %s %s fragment %s",
+             role, v->name, v->type.layout->text, atom, role, frag);
+}
+
+static void check_mma(verifier *V, const tile_instr *in, size_t pos)
+{
+    const mma_atom *at = find_mma_atom(in->atom);
+    if (!at) {
+        verr(V, pos, "mma: unknown atom '%s' (known: m16n8k16, m16n8k8)", in->atom);
+        return;
+    }
+    const tile_value *a = reg_operand(V, &in->args[0], "mma", "A operand");
+    const tile_value *b = reg_operand(V, &in->args[1], "mma", "B operand");
+    const tile_value *c = reg_operand(V, &in->args[2], "mma", "C operand");
+    if (!a || !b || !c) return;
+    int64_t da[16], db[16], dc[16];
+    char t1[128], t2[128], t3[128];
+    if (a->type.rank != 2 || b->type.rank != 2 || c->type.rank != 2 || !const_dims(&a->type, da) ||
+        !const_dims(&b->type, db) || !const_dims(&c->type, dc)) {
+        verr(V, pos, "mma: A, B and C must be 2-D register tensors");
+        return;
+    }
+    if (da[1] != db[0] || da[0] != dc[0] || db[1] != dc[1]) {
+        verr(V, pos, "mma: shapes do not chain: A %s, B %s, C %s (need A[M, K], B[K, N], C[M, N])",
+             type_str(&a->type, t1, sizeof t1), type_str(&b->type, t2, sizeof t2),
+             type_str(&c->type, t3, sizeof t3));
+        return;
+    }
+    if (da[0] % at->m || db[1] % at->n || da[1] % at->k)
+        verr(V, pos, "mma: M=%lld, N=%lld, K=%lld are not multiples of the atom %s", (long long)da[0],
+             (long long)db[1], (long long)da[1], at->name);
+    if (!tile_dtype_eq(a->type.dt, b->type.dt))
+        verr(V, pos, "mma: A is %s but B is %s", type_str(&a->type, t1, sizeof t1), type_str(&b->type, t2, sizeof t2));
+    if (a->type.dt.kind != TILE_DT_FLOAT || a->type.dt.bits != 16)
+        verr(V, pos, "mma: atom %s takes f16 or bf16 A and B, not %s", at->name, type_str(&a->type, t1, sizeof t1));
+    if (c->type.dt.kind != TILE_DT_FLOAT || (c->type.dt.bits != 32 && c->type.dt.bits != 16))
+        verr(V, pos, "mma: the accumulator must be f32 or f16, not %s", type_str(&c->type, t1, sizeof t1));
+    check_fragment(V, &in->args[0], a, at->a, "A", at->name);
+    check_fragment(V, &in->args[1], b, at->b, "B", at->name);
+    check_fragment(V, &in->args[2], c, at->c, "C", at->name);
+    const tile_type *o = out_type(in);
+    if (o && (!same_shape(o, &c->type) || !tile_dtype_eq(o->dt, c->type.dt) || !same_layout(o, &c->type)))
+        verr(V, pos, "mma: the destination %s differs from C %s", type_str(o, t1, sizeof t1),
+             type_str(&c->type, t2, sizeof t2));
+}
+
+/* ---- decompositions ----------------------------------------------------------------
+ * decomp_check runs the decomposition's statements once per thread with
+ * the scalars it can evaluate (lets, indices of thread groups, constant
+ * loops), computes the elements each inner operand's view touches in the
+ * tensor it is rooted at, and requires every element of each outer operand
+ * that the decomposition refers to (a whole shared or register tensor) to
+ * be touched by some thread. Anything it cannot evaluate (a bound that
+ * depends on a run-time value) makes it give up silently: the check is
+ * exact where it speaks, never a false alarm.
+ *
+ * Views inside a decomposition (docs/tile-ir.md):
+ *   T.tile([a, b])  per-dim tilers; a tile is a 1-D layout (`2:2`) or size
+ *   X[i, j]        a tiled X: tile (i, j); an untiled X: position i in dim
+ *                  0, j in dim 1 (fewer indices keep trailing dims whole)
+ *   R.local        thread t's part of register tensor R, shaped as the
+ *                  product of R's local(...) factors per dim. */
+
+#define DC_MAXRANK 8
+
+static void check_block(verifier *V, const tile_block *b);
+
+typedef struct dc_view {
+    int rank, tiled;
+    int64_t ext[DC_MAXRANK];   /* untiled: extent; tiled: tile extent */
+    int64_t outer[DC_MAXRANK]; /* tiled: tiles per dim */
+    int64_t *map[DC_MAXRANK];  /* base coordinate of each position;
+                                  tiled: map[d][j * ext + i] */
+    int local;                 /* base is R.local (per-thread coordinates) */
+} dc_view;
+
+typedef struct dc_root {
+    const tile_value *v;
+    int64_t dims[DC_MAXRANK];
+    int64_t n;
+    uint8_t *hit;
+    int used;
+    int has_lloc;
+    dist_layout lloc;         /* the local factors alone */
+    int64_t lshape[DC_MAXRANK];
+} dc_root;
+
+typedef struct dc_state {
+    verifier *V;
+    tsl_arena *a;
+    dc_root roots[8];
+    int nroots;
+    int64_t *vals;
+    uint8_t *known;
+    int64_t thread;
+    int giveup, failed;
+    long budget;
+} dc_state;
+
+static int64_t dc_lookup(void *ctx, const tile_value *v, int *ok)
+{
+    dc_state *S = ctx;
+    if (!S->known[v->id]) {
+        *ok = 0;
+        return 0;
+    }
+    return S->vals[v->id];
+}
+
+static int64_t dc_eval(dc_state *S, const tile_expr *e, int *ok)
+{
+    *ok = 1;
+    return tile_expr_eval(e, dc_lookup, S, NULL, S->thread, ok);
+}
+
+static void dc_fail(dc_state *S, size_t pos, const char *fmt, ...) TSL_PRINTF(3, 4);
+
+static void dc_fail(dc_state *S, size_t pos, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!S->failed) verr(S->V, pos, "%s", msg);
+    S->failed = S->giveup = 1;
+}
+
+static dc_root *dc_root_of(dc_state *S, const tile_value *v)
+{
+    for (int i = 0; i < S->nroots; i++)
+        if (S->roots[i].v == v) return &S->roots[i];
+    return NULL;
+}
+
+/* Thread index `tt` of group g: outer coordinates then the lane. */
+static int dc_group_indices(dc_state *S, const tile_threads *g, int64_t tt, int64_t *out, int nout)
+{
+    int64_t gid = tt / g->inner, lane = tt % g->inner;
+    if (g->tiler) {
+        layout whole = layout_leaf(g->total, 1), D;
+        layout_err e;
+        memset(&e, 0, sizeof e);
+        if (layout_divide_logical(&D, &whole, &g->tiler->v.data, 0, &e) != TSL_OK) return 0;
+        int found = 0;
+        for (int64_t j = 0; j < g->total / g->inner && !found; j++)
+            for (int64_t i = 0; i < g->inner; i++) {
+                int64_t c[2] = {i, j};
+                if (layout_eval_coord(&D, c, 2) == tt) {
+                    gid = j;
+                    lane = i;
+                    found = 1;
+                    break;
+                }
+            }
+        if (!found) return 0;
+    }
+    int no = g->nouter ? g->nouter : 1;
+    if (nout != no + 1) return 0;
+    for (int d = no - 1; d >= 0; d--) {
+        int64_t e = g->nouter ? g->outer[d] : g->total / g->inner;
+        out[d] = gid % e;
+        gid /= e;
+    }
+    out[no] = lane;
+    (void)S;
+    return 1;
+}
+
+/* Build the view of operand o for the current thread; 0 when the operand
+ * is not rooted at an outer operand or on give-up. */
+static int dc_view_of(dc_state *S, const tile_operand *o, dc_view *w, dc_root **rootp)
+{
+    dc_root *r = o->v ? dc_root_of(S, o->v) : NULL;
+    if (!r) return 0;
+    memset(w, 0, sizeof *w);
+    int first = 0;
+    w->rank = o->v->type.rank;
+    const int64_t *base = r->dims;
+    if (o->nsteps > 0 && o->steps[0].kind == TILE_STEP_LOCAL) {
+        if (!r->has_lloc) {
+            dc_fail(S, o->steps[0].pos, "'.local' needs a register tensor with local(...) factors");
+            return 0;
+        }
+        w->local = 1;
+        base = r->lshape;
+        first = 1;
+    }
+    for (int d = 0; d < w->rank; d++) {
+        w->ext[d] = base[d];
+        w->map[d] = arena_alloc(S->a, sizeof(int64_t) * (size_t)base[d]);
+        for (int64_t i = 0; i < base[d]; i++) w->map[d][i] = i;
+    }
+    for (int k = first; k < o->nsteps; k++) {
+        const tile_step *st = &o->steps[k];
+        if (st->kind == TILE_STEP_LOCAL) {
+            dc_fail(S, st->pos, "'.local' must be the first view step");
+            return 0;
+        }
+        if (st->kind == TILE_STEP_TILE) {
+            if (w->tiled || st->n != w->rank) {
+                dc_fail(S, st->pos, "'.tile' needs %d tile extents on an untiled view", w->rank);
+                return 0;
+            }
+            for (int d = 0; d < w->rank; d++) {
+                int64_t s = st->sizes[d], ext = w->ext[d];
+                int64_t *nm = arena_alloc(S->a, sizeof(int64_t) * (size_t)ext);
+                if (s < 1 || ext % s) {
+                    dc_fail(S, st->pos, "tile extent %lld does not divide the view's extent %lld in dim %d",
+                            (long long)s, (long long)ext, d);
+                    return 0;
+                }
+                layout D;
+                int have_d = 0;
+                if (st->tilers && st->tilers[d]) {
+                    layout whole = layout_leaf(ext, 1);
+                    layout_err e;
+                    memset(&e, 0, sizeof e);
+                    if (layout_divide_logical(&D, &whole, &st->tilers[d]->v.data, 0, &e) != TSL_OK ||
+                        layout_size(&D) != ext) {
+                        dc_fail(S, st->pos, "tile %s does not divide extent %lld: %s", st->tilers[d]->text,
+                                (long long)ext, e.msg);
+                        return 0;
+                    }
+                    have_d = 1;
+                }
+                for (int64_t j = 0; j < ext / s; j++)
+                    for (int64_t i = 0; i < s; i++) {
+                        int64_t c[2] = {i, j};
+                        int64_t p = have_d ? layout_eval_coord(&D, c, 2) : j * s + i;
+                        if (p < 0 || p >= ext) {
+                            dc_fail(S, st->pos, "tile does not stay inside extent %lld", (long long)ext);
+                            return 0;
+                        }
+                        nm[j * s + i] = w->map[d][p];
+                    }
+                w->map[d] = nm;
+                w->outer[d] = ext / s;
+                w->ext[d] = s;
+            }
+            w->tiled = 1;
+            continue;
+        }
+        /* index */
+        if (st->n > w->rank || (w->tiled && st->n != w->rank)) {
+            dc_fail(S, st->pos, "%d indices for a rank-%d view", st->n, w->rank);
+            return 0;
+        }
+        for (int d = 0; d < st->n; d++) {
+            int ok;
+            int64_t j = dc_eval(S, st->idx[d], &ok);
+            if (!ok) {
+                S->giveup = 1;
+                return 0;
+            }
+            int64_t lim = w->tiled ? w->outer[d] : w->ext[d];
+            if (j < 0 || j >= lim) {
+                dc_fail(S, st->idx[d]->pos, "index %lld is outside the %lld %s of dim %d (thread %lld)",
+                        (long long)j, (long long)lim, w->tiled ? "tiles" : "positions", d, (long long)S->thread);
+                return 0;
+            }
+            if (w->tiled) {
+                w->map[d] = w->map[d] + j * w->ext[d];
+            } else {
+                w->map[d] = w->map[d] + j;
+                w->ext[d] = 1;
+            }
+        }
+        w->tiled = 0;
+    }
+    *rootp = r;
+    return 1;
+}
+
+/* Mark every element of w in its root. */
+static void dc_mark(dc_state *S, const dc_view *w, dc_root *r)
+{
+    int64_t cnt[DC_MAXRANK], total = 1;
+    for (int d = 0; d < w->rank; d++) {
+        cnt[d] = w->tiled ? w->ext[d] * w->outer[d] : w->ext[d];
+        total *= cnt[d];
+    }
+    const dist_layout *L = r->v->type.layout ? &r->v->type.layout->v.dist : NULL;
+    for (int64_t f = 0; f < total; f++) {
+        int64_t rem = f, x[DC_MAXRANK], rc[DC_MAXRANK];
+        for (int d = w->rank - 1; d >= 0; d--) {
+            x[d] = w->map[d][rem % cnt[d]];
+            rem /= cnt[d];
+        }
+        const int64_t *c = x;
+        if (w->local) {
+            int64_t t0, l;
+            if (dist_layout_owner(&r->lloc, x, &t0, &l) != 0 || dist_layout_map(L, S->thread, l, rc) != 0) return;
+            c = rc;
+        }
+        int64_t lin = 0;
+        for (int d = 0; d < w->rank; d++) {
+            if (c[d] < 0 || c[d] >= r->dims[d]) return;
+            lin = lin * r->dims[d] + c[d];
+        }
+        r->hit[lin] = 1;
+    }
+    r->used = 1;
+}
+
+static void dc_block(dc_state *S, const tile_block *b);
+
+static void dc_instr(dc_state *S, const tile_instr *in)
+{
+    for (int i = 0; i <= in->nargs && !S->giveup; i++) {
+        const tile_operand *o = i < in->nargs ? &in->args[i] : in->has_dst ? &in->dst : NULL;
+        dc_view w;
+        dc_root *r = NULL;
+        if (o && dc_view_of(S, o, &w, &r)) dc_mark(S, &w, r);
+    }
+}
+
+static void dc_stmt(dc_state *S, const tile_stmt *s)
+{
+    int ok;
+    if (--S->budget < 0) {
+        S->giveup = 1;
+        return;
+    }
+    switch (s->kind) {
+    case TILE_S_LET:
+    case TILE_S_VAR:
+    case TILE_S_SET: {
+        int64_t v = dc_eval(S, s->e, &ok);
+        S->known[s->v->id] = (uint8_t)ok;
+        S->vals[s->v->id] = v;
+        break;
+    }
+    case TILE_S_INDICES: {
+        int64_t out[8];
+        const tile_threads *g = &s->group->threads;
+        if (s->nvs > 8 || !dc_group_indices(S, g, S->thread % g->total, out, s->nvs)) {
+            S->giveup = 1;
+            return;
+        }
+        for (int i = 0; i < s->nvs; i++) {
+            S->known[s->vs[i]->id] = 1;
+            S->vals[s->vs[i]->id] = out[i];
+        }
+        break;
+    }
+    case TILE_S_THREADS: break;
+    case TILE_S_FOR: {
+        int o1, o2, o3 = 1;
+        int64_t lo = dc_eval(S, s->lo, &o1), hi = dc_eval(S, s->hi, &o2), st = 1;
+        if (s->step) st = dc_eval(S, s->step, &o3);
+        if (!o1 || !o2 || !o3 || st <= 0) {
+            S->giveup = 1;
+            return;
+        }
+        for (int64_t i = lo; i < hi && !S->giveup; i += st) {
+            S->known[s->v->id] = 1;
+            S->vals[s->v->id] = i;
+            dc_block(S, s->body);
+        }
+        break;
+    }
+    case TILE_S_IF: {
+        int64_t c = dc_eval(S, s->e, &ok);
+        if (!ok) {
+            S->giveup = 1;
+            return;
+        }
+        if (c) dc_block(S, s->body);
+        else if (s->els) dc_block(S, s->els);
+        break;
+    }
+    case TILE_S_INSTR: dc_instr(S, &s->instr); break;
+    default: S->giveup = 1; break;
+    }
+}
+
+static void dc_block(dc_state *S, const tile_block *b)
+{
+    for (int i = 0; i < b->n && !S->giveup; i++) dc_stmt(S, b->items[i]);
+}
+
+/* The local factors of a distributed layout, composed in order. */
+static int dc_local_part(const dist_layout *L, dist_layout *out)
+{
+    int have = 0;
+    layout_err e;
+    memset(&e, 0, sizeof e);
+    for (int i = 0; i < L->natoms; i++) {
+        const dist_atom *at = &L->atom[i];
+        if (at->kind != DIST_LOCAL) continue;
+        dist_layout a1;
+        int64_t dims[DIST_MAX_RANK];
+        int shift = L->rank - at->rank;
+        for (int d = 0; d < L->rank; d++) dims[d] = d < shift ? 1 : at->dims[d - shift];
+        if (dist_layout_atom(&a1, DIST_LOCAL, at->column, dims, L->rank, &e) != TSL_OK) return 0;
+        if (!have) {
+            *out = a1;
+            have = 1;
+        } else {
+            dist_layout c;
+            if (dist_layout_compose(&c, out, &a1, &e) != TSL_OK) return 0;
+            *out = c;
+        }
+    }
+    return have;
+}
+
+static void dc_add_root(dc_state *S, const tile_operand *o)
+{
+    if (!o->v || o->v->kind != TILE_V_TENSOR || o->nsteps || S->nroots >= 8 || dc_root_of(S, o->v)) return;
+    const tile_type *t = &o->v->type;
+    if (t->space == TILE_GLOBAL || t->rank > DC_MAXRANK) return;
+    dc_root *r = &S->roots[S->nroots];
+    memset(r, 0, sizeof *r);
+    if (!const_dims(t, r->dims)) return;
+    r->n = numel_of(r->dims, t->rank);
+    if (r->n > (1 << 20)) return;
+    r->v = o->v;
+    r->hit = arena_alloc(S->a, (size_t)r->n);
+    if (t->space == TILE_REGISTER && t->layout && t->layout->v.kind == LAYOUT_VALUE_DIST &&
+        dc_local_part(&t->layout->v.dist, &r->lloc) && r->lloc.rank == t->rank) {
+        r->has_lloc = 1;
+        for (int d = 0; d < t->rank; d++) r->lshape[d] = r->lloc.shape[d];
+    }
+    S->nroots++;
+}
+
+static void decomp_check(verifier *V, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    int before = V->d->nerr;
+    V->in_decomp++;
+    check_block(V, in->decomp);
+    V->in_decomp--;
+    if (V->d->nerr > before) return; /* already reported; views may be malformed */
+    dc_state S;
+    memset(&S, 0, sizeof S);
+    S.V = V;
+    S.a = arena_create();
+    if (!S.a) return;
+    for (int i = 0; i < in->nargs; i++) dc_add_root(&S, &in->args[i]);
+    if (in->has_dst) dc_add_root(&S, &in->dst);
+    if (in->result) {
+        tile_operand ro;
+        memset(&ro, 0, sizeof ro);
+        ro.v = in->result;
+        dc_add_root(&S, &ro);
+    }
+    S.vals = arena_alloc(S.a, sizeof(int64_t) * (size_t)(V->k->nvalues + 1));
+    S.known = arena_alloc(S.a, (size_t)V->k->nvalues + 1);
+    S.budget = 1 << 20;
+    for (S.thread = 0; S.thread < V->k->threads && !S.giveup; S.thread++) {
+        memset(S.known, 0, (size_t)V->k->nvalues + 1);
+        dc_block(&S, in->decomp);
+    }
+    for (int i = 0; i < S.nroots && !S.giveup; i++) {
+        dc_root *r = &S.roots[i];
+        if (!r->used) continue;
+        int64_t covered = 0, first = -1;
+        for (int64_t j = 0; j < r->n; j++) {
+            if (r->hit[j]) covered++;
+            else if (first < 0) first = j;
+        }
+        if (covered == r->n) continue;
+        int64_t c[DC_MAXRANK];
+        int rank = r->v->type.rank;
+        for (int d = rank - 1; d >= 0; d--) {
+            c[d] = first % r->dims[d];
+            first /= r->dims[d];
+        }
+        char sb1[96];
+        verr(V, s->pos,
+             "the decomposition of %s does not cover '%s': element %s is touched by no thread (%lld of %lld covered)",
+             tile_op_info_of(in->op)->name, r->v->name, shape_str(c, rank, sb1, sizeof sb1), (long long)covered,
+             (long long)r->n);
+    }
+    arena_free(S.a);
+}
+
+/* ---- instructions ------------------------------------------------------------------- */
+
+static void check_same_elem(verifier *V, size_t pos, const char *opname, const tile_type *a,
+                            const char *an, const tile_type *b, const char *bn)
+{
+    char t1[128], t2[128];
+    if (!tile_dtype_eq(a->dt, b->dt) || !same_shape(a, b))
+        verr(V, pos, "%s: %s %s and %s %s differ in dtype or shape", opname, an, type_str(a, t1, sizeof t1), bn,
+             type_str(b, t2, sizeof t2));
+    else if (a->space == TILE_REGISTER && b->space == TILE_REGISTER && !same_layout(a, b))
+        verr(V, pos, "%s: %s has layout %s but %s has layout %s", opname, an, a->layout ? a->layout->text : "-",
+             bn, b->layout ? b->layout->text : "-");
+}
+
+static void check_instr(verifier *V, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_op_info *info = tile_op_info_of(in->op);
+    const char *opn = info->name;
+    size_t pos = s->pos;
+    char t1[128], t2[128];
+    if (in->nargs < info->min_args || in->nargs > info->max_args) {
+        verr(V, pos, "%s takes %d operands, not %d", opn, info->min_args, in->nargs);
+        return;
+    }
+    for (int i = 0; i < in->nargs; i++) check_operand_scope(V, &in->args[i]);
+    if (in->has_dst) check_operand_scope(V, &in->dst);
+    check_expr(V, in->init);
+    if (in->on && !V->in_decomp) verr(V, pos, "%s: 'on %s' is only allowed inside a decomposition", opn, in->on->name);
+    if (in->on && in->on->kind == TILE_V_THREADS && V->k->threads % in->on->threads.total)
+        verr(V, pos, "%s: the group '%s' of %d threads does not divide threads(%d)", opn, in->on->name,
+             in->on->threads.total, V->k->threads);
+    if (in->result) check_type(V, &in->result->type, in->result->name, pos);
+    if (in->init && in->op != TILE_I_ALLOC && in->op != TILE_I_LOAD_GLOBAL && in->op != TILE_I_COPY_ASYNC)
+        verr(V, pos, "%s takes no init/fill value", opn);
+    if (in->dim >= 0 && !tile_op_is_reduce(in->op) && in->op != TILE_I_BROADCAST)
+        verr(V, pos, "%s takes no 'dim'", opn);
+    if (in->bytes && in->op != TILE_I_COPY_ASYNC) verr(V, pos, "%s takes no 'bytes'", opn);
+    const tile_type *o = out_type(in);
+    int64_t tile[16];
+
+    switch (in->op) {
+    case TILE_I_ALLOC:
+        if (in->result && in->result->type.space == TILE_SHARED && !V->in_decomp)
+            V->smem_alloc += shared_bytes(&in->result->type);
+        break;
+    case TILE_I_LOAD_GLOBAL:
+    case TILE_I_LOAD_SHARED: {
+        tile_space sp = in->op == TILE_I_LOAD_GLOBAL ? TILE_GLOBAL : TILE_SHARED;
+        const tile_value *g = mem_operand(V, &in->args[0], sp, opn, "source", sp == TILE_GLOBAL);
+        if (!g || !o || V->in_decomp) break;
+        if (o->space != TILE_REGISTER) {
+            verr(V, pos, "%s loads into a register tensor, not %s", opn, tile_space_name(o->space));
+            break;
+        }
+        if (!tile_dtype_eq(g->type.dt, o->dt))
+            verr(V, pos, "%s: source '%s' is %s but the result is %s", opn, g->name, type_str(&g->type, t1, sizeof t1),
+                 type_str(o, t2, sizeof t2));
+        if (o->rank > g->type.rank)
+            verr(V, pos, "%s: a rank-%d tile from the rank-%d tensor '%s'", opn, o->rank, g->type.rank, g->name);
+        else if (const_dims(o, tile))
+            check_box(V, &in->args[0], g, tile, o->rank, opn);
+        break;
+    }
+    case TILE_I_STORE_GLOBAL:
+    case TILE_I_STORE_SHARED: {
+        tile_space sp = in->op == TILE_I_STORE_GLOBAL ? TILE_GLOBAL : TILE_SHARED;
+        const tile_value *r = reg_operand(V, &in->args[0], opn, "value");
+        const tile_value *g = mem_operand(V, &in->dst, sp, opn, "destination", sp == TILE_GLOBAL);
+        if (!r || !g || V->in_decomp) break;
+        if (!tile_dtype_eq(g->type.dt, r->type.dt))
+            verr(V, pos, "%s: '%s' is %s but the destination '%s' is %s", opn, r->name,
+                 type_str(&r->type, t1, sizeof t1), g->name, type_str(&g->type, t2, sizeof t2));
+        if (r->type.rank > g->type.rank)
+            verr(V, pos, "%s: a rank-%d tile into the rank-%d tensor '%s'", opn, r->type.rank, g->type.rank, g->name);
+        else if (const_dims(&r->type, tile))
+            check_box(V, &in->dst, g, tile, r->type.rank, opn);
+        break;
+    }
+    case TILE_I_COPY_ASYNC: {
+        const tile_value *g = mem_operand(V, &in->args[0], TILE_GLOBAL, opn, "source", 1);
+        const tile_value *sh = mem_operand(V, &in->dst, TILE_SHARED, opn, "destination", 0);
+        if (!g || !sh || V->in_decomp) break;
+        if (!tile_dtype_eq(g->type.dt, sh->type.dt))
+            verr(V, pos, "copy_async: source '%s' is %s but the destination '%s' is %s", g->name,
+                 type_str(&g->type, t1, sizeof t1), sh->name, type_str(&sh->type, t2, sizeof t2));
+        int k = in->dst.nsteps ? in->dst.steps[0].n : 0;
+        int64_t sd[16];
+        if (!const_dims(&sh->type, sd)) break;
+        if (k >= sh->type.rank) {
+            verr(V, in->dst.pos, "copy_async: the destination is a shared tensor or a slice of its leading dims; "
+                 "%d indices leave nothing of the rank-%d '%s'", k, sh->type.rank, sh->name);
+            break;
+        }
+        int trank = sh->type.rank - k;
+        if (trank > g->type.rank)
+            verr(V, pos, "copy_async: a rank-%d tile from the rank-%d tensor '%s'", trank, g->type.rank, g->name);
+        for (int i = 0; i < k; i++) {
+            int64_t off;
+            if (tile_expr_const(in->dst.steps[0].idx[i], &off) && (off < 0 || off >= sd[i]))
+                verr(V, in->dst.pos, "copy_async: index %lld is outside dimension %d of '%s' (extent %lld)",
+                     (long long)off, i, sh->name, (long long)sd[i]);
+        }
+        if (in->bytes) {
+            int64_t row = (sd[sh->type.rank - 1] * sh->type.dt.bits + 7) / 8;
+            if (in->bytes != 4 && in->bytes != 8 && in->bytes != 16)
+                verr(V, pos, "copy_async: bytes %lld is not a cp.async size (4, 8 or 16)", (long long)in->bytes);
+            else if (row % in->bytes)
+                verr(V, pos, "copy_async: %lld-byte chunks do not divide a tile row of %lld bytes",
+                     (long long)in->bytes, (long long)row);
+        }
+        break;
+    }
+    case TILE_I_WAIT: {
+        int64_t n;
+        if (in->args[0].v || !tile_expr_const(in->args[0].scalar, &n))
+            verr(V, in->args[0].pos, "wait: the count must be an integer constant");
+        else if (n < 0 || n > 7)
+            verr(V, in->args[0].pos, "wait: count %lld is out of range (cp.async.wait_group takes 0..7)", (long long)n);
+        else if (V->pipe_stages && n > V->pipe_stages - 1)
+            verr(V, in->args[0].pos, "wait: count %lld is out of range for a %d-stage pipeline (0..%d)",
+                 (long long)n, V->pipe_stages, V->pipe_stages - 1);
+        break;
+    }
+    case TILE_I_MMA: check_mma(V, in, pos); break;
+    case TILE_I_CAST:
+    case TILE_I_COPY: {
+        const tile_value *x = reg_operand(V, &in->args[0], opn, "operand");
+        if (!x || !o || V->in_decomp) break;
+        if (!same_shape(&x->type, o) || !same_layout(&x->type, o))
+            verr(V, pos, "%s: '%s' %s and the result %s must have the same shape and layout", opn, x->name,
+                 type_str(&x->type, t1, sizeof t1), type_str(o, t2, sizeof t2));
+        break;
+    }
+    case TILE_I_VIEW: {
+        const tile_value *x = reg_operand(V, &in->args[0], opn, "operand");
+        if (!x || !o || V->in_decomp || !x->type.layout || !o->layout || o->layout->v.kind != LAYOUT_VALUE_DIST ||
+            x->type.layout->v.kind != LAYOUT_VALUE_DIST)
+            break;
+        const dist_layout *lx = &x->type.layout->v.dist, *lo = &o->layout->v.dist;
+        int64_t bx = lx->locals * x->type.dt.bits, bo = lo->locals * o->dt.bits;
+        char n1[16], n2[16];
+        if (lx->threads != lo->threads)
+            verr(V, pos, "view: '%s' is spread over %lld threads but the view over %lld", x->name,
+                 (long long)lx->threads, (long long)lo->threads);
+        else if (bx != bo)
+            verr(V, pos,
+                 "view changes bits per thread: '%s' holds %lld x %s = %lld bits per thread, the view %lld x %s = %lld bits",
+                 x->name, (long long)lx->locals, tile_dtype_name(x->type.dt, n1), (long long)bx,
+                 (long long)lo->locals, tile_dtype_name(o->dt, n2), (long long)bo);
+        break;
+    }
+    case TILE_I_REDUCE_SUM:
+    case TILE_I_REDUCE_MAX:
+    case TILE_I_REDUCE_MIN:
+    case TILE_I_BROADCAST: {
+        const tile_value *x = reg_operand(V, &in->args[0], opn, "operand");
+        if (!x || !o || V->in_decomp) break;
+        int red = in->op != TILE_I_BROADCAST;
+        const tile_type *big = red ? &x->type : o, *small = red ? o : &x->type;
+        int64_t db[16], ds[16];
+        if (in->dim < 0 || in->dim >= big->rank) {
+            verr(V, pos, "%s: needs 'dim D' with 0 <= D < %d", opn, big->rank);
+            break;
+        }
+        if (!tile_dtype_eq(x->type.dt, o->dt))
+            verr(V, pos, "%s: '%s' is %s but the result is %s", opn, x->name, type_str(&x->type, t1, sizeof t1),
+                 type_str(o, t2, sizeof t2));
+        if (!const_dims(big, db) || !const_dims(small, ds)) break;
+        int ok = 1;
+        if (small->rank == big->rank) { /* kept as extent 1 */
+            for (int i = 0; i < big->rank; i++) ok &= ds[i] == (i == in->dim ? 1 : db[i]);
+        } else if (small->rank == big->rank - 1) {
+            for (int i = 0, j = 0; i < big->rank; i++)
+                if (i != in->dim) ok &= ds[j++] == db[i];
+        } else {
+            ok = 0;
+        }
+        if (!ok)
+            verr(V, pos, "%s over dim %d: %s and %s do not match (the dim is removed or kept as 1)", opn, in->dim,
+                 type_str(big, t1, sizeof t1), type_str(small, t2, sizeof t2));
+        break;
+    }
+    case TILE_I_SHUFFLE_XOR:
+    case TILE_I_SHUFFLE_UP:
+    case TILE_I_SHUFFLE_DOWN:
+    case TILE_I_SHUFFLE_IDX:
+        reg_operand(V, &in->args[0], opn, "operand");
+        if (in->args[1].v) verr(V, in->args[1].pos, "%s: the lane operand must be an int expression", opn);
+        break;
+    case TILE_I_PRINT:
+    case TILE_I_COMMIT:
+    case TILE_I_SYNC: break;
+    default:
+        if (tile_op_is_unary(in->op) || tile_op_is_binary(in->op)) {
+            const tile_value *first = NULL;
+            for (int i = 0; i < in->nargs; i++) {
+                const tile_operand *op = &in->args[i];
+                if (!op->v) continue;
+                const tile_value *x = reg_operand(V, op, opn, "operand");
+                if (!x || V->in_decomp) continue;
+                if (!first) first = x;
+                else check_same_elem(V, op->pos, opn, &first->type, first->name, &x->type, x->name);
+            }
+            if (!first && !V->in_decomp) verr(V, pos, "%s needs at least one register tensor operand", opn);
+            if (first && o && !V->in_decomp && in->has_dst)
+                check_same_elem(V, in->dst.pos, opn, &first->type, first->name, o, in->dst.v->name);
+        }
+        break;
+    }
+    if (in->decomp) decomp_check(V, s);
+}
+
+/* ---- statements and blocks ------------------------------------------------------------- */
+
+static void check_block(verifier *V, const tile_block *b);
+
+static void check_pipeline(verifier *V, const tile_stmt *s)
+{
+    const tile_pipeline *p = &s->pipe;
+    char sb1[96];
+    for (int i = 0; i < p->ngrid; i++) {
+        check_expr(V, p->grid[i]);
+        make_visible(V, p->gridvars[i]);
+    }
+    if (p->stages < 1) verr(V, s->pos, "pipeline: stages=%d must be at least 1", p->stages);
+    int64_t block_bytes = 0;
+    for (int io = 0; io < 2; io++) {
+        const tile_blockspec *specs = io ? p->outs : p->ins;
+        int n = io ? p->nouts : p->nins;
+        for (int i = 0; i < n; i++) {
+            const tile_blockspec *bs = &specs[i];
+            if (!bs->tensor || bs->tensor->type.space != TILE_GLOBAL || !V->visible[bs->tensor->id]) {
+                verr(V, bs->pos, "pipeline: block spec '%s' needs a global tensor", bs->view ? bs->view->name : "?");
+                continue;
+            }
+            if (bs->rank != bs->tensor->type.rank)
+                verr(V, bs->pos, "pipeline: block %s has rank %d but '%s' has rank %d",
+                     shape_str(bs->block, bs->rank, sb1, sizeof sb1), bs->rank, bs->tensor->name,
+                     bs->tensor->type.rank);
+            for (int j = 0; j < bs->rank; j++) check_expr(V, bs->index[j]);
+            if (bs->view) check_type(V, &bs->view->type, bs->view->name, bs->pos);
+            if (bs->space == TILE_SHARED && bs->view) block_bytes += shared_bytes(&bs->view->type);
+        }
+    }
+    for (int io = 0; io < 2; io++) {
+        const tile_blockspec *specs = io ? p->outs : p->ins;
+        int n = io ? p->nouts : p->nins;
+        for (int i = 0; i < n; i++) make_visible(V, specs[i].view);
+    }
+    int64_t total = block_bytes * p->stages;
+    if (total > V->smem_pipe) {
+        V->smem_pipe = total;
+        V->msg_stages = p->stages;
+        V->pipe_block_bytes = block_bytes;
+        V->pipe_pos = s->pos;
+    }
+    int saved = V->pipe_stages;
+    V->pipe_stages = p->stages;
+    check_block(V, p->body);
+    V->pipe_stages = saved;
+}
+
+static void check_stmt(verifier *V, const tile_stmt *s)
+{
+    switch (s->kind) {
+    case TILE_S_INSTR:
+        check_instr(V, s);
+        if (s->instr.result) make_visible(V, s->instr.result);
+        break;
+    case TILE_S_LET:
+    case TILE_S_VAR:
+        check_expr(V, s->e);
+        make_visible(V, s->v);
+        break;
+    case TILE_S_SET:
+        check_expr(V, s->e);
+        if (!V->visible[s->v->id]) verr(V, s->pos, "use of undefined value '%s'", s->v->name);
+        else if (s->v->origin != TILE_O_VAR) verr(V, s->pos, "'%s' is not a var and cannot be set", s->v->name);
+        break;
+    case TILE_S_THREADS: {
+        const tile_threads *t = &s->v->threads;
+        if (!V->in_decomp) verr(V, s->pos, "thread groups are only defined inside a decomposition");
+        if (t->total < 1 || t->inner < 1 || t->total % t->inner)
+            verr(V, s->pos, "thread group '%s': groups of %d do not divide %d threads", s->v->name, t->inner, t->total);
+        else if (V->k->threads % t->total)
+            verr(V, s->pos, "thread group '%s' of %d threads does not divide threads(%d)", s->v->name, t->total,
+                 V->k->threads);
+        make_visible(V, s->v);
+        break;
+    }
+    case TILE_S_INDICES:
+        if (!s->group || !V->visible[s->group->id])
+            verr(V, s->pos, "use of undefined value '%s'", s->group ? s->group->name : "?");
+        for (int i = 0; i < s->nvs; i++) make_visible(V, s->vs[i]);
+        break;
+    case TILE_S_FOR: {
+        check_expr(V, s->lo);
+        check_expr(V, s->hi);
+        check_expr(V, s->step);
+        int64_t st;
+        if (s->step && tile_expr_const(s->step, &st) && st <= 0)
+            verr(V, s->step->pos, "for: step %lld must be positive", (long long)st);
+        make_visible(V, s->v);
+        check_block(V, s->body);
+        break;
+    }
+    case TILE_S_IF:
+    case TILE_S_WHILE:
+        check_expr(V, s->e);
+        check_block(V, s->body);
+        if (s->els) check_block(V, s->els);
+        break;
+    case TILE_S_PIPELINE: check_pipeline(V, s); break;
+    }
+}
+
+/* Values defined in a block are visible until its end. */
+static void check_block(verifier *V, const tile_block *b)
+{
+    int n = V->k->nvalues;
+    uint8_t *saved = malloc((size_t)n + 1);
+    if (!saved) return;
+    memcpy(saved, V->visible, (size_t)n);
+    for (int i = 0; i < b->n; i++) check_stmt(V, b->items[i]);
+    memcpy(V->visible, saved, (size_t)n);
+    free(saved);
+}
+
+static void check_kernel(verifier *V, const tile_kernel *k)
+{
+    V->k = k;
+    V->smem_alloc = V->smem_pipe = 0;
+    V->pipe_stages = V->msg_stages = 0;
+    V->visible = calloc((size_t)k->nvalues + 1, 1);
+    if (!V->visible) return;
+    if (k->threads < 1 || k->threads > 1024) verr(V, k->pos, "threads(%d) is not in 1..1024", k->threads);
+    for (int i = 0; i < k->nsyms; i++) make_visible(V, k->syms[i]);
+    for (int i = 0; i < k->nparams; i++) make_visible(V, k->params[i]);
+    for (int i = 0; i < k->ngrid; i++) check_expr(V, k->grid[i]);
+    check_block(V, k->body);
+    int stages_for_msg = V->msg_stages;
+    int64_t total = V->smem_alloc + V->smem_pipe;
+    if (k->smem_budget > 0 && total > k->smem_budget) {
+        if (V->smem_pipe)
+            verr(V, V->pipe_pos,
+                 "shared memory %lld bytes exceeds the budget of %lld bytes (stages=%d x %lld bytes of pipeline blocks + %lld bytes of allocations)",
+                 (long long)total, (long long)k->smem_budget, stages_for_msg, (long long)V->pipe_block_bytes,
+                 (long long)V->smem_alloc);
+        else
+            verr(V, k->pos, "shared memory %lld bytes exceeds the budget of %lld bytes (%lld bytes of allocations)",
+                 (long long)total, (long long)k->smem_budget, (long long)V->smem_alloc);
+    }
+    free(V->visible);
+    V->visible = NULL;
+}
+
+tsl_status tile_verify(const tile_module *m, const tsl_source *src, tsl_diag *d)
+{
+    verifier V;
+    memset(&V, 0, sizeof V);
+    V.m = m;
+    V.src = src;
+    V.d = d;
+    int before = d->nerr;
+    for (int i = 0; i < m->nkernels; i++) check_kernel(&V, m->kernels[i]);
+    return d->nerr > before ? (d->first ? d->first : TSL_ERR_SEMANTIC) : TSL_OK;
+}
