@@ -379,6 +379,57 @@ static tsl_status cuda_arch_of_device(char arch[16], tsl_diag *d)
     return TSL_OK;
 }
 
+/* The NVRTC options for one compile, in the order they are passed and
+ * hashed; `archopt` holds the arch option's text. Gives a malloc'd array. */
+static const char **cuda_options(const char *arch, const rt_cuda_options *opt, char archopt[48],
+                                 int *nopts)
+{
+    const char **opts = calloc((size_t)opt->n_extra + 8, sizeof *opts);
+    int n = 0;
+    snprintf(archopt, 48, "--gpu-architecture=%s", arch);
+    opts[n++] = archopt;
+    opts[n++] = "-default-device";
+    opts[n++] = "-std=c++17";
+    if (opt->fast_math) opts[n++] = "--use_fast_math";
+    if (opt->ptxas_verbose) {
+        opts[n++] = "--ptxas-options=-v";
+        /* NVRTC 13 keeps its own cache of ptxas results (in the driver's
+         * ComputeCache when libcuda is present); a hit prints no report. */
+        if (nv.version >= 13000) opts[n++] = "--no-cache";
+    }
+    for (int i = 0; i < opt->n_extra; i++) opts[n++] = opt->extra[i];
+    *nopts = n;
+    return opts;
+}
+
+static tsl_status cuda_compile_failed(tsl_diag *d, nvrtcResult cr, const char *log,
+                                      const char *name, const char *arch, const char *source)
+{
+    strbuf b = {0};
+    cuda_annotate_log(&b, log, name, source);
+    diag_error(d, TSL_ERR_COMPILE, "NVRTC %d.%d failed to compile %s for %s (%s):\n%s",
+               nv.version / 1000, nv.version % 1000 / 10, name, arch, nv.GetErrorString(cr),
+               sb_str(&b));
+    sb_free(&b);
+    return TSL_ERR_COMPILE;
+}
+
+/* NULL arch -> the device's; then only the accepted spellings. */
+static tsl_status cuda_pick_arch(const char **arch, char dev_arch[16], tsl_diag *d)
+{
+    if (!*arch) {
+        tsl_status st = cuda_arch_of_device(dev_arch, d);
+        if (st != TSL_OK) return st;
+        *arch = dev_arch;
+    }
+    if (!cuda_arch_valid(*arch)) {
+        diag_error(d, TSL_ERR_ARG, "unknown CUDA architecture '%s' (expected e.g. sm_80 or sm_90a)",
+                   *arch);
+        return TSL_ERR_ARG;
+    }
+    return TSL_OK;
+}
+
 tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_options *opt,
                            void **cubin, size_t *cubin_size, char **log, tsl_diag *d)
 {
@@ -397,34 +448,12 @@ tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_o
         goto done_early;
     }
     if ((st = cuda_load_nvrtc(d)) != TSL_OK) goto done_early;
-    if (!arch) {
-        if ((st = cuda_arch_of_device(dev_arch, d)) != TSL_OK) goto done_early;
-        arch = dev_arch;
-    }
-    if (!cuda_arch_valid(arch)) {
-        diag_error(d, TSL_ERR_ARG, "unknown CUDA architecture '%s' (expected e.g. sm_80 or sm_90a)",
-                   arch);
-        st = TSL_ERR_ARG;
-        goto done_early;
-    }
+    if ((st = cuda_pick_arch(&arch, dev_arch, d)) != TSL_OK) goto done_early;
     const char *name = opt->name && *opt->name ? opt->name : "kernel.cu";
 
-    /* the options, in the order they are passed and hashed */
-    const char **opts = calloc((size_t)opt->n_extra + 8, sizeof *opts);
     int nopts = 0;
     char archopt[48];
-    snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
-    opts[nopts++] = archopt;
-    opts[nopts++] = "-default-device";
-    opts[nopts++] = "-std=c++17";
-    if (opt->fast_math) opts[nopts++] = "--use_fast_math";
-    if (opt->ptxas_verbose) {
-        opts[nopts++] = "--ptxas-options=-v";
-        /* NVRTC 13 keeps its own cache of ptxas results (in the driver's
-         * ComputeCache when libcuda is present); a hit prints no report. */
-        if (nv.version >= 13000) opts[nopts++] = "--no-cache";
-    }
-    for (int i = 0; i < opt->n_extra; i++) opts[nopts++] = opt->extra[i];
+    const char **opts = cuda_options(arch, opt, archopt, &nopts);
 
     int versions[2] = {nv.version, cuda_driver_version_quiet()};
     rt_key_part parts[40];
@@ -458,13 +487,7 @@ tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_o
     logtext = calloc(logsize + 1, 1);
     if (logsize > 0 && (st = NV_TRY(d, GetProgramLog(prog, logtext))) != TSL_OK) goto done;
     if (cr != NVRTC_SUCCESS) {
-        strbuf b = {0};
-        cuda_annotate_log(&b, logtext, name, source);
-        diag_error(d, TSL_ERR_COMPILE, "NVRTC %d.%d failed to compile %s for %s (%s):\n%s",
-                   nv.version / 1000, nv.version % 1000 / 10, name, arch, nv.GetErrorString(cr),
-                   sb_str(&b));
-        sb_free(&b);
-        st = TSL_ERR_COMPILE;
+        st = cuda_compile_failed(d, cr, logtext, name, arch, source);
         goto done;
     }
     size_t n = 0;
@@ -496,6 +519,54 @@ done:
     free(log_path);
     free(opts);
 done_early:
+    diag_free(&scratch);
+    return st;
+}
+
+tsl_status rt_cuda_compile_ptx(const char *source, const char *arch, const rt_cuda_options *opt,
+                               char **ptx, tsl_diag *d)
+{
+    tsl_diag scratch = {0};
+    if (!d) d = &scratch;
+    static const rt_cuda_options no_options;
+    if (!opt) opt = &no_options;
+    *ptx = NULL;
+    char dev_arch[16], archopt[48];
+    tsl_status st = source ? cuda_load_nvrtc(d) : TSL_ERR_ARG;
+    if (!source) diag_error(d, st, "rt_cuda_compile_ptx: source is NULL");
+    if (st == TSL_OK) st = cuda_pick_arch(&arch, dev_arch, d);
+    if (st != TSL_OK) {
+        diag_free(&scratch);
+        return st;
+    }
+    const char *name = opt->name && *opt->name ? opt->name : "kernel.cu";
+    int nopts = 0;
+    const char **opts = cuda_options(arch, opt, archopt, &nopts);
+    nvrtcProgram prog = NULL;
+    char *logtext = NULL;
+    size_t n = 0;
+    atomic_fetch_add(&cuda_compiles, 1);
+    if ((st = NV_TRY(d, CreateProgram(&prog, source, name, 0, NULL, NULL))) != TSL_OK) goto done;
+    nvrtcResult cr = nv.CompileProgram(prog, nopts, opts);
+    if (cr != NVRTC_SUCCESS) {
+        size_t logsize = 0;
+        if (nv.GetProgramLogSize(prog, &logsize) == NVRTC_SUCCESS) {
+            logtext = calloc(logsize + 1, 1);
+            if (logsize && nv.GetProgramLog(prog, logtext) != NVRTC_SUCCESS) logtext[0] = '\0';
+        }
+        st = cuda_compile_failed(d, cr, logtext ? logtext : "", name, arch, source);
+        goto done;
+    }
+    if ((st = NV_TRY(d, GetPTXSize(prog, &n))) != TSL_OK) goto done;
+    *ptx = calloc(n + 1, 1);
+    if ((st = NV_TRY(d, GetPTX(prog, *ptx))) != TSL_OK) {
+        free(*ptx);
+        *ptx = NULL;
+    }
+done:
+    if (prog) nv.DestroyProgram(&prog);
+    free(logtext);
+    free(opts);
     diag_free(&scratch);
     return st;
 }

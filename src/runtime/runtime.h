@@ -92,6 +92,10 @@ int rt_cuda_nvrtc_version(void);
  * of the source). */
 tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_options *opt,
                            void **cubin, size_t *cubin_size, char **log, tsl_diag *d);
+/* The PTX NVRTC generates for the same source, arch and options (for
+ * `--emit=ptx`; not cached). Gives a malloc'd NUL-terminated string. */
+tsl_status rt_cuda_compile_ptx(const char *source, const char *arch, const rt_cuda_options *opt,
+                               char **ptx, tsl_diag *d);
 /* How many times this process ran NVRTC (tests: cache hits run none). */
 long rt_cuda_compile_count(void);
 

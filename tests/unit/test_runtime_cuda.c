@@ -142,6 +142,28 @@ static void test_nvrtc_bad_arch(void)
     diag_free(&d);
 }
 
+static void test_nvrtc_ptx(void)
+{
+    if (!have_nvrtc()) return;
+    char *src = lane_saxpy_source();
+    tsl_diag d = {0};
+    char *ptx = NULL;
+    tsl_status st = rt_cuda_compile_ptx(src, "sm_80", NULL, &ptx, &d);
+    CHECK_MSG(st == TSL_OK, "%s", sb_str(&d.msg));
+    CHECK(ptx && strstr(ptx, ".target sm_80") != NULL);
+    CHECK(ptx && strstr(ptx, ".entry lane_saxpy") != NULL);
+    CHECK(ptx && strstr(ptx, "%laneid") != NULL); /* the inline PTX went through */
+    free(ptx);
+    ptx = NULL;
+    diag_reset(&d);
+    CHECK_EQ_INT(rt_cuda_compile_ptx("__global__ void k() { int x = ; }\n", "sm_90a", NULL, &ptx, &d),
+                 TSL_ERR_COMPILE);
+    CHECK(ptx == NULL);
+    CHECK_MSG(strstr(sb_str(&d.msg), "kernel.cu(1): error") != NULL, "%s", sb_str(&d.msg));
+    diag_free(&d);
+    free(src);
+}
+
 static void test_ptxas_report(void)
 {
     /* the parser on a canned log with spills: it must be able to say no */
@@ -360,6 +382,7 @@ TEST_SUITE(runtime_cuda) = {
     {"nvrtc_archs_and_cache", test_nvrtc_archs_and_cache},
     {"nvrtc_syntax_error", test_nvrtc_syntax_error},
     {"nvrtc_bad_arch", test_nvrtc_bad_arch},
+    {"nvrtc_ptx", test_nvrtc_ptx},
     {"ptxas_report", test_ptxas_report},
     {"device", test_device},
     {0},
