@@ -206,6 +206,33 @@ static tsl_status compose_node(const lay_flat *a, const layout *b, int p, layout
     return layout_tuple(out, modes, nd->nkids, e);
 }
 
+/* Composing leaf by leaf is exact for each mode of B alone; for the sum
+ * of several modes it is exact only when their offsets do not carry into
+ * each other's modes of A (CuTe assumes this). Check it by enumeration for
+ * B of up to 2^20 elements, so a wrong layout is an error, never a
+ * silently different function. A is taken as its coalesced form, which
+ * also fixes how A extends beyond its size (through its last mode). */
+static tsl_status compose_verify(const lay_flat *fa, const layout *b, const layout *r,
+                                 layout_err *e)
+{
+    int64_t n = layout_size(b);
+    if (n > ((int64_t)1 << 20) || layout_leaves(b, NULL, NULL) < 2) return TSL_OK;
+    layout ca;
+    tsl_status st = flat_to_layout(fa, &ca, e);
+    if (st) return st;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t want = layout_eval(&ca, layout_eval(b, i));
+        if (layout_eval(r, i) != want) {
+            layout_errf(e,
+                        "composition is not a layout: the modes of the right side carry into "
+                        "each other in the left side's coordinates (at index %lld)",
+                        (long long)i);
+            return TSL_ERR_SHAPE;
+        }
+    }
+    return TSL_OK;
+}
+
 tsl_status layout_compose(layout *out, const layout *a, const layout *b, layout_err *e)
 {
     if (b->sw.b) {
@@ -218,6 +245,7 @@ tsl_status layout_compose(layout *out, const layout *a, const layout *b, layout_
     layout r;
     tsl_status st = compose_node(&fa, b, 0, &r, e);
     if (st) return st;
+    if ((st = compose_verify(&fa, b, &r, e))) return st;
     r.sw = a->sw;
     *out = r;
     return TSL_OK;

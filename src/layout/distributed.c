@@ -135,8 +135,19 @@ static tsl_status dist_from_chain(dist_layout *out, int rank, const dist_axis *a
             i++;
         }
     }
-    if (l.natoms == 0) { /* the identity: one thread, one element */
-        l.natoms = 1;
+    int maxr = 0;
+    for (int a = 0; a < l.natoms; a++)
+        if (l.atom[a].rank > maxr) maxr = l.atom[a].rank;
+    if (l.natoms == 0 || maxr < rank) {
+        /* keep the rank (and give the identity a name): lead with
+         * local(1,...,1), or replicate(1) at rank 0 */
+        if (l.natoms >= DIST_MAX_ATOMS) {
+            layout_errf(e, "quotient needs more than %d primitive layouts", DIST_MAX_ATOMS);
+            return TSL_ERR_SHAPE;
+        }
+        memmove(&l.atom[1], &l.atom[0], sizeof(dist_atom) * (size_t)l.natoms);
+        l.natoms++;
+        memset(&l.atom[0], 0, sizeof(dist_atom));
         l.atom[0].kind = rank ? DIST_LOCAL : DIST_REPLICATE;
         l.atom[0].rank = rank;
         for (int d = 0; d < (rank ? rank : 1); d++) l.atom[0].dims[d] = 1;
