@@ -182,11 +182,18 @@ static tsl_dtype sema_promote(tsl_dtype x, bool wx, tsl_dtype y, bool wy, bool *
 
 /* ---- expressions ------------------------------------------------------------ */
 
+/* Where an expression starts (a binary node's own offset is its operator). */
+static size_t sema_start(const parse_node *p)
+{
+    while (p->kind == P_BINARY || p->kind == P_SELECT) p = p->args[0];
+    return p->offset;
+}
+
 static lang_expr *sema_new(sema *S, lang_expr_kind k, const parse_node *p, tsl_dtype t)
 {
     lang_expr *e = arena_alloc(S->a, sizeof *e);
     e->kind = k;
-    e->offset = p->offset;
+    e->offset = sema_start(p);
     e->type = t;
     e->optype = t;
     e->affine = true;
@@ -260,7 +267,7 @@ static lang_expr *sema_access(sema *S, const parse_node *p, lang_tensor *t)
         lang_expr *x = sema_expr(S, p->args[k], &w);
         if (!x) return NULL;
         if (sema_cat(x->type) != 1) {
-            sema_err(S, p->args[k]->offset, TSL_ERR_SEMANTIC,
+            sema_err(S, x->offset, TSL_ERR_SEMANTIC,
                      "index %d of '%s' has type %s; indices must be integers%s", k, t->name,
                      dtype_info_of(x->type)->name,
                      x->kind == LANG_E_ACCESS ? " (a gather must read an integer tensor)" : "");
@@ -563,7 +570,7 @@ static bool sema_stmt(sema *S, const parse_stmt *ps, lang_stmt *st)
     for (int k = 0; k < ps->nidx; k++) {
         const parse_node *p = ps->idx[k];
         if (p->kind != P_IDENT) {
-            sema_err(S, p->offset, TSL_ERR_SEMANTIC,
+            sema_err(S, sema_start(p), TSL_ERR_SEMANTIC,
                      "left-hand side index %d of '%s' must be a plain index variable (move the "
                      "expression to the right-hand side)",
                      k, t->name);
