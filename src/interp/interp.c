@@ -26,14 +26,18 @@ typedef struct interp_val {
 typedef struct interp_state {
     const lang_bound *b;
     const lang_def *def;
-    interp_tensor *t; /* def->ntensors, temporaries allocated */
+    interp_tensor *t; /* def->ntensors, temporaries allocated; strides in BYTES */
     int64_t *var;     /* values of the current statement's index variables */
     tsl_diag *d;
 } interp_state;
 
 /* ---- dtype helpers -------------------------------------------------------- */
 
-static int is_float(tsl_dtype t) { return dtype_info_of(t)->is_float; }
+/* The float dtypes are the first four enumerators (tessel.h). */
+_Static_assert(TSL_DTYPE_F16 == 0 && TSL_DTYPE_BF16 == 1 && TSL_DTYPE_F32 == 2 &&
+                   TSL_DTYPE_F64 == 3,
+               "float dtypes first");
+static int is_float(tsl_dtype t) { return t <= TSL_DTYPE_F64; }
 
 /* Wrap v to the width and signedness of integer dtype t, as a C conversion. */
 static int64_t wrap_int(tsl_dtype t, int64_t v)
@@ -118,10 +122,9 @@ static double round_float(tsl_dtype t, double v)
 /* Convert a value of dtype `from` to dtype `to`. Between float dtypes the
  * value is rounded only when `to` is narrower (explicit casts); a widening
  * or equal conversion is exact. */
-static interp_val convert(interp_val v, tsl_dtype from, tsl_dtype to)
+static interp_val convert_slow(interp_val v, tsl_dtype from, tsl_dtype to)
 {
     interp_val r = {0, 0};
-    if (from == to) return v;
     if (is_float(from)) {
         if (is_float(to))
             r.f = dtype_info_of(to)->bits < dtype_info_of(from)->bits ? round_float(to, v.f) : v.f;
@@ -134,6 +137,11 @@ static interp_val convert(interp_val v, tsl_dtype from, tsl_dtype to)
             r.i = wrap_int(to, v.i);
     }
     return r;
+}
+
+static inline interp_val convert(interp_val v, tsl_dtype from, tsl_dtype to)
+{
+    return from == to ? v : convert_slow(v, from, to);
 }
 
 static int truth(interp_val v, tsl_dtype t) { return is_float(t) ? v.f != 0 : v.i != 0; }
@@ -168,7 +176,11 @@ static void store_int(tsl_dtype t, void *p, int64_t v)
 static interp_val load_elem(tsl_dtype t, const void *p)
 {
     interp_val v = {0, 0};
-    if (is_float(t))
+    if (t == TSL_DTYPE_F32) { /* the common case, inline */
+        float f;
+        memcpy(&f, p, 4);
+        v.f = f;
+    } else if (is_float(t))
         v.f = dtype_load(t, p);
     else
         v.i = load_int(t, p);
@@ -214,7 +226,7 @@ static tsl_status eval_address(interp_state *s, const lang_expr *e, char **addr)
         }
         off += idx * t->stride[dim];
     }
-    *addr = t->base + off * (int64_t)tsl_dtype_size(t->dtype);
+    *addr = t->base + off;
     return TSL_OK;
 }
 
@@ -485,7 +497,7 @@ static char *lhs_address(const interp_tensor *t, const int64_t *var, int rank)
 {
     int64_t off = 0;
     for (int d = 0; d < rank; d++) off += var[d] * t->stride[d];
-    return t->base + off * (int64_t)tsl_dtype_size(t->dtype);
+    return t->base + off;
 }
 
 static tsl_status run_stmt(interp_state *s, const lang_stmt *stmt, const lang_bound_stmt *bs)
@@ -589,6 +601,9 @@ tsl_status interp_run(const lang_bound *b, const interp_tensor *tensors, tsl_dia
             goto out;
         }
     }
+    for (int i = 0; i < def->ntensors; i++) /* element strides -> byte strides */
+        for (int k = 0; k < def->tensors[i]->rank; k++)
+            s.t[i].stride[k] *= (int64_t)tsl_dtype_size(s.t[i].dtype);
     for (int i = 0; i < def->nstmts && !st; i++) st = run_stmt(&s, &def->stmts[i], &b->stmts[i]);
 out:
     if (s.t)

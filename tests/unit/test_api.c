@@ -290,6 +290,40 @@ out:
     tsl_context_free(ctx);
 }
 
+/* A size symbol that only a where clause uses is supplied with
+ * tsl_args_set_scalar; one that an input also fixes must agree with it. */
+static void test_size_symbols_set(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, "def bc(float(N) A) -> (O) {\n"
+                                  "  O(i,j) = A(i) where j in 0:R\n}\n");
+    if (!p) goto out;
+    int64_t N = test_rand_int(1, 9), R = test_rand_int(1, 9);
+    DLTensor *A = rnd_f32(1, N, 0);
+    tsl_args *a = tsl_args_create(p);
+    CHECK_EQ_INT(tsl_args_set_tensor(a, "A", A), TSL_OK);
+    CHECK(tsl_args_infer(a) != TSL_OK);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "R") != NULL, "%s", tsl_context_error(ctx));
+    CHECK_ERR(tsl_args_set_scalar(a, "R", -2), TSL_ERR_ARG, "non-negative integer");
+    CHECK_ERR(tsl_args_set_scalar(a, "R", 2.5), TSL_ERR_ARG, "non-negative integer");
+    CHECK_EQ_INT(tsl_args_set_scalar(a, "R", (double)R), TSL_OK);
+    CHECK_MSG(tsl_program_run(p, a, TSL_TARGET_INTERP) == TSL_OK, "%s", tsl_context_error(ctx));
+    const DLTensor *O = tsl_args_output(a, "O");
+    CHECK(O && O->ndim == 2 && O->shape[0] == N && O->shape[1] == R);
+    for (int64_t i = 0; O && i < N; i++)
+        for (int64_t j = 0; j < R; j++)
+            CHECK(((float *)O->data)[i * R + j] == ((float *)A->data)[i]);
+    CHECK_EQ_INT(tsl_args_set_scalar(a, "N", (double)(N + 1)), TSL_OK);
+    CHECK_ERR(tsl_args_infer(a), TSL_ERR_SHAPE, "but");
+    CHECK_MSG(strstr(tsl_context_error(ctx), "as set") && strstr(tsl_context_error(ctx), "A dim 0"),
+              "%s", tsl_context_error(ctx));
+    tsl_args_free(a);
+    tsl_tensor_free(A);
+    tsl_program_free(p);
+out:
+    tsl_context_free(ctx);
+}
+
 TEST_SUITE(api) = {
     {"compile_errors", test_compile_errors},
     {"introspection_emit", test_introspection_emit},
@@ -297,5 +331,6 @@ TEST_SUITE(api) = {
     {"missing_scalar_and_constant_dims", test_missing_scalar_and_constant_dims},
     {"strides_and_offset", test_strides_and_offset},
     {"inout_binding", test_inout_binding},
+    {"size_symbols_set", test_size_symbols_set},
     {0},
 };

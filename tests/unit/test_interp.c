@@ -487,6 +487,74 @@ static void test_int_division_by_zero(void)
     tsl_context_free(ctx);
 }
 
+/* Builtins in float64, casts (truncation toward zero), integer division
+ * mixed with index variables, and float division of a cast integer. */
+static void test_builtins_and_casts(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, "def f(float(N) X, int32(N) I) -> (A, B, C, D) {\n"
+                                  "  A(i) = sigmoid(X(i)) + tanh(X(i)) + abs(X(i)) + fmaxf(X(i), 0.25)"
+                                  " + pow(abs(X(i)), 1.5) + sqrt(abs(X(i))) + rsqrt(abs(X(i)) + 1)"
+                                  " + erf(X(i)) + exp(X(i)) + log(abs(X(i)) + 1) + min(X(i), -0.5)\n"
+                                  "  B(i) = int32(X(i) * 100)\n"
+                                  "  C(i) = float32(I(i)) / 3\n"
+                                  "  D(i) = I(i) / 3 + i\n}\n");
+    int64_t N = pick_size() + 2;
+    DLTensor *X = rnd(TSL_DTYPE_F32, -3, 3, 1, N, 0, 0), *I = rnd(TSL_DTYPE_I32, -1000, 1000, 1, N, 0, 0);
+    DLTensor *A = poisoned(TSL_DTYPE_F32, 1, N, 0, 0), *B = poisoned(TSL_DTYPE_I32, 1, N, 0, 0),
+             *C = poisoned(TSL_DTYPE_F32, 1, N, 0, 0), *D = poisoned(TSL_DTYPE_I64, 1, N, 0, 0);
+    CHECK_MSG(p && run(ctx, p, (const char *[]){"X", "I", 0}, (DLTensor *[]){X, I},
+                       (const char *[]){"A", "B", "C", "D", 0}, (DLTensor *[]){A, B, C, D}) == TSL_OK,
+              "%s", tsl_context_error(ctx));
+    for (int64_t i = 0; i < N; i++) {
+        double x = at(X, i);
+        double want = 1 / (1 + exp(-x)) + tanh(x) + fabs(x) + fmax(x, 0.25) + pow(fabs(x), 1.5) +
+                      sqrt(fabs(x)) + 1 / sqrt(fabs(x) + 1) + erf(x) + exp(x) + log(fabs(x) + 1) +
+                      fmin(x, -0.5);
+        CHECK_CLOSE(at(A, i), want, 1e-6);
+        /* X*100 evaluated in float64 (the interpreter's rule), truncated */
+        CHECK_EQ_INT(((int32_t *)B->data)[i], (int32_t)(x * 100));
+        CHECK_CLOSE(at(C, i), at(I, i) / 3.0, 1e-6);
+        /* index variables are int64, so D is int64 */
+        CHECK_EQ_INT(((int64_t *)D->data)[i], ((int32_t *)I->data)[i] / 3 + i);
+    }
+    tsl_tensor_free(X);
+    tsl_tensor_free(I);
+    tsl_tensor_free(A);
+    tsl_tensor_free(B);
+    tsl_tensor_free(C);
+    tsl_tensor_free(D);
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+}
+
+/* uint8 wraps modulo 256; integer min=! starts at the dtype's maximum. */
+static void test_uint8_wrap_min(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, "def u(uint8(N) A, uint8(N) B) -> (S, M) {\n"
+                                  "  S(i) = A(i) + B(i)\n  M() min=! A(i)\n}\n");
+    int64_t N = pick_size();
+    DLTensor *A = rnd(TSL_DTYPE_U8, 100, 256, 1, N, 0, 0), *B = rnd(TSL_DTYPE_U8, 100, 256, 1, N, 0, 0);
+    DLTensor *S = poisoned(TSL_DTYPE_U8, 1, N, 0, 0), *M = poisoned(TSL_DTYPE_U8, 0, 0, 0, 0);
+    CHECK_MSG(p && run(ctx, p, (const char *[]){"A", "B", 0}, (DLTensor *[]){A, B},
+                       (const char *[]){"S", "M", 0}, (DLTensor *[]){S, M}) == TSL_OK,
+              "%s", tsl_context_error(ctx));
+    const uint8_t *a = A->data, *b = B->data;
+    uint8_t mn = 255;
+    for (int64_t i = 0; i < N; i++) {
+        CHECK_EQ_INT(((uint8_t *)S->data)[i], (uint8_t)(a[i] + b[i]));
+        if (a[i] < mn) mn = a[i];
+    }
+    CHECK_EQ_INT(*(uint8_t *)M->data, mn);
+    tsl_tensor_free(A);
+    tsl_tensor_free(B);
+    tsl_tensor_free(S);
+    tsl_tensor_free(M);
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+}
+
 /* ---- sizes of zero ---------------------------------------------------------- */
 
 /* Zero-size inputs through the API. lang_bind currently reports a range
@@ -593,6 +661,8 @@ TEST_SUITE(interp) = {
     {"int32_wrap_div", test_int32_wrap_div},
     {"int64_exact", test_int64_exact},
     {"int_division_by_zero", test_int_division_by_zero},
+    {"builtins_and_casts", test_builtins_and_casts},
+    {"uint8_wrap_min", test_uint8_wrap_min},
     {"zero_size_api", test_zero_size_api},
     {"zero_size_boxes", test_zero_size_boxes},
     {0},
