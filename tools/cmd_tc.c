@@ -1,27 +1,914 @@
-/* cmd_tc.c — placeholder until this subcommand lands. */
-#include <stdio.h>
+/* cmd_tc.c — `tessel check`, `tessel run` and `tessel compile` for TC
+ * programs. Built only on the public API (include/tessel.h) plus base's
+ * small helpers; host-tensor chores live in cli_tensor.c.
+ *
+ * Exit codes (tools/cli.h): 0 ok, 1 user error (the library's message on
+ * stderr), 2 usage error (unknown option, malformed NAME=VALUE). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/base.h"
 #include "cli.h"
+#include "cli_tensor.h"
+
+/* ---- usage ------------------------------------------------------------- */
+
+static const char check_usage[] =
+    "usage: tessel check FILE.tc\n"
+    "  Check every def of FILE.tc; exit 0 when all are valid, else print\n"
+    "  the diagnostics and exit 1.\n";
+
+static const char run_usage[] =
+    "usage: tessel run FILE.tc [options]\n"
+    "  --entry NAME          the def to run (needed when the file has several)\n"
+    "  --input NAME=PATH     bind a tensor parameter from a .npy file\n"
+    "  --set NAME=VALUE      bind a scalar parameter\n"
+    "  --output NAME=PATH    write an output to a .npy file\n"
+    "  --size SYM=N          the extent of a size symbol for random inputs\n"
+    "  --target T            interp (default), cpu or cuda\n"
+    "  --check               also run the interpreter and compare every output\n"
+    "  --seed N              seed for the random inputs (default: fresh)\n"
+    "  --print               print small outputs whole\n"
+    "  Tensor parameters not given with --input get fresh random values:\n"
+    "  floats in [-1,1), signed ints in [-8,8), unsigned in [0,8), bools 0/1.\n";
+
+static const char compile_usage[] =
+    "usage: tessel compile FILE.tc [--entry NAME] --emit=ast|ranges\n"
+    "  Print the checked program (ast) or every inferred range (ranges),\n"
+    "  for every def unless --entry names one.\n";
+
+static int usage_error(const char *usage, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "tessel: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", usage);
+    return 2;
+}
+
+/* ---- option parsing ------------------------------------------------------ */
+
+/* A NAME=VALUE pair from the command line (both point into argv). */
+typedef struct cli_kv {
+    char *name;
+    const char *value;
+    int used;
+} cli_kv;
+
+typedef struct run_opts {
+    const char *file;
+    const char *entry;
+    const char *emit;
+    cli_kv *inputs, *sets, *outputs, *sizes;
+    int ninputs, nsets, noutputs, nsizes;
+    tsl_target target;
+    const char *target_name;
+    int check, print, has_seed;
+    uint64_t seed;
+} run_opts;
+
+/* Split "NAME=VALUE" in place; 0 on success. */
+static int split_kv(char *arg, cli_kv *kv)
+{
+    char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) return -1;
+    *eq = 0;
+    kv->name = arg;
+    kv->value = eq + 1;
+    kv->used = 0;
+    return 0;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    if (!*s || *s == '-' || *s == '+') return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Parse argv[1..] into o. `allowed` is a string of the options this
+ * subcommand takes, e.g. "entry emit". Returns 0, or 2 after printing a
+ * usage error, or -1 for --help (usage printed to stdout). */
+static int parse_opts(int argc, char **argv, const char *usage, const char *allowed,
+                      run_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->target = TSL_TARGET_INTERP;
+    o->target_name = "interp";
+    size_t cap = (size_t)argc + 1;
+    o->inputs = calloc(cap, sizeof(cli_kv));
+    o->sets = calloc(cap, sizeof(cli_kv));
+    o->outputs = calloc(cap, sizeof(cli_kv));
+    o->sizes = calloc(cap, sizeof(cli_kv));
+    if (!o->inputs || !o->sets || !o->outputs || !o->sizes) {
+        fprintf(stderr, "tessel: out of memory\n");
+        return 1;
+    }
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            return -1;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            if (a[0] == '-' && a[1]) return usage_error(usage, "unknown option '%s'", a);
+            if (o->file) return usage_error(usage, "unexpected argument '%s'", a);
+            o->file = a;
+            continue;
+        }
+        /* --opt VALUE or --opt=VALUE */
+        char name[32];
+        const char *inline_val = NULL;
+        const char *eq = strchr(a + 2, '=');
+        size_t nlen = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+        if (nlen >= sizeof name) return usage_error(usage, "unknown option '%s'", a);
+        memcpy(name, a + 2, nlen);
+        name[nlen] = 0;
+        if (eq) inline_val = eq + 1;
+        /* the option must be a whole word of `allowed` */
+        const char *hit = strstr(allowed, name);
+        int known = nlen > 0 && hit && (hit == allowed || hit[-1] == ' ') &&
+                    (hit[nlen] == ' ' || hit[nlen] == 0);
+        if (!known) return usage_error(usage, "unknown option '%s'", a);
+        int is_flag = !strcmp(name, "check") || !strcmp(name, "print");
+        if (is_flag) {
+            if (inline_val) return usage_error(usage, "option '%s' takes no value", a);
+            if (name[0] == 'c') o->check = 1;
+            else o->print = 1;
+            continue;
+        }
+        char *val;
+        if (inline_val) {
+            val = (char *)inline_val;
+        } else {
+            if (i + 1 >= argc) return usage_error(usage, "option '%s' needs a value", a);
+            val = argv[++i];
+        }
+        if (!strcmp(name, "entry")) {
+            o->entry = val;
+        } else if (!strcmp(name, "emit")) {
+            if (strcmp(val, "ast") && strcmp(val, "ranges"))
+                return usage_error(usage, "--emit takes ast or ranges, not '%s'", val);
+            o->emit = val;
+        } else if (!strcmp(name, "target")) {
+            if (!strcmp(val, "interp")) o->target = TSL_TARGET_INTERP;
+            else if (!strcmp(val, "cpu")) o->target = TSL_TARGET_CPU;
+            else if (!strcmp(val, "cuda")) o->target = TSL_TARGET_CUDA;
+            else return usage_error(usage, "--target takes interp, cpu or cuda, not '%s'", val);
+            o->target_name = val;
+        } else if (!strcmp(name, "seed")) {
+            if (parse_u64(val, &o->seed))
+                return usage_error(usage, "--seed takes a non-negative integer, not '%s'", val);
+            o->has_seed = 1;
+        } else {
+            cli_kv kv;
+            if (split_kv(val, &kv))
+                return usage_error(usage, "expected NAME=VALUE, got '%s'", val);
+            if (!strcmp(name, "input")) o->inputs[o->ninputs++] = kv;
+            else if (!strcmp(name, "set")) o->sets[o->nsets++] = kv;
+            else if (!strcmp(name, "output")) o->outputs[o->noutputs++] = kv;
+            else if (!strcmp(name, "size")) o->sizes[o->nsizes++] = kv;
+        }
+    }
+    if (!o->file) return usage_error(usage, "%s", "missing FILE.tc");
+    return 0;
+}
+
+static void free_opts(run_opts *o)
+{
+    free(o->inputs);
+    free(o->sets);
+    free(o->outputs);
+    free(o->sizes);
+}
+
+/* ---- shared steps -------------------------------------------------------- */
+
+/* Print the context's message (or a fallback naming the status) on stderr. */
+static void report(tsl_context *ctx, tsl_status st, const char *what)
+{
+    const char *msg = ctx ? tsl_context_error(ctx) : "";
+    if (!msg || !*msg) {
+        if (st == TSL_ERR_UNAVAILABLE)
+            fprintf(stderr, "tessel: %s: not available (%s)\n", what, tsl_status_name(st));
+        else
+            fprintf(stderr, "tessel: %s failed (%s)\n", what, tsl_status_name(st));
+        return;
+    }
+    size_t n = strlen(msg);
+    fputs(msg, stderr);
+    if (msg[n - 1] != '\n') fputc('\n', stderr);
+}
+
+/* The whole file, or NULL after a message naming it. */
+static char *read_source(const char *path)
+{
+    size_t len;
+    char *src = file_read_all(path, &len);
+    if (!src) fprintf(stderr, "tessel: cannot read '%s': %s\n", path, strerror(errno));
+    return src;
+}
+
+static int is_ident_char(char c)
+{
+    return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* The names of the defs in a source, in order: a light scan for `def NAME`
+ * outside `#` comments, used to list the defs and to emit each one. The
+ * library has already checked the source, so this never judges syntax.
+ * Returns the count; *names and each names[i] are malloc'd (free_names). */
+static int scan_defs(const char *src, char ***names)
+{
+    int n = 0, cap = 8;
+    char **out = malloc(sizeof(char *) * (size_t)cap);
+    const char *p = src;
+    while (out && *p) {
+        if (*p == '#') {
+            while (*p && *p != '\n') p++;
+            continue;
+        }
+        int at_word = p == src || !is_ident_char(p[-1]);
+        if (at_word && !strncmp(p, "def", 3) && (p[3] == ' ' || p[3] == '\t' || p[3] == '\n')) {
+            const char *q = p + 3;
+            while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r') q++;
+            const char *s = q;
+            while (is_ident_char(*q)) q++;
+            if (q > s) {
+                if (n == cap) {
+                    cap *= 2;
+                    char **grown = realloc(out, sizeof(char *) * (size_t)cap);
+                    if (!grown) break;
+                    out = grown;
+                }
+                out[n++] = strndup(s, (size_t)(q - s));
+            }
+            p = q;
+            continue;
+        }
+        p++;
+    }
+    *names = out;
+    return n;
+}
+
+static void free_names(char **names, int n)
+{
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+}
+
+/* Read, check and (when entry is NULL and there are several defs) refuse
+ * with the list of defs. On success *src holds the source. */
+static int load_checked(tsl_context *ctx, const char *path, const char *entry,
+                        const char *cmd, char **src_out)
+{
+    char *src = read_source(path);
+    if (!src) return 1;
+    tsl_status st = tsl_check(ctx, src, path);
+    if (st != TSL_OK) {
+        report(ctx, st, "check");
+        free(src);
+        return 1;
+    }
+    if (!entry) {
+        char **names;
+        int n = scan_defs(src, &names);
+        if (n > 1) {
+            fprintf(stderr, "tessel %s: %s has %d defs (", cmd, path, n);
+            for (int i = 0; i < n; i++) fprintf(stderr, "%s%s", i ? ", " : "", names[i]);
+            fprintf(stderr, "); choose one with --entry NAME\n");
+            free_names(names, n);
+            free(src);
+            return 1;
+        }
+        free_names(names, n);
+    }
+    *src_out = src;
+    return 0;
+}
+
+/* ---- tessel check -------------------------------------------------------- */
 
 int cmd_check(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tessel check: not available yet\n");
-    return 1;
+    run_opts o;
+    int rc = parse_opts(argc, argv, check_usage, "", &o);
+    if (rc) {
+        free_opts(&o);
+        return rc < 0 ? 0 : rc;
+    }
+    tsl_context *ctx = tsl_context_create();
+    char *src = NULL;
+    if (!ctx) {
+        fprintf(stderr, "tessel: out of memory\n");
+        rc = 1;
+    } else if (!(src = read_source(o.file))) {
+        rc = 1;
+    } else {
+        tsl_status st = tsl_check(ctx, src, o.file);
+        if (st != TSL_OK) {
+            report(ctx, st, "check");
+            rc = 1;
+        } else {
+            char **names;
+            int n = scan_defs(src, &names);
+            printf("%s: ok (%d def%s:", o.file, n, n == 1 ? "" : "s");
+            for (int i = 0; i < n; i++) printf(" %s", names[i]);
+            printf(")\n");
+            free_names(names, n);
+        }
+    }
+    free(src);
+    tsl_context_free(ctx);
+    free_opts(&o);
+    return rc;
 }
 
-int cmd_run(int argc, char **argv)
+/* ---- tessel compile ------------------------------------------------------ */
+
+static int emit_one(tsl_context *ctx, const char *src, const char *path, const char *entry,
+                    const char *what)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tessel run: not available yet\n");
-    return 1;
+    tsl_program *p = NULL;
+    tsl_status st = tsl_program_compile(ctx, src, path, entry, &p);
+    if (st != TSL_OK) {
+        report(ctx, st, "compile");
+        return 1;
+    }
+    char *text = NULL;
+    st = tsl_program_emit(p, what, &text);
+    if (st != TSL_OK) {
+        report(ctx, st, "emit");
+        tsl_program_free(p);
+        return 1;
+    }
+    fputs(text, stdout);
+    if (*text && text[strlen(text) - 1] != '\n') fputc('\n', stdout);
+    free(text);
+    tsl_program_free(p);
+    return 0;
 }
 
 int cmd_compile(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tessel compile: not available yet\n");
+    run_opts o;
+    int rc = parse_opts(argc, argv, compile_usage, "entry emit", &o);
+    if (rc) {
+        free_opts(&o);
+        return rc < 0 ? 0 : rc;
+    }
+    if (!o.emit) {
+        free_opts(&o);
+        return usage_error(compile_usage, "%s", "missing --emit=ast|ranges");
+    }
+    tsl_context *ctx = tsl_context_create();
+    char *src = read_source(o.file);
+    if (!ctx || !src) {
+        rc = 1;
+    } else if (tsl_check(ctx, src, o.file) != TSL_OK) {
+        report(ctx, TSL_ERR_SYNTAX, "check");
+        rc = 1;
+    } else if (o.entry) {
+        rc = emit_one(ctx, src, o.file, o.entry, o.emit);
+    } else {
+        char **names;
+        int n = scan_defs(src, &names);
+        for (int i = 0; i < n && !rc; i++) {
+            if (i) fputc('\n', stdout);
+            rc = emit_one(ctx, src, o.file, names[i], o.emit);
+        }
+        free_names(names, n);
+    }
+    free(src);
+    tsl_context_free(ctx);
+    free_opts(&o);
+    return rc;
+}
+
+/* ---- tessel run ---------------------------------------------------------- */
+
+/* A size symbol's extent and where it came from (tensor NULL: --size). */
+typedef struct size_bind {
+    const char *sym;
+    int64_t value;
+    const char *tensor;
+    int dim;
+} size_bind;
+
+/* Everything `run` holds, freed in one place. */
+typedef struct run_state {
+    run_opts o;
+    tsl_context *ctx;
+    tsl_program *prog;
+    tsl_args *args, *ref_args;
+    int nparams;
+    tsl_param_info *params;
+    const char *(*dims)[TSL_MAX_RANK];
+    DLTensor **tensors;  /* per param: the bound input (owned) */
+    DLTensor **pristine; /* per param: a copy of an in/out input for --check */
+    double *scalars;
+    int *scalar_set;
+    size_bind *sizes;
+    int nsizes;
+} run_state;
+
+static void run_state_free(run_state *s)
+{
+    tsl_args_free(s->args);
+    tsl_args_free(s->ref_args);
+    for (int i = 0; i < s->nparams; i++) {
+        if (s->tensors) tsl_tensor_free(s->tensors[i]);
+        if (s->pristine) tsl_tensor_free(s->pristine[i]);
+    }
+    free(s->tensors);
+    free(s->pristine);
+    free(s->params);
+    free(s->dims);
+    free(s->scalars);
+    free(s->scalar_set);
+    free(s->sizes);
+    tsl_program_free(s->prog);
+    tsl_context_free(s->ctx);
+    free_opts(&s->o);
+}
+
+static int find_param(const run_state *s, const char *name)
+{
+    for (int i = 0; i < s->nparams; i++)
+        if (!strcmp(s->params[i].name, name)) return i;
+    return -1;
+}
+
+static int is_output_name(const run_state *s, const char *name)
+{
+    int n = tsl_program_output_count(s->prog);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(tsl_program_output_name(s->prog, i), name)) return 1;
+    return 0;
+}
+
+static size_bind *find_size(run_state *s, const char *sym)
+{
+    for (int i = 0; i < s->nsizes; i++)
+        if (!strcmp(s->sizes[i].sym, sym)) return &s->sizes[i];
+    return NULL;
+}
+
+/* "A(M,K)" for messages. */
+static void param_sig(char *buf, size_t cap, const run_state *s, int i)
+{
+    size_t len = (size_t)snprintf(buf, cap, "%s(", s->params[i].name);
+    for (int d = 0; d < s->params[i].rank && len < cap; d++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%s", d ? "," : "",
+                                s->dims[i][d] ? s->dims[i][d] : "?");
+    if (len < cap) snprintf(buf + len, cap - len, ")");
+}
+
+static int is_number(const char *s)
+{
+    if (!s || !*s) return 0;
+    for (; *s; s++)
+        if ((unsigned)(*s - '0') >= 10u) return 0;
     return 1;
+}
+
+/* Introspect the program: parameters, their dim names. */
+static int load_params(run_state *s)
+{
+    s->nparams = tsl_program_param_count(s->prog);
+    int n = s->nparams > 0 ? s->nparams : 1;
+    s->params = calloc((size_t)n, sizeof *s->params);
+    s->dims = calloc((size_t)n, sizeof *s->dims);
+    s->tensors = calloc((size_t)n, sizeof *s->tensors);
+    s->pristine = calloc((size_t)n, sizeof *s->pristine);
+    s->scalars = calloc((size_t)n, sizeof *s->scalars);
+    s->scalar_set = calloc((size_t)n, sizeof *s->scalar_set);
+    s->sizes = calloc((size_t)(n * TSL_MAX_RANK + s->o.nsizes + 1), sizeof *s->sizes);
+    if (!s->params || !s->dims || !s->tensors || !s->pristine || !s->scalars ||
+        !s->scalar_set || !s->sizes) {
+        fprintf(stderr, "tessel: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < s->nparams; i++) {
+        tsl_status st = tsl_program_param(s->prog, i, &s->params[i]);
+        if (st == TSL_OK && !s->params[i].is_scalar)
+            st = tsl_program_param_dims(s->prog, i, s->dims[i]);
+        if (st != TSL_OK) {
+            report(s->ctx, st, "introspection");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* --size SYM=N: each symbol must be one the program's parameters use. */
+static int bind_cli_sizes(run_state *s)
+{
+    for (int k = 0; k < s->o.nsizes; k++) {
+        cli_kv *kv = &s->o.sizes[k];
+        uint64_t v;
+        if (parse_u64(kv->value, &v) || v > (uint64_t)INT64_MAX / 2) {
+            fprintf(stderr, "tessel run: --size %s=%s: the size must be a non-negative integer\n",
+                    kv->name, kv->value);
+            return 1;
+        }
+        int used = 0;
+        for (int i = 0; i < s->nparams && !used; i++)
+            for (int d = 0; d < s->params[i].rank; d++)
+                if (s->dims[i][d] && !strcmp(s->dims[i][d], kv->name)) used = 1;
+        if (!used) {
+            fprintf(stderr, "tessel run: --size %s: no parameter of '%s' has a size named %s\n",
+                    kv->name, tsl_program_name(s->prog), kv->name);
+            return 1;
+        }
+        size_bind *b = find_size(s, kv->name);
+        if (b && b->value != (int64_t)v) {
+            fprintf(stderr, "tessel run: --size %s given twice (%lld and %llu)\n", kv->name,
+                    (long long)b->value, (unsigned long long)v);
+            return 1;
+        }
+        if (!b) s->sizes[s->nsizes++] = (size_bind){kv->name, (int64_t)v, NULL, -1};
+    }
+    return 0;
+}
+
+/* Record the sizes an input tensor fixes; a clash names both sources. */
+static int bind_input_sizes(run_state *s, int i, const DLTensor *t)
+{
+    for (int d = 0; d < t->ndim; d++) {
+        const char *sym = s->dims[i][d];
+        if (!sym || is_number(sym)) continue;
+        size_bind *b = find_size(s, sym);
+        if (!b) {
+            s->sizes[s->nsizes++] = (size_bind){sym, t->shape[d], s->params[i].name, d};
+            continue;
+        }
+        if (b->value == t->shape[d]) continue;
+        char sig[160];
+        param_sig(sig, sizeof sig, s, i);
+        if (b->tensor) {
+            int j = find_param(s, b->tensor);
+            char sig2[160];
+            param_sig(sig2, sizeof sig2, s, j);
+            fprintf(stderr,
+                    "tessel run: size mismatch for %s: input %s has %s=%lld (dim %d) but input "
+                    "%s has %s=%lld (dim %d)\n",
+                    sym, sig, sym, (long long)t->shape[d], d, sig2, sym, (long long)b->value,
+                    b->dim);
+        } else {
+            fprintf(stderr,
+                    "tessel run: size mismatch for %s: input %s has %s=%lld (dim %d) but --size "
+                    "%s=%lld\n",
+                    sym, sig, sym, (long long)t->shape[d], d, sym, (long long)b->value);
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* --input NAME=PATH: read, check rank, convert dtype, record sizes. */
+static int read_inputs(run_state *s)
+{
+    for (int k = 0; k < s->o.ninputs; k++) {
+        cli_kv *kv = &s->o.inputs[k];
+        int i = find_param(s, kv->name);
+        if (i < 0 || s->params[i].is_scalar) {
+            if (i >= 0)
+                fprintf(stderr, "tessel run: --input %s: %s is a scalar; use --set %s=VALUE\n",
+                        kv->name, kv->name, kv->name);
+            else if (is_output_name(s, kv->name))
+                fprintf(stderr,
+                        "tessel run: --input %s: %s is an output of '%s', not a parameter\n",
+                        kv->name, kv->name, tsl_program_name(s->prog));
+            else
+                fprintf(stderr, "tessel run: --input %s: '%s' has no parameter named %s\n",
+                        kv->name, tsl_program_name(s->prog), kv->name);
+            return 1;
+        }
+        if (s->tensors[i]) {
+            fprintf(stderr, "tessel run: --input %s given twice\n", kv->name);
+            return 1;
+        }
+        DLTensor *t = NULL;
+        tsl_status st = tsl_npy_read(s->ctx, kv->value, &t);
+        if (st != TSL_OK) {
+            fprintf(stderr, "tessel run: cannot read input %s from '%s':\n", kv->name, kv->value);
+            report(s->ctx, st, "reading .npy");
+            return 1;
+        }
+        s->tensors[i] = t;
+        char sig[160];
+        param_sig(sig, sizeof sig, s, i);
+        if (t->ndim != s->params[i].rank) {
+            fprintf(stderr, "tessel run: input %s from '%s' has %d dims but the parameter is %s\n",
+                    kv->name, kv->value, t->ndim, sig);
+            return 1;
+        }
+        tsl_dtype dt;
+        if (cli_tensor_dtype(t, &dt)) {
+            fprintf(stderr, "tessel run: input %s from '%s' has a dtype tessel does not know\n",
+                    kv->name, kv->value);
+            return 1;
+        }
+        if (dt != s->params[i].dtype) {
+            DLTensor *c = cli_tensor_convert(t, s->params[i].dtype);
+            if (!c) {
+                fprintf(stderr, "tessel run: out of memory converting input %s\n", kv->name);
+                return 1;
+            }
+            fprintf(stderr, "tessel run: note: input %s converted from %s to %s\n", kv->name,
+                    tsl_dtype_name(dt), tsl_dtype_name(s->params[i].dtype));
+            tsl_tensor_free(t);
+            s->tensors[i] = t = c;
+        }
+        if (bind_input_sizes(s, i, t)) return 1;
+    }
+    return 0;
+}
+
+/* Random values for every tensor parameter not given with --input. */
+static int make_random_inputs(run_state *s, cli_rng *rng)
+{
+    for (int i = 0; i < s->nparams; i++) {
+        if (s->params[i].is_scalar || s->tensors[i]) continue;
+        int64_t shape[TSL_MAX_RANK];
+        for (int d = 0; d < s->params[i].rank; d++) {
+            const char *sym = s->dims[i][d];
+            char sig[160];
+            param_sig(sig, sizeof sig, s, i);
+            if (is_number(sym)) {
+                shape[d] = strtoll(sym, NULL, 10);
+                continue;
+            }
+            size_bind *b = sym ? find_size(s, sym) : NULL;
+            if (!b) {
+                if (sym)
+                    fprintf(stderr,
+                            "tessel run: size %s of tensor %s is not known: give it with --size "
+                            "%s=... or pass %s with --input %s=PATH.npy\n",
+                            sym, sig, sym, s->params[i].name, s->params[i].name);
+                else
+                    fprintf(stderr,
+                            "tessel run: dim %d of tensor %s has no size name; pass %s with "
+                            "--input %s=PATH.npy\n",
+                            d, sig, s->params[i].name, s->params[i].name);
+                return 1;
+            }
+            shape[d] = b->value;
+        }
+        DLTensor *t = tsl_tensor_alloc(s->params[i].dtype, s->params[i].rank, shape);
+        if (!t) {
+            fprintf(stderr, "tessel run: out of memory for random input %s\n",
+                    s->params[i].name);
+            return 1;
+        }
+        cli_tensor_fill_random(t, rng);
+        s->tensors[i] = t;
+    }
+    return 0;
+}
+
+/* --set NAME=VALUE for scalar parameters; every scalar needs one. */
+static int bind_scalars(run_state *s)
+{
+    for (int k = 0; k < s->o.nsets; k++) {
+        cli_kv *kv = &s->o.sets[k];
+        int i = find_param(s, kv->name);
+        if (i < 0 || !s->params[i].is_scalar) {
+            if (i >= 0)
+                fprintf(stderr, "tessel run: --set %s: %s is a tensor; use --input %s=PATH.npy\n",
+                        kv->name, kv->name, kv->name);
+            else
+                fprintf(stderr, "tessel run: --set %s: '%s' has no scalar parameter named %s\n",
+                        kv->name, tsl_program_name(s->prog), kv->name);
+            return 1;
+        }
+        char *end;
+        errno = 0;
+        double v = strtod(kv->value, &end);
+        if (errno == ERANGE || *end || end == kv->value) {
+            fprintf(stderr, "tessel run: --set %s=%s: not a number\n", kv->name, kv->value);
+            return 1;
+        }
+        const dtype_info *info = dtype_info_of(s->params[i].dtype);
+        if (!info->is_float && v != floor(v)) {
+            fprintf(stderr, "tessel run: --set %s=%s: %s is %s and needs an integer\n", kv->name,
+                    kv->value, kv->name, tsl_dtype_name(s->params[i].dtype));
+            return 1;
+        }
+        s->scalars[i] = v;
+        s->scalar_set[i] = 1;
+    }
+    for (int i = 0; i < s->nparams; i++) {
+        if (s->params[i].is_scalar && !s->scalar_set[i]) {
+            fprintf(stderr, "tessel run: scalar parameter %s %s has no value: give it with --set "
+                            "%s=VALUE\n",
+                    tsl_dtype_name(s->params[i].dtype), s->params[i].name, s->params[i].name);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Bind every parameter into fresh args. `use_pristine` binds the saved
+ * copies of in/out tensors (for the reference run of --check). */
+static int bind_args(run_state *s, tsl_args **out, int use_pristine)
+{
+    tsl_args *a = tsl_args_create(s->prog);
+    if (!a) {
+        fprintf(stderr, "tessel run: out of memory\n");
+        return 1;
+    }
+    *out = a;
+    for (int i = 0; i < s->nparams; i++) {
+        tsl_status st;
+        if (s->params[i].is_scalar) {
+            st = tsl_args_set_scalar(a, s->params[i].name, s->scalars[i]);
+        } else {
+            DLTensor *t = use_pristine && s->pristine[i] ? s->pristine[i] : s->tensors[i];
+            st = tsl_args_set_tensor(a, s->params[i].name, t);
+        }
+        if (st != TSL_OK) {
+            report(s->ctx, st, "binding arguments");
+            return 1;
+        }
+    }
+    tsl_status st = tsl_args_infer(a);
+    if (st != TSL_OK) {
+        report(s->ctx, st, "shape inference");
+        return 1;
+    }
+    return 0;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* `ENTRY: A(384,257) float32, b=0.5 -> C(384,191) float32 on interp in 1.2 ms` */
+static void print_summary_line(run_state *s, double ms)
+{
+    char buf[256];
+    printf("%s:", tsl_program_name(s->prog));
+    for (int i = 0; i < s->nparams; i++) {
+        if (s->params[i].is_scalar)
+            snprintf(buf, sizeof buf, "%s=%.10g", s->params[i].name, s->scalars[i]);
+        else
+            cli_tensor_describe(buf, sizeof buf, s->params[i].name,
+                                s->pristine[i] ? s->pristine[i] : s->tensors[i]);
+        printf("%s %s", i ? "," : "", buf);
+    }
+    printf(" ->");
+    int nout = tsl_program_output_count(s->prog);
+    for (int k = 0; k < nout; k++) {
+        const char *name = tsl_program_output_name(s->prog, k);
+        const DLTensor *t = tsl_args_output(s->args, name);
+        if (t) cli_tensor_describe(buf, sizeof buf, name, t);
+        else snprintf(buf, sizeof buf, "%s(?)", name);
+        printf("%s %s", k ? "," : "", buf);
+    }
+    printf(" on %s in %.3f ms\n", s->o.target_name, ms);
+}
+
+/* --output NAME=PATH: validate names before running. */
+static int check_output_names(run_state *s)
+{
+    for (int k = 0; k < s->o.noutputs; k++) {
+        if (!is_output_name(s, s->o.outputs[k].name)) {
+            int n = tsl_program_output_count(s->prog);
+            fprintf(stderr, "tessel run: --output %s: '%s' has no output named %s (outputs:",
+                    s->o.outputs[k].name, tsl_program_name(s->prog), s->o.outputs[k].name);
+            for (int i = 0; i < n; i++)
+                fprintf(stderr, " %s", tsl_program_output_name(s->prog, i));
+            fprintf(stderr, ")\n");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int write_outputs(run_state *s)
+{
+    for (int k = 0; k < s->o.noutputs; k++) {
+        const DLTensor *t = tsl_args_output(s->args, s->o.outputs[k].name);
+        if (!t) {
+            fprintf(stderr, "tessel run: output %s was not produced\n", s->o.outputs[k].name);
+            return 1;
+        }
+        tsl_status st = tsl_npy_write(s->ctx, s->o.outputs[k].value, t);
+        if (st != TSL_OK) {
+            fprintf(stderr, "tessel run: cannot write output %s to '%s':\n",
+                    s->o.outputs[k].name, s->o.outputs[k].value);
+            report(s->ctx, st, "writing .npy");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* --check: run the interpreter on the same inputs and compare. */
+static int check_against_interp(run_state *s)
+{
+    if (bind_args(s, &s->ref_args, 1)) return 1;
+    tsl_status st = tsl_program_run(s->prog, s->ref_args, TSL_TARGET_INTERP);
+    if (st != TSL_OK) {
+        report(s->ctx, st, "reference run");
+        return 1;
+    }
+    int bad = 0;
+    int nout = tsl_program_output_count(s->prog);
+    for (int k = 0; k < nout; k++) {
+        const char *name = tsl_program_output_name(s->prog, k);
+        const DLTensor *got = tsl_args_output(s->args, name);
+        const DLTensor *ref = tsl_args_output(s->ref_args, name);
+        tsl_dtype dt;
+        if (!got || !ref || cli_tensor_dtype(ref, &dt)) {
+            printf("check %s: output missing\n", name);
+            bad = 1;
+            continue;
+        }
+        double err = cli_tensor_max_rel_error(got, ref);
+        double tol = cli_dtype_tolerance(dt);
+        int ok = err <= tol;
+        printf("check %s: max rel error %.3g vs interp (tolerance %.0e %s): %s\n", name, err,
+               tol, tsl_dtype_name(dt), ok ? "ok" : "FAILED");
+        bad |= !ok;
+    }
+    return bad;
+}
+
+static int run_main(run_state *s)
+{
+    s->ctx = tsl_context_create();
+    if (!s->ctx) {
+        fprintf(stderr, "tessel: out of memory\n");
+        return 1;
+    }
+    char *src = NULL;
+    if (load_checked(s->ctx, s->o.file, s->o.entry, "run", &src)) return 1;
+    tsl_status st = tsl_program_compile(s->ctx, src, s->o.file, s->o.entry, &s->prog);
+    free(src);
+    if (st != TSL_OK) {
+        report(s->ctx, st, "compile");
+        return 1;
+    }
+    if (load_params(s) || check_output_names(s) || bind_cli_sizes(s) || read_inputs(s) ||
+        bind_scalars(s))
+        return 1;
+    cli_rng rng;
+    cli_rng_seed(&rng, s->o.has_seed ? s->o.seed : cli_rng_fresh_seed());
+    if (make_random_inputs(s, &rng)) return 1;
+    if (s->o.check) {
+        for (int i = 0; i < s->nparams; i++) {
+            if (s->params[i].is_scalar || !s->params[i].is_output) continue;
+            if (!(s->pristine[i] = cli_tensor_copy(s->tensors[i]))) {
+                fprintf(stderr, "tessel run: out of memory\n");
+                return 1;
+            }
+        }
+    }
+    if (bind_args(s, &s->args, 0)) return 1;
+
+    double t0 = now_ms();
+    st = tsl_program_run(s->prog, s->args, s->o.target);
+    double ms = now_ms() - t0;
+    if (st != TSL_OK) {
+        char what[64];
+        snprintf(what, sizeof what, "run on target %s", s->o.target_name);
+        report(s->ctx, st, what);
+        return 1;
+    }
+    print_summary_line(s, ms);
+    int nout = tsl_program_output_count(s->prog);
+    for (int k = 0; k < nout; k++) {
+        const char *name = tsl_program_output_name(s->prog, k);
+        const DLTensor *t = tsl_args_output(s->args, name);
+        if (t) cli_tensor_print_summary(stdout, name, t, s->o.print);
+    }
+    if (write_outputs(s)) return 1;
+    if (s->o.check && check_against_interp(s)) return 1;
+    return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    run_state s;
+    memset(&s, 0, sizeof s);
+    int rc = parse_opts(argc, argv, run_usage,
+                        "entry input set output size target check seed print", &s.o);
+    if (rc == 0) rc = run_main(&s);
+    else if (rc < 0) rc = 0;
+    fflush(stdout);
+    run_state_free(&s);
+    return rc;
 }

@@ -4,6 +4,7 @@ The tests drive build/tessel as a user would: inputs are written as .npy
 files into a per-test temporary directory, the CLI runs in a subprocess
 with a timeout, and outputs are read back with NumPy.
 """
+import os
 import subprocess
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TESSEL = ROOT / "build" / "tessel"
+# TESSEL_BIN overrides the binary (e.g. build-asan/tessel)
+TESSEL = Path(os.environ.get("TESSEL_BIN", ROOT / "build" / "tessel"))
 EXAMPLES = ROOT / "examples"
 TIMEOUT_S = 120
 

@@ -83,6 +83,10 @@ SPECS = {
         shapes=[dict(M=1, K=13), dict(M=29, K=1), dict(M=31, K=37)],
         make=lambda r, s: {"A": f32(r, s["M"], s["K"]), "x": f32(r, s["K"])},
         ref=lambda a: {"C": a["A"] @ a["x"]}),
+    ("mv.tc", "mv_init"): dict(
+        shapes=[dict(M=7, K=1), dict(M=1, K=19), dict(M=23, K=11)],
+        make=lambda r, s: {"A": f32(r, s["M"], s["K"]), "x": f32(r, s["K"])},
+        ref=lambda a: {"C": a["A"] @ a["x"]}),
     ("sgemm.tc", "sgemm"): dict(
         shapes=[dict(N=1, M=11, K=7), dict(N=19, M=23, K=5), dict(N=13, M=1, K=1)],
         make=lambda r, s: {"A": f32(r, s["N"], s["M"]), "B": f32(r, s["M"], s["K"]),
@@ -92,9 +96,9 @@ SPECS = {
         ref=lambda a: {"C": a["beta"] * a["C"] + a["alpha"] * (a["A"] @ a["B"])}),
     ("fcrelu.tc", "fcrelu"): dict(
         shapes=[dict(B=1, I=7, O=5), dict(B=13, I=11, O=17), dict(B=3, I=1, O=1)],
-        make=lambda r, s: {"X": f32(r, s["B"], s["I"]), "weight": f32(r, s["O"], s["I"]),
+        make=lambda r, s: {"in": f32(r, s["B"], s["I"]), "weight": f32(r, s["O"], s["I"]),
                            "bias": f32(r, s["O"])},
-        ref=lambda a: {"out": relu(a["X"] @ a["weight"].T + a["bias"])}),
+        ref=lambda a: {"out": relu(a["in"] @ a["weight"].T + a["bias"])}),
     ("conv2d.tc", "conv2d"): dict(
         shapes=[dict(B=1, IP=3, H=7, W=5, OP=1, KH=3, KW=1),
                 dict(B=3, IP=1, H=11, W=13, OP=5, KH=1, KW=5),
@@ -200,7 +204,7 @@ def example_defs():
 
 def test_every_example_def_is_tested():
     defs = example_defs()
-    assert len(defs) >= 20, defs
+    assert len(defs) >= 20, defs  # the seed's 13 + matmul, mv_init, 5 models
     missing = [d_ for d_ in defs if d_ not in SPECS]
     assert not missing, f"example defs without an end-to-end test: {missing}"
     for spec in SPECS.values():
