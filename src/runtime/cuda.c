@@ -154,12 +154,15 @@ static tsl_status cuda_load_nvrtc(tsl_diag *d)
                                        "/usr/local/cuda/targets/x86_64-linux/lib/"};
     strbuf tried = {0};
     void *h = NULL;
+    /* An explicit TESSEL_NVRTC is the only library tried: a typo there
+     * should be an error, not a silent fallback to another NVRTC. */
     const char *env = getenv("TESSEL_NVRTC");
-    if (env && *env) {
+    int explicit = env && *env;
+    if (explicit) {
         h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
         if (!h) sb_printf(&tried, "\n  TESSEL_NVRTC=%s: %s", env, dlerror());
     }
-    for (size_t i = 0; !h && i < TSL_COUNTOF(dirs); i++) {
+    for (size_t i = 0; !h && !explicit && i < TSL_COUNTOF(dirs); i++) {
         for (size_t j = 0; !h && j < TSL_COUNTOF(names); j++) {
             char path[256];
             snprintf(path, sizeof path, "%s%s", dirs[i], names[j]);
@@ -169,7 +172,7 @@ static tsl_status cuda_load_nvrtc(tsl_diag *d)
     }
     if (!h) {
         diag_error(d, TSL_ERR_UNAVAILABLE,
-                   "NVRTC not found (set TESSEL_NVRTC to the path of libnvrtc.so); tried:%s",
+                   "NVRTC not found (set TESSEL_NVRTC to the path of libnvrtc.so.*); tried:%s",
                    sb_str(&tried));
         st = TSL_ERR_UNAVAILABLE;
         sb_free(&tried);
