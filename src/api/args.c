@@ -110,20 +110,14 @@ static const lang_tensor *args_find(tsl_args *a, const char *name, const char *f
     return t;
 }
 
-tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
-                               TSL_KEEP const DLTensor *t)
+/* Check a caller's tensor against parameter lt's declaration (host memory,
+ * dtype, rank). Run at binding and again at every infer, since the
+ * descriptor is borrowed and may have been changed in between. */
+static tsl_status args_check_input(tsl_args *a, const lang_tensor *lt, const DLTensor *t)
 {
-    if (!a) return TSL_ERR_ARG;
     tsl_context *ctx = a->p->ctx;
+    const char *name = lt->name;
     tsl_status st;
-    const lang_tensor *lt = args_find(a, name, "tsl_args_set_tensor", &st);
-    if (!lt) return st;
-    if (lt->is_scalar)
-        return api_error(ctx, TSL_ERR_ARG, "'%s' is a scalar parameter; bind it with "
-                         "tsl_args_set_scalar", name);
-    if (!(lt->flags & LANG_TENSOR_INPUT))
-        return api_error(ctx, TSL_ERR_ARG, "'%s' is an output of '%s', not a parameter; bind "
-                         "its storage with tsl_args_set_output", name, a->p->def->name);
     char what[160];
     snprintf(what, sizeof what, "tensor '%s'", name);
     tsl_dtype dt;
@@ -141,6 +135,24 @@ tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
         sb_free(&b);
         return st;
     }
+    return TSL_OK;
+}
+
+tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
+                               TSL_KEEP const DLTensor *t)
+{
+    if (!a) return TSL_ERR_ARG;
+    tsl_context *ctx = a->p->ctx;
+    tsl_status st;
+    const lang_tensor *lt = args_find(a, name, "tsl_args_set_tensor", &st);
+    if (!lt) return st;
+    if (lt->is_scalar)
+        return api_error(ctx, TSL_ERR_ARG, "'%s' is a scalar parameter; bind it with "
+                         "tsl_args_set_scalar", name);
+    if (!(lt->flags & LANG_TENSOR_INPUT))
+        return api_error(ctx, TSL_ERR_ARG, "'%s' is an output of '%s', not a parameter; bind "
+                         "its storage with tsl_args_set_output", name, a->p->def->name);
+    if ((st = args_check_input(a, lt, t))) return st;
     a->slot[lt->index].in = t;
     args_invalidate(a);
     return TSL_OK;
@@ -219,6 +231,7 @@ tsl_status tsl_args_infer(TSL_KEEP tsl_args *a)
             sb_free(&b);
             continue;
         }
+        if ((st = args_check_input(a, lt, sl->in))) continue;
         for (int d = 0; d < lt->rank && !st; d++) {
             int64_t v = sl->in->shape[d];
             int sym = lt->dims ? lt->dims[d].sym : -1;
@@ -398,9 +411,9 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
                          target == TSL_TARGET_CPU ? "cpu" : "cuda");
     if (target != TSL_TARGET_INTERP)
         return api_error(ctx, TSL_ERR_ARG, "unknown target %d", (int)target);
-    a->ran = 0;
+    /* infer again even if done: the borrowed descriptors may have changed */
     tsl_status st;
-    if (!a->bound && (st = tsl_args_infer(a))) return st;
+    if ((st = tsl_args_infer(a))) return st;
     if ((st = args_prepare_outputs(a))) return st;
     const lang_def *def = p->def;
     interp_tensor *views = calloc((size_t)def->ntensors + 1, sizeof *views);

@@ -324,6 +324,39 @@ out:
     tsl_context_free(ctx);
 }
 
+/* Descriptors are borrowed: a change made to one after binding is seen by
+ * the next run (shapes re-inferred, owned outputs resized, a rank that no
+ * longer matches is an error naming the parameter). */
+static void test_descriptor_changed_after_binding(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, "def sq(float(N) X) -> (Y) {\n  Y(i) = X(i) * X(i)\n}\n");
+    if (!p) goto out;
+    DLTensor *X = rnd_f32(1, 13, 0);
+    int64_t n0 = X->shape[0];
+    tsl_args *a = tsl_args_create(p);
+    CHECK_EQ_INT(tsl_args_set_tensor(a, "X", X), TSL_OK);
+    CHECK_EQ_INT(tsl_program_run(p, a, TSL_TARGET_INTERP), TSL_OK);
+    const DLTensor *Y = tsl_args_output(a, "Y");
+    CHECK(Y && Y->shape[0] == 13);
+    X->shape[0] = 5; /* a shorter view of the same data */
+    CHECK_EQ_INT(tsl_program_run(p, a, TSL_TARGET_INTERP), TSL_OK);
+    Y = tsl_args_output(a, "Y");
+    CHECK(Y && Y->shape[0] == 5);
+    for (int i = 0; Y && i < 5; i++)
+        CHECK_CLOSE(((float *)Y->data)[i], (double)((float *)X->data)[i] * ((float *)X->data)[i], 1e-6);
+    X->shape[0] = n0;
+    X->ndim = 2;
+    CHECK_ERR(tsl_program_run(p, a, TSL_TARGET_INTERP), TSL_ERR_SHAPE, "parameter 'X' has rank 1");
+    CHECK(tsl_args_output(a, "Y") == NULL);
+    X->ndim = 1;
+    tsl_args_free(a);
+    tsl_tensor_free(X);
+    tsl_program_free(p);
+out:
+    tsl_context_free(ctx);
+}
+
 TEST_SUITE(api) = {
     {"compile_errors", test_compile_errors},
     {"introspection_emit", test_introspection_emit},
@@ -332,5 +365,6 @@ TEST_SUITE(api) = {
     {"strides_and_offset", test_strides_and_offset},
     {"inout_binding", test_inout_binding},
     {"size_symbols_set", test_size_symbols_set},
+    {"descriptor_changed_after_binding", test_descriptor_changed_after_binding},
     {0},
 };
