@@ -433,3 +433,63 @@ def test_compile_bad_program(tmp_path):
     proc = run_cli("compile", path, "--emit=ast")
     assert proc.returncode == 1
     assert re.search(r"bad\.tc:\d+:\d+: error:", proc.stderr), proc.stderr
+
+
+# ---- random inputs per dtype, conversions, printing -----------------------------------------
+
+RANDOM_PROGRAM = """
+def cp(float(N) F, int32(N) I, uint8(N) U, bool(N) Q) -> (F2, I2, U2, Q2) {
+  F2(i) = F(i)
+  I2(i) = I(i)
+  U2(i) = U(i)
+  Q2(i) = Q(i)
+}
+def total(float(N) A) -> (r) {
+  r() +=! A(i)
+}
+"""
+
+
+def test_random_input_ranges(tmp_path):
+    prog = write(tmp_path, "rand.tc", RANDOM_PROGRAM)
+    res = run_tc(tmp_path, prog, entry="cp", sizes={"N": 997}, outputs=["F2", "I2", "U2", "Q2"])
+    f, i, u, q = (res.outputs[k] for k in ("F2", "I2", "U2", "Q2"))
+    assert f.dtype == np.float32 and f.min() >= -1 and f.max() < 1 and len(np.unique(f)) > 900
+    assert i.dtype == np.int32 and i.min() == -8 and i.max() == 7
+    assert u.dtype == np.uint8 and u.min() == 0 and u.max() == 7
+    assert q.dtype == np.bool_ and 0 < q.sum() < 997
+
+
+def test_rank0_output(tmp_path, rng):
+    prog = write(tmp_path, "rand.tc", RANDOM_PROGRAM)
+    a = f32(rng, 13)
+    res = run_tc(tmp_path, prog, entry="total", inputs={"A": a}, outputs=["r"])
+    assert res.outputs["r"].shape == ()
+    assert abs(float(res.outputs["r"]) - float(a.astype(np.float64).sum())) <= 1e-5
+    assert "-> r() float32" in res.proc.stdout
+
+
+def test_input_dtype_converted(tmp_path, rng):
+    # float64 arrays for float32 parameters are converted, with a note
+    a, b = rng.uniform(-1, 1, (3, 5)), rng.uniform(-1, 1, (5, 7))
+    res = run_tc(tmp_path, "examples/matmul.tc", inputs={"A": a, "B": b}, outputs=["C"])
+    assert "converted from float64 to float32" in res.proc.stderr
+    want = a.astype(np.float32).astype(np.float64) @ b.astype(np.float32).astype(np.float64)
+    assert np.abs(res.outputs["C"] - want).max() <= 1e-5 * max(1.0, np.abs(want).max())
+
+
+def test_print_whole_output(tmp_path, rng):
+    a, x = f32(rng, 3, 5), f32(rng, 5)
+    res = run_tc(tmp_path, "examples/mv.tc", entry="mv", inputs={"A": a, "x": x},
+                 extra=["--print"])
+    line = res.proc.stdout.splitlines()[1]
+    assert "values:" in line, line
+    vals = [float(v) for v in line.split("values:")[1].split()]
+    want = a.astype(np.float64) @ x.astype(np.float64)
+    assert np.allclose(vals, want, rtol=1e-5, atol=1e-5)
+
+
+def test_check_examples_without_entry_when_single():
+    proc = run_cli("run", "examples/softmax.tc", "--size", "N=3", "--size", "D=7", "--check")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("softmax: X(3,7) float32 -> Y(3,7) float32 on interp in ")
