@@ -173,8 +173,11 @@ static tsl_status cpu_find_cc(cpu_cc *cc, tsl_diag *d)
 }
 
 /* The first line of `<cc> --version`, remembered per command for the life
- * of the process. Gives a malloc'd string ("unknown" if it cannot run). */
-static char *cpu_cc_identity(const cpu_cc *cc)
+ * of the process and on disk in the cache folder as cpu/cc-<key>.id, the
+ * key hashing the command and the compiler file's identity (device, inode,
+ * size, mtime), so a cache hit in a new process spawns nothing. Gives a
+ * malloc'd string ("unknown" if the compiler cannot tell). */
+static char *cpu_cc_identity(const cpu_cc *cc, const char *dir)
 {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     static struct {
@@ -191,17 +194,43 @@ static char *cpu_cc_identity(const cpu_cc *cc)
     }
     pthread_mutex_unlock(&mu);
 
-    char *argv[CPU_MAX_ARGS];
-    int argc = 0;
-    for (int i = 0; i < cc->nwords; i++) argv[argc++] = cc->words[i];
-    argv[argc++] = "--version";
-    argv[argc] = NULL;
-    strbuf out = {0};
-    int rc = cpu_run(argv, &out);
-    const char *s = sb_str(&out);
-    size_t len = strcspn(s, "\n");
-    char *id = rc == 0 && len > 0 ? strndup(s, len) : strdup("unknown");
-    sb_free(&out);
+    char *id = NULL, *id_path = NULL;
+    struct stat st;
+    if (stat(cc->words[0], &st) == 0) {
+        int64_t fid[5] = {(int64_t)st.st_dev, (int64_t)st.st_ino, (int64_t)st.st_size,
+                          (int64_t)st.st_mtim.tv_sec, (int64_t)st.st_mtim.tv_nsec};
+        rt_key_part parts[] = {{cc->text, strlen(cc->text)}, {fid, sizeof fid}};
+        char key[33];
+        rt_cache_key(parts, 2, key);
+        strbuf b = {0};
+        sb_printf(&b, "%s/cc-%s.id", dir, key);
+        id_path = sb_take(&b);
+        size_t n = 0;
+        id = file_read_all(id_path, &n);
+        if (id && (n == 0 || strchr(id, '\n'))) { /* not one written by us */
+            free(id);
+            id = NULL;
+        }
+    }
+    if (!id) {
+        char *argv[CPU_MAX_ARGS];
+        int argc = 0;
+        for (int i = 0; i < cc->nwords; i++) argv[argc++] = cc->words[i];
+        argv[argc++] = "--version";
+        argv[argc] = NULL;
+        strbuf out = {0};
+        int rc = cpu_run(argv, &out);
+        const char *s = sb_str(&out);
+        size_t len = strcspn(s, "\n");
+        if (rc == 0 && len > 0) {
+            id = strndup(s, len);
+            if (id_path) rt_cache_write(id_path, id, len, NULL); /* best effort */
+        } else {
+            id = strdup("unknown");
+        }
+        sb_free(&out);
+    }
+    free(id_path);
 
     pthread_mutex_lock(&mu);
     if (nmemo < (int)TSL_COUNTOF(memo)) {
@@ -384,7 +413,10 @@ tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_modu
         diag_free(&scratch);
         return st;
     }
-    char *id = cpu_cc_identity(&cc);
+    char *dir = NULL, *so_path = NULL, *c_path = NULL;
+    st = rt_cache_dir("cpu", &dir, d);
+    if (st != TSL_OK) goto done;
+    char *id = cpu_cc_identity(&cc, dir);
     strbuf flags = {0};
     for (size_t i = 0; i < TSL_COUNTOF(cpu_flags); i++) sb_printf(&flags, "%s ", cpu_flags[i]);
     for (size_t i = 0; i < TSL_COUNTOF(cpu_link_flags); i++)
@@ -400,9 +432,6 @@ tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_modu
     sb_free(&flags);
     free(id);
 
-    char *dir = NULL, *so_path = NULL, *c_path = NULL;
-    st = rt_cache_dir("cpu", &dir, d);
-    if (st != TSL_OK) goto done;
     strbuf b = {0};
     sb_printf(&b, "%s/%s.so", dir, key);
     so_path = sb_take(&b);
