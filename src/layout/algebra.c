@@ -245,6 +245,10 @@ tsl_status layout_compose(layout *out, const layout *a, const layout *b, layout_
     layout r;
     tsl_status st = compose_node(&fa, b, 0, &r, e);
     if (st) return st;
+    if (!lay_span_ok(&r)) {
+        layout_errf(e, "composition overflows 64-bit offsets");
+        return TSL_ERR_SHAPE;
+    }
     if ((st = compose_verify(&fa, b, &r, e))) return st;
     r.sw = a->sw;
     *out = r;

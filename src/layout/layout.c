@@ -208,6 +208,19 @@ int64_t layout_eval_coord(const layout *l, const int64_t *coord, int ncoord)
     return layout_swizzle_apply(l->sw, off);
 }
 
+int lay_span_ok(const layout *l)
+{
+    int64_t span = 0, t;
+    for (int i = 0; i < l->n; i++) {
+        const layout_node *nd = &l->node[i];
+        if (nd->nkids) continue;
+        if (nd->stride == INT64_MIN) return 0;
+        int64_t d = nd->stride < 0 ? -nd->stride : nd->stride;
+        if (lay_mul(nd->shape - 1, d, &t) || lay_add(span, t, &span)) return 0;
+    }
+    return 1;
+}
+
 int64_t layout_cosize(const layout *l)
 {
     int64_t sh[LAYOUT_MAX_NODES], st[LAYOUT_MAX_NODES];

@@ -12,6 +12,9 @@ layout lay_subtree(const layout *l, int root);
 /* Node index of child i of node p. */
 int lay_child(const layout *l, int p, int i);
 
+/* 1 when every offset of l (sum of (s-1)*|d| over leaves) fits 64 bits. */
+int lay_span_ok(const layout *l);
+
 /* *r = a * b; returns 1 on overflow. */
 static inline int lay_mul(int64_t a, int64_t b, int64_t *r)
 {

@@ -253,6 +253,7 @@ static void test_errors(void)
     check_error("complement((2,2):(2,2),16)", "not injective", 0);
     check_error("product(65536:1,(65536,65536,65536):(1,65536,4294967296))", "overflow", 0);
     check_error("(65536,65536,65536,65536)", "overflow", 0);
+    check_error("(4,4):(1,4611686018427387904)", "overflow", 6);
     check_error("(3,2):(1)", "congruent", 6);
     check_error("(3,0)", "positive", 3);
     check_error("(3,2", "expected ')'", 4);

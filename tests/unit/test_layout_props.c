@@ -431,7 +431,38 @@ static void test_prop_dist_bijective(void)
     }
 }
 
+/* The parser on random token soup: any status, never a crash or a leak
+ * (run under ASan), and an error offset inside the text. */
+static void test_prop_parse_garbage(void)
+{
+    static const char *const toks[] = {
+        "(", ")", "[", "]", ",", ":", ".", "/", "-", "0", "1", "3", "8", "64",
+        "99999999999", "4611686018427387904", " ", "local(", "spatial(", "column_local(", "replicate(",
+        "compose(", "divide(", "zipped_divide(", "tiled_divide(", "product(",
+        "blocked_product(", "raked_product(", "complement(", "coalesce(",
+        "right_inverse(", "swizzle(", "(4,2):(1,4)", "2:2", "x",
+    };
+    char buf[256];
+    for (int r = 0; r < ROUNDS * 2; r++) {
+        size_t n = 0;
+        int k = (int)test_rand_int(1, 14);
+        for (int i = 0; i < k; i++) {
+            const char *t = toks[test_rand_int(0, (long)TSL_COUNTOF(toks) - 1)];
+            size_t tl = strlen(t);
+            if (n + tl >= sizeof buf) break;
+            memcpy(buf + n, t, tl);
+            n += tl;
+        }
+        layout_value *v = calloc(1, sizeof *v);
+        layout_err e;
+        tsl_status st = layout_parse(buf, n, v, &e);
+        if (st) CHECK_MSG(e.offset <= n && e.msg[0], "bad error for '%.*s'", (int)n, buf);
+        free(v);
+    }
+}
+
 TEST_SUITE(layout_props) = {
+    {"parse_garbage", test_prop_parse_garbage},
     {"compose", test_prop_compose},
     {"complement", test_prop_complement},
     {"coalesce", test_prop_coalesce},
