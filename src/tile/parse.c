@@ -617,7 +617,7 @@ static void parse_instr(parser *P, tile_stmt *s, const char *result, size_t rpos
         }
     }
     if (result && info->res == TILE_RES_TYPE && !have_type)
-        fail(P, P->tok.pos, "'%s' needs '-> type' for its result '%s'", info->name, result);
+        fail(P, oppos, "'%s' needs '-> type' for its result '%s'", info->name, result);
     if (result && info->res == TILE_RES_NONE)
         fail(P, rpos, "'%s' has no result to name", info->name);
     if (!result && !in->has_dst && info->res != TILE_RES_NONE)

@@ -1022,7 +1022,10 @@ static void check_instr(verifier *V, const tile_stmt *s)
         }
         break;
     }
-    if (in->decomp) decomp_check(V, s);
+    if (in->decomp) {
+        make_visible(V, in->result); /* the decomposition writes the result */
+        decomp_check(V, s);
+    }
 }
 
 /* ---- statements and blocks ------------------------------------------------------------- */
@@ -1073,6 +1076,10 @@ static void check_pipeline(verifier *V, const tile_stmt *s)
     V->pipe_stages = p->stages;
     check_block(V, p->body);
     V->pipe_stages = saved;
+    /* grid variables and block views are visible in the body only */
+    for (int i = 0; i < p->ngrid; i++) V->visible[p->gridvars[i]->id] = 0;
+    for (int i = 0; i < p->nins; i++) V->visible[p->ins[i].view->id] = 0;
+    for (int i = 0; i < p->nouts; i++) V->visible[p->outs[i].view->id] = 0;
 }
 
 static void check_stmt(verifier *V, const tile_stmt *s)
@@ -1115,8 +1122,10 @@ static void check_stmt(verifier *V, const tile_stmt *s)
         int64_t st;
         if (s->step && tile_expr_const(s->step, &st) && st <= 0)
             verr(V, s->step->pos, "for: step %lld must be positive", (long long)st);
+        uint8_t was = V->visible[s->v->id]; /* the variable is visible in the body only */
         make_visible(V, s->v);
         check_block(V, s->body);
+        V->visible[s->v->id] = was;
         break;
     }
     case TILE_S_IF:
