@@ -18,13 +18,14 @@ EXAMPLES = ROOT / "examples"
 TIMEOUT_S = 120
 
 
-def run_cli(*args, timeout=TIMEOUT_S):
-    """Run `tessel ARGS...` from the repository root; returns the
-    CompletedProcess with text stdout/stderr."""
-    if not TESSEL.exists():
-        pytest.fail(f"{TESSEL} is missing: build it with `make`")
-    return subprocess.run([str(TESSEL), *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+def run_cli(*args, timeout=TIMEOUT_S, binary=None, env=None):
+    """Run `tessel ARGS...` (or `binary ARGS...`) from the repository root;
+    returns the CompletedProcess with text stdout/stderr."""
+    binary = Path(binary or TESSEL)
+    if not binary.exists():
+        pytest.fail(f"{binary} is missing: build it with `make`")
+    return subprocess.run([str(binary), *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout, env=env)
 
 
 def describe(arrays):
@@ -41,7 +42,7 @@ class TcRun:
 
 
 def run_tc(tmp_path, program, inputs=None, sets=None, outputs=(), sizes=None, entry=None,
-           extra=(), expect_ok=True):
+           extra=(), expect_ok=True, binary=None, env=None):
     """Run `tessel run PROGRAM` with `inputs` (name -> array, written as .npy),
     `sets` (scalar name -> value), `sizes` (symbol -> extent) and read every
     name in `outputs` back from the .npy the CLI wrote. With expect_ok the
@@ -63,7 +64,7 @@ def run_tc(tmp_path, program, inputs=None, sets=None, outputs=(), sizes=None, en
         out_paths[name] = tmp_path / f"out_{name}.npy"
         args += ["--output", f"{name}={out_paths[name]}"]
     args += list(extra)
-    proc = run_cli(*args)
+    proc = run_cli(*args, binary=binary, env=env)
     if expect_ok:
         assert proc.returncode == 0, (
             f"tessel {' '.join(map(str, args[:2]))} exited {proc.returncode} "
