@@ -1,0 +1,125 @@
+"""anchors.py — the work tessel's GPU benchmarks are judged against, done by
+PyTorch on the same machine in the same run: device-to-device copy, cuBLAS
+GEMM, torch layernorm/softmax, scaled_dot_product_attention.
+
+Each result is checked (against float64 / a reference formula) before it is
+timed; timing is CUDA events after warm-up, median of many repetitions, with
+inputs rotated so that the 50-60 MB L2 does not serve repeats.
+Prints a table; with --json PATH also writes the figures."""
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+
+
+def bench(fn, reps=50, warmup=5):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3)
+    return statistics.median(times)
+
+
+def rel_err(x, ref):
+    x = x.double()
+    ref = ref.double()
+    return ((x - ref).norm() / ref.norm()).item()
+
+
+def rotate(make, n):
+    sets = [make() for _ in range(n)]
+    state = {"i": 0}
+
+    def nxt():
+        s = sets[state["i"] % n]
+        state["i"] += 1
+        return s
+    return nxt
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    dev = torch.device("cuda")
+    rows = []
+
+    # copy: 1 GiB, bytes read + written
+    n = 1 << 28
+    src = torch.rand(n, device=dev)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    assert torch.equal(dst, src)
+    t = bench(lambda: dst.copy_(src))
+    rows.append(("copy d2d 1 GiB", "bytes", 2 * n * 4 / t / 1e12, "TB/s", t))
+    del src, dst
+
+    for dtype, name, tol in ((torch.float16, "fp16", 1e-2), (torch.float32, "fp32", 1e-4)):
+        torch.backends.cuda.matmul.allow_tf32 = False
+        for s in (4096,):
+            nxt = rotate(lambda: (torch.randn(s, s, device=dev, dtype=dtype),
+                                  torch.randn(s, s, device=dev, dtype=dtype)), 3)
+            a, b = nxt()
+            err = rel_err(a @ b, a.double() @ b.double())
+            assert err < tol, (name, err)
+            t = bench(lambda: torch.mm(*nxt()))
+            rows.append((f"GEMM {name} {s}^3 (cuBLAS)", f"err {err:.1e}", 2 * s**3 / t / 1e12,
+                         "TFLOP/s", t))
+
+    for (r, c) in ((12288, 1024), (8192, 8192)):
+        nxt = rotate(lambda: torch.randn(r, c, device=dev, dtype=torch.float16), 4)
+        x = nxt()
+        w = torch.randn(c, device=dev, dtype=torch.float16)
+        bb = torch.randn(c, device=dev, dtype=torch.float16)
+        y = torch.nn.functional.layer_norm(x, (c,), w, bb, 1e-5)
+        xd = x.double()
+        ref = (xd - xd.mean(1, keepdim=True)) / torch.sqrt(xd.var(1, unbiased=False, keepdim=True) + 1e-5) * w.double() + bb.double()
+        err = rel_err(y, ref)
+        assert err < 1e-2, err
+        t = bench(lambda: torch.nn.functional.layer_norm(nxt(), (c,), w, bb, 1e-5))
+        rows.append((f"layernorm fp16 {r}x{c} (torch)", f"err {err:.1e}", 2 * r * c * 2 / t / 1e12,
+                     "TB/s", t))
+        y = torch.softmax(x, dim=1)
+        err = rel_err(y, torch.softmax(x.double(), dim=1))
+        assert err < 1e-2, err
+        t = bench(lambda: torch.softmax(nxt(), dim=1))
+        rows.append((f"softmax fp16 {r}x{c} (torch)", f"err {err:.1e}", 2 * r * c * 2 / t / 1e12,
+                     "TB/s", t))
+
+    B, H, S, D = 32, 16, 384, 64
+    nxt = rotate(lambda: tuple(torch.randn(B, H, S, D, device=dev, dtype=torch.float16)
+                               for _ in range(3)), 3)
+    q, k, v = nxt()
+    o = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    qd, kd, vd = q.double(), k.double(), v.double()
+    ref = torch.softmax(qd @ kd.transpose(-1, -2) / D**0.5, dim=-1) @ vd
+    err = rel_err(o, ref)
+    assert err < 1e-2, err
+    t = bench(lambda: torch.nn.functional.scaled_dot_product_attention(*nxt()))
+    rows.append((f"attention fp16 B{B} H{H} S{S} D{D} (SDPA)", f"err {err:.1e}",
+                 4 * B * H * S * S * D / t / 1e12, "TFLOP/s", t))
+
+    print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
+    print(f"{'work':44s} {'check':12s} {'rate':>10s} {'unit':8s} {'median':>10s}")
+    for w, chk, rate, unit, t in rows:
+        print(f"{w:44s} {chk:12s} {rate:10.2f} {unit:8s} {t*1e6:8.1f} us")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                       "rows": [dict(work=w, check=c, rate=r, unit=u, median_s=t)
+                                for w, c, r, u, t in rows]}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
