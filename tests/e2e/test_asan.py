@@ -47,6 +47,9 @@ def test_example_under_asan(tmp_path, rng, key):
     (["run", "examples/matmul.tc", "--size", "M=3", "--size", "K=5", "--size", "N=7",
       "--target", "cuda"], None),
     (["check", "no/such/file.tc"], 1),
+    (["check", "examples/lut2.tc"], 0),
+    (["run", "examples/attention.tc", "--size", "B=1", "--size", "Tq=3", "--size", "Tk=5",
+      "--size", "D=7", "--size", "E=1", "--print", "--seed", "7"], 0),
     (["compile", "examples/tmm.tc", "--emit=ranges"], 0),
     (["compile", "examples/lstm.tc", "--emit=ast"], 0),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else str(v))

@@ -235,3 +235,15 @@ def test_example(tmp_path, rng, key, which):
     assert res.proc.stdout.startswith(f"{entry}:"), res.proc.stdout
     for name, ref in want.items():
         compare(name, res.outputs[name], ref, inputs)
+
+
+def test_sgemm_gives_numpys_answer(tmp_path, rng):
+    """The issue's acceptance line: `tessel run examples/sgemm.tc --input ...
+    --output ...` gives NumPy's answer."""
+    a, b, c = f32(rng, 37, 41), f32(rng, 41, 29), f32(rng, 37, 29)
+    alpha, beta = 0.75, -1.25
+    res = run_tc(tmp_path, "examples/sgemm.tc", inputs={"A": a, "B": b, "C": c},
+                 sets={"alpha": alpha, "beta": beta}, outputs=["C"])
+    want = beta * d(c) + alpha * (d(a) @ d(b))
+    compare("C", res.outputs["C"], want, {"A": a, "B": b, "C": c})
+    np.testing.assert_allclose(res.outputs["C"], beta * c + alpha * (a @ b), rtol=1e-4, atol=1e-4)
