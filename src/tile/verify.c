@@ -390,8 +390,9 @@ static void check_mma(verifier *V, const tile_instr *in, size_t pos)
  *
  * Views inside a decomposition (docs/tile-ir.md):
  *   T.tile([a, b])  per-dim tilers; a tile is a 1-D layout (`2:2`) or size
- *   X[i, j]        a tiled X: tile (i, j); an untiled X: position i in dim
- *                  0, j in dim 1 (fewer indices keep trailing dims whole)
+ *   X[i, j]        a tiled X: tile (i, j) (missing trailing indices: 0);
+ *                  an untiled X: anchored at (i, j) with the other
+ *                  operand's extent; not followed (the check gives up)
  *   R.local        thread t's part of register tensor R, shaped as the
  *                  product of R's local(...) factors per dim. */
 
@@ -532,12 +533,14 @@ static int dc_view_of(dc_state *S, const tile_operand *o, dc_view *w, dc_root **
             return 0;
         }
         if (st->kind == TILE_STEP_TILE) {
-            if (w->tiled || st->n != w->rank) {
-                dc_fail(S, st->pos, "'.tile' needs %d tile extents on an untiled view", w->rank);
+            if (w->tiled || st->n > w->rank) {
+                dc_fail(S, st->pos, "'.tile' takes at most %d tile extents, on an untiled view", w->rank);
                 return 0;
             }
             for (int d = 0; d < w->rank; d++) {
-                int64_t s = st->sizes[d], ext = w->ext[d];
+                /* tilers are right-aligned; leading dims are tiled by 1 */
+                int td = d - (w->rank - st->n);
+                int64_t s = td >= 0 ? st->sizes[td] : 1, ext = w->ext[d];
                 int64_t *nm = arena_alloc(S->a, sizeof(int64_t) * (size_t)ext);
                 if (s < 1 || ext % s) {
                     dc_fail(S, st->pos, "tile extent %lld does not divide the view's extent %lld in dim %d",
@@ -546,13 +549,13 @@ static int dc_view_of(dc_state *S, const tile_operand *o, dc_view *w, dc_root **
                 }
                 layout D;
                 int have_d = 0;
-                if (st->tilers && st->tilers[d]) {
+                if (td >= 0 && st->tilers && st->tilers[td]) {
                     layout whole = layout_leaf(ext, 1);
                     layout_err e;
                     memset(&e, 0, sizeof e);
-                    if (layout_divide_logical(&D, &whole, &st->tilers[d]->v.data, 0, &e) != TSL_OK ||
+                    if (layout_divide_logical(&D, &whole, &st->tilers[td]->v.data, 0, &e) != TSL_OK ||
                         layout_size(&D) != ext) {
-                        dc_fail(S, st->pos, "tile %s does not divide extent %lld: %s", st->tilers[d]->text,
+                        dc_fail(S, st->pos, "tile %s does not divide extent %lld: %s", st->tilers[td]->text,
                                 (long long)ext, e.msg);
                         return 0;
                     }
@@ -575,30 +578,31 @@ static int dc_view_of(dc_state *S, const tile_operand *o, dc_view *w, dc_root **
             w->tiled = 1;
             continue;
         }
-        /* index */
-        if (st->n > w->rank || (w->tiled && st->n != w->rank)) {
+        /* index: an untiled view is anchored at the offsets with the extent
+         * of the other operand (an atom's business): not followed here */
+        if (!w->tiled) {
+            S->giveup = 1;
+            return 0;
+        }
+        if (st->n > w->rank) {
             dc_fail(S, st->pos, "%d indices for a rank-%d view", st->n, w->rank);
             return 0;
         }
-        for (int d = 0; d < st->n; d++) {
-            int ok;
-            int64_t j = dc_eval(S, st->idx[d], &ok);
+        for (int d = 0; d < w->rank; d++) {
+            int ok = 1;
+            /* missing trailing indices select tile 0 */
+            int64_t j = d < st->n ? dc_eval(S, st->idx[d], &ok) : 0;
             if (!ok) {
                 S->giveup = 1;
                 return 0;
             }
-            int64_t lim = w->tiled ? w->outer[d] : w->ext[d];
+            int64_t lim = w->outer[d];
             if (j < 0 || j >= lim) {
-                dc_fail(S, st->idx[d]->pos, "index %lld is outside the %lld %s of dim %d (thread %lld)",
-                        (long long)j, (long long)lim, w->tiled ? "tiles" : "positions", d, (long long)S->thread);
+                dc_fail(S, d < st->n ? st->idx[d]->pos : st->pos, "index %lld is outside the %lld %s of dim %d (thread %lld)",
+                        (long long)j, (long long)lim, "tiles", d, (long long)S->thread);
                 return 0;
             }
-            if (w->tiled) {
-                w->map[d] = w->map[d] + j * w->ext[d];
-            } else {
-                w->map[d] = w->map[d] + j;
-                w->ext[d] = 1;
-            }
+            w->map[d] = w->map[d] + j * w->ext[d];
         }
         w->tiled = 0;
     }
