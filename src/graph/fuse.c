@@ -168,9 +168,18 @@ static bool join_contraction(const cur *c, const graph_op *b)
         const graph_op *p = &g->ops[i];
         int t = p->operands[0].tensor;
         if (t == acc) {
+            /* the init runs on the output tile: it may read only outside
+             * values and the accumulator itself at its own index */
             if (p->nvars != b->niter || !same_leading_box(p, b, b->niter)) return false;
+            for (int k = 1; k < p->noperands; k++) {
+                const graph_operand *o = &p->operands[k];
+                if (written_in_cur(c, o->tensor) && !(o->tensor == acc && o->identity))
+                    return false;
+            }
             continue;
         }
+        for (int k = 1; k < p->noperands; k++)
+            if (p->operands[k].tensor == acc) return false; /* prologue reading the accumulator */
         const graph_tensor *gt = &g->tensors[t];
         if (gt->kind != GRAPH_T_TEMP || !pure_map(p)) return false;
         bool used_by_b = false;
