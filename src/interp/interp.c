@@ -5,7 +5,12 @@
  * float64 evaluation throughout); an integer- or bool-typed value is held
  * as an int64 already wrapped to its dtype (uint64 as its bit pattern).
  * Conversions follow C: int->int wraps, float->int truncates toward zero
- * and saturates (NaN -> 0), anything->bool is `!= 0`.
+ * and saturates (NaN -> 0), anything->bool is `!= 0`. Constants, scalar
+ * parameters and tensor elements enter with the value their dtype holds (a
+ * float32 literal 0.1 is 0.1f), then everything is float64 arithmetic.
+ * max/min (builtins and `max=`/`min=`) follow C's fmax/fmin: a NaN operand
+ * is ignored. Indices are always checked against their dimension, affine
+ * or not (cheap, and the oracle should not trust the prover).
  *
  * A statement runs in three steps: initialise one accumulator per LHS
  * element of the box (identity for `!`, the current LHS value otherwise),
