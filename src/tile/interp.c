@@ -82,6 +82,7 @@ struct interp {
     size_t *soff;         /* shared byte offset per value id */
     size_t smem_used;
     int64_t cur_thread;   /* per-thread decomposition mode: the thread, else -1 */
+    int in_grid;          /* messages name the block */
     FILE *out;
 };
 
@@ -100,7 +101,7 @@ static tsl_status ierr(interp *I, size_t pos, tsl_status st, const char *fmt, ..
     va_end(ap);
     const char *blk = "";
     char bbuf[96] = "";
-    if (I->k) {
+    if (I->in_grid) {
         snprintf(bbuf, sizeof bbuf, " (block %lld,%lld,%lld)", (long long)I->bidx[0],
                  (long long)I->bidx[1], (long long)I->bidx[2]);
         blk = bbuf;
@@ -250,6 +251,7 @@ static tsl_status tensor_of(interp *I, const tile_value *v, rt_tensor **out)
         return ierr(I, v->pos, TSL_ERR_INTERNAL, "global tensor '%s' has no storage here", v->name);
     }
     I->slots[v->id].t = t;
+    *out = t;
     return TSL_OK;
 }
 
@@ -1727,7 +1729,7 @@ tsl_status tile_interp_run(const tile_kernel *k, const tsl_source *src, const ti
     tile_interp_opts defo = {0};
     interp I0, *I = &I0;
     memset(I, 0, sizeof *I);
-    I->k = NULL; /* no block in messages until the grid runs */
+    I->k = k;
     I->src = src;
     I->d = d;
     I->o = opts ? opts : &defo;
@@ -1782,7 +1784,7 @@ tsl_status tile_interp_run(const tile_kernel *k, const tsl_source *src, const ti
             order[j] = t;
         }
     }
-    I->k = k;
+    I->in_grid = 1;
     for (int64_t b = 0; b < nblocks && !st; b++) {
         int64_t x = order[b];
         I->bidx[0] = x % gdim[0];

@@ -3,6 +3,7 @@
  * ldmatrix.x4 against the Tilus layouts, and the seed programs of
  * examples/tile/ run on random data against a plain C reference. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "layout/layout.h"
@@ -184,6 +185,200 @@ static void test_ldmatrix_atom(void)
     }
 }
 
+
+/* ---- programs ------------------------------------------------------------------- */
+
+static char *read_example(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/tile/%s", test_root(), name);
+    size_t n;
+    char *t = file_read_all(path, &n);
+    CHECK_MSG(t != NULL, "cannot read %s", path);
+    return t;
+}
+
+/* Replace the first occurrence of `from` in a malloc'd text by `to`. */
+static char *mutate(char *text, const char *from, const char *to)
+{
+    char *at = strstr(text, from);
+    CHECK_MSG(at != NULL, "mutation: '%s' not in the program", from);
+    if (!at) return text;
+    size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+    char *r = malloc(n);
+    memcpy(r, text, (size_t)(at - text));
+    strcpy(r + (at - text), to);
+    strcat(r, at + strlen(from));
+    free(text);
+    return r;
+}
+
+/* Parse `text`, run its only kernel; the message (if any) into *msg. */
+static tsl_status run_text(const char *text, tile_interp_arg *args, int nargs, int shuffle, char **msg)
+{
+    tsl_arena *ar = arena_create();
+    tsl_source src = {"test.tile", text};
+    tsl_diag d = {0};
+    tile_module *m = NULL;
+    tsl_status st = tile_parse(ar, &src, &d, &m);
+    if (!st) {
+        tile_interp_opts o = {0};
+        o.shuffle_blocks = shuffle;
+        o.seed = test_rand();
+        st = tile_interp_run(m->kernels[0], &src, args, nargs, &o, &d);
+    }
+    *msg = strdup(sb_str(&d.msg));
+    diag_free(&d);
+    arena_free(ar);
+    return st;
+}
+
+static DLTensor *rand_tensor(tsl_dtype dt, int rank, const int64_t *shape)
+{
+    DLTensor *t = tsl_tensor_alloc(dt, rank, shape);
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= shape[i];
+    size_t es = tsl_dtype_size(dt);
+    for (int64_t i = 0; i < n; i++) dtype_store(dt, (char *)t->data + i * (int64_t)es, test_rand_double(-1, 1));
+    return t;
+}
+
+static DLTensor *nan_tensor(tsl_dtype dt, int rank, const int64_t *shape)
+{
+    DLTensor *t = tsl_tensor_alloc(dt, rank, shape);
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= shape[i];
+    size_t es = tsl_dtype_size(dt);
+    for (int64_t i = 0; i < n; i++) dtype_store(dt, (char *)t->data + i * (int64_t)es, NAN);
+    return t;
+}
+
+static double at(const DLTensor *t, int64_t i)
+{
+    tsl_dtype dt;
+    tsl_dtype_from_dlpack(t->dtype, &dt);
+    return dtype_load(dt, (char *)t->data + i * (int64_t)tsl_dtype_size(dt));
+}
+
+/* ldmatrix_move: y == x exactly; a mutated layout or decomposition moves the
+ * wrong elements. mode 0: as written; 1: groups swapped in the
+ * decomposition; 2: the result layout column-major over the 8x8 tiles. */
+static int ldmatrix_case(int mode)
+{
+    char *text = read_example("ldmatrix_move.tile");
+    if (mode == 1) text = mutate(text, "[gm, gn]", "[gn, gm]");
+    if (mode == 2) text = mutate(text, "layout local(2, 2).spatial(8, 4)", "layout column_local(2, 2).spatial(8, 4)");
+    int64_t sh[2] = {16, 16};
+    DLTensor *x = rand_tensor(TSL_DTYPE_F16, 2, sh), *y = nan_tensor(TSL_DTYPE_F16, 2, sh);
+    tile_interp_arg args[2] = {{"x", x, 0}, {"y", y, 0}};
+    char *msg;
+    tsl_status st = run_text(text, args, 2, 0, &msg);
+    CHECK_MSG(st == TSL_OK, "ldmatrix_move: %s", msg);
+    int same = 1;
+    for (int64_t i = 0; i < 256; i++) same &= at(y, i) == at(x, i);
+    free(msg);
+    free(text);
+    tsl_tensor_free(x);
+    tsl_tensor_free(y);
+    return same;
+}
+
+static void test_ldmatrix_move(void)
+{
+    CHECK_MSG(ldmatrix_case(0), "ldmatrix_move: y != x");
+    CHECK_MSG(!ldmatrix_case(1), "a wrong decomposition still gave y == x");
+    CHECK_MSG(!ldmatrix_case(2), "a wrong register layout still gave y == x");
+}
+
+/* Run a GEMM program on M x N x K and compare with a float64 reference. */
+static void gemm_case(const char *text, int64_t M, int64_t N, int64_t K)
+{
+    int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+    DLTensor *a = rand_tensor(TSL_DTYPE_F16, 2, sa), *b = rand_tensor(TSL_DTYPE_F16, 2, sb),
+             *c = nan_tensor(TSL_DTYPE_F32, 2, sc);
+    tile_interp_arg args[3] = {{"a", a, 0}, {"b", b, 0}, {"c", c, 0}};
+    char *msg;
+    tsl_status st = run_text(text, args, 3, 1, &msg);
+    CHECK_MSG(st == TSL_OK, "gemm %lldx%lldx%lld: %s", (long long)M, (long long)N, (long long)K, msg);
+    int bad = 0;
+    for (int64_t i = 0; i < M && !bad; i++)
+        for (int64_t j = 0; j < N && !bad; j++) {
+            double want = 0, mag = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double p = at(a, i * K + k) * at(b, k * N + j);
+                want += p;
+                mag += fabs(p);
+            }
+            double got = at(c, i * N + j);
+            if (!(fabs(got - want) <= 1e-5 * mag + 1e-6)) {
+                CHECK_MSG(0, "gemm %lldx%lldx%lld: c[%lld,%lld] = %g, want %g", (long long)M, (long long)N,
+                          (long long)K, (long long)i, (long long)j, got, want);
+                bad = 1;
+            }
+        }
+    free(msg);
+    tsl_tensor_free(a);
+    tsl_tensor_free(b);
+    tsl_tensor_free(c);
+}
+
+static void test_gemm(void)
+{
+    char *text = read_example("gemm.tile");
+    gemm_case(text, 67, 45, 40);
+    gemm_case(text, 1, 1, 1);
+    gemm_case(text, test_rand_int(1, 130), test_rand_int(1, 130), test_rand_int(1, 70));
+    free(text);
+}
+
+/* Removing the wait or the barrier from the GEMM is a reported hazard. */
+static void test_gemm_hazards(void)
+{
+    const char *cut[] = {"    wait 0\n", "    sync\n    ra =", "    sync\n  }"};
+    const char *put[] = {"", "    ra =", "  }"};
+    const char *want[] = {"missing wait", "synchronize", "synchronize"};
+    for (int i = 0; i < 3; i++) {
+        char *text = mutate(read_example("gemm.tile"), cut[i], put[i]);
+        int64_t M = test_rand_int(1, 70), N = test_rand_int(1, 70), K = test_rand_int(33, 70);
+        int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+        DLTensor *a = rand_tensor(TSL_DTYPE_F16, 2, sa), *b = rand_tensor(TSL_DTYPE_F16, 2, sb),
+                 *c = nan_tensor(TSL_DTYPE_F32, 2, sc);
+        tile_interp_arg args[3] = {{"a", a, 0}, {"b", b, 0}, {"c", c, 0}};
+        char *msg;
+        tsl_status st = run_text(text, args, 3, 0, &msg);
+        CHECK_MSG(st == TSL_ERR_RUNTIME && strstr(msg, "hazard") && strstr(msg, want[i]),
+                  "cut %d: status %d, message: %s", i, st, msg);
+        free(msg);
+        free(text);
+        tsl_tensor_free(a);
+        tsl_tensor_free(b);
+        tsl_tensor_free(c);
+    }
+}
+
+static void test_blocked_sum(void)
+{
+    char *text = read_example("blocked_sum.tile");
+    for (int rep = 0; rep < 2; rep++) {
+        int64_t R = rep ? 1 : test_rand_int(2, 5), M = test_rand_int(1, 40), N = test_rand_int(1, 70);
+        int64_t sx[3] = {R, M, N}, so[2] = {M, N};
+        DLTensor *x = rand_tensor(TSL_DTYPE_F32, 3, sx), *o = nan_tensor(TSL_DTYPE_F32, 2, so);
+        tile_interp_arg args[2] = {{"x", x, 0}, {"o", o, 0}};
+        char *msg;
+        tsl_status st = run_text(text, args, 2, 0, &msg);
+        CHECK_MSG(st == TSL_OK, "blocked_sum: %s", msg);
+        for (int64_t i = 0; i < M * N; i++) {
+            double want = 0;
+            for (int64_t r = 0; r < R; r++) want += at(x, r * M * N + i);
+            CHECK_CLOSE(at(o, i), want, 1e-5);
+        }
+        free(msg);
+        tsl_tensor_free(x);
+        tsl_tensor_free(o);
+    }
+    free(text);
+}
+
 TEST_SUITE(tile_interp) = {
     {"mem_raw_needs_sync", test_mem_raw_needs_sync},
     {"mem_async_groups", test_mem_async_groups},
@@ -191,5 +386,9 @@ TEST_SUITE(tile_interp) = {
     {"mma_fragments_match_layouts", test_mma_fragments_match_layouts},
     {"mma_atom_product", test_mma_atom_product},
     {"ldmatrix_atom", test_ldmatrix_atom},
+    {"ldmatrix_move", test_ldmatrix_move},
+    {"gemm", test_gemm},
+    {"gemm_hazards", test_gemm_hazards},
+    {"blocked_sum", test_blocked_sum},
     {0},
 };
