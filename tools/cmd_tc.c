@@ -247,7 +247,8 @@ static int scan_defs(const char *src, char ***names)
                     if (!grown) break;
                     out = grown;
                 }
-                out[n++] = strndup(s, (size_t)(q - s));
+                char *name = strndup(s, (size_t)(q - s));
+                if (name) out[n++] = name;
             }
             p = q;
             continue;
