@@ -402,6 +402,53 @@ static void test_float16_rounding(void)
     tsl_context_free(ctx);
 }
 
+/* ?: and && evaluate only what C would: a guarded gather with negative
+ * (padding) indices never reads out of range. Also a nested gather. */
+static void test_guarded_gather(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, "def gg(float(N) X, int64(B) Idx, int32(N) J) -> (O, P, Q) {\n"
+                                  "  O(b) = Idx(b) >= 0 ? X(Idx(b)) : -1\n"
+                                  "  P(b) = Idx(b) >= 0 && X(Idx(b)) > 0 ? 1 : 0\n"
+                                  "  Q(n) = X(J(J(n)))\n}\n");
+    int64_t N = pick_size(), B = pick_size() + 1;
+    DLTensor *X = rnd(TSL_DTYPE_F32, -1, 1, 1, N, 0, 0), *Idx = rnd(TSL_DTYPE_I64, -3, (double)N, 1, B, 0, 0);
+    DLTensor *J = rnd(TSL_DTYPE_I32, 0, (double)N, 1, N, 0, 0);
+    ((int64_t *)Idx->data)[0] = -1;
+    DLTensor *O = poisoned(TSL_DTYPE_F32, 1, B, 0, 0), *P = poisoned(TSL_DTYPE_I32, 1, B, 0, 0),
+             *Q = poisoned(TSL_DTYPE_F32, 1, N, 0, 0);
+    tsl_args *a = p ? tsl_args_create(p) : NULL;
+    if (a) {
+        CHECK_EQ_INT(tsl_args_set_tensor(a, "X", X), TSL_OK);
+        CHECK_EQ_INT(tsl_args_set_tensor(a, "Idx", Idx), TSL_OK);
+        CHECK_EQ_INT(tsl_args_set_tensor(a, "J", J), TSL_OK);
+        tsl_dtype pt = TSL_DTYPE_BOOL;
+        CHECK_EQ_INT(tsl_args_output_shape(a, "P", NULL, NULL, &pt), TSL_OK);
+        tsl_tensor_free(P);
+        P = poisoned(pt, 1, B, 0, 0);
+        CHECK_EQ_INT(tsl_args_set_output(a, "O", O), TSL_OK);
+        CHECK_EQ_INT(tsl_args_set_output(a, "P", P), TSL_OK);
+        CHECK_EQ_INT(tsl_args_set_output(a, "Q", Q), TSL_OK);
+        CHECK_MSG(tsl_program_run(p, a, TSL_TARGET_INTERP) == TSL_OK, "%s", tsl_context_error(ctx));
+    }
+    for (int64_t b = 0; b < B; b++) {
+        int64_t ix = ((int64_t *)Idx->data)[b];
+        CHECK(at(O, b) == (ix >= 0 ? at(X, ix) : -1));
+        CHECK(at(P, b) == (ix >= 0 && at(X, ix) > 0 ? 1 : 0));
+    }
+    const int32_t *j = J->data;
+    for (int64_t n = 0; n < N; n++) CHECK(at(Q, n) == at(X, j[j[n]]));
+    tsl_args_free(a);
+    tsl_tensor_free(X);
+    tsl_tensor_free(Idx);
+    tsl_tensor_free(J);
+    tsl_tensor_free(O);
+    tsl_tensor_free(P);
+    tsl_tensor_free(Q);
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+}
+
 /* ---- integer programs ------------------------------------------------------- */
 
 /* int32 products wrap modulo 2^32; `/` truncates toward zero; `%` is C's. */
@@ -652,6 +699,7 @@ TEST_SUITE(interp) = {
     {"maxpool_negative", test_maxpool_negative},
     {"gather", test_gather},
     {"gather_out_of_range", test_gather_out_of_range},
+    {"guarded_gather", test_guarded_gather},
     {"inout_accumulate", test_inout_accumulate},
     {"product_bang", test_product_bang},
     {"zero_dim_reduction", test_zero_dim_reduction},
