@@ -207,6 +207,25 @@ fail:;
     return TSL_ERR_SHAPE;
 }
 
+tsl_status dist_layout_reduce(dist_layout *out, const dist_layout *l, int dim, layout_err *e)
+{
+    if (dim < 0 || dim >= l->rank) {
+        layout_errf(e, "reduce: dimension %d is outside a rank-%d layout", dim, l->rank);
+        return TSL_ERR_SHAPE;
+    }
+    dist_axis ax[DIST_MAX_AXES];
+    int n = 0;
+    for (int i = 0; i < l->naxes; i++) {
+        dist_axis a = l->axis[i];
+        if (a.dim == dim) {
+            if (!a.is_thread) continue; /* the slots along dim fold into one */
+            a.dim = -1;                 /* its threads now hold copies */
+        }
+        ax[n++] = a;
+    }
+    return dist_from_chain(out, l->rank, ax, n, e);
+}
+
 int dist_layout_map(const dist_layout *l, int64_t thread, int64_t local, int64_t *coord_out)
 {
     if (thread < 0 || thread >= l->threads || local < 0 || local >= l->locals) return -1;

@@ -12,7 +12,7 @@
  *  - `dist_layout`: a Tilus distributed register layout, a function
  *    (thread, local) -> logical coordinate, built from local(...),
  *    spatial(...), column_local(...), column_spatial(...), replicate(n), and
- *    composition f.g; division h/g gives the f with f.g == h.
+ *    composition f.g; division h/g gives the f with f.g == h; reduce.
  *
  * Everything is a value type (no pointers inside): copy with `=`, no free.
  * Fallible operations return a tsl_status and, when `e` is not NULL, a
@@ -201,6 +201,10 @@ tsl_status dist_layout_compose(dist_layout *out, const dist_layout *f, const dis
  * error when none exists. */
 tsl_status dist_layout_divide(dist_layout *out, const dist_layout *h, const dist_layout *g,
                               layout_err *e);
+/* The layout of the result of reducing dimension `dim` (Tilus' reduce):
+ * the shape's extent there becomes 1, the local slots along it fold into
+ * one, and the threads along it become replicas holding the same value. */
+tsl_status dist_layout_reduce(dist_layout *out, const dist_layout *l, int dim, layout_err *e);
 /* Coordinate of (thread, local); coord_out has `rank` entries. Returns 0,
  * or -1 when thread/local is out of range. */
 int dist_layout_map(const dist_layout *l, int64_t thread, int64_t local, int64_t *coord_out);

@@ -174,7 +174,7 @@ static tsl_status parse_expr(lparser *P, layout_value *v, int depth);
 enum fn_kind {
     FN_COMPOSE, FN_COMPLEMENT, FN_DIVIDE, FN_ZIPPED, FN_TILED, FN_PRODUCT, FN_BLOCKED,
     FN_RAKED, FN_COALESCE, FN_RINV, FN_SWIZZLE, FN_LOCAL, FN_SPATIAL, FN_CLOCAL, FN_CSPATIAL,
-    FN_REPLICATE,
+    FN_REPLICATE, FN_REDUCE,
 };
 
 static const struct {
@@ -200,6 +200,7 @@ static const struct {
     {"column_local", FN_CLOCAL},
     {"column_spatial", FN_CSPATIAL},
     {"replicate", FN_REPLICATE},
+    {"reduce", FN_REDUCE},
 };
 
 /* A data argument: a layout, or a tiler where `tiler_ok`. */
@@ -244,6 +245,22 @@ static tsl_status parse_dist_atom(lparser *P, enum fn_kind k, layout_value *v, s
     return st ? aerr(P, at, st) : TSL_OK;
 }
 
+/* reduce args := expr ',' int ')'      (a distributed layout, a dim) */
+static tsl_status parse_reduce(lparser *P, layout_value *v, size_t at, int depth)
+{
+    skip_ws(P);
+    size_t lat = P->pos;
+    tsl_status st = parse_expr(P, v, depth + 1);
+    if (st) return st;
+    if (v->kind != LAYOUT_VALUE_DIST)
+        return perr(P, lat, TSL_ERR_SYNTAX, "reduce takes a distributed layout%s", "");
+    int64_t dim;
+    if ((st = expect(P, ',')) || (st = parse_int(P, &dim)) || (st = expect(P, ')'))) return st;
+    if (dim < 0 || dim >= DIST_MAX_RANK) dim = -1;
+    st = dist_layout_reduce(&v->dist, &v->dist, (int)dim, P->e);
+    return st ? aerr(P, at, st) : TSL_OK;
+}
+
 /* call := NAME '(' args ')' */
 static tsl_status parse_call(lparser *P, layout_value *v, int depth)
 {
@@ -263,6 +280,7 @@ static tsl_status parse_call(lparser *P, layout_value *v, int depth)
     enum fn_kind k = fn_table[found].kind;
     tsl_status st;
     if ((st = expect(P, '('))) return st;
+    if (k == FN_REDUCE) return parse_reduce(P, v, at, depth);
     if (k >= FN_LOCAL) return parse_dist_atom(P, k, v, at);
 
     layout_value a, b;

@@ -240,6 +240,20 @@ static void test_dist_algebra(void)
     CHECK_EQ_INT(dist_layout_owners(&v.dist, co, ts, ls, 4), 2);
     CHECK_EQ_INT(ts[0], 6);
     CHECK_EQ_INT(ts[1], 7);
+    /* reduce along columns of the mma fragment: each row's value is held
+     * by the 4 threads of a quad, in slot 0 (row r) and slot 1 (row r+8) */
+    free(eval_str("reduce(local(2,1).spatial(8,4).local(1,2),1)", TSL_OK, &v));
+    check_eval("reduce(local(2,1).spatial(8,4).local(1,2),1)",
+               "local(2,1).spatial(8,1).replicate(4)");
+    CHECK_EQ_INT(v.dist.shape[0], 16);
+    CHECK_EQ_INT(v.dist.shape[1], 1);
+    CHECK_EQ_INT(v.dist.threads, 32);
+    CHECK_EQ_INT(v.dist.locals, 2);
+    int64_t rc[2] = {9, 0};
+    CHECK_EQ_INT(dist_layout_owners(&v.dist, rc, ts, ls, 4), 4);
+    for (int k = 0; k < 4; k++) CHECK(ts[k] == 4 + k && ls[k] == 1);
+    check_eval("reduce(local(2,4),0)", "local(1,4)");
+    check_error("reduce(local(2,4),2)", "outside", 0);
     check_error("local(2,4)/local(3,1)", "no quotient", 0);
     check_error("spatial(2,4)/local(1,2)", "no quotient", 0);
 }

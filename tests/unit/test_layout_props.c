@@ -461,7 +461,32 @@ static void test_prop_parse_garbage(void)
     }
 }
 
+/* reduce(l, d): every thread that held an element of a row along d holds
+ * that row's reduced value. */
+static void test_prop_dist_reduce(void)
+{
+    for (int r = 0; r < ROUNDS / 4; r++) {
+        dist_layout l = random_dist(2, 3, r % 3 == 0), red;
+        if (l.rank == 0) continue; /* only replication: nothing to reduce */
+        int dim = (int)test_rand_int(0, l.rank - 1);
+        CHECK(dist_layout_reduce(&red, &l, dim, NULL) == TSL_OK);
+        CHECK_EQ_INT(red.shape[dim], 1);
+        CHECK_EQ_INT(red.threads, l.threads);
+        int64_t ts[256], ls[256];
+        for (int64_t t = 0; t < l.threads; t++)
+            for (int64_t i = 0; i < l.locals; i++) {
+                int64_t c[DIST_MAX_RANK];
+                dist_layout_map(&l, t, i, c);
+                c[dim] = 0;
+                int64_t n = dist_layout_owners(&red, c, ts, ls, 256), found = 0;
+                for (int64_t k = 0; k < n && k < 256; k++) found |= ts[k] == t;
+                CHECK_MSG(found || n > 256, "thread %lld lost its reduced value", (long long)t);
+            }
+    }
+}
+
 TEST_SUITE(layout_props) = {
+    {"dist_reduce", test_prop_dist_reduce},
     {"parse_garbage", test_prop_parse_garbage},
     {"compose", test_prop_compose},
     {"complement", test_prop_complement},
