@@ -493,3 +493,41 @@ def test_check_examples_without_entry_when_single():
     proc = run_cli("run", "examples/softmax.tc", "--size", "N=3", "--size", "D=7", "--check")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("softmax: X(3,7) float32 -> Y(3,7) float32 on interp in ")
+
+
+def test_input_for_output_only_name(tmp_path, rng):
+    res = run_tc(tmp_path, "examples/matmul.tc", inputs={"C": f32(rng, 3, 7)}, sizes={"M": 3},
+                 expect_ok=False)
+    assert res.proc.returncode == 1
+    assert "C" in res.proc.stderr and "output" in res.proc.stderr
+
+
+def test_unknown_size_symbol():
+    proc = run_cli("run", "examples/matmul.tc", "--size", "M=3", "--size", "K=5", "--size", "N=7",
+                   "--size", "Q=2")
+    assert proc.returncode == 1
+    assert "Q" in proc.stderr
+
+
+def test_size_disagrees_with_input(tmp_path, rng):
+    res = run_tc(tmp_path, "examples/matmul.tc", inputs={"A": f32(rng, 3, 5)},
+                 sizes={"M": 4, "N": 7}, expect_ok=False)
+    assert res.proc.returncode == 1
+    assert "M" in res.proc.stderr and "A" in res.proc.stderr
+
+
+INT_SCALAR_PROGRAM = """
+def scale(int32 s, float(N) A) -> (B) {
+  B(i) = A(i) * s
+}
+"""
+
+
+def test_int_scalar(tmp_path, rng):
+    prog = write(tmp_path, "scale.tc", INT_SCALAR_PROGRAM)
+    a = f32(rng, 11)
+    res = run_tc(tmp_path, prog, inputs={"A": a}, sets={"s": -3}, outputs=["B"])
+    assert np.abs(res.outputs["B"] - (-3.0) * a.astype(np.float64)).max() <= 1e-5
+    bad = run_tc(tmp_path, prog, inputs={"A": a}, sets={"s": 2.5}, expect_ok=False)
+    assert bad.proc.returncode == 1
+    assert "s" in bad.proc.stderr and "integer" in bad.proc.stderr
