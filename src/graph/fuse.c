@@ -245,9 +245,20 @@ static bool join_rows(const cur *c, const graph_op *b, int *rows)
     return true;
 }
 
+/* b consumes (RAW) or rewrites (WAW) something the group wrote:
+ * independent ops are not fused side by side. */
+static bool depends_on_cur(const cur *c, const graph_op *b)
+{
+    for (int i = 0; i < c->g->nedges; i++) {
+        const graph_edge *e = &c->g->edges[i];
+        if (e->to == b->index && e->dep != GRAPH_DEP_WAR && in_cur(c, e->from)) return true;
+    }
+    return false;
+}
+
 static bool can_join(const cur *c, const graph_op *b, int *rows)
 {
-    if (c->nops == 0) return false;
+    if (c->nops == 0 || !depends_on_cur(c, b)) return false;
     if (b->nvars > 64) return false;
     for (int i = c->first; i < c->first + c->nops; i++)
         if (c->g->ops[i].nvars > 64) return false;

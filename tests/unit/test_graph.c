@@ -251,6 +251,12 @@ static void test_elementwise(void)
                     "  X(i,j) = t(i,j) + 1\n}\n", NULL))
         check_groups(&f, "elementwise:2");
     fx_close(&f);
+    /* independent ops are not fused side by side */
+    if (fx_open(&f, "def indep(float(N,D) X, float(N) Z) -> (Y, W) {\n"
+                    "  Y(n,d) = X(n,d) * 2\n"
+                    "  W(n) = Z(n) + 1\n}\n", NULL))
+        check_groups(&f, "elementwise:1 elementwise:1");
+    fx_close(&f);
     /* a transposed and a shifted read of a result go through memory */
     if (fx_open(&f, "def tr(float(N,D) X) -> (Y, Z) {\n"
                     "  t(n,d) = X(n,d) + 1\n"
