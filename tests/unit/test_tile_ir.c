@@ -12,6 +12,7 @@ static const char *const goldens[] = {
     "gemm.tile",        "gemm_pipelined.tile", "ldmatrix.tile", "blocked_sum.tile",
     "softmax_rows.tile", "elementwise.tile",   "control.tile",  "shuffle.tile",
     "dequant.tile",     "quadpairs.tile",      "async_copy.tile", "tiny.tile",
+    "blocks_out.tile",
 };
 
 /* Parse text as file `name`; returns the status, fills *m (NULL on error)
@@ -340,6 +341,16 @@ static const bad_case verify_cases[] = {
      "    load_shared s.tile([8, 8])[gm, gn].tile([1, 8])[0, 0] -> r.local.tile([1, 2]) atom ldmatrix.x4 on warp\n"
      "  }\n}\n",
      "bad.tile:3:3: error:", "does not cover 's': element [1, 0] is touched by no thread (32 of 256 covered)"},
+    {"decomposition does not cover a tile",
+     "kernel k() grid(1) threads(4) {\n"
+     "  x = alloc register f32[8, 8] layout local(4,2).spatial(2,2).local(1,2) init 1\n"
+     "  s = alloc shared f32[8, 8]\n"
+     "  store_shared x -> s[0, 0] decomp {\n"
+     "    g = threads 4 tile 1 reshape [2, 2]\n"
+     "    let gi, gj, lane = indices g\n"
+     "    store_shared x.local -> s.tile([4:2, (2,2):(1,4)])[gi, 0] on g\n"
+     "  }\n}\n",
+     "bad.tile:4:3: error:", "does not cover 's': element [0, 2] is touched by no thread (32 of 64 covered)"},
     {"decomposition index out of range",
      "kernel k() grid(1) threads(32) {\n"
      "  s = alloc shared f16[16, 16]\n"
