@@ -186,7 +186,8 @@ struct tile_value {
  *                   is the transferred tile's shape, right-aligned (leading
  *                   dims extent 1); for a tiled view, selects one tile
  *   T.tile([8, 8])  tile: a tensor of tiles (outer = shape / tile);
- *                   each tiler entry is an int or a 1-D layout like 2:2
+ *                   each tiler entry is an int or a 1-D layout like 2:2;
+ *                   entries are right-aligned (leading dims tiled by 1)
  *   T.local         a register tensor's per-thread part (decomp only)
  */
 typedef enum tile_step_kind { TILE_STEP_INDEX, TILE_STEP_TILE, TILE_STEP_LOCAL } tile_step_kind;
