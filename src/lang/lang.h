@@ -67,6 +67,8 @@ typedef struct lang_sexpr {
     lang_sexpr_kind kind;
     int64_t value; /* LANG_SX_CONST */
     int sym;       /* LANG_SX_SYM */
+    int nodes;     /* size of the tree written out (shared subtrees counted
+                      each time), saturating; range inference caps it */
     const struct lang_sexpr *a, *b;
 } lang_sexpr;
 

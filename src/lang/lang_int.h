@@ -11,6 +11,9 @@
  * follows the parse tree, so this bounds their stack use too. */
 #define LANG_MAX_DEPTH 256
 
+/* Largest inferred range expression (lang_sexpr.nodes) accepted. */
+#define LANG_MAX_RANGE_NODES 4000
+
 /* ---- tokens ---------------------------------------------------------------- */
 
 typedef enum lex_kind {

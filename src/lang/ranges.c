@@ -26,6 +26,8 @@
 
 #include "lang/lang_int.h"
 
+#define RANGES_MAX_COEF ((int64_t)1 << 40)
+
 /* ---- affine forms --------------------------------------------------------- */
 
 static bool ranges_aff(tsl_arena *a, const lang_expr *e, int64_t scale, int nvars, int64_t *coef,
@@ -106,7 +108,11 @@ bool ranges_affine(tsl_arena *a, const lang_expr *e, int nvars, int64_t *coef,
     memset(coef, 0, sizeof(int64_t) * (size_t)nvars);
     *off = sexpr_const(a, 0);
     if (!e->affine || e->type == TSL_DTYPE_BOOL) return false;
-    return ranges_aff(a, e, 1, nvars, coef, off);
+    if (!ranges_aff(a, e, 1, nvars, coef, off)) return false;
+    /* keep c*v, c*(hi - 1) and their negations far from overflow */
+    for (int v = 0; v < nvars; v++)
+        if (coef[v] > RANGES_MAX_COEF || coef[v] < -RANGES_MAX_COEF) return false;
+    return true;
 }
 
 /* ---- inference --------------------------------------------------------------- */
@@ -162,7 +168,8 @@ static void ranges_bounds_of(ranges_ctx *R, const ranges_item *it, int skip,
     *rmax = mx;
 }
 
-/* 0: inferred; 1: variables left (reported when `report`, else retried). */
+/* 0: inferred; 1: variables left (reported when `report`, else retried);
+ * -1: an error that retrying cannot fix (reported). */
 static int ranges_stmt(ranges_ctx *R, tsl_diag *d, bool report)
 {
     tsl_arena *a = R->a;
@@ -216,6 +223,15 @@ static int ranges_stmt(ranges_ctx *R, tsl_diag *d, bool report)
             cand[v] = cand[v] ? sexpr_bin(a, LANG_SX_MIN, cand[v], hi) : hi;
         }
         int progress = 0;
+        for (int v = 0; v < nv; v++)
+            if (cand[v] && cand[v]->nodes > LANG_MAX_RANGE_NODES) {
+                /* chains of variables can make the symbolic form explode */
+                diag_error_at(d, R->def->src, st->vars[v].offset, TSL_ERR_RANGE,
+                              "the range of '%s' is too complex to infer symbolically; add "
+                              "'where %s in 0:<hi>'",
+                              st->vars[v].name, st->vars[v].name);
+                return -1;
+            }
         for (int v = 0; v < nv; v++)
             if (cand[v]) {
                 st->vars[v].range.hi = cand[v];
@@ -273,7 +289,9 @@ int ranges_infer(tsl_arena *a, lang_def *def, tsl_diag *d)
         for (int s = 0; s < def->nstmts; s++) {
             if (done[s]) continue;
             R.st = &def->stmts[s];
-            if (ranges_stmt(&R, d, false) == 0) {
+            int r = ranges_stmt(&R, d, false);
+            if (r < 0) return -1;
+            if (r == 0) {
                 done[s] = true;
                 progress++;
             }

@@ -9,6 +9,8 @@
 
 #include "lang/lang_int.h"
 
+#define SEXPR_NODES_SATURATE (1 << 30)
+
 static lang_sexpr *sexpr_raw(tsl_arena *a, lang_sexpr_kind k, const lang_sexpr *x,
                              const lang_sexpr *y)
 {
@@ -16,6 +18,8 @@ static lang_sexpr *sexpr_raw(tsl_arena *a, lang_sexpr_kind k, const lang_sexpr *
     e->kind = k;
     e->a = x;
     e->b = y;
+    int64_t n = 1 + (x ? x->nodes : 0) + (y ? y->nodes : 0);
+    e->nodes = n > SEXPR_NODES_SATURATE ? SEXPR_NODES_SATURATE : (int)n;
     return e;
 }
 
@@ -81,8 +85,12 @@ static bool sexpr_lin_add(sexpr_lin *l, const lang_sexpr *e, int64_t scale)
         break;
     default: break;
     }
+    /* INT64_MIN has no negation; the builder negates coefficients */
+    if (scale == INT64_MIN || l->c == INT64_MIN) return false;
     for (int i = 0; i < l->n; i++)
-        if (sexpr_equal(l->atom[i], e)) return !__builtin_add_overflow(l->coef[i], scale, &l->coef[i]);
+        if (sexpr_equal(l->atom[i], e))
+            return !__builtin_add_overflow(l->coef[i], scale, &l->coef[i]) &&
+                   l->coef[i] != INT64_MIN;
     if (l->n == SEXPR_MAX_TERMS) return false;
     l->coef[l->n] = scale;
     l->atom[l->n++] = e;
