@@ -588,6 +588,11 @@ static bool sema_stmt(sema *S, const parse_stmt *ps, lang_stmt *st)
         S->used[v] = true;
     }
     st->niter = ps->nidx;
+    if (ps->nidx > TSL_MAX_RANK) {
+        sema_err(S, ps->offset, TSL_ERR_SEMANTIC, "'%s' has %d indices; at most %d dimensions",
+                 t->name, ps->nidx, TSL_MAX_RANK);
+        return false;
+    }
     if (S->known[t->index] && t->rank != ps->nidx) {
         sema_err(S, ps->offset, TSL_ERR_SEMANTIC, "'%s' has rank %d but is indexed with %d %s",
                  t->name, t->rank, ps->nidx, ps->nidx == 1 ? "index" : "indices");
