@@ -233,6 +233,16 @@ int64_t layout_cosize(const layout *l)
         return hi + 1;
     }
     int64_t size = layout_size(l), hi = 0;
+    if (size > ((int64_t)1 << 22)) {
+        /* too many to visit: the swizzle permutes aligned blocks of
+         * 2^(M+B+|S|), so round the unswizzled bound up to a block */
+        layout raw = *l;
+        raw.sw = (layout_swizzle){0, 0, 0};
+        int as = l->sw.s < 0 ? -l->sw.s : l->sw.s;
+        int64_t blk = (int64_t)1 << (l->sw.m + l->sw.b + as);
+        int64_t c = layout_cosize(&raw);
+        return (c + blk - 1) / blk * blk;
+    }
     for (int64_t i = 0; i < size; i++) {
         int64_t v = layout_eval(l, i);
         if (v > hi) hi = v;

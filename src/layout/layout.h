@@ -68,7 +68,8 @@ layout layout_compact(const layout *shape_of);
 /* Queries. rank = top-level modes (a leaf has rank 1); depth: leaf 0,
  * flat tuple 1, ...; size = product of extents; cosize = L(size-1) + 1 for
  * non-negative strides without swizzle, else the max offset over the
- * domain plus 1. */
+ * domain plus 1 (a swizzled layout of more than 2^22 elements: the bound
+ * rounded up to a whole swizzle block). */
 int layout_rank(const layout *l);
 int layout_depth(const layout *l);
 int64_t layout_size(const layout *l);

@@ -199,6 +199,8 @@ static const struct {
     {"spatial", FN_SPATIAL},
     {"column_local", FN_CLOCAL},
     {"column_spatial", FN_CSPATIAL},
+    {"repeat", FN_LOCAL}, /* Tilus' older names for local */
+    {"column_repeat", FN_CLOCAL},
     {"replicate", FN_REPLICATE},
     {"reduce", FN_REDUCE},
 };

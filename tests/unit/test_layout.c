@@ -59,6 +59,7 @@ static void test_literals_roundtrip(void)
     check_eval("(4,2)", "(4,2):(1,4)");
     check_eval(" ( 4 , (2,3) ) ", "(4,(2,3)):(1,(4,8))");
     check_eval("8", "8:1");
+    check_eval("repeat(2,2).column_repeat(1,2)", "local(2,2).column_local(1,2)");
 }
 
 static void test_layout_queries(void)
