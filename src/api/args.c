@@ -1,9 +1,13 @@
 /* args.c — binding a program's arguments by name, inferring size symbols
  * and output shapes from the bound inputs, and running on a target.
  *
- * Lifecycle: set_tensor / set_scalar (any order) -> infer (explicit or
- * implied by output_shape, set_output and run) -> run -> output. Binding
- * an input again drops the inferred shapes; the next infer redoes them. */
+ * Lifecycle: set_tensor / set_scalar (any order) -> infer (explicit, or
+ * implied by output_shape and set_output) -> run -> output. Binding again
+ * drops the inferred shapes. Every run infers afresh, since the caller's
+ * descriptors are borrowed and may have changed since they were bound.
+ * Outputs the caller did not bind are allocated by the args at the first
+ * run and kept (tsl_args_output) until the args are freed or a later run
+ * needs another shape. */
 #include <math.h>
 #include <string.h>
 
