@@ -11,6 +11,7 @@
 #include "tile/interp.h"
 #include "tile/interp_atom.h"
 #include "tile/interp_mem.h"
+#include "tile/pipeline.h"
 #include "tile/tile.h"
 
 /* ---- the memory model ------------------------------------------------------ */
@@ -214,6 +215,8 @@ static char *mutate(char *text, const char *from, const char *to)
 }
 
 /* Parse `text`, run its only kernel; the message (if any) into *msg. */
+static int expand_next; /* run_text expands pipelines first */
+
 static tsl_status run_text(const char *text, tile_interp_arg *args, int nargs, int shuffle, char **msg)
 {
     tsl_arena *ar = arena_create();
@@ -221,6 +224,20 @@ static tsl_status run_text(const char *text, tile_interp_arg *args, int nargs, i
     tsl_diag d = {0};
     tile_module *m = NULL;
     tsl_status st = tile_parse(ar, &src, &d, &m);
+    if (!st && expand_next) {
+        /* expand, print, and run the re-parsed text: the printed form is the program */
+        st = tile_pipeline_expand(m, &src, 0, &d);
+        if (!st) {
+            char *printed = tile_print(m);
+            expand_next = 0;
+            tsl_status st2 = run_text(printed, args, nargs, shuffle, msg);
+            expand_next = 1;
+            free(printed);
+            diag_free(&d);
+            arena_free(ar);
+            return st2;
+        }
+    }
     if (!st) {
         tile_interp_opts o = {0};
         o.shuffle_blocks = shuffle;
@@ -356,11 +373,77 @@ static void test_gemm_hazards(void)
     }
 }
 
+static void test_gemm_pipelined(void)
+{
+    char *text = read_example("gemm_pipelined.tile");
+    for (int ex = 0; ex < 2; ex++) {
+        expand_next = ex;
+        gemm_case(text, 67, 45, 40);
+        gemm_case(text, 1, 1, 1);
+        gemm_case(text, test_rand_int(1, 100), test_rand_int(1, 100), test_rand_int(1, 200));
+    }
+    expand_next = 0;
+    free(text);
+}
+
+/* The expanded pipeline with its wait or its barrier removed reports a hazard. */
+static void test_pipeline_hazards(void)
+{
+    const char *cut[] = {"    wait 1\n", "    wait 1\n    sync\n"};
+    const char *put[] = {"", "    wait 1\n"};
+    const char *want[] = {"missing wait", "synchronize"};
+    for (int i = 0; i < 2; i++) {
+        tsl_arena *ar = arena_create();
+        char *text = read_example("gemm_pipelined.tile");
+        tsl_source src = {"gemm_pipelined.tile", text};
+        tsl_diag d = {0};
+        tile_module *m = NULL;
+        CHECK(tile_parse(ar, &src, &d, &m) == TSL_OK && tile_pipeline_expand(m, &src, 0, &d) == TSL_OK);
+        char *printed = m ? tile_print(m) : strdup("");
+        printed = mutate(printed, cut[i], put[i]);
+        int64_t M = test_rand_int(1, 70), N = test_rand_int(1, 70), K = test_rand_int(97, 200);
+        int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+        DLTensor *a = rand_tensor(TSL_DTYPE_F16, 2, sa), *b = rand_tensor(TSL_DTYPE_F16, 2, sb),
+                 *c = nan_tensor(TSL_DTYPE_F32, 2, sc);
+        tile_interp_arg args[3] = {{"a", a, 0}, {"b", b, 0}, {"c", c, 0}};
+        char *msg;
+        tsl_status st = run_text(printed, args, 3, 0, &msg);
+        CHECK_MSG(st == TSL_ERR_RUNTIME && strstr(msg, "hazard") && strstr(msg, want[i]),
+                  "cut %d: status %d, message: %s", i, st, msg);
+        free(msg);
+        free(printed);
+        free(text);
+        diag_free(&d);
+        arena_free(ar);
+        tsl_tensor_free(a);
+        tsl_tensor_free(b);
+        tsl_tensor_free(c);
+    }
+}
+
+/* Over the shared-memory budget: the message names the budget and the request. */
+static void test_pipeline_budget(void)
+{
+    char *text = mutate(read_example("gemm_pipelined.tile"), "smem_budget(49152)", "smem_budget(20000)");
+    tsl_arena *ar = arena_create();
+    tsl_source src = {"gemm_pipelined.tile", text};
+    tsl_diag d = {0};
+    tile_module *m = NULL;
+    CHECK(tile_parse(ar, &src, &d, &m) == TSL_OK);
+    tsl_status st = m ? tile_pipeline_expand(m, &src, 0, &d) : TSL_ERR_INTERNAL;
+    CHECK(st != TSL_OK);
+    CHECK_MSG(strstr(sb_str(&d.msg), "20000") && strstr(sb_str(&d.msg), "24576"), "message: %s", sb_str(&d.msg));
+    diag_free(&d);
+    arena_free(ar);
+    free(text);
+}
+
 static void test_blocked_sum(void)
 {
     char *text = read_example("blocked_sum.tile");
-    for (int rep = 0; rep < 2; rep++) {
-        int64_t R = rep ? 1 : test_rand_int(2, 5), M = test_rand_int(1, 40), N = test_rand_int(1, 70);
+    for (int rep = 0; rep < 4; rep++) {
+        expand_next = rep >= 2;
+        int64_t R = rep % 2 ? 1 : test_rand_int(2, 5), M = test_rand_int(1, 40), N = test_rand_int(1, 70);
         int64_t sx[3] = {R, M, N}, so[2] = {M, N};
         DLTensor *x = rand_tensor(TSL_DTYPE_F32, 3, sx), *o = nan_tensor(TSL_DTYPE_F32, 2, so);
         tile_interp_arg args[2] = {{"x", x, 0}, {"o", o, 0}};
@@ -376,6 +459,7 @@ static void test_blocked_sum(void)
         tsl_tensor_free(x);
         tsl_tensor_free(o);
     }
+    expand_next = 0;
     free(text);
 }
 
@@ -389,6 +473,9 @@ TEST_SUITE(tile_interp) = {
     {"ldmatrix_move", test_ldmatrix_move},
     {"gemm", test_gemm},
     {"gemm_hazards", test_gemm_hazards},
+    {"gemm_pipelined", test_gemm_pipelined},
+    {"pipeline_hazards", test_pipeline_hazards},
+    {"pipeline_budget", test_pipeline_budget},
     {"blocked_sum", test_blocked_sum},
     {0},
 };
