@@ -1,9 +1,11 @@
 /* program.c — checking and compiling TC source into a tsl_program (one
- * def), printing it, and introspection of its parameters and outputs. */
+ * def), printing it (ast, ranges, op graph), and introspection of its
+ * parameters and outputs. */
 #include <errno.h>
 #include <string.h>
 
 #include "api/api.h"
+#include "graph/graph.h"
 
 /* Parse and check src into arena a; diagnostics replace ctx's error. */
 static const lang_module *program_parse(tsl_context *ctx, tsl_arena *a, const tsl_source *src,
@@ -139,8 +141,24 @@ tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
         lang_print_def(&b, p->def);
     else if (what && !strcmp(what, "ranges"))
         lang_print_ranges(&b, p->def);
-    else
-        return api_error(p->ctx, TSL_ERR_ARG, "unknown emit kind '%s' (expected ast or ranges)",
+    else if (what && !strcmp(what, "graph")) {
+        /* the op graph is rebuilt per call, in an arena of its own */
+        tsl_arena *ga = arena_create();
+        diag_reset(&p->ctx->diag);
+        graph *g = ga ? graph_build(ga, p->def, &p->ctx->diag) : NULL;
+        if (!g) {
+            arena_free(ga);
+            sb_free(&b);
+            if (!p->ctx->diag.nerr)
+                diag_error(&p->ctx->diag, TSL_ERR_INTERNAL, "building the op graph of '%s' failed",
+                           p->def->name);
+            return p->ctx->diag.first;
+        }
+        graph_print(&b, g);
+        arena_free(ga);
+    } else
+        return api_error(p->ctx, TSL_ERR_ARG,
+                         "unknown emit kind '%s' (expected ast, ranges or graph)",
                          what ? what : "(null)");
     *out = sb_take(&b);
     if (!*out) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");

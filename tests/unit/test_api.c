@@ -102,6 +102,10 @@ static void test_introspection_emit(void)
     CHECK_EQ_INT(tsl_program_emit(p, "ranges", &s), TSL_OK);
     CHECK(s && strlen(s) > 0);
     free(s);
+    s = NULL;
+    CHECK_MSG(tsl_program_emit(p, "graph", &s) == TSL_OK, "%s", tsl_context_error(ctx));
+    CHECK(s && strlen(s) > 0);
+    free(s);
     CHECK_ERR(tsl_program_emit(p, "ptx", &s), TSL_ERR_ARG, "unknown emit kind 'ptx'");
     tsl_program_free(p);
 out:
