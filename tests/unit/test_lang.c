@@ -121,6 +121,13 @@ static void test_lex_forms(void)
     CHECK_EQ_INT(d->stmts[3].op, LANG_MIN_EQ);
     CHECK(!d->stmts[3].bang);
     CHECK(d->stmts[1].vars[1].from_where);
+    /* literal values survive: printed back canonically */
+    d = lt_def("def g(float(N) X) -> (Y) { Y(i) = X(i) * 2.f + 1e-5 + .5 + 3.25F + 7 }", "g");
+    if (!d) goto out;
+    strbuf b = {0};
+    lang_print_def(&b, d);
+    CHECK(lt_has(sb_str(&b), "Y(i) = X(i) * 2.0 + 1e-05 + 0.5 + 3.25 + 7  # float32"));
+    sb_free(&b);
 out:
     lt_done();
 }
