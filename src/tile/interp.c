@@ -594,9 +594,12 @@ static tsl_status exec_store(interp *I, const tile_stmt *s)
     return TSL_OK;
 }
 
-/* copy_async global -> shared: the box in row-major order, cut into
- * vectors of `bytes` (16 by default), vector i issued by thread
- * i % threads (cp.async with zero fill past the tensor's bounds). */
+/* copy_async global -> shared: the tile is the shared tensor, or its slice
+ * S[i, ...] of the trailing dims (the leading dims indexed), or a tile of
+ * a tiled view; it is taken from the global tensor right-aligned at the
+ * source's offsets. The tile in row-major order is cut into vectors of
+ * `bytes` (16 by default), vector i issued by thread i % threads
+ * (cp.async with zero fill past the tensor's bounds). */
 static tsl_status exec_copy_async(interp *I, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -607,27 +610,32 @@ static tsl_status exec_copy_async(interp *I, const tile_stmt *s)
     if ((st = view_of(I, &in->dst, &dst))) return st;
     if (src.t->space != TILE_GLOBAL || dst.t->space != TILE_SHARED)
         return ierr(I, s->pos, TSL_ERR_SEMANTIC, "copy_async copies global -> shared");
-    if (src.rank != dst.rank)
-        return ierr(I, s->pos, TSL_ERR_SHAPE, "copy_async: '%s' has rank %d, '%s' rank %d", src.name,
-                    src.rank, dst.name, dst.rank);
+    /* leading dims fixed by an untiled index (S[i, ...]) */
+    int lead = 0;
+    if (in->dst.nsteps == 1 && in->dst.steps[0].kind == TILE_STEP_INDEX) lead = in->dst.steps[0].n;
+    if (lead >= dst.rank)
+        return ierr(I, in->dst.pos, TSL_ERR_SHAPE, "copy_async: %d indices leave nothing of '%s'", lead, dst.name);
+    int trank = dst.rank - lead;
     int64_t box[IMAX_RANK], n = 1;
-    for (int i = 0; i < dst.rank; i++) {
-        box[i] = dst.ext[i] >= 0 ? dst.ext[i] : src.ext[i] >= 0 ? src.ext[i] : dst.t->dims[i];
-        if (src.ext[i] >= 0 && src.ext[i] != box[i])
-            return ierr(I, s->pos, TSL_ERR_SHAPE, "copy_async: extents differ in dim %d (%lld vs %lld)",
-                        i, (long long)src.ext[i], (long long)box[i]);
+    for (int i = 0; i < trank; i++) {
+        int d = lead + i;
+        box[i] = dst.ext[d] >= 0 ? dst.ext[d] : dst.t->dims[d];
         n *= box[i];
     }
+    if ((st = view_fit(I, s->pos, &src, box, trank))) return st;
     int64_t vec = (in->bytes ? in->bytes : 16) / (int64_t)dt_bytes(dst.t->tdt);
     if (vec < 1) vec = 1;
     for (int64_t e = 0; e < n; e++) {
-        int64_t vc[IMAX_RANK], cs[IMAX_RANK], cd[IMAX_RANK], r = e;
-        for (int i = dst.rank - 1; i >= 0; i--) {
-            vc[i] = r % box[i];
+        int64_t tc[IMAX_RANK], vs[IMAX_RANK], vd[IMAX_RANK], cs[IMAX_RANK], cd[IMAX_RANK], r = e;
+        for (int i = trank - 1; i >= 0; i--) {
+            tc[i] = r % box[i];
             r /= box[i];
         }
-        view_map(&src, vc, cs);
-        view_map(&dst, vc, cd);
+        for (int i = 0; i < dst.rank; i++) vd[i] = i < lead ? 0 : tc[i - lead];
+        if (!view_coord_from(&src, tc, trank, vs))
+            return ierr(I, s->pos, TSL_ERR_SHAPE, "copy_async: the tile does not fit '%s'", src.name);
+        view_map(&src, vs, cs);
+        view_map(&dst, vd, cd);
         double v = in_dims(src.t, cs) ? global_get(src.t, cs) : 0;
         int64_t th = (e / vec) % I->nthreads;
         if ((st = shared_put(I, s->pos, &dst, cd, th, v, 1))) return st;

@@ -3,7 +3,7 @@
  * pipeline becomes (names carry a per-kernel prefix `pipeN_`):
  *
  *   let T = E0 * E1 * ...
- *   <in>_buf = alloc shared dt[S*b0, b1, ...]     (per shared input)
+ *   <in>_buf = alloc shared dt[S, b0, b1, ...]    (per shared input)
  *   var <in>_n = 0  var <in>_u = 0                 (copies issued / consumed)
  *   <out> = alloc shared|register ...              (resident out blocks)
  *   for s in 0 : S-1 { if s < T { ISSUE(s) }  commit }          prologue
@@ -12,10 +12,10 @@
  *     wait S-2   sync   if j+S-1 < T { ISSUE(j+S-1) }   commit
  *     if CHANGED(j) { set <in>_u = <in>_u + 1 }
  *     let <in>_slot = (<in>_u - 1) % S
- *     BODY, each use of <in> read as <in>_buf.tile([b...])[<in>_slot, 0...]
+ *     BODY, each use of <in> read as <in>_buf[<in>_slot, ...]
  *     if j == T-1 || OUT_CHANGED(j+1) { write <out> back }       epilogue
  *   }
- * ISSUE(i): if CHANGED(i) { copy_async G[idx(i)*b] -> <in>_buf.tile([b])[<in>_n % S, 0..]
+ * ISSUE(i): if CHANGED(i) { copy_async G[idx(i)*b] -> <in>_buf[<in>_n % S]
  *           set <in>_n = <in>_n + 1 }
  * With S == 1 the order is: sync, issue j, commit, wait 0, sync, body.
  * CHANGED(i) is i == 0 or a block index differing from point i-1's, so a
@@ -164,31 +164,25 @@ static tile_operand block_operand(pexp *X, const tile_blockspec *bs, tile_expr *
     return o;
 }
 
-/* buf.tile([b0, b1, ...])[slot, 0, ...]: one stage's buffer. */
-static void add_slot_steps(pexp *X, const tile_blockspec *bs, tile_operand *o, tile_expr *slot)
+/* One stage of a buffer buf[S, b0, b1, ...]: the operand's first index
+ * gets the slot in front ([slot, i0, i1, ...]; no index: [slot]); an
+ * operand without an index step gets [slot] (the slice of stage slot). */
+static void add_slot_steps(pexp *X, tile_operand *o, tile_expr *slot)
 {
-    tile_step st;
-    memset(&st, 0, sizeof st);
-    st.kind = TILE_STEP_TILE;
-    st.pos = o->pos;
-    st.n = bs->rank;
-    st.tilers = arena_alloc(X->m->arena, sizeof(tile_layout *) * (size_t)bs->rank);
-    st.sizes = arena_alloc(X->m->arena, sizeof(int64_t) * (size_t)bs->rank);
-    for (int i = 0; i < bs->rank; i++) st.sizes[i] = bs->block[i];
     tile_step ix;
     memset(&ix, 0, sizeof ix);
     ix.kind = TILE_STEP_INDEX;
     ix.pos = o->pos;
-    ix.n = bs->rank;
-    ix.idx = arena_alloc(X->m->arena, sizeof(tile_expr *) * (size_t)bs->rank);
+    int merge = o->nsteps && o->steps[0].kind == TILE_STEP_INDEX;
+    int n0 = merge ? o->steps[0].n : 0;
+    ix.n = n0 + 1;
+    ix.idx = arena_alloc(X->m->arena, sizeof(tile_expr *) * (size_t)ix.n);
     ix.idx[0] = slot;
-    for (int i = 1; i < bs->rank; i++) ix.idx[i] = eint(X, 0);
-    /* new steps first, then the operand's own */
-    int n = o->nsteps + 2;
+    for (int i = 0; i < n0; i++) ix.idx[i + 1] = o->steps[0].idx[i];
+    int n = o->nsteps + (merge ? 0 : 1);
     tile_step *steps = arena_alloc(X->m->arena, sizeof(tile_step) * (size_t)n);
-    steps[0] = st;
-    steps[1] = ix;
-    for (int i = 0; i < o->nsteps; i++) steps[i + 2] = o->steps[i];
+    steps[0] = ix;
+    for (int i = merge ? 1 : 0, j = 1; i < o->nsteps; i++, j++) steps[j] = o->steps[i];
     o->steps = steps;
     o->nsteps = o->capsteps = n;
 }
@@ -205,7 +199,7 @@ static void rewrite_operand(pexp *X, pin *ins, int nin, tile_operand *o)
     for (int i = 0; i < nin; i++)
         if (ins[i].bs && o->v == ins[i].bs->view) {
             o->v = ins[i].buf;
-            add_slot_steps(X, ins[i].bs, o, eval_(X, ins[i].slot));
+            add_slot_steps(X, o, eval_(X, ins[i].slot));
             return;
         }
 }
@@ -240,7 +234,7 @@ static void issue(pexp *X, pin *ins, int nin, tile_block *b, tile_expr *it, int6
         tile_instr_arg(X->m, &c->instr, block_operand(X, bs, it));
         tile_operand dst = tile_operand_tensor(ins[i].buf);
         dst.pos = bs->pos;
-        add_slot_steps(X, bs, &dst, ebin(X, TILE_OP_MOD, eval_(X, ins[i].n), eint(X, S)));
+        add_slot_steps(X, &dst, ebin(X, TILE_OP_MOD, eval_(X, ins[i].n), eint(X, S)));
         tile_instr_dst(&c->instr, dst);
         c->instr.bytes = 16;
         set_new(X, then, ins[i].n, ebin(X, TILE_OP_ADD, eval_(X, ins[i].n), eint(X, 1)), bs->pos);
@@ -334,14 +328,14 @@ static tsl_status expand_one(pexp *X, tile_stmt *ps, tile_block *out)
         if (bs->layout)
             return perr(X, bs->pos, "pipeline expansion: shared input blocks must be row-major (no layout)");
         ins[i].bs = bs;
-        int64_t dims[16];
-        for (int d = 0; d < bs->rank; d++) dims[d] = bs->block[d];
-        dims[0] *= S;
+        int64_t dims[17];
+        dims[0] = S;
+        for (int d = 0; d < bs->rank && d < 16; d++) dims[d + 1] = bs->block[d];
         tile_stmt *a = instr_new(X, out, TILE_I_ALLOC, bs->pos);
         a->instr.result = tile_kernel_new_value(X->m, X->k, TILE_V_TENSOR, TILE_O_DEF, pname(X, bs->view->name, "_buf"));
         a->instr.result->def = a;
         a->instr.result->pos = bs->pos;
-        a->instr.result->type = tile_type_make(X->m, TILE_SHARED, bs->tensor->type.dt, bs->rank, dims, NULL);
+        a->instr.result->type = tile_type_make(X->m, TILE_SHARED, bs->tensor->type.dt, bs->rank + 1, dims, NULL);
         ins[i].buf = a->instr.result;
         ins[i].n = let_new(X, out, TILE_S_VAR, pname(X, bs->view->name, "_n"), eint(X, 0), bs->pos);
         ins[i].u = let_new(X, out, TILE_S_VAR, pname(X, bs->view->name, "_u"), eint(X, 0), bs->pos);
