@@ -644,14 +644,47 @@ static void dc_mark(dc_state *S, const dc_view *w, dc_root *r)
 
 static void dc_block(dc_state *S, const tile_block *b);
 
-static void dc_instr(dc_state *S, const tile_instr *in)
+static int64_t dc_view_count(const dc_view *w)
 {
+    int64_t n = 1;
+    for (int d = 0; d < w->rank; d++) n *= w->tiled ? w->ext[d] * w->outer[d] : w->ext[d];
+    return n;
+}
+
+/* ldmatrix.xN[.trans]: each thread gives one row of 8 16-bit elements and
+ * receives 2*N of them. Checked on thread 0 when both views are known. */
+static void dc_check_ldmatrix(dc_state *S, const tile_instr *in, const int64_t *count, size_t pos)
+{
+    if (!in->atom || strncmp(in->atom, "ldmatrix.x", 10) != 0 || S->thread != 0) return;
+    int n = in->atom[10] - '0';
+    if ((n != 1 && n != 2 && n != 4) || (in->atom[11] != '\0' && in->atom[11] != '.')) {
+        dc_fail(S, pos, "unknown atom '%s' (ldmatrix.x1, .x2, .x4, optionally .trans)", in->atom);
+        return;
+    }
+    if (count[0] >= 0 && count[0] != 8)
+        dc_fail(S, in->args[0].pos, "%s: each thread supplies one row of 8 elements, but this view has %lld",
+                in->atom, (long long)count[0]);
+    else if (count[1] >= 0 && count[1] != 2 * n)
+        dc_fail(S, in->dst.pos, "%s: each thread receives %d elements, but this view has %lld", in->atom, 2 * n,
+                (long long)count[1]);
+    const tile_operand *o = in->nargs ? &in->args[0] : NULL;
+    if (!S->failed && o && o->v && o->v->kind == TILE_V_TENSOR && o->v->type.dt.bits != 16)
+        dc_fail(S, o->pos, "%s moves 16-bit elements, not %d-bit ones", in->atom, o->v->type.dt.bits);
+}
+
+static void dc_instr(dc_state *S, const tile_instr *in, size_t pos)
+{
+    int64_t count[2] = {-1, -1}; /* elements per thread: source, destination */
     for (int i = 0; i <= in->nargs && !S->giveup; i++) {
         const tile_operand *o = i < in->nargs ? &in->args[i] : in->has_dst ? &in->dst : NULL;
         dc_view w;
         dc_root *r = NULL;
-        if (o && dc_view_of(S, o, &w, &r)) dc_mark(S, &w, r);
+        if (o && dc_view_of(S, o, &w, &r)) {
+            dc_mark(S, &w, r);
+            if (i == 0 || i == in->nargs) count[i == 0 ? 0 : 1] = dc_view_count(&w);
+        }
     }
+    if (!S->giveup) dc_check_ldmatrix(S, in, count, pos);
 }
 
 static void dc_stmt(dc_state *S, const tile_stmt *s)
@@ -709,7 +742,7 @@ static void dc_stmt(dc_state *S, const tile_stmt *s)
         else if (s->els) dc_block(S, s->els);
         break;
     }
-    case TILE_S_INSTR: dc_instr(S, &s->instr); break;
+    case TILE_S_INSTR: dc_instr(S, &s->instr, s->pos); break;
     default: S->giveup = 1; break;
     }
 }

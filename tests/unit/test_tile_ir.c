@@ -351,12 +351,21 @@ static const bad_case verify_cases[] = {
      "    store_shared x.local -> s.tile([4:2, (2,2):(1,4)])[gi, 0] on g\n"
      "  }\n}\n",
      "bad.tile:4:3: error:", "does not cover 's': element [0, 2] is touched by no thread (32 of 64 covered)"},
+    {"ldmatrix atom shape",
+     "kernel k() grid(1) threads(32) {\n"
+     "  s = alloc shared f16[16, 16]\n"
+     "  r = load_shared s -> register f16[16, 16] layout local(2,2).spatial(8,4).local(1,2) decomp {\n"
+     "    warp = threads 32 tile 8 reshape [2, 2]\n"
+     "    let gm, gn, lane = indices warp\n"
+     "    load_shared s.tile([8, 8])[gm, gn].tile([1, 8])[lane, 0] -> r.local atom ldmatrix.x2 on warp\n"
+     "  }\n}\n",
+     "bad.tile:6:65: error:", "ldmatrix.x2: each thread receives 4 elements, but this view has 8"},
     {"decomposition index out of range",
      "kernel k() grid(1) threads(32) {\n"
      "  s = alloc shared f16[16, 16]\n"
      "  r = load_shared s -> register f16[16, 16] layout local(2,2).spatial(8,4).local(1,2) decomp {\n"
      "    let t = thread_idx\n"
-     "    load_shared s.tile([8, 8])[t, 0] -> r.local atom ldmatrix.x4\n"
+     "    load_shared s.tile([8, 8])[t, 0] -> r.local\n"
      "  }\n}\n",
      "bad.tile:5:32: error:", "index 2 is outside the 2 tiles of dim 0 (thread 2)"},
     {"copy_async chunk",
