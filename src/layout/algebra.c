@@ -151,7 +151,7 @@ static tsl_status compose_leaf(const lay_flat *a, int64_t s, int64_t d, lay_flat
             rd /= si;
             continue;
         }
-        int64_t ni = (si + rd - 1) / rd; /* elements of B that fit in this mode */
+        int64_t ni = si / rd + (si % rd != 0); /* elements of B that fit in this mode */
         if (lay_mul(a->d[i], rd, &v)) goto overflow;
         if (rs <= ni) {
             if (flat_push(out, rs, v, e)) return TSL_ERR_SHAPE;
@@ -337,7 +337,7 @@ tsl_status layout_complement(layout *out, const layout *a, int64_t cotarget, lay
             return TSL_ERR_SHAPE;
         }
     }
-    if (flat_push(&r, (cotarget + cur - 1) / cur, cur, e)) return TSL_ERR_SHAPE;
+    if (flat_push(&r, cotarget / cur + (cotarget % cur != 0), cur, e)) return TSL_ERR_SHAPE;
     flat_coalesce(&r);
     return flat_to_layout(&r, out, e);
 }

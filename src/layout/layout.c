@@ -67,6 +67,10 @@ tsl_status layout_tuple(layout *out, const layout *modes, int nmodes, layout_err
         memcpy(&r.node[at], modes[i].node, sizeof(layout_node) * (size_t)modes[i].n);
         at += modes[i].n;
     }
+    if (!lay_span_ok(&r)) {
+        layout_errf(e, "layout offsets overflow 64 bits");
+        return TSL_ERR_SHAPE;
+    }
     *out = r;
     return TSL_OK;
 }
@@ -218,7 +222,7 @@ int lay_span_ok(const layout *l)
         int64_t d = nd->stride < 0 ? -nd->stride : nd->stride;
         if (lay_mul(nd->shape - 1, d, &t) || lay_add(span, t, &span)) return 0;
     }
-    return 1;
+    return span < INT64_MAX; /* so that cosize = span + 1 fits too */
 }
 
 int64_t layout_cosize(const layout *l)
@@ -241,7 +245,8 @@ int64_t layout_cosize(const layout *l)
         int as = l->sw.s < 0 ? -l->sw.s : l->sw.s;
         int64_t blk = (int64_t)1 << (l->sw.m + l->sw.b + as);
         int64_t c = layout_cosize(&raw);
-        return (c + blk - 1) / blk * blk;
+        int64_t nblk = c / blk + (c % blk != 0), r;
+        return lay_mul(nblk, blk, &r) ? INT64_MAX : r;
     }
     for (int64_t i = 0; i < size; i++) {
         int64_t v = layout_eval(l, i);

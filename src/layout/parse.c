@@ -156,15 +156,8 @@ static tsl_status parse_literal(lparser *P, layout_value *v)
             return perr(P, sat, TSL_ERR_SYNTAX, "stride is not congruent with the shape%s", "");
         sh.node[i].stride = sd.node[i].stride;
     }
-    /* every offset must fit in 64 bits: sum of (s-1)*|d| */
-    int64_t span = 0, t;
-    for (int i = 0; i < sh.n; i++) {
-        const layout_node *nd = &sh.node[i];
-        if (nd->nkids) continue;
-        int64_t d = nd->stride < 0 ? -nd->stride : nd->stride;
-        if (nd->stride == INT64_MIN || lay_mul(nd->shape - 1, d, &t) || lay_add(span, t, &span))
-            return perr(P, sat, TSL_ERR_SYNTAX, "layout offsets overflow 64 bits%s", "");
-    }
+    if (!lay_span_ok(&sh)) /* every offset (and the cosize) fits in 64 bits */
+        return perr(P, sat, TSL_ERR_SYNTAX, "layout offsets overflow 64 bits%s", "");
     v->data = sh;
     return TSL_OK;
 }

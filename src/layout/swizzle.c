@@ -27,6 +27,10 @@ tsl_status layout_swizzle_check(layout_swizzle sw, layout_err *e)
                     sw.m, sw.s);
         return TSL_ERR_SHAPE;
     }
+    if (sw.m + sw.b + as > 62) {
+        layout_errf(e, "swizzle(%d,%d,%d): M+B+|S| must be at most 62", sw.b, sw.m, sw.s);
+        return TSL_ERR_SHAPE;
+    }
     if (sw.b > 0 && as < sw.b) {
         layout_errf(e, "swizzle(%d,%d,%d): |S| must be at least B so the bit fields do not overlap",
                     sw.b, sw.m, sw.s);

@@ -269,6 +269,9 @@ static void test_errors(void)
     check_error("product(65536:1,(65536,65536,65536):(1,65536,4294967296))", "overflow", 0);
     check_error("(65536,65536,65536,65536)", "overflow", 0);
     check_error("(4,4):(1,4611686018427387904)", "overflow", 6);
+    check_error("[(2,2):(1,4611686018427387904),(2,2):(1,4611686018427387904)]", "overflow", 0);
+    check_eval("complement(8:1,9223372036854775807)", "1152921504606846976:8");
+    check_error("swizzle(16,32,32,8:1)", "at most 62", 0);
     check_error("(3,2):(1)", "congruent", 6);
     check_error("(3,0)", "positive", 3);
     check_error("(3,2", "expected ')'", 4);

@@ -437,7 +437,8 @@ static void test_prop_parse_garbage(void)
 {
     static const char *const toks[] = {
         "(", ")", "[", "]", ",", ":", ".", "/", "-", "0", "1", "3", "8", "64",
-        "99999999999", "4611686018427387904", " ", "local(", "spatial(", "column_local(", "replicate(",
+        "99999999999", "4611686018427387904", "complement(8:1,9223372036854775807)",
+        "swizzle(16,32,32,", " ", "local(", "spatial(", "column_local(", "replicate(",
         "compose(", "divide(", "zipped_divide(", "tiled_divide(", "product(",
         "blocked_product(", "raked_product(", "complement(", "coalesce(",
         "right_inverse(", "swizzle(", "(4,2):(1,4)", "2:2", "x",
