@@ -426,12 +426,34 @@ static void global_set(const rt_tensor *t, const int64_t *c, double v)
 static tsl_status hazard(interp *I, size_t pos, imem_hazard h, const char *name, const int64_t *c,
                          int rank, int64_t thread, int other)
 {
-    char cs[128];
-    coord_str(cs, sizeof cs, c, rank);
-    char ob[48] = "";
-    if (other >= 0) snprintf(ob, sizeof ob, " (other thread %d)", other);
-    return ierr(I, pos, TSL_ERR_RUNTIME, "hazard: thread %lld: %s of %s[%s]%s",
-                (long long)thread, imem_hazard_text(h), name, cs, ob);
+    char e[160];
+    coord_str(e, sizeof e, c, rank);
+    long long t = (long long)thread;
+    switch (h) {
+    case IMEM_PENDING_READ:
+        return ierr(I, pos, TSL_ERR_RUNTIME,
+                    "hazard: thread %lld reads %s[%s] before the cp.async that writes it completed (missing wait?)",
+                    t, name, e);
+    case IMEM_PENDING_WRITE:
+        return ierr(I, pos, TSL_ERR_RUNTIME,
+                    "hazard: thread %lld writes %s[%s] while a cp.async into it is pending (missing wait?)", t,
+                    name, e);
+    case IMEM_RAW:
+        return ierr(I, pos, TSL_ERR_RUNTIME,
+                    "hazard: thread %lld reads %s[%s], which thread %d wrote with no synchronize between "
+                    "(missing sync?)", t, name, e, other);
+    case IMEM_WAR:
+        return ierr(I, pos, TSL_ERR_RUNTIME,
+                    "hazard: thread %lld writes %s[%s], which another thread read with no synchronize between "
+                    "(missing sync?)", t, name, e);
+    case IMEM_WAW:
+        return ierr(I, pos, TSL_ERR_RUNTIME,
+                    "hazard: thread %lld writes %s[%s], which thread %d wrote with no synchronize between "
+                    "(missing sync?)", t, name, e, other);
+    default:
+        return ierr(I, pos, TSL_ERR_BOUNDS, "thread %lld: %s[%s] is outside the block's shared memory", t,
+                    name, e);
+    }
 }
 
 static tsl_status shared_get(interp *I, size_t pos, const rt_view *vw, const int64_t *c,
