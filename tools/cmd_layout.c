@@ -179,7 +179,8 @@ int cmd_layout(int argc, char **argv)
                    "  EXPR: (4,(2,4)):(2,(1,8)), compose(A,B), complement(A,M), divide(A,B),\n"
                    "        zipped_divide, tiled_divide, product(A,B), blocked_product,\n"
                    "        raked_product, coalesce(A), right_inverse(A), swizzle(B,M,S,A),\n"
-                   "        [A,B] (by-mode tiler), local(..).spatial(..)/column_local(..) ...\n"
+                   "        [A,B] (by-mode tiler), local(..).spatial(..)/column_local(..) ...,\n"
+                   "        replicate(n), reduce(L,d)\n"
                    "  see docs/layout.md\n");
             return 0;
         } else if (!expr)
