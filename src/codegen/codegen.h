@@ -1,0 +1,40 @@
+/* codegen.h — code generators from tile IR (DESIGN.md §5).
+ *
+ * cg_c_*: tile IR -> C11 for the CPU (c.c). One generated C function runs
+ * one thread block (SIMB: the block's threads are simulated, a register
+ * tensor is an array [threads * locals] placed by its distributed layout);
+ * the entry point runs a range of the flattened grid and the runtime
+ * spreads ranges over cores with rt_cpu_parallel_for. The semantics are the
+ * tile interpreter's (src/tile/interp.c is the oracle); docs/codegen.md
+ * lists the rules and the differences. */
+#ifndef TSL_CODEGEN_H
+#define TSL_CODEGEN_H
+
+#include "base/base.h"
+#include "tile/interp.h"
+#include "tile/tile.h"
+
+/* Append the C source of kernel k (of module m) to *out. Kernels with
+ * `pipeline` statements are expanded first (tile_pipeline_expand on a
+ * copy; m is not changed). Errors (an instruction or form the generator
+ * does not support, a layout that does not fit) go to d with the
+ * instruction's text; TSL_OK on success. The source defines one extern
+ * function, named by cg_c_entry_name. */
+tsl_status cg_c_emit(const tile_module *m, const tile_kernel *k, strbuf *out, tsl_diag *d);
+
+/* The entry symbol of kernel `name` in the emitted source:
+ * "tsl_kernel_<name>" (characters other than [A-Za-z0-9_] become '_').
+ * Writes into buf (n bytes). */
+const char *cg_c_entry_name(const char *name, char *buf, size_t n);
+
+/* Generate, compile (rt_cpu_compile: cached, -O3 -march=native) and run
+ * kernel k over its whole grid, blocks in parallel. Arguments as for
+ * tile_interp_run (tensors in host memory, outputs written in place).
+ * Errors: those of cg_c_emit, binding errors (TSL_ERR_SHAPE/ARG naming the
+ * tensor), TSL_ERR_COMPILE / TSL_ERR_UNAVAILABLE from the C compiler, and
+ * run-time errors of a block (TSL_ERR_RUNTIME / TSL_ERR_BOUNDS naming the
+ * instruction and the block). A grid with no blocks runs nothing. */
+tsl_status cg_c_run(const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
+                    int nargs, tsl_diag *d);
+
+#endif

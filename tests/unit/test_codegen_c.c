@@ -1,0 +1,396 @@
+/* test_codegen_c.c — the C code generator against the tile interpreter:
+ * every program of examples/tile/ and tests/tile_golden/ that the
+ * interpreter runs is run both ways on fresh random data, with sizes of 1,
+ * primes and non-multiples of the tiles, outputs poisoned before each run;
+ * results must agree (integers exactly, f32 to 1e-5, f16 to 1e-3). Also:
+ * the emitted source compiles with -Wall -Wextra -Werror, a compile
+ * failure is TSL_ERR_COMPILE with the compiler's message, zero-size grids
+ * launch nothing, run-time errors name the instruction. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+#include "runtime/runtime.h"
+#include "test.h"
+#include "tile/interp.h"
+#include "tile/tile.h"
+
+static char *read_file(const char *rel)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", test_root(), rel);
+    size_t n;
+    char *t = file_read_all(path, &n);
+    CHECK_MSG(t != NULL, "cannot read %s", path);
+    return t;
+}
+
+/* Drop every line containing `what` (print statements: the generated code
+ * prints to stdout, the comparison needs none of it). */
+static void drop_lines(char *text, const char *what)
+{
+    char *p;
+    while ((p = strstr(text, what))) {
+        char *b = p, *e = strchr(p, '\n');
+        while (b > text && b[-1] != '\n') b--;
+        e = e ? e + 1 : p + strlen(p);
+        memmove(b, e, strlen(e) + 1);
+    }
+}
+
+static int64_t sym_lookup(void *ctx, const tile_value *v, int *ok)
+{
+    const int64_t *vals = ctx;
+    if (v->origin == TILE_O_SYMBOL || v->origin == TILE_O_PARAM) return vals[v->id];
+    *ok = 0;
+    return 0;
+}
+
+static int is_int_dtype(tsl_dtype t)
+{
+    return t != TSL_DTYPE_F16 && t != TSL_DTYPE_BF16 && t != TSL_DTYPE_F32 && t != TSL_DTYPE_F64;
+}
+
+static double at(const DLTensor *t, int64_t i)
+{
+    tsl_dtype dt;
+    tsl_dtype_from_dlpack(t->dtype, &dt);
+    return dtype_load(dt, (char *)t->data + i * (int64_t)tsl_dtype_size(dt));
+}
+
+static int64_t numel(const DLTensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    return n;
+}
+
+/* Run kernel k of module m on the interpreter and on the C back end with
+ * the same random inputs; `sizes` gives a value per symbol (by name) or
+ * picks one in [1, maxsize]. Returns 1 when both ran and agree, 0 when the
+ * interpreter cannot run it (msg set), -1 on a mismatch or C failure. */
+static int compare(const tile_module *m, const tile_kernel *k, int64_t maxsize, int ones, char *why,
+                   size_t nwhy)
+{
+    int64_t *vals = calloc((size_t)k->nvalues + 1, sizeof *vals);
+    tile_interp_arg *a1 = calloc((size_t)k->nparams + 1, sizeof *a1);
+    tile_interp_arg *a2 = calloc((size_t)k->nparams + 1, sizeof *a2);
+    const tile_value *outs[32];
+    int nout = tile_interp_outputs(k, outs, 32), result = 1;
+    for (int s = 0; s < k->nsyms; s++) vals[k->syms[s]->id] = ones ? 1 : test_rand_int(1, maxsize);
+    for (int p = 0; p < k->nparams; p++)
+        if (k->params[p]->kind == TILE_V_SCALAR) vals[k->params[p]->id] = test_rand_int(1, 9);
+    for (int p = 0; p < k->nparams; p++) {
+        const tile_value *v = k->params[p];
+        a1[p].name = a2[p].name = v->name;
+        if (v->kind == TILE_V_SCALAR) {
+            a1[p].ival = a2[p].ival = vals[v->id];
+            continue;
+        }
+        int64_t shape[8];
+        for (int i = 0; i < v->type.rank; i++) {
+            int ok = 1;
+            shape[i] = tile_expr_eval(v->type.dims[i], sym_lookup, vals, NULL, -1, &ok);
+        }
+        tsl_dtype dt;
+        tile_dtype_to_tsl(v->type.dt, &dt);
+        DLTensor *t1 = tsl_tensor_alloc(dt, v->type.rank, shape), *t2 = tsl_tensor_alloc(dt, v->type.rank, shape);
+        int out = 0;
+        for (int o = 0; o < nout; o++) out |= outs[o] == v;
+        double poison = test_rand_int(-100, 100);
+        int64_t n = numel(t1);
+        size_t es = tsl_dtype_size(dt);
+        for (int64_t i = 0; i < n; i++) {
+            double x = out ? (is_int_dtype(dt) ? poison : NAN)
+                           : is_int_dtype(dt) ? (double)test_rand_int(-50, 50) : test_rand_double(-1, 1);
+            if (!out && !is_int_dtype(dt) && x == 0) x = 0.5;
+            dtype_store(dt, (char *)t1->data + i * (int64_t)es, x);
+        }
+        memcpy(t2->data, t1->data, (size_t)n * es);
+        a1[p].t = t1;
+        a2[p].t = t2;
+    }
+    tsl_diag d1 = {0}, d2 = {0};
+    tile_interp_opts o = {0};
+    o.shuffle_blocks = 1;
+    o.seed = test_rand();
+    FILE *devnull = fopen("/dev/null", "w");
+    o.print_to = devnull;
+    tsl_status s1 = tile_interp_run(k, NULL, a1, k->nparams, &o, &d1);
+    if (devnull) fclose(devnull);
+    if (s1) {
+        snprintf(why, nwhy, "interpreter: %s", sb_str(&d1.msg));
+        result = 0;
+        goto done;
+    }
+    tsl_status s2 = cg_c_run(m, k, a2, k->nparams, &d2);
+    if (s2) {
+        snprintf(why, nwhy, "C back end: %s", sb_str(&d2.msg));
+        result = -1;
+        goto done;
+    }
+    for (int p = 0; p < k->nparams && result == 1; p++) {
+        if (!a1[p].t) continue;
+        tsl_dtype dt;
+        tsl_dtype_from_dlpack(a1[p].t->dtype, &dt);
+        double tol = dt == TSL_DTYPE_F16 || dt == TSL_DTYPE_BF16 ? 1e-3 : dt == TSL_DTYPE_F32 ? 1e-5 : 0;
+        for (int64_t i = 0; i < numel(a1[p].t); i++) {
+            double x = at(a1[p].t, i), y = at(a2[p].t, i);
+            int same = (isnan(x) && isnan(y)) || x == y || fabs(x - y) <= tol * fmax(1, fabs(x));
+            if (!same) {
+                snprintf(why, nwhy, "'%s'[%lld]: interpreter %.9g, C %.9g", a1[p].name, (long long)i, x, y);
+                result = -1;
+                break;
+            }
+        }
+    }
+done:
+    for (int p = 0; p < k->nparams; p++) {
+        tsl_tensor_free((DLTensor *)a1[p].t);
+        tsl_tensor_free((DLTensor *)a2[p].t);
+    }
+    free(a1);
+    free(a2);
+    free(vals);
+    diag_free(&d1);
+    diag_free(&d2);
+    return result;
+}
+
+/* Every kernel of a file: both back ends agree (3 random size sets + all
+ * ones). Kernels listed in `skip` are ones the interpreter cannot run;
+ * every other kernel must run. */
+static void compare_file(const char *rel, const char *skip, int64_t maxsize)
+{
+    char *text = read_file(rel);
+    if (!text) return;
+    drop_lines(text, "print ");
+    tsl_arena *ar = arena_create();
+    tsl_source src = {rel, text};
+    tsl_diag d = {0};
+    tile_module *m = NULL;
+    CHECK_MSG(tile_parse(ar, &src, &d, &m) == TSL_OK, "%s: %s", rel, sb_str(&d.msg));
+    for (int i = 0; m && i < m->nkernels; i++) {
+        const tile_kernel *k = m->kernels[i];
+        char pat[128];
+        snprintf(pat, sizeof pat, " %s ", k->name);
+        int skipped = skip && strstr(skip, pat);
+        for (int rep = 0; rep < 4; rep++) {
+            char why[2048] = "";
+            int r = compare(m, k, maxsize, rep == 0, why, sizeof why);
+            if (skipped) {
+                CHECK_MSG(r == 0, "%s: kernel %s was expected not to run on the interpreter", rel, k->name);
+                break;
+            }
+            CHECK_MSG(r == 1, "%s: kernel %s (rep %d): %s", rel, k->name, rep, why);
+            if (r != 1) break;
+        }
+    }
+    diag_free(&d);
+    arena_free(ar);
+    free(text);
+}
+
+static void test_examples(void)
+{
+    compare_file("examples/tile/blocked_sum.tile", NULL, 40);
+    compare_file("examples/tile/gemm.tile", NULL, 90);
+    compare_file("examples/tile/gemm_pipelined.tile", NULL, 90);
+    compare_file("examples/tile/ldmatrix_move.tile", NULL, 10);
+}
+
+static void test_golden(void)
+{
+    compare_file("tests/tile_golden/async_copy.tile", NULL, 70);
+    compare_file("tests/tile_golden/blocked_sum.tile", NULL, 150);
+    compare_file("tests/tile_golden/blocks_out.tile", " strided_tiles ", 100);
+    compare_file("tests/tile_golden/control.tile", NULL, 200);
+    compare_file("tests/tile_golden/dequant.tile", " dequant lowbit_types ", 10);
+    compare_file("tests/tile_golden/elementwise.tile", NULL, 700);
+    compare_file("tests/tile_golden/gemm.tile", NULL, 90);
+    compare_file("tests/tile_golden/gemm_pipelined.tile", " gemm_pipelined ", 90);
+    compare_file("tests/tile_golden/ldmatrix.tile", " ldmatrix_move ", 10);
+    compare_file("tests/tile_golden/quadpairs.tile", " quadpairs ", 10);
+    compare_file("tests/tile_golden/shuffle.tile", NULL, 10);
+    compare_file("tests/tile_golden/softmax_rows.tile", NULL, 13);
+    compare_file("tests/tile_golden/tiny.tile", NULL, 10);
+}
+
+/* Parse one kernel from text (the module lives in *ar). */
+static tile_module *parse_text(tsl_arena *ar, const char *text)
+{
+    tsl_source src = {"test.tile", text};
+    tsl_diag d = {0};
+    tile_module *m = NULL;
+    tsl_status st = tile_parse(ar, &src, &d, &m);
+    CHECK_MSG(st == TSL_OK, "parse: %s", sb_str(&d.msg));
+    diag_free(&d);
+    return st ? NULL : m;
+}
+
+/* The emitted source of every example compiles with -Wall -Wextra -Werror. */
+static void test_warning_free(void)
+{
+    const char *files[] = {"examples/tile/gemm.tile", "examples/tile/ldmatrix_move.tile",
+                           "tests/tile_golden/softmax_rows.tile", "tests/tile_golden/elementwise.tile",
+                           "tests/tile_golden/control.tile", "tests/tile_golden/shuffle.tile",
+                           "tests/tile_golden/blocks_out.tile", "examples/tile/blocked_sum.tile"};
+    char dir[] = "/tmp/tessel-cgc-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    for (size_t f = 0; f < TSL_COUNTOF(files); f++) {
+        char *text = read_file(files[f]);
+        if (!text) continue;
+        tsl_arena *ar = arena_create();
+        tile_module *m = parse_text(ar, text);
+        strbuf sb = {0};
+        tsl_diag d = {0};
+        for (int i = 0; m && i < m->nkernels; i++) {
+            sb.len = 0;
+            if (sb.buf) sb.buf[0] = 0;
+            tsl_status st = cg_c_emit(m, m->kernels[i], &sb, &d);
+            /* strided_tiles decomposes into st.shared.v2, an atom neither back end runs */
+            if (st == TSL_ERR_UNAVAILABLE && !strcmp(m->kernels[i]->name, "strided_tiles")) continue;
+            CHECK_MSG(st == TSL_OK, "%s: %s", files[f], sb_str(&d.msg));
+            if (st) continue;
+            CHECK(strstr(sb_str(&sb), "/* ") != NULL);
+            char path[256], cmd[768];
+            snprintf(path, sizeof path, "%s/k.c", dir);
+            FILE *fp = fopen(path, "w");
+            CHECK(fp != NULL);
+            if (!fp) continue;
+            fputs(sb_str(&sb), fp);
+            fclose(fp);
+            snprintf(cmd, sizeof cmd, "cc -std=c11 -Wall -Wextra -Werror -fsyntax-only %s 2>%s/err.txt", path, dir);
+            int rc = system(cmd);
+            if (rc) {
+                snprintf(path, sizeof path, "%s/err.txt", dir);
+                size_t n;
+                char *err = file_read_all(path, &n);
+                CHECK_MSG(0, "%s kernel %s: warnings or errors:\n%.2000s", files[f], m->kernels[i]->name,
+                          err ? err : "?");
+                free(err);
+            }
+        }
+        sb_free(&sb);
+        diag_free(&d);
+        arena_free(ar);
+        free(text);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+/* A compile failure is TSL_ERR_COMPILE carrying the compiler's message. */
+static void test_compile_error(void)
+{
+    tsl_arena *ar = arena_create();
+    tile_module *m = parse_text(ar, "kernel k(X: global f32[N]) grid(1) threads(32) {\n"
+                                    "  x = load_global X[0] -> register f32[32] layout spatial(32)\n"
+                                    "  store_global x -> X[0]\n}\n");
+    strbuf sb = {0};
+    tsl_diag d = {0};
+    CHECK(m && cg_c_emit(m, m->kernels[0], &sb, &d) == TSL_OK);
+    /* break the generated source the way a generator bug would */
+    char *bad = malloc(sb.len + 64);
+    char *at = strstr(sb_str(&sb), "return 0;\n}");
+    CHECK(at != NULL);
+    if (at) {
+        size_t pre = (size_t)(at - sb.buf);
+        memcpy(bad, sb.buf, pre);
+        sprintf(bad + pre, "undeclared_%llu = 1;\n%s", (unsigned long long)test_rand(), at);
+        rt_cpu_module *mod = NULL;
+        tsl_status st = rt_cpu_compile(bad, "k.c", &mod, &d);
+        CHECK_EQ_INT(st, TSL_ERR_COMPILE);
+        CHECK_MSG(strstr(sb_str(&d.msg), "undeclared_") != NULL, "message: %s", sb_str(&d.msg));
+        rt_cpu_module_free(mod);
+    }
+    free(bad);
+    sb_free(&sb);
+    diag_free(&d);
+    arena_free(ar);
+}
+
+/* A grid with no blocks launches nothing: the output stays poisoned. */
+static void test_zero_grid(void)
+{
+    tsl_arena *ar = arena_create();
+    tile_module *m = parse_text(ar, "kernel z(X: global f32[N], Y: global f32[32]) grid(N) threads(32) {\n"
+                                    "  x = load_global X[0] -> register f32[32] layout spatial(32) fill 1.0\n"
+                                    "  store_global x -> Y[0]\n}\n");
+    int64_t n0 = 0, n32 = 32;
+    DLTensor *x = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n0), *y = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n32);
+    for (int i = 0; i < 32; i++) ((float *)y->data)[i] = NAN;
+    tile_interp_arg args[2] = {{"X", x, 0}, {"Y", y, 0}};
+    tsl_diag d = {0};
+    CHECK(m && cg_c_run(m, m->kernels[0], args, 2, &d) == TSL_OK);
+    for (int i = 0; i < 32; i++) CHECK(isnan(((float *)y->data)[i]));
+    /* one block: the fill value everywhere */
+    int64_t n1 = 1;
+    tsl_tensor_free(x);
+    x = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n1);
+    ((float *)x->data)[0] = (float)test_rand_double(2, 3);
+    args[0].t = x;
+    CHECK(m && cg_c_run(m, m->kernels[0], args, 2, &d) == TSL_OK);
+    CHECK(((float *)y->data)[0] == ((float *)x->data)[0]);
+    for (int i = 1; i < 32; i++) CHECK(((float *)y->data)[i] == 1.0f);
+    tsl_tensor_free(x);
+    tsl_tensor_free(y);
+    diag_free(&d);
+    arena_free(ar);
+}
+
+/* Run-time errors: an out-of-shape shared access and a division by zero
+ * name the instruction and the block, as the interpreter does. */
+static void test_runtime_errors(void)
+{
+    tsl_arena *ar = arena_create();
+    tile_module *m = parse_text(ar, "kernel e(X: global f32[N], n: int) grid(2) threads(32) {\n"
+                                    "  s = alloc shared f32[32]\n"
+                                    "  x = load_global X[0] -> register f32[32] layout spatial(32)\n"
+                                    "  store_shared x -> s[block_idx.x * n]\n"
+                                    "  let q = 5 / (n - 3)\n"
+                                    "}\n");
+    int64_t n = 40;
+    DLTensor *x = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n);
+    memset(x->data, 0, 160);
+    tile_interp_arg args[2] = {{"X", x, 0}, {"n", NULL, 1}};
+    tsl_diag d = {0};
+    tsl_status st = m ? cg_c_run(m, m->kernels[0], args, 2, &d) : TSL_ERR_INTERNAL;
+    CHECK_MSG(st == TSL_ERR_BOUNDS && strstr(sb_str(&d.msg), "store_shared") && strstr(sb_str(&d.msg), "block 1"),
+              "status %d: %s", st, sb_str(&d.msg));
+    diag_reset(&d);
+    /* block 0 divides by zero before block 1 writes out of shape: the
+     * lowest failing block is reported, as the interpreter's order gives */
+    args[1].ival = 3;
+    st = m ? cg_c_run(m, m->kernels[0], args, 2, &d) : TSL_ERR_INTERNAL;
+    CHECK_MSG(st == TSL_ERR_RUNTIME && strstr(sb_str(&d.msg), "block 0"), "status %d: %s", st, sb_str(&d.msg));
+    diag_reset(&d);
+    args[1].ival = 0;
+    st = m ? cg_c_run(m, m->kernels[0], args, 2, &d) : TSL_ERR_INTERNAL;
+    CHECK_MSG(st == TSL_OK, "status %d: %s", st, sb_str(&d.msg));
+    tsl_tensor_free(x);
+    diag_free(&d);
+    arena_free(ar);
+    /* division by zero */
+    ar = arena_create();
+    m = parse_text(ar, "kernel e(n: int) grid(1) threads(1) {\n  let q = 5 / (n - 3)\n}\n");
+    tile_interp_arg a1 = {"n", NULL, 3};
+    st = m ? cg_c_run(m, m->kernels[0], &a1, 1, &d) : TSL_ERR_INTERNAL;
+    CHECK_MSG(st == TSL_ERR_RUNTIME && strstr(sb_str(&d.msg), "division by zero"), "status %d: %s", st,
+              sb_str(&d.msg));
+    diag_free(&d);
+    arena_free(ar);
+}
+
+TEST_SUITE(codegen_c) = {
+    {"examples", test_examples},
+    {"golden", test_golden},
+    {"warning_free", test_warning_free},
+    {"compile_error", test_compile_error},
+    {"zero_grid", test_zero_grid},
+    {"runtime_errors", test_runtime_errors},
+    {0},
+};
