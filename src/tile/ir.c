@@ -149,6 +149,8 @@ int tile_op_is_unary(tile_op op) { return op >= TILE_I_NEG && op <= TILE_I_RELU;
 int tile_op_is_binary(tile_op op) { return op >= TILE_I_ADD && op <= TILE_I_MIN; }
 int tile_op_is_reduce(tile_op op) { return op >= TILE_I_REDUCE_SUM && op <= TILE_I_REDUCE_MIN; }
 int tile_op_is_shuffle(tile_op op) { return op >= TILE_I_SHUFFLE_XOR && op <= TILE_I_SHUFFLE_IDX; }
+int tile_op_is_elementwise_ext(tile_op op) { return op >= TILE_I_ERF && op <= TILE_I_SELECT; }
+int tile_op_is_compare(tile_op op) { return op >= TILE_I_LT && op <= TILE_I_NE; }
 
 /* ---- expressions ---------------------------------------------------------- */
 
@@ -403,6 +405,18 @@ tile_value *tile_kernel_param_scalar(tile_module *m, tile_kernel *k, const char 
     return v;
 }
 
+tile_value *tile_kernel_param_typed(tile_module *m, tile_kernel *k, const char *name, tile_dtype dt)
+{
+    tile_value *v = tile_kernel_param_scalar(m, k, name);
+    v->type.dt = dt;
+    return v;
+}
+
+int tile_value_is_typed_scalar(const tile_value *v)
+{
+    return v && v->kind == TILE_V_SCALAR && v->origin == TILE_O_PARAM && v->type.dt.bits != 0;
+}
+
 /* ---- builder ---------------------------------------------------------------------- */
 
 void tile_build_begin(tile_builder *b, tile_module *m, tile_kernel *k)
@@ -512,11 +526,13 @@ tile_stmt *tile_build_let(tile_builder *b, const char *name, tile_expr *e)
 void tile_instr_infer(tile_stmt *s)
 {
     tile_instr *in = &s->instr;
-    if (!in->result || tile_op_info_of(in->op)->res != TILE_RES_LIKE) return;
-    int from = in->op == TILE_I_MMA ? 2 : 0;
+    tile_res_rule r = in->result ? tile_op_info_of(in->op)->res : TILE_RES_NONE;
+    if (r != TILE_RES_LIKE && r != TILE_RES_BOOL) return;
+    int from = in->op == TILE_I_MMA ? 2 : in->op == TILE_I_SELECT ? 1 : 0;
     for (int i = from; i < in->nargs; i++)
         if (in->args[i].v && in->args[i].v->kind == TILE_V_TENSOR) {
             in->result->type = in->args[i].v->type;
+            if (r == TILE_RES_BOOL) in->result->type.dt = (tile_dtype){TILE_DT_BOOL, 8, 0, 0};
             return;
         }
 }

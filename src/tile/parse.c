@@ -197,6 +197,7 @@ static const char *const reserved[] = {
     "bytes",  "atom",  "on",      "at",     "layout",    "strides",    "block_idx",
     "thread_idx", "min", "max",   "cdiv",   "inf",       "nan",        "global", "shared",
     "register", "int", "grid",    "stages", "out",       "tile",       "local",  "smem_budget",
+    "mask",
 };
 
 static const char *expect_name(parser *P, const char *what)
@@ -586,10 +587,13 @@ static void parse_instr(parser *P, tile_stmt *s, const char *result, size_t rpos
     const tile_op_info *info = tile_op_info_of(op);
     in->op = op;
     in->dim = -1;
+    /* operands past min_args are optional (iota's offset, gather's indices) */
     for (int i = 0; i < info->max_args; i++) {
+        if (i >= info->min_args && (i == 0 ? is_p(P, "->") : !is_p(P, ","))) break;
         if (i) expect(P, ",", "between operands");
         tile_operand o = parse_operand(P);
         ARENA_PUSH(P->m->arena, in->args, in->nargs, in->capargs, o);
+        if (op == TILE_I_SCATTER) break; /* its indices follow the destination */
     }
     tile_type rtype;
     int have_type = 0;
@@ -614,6 +618,12 @@ static void parse_instr(parser *P, tile_stmt *s, const char *result, size_t rpos
             in->dst = parse_operand(P);
             if (!in->dst.v) fail(P, tpos, "expected a tensor after '->'");
             in->has_dst = 1;
+            /* scatter x -> T, i0, ..., i{r-1} */
+            while (op == TILE_I_SCATTER && accept(P, ",")) {
+                if (in->nargs >= info->max_args) fail(P, P->tok.pos, "scatter takes at most %d indices", info->max_args - 1);
+                tile_operand o = parse_operand(P);
+                ARENA_PUSH(P->m->arena, in->args, in->nargs, in->capargs, o);
+            }
         }
     }
     if (result && info->res == TILE_RES_TYPE && !have_type)
@@ -622,7 +632,8 @@ static void parse_instr(parser *P, tile_stmt *s, const char *result, size_t rpos
         fail(P, rpos, "'%s' has no result to name", info->name);
     if (!result && !in->has_dst && info->res != TILE_RES_NONE)
         fail(P, oppos, "'%s' needs a result name or '-> destination'", info->name);
-    if (!in->has_dst && (op == TILE_I_STORE_GLOBAL || op == TILE_I_STORE_SHARED || op == TILE_I_COPY_ASYNC))
+    if (!in->has_dst && (op == TILE_I_STORE_GLOBAL || op == TILE_I_STORE_SHARED || op == TILE_I_COPY_ASYNC ||
+                           op == TILE_I_SCATTER))
         fail(P, P->tok.pos, "'%s' needs '-> destination'", info->name);
     /* attributes, any order, each at most once */
     for (;;) {
@@ -657,6 +668,15 @@ static void parse_instr(parser *P, tile_stmt *s, const char *result, size_t rpos
             if (g->kind != TILE_V_THREADS) fail(P, gpos, "'%s' is not a thread group", g->name);
             lex_next(P);
             in->on = g;
+        } else if (is_kw(P, "mask")) {
+            if (in->mask) fail(P, apos, "duplicate 'mask'");
+            lex_next(P);
+            size_t mpos = P->tok.pos;
+            tile_value *mv = P->tok.kind == T_IDENT ? lookup(P, P->s + mpos, P->tok.len) : NULL;
+            if (!mv || mv->kind != TILE_V_TENSOR)
+                fail(P, mpos, "expected a bool register tensor after 'mask', found %s", tok_text(P));
+            lex_next(P);
+            in->mask = mv;
         } else {
             break;
         }
@@ -666,7 +686,7 @@ static void parse_instr(parser *P, tile_stmt *s, const char *result, size_t rpos
         in->result->def = s;
         if (have_type) in->result->type = rtype;
         else tile_instr_infer(s);
-        if (info->res == TILE_RES_LIKE && !in->result->type.dims)
+        if ((info->res == TILE_RES_LIKE || info->res == TILE_RES_BOOL) && !in->result->type.dims)
             fail(P, oppos, "'%s' needs a tensor operand to take its result type from", info->name);
     }
     if (is_kw(P, "decomp")) {
@@ -980,7 +1000,8 @@ static tile_block *parse_block(parser *P)
     return b;
 }
 
-/* param := NAME ':' ('int' | 'global' dtype '[' dims ']' ['strides' '[' exprs ']']) */
+/* param := NAME ':' ('int' | dtype | 'global' dtype '[' dims ']' ['strides' '[' exprs ']'])
+ * (`alpha: f32` is a typed scalar: an operand of elementwise instructions) */
 static void parse_param(parser *P)
 {
     size_t pos = P->tok.pos;
@@ -990,6 +1011,9 @@ static void parse_param(parser *P)
     if (is_kw(P, "int")) {
         lex_next(P);
         v = tile_kernel_param_scalar(P->m, P->k, name);
+    } else if (P->tok.kind == T_IDENT && !is_kw(P, "global") && !is_kw(P, "shared") && !is_kw(P, "register")) {
+        tile_dtype dt = parse_dtype(P);
+        v = tile_kernel_param_typed(P->m, P->k, name, dt);
     } else {
         size_t tpos = P->tok.pos;
         P->sym_mode = 1;

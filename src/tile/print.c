@@ -150,7 +150,8 @@ static void print_instr(strbuf *sb, const tile_instr *in, int depth)
     const tile_op_info *info = tile_op_info_of(in->op);
     if (in->result) sb_printf(sb, "%s = ", in->result->name);
     sb_puts(sb, info->name);
-    for (int i = 0; i < in->nargs; i++) {
+    int nlead = in->op == TILE_I_SCATTER && in->nargs ? 1 : in->nargs; /* scatter: indices after dst */
+    for (int i = 0; i < nlead; i++) {
         sb_puts(sb, i ? ", " : " ");
         print_operand(sb, &in->args[i]);
     }
@@ -163,6 +164,10 @@ static void print_instr(strbuf *sb, const tile_instr *in, int depth)
     } else if (in->has_dst) {
         sb_puts(sb, " -> ");
         print_operand(sb, &in->dst);
+        for (int i = nlead; i < in->nargs; i++) {
+            sb_puts(sb, ", ");
+            print_operand(sb, &in->args[i]);
+        }
     }
     if (in->init) {
         sb_puts(sb, in->op == TILE_I_ALLOC ? " init " : " fill ");
@@ -172,6 +177,7 @@ static void print_instr(strbuf *sb, const tile_instr *in, int depth)
     if (in->bytes) sb_printf(sb, " bytes %lld", (long long)in->bytes);
     if (in->atom) sb_printf(sb, " atom %s", in->atom);
     if (in->on) sb_printf(sb, " on %s", in->on->name);
+    if (in->mask) sb_printf(sb, " mask %s", in->mask->name);
     if (in->decomp) {
         sb_puts(sb, " decomp ");
         print_braced(sb, in->decomp, depth);
@@ -287,7 +293,10 @@ void tile_print_kernel(strbuf *sb, const tile_kernel *k)
         const tile_value *p = k->params[i];
         if (i) sb_puts(sb, ", ");
         sb_printf(sb, "%s: ", p->name);
-        if (p->kind == TILE_V_SCALAR)
+        char dn[16];
+        if (tile_value_is_typed_scalar(p))
+            sb_puts(sb, tile_dtype_name(p->type.dt, dn));
+        else if (p->kind == TILE_V_SCALAR)
             sb_puts(sb, "int");
         else
             tile_print_type(sb, &p->type);

@@ -168,6 +168,13 @@ typedef enum tile_value_origin {
     TILE_O_GRIDVAR  /* pipeline grid index */
 } tile_value_origin;
 
+/* Scalar parameters: `n: int` is an int scalar usable in int expressions
+ * (type.dt.bits == 0); `alpha: f32` (any element type) is a *typed* scalar
+ * whose value (tile_interp_arg.fval for floats, .ival otherwise) is usable
+ * only as a whole scalar operand of an elementwise instruction (type.dt is
+ * its dtype, rank 0). */
+int tile_value_is_typed_scalar(const tile_value *v);
+
 struct tile_value {
     tile_value_kind kind;
     tile_value_origin origin;
@@ -213,8 +220,40 @@ typedef struct tile_operand {
  * One X-macro row per opcode: name, text, result rule, min/max operands.
  *   RES_NONE: no result; RES_TYPE: the result (or `-> dst`) type is written
  *   out; RES_LIKE: the result has the type of the first tensor operand
- *   (mma: of C). */
-typedef enum tile_res_rule { TILE_RES_NONE, TILE_RES_TYPE, TILE_RES_LIKE } tile_res_rule;
+ *   (mma: of C; select: of a or b); RES_BOOL: the shape and layout of the
+ *   first tensor operand with dtype bool (comparisons).
+ *
+ * The rows after PRINT are the general-purpose elementwise, index and
+ * gather/scatter instructions the scheduler lowers TC bodies to
+ * (docs/tile-ir.md section 3b). Register operands of one instruction share
+ * shape and layout; a scalar operand (int/float expr or a typed scalar
+ * parameter) is broadcast and converted to the tensor's dtype.
+ *   iota [OFF] -> register iN/uN[...] layout L dim D
+ *                     element = its coordinate along dim D + OFF (int expr)
+ *   erf x             float erf
+ *   not x             logical not of a bool tensor
+ *   mod a, b          ints: C remainder (sign of a, like C's %; b == 0 is a
+ *                     run-time error); floats: fmod
+ *   pow a, b          float pow
+ *   and a, b / or a, b   logical, bool operands
+ *   lt le gt ge eq ne a, b   comparisons in the operands' dtype -> bool
+ *   select c, a, b    c ? a : b elementwise; c a bool tensor
+ *   gather T, i0, ..., i{r-1} -> register DT[...] layout L [mask M]
+ *                     element e = T[i0(e), ..., i{r-1}(e)]: T a global
+ *                     tensor of rank r and dtype DT, each index a register
+ *                     int tensor of the result's shape and layout or an int
+ *                     expr; lanes whose mask M (bool, same shape/layout) is
+ *                     false read nothing and give 0; an unmasked index out
+ *                     of [0, extent) is a run-time error naming the tensor,
+ *                     the dimension, the index and the bound
+ *   scatter x -> T, i0, ..., i{r-1} [mask M]
+ *                     the store counterpart: T[i0(e), ...] = x(e) for every
+ *                     unmasked lane (same index rules and errors); lanes that
+ *                     hit one element write in an unspecified order
+ * Integer `div` truncates toward zero (C semantics; division by zero is a
+ * run-time error). Operands of gather/scatter: args[0] is T (gather) or x
+ * (scatter), args[1..] the indices; scatter's T is the `-> dst`. */
+typedef enum tile_res_rule { TILE_RES_NONE, TILE_RES_TYPE, TILE_RES_LIKE, TILE_RES_BOOL } tile_res_rule;
 
 #define TILE_OPS(X)                                                            \
     X(ALLOC, "alloc", TYPE, 0, 0)                                              \
@@ -253,7 +292,23 @@ typedef enum tile_res_rule { TILE_RES_NONE, TILE_RES_TYPE, TILE_RES_LIKE } tile_
     X(SHUFFLE_DOWN, "shuffle.down", LIKE, 2, 2)                                \
     X(SHUFFLE_IDX, "shuffle.idx", LIKE, 2, 2)                                  \
     X(BROADCAST, "broadcast", TYPE, 1, 1)                                      \
-    X(PRINT, "print", NONE, 1, 1)
+    X(PRINT, "print", NONE, 1, 1)                                              \
+    X(IOTA, "iota", TYPE, 0, 1)                                                \
+    X(ERF, "erf", LIKE, 1, 1)                                                  \
+    X(NOT, "not", LIKE, 1, 1)                                                  \
+    X(MOD, "mod", LIKE, 2, 2)                                                  \
+    X(POW, "pow", LIKE, 2, 2)                                                  \
+    X(AND, "and", LIKE, 2, 2)                                                  \
+    X(OR, "or", LIKE, 2, 2)                                                    \
+    X(LT, "lt", BOOL, 2, 2)                                                    \
+    X(LE, "le", BOOL, 2, 2)                                                    \
+    X(GT, "gt", BOOL, 2, 2)                                                    \
+    X(GE, "ge", BOOL, 2, 2)                                                    \
+    X(EQ, "eq", BOOL, 2, 2)                                                    \
+    X(NE, "ne", BOOL, 2, 2)                                                    \
+    X(SELECT, "select", LIKE, 3, 3)                                            \
+    X(GATHER, "gather", TYPE, 2, 9)                                            \
+    X(SCATTER, "scatter", NONE, 2, 9)
 
 typedef enum tile_op {
 #define X(n, t, r, lo, hi) TILE_I_##n,
@@ -274,13 +329,18 @@ int tile_op_is_unary(tile_op op);  /* NEG .. RELU */
 int tile_op_is_binary(tile_op op); /* ADD .. MIN */
 int tile_op_is_reduce(tile_op op);
 int tile_op_is_shuffle(tile_op op);
+/* The scheduler's elementwise rows: ERF NOT (unary), MOD POW AND OR (binary
+ * like ADD), LT .. NE (comparisons), SELECT. */
+int tile_op_is_elementwise_ext(tile_op op);
+int tile_op_is_compare(tile_op op); /* LT .. NE */
 
 typedef struct tile_block tile_block;
 
 /* Instruction text:
  *   [name =] op arg, arg ... [-> dst | -> type] [attrs] [decomp { ... }]
  * attrs, in this printed order: fill/init E, dim D, bytes B, atom NAME,
- * on G. (Which apply to which op: docs/tile-ir.md and verify.c.) */
+ * on G, mask M. (Which apply to which op: docs/tile-ir.md and verify.c.)
+ * scatter prints as `scatter x -> T, i0, ...` (indices after the dst). */
 typedef struct tile_instr {
     tile_op op;
     tile_value *result;     /* new value defined, or NULL */
@@ -294,6 +354,7 @@ typedef struct tile_instr {
     const char *atom;       /* `atom ldmatrix.x4`, `atom m16n8k16`: NULL none */
     tile_value *on;         /* decomp: the thread group executing it */
     tile_block *decomp;     /* explicit decomposition, or NULL */
+    tile_value *mask;       /* gather/scatter `mask M`: register bool; NULL none */
 } tile_instr;
 
 /* A block-level pipeline (Pallas). Each block spec names a global tensor,
@@ -402,6 +463,7 @@ tile_value *tile_kernel_symbol(tile_module *m, tile_kernel *k, const char *name)
 tile_value *tile_kernel_param_tensor(tile_module *m, tile_kernel *k, const char *name,
                                      tile_dtype dt, int rank, tile_expr **dims);
 tile_value *tile_kernel_param_scalar(tile_module *m, tile_kernel *k, const char *name);
+tile_value *tile_kernel_param_typed(tile_module *m, tile_kernel *k, const char *name, tile_dtype dt);
 tile_value *tile_kernel_new_value(tile_module *m, tile_kernel *k, tile_value_kind kind,
                                   tile_value_origin origin, const char *name);
 

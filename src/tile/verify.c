@@ -87,6 +87,9 @@ static void check_expr(verifier *V, const tile_expr *e)
             verr(V, e->pos, "use of undefined value '%s'", e->v ? e->v->name : "?");
         else if (e->v->kind != TILE_V_SCALAR)
             verr(V, e->pos, "'%s' is not an int scalar", e->v->name);
+        else if (tile_value_is_typed_scalar(e->v))
+            verr(V, e->pos, "'%s' is a typed scalar parameter: it can only be a whole operand of an elementwise "
+                 "instruction, not part of an int expression", e->v->name);
         break;
     case TILE_E_THREAD_IDX:
         if (!V->in_decomp) verr(V, e->pos, "thread_idx is only defined inside a decomposition");
@@ -183,8 +186,18 @@ static void check_type(verifier *V, const tile_type *t, const char *name, size_t
 
 /* ---- operands ------------------------------------------------------------------ */
 
+/* A scalar operand that is exactly a typed scalar parameter (`alpha`). */
+static int typed_operand(const tile_operand *o)
+{
+    return !o->v && o->scalar && o->scalar->kind == TILE_E_VALUE && tile_value_is_typed_scalar(o->scalar->v);
+}
+
 static void check_operand_scope(verifier *V, const tile_operand *o)
 {
+    if (typed_operand(o)) {
+        if (!V->visible[o->scalar->v->id]) verr(V, o->pos, "use of undefined value '%s'", o->scalar->v->name);
+        return;
+    }
     if (!o->v) {
         check_expr(V, o->scalar);
         return;
@@ -895,6 +908,104 @@ static void check_same_elem(verifier *V, size_t pos, const char *opname, const t
              bn, b->layout ? b->layout->text : "-");
 }
 
+static int is_int_dt(tile_dtype dt) { return dt.kind == TILE_DT_INT || dt.kind == TILE_DT_UINT; }
+static int is_bool_dt(tile_dtype dt) { return dt.kind == TILE_DT_BOOL; }
+
+/* gather T, i... -> R [mask M] / scatter x -> T, i... [mask M]: T global of
+ * rank = number of indices; indices are int register tensors shaped and laid
+ * out like the lanes (R or x) or int exprs; the mask is bool like the lanes. */
+static void check_gather(verifier *V, const tile_instr *in, size_t pos)
+{
+    const char *opn = tile_op_info_of(in->op)->name;
+    char t1[128], t2[128];
+    int gather = in->op == TILE_I_GATHER;
+    const tile_operand *to = gather ? &in->args[0] : &in->dst;
+    if (!to->v || to->v->kind != TILE_V_TENSOR || to->v->type.space != TILE_GLOBAL || to->nsteps) {
+        verr(V, to->pos, "%s: the %s must be a whole global tensor", opn, gather ? "source" : "destination");
+        return;
+    }
+    const tile_value *T = to->v;
+    const tile_type *lanes = NULL;
+    if (gather) {
+        lanes = out_type(in);
+    } else {
+        const tile_value *x = reg_operand(V, &in->args[0], opn, "value");
+        if (x) lanes = &x->type;
+    }
+    if (!lanes || V->in_decomp) return;
+    if (lanes->space != TILE_REGISTER) {
+        verr(V, pos, "%s: the elements are a register tensor, not %s", opn, tile_space_name(lanes->space));
+        return;
+    }
+    if (!tile_dtype_eq(lanes->dt, T->type.dt))
+        verr(V, pos, "%s: '%s' is %s but the elements are %s", opn, T->name, type_str(&T->type, t1, sizeof t1),
+             type_str(lanes, t2, sizeof t2));
+    if (in->nargs - 1 != T->type.rank) {
+        verr(V, pos, "%s: %d indices for the rank-%d tensor '%s'", opn, in->nargs - 1, T->type.rank, T->name);
+        return;
+    }
+    for (int i = 1; i < in->nargs; i++) {
+        const tile_operand *ix = &in->args[i];
+        if (!ix->v) continue;
+        const tile_value *x = reg_operand(V, ix, opn, "index");
+        if (!x) continue;
+        if (!is_int_dt(x->type.dt) || !same_shape(&x->type, lanes) || !same_layout(&x->type, lanes))
+            verr(V, ix->pos, "%s: index '%s' %s must be an int tensor shaped and laid out like %s", opn, x->name,
+                 type_str(&x->type, t1, sizeof t1), type_str(lanes, t2, sizeof t2));
+    }
+    if (in->mask) {
+        const tile_type *mt = &in->mask->type;
+        if (mt->space != TILE_REGISTER || !is_bool_dt(mt->dt) || !same_shape(mt, lanes) || !same_layout(mt, lanes))
+            verr(V, pos, "%s: mask '%s' %s must be a bool register tensor shaped and laid out like %s", opn,
+                 in->mask->name, type_str(mt, t1, sizeof t1), type_str(lanes, t2, sizeof t2));
+    }
+}
+
+/* erf not mod pow and or, comparisons, select: register operands share
+ * shape, layout and dtype (select: a and b do; c is bool); not/and/or take
+ * bool; erf/pow floats; comparisons give bool. */
+static void check_elementwise_ext(verifier *V, const tile_instr *in, size_t pos)
+{
+    const char *opn = tile_op_info_of(in->op)->name;
+    char t1[128];
+    const tile_value *first = NULL;
+    int from = in->op == TILE_I_SELECT ? 1 : 0;
+    if (V->in_decomp) return;
+    for (int i = 0; i < in->nargs; i++) {
+        const tile_operand *op = &in->args[i];
+        if (!op->v) continue;
+        const tile_value *x = reg_operand(V, op, opn, "operand");
+        if (!x) continue;
+        if (i < from) {
+            if (!is_bool_dt(x->type.dt)) verr(V, op->pos, "select: the condition '%s' must be bool", x->name);
+            continue;
+        }
+        if (!first) first = x;
+        else check_same_elem(V, op->pos, opn, &first->type, first->name, &x->type, x->name);
+    }
+    if (from && in->args[0].v && first) {
+        const tile_type *c = &in->args[0].v->type;
+        if (!same_shape(c, &first->type) || !same_layout(c, &first->type))
+            verr(V, pos, "select: the condition '%s' and '%s' differ in shape or layout", in->args[0].v->name, first->name);
+    }
+    if (!first) {
+        verr(V, pos, "%s needs at least one register tensor operand%s", opn, from ? " besides the condition" : "");
+        return;
+    }
+    tile_dtype dt = first->type.dt;
+    int want_bool = in->op == TILE_I_NOT || in->op == TILE_I_AND || in->op == TILE_I_OR;
+    int want_float = in->op == TILE_I_ERF || in->op == TILE_I_POW;
+    if (want_bool && !is_bool_dt(dt)) verr(V, pos, "%s takes bool tensors, not %s", opn, type_str(&first->type, t1, sizeof t1));
+    if (want_float && dt.kind != TILE_DT_FLOAT)
+        verr(V, pos, "%s takes float tensors, not %s", opn, type_str(&first->type, t1, sizeof t1));
+    const tile_type *o = out_type(in);
+    if (o && in->has_dst) {
+        tile_type want = first->type;
+        if (tile_op_is_compare(in->op)) want.dt = (tile_dtype){TILE_DT_BOOL, 8, 0, 0};
+        check_same_elem(V, in->dst.pos, opn, &want, "the result", o, in->dst.v->name);
+    }
+}
+
 static void check_instr(verifier *V, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -916,8 +1027,15 @@ static void check_instr(verifier *V, const tile_stmt *s)
     if (in->result) check_type(V, &in->result->type, in->result->name, pos);
     if (in->init && in->op != TILE_I_ALLOC && in->op != TILE_I_LOAD_GLOBAL && in->op != TILE_I_COPY_ASYNC)
         verr(V, pos, "%s takes no init/fill value", opn);
-    if (in->dim >= 0 && !tile_op_is_reduce(in->op) && in->op != TILE_I_BROADCAST)
+    if (in->dim >= 0 && !tile_op_is_reduce(in->op) && in->op != TILE_I_BROADCAST && in->op != TILE_I_IOTA)
         verr(V, pos, "%s takes no 'dim'", opn);
+    if (in->mask && in->op != TILE_I_GATHER && in->op != TILE_I_SCATTER) verr(V, pos, "%s takes no 'mask'", opn);
+    if (in->mask && !V->visible[in->mask->id]) verr(V, pos, "use of undefined value '%s'", in->mask->name);
+    for (int i = 0; i < in->nargs; i++)
+        if (typed_operand(&in->args[i]) && !tile_op_is_unary(in->op) && !tile_op_is_binary(in->op) &&
+            !tile_op_is_elementwise_ext(in->op))
+            verr(V, in->args[i].pos, "%s: the typed scalar '%s' can only be an operand of an elementwise instruction",
+                 opn, in->args[i].scalar->v->name);
     if (in->bytes && in->op != TILE_I_COPY_ASYNC) verr(V, pos, "%s takes no 'bytes'", opn);
     const tile_type *o = out_type(in);
     int64_t tile[16];
@@ -1074,7 +1192,21 @@ static void check_instr(verifier *V, const tile_stmt *s)
     case TILE_I_PRINT:
     case TILE_I_COMMIT:
     case TILE_I_SYNC: break;
+    case TILE_I_IOTA:
+        if (!o || V->in_decomp) break;
+        if (o->space != TILE_REGISTER || (o->dt.kind != TILE_DT_INT && o->dt.kind != TILE_DT_UINT))
+            verr(V, pos, "iota creates a register tensor of an integer type, not %s", type_str(o, t1, sizeof t1));
+        else if (in->dim < 0 || in->dim >= o->rank)
+            verr(V, pos, "iota: needs 'dim D' with 0 <= D < %d", o->rank);
+        if (in->nargs && in->args[0].v) verr(V, in->args[0].pos, "iota: the offset must be an int expression");
+        break;
+    case TILE_I_GATHER:
+    case TILE_I_SCATTER: check_gather(V, in, pos); break;
     default:
+        if (tile_op_is_elementwise_ext(in->op)) {
+            check_elementwise_ext(V, in, pos);
+            break;
+        }
         if (tile_op_is_unary(in->op) || tile_op_is_binary(in->op)) {
             const tile_value *first = NULL;
             for (int i = 0; i < in->nargs; i++) {
