@@ -59,7 +59,9 @@ typedef struct vstep {
 typedef struct rt_view {
     rt_tensor *t;
     const char *name;
-    int rank;                      /* == t->rank */
+    int rank;                      /* == t->rank, or the layout's rank for .local */
+    int local;                     /* R.local: coordinates are this thread's local coords */
+    int64_t ldims[IMAX_RANK];      /* .local: the thread's local shape */
     int nchain[IMAX_RANK];
     vstep chain[IMAX_RANK][IMAX_CHAIN];
     int64_t ext[IMAX_RANK];        /* extent; -1: the other operand's */
@@ -290,6 +292,32 @@ static int reg_coord(const rt_tensor *t, int64_t th, int64_t l, int64_t *c)
     return in_dims(t, c);
 }
 
+/* ---- a thread's local part ------------------------------------------------------------
+ * `R.local` is the thread's slots seen as a tensor whose shape is the
+ * product of the layout's local factors per dim, in slot order (row-major:
+ * slot k is the k-th element). So local(2,2).spatial(8,4).local(1,2) has
+ * local shape [2, 4]; local coordinate (i, j) is slot 4i + j. The view is
+ * positional, not logical: a decomposition written for one layout moves
+ * the wrong elements under another (as the hardware would). */
+static void local_shape(const dist_layout *l, int64_t *ld)
+{
+    for (int i = 0; i < l->rank; i++) ld[i] = 1;
+    for (int k = 0; k < l->naxes; k++)
+        if (!l->axis[k].is_thread && l->axis[k].dim >= 0) ld[l->axis[k].dim] *= l->axis[k].extent;
+}
+
+/* Slot of local coordinate lc; -1 outside the local shape. */
+static int64_t local_slot(const dist_layout *l, const int64_t *lc)
+{
+    int64_t ld[DIST_MAX_RANK], slot = 0;
+    local_shape(l, ld);
+    for (int i = 0; i < l->rank; i++) {
+        if (lc[i] < 0 || lc[i] >= ld[i]) return -1;
+        slot = slot * ld[i] + lc[i];
+    }
+    return slot;
+}
+
 /* ---- views ------------------------------------------------------------------------ */
 
 static tsl_status view_of(interp *I, const tile_operand *o, rt_view *vw)
@@ -305,8 +333,16 @@ static tsl_status view_of(interp *I, const tile_operand *o, rt_view *vw)
     for (int i = 0; i < t->rank; i++) vw->ext[i] = -1;
     for (int s = 0; s < o->nsteps; s++) {
         const tile_step *st = &o->steps[s];
-        if (st->kind == TILE_STEP_LOCAL)
-            return ierr(I, st->pos, TSL_ERR_SEMANTIC, "'.local' is only meaningful inside a decomposition atom");
+        if (st->kind == TILE_STEP_LOCAL) {
+            if (I->cur_thread < 0 || s != 0 || t->space != TILE_REGISTER)
+                return ierr(I, st->pos, TSL_ERR_SEMANTIC,
+                            "'.local' is the thread's part of a register tensor, inside a decomposition");
+            vw->local = 1;
+            vw->rank = t->rlay->rank;
+            local_shape(t->rlay, vw->ldims);
+            for (int i = 0; i < vw->rank; i++) vw->ext[i] = vw->ldims[i];
+            continue;
+        }
         if (st->n > vw->rank)
             return ierr(I, st->pos, TSL_ERR_SHAPE, "%d indices for '%s' of rank %d", st->n,
                         vw->name, vw->rank);
@@ -337,7 +373,7 @@ static tsl_status view_of(interp *I, const tile_operand *o, rt_view *vw)
                     /* tile x of a non-contiguous tiler: offset = complement(tiler)(x) */
                     layout comp;
                     layout_err le = {{0}, 0};
-                    int64_t ext = vw->ext[i] >= 0 ? vw->ext[i] : t->dims[i];
+                    int64_t ext = vw->ext[i] >= 0 ? vw->ext[i] : vw->local ? vw->ldims[i] : t->dims[i];
                     if (layout_complement(&comp, vw->ptiler[i], ext, &le))
                         return ierr(I, st->pos, TSL_ERR_SEMANTIC, "tile of '%s' dim %d: %s",
                                     vw->name, i, le.msg);
@@ -709,7 +745,7 @@ static int64_t warp_tile(const dist_layout *r, int64_t w, int64_t i, int64_t j)
 static tsl_status exec_mma(interp *I, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
-    if (in->atom && strcmp(in->atom, "m16n8k16") != 0 && strcmp(in->atom, "mma.m16n8k16") != 0)
+    if (in->atom && !strstr(in->atom, "m16n8k16"))
         return ierr(I, s->pos, TSL_ERR_UNAVAILABLE, "mma atom '%s': the interpreter knows m16n8k16",
                     in->atom);
     rt_tensor *a = NULL, *b = NULL, *c = NULL, *d = NULL;
@@ -1086,6 +1122,7 @@ static tsl_status exec_alloc(interp *I, const tile_stmt *s)
 typedef struct atom_rec {
     const tile_stmt *s;
     int64_t *src;  /* per thread: 8 shared coordinates (rank 2) -> flattened pairs */
+    int64_t *dslot; /* per thread: the 8 destination slots */
     const rt_view *srcv;
     rt_view view;  /* the source view of the last thread (tensor, name) */
     rt_tensor *dst;
@@ -1152,12 +1189,47 @@ static tsl_status exec_indices(interp *I, const tile_stmt *s)
     return TSL_OK;
 }
 
-/* Record one thread's part of an ldmatrix: its source row (a [1,8] or [8]
- * view of shared memory) and its destination (`T.local`, 8 slots). */
+/* Slot of element i (register i/2, half i%2) of an ldmatrix destination
+ * `R.local` (the thread's local part in row-major local order) or
+ * `R.local.tile([a, b])` (register m = tile m of the tiles in row-major
+ * order, half e = element e of the tile). -1 when it does not fit. */
+static int64_t ldmatrix_slot(const rt_tensor *d, const tile_operand *dop, int i)
+{
+    int64_t ld[DIST_MAX_RANK], lc[DIST_MAX_RANK], sz[DIST_MAX_RANK], outer[DIST_MAX_RANK];
+    int r = d->rlay->rank;
+    local_shape(d->rlay, ld);
+    int64_t m = i / 2, e = i % 2;
+    if (dop->nsteps == 1) {
+        int64_t x = i;
+        for (int k = r - 1; k >= 0; k--) {
+            lc[k] = x % ld[k];
+            x /= ld[k];
+        }
+        return x ? -1 : local_slot(d->rlay, lc);
+    }
+    const tile_step *st = &dop->steps[1];
+    for (int k = 0; k < r; k++) {
+        int j = k - (r - st->n);
+        sz[k] = j >= 0 ? st->sizes[j] : 1;
+        if (sz[k] < 1 || ld[k] % sz[k]) return -1;
+        outer[k] = ld[k] / sz[k];
+    }
+    for (int k = r - 1; k >= 0; k--) {
+        lc[k] = (m % outer[k]) * sz[k] + e % sz[k];
+        m /= outer[k];
+        e /= sz[k];
+    }
+    return m || e ? -1 : local_slot(d->rlay, lc);
+}
+
+/* Record one thread's part of an ldmatrix: its source row (one row of 8
+ * 16-bit elements of shared memory) and its 8 destination slots. */
 static tsl_status record_ldmatrix(interp *I, decomp_ctx *dc, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
     atom_rec *r = NULL;
+    if (strncmp(in->atom, "ldmatrix.x4", 11) != 0)
+        return ierr(I, s->pos, TSL_ERR_UNAVAILABLE, "atom %s: the interpreter knows ldmatrix.x4[.trans]", in->atom);
     for (int i = 0; i < dc->nrec; i++)
         if (dc->rec[i].s == s) r = &dc->rec[i];
     if (!r) {
@@ -1166,16 +1238,26 @@ static tsl_status record_ldmatrix(interp *I, decomp_ctx *dc, const tile_stmt *s)
         memset(r, 0, sizeof *r);
         r->s = s;
         r->src = calloc((size_t)I->nthreads * 16, sizeof(int64_t));
-        if (!r->src) return ierr(I, s->pos, TSL_ERR_NOMEM, "out of memory");
+        r->dslot = calloc((size_t)I->nthreads * 8, sizeof(int64_t));
+        if (!r->src || !r->dslot) return ierr(I, s->pos, TSL_ERR_NOMEM, "out of memory");
     }
     const tile_operand *dop = in->has_dst ? &in->dst : NULL;
-    if (!dop || !dop->v || dop->nsteps != 1 || dop->steps[0].kind != TILE_STEP_LOCAL)
-        return ierr(I, s->pos, TSL_ERR_SEMANTIC, "ldmatrix atom: write '-> T.local' (the thread's registers)");
+    if (!dop || !dop->v || dop->nsteps < 1 || dop->nsteps > 2 || dop->steps[0].kind != TILE_STEP_LOCAL ||
+        (dop->nsteps == 2 && dop->steps[1].kind != TILE_STEP_TILE))
+        return ierr(I, s->pos, TSL_ERR_SEMANTIC,
+                    "ldmatrix atom: write '-> R.local' or '-> R.local.tile([..])' (the thread's registers)");
     rt_tensor *d = I->slots[dop->v->id].t;
     if (!d || d->space != TILE_REGISTER || d->nlocals != 8 || d->dt.bits != 16)
         return ierr(I, dop->pos, TSL_ERR_SHAPE,
                     "ldmatrix.x4: '%s' must be a 16-bit register tensor with 8 slots per thread", dop->v->name);
     r->dst = d;
+    for (int i = 0; i < 8; i++) {
+        int64_t sl = ldmatrix_slot(d, dop, i);
+        if (sl < 0 || sl >= 8)
+            return ierr(I, dop->pos, TSL_ERR_SHAPE, "ldmatrix.x4: register %d of the destination is not in '%s.local'",
+                        i / 2, dop->v->name);
+        r->dslot[dc->thread * 8 + i] = sl;
+    }
     tsl_status st = view_of(I, &in->args[0], &r->view);
     if (st) return st;
     if (r->view.t->space != TILE_SHARED || r->view.rank != 2 || r->view.t->dt.bits != 16)
@@ -1189,6 +1271,92 @@ static tsl_status record_ldmatrix(interp *I, decomp_ctx *dc, const tile_stmt *s)
         r->src[dc->thread * 16 + 2 * j + 1] = c[1];
     }
     r->ok = 1;
+    return TSL_OK;
+}
+
+/* ---- per-thread moves inside a decomposition -------------------------------------------
+ * An inner load/store/copy that is not a collective atom moves this
+ * thread's elements one by one (what `st.shared.v2` and friends do): the
+ * k-th element of the source box, row-major, goes to the k-th of the
+ * destination box. Register operands are the thread's `.local` part. */
+static tsl_status elem_get(interp *I, size_t pos, const rt_view *vw, const int64_t *vc, int64_t th, double *out)
+{
+    int64_t c[IMAX_RANK];
+    view_map(vw, vc, c);
+    const rt_tensor *t = vw->t;
+    if (vw->local) {
+        int64_t sl = local_slot(t->rlay, c);
+        if (sl < 0 || th >= t->nthreads) return ierr(I, pos, TSL_ERR_BOUNDS, "outside %s.local", vw->name);
+        *out = t->regs[th * t->nlocals + sl];
+        return TSL_OK;
+    }
+    if (t->space == TILE_SHARED) return shared_get(I, pos, vw, c, th, out);
+    if (t->space == TILE_GLOBAL) {
+        *out = in_dims(t, c) ? global_get(t, c) : 0;
+        return TSL_OK;
+    }
+    return ierr(I, pos, TSL_ERR_SEMANTIC, "a register tensor inside a decomposition is used as '%s.local'", vw->name);
+}
+
+static tsl_status elem_put(interp *I, size_t pos, const rt_view *vw, const int64_t *vc, int64_t th, double v,
+                           int async)
+{
+    int64_t c[IMAX_RANK];
+    view_map(vw, vc, c);
+    rt_tensor *t = vw->t;
+    if (vw->local) {
+        int64_t sl = local_slot(t->rlay, c);
+        if (sl < 0 || th >= t->nthreads) return ierr(I, pos, TSL_ERR_BOUNDS, "outside %s.local", vw->name);
+        t->regs[th * t->nlocals + sl] = round_to(t->dt, v);
+        return TSL_OK;
+    }
+    if (t->space == TILE_SHARED) return shared_put(I, pos, vw, c, th, v, async);
+    if (t->space == TILE_GLOBAL) {
+        if (in_dims(t, c)) global_set(t, c, v);
+        return TSL_OK;
+    }
+    return ierr(I, pos, TSL_ERR_SEMANTIC, "a register tensor inside a decomposition is used as '%s.local'", vw->name);
+}
+
+static tsl_status exec_thread_move(interp *I, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    if (!in->has_dst || in->nargs < 1 || !in->args[0].v)
+        return ierr(I, s->pos, TSL_ERR_UNAVAILABLE,
+                    "inside a decomposition the interpreter runs moves 'op SRC -> DST' (and ldmatrix)");
+    rt_view a, b;
+    tsl_status st = view_of(I, &in->args[0], &a);
+    if (!st) st = view_of(I, &in->dst, &b);
+    if (st) return st;
+    int64_t na = 1, nb = 1, ea[IMAX_RANK], eb[IMAX_RANK];
+    for (int i = 0; i < a.rank; i++) {
+        int j = i - (a.rank - b.rank);
+        ea[i] = a.ext[i] >= 0 ? a.ext[i] : j >= 0 && b.ext[j] >= 0 ? b.ext[j] : 1;
+        na *= ea[i];
+    }
+    for (int i = 0; i < b.rank; i++) {
+        int j = i - (b.rank - a.rank);
+        eb[i] = b.ext[i] >= 0 ? b.ext[i] : j >= 0 ? ea[j] : 1;
+        nb *= eb[i];
+    }
+    if (na != nb)
+        return ierr(I, s->pos, TSL_ERR_SHAPE, "this thread moves %lld elements of '%s' into %lld of '%s'",
+                    (long long)na, a.name, (long long)nb, b.name);
+    for (int64_t k = 0; k < na; k++) {
+        int64_t va[IMAX_RANK], vb[IMAX_RANK], x = k, y = k;
+        for (int i = a.rank - 1; i >= 0; i--) {
+            va[i] = x % ea[i];
+            x /= ea[i];
+        }
+        for (int i = b.rank - 1; i >= 0; i--) {
+            vb[i] = y % eb[i];
+            y /= eb[i];
+        }
+        double v;
+        if ((st = elem_get(I, s->pos, &a, va, I->cur_thread, &v)) ||
+            (st = elem_put(I, s->pos, &b, vb, I->cur_thread, v, in->op == TILE_I_COPY_ASYNC)))
+            return st;
+    }
     return TSL_OK;
 }
 
@@ -1211,7 +1379,8 @@ static tsl_status run_ldmatrix(interp *I, atom_rec *r)
             }
         iatom_ldmatrix_x4(rows, trans, out);
         for (int l = 0; l < 32; l++)
-            for (int i = 0; i < 8; i++) d->regs[(w * 32 + l) * 8 + i] = round_to(d->dt, out[l][i]);
+            for (int i = 0; i < 8; i++)
+                d->regs[(w * 32 + l) * 8 + r->dslot[(w * 32 + l) * 8 + i]] = round_to(d->dt, out[l][i]);
     }
     return TSL_OK;
 }
@@ -1240,8 +1409,22 @@ static tsl_status exec_decomp_stmt(interp *I, decomp_ctx *dc, const tile_stmt *s
     }
     const tile_instr *in = &s->instr;
     if (in->decomp) return exec_decomp_block(I, dc, in->decomp);
-    if (in->op == TILE_I_LOAD_SHARED && in->atom && !strncmp(in->atom, "ldmatrix.x4", 11))
+    if (in->op == TILE_I_LOAD_SHARED && in->atom && !strncmp(in->atom, "ldmatrix", 8))
         return record_ldmatrix(I, dc, s);
+    switch (in->op) {
+    case TILE_I_LOAD_GLOBAL:
+    case TILE_I_STORE_GLOBAL:
+    case TILE_I_LOAD_SHARED:
+    case TILE_I_STORE_SHARED:
+    case TILE_I_COPY_ASYNC:
+    case TILE_I_COPY: return exec_thread_move(I, s);
+    case TILE_I_COMMIT:
+    case TILE_I_WAIT:
+    case TILE_I_SYNC:
+        return ierr(I, s->pos, TSL_ERR_UNAVAILABLE, "%s inside a decomposition: put it outside",
+                    tile_op_info_of(in->op)->name);
+    default: break;
+    }
     return ierr(I, s->pos, TSL_ERR_UNAVAILABLE, "%s%s%s: not an atom the interpreter knows inside a decomposition",
                 tile_op_info_of(in->op)->name, in->atom ? " atom " : "", in->atom ? in->atom : "");
 }
@@ -1273,7 +1456,10 @@ static tsl_status exec_decomp(interp *I, const tile_stmt *s)
     }
     I->cur_thread = -1;
     for (int i = 0; i < dc.nrec && !st; i++) st = run_ldmatrix(I, &dc.rec[i]);
-    for (int i = 0; i < dc.nrec; i++) free(dc.rec[i].src);
+    for (int i = 0; i < dc.nrec; i++) {
+        free(dc.rec[i].src);
+        free(dc.rec[i].dslot);
+    }
     return st;
 }
 
