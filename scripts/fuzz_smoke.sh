@@ -18,6 +18,7 @@ for f in examples/*.tc; do [ -f "$f" ] && cp "$f" "$work/example-$(basename "$f"
 log=build-fuzz/fuzz_parse.log
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     build-fuzz/fuzz_parse -max_total_time="$secs" -max_len=4096 -timeout=5 \
+    -dict=tests/fuzz/tc.dict \
     -artifact_prefix=build-fuzz/ -print_final_stats=1 "$work" >"$log" 2>&1
 rc=$?
 tail -n 5 "$log"

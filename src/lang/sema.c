@@ -243,7 +243,6 @@ static lang_expr *sema_ident(sema *S, const parse_node *p, bool *weak)
 
 static lang_expr *sema_access(sema *S, const parse_node *p, lang_tensor *t)
 {
-    lang_def *def = S->def;
     if (t->param_index < 0 && !S->defined[t->index]) {
         if (t == S->st->lhs)
             sema_err(S, p->offset, TSL_ERR_SEMANTIC,
@@ -275,7 +274,6 @@ static lang_expr *sema_access(sema *S, const parse_node *p, lang_tensor *t)
         }
         e->args[k] = x;
     }
-    (void)def;
     if (t == S->st->lhs) {
         S->st->reads_lhs = true;
         bool same = p->nargs == S->st->niter;
@@ -536,7 +534,6 @@ static bool sema_index_name_ok(sema *S, const char *name, size_t offset, const c
 
 static bool sema_stmt(sema *S, const parse_stmt *ps, lang_stmt *st)
 {
-    lang_def *def = S->def;
     S->ps = ps;
     S->st = st;
     S->cvars = 0;
@@ -658,7 +655,6 @@ static bool sema_stmt(sema *S, const parse_stmt *ps, lang_stmt *st)
     }
     if (t->first_stmt < 0) t->first_stmt = st->index;
     S->defined[t->index] = true;
-    (void)def;
     return true;
 }
 
