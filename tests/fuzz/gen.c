@@ -1,0 +1,1101 @@
+/* gen.c — random valid TC programs for the differential tester, and the
+ * runner that compares the interpreter with another target (see gen.h).
+ *
+ * The generator builds each statement access by access and keeps, for every
+ * index variable, the model of range inference it relies on
+ * (docs/language.md section 6): every index expression it writes has at most
+ * one variable without a `where` clause, so all bounds apply in the first
+ * round and a variable's range is the minimum of its bounds:
+ *
+ *     v          in a dim of extent D   ->  D
+ *     v + c                              ->  D - c
+ *     v + w      (where w in 0:K)        ->  D - K + 1
+ *     2*v + w    (where w in 0:2)        ->  (D - 2) / 2 + 1
+ *     S - 1 - v  (S the dim's symbol)    ->  D
+ *     X(I(...) + c)                      ->  no bound on X's dim; I's values kept in [0, D - c)
+ *
+ * A new tensor's shape is its LHS variables' ranges. A statement that
+ * updates a tensor with a known shape must cover it, so there every bound on
+ * an LHS variable must be at least the extent. Values stay finite: every
+ * expression carries a bound on its magnitude and a body that could grow
+ * past the dtype's comfortable range is scaled by a power of two (exact);
+ * builtins get safe domains (exp(tanh x), log(|x| + 1), ...). Comparisons
+ * and float-to-int casts read only input values, which both targets see
+ * bit for bit, so rounding differences can never flip a branch. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "fuzz/gen.h"
+
+/* ---- randomness: splitmix64, reproducible from the seed ---------------- */
+
+static uint64_t gen_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int64_t gen_int(uint64_t *s, int64_t lo, int64_t hi) /* [lo, hi] */
+{
+    return lo + (int64_t)(gen_next(s) % (uint64_t)(hi - lo + 1));
+}
+
+static int gen_chance(uint64_t *s, int percent) { return gen_int(s, 0, 99) < percent; }
+
+/* ---- generator state --------------------------------------------------- */
+
+enum { GEN_MAX_T = 16, GEN_MAX_V = 12, GEN_MAX_SYM = 6, GEN_MAX_STR = 4096 };
+
+typedef enum gen_kind { GK_IN, GK_INOUT, GK_INDEX, GK_NEW } gen_kind;
+
+typedef struct gen_tensor {
+    char name[8];
+    tsl_dtype dt;
+    int rank;
+    int64_t ext[4];   /* concrete extents */
+    int sym[4];       /* size symbol naming dim d (parameters); -1 for new tensors */
+    gen_kind kind;
+    int defined;      /* holds values (parameters; new tensors after their first statement) */
+    int read_later;   /* read by a statement after its definition */
+    int64_t idx_hi;   /* GK_INDEX: every value must be < idx_hi */
+    double mag;       /* bound on |element| */
+} gen_tensor;
+
+typedef struct gen_var {
+    char name[4];
+    int lhs;          /* an LHS (iteration) variable */
+    int64_t fixed;    /* > 0: range fixed (a where clause, or the extent of a shaped LHS) */
+    int where;        /* emit `where name in 0:fixed` */
+    int64_t bound;    /* min of the bounds so far (INT64_MAX: none) */
+} gen_var;
+
+/* An expression: its text, type (TSL_DTYPE_BOOL for conditions, -1 for a
+ * weak float literal) and a bound on its magnitude. */
+typedef struct gen_ex {
+    const char *s;
+    int ty;
+    double mag;
+} gen_ex;
+
+enum { TY_WEAK = -1 };
+
+typedef struct gen {
+    uint64_t rng;
+    const dt_opts *o;
+    int nsym;
+    char symname[GEN_MAX_SYM][2];
+    int64_t symval[GEN_MAX_SYM];
+    gen_tensor t[GEN_MAX_T];
+    int nt;
+    int nnew;         /* new tensors so far (T0, T1, ...) */
+    int has_scalar;   /* the def has `float alpha` */
+    tsl_dtype fty;    /* the program's main float type */
+    int int_prog;     /* most values are int32 */
+    /* the statement being built */
+    gen_var v[GEN_MAX_V];
+    int nv;
+    int nred;         /* reduction variables created so far */
+    int allow_red;    /* new reduction / where variables may be created */
+    int want_red;     /* the next plain index must be a new reduction variable */
+    int lhs;          /* index of the LHS tensor */
+    int self_ok;      /* the RHS may read the LHS at exactly the LHS indices */
+    int failed;       /* the statement cannot be completed: retry */
+    /* every string made, freed at the end */
+    char **strs;
+    int nstrs, capstrs;
+} gen;
+
+static const char *gen_str(gen *g, const char *fmt, ...) TSL_PRINTF(2, 3);
+static const char *gen_str(gen *g, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf b = {0};
+    sb_vprintf(&b, fmt, ap);
+    va_end(ap);
+    char *s = sb_take(&b);
+    if (g->nstrs == g->capstrs) {
+        g->capstrs = g->capstrs ? 2 * g->capstrs : 256;
+        char **n = realloc(g->strs, (size_t)g->capstrs * sizeof *n);
+        TSL_ASSERT(n);
+        g->strs = n;
+    }
+    g->strs[g->nstrs++] = s;
+    return s;
+}
+
+static int gen_rand(gen *g, int lo, int hi) { return (int)gen_int(&g->rng, lo, hi); }
+static int gen_p(gen *g, int percent) { return gen_chance(&g->rng, percent); }
+
+static int gen_is_float(int ty)
+{
+    return ty == TY_WEAK || ty == TSL_DTYPE_F16 || ty == TSL_DTYPE_F32 || ty == TSL_DTYPE_F64;
+}
+
+static int gen_float_rank(int ty)
+{
+    return ty == TSL_DTYPE_F16 ? 1 : ty == TSL_DTYPE_F32 ? 2 : ty == TSL_DTYPE_F64 ? 3 : 0;
+}
+
+/* The promoted type of a binary operation (docs/language.md section 5,
+ * restricted to the types the generator uses). */
+static int gen_promote(int a, int b)
+{
+    if (a == TY_WEAK && b == TY_WEAK) return TSL_DTYPE_F32;
+    if (a == TY_WEAK) return gen_is_float(b) ? b : TSL_DTYPE_F32;
+    if (b == TY_WEAK) return gen_is_float(a) ? a : TSL_DTYPE_F32;
+    if (gen_is_float(a) && gen_is_float(b)) return gen_float_rank(a) >= gen_float_rank(b) ? a : b;
+    if (gen_is_float(a)) return a;
+    if (gen_is_float(b)) return b;
+    return TSL_DTYPE_I32; /* int32 with int32 or bool */
+}
+
+/* Largest magnitude a value of type ty may carry before the generator
+ * scales it down (float16 overflows at 65504). */
+static double gen_limit(int ty)
+{
+    if (ty == TSL_DTYPE_F16) return 64;
+    if (gen_is_float(ty)) return 1e4;
+    return 1e5;
+}
+
+/* ---- sizes and parameters ---------------------------------------------- */
+
+/* 1, primes and small composites; no powers of two beyond 1. */
+static const int64_t gen_sizes[] = {1, 3, 5, 6, 7, 9, 10, 11, 12, 13, 15, 17, 19, 23};
+
+static int64_t gen_numel(const gen_tensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; d++) n *= t->ext[d];
+    return n;
+}
+
+/* Add a parameter of the given kind, rank and dtype with dims drawn from the
+ * size symbols so that it stays under the element cap. */
+static void gen_add_param(gen *g, gen_kind kind, const char *name, tsl_dtype dt, int rank)
+{
+    gen_tensor *t = &g->t[g->nt++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->dt = dt;
+    t->kind = kind;
+    t->defined = 1;
+    t->idx_hi = INT64_MAX;
+    t->mag = kind == GK_INDEX ? 25 : dt == TSL_DTYPE_I32 ? 3 : 1;
+    for (int tries = 0;; tries++) {
+        t->rank = rank;
+        for (int d = 0; d < rank; d++) {
+            int s = gen_rand(g, 0, g->nsym - 1);
+            /* past a few tries, take the smallest symbol so the cap holds */
+            if (tries > 6) {
+                s = 0;
+                for (int k = 1; k < g->nsym; k++)
+                    if (g->symval[k] < g->symval[s]) s = k;
+            }
+            t->sym[d] = s;
+            t->ext[d] = g->symval[s];
+        }
+        if (gen_numel(t) <= g->o->max_elems) break;
+        if (tries > 8) rank--;
+    }
+}
+
+/* ---- index expressions ------------------------------------------------- */
+
+static int gen_new_var(gen *g, int lhs, int64_t fixed, int where)
+{
+    if (g->nv == GEN_MAX_V || (!lhs && g->nred >= 8)) return -1;
+    gen_var *v = &g->v[g->nv];
+    memset(v, 0, sizeof *v);
+    static const char *lhs_names[] = {"i", "j", "k", "l"};
+    static const char *red_names[] = {"r", "s", "t", "u", "w", "x", "y", "z"};
+    if (lhs)
+        snprintf(v->name, sizeof v->name, "%s", lhs_names[g->nv]);
+    else
+        snprintf(v->name, sizeof v->name, "%s", red_names[g->nred++ % 8]);
+    v->lhs = lhs;
+    v->fixed = fixed;
+    v->where = where;
+    v->bound = INT64_MAX;
+    return g->nv++;
+}
+
+/* Can variable v take bound b (its range stays at least 1 and, when fixed,
+ * covers the fixed range)? */
+static int gen_var_fits(const gen_var *v, int64_t b) { return b >= 1 && (!v->fixed || b >= v->fixed); }
+
+static void gen_var_bound(gen_var *v, int64_t b)
+{
+    if (b < v->bound) v->bound = b;
+}
+
+/* A variable that can take bound b, preferring LHS variables not yet
+ * placed, or -1. */
+static int gen_pick_var(gen *g, int64_t b)
+{
+    int cand[GEN_MAX_V], n = 0, fresh[GEN_MAX_V], nf = 0;
+    for (int k = 0; k < g->nv; k++) {
+        if (!gen_var_fits(&g->v[k], b)) continue;
+        cand[n++] = k;
+        if (g->v[k].lhs && g->v[k].bound == INT64_MAX && !g->v[k].fixed) fresh[nf++] = k;
+    }
+    if (nf && gen_p(g, 85)) return fresh[gen_rand(g, 0, nf - 1)];
+    return n ? cand[gen_rand(g, 0, n - 1)] : -1;
+}
+
+static const char *gen_access(gen *g, int ti, int nested);
+
+/* An index expression for a dim of extent D named by symbol sym (-1: none). */
+static const char *gen_index(gen *g, int64_t D, int sym, int nested)
+{
+    for (int tries = 0; tries < 12; tries++) {
+        int form = g->want_red ? 0 : gen_rand(g, 0, 99);
+        if (form < 45) { /* plain variable, existing or new reduction variable */
+            int v = g->want_red ? -1 : gen_pick_var(g, D);
+            if ((v < 0 || gen_p(g, 20)) && g->allow_red) v = gen_new_var(g, 0, 0, 0);
+            if (v < 0) continue;
+            if (!g->v[v].lhs) g->want_red = 0;
+            gen_var_bound(&g->v[v], D);
+            return g->v[v].name;
+        } else if (form < 55) { /* v + c */
+            int64_t c = gen_rand(g, 1, 2);
+            int v = gen_pick_var(g, D - c);
+            if (v < 0) continue;
+            gen_var_bound(&g->v[v], D - c);
+            return gen_str(g, "%s + %lld", g->v[v].name, (long long)c);
+        } else if (form < 67) { /* v + w, w in 0:K: a window */
+            if (!g->allow_red) continue;
+            int64_t K = gen_rand(g, 1, 3);
+            int v = gen_pick_var(g, D - K + 1);
+            if (v < 0 || g->v[v].where) continue;
+            int w = gen_new_var(g, 0, K, 1);
+            if (w < 0) continue;
+            gen_var_bound(&g->v[v], D - K + 1);
+            gen_var_bound(&g->v[w], K);
+            return gen_p(g, 50) ? gen_str(g, "%s + %s", g->v[v].name, g->v[w].name)
+                                : gen_str(g, "%s + %s", g->v[w].name, g->v[v].name);
+        } else if (form < 73) { /* 2*v + w, w in 0:2: a strided window */
+            if (!g->allow_red || D < 2) continue;
+            int64_t b = (D - 2) / 2 + 1;
+            int v = gen_pick_var(g, b);
+            if (v < 0 || g->v[v].where) continue;
+            int w = gen_new_var(g, 0, 2, 1);
+            if (w < 0) continue;
+            gen_var_bound(&g->v[v], b);
+            gen_var_bound(&g->v[w], 2);
+            return gen_str(g, "2*%s + %s", g->v[v].name, g->v[w].name);
+        } else if (form < 80) { /* S - 1 - v: reversed */
+            if (sym < 0) continue;
+            int v = gen_pick_var(g, D);
+            if (v < 0 || g->v[v].where) continue;
+            gen_var_bound(&g->v[v], D);
+            return gen_str(g, "%s - 1 - %s", g->symname[sym], g->v[v].name);
+        } else if (form < 86) { /* a constant */
+            return gen_str(g, "%lld", (long long)gen_rand(g, 0, (int)D - 1));
+        } else { /* a gather through an index tensor */
+            if (nested) continue;
+            int idx[GEN_MAX_T], n = 0;
+            for (int k = 0; k < g->nt; k++)
+                if (g->t[k].kind == GK_INDEX) idx[n++] = k;
+            if (!n) continue;
+            int ti = idx[gen_rand(g, 0, n - 1)];
+            int64_t c = D > 1 && gen_p(g, 30) ? 1 : 0;
+            if (D - c < g->t[ti].idx_hi) g->t[ti].idx_hi = D - c;
+            const char *a = gen_access(g, ti, 1);
+            return c ? gen_str(g, "%s + 1", a) : a;
+        }
+    }
+    return "0"; /* always in bounds */
+}
+
+/* T(e0, ..., e_{r-1}) */
+static const char *gen_access(gen *g, int ti, int nested)
+{
+    gen_tensor *t = &g->t[ti];
+    strbuf b = {0};
+    sb_printf(&b, "%s(", t->name);
+    /* visit the dims in a random order so that variables land transposed */
+    int order[4] = {0, 1, 2, 3};
+    for (int d = t->rank - 1; d > 0; d--) {
+        int k = gen_rand(g, 0, d), x = order[d];
+        order[d] = order[k];
+        order[k] = x;
+    }
+    const char *e[4] = {0};
+    for (int d = 0; d < t->rank; d++)
+        e[order[d]] = gen_index(g, t->ext[order[d]], t->sym[order[d]], nested);
+    for (int d = 0; d < t->rank; d++) sb_printf(&b, "%s%s", d ? ", " : "", e[d]);
+    sb_putc(&b, ')');
+    const char *s = gen_str(g, "%s", sb_str(&b));
+    sb_free(&b);
+    return s;
+}
+
+/* The LHS tensor read at exactly its LHS indices (allowed in place). */
+static const char *gen_self(gen *g)
+{
+    gen_tensor *t = &g->t[g->lhs];
+    strbuf b = {0};
+    sb_printf(&b, "%s(", t->name);
+    for (int d = 0; d < t->rank; d++) sb_printf(&b, "%s%s", d ? ", " : "", g->v[d].name);
+    sb_putc(&b, ')');
+    const char *s = gen_str(g, "%s", sb_str(&b));
+    sb_free(&b);
+    return s;
+}
+
+/* ---- value expressions ------------------------------------------------- */
+
+static gen_ex gen_ex_of(const char *s, int ty, double mag)
+{
+    gen_ex e = {s, ty, mag};
+    return e;
+}
+
+/* A tensor with values that the statement may read (not the LHS). */
+static int gen_pick_readable(gen *g, int inputs_only)
+{
+    int cand[GEN_MAX_T], n = 0;
+    for (int k = 0; k < g->nt; k++) {
+        const gen_tensor *t = &g->t[k];
+        if (!t->defined || k == g->lhs) continue;
+        if (inputs_only && t->kind != GK_IN && t->kind != GK_INDEX) continue;
+        cand[n++] = k;
+    }
+    return n ? cand[gen_rand(g, 0, n - 1)] : -1;
+}
+
+static gen_ex gen_read(gen *g, int ti)
+{
+    gen_tensor *t = &g->t[ti];
+    if (ti != g->lhs) t->read_later = 1;
+    return gen_ex_of(gen_access(g, ti, 0), t->dt, t->mag);
+}
+
+/* A condition that reads only input values and index variables, so both
+ * targets decide it identically. */
+static gen_ex gen_cond(gen *g, int depth)
+{
+    int form = gen_rand(g, 0, 9);
+    static const char *rel[] = {"<", "<=", ">", ">=", "!=", "=="};
+    if (depth < 1 && form == 0) {
+        gen_ex a = gen_cond(g, depth + 1), b = gen_cond(g, depth + 1);
+        return gen_ex_of(gen_str(g, "(%s %s %s)", a.s, gen_p(g, 50) ? "&&" : "||", b.s),
+                         TSL_DTYPE_BOOL, 1);
+    }
+    if (depth < 1 && form == 1) {
+        gen_ex a = gen_cond(g, depth + 1);
+        return gen_ex_of(gen_str(g, "!(%s)", a.s), TSL_DTYPE_BOOL, 1);
+    }
+    if (form <= 4) { /* input against input or against a binary-exact constant */
+        int ta = gen_pick_readable(g, 1);
+        if (ta >= 0) {
+            gen_ex a = gen_read(g, ta);
+            const char *rhs;
+            int tb = gen_p(g, 50) ? gen_pick_readable(g, 1) : -1;
+            if (tb >= 0)
+                rhs = gen_read(g, tb).s;
+            else if (gen_is_float(a.ty))
+                rhs = gen_p(g, 50) ? "0.25" : "-0.5";
+            else
+                rhs = gen_str(g, "%d", gen_rand(g, -2, 3));
+            return gen_ex_of(gen_str(g, "%s %s %s", a.s, rel[gen_rand(g, 0, 3)], rhs),
+                             TSL_DTYPE_BOOL, 1);
+        }
+    }
+    /* index variables that already have a range */
+    int placed[GEN_MAX_V], n = 0;
+    for (int k = 0; k < g->nv; k++)
+        if (g->v[k].bound != INT64_MAX || g->v[k].fixed) placed[n++] = k;
+    if (!n) return gen_ex_of("1 < 2", TSL_DTYPE_BOOL, 1);
+    const char *a = g->v[placed[gen_rand(g, 0, n - 1)]].name;
+    const char *b = gen_p(g, 50) ? g->v[placed[gen_rand(g, 0, n - 1)]].name
+                                 : gen_str(g, "%d", gen_rand(g, 0, 4));
+    return gen_ex_of(gen_str(g, "%s %s %s", a, rel[gen_rand(g, 0, 5)], b), TSL_DTYPE_BOOL, 1);
+}
+
+/* Scale a float expression down by a power of two (exact) until its
+ * magnitude bound is under `limit`; reduce an integer one modulo 1009. */
+static gen_ex gen_tame(gen *g, gen_ex e, double limit)
+{
+    if (e.mag <= limit) return e;
+    if (!gen_is_float(e.ty)) return gen_ex_of(gen_str(g, "(%s) %% 1009", e.s), e.ty, 1008);
+    int k = 0;
+    double m = e.mag;
+    while (m > limit) m /= 2, k++;
+    return gen_ex_of(gen_str(g, "(%s) * %.17g", e.s, ldexp(1.0, -k)), e.ty, m);
+}
+
+static gen_ex gen_expr(gen *g, int depth);
+
+static gen_ex gen_leaf(gen *g)
+{
+    int r = gen_rand(g, 0, 99);
+    if (r < 6 && g->has_scalar) return gen_ex_of("alpha", TSL_DTYPE_F32, 1);
+    if (r < 12) {
+        static const char *lit[] = {"0.5", "1.5", "2.0", "0.75", "3.", "-1.25", ".25"};
+        static const double litv[] = {0.5, 1.5, 2.0, 0.75, 3.0, 1.25, 0.25};
+        if (g->int_prog && gen_p(g, 70))
+            return gen_ex_of(gen_str(g, "%d", gen_rand(g, 1, 3)), TSL_DTYPE_I32, 3);
+        int k = gen_rand(g, 0, 6);
+        return gen_ex_of(lit[k], TY_WEAK, litv[k]);
+    }
+    if (r < 18 && g->self_ok) {
+        const gen_tensor *t = &g->t[g->lhs];
+        return gen_ex_of(gen_self(g), t->dt, t->mag);
+    }
+    int ti = gen_pick_readable(g, 0);
+    if (ti < 0) return gen_ex_of("1.5", TY_WEAK, 1.5);
+    return gen_read(g, ti);
+}
+
+/* A value expression: arithmetic, safe builtins, max/min, ?:, casts. */
+static gen_ex gen_expr(gen *g, int depth)
+{
+    if (depth >= 3 || gen_p(g, 25 + 15 * depth)) return gen_leaf(g);
+    int form = gen_rand(g, 0, 99);
+    if (form < 40) { /* + - * */
+        gen_ex a = gen_expr(g, depth + 1), b = gen_expr(g, depth + 1);
+        int op = gen_rand(g, 0, 2);
+        int ty = gen_promote(a.ty, b.ty);
+        if (!gen_is_float(ty) && a.mag * b.mag > 1e9) { /* keep int32 products exact */
+            a = gen_tame(g, a, 1e4);
+            b = gen_tame(g, b, 1e4);
+        }
+        double m = op == 2 ? a.mag * b.mag : a.mag + b.mag;
+        return gen_tame(g, gen_ex_of(gen_str(g, "(%s %s %s)", a.s, op == 0 ? "+" : op == 1 ? "-" : "*", b.s),
+                                     ty, m), gen_limit(ty));
+    }
+    if (form < 46) { /* a / (|b| + 1): never divides by zero */
+        gen_ex a = gen_expr(g, depth + 1), b = gen_expr(g, depth + 1);
+        int ty = gen_promote(a.ty, b.ty);
+        return gen_ex_of(gen_str(g, "(%s / (abs(%s) + 1))", a.s, b.s), ty, a.mag);
+    }
+    if (form < 52 && g->int_prog) { /* integer remainder by a positive divisor */
+        gen_ex a = gen_expr(g, depth + 1), b = gen_expr(g, depth + 1);
+        if (!gen_is_float(a.ty) && !gen_is_float(b.ty))
+            return gen_ex_of(gen_str(g, "(%s %% (abs(%s) + 1))", a.s, b.s), TSL_DTYPE_I32, a.mag);
+        /* b's accesses have bounded variables: it must stay in the text */
+        int ty = gen_promote(a.ty, b.ty);
+        return gen_tame(g, gen_ex_of(gen_str(g, "(%s + %s)", a.s, b.s), ty, a.mag + b.mag), gen_limit(ty));
+    }
+    if (form < 70) { /* a builtin on its safe domain */
+        gen_ex a = gen_expr(g, depth + 1);
+        int fty = gen_is_float(a.ty) ? (a.ty == TY_WEAK ? TSL_DTYPE_F32 : a.ty) : TSL_DTYPE_F32;
+        switch (gen_rand(g, 0, 10)) {
+        case 0: return gen_ex_of(gen_str(g, "tanh(%s)", a.s), fty, 1);
+        case 1: return gen_ex_of(gen_str(g, "sigmoid(%s)", a.s), fty, 1);
+        case 2: return gen_ex_of(gen_str(g, "exp(tanh(%s))", a.s), fty, 2.72);
+        case 3: return gen_ex_of(gen_str(g, "log(abs(%s) + 1)", a.s), fty, log(a.mag + 1) + 1e-3);
+        case 4: return gen_ex_of(gen_str(g, "sqrt(abs(%s) + 1)", a.s), fty, sqrt(a.mag + 1));
+        case 5: return gen_ex_of(gen_str(g, "rsqrt(abs(%s) + 1)", a.s), fty, 1);
+        case 6: return gen_ex_of(gen_str(g, "erf(%s)", a.s), fty, 1);
+        case 7: return gen_ex_of(gen_str(g, "abs(%s)", a.s), a.ty, a.mag);
+        case 8: return gen_ex_of(gen_str(g, "pow(abs(%s) + 1, 0.5)", a.s), fty, sqrt(a.mag + 1));
+        case 9: return gen_ex_of(gen_str(g, "exp(%s)", gen_str(g, "sigmoid(%s)", a.s)), fty, 2.72);
+        default: return gen_ex_of(gen_str(g, "(-%s)", a.s), a.ty, a.mag);
+        }
+    }
+    if (form < 80) { /* max / min (C spellings sometimes) */
+        gen_ex a = gen_expr(g, depth + 1), b = gen_expr(g, depth + 1);
+        int ty = gen_promote(a.ty, b.ty);
+        int mx = gen_p(g, 50);
+        const char *fn = gen_is_float(ty) && gen_p(g, 30) ? (mx ? "fmaxf" : "fminf") : (mx ? "max" : "min");
+        return gen_ex_of(gen_str(g, "%s(%s, %s)", fn, a.s, b.s), ty, fmax(a.mag, b.mag));
+    }
+    if (form < 90) { /* c ? a : b */
+        gen_ex c = gen_cond(g, 0);
+        gen_ex a = gen_expr(g, depth + 1), b = gen_expr(g, depth + 1);
+        return gen_ex_of(gen_str(g, "(%s ? %s : %s)", c.s, a.s, b.s), gen_promote(a.ty, b.ty),
+                         fmax(a.mag, b.mag));
+    }
+    /* casts: int -> float, float -> narrower float, input float -> int exactly */
+    int r = gen_rand(g, 0, 2);
+    if (r == 0) {
+        int ti = gen_pick_readable(g, 1);
+        if (ti >= 0 && gen_is_float(g->t[ti].dt)) {
+            gen_ex a = gen_read(g, ti);
+            return gen_ex_of(gen_str(g, "int32(%s * 4)", a.s), TSL_DTYPE_I32, 4 * a.mag);
+        }
+    }
+    gen_ex a = gen_expr(g, depth + 1);
+    if (r == 1 && !g->int_prog) {
+        static const tsl_dtype to[] = {TSL_DTYPE_F16, TSL_DTYPE_F32, TSL_DTYPE_F64};
+        tsl_dtype t = to[gen_rand(g, 0, 2)];
+        if (t == TSL_DTYPE_F16) a = gen_tame(g, a, gen_limit(TSL_DTYPE_F16));
+        return gen_ex_of(gen_str(g, "%s(%s)", tsl_dtype_name(t), a.s), t, a.mag);
+    }
+    return gen_ex_of(gen_str(g, "float32(%s)", a.s), TSL_DTYPE_F32, a.mag);
+}
+
+/* ---- statements -------------------------------------------------------- */
+
+static int64_t gen_var_range(const gen_var *v) { return v->fixed ? v->fixed : v->bound; }
+
+/* Try to add one statement; returns 0 (and leaves g->failed set) when the
+ * attempt must be thrown away. Appends the statement text to b. */
+static int gen_stmt_try(gen *g, strbuf *b, int first);
+static int gen_stmt(gen *g, strbuf *b, int first)
+{
+    int ok = gen_stmt_try(g, b, first);
+    if (getenv("DT_GEN_DEBUG") && !ok) fprintf(stderr, "gen: statement rejected at line %d\n", g->failed);
+    return ok;
+}
+
+#define GEN_REJECT() return (g->failed = __LINE__, 0)
+
+static int gen_stmt_try(gen *g, strbuf *b, int first)
+{
+    g->nv = 0;
+    g->nred = 0;
+    g->failed = 0;
+    g->self_ok = 0;
+    /* the LHS: a new tensor, or an update of an in/out or earlier tensor */
+    int upd[GEN_MAX_T], nu = 0;
+    for (int k = 0; k < g->nt; k++)
+        if ((g->t[k].kind == GK_INOUT || g->t[k].kind == GK_NEW) && g->t[k].defined) upd[nu++] = k;
+    int update = !first && nu && gen_p(g, 35);
+    if (first && nu && gen_p(g, 25)) update = 1; /* an in/out updated first */
+    int new_t = -1;
+    if (update) {
+        g->lhs = upd[gen_rand(g, 0, nu - 1)];
+        for (int d = 0; d < g->t[g->lhs].rank; d++) gen_new_var(g, 1, g->t[g->lhs].ext[d], 0);
+    } else {
+        if (g->nt == GEN_MAX_T || g->nnew == 10) GEN_REJECT();
+        static const int rank_w[] = {0, 1, 1, 1, 2, 2, 2, 2, 3, 3, 4};
+        int rank = rank_w[gen_rand(g, 0, 10)];
+        new_t = g->nt;
+        g->lhs = new_t;
+        gen_tensor *t = &g->t[g->nt++];
+        memset(t, 0, sizeof *t);
+        snprintf(t->name, sizeof t->name, "T%d", g->nnew++);
+        t->kind = GK_NEW;
+        t->rank = rank;
+        for (int d = 0; d < rank; d++) t->sym[d] = -1, gen_new_var(g, 1, 0, 0);
+    }
+    gen_tensor *L = &g->t[g->lhs];
+    int reduce = gen_p(g, 55);
+    g->allow_red = reduce;
+    g->self_ok = update && !reduce && gen_p(g, 50);
+
+    /* the body; a reduction's first term introduces a reduction variable */
+    gen_ex body;
+    if (reduce) {
+        int cand[GEN_MAX_T], n = 0;
+        for (int k = 0; k < g->nt; k++)
+            if (g->t[k].defined && k != g->lhs && g->t[k].rank > 0) cand[n++] = k;
+        if (!n) GEN_REJECT();
+        int nv0 = g->nv;
+        g->want_red = 1;
+        gen_ex first_term = gen_read(g, cand[gen_rand(g, 0, n - 1)]);
+        int has_red = 0;
+        for (int k = nv0; k < g->nv; k++) has_red |= !g->v[k].lhs;
+        g->want_red = 0;
+        if (!has_red) GEN_REJECT();
+        body = first_term;
+        if (gen_p(g, 75)) {
+            gen_ex e = gen_expr(g, 1);
+            int op = gen_rand(g, 0, 3);
+            int ty = gen_promote(body.ty, e.ty);
+            body = gen_ex_of(gen_str(g, "%s %s %s", body.s, op == 0 ? "+" : "*",
+                                     op == 0 ? e.s : gen_str(g, "(%s)", e.s)),
+                             ty, op == 0 ? body.mag + e.mag : body.mag * e.mag);
+        }
+    } else {
+        body = gen_expr(g, 0);
+    }
+    if (body.ty == TY_WEAK) body.ty = TSL_DTYPE_F32;
+    if (body.ty == TSL_DTYPE_BOOL) GEN_REJECT();
+    /* a computed float truncated into an integer tensor could round either way */
+    if (update && !gen_is_float(L->dt) && gen_is_float(body.ty)) GEN_REJECT();
+
+    /* LHS variables nothing bounded: broadcast with an explicit range */
+    for (int k = 0; k < g->nv; k++) {
+        gen_var *v = &g->v[k];
+        if (v->lhs && !v->fixed && v->bound == INT64_MAX) {
+            v->fixed = gen_sizes[gen_rand(g, 0, 6)];
+            v->where = 1;
+        }
+    }
+    /* every variable needs a range; the box must stay under the cap */
+    int64_t box = 1, count = 1;
+    for (int k = 0; k < g->nv; k++) {
+        int64_t r = gen_var_range(&g->v[k]);
+        if (r == INT64_MAX || r < 1) GEN_REJECT();
+        box *= r;
+        if (!g->v[k].lhs) count *= r;
+        if (box > g->o->max_elems * 16) GEN_REJECT();
+    }
+
+    /* the operator, now that the reduction size is known */
+    const char *op = "=";
+    int ty = update ? (int)L->dt : body.ty;
+    double limit = gen_limit(ty);
+    double mag = body.mag;
+    int nred = 0;
+    for (int k = 0; k < g->nv; k++) nred += !g->v[k].lhs;
+    if (nred == 0 && update && gen_p(g, 30)) {
+        op = gen_p(g, 60) ? "+=" : gen_p(g, 50) ? "max=" : "min=";
+        body = gen_tame(g, body, limit / 2);
+        mag = L->mag + body.mag;
+    } else if (nred > 0) {
+        int r = gen_rand(g, 0, 99);
+        int prod_ok = count <= 12 && !(update && L->mag > 8);
+        if (r < 15 && prod_ok) {
+            /* products of values in [0.75, 1.25] (integers: 1 or 2) */
+            op = update ? "*=" : "*=!";
+            if (gen_is_float(body.ty))
+                body = gen_ex_of(gen_str(g, "(1 + 0.25 * tanh(%s))", body.s), body.ty, 1.25);
+            else
+                body = gen_ex_of(gen_str(g, "(abs(%s) %% 2 + 1)", body.s), body.ty, 2);
+            mag = (update ? L->mag : 1) * pow(body.mag, (double)count);
+        } else if (r < 40) {
+            op = update ? (gen_p(g, 50) ? "max=" : "max=!") : "max=!";
+            mag = update ? fmax(L->mag, body.mag) : body.mag;
+        } else if (r < 55) {
+            op = update ? "min=" : "min=!";
+            mag = update ? fmax(L->mag, body.mag) : body.mag;
+        } else {
+            op = update ? "+=" : "+=!";
+            double lim = limit / (double)count / (update ? 2 : 1);
+            body = gen_tame(g, body, lim);
+            mag = body.mag * (double)count + (update ? L->mag : 0);
+        }
+    } else {
+        body = gen_tame(g, body, limit);
+        mag = body.mag;
+    }
+    if (!update) {
+        L->dt = (tsl_dtype)body.ty;
+        for (int d = 0; d < L->rank; d++) L->ext[d] = gen_var_range(&g->v[d]);
+        if (gen_numel(L) > g->o->max_elems) GEN_REJECT();
+        L->mag = mag;
+    } else {
+        if (mag > gen_limit(L->dt)) GEN_REJECT();
+        L->mag = fmax(L->mag, mag);
+    }
+    L->defined = 1;
+
+    /* the text: LHS, operator, body, where clauses */
+    sb_printf(b, "  %s(", L->name);
+    for (int d = 0; d < L->rank; d++) sb_printf(b, "%s%s", d ? ", " : "", g->v[d].name);
+    sb_printf(b, ") %s %s", op, body.s);
+    int nw = 0;
+    for (int k = 0; k < g->nv; k++)
+        if (g->v[k].where)
+            sb_printf(b, "%s%s in 0:%lld", nw++ ? ", " : " where ", g->v[k].name,
+                      (long long)g->v[k].fixed);
+    sb_putc(b, '\n');
+    return 1;
+}
+
+/* ---- the whole program ------------------------------------------------- */
+
+char *dt_gen_program(uint64_t seed, const dt_opts *o)
+{
+    gen *g = calloc(1, sizeof *g);
+    TSL_ASSERT(g);
+    g->rng = seed;
+    g->o = o;
+    int fam = gen_rand(g, 0, 99);
+    g->fty = fam < 62 ? TSL_DTYPE_F32 : fam < 77 ? TSL_DTYPE_F64 : fam < 90 ? TSL_DTYPE_F16 : TSL_DTYPE_I32;
+    g->int_prog = g->fty == TSL_DTYPE_I32;
+    g->nsym = gen_rand(g, 2, GEN_MAX_SYM);
+    static const char *names = "MNKPQR";
+    for (int s = 0; s < g->nsym; s++) {
+        g->symname[s][0] = names[s];
+        g->symval[s] = gen_sizes[gen_rand(g, 0, (int)(sizeof gen_sizes / sizeof *gen_sizes) - 1)];
+    }
+    static const int rank_w[] = {0, 1, 1, 2, 2, 2, 3, 3, 4};
+    int nin = gen_rand(g, 1, 4);
+    for (int k = 0; k < nin; k++) {
+        tsl_dtype dt = g->fty;
+        if (gen_p(g, 15)) dt = g->int_prog ? TSL_DTYPE_F32 : TSL_DTYPE_I32;
+        else if (gen_p(g, 8) && !g->int_prog) dt = TSL_DTYPE_F32;
+        char nm[2] = {(char)('A' + k), 0};
+        gen_add_param(g, GK_IN, nm, dt, rank_w[gen_rand(g, 0, 8)]);
+    }
+    if (gen_p(g, 35)) gen_add_param(g, GK_INDEX, "I", TSL_DTYPE_I32, gen_rand(g, 1, 2));
+    if (gen_p(g, 25)) gen_add_param(g, GK_INOUT, "Y", g->fty, gen_rand(g, 0, 3));
+    g->has_scalar = !g->int_prog && gen_p(g, 20);
+
+    strbuf body = {0};
+    int nstmts = gen_rand(g, 1, o->max_stmts);
+    for (int s = 0, tries = 0; s < nstmts && tries < 40; tries++) {
+        gen saved = *g; /* a failed attempt leaves no trace but its strings */
+        size_t len = body.len;
+        if (gen_stmt(g, &body, s == 0)) {
+            s++;
+            continue;
+        }
+        int nstrs = g->nstrs, capstrs = g->capstrs;
+        char **strs = g->strs;
+        *g = saved;
+        g->strs = strs, g->nstrs = nstrs, g->capstrs = capstrs;
+        body.len = len;
+        if (body.buf) body.buf[len] = 0;
+    }
+    int has_new = 0;
+    for (int k = 0; k < g->nt; k++) has_new |= g->t[k].kind == GK_NEW && g->t[k].defined;
+    if (!has_new) { /* always at least one statement: a plain copy */
+        gen_tensor *a = &g->t[0];
+        gen_tensor *t = &g->t[g->nt++];
+        memset(t, 0, sizeof *t);
+        snprintf(t->name, sizeof t->name, "T%d", g->nnew++);
+        t->kind = GK_NEW;
+        t->defined = 1;
+        t->rank = a->rank;
+        g->lhs = -1;
+        g->nv = 0;
+        for (int d = 0; d < a->rank; d++) gen_new_var(g, 1, 0, 0);
+        sb_printf(&body, "  %s(", t->name);
+        for (int d = 0; d < a->rank; d++) sb_printf(&body, "%s%s", d ? ", " : "", g->v[d].name);
+        sb_printf(&body, ") = %s(", a->name);
+        for (int d = 0; d < a->rank; d++) sb_printf(&body, "%s%s", d ? ", " : "", g->v[d].name);
+        sb_puts(&body, ")\n");
+    }
+
+    strbuf out = {0};
+    sb_printf(&out, "# difftest seed=0x%llx\n# sizes:", (unsigned long long)seed);
+    for (int s = 0; s < g->nsym; s++) sb_printf(&out, " %s=%lld", g->symname[s], (long long)g->symval[s]);
+    sb_putc(&out, '\n');
+    for (int k = 0; k < g->nt; k++)
+        if (g->t[k].kind == GK_INDEX)
+            sb_printf(&out, "# index: %s<%lld\n", g->t[k].name,
+                      (long long)(g->t[k].idx_hi == INT64_MAX ? 7 : g->t[k].idx_hi));
+    sb_puts(&out, "def f(");
+    int np = 0;
+    for (int k = 0; k < g->nt; k++) {
+        const gen_tensor *t = &g->t[k];
+        if (t->kind == GK_NEW) continue;
+        sb_printf(&out, "%s%s(", np++ ? ", " : "", tsl_dtype_name(t->dt));
+        for (int d = 0; d < t->rank; d++) sb_printf(&out, "%s%s", d ? "," : "", g->symname[t->sym[d]]);
+        sb_printf(&out, ") %s", t->name);
+    }
+    if (g->has_scalar) sb_printf(&out, "%sfloat alpha", np++ ? ", " : "");
+    sb_puts(&out, ") -> (");
+    int no = 0;
+    for (int k = 0; k < g->nt; k++) {
+        const gen_tensor *t = &g->t[k];
+        int is_out = t->kind == GK_INOUT ||
+                     (t->kind == GK_NEW && t->defined && (!t->read_later || gen_p(g, 40)));
+        if (is_out) sb_printf(&out, "%s%s", no++ ? ", " : "", t->name);
+    }
+    sb_printf(&out, ") {\n%s}\n", sb_str(&body));
+    sb_free(&body);
+    for (int k = 0; k < g->nstrs; k++) free(g->strs[k]);
+    free(g->strs);
+    free(g);
+    return sb_take(&out);
+}
+
+/* ---- the runner -------------------------------------------------------- */
+
+enum { RUN_MAX_NAMES = 16 };
+
+typedef struct run_header {
+    int nsize;
+    char size_name[RUN_MAX_NAMES][16];
+    int64_t size_val[RUN_MAX_NAMES];
+    int nindex;
+    char index_name[RUN_MAX_NAMES][16];
+    int64_t index_hi[RUN_MAX_NAMES];
+} run_header;
+
+/* Read `# sizes: M=3 N=7` and `# index: I<5` lines (anywhere in the text). */
+static void run_parse_header(const char *text, run_header *h)
+{
+    memset(h, 0, sizeof *h);
+    for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+        int is_size = strncmp(line, "# sizes:", 8) == 0, is_index = strncmp(line, "# index:", 8) == 0;
+        if (!is_size && !is_index) continue;
+        const char *p = line + 8;
+        for (;;) {
+            while (*p == ' ' || *p == '\t' || *p == ',') p++;
+            char name[16];
+            int n = 0;
+            while (n < 15 && ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+                              (*p >= '0' && *p <= '9') || *p == '_'))
+                name[n++] = *p++;
+            name[n] = 0;
+            char sep = *p;
+            if (!n || (sep != '=' && sep != '<')) break;
+            p++;
+            char *end;
+            long long v = strtoll(p, &end, 10);
+            if (end == p) break;
+            p = end;
+            if (is_size && h->nsize < RUN_MAX_NAMES) {
+                snprintf(h->size_name[h->nsize], 16, "%s", name);
+                h->size_val[h->nsize++] = v;
+            } else if (is_index && h->nindex < RUN_MAX_NAMES) {
+                snprintf(h->index_name[h->nindex], 16, "%s", name);
+                h->index_hi[h->nindex++] = v;
+            }
+        }
+    }
+}
+
+double dt_tolerance(tsl_dtype t)
+{
+    switch (t) {
+    case TSL_DTYPE_F16: return 1e-2;
+    case TSL_DTYPE_BF16: return 3e-2;
+    case TSL_DTYPE_F32: return 1e-4;
+    case TSL_DTYPE_F64: return 1e-9;
+    default: return 0;
+    }
+}
+
+static int run_is_float(tsl_dtype t)
+{
+    return t == TSL_DTYPE_F16 || t == TSL_DTYPE_BF16 || t == TSL_DTYPE_F32 || t == TSL_DTYPE_F64;
+}
+
+static int64_t run_numel(const DLTensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+    return n;
+}
+
+/* Poison for an integer output: a value no generated program produces,
+ * different per target so that two unwritten elements never agree. */
+static double run_poison(tsl_dtype t, int side)
+{
+    if (run_is_float(t)) return NAN;
+    if (t == TSL_DTYPE_BOOL) return side;
+    return side ? -1234567 : 7654321;
+}
+
+typedef struct run_side {
+    tsl_args *args;
+    DLTensor *copy[32];      /* this side's copies of the tensor inputs */
+    DLTensor *out[32];       /* outputs bound by us (NULL for in/out) */
+    tsl_status st;
+    char err[1024];
+} run_side;
+
+static void run_msg(char *msg, size_t len, const char *fmt, ...) TSL_PRINTF(3, 4);
+static void run_msg(char *msg, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, len, fmt, ap);
+    va_end(ap);
+}
+
+static const char *run_target_name(tsl_target t)
+{
+    return t == TSL_TARGET_INTERP ? "interp" : t == TSL_TARGET_CPU ? "cpu" : "cuda";
+}
+
+/* Bind copies of the inputs and poisoned outputs, then run. */
+static void run_one(tsl_program *p, tsl_context *ctx, DLTensor **inputs, const double *scalars,
+                    int side, tsl_target target, run_side *r)
+{
+    r->args = tsl_args_create(p);
+    if (!r->args) {
+        r->st = TSL_ERR_NOMEM;
+        snprintf(r->err, sizeof r->err, "tsl_args_create failed");
+        return;
+    }
+    int np = tsl_program_param_count(p);
+    for (int i = 0; i < np && i < 32; i++) {
+        tsl_param_info info;
+        tsl_program_param(p, i, &info);
+        if (info.is_scalar) {
+            r->st = tsl_args_set_scalar(r->args, info.name, scalars[i]);
+        } else {
+            const DLTensor *in = inputs[i];
+            r->copy[i] = tsl_tensor_alloc(info.dtype, in->ndim, in->shape);
+            TSL_ASSERT(r->copy[i]);
+            memcpy(r->copy[i]->data, in->data, (size_t)run_numel(in) * tsl_dtype_size(info.dtype));
+            r->st = tsl_args_set_tensor(r->args, info.name, r->copy[i]);
+        }
+        if (r->st) goto fail;
+    }
+    if ((r->st = tsl_args_infer(r->args))) goto fail;
+    int no = tsl_program_output_count(p);
+    for (int o = 0; o < no && o < 32; o++) {
+        const char *name = tsl_program_output_name(p, o);
+        int inout = 0;
+        for (int i = 0; i < np; i++) {
+            tsl_param_info info;
+            tsl_program_param(p, i, &info);
+            inout |= strcmp(info.name, name) == 0;
+        }
+        if (inout) continue;
+        int rank;
+        int64_t shape[TSL_MAX_RANK];
+        tsl_dtype dt;
+        if ((r->st = tsl_args_output_shape(r->args, name, &rank, shape, &dt))) goto fail;
+        r->out[o] = tsl_tensor_alloc(dt, rank, shape);
+        TSL_ASSERT(r->out[o]);
+        int64_t n = run_numel(r->out[o]);
+        size_t es = tsl_dtype_size(dt);
+        for (int64_t k = 0; k < n; k++)
+            dtype_store(dt, (char *)r->out[o]->data + (size_t)k * es, run_poison(dt, side));
+        if ((r->st = tsl_args_set_output(r->args, name, r->out[o]))) goto fail;
+    }
+    if ((r->st = tsl_program_run(p, r->args, target))) goto fail;
+    return;
+fail:
+    snprintf(r->err, sizeof r->err, "%s", tsl_context_error(ctx));
+}
+
+static void run_side_free(run_side *r)
+{
+    tsl_args_free(r->args);
+    for (int i = 0; i < 32; i++) tsl_tensor_free(r->copy[i]), tsl_tensor_free(r->out[i]);
+}
+
+/* Compare output `name` of the two sides; 0 when they agree. With b NULL,
+ * only check that a is fully written and finite. */
+static int run_compare(const char *name, const DLTensor *a, const DLTensor *b, tsl_target other,
+                       char *msg, size_t msglen)
+{
+    tsl_dtype dt;
+    if (tsl_dtype_from_dlpack(a->dtype, &dt)) {
+        run_msg(msg, msglen, "output %s: unknown dtype", name);
+        return 1;
+    }
+    int64_t n = run_numel(a);
+    size_t es = tsl_dtype_size(dt);
+    double maxabs = 0;
+    for (int64_t k = 0; k < n; k++) {
+        double r = dtype_load(dt, (const char *)a->data + (size_t)k * es);
+        if (!isfinite(r) || (!run_is_float(dt) && dt != TSL_DTYPE_BOOL && r == run_poison(dt, 0))) {
+            run_msg(msg, msglen, "output %s[%lld]: interpreter gives %g (unwritten or not finite)",
+                    name, (long long)k, r);
+            return 1;
+        }
+        maxabs = fmax(maxabs, fabs(r));
+    }
+    if (!b) return 0;
+    if (b->ndim != a->ndim || run_numel(b) != n) {
+        run_msg(msg, msglen, "output %s: %s has rank %d and %lld elements, interpreter %d and %lld",
+                name, run_target_name(other), b->ndim, (long long)run_numel(b), a->ndim, (long long)n);
+        return 1;
+    }
+    double tol = dt_tolerance(dt) * fmax(maxabs, 1e-3);
+    for (int64_t k = 0; k < n; k++) {
+        double r = dtype_load(dt, (const char *)a->data + (size_t)k * es);
+        double x = dtype_load(dt, (const char *)b->data + (size_t)k * es);
+        if (!(fabs(x - r) <= tol)) {
+            run_msg(msg, msglen,
+                    "output %s (%s, %lld elements) element %lld: %s gives %.9g, interpreter %.9g "
+                    "(tolerance %.3g = %g x max|ref| %.6g)",
+                    name, tsl_dtype_name(dt), (long long)n, (long long)k, run_target_name(other), x, r,
+                    tol, dt_tolerance(dt), maxabs);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+dt_verdict dt_run(const char *text, const char *filename, uint64_t data_seed, tsl_target other,
+                  char *msg, size_t msglen)
+{
+    run_header h;
+    run_parse_header(text, &h);
+    msg[0] = 0;
+    dt_verdict v = DT_FAIL;
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    DLTensor *inputs[32] = {0};
+    double scalars[32] = {0};
+    run_side side[2];
+    memset(side, 0, sizeof side);
+    if (!ctx) {
+        run_msg(msg, msglen, "tsl_context_create failed");
+        return DT_FAIL;
+    }
+    if (tsl_program_compile(ctx, text, filename, NULL, &p)) {
+        run_msg(msg, msglen, "the front end rejects the program:\n%s", tsl_context_error(ctx));
+        goto out;
+    }
+    int np = tsl_program_param_count(p);
+    if (np > 32 || tsl_program_output_count(p) > 32) {
+        run_msg(msg, msglen, "too many parameters or outputs for the runner");
+        goto out;
+    }
+    uint64_t rng = data_seed;
+    for (int i = 0; i < np; i++) {
+        tsl_param_info info;
+        tsl_program_param(p, i, &info);
+        double sign = gen_chance(&rng, 50) ? 1 : -1;
+        if (info.is_scalar) {
+            scalars[i] = sign * (0.1 + 0.9 * (double)(gen_next(&rng) >> 11) / 9007199254740992.0);
+            continue;
+        }
+        const char *dims[TSL_MAX_RANK];
+        int64_t shape[TSL_MAX_RANK];
+        tsl_program_param_dims(p, i, dims);
+        for (int d = 0; d < info.rank; d++) {
+            int k = 0;
+            while (k < h.nsize && (!dims[d] || strcmp(h.size_name[k], dims[d]) != 0)) k++;
+            if (k == h.nsize) {
+                run_msg(msg, msglen, "no '# sizes:' value for dim %d (%s) of '%s'", d,
+                        dims[d] ? dims[d] : "unnamed", info.name);
+                goto out;
+            }
+            shape[d] = h.size_val[k];
+        }
+        int64_t hi = 0;
+        for (int k = 0; k < h.nindex; k++)
+            if (strcmp(h.index_name[k], info.name) == 0) hi = h.index_hi[k];
+        DLTensor *t = inputs[i] = tsl_tensor_alloc(info.dtype, info.rank, shape);
+        TSL_ASSERT(t);
+        size_t es = tsl_dtype_size(info.dtype);
+        for (int64_t k = 0; k < run_numel(t); k++) {
+            double x;
+            if (hi > 0)
+                x = (double)gen_int(&rng, 0, hi - 1);
+            else if (!run_is_float(info.dtype))
+                x = (double)(gen_chance(&rng, 50) ? 1 : -1) * (double)gen_int(&rng, 1, 3);
+            else
+                x = (gen_chance(&rng, 50) ? 1 : -1) *
+                    (0.1 + 0.9 * (double)(gen_next(&rng) >> 11) / 9007199254740992.0);
+            dtype_store(info.dtype, (char *)t->data + (size_t)k * es, x);
+        }
+    }
+    run_one(p, ctx, inputs, scalars, 0, TSL_TARGET_INTERP, &side[0]);
+    if (side[0].st) {
+        run_msg(msg, msglen, "the interpreter fails (%s):\n%s", tsl_status_name(side[0].st), side[0].err);
+        goto out;
+    }
+    run_one(p, ctx, inputs, scalars, 1, other, &side[1]);
+    int absent = side[1].st == TSL_ERR_UNAVAILABLE && strstr(side[1].err, "not available yet");
+    if (side[1].st && !absent) {
+        run_msg(msg, msglen, "%s fails (%s) where the interpreter runs:\n%s", run_target_name(other),
+                tsl_status_name(side[1].st), side[1].err);
+        goto out;
+    }
+    int no = tsl_program_output_count(p);
+    for (int o = 0; o < no; o++) {
+        const char *name = tsl_program_output_name(p, o);
+        const DLTensor *a = tsl_args_output(side[0].args, name);
+        const DLTensor *b = absent ? NULL : tsl_args_output(side[1].args, name);
+        if (!a || (!absent && !b)) {
+            run_msg(msg, msglen, "output %s: no tensor after the run", name);
+            goto out;
+        }
+        if (run_compare(name, a, b, other, msg, msglen)) goto out;
+    }
+    v = absent ? DT_PASS_INTERP : DT_PASS;
+out:
+    run_side_free(&side[0]);
+    run_side_free(&side[1]);
+    for (int i = 0; i < 32; i++) tsl_tensor_free(inputs[i]);
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+    return v;
+}
