@@ -1,0 +1,414 @@
+/* interp_ops.c — the tile interpreter's register-tensor instructions:
+ * block-level mma over m16n8k16 atoms (through the fragment layouts),
+ * elementwise arithmetic (f16/bf16 computed in f32, rounded to the result
+ * dtype), view (bit reinterpretation per thread), reduce, broadcast,
+ * shuffle, print and alloc. */
+#include "tile/interp_impl.h"
+
+/* ---- mma ------------------------------------------------------------------------------ */
+
+/* Block-level mma d = a . b + c over m16n8k16 atoms. Each operand's layout
+ * must be R . F with F the atom's fragment layout (Tilus composition:
+ * thread = warp * 32 + lane, local = tile * slots + slot); warp w computes
+ * the C tiles R_C gives it, reading the A and B tiles it holds itself, by
+ * register slot as the hardware does. A layout that is not R . F, or a
+ * warp that lacks a tile it needs, is an error. */
+static tsl_status mma_split(interp *I, size_t pos, const rt_tensor *t, const char *name, int which,
+                            dist_layout *r)
+{
+    layout_value fv;
+    layout_err le = {{0}, 0};
+    const char *ft = iatom_mma_frag_text(which);
+    if (layout_parse(ft, strlen(ft), &fv, &le) || fv.kind != LAYOUT_VALUE_DIST)
+        return interp_err(I, pos, TSL_ERR_INTERNAL, "mma fragment layout '%s': %s", ft, le.msg);
+    if (t->rank != 2 || t->rlay->rank != 2)
+        return interp_err(I, pos, TSL_ERR_SHAPE, "mma: '%s' must be a rank-2 register tensor", name);
+    if (dist_layout_divide(r, t->rlay, &fv.dist, &le)) {
+        strbuf sb = {0};
+        dist_layout_print(&sb, t->rlay);
+        tsl_status st = interp_err(I, pos, TSL_ERR_SHAPE,
+                             "mma m16n8k16: %s operand '%s' has layout %s, which is not R.%s "
+                             "(the atom's fragment layout): %s",
+                             which == 0 ? "A" : which == 1 ? "B" : "C", name, sb_str(&sb), ft, le.msg);
+        sb_free(&sb);
+        return st;
+    }
+    return TSL_OK;
+}
+
+/* The tile slot of R that warp w holds at tile coordinate (i, j); -1 if none. */
+static int64_t warp_tile(const dist_layout *r, int64_t w, int64_t i, int64_t j)
+{
+    int64_t c[2] = {i, j}, th[64], lo[64];
+    int64_t n = dist_layout_owners(r, c, th, lo, 64);
+    for (int64_t x = 0; x < n && x < 64; x++)
+        if (th[x] == w) return lo[x];
+    return -1;
+}
+
+tsl_status interp_exec_mma(interp *I, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    if (in->atom && !strstr(in->atom, "m16n8k16"))
+        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "mma atom '%s': the interpreter knows m16n8k16",
+                    in->atom);
+    rt_tensor *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+    tsl_status st;
+    if ((st = interp_reg_arg(I, &in->args[0], &a)) || (st = interp_reg_arg(I, &in->args[1], &b)) ||
+        (st = interp_reg_arg(I, &in->args[2], &c)) || (st = interp_reg_dst(I, s, &d)))
+        return st;
+    if (a->rank != 2 || b->rank != 2 || c->rank != 2 || a->dims[1] != b->dims[0] ||
+        a->dims[0] != c->dims[0] || b->dims[1] != c->dims[1])
+        return interp_err(I, s->pos, TSL_ERR_SHAPE, "mma: shapes [%lld,%lld] x [%lld,%lld] -> [%lld,%lld] do not agree",
+                    (long long)a->dims[0], (long long)a->dims[1], (long long)b->dims[0],
+                    (long long)b->dims[1], (long long)c->dims[0], (long long)c->dims[1]);
+    dist_layout ra, rb, rc;
+    if ((st = mma_split(I, in->args[0].pos, a, in->args[0].v->name, IATOM_MMA_A, &ra)) ||
+        (st = mma_split(I, in->args[1].pos, b, in->args[1].v->name, IATOM_MMA_B, &rb)) ||
+        (st = mma_split(I, in->args[2].pos, c, in->args[2].v->name, IATOM_MMA_C, &rc)))
+        return st;
+    if (d != c && !dist_layout_equal(d->rlay, c->rlay))
+        return interp_err(I, s->pos, TSL_ERR_SHAPE, "mma: the destination's layout differs from C's");
+    int64_t ktiles = ra.shape[1];
+    int64_t total = c->nthreads * c->nlocals;
+    double *res = malloc((size_t)total * sizeof *res);
+    if (!res) return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory in mma");
+    memcpy(res, c->regs, (size_t)total * sizeof *res);
+    static double fa[32][8], fb[32][4], fc[32][4], fd[32][4];
+    for (int64_t w = 0; w < rc.threads; w++)
+        for (int64_t ct = 0; ct < rc.locals; ct++) {
+            int64_t tc[2];
+            if (dist_layout_map(&rc, w, ct, tc)) continue;
+            for (int l = 0; l < 32; l++)
+                for (int i = 0; i < 4; i++) fc[l][i] = res[(w * 32 + l) * c->nlocals + ct * 4 + i];
+            for (int64_t kt = 0; kt < ktiles; kt++) {
+                int64_t at = warp_tile(&ra, w, tc[0], kt), bt = warp_tile(&rb, w, kt, tc[1]);
+                if (at < 0 || bt < 0) {
+                    free(res);
+                    return interp_err(I, s->pos, TSL_ERR_SHAPE,
+                                "mma: warp %lld computes C tile (%lld,%lld) but does not hold %s tile (%lld,%lld)",
+                                (long long)w, (long long)tc[0], (long long)tc[1], at < 0 ? "A" : "B",
+                                (long long)(at < 0 ? tc[0] : kt), (long long)(at < 0 ? kt : tc[1]));
+                }
+                for (int l = 0; l < 32; l++) {
+                    for (int i = 0; i < 8; i++) fa[l][i] = a->regs[(w * 32 + l) * a->nlocals + at * 8 + i];
+                    for (int i = 0; i < 4; i++) fb[l][i] = b->regs[(w * 32 + l) * b->nlocals + bt * 4 + i];
+                }
+                iatom_mma_m16n8k16(fa, fb, fc, fd);
+                memcpy(fc, fd, sizeof fc);
+            }
+            for (int l = 0; l < 32; l++)
+                for (int i = 0; i < 4; i++)
+                    res[(w * 32 + l) * c->nlocals + ct * 4 + i] = interp_round(d->dt, fc[l][i]);
+        }
+    memcpy(d->regs, res, (size_t)total * sizeof *res);
+    free(res);
+    return TSL_OK;
+}
+
+/* ---- per-slot arithmetic ------------------------------------------------------------------ */
+
+static double unop(tile_op op, double x)
+{
+    switch (op) {
+    case TILE_I_NEG: return -x;
+    case TILE_I_ABS: return fabs(x);
+    case TILE_I_EXP: return expf((float)x);
+    case TILE_I_LOG: return logf((float)x);
+    case TILE_I_SQRT: return sqrtf((float)x);
+    case TILE_I_RSQRT: return 1.0f / sqrtf((float)x);
+    case TILE_I_TANH: return tanhf((float)x);
+    case TILE_I_SIGMOID: return 1.0f / (1.0f + expf(-(float)x));
+    case TILE_I_RELU: return x > 0 ? x : 0;
+    default: return x; /* COPY, CAST */
+    }
+}
+
+static double binop(tile_op op, double x, double y)
+{
+    switch (op) {
+    case TILE_I_ADD: return x + y;
+    case TILE_I_SUB: return x - y;
+    case TILE_I_MUL: return x * y;
+    case TILE_I_DIV: return x / y;
+    case TILE_I_MAX: return x > y ? x : y;
+    case TILE_I_MIN: return x < y ? x : y;
+    default: return x;
+    }
+}
+
+/* An operand of an elementwise op: a register tensor laid out like the
+ * result, or a scalar broadcast to every slot. */
+typedef struct ew_arg {
+    const rt_tensor *t;
+    double scalar;
+} ew_arg;
+
+static tsl_status ew_operand(interp *I, const tile_operand *o, const rt_tensor *d, ew_arg *out)
+{
+    out->t = NULL;
+    if (!o->v) return interp_eval_num(I, o->scalar, &out->scalar);
+    if (o->v->kind == TILE_V_SCALAR) {
+        out->scalar = (double)I->slots[o->v->id].ival;
+        return TSL_OK;
+    }
+    rt_tensor *t = NULL;
+    tsl_status st = interp_reg_arg(I, o, &t);
+    if (st) return st;
+    if (!dist_layout_equal(t->rlay, d->rlay) || t->rank != d->rank ||
+        memcmp(t->dims, d->dims, sizeof(int64_t) * (size_t)t->rank))
+        return interp_err(I, o->pos, TSL_ERR_SHAPE,
+                    "'%s' is not laid out like the result (same shape and layout needed; use copy "
+                    "through shared memory to change layout)", o->v->name);
+    out->t = t;
+    return TSL_OK;
+}
+
+static double ew_get(const ew_arg *a, int64_t i)
+{
+    return a->t ? a->t->regs[i] : a->scalar;
+}
+
+tsl_status interp_exec_elementwise(interp *I, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    rt_tensor *d = NULL;
+    tsl_status st = interp_reg_dst(I, s, &d);
+    if (st) return st;
+    ew_arg x, y = {0};
+    if ((st = ew_operand(I, &in->args[0], d, &x))) return st;
+    if (in->nargs > 1 && (st = ew_operand(I, &in->args[1], d, &y))) return st;
+    int64_t n = d->nthreads * d->nlocals;
+    int cast = in->op == TILE_I_CAST;
+    for (int64_t i = 0; i < n; i++) {
+        double v = tile_op_is_binary(in->op) ? binop(in->op, ew_get(&x, i), ew_get(&y, i))
+                                             : unop(in->op, ew_get(&x, i));
+        /* arithmetic on f16/bf16 happens in f32, then rounds to the dtype */
+        if (!cast && d->dt.kind == TILE_DT_FLOAT && d->dt.bits <= 32) v = (float)v;
+        d->regs[i] = interp_round(d->dt, v);
+    }
+    return TSL_OK;
+}
+
+/* view: the same bits per thread reinterpreted as another dtype/layout. */
+tsl_status interp_exec_view(interp *I, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    rt_tensor *x = NULL, *d = NULL;
+    tsl_status st = interp_reg_arg(I, &in->args[0], &x);
+    if (!st) st = interp_reg_dst(I, s, &d);
+    if (st) return st;
+    tsl_dtype sx, sd;
+    if (tile_dtype_to_tsl(x->dt, &sx) || tile_dtype_to_tsl(d->dt, &sd) || x->dt.bits % 8 || d->dt.bits % 8)
+        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "view: the interpreter reinterprets byte-sized dtypes only");
+    if (x->nlocals * x->dt.bits != d->nlocals * d->dt.bits || x->nthreads != d->nthreads)
+        return interp_err(I, s->pos, TSL_ERR_SHAPE,
+                    "view: each thread holds %lld bits of '%s' but %lld bits of the result",
+                    (long long)(x->nlocals * x->dt.bits), in->args[0].v->name,
+                    (long long)(d->nlocals * d->dt.bits));
+    size_t nb = (size_t)(x->nlocals * x->dt.bits / 8);
+    unsigned char *buf = malloc(nb ? nb : 1);
+    if (!buf) return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory in view");
+    double *tmp = malloc((size_t)(d->nthreads * d->nlocals + 1) * sizeof *tmp);
+    if (!tmp) {
+        free(buf);
+        return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory in view");
+    }
+    for (int64_t th = 0; th < x->nthreads; th++) {
+        for (int64_t l = 0; l < x->nlocals; l++)
+            dtype_store(sx, buf + l * (int64_t)interp_dt_bytes(sx), x->regs[th * x->nlocals + l]);
+        for (int64_t l = 0; l < d->nlocals; l++)
+            tmp[th * d->nlocals + l] = dtype_load(sd, buf + l * (int64_t)interp_dt_bytes(sd));
+    }
+    memcpy(d->regs, tmp, (size_t)(d->nthreads * d->nlocals) * sizeof *tmp);
+    free(tmp);
+    free(buf);
+    return TSL_OK;
+}
+
+/* reduce.{sum,max,min} dim D: the result holds, at the source coordinate
+ * with dim D dropped (or set to 0 when the ranks agree), the reduction in
+ * f32 over every source element; each owner of a result coordinate gets
+ * it (shuffles and shared memory move the partials on the GPU). */
+tsl_status interp_exec_reduce(interp *I, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    rt_tensor *x = NULL, *d = NULL;
+    tsl_status st = interp_reg_arg(I, &in->args[0], &x);
+    if (!st) st = interp_reg_dst(I, s, &d);
+    if (st) return st;
+    int dim = in->dim;
+    if (dim < 0 || dim >= x->rank)
+        return interp_err(I, s->pos, TSL_ERR_SHAPE, "reduce: dim %d of a rank-%d tensor", dim, x->rank);
+    int keep = d->rank == x->rank;
+    if (!keep && d->rank != x->rank - 1)
+        return interp_err(I, s->pos, TSL_ERR_SHAPE, "reduce: result rank %d for a rank-%d input", d->rank, x->rank);
+    int64_t n = d->nthreads * d->nlocals;
+    for (int64_t i = 0; i < n; i++) d->regs[i] = NAN;
+    /* accumulate per result slot by walking the source's slots */
+    double *acc = malloc((size_t)(n ? n : 1) * sizeof *acc);
+    char *seen = calloc((size_t)(n ? n : 1), 1);
+    if (!acc || !seen) {
+        free(acc);
+        free(seen);
+        return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory in reduce");
+    }
+    for (int64_t th = 0; th < x->nthreads; th++)
+        for (int64_t l = 0; l < x->nlocals; l++) {
+            int64_t c[IMAX_RANK], rcd[DIST_MAX_RANK], ths[64], los[64];
+            if (!interp_reg_coord(x, th, l, c) || !interp_first_owner(x, th, l)) continue;
+            int r = 0;
+            for (int i = 0; i < x->rank; i++)
+                if (i != dim) rcd[r++] = c[i];
+                else if (keep) rcd[r++] = 0;
+            /* result coordinates carry the layout's leading 1-dims */
+            int64_t full[DIST_MAX_RANK];
+            int lead = d->rlay->rank - d->rank;
+            for (int i = 0; i < lead; i++) full[i] = 0;
+            for (int i = 0; i < d->rank; i++) full[lead + i] = rcd[i];
+            int64_t no = dist_layout_owners(d->rlay, full, ths, los, 64);
+            double v = x->regs[th * x->nlocals + l];
+            for (int64_t o = 0; o < no && o < 64; o++) {
+                int64_t k = ths[o] * d->nlocals + los[o];
+                if (!seen[k]) acc[k] = v;
+                else if (in->op == TILE_I_REDUCE_SUM) acc[k] = (float)(acc[k] + v);
+                else if (in->op == TILE_I_REDUCE_MAX) acc[k] = v > acc[k] ? v : acc[k];
+                else acc[k] = v < acc[k] ? v : acc[k];
+                seen[k] = 1;
+            }
+        }
+    for (int64_t k = 0; k < n; k++)
+        if (seen[k]) d->regs[k] = interp_round(d->dt, acc[k]);
+    free(acc);
+    free(seen);
+    return TSL_OK;
+}
+
+/* broadcast dim D: result[c] = x[c with dim D at 0] (or dropped). */
+tsl_status interp_exec_broadcast(interp *I, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    rt_tensor *x = NULL, *d = NULL;
+    tsl_status st = interp_reg_arg(I, &in->args[0], &x);
+    if (!st) st = interp_reg_dst(I, s, &d);
+    if (st) return st;
+    int dim = in->dim;
+    if (dim < 0 || dim >= d->rank || (x->rank != d->rank && x->rank != d->rank - 1))
+        return interp_err(I, s->pos, TSL_ERR_SHAPE, "broadcast: dim %d from rank %d to rank %d", dim,
+                    x->rank, d->rank);
+    for (int64_t th = 0; th < d->nthreads; th++)
+        for (int64_t l = 0; l < d->nlocals; l++) {
+            int64_t c[IMAX_RANK], xc[DIST_MAX_RANK], ot, ol;
+            double v = NAN;
+            if (interp_reg_coord(d, th, l, c)) {
+                int lead = x->rlay->rank - x->rank, r = lead;
+                for (int i = 0; i < lead; i++) xc[i] = 0;
+                for (int i = 0; i < d->rank; i++)
+                    if (i != dim) xc[r++] = c[i];
+                    else if (x->rank == d->rank) xc[r++] = 0;
+                if (!dist_layout_owner(x->rlay, xc, &ot, &ol)) v = x->regs[ot * x->nlocals + ol];
+            }
+            d->regs[th * d->nlocals + l] = interp_round(d->dt, v);
+        }
+    return TSL_OK;
+}
+
+/* shuffle.{xor,up,down,idx} x, k: slot i of lane l takes slot i of the
+ * source lane within the warp (xor: l^k, up: l-k, down: l+k, idx: k);
+ * out of range keeps its own value, as shfl.sync does. */
+tsl_status interp_exec_shuffle(interp *I, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    rt_tensor *x = NULL, *d = NULL;
+    int64_t k;
+    tsl_status st = interp_reg_arg(I, &in->args[0], &x);
+    if (!st) st = interp_reg_dst(I, s, &d);
+    if (!st) st = in->args[1].scalar ? interp_eval_int(I, in->args[1].scalar, &k)
+                                     : interp_err(I, in->args[1].pos, TSL_ERR_SEMANTIC, "shuffle needs a lane operand");
+    if (st) return st;
+    if (x->nthreads != d->nthreads || x->nlocals != d->nlocals)
+        return interp_err(I, s->pos, TSL_ERR_SHAPE, "shuffle: the result must be laid out like the input");
+    int64_t n = x->nthreads * x->nlocals;
+    double *tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
+    if (!tmp) return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory in shuffle");
+    for (int64_t th = 0; th < x->nthreads; th++) {
+        int64_t lane = th % 32, base = th - lane, from;
+        switch (in->op) {
+        case TILE_I_SHUFFLE_XOR: from = lane ^ k; break;
+        case TILE_I_SHUFFLE_UP: from = lane - k; break;
+        case TILE_I_SHUFFLE_DOWN: from = lane + k; break;
+        default: from = k; break;
+        }
+        if (from < 0 || from > 31 || base + from >= x->nthreads) from = lane;
+        for (int64_t l = 0; l < x->nlocals; l++)
+            tmp[th * x->nlocals + l] = x->regs[(base + from) * x->nlocals + l];
+    }
+    memcpy(d->regs, tmp, (size_t)n * sizeof *tmp);
+    free(tmp);
+    return TSL_OK;
+}
+
+tsl_status interp_exec_print(interp *I, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    FILE *f = I->out;
+    if (!in->args[0].v) {
+        double v;
+        tsl_status st = interp_eval_num(I, in->args[0].scalar, &v);
+        if (st) return st;
+        fprintf(f, "block (%lld,%lld,%lld): %g\n", (long long)I->bidx[0], (long long)I->bidx[1],
+                (long long)I->bidx[2], v);
+        return TSL_OK;
+    }
+    if (in->args[0].v->kind == TILE_V_SCALAR) {
+        fprintf(f, "block (%lld,%lld,%lld): %s = %lld\n", (long long)I->bidx[0], (long long)I->bidx[1],
+                (long long)I->bidx[2], in->args[0].v->name, (long long)I->slots[in->args[0].v->id].ival);
+        return TSL_OK;
+    }
+    rt_tensor *x;
+    tsl_status st = interp_reg_arg(I, &in->args[0], &x);
+    if (st) return st;
+    fprintf(f, "block (%lld,%lld,%lld): %s (thread, local) -> [coord] value\n", (long long)I->bidx[0],
+            (long long)I->bidx[1], (long long)I->bidx[2], in->args[0].v->name);
+    for (int64_t th = 0; th < x->nthreads; th++)
+        for (int64_t l = 0; l < x->nlocals; l++) {
+            int64_t c[IMAX_RANK];
+            char cs[128];
+            if (!interp_reg_coord(x, th, l, c)) continue;
+            interp_coord_str(cs, sizeof cs, c, x->rank);
+            fprintf(f, "  (%lld,%lld) -> [%s] %g\n", (long long)th, (long long)l, cs,
+                    x->regs[th * x->nlocals + l]);
+        }
+    return TSL_OK;
+}
+
+tsl_status interp_exec_alloc(interp *I, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    if (!in->result) return interp_err(I, s->pos, TSL_ERR_SEMANTIC, "alloc needs a result name");
+    rt_tensor *t = NULL;
+    tsl_status st = interp_tensor_of(I, in->result, &t);
+    if (st) return st;
+    double v = NAN; /* uninitialised registers are NaN: a missing init shows */
+    if (in->init && (st = interp_eval_num(I, in->init, &v))) return st;
+    if (t->space == TILE_REGISTER) {
+        for (int64_t i = 0; i < t->nthreads * t->nlocals; i++) t->regs[i] = interp_round(t->dt, v);
+        return TSL_OK;
+    }
+    if (!in->init) return TSL_OK; /* shared: whatever the bytes were */
+    rt_view vw;
+    tile_operand o = tile_operand_tensor(in->result);
+    if ((st = interp_view_of(I, &o, &vw))) return st;
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) n *= t->dims[i];
+    for (int64_t e = 0; e < n; e++) {
+        int64_t c[IMAX_RANK], r = e;
+        for (int i = t->rank - 1; i >= 0; i--) {
+            c[i] = r % t->dims[i];
+            r /= t->dims[i];
+        }
+        if ((st = interp_shared_put(I, s->pos, &vw, c, e % I->nthreads, v, 0))) return st;
+    }
+    return TSL_OK;
+}
+
