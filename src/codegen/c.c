@@ -691,8 +691,19 @@ typedef struct cgc_view {
     const layout *tiler[CGC_MAX_RANK][CGC_CHAIN];
     char *off[CGC_MAX_RANK][CGC_CHAIN];
     int64_t ext[CGC_MAX_RANK]; /* extent; -1: the other operand's */
-    int64_t dims[CGC_MAX_RANK]; /* shared: constant dims */
+    int64_t dims[CGC_MAX_RANK]; /* shared: constant dims; .local: the local shape */
+    int local;                  /* R.local: coordinates index this thread's slots */
 } cgc_view;
+
+/* The thread's local shape of a distributed layout: per dim, the product
+ * of its local factors (interp local_shape). Slot of a local coordinate:
+ * row-major over it. */
+static void local_shape(const dist_layout *l, int64_t *ld)
+{
+    for (int i = 0; i < l->rank; i++) ld[i] = 1;
+    for (int k = 0; k < l->naxes; k++)
+        if (!l->axis[k].is_thread && l->axis[k].dim >= 0) ld[l->axis[k].dim] *= l->axis[k].extent;
+}
 
 static int view_of(cgc *c, const tile_operand *o, cgc_view *vw)
 {
@@ -717,8 +728,18 @@ static int view_of(cgc *c, const tile_operand *o, cgc_view *vw)
     for (int s = 0; s < o->nsteps; s++) {
         const tile_step *st = &o->steps[s];
         if (st->kind == TILE_STEP_LOCAL) {
-            cg_fail(c, TSL_ERR_SEMANTIC, "'.local' is only meaningful inside a decomposition atom");
-            return 0;
+            if (!c->in_decomp || s != 0 || v->type.space != TILE_REGISTER || !v->type.layout ||
+                v->type.layout->v.kind != LAYOUT_VALUE_DIST) {
+                cg_fail(c, TSL_ERR_SEMANTIC,
+                        "'.local' is the thread's part of a register tensor, inside a decomposition");
+                return 0;
+            }
+            const dist_layout *dl = &v->type.layout->v.dist;
+            vw->local = 1;
+            vw->rank = dl->rank;
+            local_shape(dl, vw->dims);
+            for (int i = 0; i < vw->rank; i++) vw->ext[i] = vw->dims[i];
+            continue;
         }
         if (st->n > vw->rank) {
             cg_fail(c, TSL_ERR_SHAPE, "%d indices for '%s' of rank %d", st->n, v->name, vw->rank);
@@ -1580,6 +1601,7 @@ static void emit_nothing(cgc *c, const tile_stmt *s)
 typedef struct cgc_atom {
     const tile_stmt *s;
     int id;
+    int64_t dslot[8]; /* destination slot of each of the 8 received elements */
     cgc_view view;
     const tile_value *dst;
 } cgc_atom;
@@ -1664,12 +1686,80 @@ static void emit_indices(cgc *c, const tile_stmt *s)
     for (int i = 0; i <= no; i++) L(c, "v%d = %s[tid * %d + %d];", s->vs[i]->id, tn, no + 1, i);
 }
 
+/* Slot of local coordinate lc (row-major over the local shape), -1 outside. */
+static int64_t local_slot(const dist_layout *l, const int64_t *lc)
+{
+    int64_t ld[DIST_MAX_RANK], slot = 0;
+    local_shape(l, ld);
+    for (int i = 0; i < l->rank; i++) {
+        if (lc[i] < 0 || lc[i] >= ld[i]) return -1;
+        slot = slot * ld[i] + lc[i];
+    }
+    return slot;
+}
+
+/* C expression of the slot of local view coordinates cs (bounds-checked:
+ * emits the check, returning a run-time error). */
+static char *local_elem(cgc *c, const cgc_view *vw, char **cs)
+{
+    strbuf cond = {0}, slot = {0};
+    for (int i = 0; i < vw->rank; i++) {
+        sb_printf(&cond, "%s(uint64_t)%s >= %lldu", i ? " || " : "", cs[i], (long long)vw->dims[i]);
+        int64_t rest = 1;
+        for (int j = i + 1; j < vw->rank; j++) rest *= vw->dims[j];
+        sb_printf(&slot, "%s%s * %lld", i ? " + " : "", cs[i], (long long)rest);
+    }
+    int id = cg_err(c, TSL_ERR_BOUNDS, "outside %s.local", vw->v->name);
+    L(c, "if (%s) return %d;", sb_str(&cond), id);
+    char *r = arena_printf(c->ar, "%s[tid * %lld + %s]", rname(c, vw->v), (long long)c->tabv[rt(c, vw->v)].nlocals,
+                           sb_str(&slot));
+    sb_free(&cond);
+    sb_free(&slot);
+    return r;
+}
+
+/* Slot of element i (register i/2, half i%2) of an ldmatrix destination
+ * `R.local` or `R.local.tile([a, b])` (interp ldmatrix_slot); -1 when it
+ * does not fit. The same for every thread. */
+static int64_t ldmatrix_slot(const dist_layout *l, const tile_operand *dop, int i)
+{
+    int64_t ld[DIST_MAX_RANK], lc[DIST_MAX_RANK], sz[DIST_MAX_RANK], outer[DIST_MAX_RANK];
+    int r = l->rank;
+    local_shape(l, ld);
+    int64_t m = i / 2, e = i % 2;
+    if (dop->nsteps == 1) {
+        int64_t x = i;
+        for (int k = r - 1; k >= 0; k--) {
+            lc[k] = x % ld[k];
+            x /= ld[k];
+        }
+        return x ? -1 : local_slot(l, lc);
+    }
+    const tile_step *st = &dop->steps[1];
+    for (int k = 0; k < r; k++) {
+        int j = k - (r - st->n);
+        sz[k] = j >= 0 ? st->sizes[j] : 1;
+        if (sz[k] < 1 || ld[k] % sz[k]) return -1;
+        outer[k] = ld[k] / sz[k];
+    }
+    for (int k = r - 1; k >= 0; k--) {
+        lc[k] = (m % outer[k]) * sz[k] + e % sz[k];
+        m /= outer[k];
+        e /= sz[k];
+    }
+    return m || e ? -1 : local_slot(l, lc);
+}
+
 /* Record one thread's part of an ldmatrix.x4: its row of 8 (rank-2 shared
- * view [1, 8]) and the destination `T.local` (8 16-bit slots). */
+ * view [1, 8]); the destination `R.local[.tile(..)]` gives the 8 slots. */
 static void record_ldmatrix(cgc *c, cgc_decomp *dc, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
     cgc_atom *a = NULL;
+    if (strncmp(in->atom, "ldmatrix.x4", 11)) {
+        cg_fail(c, TSL_ERR_UNAVAILABLE, "atom %s: the C generator knows ldmatrix.x4[.trans]", in->atom);
+        return;
+    }
     for (int i = 0; i < dc->n; i++)
         if (dc->atoms[i].s == s) a = &dc->atoms[i];
     if (!a) {
@@ -1682,20 +1772,31 @@ static void record_ldmatrix(cgc *c, cgc_decomp *dc, const tile_stmt *s)
         a->id = dc->n++;
     }
     const tile_operand *dop = in->has_dst ? &in->dst : NULL;
-    if (!dop || !dop->v || dop->nsteps != 1 || dop->steps[0].kind != TILE_STEP_LOCAL) {
-        cg_fail(c, TSL_ERR_SEMANTIC, "ldmatrix atom: write '-> T.local' (the thread's registers)");
+    if (!dop || !dop->v || dop->nsteps < 1 || dop->nsteps > 2 || dop->steps[0].kind != TILE_STEP_LOCAL ||
+        (dop->nsteps == 2 && dop->steps[1].kind != TILE_STEP_TILE)) {
+        cg_fail(c, TSL_ERR_SEMANTIC,
+                "ldmatrix atom: write '-> R.local' or '-> R.local.tile([..])' (the thread's registers)");
         return;
     }
     const tile_value *d = dop->v;
-    if (d->type.space != TILE_REGISTER || c->tabv[rt(c, d)].nlocals != 8 || d->type.dt.bits != 16) {
+    if (d->type.space != TILE_REGISTER || rt(c, d) < 0 || c->tabv[rt(c, d)].nlocals != 8 ||
+        d->type.dt.bits != 16) {
         cg_fail(c, TSL_ERR_SHAPE, "ldmatrix.x4: '%s' must be a 16-bit register tensor with 8 slots per thread",
                 d->name);
         return;
     }
     a->dst = d;
+    for (int i = 0; i < 8; i++) {
+        a->dslot[i] = ldmatrix_slot(c->tabv[rt(c, d)].lay, dop, i);
+        if (a->dslot[i] < 0 || a->dslot[i] >= 8) {
+            cg_fail(c, TSL_ERR_SHAPE, "ldmatrix.x4: register %d of the destination is not in '%s.local'", i / 2,
+                    d->name);
+            return;
+        }
+    }
     if (!view_of(c, &in->args[0], &a->view)) return;
     const cgc_view *vw = &a->view;
-    if (vw->v->type.space != TILE_SHARED || vw->rank != 2 || vw->v->type.dt.bits != 16) {
+    if (vw->local || vw->v->type.space != TILE_SHARED || vw->rank != 2 || vw->v->type.dt.bits != 16) {
         cg_fail(c, TSL_ERR_SHAPE, "ldmatrix.x4 reads a 16-bit rank-2 shared tile");
         return;
     }
@@ -1708,6 +1809,78 @@ static void record_ldmatrix(cgc *c, cgc_decomp *dc, const tile_stmt *s)
     L(c, "    rec%d[tid * 16 + 2 * j + 1] = %s;", a->id, view_map(c, vw, 1, "j"));
     L(c, "}");
     L(c, "rec%d_ok = 1;", a->id);
+}
+
+/* A move inside a decomposition that is not a collective atom: this
+ * thread's elements one by one, the k-th of the source box (row-major)
+ * to the k-th of the destination box, through double (interp
+ * exec_thread_move). */
+static void emit_thread_move(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    if (!in->has_dst || in->nargs < 1 || !in->args[0].v) {
+        cg_fail(c, TSL_ERR_UNAVAILABLE, "inside a decomposition only moves 'op SRC -> DST' (and ldmatrix) run");
+        return;
+    }
+    cgc_view a, b;
+    if (!view_of(c, &in->args[0], &a) || !view_of(c, &in->dst, &b)) return;
+    int64_t na = 1, nb = 1, ea[CGC_MAX_RANK], eb[CGC_MAX_RANK];
+    for (int i = 0; i < a.rank; i++) {
+        int j = i - (a.rank - b.rank);
+        ea[i] = a.ext[i] >= 0 ? a.ext[i] : j >= 0 && b.ext[j] >= 0 ? b.ext[j] : 1;
+        na *= ea[i];
+    }
+    for (int i = 0; i < b.rank; i++) {
+        int j = i - (b.rank - a.rank);
+        eb[i] = b.ext[i] >= 0 ? b.ext[i] : j >= 0 ? ea[j] : 1;
+        nb *= eb[i];
+    }
+    if (na != nb) {
+        cg_fail(c, TSL_ERR_SHAPE, "this thread moves %lld elements of '%s' into %lld of '%s'", (long long)na,
+                a.v->name, (long long)nb, b.v->name);
+        return;
+    }
+    const cgc_view *vs[2] = {&a, &b};
+    const int64_t *es[2] = {ea, eb};
+    for (int side = 0; side < 2; side++)
+        if (vs[side]->local && c->tabv[rt(c, vs[side]->v)].nthreads < c->k->threads) {
+            int id = cg_err(c, TSL_ERR_BOUNDS, "outside %s.local", vs[side]->v->name);
+            L(c, "if (tid >= %lld) return %d;", (long long)c->tabv[rt(c, vs[side]->v)].nthreads, id);
+        }
+    L(c, "for (int64_t k = 0; k < %lld; k++) {", (long long)na);
+    c->ind++;
+    L(c, "double v;");
+    for (int side = 0; side < 2; side++) {
+        const cgc_view *vw = vs[side];
+        char **cs = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
+        int64_t div = 1;
+        for (int i = vw->rank - 1; i >= 0; i--) {
+            cs[i] = arena_printf(c->ar, "%c%d", side ? 'b' : 'a', i);
+            char *vc = arena_printf(c->ar, "(k / %lld %% %lld)", (long long)div, (long long)es[side][i]);
+            L(c, "const int64_t %s = %s;", cs[i], view_map(c, vw, i, vc));
+            div *= es[side][i];
+        }
+        tile_dtype dt = vw->v->type.dt;
+        if (vw->local) {
+            char *e = local_elem(c, vw, cs);
+            if (!side) L(c, "v = (double)%s;", e);
+            else L(c, "%s = %s;", e, rnd(c, dt, "v"));
+        } else if (vw->v->type.space == TILE_SHARED) {
+            char *e = shared_elem(c, vw, cs, side);
+            if (!side) L(c, "v = %s;", mem_to_dbl(c, dt, e));
+            else L(c, "%s = %s;", e, dbl_to_mem(c, dt, "v"));
+        } else if (vw->v->type.space == TILE_GLOBAL) {
+            if (!side)
+                L(c, "v = (%s) ? %s : 0.0;", global_inb(c, vw, cs), mem_to_dbl(c, dt, global_elem(c, vw, cs)));
+            else
+                L(c, "if (%s) %s = %s;", global_inb(c, vw, cs), global_elem(c, vw, cs), dbl_to_mem(c, dt, "v"));
+        } else {
+            cg_fail(c, TSL_ERR_SEMANTIC, "a register tensor inside a decomposition is used as '%s.local'",
+                    vw->v->name);
+        }
+    }
+    c->ind--;
+    L(c, "}");
 }
 
 static void emit_decomp_stmt(cgc *c, cgc_decomp *dc, const tile_stmt *s)
@@ -1737,8 +1910,13 @@ static void emit_decomp_stmt(cgc *c, cgc_decomp *dc, const tile_stmt *s)
     case TILE_S_INSTR: {
         const tile_instr *in = &s->instr;
         if (in->decomp) emit_decomp_block(c, dc, in->decomp);
-        else if (in->op == TILE_I_LOAD_SHARED && in->atom && !strncmp(in->atom, "ldmatrix.x4", 11))
+        else if (in->op == TILE_I_LOAD_SHARED && in->atom && !strncmp(in->atom, "ldmatrix", 8))
             record_ldmatrix(c, dc, s);
+        else if (in->op == TILE_I_LOAD_GLOBAL || in->op == TILE_I_STORE_GLOBAL || in->op == TILE_I_LOAD_SHARED ||
+                 in->op == TILE_I_STORE_SHARED || in->op == TILE_I_COPY_ASYNC || in->op == TILE_I_COPY)
+            emit_thread_move(c, s);
+        else if (in->op == TILE_I_COMMIT || in->op == TILE_I_WAIT || in->op == TILE_I_SYNC)
+            cg_fail(c, TSL_ERR_UNAVAILABLE, "%s inside a decomposition: put it outside", tile_op_info_of(in->op)->name);
         else
             cg_fail(c, TSL_ERR_UNAVAILABLE, "%s%s%s: not an atom the C generator knows inside a decomposition",
                     tile_op_info_of(in->op)->name, in->atom ? " atom " : "", in->atom ? in->atom : "");
@@ -1823,10 +2001,11 @@ static void emit_decomp(cgc *c, const tile_stmt *s)
         L(c, "rows[l][j] = %s;", mem_to_dbl(c, a->view.v->type.dt, e));
         c->ind--;
         L(c, "}");
+        const char *ds = emit_i32_table(c, "ldmatrix: destination slot of received element 2m+e", a->dslot, 8);
         L(c, "for (int l = 0; l < 32; l++)");
         L(c, "    for (int m = 0; m < 4; m++)");
         L(c, "        for (int e = 0; e < 2; e++)");
-        L(c, "            %s[(w * 32 + l) * 8 + 2 * m + e] = %s;", rname(c, a->dst),
+        L(c, "            %s[(w * 32 + l) * 8 + %s[2 * m + e]] = %s;", rname(c, a->dst), ds,
           rnd(c, a->dst->type.dt,
               trans ? "rows[8 * m + 2 * (l % 4) + e][l / 4]" : "rows[8 * m + l / 4][2 * (l % 4) + e]"));
         c->ind--;

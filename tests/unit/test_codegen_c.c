@@ -177,9 +177,16 @@ static void compare_file(const char *rel, const char *skip, int64_t maxsize)
         char pat[128];
         snprintf(pat, sizeof pat, " %s ", k->name);
         int skipped = skip && strstr(skip, pat);
+        snprintf(pat, sizeof pat, " %s!", k->name);
+        int c_fails = skip && strstr(skip, pat); /* known: the C back end refuses it */
         for (int rep = 0; rep < 4; rep++) {
             char why[2048] = "";
             int r = compare(m, k, maxsize, rep == 0, why, sizeof why);
+            if (c_fails) {
+                CHECK_MSG(r == -1 && strstr(why, "C back end"), "%s: kernel %s: expected the C back end to refuse it",
+                          rel, k->name);
+                break;
+            }
             if (skipped) {
                 CHECK_MSG(r == 0, "%s: kernel %s was expected not to run on the interpreter", rel, k->name);
                 break;
@@ -205,14 +212,15 @@ static void test_golden(void)
 {
     compare_file("tests/tile_golden/async_copy.tile", NULL, 70);
     compare_file("tests/tile_golden/blocked_sum.tile", NULL, 150);
-    compare_file("tests/tile_golden/blocks_out.tile", " strided_tiles ", 100);
+    compare_file("tests/tile_golden/blocks_out.tile", NULL, 100);
     compare_file("tests/tile_golden/control.tile", NULL, 200);
     compare_file("tests/tile_golden/dequant.tile", " dequant lowbit_types ", 10);
     compare_file("tests/tile_golden/elementwise.tile", NULL, 700);
     compare_file("tests/tile_golden/gemm.tile", NULL, 90);
-    compare_file("tests/tile_golden/gemm_pipelined.tile", " gemm_pipelined ", 90);
-    compare_file("tests/tile_golden/ldmatrix.tile", " ldmatrix_move ", 10);
-    compare_file("tests/tile_golden/quadpairs.tile", " quadpairs ", 10);
+    /* a swizzled shared block spec: pipeline expansion does not take it yet */
+    compare_file("tests/tile_golden/gemm_pipelined.tile", " gemm_pipelined!", 90);
+    compare_file("tests/tile_golden/ldmatrix.tile", NULL, 10);
+    compare_file("tests/tile_golden/quadpairs.tile", NULL, 10);
     compare_file("tests/tile_golden/shuffle.tile", NULL, 10);
     compare_file("tests/tile_golden/softmax_rows.tile", NULL, 13);
     compare_file("tests/tile_golden/tiny.tile", NULL, 10);
