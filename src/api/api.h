@@ -41,4 +41,14 @@ tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *wha
 /* Element strides of t (C order when t->strides is NULL). */
 void api_tensor_strides(const DLTensor *t, int64_t strides[TSL_MAX_RANK]);
 
+/* The compiled targets (compiled.c). emit: "tile" (the schedule: plan and
+ * tile IR) or "c" (generated C), appended to out, errors in p's context.
+ * run: TSL_TARGET_CPU on bound sizes b and the interpreter's views of
+ * every def tensor (scalars carry their value), outputs written in place;
+ * errors go to d. */
+struct interp_tensor;
+tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out);
+tsl_status api_compiled_run(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
+                            tsl_diag *d);
+
 #endif

@@ -410,10 +410,9 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
     if (a->p != p)
         return api_error(ctx, TSL_ERR_ARG, "tsl_program_run: the args were created for '%s', "
                          "not '%s'", a->p->def->name, p->def->name);
-    if (target == TSL_TARGET_CPU || target == TSL_TARGET_CUDA)
-        return api_error(ctx, TSL_ERR_UNAVAILABLE, "target '%s' is not available yet",
-                         target == TSL_TARGET_CPU ? "cpu" : "cuda");
-    if (target != TSL_TARGET_INTERP)
+    if (target == TSL_TARGET_CUDA)
+        return api_error(ctx, TSL_ERR_UNAVAILABLE, "target 'cuda' is not available yet");
+    if (target != TSL_TARGET_INTERP && target != TSL_TARGET_CPU)
         return api_error(ctx, TSL_ERR_ARG, "unknown target %d", (int)target);
     /* infer again even if done: the borrowed descriptors may have changed */
     tsl_status st;
@@ -434,7 +433,8 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
             args_view(&views[i], sl->user_out ? sl->user_out : sl->owned_out, lt->dtype);
     }
     diag_reset(&ctx->diag);
-    st = interp_run(a->bound, views, &ctx->diag);
+    st = target == TSL_TARGET_CPU ? api_compiled_run(p, a->bound, views, &ctx->diag)
+                                  : interp_run(a->bound, views, &ctx->diag);
     free(views);
     if (!st) a->ran = 1;
     return st;

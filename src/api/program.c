@@ -156,9 +156,15 @@ tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
         }
         graph_print(&b, g);
         arena_free(ga);
+    } else if (what && (!strcmp(what, "tile") || !strcmp(what, "c"))) {
+        tsl_status st = api_compiled_emit(p, what, &b);
+        if (st) {
+            sb_free(&b);
+            return st;
+        }
     } else
         return api_error(p->ctx, TSL_ERR_ARG,
-                         "unknown emit kind '%s' (expected ast, ranges or graph)",
+                         "unknown emit kind '%s' (expected ast, ranges, graph, tile or c)",
                          what ? what : "(null)");
     *out = sb_take(&b);
     if (!*out) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");

@@ -200,6 +200,13 @@ static const char *const reserved[] = {
     "mask",
 };
 
+int tile_name_reserved(const char *s)
+{
+    for (size_t i = 0; i < TSL_COUNTOF(reserved); i++)
+        if (!strcmp(reserved[i], s)) return 1;
+    return 0;
+}
+
 static const char *expect_name(parser *P, const char *what)
 {
     if (P->tok.kind != T_IDENT) fail(P, P->tok.pos, "expected %s, found %s", what, tok_text(P));

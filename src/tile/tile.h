@@ -307,8 +307,8 @@ typedef enum tile_res_rule { TILE_RES_NONE, TILE_RES_TYPE, TILE_RES_LIKE, TILE_R
     X(EQ, "eq", BOOL, 2, 2)                                                    \
     X(NE, "ne", BOOL, 2, 2)                                                    \
     X(SELECT, "select", LIKE, 3, 3)                                            \
-    X(GATHER, "gather", TYPE, 2, 9)                                            \
-    X(SCATTER, "scatter", NONE, 2, 9)
+    X(GATHER, "gather", TYPE, 1, 9)                                            \
+    X(SCATTER, "scatter", NONE, 1, 9)
 
 typedef enum tile_op {
 #define X(n, t, r, lo, hi) TILE_I_##n,
@@ -443,6 +443,9 @@ typedef struct tile_module {
 /* Parse src into a new module in `arena`. On error returns the status and
  * *out = NULL, with located messages in d. Never crashes on any input. */
 tsl_status tile_parse(tsl_arena *arena, const tsl_source *src, tsl_diag *d, tile_module **out);
+/* 1 when s is a keyword of the text format (kernel, in, out, var, mask,
+ * ...) and so cannot name a value. */
+int tile_name_reserved(const char *s);
 /* The canonical text (malloc'd; caller frees). Parse(print(m)) prints the
  * same bytes. */
 char *tile_print(const tile_module *m);

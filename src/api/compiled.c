@@ -1,0 +1,175 @@
+/* compiled.c — the compiled targets' run path and their emitters.
+ *
+ * Run (TSL_TARGET_CPU): op graph -> sched_lower (one tile module and a
+ * launch plan) -> for each launch, in order, cg_c_run with host buffers for
+ * every tensor it names (the caller's, or contiguous copies of strided ones;
+ * temporaries allocated zeroed per run), the def's scalars as typed scalar
+ * arguments and the size symbols as int arguments. cg_c_run compiles through
+ * rt_cpu, whose cache keys on the generated source, so a second run does not
+ * recompile. A launch whose box is empty runs nothing. Run-time errors of a
+ * kernel (an indirect index out of range: TSL_ERR_BOUNDS) come back with the
+ * generator's message, which names the tensor, dimension, index and bound.
+ *
+ * Emit: "tile" prints the plan and the module (sched_print), "c" the C of
+ * every kernel (cg_c_emit). */
+#include <string.h>
+
+#include "api/api.h"
+#include "codegen/codegen.h"
+#include "graph/graph.h"
+#include "interp/interp.h"
+#include "sched/sched.h"
+
+/* graph + schedule of p's def in arena a; NULL after reporting into d. */
+static sched_plan *compiled_plan(tsl_program *p, tsl_arena *a, tsl_diag *d)
+{
+    graph *g = graph_build(a, p->def, d);
+    sched_plan *plan = g ? sched_lower(a, g, d) : NULL;
+    if (!plan) {
+        if (!d->nerr) diag_error(d, TSL_ERR_INTERNAL, "scheduling '%s' failed", p->def->name);
+        return NULL;
+    }
+    if (tile_verify(plan->m, NULL, d) != TSL_OK) {
+        diag_error(d, TSL_ERR_INTERNAL, "internal: the schedule of '%s' does not verify", p->def->name);
+        return NULL;
+    }
+    return plan;
+}
+
+tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
+{
+    tsl_diag *d = &p->ctx->diag;
+    diag_reset(d);
+    tsl_arena *a = arena_create();
+    if (!a) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");
+    sched_plan *plan = compiled_plan(p, a, d);
+    tsl_status st = plan ? TSL_OK : d->first;
+    if (plan && !strcmp(what, "tile")) {
+        sched_print(out, plan);
+    } else if (plan) {
+        for (int i = 0; i < plan->nlaunches && !st; i++) {
+            if (i) sb_putc(out, '\n');
+            st = cg_c_emit(plan->m, plan->launches[i].k, out, d);
+        }
+    }
+    arena_free(a);
+    return st;
+}
+
+/* Is the view C-contiguous for its shape? */
+static int view_contiguous(const interp_tensor *v)
+{
+    int64_t want = 1;
+    for (int d = v->rank - 1; d >= 0; d--) {
+        if (v->shape[d] != 1 && v->stride[d] != want) return 0;
+        want *= v->shape[d];
+    }
+    return 1;
+}
+
+/* Copy between a strided view and a C-order buffer (to_dense: view -> buf). */
+static void view_copy(const interp_tensor *v, char *buf, int to_dense)
+{
+    size_t es = (size_t)(dtype_info_of(v->dtype)->bits / 8);
+    int64_t n = 1, idx[TSL_MAX_RANK] = {0};
+    for (int d = 0; d < v->rank; d++) n *= v->shape[d];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t off = 0;
+        for (int d = 0; d < v->rank; d++) off += idx[d] * v->stride[d];
+        char *src = v->base + off * (int64_t)es;
+        if (to_dense) memcpy(buf + (size_t)i * es, src, es);
+        else memcpy(src, buf + (size_t)i * es, es);
+        for (int d = v->rank - 1; d >= 0; d--) {
+            if (++idx[d] < v->shape[d]) break;
+            idx[d] = 0;
+        }
+    }
+}
+
+/* Per def tensor: the DLTensor the kernels see, and owned memory if any. */
+typedef struct compiled_buf {
+    DLTensor dl;
+    int64_t shape[TSL_MAX_RANK];
+    char *owned;   /* temporaries and dense copies of strided views */
+    int copy_back; /* a dense copy of a strided output */
+} compiled_buf;
+
+static tsl_status compiled_bind(const lang_def *def, const lang_bound *b, const interp_tensor *views,
+                                compiled_buf *bufs, tsl_diag *d)
+{
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *t = def->tensors[i];
+        compiled_buf *cb = &bufs[i];
+        if (t->is_scalar) continue;
+        int64_t n = 1;
+        for (int k = 0; k < t->rank; k++) {
+            cb->shape[k] = b->shapes[i][k];
+            n *= cb->shape[k];
+        }
+        size_t bytes = (size_t)n * (size_t)(dtype_info_of(t->dtype)->bits / 8);
+        char *data;
+        int temp = (t->flags & LANG_TENSOR_TEMP) != 0;
+        if (!temp && view_contiguous(&views[i])) {
+            data = views[i].base;
+        } else {
+            cb->owned = calloc(bytes ? bytes : 1, 1);
+            if (!cb->owned) {
+                diag_error(d, TSL_ERR_NOMEM, "out of memory for '%s' (%zu bytes)", t->name, bytes);
+                return TSL_ERR_NOMEM;
+            }
+            data = cb->owned;
+            if (!temp) {
+                view_copy(&views[i], data, 1);
+                cb->copy_back = (t->flags & LANG_TENSOR_OUTPUT) != 0;
+            }
+        }
+        cb->dl.data = data;
+        cb->dl.device.device_type = kDLCPU;
+        cb->dl.ndim = t->rank;
+        cb->dl.dtype = tsl_dtype_to_dlpack(t->dtype);
+        cb->dl.shape = cb->shape;
+        cb->dl.strides = NULL;
+    }
+    return TSL_OK;
+}
+
+tsl_status api_compiled_run(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
+                            tsl_diag *d)
+{
+    tsl_arena *a = arena_create();
+    if (!a) {
+        diag_error(d, TSL_ERR_NOMEM, "out of memory");
+        return TSL_ERR_NOMEM;
+    }
+    const lang_def *def = p->def;
+    compiled_buf *bufs = calloc((size_t)def->ntensors + 1, sizeof *bufs);
+    tsl_status st = bufs ? TSL_OK : TSL_ERR_NOMEM;
+    if (!bufs) diag_error(d, st, "out of memory");
+    sched_plan *plan = st ? NULL : compiled_plan(p, a, d);
+    if (!st && !plan) st = d->first ? d->first : TSL_ERR_INTERNAL;
+    if (!st) st = compiled_bind(def, b, views, bufs, d);
+    for (int i = 0; !st && i < plan->nlaunches; i++) {
+        const sched_launch *l = &plan->launches[i];
+        if (sched_launch_lanes(plan, l, b) == 0) continue; /* an empty box launches nothing */
+        tile_interp_arg *args = arena_alloc(a, sizeof *args * (size_t)(l->nargs + 1));
+        for (int j = 0; j < l->nargs; j++) {
+            const sched_arg *sa = &l->args[j];
+            args[j].name = sa->name;
+            if (sa->kind == SCHED_ARG_TENSOR) {
+                args[j].t = &bufs[sa->tensor].dl;
+            } else if (sa->kind == SCHED_ARG_SCALAR) {
+                args[j].ival = (int64_t)views[sa->tensor].scalar;
+            } else {
+                args[j].ival = sched_arg_int(plan, sa, b);
+            }
+        }
+        st = cg_c_run(plan->m, l->k, args, l->nargs, d);
+    }
+    for (int i = 0; bufs && i < def->ntensors; i++) {
+        if (!st && bufs[i].copy_back) view_copy(&views[i], bufs[i].owned, 0);
+        free(bufs[i].owned);
+    }
+    free(bufs);
+    arena_free(a);
+    return st;
+}

@@ -1,0 +1,655 @@
+/* lower.c — the generic strategy: every statement of a def becomes one tile
+ * kernel over its flattened parallel box (docs/sched.md).
+ *
+ * Per kernel: lane coordinates from the flat lane index (iota, div, mod by
+ * the box extents), a lane mask (flat < box size), the RHS tree lowered to
+ * elementwise instructions on [SCHED_BLOCK] register tiles, each tensor
+ * read a masked gather, reductions `for` loops accumulating into a register
+ * tile, and a masked scatter of the result into the LHS. Box bounds and
+ * tensor extents are int expressions over the def's size symbols: a symbol
+ * that is some tensor parameter's extent is a tile size symbol (bound from
+ * the arrays), any other is an int parameter the run path supplies.
+ *
+ * Masks are threaded through the lowering: the branches of `?:` and the
+ * right operands of && and || run under the lanes that C's short circuit
+ * would evaluate, so a guarded gather (`i < N ? X(I(i)) : 0`) never reads
+ * out of range and an integer division in a dead lane never divides by 0.
+ *
+ * Requires: a graph built from a checked def. Guarantees: the module
+ * verifies; every kernel parameter has a sched_arg saying where its value
+ * comes from. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sched/sched.h"
+
+/* A lowered value: a register tile of SCHED_BLOCK lanes, or a scalar that
+ * every lane shares (an int expression, a float literal, or a typed scalar
+ * parameter). */
+typedef struct lval {
+    tile_value *t;
+    tile_expr *s;
+    int isint; /* s is an int expression (usable in index arithmetic) */
+    tsl_dtype dt;
+} lval;
+
+typedef struct lower {
+    const graph *g;
+    const lang_def *def;
+    sched_plan *p;
+    tile_module *m;
+    tile_kernel *k;
+    tile_builder b;
+    sched_launch *launch;
+    const graph_op *op;
+    tile_layout *lay;       /* the lanes' layout: spatial(THREADS).local(LOCALS) */
+    tile_value **tparam;    /* per def tensor: its kernel parameter, or NULL */
+    tile_expr **size;       /* per size slot: its value in this kernel, or NULL */
+    lval *var;              /* per var of op: coordinate tile / loop variable */
+    tile_value *flat;       /* the lane's flat index in the box */
+} lower;
+
+/* ---- names ---------------------------------------------------------------------- */
+
+static int name_used(const tile_kernel *k, const char *s)
+{
+    for (int i = 0; i < k->nvalues; i++)
+        if (!strcmp(k->values[i]->name, s)) return 1;
+    return 0;
+}
+
+/* `base`, or base_1, base_2, ...: unused in the kernel and not a keyword. */
+static const char *fresh(lower *L, const char *base)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", base);
+    for (int n = 1; tile_name_reserved(buf) || name_used(L->k, buf); n++)
+        snprintf(buf, sizeof buf, "%s_%d", base, n);
+    return arena_strdup(L->m->arena, buf);
+}
+
+/* ---- int expressions, folded where constant --------------------------------------- */
+
+static tile_expr *ibin(lower *L, tile_binop op, tile_expr *a, tile_expr *b)
+{
+    int64_t x, y;
+    int ca = tile_expr_const(a, &x), cb = tile_expr_const(b, &y);
+    if (ca && cb) {
+        switch (op) {
+        case TILE_OP_ADD: return tile_expr_int(L->m, x + y);
+        case TILE_OP_SUB: return tile_expr_int(L->m, x - y);
+        case TILE_OP_MUL: return tile_expr_int(L->m, x * y);
+        default: break;
+        }
+    }
+    if (op == TILE_OP_ADD && ca && x == 0) return b;
+    if ((op == TILE_OP_ADD || op == TILE_OP_SUB) && cb && y == 0) return a;
+    if (op == TILE_OP_MUL && ca && x == 1) return b;
+    if (op == TILE_OP_MUL && cb && y == 1) return a;
+    if (op == TILE_OP_MUL && ((ca && x == 0) || (cb && y == 0))) return tile_expr_int(L->m, 0);
+    return tile_expr_bin(L->m, op, a, b);
+}
+
+static void add_arg(lower *L, sched_arg arg)
+{
+    ARENA_PUSH(L->m->arena, L->launch->args, L->launch->nargs, L->launch->capargs, arg);
+}
+
+/* The value of size symbol `slot` in this kernel: a tile size symbol when a
+ * tensor parameter has it as an extent (set up by add_tensor), else an int
+ * parameter added on first use. */
+static tile_expr *size_expr(lower *L, int slot)
+{
+    if (!L->size[slot]) {
+        tile_value *v = tile_kernel_param_scalar(L->m, L->k, fresh(L, L->def->sizes[slot]));
+        add_arg(L, (sched_arg){.name = v->name, .kind = SCHED_ARG_SIZE, .sym = slot});
+        L->size[slot] = tile_expr_value(L->m, v);
+    }
+    return L->size[slot];
+}
+
+static tile_expr *sexpr_to_tile(lower *L, const lang_sexpr *e)
+{
+    switch (e->kind) {
+    case LANG_SX_CONST: return tile_expr_int(L->m, e->value);
+    case LANG_SX_SYM: return size_expr(L, e->sym);
+    case LANG_SX_ADD: return ibin(L, TILE_OP_ADD, sexpr_to_tile(L, e->a), sexpr_to_tile(L, e->b));
+    case LANG_SX_SUB: return ibin(L, TILE_OP_SUB, sexpr_to_tile(L, e->a), sexpr_to_tile(L, e->b));
+    case LANG_SX_MUL: return ibin(L, TILE_OP_MUL, sexpr_to_tile(L, e->a), sexpr_to_tile(L, e->b));
+    case LANG_SX_FLOORDIV: return ibin(L, TILE_OP_DIV, sexpr_to_tile(L, e->a), sexpr_to_tile(L, e->b));
+    case LANG_SX_MIN: return ibin(L, TILE_OP_MIN, sexpr_to_tile(L, e->a), sexpr_to_tile(L, e->b));
+    case LANG_SX_MAX: return ibin(L, TILE_OP_MAX, sexpr_to_tile(L, e->a), sexpr_to_tile(L, e->b));
+    }
+    TSL_ASSERT(0 && "unknown size expression");
+    return NULL;
+}
+
+/* ---- kernel parameters ----------------------------------------------------------------- */
+
+/* Tensor `ti` of the def as a global parameter. Extents that are a bare
+ * size symbol become that tile symbol (so the kernel learns the symbol from
+ * the array); others a fresh symbol `<name>_d<k>`. */
+static void add_tensor(lower *L, int ti)
+{
+    if (L->tparam[ti]) return;
+    const lang_tensor *t = L->def->tensors[ti];
+    tile_expr **dims = arena_alloc(L->m->arena, sizeof *dims * (size_t)(t->rank ? t->rank : 1));
+    for (int d = 0; d < t->rank; d++) {
+        const lang_sexpr *e = t->shape[d];
+        if (e->kind == LANG_SX_CONST) {
+            dims[d] = tile_expr_int(L->m, e->value);
+        } else if (e->kind == LANG_SX_SYM && L->size[e->sym]) {
+            dims[d] = L->size[e->sym];
+        } else {
+            char nb[128];
+            snprintf(nb, sizeof nb, "%s_d%d", t->name, d);
+            int sym = e->kind == LANG_SX_SYM ? e->sym : -1;
+            tile_value *v = tile_kernel_symbol(L->m, L->k, fresh(L, sym >= 0 ? L->def->sizes[sym] : nb));
+            dims[d] = tile_expr_value(L->m, v);
+            if (sym >= 0) L->size[sym] = dims[d];
+        }
+    }
+    tile_value *v = tile_kernel_param_tensor(L->m, L->k, fresh(L, t->name), tile_dtype_from_tsl(t->dtype),
+                                             t->rank, dims);
+    L->tparam[ti] = v;
+    add_arg(L, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti});
+}
+
+static tile_value *scalar_param(lower *L, const lang_tensor *t)
+{
+    if (L->tparam[t->index]) return L->tparam[t->index];
+    tile_value *v = tile_kernel_param_typed(L->m, L->k, fresh(L, t->name), tile_dtype_from_tsl(t->dtype));
+    L->tparam[t->index] = v;
+    add_arg(L, (sched_arg){.name = v->name, .kind = SCHED_ARG_SCALAR, .tensor = t->index});
+    return v;
+}
+
+/* ---- instructions on lane tiles ---------------------------------------------------------- */
+
+static tile_type lane_type(lower *L, tsl_dtype dt)
+{
+    int64_t n = SCHED_BLOCK;
+    return tile_type_make(L->m, TILE_REGISTER, tile_dtype_from_tsl(dt), 1, &n, L->lay);
+}
+
+static tile_operand opnd(lval v)
+{
+    return v.t ? tile_operand_tensor(v.t) : tile_operand_scalar(v.s);
+}
+
+static lval tile_of(tile_value *t, tsl_dtype dt)
+{
+    return (lval){.t = t, .dt = dt};
+}
+
+/* r = OP args... (result like the first tensor operand, or bool). */
+static tile_value *emit(lower *L, tile_op op, const char *name, int n, const tile_operand *args)
+{
+    tile_stmt *s = tile_build_instr(&L->b, op, fresh(L, name));
+    for (int i = 0; i < n; i++) tile_instr_arg(L->m, &s->instr, args[i]);
+    tile_instr_infer(s);
+    return s->instr.result;
+}
+
+static tile_value *emit2(lower *L, tile_op op, const char *name, tile_operand a, tile_operand b)
+{
+    tile_operand args[2] = {a, b};
+    return emit(L, op, name, 2, args);
+}
+
+static tile_value *emit_typed(lower *L, tile_op op, const char *name, tile_operand a, tsl_dtype dt)
+{
+    tile_stmt *s = tile_build_instr(&L->b, op, fresh(L, name));
+    tile_instr_arg(L->m, &s->instr, a);
+    tile_instr_result_type(s, lane_type(L, dt));
+    return s->instr.result;
+}
+
+static tsl_dtype dt_of(const tile_value *t)
+{
+    tsl_dtype d = TSL_DTYPE_F32;
+    tile_dtype_to_tsl(t->type.dt, &d);
+    return d;
+}
+
+static tile_value *cast_to(lower *L, tile_value *t, tsl_dtype dt)
+{
+    if (dt_of(t) == dt) return t;
+    return emit_typed(L, TILE_I_CAST, "cv", tile_operand_tensor(t), dt);
+}
+
+/* A tile of dtype dt holding v in every lane. */
+static tile_value *as_tile(lower *L, lval v, tsl_dtype dt)
+{
+    if (v.t) return cast_to(L, v.t, dt);
+    int typed = v.s->kind == TILE_E_VALUE && tile_value_is_typed_scalar(v.s->v);
+    tile_stmt *s = tile_build_instr(&L->b, TILE_I_ALLOC, fresh(L, "bc"));
+    tile_instr_result_type(s, lane_type(L, typed ? v.dt : dt));
+    s->instr.init = typed ? tile_expr_int(L->m, 0) : v.s;
+    tile_value *t = s->instr.result;
+    if (typed) t = emit2(L, TILE_I_ADD, "bc", tile_operand_tensor(t), opnd(v));
+    return cast_to(L, t, dt);
+}
+
+/* The operand form of v for an op computing in dt: tiles cast to dt,
+ * scalars as they are (the instruction converts them). */
+static tile_operand in_dt(lower *L, lval v, tsl_dtype dt)
+{
+    return v.t ? tile_operand_tensor(cast_to(L, v.t, dt)) : tile_operand_scalar(v.s);
+}
+
+static tile_value *to_bool(lower *L, lval v)
+{
+    if (v.t && v.dt == TSL_DTYPE_BOOL) return v.t;
+    tile_value *t = v.t ? v.t : as_tile(L, v, v.dt);
+    return emit2(L, TILE_I_NE, "nz", tile_operand_tensor(t), tile_operand_scalar(tile_expr_int(L->m, 0)));
+}
+
+static tile_value *land(lower *L, tile_value *a, tile_value *b)
+{
+    return emit2(L, TILE_I_AND, "mk", tile_operand_tensor(a), tile_operand_tensor(b));
+}
+
+static tile_value *lnot(lower *L, tile_value *a)
+{
+    tile_operand o = tile_operand_tensor(a);
+    return emit(L, TILE_I_NOT, "nm", 1, &o);
+}
+
+static lval int_scalar(tile_expr *e)
+{
+    return (lval){.s = e, .isint = 1, .dt = TSL_DTYPE_I64};
+}
+
+/* ---- the RHS ------------------------------------------------------------------------ */
+
+static lval lower_expr(lower *L, const graph_expr *e, tile_value *mask);
+
+static int is_float_dt(tsl_dtype t) { return dtype_info_of(t)->is_float; }
+
+/* The subtree reads through a non-affine index or divides integers: it must
+ * run only in the lanes C's short circuit evaluates. */
+static int needs_guard(const lower *L, const graph_expr *e)
+{
+    if (!e) return 0;
+    if (e->kind == LANG_E_ACCESS) {
+        const graph_operand *o = &L->op->operands[e->operand];
+        if (!o->affine) return 1;
+    }
+    if (e->kind == LANG_E_BINARY && (e->src->op == LANG_DIV || e->src->op == LANG_MOD) &&
+        !is_float_dt(e->src->optype))
+        return 1;
+    for (int i = 0; i < e->nargs; i++)
+        if (needs_guard(L, e->args[i])) return 1;
+    return 0;
+}
+
+static lval lower_access(lower *L, const graph_expr *e, tile_value *mask)
+{
+    const graph_operand *o = &L->op->operands[e->operand];
+    const lang_tensor *t = L->def->tensors[o->tensor];
+    tile_operand *idx = arena_alloc(L->m->arena, sizeof *idx * (size_t)(o->rank ? o->rank : 1));
+    for (int d = 0; d < o->rank; d++) {
+        TSL_ASSERT(o->idx[d].e);
+        lval v = lower_expr(L, o->idx[d].e, mask);
+        if (v.t && (is_float_dt(v.dt) || v.dt == TSL_DTYPE_BOOL)) v.t = cast_to(L, v.t, TSL_DTYPE_I64);
+        if (!v.t && !v.isint) v.t = as_tile(L, v, TSL_DTYPE_I64);
+        idx[d] = opnd(v);
+    }
+    tile_stmt *s = tile_build_instr(&L->b, TILE_I_GATHER, fresh(L, "ld"));
+    tile_instr_arg(L->m, &s->instr, tile_operand_tensor(L->tparam[o->tensor]));
+    for (int d = 0; d < o->rank; d++) tile_instr_arg(L->m, &s->instr, idx[d]);
+    tile_instr_result_type(s, lane_type(L, t->dtype));
+    s->instr.mask = mask;
+    return tile_of(s->instr.result, t->dtype);
+}
+
+static tile_op unop_of(int b)
+{
+    switch (b) {
+    case LANG_EXP: return TILE_I_EXP;
+    case LANG_LOG: return TILE_I_LOG;
+    case LANG_SQRT: return TILE_I_SQRT;
+    case LANG_RSQRT: return TILE_I_RSQRT;
+    case LANG_TANH: return TILE_I_TANH;
+    case LANG_SIGMOID: return TILE_I_SIGMOID;
+    case LANG_ERF: return TILE_I_ERF;
+    default: return TILE_I_ABS;
+    }
+}
+
+static tile_op binop_of(int op, int call)
+{
+    if (call) return op == LANG_MAX ? TILE_I_MAX : op == LANG_MIN ? TILE_I_MIN : TILE_I_POW;
+    switch (op) {
+    case LANG_EQ: return TILE_I_EQ;
+    case LANG_NE: return TILE_I_NE;
+    case LANG_LT: return TILE_I_LT;
+    case LANG_LE: return TILE_I_LE;
+    case LANG_GT: return TILE_I_GT;
+    case LANG_GE: return TILE_I_GE;
+    case LANG_ADD: return TILE_I_ADD;
+    case LANG_SUB: return TILE_I_SUB;
+    case LANG_MUL: return TILE_I_MUL;
+    case LANG_DIV: return TILE_I_DIV;
+    default: return TILE_I_MOD;
+    }
+}
+
+/* a OP b computing in ot; the result has dtype rt (bool for comparisons). */
+static lval lower_binary(lower *L, tile_op op, lval x, lval y, tsl_dtype ot, tsl_dtype rt, tile_value *mask)
+{
+    int intop = !is_float_dt(ot) && ot != TSL_DTYPE_BOOL;
+    if (!x.t && !y.t && x.isint && y.isint && intop &&
+        (op == TILE_I_ADD || op == TILE_I_SUB || op == TILE_I_MUL)) {
+        tile_binop bo = op == TILE_I_ADD ? TILE_OP_ADD : op == TILE_I_SUB ? TILE_OP_SUB : TILE_OP_MUL;
+        return (lval){.s = ibin(L, bo, x.s, y.s), .isint = 1, .dt = ot};
+    }
+    if (intop && (op == TILE_I_DIV || op == TILE_I_MOD)) {
+        /* dead lanes divide by 1, not by whatever they hold */
+        int64_t c;
+        if (y.t || !y.isint || !tile_expr_const(y.s, &c) || c == 0) {
+            tile_value *yt = as_tile(L, y, ot);
+            tile_operand args[3] = {tile_operand_tensor(mask), tile_operand_tensor(yt),
+                                    tile_operand_scalar(tile_expr_int(L->m, 1))};
+            y = tile_of(emit(L, TILE_I_SELECT, "dv", 3, args), ot);
+        }
+    }
+    if (!x.t && !y.t) x = tile_of(as_tile(L, x, ot), ot);
+    tile_value *r = emit2(L, op, "v", in_dt(L, x, ot), in_dt(L, y, ot));
+    lval out = tile_of(r, tile_op_is_compare(op) ? TSL_DTYPE_BOOL : ot);
+    if (out.dt != rt) out = tile_of(cast_to(L, r, rt), rt);
+    return out;
+}
+
+static lval lower_expr(lower *L, const graph_expr *e, tile_value *mask)
+{
+    const lang_expr *src = e->src;
+    tsl_dtype ty = src->type;
+    switch (e->kind) {
+    case LANG_E_INT:
+        if (is_float_dt(ty)) return (lval){.s = tile_expr_float(L->m, (double)src->ival), .dt = ty};
+        return (lval){.s = tile_expr_int(L->m, src->ival), .isint = 1, .dt = ty};
+    case LANG_E_FLOAT: return (lval){.s = tile_expr_float(L->m, src->fval), .dt = ty};
+    case LANG_E_INDEX: return L->var[src->slot];
+    case LANG_E_SIZE: return int_scalar(size_expr(L, src->slot));
+    case LANG_E_SCALAR:
+        return (lval){.s = tile_expr_value(L->m, scalar_param(L, src->tensor)), .dt = src->tensor->dtype};
+    case LANG_E_ACCESS: return lower_access(L, e, mask);
+    case LANG_E_UNARY: {
+        lval x = lower_expr(L, e->args[0], mask);
+        if (src->op == LANG_NOT) {
+            tile_value *r = lnot(L, to_bool(L, x));
+            return ty == TSL_DTYPE_BOOL ? tile_of(r, ty) : tile_of(cast_to(L, r, ty), ty);
+        }
+        if (!x.t && x.isint && !is_float_dt(ty)) return (lval){.s = tile_expr_un(L->m, TILE_E_NEG, x.s), .isint = 1, .dt = ty};
+        tile_operand o = tile_operand_tensor(as_tile(L, x, ty));
+        return tile_of(emit(L, TILE_I_NEG, "v", 1, &o), ty);
+    }
+    case LANG_E_BINARY: {
+        if (src->op == LANG_AND || src->op == LANG_OR) {
+            tile_value *a = to_bool(L, lower_expr(L, e->args[0], mask));
+            tile_value *m2 = mask;
+            if (needs_guard(L, e->args[1])) m2 = land(L, mask, src->op == LANG_AND ? a : lnot(L, a));
+            tile_value *b = to_bool(L, lower_expr(L, e->args[1], m2));
+            tile_value *r = emit2(L, src->op == LANG_AND ? TILE_I_AND : TILE_I_OR, "v", tile_operand_tensor(a),
+                                  tile_operand_tensor(b));
+            return ty == TSL_DTYPE_BOOL ? tile_of(r, ty) : tile_of(cast_to(L, r, ty), ty);
+        }
+        lval x = lower_expr(L, e->args[0], mask), y = lower_expr(L, e->args[1], mask);
+        return lower_binary(L, binop_of(src->op, 0), x, y, src->optype, ty, mask);
+    }
+    case LANG_E_SELECT: {
+        tile_value *c = to_bool(L, lower_expr(L, e->args[0], mask));
+        tile_value *ma = mask, *mb = mask;
+        if (needs_guard(L, e->args[1])) ma = land(L, mask, c);
+        if (needs_guard(L, e->args[2])) mb = land(L, mask, lnot(L, c));
+        lval a = lower_expr(L, e->args[1], ma), b = lower_expr(L, e->args[2], mb);
+        if (!a.t && !b.t) a = tile_of(as_tile(L, a, ty), ty);
+        tile_operand args[3] = {tile_operand_tensor(c), in_dt(L, a, ty), in_dt(L, b, ty)};
+        return tile_of(emit(L, TILE_I_SELECT, "v", 3, args), ty);
+    }
+    case LANG_E_CALL: {
+        if (e->nargs == 2) {
+            lval x = lower_expr(L, e->args[0], mask), y = lower_expr(L, e->args[1], mask);
+            return lower_binary(L, binop_of(src->op, 1), x, y, ty, ty, mask);
+        }
+        lval x = lower_expr(L, e->args[0], mask);
+        tile_operand o = tile_operand_tensor(as_tile(L, x, ty));
+        return tile_of(emit(L, unop_of(src->op), "v", 1, &o), ty);
+    }
+    case LANG_E_CAST: {
+        lval x = lower_expr(L, e->args[0], mask);
+        if (!x.t && x.isint && !is_float_dt(ty) && ty != TSL_DTYPE_BOOL) return (lval){.s = x.s, .isint = 1, .dt = ty};
+        tile_value *t = x.t ? x.t : as_tile(L, x, x.dt);
+        return tile_of(cast_to(L, t, ty), ty);
+    }
+    }
+    TSL_ASSERT(0 && "unknown expression kind");
+    return int_scalar(tile_expr_int(L->m, 0));
+}
+
+/* ---- statements ---------------------------------------------------------------------- */
+
+/* Accumulator dtypes (docs/sched.md): f32 for f16/bf16/f32, f64 for f64,
+ * u64 for unsigned and i64 for the other integer LHS dtypes. */
+static tsl_dtype acc_dtype(tsl_dtype t)
+{
+    const dtype_info *di = dtype_info_of(t);
+    if (t == TSL_DTYPE_F64) return TSL_DTYPE_F64;
+    if (di->is_float) return TSL_DTYPE_F32;
+    if (t != TSL_DTYPE_BOOL && !di->is_signed) return TSL_DTYPE_U64;
+    return TSL_DTYPE_I64;
+}
+
+/* The identity of the reduction operator; integer max/min start from the
+ * LHS dtype's minimum/maximum (lang.h). */
+static tile_expr *identity(lower *L, lang_assign_op op, tsl_dtype lhs)
+{
+    const dtype_info *di = dtype_info_of(lhs);
+    if (op == LANG_ADD_EQ) return tile_expr_int(L->m, 0);
+    if (op == LANG_MUL_EQ) return tile_expr_int(L->m, 1);
+    int max = op == LANG_MAX_EQ;
+    if (di->is_float) return tile_expr_float(L->m, max ? -INFINITY : INFINITY);
+    if (lhs == TSL_DTYPE_BOOL) return tile_expr_int(L->m, max ? 0 : 1);
+    if (!di->is_signed) {
+        if (max) return tile_expr_int(L->m, 0);
+        if (di->bits == 64) return tile_expr_float(L->m, 18446744073709551615.0);
+        return tile_expr_int(L->m, (int64_t)((UINT64_C(1) << di->bits) - 1));
+    }
+    int64_t hi = di->bits == 64 ? INT64_MAX : (INT64_C(1) << (di->bits - 1)) - 1;
+    return tile_expr_int(L->m, max ? -hi - 1 : hi);
+}
+
+static tile_op combine_op(lang_assign_op op)
+{
+    switch (op) {
+    case LANG_MUL_EQ: return TILE_I_MUL;
+    case LANG_MAX_EQ: return TILE_I_MAX;
+    case LANG_MIN_EQ: return TILE_I_MIN;
+    default: return TILE_I_ADD;
+    }
+}
+
+/* Lane coordinates of the parallel vars: var v = (flat / prod ext[v+1..])
+ * % ext[v] + lo[v]; sets L->var[0..niter) and returns the box size. */
+static tile_expr *lower_coords(lower *L, tile_expr **lo, tile_expr **ext)
+{
+    const graph_op *op = L->op;
+    tile_expr *stride = tile_expr_int(L->m, 1);
+    for (int v = op->niter - 1; v >= 0; v--) {
+        int64_t c;
+        tile_value *q = L->flat;
+        if (!tile_expr_const(stride, &c) || c != 1)
+            q = emit2(L, TILE_I_DIV, "q", tile_operand_tensor(q), tile_operand_scalar(stride));
+        if (v > 0) q = emit2(L, TILE_I_MOD, "r", tile_operand_tensor(q), tile_operand_scalar(ext[v]));
+        if (!tile_expr_const(lo[v], &c) || c != 0)
+            q = emit2(L, TILE_I_ADD, "c", tile_operand_tensor(q), tile_operand_scalar(lo[v]));
+        L->var[v] = tile_of(q, TSL_DTYPE_I64);
+        stride = ibin(L, TILE_OP_MUL, stride, ext[v]);
+    }
+    return stride;
+}
+
+static void lower_op(lower *L, const graph_op *op)
+{
+    const lang_stmt *st = op->stmt;
+    const lang_def *def = L->def;
+    L->op = op;
+    char kn[160];
+    snprintf(kn, sizeof kn, "%s_s%d_%s", L->def->name, op->index, st->lhs->name);
+    L->k = tile_kernel_new(L->m, kn, SCHED_THREADS);
+    sched_launch ln = {.k = L->k, .stmt = op->index, .nstmts = 1};
+    ARENA_PUSH(L->m->arena, L->p->launches, L->p->nlaunches, L->p->caplaunches, ln);
+    L->launch = &L->p->launches[L->p->nlaunches - 1];
+    L->tparam = arena_alloc(L->m->arena, sizeof *L->tparam * (size_t)(def->ntensors + 1));
+    L->size = arena_alloc(L->m->arena, sizeof *L->size * (size_t)(def->nsizes + 1));
+    L->var = arena_alloc(L->m->arena, sizeof *L->var * (size_t)(op->nvars + 1));
+    for (int i = 0; i < op->noperands; i++)
+        if (!def->tensors[op->operands[i].tensor]->is_scalar) add_tensor(L, op->operands[i].tensor);
+    tile_build_begin(&L->b, L->m, L->k);
+
+    tile_expr **lo = arena_alloc(L->m->arena, sizeof *lo * (size_t)(op->nvars + 1));
+    tile_expr **hi = arena_alloc(L->m->arena, sizeof *hi * (size_t)(op->nvars + 1));
+    tile_expr **ext = arena_alloc(L->m->arena, sizeof *ext * (size_t)(op->nvars + 1));
+    for (int v = 0; v < op->nvars; v++) {
+        lo[v] = sexpr_to_tile(L, op->box[v].lo);
+        hi[v] = sexpr_to_tile(L, op->box[v].hi);
+        ext[v] = ibin(L, TILE_OP_SUB, hi[v], lo[v]);
+    }
+    /* flat = block_idx.x * BLOCK + lane; mask = flat < box size */
+    tile_stmt *s = tile_build_instr(&L->b, TILE_I_IOTA, fresh(L, "flat"));
+    tile_instr_arg(L->m, &s->instr,
+                   tile_operand_scalar(ibin(L, TILE_OP_MUL, tile_expr_block_idx(L->m, 0),
+                                            tile_expr_int(L->m, SCHED_BLOCK))));
+    tile_instr_result_type(s, lane_type(L, TSL_DTYPE_I64));
+    s->instr.dim = 0;
+    L->flat = s->instr.result;
+    tile_expr *total = NULL;
+    {
+        /* the box size is the product of the parallel extents */
+        tile_expr *t = tile_expr_int(L->m, 1);
+        for (int v = 0; v < op->niter; v++) t = ibin(L, TILE_OP_MUL, t, ext[v]);
+        total = t;
+    }
+    L->k->grid[0] = tile_expr_bin(L->m, TILE_OP_CDIV, total, tile_expr_int(L->m, SCHED_BLOCK));
+    tile_value *mask = emit2(L, TILE_I_LT, "live", tile_operand_tensor(L->flat), tile_operand_scalar(total));
+    lower_coords(L, lo, ext);
+
+    tsl_dtype lt = st->lhs->dtype;
+    tile_value *lhs = L->tparam[st->lhs->index];
+    tile_value *res;
+    if (op->nvars == op->niter && (op->assign == LANG_ASSIGN || op->bang)) {
+        lval r = lower_expr(L, op->body, mask);
+        if (op->assign != LANG_ASSIGN) {
+            /* a bang reduction with no reduction vars: identity (op) rhs */
+            tile_stmt *a = tile_build_instr(&L->b, TILE_I_ALLOC, fresh(L, "acc"));
+            tile_instr_result_type(a, lane_type(L, acc_dtype(lt)));
+            a->instr.init = identity(L, op->assign, lt);
+            r = tile_of(emit2(L, combine_op(op->assign), "v", tile_operand_tensor(a->instr.result),
+                              in_dt(L, r, acc_dtype(lt))),
+                        acc_dtype(lt));
+        }
+        res = as_tile(L, r, lt);
+    } else {
+        tsl_dtype at = acc_dtype(lt);
+        tile_value *acc;
+        if (op->bang) {
+            tile_stmt *a = tile_build_instr(&L->b, TILE_I_ALLOC, fresh(L, "acc"));
+            tile_instr_result_type(a, lane_type(L, at));
+            a->instr.init = identity(L, op->assign, lt);
+            acc = a->instr.result;
+        } else {
+            /* start from the LHS's current values */
+            tile_stmt *g = tile_build_instr(&L->b, TILE_I_GATHER, fresh(L, "acc"));
+            tile_instr_arg(L->m, &g->instr, tile_operand_tensor(lhs));
+            for (int v = 0; v < op->niter; v++) tile_instr_arg(L->m, &g->instr, opnd(L->var[v]));
+            tile_instr_result_type(g, lane_type(L, lt));
+            g->instr.mask = mask;
+            acc = g->instr.result;
+            if (at != lt) acc = emit_typed(L, TILE_I_CAST, "acc", tile_operand_tensor(acc), at);
+        }
+        int depth = 0;
+        for (int v = op->niter; v < op->nvars; v++) {
+            tile_stmt *f = tile_build_for(&L->b, fresh(L, st->vars[v].name), lo[v], hi[v], NULL);
+            tile_build_push(&L->b, f->body);
+            depth++;
+            L->var[v] = int_scalar(tile_expr_value(L->m, f->v));
+        }
+        lval r = lower_expr(L, op->body, mask);
+        tile_stmt *c = tile_build_instr(&L->b, combine_op(op->assign), NULL);
+        tile_instr_arg(L->m, &c->instr, tile_operand_tensor(acc));
+        tile_instr_arg(L->m, &c->instr, in_dt(L, r, at));
+        tile_instr_dst(&c->instr, tile_operand_tensor(acc));
+        while (depth--) tile_build_pop(&L->b);
+        res = cast_to(L, acc, lt);
+    }
+    tile_stmt *sc = tile_build_instr(&L->b, TILE_I_SCATTER, NULL);
+    tile_instr_arg(L->m, &sc->instr, tile_operand_tensor(res));
+    for (int v = 0; v < op->niter; v++) tile_instr_arg(L->m, &sc->instr, opnd(L->var[v]));
+    tile_instr_dst(&sc->instr, tile_operand_tensor(lhs));
+    sc->instr.mask = mask;
+}
+
+sched_plan *sched_lower(tsl_arena *a, const graph *g, tsl_diag *d)
+{
+    (void)d;
+    if (!g) return NULL;
+    sched_plan *p = arena_alloc(a, sizeof *p);
+    p->def = g->def;
+    p->m = tile_module_new(a);
+    lower L;
+    memset(&L, 0, sizeof L);
+    L.g = g;
+    L.def = g->def;
+    L.p = p;
+    L.m = p->m;
+    char lay[64];
+    snprintf(lay, sizeof lay, "spatial(%d).local(%d)", SCHED_THREADS, SCHED_LOCALS);
+    L.lay = tile_layout_make(p->m, lay, NULL);
+    TSL_ASSERT(L.lay);
+    for (int i = 0; i < g->nops; i++) lower_op(&L, &g->ops[i]);
+    return p;
+}
+
+/* ---- the plan on the host ------------------------------------------------------------------ */
+
+int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_bound *b)
+{
+    (void)p;
+    TSL_ASSERT(arg->kind == SCHED_ARG_SIZE);
+    return b->sizes[arg->sym];
+}
+
+int64_t sched_launch_lanes(const sched_plan *p, const sched_launch *l, const lang_bound *b)
+{
+    const lang_stmt *st = &p->def->stmts[l->stmt];
+    int64_t n = 1;
+    for (int v = 0; v < st->niter; v++) {
+        int64_t e = b->stmts[l->stmt].hi[v] - b->stmts[l->stmt].lo[v];
+        if (e <= 0) return 0;
+        n *= e;
+    }
+    return n;
+}
+
+void sched_print(strbuf *b, const sched_plan *p)
+{
+    sb_printf(b, "// tessel schedule of '%s': %d kernel%s, run in this order\n", p->def->name, p->nlaunches,
+              p->nlaunches == 1 ? "" : "s");
+    for (int i = 0; i < p->nlaunches; i++) {
+        const sched_launch *l = &p->launches[i];
+        sb_printf(b, "// %s: statement %d (%s)", l->k->name, l->stmt, p->def->stmts[l->stmt].lhs->name);
+        for (int j = 0; j < l->nargs; j++) {
+            const sched_arg *a = &l->args[j];
+            const char *what = a->kind == SCHED_ARG_SIZE ? p->def->sizes[a->sym] : p->def->tensors[a->tensor]->name;
+            sb_printf(b, "%s %s=%s%s", j ? "," : ";", a->name,
+                      a->kind == SCHED_ARG_SIZE ? "size " : a->kind == SCHED_ARG_SCALAR ? "scalar " : "", what);
+        }
+        sb_putc(b, '\n');
+    }
+    char *text = tile_print(p->m);
+    sb_puts(b, text);
+    free(text);
+}

@@ -1,0 +1,76 @@
+/* sched.h — the scheduler: lowers the op graph of a checked TC def to a
+ * tile module plus a host-side plan (which kernel runs when, with which
+ * tensors, scalars and int parameters). docs/sched.md describes the
+ * strategies; the generic one is correct for every TC program:
+ *
+ *   - one kernel per statement (or per run of fused pointwise statements
+ *     sharing one iteration box), run in statement order; every tensor,
+ *     temporaries included, lives in memory the run path allocates;
+ *   - the grid tiles the flattened parallel box into blocks of
+ *     SCHED_THREADS x SCHED_LOCALS lanes; a lane's box coordinates come
+ *     from its flat index by div/mod with the box extents (int
+ *     parameters); lanes past the box are masked off;
+ *   - the RHS becomes elementwise instructions on register tiles, each
+ *     tensor read a gather (contiguous load_global when the read is the
+ *     identity on a row-major tensor), reductions `for` loops accumulating
+ *     in f32 (f16/bf16/f32 LHS), f64 (f64 LHS) or i64 (integer LHS); the
+ *     result is cast to the LHS dtype and scattered (masked).
+ *
+ * Everything lives in the arena given to sched_lower. */
+#ifndef TSL_SCHED_H
+#define TSL_SCHED_H
+
+#include "base/base.h"
+#include "graph/graph.h"
+#include "tile/tile.h"
+
+enum { SCHED_THREADS = 128, SCHED_LOCALS = 4, SCHED_BLOCK = SCHED_THREADS * SCHED_LOCALS };
+
+typedef enum sched_arg_kind {
+    SCHED_ARG_TENSOR, /* a tensor of the def (def->tensors[tensor]) */
+    SCHED_ARG_SCALAR, /* a scalar parameter of the def, passed as a typed scalar */
+    SCHED_ARG_SIZE    /* int: size symbol `sym` of the def (box bounds are int
+                         expressions over the size symbols) */
+} sched_arg_kind;
+
+/* One kernel parameter and where its value comes from. */
+typedef struct sched_arg {
+    const char *name; /* the kernel parameter's name */
+    sched_arg_kind kind;
+    int tensor;       /* TENSOR, SCALAR */
+    int sym;          /* SIZE */
+} sched_arg;
+
+/* One kernel launch of the plan. */
+typedef struct sched_launch {
+    tile_kernel *k;
+    int stmt;         /* the statement whose parallel box the grid covers */
+    int nstmts;       /* statements [stmt, stmt + nstmts) it computes */
+    sched_arg *args;  /* one per kernel parameter, in parameter order */
+    int nargs, capargs;
+} sched_launch;
+
+typedef struct sched_plan {
+    const lang_def *def;
+    tile_module *m;
+    sched_launch *launches; /* in execution order */
+    int nlaunches, caplaunches;
+} sched_plan;
+
+/* Lower every group of g (built from def) to tile IR. The module verifies
+ * (the caller may check with tile_verify). NULL only on an internal error,
+ * reported in d. */
+sched_plan *sched_lower(tsl_arena *a, const graph *g, tsl_diag *d);
+
+/* An int argument's value under bound sizes (SIZE). */
+int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_bound *b);
+
+/* The number of lanes of a launch's box under bound sizes (0: nothing runs). */
+int64_t sched_launch_lanes(const sched_plan *p, const sched_launch *l, const lang_bound *b);
+
+/* The plan as `//` comment lines (one per launch: kernel, statements,
+ * arguments and their sources), then the module's tile text: the whole is
+ * valid tile IR (tessel tile check accepts it). Appends to b. */
+void sched_print(strbuf *b, const sched_plan *p);
+
+#endif
