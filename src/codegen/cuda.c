@@ -1,0 +1,906 @@
+/* cuda.c — tile IR -> CUDA C with inline PTX (DESIGN.md §5, issue 4 item 3).
+ *
+ * Requires: a verified kernel (tile_verify); pipelines are expanded here on
+ * a copy. Guarantees: one template body `tsl_body_<name><I>` instantiated
+ * as <entry>_i32 / <entry>_i64 (I = int / long long for index arithmetic),
+ * semantics equal to the tile interpreter's (src/tile/interp.c):
+ *   - a register tensor is `T v[L]` per thread (L = locals of its layout);
+ *     the coordinate of (threadIdx.x, l) is thread_part(tid) + local_part(l),
+ *     both from the layout's chain of single-dim factors (layout.h
+ *     dist_axis); local_part is a compile-time constant, so every array
+ *     index is a constant and the arrays stay in registers;
+ *   - shared tensors sit at fixed byte offsets of one dynamic buffer, the
+ *     element offset from the data layout (swizzle included) in closed form;
+ *   - global loads/stores are masked (fill value outside), strides come
+ *     from the launch; copy_async uses cp.async with zero fill;
+ *   - mma on m16n8k16 fragments is mma.sync inline PTX; reductions use
+ *     warp shuffles when the reduced dim lives inside warps; everything
+ *     else that moves data between threads goes through a shared scratch
+ *     area (the generic fallback), placed after the allocations.
+ * Decompositions (`decomp { }`) are not lowered one by one: the outer
+ * instruction says what they compute and the generator emits that, with
+ * the decomposition's text in a comment. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/cuda.h"
+#include "codegen/cuda_int.h"
+#include "layout/layout.h"
+
+/* ---- errors and output ------------------------------------------------------ */
+
+tsl_status cg_err(cg *c, tsl_status st, const char *fmt, ...)
+{
+    if (c->st) return c->st;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_error(c->d, st, "cuda codegen: kernel '%s': %s", c->k->name, msg);
+    c->st = st;
+    return st;
+}
+
+void cg_line(cg *c, const char *fmt, ...)
+{
+    for (int i = 0; i < c->ind; i++) sb_puts(c->o, "    ");
+    va_list ap;
+    va_start(ap, fmt);
+    sb_vprintf(c->o, fmt, ap);
+    va_end(ap);
+    sb_putc(c->o, '\n');
+}
+
+/* C name of a value: v<id>_<name> (IR names are identifiers; the id keeps
+ * shadowed names apart). */
+const char *cg_name(cg *c, const tile_value *v)
+{
+    char *buf = c->names[c->nameslot++ % CG_NAMEBUFS];
+    snprintf(buf, 96, "v%d_%s", v->id, v->name);
+    return buf;
+}
+
+/* The storage type of a dtype in CUDA C; NULL for low-bit types. */
+const char *cg_ctype(tile_dtype dt)
+{
+    tsl_dtype t;
+    if (tile_dtype_to_tsl(dt, &t)) return NULL;
+    switch (t) {
+    case TSL_DTYPE_F16: return "tsl_f16";
+    case TSL_DTYPE_BF16: return "tsl_bf16";
+    case TSL_DTYPE_F32: return "float";
+    case TSL_DTYPE_F64: return "double";
+    case TSL_DTYPE_I8: return "signed char";
+    case TSL_DTYPE_I16: return "short";
+    case TSL_DTYPE_I32: return "int";
+    case TSL_DTYPE_I64: return "long long";
+    case TSL_DTYPE_U8: return "unsigned char";
+    case TSL_DTYPE_U16: return "unsigned short";
+    case TSL_DTYPE_U32: return "unsigned int";
+    case TSL_DTYPE_U64: return "unsigned long long";
+    case TSL_DTYPE_BOOL: return "bool";
+    default: return NULL;
+    }
+}
+
+int cg_esize(tile_dtype dt)
+{
+    return dt.bits / 8;
+}
+
+/* Arithmetic happens in float for f16/bf16/f32 (as the interpreter rounds
+ * through float), in double for everything else. */
+int cg_is_float_math(tile_dtype dt)
+{
+    return dt.kind == TILE_DT_FLOAT && dt.bits <= 32;
+}
+
+tsl_status cg_check_dtype(cg *c, const tile_value *v)
+{
+    if (cg_ctype(v->type.dt)) return TSL_OK;
+    char nb[16];
+    return cg_err(c, TSL_ERR_UNAVAILABLE,
+                  "'%s' has dtype %s: the CUDA generator handles the byte-sized dtypes only",
+                  v->name, tile_dtype_name(v->type.dt, nb));
+}
+
+/* ---- expressions -------------------------------------------------------------- */
+
+static void expr_bin(cg *c, strbuf *sb, const char *fn, const tile_expr *e)
+{
+    sb_printf(sb, "%s<I>(", fn);
+    cg_expr(c, sb, e->a);
+    sb_puts(sb, ", ");
+    cg_expr(c, sb, e->b);
+    sb_puts(sb, ")");
+}
+
+/* An int expression of type I. */
+void cg_expr(cg *c, strbuf *sb, const tile_expr *e)
+{
+    static const char *const optext[] = {
+#define X(n, t, p) t,
+        TILE_BINOPS(X)
+#undef X
+    };
+    switch (e->kind) {
+    case TILE_E_INT: sb_printf(sb, "((I)%lldLL)", (long long)e->i); return;
+    case TILE_E_FLOAT: sb_printf(sb, "((I)%.17g)", e->f); return;
+    case TILE_E_VALUE: sb_puts(sb, cg_name(c, e->v)); return;
+    case TILE_E_BLOCK_IDX: sb_printf(sb, "((I)blockIdx.%c)", "xyz"[e->dim]); return;
+    case TILE_E_THREAD_IDX: sb_puts(sb, "tid"); return;
+    case TILE_E_NEG: sb_puts(sb, "(-"); cg_expr(c, sb, e->a); sb_puts(sb, ")"); return;
+    case TILE_E_NOT: sb_puts(sb, "((I)!("); cg_expr(c, sb, e->a); sb_puts(sb, "))"); return;
+    case TILE_E_BIN:
+        switch (e->op) {
+        case TILE_OP_DIV: expr_bin(c, sb, "tsl_fdiv", e); return;
+        case TILE_OP_MOD: expr_bin(c, sb, "tsl_fmod", e); return;
+        case TILE_OP_CDIV: expr_bin(c, sb, "tsl_cdiv", e); return;
+        case TILE_OP_MIN: expr_bin(c, sb, "tsl_min", e); return;
+        case TILE_OP_MAX: expr_bin(c, sb, "tsl_max", e); return;
+        case TILE_OP_ADD:
+        case TILE_OP_SUB:
+        case TILE_OP_MUL:
+            sb_puts(sb, "(");
+            cg_expr(c, sb, e->a);
+            sb_printf(sb, " %s ", optext[e->op]);
+            cg_expr(c, sb, e->b);
+            sb_puts(sb, ")");
+            return;
+        default: /* comparisons and logic give 0/1 */
+            sb_puts(sb, "((I)(");
+            cg_expr(c, sb, e->a);
+            sb_printf(sb, " %s ", optext[e->op]);
+            cg_expr(c, sb, e->b);
+            sb_puts(sb, "))");
+            return;
+        }
+    }
+}
+
+/* A number (fill, init, scalar operand) as a C double expression. */
+void cg_num(cg *c, strbuf *sb, const tile_expr *e)
+{
+    if (e->kind == TILE_E_FLOAT) {
+        if (isnan(e->f)) sb_puts(sb, "__longlong_as_double(0x7ff8000000000000LL)");
+        else if (isinf(e->f)) sb_printf(sb, "%s__longlong_as_double(0x7ff0000000000000LL)", e->f < 0 ? "-" : "");
+        else sb_printf(sb, "((double)%.17g)", e->f);
+        return;
+    }
+    if (e->kind == TILE_E_NEG) {
+        sb_puts(sb, "(-");
+        cg_num(c, sb, e->a);
+        sb_puts(sb, ")");
+        return;
+    }
+    sb_puts(sb, "((double)");
+    cg_expr(c, sb, e);
+    sb_puts(sb, ")");
+}
+
+/* ---- register tensors --------------------------------------------------------- */
+
+tsl_status cg_rinfo(cg *c, const tile_value *v, rinfo *ri)
+{
+    memset(ri, 0, sizeof *ri);
+    if (c->st) return c->st;
+    if (v->kind != TILE_V_TENSOR || v->type.space != TILE_REGISTER || !v->type.layout ||
+        v->type.layout->v.kind != LAYOUT_VALUE_DIST)
+        return cg_err(c, TSL_ERR_SEMANTIC, "'%s' is not a register tensor with a distributed layout",
+                      v->name);
+    if (cg_check_dtype(c, v)) return c->st;
+    const dist_layout *L = &v->type.layout->v.dist;
+    ri->v = v;
+    ri->L = L;
+    ri->rank = v->type.rank;
+    ri->lead = L->rank - ri->rank;
+    ri->threads = L->threads;
+    ri->locals = L->locals;
+    if (ri->rank > CG_MAX_RANK || ri->lead < 0)
+        return cg_err(c, TSL_ERR_UNAVAILABLE, "register tensor '%s': rank %d with a rank-%d layout",
+                      v->name, ri->rank, L->rank);
+    for (int i = 0; i < ri->rank; i++)
+        if (!tile_expr_const(v->type.dims[i], &ri->dims[i]))
+            return cg_err(c, TSL_ERR_SHAPE, "register tensor '%s' needs constant dims", v->name);
+    for (int i = 0; i < L->rank; i++) {
+        int64_t want = i < ri->lead ? 1 : ri->dims[i - ri->lead];
+        if (L->shape[i] != want)
+            return cg_err(c, TSL_ERR_UNAVAILABLE,
+                          "register tensor '%s': its layout's shape differs from its dims "
+                          "(the CUDA generator needs an exact cover)",
+                          v->name);
+    }
+    if (ri->threads != c->k->threads)
+        return cg_err(c, TSL_ERR_SHAPE, "register tensor '%s' spans %lld threads, the kernel runs %d",
+                      v->name, (long long)ri->threads, c->k->threads);
+    /* the chain, least significant factor first */
+    int64_t tdiv = 1, mult[DIST_MAX_RANK];
+    for (int d = 0; d < L->rank; d++) mult[d] = 1;
+    for (int i = L->naxes - 1; i >= 0; i--) {
+        const dist_axis *a = &L->axis[i];
+        if (a->is_thread) {
+            if (a->dim < 0) {
+                ri->rep[ri->nrep].div = tdiv;
+                ri->rep[ri->nrep++].ext = a->extent;
+            } else if (a->dim >= ri->lead) {
+                ri->term[ri->nterm].dim = a->dim - ri->lead;
+                ri->term[ri->nterm].div = tdiv;
+                ri->term[ri->nterm].ext = a->extent;
+                ri->term[ri->nterm++].w = mult[a->dim];
+            }
+            tdiv *= a->extent;
+        }
+        if (a->dim >= 0) mult[a->dim] *= a->extent;
+    }
+    ri->lc = calloc((size_t)(ri->locals * (ri->rank ? ri->rank : 1)), sizeof *ri->lc);
+    if (!ri->lc) return cg_err(c, TSL_ERR_NOMEM, "out of memory");
+    int64_t full[DIST_MAX_RANK];
+    for (int64_t l = 0; l < ri->locals; l++) {
+        dist_layout_map(L, 0, l, full);
+        for (int d = 0; d < ri->rank; d++) ri->lc[l * ri->rank + d] = full[ri->lead + d];
+    }
+    /* the closed form must be the layout's function (it is by construction;
+     * this keeps a layout.c change from silently breaking the generator) */
+    for (int64_t t = 0; t < ri->threads; t++)
+        for (int64_t l = 0; l < ri->locals; l++) {
+            dist_layout_map(L, t, l, full);
+            for (int d = 0; d < ri->rank; d++)
+                if (full[ri->lead + d] != cg_rinfo_tpart(ri, t, d) + ri->lc[l * ri->rank + d])
+                    return cg_err(c, TSL_ERR_INTERNAL,
+                                  "register tensor '%s': closed form of its layout disagrees with "
+                                  "dist_layout_map at thread %lld local %lld",
+                                  v->name, (long long)t, (long long)l);
+        }
+    return TSL_OK;
+}
+
+void cg_rinfo_free(rinfo *ri)
+{
+    free(ri->lc);
+    ri->lc = NULL;
+}
+
+int64_t cg_rinfo_tpart(const rinfo *ri, int64_t t, int d)
+{
+    int64_t x = 0;
+    for (int i = 0; i < ri->nterm; i++)
+        if (ri->term[i].dim == d) x += ((t / ri->term[i].div) % ri->term[i].ext) * ri->term[i].w;
+    return x;
+}
+
+/* thread_part(tid) of dim d as C code. */
+void cg_tpart(cg *c, strbuf *sb, const rinfo *ri, int d)
+{
+    int any = 0;
+    for (int i = 0; i < ri->nterm; i++) {
+        if (ri->term[i].dim != d) continue;
+        if (any) sb_puts(sb, " + ");
+        any = 1;
+        int64_t dv = ri->term[i].div, ex = ri->term[i].ext, w = ri->term[i].w;
+        sb_puts(sb, "(");
+        if (dv == 1) sb_puts(sb, "tid");
+        else sb_printf(sb, "(tid / %lld)", (long long)dv);
+        if (dv * ex < c->k->threads) sb_printf(sb, " %% %lld", (long long)ex);
+        sb_puts(sb, ")");
+        if (w != 1) sb_printf(sb, " * %lld", (long long)w);
+    }
+    if (!any) sb_puts(sb, "0");
+}
+
+/* The condition "this thread is the lowest replica" (replicas hold the same
+ * value; one of them writes it). */
+void cg_owner(cg *c, strbuf *sb, const rinfo *ri)
+{
+    (void)c;
+    if (!ri->nrep) {
+        sb_puts(sb, "true");
+        return;
+    }
+    for (int i = 0; i < ri->nrep; i++) {
+        if (i) sb_puts(sb, " && ");
+        sb_printf(sb, "((tid / %lld) %% %lld) == 0", (long long)ri->rep[i].div, (long long)ri->rep[i].ext);
+    }
+}
+
+/* ---- shared and global addressing ---------------------------------------------- */
+
+tsl_status cg_shared_dims(cg *c, const tile_value *v, int64_t *dims)
+{
+    for (int i = 0; i < v->type.rank; i++)
+        if (!tile_expr_const(v->type.dims[i], &dims[i]))
+            return cg_err(c, TSL_ERR_SHAPE, "shared tensor '%s' needs constant dims", v->name);
+    return TSL_OK;
+}
+
+/* Element offset of shared tensor v at coordinates `co` (C expressions). */
+tsl_status cg_shared_off(cg *c, strbuf *sb, const tile_value *v, char *const *co)
+{
+    int r = v->type.rank;
+    int64_t dims[CG_MAX_RANK];
+    if (cg_shared_dims(c, v, dims)) return c->st;
+    if (!v->type.layout) {
+        sb_puts(sb, "(");
+        for (int i = 0; i < r; i++) {
+            int64_t inner = 1;
+            for (int j = i + 1; j < r; j++) inner *= dims[j];
+            sb_printf(sb, "%s(%s) * %lld", i ? " + " : "", co[i], (long long)inner);
+        }
+        if (!r) sb_puts(sb, "0");
+        sb_puts(sb, ")");
+        return TSL_OK;
+    }
+    const layout *L = &v->type.layout->v.data;
+    if (v->type.layout->v.kind != LAYOUT_VALUE_DATA || layout_rank(L) != r)
+        return cg_err(c, TSL_ERR_UNAVAILABLE,
+                      "shared tensor '%s': its layout needs one top-level mode per dim", v->name);
+    if (L->sw.b) sb_printf(sb, "tsl_swz<%d, %d, %d, I>", L->sw.b, L->sw.m, L->sw.s);
+    sb_puts(sb, "(");
+    int any = 0;
+    for (int i = 0; i < r; i++) {
+        layout m = layout_mode(L, i);
+        int64_t sh[LAYOUT_MAX_NODES], st[LAYOUT_MAX_NODES];
+        int n = layout_leaves(&m, sh, st);
+        int64_t before = 1;
+        for (int j = 0; j < n; j++) {
+            if (sh[j] == 1 || st[j] == 0) {
+                before *= sh[j];
+                continue;
+            }
+            if (any) sb_puts(sb, " + ");
+            any = 1;
+            sb_puts(sb, "(");
+            if (before == 1) sb_printf(sb, "(%s)", co[i]);
+            else sb_printf(sb, "((%s) / %lld)", co[i], (long long)before);
+            if (j < n - 1) sb_printf(sb, " %% %lld", (long long)sh[j]);
+            sb_printf(sb, ") * %lld", (long long)st[j]);
+            before *= sh[j];
+        }
+    }
+    if (!any) sb_puts(sb, "0");
+    sb_puts(sb, ")");
+    return TSL_OK;
+}
+
+/* Element offset of shared v at constant coordinates (generation time). */
+int64_t cg_shared_off_const(const tile_value *v, const int64_t *dims, const int64_t *co)
+{
+    if (!v->type.layout) {
+        int64_t e = 0;
+        for (int i = 0; i < v->type.rank; i++) e = e * dims[i] + co[i];
+        return e;
+    }
+    return layout_eval_coord(&v->type.layout->v.data, co, v->type.rank);
+}
+
+/* A view of a global or shared operand: per dim, the offset of the tile
+ * as C code and its extent (-1: not tiled). */
+tsl_status cg_view(cg *c, const tile_operand *o, gview *gv)
+{
+    memset(gv, 0, sizeof *gv);
+    if (c->st) return c->st;
+    if (!o->v || o->v->kind != TILE_V_TENSOR)
+        return cg_err(c, TSL_ERR_SEMANTIC, "expected a tensor operand");
+    const tile_value *v = o->v;
+    if (cg_check_dtype(c, v)) return c->st;
+    gv->v = v;
+    gv->rank = v->type.rank;
+    if (gv->rank > CG_MAX_RANK) return cg_err(c, TSL_ERR_UNAVAILABLE, "'%s': rank above %d", v->name, CG_MAX_RANK);
+    strbuf off[CG_MAX_RANK];
+    memset(off, 0, sizeof off);
+    int tiled = 0;
+    int64_t psize[CG_MAX_RANK];
+    for (int i = 0; i < gv->rank; i++) {
+        gv->ext[i] = -1;
+        psize[i] = 1;
+        sb_puts(&off[i], "(I)0");
+    }
+    for (int s = 0; s < o->nsteps && !c->st; s++) {
+        const tile_step *st = &o->steps[s];
+        if (st->kind == TILE_STEP_LOCAL || st->n > gv->rank) {
+            cg_err(c, TSL_ERR_UNAVAILABLE, "'%s': a view the CUDA generator does not handle here", v->name);
+            break;
+        }
+        if (st->kind == TILE_STEP_TILE) {
+            tiled = 1;
+            for (int i = 0; i < gv->rank; i++) {
+                int j = i - (gv->rank - st->n);
+                psize[i] = j >= 0 ? st->sizes[j] : 1;
+                if (j >= 0 && st->tilers[j]) {
+                    layout co = layout_coalesce(&st->tilers[j]->v.data);
+                    int64_t sh[LAYOUT_MAX_NODES], sd[LAYOUT_MAX_NODES];
+                    int n = layout_leaves(&co, sh, sd);
+                    if (n != 1 || (sd[0] != 1 && sh[0] != 1))
+                        cg_err(c, TSL_ERR_UNAVAILABLE,
+                               "'%s': non-contiguous tiles outside a decomposition", v->name);
+                }
+            }
+            continue;
+        }
+        for (int i = 0; i < gv->rank && i < st->n; i++) {
+            sb_puts(&off[i], " + ");
+            if (tiled) sb_puts(&off[i], "(");
+            cg_expr(c, &off[i], st->idx[i]);
+            if (tiled) sb_printf(&off[i], ") * %lld", (long long)psize[i]);
+        }
+        if (tiled)
+            for (int i = 0; i < gv->rank; i++) gv->ext[i] = psize[i];
+        tiled = 0;
+    }
+    for (int i = 0; i < gv->rank; i++) gv->off[i] = sb_take(&off[i]);
+    if (tiled) cg_err(c, TSL_ERR_SEMANTIC, "a tensor of tiles must be indexed to be transferred");
+    return c->st;
+}
+
+void cg_view_free(gview *gv)
+{
+    for (int i = 0; i < CG_MAX_RANK; i++) {
+        free(gv->off[i]);
+        gv->off[i] = NULL;
+    }
+}
+
+/* ---- the comment above each instruction ----------------------------------------- */
+
+static void print_operand(strbuf *sb, const tile_operand *o)
+{
+    if (!o->v) {
+        tile_print_expr(sb, o->scalar);
+        return;
+    }
+    sb_puts(sb, o->v->name);
+    for (int s = 0; s < o->nsteps; s++) {
+        const tile_step *st = &o->steps[s];
+        if (st->kind == TILE_STEP_LOCAL) {
+            sb_puts(sb, ".local");
+        } else if (st->kind == TILE_STEP_TILE) {
+            sb_puts(sb, ".tile([");
+            for (int i = 0; i < st->n; i++) {
+                if (i) sb_puts(sb, ", ");
+                if (st->tilers[i]) sb_puts(sb, st->tilers[i]->text);
+                else sb_printf(sb, "%lld", (long long)st->sizes[i]);
+            }
+            sb_puts(sb, "])");
+        } else {
+            sb_puts(sb, "[");
+            for (int i = 0; i < st->n; i++) {
+                if (i) sb_puts(sb, ", ");
+                tile_print_expr(sb, st->idx[i]);
+            }
+            sb_puts(sb, "]");
+        }
+    }
+}
+
+static void comment_instr(cg *c, const tile_instr *in)
+{
+    strbuf sb = {0};
+    if (in->result) sb_printf(&sb, "%s = ", in->result->name);
+    sb_puts(&sb, tile_op_info_of(in->op)->name);
+    for (int i = 0; i < in->nargs; i++) {
+        sb_puts(&sb, i ? ", " : " ");
+        print_operand(&sb, &in->args[i]);
+    }
+    if (in->has_dst) {
+        sb_puts(&sb, " -> ");
+        print_operand(&sb, &in->dst);
+    } else if (in->result && tile_op_info_of(in->op)->res == TILE_RES_TYPE) {
+        sb_puts(&sb, " -> ");
+        tile_print_type(&sb, &in->result->type);
+    }
+    if (in->init) {
+        sb_puts(&sb, in->op == TILE_I_ALLOC ? " init " : " fill ");
+        tile_print_expr(&sb, in->init);
+    }
+    if (in->dim >= 0 && (tile_op_is_reduce(in->op) || in->op == TILE_I_BROADCAST))
+        sb_printf(&sb, " dim %d", in->dim);
+    if (in->bytes) sb_printf(&sb, " bytes %lld", (long long)in->bytes);
+    if (in->atom) sb_printf(&sb, " atom %s", in->atom);
+    if (in->decomp) sb_puts(&sb, " decomp { ... } (emitted as the outer instruction)");
+    /* keep the comment a comment */
+    char *t = sb_take(&sb);
+    for (char *p = t; *p; p++)
+        if (*p == '\n' || (p[0] == '*' && p[1] == '/')) *p = ' ';
+    cg_line(c, "/* %s */", t);
+    free(t);
+}
+
+/* ---- statements -------------------------------------------------------------- */
+
+static void emit_block(cg *c, const tile_block *b);
+
+static void emit_stmt(cg *c, const tile_stmt *s)
+{
+    strbuf e = {0};
+    switch (s->kind) {
+    case TILE_S_INSTR:
+        comment_instr(c, &s->instr);
+        cg_instr(c, s);
+        break;
+    case TILE_S_LET:
+    case TILE_S_VAR:
+        cg_expr(c, &e, s->e);
+        cg_line(c, "%sI %s = %s;", s->kind == TILE_S_LET ? "const " : "", cg_name(c, s->v), sb_str(&e));
+        break;
+    case TILE_S_SET:
+        cg_expr(c, &e, s->e);
+        cg_line(c, "%s = %s;", cg_name(c, s->v), sb_str(&e));
+        break;
+    case TILE_S_FOR: {
+        strbuf lo = {0}, hi = {0}, st = {0};
+        cg_expr(c, &lo, s->lo);
+        cg_expr(c, &hi, s->hi);
+        if (s->step) cg_expr(c, &st, s->step);
+        else sb_puts(&st, "1");
+        const char *n = cg_name(c, s->v);
+        cg_line(c, "for (I %s = %s; %s < %s; %s += %s) {", n, sb_str(&lo), n, sb_str(&hi), n, sb_str(&st));
+        sb_free(&lo);
+        sb_free(&hi);
+        sb_free(&st);
+        c->ind++;
+        emit_block(c, s->body);
+        c->ind--;
+        cg_line(c, "}");
+        break;
+    }
+    case TILE_S_IF:
+        cg_expr(c, &e, s->e);
+        cg_line(c, "if (%s) {", sb_str(&e));
+        c->ind++;
+        emit_block(c, s->body);
+        c->ind--;
+        if (s->els) {
+            cg_line(c, "} else {");
+            c->ind++;
+            emit_block(c, s->els);
+            c->ind--;
+        }
+        cg_line(c, "}");
+        break;
+    case TILE_S_WHILE:
+        cg_expr(c, &e, s->e);
+        cg_line(c, "while (%s) {", sb_str(&e));
+        c->ind++;
+        emit_block(c, s->body);
+        c->ind--;
+        cg_line(c, "}");
+        break;
+    case TILE_S_PIPELINE:
+        cg_err(c, TSL_ERR_INTERNAL, "a pipeline survived expansion");
+        break;
+    case TILE_S_THREADS:
+    case TILE_S_INDICES:
+        cg_err(c, TSL_ERR_UNAVAILABLE, "thread groups are only meaningful inside a decomposition");
+        break;
+    }
+    sb_free(&e);
+}
+
+static void emit_block(cg *c, const tile_block *b)
+{
+    for (int i = 0; i < b->n && !c->st; i++) emit_stmt(c, b->items[i]);
+}
+
+/* ---- shared-memory plan ------------------------------------------------------- */
+
+static void plan_block(cg *c, const tile_block *b)
+{
+    for (int i = 0; b && i < b->n && !c->st; i++) {
+        const tile_stmt *s = b->items[i];
+        if (s->kind == TILE_S_INSTR && s->instr.op == TILE_I_ALLOC && s->instr.result &&
+            s->instr.result->type.space == TILE_SHARED) {
+            const tile_value *v = s->instr.result;
+            if (cg_check_dtype(c, v)) return;
+            int64_t n = tile_type_numel(&v->type);
+            if (n < 0) {
+                cg_err(c, TSL_ERR_SHAPE, "shared tensor '%s' needs constant dims", v->name);
+                return;
+            }
+            int64_t cos = n;
+            if (v->type.layout && v->type.layout->v.kind == LAYOUT_VALUE_DATA)
+                cos = layout_cosize(&v->type.layout->v.data);
+            if (cos < n) cos = n;
+            c->smem = (c->smem + 127) / 128 * 128;
+            c->soff[v->id] = c->smem;
+            c->smem += cos * cg_esize(v->type.dt);
+        }
+        if (s->kind == TILE_S_FOR || s->kind == TILE_S_IF || s->kind == TILE_S_WHILE) {
+            plan_block(c, s->body);
+            plan_block(c, s->els);
+        }
+    }
+}
+
+/* ---- the source ---------------------------------------------------------------- */
+
+static const char prelude[] =
+    "#pragma nv_diag_suppress 177 /* helpers a kernel does not use */\n"
+    "/* 16-bit floats as bits (no headers needed: NVRTC alone compiles this) */\n"
+    "struct __align__(2) tsl_f16 { unsigned short x; };\n"
+    "struct __align__(2) tsl_bf16 { unsigned short x; };\n"
+    "\n"
+    "/* values as numbers: float for f16/bf16/f32, double otherwise */\n"
+    "static __device__ __forceinline__ float tsl_c(tsl_f16 h) {\n"
+    "    float f;\n"
+    "    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h.x));\n"
+    "    return f;\n"
+    "}\n"
+    "static __device__ __forceinline__ float tsl_c(tsl_bf16 h) { return __uint_as_float((unsigned)h.x << 16); }\n"
+    "static __device__ __forceinline__ float tsl_c(float x) { return x; }\n"
+    "static __device__ __forceinline__ double tsl_c(double x) { return x; }\n"
+    "#define TSL_CI(T) static __device__ __forceinline__ double tsl_c(T x) { return (double)x; }\n"
+    "TSL_CI(signed char) TSL_CI(short) TSL_CI(int) TSL_CI(long long) TSL_CI(unsigned char)\n"
+    "TSL_CI(unsigned short) TSL_CI(unsigned int) TSL_CI(unsigned long long) TSL_CI(bool)\n"
+    "/* numbers to storage, rounding as the interpreter does */\n"
+    "static __device__ __forceinline__ long long tsl_trunc(double x) {\n"
+    "    if (x != x) return 0;\n"
+    "    double t = trunc(x);\n"
+    "    return (t > 9.2e18 || t < -9.2e18) ? 0 : (long long)t;\n"
+    "}\n"
+    "template <typename T> struct tsl_to {\n"
+    "    static __device__ __forceinline__ T f(double x) { return (T)(unsigned long long)tsl_trunc(x); }\n"
+    "};\n"
+    "template <> struct tsl_to<tsl_f16> {\n"
+    "    static __device__ __forceinline__ tsl_f16 f(float x) {\n"
+    "        tsl_f16 h;\n"
+    "        asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h.x) : \"f\"(x));\n"
+    "        return h;\n"
+    "    }\n"
+    "    static __device__ __forceinline__ tsl_f16 f(double x) { return f((float)x); }\n"
+    "};\n"
+    "template <> struct tsl_to<tsl_bf16> {\n"
+    "    static __device__ __forceinline__ tsl_bf16 f(float x) {\n"
+    "        tsl_bf16 h;\n"
+    "        asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h.x) : \"f\"(x));\n"
+    "        return h;\n"
+    "    }\n"
+    "    static __device__ __forceinline__ tsl_bf16 f(double x) { return f((float)x); }\n"
+    "};\n"
+    "template <> struct tsl_to<float> {\n"
+    "    static __device__ __forceinline__ float f(float x) { return x; }\n"
+    "    static __device__ __forceinline__ float f(double x) { return (float)x; }\n"
+    "};\n"
+    "template <> struct tsl_to<double> {\n"
+    "    static __device__ __forceinline__ double f(double x) { return x; }\n"
+    "};\n"
+    "template <> struct tsl_to<bool> {\n"
+    "    static __device__ __forceinline__ bool f(double x) { return x != 0; }\n"
+    "};\n"
+    "/* int scalars: floor division and modulo, as the tile IR defines them */\n"
+    "template <typename I> static __device__ __forceinline__ I tsl_fdiv(I a, I b) {\n"
+    "    I q = a / b;\n"
+    "    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;\n"
+    "}\n"
+    "template <typename I> static __device__ __forceinline__ I tsl_fmod(I a, I b) {\n"
+    "    I r = a % b;\n"
+    "    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
+    "}\n"
+    "template <typename I> static __device__ __forceinline__ I tsl_cdiv(I a, I b) { return -tsl_fdiv<I>(-a, b); }\n"
+    "template <typename I> static __device__ __forceinline__ I tsl_min(I a, I b) { return a < b ? a : b; }\n"
+    "template <typename I> static __device__ __forceinline__ I tsl_max(I a, I b) { return a > b ? a : b; }\n"
+    "/* Swizzle<B,M,S> on an element offset (layout.h) */\n"
+    "template <int B, int M, int S, typename I> static __device__ __forceinline__ I tsl_swz(I x) {\n"
+    "    if (S >= 0) return x ^ ((x & ((I)((1 << B) - 1) << (M + (S >= 0 ? S : 0)))) >> (S >= 0 ? S : 0));\n"
+    "    return x ^ ((x & ((I)((1 << B) - 1) << M)) << (S < 0 ? -S : 0));\n"
+    "}\n"
+    "/* bits of a value, and back (view, shuffles) */\n"
+    "template <typename T> static __device__ __forceinline__ unsigned long long tsl_bits(T x) {\n"
+    "    union { T t; unsigned long long u; } v;\n"
+    "    v.u = 0;\n"
+    "    v.t = x;\n"
+    "    return v.u;\n"
+    "}\n"
+    "template <typename T> static __device__ __forceinline__ T tsl_from_bits(unsigned long long u) {\n"
+    "    union { T t; unsigned long long u; } v;\n"
+    "    v.u = u;\n"
+    "    return v.t;\n"
+    "}\n"
+    "template <typename T> static __device__ __forceinline__ T tsl_shfl(T x, int src, unsigned mask) {\n"
+    "    if (sizeof(T) <= 4) {\n"
+    "        unsigned u = (unsigned)tsl_bits(x);\n"
+    "        return tsl_from_bits<T>(__shfl_sync(mask, u, src));\n"
+    "    }\n"
+    "    return tsl_from_bits<T>((unsigned long long)__shfl_sync(mask, (long long)tsl_bits(x), src));\n"
+    "}\n"
+    "template <typename T> static __device__ __forceinline__ T tsl_shfl_xor(T x, int m, unsigned mask) {\n"
+    "    return __shfl_xor_sync(mask, x, m);\n"
+    "}\n"
+    "/* lanes of this thread's warp that exist in a block of n threads */\n"
+    "static __device__ __forceinline__ unsigned tsl_warp_mask(int n, int base) {\n"
+    "    return n - base >= 32 ? 0xffffffffu : ((1u << (n - base)) - 1u);\n"
+    "}\n"
+    "/* cp.async with zero fill past src_bytes */\n"
+    "static __device__ __forceinline__ void tsl_cp_async16(void *s, const void *g, int src_bytes) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
+    "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(a), \"l\"(g), \"r\"(src_bytes) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_cp_async8(void *s, const void *g, int src_bytes) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
+    "    asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\\n\" :: \"r\"(a), \"l\"(g), \"r\"(src_bytes) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_cp_async4(void *s, const void *g, int src_bytes) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
+    "    asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\\n\" :: \"r\"(a), \"l\"(g), \"r\"(src_bytes) : \"memory\");\n"
+    "}\n"
+    "/* two 16-bit values in one 32-bit register, low half first (mma fragments) */\n"
+    "template <typename T> static __device__ __forceinline__ unsigned tsl_pack2(T lo, T hi) {\n"
+    "    return (unsigned)tsl_bits(lo) | ((unsigned)tsl_bits(hi) << 16);\n"
+    "}\n";
+
+const char *cg_cuda_entry_name(const char *name, char *buf, size_t n)
+{
+    snprintf(buf, n, "tsl_cuda_%s", name);
+    for (char *p = buf + 9; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            *p = '_';
+    return buf;
+}
+
+/* The kernel parameter list (suffix "_" on names the body re-declares as I). */
+static void param_list(cg *c, strbuf *sb, int decl)
+{
+    const tile_kernel *k = c->k;
+    int first = 1;
+#define SEP() (first ? (first = 0, "") : ", ")
+    for (int p = 0; p < k->nparams; p++) {
+        const tile_value *v = k->params[p];
+        const char *n = cg_name(c, v);
+        if (v->kind == TILE_V_SCALAR) {
+            sb_printf(sb, "%s%s%s_", SEP(), decl ? "long long " : "", n);
+            continue;
+        }
+        sb_printf(sb, "%s%s%s", SEP(), decl ? cg_ctype(v->type.dt) : "", decl ? " *" : "");
+        sb_puts(sb, n);
+        for (int i = 0; i < v->type.rank; i++)
+            sb_printf(sb, ", %s%s_d%d_, %s%s_s%d_", decl ? "long long " : "", n, i,
+                      decl ? "long long " : "", n, i);
+    }
+    for (int s = 0; s < k->nsyms; s++)
+        sb_printf(sb, "%s%s%s_", SEP(), decl ? "long long " : "", cg_name(c, k->syms[s]));
+    if (first) sb_puts(sb, decl ? "void" : "");
+#undef SEP
+}
+
+static tsl_status emit_kernel(cg *c)
+{
+    const tile_kernel *k = c->k;
+    for (int p = 0; p < k->nparams; p++)
+        if (k->params[p]->kind == TILE_V_TENSOR && cg_check_dtype(c, k->params[p])) return c->st;
+    plan_block(c, k->body);
+    if (c->st) return c->st;
+    char entry[128];
+    cg_cuda_entry_name(k->name, entry, sizeof entry);
+    strbuf body = {0};
+    strbuf *save = c->o;
+    c->o = &body;
+    c->ind = 1;
+    emit_block(c, k->body);
+    c->o = save;
+    if (c->st) {
+        sb_free(&body);
+        return c->st;
+    }
+    strbuf pl = {0}, al = {0};
+    param_list(c, &pl, 1);
+    param_list(c, &al, 0);
+    sb_printf(c->o, "/* kernel %s: grid(", k->name);
+    for (int i = 0; i < k->ngrid; i++) {
+        if (i) sb_puts(c->o, ", ");
+        tile_print_expr(c->o, k->grid[i]);
+    }
+    sb_printf(c->o, ") threads(%d); dynamic shared memory: %lld bytes of allocations + %lld bytes of scratch */\n",
+              k->threads, (long long)c->smem, (long long)c->scratch);
+    sb_printf(c->o, "template <typename I>\nstatic __device__ __forceinline__ void tsl_body_%s(%s)\n{\n",
+              entry, sb_str(&pl));
+    sb_puts(c->o, "    extern __shared__ __align__(128) unsigned char tsl_smem[];\n");
+    sb_puts(c->o, "    const I tid = (I)threadIdx.x;\n");
+    sb_puts(c->o, "    (void)tid;\n");
+    for (int p = 0; p < k->nparams; p++) {
+        const tile_value *v = k->params[p];
+        const char *n = cg_name(c, v);
+        if (v->kind == TILE_V_SCALAR) {
+            sb_printf(c->o, "    const I %s = (I)%s_;\n", n, n);
+            continue;
+        }
+        for (int i = 0; i < v->type.rank; i++) {
+            sb_printf(c->o, "    const I %s_d%d = (I)%s_d%d_; (void)%s_d%d;\n", n, i, n, i, n, i);
+            sb_printf(c->o, "    const I %s_s%d = (I)%s_s%d_; (void)%s_s%d;\n", n, i, n, i, n, i);
+        }
+    }
+    for (int s = 0; s < k->nsyms; s++) {
+        const char *n = cg_name(c, k->syms[s]);
+        sb_printf(c->o, "    const I %s = (I)%s_; (void)%s;\n", n, n, n);
+    }
+    sb_puts(c->o, sb_str(&body));
+    sb_puts(c->o, "}\n\n");
+    for (int v = 0; v < 2; v++) {
+        sb_printf(c->o, "extern \"C\" __global__ void __launch_bounds__(%d) %s_%s(%s)\n{\n", k->threads,
+                  entry, v ? "i64" : "i32", sb_str(&pl));
+        sb_printf(c->o, "    tsl_body_%s<%s>(%s);\n}\n\n", entry, v ? "long long" : "int", sb_str(&al));
+    }
+    sb_free(&pl);
+    sb_free(&al);
+    sb_free(&body);
+    return TSL_OK;
+}
+
+/* A copy of m with its pipelines expanded (a new arena; caller frees it). */
+static tsl_status expanded_copy(const tile_module *m, tsl_diag *d, tsl_arena **ar, tile_module **out)
+{
+    *out = NULL;
+    *ar = arena_create();
+    char *text = tile_print(m);
+    if (!text) return TSL_ERR_NOMEM;
+    tsl_source src = {"<tile>", text};
+    tsl_status st = tile_parse(*ar, &src, d, out);
+    if (!st) st = tile_pipeline_expand(*out, NULL, 0, d);
+    free(text);
+    return st;
+}
+
+static int has_pipeline(const tile_block *b)
+{
+    for (int i = 0; b && i < b->n; i++) {
+        const tile_stmt *s = b->items[i];
+        if (s->kind == TILE_S_PIPELINE) return 1;
+        if (has_pipeline(s->body) || has_pipeline(s->els)) return 1;
+    }
+    return 0;
+}
+
+/* Shared by emit and smem_bytes: generate into *out (may be a scratch
+ * strbuf), report the shared bytes. */
+static tsl_status generate(const tile_module *m, const tile_kernel *k, strbuf *out, int64_t *smem,
+                           tsl_diag *d)
+{
+    tsl_arena *ar = NULL;
+    if (has_pipeline(k->body)) {
+        tile_module *cm = NULL;
+        tsl_status st = expanded_copy(m, d, &ar, &cm);
+        if (st) {
+            arena_free(ar);
+            return st;
+        }
+        k = tile_module_find(cm, k->name);
+        if (!k) {
+            arena_free(ar);
+            diag_error(d, TSL_ERR_INTERNAL, "cuda codegen: kernel lost in pipeline expansion");
+            return TSL_ERR_INTERNAL;
+        }
+    }
+    cg c;
+    memset(&c, 0, sizeof c);
+    c.k = k;
+    c.o = out;
+    c.d = d;
+    c.soff = malloc(sizeof *c.soff * (size_t)(k->nvalues + 1));
+    if (!c.soff) {
+        arena_free(ar);
+        diag_error(d, TSL_ERR_NOMEM, "out of memory");
+        return TSL_ERR_NOMEM;
+    }
+    for (int i = 0; i < k->nvalues; i++) c.soff[i] = -1;
+    sb_puts(out, prelude);
+    sb_puts(out, "\n");
+    tsl_status st = emit_kernel(&c);
+    if (smem) *smem = (c.smem + 15) / 16 * 16 + c.scratch;
+    free(c.soff);
+    arena_free(ar);
+    return st;
+}
+
+tsl_status cg_cuda_emit(const tile_module *m, const tile_kernel *k, strbuf *out, tsl_diag *d)
+{
+    return generate(m, k, out, NULL, d);
+}
+
+int64_t cg_cuda_smem_bytes(const tile_module *m, const tile_kernel *k, tsl_diag *d)
+{
+    strbuf sb = {0};
+    int64_t n = 0;
+    tsl_status st = generate(m, k, &sb, &n, d);
+    sb_free(&sb);
+    return st ? -1 : n;
+}

@@ -1,0 +1,58 @@
+/* cuda.h — tile IR -> CUDA C (cuda.c) and running tile kernels on an
+ * NVIDIA GPU through src/runtime (cuda_run.c).
+ *
+ * One `extern "C" __global__` kernel per tile kernel, in two variants:
+ * <entry>_i32 (32-bit index arithmetic) and <entry>_i64 (64-bit), both
+ * instances of one template body; the runner picks per launch from the
+ * actual sizes. Each GPU thread executes its share of every block-level
+ * instruction: register tensors are per-thread arrays indexed only by
+ * compile-time constants (their coordinates come in closed form from the
+ * distributed layout), shared tensors live in one dynamic `extern __shared__`
+ * buffer at fixed byte offsets, global accesses are masked to the bounds.
+ * The semantics are the tile interpreter's (src/tile/interp.c is the
+ * oracle); docs/codegen.md lists the fast paths and the fallbacks.
+ *
+ * (This header stands beside src/codegen/codegen.h, which was not yet
+ * committed when the CUDA generator was written.) */
+#ifndef TSL_CODEGEN_CUDA_H
+#define TSL_CODEGEN_CUDA_H
+
+#include "base/base.h"
+#include "tile/interp.h"
+#include "tile/tile.h"
+
+/* Append the CUDA source of kernel k (of module m) to *out. Pipelines are
+ * expanded first on a copy of the module (m is not changed). Errors (an
+ * instruction or type the generator does not support) go to d naming the
+ * instruction; TSL_OK on success. */
+tsl_status cg_cuda_emit(const tile_module *m, const tile_kernel *k, strbuf *out, tsl_diag *d);
+
+/* The entry symbol base of kernel `name`: "tsl_cuda_<name>" (characters
+ * other than [A-Za-z0-9_] become '_'); the source defines <base>_i32 and
+ * <base>_i64. Writes into buf (n bytes). */
+const char *cg_cuda_entry_name(const char *name, char *buf, size_t n);
+
+/* Bytes of dynamic shared memory the emitted kernel needs (allocations
+ * plus the scratch of generic fallbacks); -1 with a message on error. */
+int64_t cg_cuda_smem_bytes(const tile_module *m, const tile_kernel *k, tsl_diag *d);
+
+typedef struct cg_cuda_run_opts {
+    int reps;          /* > 0: time `reps` more launches (events) after the checked one */
+    double median_ms;  /* out: the median of those launches; 0 when reps == 0 */
+    int force_i64;     /* use the 64-bit index variant even when 32 bits suffice */
+    int used_i64;      /* out: which variant ran */
+} cg_cuda_run_opts;
+
+/* Generate, compile (NVRTC for the device's arch, cached) and run kernel k
+ * over its whole grid on the GPU. Arguments as for tile_interp_run (host
+ * DLTensors, outputs written back in place). Errors: those of
+ * cg_cuda_emit, binding errors (TSL_ERR_SHAPE/ARG), TSL_ERR_UNAVAILABLE (no
+ * driver, NVRTC or device), TSL_ERR_COMPILE (the NVRTC log with the source
+ * line), TSL_ERR_RUNTIME (launch), TSL_ERR_NOMEM (naming the bytes). A grid
+ * with no blocks launches nothing. */
+tsl_status cg_cuda_run(const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
+                       int nargs, tsl_diag *d);
+tsl_status cg_cuda_run_opt(const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
+                           int nargs, cg_cuda_run_opts *opts, tsl_diag *d);
+
+#endif

@@ -1,0 +1,1117 @@
+/* cuda_instr.c — one CUDA emitter per tile instruction (the instruction
+ * table of docs/tile-ir.md, semantics of src/tile/interp.c).
+ *
+ * Every emitter writes one brace-enclosed block. Per-thread work over a
+ * register tensor is unrolled in the generator (each local index a literal),
+ * so register arrays are only indexed by constants. Movement between
+ * threads: shuffles where the layouts allow it (shuffle.*, reductions
+ * inside warps, mma fragments), otherwise the shared scratch area after
+ * the allocations: every fallback starts with a barrier (earlier readers
+ * are done), writes, synchronizes, reads. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/cuda_int.h"
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+/* The register tensor an instruction writes: its result or `-> dst`. */
+static const tile_value *dst_reg(cg *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *v = in->result;
+    if (!v && in->has_dst) v = in->dst.v;
+    if (!v || v->kind != TILE_V_TENSOR || v->type.space != TILE_REGISTER || (!in->result && in->dst.nsteps)) {
+        cg_err(c, TSL_ERR_SEMANTIC, "%s: the destination must be a whole register tensor",
+               tile_op_info_of(in->op)->name);
+        return NULL;
+    }
+    return v;
+}
+
+static const tile_value *arg_reg(cg *c, const tile_operand *o)
+{
+    if (!o->v || o->v->kind != TILE_V_TENSOR || o->v->type.space != TILE_REGISTER || o->nsteps) {
+        cg_err(c, TSL_ERR_SEMANTIC, "expected a whole register tensor operand");
+        return NULL;
+    }
+    return o->v;
+}
+
+/* Declare a register result at its definition. */
+static void declare(cg *c, const tile_stmt *s, const rinfo *ri)
+{
+    if (s->instr.result)
+        cg_line(c, "%s %s[%lld];", cg_ctype(ri->v->type.dt), cg_name(c, ri->v), (long long)ri->locals);
+}
+
+/* Thread parts of every dim as `const I <p><d>`. */
+static void declare_tparts(cg *c, const rinfo *ri, const char *p)
+{
+    for (int d = 0; d < ri->rank; d++) {
+        strbuf sb = {0};
+        cg_tpart(c, &sb, ri, d);
+        cg_line(c, "const I %s%d = %s; (void)%s%d;", p, d, sb_str(&sb), p, d);
+        sb_free(&sb);
+    }
+}
+
+static int64_t scratch_base(cg *c)
+{
+    return (c->smem + 15) / 16 * 16;
+}
+
+static void need_scratch(cg *c, int64_t bytes)
+{
+    if (bytes > c->scratch) c->scratch = bytes;
+}
+
+static const char *math_type(tile_dtype dt)
+{
+    return cg_is_float_math(dt) ? "float" : "double";
+}
+
+/* Row-major flat index over dims of coordinate "(p<d> + K)". */
+static void flat_index(strbuf *sb, const rinfo *ri, const char *p, int64_t l, int skip_dim,
+                       const char *dim_var)
+{
+    sb_puts(sb, "(");
+    int64_t mult = 1;
+    int any = 0;
+    for (int d = ri->rank - 1; d >= 0; d--) {
+        if (any) sb_puts(sb, " + ");
+        any = 1;
+        if (d == skip_dim) sb_printf(sb, "(%s) * %lld", dim_var, (long long)mult);
+        else sb_printf(sb, "(%s%d + %lld) * %lld", p, d, (long long)ri->lc[l * ri->rank + d], (long long)mult);
+        mult *= ri->dims[d];
+    }
+    if (!any) sb_puts(sb, "0");
+    sb_puts(sb, ")");
+}
+
+/* Fallback step 1: barrier, every thread writes its elements of register
+ * tensor `ri` (as `mt` numbers) into scratch at byte `base` row-major,
+ * barrier. */
+static void scratch_write(cg *c, const rinfo *ri, const char *mt, int64_t base, const char *p)
+{
+    cg_line(c, "__syncthreads();");
+    declare_tparts(c, ri, p);
+    for (int64_t l = 0; l < ri->locals; l++) {
+        strbuf fi = {0};
+        flat_index(&fi, ri, p, l, -1, NULL);
+        cg_line(c, "((%s *)(tsl_smem + %lld))[%s] = tsl_c(%s[%lld]);", mt, (long long)(scratch_base(c) + base),
+                sb_str(&fi), cg_name(c, ri->v), (long long)l);
+        sb_free(&fi);
+    }
+    cg_line(c, "__syncthreads();");
+}
+
+/* ---- alloc -------------------------------------------------------------------------- */
+
+static void emit_alloc(cg *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *v = in->result;
+    if (!v) {
+        cg_err(c, TSL_ERR_SEMANTIC, "alloc needs a result name");
+        return;
+    }
+    strbuf init = {0};
+    if (in->init) cg_num(c, &init, in->init);
+    if (v->type.space == TILE_REGISTER) {
+        rinfo ri;
+        if (cg_rinfo(c, v, &ri)) return;
+        declare(c, s, &ri);
+        if (in->init) {
+            cg_line(c, "#pragma unroll");
+            cg_line(c, "for (int l = 0; l < %lld; l++) %s[l] = tsl_to<%s>::f(%s);", (long long)ri.locals,
+                    cg_name(c, v), cg_ctype(v->type.dt), sb_str(&init));
+        }
+        cg_rinfo_free(&ri);
+    } else if (v->type.space == TILE_SHARED && in->init) {
+        int64_t dims[CG_MAX_RANK], n = 1;
+        if (cg_shared_dims(c, v, dims)) return;
+        for (int i = 0; i < v->type.rank; i++) n *= dims[i];
+        char *co[CG_MAX_RANK];
+        char names[CG_MAX_RANK][8];
+        for (int i = 0; i < v->type.rank; i++) {
+            snprintf(names[i], sizeof names[i], "x%d", i);
+            co[i] = names[i];
+        }
+        strbuf off = {0};
+        cg_shared_off(c, &off, v, co);
+        cg_line(c, "for (I e = tid; e < %lld; e += %d) {", (long long)n, c->k->threads);
+        c->ind++;
+        cg_line(c, "I r = e;");
+        for (int i = v->type.rank - 1; i >= 0; i--)
+            cg_line(c, "const I x%d = r %% %lld; r /= %lld;", i, (long long)dims[i], (long long)dims[i]);
+        cg_line(c, "((%s *)(tsl_smem + %lld))[%s] = tsl_to<%s>::f(%s);", cg_ctype(v->type.dt),
+                (long long)c->soff[v->id], sb_str(&off), cg_ctype(v->type.dt), sb_str(&init));
+        c->ind--;
+        cg_line(c, "}");
+        sb_free(&off);
+    }
+    sb_free(&init);
+}
+
+/* ---- load/store global and shared --------------------------------------------------- */
+
+static void emit_transfer(cg *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    int load = in->op == TILE_I_LOAD_GLOBAL || in->op == TILE_I_LOAD_SHARED;
+    int global = in->op == TILE_I_LOAD_GLOBAL || in->op == TILE_I_STORE_GLOBAL;
+    const tile_value *rv = load ? dst_reg(c, s) : arg_reg(c, &in->args[0]);
+    const tile_operand *mo = load ? &in->args[0] : &in->dst;
+    if (!rv) return;
+    if (!load && !in->has_dst) {
+        cg_err(c, TSL_ERR_SEMANTIC, "store needs '-> destination'");
+        return;
+    }
+    rinfo ri;
+    gview gv;
+    if (cg_rinfo(c, rv, &ri)) return;
+    if (cg_view(c, mo, &gv)) {
+        cg_rinfo_free(&ri);
+        return;
+    }
+    const tile_value *mv = gv.v;
+    if ((int)mv->type.space != (global ? TILE_GLOBAL : TILE_SHARED)) {
+        cg_err(c, TSL_ERR_SEMANTIC, "%s: '%s' is in the wrong memory space", tile_op_info_of(in->op)->name,
+               mv->name);
+        goto done;
+    }
+    int lead = gv.rank - ri.rank;
+    if (lead < 0) {
+        cg_err(c, TSL_ERR_UNAVAILABLE, "%s: a rank-%d tile of rank-%d '%s'", tile_op_info_of(in->op)->name,
+               ri.rank, gv.rank, mv->name);
+        goto done;
+    }
+    for (int i = lead; i < gv.rank; i++)
+        if (gv.ext[i] >= 0 && gv.ext[i] != ri.dims[i - lead]) {
+            cg_err(c, TSL_ERR_SHAPE, "tile of '%s' has extent %lld in dim %d, the other operand %lld",
+                   mv->name, (long long)gv.ext[i], i, (long long)ri.dims[i - lead]);
+            goto done;
+        }
+    if (load) declare(c, s, &ri);
+    cg_line(c, "{");
+    c->ind++;
+    const char *mt = cg_ctype(mv->type.dt), *rt = cg_ctype(rv->type.dt);
+    int same = tile_dtype_eq(mv->type.dt, rv->type.dt);
+    const char *mn = cg_name(c, mv);
+    char mname[96];
+    snprintf(mname, sizeof mname, "%s", mn);
+    declare_tparts(c, &ri, "tp");
+    for (int i = 0; i < gv.rank; i++) {
+        if (i >= lead) cg_line(c, "const I b%d = %s + tp%d;", i, gv.off[i], i - lead);
+        else cg_line(c, "const I b%d = %s;", i, gv.off[i]);
+    }
+    if (load && global) {
+        strbuf f = {0};
+        if (in->init) cg_num(c, &f, in->init);
+        else sb_puts(&f, "0.0");
+        cg_line(c, "const %s fillv = tsl_to<%s>::f(%s);", rt, rt, sb_str(&f));
+        sb_free(&f);
+    }
+    if (!load) {
+        strbuf ow = {0};
+        cg_owner(c, &ow, &ri);
+        cg_line(c, "if (%s) {", sb_str(&ow));
+        c->ind++;
+        sb_free(&ow);
+    }
+    for (int64_t l = 0; l < ri.locals && !c->st; l++) {
+        char co[CG_MAX_RANK][64];
+        char *cop[CG_MAX_RANK];
+        for (int i = 0; i < gv.rank; i++) {
+            int64_t K = i >= lead ? ri.lc[l * ri.rank + i - lead] : 0;
+            if (K) snprintf(co[i], sizeof co[i], "b%d + %lld", i, (long long)K);
+            else snprintf(co[i], sizeof co[i], "b%d", i);
+            cop[i] = co[i];
+        }
+        strbuf addr = {0}, mask = {0}, ref = {0};
+        if (global) {
+            for (int i = 0; i < gv.rank; i++) {
+                sb_printf(&addr, "%s(I)(%s) * %s_s%d", i ? " + " : "", co[i], mname, i);
+                sb_printf(&mask, "%s(%s) >= 0 && (%s) < %s_d%d", i ? " && " : "", co[i], co[i], mname, i);
+            }
+            if (!gv.rank) {
+                sb_puts(&addr, "0");
+                sb_puts(&mask, "true");
+            }
+            sb_printf(&ref, "%s[%s]", mname, sb_str(&addr));
+        } else {
+            cg_shared_off(c, &addr, mv, cop);
+            sb_printf(&ref, "((%s *)(tsl_smem + %lld))[%s]", mt, (long long)c->soff[mv->id], sb_str(&addr));
+        }
+        const char *rn = cg_name(c, rv);
+        if (load) {
+            char val[512];
+            if (same) snprintf(val, sizeof val, "%s", sb_str(&ref));
+            else snprintf(val, sizeof val, "tsl_to<%s>::f(tsl_c(%s))", rt, sb_str(&ref));
+            if (global) cg_line(c, "%s[%lld] = (%s) ? %s : fillv;", rn, (long long)l, sb_str(&mask), val);
+            else cg_line(c, "%s[%lld] = %s;", rn, (long long)l, val);
+        } else {
+            char val[256];
+            if (same) snprintf(val, sizeof val, "%s[%lld]", rn, (long long)l);
+            else snprintf(val, sizeof val, "tsl_to<%s>::f(tsl_c(%s[%lld]))", mt, rn, (long long)l);
+            if (global) cg_line(c, "if (%s) %s = %s;", sb_str(&mask), sb_str(&ref), val);
+            else cg_line(c, "%s = %s;", sb_str(&ref), val);
+        }
+        sb_free(&addr);
+        sb_free(&mask);
+        sb_free(&ref);
+    }
+    if (!load) {
+        c->ind--;
+        cg_line(c, "}");
+    }
+    c->ind--;
+    cg_line(c, "}");
+done:
+    cg_rinfo_free(&ri);
+    cg_view_free(&gv);
+}
+
+/* ---- copy_async ----------------------------------------------------------------------- */
+
+/* Are the `vec` elements of every chunk consecutive and vec-aligned in
+ * shared memory, for every tile-aligned anchor of the box in the tensor?
+ * (Run-time anchors are the box's multiples in practice: pipeline stages,
+ * whole tensors.) */
+static int shared_chunks_contiguous(const tile_value *sv, const int64_t *dims, const int64_t *box,
+                                    int rank, int64_t vec)
+{
+    int64_t npos[CG_MAX_RANK], total = 1, n = 1;
+    for (int i = 0; i < rank; i++) {
+        npos[i] = box[i] <= dims[i] ? dims[i] / box[i] : 0;
+        if (npos[i] == 0) return 0;
+        total *= npos[i];
+        n *= box[i];
+    }
+    if (total * n > (1 << 22)) return 0;
+    for (int64_t a = 0; a < total; a++) {
+        int64_t anc[CG_MAX_RANK], r = a;
+        for (int i = rank - 1; i >= 0; i--) {
+            anc[i] = (r % npos[i]) * box[i];
+            r /= npos[i];
+        }
+        for (int64_t e = 0; e < n; e += vec) {
+            int64_t co[CG_MAX_RANK], q = e;
+            for (int i = rank - 1; i >= 0; i--) {
+                co[i] = anc[i] + q % box[i];
+                q /= box[i];
+            }
+            int64_t o0 = cg_shared_off_const(sv, dims, co);
+            if (o0 % vec) return 0;
+            for (int64_t j = 1; j < vec; j++) {
+                co[rank - 1]++;
+                if (cg_shared_off_const(sv, dims, co) != o0 + j) return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static void emit_copy_async(cg *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    gview src, dst;
+    memset(&dst, 0, sizeof dst);
+    if (!in->has_dst) {
+        cg_err(c, TSL_ERR_SEMANTIC, "copy_async needs '-> destination'");
+        return;
+    }
+    if (cg_view(c, &in->args[0], &src) || cg_view(c, &in->dst, &dst)) goto done;
+    const tile_value *gvv = src.v, *svv = dst.v;
+    if (gvv->type.space != TILE_GLOBAL || svv->type.space != TILE_SHARED) {
+        cg_err(c, TSL_ERR_SEMANTIC, "copy_async copies global -> shared");
+        goto done;
+    }
+    /* leading dims fixed by an untiled index (S[i, ...]); the box is the
+     * rest of the destination, the source view right-aligned against it */
+    int lead = 0;
+    if (in->dst.nsteps == 1 && in->dst.steps[0].kind == TILE_STEP_INDEX) lead = in->dst.steps[0].n;
+    int rank = dst.rank - lead;
+    if (rank < 1 || src.rank < 1) {
+        cg_err(c, TSL_ERR_SHAPE, "copy_async: %d indices leave nothing of '%s'", lead, svv->name);
+        goto done;
+    }
+    int slead = src.rank - rank;
+    int64_t dims[CG_MAX_RANK], box[CG_MAX_RANK], fullbox[CG_MAX_RANK], n = 1;
+    if (cg_shared_dims(c, svv, dims)) goto done;
+    for (int i = 0; i < rank; i++) {
+        box[i] = dst.ext[lead + i] >= 0 ? dst.ext[lead + i] : dims[lead + i];
+        n *= box[i];
+    }
+    if (slead < 0) {
+        for (int i = 0; i < -slead; i++)
+            if (box[i] != 1) {
+                cg_err(c, TSL_ERR_SHAPE, "copy_async: the tile does not fit '%s'", gvv->name);
+                goto done;
+            }
+    }
+    for (int i = 0; i < dst.rank; i++) fullbox[i] = i < lead ? 1 : box[i - lead];
+    int esz = cg_esize(svv->type.dt);
+    int64_t bytes = in->bytes ? in->bytes : 16, vec = bytes / esz;
+    int vector = esz * vec == bytes && (bytes == 4 || bytes == 8 || bytes == 16) && box[rank - 1] % vec == 0 &&
+                 tile_dtype_eq(gvv->type.dt, svv->type.dt) &&
+                 shared_chunks_contiguous(svv, dims, fullbox, dst.rank, vec);
+    if (!vector) vec = 1;
+    int T = c->k->threads;
+    int64_t nch = n / vec, iters = (nch + T - 1) / T;
+    const char *gt = cg_ctype(gvv->type.dt), *st = cg_ctype(svv->type.dt);
+    char gn[96];
+    snprintf(gn, sizeof gn, "%s", cg_name(c, gvv));
+    char *co[CG_MAX_RANK];
+    char cnames[CG_MAX_RANK][24];
+    for (int i = 0; i < dst.rank; i++) {
+        if (i < lead) snprintf(cnames[i], sizeof cnames[i], "b%d", i);
+        else snprintf(cnames[i], sizeof cnames[i], "b%d + x%d", i, i - lead);
+        co[i] = cnames[i];
+    }
+    strbuf soff = {0};
+    cg_shared_off(c, &soff, svv, co);
+    cg_line(c, "{");
+    c->ind++;
+    for (int i = 0; i < dst.rank; i++) cg_line(c, "const I b%d = %s;", i, dst.off[i]);
+    /* source coordinates: g<j> = offset + box coordinate (right-aligned) */
+    for (int j = 0; j < src.rank; j++) {
+        int i = j - slead;
+        if (i >= 0) cg_line(c, "const I g%d = %s;", j, src.off[j]);
+        else cg_line(c, "const I g%d = %s;", j, src.off[j]);
+    }
+    cg_line(c, "#pragma unroll");
+    cg_line(c, "for (int it = 0; it < %lld; it++) {", (long long)iters);
+    c->ind++;
+    cg_line(c, "const I ch = tid + (I)it * %d;", T);
+    if (iters * T > nch) cg_line(c, "if (ch < %lld) {", (long long)nch);
+    else cg_line(c, "{");
+    c->ind++;
+    cg_line(c, "I r = ch * %lld;", (long long)vec);
+    for (int i = rank - 1; i >= 0; i--)
+        cg_line(c, "const I x%d = r %% %lld; r /= %lld;", i, (long long)box[i], (long long)box[i]);
+    cg_line(c, "%s *sp = (%s *)(tsl_smem + %lld) + %s;", st, st, (long long)c->soff[svv->id], sb_str(&soff));
+    strbuf rowok = {0}, gaddr = {0};
+    sb_puts(&rowok, "true");
+    int L = src.rank - 1;
+    for (int j = 0; j < L; j++) {
+        int i = j - slead;
+        char cj[48];
+        if (i >= 0) snprintf(cj, sizeof cj, "(g%d + x%d)", j, i);
+        else snprintf(cj, sizeof cj, "g%d", j);
+        sb_printf(&rowok, " && %s >= 0 && %s < %s_d%d", cj, cj, gn, j);
+        sb_printf(&gaddr, "(I)%s * %s_s%d + ", cj, gn, j);
+    }
+    sb_puts(&gaddr, "0");
+    cg_line(c, "const bool rowok = %s;", sb_str(&rowok));
+    cg_line(c, "const I cl = g%d + x%d;", L, rank - 1);
+    cg_line(c, "const %s *rp = %s + (rowok ? %s : (I)0);", gt, gn, sb_str(&gaddr));
+    if (vector) {
+        cg_line(c, "if (!rowok || cl >= %s_d%d) {", gn, L);
+        cg_line(c, "    tsl_cp_async%lld(sp, %s, 0);", (long long)bytes, gn);
+        cg_line(c, "} else if (cl >= 0 && %s_s%d == 1 && ((unsigned long long)(rp + cl) %% %lld) == 0) {", gn, L,
+                (long long)bytes);
+        cg_line(c, "    const I valid = tsl_min<I>(%s_d%d - cl, (I)%lld);", gn, L, (long long)vec);
+        cg_line(c, "    tsl_cp_async%lld(sp, rp + cl, (int)valid * %d);", (long long)bytes, esz);
+        cg_line(c, "} else {");
+        cg_line(c, "    #pragma unroll");
+        cg_line(c, "    for (int j = 0; j < %lld; j++)", (long long)vec);
+        cg_line(c, "        sp[j] = (rowok && cl + j >= 0 && cl + j < %s_d%d) ? rp[(I)(cl + j) * %s_s%d] : tsl_to<%s>::f(0.0);",
+                gn, L, gn, L, st);
+        cg_line(c, "}");
+    } else {
+        /* element by element (layouts that break chunks, mixed dtypes) */
+        cg_line(c, "sp[0] = (rowok && cl >= 0 && cl < %s_d%d) ? tsl_to<%s>::f(tsl_c(rp[(I)cl * %s_s%d])) : tsl_to<%s>::f(0.0);",
+                gn, L, st, gn, L, st);
+    }
+    sb_free(&rowok);
+    sb_free(&gaddr);
+    c->ind--;
+    cg_line(c, "}");
+    c->ind--;
+    cg_line(c, "}");
+    c->ind--;
+    cg_line(c, "}");
+    sb_free(&soff);
+done:
+    cg_view_free(&src);
+    cg_view_free(&dst);
+}
+
+/* ---- elementwise, cast, copy ----------------------------------------------------------- */
+
+static const char *unop_text(tile_op op, int fl)
+{
+    switch (op) {
+    case TILE_I_NEG: return "(-(x))";
+    case TILE_I_ABS: return fl ? "fabsf(x)" : "fabs(x)";
+    case TILE_I_EXP: return fl ? "expf(x)" : "(double)expf((float)(x))";
+    case TILE_I_LOG: return fl ? "logf(x)" : "(double)logf((float)(x))";
+    case TILE_I_SQRT: return fl ? "sqrtf(x)" : "(double)sqrtf((float)(x))";
+    case TILE_I_RSQRT: return fl ? "(1.0f / sqrtf(x))" : "(double)(1.0f / sqrtf((float)(x)))";
+    case TILE_I_TANH: return fl ? "tanhf(x)" : "(double)tanhf((float)(x))";
+    case TILE_I_SIGMOID: return fl ? "(1.0f / (1.0f + expf(-(x))))" : "(double)(1.0f / (1.0f + expf(-(float)(x))))";
+    case TILE_I_RELU: return "((x) > 0 ? (x) : 0)";
+    default: return "(x)";
+    }
+}
+
+static const char *binop_text(tile_op op)
+{
+    switch (op) {
+    case TILE_I_ADD: return "((x) + (y))";
+    case TILE_I_SUB: return "((x) - (y))";
+    case TILE_I_MUL: return "((x) * (y))";
+    case TILE_I_DIV: return "((x) / (y))";
+    case TILE_I_MAX: return "((x) > (y) ? (x) : (y))";
+    case TILE_I_MIN: return "((x) < (y) ? (x) : (y))";
+    default: return "(x)";
+    }
+}
+
+/* One operand as a number: a register tensor laid out like the result
+ * (element l) or a scalar. 0 on error. */
+static int ew_operand(cg *c, const tile_operand *o, const rinfo *rd, const char *mt, strbuf *out)
+{
+    if (!o->v || o->v->kind == TILE_V_SCALAR) {
+        sb_printf(out, "((%s)", mt);
+        if (o->v) sb_printf(out, "%s", cg_name(c, o->v));
+        else cg_num(c, out, o->scalar);
+        sb_puts(out, ")");
+        return 1;
+    }
+    const tile_value *v = arg_reg(c, o);
+    if (!v) return 0;
+    if (v->type.layout->v.kind != LAYOUT_VALUE_DIST || !dist_layout_equal(&v->type.layout->v.dist, rd->L) ||
+        v->type.rank != rd->rank) {
+        cg_err(c, TSL_ERR_SHAPE, "'%s' is not laid out like the result", v->name);
+        return 0;
+    }
+    sb_printf(out, "tsl_c(%s[l])", cg_name(c, v));
+    return 1;
+}
+
+static void subst(strbuf *out, const char *pat, const char *x, const char *y)
+{
+    for (const char *p = pat; *p; p++) {
+        if (*p == 'x' && (p == pat || p[-1] == '(') && (p[1] == ')')) sb_puts(out, x);
+        else if (*p == 'y' && (p == pat || p[-1] == '(') && (p[1] == ')')) sb_puts(out, y);
+        else sb_putc(out, *p);
+    }
+}
+
+static void emit_elementwise(cg *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *dv = dst_reg(c, s);
+    if (!dv) return;
+    rinfo rd;
+    if (cg_rinfo(c, dv, &rd)) return;
+    const char *dt = cg_ctype(dv->type.dt), *mt = math_type(dv->type.dt);
+    strbuf x = {0}, y = {0}, e = {0};
+    if (in->op == TILE_I_COPY || in->op == TILE_I_CAST) {
+        const tile_value *xv = arg_reg(c, &in->args[0]);
+        if (!xv || cg_check_dtype(c, xv)) goto done;
+        if (!dist_layout_equal(&xv->type.layout->v.dist, rd.L)) {
+            cg_err(c, TSL_ERR_SHAPE, "%s: '%s' is not laid out like the result", tile_op_info_of(in->op)->name,
+                   xv->name);
+            goto done;
+        }
+        declare(c, s, &rd);
+        if (tile_dtype_eq(xv->type.dt, dv->type.dt))
+            sb_printf(&e, "%s[l]", cg_name(c, xv));
+        else
+            sb_printf(&e, "tsl_to<%s>::f(tsl_c(%s[l]))", dt, cg_name(c, xv));
+    } else {
+        if (!ew_operand(c, &in->args[0], &rd, mt, &x)) goto done;
+        if (in->nargs > 1 && !ew_operand(c, &in->args[1], &rd, mt, &y)) goto done;
+        declare(c, s, &rd);
+        strbuf body = {0};
+        if (tile_op_is_binary(in->op)) subst(&body, binop_text(in->op), sb_str(&x), sb_str(&y));
+        else subst(&body, unop_text(in->op, cg_is_float_math(dv->type.dt)), sb_str(&x), "");
+        sb_printf(&e, "tsl_to<%s>::f((%s)%s)", dt, mt, sb_str(&body));
+        sb_free(&body);
+    }
+    cg_line(c, "#pragma unroll");
+    cg_line(c, "for (int l = 0; l < %lld; l++) %s[l] = %s;", (long long)rd.locals, cg_name(c, dv), sb_str(&e));
+done:
+    sb_free(&x);
+    sb_free(&y);
+    sb_free(&e);
+    cg_rinfo_free(&rd);
+}
+
+/* ---- view: the thread's bits reinterpreted ------------------------------------------------ */
+
+static void emit_view(cg *c, const tile_stmt *s)
+{
+    const tile_value *dv = dst_reg(c, s), *xv = arg_reg(c, &s->instr.args[0]);
+    if (!dv || !xv) return;
+    rinfo rd, rx;
+    if (cg_rinfo(c, dv, &rd)) return;
+    if (cg_rinfo(c, xv, &rx)) {
+        cg_rinfo_free(&rd);
+        return;
+    }
+    int bx = xv->type.dt.bits, bd = dv->type.dt.bits;
+    if (rx.locals * bx != rd.locals * bd) {
+        cg_err(c, TSL_ERR_SHAPE, "view: each thread holds %lld bits of '%s' but %lld bits of the result",
+               (long long)(rx.locals * bx), xv->name, (long long)(rd.locals * bd));
+    } else {
+        declare(c, s, &rd);
+        cg_line(c, "{");
+        c->ind++;
+        /* through a temporary: the result may be the source */
+        cg_line(c, "%s tmp[%lld];", cg_ctype(dv->type.dt), (long long)rd.locals);
+        for (int64_t l = 0; l < rd.locals; l++) {
+            int64_t lo = l * bd, hi = lo + bd;
+            strbuf e = {0};
+            sb_puts(&e, "0ull");
+            for (int64_t j = lo / bx; j * bx < hi; j++) {
+                int64_t a = j * bx > lo ? j * bx : lo, b = (j + 1) * bx < hi ? (j + 1) * bx : hi;
+                unsigned long long m = (b - a) >= 64 ? ~0ull : ((1ull << (b - a)) - 1);
+                sb_printf(&e, " | (((tsl_bits(%s[%lld]) >> %lld) & 0x%llxull) << %lld)", cg_name(c, xv), (long long)j,
+                          (long long)(a - j * bx), m, (long long)(a - lo));
+            }
+            cg_line(c, "tmp[%lld] = tsl_from_bits<%s>(%s);", (long long)l, cg_ctype(dv->type.dt), sb_str(&e));
+            sb_free(&e);
+        }
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (int l = 0; l < %lld; l++) %s[l] = tmp[l];", (long long)rd.locals, cg_name(c, dv));
+        c->ind--;
+        cg_line(c, "}");
+    }
+    cg_rinfo_free(&rd);
+    cg_rinfo_free(&rx);
+}
+
+/* ---- reduce ---------------------------------------------------------------------------------- */
+
+static const char *red_text(tile_op op)
+{
+    return op == TILE_I_REDUCE_SUM ? "(x) + (y)" : op == TILE_I_REDUCE_MAX ? "((y) > (x) ? (y) : (x))"
+                                                                            : "((y) < (x) ? (y) : (x))";
+}
+
+/* The x coordinate (rank rx.rank) matching result coordinate rc: dim D
+ * inserted (result rank one less) or kept. */
+static void red_xcoord(const rinfo *rx, const rinfo *rd, int D, const int64_t *rc, int64_t *xc)
+{
+    int keep = rd->rank == rx->rank;
+    for (int i = 0, j = 0; i < rx->rank; i++) {
+        if (i == D) {
+            xc[i] = 0;
+            if (keep) j++;
+        } else {
+            xc[i] = rc[j++];
+        }
+    }
+}
+
+/* Shuffle fast path: dim D's thread factors are power-of-two lane bits
+ * inside a warp and every result slot's source slots are the same for all
+ * threads. Returns 1 when emitted. */
+static int reduce_shuffle(cg *c, const tile_stmt *s, const rinfo *rx, const rinfo *rd, int D)
+{
+    int64_t xors[32];
+    int nx = 0;
+    for (int i = 0; i < rx->nterm; i++) {
+        if (rx->term[i].dim != D) continue;
+        int64_t dv = rx->term[i].div, ex = rx->term[i].ext;
+        if ((dv & (dv - 1)) || (ex & (ex - 1)) || dv * ex > 32) return 0;
+        for (int64_t m = dv; m < dv * ex; m *= 2) xors[nx++] = m;
+    }
+    /* for each result local: the x locals whose non-D coordinate it is */
+    int64_t T = c->k->threads;
+    int64_t *grp = calloc((size_t)(rd->locals * rx->locals), sizeof *grp);
+    int64_t *ng = calloc((size_t)rd->locals, sizeof *ng);
+    int ok = grp && ng;
+    for (int64_t lr = 0; ok && lr < rd->locals; lr++) {
+        for (int64_t t = 0; ok && t < T; t++) {
+            int64_t rc[CG_MAX_RANK], xc[CG_MAX_RANK];
+            for (int d = 0; d < rd->rank; d++) rc[d] = cg_rinfo_tpart(rd, t, d) + rd->lc[lr * rd->rank + d];
+            red_xcoord(rx, rd, D, rc, xc);
+            int64_t cnt = 0;
+            for (int64_t l = 0; l < rx->locals; l++) {
+                int match = 1;
+                for (int d = 0; d < rx->rank && match; d++)
+                    if (d != D && cg_rinfo_tpart(rx, t, d) + rx->lc[l * rx->rank + d] != xc[d]) match = 0;
+                if (!match) continue;
+                if (t == 0) grp[lr * rx->locals + cnt] = l;
+                else if (cnt >= ng[lr] || grp[lr * rx->locals + cnt] != l) ok = 0;
+                cnt++;
+            }
+            if (t == 0) ng[lr] = cnt;
+            else if (cnt != ng[lr]) ok = 0;
+            if (cnt == 0) ok = 0;
+        }
+    }
+    if (ok) {
+        const char *mt = math_type(rx->v->type.dt), *dt = cg_ctype(rd->v->type.dt);
+        declare(c, s, rd);
+        cg_line(c, "{");
+        c->ind++;
+        cg_line(c, "const unsigned mask = tsl_warp_mask(%d, (int)(tid & ~(I)31)); (void)mask;", c->k->threads);
+        for (int64_t lr = 0; lr < rd->locals; lr++) {
+            cg_line(c, "{");
+            c->ind++;
+            cg_line(c, "%s p = tsl_c(%s[%lld]);", mt, cg_name(c, rx->v), (long long)grp[lr * rx->locals]);
+            for (int64_t j = 1; j < ng[lr]; j++) {
+                char y[128];
+                snprintf(y, sizeof y, "tsl_c(%s[%lld])", cg_name(c, rx->v), (long long)grp[lr * rx->locals + j]);
+                strbuf e = {0};
+                subst(&e, red_text(s->instr.op), "p", y);
+                cg_line(c, "p = %s;", sb_str(&e));
+                sb_free(&e);
+            }
+            for (int i = 0; i < nx; i++) {
+                char y[96];
+                snprintf(y, sizeof y, "__shfl_xor_sync(mask, p, %lld)", (long long)xors[i]);
+                strbuf e = {0};
+                subst(&e, red_text(s->instr.op), "p", y);
+                cg_line(c, "p = %s;", sb_str(&e));
+                sb_free(&e);
+            }
+            cg_line(c, "%s[%lld] = tsl_to<%s>::f(p);", cg_name(c, rd->v), (long long)lr, dt);
+            c->ind--;
+            cg_line(c, "}");
+        }
+        c->ind--;
+        cg_line(c, "}");
+    }
+    free(grp);
+    free(ng);
+    return ok;
+}
+
+static void emit_reduce(cg *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *dv = dst_reg(c, s), *xv = arg_reg(c, &in->args[0]);
+    if (!dv || !xv) return;
+    rinfo rd, rx;
+    if (cg_rinfo(c, dv, &rd)) return;
+    if (cg_rinfo(c, xv, &rx)) {
+        cg_rinfo_free(&rd);
+        return;
+    }
+    int D = in->dim;
+    if (D < 0 || D >= rx.rank || (rd.rank != rx.rank && rd.rank != rx.rank - 1)) {
+        cg_err(c, TSL_ERR_SHAPE, "reduce: dim %d from rank %d to rank %d", D, rx.rank, rd.rank);
+    } else if (!reduce_shuffle(c, s, &rx, &rd, D)) {
+        /* through scratch: each result element loops over dim D */
+        const char *mt = math_type(xv->type.dt);
+        int msz = cg_is_float_math(xv->type.dt) ? 4 : 8;
+        int64_t n = 1;
+        for (int i = 0; i < rx.rank; i++) n *= rx.dims[i];
+        need_scratch(c, n * msz);
+        declare(c, s, &rd);
+        cg_line(c, "{");
+        c->ind++;
+        scratch_write(c, &rx, mt, 0, "tx");
+        declare_tparts(c, &rd, "tr");
+        int64_t stride = 1;
+        for (int i = rx.rank - 1; i > D; i--) stride *= rx.dims[i];
+        for (int64_t lr = 0; lr < rd.locals; lr++) {
+            /* flat index of the x coordinate with dim D = 0 */
+            strbuf fi = {0};
+            int64_t mult = 1;
+            sb_puts(&fi, "0");
+            for (int i = rx.rank - 1; i >= 0; i--) {
+                if (i != D) {
+                    int j = rd.rank == rx.rank ? i : (i > D ? i - 1 : i);
+                    sb_printf(&fi, " + (tr%d + %lld) * %lld", j, (long long)rd.lc[lr * rd.rank + j], (long long)mult);
+                }
+                mult *= rx.dims[i];
+            }
+            cg_line(c, "{");
+            c->ind++;
+            cg_line(c, "const %s *q = (const %s *)(tsl_smem + %lld) + %s;", mt, mt, (long long)scratch_base(c),
+                    sb_str(&fi));
+            cg_line(c, "%s p = q[0];", mt);
+            strbuf e = {0};
+            char y[64];
+            snprintf(y, sizeof y, "q[j * %lld]", (long long)stride);
+            subst(&e, red_text(in->op), "p", y);
+            cg_line(c, "for (int j = 1; j < %lld; j++) p = %s;", (long long)rx.dims[D], sb_str(&e));
+            cg_line(c, "%s[%lld] = tsl_to<%s>::f(p);", cg_name(c, dv), (long long)lr, cg_ctype(dv->type.dt));
+            sb_free(&e);
+            sb_free(&fi);
+            c->ind--;
+            cg_line(c, "}");
+        }
+        c->ind--;
+        cg_line(c, "}");
+    }
+    cg_rinfo_free(&rd);
+    cg_rinfo_free(&rx);
+}
+
+/* ---- broadcast ---------------------------------------------------------------------------- */
+
+static void emit_broadcast(cg *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *dv = dst_reg(c, s), *xv = arg_reg(c, &in->args[0]);
+    if (!dv || !xv) return;
+    rinfo rd, rx;
+    if (cg_rinfo(c, dv, &rd)) return;
+    if (cg_rinfo(c, xv, &rx)) {
+        cg_rinfo_free(&rd);
+        return;
+    }
+    int D = in->dim;
+    if (D < 0 || D >= rd.rank || (rx.rank != rd.rank && rx.rank != rd.rank - 1)) {
+        cg_err(c, TSL_ERR_SHAPE, "broadcast: dim %d from rank %d to rank %d", D, rx.rank, rd.rank);
+        goto done;
+    }
+    /* x coordinate of result coordinate yc */
+    int64_t T = c->k->threads;
+    int64_t *src = malloc(sizeof *src * (size_t)rd.locals);
+    int ok = src != NULL;
+    for (int64_t ly = 0; ok && ly < rd.locals; ly++) {
+        src[ly] = -1;
+        for (int64_t t = 0; ok && t < T; t++) {
+            int64_t xc[CG_MAX_RANK];
+            for (int i = 0, j = 0; i < rd.rank; i++) {
+                int64_t y = cg_rinfo_tpart(&rd, t, i) + rd.lc[ly * rd.rank + i];
+                if (i != D) xc[j++] = y;
+                else if (rx.rank == rd.rank) xc[j++] = 0;
+            }
+            int64_t found = -1;
+            for (int64_t l = 0; l < rx.locals && found < 0; l++) {
+                int m = 1;
+                for (int d = 0; d < rx.rank && m; d++)
+                    if (cg_rinfo_tpart(&rx, t, d) + rx.lc[l * rx.rank + d] != xc[d]) m = 0;
+                if (m) found = l;
+            }
+            if (found < 0 || (t > 0 && found != src[ly])) ok = 0;
+            src[ly] = found;
+        }
+    }
+    declare(c, s, &rd);
+    cg_line(c, "{");
+    c->ind++;
+    const char *dt = cg_ctype(dv->type.dt);
+    int same = tile_dtype_eq(dv->type.dt, xv->type.dt);
+    if (ok) {
+        cg_line(c, "%s tmp[%lld];", dt, (long long)rd.locals);
+        for (int64_t ly = 0; ly < rd.locals; ly++) {
+            if (same) cg_line(c, "tmp[%lld] = %s[%lld];", (long long)ly, cg_name(c, xv), (long long)src[ly]);
+            else cg_line(c, "tmp[%lld] = tsl_to<%s>::f(tsl_c(%s[%lld]));", (long long)ly, dt, cg_name(c, xv), (long long)src[ly]);
+        }
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (int l = 0; l < %lld; l++) %s[l] = tmp[l];", (long long)rd.locals, cg_name(c, dv));
+    } else {
+        const char *mt = math_type(xv->type.dt);
+        int msz = cg_is_float_math(xv->type.dt) ? 4 : 8;
+        int64_t n = 1;
+        for (int i = 0; i < rx.rank; i++) n *= rx.dims[i];
+        need_scratch(c, n * msz);
+        scratch_write(c, &rx, mt, 0, "tx");
+        declare_tparts(c, &rd, "ty");
+        for (int64_t ly = 0; ly < rd.locals; ly++) {
+            strbuf fi = {0};
+            int64_t mult = 1;
+            sb_puts(&fi, "0");
+            for (int i = rd.rank - 1; i >= 0; i--) {
+                if (i == D) {
+                    if (rx.rank == rd.rank) mult *= rx.dims[i];
+                    continue;
+                }
+                int j = rx.rank == rd.rank ? i : (i > D ? i - 1 : i);
+                sb_printf(&fi, " + (ty%d + %lld) * %lld", i, (long long)rd.lc[ly * rd.rank + i], (long long)mult);
+                mult *= rx.dims[j];
+            }
+            cg_line(c, "%s[%lld] = tsl_to<%s>::f(((const %s *)(tsl_smem + %lld))[%s]);", cg_name(c, dv), (long long)ly,
+                    dt, mt, (long long)scratch_base(c), sb_str(&fi));
+            sb_free(&fi);
+        }
+    }
+    c->ind--;
+    cg_line(c, "}");
+    free(src);
+done:
+    cg_rinfo_free(&rd);
+    cg_rinfo_free(&rx);
+}
+
+/* ---- shuffles ---------------------------------------------------------------------------- */
+
+static void emit_shuffle(cg *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *dv = dst_reg(c, s), *xv = arg_reg(c, &in->args[0]);
+    if (!dv || !xv) return;
+    if (in->args[1].v || !in->args[1].scalar) {
+        if (!(in->args[1].v && in->args[1].v->kind == TILE_V_SCALAR)) {
+            cg_err(c, TSL_ERR_SEMANTIC, "shuffle needs a lane operand");
+            return;
+        }
+    }
+    rinfo rd;
+    if (cg_rinfo(c, dv, &rd)) return;
+    if (xv->type.layout->v.dist.locals != rd.locals || !tile_dtype_eq(xv->type.dt, dv->type.dt)) {
+        cg_err(c, TSL_ERR_SHAPE, "shuffle: the result must be laid out like the input");
+        cg_rinfo_free(&rd);
+        return;
+    }
+    strbuf k = {0};
+    if (in->args[1].v) sb_puts(&k, cg_name(c, in->args[1].v));
+    else cg_expr(c, &k, in->args[1].scalar);
+    declare(c, s, &rd);
+    cg_line(c, "{");
+    c->ind++;
+    cg_line(c, "const int lane = (int)(tid & 31), base = (int)tid - lane;");
+    const char *from = in->op == TILE_I_SHUFFLE_XOR ? "lane ^ (int)(K)" : in->op == TILE_I_SHUFFLE_UP ? "lane - (int)(K)"
+                       : in->op == TILE_I_SHUFFLE_DOWN ? "lane + (int)(K)" : "(int)(K)";
+    strbuf f = {0};
+    for (const char *p = from; *p; p++) {
+        if (*p == 'K') sb_puts(&f, sb_str(&k));
+        else sb_putc(&f, *p);
+    }
+    cg_line(c, "int from = %s;", sb_str(&f));
+    cg_line(c, "if (from < 0 || from > 31 || base + from >= %d) from = lane;", c->k->threads);
+    cg_line(c, "const unsigned mask = tsl_warp_mask(%d, base);", c->k->threads);
+    cg_line(c, "#pragma unroll");
+    cg_line(c, "for (int l = 0; l < %lld; l++) %s[l] = tsl_shfl(%s[l], from, mask);", (long long)rd.locals,
+            cg_name(c, dv), cg_name(c, xv));
+    c->ind--;
+    cg_line(c, "}");
+    sb_free(&f);
+    sb_free(&k);
+    cg_rinfo_free(&rd);
+}
+
+/* ---- mma ---------------------------------------------------------------------------------- */
+
+static const char *const mma_frag[3] = {
+    "column_local(2,2).spatial(8,4).local(1,2)",
+    "local(2,1).column_spatial(4,8).local(2,1)",
+    "local(2,1).spatial(8,4).local(1,2)",
+};
+
+/* The local (tile slot) of R through which warp w holds tile (i, j); -1. */
+static int64_t warp_slot(const dist_layout *r, int64_t w, int64_t i, int64_t j)
+{
+    int64_t co[2] = {i, j}, th[64], lo[64];
+    int64_t n = dist_layout_owners(r, co, th, lo, 64);
+    for (int64_t x = 0; x < n && x < 64; x++)
+        if (th[x] == w) return lo[x];
+    return -1;
+}
+
+/* mma.sync m16n8k16 fast path; 1 when emitted. */
+static int mma_fast(cg *c, const rinfo *ra, const rinfo *rb, const rinfo *rc, const rinfo *rd)
+{
+    const tile_value *a = ra->v, *b = rb->v, *cc = rc->v;
+    tsl_dtype ta, tb, tc, td;
+    if (tile_dtype_to_tsl(a->type.dt, &ta) || tile_dtype_to_tsl(b->type.dt, &tb) ||
+        tile_dtype_to_tsl(cc->type.dt, &tc) || tile_dtype_to_tsl(rd->v->type.dt, &td))
+        return 0;
+    if (ta != tb || (ta != TSL_DTYPE_F16 && ta != TSL_DTYPE_BF16) || tc != TSL_DTYPE_F32 || td != TSL_DTYPE_F32)
+        return 0;
+    if (ra->rank != 2 || rb->rank != 2 || rc->rank != 2 || ra->lead || rb->lead || rc->lead) return 0;
+    if (!dist_layout_equal(rc->L, rd->L)) return 0;
+    const rinfo *rs[3] = {ra, rb, rc};
+    dist_layout f[3];
+    for (int i = 0; i < 3; i++) {
+        layout_value fv;
+        layout_err le;
+        if (layout_parse(mma_frag[i], strlen(mma_frag[i]), &fv, &le) || fv.kind != LAYOUT_VALUE_DIST) return 0;
+        if (dist_layout_divide(&f[i], rs[i]->L, &fv.dist, &le)) return 0;
+    }
+    int64_t W = f[2].threads, KT = f[0].shape[1];
+    if (f[0].threads != W || f[1].threads != W || W * 32 != c->k->threads) return 0;
+    int64_t nl = f[2].locals;
+    int64_t *sa = malloc(sizeof *sa * (size_t)(nl * KT)), *sb = malloc(sizeof *sb * (size_t)(nl * KT));
+    int ok = sa && sb;
+    for (int64_t w = 0; ok && w < W; w++)
+        for (int64_t lc = 0; ok && lc < nl; lc++) {
+            int64_t tcrd[2];
+            dist_layout_map(&f[2], w, lc, tcrd);
+            for (int64_t kt = 0; ok && kt < KT; kt++) {
+                int64_t la = warp_slot(&f[0], w, tcrd[0], kt), lb = warp_slot(&f[1], w, kt, tcrd[1]);
+                if (la < 0 || lb < 0) ok = 0;
+                else if (w == 0) {
+                    sa[lc * KT + kt] = la;
+                    sb[lc * KT + kt] = lb;
+                } else if (sa[lc * KT + kt] != la || sb[lc * KT + kt] != lb) {
+                    ok = 0;
+                }
+            }
+        }
+    if (ok) {
+        const char *an = cg_name(c, a), *bn = cg_name(c, b);
+        char dn[96];
+        snprintf(dn, sizeof dn, "%s", cg_name(c, rd->v));
+        const char *ty = ta == TSL_DTYPE_F16 ? "f16" : "bf16";
+        if (rd->v != cc)
+            cg_line(c, "#pragma unroll\n    for (int l = 0; l < %lld; l++) %s[l] = %s[l];", (long long)rd->locals, dn,
+                    cg_name(c, cc));
+        for (int64_t lc = 0; lc < nl; lc++)
+            for (int64_t kt = 0; kt < KT; kt++) {
+                int64_t la = sa[lc * KT + kt] * 8, lb = sb[lc * KT + kt] * 4, l4 = lc * 4;
+                cg_line(c, "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%%0,%%1,%%2,%%3}, "
+                           "{%%4,%%5,%%6,%%7}, {%%8,%%9}, {%%0,%%1,%%2,%%3};\\n\"",
+                        ty, ty);
+                cg_line(c, "    : \"+f\"(%s[%lld]), \"+f\"(%s[%lld]), \"+f\"(%s[%lld]), \"+f\"(%s[%lld])", dn,
+                        (long long)l4, dn, (long long)l4 + 1, dn, (long long)l4 + 2, dn, (long long)l4 + 3);
+                cg_line(c, "    : \"r\"(tsl_pack2(%s[%lld], %s[%lld])), \"r\"(tsl_pack2(%s[%lld], %s[%lld])), "
+                           "\"r\"(tsl_pack2(%s[%lld], %s[%lld])), \"r\"(tsl_pack2(%s[%lld], %s[%lld])),",
+                        an, (long long)la, an, (long long)la + 1, an, (long long)la + 2, an, (long long)la + 3, an,
+                        (long long)la + 4, an, (long long)la + 5, an, (long long)la + 6, an, (long long)la + 7);
+                cg_line(c, "      \"r\"(tsl_pack2(%s[%lld], %s[%lld])), \"r\"(tsl_pack2(%s[%lld], %s[%lld])));", bn,
+                        (long long)lb, bn, (long long)lb + 1, bn, (long long)lb + 2, bn, (long long)lb + 3);
+            }
+    }
+    free(sa);
+    free(sb);
+    return ok;
+}
+
+static void emit_mma(cg *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    if (in->atom && strcmp(in->atom, "m16n8k16") && strcmp(in->atom, "mma.m16n8k16") &&
+        strncmp(in->atom, "mma.sync.aligned.m16n8k16", 25)) {
+        cg_err(c, TSL_ERR_UNAVAILABLE, "mma atom '%s': the CUDA generator knows m16n8k16", in->atom);
+        return;
+    }
+    const tile_value *av = arg_reg(c, &in->args[0]), *bv = arg_reg(c, &in->args[1]),
+                     *cv = arg_reg(c, &in->args[2]), *dv = dst_reg(c, s);
+    if (!av || !bv || !cv || !dv) return;
+    rinfo ra, rb, rc, rd;
+    memset(&ra, 0, sizeof ra);
+    memset(&rb, 0, sizeof rb);
+    memset(&rc, 0, sizeof rc);
+    memset(&rd, 0, sizeof rd);
+    if (cg_rinfo(c, av, &ra) || cg_rinfo(c, bv, &rb) || cg_rinfo(c, cv, &rc) || cg_rinfo(c, dv, &rd)) goto done;
+    if (ra.rank != 2 || rb.rank != 2 || rc.rank != 2 || ra.dims[1] != rb.dims[0] || ra.dims[0] != rc.dims[0] ||
+        rb.dims[1] != rc.dims[1] || !dist_layout_equal(rc.L, rd.L)) {
+        cg_err(c, TSL_ERR_SHAPE, "mma: shapes or layouts do not agree");
+        goto done;
+    }
+    declare(c, s, &rd);
+    cg_line(c, "{");
+    c->ind++;
+    if (!mma_fast(c, &ra, &rb, &rc, &rd)) {
+        /* generic: all three operands through scratch, each D element a dot product */
+        int64_t M = ra.dims[0], K = ra.dims[1], N = rb.dims[1];
+        need_scratch(c, (M * K + K * N + M * N) * 4);
+        cg_line(c, "/* generic mma through shared scratch (layouts are not tiled atom fragments) */");
+        scratch_write(c, &ra, "float", 0, "ta");
+        scratch_write(c, &rb, "float", M * K * 4, "tb");
+        scratch_write(c, &rc, "float", (M * K + K * N) * 4, "tc");
+        declare_tparts(c, &rd, "td");
+        int64_t base = scratch_base(c);
+        cg_line(c, "const float *sa = (const float *)(tsl_smem + %lld), *sb = sa + %lld, *sc = sb + %lld;",
+                (long long)base, (long long)(M * K), (long long)(K * N));
+        for (int64_t l = 0; l < rd.locals; l++) {
+            cg_line(c, "{");
+            c->ind++;
+            cg_line(c, "const I i = td0 + %lld, j = td1 + %lld;", (long long)rd.lc[l * 2], (long long)rd.lc[l * 2 + 1]);
+            cg_line(c, "float acc = sc[i * %lld + j];", (long long)N);
+            cg_line(c, "for (int kk = 0; kk < %lld; kk++) acc = fmaf(sa[i * %lld + kk], sb[kk * %lld + j], acc);",
+                    (long long)K, (long long)K, (long long)N);
+            cg_line(c, "%s[%lld] = tsl_to<%s>::f(acc);", cg_name(c, dv), (long long)l, cg_ctype(dv->type.dt));
+            c->ind--;
+            cg_line(c, "}");
+        }
+    }
+    c->ind--;
+    cg_line(c, "}");
+done:
+    cg_rinfo_free(&ra);
+    cg_rinfo_free(&rb);
+    cg_rinfo_free(&rc);
+    cg_rinfo_free(&rd);
+}
+
+/* ---- print ------------------------------------------------------------------------------------ */
+
+static void emit_print(cg *c, const tile_stmt *s)
+{
+    const tile_operand *o = &s->instr.args[0];
+    const char *blk = "(long long)blockIdx.x, (long long)blockIdx.y, (long long)blockIdx.z";
+    if (!o->v || o->v->kind == TILE_V_SCALAR) {
+        strbuf e = {0};
+        if (o->v) sb_printf(&e, "(double)%s", cg_name(c, o->v));
+        else cg_num(c, &e, o->scalar);
+        cg_line(c, "if (tid == 0) printf(\"block (%%lld,%%lld,%%lld): %s = %%g\\n\", %s, %s);",
+                o->v ? o->v->name : "value", blk, sb_str(&e));
+        sb_free(&e);
+        return;
+    }
+    const tile_value *v = arg_reg(c, o);
+    if (!v) return;
+    rinfo ri;
+    if (cg_rinfo(c, v, &ri)) return;
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "if (tid == 0) printf(\"block (%%lld,%%lld,%%lld): %s (thread, local) -> [coord] value\\n\", %s);",
+            v->name, blk);
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "{");
+    c->ind++;
+    declare_tparts(c, &ri, "tp");
+    for (int64_t l = 0; l < ri.locals; l++) {
+        strbuf fmt = {0}, args = {0};
+        for (int d = 0; d < ri.rank; d++) {
+            sb_printf(&fmt, "%s%%lld", d ? "," : "");
+            sb_printf(&args, ", (long long)(tp%d + %lld)", d, (long long)ri.lc[l * ri.rank + d]);
+        }
+        cg_line(c, "printf(\"  (%%lld,%%lld) -> [%s] %%g\\n\", (long long)tid, %lldLL%s, (double)tsl_c(%s[%lld]));",
+                sb_str(&fmt), (long long)l, sb_str(&args), cg_name(c, v), (long long)l);
+        sb_free(&fmt);
+        sb_free(&args);
+    }
+    c->ind--;
+    cg_line(c, "}");
+    cg_rinfo_free(&ri);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------- */
+
+void cg_instr(cg *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    switch (in->op) {
+    case TILE_I_ALLOC: emit_alloc(c, s); return;
+    case TILE_I_LOAD_GLOBAL:
+    case TILE_I_STORE_GLOBAL:
+    case TILE_I_LOAD_SHARED:
+    case TILE_I_STORE_SHARED: emit_transfer(c, s); return;
+    case TILE_I_COPY_ASYNC: emit_copy_async(c, s); return;
+    case TILE_I_COMMIT: cg_line(c, "asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");"); return;
+    case TILE_I_WAIT: {
+        int64_t n = 0;
+        if (!in->nargs || !in->args[0].scalar || !tile_expr_const(in->args[0].scalar, &n) || n < 0 || n > 7) {
+            cg_err(c, TSL_ERR_SEMANTIC, "wait needs a constant count 0..7");
+            return;
+        }
+        cg_line(c, "asm volatile(\"cp.async.wait_group %lld;\\n\" ::: \"memory\");", (long long)n);
+        return;
+    }
+    case TILE_I_SYNC: cg_line(c, "__syncthreads();"); return;
+    case TILE_I_MMA: emit_mma(c, s); return;
+    case TILE_I_VIEW: emit_view(c, s); return;
+    case TILE_I_REDUCE_SUM:
+    case TILE_I_REDUCE_MAX:
+    case TILE_I_REDUCE_MIN: emit_reduce(c, s); return;
+    case TILE_I_BROADCAST: emit_broadcast(c, s); return;
+    case TILE_I_SHUFFLE_XOR:
+    case TILE_I_SHUFFLE_UP:
+    case TILE_I_SHUFFLE_DOWN:
+    case TILE_I_SHUFFLE_IDX: emit_shuffle(c, s); return;
+    case TILE_I_PRINT: emit_print(c, s); return;
+    default:
+        if (in->op == TILE_I_CAST || in->op == TILE_I_COPY || tile_op_is_unary(in->op) || tile_op_is_binary(in->op)) {
+            emit_elementwise(c, s);
+            return;
+        }
+        cg_err(c, TSL_ERR_UNAVAILABLE, "instruction '%s' is not supported by the CUDA generator",
+               tile_op_info_of(in->op)->name);
+    }
+}

@@ -1,0 +1,82 @@
+/* cuda_int.h — shared between the CUDA generator's files: cuda.c (kernel,
+ * statements, expressions, addressing) and cuda_instr.c (one emitter per
+ * instruction). Not a public interface. */
+#ifndef TSL_CODEGEN_CUDA_INT_H
+#define TSL_CODEGEN_CUDA_INT_H
+
+#include <stdarg.h>
+
+#include "codegen/cuda.h"
+#include "layout/layout.h"
+#include "tile/pipeline.h"
+
+#define CG_MAX_RANK 8
+#define CG_NAMEBUFS 8
+
+typedef struct cg {
+    const tile_kernel *k;
+    strbuf *o;
+    tsl_diag *d;
+    int ind;           /* indentation level of cg_line */
+    int64_t *soff;     /* [nvalues]: byte offset of a shared tensor in tsl_smem, else -1 */
+    int64_t smem;      /* bytes of shared allocations */
+    int64_t scratch;   /* bytes of scratch the fallbacks need (after the allocations) */
+    int uid;           /* fresh temporaries */
+    tsl_status st;     /* first error; emission stops there */
+    char names[CG_NAMEBUFS][96];
+    int nameslot;
+} cg;
+
+/* A register tensor: coordinate(tid, l)[d] = tpart(tid, d) + lc[l*rank + d]. */
+typedef struct rinfo {
+    const tile_value *v;
+    const dist_layout *L;
+    int rank, lead; /* tensor rank; layout rank - tensor rank (leading extent-1 dims) */
+    int64_t dims[CG_MAX_RANK];
+    int64_t threads, locals;
+    int nterm;
+    struct {
+        int dim;
+        int64_t div, ext, w; /* ((tid / div) % ext) * w */
+    } term[DIST_MAX_AXES];
+    int nrep;
+    struct {
+        int64_t div, ext; /* replica digit (tid / div) % ext */
+    } rep[DIST_MAX_AXES];
+    int64_t *lc; /* [locals * rank] */
+} rinfo;
+
+/* A global or shared operand view: tile offsets (C code) and extents. */
+typedef struct gview {
+    const tile_value *v;
+    int rank;
+    char *off[CG_MAX_RANK];
+    int64_t ext[CG_MAX_RANK]; /* -1: untiled */
+} gview;
+
+tsl_status cg_err(cg *c, tsl_status st, const char *fmt, ...) TSL_PRINTF(3, 4);
+void cg_line(cg *c, const char *fmt, ...) TSL_PRINTF(2, 3);
+const char *cg_name(cg *c, const tile_value *v);
+const char *cg_ctype(tile_dtype dt);
+int cg_esize(tile_dtype dt);
+int cg_is_float_math(tile_dtype dt);
+tsl_status cg_check_dtype(cg *c, const tile_value *v);
+void cg_expr(cg *c, strbuf *sb, const tile_expr *e);
+void cg_num(cg *c, strbuf *sb, const tile_expr *e);
+
+tsl_status cg_rinfo(cg *c, const tile_value *v, rinfo *ri);
+void cg_rinfo_free(rinfo *ri);
+int64_t cg_rinfo_tpart(const rinfo *ri, int64_t t, int d);
+void cg_tpart(cg *c, strbuf *sb, const rinfo *ri, int d);
+void cg_owner(cg *c, strbuf *sb, const rinfo *ri);
+
+tsl_status cg_shared_dims(cg *c, const tile_value *v, int64_t *dims);
+tsl_status cg_shared_off(cg *c, strbuf *sb, const tile_value *v, char *const *co);
+int64_t cg_shared_off_const(const tile_value *v, const int64_t *dims, const int64_t *co);
+tsl_status cg_view(cg *c, const tile_operand *o, gview *gv);
+void cg_view_free(gview *gv);
+
+/* cuda_instr.c */
+void cg_instr(cg *c, const tile_stmt *s);
+
+#endif

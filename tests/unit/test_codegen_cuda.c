@@ -1,0 +1,504 @@
+/* test_codegen_cuda.c — the CUDA generator (src/codegen/cuda*.c).
+ *
+ * Every kernel of examples/tile/ and tests/tile_golden/ that the tile
+ * interpreter runs: the generated CUDA compiles with NVRTC for sm_80 and
+ * sm_90a with no spills and no stack frame (ptxas report). With a GPU
+ * (rt_cuda_open succeeds) each also runs on random data — sizes 1 and
+ * sizes that are no tile multiple, outputs poisoned with NaN first — and
+ * is compared with the interpreter, then timed (events, median of 10);
+ * the fp16 GEMM also runs at 4096^3 and prints its TFLOP/s. Without NVRTC
+ * or without a GPU those parts print "skipped: ..." and pass. */
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../test.h"
+#include "codegen/cuda.h"
+#include "runtime/runtime.h"
+#include "tile/interp.h"
+#include "tile/tile.h"
+
+#define MAXP 16
+
+static int have_nvrtc(void)
+{
+    tsl_diag d = {0};
+    int ok = rt_cuda_nvrtc_available(&d) == TSL_OK;
+    if (!ok) printf("    skipped: no NVRTC (%s)\n", sb_str(&d.msg));
+    diag_free(&d);
+    return ok;
+}
+
+static int gpu_state = -1; /* -1 unknown, 0 none, 1 present */
+
+static int have_gpu(void)
+{
+    if (gpu_state < 0) {
+        tsl_diag d = {0};
+        rt_cuda_device *dev = NULL;
+        gpu_state = rt_cuda_open(&dev, &d) == TSL_OK;
+        if (gpu_state) printf("    GPU: %s (%s)\n", rt_cuda_device_info(dev)->name, rt_cuda_device_info(dev)->arch);
+        rt_cuda_close(dev);
+        diag_free(&d);
+    }
+    return gpu_state;
+}
+
+/* ---- arguments ------------------------------------------------------------------------ */
+
+typedef struct run_set {
+    tile_interp_arg args[MAXP];
+    DLTensor *t[MAXP];
+    int n;
+} run_set;
+
+static void set_free(run_set *r)
+{
+    for (int i = 0; i < r->n; i++) tsl_tensor_free(r->t[i]);
+    memset(r, 0, sizeof *r);
+}
+
+static int is_output(const tile_kernel *k, const tile_value *v)
+{
+    const tile_value *outs[MAXP];
+    int n = tile_interp_outputs(k, outs, MAXP);
+    for (int i = 0; i < n; i++)
+        if (outs[i] == v) return 1;
+    return 0;
+}
+
+static int64_t sym_value(const tile_kernel *k, const tile_value *s, const int64_t *symv)
+{
+    for (int i = 0; i < k->nsyms; i++)
+        if (k->syms[i] == s) return symv[i];
+    return 1;
+}
+
+/* Random inputs (never all zeros), outputs poisoned (NaN for floats). */
+static int make_set(const tile_kernel *k, const int64_t *symv, run_set *r)
+{
+    memset(r, 0, sizeof *r);
+    for (int p = 0; p < k->nparams && p < MAXP; p++) {
+        const tile_value *v = k->params[p];
+        r->args[p].name = v->name;
+        r->n = p + 1;
+        if (v->kind == TILE_V_SCALAR) {
+            r->args[p].ival = test_rand_int(1, 9);
+            continue;
+        }
+        tsl_dtype dt;
+        if (tile_dtype_to_tsl(v->type.dt, &dt)) return 0;
+        int64_t shape[8];
+        for (int i = 0; i < v->type.rank; i++) {
+            int64_t x;
+            if (tile_expr_const(v->type.dims[i], &x)) shape[i] = x;
+            else if (v->type.dims[i]->kind == TILE_E_VALUE) shape[i] = sym_value(k, v->type.dims[i]->v, symv);
+            else return 0;
+        }
+        DLTensor *t = tsl_tensor_alloc(dt, v->type.rank, shape);
+        if (!t) return 0;
+        r->t[p] = t;
+        r->args[p].t = t;
+        int64_t n = 1;
+        for (int i = 0; i < v->type.rank; i++) n *= shape[i];
+        size_t es = tsl_dtype_size(dt);
+        int out = is_output(k, v);
+        for (int64_t i = 0; i < n; i++) {
+            double x = dt == TSL_DTYPE_BOOL ? (double)test_rand_int(0, 1)
+                       : dtype_info_of(dt)->is_float ? test_rand_double(-1, 1)
+                                                     : (double)test_rand_int(1, 9);
+            if (out && dtype_info_of(dt)->is_float) x = NAN;
+            dtype_store(dt, (char *)t->data + i * (int64_t)es, x);
+        }
+    }
+    return 1;
+}
+
+static int copy_set(const tile_kernel *k, const run_set *a, run_set *b)
+{
+    *b = *a;
+    for (int p = 0; p < a->n; p++) {
+        if (!a->t[p]) continue;
+        tsl_dtype dt;
+        tsl_dtype_from_dlpack(a->t[p]->dtype, &dt);
+        b->t[p] = tsl_tensor_alloc(dt, a->t[p]->ndim, a->t[p]->shape);
+        if (!b->t[p]) return 0;
+        int64_t n = 1;
+        for (int i = 0; i < a->t[p]->ndim; i++) n *= a->t[p]->shape[i];
+        memcpy(b->t[p]->data, a->t[p]->data, (size_t)n * tsl_dtype_size(dt));
+        b->args[p].t = b->t[p];
+    }
+    (void)k;
+    return 1;
+}
+
+/* Largest relative error of got vs want over the written tensors; NaN
+ * equals NaN. *bad gets the worst element's description. */
+static int compare_sets(const tile_kernel *k, const run_set *want, const run_set *got, char *bad, size_t nbad)
+{
+    int ok = 1;
+    for (int p = 0; p < want->n; p++) {
+        if (!want->t[p] || !is_output(k, k->params[p])) continue;
+        tsl_dtype dt;
+        tsl_dtype_from_dlpack(want->t[p]->dtype, &dt);
+        double tol = dt == TSL_DTYPE_F16 ? 2e-3 : dt == TSL_DTYPE_BF16 ? 1e-2 : dt == TSL_DTYPE_F32 ? 1e-5
+                     : dt == TSL_DTYPE_F64                               ? 1e-6
+                                                                         : 0;
+        int64_t n = 1;
+        for (int i = 0; i < want->t[p]->ndim; i++) n *= want->t[p]->shape[i];
+        size_t es = tsl_dtype_size(dt);
+        for (int64_t i = 0; i < n; i++) {
+            double w = dtype_load(dt, (char *)want->t[p]->data + i * (int64_t)es);
+            double g = dtype_load(dt, (char *)got->t[p]->data + i * (int64_t)es);
+            if (isnan(w) && isnan(g)) continue;
+            if (isnan(w) != isnan(g) || fabs(w - g) > tol * (1 + fabs(w))) {
+                if (ok) snprintf(bad, nbad, "%s[%lld]: GPU %.9g, interpreter %.9g", k->params[p]->name, (long long)i, g, w);
+                ok = 0;
+            }
+        }
+    }
+    return ok;
+}
+
+/* ---- the programs ------------------------------------------------------------------------ */
+
+typedef struct prog {
+    char *path;
+    char *text;
+    tsl_arena *ar;
+    tile_module *m;
+} prog;
+
+static int load_prog(const char *path, prog *p)
+{
+    memset(p, 0, sizeof *p);
+    p->path = strdup(path);
+    p->text = file_read_all(path, NULL);
+    if (!p->text) return 0;
+    p->ar = arena_create();
+    tsl_source src = {path, p->text};
+    tsl_diag d = {0};
+    tsl_status st = tile_parse(p->ar, &src, &d, &p->m);
+    if (!st) st = tile_verify(p->m, &src, &d);
+    CHECK_MSG(st == TSL_OK, "%s: %s", path, sb_str(&d.msg));
+    diag_free(&d);
+    return st == TSL_OK;
+}
+
+static void free_prog(prog *p)
+{
+    arena_free(p->ar);
+    free(p->text);
+    free(p->path);
+}
+
+/* Every .tile file of the two folders. */
+static int list_programs(char ***out)
+{
+    static const char *const dirs[] = {"examples/tile", "tests/tile_golden"};
+    char **files = NULL;
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        char *dir = NULL;
+        if (asprintf(&dir, "%s/%s", test_root(), dirs[i]) < 0) continue;
+        DIR *dp = opendir(dir);
+        struct dirent *e;
+        while (dp && (e = readdir(dp))) {
+            size_t l = strlen(e->d_name);
+            if (l < 6 || strcmp(e->d_name + l - 5, ".tile")) continue;
+            files = realloc(files, sizeof *files * (size_t)(n + 1));
+            if (asprintf(&files[n], "%s/%s", dir, e->d_name) < 0) continue;
+            n++;
+        }
+        if (dp) closedir(dp);
+        free(dir);
+    }
+    *out = files;
+    return n;
+}
+
+/* Run the interpreter on a copy; 1 when it runs. */
+static int interp_runs(const prog *p, const tile_kernel *k, run_set *set, char **msg)
+{
+    tsl_source src = {p->path, p->text};
+    tsl_diag d = {0};
+    tile_interp_opts o = {0};
+    FILE *devnull = fopen("/dev/null", "w");
+    o.print_to = devnull;
+    tsl_status st = tile_interp_run(k, &src, set->args, set->n, &o, &d);
+    if (devnull) fclose(devnull);
+    if (msg) *msg = strdup(sb_str(&d.msg));
+    diag_free(&d);
+    return st == TSL_OK;
+}
+
+static void pick_sizes(const tile_kernel *k, int ones, int64_t *symv)
+{
+    static const int64_t odd[] = {37, 53, 61, 67, 71, 83, 97, 101, 113, 131};
+    for (int i = 0; i < k->nsyms; i++) symv[i] = ones ? 1 : odd[test_rand_int(0, 9)];
+}
+
+/* ---- NVRTC: every program compiles for sm_80 and sm_90a without spills ---------------- */
+
+static void test_compile_all(void)
+{
+    if (!have_nvrtc()) return;
+    char **files = NULL;
+    int nf = list_programs(&files);
+    CHECK(nf >= 10);
+    int compiled = 0;
+    for (int f = 0; f < nf; f++) {
+        prog p;
+        if (!load_prog(files[f], &p)) {
+            free_prog(&p);
+            continue;
+        }
+        const char *base = strrchr(files[f], '/') + 1;
+        for (int ki = 0; ki < p.m->nkernels; ki++) {
+            const tile_kernel *k = p.m->kernels[ki];
+            int64_t symv[16] = {0};
+            pick_sizes(k, 0, symv);
+            run_set set;
+            char *msg = NULL;
+            int runs = make_set(k, symv, &set) && interp_runs(&p, k, &set, &msg);
+            set_free(&set);
+            if (!runs) {
+                printf("    %s:%s: skipped (the interpreter does not run it: %.120s)\n", base, k->name,
+                       msg ? msg : "unsupported dtype");
+                free(msg);
+                continue;
+            }
+            free(msg);
+            strbuf src = {0};
+            tsl_diag d = {0};
+            tsl_status st = cg_cuda_emit(p.m, k, &src, &d);
+            CHECK_MSG(st == TSL_OK, "%s:%s: emit: %s", base, k->name, sb_str(&d.msg));
+            static const char *const archs[] = {"sm_80", "sm_90a"};
+            for (int a = 0; st == TSL_OK && a < 2; a++) {
+                rt_cuda_options o = {0};
+                o.ptxas_verbose = 1;
+                o.name = k->name;
+                void *cubin = NULL;
+                size_t n = 0;
+                char *log = NULL;
+                diag_reset(&d);
+                tsl_status cs = rt_cuda_compile(sb_str(&src), archs[a], &o, &cubin, &n, &log, &d);
+                CHECK_MSG(cs == TSL_OK, "%s:%s: NVRTC %s: %s", base, k->name, archs[a], sb_str(&d.msg));
+                if (cs == TSL_OK) {
+                    rt_ptxas_report r;
+                    rt_cuda_ptxas_parse(log, &r);
+                    CHECK_MSG(r.found >= 1, "%s:%s: no ptxas report in the log", base, k->name);
+                    /* printf's argument buffer is a stack frame: kernels that print may have one */
+                    int prints = strstr(sb_str(&src), "printf(") != NULL;
+                    CHECK_MSG(r.spill_stores == 0 && r.spill_loads == 0 && (r.stack_frame == 0 || prints),
+                              "%s:%s %s: spills %d/%d bytes, stack frame %d bytes", base, k->name, archs[a],
+                              r.spill_stores, r.spill_loads, r.stack_frame);
+                    printf("    %s:%s %s: %d registers, spills %d/%d, stack %d\n", base, k->name, archs[a],
+                           r.registers, r.spill_stores, r.spill_loads, r.stack_frame);
+                    compiled++;
+                }
+                free(cubin);
+                free(log);
+            }
+            diag_free(&d);
+            sb_free(&src);
+        }
+        free_prog(&p);
+    }
+    CHECK(compiled >= 2 * 10);
+    for (int f = 0; f < nf; f++) free(files[f]);
+    free(files);
+}
+
+/* ---- GPU: the same answers as the interpreter ------------------------------------------ */
+
+static void test_gpu_matches_interp(void)
+{
+    if (!have_nvrtc() || !have_gpu()) {
+        printf("    skipped: no GPU\n");
+        return;
+    }
+    char **files = NULL;
+    int nf = list_programs(&files);
+    for (int f = 0; f < nf; f++) {
+        prog p;
+        if (!load_prog(files[f], &p)) {
+            free_prog(&p);
+            continue;
+        }
+        const char *base = strrchr(files[f], '/') + 1;
+        for (int ki = 0; ki < p.m->nkernels; ki++) {
+            const tile_kernel *k = p.m->kernels[ki];
+            for (int round = 0; round < 3; round++) {
+                int64_t symv[16] = {0};
+                pick_sizes(k, round == 0, symv);
+                run_set want, got;
+                if (!make_set(k, symv, &want)) break;
+                if (!copy_set(k, &want, &got) || !interp_runs(&p, k, &want, NULL)) {
+                    set_free(&want);
+                    for (int i = 0; i < got.n; i++) tsl_tensor_free(got.t[i]);
+                    break;
+                }
+                tsl_diag d = {0};
+                cg_cuda_run_opts o = {0};
+                o.reps = round == 2 ? 10 : 0;
+                o.force_i64 = round == 1;
+                tsl_status st = cg_cuda_run_opt(p.m, k, got.args, got.n, &o, &d);
+                CHECK_MSG(st == TSL_OK, "%s:%s: GPU run: %s", base, k->name, sb_str(&d.msg));
+                char bad[256] = "";
+                if (st == TSL_OK)
+                    CHECK_MSG(compare_sets(k, &want, &got, bad, sizeof bad), "%s:%s (sizes %s, i%s): %s", base,
+                              k->name, round == 0 ? "1" : "odd", o.used_i64 ? "64" : "32", bad);
+                if (st == TSL_OK && round == 2)
+                    printf("    time %s:%s: %.4f ms (median of 10)\n", base, k->name, o.median_ms);
+                diag_free(&d);
+                set_free(&want);
+                set_free(&got);
+            }
+        }
+        free_prog(&p);
+    }
+    for (int f = 0; f < nf; f++) free(files[f]);
+    free(files);
+}
+
+/* gemm.tile at 4096^3 fp16: sampled elements against a double dot product,
+ * then the time and TFLOP/s. */
+static void test_gpu_gemm_4096(void)
+{
+    if (!have_nvrtc() || !have_gpu()) {
+        printf("    skipped: no GPU\n");
+        return;
+    }
+    static const char *const names[] = {"examples/tile/gemm.tile", "examples/tile/gemm_pipelined.tile"};
+    for (int g = 0; g < 2; g++) {
+        char *path = NULL;
+        if (asprintf(&path, "%s/%s", test_root(), names[g]) < 0) return;
+        prog p;
+        if (!load_prog(path, &p)) {
+            free_prog(&p);
+            free(path);
+            continue;
+        }
+        const tile_kernel *k = p.m->kernels[0];
+        const int64_t S = 4096;
+        int64_t sa[2] = {S, S};
+        DLTensor *a = tsl_tensor_alloc(TSL_DTYPE_F16, 2, sa), *b = tsl_tensor_alloc(TSL_DTYPE_F16, 2, sa),
+                 *c = tsl_tensor_alloc(TSL_DTYPE_F32, 2, sa);
+        uint16_t *ah = a->data, *bh = b->data;
+        float *ch = c->data;
+        for (int64_t i = 0; i < S * S; i++) {
+            ah[i] = f32_to_f16((float)test_rand_double(-1, 1));
+            bh[i] = f32_to_f16((float)test_rand_double(-1, 1));
+            ch[i] = NAN;
+        }
+        tile_interp_arg args[3] = {{.name = k->params[0]->name, .t = a},
+                                   {.name = k->params[1]->name, .t = b},
+                                   {.name = k->params[2]->name, .t = c}};
+        tsl_diag d = {0};
+        cg_cuda_run_opts o = {0};
+        o.reps = 10;
+        tsl_status st = cg_cuda_run_opt(p.m, k, args, 3, &o, &d);
+        CHECK_MSG(st == TSL_OK, "%s 4096^3: %s", names[g], sb_str(&d.msg));
+        if (st == TSL_OK) {
+            int bad = 0;
+            for (int s = 0; s < 64; s++) {
+                int64_t i = test_rand_int(0, S - 1), j = test_rand_int(0, S - 1);
+                double ref = 0;
+                for (int64_t kk = 0; kk < S; kk++) ref += (double)f16_to_f32(ah[i * S + kk]) * f16_to_f32(bh[kk * S + j]);
+                if (!(fabs(ch[i * S + j] - ref) <= 1e-3 * (1 + fabs(ref)))) {
+                    if (!bad) CHECK_MSG(0, "%s 4096^3: C[%lld,%lld] = %g, want %g", names[g], (long long)i, (long long)j,
+                                        ch[i * S + j], ref);
+                    bad = 1;
+                }
+            }
+            double tflops = 2.0 * S * S * S / (o.median_ms * 1e-3) / 1e12;
+            printf("    time %s fp16 4096x4096x4096: %.3f ms (median of 10), %.1f TFLOP/s\n", names[g], o.median_ms,
+                   tflops);
+        }
+        diag_free(&d);
+        tsl_tensor_free(a);
+        tsl_tensor_free(b);
+        tsl_tensor_free(c);
+        free_prog(&p);
+        free(path);
+    }
+}
+
+/* ---- generator properties (no NVRTC needed) ------------------------------------------------ */
+
+static tsl_status emit_text(const char *text, strbuf *out, tsl_diag *d)
+{
+    tsl_arena *ar = arena_create();
+    tsl_source src = {"t.tile", text};
+    tile_module *m = NULL;
+    tsl_status st = tile_parse(ar, &src, d, &m);
+    if (!st) st = cg_cuda_emit(m, m->kernels[0], out, d);
+    arena_free(ar);
+    return st;
+}
+
+static void test_emit_shape(void)
+{
+    strbuf sb = {0};
+    tsl_diag d = {0};
+    const char *text =
+        "kernel scale(X: global f32[N], Y: global f32[N]) grid(cdiv(N, 256)) threads(128) {\n"
+        "  x = load_global X[block_idx.x * 256] -> register f32[256] layout spatial(128).local(2) fill 0.0\n"
+        "  y = mul x, 3\n"
+        "  store_global y -> Y[block_idx.x * 256]\n"
+        "}\n";
+    CHECK_EQ_INT(emit_text(text, &sb, &d), TSL_OK);
+    const char *s = sb_str(&sb);
+    CHECK(strstr(s, "extern \"C\" __global__ void __launch_bounds__(128) tsl_cuda_scale_i32("));
+    CHECK(strstr(s, "tsl_cuda_scale_i64("));
+    CHECK(strstr(s, "/* x = load_global X[block_idx.x * 256] -> register f32[256]"));
+    CHECK(strstr(s, "/* store_global y -> Y[block_idx.x * 256] */"));
+    sb_free(&sb);
+    diag_free(&d);
+
+    /* a pipeline is expanded first (on a copy) */
+    char *path = NULL;
+    CHECK(asprintf(&path, "%s/examples/tile/gemm_pipelined.tile", test_root()) > 0);
+    prog p;
+    if (load_prog(path, &p)) {
+        char *before = tile_print(p.m);
+        CHECK_EQ_INT(cg_cuda_emit(p.m, p.m->kernels[0], &sb, &d), TSL_OK);
+        CHECK(strstr(sb_str(&sb), "cp.async.wait_group"));
+        CHECK(strstr(sb_str(&sb), "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+        char *after = tile_print(p.m);
+        CHECK_EQ_STR(before, after);
+        free(before);
+        free(after);
+    }
+    free_prog(&p);
+    free(path);
+    sb_free(&sb);
+    diag_free(&d);
+}
+
+static void test_emit_errors(void)
+{
+    strbuf sb = {0};
+    tsl_diag d = {0};
+    const char *text = "kernel lb(A: global u4[64]) grid(1) threads(64) {\n"
+                       "  a = load_global A[0] -> register u4[64] layout spatial(64)\n"
+                       "  store_global a -> A[0]\n"
+                       "}\n";
+    CHECK_EQ_INT(emit_text(text, &sb, &d), TSL_ERR_UNAVAILABLE);
+    CHECK(strstr(sb_str(&d.msg), "u4"));
+    sb_free(&sb);
+    diag_free(&d);
+}
+
+TEST_SUITE(codegen_cuda) = {
+    {"emit_shape", test_emit_shape},
+    {"emit_errors", test_emit_errors},
+    {"compile_all", test_compile_all},
+    {"gpu_matches_interp", test_gpu_matches_interp},
+    {"gpu_gemm_4096", test_gpu_gemm_4096},
+    {0},
+};
