@@ -55,7 +55,9 @@ typedef struct cgc_tab {
 /* A run-time error a block can return (1-based index in the list). */
 typedef struct cgc_err {
     tsl_status st;
-    char *msg;
+    char *msg;   /* with info: a format taking info[0], info[1] (long long) */
+    char *where; /* " (in `statement`)" or "" */
+    int info;
 } cgc_err;
 
 typedef struct cgc {
@@ -105,8 +107,9 @@ static int cg_err(cgc *c, tsl_status st, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    cgc_err e = {st, arena_printf(c->ar, "%s%s%s%s", msg, c->text ? " (in `" : "",
-                                  c->text ? c->text : "", c->text ? "`)" : "")};
+    cgc_err e = {st, arena_strdup(c->ar, msg),
+                 arena_printf(c->ar, "%s%s%s", c->text ? " (in `" : "", c->text ? c->text : "", c->text ? "`)" : ""),
+                 0};
     ARENA_PUSH(c->ar, c->errs, c->nerrs, c->caperrs, e);
     return c->nerrs;
 }
@@ -1128,31 +1131,53 @@ static void emit_alloc(cgc *c, const tile_stmt *s)
     }
 }
 
-/* Elementwise ops: the interpreter's formula in double (x, y) and, when
- * operands and result are all f32/f16/bf16, the same in float. */
+/* Elementwise ops, one row each: the interpreter's formula over doubles
+ * x, y, z (the operands' held values) and, where it exists, the same in
+ * float when every operand and the result are held as float. `kind`:
+ *   ARITH    the result rounds to the dtype (f32 math for floats <= 32 bits)
+ *   IDIV     ARITH, but on integer results a zero divisor is an error
+ *   CMP      comparison -> bool (scalar operands converted to the tensor's dtype)
+ *   LOGIC    bool operands -> bool
+ *   SELECT   x ? y : z, rounded to the result dtype */
+typedef enum { CGC_ARITH, CGC_IDIV, CGC_CMP, CGC_LOGIC, CGC_SELECT } cgc_ew_kind;
+
 typedef struct cgc_ew {
     tile_op op;
+    cgc_ew_kind kind;
     const char *dbl, *flt;
 } cgc_ew;
 
 static const cgc_ew cgc_ew_table[] = {
-    {TILE_I_COPY, "x", "x"},
-    {TILE_I_CAST, "x", "x"},
-    {TILE_I_NEG, "-x", "-x"},
-    {TILE_I_ABS, "fabs(x)", "fabsf(x)"},
-    {TILE_I_EXP, "(double)expf((float)x)", "expf(x)"},
-    {TILE_I_LOG, "(double)logf((float)x)", "logf(x)"},
-    {TILE_I_SQRT, "(double)sqrtf((float)x)", "sqrtf(x)"},
-    {TILE_I_RSQRT, "(double)(1.0f / sqrtf((float)x))", "1.0f / sqrtf(x)"},
-    {TILE_I_TANH, "(double)tanhf((float)x)", "tanhf(x)"},
-    {TILE_I_SIGMOID, "(double)(1.0f / (1.0f + expf(-(float)x)))", "1.0f / (1.0f + expf(-x))"},
-    {TILE_I_RELU, "x > 0 ? x : 0.0", "x > 0 ? x : 0.0f"},
-    {TILE_I_ADD, "x + y", "x + y"},
-    {TILE_I_SUB, "x - y", "x - y"},
-    {TILE_I_MUL, "x * y", "x * y"},
-    {TILE_I_DIV, "x / y", "x / y"},
-    {TILE_I_MAX, "x > y ? x : y", "x > y ? x : y"},
-    {TILE_I_MIN, "x < y ? x : y", "x < y ? x : y"},
+    {TILE_I_COPY, CGC_ARITH, "x", "x"},
+    {TILE_I_CAST, CGC_ARITH, "x", "x"},
+    {TILE_I_NEG, CGC_ARITH, "-x", "-x"},
+    {TILE_I_ABS, CGC_ARITH, "fabs(x)", "fabsf(x)"},
+    {TILE_I_EXP, CGC_ARITH, "(double)expf((float)x)", "expf(x)"},
+    {TILE_I_LOG, CGC_ARITH, "(double)logf((float)x)", "logf(x)"},
+    {TILE_I_SQRT, CGC_ARITH, "(double)sqrtf((float)x)", "sqrtf(x)"},
+    {TILE_I_RSQRT, CGC_ARITH, "(double)(1.0f / sqrtf((float)x))", "1.0f / sqrtf(x)"},
+    {TILE_I_TANH, CGC_ARITH, "(double)tanhf((float)x)", "tanhf(x)"},
+    {TILE_I_SIGMOID, CGC_ARITH, "(double)(1.0f / (1.0f + expf(-(float)x)))", "1.0f / (1.0f + expf(-x))"},
+    {TILE_I_RELU, CGC_ARITH, "x > 0 ? x : 0.0", "x > 0 ? x : 0.0f"},
+    {TILE_I_ERF, CGC_ARITH, "(double)erff((float)x)", "erff(x)"},
+    {TILE_I_ADD, CGC_ARITH, "x + y", "x + y"},
+    {TILE_I_SUB, CGC_ARITH, "x - y", "x - y"},
+    {TILE_I_MUL, CGC_ARITH, "x * y", "x * y"},
+    {TILE_I_DIV, CGC_IDIV, "x / y", "x / y"},
+    {TILE_I_MAX, CGC_ARITH, "x > y ? x : y", "x > y ? x : y"},
+    {TILE_I_MIN, CGC_ARITH, "x < y ? x : y", "x < y ? x : y"},
+    {TILE_I_MOD, CGC_IDIV, "(double)fmodf((float)x, (float)y)", "fmodf(x, y)"},
+    {TILE_I_POW, CGC_ARITH, "(double)powf((float)x, (float)y)", "powf(x, y)"},
+    {TILE_I_NOT, CGC_LOGIC, "!(x != 0)", NULL},
+    {TILE_I_AND, CGC_LOGIC, "(x != 0) && (y != 0)", NULL},
+    {TILE_I_OR, CGC_LOGIC, "(x != 0) || (y != 0)", NULL},
+    {TILE_I_LT, CGC_CMP, "x < y", NULL},
+    {TILE_I_LE, CGC_CMP, "x <= y", NULL},
+    {TILE_I_GT, CGC_CMP, "x > y", NULL},
+    {TILE_I_GE, CGC_CMP, "x >= y", NULL},
+    {TILE_I_EQ, CGC_CMP, "x == y", NULL},
+    {TILE_I_NE, CGC_CMP, "x != y", NULL},
+    {TILE_I_SELECT, CGC_SELECT, "x != 0 ? y : z", NULL},
 };
 
 static int is_fltreg(tile_dtype t)
@@ -1160,32 +1185,40 @@ static int is_fltreg(tile_dtype t)
     return t.kind == TILE_DT_FLOAT && t.bits <= 32;
 }
 
-/* An elementwise operand: a register tensor laid out like the result, or a
- * scalar. *val is the slot's value expression; *flt whether it is float. */
-static int ew_operand(cgc *c, const tile_operand *o, const tile_value *d, char **val, int *flt)
+static int is_intreg(tile_dtype t)
 {
+    return t.kind == TILE_DT_INT || t.kind == TILE_DT_UINT;
+}
+
+/* An elementwise operand: a register tensor laid out like `like`, or a
+ * scalar (expr or scalar parameter). *val is the slot's value expression
+ * (a double for scalars); *flt whether it is float-held; *t the tensor. */
+static int ew_operand(cgc *c, const tile_operand *o, const tile_value *like, char **val, int *flt,
+                      const tile_value **t)
+{
+    *t = NULL;
+    *flt = 0;
     if (!o->v) {
         *val = cnum(c, o->scalar);
-        *flt = 0;
         return 1;
     }
     if (o->v->kind == TILE_V_SCALAR) {
         *val = arena_printf(c->ar, "(double)v%d", o->v->id);
-        *flt = 0;
         return 1;
     }
-    const tile_value *t = reg_arg(c, o);
-    if (!t) return 0;
-    const cgc_tab *a = &c->tabv[rt(c, t)], *b = &c->tabv[rt(c, d)];
+    const tile_value *x = reg_arg(c, o);
+    if (!x) return 0;
+    const cgc_tab *a = &c->tabv[rt(c, x)], *b = &c->tabv[rt(c, like)];
     if (!dist_layout_equal(a->lay, b->lay) || a->rank != b->rank ||
         memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank)) {
         cg_fail(c, TSL_ERR_SHAPE,
                 "'%s' is not laid out like the result (same shape and layout needed; use copy "
-                "through shared memory to change layout)", t->name);
+                "through shared memory to change layout)", x->name);
         return 0;
     }
-    *val = arena_printf(c->ar, "%s[i]", rname(c, t));
-    *flt = is_fltreg(t->type.dt);
+    *val = arena_printf(c->ar, "%s[i]", rname(c, x));
+    *flt = is_fltreg(x->type.dt);
+    *t = x;
     return 1;
 }
 
@@ -1197,36 +1230,167 @@ static void emit_elementwise(cgc *c, const tile_stmt *s)
     const cgc_ew *row = NULL;
     for (size_t i = 0; i < TSL_COUNTOF(cgc_ew_table); i++)
         if (cgc_ew_table[i].op == in->op) row = &cgc_ew_table[i];
-    if (!row) {
+    if (!row || in->nargs < 1 || in->nargs > 3) {
         cg_fail(c, TSL_ERR_UNAVAILABLE, "no elementwise emitter for '%s'", tile_op_info_of(in->op)->name);
         return;
     }
-    char *x = NULL, *y = NULL;
-    int fx = 0, fy = 1, bin = tile_op_is_binary(in->op);
-    if (!ew_operand(c, &in->args[0], d, &x, &fx)) return;
-    if (bin && !ew_operand(c, &in->args[1], d, &y, &fy)) return;
+    char *v[3] = {NULL, NULL, NULL};
+    int fl[3] = {1, 1, 1}, n = in->nargs;
+    const tile_value *tv[3] = {NULL, NULL, NULL}, *first = NULL;
+    for (int a = 0; a < n; a++) {
+        if (!ew_operand(c, &in->args[a], d, &v[a], &fl[a], &tv[a])) return;
+        if (tv[a] && !first && !(row->kind == CGC_SELECT && a == 0)) first = tv[a];
+    }
+    /* new-style rows convert a scalar operand to the tensor's dtype first */
+    if (in->op >= TILE_I_IOTA && first)
+        for (int a = 0; a < n; a++)
+            if (!tv[a] && !(row->kind == CGC_SELECT && a == 0))
+                v[a] = arena_printf(c->ar, "(double)%s", rnd(c, first->type.dt, v[a]));
     tile_dtype dt = d->type.dt;
     int cast = in->op == TILE_I_CAST;
-    /* float path: every operand float-held and the result f32/f16/bf16
-     * (for casts only f32 -> f32-held dtypes: the value is exact) */
-    int flt = fx && fy && is_fltreg(dt);
+    int flt = row->flt && is_fltreg(dt);
+    for (int a = 0; a < n; a++) flt &= fl[a];
     const cgc_tab *tb = &c->tabv[rt(c, d)];
+    const char *names = "xyz";
+    int zerodiv = row->kind == CGC_IDIV && is_intreg(dt);
+    int id = zerodiv ? cg_err(c, TSL_ERR_RUNTIME, "integer division by zero") : 0;
+    const char *tc = zerodiv ? tab_coord(c, rt(c, d)) : NULL;
     L(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
     c->ind++;
+    for (int a = 0; a < n; a++) L(c, "const %s %c = %s;", flt ? "float" : "double", names[a], v[a]);
     if (flt) {
-        L(c, "const float x = %s;", x);
-        if (bin) L(c, "const float y = %s;", y);
-        const char *v = arena_printf(c->ar, "(%s)", row->flt);
-        if (dt.bits == 32) L(c, "%s[i] = %s;", rname(c, d), v);
-        else L(c, "%s[i] = %s;", rname(c, d), rnd(c, dt, v));
+        const char *e = arena_printf(c->ar, "(%s)", row->flt);
+        L(c, "%s[i] = %s;", rname(c, d), dt.bits == 32 ? e : rnd(c, dt, e));
+    } else if (zerodiv) {
+        /* C semantics on integers: truncating division, remainder with the
+         * sign of x; a zero divisor in a slot inside the tensor is an error */
+        L(c, "if (y == 0) {");
+        L(c, "    if (%s[i][0] >= 0) return %d;", tc, id);
+        L(c, "    %s[i] = 0;", rname(c, d));
+        L(c, "    continue;");
+        L(c, "}");
+        L(c, "%s[i] = %s;", rname(c, d),
+          rnd(c, dt, in->op == TILE_I_DIV ? "trunc(x / y)" : "(double)((int64_t)x % (y == -1 ? 1 : (int64_t)y))"));
     } else {
-        L(c, "const double x = %s;", x);
-        if (bin) L(c, "const double y = %s;", y);
-        const char *v = arena_printf(c->ar, "(%s)", row->dbl);
-        /* arithmetic on f16/bf16/f32 happens in f32, then rounds to the dtype */
-        if (!cast && dt.kind == TILE_DT_FLOAT && dt.bits <= 32) v = arena_printf(c->ar, "(double)(float)%s", v);
-        L(c, "%s[i] = %s;", rname(c, d), rnd(c, dt, v));
+        const char *e = arena_printf(c->ar, "(%s)", row->dbl);
+        if (row->kind == CGC_CMP || row->kind == CGC_LOGIC) {
+            L(c, "%s[i] = (%s)%s;", rname(c, d), reg_ctype(dt), e);
+        } else {
+            /* arithmetic on f16/bf16/f32 happens in f32, then rounds to the dtype */
+            if (!cast && row->kind != CGC_SELECT && dt.kind == TILE_DT_FLOAT && dt.bits <= 32)
+                e = arena_printf(c->ar, "(double)(float)%s", e);
+            L(c, "%s[i] = %s;", rname(c, d), rnd(c, dt, e));
+        }
     }
+    c->ind--;
+    L(c, "}");
+}
+
+/* iota [OFF] dim D: each element is its coordinate along D plus OFF. */
+static void emit_iota(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *d = reg_dst(c, s);
+    if (!d) return;
+    const cgc_tab *tb = &c->tabv[rt(c, d)];
+    if (in->dim < 0 || in->dim >= tb->rank) {
+        cg_fail(c, TSL_ERR_SHAPE, "iota: dim %d of a rank-%d result", in->dim, tb->rank);
+        return;
+    }
+    const char *off = in->nargs && in->args[0].scalar ? tmp_int(c, in->args[0].scalar) : "((int64_t)0)";
+    const char *tc = tab_coord(c, rt(c, d));
+    L(c, "for (int64_t i = 0; i < %lld; i++)", (long long)tb->ns);
+    L(c, "    %s[i] = %s[i][0] < 0 ? %s : %s;", rname(c, d), tc, pad_value(d->type.dt),
+      rnd(c, d->type.dt, arena_printf(c->ar, "(double)((int64_t)%s[i][%d] + %s)", tc, in->dim, off)));
+}
+
+/* gather T, i... -> R [mask M] / scatter x -> T, i... [mask M]: per lane
+ * (a slot inside the tensor), the element of global T at the indices; a
+ * masked-off lane moves nothing (gather: 0); an index outside T's extent
+ * is a run-time error naming the tensor, dim, index and bound. */
+static void emit_gather(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    int gather = in->op == TILE_I_GATHER;
+    const tile_operand *top = gather ? &in->args[0] : in->has_dst ? &in->dst : NULL;
+    const tile_value *lanes = gather ? reg_dst(c, s) : reg_arg(c, &in->args[0]);
+    if (!lanes) return;
+    if (!top || !top->v || top->v->kind != TILE_V_TENSOR || top->v->type.space != TILE_GLOBAL || top->nsteps) {
+        cg_fail(c, TSL_ERR_SEMANTIC, "%s: the tensor must be a whole global tensor", gather ? "gather" : "scatter");
+        return;
+    }
+    const tile_value *T = top->v;
+    int r = T->type.rank, first = gather ? 1 : 1;
+    if (in->nargs - first != r) {
+        cg_fail(c, TSL_ERR_SHAPE, "%s: %d indices for '%s' of rank %d", gather ? "gather" : "scatter",
+                in->nargs - first, T->name, r);
+        return;
+    }
+    char *idx[CGC_MAX_RANK];
+    for (int j = 0; j < r; j++) {
+        const tile_operand *o = &in->args[first + j];
+        if (!o->v) {
+            idx[j] = tmp_int(c, o->scalar);
+        } else if (o->v->kind == TILE_V_SCALAR) {
+            idx[j] = arena_printf(c->ar, "v%d", o->v->id);
+        } else {
+            char *val;
+            int fl;
+            const tile_value *t;
+            if (!ew_operand(c, o, lanes, &val, &fl, &t)) return;
+            if (!is_intreg(t->type.dt)) {
+                cg_fail(c, TSL_ERR_SEMANTIC, "index '%s' must be an integer tensor", t->name);
+                return;
+            }
+            idx[j] = arena_printf(c->ar, "(int64_t)%s", val);
+        }
+    }
+    const cgc_tab *tb = &c->tabv[rt(c, lanes)];
+    const char *tc = tab_coord(c, rt(c, lanes)), *g = gname(c, T);
+    L(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
+    c->ind++;
+    if (gather) {
+        L(c, "if (%s[i][0] < 0) {", tc);
+        L(c, "    %s[i] = %s;", rname(c, lanes), pad_value(lanes->type.dt));
+        L(c, "    continue;");
+        L(c, "}");
+    } else {
+        L(c, "if (%s[i][0] < 0) continue;", tc);
+    }
+    if (in->mask) {
+        if (rt(c, in->mask) < 0 || !dist_layout_equal(c->tabv[rt(c, in->mask)].lay, tb->lay)) {
+            cg_fail(c, TSL_ERR_SHAPE, "mask '%s' must be laid out like the lanes", in->mask->name);
+            return;
+        }
+        if (gather) {
+            L(c, "if (!%s[i]) {", rname(c, in->mask));
+            L(c, "    %s[i] = 0;", rname(c, lanes));
+            L(c, "    continue;");
+            L(c, "}");
+        } else {
+            L(c, "if (!%s[i]) continue;", rname(c, in->mask));
+        }
+    }
+    strbuf off = {0};
+    for (int j = 0; j < r; j++) {
+        L(c, "const int64_t x%d = %s;", j, idx[j]);
+        int id = cg_err(c, TSL_ERR_BOUNDS, "%s of '%s': index %%lld in dim %d is outside [0, %%lld)",
+                        gather ? "gather" : "scatter", T->name, j);
+        c->errs[id - 1].info = 1;
+        L(c, "if ((uint64_t)x%d >= (uint64_t)%s_d%d) {", j, g, j);
+        L(c, "    info[0] = x%d;", j);
+        L(c, "    info[1] = %s_d%d;", g, j);
+        L(c, "    return %d;", id);
+        L(c, "}");
+        sb_printf(&off, "%sx%d * %s_s%d", j ? " + " : "", j, g, j);
+    }
+    if (gather)
+        L(c, "%s[i] = %s;", rname(c, lanes),
+          load_conv(c, T->type.dt, lanes->type.dt, arena_printf(c->ar, "%s[%s]", g, sb_str(&off))));
+    else
+        L(c, "%s[%s] = %s;", g, sb_str(&off),
+          store_conv(c, lanes->type.dt, T->type.dt, arena_printf(c->ar, "%s[i]", rname(c, lanes))));
+    sb_free(&off);
     c->ind--;
     L(c, "}");
 }
@@ -2056,6 +2220,22 @@ static const cgc_emit_fn cgc_emitters[TILE_I_COUNT] = {
     [TILE_I_SHUFFLE_IDX] = emit_shuffle,
     [TILE_I_BROADCAST] = emit_broadcast,
     [TILE_I_PRINT] = emit_print,
+    [TILE_I_IOTA] = emit_iota,
+    [TILE_I_ERF] = emit_elementwise,
+    [TILE_I_NOT] = emit_elementwise,
+    [TILE_I_MOD] = emit_elementwise,
+    [TILE_I_POW] = emit_elementwise,
+    [TILE_I_AND] = emit_elementwise,
+    [TILE_I_OR] = emit_elementwise,
+    [TILE_I_LT] = emit_elementwise,
+    [TILE_I_LE] = emit_elementwise,
+    [TILE_I_GT] = emit_elementwise,
+    [TILE_I_GE] = emit_elementwise,
+    [TILE_I_EQ] = emit_elementwise,
+    [TILE_I_NE] = emit_elementwise,
+    [TILE_I_SELECT] = emit_elementwise,
+    [TILE_I_GATHER] = emit_gather,
+    [TILE_I_SCATTER] = emit_gather,
 };
 
 /* The printed text of the next statement (preorder), for comments. */
@@ -2311,9 +2491,9 @@ static tsl_status emit_kernel(const tile_kernel *k, tsl_arena *ar, tsl_diag *d, 
     sb_printf(&out, "\n/* workspace: shared memory [0, %lld), registers [%lld, %lld), scratch [%lld, %lld) */\n",
               (long long)sm, (long long)sm, (long long)(sm + rg), (long long)(sm + rg), (long long)ws);
     sb_puts(&out, "static int blk(void *const *P, const int64_t *I, int64_t bx, int64_t by, int64_t bz, "
-                  "char *ws)\n{\n");
+                  "char *ws, int64_t *info)\n{\n");
     sb_puts(&out, "    int err = 0;\n    char *const scratch = ws + ");
-    sb_printf(&out, "%lld;\n    (void)scratch;\n    (void)P;\n    (void)I;\n    (void)bx;\n    (void)by;\n"
+    sb_printf(&out, "%lld;\n    (void)scratch;\n    (void)info;\n    (void)P;\n    (void)I;\n    (void)bx;\n    (void)by;\n"
                     "    (void)bz;\n    (void)err;\n", (long long)(sm + rg));
     int w = 0;
     for (int p = 0; p < k->nparams; p++) {
@@ -2343,7 +2523,9 @@ static tsl_status emit_kernel(const tile_kernel *k, tsl_arena *ar, tsl_diag *d, 
         }
         for (int s = 0; s < k->nsyms; s++)
             if (k->syms[s] == v) init = w + s;
-        if (init >= 0) sb_printf(&out, "    int64_t v%d = I[%d]; /* %s */\n", v->id, init, v->name);
+        if (init >= 0 && tile_value_is_typed_scalar(v) && v->type.dt.kind == TILE_DT_FLOAT)
+            sb_printf(&out, "    double v%d; /* %s */\n    memcpy(&v%d, &I[%d], 8);\n", v->id, v->name, v->id, init);
+        else if (init >= 0) sb_printf(&out, "    int64_t v%d = I[%d]; /* %s */\n", v->id, init, v->name);
         else sb_printf(&out, "    int64_t v%d = 0; /* %s */\n", v->id, v->name);
         sb_printf(&out, "    (void)v%d;\n", v->id);
     }
@@ -2364,16 +2546,17 @@ static tsl_status emit_kernel(const tile_kernel *k, tsl_arena *ar, tsl_diag *d, 
     int gw = w + k->nsyms;
     sb_printf(&out,
               "/* Run blocks [begin, end) of the flattened grid (x fastest). Returns 0, -1 when\n"
-              " * out of memory, or the error code of the first failing block (*fail: its index). */\n"
-              "int %s(void *const *P, const int64_t *I, int64_t begin, int64_t end, int64_t *fail);\n"
-              "int %s(void *const *P, const int64_t *I, int64_t begin, int64_t end, int64_t *fail)\n"
+              " * out of memory, or the error code of the first failing block (*fail: its index;\n"
+              " * info[0..1]: the error's values). */\n"
+              "int %s(void *const *P, const int64_t *I, int64_t begin, int64_t end, int64_t *fail, int64_t *info);\n"
+              "int %s(void *const *P, const int64_t *I, int64_t begin, int64_t end, int64_t *fail, int64_t *info)\n"
               "{\n"
               "    const int64_t gx = I[%d], gy = I[%d];\n"
               "    char *ws = calloc(1, %lld);\n"
               "    if (!ws) return -1;\n"
               "    int rc = 0;\n"
               "    for (int64_t b = begin; b < end && !rc; b++) {\n"
-              "        rc = blk(P, I, b %% gx, b / gx %% gy, b / (gx * gy), ws);\n"
+              "        rc = blk(P, I, b %% gx, b / gx %% gy, b / (gx * gy), ws, info);\n"
               "        if (rc) *fail = b;\n"
               "    }\n"
               "    free(ws);\n"
@@ -2424,7 +2607,8 @@ tsl_status cg_c_emit(const tile_module *m, const tile_kernel *k, strbuf *out, ts
 
 /* ---- running ------------------------------------------------------------------------------------- */
 
-typedef int (*cgc_entry_fn)(void *const *P, const int64_t *I, int64_t begin, int64_t end, int64_t *fail);
+typedef int (*cgc_entry_fn)(void *const *P, const int64_t *I, int64_t begin, int64_t end, int64_t *fail,
+                            int64_t *info);
 
 typedef struct cgc_launch {
     cgc_entry_fn fn;
@@ -2433,18 +2617,21 @@ typedef struct cgc_launch {
     pthread_mutex_t mu;
     int rc;
     int64_t fail;
+    int64_t info[2];
 } cgc_launch;
 
 static void run_range(void *ctx, int64_t begin, int64_t end)
 {
     cgc_launch *l = ctx;
-    int64_t fail = -1;
-    int rc = l->fn(l->P, l->I, begin, end, &fail);
+    int64_t fail = -1, info[2] = {0, 0};
+    int rc = l->fn(l->P, l->I, begin, end, &fail, info);
     if (!rc) return;
     pthread_mutex_lock(&l->mu);
     if (!l->rc || (fail >= 0 && fail < l->fail)) {
         l->rc = rc;
         l->fail = fail;
+        l->info[0] = info[0];
+        l->info[1] = info[1];
     }
     pthread_mutex_unlock(&l->mu);
 }
@@ -2491,6 +2678,7 @@ static tsl_status bind(const tile_kernel *k, const tile_interp_arg *args, int na
         }
         if (v->kind == TILE_V_SCALAR) {
             P[p] = NULL;
+            /* a float typed scalar's ival holds its double's bits (interp.h) */
             I[w++] = a->ival;
             continue;
         }
@@ -2596,7 +2784,17 @@ tsl_status cg_c_run(const tile_module *m, const tile_kernel *k, const tile_inter
             st = TSL_ERR_NOMEM;
         } else {
             const cgc_err *e = &res.errs[l.rc - 1];
-            diag_error(d, e->st, "kernel '%s': %s (block %lld,%lld,%lld)", k->name, e->msg, (long long)(b % gx),
+            char msg[1024];
+            if (e->info) {
+                /* the message is ours: a format with two %lld for info[0..1] */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+                snprintf(msg, sizeof msg, e->msg, (long long)l.info[0], (long long)l.info[1]);
+#pragma GCC diagnostic pop
+            } else {
+                snprintf(msg, sizeof msg, "%s", e->msg);
+            }
+            diag_error(d, e->st, "kernel '%s': %s%s (block %lld,%lld,%lld)", k->name, msg, e->where, (long long)(b % gx),
                        (long long)(b / gx % gy), (long long)(b / (gx * gy)));
             st = e->st;
         }
