@@ -718,7 +718,7 @@ static int view_of(cgc *c, const tile_operand *o, cgc_view *vw)
     const tile_value *v = o->v;
     vw->v = v;
     vw->rank = v->type.rank;
-    if (vw->rank < 1 || vw->rank > CGC_MAX_RANK) {
+    if ((vw->rank < 1 && v->type.space != TILE_GLOBAL) || vw->rank > CGC_MAX_RANK) {
         cg_fail(c, TSL_ERR_UNAVAILABLE, "tensor '%s' has rank %d (1..%d here)", v->name, vw->rank,
                 CGC_MAX_RANK);
         return 0;
@@ -873,7 +873,7 @@ static char *global_inb(cgc *c, const cgc_view *vw, char **cs)
     const char *g = gname(c, vw->v);
     for (int i = 0; i < vw->rank; i++)
         sb_printf(&sb, "%s(uint64_t)%s < (uint64_t)%s_d%d", i ? " && " : "", cs[i], g, i);
-    char *r = arena_strdup(c->ar, sb_str(&sb));
+    char *r = arena_strdup(c->ar, vw->rank ? sb_str(&sb) : "1");
     sb_free(&sb);
     return r;
 }
@@ -883,6 +883,7 @@ static char *global_elem(cgc *c, const cgc_view *vw, char **cs)
     strbuf sb = {0};
     const char *g = gname(c, vw->v);
     sb_printf(&sb, "%s[", g);
+    if (!vw->rank) sb_puts(&sb, "0"); /* rank 0: the one element */
     for (int i = 0; i < vw->rank; i++) sb_printf(&sb, "%s%s * %s_s%d", i ? " + " : "", cs[i], g, i);
     sb_puts(&sb, "]");
     char *r = arena_strdup(c->ar, sb_str(&sb));
@@ -1384,6 +1385,7 @@ static void emit_gather(cgc *c, const tile_stmt *s)
         L(c, "}");
         sb_printf(&off, "%sx%d * %s_s%d", j ? " + " : "", j, g, j);
     }
+    if (!r) sb_puts(&off, "0"); /* a rank-0 tensor: its one element */
     if (gather)
         L(c, "%s[i] = %s;", rname(c, lanes),
           load_conv(c, T->type.dt, lanes->type.dt, arena_printf(c->ar, "%s[%s]", g, sb_str(&off))));
