@@ -617,16 +617,63 @@ static void plan_block(cg *c, const tile_block *b)
 
 static const char prelude[] =
     "#pragma nv_diag_suppress 177 /* helpers a kernel does not use */\n"
+    "/* The hardware primitives: inline PTX on the GPU; with TSL_EMULATE defined\n"
+    " * a host emulation supplies them (tests/unit/test_codegen_cuda.c). */\n"
+    "#ifndef TSL_EMULATE\n"
+    "#define TSL_SMEM_DECL extern __shared__ __align__(128) unsigned char tsl_smem[]\n"
+    "static __device__ __forceinline__ float tsl_cvt_f16_f32(unsigned short h) {\n"
+    "    float f;\n"
+    "    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));\n"
+    "    return f;\n"
+    "}\n"
+    "static __device__ __forceinline__ unsigned short tsl_cvt_f32_f16(float x) {\n"
+    "    unsigned short h;\n"
+    "    asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(x));\n"
+    "    return h;\n"
+    "}\n"
+    "static __device__ __forceinline__ unsigned short tsl_cvt_f32_bf16(float x) {\n"
+    "    unsigned short h;\n"
+    "    asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(x));\n"
+    "    return h;\n"
+    "}\n"
+    "/* cp.async with zero fill past src_bytes; groups; waits */\n"
+    "static __device__ __forceinline__ void tsl_cp_async16(void *s, const void *g, int src_bytes) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
+    "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(a), \"l\"(g), \"r\"(src_bytes) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_cp_async8(void *s, const void *g, int src_bytes) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
+    "    asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\\n\" :: \"r\"(a), \"l\"(g), \"r\"(src_bytes) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_cp_async4(void *s, const void *g, int src_bytes) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
+    "    asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\\n\" :: \"r\"(a), \"l\"(g), \"r\"(src_bytes) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_cp_commit() { asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\"); }\n"
+    "template <int N> static __device__ __forceinline__ void tsl_cp_wait() {\n"
+    "    asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N) : \"memory\");\n"
+    "}\n"
+    "/* D = A.B + D on one m16n8k16 atom: a 4 x b32 (8 halves), b 2 x b32, d 4 x f32 */\n"
+    "static __device__ __forceinline__ void tsl_mma_f16(float &d0, float &d1, float &d2, float &d3, unsigned a0,\n"
+    "                                                   unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {\n"
+    "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"\n"
+    "                 : \"+f\"(d0), \"+f\"(d1), \"+f\"(d2), \"+f\"(d3)\n"
+    "                 : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_mma_bf16(float &d0, float &d1, float &d2, float &d3, unsigned a0,\n"
+    "                                                    unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {\n"
+    "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"\n"
+    "                 : \"+f\"(d0), \"+f\"(d1), \"+f\"(d2), \"+f\"(d3)\n"
+    "                 : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n"
+    "}\n"
+    "#endif\n"
+    "\n"
     "/* 16-bit floats as bits (no headers needed: NVRTC alone compiles this) */\n"
     "struct __align__(2) tsl_f16 { unsigned short x; };\n"
     "struct __align__(2) tsl_bf16 { unsigned short x; };\n"
     "\n"
     "/* values as numbers: float for f16/bf16/f32, double otherwise */\n"
-    "static __device__ __forceinline__ float tsl_c(tsl_f16 h) {\n"
-    "    float f;\n"
-    "    asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h.x));\n"
-    "    return f;\n"
-    "}\n"
+    "static __device__ __forceinline__ float tsl_c(tsl_f16 h) { return tsl_cvt_f16_f32(h.x); }\n"
     "static __device__ __forceinline__ float tsl_c(tsl_bf16 h) { return __uint_as_float((unsigned)h.x << 16); }\n"
     "static __device__ __forceinline__ float tsl_c(float x) { return x; }\n"
     "static __device__ __forceinline__ double tsl_c(double x) { return x; }\n"
@@ -643,19 +690,11 @@ static const char prelude[] =
     "    static __device__ __forceinline__ T f(double x) { return (T)(unsigned long long)tsl_trunc(x); }\n"
     "};\n"
     "template <> struct tsl_to<tsl_f16> {\n"
-    "    static __device__ __forceinline__ tsl_f16 f(float x) {\n"
-    "        tsl_f16 h;\n"
-    "        asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h.x) : \"f\"(x));\n"
-    "        return h;\n"
-    "    }\n"
+    "    static __device__ __forceinline__ tsl_f16 f(float x) { tsl_f16 h; h.x = tsl_cvt_f32_f16(x); return h; }\n"
     "    static __device__ __forceinline__ tsl_f16 f(double x) { return f((float)x); }\n"
     "};\n"
     "template <> struct tsl_to<tsl_bf16> {\n"
-    "    static __device__ __forceinline__ tsl_bf16 f(float x) {\n"
-    "        tsl_bf16 h;\n"
-    "        asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h.x) : \"f\"(x));\n"
-    "        return h;\n"
-    "    }\n"
+    "    static __device__ __forceinline__ tsl_bf16 f(float x) { tsl_bf16 h; h.x = tsl_cvt_f32_bf16(x); return h; }\n"
     "    static __device__ __forceinline__ tsl_bf16 f(double x) { return f((float)x); }\n"
     "};\n"
     "template <> struct tsl_to<float> {\n"
@@ -704,25 +743,23 @@ static const char prelude[] =
     "    }\n"
     "    return tsl_from_bits<T>((unsigned long long)__shfl_sync(mask, (long long)tsl_bits(x), src));\n"
     "}\n"
-    "template <typename T> static __device__ __forceinline__ T tsl_shfl_xor(T x, int m, unsigned mask) {\n"
-    "    return __shfl_xor_sync(mask, x, m);\n"
-    "}\n"
     "/* lanes of this thread's warp that exist in a block of n threads */\n"
     "static __device__ __forceinline__ unsigned tsl_warp_mask(int n, int base) {\n"
     "    return n - base >= 32 ? 0xffffffffu : ((1u << (n - base)) - 1u);\n"
     "}\n"
-    "/* cp.async with zero fill past src_bytes */\n"
-    "static __device__ __forceinline__ void tsl_cp_async16(void *s, const void *g, int src_bytes) {\n"
-    "    unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
-    "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(a), \"l\"(g), \"r\"(src_bytes) : \"memory\");\n"
-    "}\n"
-    "static __device__ __forceinline__ void tsl_cp_async8(void *s, const void *g, int src_bytes) {\n"
-    "    unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
-    "    asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\\n\" :: \"r\"(a), \"l\"(g), \"r\"(src_bytes) : \"memory\");\n"
-    "}\n"
-    "static __device__ __forceinline__ void tsl_cp_async4(void *s, const void *g, int src_bytes) {\n"
-    "    unsigned a = (unsigned)__cvta_generic_to_shared(s);\n"
-    "    asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\\n\" :: \"r\"(a), \"l\"(g), \"r\"(src_bytes) : \"memory\");\n"
+    "/* gather/scatter indices, and the first out-of-range index of a launch */\n"
+    "static __device__ __forceinline__ long long tsl_index(float v) { return v != v ? -1 : (long long)v; }\n"
+    "static __device__ __forceinline__ long long tsl_index(double v) { return v != v ? -1 : (long long)v; }\n"
+    "static __device__ void tsl_report(unsigned long long *err, int param, int dim, long long idx, long long tid) {\n"
+    "    if (atomicCAS(err, 0ull, 1ull) == 0ull) {\n"
+    "        err[1] = (unsigned long long)param;\n"
+    "        err[2] = (unsigned long long)dim;\n"
+    "        err[3] = (unsigned long long)idx;\n"
+    "        err[4] = (unsigned long long)tid;\n"
+    "        err[5] = blockIdx.x;\n"
+    "        err[6] = blockIdx.y;\n"
+    "        err[7] = blockIdx.z;\n"
+    "    }\n"
     "}\n"
     "/* two 16-bit values in one 32-bit register, low half first (mma fragments) */\n"
     "template <typename T> static __device__ __forceinline__ unsigned tsl_pack2(T lo, T hi) {\n"
@@ -748,7 +785,8 @@ static void param_list(cg *c, strbuf *sb, int decl)
         const tile_value *v = k->params[p];
         const char *n = cg_name(c, v);
         if (v->kind == TILE_V_SCALAR) {
-            sb_printf(sb, "%s%s%s_", SEP(), decl ? "long long " : "", n);
+            int fl = tile_value_is_typed_scalar(v) && v->type.dt.kind == TILE_DT_FLOAT;
+            sb_printf(sb, "%s%s%s_", SEP(), decl ? (fl ? "double " : "long long ") : "", n);
             continue;
         }
         sb_printf(sb, "%s%s%s", SEP(), decl ? cg_ctype(v->type.dt) : "", decl ? " *" : "");
@@ -759,7 +797,8 @@ static void param_list(cg *c, strbuf *sb, int decl)
     }
     for (int s = 0; s < k->nsyms; s++)
         sb_printf(sb, "%s%s%s_", SEP(), decl ? "long long " : "", cg_name(c, k->syms[s]));
-    if (first) sb_puts(sb, decl ? "void" : "");
+    /* where gather/scatter report an index out of range (cuda_run.c) */
+    sb_printf(sb, "%s%stsl_err", SEP(), decl ? "unsigned long long *" : "");
 #undef SEP
 }
 
@@ -794,14 +833,17 @@ static tsl_status emit_kernel(cg *c)
               k->threads, (long long)c->smem, (long long)c->scratch);
     sb_printf(c->o, "template <typename I>\nstatic __device__ __forceinline__ void tsl_body_%s(%s)\n{\n",
               entry, sb_str(&pl));
-    sb_puts(c->o, "    extern __shared__ __align__(128) unsigned char tsl_smem[];\n");
+    sb_puts(c->o, "    TSL_SMEM_DECL;\n");
     sb_puts(c->o, "    const I tid = (I)threadIdx.x;\n");
-    sb_puts(c->o, "    (void)tid;\n");
+    sb_puts(c->o, "    (void)tid; (void)tsl_err;\n");
     for (int p = 0; p < k->nparams; p++) {
         const tile_value *v = k->params[p];
         const char *n = cg_name(c, v);
         if (v->kind == TILE_V_SCALAR) {
-            sb_printf(c->o, "    const I %s = (I)%s_;\n", n, n);
+            if (tile_value_is_typed_scalar(v))
+                sb_printf(c->o, "    const double %s = (double)%s_; (void)%s;\n", n, n, n);
+            else
+                sb_printf(c->o, "    const I %s = (I)%s_; (void)%s;\n", n, n, n);
             continue;
         }
         for (int i = 0; i < v->type.rank; i++) {
@@ -820,6 +862,24 @@ static tsl_status emit_kernel(cg *c)
                   entry, v ? "i64" : "i32", sb_str(&pl));
         sb_printf(c->o, "    tsl_body_%s<%s>(%s);\n}\n\n", entry, v ? "long long" : "int", sb_str(&al));
     }
+    /* host emulation entry (tests): params[i] points at argument i, as for
+     * a driver launch; pointers arrive as 64-bit integers */
+    sb_printf(c->o, "#ifdef TSL_EMULATE\nextern \"C\" void %s_emu(void **p)\n{\n    tsl_body_%s<long long>(", entry, entry);
+    int i = 0;
+    for (int q = 0; q < k->nparams; q++) {
+        const tile_value *v = k->params[q];
+        if (v->kind == TILE_V_SCALAR) {
+            int fl = tile_value_is_typed_scalar(v) && v->type.dt.kind == TILE_DT_FLOAT;
+            sb_printf(c->o, "%s*(%s *)p[%d]", i ? ", " : "", fl ? "double" : "long long", i);
+            i++;
+            continue;
+        }
+        sb_printf(c->o, "%s(%s *)*(unsigned long long *)p[%d]", i ? ", " : "", cg_ctype(v->type.dt), i);
+        i++;
+        for (int r = 0; r < 2 * v->type.rank; r++, i++) sb_printf(c->o, ", *(long long *)p[%d]", i);
+    }
+    for (int q = 0; q < k->nsyms; q++, i++) sb_printf(c->o, "%s*(long long *)p[%d]", i ? ", " : "", i);
+    sb_printf(c->o, "%s(unsigned long long *)*(unsigned long long *)p[%d]);\n}\n#endif\n", i ? ", " : "", i);
     sb_free(&pl);
     sb_free(&al);
     sb_free(&body);

@@ -442,7 +442,9 @@ done:
 
 /* ---- elementwise, cast, copy ----------------------------------------------------------- */
 
-static const char *unop_text(tile_op op, int fl)
+/* Text of one slot's operation on numbers x, y, z (C expressions of the
+ * math type); `fl`: float math, `in`: integer operands. */
+static const char *ew_text(tile_op op, int fl, int in)
 {
     switch (op) {
     case TILE_I_NEG: return "(-(x))";
@@ -454,36 +456,65 @@ static const char *unop_text(tile_op op, int fl)
     case TILE_I_TANH: return fl ? "tanhf(x)" : "(double)tanhf((float)(x))";
     case TILE_I_SIGMOID: return fl ? "(1.0f / (1.0f + expf(-(x))))" : "(double)(1.0f / (1.0f + expf(-(float)(x))))";
     case TILE_I_RELU: return "((x) > 0 ? (x) : 0)";
-    default: return "(x)";
-    }
-}
-
-static const char *binop_text(tile_op op)
-{
-    switch (op) {
+    case TILE_I_ERF: return fl ? "erff(x)" : "(double)erff((float)(x))";
+    case TILE_I_NOT: return "((x) == 0)";
     case TILE_I_ADD: return "((x) + (y))";
     case TILE_I_SUB: return "((x) - (y))";
     case TILE_I_MUL: return "((x) * (y))";
-    case TILE_I_DIV: return "((x) / (y))";
+    case TILE_I_DIV: return in ? "((y) == 0 ? 0.0 : trunc((x) / (y)))" : "((x) / (y))";
+    case TILE_I_MOD: return in ? "((y) == 0 ? 0.0 : fmod((x), (y)))" : fl ? "fmodf((x), (y))" : "fmod((x), (y))";
     case TILE_I_MAX: return "((x) > (y) ? (x) : (y))";
     case TILE_I_MIN: return "((x) < (y) ? (x) : (y))";
+    case TILE_I_POW: return "powf((float)(x), (float)(y))";
+    case TILE_I_AND: return "((x) != 0 && (y) != 0)";
+    case TILE_I_OR: return "((x) != 0 || (y) != 0)";
+    case TILE_I_LT: return "((x) < (y))";
+    case TILE_I_LE: return "((x) <= (y))";
+    case TILE_I_GT: return "((x) > (y))";
+    case TILE_I_GE: return "((x) >= (y))";
+    case TILE_I_EQ: return "((x) == (y))";
+    case TILE_I_NE: return "((x) != (y))";
+    case TILE_I_SELECT: return "((x) != 0 ? (y) : (z))";
     default: return "(x)";
     }
 }
 
+static void subst3(strbuf *out, const char *pat, const char *x, const char *y, const char *z)
+{
+    for (const char *p = pat; *p; p++) {
+        int var = (*p == 'x' || *p == 'y' || *p == 'z') && p > pat && p[-1] == '(' && p[1] == ')';
+        if (var) sb_puts(out, *p == 'x' ? x : *p == 'y' ? y : z);
+        else sb_putc(out, *p);
+    }
+}
+
+static void subst(strbuf *out, const char *pat, const char *x, const char *y)
+{
+    subst3(out, pat, x, y, "");
+}
+
+/* A scalar operand's value as a C double: a typed scalar parameter, an int
+ * scalar, or a literal / int expression. */
+static void scalar_value(cg *c, strbuf *sb, const tile_operand *o)
+{
+    if (o->v) sb_printf(sb, "(double)%s", cg_name(c, o->v));
+    else cg_num(c, sb, o->scalar);
+}
+
 /* One operand as a number: a register tensor laid out like the result
- * (element l) or a scalar. 0 on error. */
-static int ew_operand(cg *c, const tile_operand *o, const rinfo *rd, const char *mt, strbuf *out)
+ * (slot l) or a scalar rounded to the operands' dtype `odt` (as the
+ * interpreter does). 0 on error. */
+static int ew_operand(cg *c, const tile_operand *o, const rinfo *rd, tile_dtype odt, strbuf *out)
 {
     if (!o->v || o->v->kind == TILE_V_SCALAR) {
-        sb_printf(out, "((%s)", mt);
-        if (o->v) sb_printf(out, "%s", cg_name(c, o->v));
-        else cg_num(c, out, o->scalar);
-        sb_puts(out, ")");
+        strbuf v = {0};
+        scalar_value(c, &v, o);
+        sb_printf(out, "tsl_c(tsl_to<%s>::f(%s))", cg_ctype(odt), sb_str(&v));
+        sb_free(&v);
         return 1;
     }
     const tile_value *v = arg_reg(c, o);
-    if (!v) return 0;
+    if (!v || cg_check_dtype(c, v)) return 0;
     if (v->type.layout->v.kind != LAYOUT_VALUE_DIST || !dist_layout_equal(&v->type.layout->v.dist, rd->L) ||
         v->type.rank != rd->rank) {
         cg_err(c, TSL_ERR_SHAPE, "'%s' is not laid out like the result", v->name);
@@ -493,15 +524,6 @@ static int ew_operand(cg *c, const tile_operand *o, const rinfo *rd, const char 
     return 1;
 }
 
-static void subst(strbuf *out, const char *pat, const char *x, const char *y)
-{
-    for (const char *p = pat; *p; p++) {
-        if (*p == 'x' && (p == pat || p[-1] == '(') && (p[1] == ')')) sb_puts(out, x);
-        else if (*p == 'y' && (p == pat || p[-1] == '(') && (p[1] == ')')) sb_puts(out, y);
-        else sb_putc(out, *p);
-    }
-}
-
 static void emit_elementwise(cg *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -509,8 +531,8 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
     if (!dv) return;
     rinfo rd;
     if (cg_rinfo(c, dv, &rd)) return;
-    const char *dt = cg_ctype(dv->type.dt), *mt = math_type(dv->type.dt);
-    strbuf x = {0}, y = {0}, e = {0};
+    const char *dt = cg_ctype(dv->type.dt);
+    strbuf x[3] = {{0}, {0}, {0}}, e = {0};
     if (in->op == TILE_I_COPY || in->op == TILE_I_CAST) {
         const tile_value *xv = arg_reg(c, &in->args[0]);
         if (!xv || cg_check_dtype(c, xv)) goto done;
@@ -525,21 +547,185 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
         else
             sb_printf(&e, "tsl_to<%s>::f(tsl_c(%s[l]))", dt, cg_name(c, xv));
     } else {
-        if (!ew_operand(c, &in->args[0], &rd, mt, &x)) goto done;
-        if (in->nargs > 1 && !ew_operand(c, &in->args[1], &rd, mt, &y)) goto done;
+        int n = in->nargs < 3 ? in->nargs : 3;
+        /* the operands' dtype: the first tensor operand's (select: b or c) */
+        tile_dtype odt = dv->type.dt;
+        for (int k = in->op == TILE_I_SELECT ? 1 : 0; k < n; k++)
+            if (in->args[k].v && in->args[k].v->kind == TILE_V_TENSOR) {
+                odt = in->args[k].v->type.dt;
+                break;
+            }
+        if (!cg_ctype(odt)) {
+            cg_err(c, TSL_ERR_UNAVAILABLE, "%s: operands of a dtype the CUDA generator does not handle",
+                   tile_op_info_of(in->op)->name);
+            goto done;
+        }
+        for (int k = 0; k < n; k++) {
+            tile_dtype kdt = odt;
+            if (k == 0 && in->op == TILE_I_SELECT) kdt = (tile_dtype){TILE_DT_BOOL, 8, 0, 0};
+            if (!ew_operand(c, &in->args[k], &rd, kdt, &x[k])) goto done;
+        }
         declare(c, s, &rd);
+        int fl = cg_is_float_math(odt), isint = odt.kind == TILE_DT_INT || odt.kind == TILE_DT_UINT;
+        /* integer operands compute in double as the interpreter does */
+        const char *mt = fl ? "float" : "double";
         strbuf body = {0};
-        if (tile_op_is_binary(in->op)) subst(&body, binop_text(in->op), sb_str(&x), sb_str(&y));
-        else subst(&body, unop_text(in->op, cg_is_float_math(dv->type.dt)), sb_str(&x), "");
-        sb_printf(&e, "tsl_to<%s>::f((%s)%s)", dt, mt, sb_str(&body));
+        subst3(&body, ew_text(in->op, fl, isint), sb_str(&x[0]), sb_str(&x[1]), sb_str(&x[2]));
+        const char *rt = cg_is_float_math(dv->type.dt) ? "float" : "double";
+        sb_printf(&e, "tsl_to<%s>::f((%s)(%s)(%s))", dt, rt, mt, sb_str(&body));
         sb_free(&body);
     }
     cg_line(c, "#pragma unroll");
     cg_line(c, "for (int l = 0; l < %lld; l++) %s[l] = %s;", (long long)rd.locals, cg_name(c, dv), sb_str(&e));
 done:
-    sb_free(&x);
-    sb_free(&y);
+    for (int k = 0; k < 3; k++) sb_free(&x[k]);
     sb_free(&e);
+    cg_rinfo_free(&rd);
+}
+
+/* ---- iota, gather, scatter ------------------------------------------------------------------ */
+
+static void emit_iota(cg *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *dv = dst_reg(c, s);
+    if (!dv) return;
+    rinfo rd;
+    if (cg_rinfo(c, dv, &rd)) return;
+    if (in->dim < 0 || in->dim >= rd.rank) {
+        cg_err(c, TSL_ERR_SHAPE, "iota: dim %d of a rank-%d tensor", in->dim, rd.rank);
+    } else {
+        strbuf off = {0};
+        if (in->nargs > 0 && in->args[0].scalar) cg_expr(c, &off, in->args[0].scalar);
+        else sb_puts(&off, "(I)0");
+        declare(c, s, &rd);
+        cg_line(c, "{");
+        c->ind++;
+        strbuf tp = {0};
+        cg_tpart(c, &tp, &rd, in->dim);
+        cg_line(c, "const long long base = (long long)(%s) + (long long)(%s);", sb_str(&tp), sb_str(&off));
+        for (int64_t l = 0; l < rd.locals; l++)
+            cg_line(c, "%s[%lld] = tsl_to<%s>::f((double)(base + %lldLL));", cg_name(c, dv), (long long)l,
+                    cg_ctype(dv->type.dt), (long long)rd.lc[l * rd.rank + in->dim]);
+        c->ind--;
+        cg_line(c, "}");
+        sb_free(&tp);
+        sb_free(&off);
+    }
+    cg_rinfo_free(&rd);
+}
+
+/* gather T, i0.. -> register [mask M] / scatter x -> T, i0.. [mask M]:
+ * per slot, the global element at the indices; an unmasked index out of
+ * range records the first such error in tsl_err (the runner reports it)
+ * and reads 0 / writes nothing. */
+static void emit_gather(cg *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    int scatter = in->op == TILE_I_SCATTER;
+    const tile_value *dv = scatter ? arg_reg(c, &in->args[0]) : dst_reg(c, s);
+    const tile_operand *gop = scatter ? &in->dst : &in->args[0];
+    if (!dv) return;
+    if (!gop->v || gop->v->kind != TILE_V_TENSOR || gop->v->type.space != TILE_GLOBAL || gop->nsteps) {
+        cg_err(c, TSL_ERR_SEMANTIC, "%s: the tensor must be a whole global tensor", tile_op_info_of(in->op)->name);
+        return;
+    }
+    const tile_value *g = gop->v;
+    if (cg_check_dtype(c, g)) return;
+    int rank = g->type.rank;
+    if (in->nargs - 1 != rank) {
+        cg_err(c, TSL_ERR_SHAPE, "%s: %d indices for '%s' of rank %d", tile_op_info_of(in->op)->name, in->nargs - 1,
+               g->name, rank);
+        return;
+    }
+    int pidx = -1;
+    for (int p = 0; p < c->k->nparams; p++)
+        if (c->k->params[p] == g) pidx = p;
+    rinfo rd;
+    if (cg_rinfo(c, dv, &rd)) return;
+    strbuf idx[CG_MAX_RANK];
+    memset(idx, 0, sizeof idx);
+    for (int k = 0; k < rank && !c->st; k++) {
+        const tile_operand *o = &in->args[k + 1];
+        if (!o->v || o->v->kind == TILE_V_SCALAR) {
+            sb_puts(&idx[k], "(long long)(");
+            if (o->v) sb_puts(&idx[k], cg_name(c, o->v));
+            else cg_expr(c, &idx[k], o->scalar);
+            sb_puts(&idx[k], ")");
+        } else {
+            const tile_value *iv = arg_reg(c, o);
+            if (!iv || cg_check_dtype(c, iv)) break;
+            if (!dist_layout_equal(&iv->type.layout->v.dist, rd.L)) {
+                cg_err(c, TSL_ERR_SHAPE, "'%s' is not laid out like the data", iv->name);
+                break;
+            }
+            sb_printf(&idx[k], "tsl_index(tsl_c(%s[%%L]))", cg_name(c, iv));
+        }
+    }
+    if (in->mask && !c->st && !dist_layout_equal(&in->mask->type.layout->v.dist, rd.L))
+        cg_err(c, TSL_ERR_SHAPE, "mask '%s' is not laid out like the data", in->mask->name);
+    if (!c->st) {
+        if (!scatter) declare(c, s, &rd);
+        const char *gn = cg_name(c, g);
+        char gname[96];
+        snprintf(gname, sizeof gname, "%s", gn);
+        cg_line(c, "{");
+        c->ind++;
+        if (scatter) {
+            strbuf ow = {0};
+            cg_owner(c, &ow, &rd);
+            cg_line(c, "const bool owner = %s;", sb_str(&ow));
+            sb_free(&ow);
+        }
+        for (int64_t l = 0; l < rd.locals; l++) {
+            cg_line(c, "{");
+            c->ind++;
+            char lnum[24];
+            snprintf(lnum, sizeof lnum, "%lld", (long long)l);
+            strbuf cond = {0}, addr = {0};
+            sb_puts(&cond, "true");
+            for (int k = 0; k < rank; k++) {
+                strbuf e = {0};
+                for (const char *p = sb_str(&idx[k]); *p; p++) {
+                    if (p[0] == '%' && p[1] == 'L') {
+                        sb_puts(&e, lnum);
+                        p++;
+                    } else {
+                        sb_putc(&e, *p);
+                    }
+                }
+                cg_line(c, "const long long i%d = %s;", k, sb_str(&e));
+                sb_free(&e);
+                sb_printf(&cond, " && i%d >= 0 && i%d < (long long)%s_d%d", k, k, gname, k);
+                sb_printf(&addr, "%si%d * (long long)%s_s%d", k ? " + " : "", k, gname, k);
+            }
+            if (!rank) sb_puts(&addr, "0");
+            const char *on = in->mask ? cg_name(c, in->mask) : NULL;
+            char act[160];
+            if (on) snprintf(act, sizeof act, "%s%s[%lld]", scatter ? "owner && " : "", on, (long long)l);
+            else snprintf(act, sizeof act, "%s", scatter ? "owner" : "true");
+            cg_line(c, "const bool act = %s;", act);
+            cg_line(c, "const bool inb = %s;", sb_str(&cond));
+            for (int k = 0; k < rank; k++)
+                cg_line(c, "if (act && !(i%d >= 0 && i%d < (long long)%s_d%d)) tsl_report(tsl_err, %d, %d, i%d, (long long)tid);",
+                        k, k, gname, k, pidx, k, k);
+            if (scatter) {
+                cg_line(c, "if (act && inb) %s[%s] = tsl_to<%s>::f(tsl_c(%s[%lld]));", gname, sb_str(&addr),
+                        cg_ctype(g->type.dt), cg_name(c, dv), (long long)l);
+            } else {
+                cg_line(c, "%s[%lld] = (act && inb) ? tsl_to<%s>::f(tsl_c(%s[%s])) : tsl_to<%s>::f(0.0);",
+                        cg_name(c, dv), (long long)l, cg_ctype(dv->type.dt), gname, sb_str(&addr),
+                        cg_ctype(dv->type.dt));
+            }
+            sb_free(&cond);
+            sb_free(&addr);
+            c->ind--;
+            cg_line(c, "}");
+        }
+        c->ind--;
+        cg_line(c, "}");
+    }
+    for (int k = 0; k < CG_MAX_RANK; k++) sb_free(&idx[k]);
     cg_rinfo_free(&rd);
 }
 
@@ -954,17 +1140,14 @@ static int mma_fast(cg *c, const rinfo *ra, const rinfo *rb, const rinfo *rc, co
         for (int64_t lc = 0; lc < nl; lc++)
             for (int64_t kt = 0; kt < KT; kt++) {
                 int64_t la = sa[lc * KT + kt] * 8, lb = sb[lc * KT + kt] * 4, l4 = lc * 4;
-                cg_line(c, "asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%%0,%%1,%%2,%%3}, "
-                           "{%%4,%%5,%%6,%%7}, {%%8,%%9}, {%%0,%%1,%%2,%%3};\\n\"",
-                        ty, ty);
-                cg_line(c, "    : \"+f\"(%s[%lld]), \"+f\"(%s[%lld]), \"+f\"(%s[%lld]), \"+f\"(%s[%lld])", dn,
-                        (long long)l4, dn, (long long)l4 + 1, dn, (long long)l4 + 2, dn, (long long)l4 + 3);
-                cg_line(c, "    : \"r\"(tsl_pack2(%s[%lld], %s[%lld])), \"r\"(tsl_pack2(%s[%lld], %s[%lld])), "
-                           "\"r\"(tsl_pack2(%s[%lld], %s[%lld])), \"r\"(tsl_pack2(%s[%lld], %s[%lld])),",
+                cg_line(c, "tsl_mma_%s(%s[%lld], %s[%lld], %s[%lld], %s[%lld],", ty, dn, (long long)l4, dn,
+                        (long long)l4 + 1, dn, (long long)l4 + 2, dn, (long long)l4 + 3);
+                cg_line(c, "    tsl_pack2(%s[%lld], %s[%lld]), tsl_pack2(%s[%lld], %s[%lld]), tsl_pack2(%s[%lld], %s[%lld]), "
+                           "tsl_pack2(%s[%lld], %s[%lld]),",
                         an, (long long)la, an, (long long)la + 1, an, (long long)la + 2, an, (long long)la + 3, an,
                         (long long)la + 4, an, (long long)la + 5, an, (long long)la + 6, an, (long long)la + 7);
-                cg_line(c, "      \"r\"(tsl_pack2(%s[%lld], %s[%lld])), \"r\"(tsl_pack2(%s[%lld], %s[%lld])));", bn,
-                        (long long)lb, bn, (long long)lb + 1, bn, (long long)lb + 2, bn, (long long)lb + 3);
+                cg_line(c, "    tsl_pack2(%s[%lld], %s[%lld]), tsl_pack2(%s[%lld], %s[%lld]));", bn, (long long)lb, bn,
+                        (long long)lb + 1, bn, (long long)lb + 2, bn, (long long)lb + 3);
             }
     }
     free(sa);
@@ -1084,14 +1267,14 @@ void cg_instr(cg *c, const tile_stmt *s)
     case TILE_I_LOAD_SHARED:
     case TILE_I_STORE_SHARED: emit_transfer(c, s); return;
     case TILE_I_COPY_ASYNC: emit_copy_async(c, s); return;
-    case TILE_I_COMMIT: cg_line(c, "asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");"); return;
+    case TILE_I_COMMIT: cg_line(c, "tsl_cp_commit();"); return;
     case TILE_I_WAIT: {
         int64_t n = 0;
         if (!in->nargs || !in->args[0].scalar || !tile_expr_const(in->args[0].scalar, &n) || n < 0 || n > 7) {
             cg_err(c, TSL_ERR_SEMANTIC, "wait needs a constant count 0..7");
             return;
         }
-        cg_line(c, "asm volatile(\"cp.async.wait_group %lld;\\n\" ::: \"memory\");", (long long)n);
+        cg_line(c, "tsl_cp_wait<%lld>();", (long long)n);
         return;
     }
     case TILE_I_SYNC: cg_line(c, "__syncthreads();"); return;
@@ -1107,7 +1290,16 @@ void cg_instr(cg *c, const tile_stmt *s)
     case TILE_I_SHUFFLE_IDX: emit_shuffle(c, s); return;
     case TILE_I_PRINT: emit_print(c, s); return;
     default:
-        if (in->op == TILE_I_CAST || in->op == TILE_I_COPY || tile_op_is_unary(in->op) || tile_op_is_binary(in->op)) {
+        if (in->op == TILE_I_IOTA) {
+            emit_iota(c, s);
+            return;
+        }
+        if (in->op == TILE_I_GATHER || in->op == TILE_I_SCATTER) {
+            emit_gather(c, s);
+            return;
+        }
+        if (in->op == TILE_I_CAST || in->op == TILE_I_COPY || tile_op_info_of(in->op)->res == TILE_RES_LIKE ||
+            tile_op_info_of(in->op)->res == TILE_RES_BOOL) {
             emit_elementwise(c, s);
             return;
         }

@@ -45,6 +45,7 @@ static int cmp_double(const void *a, const void *b)
 /* Launch arguments are stored here; params[] points into it. */
 typedef struct launch_args {
     rt_cuda_ptr ptrs[RUN_MAX_PARAMS];
+    rt_cuda_ptr err; /* 8 x u64: flag, param, dim, index, thread, block x/y/z */
     long long vals[RUN_MAX_PARAMS * 17];
     void *params[RUN_MAX_PARAMS * 18];
     int nparams, nvals;
@@ -109,6 +110,13 @@ tsl_status cg_cuda_run_opt(const tile_module *m, const tile_kernel *k, const til
             break;
         }
         if (v->kind == TILE_V_SCALAR) {
+            /* a float typed scalar's ival holds the bits of a double, which
+             * is what the kernel's `double` parameter reads */
+            if (tile_value_is_typed_scalar(v) && v->type.dt.kind == TILE_DT_FLOAT) {
+                la->vals[la->nvals] = a->ival;
+                la->params[la->nparams++] = &la->vals[la->nvals++];
+                continue;
+            }
             la->vals[la->nvals] = a->ival;
             la->params[la->nparams++] = &la->vals[la->nvals++];
             if (a->ival > (1LL << 30) || a->ival < -(1LL << 30)) need64 = 1;
@@ -165,6 +173,11 @@ tsl_status cg_cuda_run_opt(const tile_module *m, const tile_kernel *k, const til
         la->params[la->nparams++] = &la->vals[la->nvals++];
         if (symv[s] > (1LL << 30)) need64 = 1;
     }
+    /* the error record of gather/scatter (tsl_report) */
+    unsigned long long errv[8] = {0};
+    if (!st) st = rt_cuda_alloc(dev, sizeof errv, &la->err, d);
+    if (!st) st = rt_cuda_memset8(dev, la->err, 0, sizeof errv, d);
+    la->params[la->nparams++] = &la->err;
     rt_cuda_function fn = NULL;
     if (!st) {
         char entry[160], sym[192];
@@ -179,6 +192,19 @@ tsl_status cg_cuda_run_opt(const tile_module *m, const tile_kernel *k, const til
     if (!st && !empty) {
         st = rt_cuda_launch(dev, fn, grid, block, (unsigned)smem, la->params, d);
         if (!st) st = rt_cuda_synchronize(dev, d);
+        if (!st) st = rt_cuda_copy_dtoh(dev, errv, la->err, sizeof errv, d);
+        if (!st && errv[0]) {
+            const tile_value *g = errv[1] < (unsigned long long)k->nparams ? k->params[errv[1]] : NULL;
+            const tile_interp_arg *ga = g ? find_arg(args, nargs, g->name) : NULL;
+            int dim = (int)errv[2];
+            diag_error(d, TSL_ERR_BOUNDS,
+                       "kernel '%s': gather/scatter index %lld is outside dimension %d of '%s' (extent %lld) "
+                       "(thread %lld, block %llu,%llu,%llu)",
+                       k->name, (long long)errv[3], dim, g ? g->name : "?",
+                       ga && ga->t && dim < ga->t->ndim ? (long long)ga->t->shape[dim] : -1LL, (long long)errv[4],
+                       errv[5], errv[6], errv[7]);
+            st = TSL_ERR_BOUNDS;
+        }
     }
     /* copy back every tensor the kernel writes */
     if (!st) {
@@ -216,6 +242,7 @@ tsl_status cg_cuda_run_opt(const tile_module *m, const tile_kernel *k, const til
     }
     for (int p = 0; p < k->nparams && la; p++)
         if (la->ptrs[p]) rt_cuda_free(dev, la->ptrs[p]);
+    if (la && la->err) rt_cuda_free(dev, la->err);
     rt_cuda_module_free(mod);
     rt_cuda_close(dev);
     free(cubin);
