@@ -8,7 +8,8 @@
  * rt_cpu, whose cache keys on the generated source, so a second run does not
  * recompile. A launch whose box is empty runs nothing. Run-time errors of a
  * kernel (an indirect index out of range: TSL_ERR_BOUNDS) come back with the
- * generator's message, which names the tensor, dimension, index and bound.
+ * reference interpreter's located message (it reruns on the same inputs),
+ * which names the tensor, dimension, index and bound.
  *
  * Emit: "tile" prints the plan and the module (sched_print), "c" the C of
  * every kernel (cg_c_emit). */
@@ -90,38 +91,40 @@ static void view_copy(const interp_tensor *v, char *buf, int to_dense)
 typedef struct compiled_buf {
     DLTensor dl;
     int64_t shape[TSL_MAX_RANK];
-    char *owned;   /* temporaries and dense copies of strided views */
-    int copy_back; /* a dense copy of a strided output */
+    char *owned;   /* a dense copy of a strided view */
+    int copy_back; /* ... of an output */
 } compiled_buf;
 
+/* Dense C-order storage for every parameter and output: the caller's
+ * memory when it is already dense, else a copy. Temporaries stay NULL
+ * (sched_run allocates them). */
 static tsl_status compiled_bind(const lang_def *def, const lang_bound *b, const interp_tensor *views,
-                                compiled_buf *bufs, tsl_diag *d)
+                                compiled_buf *bufs, DLTensor **tensors, double *scalars, tsl_diag *d)
 {
     for (int i = 0; i < def->ntensors; i++) {
         const lang_tensor *t = def->tensors[i];
         compiled_buf *cb = &bufs[i];
-        if (t->is_scalar) continue;
+        if (t->is_scalar) {
+            scalars[i] = views[i].scalar;
+            continue;
+        }
+        if (t->flags & LANG_TENSOR_TEMP) continue;
         int64_t n = 1;
         for (int k = 0; k < t->rank; k++) {
             cb->shape[k] = b->shapes[i][k];
             n *= cb->shape[k];
         }
         size_t bytes = (size_t)n * (size_t)(dtype_info_of(t->dtype)->bits / 8);
-        char *data;
-        int temp = (t->flags & LANG_TENSOR_TEMP) != 0;
-        if (!temp && view_contiguous(&views[i])) {
-            data = views[i].base;
-        } else {
+        char *data = views[i].base;
+        if (!view_contiguous(&views[i])) {
             cb->owned = calloc(bytes ? bytes : 1, 1);
             if (!cb->owned) {
-                diag_error(d, TSL_ERR_NOMEM, "out of memory for '%s' (%zu bytes)", t->name, bytes);
+                diag_error(d, TSL_ERR_NOMEM, "out of memory for a dense copy of '%s' (%zu bytes)", t->name, bytes);
                 return TSL_ERR_NOMEM;
             }
             data = cb->owned;
-            if (!temp) {
-                view_copy(&views[i], data, 1);
-                cb->copy_back = (t->flags & LANG_TENSOR_OUTPUT) != 0;
-            }
+            view_copy(&views[i], data, 1);
+            cb->copy_back = (t->flags & LANG_TENSOR_OUTPUT) != 0;
         }
         cb->dl.data = data;
         cb->dl.device.device_type = kDLCPU;
@@ -129,47 +132,58 @@ static tsl_status compiled_bind(const lang_def *def, const lang_bound *b, const 
         cb->dl.dtype = tsl_dtype_to_dlpack(t->dtype);
         cb->dl.shape = cb->shape;
         cb->dl.strides = NULL;
+        tensors[i] = &cb->dl;
     }
     return TSL_OK;
+}
+
+static tsl_status compiled_cpu_kernel(void *ctx, const tile_module *m, const tile_kernel *k,
+                                      const tile_interp_arg *args, int nargs, tsl_diag *d)
+{
+    (void)ctx;
+    return cg_c_run(m, k, args, nargs, d);
 }
 
 tsl_status api_compiled_run(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
                             tsl_diag *d)
 {
     tsl_arena *a = arena_create();
-    if (!a) {
-        diag_error(d, TSL_ERR_NOMEM, "out of memory");
-        return TSL_ERR_NOMEM;
-    }
     const lang_def *def = p->def;
-    compiled_buf *bufs = calloc((size_t)def->ntensors + 1, sizeof *bufs);
-    tsl_status st = bufs ? TSL_OK : TSL_ERR_NOMEM;
-    if (!bufs) diag_error(d, st, "out of memory");
+    int n = def->ntensors;
+    compiled_buf *bufs = calloc((size_t)n + 1, sizeof *bufs);
+    DLTensor **tensors = calloc((size_t)n + 1, sizeof *tensors);
+    double *scalars = calloc((size_t)n + 1, sizeof *scalars);
+    tsl_status st = TSL_OK;
+    if (!a || !bufs || !tensors || !scalars) {
+        diag_error(d, TSL_ERR_NOMEM, "out of memory");
+        st = TSL_ERR_NOMEM;
+    }
     sched_plan *plan = st ? NULL : compiled_plan(p, a, d);
     if (!st && !plan) st = d->first ? d->first : TSL_ERR_INTERNAL;
-    if (!st) st = compiled_bind(def, b, views, bufs, d);
-    for (int i = 0; !st && i < plan->nlaunches; i++) {
-        const sched_launch *l = &plan->launches[i];
-        if (sched_launch_lanes(plan, l, b) == 0) continue; /* an empty box launches nothing */
-        tile_interp_arg *args = arena_alloc(a, sizeof *args * (size_t)(l->nargs + 1));
-        for (int j = 0; j < l->nargs; j++) {
-            const sched_arg *sa = &l->args[j];
-            args[j].name = sa->name;
-            if (sa->kind == SCHED_ARG_TENSOR) {
-                args[j].t = &bufs[sa->tensor].dl;
-            } else if (sa->kind == SCHED_ARG_SCALAR) {
-                args[j].ival = (int64_t)views[sa->tensor].scalar;
-            } else {
-                args[j].ival = sched_arg_int(plan, sa, b);
-            }
+    if (!st) st = compiled_bind(def, b, views, bufs, tensors, scalars, d);
+    if (!st) st = sched_run(plan, b, tensors, scalars, compiled_cpu_kernel, NULL, d);
+    if (st == TSL_ERR_BOUNDS) {
+        /* An index out of range: the reference interpreter on the same
+         * inputs says where in the TC source, in its words. */
+        char *kernel_msg = strdup(sb_str(&d->msg));
+        diag_reset(d);
+        if (interp_run(b, views, d) == TSL_OK || !d->nerr) {
+            const char *m = kernel_msg ? kernel_msg : "index out of range";
+            if (!strncmp(m, "error: ", 7)) m += 7;
+            size_t len = strlen(m);
+            while (len && m[len - 1] == '\n') len--;
+            diag_reset(d);
+            diag_error(d, TSL_ERR_BOUNDS, "%.*s", (int)len, m);
         }
-        st = cg_c_run(plan->m, l->k, args, l->nargs, d);
+        free(kernel_msg);
     }
-    for (int i = 0; bufs && i < def->ntensors; i++) {
+    for (int i = 0; bufs && i < n; i++) {
         if (!st && bufs[i].copy_back) view_copy(&views[i], bufs[i].owned, 0);
         free(bufs[i].owned);
     }
     free(bufs);
+    free(tensors);
+    free(scalars);
     arena_free(a);
     return st;
 }

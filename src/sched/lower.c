@@ -578,9 +578,10 @@ static void lower_op(lower *L, const graph_op *op)
             L->var[v] = int_scalar(tile_expr_value(L->m, f->v));
         }
         lval r = lower_expr(L, op->body, mask);
+        tile_operand ro = in_dt(L, r, at);
         tile_stmt *c = tile_build_instr(&L->b, combine_op(op->assign), NULL);
         tile_instr_arg(L->m, &c->instr, tile_operand_tensor(acc));
-        tile_instr_arg(L->m, &c->instr, in_dt(L, r, at));
+        tile_instr_arg(L->m, &c->instr, ro);
         tile_instr_dst(&c->instr, tile_operand_tensor(acc));
         while (depth--) tile_build_pop(&L->b);
         res = cast_to(L, acc, lt);

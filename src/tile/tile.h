@@ -170,7 +170,7 @@ typedef enum tile_value_origin {
 
 /* Scalar parameters: `n: int` is an int scalar usable in int expressions
  * (type.dt.bits == 0); `alpha: f32` (any element type) is a *typed* scalar
- * whose value (tile_interp_arg.fval for floats, .ival otherwise) is usable
+ * whose value (tile_interp_arg_float for floats, .ival otherwise) is usable
  * only as a whole scalar operand of an elementwise instruction (type.dt is
  * its dtype, rank 0). */
 int tile_value_is_typed_scalar(const tile_value *v);

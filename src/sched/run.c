@@ -1,0 +1,72 @@
+/* run.c — executing a launch plan on the host: temporaries allocated
+ * (zeroed, as the reference interpreter has them) for the run, then every
+ * launch in order with its arguments bound by name, through a kernel runner
+ * the caller gives (cg_c_run for the CPU target, the tile interpreter in
+ * tests). Launches over an empty box run nothing. */
+#include <string.h>
+
+#include "sched/sched.h"
+
+tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *tensors, const double *scalars,
+                     sched_kernel_fn fn, void *ctx, tsl_diag *d)
+{
+    const lang_def *def = p->def;
+    int n = def->ntensors;
+    DLTensor *temps = calloc((size_t)n + 1, sizeof *temps);
+    void **owned = calloc((size_t)n + 1, sizeof *owned);
+    tsl_status st = TSL_OK;
+    if (!temps || !owned) {
+        diag_error(d, TSL_ERR_NOMEM, "out of memory");
+        st = TSL_ERR_NOMEM;
+    }
+    for (int i = 0; !st && i < n; i++) {
+        const lang_tensor *t = def->tensors[i];
+        if (t->is_scalar || tensors[i]) continue;
+        int64_t cnt = 1;
+        for (int k = 0; k < t->rank; k++) cnt *= b->shapes[i][k];
+        size_t bytes = (size_t)cnt * (size_t)(dtype_info_of(t->dtype)->bits / 8);
+        owned[i] = calloc(bytes ? bytes : 1, 1);
+        if (!owned[i]) {
+            diag_error(d, TSL_ERR_NOMEM, "out of memory for the temporary '%s' (%zu bytes)", t->name, bytes);
+            st = TSL_ERR_NOMEM;
+            break;
+        }
+        temps[i].data = owned[i];
+        temps[i].device.device_type = kDLCPU;
+        temps[i].ndim = t->rank;
+        temps[i].dtype = tsl_dtype_to_dlpack(t->dtype);
+        temps[i].shape = b->shapes[i];
+    }
+    tile_interp_arg *args = NULL;
+    for (int i = 0; !st && i < p->nlaunches; i++) {
+        const sched_launch *l = &p->launches[i];
+        if (sched_launch_lanes(p, l, b) == 0) continue;
+        free(args);
+        args = calloc((size_t)l->nargs + 1, sizeof *args);
+        if (!args) {
+            diag_error(d, TSL_ERR_NOMEM, "out of memory");
+            st = TSL_ERR_NOMEM;
+            break;
+        }
+        for (int j = 0; j < l->nargs; j++) {
+            const sched_arg *sa = &l->args[j];
+            args[j].name = sa->name;
+            if (sa->kind == SCHED_ARG_TENSOR) {
+                args[j].t = tensors[sa->tensor] ? tensors[sa->tensor] : &temps[sa->tensor];
+            } else if (sa->kind == SCHED_ARG_SCALAR) {
+                if (dtype_info_of(def->tensors[sa->tensor]->dtype)->is_float)
+                    args[j] = tile_interp_arg_float(sa->name, scalars[sa->tensor]);
+                else
+                    args[j].ival = (int64_t)scalars[sa->tensor];
+            } else {
+                args[j].ival = sched_arg_int(p, sa, b);
+            }
+        }
+        st = fn(ctx, p->m, l->k, args, l->nargs, d);
+    }
+    free(args);
+    for (int i = 0; owned && i < n; i++) free(owned[i]);
+    free(owned);
+    free(temps);
+    return st;
+}
