@@ -22,6 +22,7 @@ static void tile_usage(FILE *f)
             "       tessel tile expand FILE.tile         print with pipelines expanded\n"
             "       tessel tile run FILE.tile [--kernel NAME] [--input NAME=PATH.npy]...\n"
             "                 [--output NAME=PATH.npy]... [--size SYM=N]... [--int NAME=N]...\n"
+            "                 [--scalar NAME=X]...\n"
             "                 [--expand] [--shuffle] [--seed N]\n"
             "  run: outputs are the kernel's written tensors, allocated from their shapes and\n"
             "  poisoned (NaN / 0xAB) before the run; --expand runs the expanded pipelines;\n"
@@ -107,6 +108,7 @@ typedef struct run_opts {
     int64_t size_val[MAX_BINDINGS];
     char *int_name[MAX_BINDINGS];
     int64_t int_val[MAX_BINDINGS];
+    double flt_val[MAX_BINDINGS];
     int nin, nout, nsize, nint;
     int expand, shuffle;
     uint64_t seed;
@@ -128,22 +130,29 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
         } else if (!strcmp(a, "--kernel") && has) {
             o->kernel = argv[++i];
         } else if ((!strcmp(a, "--input") || !strcmp(a, "--output") || !strcmp(a, "--size") ||
-                    !strcmp(a, "--int")) && has) {
+                    !strcmp(a, "--int") || !strcmp(a, "--scalar")) && has) {
             char *name = argv[++i], *val = split_eq(name);
             if (!val || !*name) goto bad;
-            if (a[2] == 'i' && a[3] == 'n' && a[4] == 'p') {
+            if (!strcmp(a, "--input")) {
                 if (o->nin == MAX_BINDINGS) goto bad;
                 o->in_name[o->nin] = name;
                 o->in_path[o->nin++] = val;
-            } else if (a[2] == 'o') {
+            } else if (!strcmp(a, "--output")) {
                 if (o->nout == MAX_BINDINGS) goto bad;
                 o->out_name[o->nout] = name;
                 o->out_path[o->nout++] = val;
-            } else if (a[2] == 's') {
+            } else if (!strcmp(a, "--size")) {
                 if (o->nsize == MAX_BINDINGS || parse_i64(val, &o->size_val[o->nsize])) goto bad;
                 o->size_name[o->nsize++] = name;
             } else {
-                if (o->nint == MAX_BINDINGS || parse_i64(val, &o->int_val[o->nint])) goto bad;
+                /* --int NAME=N (int scalars) or --scalar NAME=X (typed scalars, e.g. f32) */
+                char *end;
+                if (o->nint == MAX_BINDINGS) goto bad;
+                double x = strtod(val, &end);
+                if (!*val || *end) goto bad;
+                if (!strcmp(a, "--int") && parse_i64(val, &o->int_val[o->nint])) goto bad;
+                if (!strcmp(a, "--scalar")) o->int_val[o->nint] = (int64_t)x;
+                o->flt_val[o->nint] = x;
                 o->int_name[o->nint++] = name;
             }
         } else {
@@ -194,7 +203,14 @@ static int cmd_tile_run(int argc, char **argv)
         tens[ntens++] = t;
         args[nargs++] = (tile_interp_arg){o.in_name[i], t, 0};
     }
-    for (int i = 0; i < o.nint && !rc; i++) args[nargs++] = (tile_interp_arg){o.int_name[i], NULL, o.int_val[i]};
+    for (int i = 0; i < o.nint && !rc && k; i++) {
+        args[nargs] = (tile_interp_arg){o.int_name[i], NULL, o.int_val[i]};
+        for (int p = 0; p < k->nparams; p++)
+            if (!strcmp(k->params[p]->name, o.int_name[i]) && tile_value_is_typed_scalar(k->params[p]) &&
+                k->params[p]->type.dt.kind == TILE_DT_FLOAT)
+                args[nargs] = tile_interp_arg_float(o.int_name[i], o.flt_val[i]);
+        nargs++;
+    }
     /* outputs: the tensors the kernel writes that were not given as inputs */
     int64_t *symv = NULL;
     if (!rc) {

@@ -106,6 +106,10 @@ tsl_status interp_eval_num(interp *I, const tile_expr *e, double *out)
         *out = e->f;
         return TSL_OK;
     }
+    if (e && e->kind == TILE_E_VALUE && tile_value_is_typed_scalar(e->v)) {
+        *out = I->slots[e->v->id].fval; /* alpha: f32 as an operand */
+        return TSL_OK;
+    }
     if (e && e->kind == TILE_E_NEG && e->a && e->a->kind == TILE_E_FLOAT) {
         *out = -e->a->f;
         return TSL_OK;
@@ -659,8 +663,10 @@ static tsl_status exec_instr(interp *I, const tile_stmt *s)
     case TILE_I_PRINT: return interp_exec_print(I, s);
     default:
         if (in->op == TILE_I_CAST || in->op == TILE_I_COPY || tile_op_is_unary(in->op) ||
-            tile_op_is_binary(in->op))
+            tile_op_is_binary(in->op) || tile_op_is_elementwise_ext(in->op))
             return interp_exec_elementwise(I, s);
+        if (in->op == TILE_I_IOTA) return interp_exec_iota(I, s);
+        if (in->op == TILE_I_GATHER || in->op == TILE_I_SCATTER) return interp_exec_gather(I, s);
         return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "the interpreter cannot run '%s'",
                     tile_op_info_of(in->op)->name);
     }
@@ -884,7 +890,8 @@ static void outputs_in(const tile_block *b, char *w)
     for (int i = 0; i < b->n; i++) {
         const tile_stmt *s = b->items[i];
         if (s->kind == TILE_S_INSTR) {
-            if (s->instr.op == TILE_I_STORE_GLOBAL && s->instr.has_dst && s->instr.dst.v)
+            if ((s->instr.op == TILE_I_STORE_GLOBAL || s->instr.op == TILE_I_SCATTER) && s->instr.has_dst &&
+                s->instr.dst.v)
                 w[s->instr.dst.v->id] = 1;
             outputs_in(s->instr.decomp, w);
         }
@@ -907,6 +914,13 @@ int tile_interp_outputs(const tile_kernel *k, const tile_value **out, int max)
     return n;
 }
 
+tile_interp_arg tile_interp_arg_float(const char *name, double v)
+{
+    tile_interp_arg a = {name, NULL, 0};
+    memcpy(&a.ival, &v, sizeof v);
+    return a;
+}
+
 /* Bind every parameter; global tensors become runtime tensors. */
 static tsl_status bind_params(interp *I, const tile_interp_arg *args, int nargs, const int64_t *symv)
 {
@@ -918,7 +932,11 @@ static tsl_status bind_params(interp *I, const tile_interp_arg *args, int nargs,
         if (!a)
             return interp_err(I, v->pos, TSL_ERR_ARG, "kernel '%s': parameter '%s' is not bound", k->name, v->name);
         if (v->kind == TILE_V_SCALAR) {
-            I->slots[v->id].ival = a->ival;
+            int fl = tile_value_is_typed_scalar(v) && v->type.dt.kind == TILE_DT_FLOAT;
+            double f;
+            memcpy(&f, &a->ival, sizeof f);
+            I->slots[v->id].ival = fl ? (int64_t)f : a->ival;
+            I->slots[v->id].fval = fl ? f : (double)a->ival;
             continue;
         }
         if (!a->t) return interp_err(I, v->pos, TSL_ERR_ARG, "parameter '%s' needs a tensor", v->name);

@@ -20,12 +20,17 @@
 #include "tile/tile.h"
 
 /* One argument: a global tensor (t != NULL; host memory, strides NULL =
- * C order) or an int scalar parameter (t == NULL, value in ival). */
+ * C order) or a scalar parameter (t == NULL): `n: int` and integer typed
+ * scalars take ival; a float typed scalar (`alpha: f32`) takes the bits of
+ * a double in ival — build it with tile_interp_arg_float(). (Three fields
+ * so that existing `{name, t, 0}` initialisers stay valid.) */
 typedef struct tile_interp_arg {
     const char *name;
     const DLTensor *t;
     int64_t ival;
 } tile_interp_arg;
+
+tile_interp_arg tile_interp_arg_float(const char *name, double v);
 
 typedef struct tile_interp_opts {
     int shuffle_blocks;  /* run blocks in a shuffled order (catches inter-block deps) */

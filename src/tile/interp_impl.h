@@ -38,7 +38,8 @@ typedef struct rt_tensor {
 } rt_tensor;
 
 typedef struct rt_slot {
-    int64_t ival; /* scalars */
+    int64_t ival; /* int scalars */
+    double fval;  /* typed scalar parameters: their value */
     rt_tensor *t; /* tensors */
 } rt_slot;
 
@@ -117,6 +118,8 @@ tsl_status interp_exec_broadcast(interp *I, const tile_stmt *s);
 tsl_status interp_exec_shuffle(interp *I, const tile_stmt *s);
 tsl_status interp_exec_print(interp *I, const tile_stmt *s);
 tsl_status interp_exec_alloc(interp *I, const tile_stmt *s);
+tsl_status interp_exec_iota(interp *I, const tile_stmt *s);
+tsl_status interp_exec_gather(interp *I, const tile_stmt *s); /* and scatter */
 
 /* interp_spec.c */
 tsl_status interp_exec_decomp(interp *I, const tile_stmt *s);

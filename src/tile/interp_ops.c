@@ -108,34 +108,7 @@ tsl_status interp_exec_mma(interp *I, const tile_stmt *s)
 
 /* ---- per-slot arithmetic ------------------------------------------------------------------ */
 
-static double unop(tile_op op, double x)
-{
-    switch (op) {
-    case TILE_I_NEG: return -x;
-    case TILE_I_ABS: return fabs(x);
-    case TILE_I_EXP: return expf((float)x);
-    case TILE_I_LOG: return logf((float)x);
-    case TILE_I_SQRT: return sqrtf((float)x);
-    case TILE_I_RSQRT: return 1.0f / sqrtf((float)x);
-    case TILE_I_TANH: return tanhf((float)x);
-    case TILE_I_SIGMOID: return 1.0f / (1.0f + expf(-(float)x));
-    case TILE_I_RELU: return x > 0 ? x : 0;
-    default: return x; /* COPY, CAST */
-    }
-}
 
-static double binop(tile_op op, double x, double y)
-{
-    switch (op) {
-    case TILE_I_ADD: return x + y;
-    case TILE_I_SUB: return x - y;
-    case TILE_I_MUL: return x * y;
-    case TILE_I_DIV: return x / y;
-    case TILE_I_MAX: return x > y ? x : y;
-    case TILE_I_MIN: return x < y ? x : y;
-    default: return x;
-    }
-}
 
 /* An operand of an elementwise op: a register tensor laid out like the
  * result, or a scalar broadcast to every slot. */
@@ -149,17 +122,17 @@ static tsl_status ew_operand(interp *I, const tile_operand *o, const rt_tensor *
     out->t = NULL;
     if (!o->v) return interp_eval_num(I, o->scalar, &out->scalar);
     if (o->v->kind == TILE_V_SCALAR) {
-        out->scalar = (double)I->slots[o->v->id].ival;
+        out->scalar = tile_value_is_typed_scalar(o->v) ? I->slots[o->v->id].fval : (double)I->slots[o->v->id].ival;
         return TSL_OK;
     }
-    rt_tensor *t = NULL;
+    rt_tensor *t;
     tsl_status st = interp_reg_arg(I, o, &t);
     if (st) return st;
     if (!dist_layout_equal(t->rlay, d->rlay) || t->rank != d->rank ||
         memcmp(t->dims, d->dims, sizeof(int64_t) * (size_t)t->rank))
         return interp_err(I, o->pos, TSL_ERR_SHAPE,
-                    "'%s' is not laid out like the result (same shape and layout needed; use copy "
-                    "through shared memory to change layout)", o->v->name);
+                          "'%s' is not laid out like the result (same shape and layout needed; use copy "
+                          "through shared memory to change layout)", o->v->name);
     out->t = t;
     return TSL_OK;
 }
@@ -169,24 +142,167 @@ static double ew_get(const ew_arg *a, int64_t i)
     return a->t ? a->t->regs[i] : a->scalar;
 }
 
+static int is_int(tile_dtype dt)
+{
+    return dt.kind == TILE_DT_INT || dt.kind == TILE_DT_UINT;
+}
+
+/* One slot of an elementwise op on values already in the operands' dtype
+ * `dt`; *bad set on an integer division by zero. */
+static double ew_apply(tile_op op, tile_dtype dt, double x, double y, double z, int *bad)
+{
+    switch (op) {
+    case TILE_I_ADD: return x + y;
+    case TILE_I_SUB: return x - y;
+    case TILE_I_MUL: return x * y;
+    case TILE_I_DIV:
+        if (is_int(dt)) {
+            if (y == 0) *bad = 1;
+            return y == 0 ? 0 : trunc(x / y); /* C: toward zero */
+        }
+        return x / y;
+    case TILE_I_MOD:
+        if (is_int(dt) && y == 0) {
+            *bad = 1;
+            return 0;
+        }
+        return fmod(x, y); /* sign of x, as C's % and fmod */
+    case TILE_I_MAX: return x > y ? x : y;
+    case TILE_I_MIN: return x < y ? x : y;
+    case TILE_I_POW: return powf((float)x, (float)y);
+    case TILE_I_AND: return x != 0 && y != 0;
+    case TILE_I_OR: return x != 0 || y != 0;
+    case TILE_I_LT: return x < y;
+    case TILE_I_LE: return x <= y;
+    case TILE_I_GT: return x > y;
+    case TILE_I_GE: return x >= y;
+    case TILE_I_EQ: return x == y;
+    case TILE_I_NE: return x != y;
+    case TILE_I_SELECT: return x != 0 ? y : z;
+    case TILE_I_NEG: return -x;
+    case TILE_I_ABS: return fabs(x);
+    case TILE_I_EXP: return expf((float)x);
+    case TILE_I_LOG: return logf((float)x);
+    case TILE_I_SQRT: return sqrtf((float)x);
+    case TILE_I_RSQRT: return 1.0f / sqrtf((float)x);
+    case TILE_I_TANH: return tanhf((float)x);
+    case TILE_I_SIGMOID: return 1.0f / (1.0f + expf(-(float)x));
+    case TILE_I_RELU: return x > 0 ? x : 0;
+    case TILE_I_ERF: return erff((float)x);
+    case TILE_I_NOT: return x == 0;
+    default: return x; /* COPY, CAST */
+    }
+}
+
+/* Elementwise instructions, the scheduler's rows included (erf, not, mod,
+ * pow, and, or, comparisons -> bool, select). A scalar operand is
+ * converted to the dtype of the tensor operands (comparisons compare in
+ * that dtype); arithmetic on f16/bf16 runs in f32 and rounds. */
 tsl_status interp_exec_elementwise(interp *I, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
     rt_tensor *d = NULL;
     tsl_status st = interp_reg_dst(I, s, &d);
     if (st) return st;
-    ew_arg x, y = {0};
-    if ((st = ew_operand(I, &in->args[0], d, &x))) return st;
-    if (in->nargs > 1 && (st = ew_operand(I, &in->args[1], d, &y))) return st;
-    int64_t n = d->nthreads * d->nlocals;
+    ew_arg x[3] = {{0}};
+    int n_in = in->nargs < 3 ? in->nargs : 3;
+    for (int k = 0; k < n_in; k++)
+        if ((st = ew_operand(I, &in->args[k], d, &x[k]))) return st;
+    /* the operands' dtype: the first tensor operand's (select: a or b) */
+    tile_dtype odt = d->dt;
+    for (int k = in->op == TILE_I_SELECT ? 1 : 0; k < n_in; k++)
+        if (x[k].t) {
+            odt = x[k].t->dt;
+            break;
+        }
     int cast = in->op == TILE_I_CAST;
+    for (int k = 0; k < n_in && !cast; k++)
+        if (!x[k].t) x[k].scalar = interp_round(k == 0 && in->op == TILE_I_SELECT ? (tile_dtype){TILE_DT_BOOL, 8, 0, 0} : odt, x[k].scalar);
+    int64_t n = d->nthreads * d->nlocals;
     for (int64_t i = 0; i < n; i++) {
-        double v = tile_op_is_binary(in->op) ? binop(in->op, ew_get(&x, i), ew_get(&y, i))
-                                             : unop(in->op, ew_get(&x, i));
-        /* arithmetic on f16/bf16 happens in f32, then rounds to the dtype */
+        int bad = 0;
+        double v = ew_apply(in->op, odt, ew_get(&x[0], i), ew_get(&x[1], i), ew_get(&x[2], i), &bad);
+        if (bad)
+            return interp_err(I, s->pos, TSL_ERR_RUNTIME, "%s: integer division by zero (thread %lld, slot %lld)",
+                              tile_op_info_of(in->op)->name, (long long)(i / d->nlocals), (long long)(i % d->nlocals));
         if (!cast && d->dt.kind == TILE_DT_FLOAT && d->dt.bits <= 32) v = (float)v;
         d->regs[i] = interp_round(d->dt, v);
     }
+    return TSL_OK;
+}
+
+/* iota [OFF] -> register iN[...] layout L dim D: each element is its
+ * coordinate along D plus OFF. */
+tsl_status interp_exec_iota(interp *I, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    rt_tensor *d = NULL;
+    tsl_status st = interp_reg_dst(I, s, &d);
+    if (st) return st;
+    int64_t off = 0;
+    if (in->nargs > 0 && (st = interp_eval_int(I, in->args[0].scalar, &off))) return st;
+    if (in->dim < 0 || in->dim >= d->rank)
+        return interp_err(I, s->pos, TSL_ERR_SHAPE, "iota: dim %d of a rank-%d tensor", in->dim, d->rank);
+    for (int64_t th = 0; th < d->nthreads; th++)
+        for (int64_t l = 0; l < d->nlocals; l++) {
+            int64_t c[IMAX_RANK];
+            d->regs[th * d->nlocals + l] =
+                interp_reg_coord(d, th, l, c) ? interp_round(d->dt, (double)(c[in->dim] + off)) : NAN;
+        }
+    return TSL_OK;
+}
+
+/* gather T, i0, ... -> register (mask M) and scatter x -> T, i0, ... (mask
+ * M): per slot, the global element at the indices (register int tensors
+ * laid out like the data, or int exprs). Masked-off slots read 0 / write
+ * nothing; an unmasked index out of range is an error. */
+tsl_status interp_exec_gather(interp *I, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    int scatter = in->op == TILE_I_SCATTER;
+    rt_tensor *d = NULL, *g = NULL, *mask = NULL;
+    tsl_status st;
+    const tile_operand *gop = scatter ? &in->dst : &in->args[0];
+    if (scatter) st = interp_reg_arg(I, &in->args[0], &d);
+    else st = interp_reg_dst(I, s, &d);
+    if (st) return st;
+    if (!gop->v || !(g = I->slots[gop->v->id].t) || g->space != TILE_GLOBAL || gop->nsteps)
+        return interp_err(I, gop->pos, TSL_ERR_SEMANTIC, "%s: the tensor must be a whole global tensor",
+                          tile_op_info_of(in->op)->name);
+    if (in->nargs - 1 != g->rank)
+        return interp_err(I, s->pos, TSL_ERR_SHAPE, "%s: %d indices for '%s' of rank %d", tile_op_info_of(in->op)->name,
+                          in->nargs - 1, gop->v->name, g->rank);
+    ew_arg idx[IMAX_RANK];
+    for (int k = 0; k < g->rank; k++)
+        if ((st = ew_operand(I, &in->args[k + 1], d, &idx[k]))) return st;
+    if (in->mask) {
+        tile_operand mo = tile_operand_tensor(in->mask);
+        mo.pos = s->pos;
+        ew_arg m;
+        if ((st = ew_operand(I, &mo, d, &m))) return st;
+        mask = (rt_tensor *)m.t;
+    }
+    for (int64_t th = 0; th < d->nthreads; th++)
+        for (int64_t l = 0; l < d->nlocals; l++) {
+            int64_t i = th * d->nlocals + l, c[IMAX_RANK], rc[IMAX_RANK];
+            if (!interp_reg_coord(d, th, l, rc)) continue;
+            if (scatter && !interp_first_owner(d, th, l)) continue;
+            if (mask && mask->regs[i] == 0) {
+                if (!scatter) d->regs[i] = 0;
+                continue;
+            }
+            for (int k = 0; k < g->rank; k++) {
+                double v = ew_get(&idx[k], i);
+                c[k] = isnan(v) ? -1 : (int64_t)v;
+                if (c[k] < 0 || c[k] >= g->dims[k])
+                    return interp_err(I, s->pos, TSL_ERR_BOUNDS,
+                                      "%s: index %lld is outside dimension %d of '%s' (extent %lld) (thread %lld)",
+                                      tile_op_info_of(in->op)->name, (long long)c[k], k, gop->v->name,
+                                      (long long)g->dims[k], (long long)th);
+            }
+            if (scatter) interp_global_set(g, c, d->regs[i]);
+            else d->regs[i] = interp_round(d->dt, interp_global_get(g, c));
+        }
     return TSL_OK;
 }
 
