@@ -143,3 +143,40 @@ def test_run_errors_are_located(tmp_path, rng):
     bad.write_text("kernel k(x: global f32[4]) grid(1) threads(32) {\n  frob x\n}\n")
     proc = run_cli("tile", "check", bad)
     assert proc.returncode == 1 and "bad.tile:2:" in proc.stderr
+
+
+def test_scheduler_ops(tmp_path, rng):
+    """tests/tile_golden/sched_ops.tile: iota, comparisons, mod, masked
+    gather/scatter, typed scalar, pow, erf, select — against NumPy."""
+    import math
+    prog = EXAMPLES.parent / "tests" / "tile_golden" / "sched_ops.tile"
+    N = int(rng.integers(5, 200))
+    n = int(rng.integers(1, N + 1))
+    alpha = float(rng.uniform(-2, 2))
+    x = rng.uniform(-1, 1, N).astype(np.float32)
+    idx = rng.integers(-2, N + 2, (N, 3)).astype(np.int32)
+    _, got = run_tile(tmp_path, prog, {"X": x, "I": idx}, ["Y"], ["--int", f"n={n}", "--scalar", f"alpha={alpha!r}"])
+    ref = np.full(N, np.nan, np.float32)
+    for f in range(n):
+        r = f % 3
+        if r == 0:
+            ref[f] = -1.5
+            continue
+        j = int(idx[f, r])
+        v = np.float32(x[j]) if 0 <= j < n else np.float32(0)
+        y = np.float32(v * np.float32(alpha))
+        ref[f] = np.float32(math.erf(np.float32(y * y)))
+    np.testing.assert_allclose(got["Y"], ref, rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+def test_gather_out_of_range_is_located(tmp_path, rng):
+    prog = tmp_path / "g.tile"
+    prog.write_text("kernel g(X: global f32[N], I: global i32[N], Y: global f32[N]) grid(1) threads(32) {\n"
+                    "  i = load_global I[0] -> register i32[32] layout spatial(32)\n"
+                    "  x = gather X, i -> register f32[32] layout spatial(32)\n"
+                    "  store_global x -> Y[0]\n}\n")
+    idx = rng.integers(0, 32, 32).astype(np.int32)
+    idx[int(rng.integers(0, 32))] = 40
+    proc, _ = run_tile(tmp_path, prog, {"X": rng.uniform(-1, 1, 32).astype(np.float32), "I": idx}, ["Y"],
+                       expect_ok=False)
+    assert proc.returncode == 1 and "g.tile:3:" in proc.stderr and "index 40" in proc.stderr, proc.stderr
