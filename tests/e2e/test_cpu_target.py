@@ -1,0 +1,79 @@
+"""The CPU target end to end: every def of examples/*.tc through
+`tessel run --target cpu --check` on each shape set of test_examples.py
+(dims of 1 and primes, fresh random inputs): the run must pass its own
+comparison with the interpreter and give NumPy's answer. Also: an index out
+of range through a gather is a clear located error with exit status 1, and
+an empty range is reported as the interpreter reports it."""
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES, run_cli, run_tc
+from test_examples import CASES, SPECS, compare, d
+
+
+@pytest.mark.parametrize("key,which", CASES)
+def test_example_on_cpu(tmp_path, rng, key, which):
+    file, entry = key
+    spec = SPECS[key]
+    inputs = spec["make"](rng, spec["shapes"][which])
+    sets = spec["scalars"](rng) if "scalars" in spec else {}
+    want = spec["ref"]({**{k: d(v) for k, v in inputs.items()}, **sets})
+    res = run_tc(tmp_path, f"examples/{file}", inputs=inputs, sets=sets, outputs=list(want),
+                 entry=entry, extra=["--target", "cpu", "--check"])
+    out = res.proc.stdout
+    assert f" on cpu in " in out, out
+    checks = [line for line in out.splitlines() if line.startswith("check ")]
+    assert len(checks) == len(want), out
+    assert all(line.endswith(": ok") for line in checks), out
+    for name, ref in want.items():
+        compare(name, res.outputs[name], ref, inputs)
+
+
+def test_gather_out_of_range_on_cpu(tmp_path, rng):
+    x = rng.uniform(-1, 1, size=5).astype(np.float32)
+    idx = np.array([[1, 4, 0], [2, 7, 3]], dtype=np.int64)
+    res = run_tc(tmp_path, "examples/gather.tc", inputs={"X": x, "I": idx}, outputs=["Z"],
+                 extra=["--target", "cpu"], expect_ok=False)
+    assert res.proc.returncode == 1, res.proc.stdout + res.proc.stderr
+    err = res.proc.stderr
+    assert "index 7 out of range for dimension 0 of 'X' (size 5)" in err, err
+    assert "gather.tc:" in err, err
+
+
+def test_in_range_gather_after_an_error(tmp_path, rng):
+    x = rng.uniform(-1, 1, size=5).astype(np.float32)
+    idx = rng.integers(0, 5, size=(3, 2), dtype=np.int64)
+    res = run_tc(tmp_path, "examples/gather.tc", inputs={"X": x, "I": idx}, outputs=["Z"],
+                 extra=["--target", "cpu", "--check"])
+    np.testing.assert_array_equal(res.outputs["Z"], x[idx])
+
+
+def test_zero_size_like_the_interpreter(tmp_path, rng):
+    """The language rejects an empty range before anything runs; the cpu
+    target says so exactly as the interpreter does."""
+    a = np.zeros((0, 7), dtype=np.float32)
+    b = rng.uniform(-1, 1, size=(7, 5)).astype(np.float32)
+    errs = []
+    for target in ("interp", "cpu"):
+        res = run_tc(tmp_path, "examples/matmul.tc", inputs={"A": a, "B": b}, outputs=["C"],
+                     extra=["--target", target], expect_ok=False)
+        assert res.proc.returncode == 1, res.proc.stdout
+        errs.append(res.proc.stderr)
+    assert "empty range for 'm'" in errs[1], errs[1]
+    assert errs[0] == errs[1]
+
+
+@pytest.mark.parametrize("file", sorted(p.name for p in EXAMPLES.glob("*.tc")))
+def test_emit_tile_checks_and_emit_c(tmp_path, file):
+    """--emit=tile prints valid tile IR (tessel tile check accepts it) with
+    the launch plan as comments; --emit=c prints the generated C."""
+    tile = run_cli("compile", f"examples/{file}", "--emit=tile")
+    assert tile.returncode == 0, tile.stderr
+    assert "// tessel schedule of" in tile.stdout and "kernel " in tile.stdout
+    path = tmp_path / "sched.tile"
+    path.write_text(tile.stdout)
+    chk = run_cli("tile", "check", path)
+    assert chk.returncode == 0, chk.stdout + chk.stderr
+    c = run_cli("compile", f"examples/{file}", "--emit=c")
+    assert c.returncode == 0, c.stderr
+    assert "tsl_kernel_" in c.stdout
