@@ -1,0 +1,810 @@
+/* c_emit_ops.c — the C generator's emitters for block-level instructions:
+ * transfers (loads, stores, copy_async), allocation, elementwise rows,
+ * iota, gather/scatter, view, reductions, broadcast, shuffles, mma,
+ * print. Each follows the interpreter's instruction of the same name
+ * (src/tile/interp_ops.c, interp.c). */
+#include <math.h>
+#include <string.h>
+
+#include "codegen/c_int.h"
+
+/* ---- transfers ------------------------------------------------------------------------------ */
+
+void cgc_emit_load(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    cgc_view src;
+    const tile_value *d = cgc_reg_dst(c, s);
+    if (!d || !cgc_view_of(c, &in->args[0], &src)) return;
+    int want = in->op == TILE_I_LOAD_GLOBAL ? TILE_GLOBAL : TILE_SHARED;
+    if ((int)src.v->type.space != want) {
+        cgc_fail(c, TSL_ERR_SEMANTIC, "%s reads a %s tensor; '%s' is %s", tile_op_info_of(in->op)->name,
+                tile_space_name((tile_space)want), src.v->name, tile_space_name(src.v->type.space));
+        return;
+    }
+    int t = cgc_rt(c, d);
+    if (!cgc_view_fit(c, &src, t)) return;
+    const cgc_tab *tb = &c->tabv[t];
+    tile_dtype md = src.v->type.dt, rd = d->type.dt;
+    const char *fill = in->init ? cgc_cnum(c, in->init) : "0.0";
+    if (want == TILE_GLOBAL) cgc_line(c, "const %s fill = %s;", cgc_reg_ctype(rd), cgc_rnd(c, rd, fill));
+    const char *tc = cgc_tab_coord(c, t);
+    cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
+    c->ind++;
+    cgc_line(c, "if (%s[i][0] < 0) {", tc);
+    cgc_line(c, "    %s[i] = %s;", cgc_rname(c, d), cgc_pad_value(rd));
+    cgc_line(c, "    continue;");
+    cgc_line(c, "}");
+    char **cs = cgc_emit_coords(c, &src, tb->rank, arena_printf(c->ar, "%s[i]", tc), "c");
+    if (want == TILE_GLOBAL) {
+        cgc_line(c, "%s[i] = (%s) ? %s : fill;", cgc_rname(c, d), cgc_global_inb(c, &src, cs),
+          cgc_load_conv(c, md, rd, cgc_global_elem(c, &src, cs)));
+    } else {
+        char *e = cgc_shared_elem(c, &src, cs, 0);
+        cgc_line(c, "%s[i] = %s;", cgc_rname(c, d), cgc_load_conv(c, md, rd, e));
+    }
+    c->ind--;
+    cgc_line(c, "}");
+}
+
+void cgc_emit_store(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    cgc_view dst;
+    const tile_value *r = cgc_reg_arg(c, &in->args[0]);
+    if (!r) return;
+    if (!in->has_dst) {
+        cgc_fail(c, TSL_ERR_SEMANTIC, "store needs '-> destination'");
+        return;
+    }
+    if (!cgc_view_of(c, &in->dst, &dst)) return;
+    int want = in->op == TILE_I_STORE_GLOBAL ? TILE_GLOBAL : TILE_SHARED;
+    if ((int)dst.v->type.space != want) {
+        cgc_fail(c, TSL_ERR_SEMANTIC, "%s writes a %s tensor; '%s' is %s", tile_op_info_of(in->op)->name,
+                tile_space_name((tile_space)want), dst.v->name, tile_space_name(dst.v->type.space));
+        return;
+    }
+    int t = cgc_rt(c, r);
+    if (!cgc_view_fit(c, &dst, t)) return;
+    const cgc_tab *tb = &c->tabv[t];
+    const char *tc = cgc_tab_coord(c, t), *to = cgc_tab_own(c, t);
+    cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
+    c->ind++;
+    cgc_line(c, "if (!%s[i]) continue;", to);
+    char **cs = cgc_emit_coords(c, &dst, tb->rank, arena_printf(c->ar, "%s[i]", tc), "c");
+    char *val = cgc_store_conv(c, r->type.dt, dst.v->type.dt, arena_printf(c->ar, "%s[i]", cgc_rname(c, r)));
+    if (want == TILE_GLOBAL) {
+        cgc_line(c, "if (%s) %s = %s;", cgc_global_inb(c, &dst, cs), cgc_global_elem(c, &dst, cs), val);
+    } else {
+        char *e = cgc_shared_elem(c, &dst, cs, 1);
+        cgc_line(c, "%s = %s;", e, val);
+    }
+    c->ind--;
+    cgc_line(c, "}");
+}
+
+/* copy_async global -> shared: the tile is the shared tensor, its slice
+ * S[i, ...] of the trailing dims, or a tile of a tiled view; taken from
+ * the global tensor right-aligned at the source's offsets, zero past the
+ * bounds (interp exec_copy_async). */
+void cgc_emit_copy_async(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    cgc_view src, dst;
+    if (!in->has_dst) {
+        cgc_fail(c, TSL_ERR_SEMANTIC, "copy_async needs '-> destination'");
+        return;
+    }
+    if (!cgc_view_of(c, &in->args[0], &src) || !cgc_view_of(c, &in->dst, &dst)) return;
+    if (src.v->type.space != TILE_GLOBAL || dst.v->type.space != TILE_SHARED) {
+        cgc_fail(c, TSL_ERR_SEMANTIC, "copy_async copies global -> shared");
+        return;
+    }
+    /* leading dims fixed by an untiled index (S[i, ...]) */
+    int lead = 0;
+    if (in->dst.nsteps == 1 && in->dst.steps[0].kind == TILE_STEP_INDEX) lead = in->dst.steps[0].n;
+    if (lead >= dst.rank) {
+        cgc_fail(c, TSL_ERR_SHAPE, "copy_async: %d indices leave nothing of '%s'", lead, dst.v->name);
+        return;
+    }
+    int trank = dst.rank - lead;
+    int64_t box[CGC_MAX_RANK];
+    for (int i = 0; i < trank; i++) box[i] = dst.ext[lead + i] >= 0 ? dst.ext[lead + i] : dst.dims[lead + i];
+    if (!cgc_view_fit_dims(c, &src, box, trank)) return;
+    for (int i = 0; i < trank; i++) {
+        cgc_line(c, "for (int64_t e%d = 0; e%d < %lld; e%d++) {", i, i, (long long)box[i], i);
+        c->ind++;
+    }
+    char **cs = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
+    char **cd = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
+    for (int i = 0; i < dst.rank; i++) {
+        cd[i] = arena_printf(c->ar, "cd%d", i);
+        cgc_line(c, "const int64_t %s = %s;", cd[i],
+          cgc_view_map(c, &dst, i, i < lead ? "(int64_t)0" : arena_printf(c->ar, "e%d", i - lead)));
+    }
+    int sl = src.rank - trank; /* right-aligned: leading source dims get 0 */
+    for (int i = 0; i < src.rank; i++) {
+        cs[i] = arena_printf(c->ar, "cs%d", i);
+        cgc_line(c, "const int64_t %s = %s;", cs[i],
+          cgc_view_map(c, &src, i, i < sl ? "(int64_t)0" : arena_printf(c->ar, "e%d", i - sl)));
+    }
+    char *e = cgc_shared_elem(c, &dst, cd, 1);
+    tile_dtype sd = src.v->type.dt, dd = dst.v->type.dt;
+    char *val;
+    if (tile_dtype_eq(sd, dd))
+        val = arena_printf(c->ar, "(%s) ? %s : (%s)0", cgc_global_inb(c, &src, cs), cgc_global_elem(c, &src, cs),
+                           cgc_mem_ctype(dd));
+    else
+        val = cgc_dbl_to_mem(c, dd, arena_printf(c->ar, "(%s) ? %s : 0.0", cgc_global_inb(c, &src, cs),
+                                             cgc_mem_to_dbl(c, sd, cgc_global_elem(c, &src, cs))));
+    cgc_line(c, "%s = %s;", e, val);
+    for (int i = 0; i < trank; i++) {
+        c->ind--;
+        cgc_line(c, "}");
+    }
+}
+
+/* ---- register instructions ------------------------------------------------------------------ */
+
+void cgc_emit_alloc(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *r = in->result;
+    if (!r) {
+        cgc_fail(c, TSL_ERR_SEMANTIC, "alloc needs a result name");
+        return;
+    }
+    if (r->type.space == TILE_REGISTER) {
+        const cgc_tab *tb = &c->tabv[cgc_rt(c, r)];
+        const char *v = in->init ? cgc_rnd(c, r->type.dt, cgc_cnum(c, in->init)) : cgc_pad_value(r->type.dt);
+        cgc_line(c, "for (int64_t i = 0; i < %lld; i++) %s[i] = %s;", (long long)tb->ns, cgc_rname(c, r), v);
+        return;
+    }
+    if (r->type.space != TILE_SHARED) {
+        cgc_fail(c, TSL_ERR_SEMANTIC, "alloc of a global tensor");
+        return;
+    }
+    if (!in->init) return; /* shared: whatever the bytes were */
+    cgc_view vw;
+    tile_operand o = tile_operand_tensor((tile_value *)r);
+    if (!cgc_view_of(c, &o, &vw)) return;
+    cgc_line(c, "const %s fill = %s;", cgc_mem_ctype(r->type.dt), cgc_dbl_to_mem(c, r->type.dt, cgc_cnum(c, in->init)));
+    char **cs = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
+    for (int i = 0; i < vw.rank; i++) {
+        cs[i] = arena_printf(c->ar, "e%d", i);
+        cgc_line(c, "for (int64_t e%d = 0; e%d < %lld; e%d++) {", i, i, (long long)vw.dims[i], i);
+        c->ind++;
+    }
+    cgc_line(c, "%s = fill;", cgc_shared_elem(c, &vw, cs, 1));
+    for (int i = 0; i < vw.rank; i++) {
+        c->ind--;
+        cgc_line(c, "}");
+    }
+}
+
+/* Elementwise ops, one row each: the interpreter's formula over doubles
+ * x, y, z (the operands' held values) and, where it exists, the same in
+ * float when every operand and the result are held as float. `kind`:
+ *   ARITH    the result rounds to the dtype (f32 math for floats <= 32 bits)
+ *   IDIV     ARITH, but on integer results a zero divisor is an error
+ *   CMP      comparison -> bool (scalar operands converted to the tensor's dtype)
+ *   LOGIC    bool operands -> bool
+ *   SELECT   x ? y : z, rounded to the result dtype */
+typedef enum { CGC_ARITH, CGC_IDIV, CGC_CMP, CGC_LOGIC, CGC_SELECT } cgc_ew_kind;
+
+typedef struct cgc_ew {
+    tile_op op;
+    cgc_ew_kind kind;
+    const char *dbl, *flt;
+} cgc_ew;
+
+static const cgc_ew cgc_ew_table[] = {
+    {TILE_I_COPY, CGC_ARITH, "x", "x"},
+    {TILE_I_CAST, CGC_ARITH, "x", "x"},
+    {TILE_I_NEG, CGC_ARITH, "-x", "-x"},
+    {TILE_I_ABS, CGC_ARITH, "fabs(x)", "fabsf(x)"},
+    {TILE_I_EXP, CGC_ARITH, "(double)expf((float)x)", "expf(x)"},
+    {TILE_I_LOG, CGC_ARITH, "(double)logf((float)x)", "logf(x)"},
+    {TILE_I_SQRT, CGC_ARITH, "(double)sqrtf((float)x)", "sqrtf(x)"},
+    {TILE_I_RSQRT, CGC_ARITH, "(double)(1.0f / sqrtf((float)x))", "1.0f / sqrtf(x)"},
+    {TILE_I_TANH, CGC_ARITH, "(double)tanhf((float)x)", "tanhf(x)"},
+    {TILE_I_SIGMOID, CGC_ARITH, "(double)(1.0f / (1.0f + expf(-(float)x)))", "1.0f / (1.0f + expf(-x))"},
+    {TILE_I_RELU, CGC_ARITH, "x > 0 ? x : 0.0", "x > 0 ? x : 0.0f"},
+    {TILE_I_ERF, CGC_ARITH, "(double)erff((float)x)", "erff(x)"},
+    {TILE_I_ADD, CGC_ARITH, "x + y", "x + y"},
+    {TILE_I_SUB, CGC_ARITH, "x - y", "x - y"},
+    {TILE_I_MUL, CGC_ARITH, "x * y", "x * y"},
+    {TILE_I_DIV, CGC_IDIV, "x / y", "x / y"},
+    {TILE_I_MAX, CGC_ARITH, "x > y ? x : y", "x > y ? x : y"},
+    {TILE_I_MIN, CGC_ARITH, "x < y ? x : y", "x < y ? x : y"},
+    {TILE_I_MOD, CGC_IDIV, "(double)fmodf((float)x, (float)y)", "fmodf(x, y)"},
+    {TILE_I_POW, CGC_ARITH, "(double)powf((float)x, (float)y)", "powf(x, y)"},
+    {TILE_I_NOT, CGC_LOGIC, "!(x != 0)", NULL},
+    {TILE_I_AND, CGC_LOGIC, "(x != 0) && (y != 0)", NULL},
+    {TILE_I_OR, CGC_LOGIC, "(x != 0) || (y != 0)", NULL},
+    {TILE_I_LT, CGC_CMP, "x < y", NULL},
+    {TILE_I_LE, CGC_CMP, "x <= y", NULL},
+    {TILE_I_GT, CGC_CMP, "x > y", NULL},
+    {TILE_I_GE, CGC_CMP, "x >= y", NULL},
+    {TILE_I_EQ, CGC_CMP, "x == y", NULL},
+    {TILE_I_NE, CGC_CMP, "x != y", NULL},
+    {TILE_I_SELECT, CGC_SELECT, "x != 0 ? y : z", NULL},
+};
+
+static int is_fltreg(tile_dtype t)
+{
+    return t.kind == TILE_DT_FLOAT && t.bits <= 32;
+}
+
+static int is_intreg(tile_dtype t)
+{
+    return t.kind == TILE_DT_INT || t.kind == TILE_DT_UINT;
+}
+
+/* An elementwise operand: a register tensor laid out like `like`, or a
+ * scalar (expr or scalar parameter). *val is the slot's value expression
+ * (a double for scalars); *flt whether it is float-held; *t the tensor. */
+static int ew_operand(cgc *c, const tile_operand *o, const tile_value *like, char **val, int *flt,
+                      const tile_value **t)
+{
+    *t = NULL;
+    *flt = 0;
+    if (!o->v) {
+        *val = cgc_cnum(c, o->scalar);
+        return 1;
+    }
+    if (o->v->kind == TILE_V_SCALAR) {
+        *val = arena_printf(c->ar, "(double)v%d", o->v->id);
+        return 1;
+    }
+    const tile_value *x = cgc_reg_arg(c, o);
+    if (!x) return 0;
+    const cgc_tab *a = &c->tabv[cgc_rt(c, x)], *b = &c->tabv[cgc_rt(c, like)];
+    if (!dist_layout_equal(a->lay, b->lay) || a->rank != b->rank ||
+        memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank)) {
+        cgc_fail(c, TSL_ERR_SHAPE,
+                "'%s' is not laid out like the result (same shape and layout needed; use copy "
+                "through shared memory to change layout)", x->name);
+        return 0;
+    }
+    *val = arena_printf(c->ar, "%s[i]", cgc_rname(c, x));
+    *flt = is_fltreg(x->type.dt);
+    *t = x;
+    return 1;
+}
+
+void cgc_emit_elementwise(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *d = cgc_reg_dst(c, s);
+    if (!d) return;
+    const cgc_ew *row = NULL;
+    for (size_t i = 0; i < TSL_COUNTOF(cgc_ew_table); i++)
+        if (cgc_ew_table[i].op == in->op) row = &cgc_ew_table[i];
+    if (!row || in->nargs < 1 || in->nargs > 3) {
+        cgc_fail(c, TSL_ERR_UNAVAILABLE, "no elementwise emitter for '%s'", tile_op_info_of(in->op)->name);
+        return;
+    }
+    char *v[3] = {NULL, NULL, NULL};
+    int fl[3] = {1, 1, 1}, n = in->nargs;
+    const tile_value *tv[3] = {NULL, NULL, NULL}, *first = NULL;
+    for (int a = 0; a < n; a++) {
+        if (!ew_operand(c, &in->args[a], d, &v[a], &fl[a], &tv[a])) return;
+        if (tv[a] && !first && !(row->kind == CGC_SELECT && a == 0)) first = tv[a];
+    }
+    /* new-style rows convert a scalar operand to the tensor's dtype first */
+    if (in->op >= TILE_I_IOTA && first)
+        for (int a = 0; a < n; a++)
+            if (!tv[a] && !(row->kind == CGC_SELECT && a == 0))
+                v[a] = arena_printf(c->ar, "(double)%s", cgc_rnd(c, first->type.dt, v[a]));
+    tile_dtype dt = d->type.dt;
+    int cast = in->op == TILE_I_CAST;
+    int flt = row->flt && is_fltreg(dt);
+    for (int a = 0; a < n; a++) flt &= fl[a];
+    const cgc_tab *tb = &c->tabv[cgc_rt(c, d)];
+    const char *names = "xyz";
+    int zerodiv = row->kind == CGC_IDIV && is_intreg(dt);
+    int id = zerodiv ? cgc_rterr(c, TSL_ERR_RUNTIME, "integer division by zero") : 0;
+    const char *tc = zerodiv ? cgc_tab_coord(c, cgc_rt(c, d)) : NULL;
+    cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
+    c->ind++;
+    for (int a = 0; a < n; a++) cgc_line(c, "const %s %c = %s;", flt ? "float" : "double", names[a], v[a]);
+    if (flt) {
+        const char *e = arena_printf(c->ar, "(%s)", row->flt);
+        cgc_line(c, "%s[i] = %s;", cgc_rname(c, d), dt.bits == 32 ? e : cgc_rnd(c, dt, e));
+    } else if (zerodiv) {
+        /* C semantics on integers: truncating division, remainder with the
+         * sign of x; a zero divisor in a slot inside the tensor is an error */
+        cgc_line(c, "if (y == 0) {");
+        cgc_line(c, "    if (%s[i][0] >= 0) return %d;", tc, id);
+        cgc_line(c, "    %s[i] = 0;", cgc_rname(c, d));
+        cgc_line(c, "    continue;");
+        cgc_line(c, "}");
+        cgc_line(c, "%s[i] = %s;", cgc_rname(c, d),
+          cgc_rnd(c, dt, in->op == TILE_I_DIV ? "trunc(x / y)" : "(double)((int64_t)x % (y == -1 ? 1 : (int64_t)y))"));
+    } else {
+        const char *e = arena_printf(c->ar, "(%s)", row->dbl);
+        if (row->kind == CGC_CMP || row->kind == CGC_LOGIC) {
+            cgc_line(c, "%s[i] = (%s)%s;", cgc_rname(c, d), cgc_reg_ctype(dt), e);
+        } else {
+            /* arithmetic on f16/bf16/f32 happens in f32, then rounds to the dtype */
+            if (!cast && row->kind != CGC_SELECT && dt.kind == TILE_DT_FLOAT && dt.bits <= 32)
+                e = arena_printf(c->ar, "(double)(float)%s", e);
+            cgc_line(c, "%s[i] = %s;", cgc_rname(c, d), cgc_rnd(c, dt, e));
+        }
+    }
+    c->ind--;
+    cgc_line(c, "}");
+}
+
+/* iota [OFF] dim D: each element is its coordinate along D plus OFF. */
+void cgc_emit_iota(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *d = cgc_reg_dst(c, s);
+    if (!d) return;
+    const cgc_tab *tb = &c->tabv[cgc_rt(c, d)];
+    if (in->dim < 0 || in->dim >= tb->rank) {
+        cgc_fail(c, TSL_ERR_SHAPE, "iota: dim %d of a rank-%d result", in->dim, tb->rank);
+        return;
+    }
+    const char *off = in->nargs && in->args[0].scalar ? cgc_tmp_int(c, in->args[0].scalar) : "((int64_t)0)";
+    const char *tc = cgc_tab_coord(c, cgc_rt(c, d));
+    cgc_line(c, "for (int64_t i = 0; i < %lld; i++)", (long long)tb->ns);
+    cgc_line(c, "    %s[i] = %s[i][0] < 0 ? %s : %s;", cgc_rname(c, d), tc, cgc_pad_value(d->type.dt),
+      cgc_rnd(c, d->type.dt, arena_printf(c->ar, "(double)((int64_t)%s[i][%d] + %s)", tc, in->dim, off)));
+}
+
+/* gather T, i... -> R [mask M] / scatter x -> T, i... [mask M]: per lane
+ * (a slot inside the tensor), the element of global T at the indices; a
+ * masked-off lane moves nothing (gather: 0); an index outside T's extent
+ * is a run-time error naming the tensor, dim, index and bound. */
+void cgc_emit_gather(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    int gather = in->op == TILE_I_GATHER;
+    const tile_operand *top = gather ? &in->args[0] : in->has_dst ? &in->dst : NULL;
+    const tile_value *lanes = gather ? cgc_reg_dst(c, s) : cgc_reg_arg(c, &in->args[0]);
+    if (!lanes) return;
+    if (!top || !top->v || top->v->kind != TILE_V_TENSOR || top->v->type.space != TILE_GLOBAL || top->nsteps) {
+        cgc_fail(c, TSL_ERR_SEMANTIC, "%s: the tensor must be a whole global tensor", gather ? "gather" : "scatter");
+        return;
+    }
+    const tile_value *T = top->v;
+    int r = T->type.rank, first = gather ? 1 : 1;
+    if (in->nargs - first != r) {
+        cgc_fail(c, TSL_ERR_SHAPE, "%s: %d indices for '%s' of rank %d", gather ? "gather" : "scatter",
+                in->nargs - first, T->name, r);
+        return;
+    }
+    char *idx[CGC_MAX_RANK];
+    for (int j = 0; j < r; j++) {
+        const tile_operand *o = &in->args[first + j];
+        if (!o->v) {
+            idx[j] = cgc_tmp_int(c, o->scalar);
+        } else if (o->v->kind == TILE_V_SCALAR) {
+            idx[j] = arena_printf(c->ar, "v%d", o->v->id);
+        } else {
+            char *val;
+            int fl;
+            const tile_value *t;
+            if (!ew_operand(c, o, lanes, &val, &fl, &t)) return;
+            if (!is_intreg(t->type.dt)) {
+                cgc_fail(c, TSL_ERR_SEMANTIC, "index '%s' must be an integer tensor", t->name);
+                return;
+            }
+            idx[j] = arena_printf(c->ar, "(int64_t)%s", val);
+        }
+    }
+    const cgc_tab *tb = &c->tabv[cgc_rt(c, lanes)];
+    const char *tc = cgc_tab_coord(c, cgc_rt(c, lanes)), *g = cgc_gname(c, T);
+    cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
+    c->ind++;
+    if (gather) {
+        cgc_line(c, "if (%s[i][0] < 0) {", tc);
+        cgc_line(c, "    %s[i] = %s;", cgc_rname(c, lanes), cgc_pad_value(lanes->type.dt));
+        cgc_line(c, "    continue;");
+        cgc_line(c, "}");
+    } else {
+        cgc_line(c, "if (%s[i][0] < 0) continue;", tc);
+    }
+    if (in->mask) {
+        if (cgc_rt(c, in->mask) < 0 || !dist_layout_equal(c->tabv[cgc_rt(c, in->mask)].lay, tb->lay)) {
+            cgc_fail(c, TSL_ERR_SHAPE, "mask '%s' must be laid out like the lanes", in->mask->name);
+            return;
+        }
+        if (gather) {
+            cgc_line(c, "if (!%s[i]) {", cgc_rname(c, in->mask));
+            cgc_line(c, "    %s[i] = 0;", cgc_rname(c, lanes));
+            cgc_line(c, "    continue;");
+            cgc_line(c, "}");
+        } else {
+            cgc_line(c, "if (!%s[i]) continue;", cgc_rname(c, in->mask));
+        }
+    }
+    strbuf off = {0};
+    for (int j = 0; j < r; j++) {
+        cgc_line(c, "const int64_t x%d = %s;", j, idx[j]);
+        int id = cgc_rterr(c, TSL_ERR_BOUNDS, "%s of '%s': index %%lld in dim %d is outside [0, %%lld)",
+                        gather ? "gather" : "scatter", T->name, j);
+        c->errs[id - 1].info = 1;
+        cgc_line(c, "if ((uint64_t)x%d >= (uint64_t)%s_d%d) {", j, g, j);
+        cgc_line(c, "    info[0] = x%d;", j);
+        cgc_line(c, "    info[1] = %s_d%d;", g, j);
+        cgc_line(c, "    return %d;", id);
+        cgc_line(c, "}");
+        sb_printf(&off, "%sx%d * %s_s%d", j ? " + " : "", j, g, j);
+    }
+    if (!r) sb_puts(&off, "0"); /* a rank-0 tensor: its one element */
+    if (gather)
+        cgc_line(c, "%s[i] = %s;", cgc_rname(c, lanes),
+          cgc_load_conv(c, T->type.dt, lanes->type.dt, arena_printf(c->ar, "%s[%s]", g, sb_str(&off))));
+    else
+        cgc_line(c, "%s[%s] = %s;", g, sb_str(&off),
+          cgc_store_conv(c, lanes->type.dt, T->type.dt, arena_printf(c->ar, "%s[i]", cgc_rname(c, lanes))));
+    sb_free(&off);
+    c->ind--;
+    cgc_line(c, "}");
+}
+
+/* view: the same bytes per thread reinterpreted. */
+void cgc_emit_view(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *x = cgc_reg_arg(c, &in->args[0]), *d = x ? cgc_reg_dst(c, s) : NULL;
+    if (!d) return;
+    const cgc_tab *tx = &c->tabv[cgc_rt(c, x)], *td = &c->tabv[cgc_rt(c, d)];
+    tile_dtype xd = x->type.dt, dd = d->type.dt;
+    if (!cgc_dt_ok(xd) || !cgc_dt_ok(dd)) {
+        cgc_fail(c, TSL_ERR_UNAVAILABLE, "view: only byte-sized dtypes are reinterpreted here");
+        return;
+    }
+    if (tx->nlocals * xd.bits != td->nlocals * dd.bits || tx->nthreads != td->nthreads) {
+        cgc_fail(c, TSL_ERR_SHAPE, "view: each thread holds %lld bits of '%s' but %lld bits of the result",
+                (long long)(tx->nlocals * xd.bits), x->name, (long long)(td->nlocals * dd.bits));
+        return;
+    }
+    int64_t nb = tx->nlocals * xd.bits / 8, xs = xd.bits / 8, ds = dd.bits / 8;
+    cgc_need_scratch(c, td->ns * cgc_reg_size(dd) + nb + 64);
+    cgc_line(c, "%s *const tmp = (%s *)scratch;", cgc_reg_ctype(dd), cgc_reg_ctype(dd));
+    cgc_line(c, "unsigned char *const buf = (unsigned char *)scratch + %lld;", (long long)cgc_align_up(td->ns * cgc_reg_size(dd), 16));
+    cgc_line(c, "for (int64_t th = 0; th < %lld; th++) {", (long long)tx->nthreads);
+    c->ind++;
+    cgc_line(c, "for (int64_t l = 0; l < %lld; l++) {", (long long)tx->nlocals);
+    cgc_line(c, "    const %s m = %s;", cgc_mem_ctype(xd),
+      cgc_store_conv(c, xd, xd, arena_printf(c->ar, "%s[th * %lld + l]", cgc_rname(c, x), (long long)tx->nlocals)));
+    cgc_line(c, "    memcpy(buf + l * %lld, &m, %lld);", (long long)xs, (long long)xs);
+    cgc_line(c, "}");
+    cgc_line(c, "for (int64_t l = 0; l < %lld; l++) {", (long long)td->nlocals);
+    cgc_line(c, "    %s m;", cgc_mem_ctype(dd));
+    cgc_line(c, "    memcpy(&m, buf + l * %lld, %lld);", (long long)ds, (long long)ds);
+    cgc_line(c, "    tmp[th * %lld + l] = %s;", (long long)td->nlocals, cgc_load_conv(c, dd, dd, "m"));
+    cgc_line(c, "}");
+    c->ind--;
+    cgc_line(c, "}");
+    cgc_line(c, "memcpy(%s, tmp, %lld);", cgc_rname(c, d), (long long)(td->ns * cgc_reg_size(dd)));
+}
+
+/* reduce.{sum,max,min} dim D (interp exec_reduce): per result coordinate,
+ * the source slots (lowest owners, in slot order) accumulated in f32;
+ * every owner of the result coordinate gets the value. */
+void cgc_emit_reduce(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *x = cgc_reg_arg(c, &in->args[0]), *d = x ? cgc_reg_dst(c, s) : NULL;
+    if (!d) return;
+    const cgc_tab *tx = &c->tabv[cgc_rt(c, x)], *td = &c->tabv[cgc_rt(c, d)];
+    int dim = in->dim, keep = td->rank == tx->rank;
+    if (dim < 0 || dim >= tx->rank || (!keep && td->rank != tx->rank - 1)) {
+        cgc_fail(c, TSL_ERR_SHAPE, "reduce: dim %d, input rank %d, result rank %d", dim, tx->rank, td->rank);
+        return;
+    }
+    /* group of a result slot = its coordinate's lowest owner; lists per group */
+    int64_t *grp = calloc((size_t)td->ns + 1, sizeof *grp);
+    int64_t *cnt = calloc((size_t)td->ns + 1, sizeof *cnt);
+    int64_t *srcs = malloc(sizeof *srcs * (size_t)(tx->ns + 1));
+    int64_t *dsts = malloc(sizeof *dsts * (size_t)(tx->ns + 1));
+    int64_t *start = calloc((size_t)td->ns + 2, sizeof *start);
+    int64_t *list = malloc(sizeof *list * (size_t)(tx->ns + 1));
+    int64_t *fill = calloc((size_t)td->ns + 1, sizeof *fill);
+    if (!grp || !cnt || !srcs || !dsts || !start || !list || !fill) {
+        cgc_fail(c, TSL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    int64_t n = 0;
+    for (int64_t k = 0; k < td->ns; k++) grp[k] = -1;
+    for (int64_t sl = 0; sl < tx->ns; sl++) {
+        if (!tx->own[sl]) continue;
+        const int32_t *cc = &tx->coord[sl * tx->rank];
+        int64_t full[DIST_MAX_RANK], th[64], lo[64];
+        int lead = td->lay->rank - td->rank, r = lead;
+        for (int i = 0; i < lead; i++) full[i] = 0;
+        for (int i = 0; i < tx->rank; i++)
+            if (i != dim) full[r++] = cc[i];
+            else if (keep) full[r++] = 0;
+        int64_t no = dist_layout_owners(td->lay, full, th, lo, 64), ot, ol;
+        if (no <= 0 || dist_layout_owner(td->lay, full, &ot, &ol)) continue;
+        int64_t g = ot * td->nlocals + ol;
+        for (int64_t o = 0; o < no && o < 64; o++) grp[th[o] * td->nlocals + lo[o]] = g;
+        srcs[n] = sl;
+        dsts[n++] = g;
+        cnt[g]++;
+    }
+    for (int64_t g = 0; g < td->ns; g++) start[g + 1] = start[g] + cnt[g];
+    for (int64_t i = 0; i < n; i++) list[start[dsts[i]] + fill[dsts[i]]++] = srcs[i];
+    int64_t *starts32 = start; /* [ns+1] */
+    const char *ts = cgc_emit_i32_table(c, "reduce: first source of each group", starts32, td->ns + 1);
+    const char *tl = cgc_emit_i32_table(c, "reduce: source slots by group, in slot order", list, n);
+    const char *tg = cgc_emit_i32_table(c, "reduce: group of each result slot, -1 none", grp, td->ns);
+    cgc_need_scratch(c, td->ns * 8 + 64);
+    const char *op = in->op == TILE_I_REDUCE_SUM ? "acc = (float)(acc + v);"
+                     : in->op == TILE_I_REDUCE_MAX ? "acc = v > acc ? v : acc;"
+                                                   : "acc = v < acc ? v : acc;";
+    cgc_line(c, "double *const acc_ = (double *)scratch;");
+    cgc_line(c, "for (int64_t g = 0; g < %lld; g++) {", (long long)td->ns);
+    c->ind++;
+    cgc_line(c, "if (%s[g] == %s[g + 1]) continue;", ts, ts);
+    cgc_line(c, "double acc = (double)%s[%s[%s[g]]];", cgc_rname(c, x), tl, ts);
+    cgc_line(c, "for (int32_t j = %s[g] + 1; j < %s[g + 1]; j++) {", ts, ts);
+    cgc_line(c, "    const double v = (double)%s[%s[j]];", cgc_rname(c, x), tl);
+    cgc_line(c, "    %s", op);
+    cgc_line(c, "}");
+    cgc_line(c, "acc_[g] = acc;");
+    c->ind--;
+    cgc_line(c, "}");
+    cgc_line(c, "for (int64_t k = 0; k < %lld; k++)", (long long)td->ns);
+    cgc_line(c, "    %s[k] = %s[k] < 0 ? %s : %s;", cgc_rname(c, d), tg, cgc_pad_value(d->type.dt),
+      cgc_rnd(c, d->type.dt, arena_printf(c->ar, "acc_[%s[k]]", tg)));
+out:
+    free(grp);
+    free(cnt);
+    free(srcs);
+    free(dsts);
+    free(start);
+    free(list);
+    free(fill);
+}
+
+/* broadcast dim D: result[c] = x[c with dim D at 0 (or dropped)]. */
+void cgc_emit_broadcast(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *x = cgc_reg_arg(c, &in->args[0]), *d = x ? cgc_reg_dst(c, s) : NULL;
+    if (!d) return;
+    const cgc_tab *tx = &c->tabv[cgc_rt(c, x)], *td = &c->tabv[cgc_rt(c, d)];
+    int dim = in->dim;
+    if (dim < 0 || dim >= td->rank || (tx->rank != td->rank && tx->rank != td->rank - 1)) {
+        cgc_fail(c, TSL_ERR_SHAPE, "broadcast: dim %d from rank %d to rank %d", dim, tx->rank, td->rank);
+        return;
+    }
+    int64_t *src = malloc(sizeof *src * (size_t)(td->ns + 1));
+    if (!src) {
+        cgc_fail(c, TSL_ERR_NOMEM, "out of memory");
+        return;
+    }
+    for (int64_t k = 0; k < td->ns; k++) {
+        src[k] = -1;
+        const int32_t *cc = &td->coord[k * td->rank];
+        if (cc[0] < 0) continue;
+        int64_t xc[DIST_MAX_RANK], ot, ol;
+        int lead = tx->lay->rank - tx->rank, r = lead;
+        for (int i = 0; i < lead; i++) xc[i] = 0;
+        for (int i = 0; i < td->rank; i++)
+            if (i != dim) xc[r++] = cc[i];
+            else if (tx->rank == td->rank) xc[r++] = 0;
+        if (!dist_layout_owner(tx->lay, xc, &ot, &ol)) src[k] = ot * tx->nlocals + ol;
+    }
+    const char *tb = cgc_emit_i32_table(c, "broadcast: source slot of each result slot, -1 none", src, td->ns);
+    free(src);
+    cgc_need_scratch(c, td->ns * cgc_reg_size(d->type.dt) + 64);
+    const char *ct = cgc_reg_ctype(d->type.dt);
+    cgc_line(c, "%s *const tmp = (%s *)scratch;", ct, ct);
+    cgc_line(c, "for (int64_t k = 0; k < %lld; k++)", (long long)td->ns);
+    cgc_line(c, "    tmp[k] = %s[k] < 0 ? %s : %s;", tb, cgc_rnd(c, d->type.dt, "NAN"),
+      cgc_rnd(c, d->type.dt, arena_printf(c->ar, "(double)%s[%s[k]]", cgc_rname(c, x), tb)));
+    cgc_line(c, "memcpy(%s, tmp, %lld);", cgc_rname(c, d), (long long)(td->ns * cgc_reg_size(d->type.dt)));
+}
+
+/* shuffle.{xor,up,down,idx} x, k: per warp; out of range keeps its own. */
+void cgc_emit_shuffle(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *x = cgc_reg_arg(c, &in->args[0]), *d = x ? cgc_reg_dst(c, s) : NULL;
+    if (!d) return;
+    if (!in->args[1].scalar) {
+        cgc_fail(c, TSL_ERR_SEMANTIC, "shuffle needs a lane operand");
+        return;
+    }
+    const cgc_tab *tx = &c->tabv[cgc_rt(c, x)], *td = &c->tabv[cgc_rt(c, d)];
+    if (tx->nthreads != td->nthreads || tx->nlocals != td->nlocals) {
+        cgc_fail(c, TSL_ERR_SHAPE, "shuffle: the result must be laid out like the input");
+        return;
+    }
+    const char *k = cgc_tmp_int(c, in->args[1].scalar);
+    const char *from = in->op == TILE_I_SHUFFLE_XOR ? "lane ^ %s" : in->op == TILE_I_SHUFFLE_UP ? "lane - %s"
+                       : in->op == TILE_I_SHUFFLE_DOWN ? "lane + %s" : "%s";
+    cgc_need_scratch(c, tx->ns * cgc_reg_size(x->type.dt) + 64);
+    const char *ct = cgc_reg_ctype(x->type.dt);
+    cgc_line(c, "%s *const tmp = (%s *)scratch;", ct, ct);
+    cgc_line(c, "for (int64_t th = 0; th < %lld; th++) {", (long long)tx->nthreads);
+    c->ind++;
+    cgc_line(c, "const int64_t lane = th %% 32, base = th - lane;");
+    cgc_line(c, "int64_t from = %s;", arena_printf(c->ar, from, k));
+    cgc_line(c, "if (from < 0 || from > 31 || base + from >= %lld) from = lane;", (long long)tx->nthreads);
+    cgc_line(c, "for (int64_t l = 0; l < %lld; l++) tmp[th * %lld + l] = %s[(base + from) * %lld + l];",
+      (long long)tx->nlocals, (long long)tx->nlocals, cgc_rname(c, x), (long long)tx->nlocals);
+    c->ind--;
+    cgc_line(c, "}");
+    cgc_line(c, "memcpy(%s, tmp, %lld);", cgc_rname(c, d), (long long)(tx->ns * cgc_reg_size(x->type.dt)));
+}
+
+/* mma d = a . b + c over m16n8k16 atoms: each operand's layout is R . F
+ * (F the atom's fragment); warp w computes the C tiles R_C gives it from
+ * the A and B tiles it holds (interp exec_mma). */
+static const char *const cgc_frag[3] = {"column_local(2,2).spatial(8,4).local(1,2)",
+                                        "local(2,1).column_spatial(4,8).local(2,1)",
+                                        "local(2,1).spatial(8,4).local(1,2)"};
+
+static int mma_split(cgc *c, const tile_value *t, int which, dist_layout *r)
+{
+    layout_value fv;
+    layout_err le = {{0}, 0};
+    const char *ft = cgc_frag[which];
+    if (layout_parse(ft, strlen(ft), &fv, &le) || fv.kind != LAYOUT_VALUE_DIST) {
+        cgc_fail(c, TSL_ERR_INTERNAL, "mma fragment layout '%s': %s", ft, le.msg);
+        return 0;
+    }
+    const cgc_tab *tb = &c->tabv[cgc_rt(c, t)];
+    if (tb->rank != 2 || tb->lay->rank != 2) {
+        cgc_fail(c, TSL_ERR_SHAPE, "mma: '%s' must be a rank-2 register tensor", t->name);
+        return 0;
+    }
+    if (dist_layout_divide(r, tb->lay, &fv.dist, &le)) {
+        cgc_fail(c, TSL_ERR_SHAPE, "mma m16n8k16: %s operand '%s' has layout %s, which is not R.%s: %s",
+                which == 0 ? "A" : which == 1 ? "B" : "C", t->name, tb->text, ft, le.msg);
+        return 0;
+    }
+    return 1;
+}
+
+static int64_t warp_tile(const dist_layout *r, int64_t w, int64_t i, int64_t j)
+{
+    int64_t cc[2] = {i, j}, th[64], lo[64];
+    int64_t n = dist_layout_owners(r, cc, th, lo, 64);
+    for (int64_t x = 0; x < n && x < 64; x++)
+        if (th[x] == w) return lo[x];
+    return -1;
+}
+
+void cgc_emit_mma(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    if (in->atom && strcmp(in->atom, "m16n8k16") && strcmp(in->atom, "mma.m16n8k16") &&
+        !strstr(in->atom, "m16n8k16")) {
+        cgc_fail(c, TSL_ERR_UNAVAILABLE, "mma atom '%s': the C generator knows m16n8k16", in->atom);
+        return;
+    }
+    const tile_value *a = cgc_reg_arg(c, &in->args[0]), *b = a ? cgc_reg_arg(c, &in->args[1]) : NULL,
+                     *cc = b ? cgc_reg_arg(c, &in->args[2]) : NULL, *d = cc ? cgc_reg_dst(c, s) : NULL;
+    if (!d) return;
+    const cgc_tab *ta = &c->tabv[cgc_rt(c, a)], *tb = &c->tabv[cgc_rt(c, b)], *tc = &c->tabv[cgc_rt(c, cc)],
+                  *td = &c->tabv[cgc_rt(c, d)];
+    if (ta->rank != 2 || tb->rank != 2 || tc->rank != 2 || ta->dims[1] != tb->dims[0] ||
+        ta->dims[0] != tc->dims[0] || tb->dims[1] != tc->dims[1]) {
+        cgc_fail(c, TSL_ERR_SHAPE, "mma: shapes do not agree");
+        return;
+    }
+    if (!is_fltreg(a->type.dt) || !is_fltreg(b->type.dt) || !is_fltreg(cc->type.dt) ||
+        !is_fltreg(d->type.dt)) {
+        cgc_fail(c, TSL_ERR_UNAVAILABLE, "mma: operands must be f16, bf16 or f32 here");
+        return;
+    }
+    dist_layout ra, rb, rc;
+    if (!mma_split(c, a, 0, &ra) || !mma_split(c, b, 1, &rb) || !mma_split(c, cc, 2, &rc)) return;
+    if (d != cc && !dist_layout_equal(td->lay, tc->lay)) {
+        cgc_fail(c, TSL_ERR_SHAPE, "mma: the destination's layout differs from C's");
+        return;
+    }
+    int64_t kt = ra.shape[1], nct = 0;
+    int64_t *ctile = malloc(sizeof(int64_t) * (size_t)(2 * rc.threads * rc.locals + 2));
+    int64_t *ab = malloc(sizeof(int64_t) * (size_t)(2 * rc.threads * rc.locals * (kt ? kt : 1) + 2));
+    if (!ctile || !ab) {
+        free(ctile);
+        free(ab);
+        cgc_fail(c, TSL_ERR_NOMEM, "out of memory");
+        return;
+    }
+    for (int64_t w = 0; w < rc.threads && !c->st; w++)
+        for (int64_t ct = 0; ct < rc.locals && !c->st; ct++) {
+            int64_t tcd[2];
+            if (dist_layout_map(&rc, w, ct, tcd)) continue;
+            for (int64_t k = 0; k < kt; k++) {
+                int64_t at = warp_tile(&ra, w, tcd[0], k), bt = warp_tile(&rb, w, k, tcd[1]);
+                if (at < 0 || bt < 0) {
+                    cgc_fail(c, TSL_ERR_SHAPE,
+                            "mma: warp %lld computes C tile (%lld,%lld) but does not hold %s tile (%lld,%lld)",
+                            (long long)w, (long long)tcd[0], (long long)tcd[1], at < 0 ? "A" : "B",
+                            (long long)(at < 0 ? tcd[0] : k), (long long)(at < 0 ? k : tcd[1]));
+                    break;
+                }
+                ab[2 * (nct * kt + k)] = at;
+                ab[2 * (nct * kt + k) + 1] = bt;
+            }
+            ctile[2 * nct] = w;
+            ctile[2 * nct + 1] = ct;
+            nct++;
+        }
+    if (c->st) {
+        free(ctile);
+        free(ab);
+        return;
+    }
+    const char *tcn = cgc_emit_i32_table(c, "mma: (warp, C tile slot) per C tile", ctile, 2 * nct);
+    const char *tab = cgc_emit_i32_table(c, "mma: (A tile slot, B tile slot) per C tile and k step", ab, 2 * nct * kt);
+    free(ctile);
+    free(ab);
+    cgc_need_scratch(c, tc->ns * 4 + 64);
+    cgc_line(c, "float *const res = (float *)scratch;");
+    cgc_line(c, "memcpy(res, %s, %lld);", cgc_rname(c, cc), (long long)(tc->ns * 4));
+    cgc_line(c, "for (int64_t e = 0; e < %lld; e++) {", (long long)nct);
+    c->ind++;
+    cgc_line(c, "const int64_t w = %s[2 * e], ct = %s[2 * e + 1];", tcn, tcn);
+    cgc_line(c, "float fc[32][4];");
+    cgc_line(c, "for (int l = 0; l < 32; l++)");
+    cgc_line(c, "    for (int i = 0; i < 4; i++) fc[l][i] = res[(w * 32 + l) * %lld + ct * 4 + i];",
+      (long long)tc->nlocals);
+    cgc_line(c, "for (int64_t k = 0; k < %lld; k++)", (long long)kt);
+    cgc_line(c, "    tsl_mma16816(%s, %lld, %s[2 * (e * %lld + k)], %s, %lld, %s[2 * (e * %lld + k) + 1], w, fc);",
+      cgc_rname(c, a), (long long)ta->nlocals, tab, (long long)kt, cgc_rname(c, b), (long long)tb->nlocals, tab,
+      (long long)kt);
+    cgc_line(c, "for (int l = 0; l < 32; l++)");
+    cgc_line(c, "    for (int i = 0; i < 4; i++) res[(w * 32 + l) * %lld + ct * 4 + i] = %s;", (long long)tc->nlocals,
+      cgc_rnd(c, d->type.dt, "fc[l][i]"));
+    c->ind--;
+    cgc_line(c, "}");
+    cgc_line(c, "memcpy(%s, res, %lld);", cgc_rname(c, d), (long long)(tc->ns * 4));
+}
+
+void cgc_emit_print(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_operand *o = &in->args[0];
+    if (!o->v) {
+        cgc_line(c, "printf(\"block (%%lld,%%lld,%%lld): %%g\\n\", (long long)bx, (long long)by, (long long)bz, %s);",
+          cgc_cnum(c, o->scalar));
+        return;
+    }
+    if (o->v->kind == TILE_V_SCALAR) {
+        cgc_line(c, "printf(\"block (%%lld,%%lld,%%lld): %s = %%lld\\n\", (long long)bx, (long long)by, (long long)bz, "
+             "(long long)v%d);", o->v->name, o->v->id);
+        return;
+    }
+    const tile_value *x = cgc_reg_arg(c, o);
+    if (!x) return;
+    const cgc_tab *tb = &c->tabv[cgc_rt(c, x)];
+    const char *tc = cgc_tab_coord(c, cgc_rt(c, x));
+    cgc_line(c, "printf(\"block (%%lld,%%lld,%%lld): %s (thread, local) -> [coord] value\\n\", (long long)bx, "
+         "(long long)by, (long long)bz);", x->name);
+    cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
+    c->ind++;
+    cgc_line(c, "if (%s[i][0] < 0) continue;", tc);
+    strbuf fmt = {0}, args = {0};
+    for (int i = 0; i < tb->rank; i++) {
+        sb_printf(&fmt, "%s%%d", i ? "," : "");
+        sb_printf(&args, ", %s[i][%d]", tc, i);
+    }
+    cgc_line(c, "printf(\"  (%%lld,%%lld) -> [%s] %%g\\n\", (long long)(i / %lld), (long long)(i %% %lld)%s, (double)%s[i]);",
+      sb_str(&fmt), (long long)tb->nlocals, (long long)tb->nlocals, sb_str(&args), cgc_rname(c, x));
+    sb_free(&fmt);
+    sb_free(&args);
+    c->ind--;
+    cgc_line(c, "}");
+}
+
+void cgc_emit_nothing(cgc *c, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    /* wait's count is evaluated as the interpreter does (errors show) */
+    if (in->op == TILE_I_WAIT && in->nargs && in->args[0].scalar) cgc_line(c, "(void)%s;", cgc_cx(c, in->args[0].scalar));
+    cgc_line(c, "/* no-op on the CPU: the block's threads run in program order */");
+}

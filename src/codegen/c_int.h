@@ -1,0 +1,194 @@
+/* c_int.h — internals shared by the C generator's files (c.c: kernel,
+ * statements, storage plan; c_emit_base.c: vocabulary; c_emit_ops.c:
+ * instructions; c_emit_decomp.c: decompositions; c_run.c: running).
+ * Every name here starts with cgc_. */
+#ifndef TSL_CODEGEN_C_INT_H
+#define TSL_CODEGEN_C_INT_H
+
+#include "codegen/codegen.h"
+#include "layout/layout.h"
+
+#define CGC_MAX_RANK 8
+#define CGC_DEFAULT_SMEM (228 * 1024)
+#define CGC_CHAIN 8
+
+
+/* The (thread, local) -> coordinate table of one register type (layout
+ * text + dims), emitted once as static arrays when used. */
+typedef struct cgc_tab {
+    const dist_layout *lay;
+    const char *text;
+    int rank;
+    int64_t dims[CGC_MAX_RANK];
+    int64_t nthreads, nlocals, ns;
+    int32_t *coord;  /* [ns * rank]; -1 in every dim when outside the dims */
+    uint8_t *own;    /* 1: inside the dims and the lowest owner of its coordinate */
+    int used_coord, used_own;
+} cgc_tab;
+
+/* A run-time error a block can return (1-based index in the list). */
+typedef struct cgc_err {
+    tsl_status st;
+    char *msg;   /* with info: a format taking info[0], info[1] (long long) */
+    char *where; /* " (in `statement`)" or "" */
+    int info;
+} cgc_err;
+
+typedef struct cgc {
+    const tile_kernel *k;
+    tsl_arena *ar;
+    tsl_diag *d;
+    tsl_status st;   /* first generation error */
+    strbuf tabs;     /* static tables */
+    strbuf body;     /* the block function's statements */
+    int ind;
+    cgc_tab *tabv;
+    int ntab, captab;
+    int64_t *soff;   /* per value id: byte offset of a shared tensor, -1 none */
+    int64_t *roff;   /* per value id: byte offset of a register tensor in the register area */
+    int *rtab;       /* per value id: its table, -1 none */
+    int64_t smem, regs, scratch;
+    cgc_err *errs;
+    int nerrs, caperrs;
+    int tmp;         /* unique temporaries */
+    int divs;        /* an emitted expression may divide by zero */
+    const char *text; /* the current statement's text (comments, messages) */
+    char **lines;    /* the printed kernel, one statement header per line */
+    int nlines, caplines, line_at;
+    int in_decomp;
+} cgc;
+
+
+/* An operand T[...].tile([..])[...] as, per dimension, a chain of steps:
+ * coord = off0 + T0(off1 + T1(... x)) (interp view_of / view_map). */
+typedef struct cgc_view {
+    const tile_value *v;
+    int rank;
+    int nchain[CGC_MAX_RANK];
+    const layout *tiler[CGC_MAX_RANK][CGC_CHAIN];
+    char *off[CGC_MAX_RANK][CGC_CHAIN];
+    int64_t ext[CGC_MAX_RANK]; /* extent; -1: the other operand's */
+    int64_t dims[CGC_MAX_RANK]; /* shared: constant dims; .local: the local shape */
+    int local;                  /* R.local: coordinates index this thread's slots */
+} cgc_view;
+
+/* What the kernel emitter gives: the source and its run-time errors. */
+typedef struct cgc_result {
+    char *source;
+    cgc_err *errs;
+    int nerrs;
+} cgc_result;
+
+/* ---- c_emit_base.c, c.c, c_emit_ops.c, c_emit_decomp.c ---- */
+int64_t cgc_align_up(int64_t x, int64_t a);
+/* Is dt one the generator holds (the 13 byte-sized tessel dtypes)? */
+int cgc_dt_ok(tile_dtype t);
+/* C type of an element in memory (global, shared). */
+const char *cgc_mem_ctype(tile_dtype t);
+/* C type of a register element. */
+const char *cgc_reg_ctype(tile_dtype t);
+int64_t cgc_reg_size(tile_dtype t);
+/* A double expression `v` rounded to register dtype t (interp round_to). */
+char *cgc_rnd(cgc *c, tile_dtype t, const char *v);
+/* A memory element `x` of dtype t as a double (dtype_load). */
+char *cgc_mem_to_dbl(cgc *c, tile_dtype t, const char *x);
+/* A double `v` as a memory element of dtype t (dtype_store). */
+char *cgc_dbl_to_mem(cgc *c, tile_dtype t, const char *v);
+/* Memory element x (dtype m) -> register value of dtype r. */
+char *cgc_load_conv(cgc *c, tile_dtype m, tile_dtype r, const char *x);
+/* Register value x (dtype r) -> memory element of dtype m. */
+char *cgc_store_conv(cgc *c, tile_dtype r, tile_dtype m, const char *x);
+/* The value a register slot outside the tensor holds (the interpreter's
+ * NaN; integer registers cannot hold it and get 0). */
+const char *cgc_pad_value(tile_dtype t);
+int cgc_tab_of(cgc *c, const tile_type *ty, const char *name);
+const char *cgc_tab_coord(cgc *c, int t);
+const char *cgc_tab_own(cgc *c, int t);
+void cgc_emit_tables(cgc *c);
+/* A static int32 table of n entries; gives its name. */
+const char *cgc_emit_i32_table(cgc *c, const char *what, const int64_t *v, int64_t n);
+/* An int expression as C (int64_t), with the interpreter's meaning. */
+char *cgc_cx(cgc *c, const tile_expr *e);
+/* A scalar operand or fill value as a double (interp eval_num). */
+char *cgc_cnum(cgc *c, const tile_expr *e);
+/* After a statement whose expressions may divide by zero. */
+void cgc_div_check(cgc *c);
+/* A temporary holding an int expression (evaluated once, here). */
+char *cgc_tmp_int(cgc *c, const tile_expr *e);
+char *cgc_gname(cgc *c, const tile_value *v);
+char *cgc_rname(cgc *c, const tile_value *v);
+/* Constant dims of a shared or register tensor. */
+int cgc_cdims(cgc *c, const tile_value *v, int64_t *dims);
+/* The thread's local shape of a distributed layout: per dim, the product
+ * of its local factors (interp local_shape). Slot of a local coordinate:
+ * row-major over it. */
+void cgc_local_shape(const dist_layout *l, int64_t *ld);
+int cgc_view_of(cgc *c, const tile_operand *o, cgc_view *vw);
+/* Base coordinate of view dim i for view coordinate expression x. */
+char *cgc_view_map(cgc *c, const cgc_view *vw, int i, const char *x);
+/* A tile of rank r and dims fits the view (interp view_fit): extents
+ * agree where the view has one, and dims the view lacks are 1 (so the
+ * slots' leading coordinates are 0). */
+int cgc_view_fit_dims(cgc *c, const cgc_view *vw, const int64_t *dims, int r);
+int cgc_view_fit(cgc *c, const cgc_view *vw, int t);
+/* Emit `const int64_t cN = ...` for every dim of the view from register
+ * coordinates; gives the names. */
+char **cgc_emit_coords(cgc *c, const cgc_view *vw, int r, const char *rc, const char *pfx);
+/* Condition "coordinate inside the global tensor". */
+char *cgc_global_inb(cgc *c, const cgc_view *vw, char **cs);
+char *cgc_global_elem(cgc *c, const cgc_view *vw, char **cs);
+/* Shared access: a bounds check returning a run-time error, then the
+ * element expression through the tensor's data layout. */
+char *cgc_shared_elem(cgc *c, const cgc_view *vw, char **cs, int write);
+/* The register tensor an instruction writes: its result or `-> dst`. */
+const tile_value *cgc_reg_dst(cgc *c, const tile_stmt *s);
+const tile_value *cgc_reg_arg(cgc *c, const tile_operand *o);
+int cgc_rt(cgc *c, const tile_value *v);
+void cgc_need_scratch(cgc *c, int64_t bytes);
+/* The printed text of the next statement (preorder), for comments. */
+const char *cgc_next_line(cgc *c);
+void cgc_emit_stmts(cgc *c, const tile_block *b);
+tsl_status cgc_emit_kernel(const tile_kernel *k, tsl_arena *ar, tsl_diag *d, cgc_result *res);
+/* Kernel k itself, or (when it has pipelines) its expansion in a copy of
+ * the module parsed into `ar`. */
+tsl_status cgc_prepare(const tile_module *m, const tile_kernel *k, tsl_arena *ar, tsl_diag *d,
+                          const tile_kernel **out);
+void cgc_emit_load(cgc *c, const tile_stmt *s);
+void cgc_emit_store(cgc *c, const tile_stmt *s);
+/* copy_async global -> shared: the tile is the shared tensor, its slice
+ * S[i, ...] of the trailing dims, or a tile of a tiled view; taken from
+ * the global tensor right-aligned at the source's offsets, zero past the
+ * bounds (interp exec_copy_async). */
+void cgc_emit_copy_async(cgc *c, const tile_stmt *s);
+void cgc_emit_alloc(cgc *c, const tile_stmt *s);
+void cgc_emit_elementwise(cgc *c, const tile_stmt *s);
+/* iota [OFF] dim D: each element is its coordinate along D plus OFF. */
+void cgc_emit_iota(cgc *c, const tile_stmt *s);
+/* gather T, i... -> R [mask M] / scatter x -> T, i... [mask M]: per lane
+ * (a slot inside the tensor), the element of global T at the indices; a
+ * masked-off lane moves nothing (gather: 0); an index outside T's extent
+ * is a run-time error naming the tensor, dim, index and bound. */
+void cgc_emit_gather(cgc *c, const tile_stmt *s);
+/* view: the same bytes per thread reinterpreted. */
+void cgc_emit_view(cgc *c, const tile_stmt *s);
+/* reduce.{sum,max,min} dim D (interp exec_reduce): per result coordinate,
+ * the source slots (lowest owners, in slot order) accumulated in f32;
+ * every owner of the result coordinate gets the value. */
+void cgc_emit_reduce(cgc *c, const tile_stmt *s);
+/* broadcast dim D: result[c] = x[c with dim D at 0 (or dropped)]. */
+void cgc_emit_broadcast(cgc *c, const tile_stmt *s);
+/* shuffle.{xor,up,down,idx} x, k: per warp; out of range keeps its own. */
+void cgc_emit_shuffle(cgc *c, const tile_stmt *s);
+void cgc_emit_mma(cgc *c, const tile_stmt *s);
+void cgc_emit_print(cgc *c, const tile_stmt *s);
+void cgc_emit_nothing(cgc *c, const tile_stmt *s);
+/* `let a, b, i = indices g` (interp exec_indices) as a table per thread. */
+void cgc_emit_indices(cgc *c, const tile_stmt *s);
+void cgc_emit_decomp(cgc *c, const tile_stmt *s);
+void cgc_fail(cgc *c, tsl_status st, const char *fmt, ...) TSL_PRINTF(3, 4);
+/* Register a run-time error; gives the code the block returns. */
+int cgc_rterr(cgc *c, tsl_status st, const char *fmt, ...) TSL_PRINTF(3, 4);
+/* One line of the block function, indented. */
+void cgc_line(cgc *c, const char *fmt, ...) TSL_PRINTF(2, 3);
+
+#endif
