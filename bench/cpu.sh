@@ -76,7 +76,7 @@ table=$(awk -v cores="$cores" '
             k = cs[c]
             if (k in bw) printf "| memory bandwidth (256 MiB copy, read+write) | %s | | %.1f GB/s | | |\n", k, bw[k]
         }
-        if (fma != "") printf "| f32 FMA peak (vector, 8 accumulators) | 1 | | %.1f GFLOP/s | | |\n", fma
+        if (fma != "") printf "| f32 FMA peak (vector FMA, 10 accumulators) | 1 | | %.1f GFLOP/s | | |\n", fma
         for (c = 1; c <= (cores > 1 ? 2 : 1); c++) {
             k = cs[c]
             if (k in bt) printf "| OpenBLAS sgemm 1024^3 | %s | %.2f | %.1f GFLOP/s | FMA peak x cores %.0f | %.2f |\n", k, bt[k], br[k], fma * k, (fma > 0 ? br[k] / (fma * k) : 0)

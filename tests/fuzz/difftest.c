@@ -2,7 +2,8 @@
  * programs (gen.c), runs each on the reference interpreter and on the CPU
  * target, and compares the outputs within the dtype's tolerance. A mismatch,
  * or an error on one target only, is printed with the program, its sizes and
- * its seed, and saved as tests/fuzz/regress/<seed>.tc.
+ * its seed, and saved as tests/fuzz/regress/seed-<seed>.tc (the first
+ * program of each distinct failure message in a run; commit them).
  *
  * Build (scripts/difftest.sh does this; there is no Makefile rule):
  *   cc -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Isrc -Itests tests/fuzz/difftest.c tests/fuzz/gen.c build/libtessel.a -ldl -lm -lpthread -o build/difftest
@@ -49,6 +50,20 @@ static void save_failure(const char *dir, uint64_t seed, uint64_t data_seed, con
     printf("saved %s\n", path);
 }
 
+/* A failure's signature: the message's first two lines without digits and
+ * quoted names, so that one bug hit by many programs is saved once per run. */
+static void signature(const char *msg, char *sig, size_t len)
+{
+    size_t n = 0;
+    int lines = 0, quoted = 0;
+    for (const char *p = msg; *p && n + 1 < len; p++) {
+        if (*p == '\n' && ++lines == 2) break;
+        if (*p == '\'') quoted = !quoted;
+        else if (!quoted && !(*p >= '0' && *p <= '9')) sig[n++] = *p;
+    }
+    sig[n] = 0;
+}
+
 int main(int argc, char **argv)
 {
     long n = 100;
@@ -56,7 +71,8 @@ int main(int argc, char **argv)
     dt_opts opts = {.max_elems = 4000, .max_stmts = 4};
     tsl_target target = TSL_TARGET_CPU;
     const char *save_dir = "tests/fuzz/regress";
-    int verbose = 0, nfiles = 0;
+    int verbose = 0, nfiles = 0, nsigs = 0;
+    static char sigs[64][256];
     char **files = calloc((size_t)argc, sizeof *files);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -106,7 +122,12 @@ int main(int argc, char **argv)
         if (v == DT_FAIL) {
             fail++;
             printf("FAIL %s (data seed 0x%llx): %s\n%s", name, (unsigned long long)dseed, msg, text);
-            if (!nfiles && save_dir) save_failure(save_dir, pseed, dseed, text, msg);
+            char sig[256];
+            signature(msg, sig, sizeof sig);
+            int seen = 0;
+            for (int j = 0; j < nsigs; j++) seen |= strcmp(sigs[j], sig) == 0;
+            if (!seen && nsigs < 64) snprintf(sigs[nsigs++], sizeof sigs[0], "%s", sig);
+            if (!nfiles && save_dir && !seen) save_failure(save_dir, pseed, dseed, text, msg);
         } else {
             pass++;
             interp_only += v == DT_PASS_INTERP;
