@@ -463,6 +463,58 @@ static void test_blocked_sum(void)
     free(text);
 }
 
+/* An A operand whose layout is not R . (the m16n8k16 A fragment) is an
+ * error naming the operand; a B layout with warps swapped computes with
+ * the wrong tiles (an error: the warp lacks the tile) or a wrong answer. */
+static void test_gemm_wrong_fragment_layout(void)
+{
+    char *text = mutate(read_example("gemm.tile"), "local(2, 2).column_local(2, 2)", "local(2, 2).local(2, 2)");
+    int64_t sa[2] = {20, 40}, sb[2] = {40, 30}, sc[2] = {20, 30};
+    DLTensor *a = rand_tensor(TSL_DTYPE_F16, 2, sa), *b = rand_tensor(TSL_DTYPE_F16, 2, sb),
+             *c = nan_tensor(TSL_DTYPE_F32, 2, sc);
+    tile_interp_arg args[3] = {{"a", a, 0}, {"b", b, 0}, {"c", c, 0}};
+    char *msg;
+    tsl_status st = run_text(text, args, 3, 0, &msg);
+    CHECK_MSG(st == TSL_ERR_SHAPE && strstr(msg, "A operand 'ra'") && strstr(msg, "m16n8k16"), "status %d: %s", st, msg);
+    free(msg);
+    free(text);
+    tsl_tensor_free(a);
+    tsl_tensor_free(b);
+    tsl_tensor_free(c);
+}
+
+/* A pipeline whose input block does not change along the last grid axis:
+ * it is copied once per i (no re-copy), the resident output accumulates
+ * 3 * x, for 1, 2 and 3 stages, unexpanded and expanded. */
+static void test_pipeline_unchanged_block(void)
+{
+    const char *prog =
+        "kernel triple(x: global f32[M, N], o: global f32[M, N]) grid(1) threads(64) {\n"
+        "  pipeline(grid=(i: cdiv(M, 16), r: 3), stages=STAGES, in=[xb = x[16, 32] at (i, 0) shared], "
+        "out=[ob = o[16, 32] at (i, 0) register layout spatial(8, 8).local(2, 4)]) {\n"
+        "    t = load_shared xb -> register f32[16, 32] layout spatial(8, 8).local(2, 4)\n"
+        "    if r == 0 {\n      copy t -> ob\n    } else {\n      add ob, t -> ob\n    }\n  }\n}\n";
+    for (int stages = 1; stages <= 3; stages++)
+        for (int ex = 0; ex < 2; ex++) {
+            char num[8];
+            snprintf(num, sizeof num, "%d", stages);
+            char *text = mutate(strdup(prog), "STAGES", num);
+            int64_t M = test_rand_int(1, 50), N = test_rand_int(1, 32), sh[2] = {M, N};
+            DLTensor *x = rand_tensor(TSL_DTYPE_F32, 2, sh), *o = nan_tensor(TSL_DTYPE_F32, 2, sh);
+            tile_interp_arg args[2] = {{"x", x, 0}, {"o", o, 0}};
+            char *msg;
+            expand_next = ex;
+            tsl_status st = run_text(text, args, 2, 0, &msg);
+            expand_next = 0;
+            CHECK_MSG(st == TSL_OK, "stages %d expand %d: %s", stages, ex, msg);
+            for (int64_t i = 0; i < M * N && st == TSL_OK; i++) CHECK_CLOSE(at(o, i), 3 * at(x, i), 1e-6);
+            free(msg);
+            free(text);
+            tsl_tensor_free(x);
+            tsl_tensor_free(o);
+        }
+}
+
 TEST_SUITE(tile_interp) = {
     {"mem_raw_needs_sync", test_mem_raw_needs_sync},
     {"mem_async_groups", test_mem_async_groups},
@@ -477,5 +529,7 @@ TEST_SUITE(tile_interp) = {
     {"pipeline_hazards", test_pipeline_hazards},
     {"pipeline_budget", test_pipeline_budget},
     {"blocked_sum", test_blocked_sum},
+    {"gemm_wrong_fragment_layout", test_gemm_wrong_fragment_layout},
+    {"pipeline_unchanged_block", test_pipeline_unchanged_block},
     {0},
 };
