@@ -8,7 +8,8 @@ secs=${1:-30}
 cd "$(dirname "$0")/.." || exit 1
 fail() { echo "fuzz_smoke: $1" >&2; echo "0 passed, 1 failed"; exit 1; }
 command -v clang >/dev/null 2>&1 || fail "clang is not installed (needed for -fsanitize=fuzzer)"
-make -s fuzz >/dev/null || fail "make fuzz failed"
+mkdir -p build-fuzz
+make -s fuzz >build-fuzz/make.log 2>&1 || { tail -n 20 build-fuzz/make.log >&2; fail "make fuzz failed"; }
 [ -x build-fuzz/fuzz_parse ] || fail "build-fuzz/fuzz_parse was not built"
 work=build-fuzz/corpus-run
 rm -rf "$work" && mkdir -p "$work" || fail "cannot create $work"
