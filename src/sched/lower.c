@@ -47,6 +47,14 @@ typedef struct lower {
     tile_value **tparam;    /* per def tensor: its kernel parameter, or NULL */
     tile_expr **size;       /* per size slot: its value in this kernel, or NULL */
     lval *var;              /* per var of op: coordinate tile / loop variable */
+    tile_value **fparam;    /* per def tensor: its 1-D (flat) parameter, or NULL */
+    struct lower_memo {     /* reads already lowered: operand, mask, block, value */
+        int operand;
+        tile_value *mask;
+        tile_block *blk;
+        lval v;
+    } *memo;
+    int nmemo, capmemo;
     tile_value *flat;       /* the lane's flat index in the box */
 } lower;
 
@@ -154,6 +162,44 @@ static void add_tensor(lower *L, int ti)
                                              t->rank, dims);
     L->tparam[ti] = v;
     add_arg(L, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti});
+}
+
+/* Operand o covers the box exactly as the lanes do: read at the op's own
+ * index list, and the box is the whole tensor (every lo 0, every hi the
+ * extent). Then lane `flat` is element `flat` of the row-major tensor. */
+static int flat_ok(const lower *L, const graph_operand *o)
+{
+    const lang_tensor *t = L->def->tensors[o->tensor];
+    if (!o->identity || t->rank != L->op->niter) return 0;
+    for (int k = 0; k < t->rank; k++) {
+        const lang_range *r = &L->op->box[k];
+        if (r->lo->kind != LANG_SX_CONST || r->lo->value != 0 || !graph_sexpr_equal(r->hi, t->shape[k])) return 0;
+    }
+    return 1;
+}
+
+/* Tensor ti seen 1-D: `<name>_flat: global DT[<name>_n]`. */
+static tile_value *flat_param(lower *L, int ti)
+{
+    if (L->fparam[ti]) return L->fparam[ti];
+    const lang_tensor *t = L->def->tensors[ti];
+    char nb[128];
+    snprintf(nb, sizeof nb, "%s_n", t->name);
+    tile_expr *n = tile_expr_value(L->m, tile_kernel_symbol(L->m, L->k, fresh(L, nb)));
+    snprintf(nb, sizeof nb, "%s_flat", t->name);
+    tile_value *v = tile_kernel_param_tensor(L->m, L->k, fresh(L, nb), tile_dtype_from_tsl(t->dtype), 1, &n);
+    L->fparam[ti] = v;
+    add_arg(L, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti, .flat = 1});
+    return v;
+}
+
+/* The flat operand T_flat[block_idx.x * BLOCK]. */
+static tile_operand flat_at(lower *L, int ti)
+{
+    tile_operand o = tile_operand_tensor(flat_param(L, ti));
+    tile_expr *off = ibin(L, TILE_OP_MUL, tile_expr_block_idx(L->m, 0), tile_expr_int(L->m, SCHED_BLOCK));
+    tile_operand_index(L->m, &o, 1, &off);
+    return o;
 }
 
 static tile_value *scalar_param(lower *L, const lang_tensor *t)
@@ -285,10 +331,44 @@ static int needs_guard(const lower *L, const graph_expr *e)
     return 0;
 }
 
+/* A contiguous load of the lanes' own elements (lanes past the tensor read 0). */
+static tile_value *load_flat(lower *L, int ti, const char *name)
+{
+    tile_operand src = flat_at(L, ti);
+    tile_stmt *s = tile_build_instr(&L->b, TILE_I_LOAD_GLOBAL, fresh(L, name));
+    tile_instr_arg(L->m, &s->instr, src);
+    tile_instr_result_type(s, lane_type(L, L->def->tensors[ti]->dtype));
+    return s->instr.result;
+}
+
+/* Is a value defined in block blk visible where the builder is? */
+static int block_open(const lower *L, const tile_block *blk)
+{
+    if (blk == L->b.cur) return 1;
+    for (int i = 0; i < L->b.depth; i++)
+        if (L->b.stack[i] == blk) return 1;
+    return 0;
+}
+
+static lval lower_access_new(lower *L, const graph_expr *e, tile_value *mask);
+
+/* A read of an operand under a mask is lowered once per open block. */
 static lval lower_access(lower *L, const graph_expr *e, tile_value *mask)
+{
+    for (int i = 0; i < L->nmemo; i++)
+        if (L->memo[i].operand == e->operand && L->memo[i].mask == mask && block_open(L, L->memo[i].blk))
+            return L->memo[i].v;
+    lval v = lower_access_new(L, e, mask);
+    struct lower_memo m = {e->operand, mask, L->b.cur, v};
+    ARENA_PUSH(L->m->arena, L->memo, L->nmemo, L->capmemo, m);
+    return v;
+}
+
+static lval lower_access_new(lower *L, const graph_expr *e, tile_value *mask)
 {
     const graph_operand *o = &L->op->operands[e->operand];
     const lang_tensor *t = L->def->tensors[o->tensor];
+    if (flat_ok(L, o)) return tile_of(load_flat(L, o->tensor, "ld"), t->dtype);
     tile_operand *idx = arena_alloc(L->m->arena, sizeof *idx * (size_t)(o->rank ? o->rank : 1));
     for (int d = 0; d < o->rank; d++) {
         TSL_ASSERT(o->idx[d].e);
@@ -472,6 +552,24 @@ static tile_op combine_op(lang_assign_op op)
     }
 }
 
+/* Does the body need lane coordinates: a parallel var used as a value or
+ * in an index, outside the index lists of flat operands? */
+static int body_needs_coords(const lower *L, const graph_expr *e)
+{
+    if (!e) return 0;
+    if (e->kind == LANG_E_INDEX) return e->src->slot < L->op->niter;
+    if (e->kind == LANG_E_ACCESS) {
+        const graph_operand *o = &L->op->operands[e->operand];
+        if (flat_ok(L, o)) return 0;
+        for (int k = 0; k < o->rank; k++)
+            if (body_needs_coords(L, o->idx[k].e)) return 1;
+        return 0;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (body_needs_coords(L, e->args[i])) return 1;
+    return 0;
+}
+
 /* Lane coordinates of the parallel vars: var v = (flat / prod ext[v+1..])
  * % ext[v] + lo[v]; sets L->var[0..niter) and returns the box size. */
 static tile_expr *lower_coords(lower *L, tile_expr **lo, tile_expr **ext)
@@ -506,8 +604,11 @@ static void lower_op(lower *L, const graph_op *op)
     L->tparam = arena_alloc(L->m->arena, sizeof *L->tparam * (size_t)(def->ntensors + 1));
     L->size = arena_alloc(L->m->arena, sizeof *L->size * (size_t)(def->nsizes + 1));
     L->var = arena_alloc(L->m->arena, sizeof *L->var * (size_t)(op->nvars + 1));
+    L->fparam = arena_alloc(L->m->arena, sizeof *L->fparam * (size_t)(def->ntensors + 1));
+    L->nmemo = 0;
     for (int i = 0; i < op->noperands; i++)
-        if (!def->tensors[op->operands[i].tensor]->is_scalar) add_tensor(L, op->operands[i].tensor);
+        if (!def->tensors[op->operands[i].tensor]->is_scalar && !flat_ok(L, &op->operands[i]))
+            add_tensor(L, op->operands[i].tensor);
     tile_build_begin(&L->b, L->m, L->k);
 
     tile_expr **lo = arena_alloc(L->m->arena, sizeof *lo * (size_t)(op->nvars + 1));
@@ -535,7 +636,8 @@ static void lower_op(lower *L, const graph_op *op)
     }
     L->k->grid[0] = tile_expr_bin(L->m, TILE_OP_CDIV, total, tile_expr_int(L->m, SCHED_BLOCK));
     tile_value *mask = emit2(L, TILE_I_LT, "live", tile_operand_tensor(L->flat), tile_operand_scalar(total));
-    lower_coords(L, lo, ext);
+    int lhs_flat = flat_ok(L, &op->operands[0]);
+    if (!lhs_flat || body_needs_coords(L, op->body)) lower_coords(L, lo, ext);
 
     tsl_dtype lt = st->lhs->dtype;
     tile_value *lhs = L->tparam[st->lhs->index];
@@ -562,12 +664,16 @@ static void lower_op(lower *L, const graph_op *op)
             acc = a->instr.result;
         } else {
             /* start from the LHS's current values */
-            tile_stmt *g = tile_build_instr(&L->b, TILE_I_GATHER, fresh(L, "acc"));
-            tile_instr_arg(L->m, &g->instr, tile_operand_tensor(lhs));
-            for (int v = 0; v < op->niter; v++) tile_instr_arg(L->m, &g->instr, opnd(L->var[v]));
-            tile_instr_result_type(g, lane_type(L, lt));
-            g->instr.mask = mask;
-            acc = g->instr.result;
+            if (lhs_flat) {
+                acc = load_flat(L, st->lhs->index, "acc");
+            } else {
+                tile_stmt *g = tile_build_instr(&L->b, TILE_I_GATHER, fresh(L, "acc"));
+                tile_instr_arg(L->m, &g->instr, tile_operand_tensor(lhs));
+                for (int v = 0; v < op->niter; v++) tile_instr_arg(L->m, &g->instr, opnd(L->var[v]));
+                tile_instr_result_type(g, lane_type(L, lt));
+                g->instr.mask = mask;
+                acc = g->instr.result;
+            }
             if (at != lt) acc = emit_typed(L, TILE_I_CAST, "acc", tile_operand_tensor(acc), at);
         }
         int depth = 0;
@@ -585,6 +691,14 @@ static void lower_op(lower *L, const graph_op *op)
         tile_instr_dst(&c->instr, tile_operand_tensor(acc));
         while (depth--) tile_build_pop(&L->b);
         res = cast_to(L, acc, lt);
+    }
+    if (lhs_flat) {
+        /* the store is masked to the tensor, which is the box */
+        tile_operand dst = flat_at(L, st->lhs->index);
+        tile_stmt *sg = tile_build_instr(&L->b, TILE_I_STORE_GLOBAL, NULL);
+        tile_instr_arg(L->m, &sg->instr, tile_operand_tensor(res));
+        tile_instr_dst(&sg->instr, dst);
+        return;
     }
     tile_stmt *sc = tile_build_instr(&L->b, TILE_I_SCATTER, NULL);
     tile_instr_arg(L->m, &sc->instr, tile_operand_tensor(res));

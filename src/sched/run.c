@@ -38,12 +38,18 @@ tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *
         temps[i].shape = b->shapes[i];
     }
     tile_interp_arg *args = NULL;
+    DLTensor *flat = NULL; /* per argument: a 1-D view for flat arguments */
+    int64_t *flatn = NULL;
     for (int i = 0; !st && i < p->nlaunches; i++) {
         const sched_launch *l = &p->launches[i];
         if (sched_launch_lanes(p, l, b) == 0) continue;
         free(args);
+        free(flat);
+        free(flatn);
         args = calloc((size_t)l->nargs + 1, sizeof *args);
-        if (!args) {
+        flat = calloc((size_t)l->nargs + 1, sizeof *flat);
+        flatn = calloc((size_t)l->nargs + 1, sizeof *flatn);
+        if (!args || !flat || !flatn) {
             diag_error(d, TSL_ERR_NOMEM, "out of memory");
             st = TSL_ERR_NOMEM;
             break;
@@ -53,6 +59,15 @@ tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *
             args[j].name = sa->name;
             if (sa->kind == SCHED_ARG_TENSOR) {
                 args[j].t = tensors[sa->tensor] ? tensors[sa->tensor] : &temps[sa->tensor];
+                if (sa->flat) {
+                    flat[j] = *args[j].t;
+                    flatn[j] = 1;
+                    for (int k = 0; k < args[j].t->ndim; k++) flatn[j] *= args[j].t->shape[k];
+                    flat[j].ndim = 1;
+                    flat[j].shape = &flatn[j];
+                    flat[j].strides = NULL;
+                    args[j].t = &flat[j];
+                }
             } else if (sa->kind == SCHED_ARG_SCALAR) {
                 if (dtype_info_of(def->tensors[sa->tensor]->dtype)->is_float)
                     args[j] = tile_interp_arg_float(sa->name, scalars[sa->tensor]);
@@ -65,6 +80,8 @@ tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *
         st = fn(ctx, p->m, l->k, args, l->nargs, d);
     }
     free(args);
+    free(flat);
+    free(flatn);
     for (int i = 0; owned && i < n; i++) free(owned[i]);
     free(owned);
     free(temps);

@@ -11,8 +11,9 @@
  *     from its flat index by div/mod with the box extents (int
  *     parameters); lanes past the box are masked off;
  *   - the RHS becomes elementwise instructions on register tiles, each
- *     tensor read a gather (contiguous load_global when the read is the
- *     identity on a row-major tensor), reductions `for` loops accumulating
+ *     tensor read a gather, or a contiguous load_global of the tensor
+ *     viewed 1-D when the read is the identity and the box is the whole
+ *     tensor, reductions `for` loops accumulating
  *     in f32 (f16/bf16/f32 LHS), f64 (f64 LHS) or i64 (integer LHS); the
  *     result is cast to the LHS dtype and scattered (masked).
  *
@@ -39,6 +40,7 @@ typedef struct sched_arg {
     const char *name; /* the kernel parameter's name */
     sched_arg_kind kind;
     int tensor;       /* TENSOR, SCALAR */
+    int flat;         /* TENSOR: passed as 1-D of all its elements (C order) */
     int sym;          /* SIZE */
 } sched_arg;
 
