@@ -306,7 +306,43 @@ tsl_status interp_exec_gather(interp *I, const tile_stmt *s)
     return TSL_OK;
 }
 
-/* view: the same bits per thread reinterpreted as another dtype/layout. */
+/* The bits of one element of dt holding v (ints and bools of any width,
+ * two's complement; the byte-sized floats through dtype_store). 0 and *ok
+ * = 0 for sub-byte floats, which the interpreter does not encode yet. */
+static uint64_t elem_bits(tile_dtype dt, double v, int *ok)
+{
+    tsl_dtype t;
+    if (dt.kind == TILE_DT_FLOAT) {
+        uint64_t u = 0;
+        if (tile_dtype_to_tsl(dt, &t)) {
+            *ok = 0;
+            return 0;
+        }
+        dtype_store(t, &u, v); /* little-endian host */
+        return u;
+    }
+    int64_t iv = (int64_t)v;
+    return dt.bits >= 64 ? (uint64_t)iv : (uint64_t)iv & ((1ull << dt.bits) - 1);
+}
+
+static double bits_elem(tile_dtype dt, uint64_t u, int *ok)
+{
+    tsl_dtype t;
+    if (dt.kind == TILE_DT_FLOAT) {
+        if (tile_dtype_to_tsl(dt, &t)) {
+            *ok = 0;
+            return 0;
+        }
+        return dtype_load(t, &u);
+    }
+    if (dt.kind == TILE_DT_BOOL) return u != 0;
+    if (dt.kind == TILE_DT_INT && dt.bits < 64 && (u >> (dt.bits - 1)) & 1) u |= ~((1ull << dt.bits) - 1);
+    return dt.kind == TILE_DT_INT ? (double)(int64_t)u : (double)u;
+}
+
+/* view: the same bits per thread reinterpreted as another dtype/layout
+ * (Tilus: 3 x u8 = 4 x i6 = 24 bits). A thread's slots form one bit
+ * stream, slot 0 in the lowest bits. */
 tsl_status interp_exec_view(interp *I, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -314,31 +350,44 @@ tsl_status interp_exec_view(interp *I, const tile_stmt *s)
     tsl_status st = interp_reg_arg(I, &in->args[0], &x);
     if (!st) st = interp_reg_dst(I, s, &d);
     if (st) return st;
-    tsl_dtype sx, sd;
-    if (tile_dtype_to_tsl(x->dt, &sx) || tile_dtype_to_tsl(d->dt, &sd) || x->dt.bits % 8 || d->dt.bits % 8)
-        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "view: the interpreter reinterprets byte-sized dtypes only");
     if (x->nlocals * x->dt.bits != d->nlocals * d->dt.bits || x->nthreads != d->nthreads)
         return interp_err(I, s->pos, TSL_ERR_SHAPE,
-                    "view: each thread holds %lld bits of '%s' but %lld bits of the result",
-                    (long long)(x->nlocals * x->dt.bits), in->args[0].v->name,
-                    (long long)(d->nlocals * d->dt.bits));
-    size_t nb = (size_t)(x->nlocals * x->dt.bits / 8);
-    unsigned char *buf = malloc(nb ? nb : 1);
-    if (!buf) return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory in view");
+                          "view: each thread holds %lld bits of '%s' but %lld bits of the result",
+                          (long long)(x->nlocals * x->dt.bits), in->args[0].v->name,
+                          (long long)(d->nlocals * d->dt.bits));
+    int64_t nbits = x->nlocals * x->dt.bits;
+    uint8_t *buf = malloc((size_t)(nbits / 8 + 9));
     double *tmp = malloc((size_t)(d->nthreads * d->nlocals + 1) * sizeof *tmp);
-    if (!tmp) {
+    if (!buf || !tmp) {
         free(buf);
+        free(tmp);
         return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory in view");
     }
-    for (int64_t th = 0; th < x->nthreads; th++) {
-        for (int64_t l = 0; l < x->nlocals; l++)
-            dtype_store(sx, buf + l * (int64_t)interp_dt_bytes(sx), x->regs[th * x->nlocals + l]);
-        for (int64_t l = 0; l < d->nlocals; l++)
-            tmp[th * d->nlocals + l] = dtype_load(sd, buf + l * (int64_t)interp_dt_bytes(sd));
+    int ok = 1;
+    for (int64_t th = 0; th < x->nthreads && ok; th++) {
+        memset(buf, 0, (size_t)(nbits / 8 + 9));
+        for (int64_t l = 0; l < x->nlocals; l++) {
+            uint64_t u = elem_bits(x->dt, x->regs[th * x->nlocals + l], &ok);
+            for (int b = 0; b < x->dt.bits; b++) {
+                int64_t at = l * x->dt.bits + b;
+                if ((u >> b) & 1) buf[at / 8] |= (uint8_t)(1u << (at % 8));
+            }
+        }
+        for (int64_t l = 0; l < d->nlocals; l++) {
+            uint64_t u = 0;
+            for (int b = 0; b < d->dt.bits; b++) {
+                int64_t at = l * d->dt.bits + b;
+                if ((buf[at / 8] >> (at % 8)) & 1) u |= 1ull << b;
+            }
+            tmp[th * d->nlocals + l] = bits_elem(d->dt, u, &ok);
+        }
     }
-    memcpy(d->regs, tmp, (size_t)(d->nthreads * d->nlocals) * sizeof *tmp);
+    if (ok) memcpy(d->regs, tmp, (size_t)(d->nthreads * d->nlocals) * sizeof *tmp);
     free(tmp);
     free(buf);
+    if (!ok)
+        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE,
+                          "view: the interpreter does not encode sub-byte floating-point types yet");
     return TSL_OK;
 }
 

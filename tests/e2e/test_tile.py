@@ -180,3 +180,19 @@ def test_gather_out_of_range_is_located(tmp_path, rng):
     proc, _ = run_tile(tmp_path, prog, {"X": rng.uniform(-1, 1, 32).astype(np.float32), "I": idx}, ["Y"],
                        expect_ok=False)
     assert proc.returncode == 1 and "g.tile:3:" in proc.stderr and "index 40" in proc.stderr, proc.stderr
+
+
+def test_tilus_dequant_view(tmp_path, rng):
+    """tests/tile_golden/dequant.tile: 3 x u8 per thread viewed as 4 x i6
+    (Tilus figure 2c), cast to f16 in the mma B fragment layout."""
+    prog = EXAMPLES.parent / "tests" / "tile_golden" / "dequant.tile"
+    w = rng.integers(0, 256, 96).astype(np.uint8)
+    _, got = run_tile(tmp_path, prog, {"Wq": w}, ["O"], ["--kernel", "dequant"])
+    ref = np.zeros((16, 8))
+    for t in range(32):  # u8 layout local(3).spatial(32): slot l of thread t is element 32 l + t
+        bits = sum(int(w[32 * l + t]) << (8 * l) for l in range(3))
+        for l in range(4):  # i6 slot l: 6 bits from bit 6 l, two's complement
+            v = (bits >> (6 * l)) & 63
+            v = v - 64 if v >= 32 else v
+            ref[2 * (t % 4) + l % 2 + 8 * (l // 2), t // 4] = v
+    np.testing.assert_array_equal(got["O"].astype(np.float64), ref)
