@@ -32,7 +32,9 @@
  *    `optype` (the unified operand type; equal to `type` except for
  *    comparisons, whose `type` is bool). Integer `/` truncates toward zero
  *    and `%` is C's remainder (both as in C; division by zero is a run-time
- *    error for integers); on floats `%` is fmod. && || ! treat nonzero as
+ *    error for integers); on floats `%` is fmod. A float literal's node
+ *    has the float type its expression computes in (`x * 0.1` with x
+ *    float64: the double 0.1); integer literals are int32 (int64 if large). && || ! treat nonzero as
  *    true. Math builtins on integer operands compute in float32 (sema
  *    inserted the promotion into the call's type). Casts convert like C
  *    (float to int truncates; out-of-range saturates in the interpreter).

@@ -208,6 +208,26 @@ static void sema_args(sema *S, lang_expr *e, int n)
 
 static lang_expr *sema_expr(sema *S, const parse_node *p, bool *weak);
 
+/* A weak (literal-only) float operand takes the float type it meets, so
+ * `x * 0.1` with x float64 multiplies by the double 0.1 and with x float16
+ * by 0.1 rounded to float16. Integer-typed parts keep their type (and their
+ * integer division); the recursion stays inside literal-only subtrees. */
+static void sema_retype_weak(lang_expr *e, tsl_dtype t)
+{
+    if (sema_cat(t) != 2 || sema_cat(e->type) != 2) return;
+    switch (e->kind) {
+    case LANG_E_FLOAT: e->type = e->optype = t; return;
+    case LANG_E_UNARY:
+    case LANG_E_BINARY:
+    case LANG_E_SELECT:
+    case LANG_E_CALL:
+        e->type = e->optype = t;
+        for (int k = 0; k < e->nargs; k++) sema_retype_weak(e->args[k], t);
+        return;
+    default: return;
+    }
+}
+
 static lang_expr *sema_ident(sema *S, const parse_node *p, bool *weak)
 {
     *weak = false;
@@ -343,7 +363,11 @@ static lang_expr *sema_call(sema *S, const parse_node *p, bool *weak)
         if (!(e->args[k] = sema_expr(S, p->args[k], &w[k]))) return NULL;
     tsl_dtype ty = e->args[0]->type;
     *weak = w[0];
-    if (p->nargs == 2) ty = sema_promote(ty, w[0], e->args[1]->type, w[1], weak);
+    if (p->nargs == 2) {
+        ty = sema_promote(ty, w[0], e->args[1]->type, w[1], weak);
+        for (int k = 0; k < 2 && !*weak; k++)
+            if (w[k]) sema_retype_weak(e->args[k], ty);
+    }
     if (b != LANG_ABS && b != LANG_MAX && b != LANG_MIN && sema_cat(ty) != 2) ty = TSL_DTYPE_F32;
     if (sema_cat(ty) == 0 && b == LANG_ABS) ty = TSL_DTYPE_I32;
     e->type = e->optype = ty;
@@ -412,6 +436,10 @@ static lang_expr *sema_expr(sema *S, const parse_node *p, bool *weak)
         }
         bool w;
         tsl_dtype t = sema_promote(x->type, wx, y->type, wy, &w);
+        if (!w) {
+            if (wx) sema_retype_weak(x, t);
+            if (wy) sema_retype_weak(y, t);
+        }
         if (sema_is_cmp(p->op)) {
             e->optype = t;
             e->type = TSL_DTYPE_BOOL;
@@ -436,6 +464,10 @@ static lang_expr *sema_expr(sema *S, const parse_node *p, bool *weak)
         e->args[1] = x;
         e->args[2] = y;
         e->type = e->optype = sema_promote(x->type, wx, y->type, wy, weak);
+        if (!*weak) {
+            if (wx) sema_retype_weak(x, e->type);
+            if (wy) sema_retype_weak(y, e->type);
+        }
         e->affine = false;
         return e;
     }

@@ -377,6 +377,19 @@ static void test_types(void)
     }
     /* the comparison computes in the promoted type */
     CHECK_EQ_INT(d->stmts[5].rhs->optype, TSL_DTYPE_F64);
+    /* weak float literals take the float type they meet; int parts stay */
+    d = lt_def("def w(double(N) g, half(N) h) -> (a, b) {\n"
+               "  a(i) = g(i) * -0.1\n"
+               "  b(i) = h(i) * (1 / 2 + 0.5)\n}\n",
+               NULL);
+    if (!d) goto out;
+    const lang_expr *lit = d->stmts[0].rhs->args[1];
+    CHECK_EQ_INT(lit->type, TSL_DTYPE_F64);
+    CHECK_EQ_INT(lit->args[0]->type, TSL_DTYPE_F64);
+    const lang_expr *sum = d->stmts[1].rhs->args[1];
+    CHECK_EQ_INT(sum->type, TSL_DTYPE_F16);
+    CHECK_EQ_INT(sum->args[0]->optype, TSL_DTYPE_I32); /* 1 / 2 is integer division */
+    CHECK_EQ_INT(sum->args[1]->type, TSL_DTYPE_F16);
 out:
     lt_done();
 }
