@@ -9,10 +9,12 @@
  *   cc -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Isrc -Itests tests/fuzz/difftest.c tests/fuzz/gen.c build/libtessel.a -ldl -lm -lpthread -o build/difftest
  *
  * Usage:
- *   build/difftest [-n N] [-s SEED] [-e MAX_ELEMS] [-t MAX_STMTS] [--target cpu|cuda]
+ *   build/difftest [-n N] [-s SEED] [-e MAX_ELEMS] [-t MAX_STMTS] [--target cpu|cuda|interp]
  *                  [--save DIR] [--no-save] [-v] [FILE.tc ...]
  * With files, runs those (regression files) instead of random programs.
- * -v prints every program. The last line is "N passed, N failed". */
+ * -v prints every program. --target interp runs the interpreter twice: a
+ * fast check of the generator and the front end over many programs.
+ * The last line is "N passed, N failed". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +26,7 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: difftest [-n N] [-s SEED] [-e MAX_ELEMS] [-t MAX_STMTS] "
-                    "[--target cpu|cuda] [--save DIR] [--no-save] [-v] [FILE.tc ...]\n");
+                    "[--target cpu|cuda|interp] [--save DIR] [--no-save] [-v] [FILE.tc ...]\n");
 }
 
 /* Save a failing program, with what failed as a comment on top. */
@@ -86,6 +88,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--target") && i + 1 < argc) {
             const char *t = argv[++i];
             if (!strcmp(t, "cpu")) target = TSL_TARGET_CPU;
+            else if (!strcmp(t, "interp")) target = TSL_TARGET_INTERP;
             else if (!strcmp(t, "cuda")) target = TSL_TARGET_CUDA;
             else { usage(); free(files); return 2; }
         } else if (a[0] == '-') { usage(); free(files); return 2; }
@@ -94,7 +97,8 @@ int main(int argc, char **argv)
     if (opts.max_elems < 1 || opts.max_stmts < 1) { usage(); free(files); return 2; }
     long total = nfiles ? nfiles : n, pass = 0, fail = 0, interp_only = 0;
     printf("difftest: %ld program%s, seed 0x%llx, target %s\n", total, total == 1 ? "" : "s",
-           (unsigned long long)seed, target == TSL_TARGET_CPU ? "cpu" : "cuda");
+           (unsigned long long)seed,
+           target == TSL_TARGET_CPU ? "cpu" : target == TSL_TARGET_INTERP ? "interp" : "cuda");
     fflush(stdout);
     for (long k = 0; k < total; k++) {
         uint64_t pseed = seed + (uint64_t)k * 0x9e3779b97f4a7c15ull;
