@@ -47,6 +47,12 @@ static const char cgc_prelude[] =
     "#ifdef __clang__\n"
     "#pragma STDC FP_CONTRACT OFF\n"
     "#endif\n"
+    "/* a loop over the slots of one instruction: iteration i touches slot i only */\n"
+    "#if defined(__GNUC__) && !defined(__clang__)\n"
+    "#define TSL_IVDEP _Pragma(\"GCC ivdep\")\n"
+    "#else\n"
+    "#define TSL_IVDEP\n"
+    "#endif\n"
     "\n"
     "/* f32 -> f16 bits, round to nearest even (overflow to inf, NaN kept quiet) */\n"
     "static inline uint16_t tsl_f2h(float f)\n"
@@ -97,6 +103,26 @@ static const char cgc_prelude[] =
     "    float f;\n"
     "    memcpy(&f, &x, 4);\n"
     "    return f;\n"
+    "}\n"
+    "/* an int64 wrapped to `bits` (sign-extended when sgn) */\n"
+    "static inline int64_t tsl_wrap(int64_t v, int bits, int sgn)\n"
+    "{\n"
+    "    uint64_t mask = (1ull << bits) - 1, u = (uint64_t)v & mask;\n"
+    "    if (sgn && ((u >> (bits - 1)) & 1u)) return (int64_t)(u | ~mask);\n"
+    "    return (int64_t)u;\n"
+    "}\n"
+    "/* a thread's bit stream: `bits` bits of u at bit `at`, slot 0 lowest */\n"
+    "static inline void tsl_bits_put(unsigned char *buf, int64_t at, uint64_t u, int bits)\n"
+    "{\n"
+    "    for (int b = 0; b < bits; b++, at++)\n"
+    "        if ((u >> b) & 1u) buf[at / 8] |= (unsigned char)(1u << (at % 8));\n"
+    "}\n"
+    "static inline uint64_t tsl_bits_get(const unsigned char *buf, int64_t at, int bits)\n"
+    "{\n"
+    "    uint64_t u = 0;\n"
+    "    for (int b = 0; b < bits; b++, at++)\n"
+    "        if ((buf[at / 8] >> (at % 8)) & 1u) u |= 1ull << b;\n"
+    "    return u;\n"
     "}\n"
     "static inline float tsl_rf16(double v) { return tsl_h2f(tsl_f2h((float)v)); }\n"
     "static inline float tsl_rbf16(double v) { return tsl_bf2f(tsl_f2bf((float)v)); }\n"
@@ -366,7 +392,7 @@ static void plan_block(cgc *c, const tile_block *b)
                 c->smem = c->soff[r->id] + n * (r->type.dt.bits / 8);
             }
             if (r && r->type.space == TILE_REGISTER && c->rtab[r->id] < 0) {
-                if (!cgc_dt_ok(r->type.dt)) {
+                if (!cgc_dt_reg_ok(r->type.dt)) {
                     cgc_fail(c, TSL_ERR_UNAVAILABLE, "register tensor '%s': only byte-sized dtypes here", r->name);
                     return;
                 }

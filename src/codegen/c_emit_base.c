@@ -85,13 +85,13 @@ const char *cgc_mem_ctype(tile_dtype t)
     case TILE_DT_FLOAT: return t.bits == 16 ? "uint16_t" : t.bits == 32 ? "float" : "double";
     case TILE_DT_BOOL: return "uint8_t";
     case TILE_DT_INT:
-        return t.bits == 8 ? "int8_t" : t.bits == 16 ? "int16_t" : t.bits == 32 ? "int32_t" : "int64_t";
+        return t.bits <= 8 ? "int8_t" : t.bits <= 16 ? "int16_t" : t.bits <= 32 ? "int32_t" : "int64_t";
     default:
-        return t.bits == 8 ? "uint8_t" : t.bits == 16 ? "uint16_t" : t.bits == 32 ? "uint32_t" : "uint64_t";
+        return t.bits <= 8 ? "uint8_t" : t.bits <= 16 ? "uint16_t" : t.bits <= 32 ? "uint32_t" : "uint64_t";
     }
 }
 
-/* C type of a register element. */
+/* C type of a register element (sub-byte integers: the next C width). */
 const char *cgc_reg_ctype(tile_dtype t)
 {
     if (t.kind == TILE_DT_FLOAT) return t.bits == 64 ? "double" : "float";
@@ -101,7 +101,24 @@ const char *cgc_reg_ctype(tile_dtype t)
 int64_t cgc_reg_size(tile_dtype t)
 {
     if (t.kind == TILE_DT_FLOAT) return t.bits == 64 ? 8 : 4;
-    return t.bits / 8 ? t.bits / 8 : 1;
+    return t.bits <= 8 ? 1 : t.bits <= 16 ? 2 : t.bits <= 32 ? 4 : 8;
+}
+
+/* Registers also hold integers of any width 1..64 (i6, u4: views of packed
+ * bytes); floats only the tessel ones. */
+int cgc_dt_reg_ok(tile_dtype t)
+{
+    if (t.kind == TILE_DT_INT || t.kind == TILE_DT_UINT) return t.bits >= 1 && t.bits <= 64;
+    return cgc_dt_ok(t);
+}
+
+/* An int64 expression wrapped to integer register dtype t. */
+char *cgc_wrap(cgc *c, tile_dtype t, const char *v)
+{
+    if (t.kind == TILE_DT_BOOL) return arena_printf(c->ar, "(uint8_t)((%s) != 0)", v);
+    if (t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64)
+        return arena_printf(c->ar, "(%s)(%s)", cgc_reg_ctype(t), v);
+    return arena_printf(c->ar, "(%s)tsl_wrap(%s, %d, %d)", cgc_reg_ctype(t), v, t.bits, t.kind == TILE_DT_INT);
 }
 
 /* A double expression `v` rounded to register dtype t (interp round_to). */
@@ -223,6 +240,17 @@ int cgc_tab_of(cgc *c, const tile_type *ty, const char *name)
         t.own[s] = ok && !dist_layout_owner(dl, full, &ot, &ol) && ot == s / t.nlocals &&
                    ol == s % t.nlocals;
     }
+    /* identity: slot s holds the s-th element in row-major order */
+    int64_t numel = 1;
+    for (int i = 0; i < t.rank; i++) numel *= dims[i];
+    t.ident = t.ns == numel;
+    for (int64_t s = 0; s < t.ns && t.ident; s++) {
+        int64_t x = s;
+        for (int i = t.rank - 1; i >= 0 && t.ident; i--) {
+            t.ident = t.coord[s * t.rank + i] == x % dims[i] && t.own[s];
+            x /= dims[i];
+        }
+    }
     ARENA_PUSH(c->ar, c->tabv, c->ntab, c->captab, t);
     return c->ntab - 1;
 }
@@ -231,6 +259,35 @@ const char *cgc_tab_coord(cgc *c, int t)
 {
     c->tabv[t].used_coord = 1;
     return arena_printf(c->ar, "TC%d", t);
+}
+
+/* Coordinate d of slot `i` (a C expression): closed form when the layout
+ * enumerates the tensor row-major with no padding or replication, else
+ * the table. */
+char *cgc_tab_at(cgc *c, int t, const char *i, int d)
+{
+    const cgc_tab *tb = &c->tabv[t];
+    if (tb->ident) {
+        int64_t rest = 1;
+        for (int j = d + 1; j < tb->rank; j++) rest *= tb->dims[j];
+        if (d == 0) return rest == 1 ? arena_printf(c->ar, "(%s)", i) : arena_printf(c->ar, "(%s / %lld)", i, (long long)rest);
+        return arena_printf(c->ar, "(%s / %lld %% %lld)", i, (long long)rest, (long long)tb->dims[d]);
+    }
+    return arena_printf(c->ar, "(int64_t)%s[%s][%d]", cgc_tab_coord(c, t), i, d);
+}
+
+/* Condition "slot i lies inside the tensor". */
+char *cgc_tab_valid(cgc *c, int t, const char *i)
+{
+    if (c->tabv[t].ident) return "1";
+    return arena_printf(c->ar, "%s[%s][0] >= 0", cgc_tab_coord(c, t), i);
+}
+
+/* Condition "slot i is the lowest owner of its coordinate". */
+char *cgc_tab_owner(cgc *c, int t, const char *i)
+{
+    if (c->tabv[t].ident) return "1";
+    return arena_printf(c->ar, "%s[%s]", cgc_tab_own(c, t), i);
 }
 
 const char *cgc_tab_own(cgc *c, int t)
@@ -618,22 +675,22 @@ int cgc_view_fit(cgc *c, const cgc_view *vw, int t)
 
 /* View coordinate expression of view dim i from register coordinates
  * `rc` (C array expression, e.g. TC3[i]) of rank r, right-aligned. */
-static char *view_vc(cgc *c, const cgc_view *vw, int r, const char *rc, int i)
+static char *view_vc(cgc *c, const cgc_view *vw, int t, const char *slot, int i)
 {
-    int lead = vw->rank - r;
+    int lead = vw->rank - c->tabv[t].rank;
     int j = i - lead;
     if (j < 0) return "(int64_t)0";
-    return arena_printf(c->ar, "(int64_t)%s[%d]", rc, j);
+    return cgc_tab_at(c, t, slot, j);
 }
 
 /* Emit `const int64_t cN = ...` for every dim of the view from register
  * coordinates; gives the names. */
-char **cgc_emit_coords(cgc *c, const cgc_view *vw, int r, const char *rc, const char *pfx)
+char **cgc_emit_coords(cgc *c, const cgc_view *vw, int t, const char *slot, const char *pfx)
 {
     char **cs = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
     for (int i = 0; i < vw->rank; i++) {
         cs[i] = arena_printf(c->ar, "%s%d", pfx, i);
-        cgc_line(c, "const int64_t %s = %s;", cs[i], cgc_view_map(c, vw, i, view_vc(c, vw, r, rc, i)));
+        cgc_line(c, "const int64_t %s = %s;", cs[i], cgc_view_map(c, vw, i, view_vc(c, vw, t, slot, i)));
     }
     return cs;
 }

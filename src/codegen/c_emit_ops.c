@@ -28,14 +28,13 @@ void cgc_emit_load(cgc *c, const tile_stmt *s)
     tile_dtype md = src.v->type.dt, rd = d->type.dt;
     const char *fill = in->init ? cgc_cnum(c, in->init) : "0.0";
     if (want == TILE_GLOBAL) cgc_line(c, "const %s fill = %s;", cgc_reg_ctype(rd), cgc_rnd(c, rd, fill));
-    const char *tc = cgc_tab_coord(c, t);
     cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
     c->ind++;
-    cgc_line(c, "if (%s[i][0] < 0) {", tc);
+    cgc_line(c, "if (!(%s)) {", cgc_tab_valid(c, t, "i"));
     cgc_line(c, "    %s[i] = %s;", cgc_rname(c, d), cgc_pad_value(rd));
     cgc_line(c, "    continue;");
     cgc_line(c, "}");
-    char **cs = cgc_emit_coords(c, &src, tb->rank, arena_printf(c->ar, "%s[i]", tc), "c");
+    char **cs = cgc_emit_coords(c, &src, t, "i", "c");
     if (want == TILE_GLOBAL) {
         cgc_line(c, "%s[i] = (%s) ? %s : fill;", cgc_rname(c, d), cgc_global_inb(c, &src, cs),
           cgc_load_conv(c, md, rd, cgc_global_elem(c, &src, cs)));
@@ -67,11 +66,10 @@ void cgc_emit_store(cgc *c, const tile_stmt *s)
     int t = cgc_rt(c, r);
     if (!cgc_view_fit(c, &dst, t)) return;
     const cgc_tab *tb = &c->tabv[t];
-    const char *tc = cgc_tab_coord(c, t), *to = cgc_tab_own(c, t);
     cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
     c->ind++;
-    cgc_line(c, "if (!%s[i]) continue;", to);
-    char **cs = cgc_emit_coords(c, &dst, tb->rank, arena_printf(c->ar, "%s[i]", tc), "c");
+    cgc_line(c, "if (!(%s)) continue;", cgc_tab_owner(c, t, "i"));
+    char **cs = cgc_emit_coords(c, &dst, t, "i", "c");
     char *val = cgc_store_conv(c, r->type.dt, dst.v->type.dt, arena_printf(c->ar, "%s[i]", cgc_rname(c, r)));
     if (want == TILE_GLOBAL) {
         cgc_line(c, "if (%s) %s = %s;", cgc_global_inb(c, &dst, cs), cgc_global_elem(c, &dst, cs), val);
@@ -196,39 +194,40 @@ typedef struct cgc_ew {
     tile_op op;
     cgc_ew_kind kind;
     const char *dbl, *flt;
+    const char *itg; /* over int64_t x, y when every operand is an integer; NULL: none */
 } cgc_ew;
 
 static const cgc_ew cgc_ew_table[] = {
-    {TILE_I_COPY, CGC_ARITH, "x", "x"},
-    {TILE_I_CAST, CGC_ARITH, "x", "x"},
-    {TILE_I_NEG, CGC_ARITH, "-x", "-x"},
-    {TILE_I_ABS, CGC_ARITH, "fabs(x)", "fabsf(x)"},
-    {TILE_I_EXP, CGC_ARITH, "(double)expf((float)x)", "expf(x)"},
-    {TILE_I_LOG, CGC_ARITH, "(double)logf((float)x)", "logf(x)"},
-    {TILE_I_SQRT, CGC_ARITH, "(double)sqrtf((float)x)", "sqrtf(x)"},
-    {TILE_I_RSQRT, CGC_ARITH, "(double)(1.0f / sqrtf((float)x))", "1.0f / sqrtf(x)"},
-    {TILE_I_TANH, CGC_ARITH, "(double)tanhf((float)x)", "tanhf(x)"},
-    {TILE_I_SIGMOID, CGC_ARITH, "(double)(1.0f / (1.0f + expf(-(float)x)))", "1.0f / (1.0f + expf(-x))"},
-    {TILE_I_RELU, CGC_ARITH, "x > 0 ? x : 0.0", "x > 0 ? x : 0.0f"},
-    {TILE_I_ERF, CGC_ARITH, "(double)erff((float)x)", "erff(x)"},
-    {TILE_I_ADD, CGC_ARITH, "x + y", "x + y"},
-    {TILE_I_SUB, CGC_ARITH, "x - y", "x - y"},
-    {TILE_I_MUL, CGC_ARITH, "x * y", "x * y"},
-    {TILE_I_DIV, CGC_IDIV, "x / y", "x / y"},
-    {TILE_I_MAX, CGC_ARITH, "x > y ? x : y", "x > y ? x : y"},
-    {TILE_I_MIN, CGC_ARITH, "x < y ? x : y", "x < y ? x : y"},
-    {TILE_I_MOD, CGC_IDIV, "(double)fmodf((float)x, (float)y)", "fmodf(x, y)"},
-    {TILE_I_POW, CGC_ARITH, "(double)powf((float)x, (float)y)", "powf(x, y)"},
-    {TILE_I_NOT, CGC_LOGIC, "!(x != 0)", NULL},
-    {TILE_I_AND, CGC_LOGIC, "(x != 0) && (y != 0)", NULL},
-    {TILE_I_OR, CGC_LOGIC, "(x != 0) || (y != 0)", NULL},
-    {TILE_I_LT, CGC_CMP, "x < y", NULL},
-    {TILE_I_LE, CGC_CMP, "x <= y", NULL},
-    {TILE_I_GT, CGC_CMP, "x > y", NULL},
-    {TILE_I_GE, CGC_CMP, "x >= y", NULL},
-    {TILE_I_EQ, CGC_CMP, "x == y", NULL},
-    {TILE_I_NE, CGC_CMP, "x != y", NULL},
-    {TILE_I_SELECT, CGC_SELECT, "x != 0 ? y : z", NULL},
+    {TILE_I_COPY, CGC_ARITH, "x", "x", "x"},
+    {TILE_I_CAST, CGC_ARITH, "x", "x", "x"},
+    {TILE_I_NEG, CGC_ARITH, "-x", "-x", "(int64_t)(0 - (uint64_t)x)"},
+    {TILE_I_ABS, CGC_ARITH, "fabs(x)", "fabsf(x)", "x < 0 ? (int64_t)(0 - (uint64_t)x) : x"},
+    {TILE_I_EXP, CGC_ARITH, "(double)expf((float)x)", "expf(x)", NULL},
+    {TILE_I_LOG, CGC_ARITH, "(double)logf((float)x)", "logf(x)", NULL},
+    {TILE_I_SQRT, CGC_ARITH, "(double)sqrtf((float)x)", "sqrtf(x)", NULL},
+    {TILE_I_RSQRT, CGC_ARITH, "(double)(1.0f / sqrtf((float)x))", "1.0f / sqrtf(x)", NULL},
+    {TILE_I_TANH, CGC_ARITH, "(double)tanhf((float)x)", "tanhf(x)", NULL},
+    {TILE_I_SIGMOID, CGC_ARITH, "(double)(1.0f / (1.0f + expf(-(float)x)))", "1.0f / (1.0f + expf(-x))", NULL},
+    {TILE_I_RELU, CGC_ARITH, "x > 0 ? x : 0.0", "x > 0 ? x : 0.0f", "x > 0 ? x : 0"},
+    {TILE_I_ERF, CGC_ARITH, "(double)erff((float)x)", "erff(x)", NULL},
+    {TILE_I_ADD, CGC_ARITH, "x + y", "x + y", "(int64_t)((uint64_t)x + (uint64_t)y)"},
+    {TILE_I_SUB, CGC_ARITH, "x - y", "x - y", "(int64_t)((uint64_t)x - (uint64_t)y)"},
+    {TILE_I_MUL, CGC_ARITH, "x * y", "x * y", "(int64_t)((uint64_t)x * (uint64_t)y)"},
+    {TILE_I_DIV, CGC_IDIV, "x / y", "x / y", "x / y"},
+    {TILE_I_MAX, CGC_ARITH, "x > y ? x : y", "x > y ? x : y", "x > y ? x : y"},
+    {TILE_I_MIN, CGC_ARITH, "x < y ? x : y", "x < y ? x : y", "x < y ? x : y"},
+    {TILE_I_MOD, CGC_IDIV, "(double)fmodf((float)x, (float)y)", "fmodf(x, y)", "x % y"},
+    {TILE_I_POW, CGC_ARITH, "(double)powf((float)x, (float)y)", "powf(x, y)", NULL},
+    {TILE_I_NOT, CGC_LOGIC, "!(x != 0)", NULL, "!x"},
+    {TILE_I_AND, CGC_LOGIC, "(x != 0) && (y != 0)", NULL, "x && y"},
+    {TILE_I_OR, CGC_LOGIC, "(x != 0) || (y != 0)", NULL, "x || y"},
+    {TILE_I_LT, CGC_CMP, "x < y", NULL, "x < y"},
+    {TILE_I_LE, CGC_CMP, "x <= y", NULL, "x <= y"},
+    {TILE_I_GT, CGC_CMP, "x > y", NULL, "x > y"},
+    {TILE_I_GE, CGC_CMP, "x >= y", NULL, "x >= y"},
+    {TILE_I_EQ, CGC_CMP, "x == y", NULL, "x == y"},
+    {TILE_I_NE, CGC_CMP, "x != y", NULL, "x != y"},
+    {TILE_I_SELECT, CGC_SELECT, "x != 0 ? y : z", NULL, NULL},
 };
 
 static int is_fltreg(tile_dtype t)
@@ -273,6 +272,58 @@ static int ew_operand(cgc *c, const tile_operand *o, const tile_value *like, cha
     return 1;
 }
 
+/* An int scalar expression (no float literal in it)? */
+static int int_expr(const tile_expr *e)
+{
+    if (!e) return 0;
+    if (e->kind == TILE_E_FLOAT) return 0;
+    if (e->kind == TILE_E_VALUE && tile_value_is_typed_scalar(e->v) && e->v->type.dt.kind == TILE_DT_FLOAT) return 0;
+    return (!e->a || int_expr(e->a)) && (!e->b || int_expr(e->b));
+}
+
+/* The integer form of an elementwise row: operands as int64_t, the
+ * result wrapped to the dtype (bool: != 0). */
+static void emit_ew_int(cgc *c, const tile_stmt *s, const cgc_ew *row, const tile_value *d,
+                        const tile_value *const *tv, const tile_value *first)
+{
+    const tile_instr *in = &s->instr;
+    tile_dtype dt = d->type.dt;
+    const cgc_tab *tb = &c->tabv[cgc_rt(c, d)];
+    const char *names = "xyz";
+    char *v[3];
+    for (int a = 0; a < in->nargs; a++) {
+        const tile_operand *o = &in->args[a];
+        if (tv[a]) v[a] = arena_printf(c->ar, "(int64_t)%s[i]", cgc_rname(c, tv[a]));
+        else if (o->v) v[a] = arena_printf(c->ar, "v%d", o->v->id);
+        else v[a] = cgc_tmp_int(c, o->scalar);
+        /* new-style rows convert a scalar to the tensor operand's dtype */
+        if (!tv[a] && in->op >= TILE_I_IOTA && first && first->type.dt.kind != TILE_DT_BOOL)
+            v[a] = arena_printf(c->ar, "(int64_t)(%s)%s", cgc_reg_ctype(first->type.dt), v[a]);
+    }
+    int zerodiv = in->op == TILE_I_DIV || in->op == TILE_I_MOD;
+    int id = zerodiv ? cgc_rterr(c, TSL_ERR_RUNTIME, "integer division by zero") : 0;
+    cgc_line(c, "TSL_IVDEP");
+    cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
+    c->ind++;
+    for (int a = 0; a < in->nargs; a++) cgc_line(c, "const int64_t %c = %s;", names[a], v[a]);
+    if (zerodiv) {
+        /* a zero divisor in a slot inside the tensor is an error; x / -1 is
+         * taken as a negation (INT64_MIN / -1 wraps) */
+        cgc_line(c, "if (y == 0) {");
+        cgc_line(c, "    if (%s) return %d;", cgc_tab_valid(c, cgc_rt(c, d), "i"), id);
+        cgc_line(c, "    %s[i] = 0;", cgc_rname(c, d));
+        cgc_line(c, "    continue;");
+        cgc_line(c, "}");
+        cgc_line(c, "%s[i] = %s;", cgc_rname(c, d),
+                 cgc_wrap(c, dt, arena_printf(c->ar, "y == -1 ? %s : %s",
+                                              in->op == TILE_I_DIV ? "(int64_t)(0 - (uint64_t)x)" : "0", row->itg)));
+    } else {
+        cgc_line(c, "%s[i] = %s;", cgc_rname(c, d), cgc_wrap(c, dt, row->itg));
+    }
+    c->ind--;
+    cgc_line(c, "}");
+}
+
 void cgc_emit_elementwise(cgc *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -299,13 +350,28 @@ void cgc_emit_elementwise(cgc *c, const tile_stmt *s)
                 v[a] = arena_printf(c->ar, "(double)%s", cgc_rnd(c, first->type.dt, v[a]));
     tile_dtype dt = d->type.dt;
     int cast = in->op == TILE_I_CAST;
+    /* integer path: exact int64 arithmetic, wrapped to the result's width
+     * (the interpreter computes in double: the same below 2^53) */
+    int intpath = row->itg && (is_intreg(dt) || dt.kind == TILE_DT_BOOL || row->kind == CGC_CMP);
+    for (int a = 0; a < n && intpath; a++) {
+        const tile_operand *o = &in->args[a];
+        if (tv[a]) intpath = is_intreg(tv[a]->type.dt) || tv[a]->type.dt.kind == TILE_DT_BOOL;
+        else if (o->v) intpath = o->v->kind == TILE_V_SCALAR && !(tile_value_is_typed_scalar(o->v) &&
+                                                                 o->v->type.dt.kind == TILE_DT_FLOAT);
+        else intpath = int_expr(o->scalar);
+    }
+    if (intpath) {
+        emit_ew_int(c, s, row, d, tv, first);
+        return;
+    }
     int flt = row->flt && is_fltreg(dt);
     for (int a = 0; a < n; a++) flt &= fl[a];
     const cgc_tab *tb = &c->tabv[cgc_rt(c, d)];
     const char *names = "xyz";
     int zerodiv = row->kind == CGC_IDIV && is_intreg(dt);
     int id = zerodiv ? cgc_rterr(c, TSL_ERR_RUNTIME, "integer division by zero") : 0;
-    const char *tc = zerodiv ? cgc_tab_coord(c, cgc_rt(c, d)) : NULL;
+    const char *valid = zerodiv ? cgc_tab_valid(c, cgc_rt(c, d), "i") : NULL;
+    cgc_line(c, "TSL_IVDEP");
     cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
     c->ind++;
     for (int a = 0; a < n; a++) cgc_line(c, "const %s %c = %s;", flt ? "float" : "double", names[a], v[a]);
@@ -316,7 +382,7 @@ void cgc_emit_elementwise(cgc *c, const tile_stmt *s)
         /* C semantics on integers: truncating division, remainder with the
          * sign of x; a zero divisor in a slot inside the tensor is an error */
         cgc_line(c, "if (y == 0) {");
-        cgc_line(c, "    if (%s[i][0] >= 0) return %d;", tc, id);
+        cgc_line(c, "    if (%s) return %d;", valid, id);
         cgc_line(c, "    %s[i] = 0;", cgc_rname(c, d));
         cgc_line(c, "    continue;");
         cgc_line(c, "}");
@@ -349,10 +415,10 @@ void cgc_emit_iota(cgc *c, const tile_stmt *s)
         return;
     }
     const char *off = in->nargs && in->args[0].scalar ? cgc_tmp_int(c, in->args[0].scalar) : "((int64_t)0)";
-    const char *tc = cgc_tab_coord(c, cgc_rt(c, d));
+    int t = cgc_rt(c, d);
     cgc_line(c, "for (int64_t i = 0; i < %lld; i++)", (long long)tb->ns);
-    cgc_line(c, "    %s[i] = %s[i][0] < 0 ? %s : %s;", cgc_rname(c, d), tc, cgc_pad_value(d->type.dt),
-      cgc_rnd(c, d->type.dt, arena_printf(c->ar, "(double)((int64_t)%s[i][%d] + %s)", tc, in->dim, off)));
+    cgc_line(c, "    %s[i] = !(%s) ? %s : %s;", cgc_rname(c, d), cgc_tab_valid(c, t, "i"), cgc_pad_value(d->type.dt),
+             cgc_wrap(c, d->type.dt, arena_printf(c->ar, "%s + %s", cgc_tab_at(c, t, "i", in->dim), off)));
 }
 
 /* gather T, i... -> R [mask M] / scatter x -> T, i... [mask M]: per lane
@@ -397,16 +463,16 @@ void cgc_emit_gather(cgc *c, const tile_stmt *s)
         }
     }
     const cgc_tab *tb = &c->tabv[cgc_rt(c, lanes)];
-    const char *tc = cgc_tab_coord(c, cgc_rt(c, lanes)), *g = cgc_gname(c, T);
+    const char *valid = cgc_tab_valid(c, cgc_rt(c, lanes), "i"), *g = cgc_gname(c, T);
     cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
     c->ind++;
     if (gather) {
-        cgc_line(c, "if (%s[i][0] < 0) {", tc);
+        cgc_line(c, "if (!(%s)) {", valid);
         cgc_line(c, "    %s[i] = %s;", cgc_rname(c, lanes), cgc_pad_value(lanes->type.dt));
         cgc_line(c, "    continue;");
         cgc_line(c, "}");
     } else {
-        cgc_line(c, "if (%s[i][0] < 0) continue;", tc);
+        cgc_line(c, "if (!(%s)) continue;", valid);
     }
     if (in->mask) {
         if (cgc_rt(c, in->mask) < 0 || !dist_layout_equal(c->tabv[cgc_rt(c, in->mask)].lay, tb->lay)) {
@@ -447,7 +513,23 @@ void cgc_emit_gather(cgc *c, const tile_stmt *s)
     cgc_line(c, "}");
 }
 
-/* view: the same bytes per thread reinterpreted. */
+/* Bits of register value x of dtype t (interp elem_bits): floats their
+ * encoding, integers their low `bits` bits. */
+static char *elem_bits(cgc *c, tile_dtype t, const char *x)
+{
+    if (t.kind == TILE_DT_FLOAT) {
+        cgc_line(c, "    %s m = %s;", cgc_mem_ctype(t), cgc_store_conv(c, t, t, x));
+        cgc_line(c, "    uint64_t u = 0;");
+        cgc_line(c, "    memcpy(&u, &m, sizeof m);");
+        return "u";
+    }
+    if (t.bits >= 64) return arena_printf(c->ar, "(uint64_t)(int64_t)%s", x);
+    return arena_printf(c->ar, "((uint64_t)(int64_t)%s & 0x%llxull)", x, (unsigned long long)((1ull << t.bits) - 1));
+}
+
+/* view: the same bits per thread reinterpreted as another dtype/layout
+ * (Tilus: 3 x u8 = 4 x i6); a thread's slots form one bit stream, slot 0
+ * in the lowest bits (interp exec_view). */
 void cgc_emit_view(cgc *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -455,30 +537,37 @@ void cgc_emit_view(cgc *c, const tile_stmt *s)
     if (!d) return;
     const cgc_tab *tx = &c->tabv[cgc_rt(c, x)], *td = &c->tabv[cgc_rt(c, d)];
     tile_dtype xd = x->type.dt, dd = d->type.dt;
-    if (!cgc_dt_ok(xd) || !cgc_dt_ok(dd)) {
-        cgc_fail(c, TSL_ERR_UNAVAILABLE, "view: only byte-sized dtypes are reinterpreted here");
+    if (!cgc_dt_reg_ok(xd) || !cgc_dt_reg_ok(dd)) {
+        cgc_fail(c, TSL_ERR_UNAVAILABLE, "view: sub-byte floating-point types are not encoded yet");
         return;
     }
     if (tx->nlocals * xd.bits != td->nlocals * dd.bits || tx->nthreads != td->nthreads) {
         cgc_fail(c, TSL_ERR_SHAPE, "view: each thread holds %lld bits of '%s' but %lld bits of the result",
-                (long long)(tx->nlocals * xd.bits), x->name, (long long)(td->nlocals * dd.bits));
+                 (long long)(tx->nlocals * xd.bits), x->name, (long long)(td->nlocals * dd.bits));
         return;
     }
-    int64_t nb = tx->nlocals * xd.bits / 8, xs = xd.bits / 8, ds = dd.bits / 8;
-    cgc_need_scratch(c, td->ns * cgc_reg_size(dd) + nb + 64);
+    int64_t nb = tx->nlocals * xd.bits / 8 + 9;
+    cgc_need_scratch(c, cgc_align_up(td->ns * cgc_reg_size(dd), 16) + nb + 64);
     cgc_line(c, "%s *const tmp = (%s *)scratch;", cgc_reg_ctype(dd), cgc_reg_ctype(dd));
-    cgc_line(c, "unsigned char *const buf = (unsigned char *)scratch + %lld;", (long long)cgc_align_up(td->ns * cgc_reg_size(dd), 16));
+    cgc_line(c, "unsigned char *const buf = (unsigned char *)scratch + %lld;",
+             (long long)cgc_align_up(td->ns * cgc_reg_size(dd), 16));
     cgc_line(c, "for (int64_t th = 0; th < %lld; th++) {", (long long)tx->nthreads);
     c->ind++;
+    cgc_line(c, "memset(buf, 0, %lld);", (long long)nb);
     cgc_line(c, "for (int64_t l = 0; l < %lld; l++) {", (long long)tx->nlocals);
-    cgc_line(c, "    const %s m = %s;", cgc_mem_ctype(xd),
-      cgc_store_conv(c, xd, xd, arena_printf(c->ar, "%s[th * %lld + l]", cgc_rname(c, x), (long long)tx->nlocals)));
-    cgc_line(c, "    memcpy(buf + l * %lld, &m, %lld);", (long long)xs, (long long)xs);
+    char *u = elem_bits(c, xd, arena_printf(c->ar, "%s[th * %lld + l]", cgc_rname(c, x), (long long)tx->nlocals));
+    cgc_line(c, "    tsl_bits_put(buf, l * %d, %s, %d);", xd.bits, u, xd.bits);
     cgc_line(c, "}");
     cgc_line(c, "for (int64_t l = 0; l < %lld; l++) {", (long long)td->nlocals);
-    cgc_line(c, "    %s m;", cgc_mem_ctype(dd));
-    cgc_line(c, "    memcpy(&m, buf + l * %lld, %lld);", (long long)ds, (long long)ds);
-    cgc_line(c, "    tmp[th * %lld + l] = %s;", (long long)td->nlocals, cgc_load_conv(c, dd, dd, "m"));
+    cgc_line(c, "    const uint64_t u = tsl_bits_get(buf, l * %d, %d);", dd.bits, dd.bits);
+    const char *dst = arena_printf(c->ar, "tmp[th * %lld + l]", (long long)td->nlocals);
+    if (dd.kind == TILE_DT_FLOAT) {
+        cgc_line(c, "    %s m;", cgc_mem_ctype(dd));
+        cgc_line(c, "    memcpy(&m, &u, sizeof m);");
+        cgc_line(c, "    %s = %s;", dst, cgc_load_conv(c, dd, dd, "m"));
+    } else {
+        cgc_line(c, "    %s = %s;", dst, cgc_wrap(c, dd, "(int64_t)u"));
+    }
     cgc_line(c, "}");
     c->ind--;
     cgc_line(c, "}");

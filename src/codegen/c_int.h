@@ -24,6 +24,7 @@ typedef struct cgc_tab {
     int32_t *coord;  /* [ns * rank]; -1 in every dim when outside the dims */
     uint8_t *own;    /* 1: inside the dims and the lowest owner of its coordinate */
     int used_coord, used_own;
+    int ident;       /* slot s is the s-th element row-major (closed form, no tables) */
 } cgc_tab;
 
 /* A run-time error a block can return (1-based index in the list). */
@@ -85,8 +86,13 @@ int64_t cgc_align_up(int64_t x, int64_t a);
 int cgc_dt_ok(tile_dtype t);
 /* C type of an element in memory (global, shared). */
 const char *cgc_mem_ctype(tile_dtype t);
-/* C type of a register element. */
+/* C type of a register element (sub-byte integers: the next C width). */
 const char *cgc_reg_ctype(tile_dtype t);
+/* Registers also hold integers of any width 1..64; floats only the
+ * tessel ones. */
+int cgc_dt_reg_ok(tile_dtype t);
+/* An int64 expression wrapped to integer register dtype t. */
+char *cgc_wrap(cgc *c, tile_dtype t, const char *v);
 int64_t cgc_reg_size(tile_dtype t);
 /* A double expression `v` rounded to register dtype t (interp round_to). */
 char *cgc_rnd(cgc *c, tile_dtype t, const char *v);
@@ -104,6 +110,11 @@ const char *cgc_pad_value(tile_dtype t);
 int cgc_tab_of(cgc *c, const tile_type *ty, const char *name);
 const char *cgc_tab_coord(cgc *c, int t);
 const char *cgc_tab_own(cgc *c, int t);
+/* Coordinate d of slot expression i; "slot inside the tensor"; "slot is
+ * the lowest owner" (closed forms for row-major identity layouts). */
+char *cgc_tab_at(cgc *c, int t, const char *i, int d);
+char *cgc_tab_valid(cgc *c, int t, const char *i);
+char *cgc_tab_owner(cgc *c, int t, const char *i);
 void cgc_emit_tables(cgc *c);
 /* A static int32 table of n entries; gives its name. */
 const char *cgc_emit_i32_table(cgc *c, const char *what, const int64_t *v, int64_t n);
@@ -133,7 +144,7 @@ int cgc_view_fit_dims(cgc *c, const cgc_view *vw, const int64_t *dims, int r);
 int cgc_view_fit(cgc *c, const cgc_view *vw, int t);
 /* Emit `const int64_t cN = ...` for every dim of the view from register
  * coordinates; gives the names. */
-char **cgc_emit_coords(cgc *c, const cgc_view *vw, int r, const char *rc, const char *pfx);
+char **cgc_emit_coords(cgc *c, const cgc_view *vw, int t, const char *slot, const char *pfx);
 /* Condition "coordinate inside the global tensor". */
 char *cgc_global_inb(cgc *c, const cgc_view *vw, char **cs);
 char *cgc_global_elem(cgc *c, const cgc_view *vw, char **cs);
