@@ -34,8 +34,10 @@ stage() {
 
 scripts/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 
+# Warnings are errors in the main build; the sanitizer build (-O1) is for
+# run-time checks, and GCC's flow-based warnings differ between levels.
 build() {
-    make -j"$(nproc)" WERROR=1 all && make -j"$(nproc)" WERROR=1 asan
+    make -j"$(nproc)" WERROR=1 all && make -j"$(nproc)" WERROR=0 asan
 }
 stage build build
 stage unit build/unit_tests
