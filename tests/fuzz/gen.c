@@ -1013,7 +1013,7 @@ static int run_compare(const char *name, const DLTensor *a, const DLTensor *b, t
         double x = dtype_load(dt, (const char *)b->data + (size_t)k * es);
         if (!(fabs(x - r) <= tol)) {
             run_msg(msg, msglen,
-                    "output %s (%s, %lld elements) element %lld: %s gives %.9g, interpreter %.9g "
+                    "output %s (%s, %lld elements) element %lld: %s gives %.12g, interpreter %.12g "
                     "(tolerance %.3g = %g x max|ref| %.6g)",
                     name, tsl_dtype_name(dt), (long long)n, (long long)k, run_target_name(other), x, r,
                     tol, rel, maxabs);
