@@ -1,6 +1,7 @@
 /* bind.c — lang_bind: a checked def with concrete sizes. Evaluates every
  * symbolic range and shape, and proves what range inference left to the
- * sizes: no range is empty, a statement that updates an existing tensor
+ * sizes: no range is empty (unless a size is 0: then a box may be empty,
+ * nothing of it runs and outputs are empty or keep their identity), a statement that updates an existing tensor
  * covers it exactly where its range was inferred, and every affine access
  * (RHS, nested, and LHS) stays inside its tensor over the statement's box.
  * Gathers and other non-affine indices are the interpreter's to check.
@@ -16,6 +17,7 @@ typedef struct bind_ctx {
     tsl_diag *d;
     const lang_stmt *st;
     int64_t *lo, *hi;
+    bool any_zero; /* some size is 0: empty boxes are allowed */
 } bind_ctx;
 
 /* "M=3, N=5" for the size symbols of e */
@@ -131,11 +133,16 @@ static int bind_stmt(bind_ctx *B, int s)
     B->st = st;
     B->lo = bs->lo;
     B->hi = bs->hi;
+    bool empty = false;
     for (int v = 0; v < st->nvars; v++) {
         const lang_var *var = &st->vars[v];
         if (bind_eval(B, var->range.lo, var->offset, "the lower bound", &bs->lo[v]) < 0 ||
             bind_eval(B, var->range.hi, var->offset, "the upper bound", &bs->hi[v]) < 0)
             return -1;
+        if (bs->hi[v] == bs->lo[v] && B->any_zero) {
+            empty = true; /* a zero-size input: nothing of this box runs */
+            continue;
+        }
         if (bs->hi[v] <= bs->lo[v]) {
             strbuf sb = {0}, sz = {0};
             lang_print_sexpr(&sb, def, var->range.lo);
@@ -179,7 +186,7 @@ static int bind_stmt(bind_ctx *B, int s)
             return -1;
         }
     }
-    return bind_check_access(B, st->rhs);
+    return empty ? 0 : bind_check_access(B, st->rhs);
 }
 
 int lang_bind(tsl_arena *a, const lang_def *def, const int64_t *size_values, lang_bound **out,
@@ -193,6 +200,7 @@ int lang_bind(tsl_arena *a, const lang_def *def, const int64_t *size_values, lan
     b->stmts = arena_alloc(a, sizeof(lang_bound_stmt) * (size_t)(def->nstmts + 1));
     bind_ctx B = {.a = a, .def = def, .b = b, .d = d};
     for (int i = 0; i < def->nsizes; i++) {
+        if (b->sizes[i] == 0) B.any_zero = true;
         if (b->sizes[i] < -1) {
             diag_error_at(d, def->src, def->size_offsets[i], TSL_ERR_SHAPE,
                           "size '%s' is negative (%lld)", def->sizes[i], (long long)b->sizes[i]);

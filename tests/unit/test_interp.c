@@ -604,9 +604,8 @@ static void test_uint8_wrap_min(void)
 
 /* ---- sizes of zero ---------------------------------------------------------- */
 
-/* Zero-size inputs through the API. lang_bind currently reports a range
- * emptied by a zero size ([0, K) with K = 0) as an error; accept either
- * that clean error or a correct result, never a crash. */
+/* Zero-size inputs through the API: a box emptied by a zero size runs
+ * nothing, so C(M,N) keeps the `+=!` identity (every element written). */
 static void test_zero_size_api(void)
 {
     tsl_context *ctx = tsl_context_create();
@@ -617,13 +616,8 @@ static void test_zero_size_api(void)
     DLTensor *C = poisoned(TSL_DTYPE_F32, 2, M, N, 0);
     tsl_status st = run(ctx, p, (const char *[]){"A", "B", 0}, (DLTensor *[]){A, B},
                         (const char *[]){"C", 0}, (DLTensor *[]){C});
-    if (st == TSL_OK) {
-        for (int64_t k = 0; k < M * N; k++) CHECK(at(C, k) == 0);
-    } else {
-        CHECK_EQ_INT(st, TSL_ERR_RANGE);
-        CHECK_MSG(strstr(tsl_context_error(ctx), "empty range for 'k'"), "%s",
-                  tsl_context_error(ctx));
-    }
+    CHECK_MSG(st == TSL_OK, "%s", tsl_context_error(ctx));
+    for (int64_t k = 0; k < M * N; k++) CHECK(at(C, k) == 0);
     tsl_tensor_free(A);
     tsl_tensor_free(B);
     tsl_tensor_free(C);
