@@ -50,5 +50,8 @@ struct interp_tensor;
 tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out);
 tsl_status api_compiled_run(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
                             tsl_diag *d);
+/* TSL_TARGET_CUDA, same contract (compiled_cuda.c). */
+tsl_status api_compiled_cuda_run(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
+                                 tsl_diag *d);
 
 #endif

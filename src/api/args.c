@@ -410,9 +410,7 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
     if (a->p != p)
         return api_error(ctx, TSL_ERR_ARG, "tsl_program_run: the args were created for '%s', "
                          "not '%s'", a->p->def->name, p->def->name);
-    if (target == TSL_TARGET_CUDA)
-        return api_error(ctx, TSL_ERR_UNAVAILABLE, "target 'cuda' is not available yet");
-    if (target != TSL_TARGET_INTERP && target != TSL_TARGET_CPU)
+    if (target != TSL_TARGET_INTERP && target != TSL_TARGET_CPU && target != TSL_TARGET_CUDA)
         return api_error(ctx, TSL_ERR_ARG, "unknown target %d", (int)target);
     /* infer again even if done: the borrowed descriptors may have changed */
     tsl_status st;
@@ -433,8 +431,9 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
             args_view(&views[i], sl->user_out ? sl->user_out : sl->owned_out, lt->dtype);
     }
     diag_reset(&ctx->diag);
-    st = target == TSL_TARGET_CPU ? api_compiled_run(p, a->bound, views, &ctx->diag)
-                                  : interp_run(a->bound, views, &ctx->diag);
+    st = target == TSL_TARGET_CPU    ? api_compiled_run(p, a->bound, views, &ctx->diag)
+         : target == TSL_TARGET_CUDA ? api_compiled_cuda_run(p, a->bound, views, &ctx->diag)
+                                     : interp_run(a->bound, views, &ctx->diag);
     free(views);
     if (!st) a->ran = 1;
     return st;

@@ -1,0 +1,387 @@
+/* run_device.c — a launch plan on a CUDA device, tensors resident there
+ * (run_device.h). Requires a plan from sched_lower whose module verifies;
+ * guarantees the launch-for-launch semantics of sched_run (run.c): the same
+ * kernels in the same order, the same argument binding (tensors by name,
+ * flat ones as 1-D of all their elements, float scalars as doubles, size
+ * symbols as ints), temporaries zeroed per run, empty boxes skipped.
+ *
+ * Kernel ABI (codegen/cuda.c param_list): per tensor parameter its device
+ * pointer then (extent, stride) per dim in elements; per scalar a long long
+ * or, for a float typed scalar, a double; per size symbol of the kernel a
+ * long long; last the error record, 8 x u64 (flag, param, dim, index,
+ * thread, block x/y/z) written by the first lane that finds an index out of
+ * range. Each launch of a run gets its own record, so a failure names its
+ * kernel. The 32-bit index variant runs unless an extent, stride, span or
+ * int argument passes 2^30 (codegen/cuda_run.c uses the same rule). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/cuda.h"
+#include "sched/run_device.h"
+
+enum { DEV_ERR_WORDS = 8 };
+static const int64_t DEV_I32_LIMIT = (int64_t)1 << 30;
+
+/* One launch's compiled kernel (launches of one tile kernel share it). */
+typedef struct dev_kernel {
+    rt_cuda_module *mod;
+    rt_cuda_function f32, f64; /* <entry>_i32, <entry>_i64 */
+    int64_t smem;              /* dynamic shared bytes */
+} dev_kernel;
+
+struct sched_dev {
+    const sched_plan *p;
+    rt_cuda_device *dev;
+    dev_kernel *kern;     /* [nlaunches] */
+    int *owner;           /* [nlaunches]: launch whose dev_kernel this one uses */
+    rt_cuda_ptr err;      /* [nlaunches][DEV_ERR_WORDS] u64 */
+    rt_cuda_ptr *temp;    /* [ntensors]: device storage of temporaries */
+    size_t *temp_cap;     /* [ntensors]: its bytes */
+    int last_launches;
+};
+
+static tsl_status dev_nomem(tsl_diag *d)
+{
+    diag_error(d, TSL_ERR_NOMEM, "out of memory");
+    return TSL_ERR_NOMEM;
+}
+
+/* Emit, compile for the device's arch and load kernel k into dk. */
+static tsl_status dev_kernel_load(sched_dev *x, const tile_kernel *k, dev_kernel *dk, tsl_diag *d)
+{
+    strbuf src = {0};
+    void *cubin = NULL;
+    size_t n = 0;
+    tsl_status st = cg_cuda_emit(x->p->m, k, &src, d);
+    if (!st) {
+        dk->smem = cg_cuda_smem_bytes(x->p->m, k, d);
+        if (dk->smem < 0) st = d && d->first ? d->first : TSL_ERR_INTERNAL;
+    }
+    if (!st) {
+        char name[160];
+        snprintf(name, sizeof name, "%s.cu", k->name);
+        rt_cuda_options o = {0};
+        o.name = name;
+        st = rt_cuda_compile(sb_str(&src), rt_cuda_device_info(x->dev)->arch, &o, &cubin, &n, NULL, d);
+    }
+    if (!st) st = rt_cuda_module_load(x->dev, cubin, n, &dk->mod, d);
+    char entry[160], sym[192];
+    cg_cuda_entry_name(k->name, entry, sizeof entry);
+    if (!st) {
+        snprintf(sym, sizeof sym, "%s_i32", entry);
+        st = rt_cuda_function_get(dk->mod, sym, &dk->f32, d);
+    }
+    if (!st) {
+        snprintf(sym, sizeof sym, "%s_i64", entry);
+        st = rt_cuda_function_get(dk->mod, sym, &dk->f64, d);
+    }
+    free(cubin);
+    sb_free(&src);
+    return st;
+}
+
+tsl_status sched_dev_create(const sched_plan *p, rt_cuda_device *dev, sched_dev **out, tsl_diag *d)
+{
+    *out = NULL;
+    sched_dev *x = calloc(1, sizeof *x);
+    int nl = p->nlaunches, nt = p->def->ntensors;
+    if (x) {
+        x->p = p;
+        x->dev = dev;
+        x->kern = calloc((size_t)nl + 1, sizeof *x->kern);
+        x->owner = calloc((size_t)nl + 1, sizeof *x->owner);
+        x->temp = calloc((size_t)nt + 1, sizeof *x->temp);
+        x->temp_cap = calloc((size_t)nt + 1, sizeof *x->temp_cap);
+    }
+    if (!x || !x->kern || !x->owner || !x->temp || !x->temp_cap) {
+        sched_dev_free(x);
+        return dev_nomem(d);
+    }
+    tsl_status st = TSL_OK;
+    for (int i = 0; !st && i < nl; i++) {
+        x->owner[i] = i;
+        for (int j = 0; j < i; j++)
+            if (p->launches[j].k == p->launches[i].k) {
+                x->owner[i] = j;
+                break;
+            }
+        if (x->owner[i] == i) st = dev_kernel_load(x, p->launches[i].k, &x->kern[i], d);
+    }
+    if (!st && nl) st = rt_cuda_alloc(dev, (size_t)nl * DEV_ERR_WORDS * 8, &x->err, d);
+    if (st) {
+        sched_dev_free(x);
+        return st;
+    }
+    *out = x;
+    return TSL_OK;
+}
+
+void sched_dev_free(sched_dev *x)
+{
+    if (!x) return;
+    for (int i = 0; x->kern && i < x->p->nlaunches; i++) rt_cuda_module_free(x->kern[i].mod);
+    for (int i = 0; x->temp && i < x->p->def->ntensors; i++) rt_cuda_free(x->dev, x->temp[i]);
+    rt_cuda_free(x->dev, x->err);
+    free(x->kern);
+    free(x->owner);
+    free(x->temp);
+    free(x->temp_cap);
+    free(x);
+}
+
+int sched_dev_launches_run(const sched_dev *x) { return x ? x->last_launches : 0; }
+
+static int64_t dev_numel(const lang_def *def, const lang_bound *b, int t)
+{
+    int64_t n = 1;
+    for (int k = 0; k < def->tensors[t]->rank; k++) n *= b->shapes[t][k];
+    return n;
+}
+
+/* Device storage of every temporary for sizes b, zeroed. */
+static tsl_status dev_temps(sched_dev *x, const lang_bound *b, tsl_diag *d)
+{
+    const lang_def *def = x->p->def;
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *t = def->tensors[i];
+        if (t->is_scalar || !(t->flags & LANG_TENSOR_TEMP)) continue;
+        size_t bytes = (size_t)dev_numel(def, b, i) * tsl_dtype_size(t->dtype);
+        if (bytes > x->temp_cap[i]) {
+            rt_cuda_free(x->dev, x->temp[i]);
+            x->temp[i] = 0;
+            x->temp_cap[i] = 0;
+            tsl_status st = rt_cuda_alloc(x->dev, bytes, &x->temp[i], d);
+            if (st) {
+                diag_error(d, st, "device memory for the temporary '%s' (%zu bytes)", t->name, bytes);
+                return st;
+            }
+            x->temp_cap[i] = bytes;
+        }
+        if (bytes) {
+            tsl_status st = rt_cuda_memset8(x->dev, x->temp[i], 0, bytes, d);
+            if (st) return st;
+        }
+    }
+    return TSL_OK;
+}
+
+/* Grid evaluation: kernel symbols and int parameters by value. */
+typedef struct dev_lookup_ctx {
+    const tile_kernel *k;
+    const int64_t *symv;
+    const tile_interp_arg *args;
+    int nargs;
+} dev_lookup_ctx;
+
+static const tile_interp_arg *dev_find_arg(const tile_interp_arg *args, int nargs, const char *name)
+{
+    for (int i = 0; i < nargs; i++)
+        if (args[i].name && !strcmp(args[i].name, name)) return &args[i];
+    return NULL;
+}
+
+static int64_t dev_lookup(void *ctx, const tile_value *v, int *ok)
+{
+    const dev_lookup_ctx *c = ctx;
+    for (int i = 0; i < c->k->nsyms; i++)
+        if (c->k->syms[i] == v) return c->symv[i];
+    const tile_interp_arg *a = dev_find_arg(c->args, c->nargs, v->name);
+    if (a && !a->t && v->origin == TILE_O_PARAM) return a->ival;
+    *ok = 0;
+    return 0;
+}
+
+/* Per-launch scratch: bound arguments, their shapes, kernel argument slots. */
+typedef struct dev_launch_buf {
+    tile_interp_arg *args; /* [nargs] as sched_run builds them, data = device address */
+    DLTensor *dl;          /* [nargs] */
+    int64_t *flatn;        /* [nargs] */
+    int64_t *symv;         /* [nsyms] */
+    uint64_t *slot;        /* kernel argument values */
+    void **params;         /* params[i] = &slot[i] */
+} dev_launch_buf;
+
+static void dev_launch_buf_free(dev_launch_buf *lb)
+{
+    free(lb->args);
+    free(lb->dl);
+    free(lb->flatn);
+    free(lb->symv);
+    free(lb->slot);
+    free(lb->params);
+    memset(lb, 0, sizeof *lb);
+}
+
+/* Bind launch li's arguments and queue it (nothing when its grid is empty). */
+static tsl_status dev_launch(sched_dev *x, int li, const lang_bound *b, const rt_cuda_ptr *tensors,
+                             const double *scalars, tsl_diag *d)
+{
+    const sched_plan *p = x->p;
+    const sched_launch *l = &p->launches[li];
+    const tile_kernel *k = l->k;
+    const lang_def *def = p->def;
+    const dev_kernel *dk = &x->kern[x->owner[li]];
+    int nslots = k->nsyms + 1;
+    for (int i = 0; i < k->nparams; i++) nslots += 1 + 2 * k->params[i]->type.rank;
+    dev_launch_buf lb = {0};
+    lb.args = calloc((size_t)l->nargs + 1, sizeof *lb.args);
+    lb.dl = calloc((size_t)l->nargs + 1, sizeof *lb.dl);
+    lb.flatn = calloc((size_t)l->nargs + 1, sizeof *lb.flatn);
+    lb.symv = calloc((size_t)k->nsyms + 1, sizeof *lb.symv);
+    lb.slot = calloc((size_t)nslots, sizeof *lb.slot);
+    lb.params = calloc((size_t)nslots, sizeof *lb.params);
+    if (!lb.args || !lb.dl || !lb.flatn || !lb.symv || !lb.slot || !lb.params) {
+        dev_launch_buf_free(&lb);
+        return dev_nomem(d);
+    }
+    for (int j = 0; j < l->nargs; j++) {
+        const sched_arg *sa = &l->args[j];
+        tile_interp_arg *a = &lb.args[j];
+        a->name = sa->name;
+        if (sa->kind == SCHED_ARG_TENSOR) {
+            const lang_tensor *t = def->tensors[sa->tensor];
+            rt_cuda_ptr ptr = (t->flags & LANG_TENSOR_TEMP) ? x->temp[sa->tensor] : tensors[sa->tensor];
+            DLTensor *dl = &lb.dl[j];
+            dl->data = (void *)(uintptr_t)ptr;
+            dl->device.device_type = kDLCUDA;
+            dl->dtype = tsl_dtype_to_dlpack(t->dtype);
+            if (sa->flat) {
+                lb.flatn[j] = dev_numel(def, b, sa->tensor);
+                dl->ndim = 1;
+                dl->shape = &lb.flatn[j];
+            } else {
+                dl->ndim = t->rank;
+                dl->shape = b->shapes[sa->tensor];
+            }
+            a->t = dl;
+        } else if (sa->kind == SCHED_ARG_SCALAR) {
+            if (dtype_info_of(def->tensors[sa->tensor]->dtype)->is_float)
+                *a = tile_interp_arg_float(sa->name, scalars[sa->tensor]);
+            else
+                a->ival = (int64_t)scalars[sa->tensor];
+        } else {
+            a->ival = sched_arg_int(p, sa, b);
+        }
+    }
+    tsl_status st = tile_interp_bind_symbols(k, lb.args, l->nargs, NULL, NULL, 0, lb.symv, d);
+    unsigned grid[3] = {1, 1, 1}, block[3] = {(unsigned)k->threads, 1, 1};
+    int empty = 0, need64 = 0, ns = 0;
+    dev_lookup_ctx lc = {k, lb.symv, lb.args, l->nargs};
+    for (int i = 0; !st && i < k->ngrid; i++) {
+        int ok = 1;
+        int64_t g = tile_expr_eval(k->grid[i], dev_lookup, &lc, NULL, -1, &ok);
+        if (!ok || g < 0 || g > 2147483647LL || (i > 0 && g > 65535)) {
+            diag_error(d, TSL_ERR_SHAPE, "kernel '%s': grid dimension %d is %lld (not launchable)", k->name, i,
+                       (long long)g);
+            st = TSL_ERR_SHAPE;
+        }
+        if (g == 0) empty = 1;
+        grid[i] = (unsigned)g;
+    }
+    for (int q = 0; !st && q < k->nparams; q++) {
+        const tile_value *v = k->params[q];
+        const tile_interp_arg *a = dev_find_arg(lb.args, l->nargs, v->name);
+        if (!a) {
+            diag_error(d, TSL_ERR_INTERNAL, "kernel '%s': parameter '%s' is not in the plan", k->name, v->name);
+            st = TSL_ERR_INTERNAL;
+            break;
+        }
+        if (v->kind == TILE_V_SCALAR) {
+            /* a float typed scalar's ival holds a double's bits: what the
+             * kernel's double parameter reads */
+            int fl = tile_value_is_typed_scalar(v) && v->type.dt.kind == TILE_DT_FLOAT;
+            if (!fl && (a->ival > DEV_I32_LIMIT || a->ival < -DEV_I32_LIMIT)) need64 = 1;
+            memcpy(&lb.slot[ns], &a->ival, 8);
+            ns++;
+            continue;
+        }
+        const DLTensor *t = a->t;
+        if (!t || t->ndim != v->type.rank) {
+            diag_error(d, TSL_ERR_INTERNAL, "kernel '%s': tensor '%s' should have rank %d", k->name, v->name,
+                       v->type.rank);
+            st = TSL_ERR_INTERNAL;
+            break;
+        }
+        lb.slot[ns++] = (uint64_t)(uintptr_t)t->data;
+        int64_t stride = 1, span = 1;
+        for (int i = t->ndim - 1; i >= 0; i--) {
+            int64_t e = t->shape[i];
+            lb.slot[ns + 2 * i] = (uint64_t)e;          /* extent */
+            lb.slot[ns + 2 * i + 1] = (uint64_t)stride; /* stride = product of the extents after i */
+            if (e > DEV_I32_LIMIT || stride > DEV_I32_LIMIT) need64 = 1;
+            span += (e > 0 ? e - 1 : 0) * stride;
+            stride *= e;
+        }
+        if (span > DEV_I32_LIMIT) need64 = 1;
+        ns += 2 * t->ndim;
+    }
+    for (int s = 0; !st && s < k->nsyms; s++) {
+        lb.slot[ns++] = (uint64_t)lb.symv[s];
+        if (lb.symv[s] > DEV_I32_LIMIT) need64 = 1;
+    }
+    if (!st) {
+        lb.slot[ns++] = x->err + (uint64_t)li * DEV_ERR_WORDS * 8;
+        TSL_ASSERT(ns == nslots);
+        for (int i = 0; i < ns; i++) lb.params[i] = &lb.slot[i];
+    }
+    if (!st && !empty) {
+        st = rt_cuda_launch(x->dev, need64 ? dk->f64 : dk->f32, grid, block, (unsigned)dk->smem, lb.params, d);
+        if (!st) x->last_launches++;
+    }
+    dev_launch_buf_free(&lb);
+    return st;
+}
+
+/* After a checked run: the first launch whose record says an index was out
+ * of range, as a TSL_ERR_BOUNDS message; TSL_OK when none. */
+static tsl_status dev_check_errors(sched_dev *x, const lang_bound *b, tsl_diag *d)
+{
+    const sched_plan *p = x->p;
+    int nl = p->nlaunches;
+    uint64_t *rec = calloc((size_t)nl * DEV_ERR_WORDS + 1, sizeof *rec);
+    if (!rec) return dev_nomem(d);
+    tsl_status st = rt_cuda_copy_dtoh(x->dev, rec, x->err, (size_t)nl * DEV_ERR_WORDS * 8, d);
+    for (int li = 0; !st && li < nl; li++) {
+        const uint64_t *r = &rec[li * DEV_ERR_WORDS];
+        if (!r[0]) continue;
+        const sched_launch *l = &p->launches[li];
+        const tile_kernel *k = l->k;
+        const tile_value *g = r[1] < (uint64_t)k->nparams ? k->params[r[1]] : NULL;
+        const sched_arg *sa = NULL;
+        for (int j = 0; g && j < l->nargs; j++)
+            if (!strcmp(l->args[j].name, g->name)) sa = &l->args[j];
+        const char *tname = sa && sa->kind == SCHED_ARG_TENSOR ? p->def->tensors[sa->tensor]->name : "?";
+        int dim = (int)r[2];
+        long long extent = -1;
+        if (sa && sa->kind == SCHED_ARG_TENSOR)
+            extent = sa->flat ? (long long)dev_numel(p->def, b, sa->tensor)
+                     : dim < p->def->tensors[sa->tensor]->rank ? (long long)b->shapes[sa->tensor][dim] : -1;
+        diag_error(d, TSL_ERR_BOUNDS,
+                   "kernel '%s': index %lld out of range for dimension %d of '%s' (size %lld) "
+                   "(thread %llu, block %llu,%llu,%llu)",
+                   k->name, (long long)r[3], dim, tname, extent, (unsigned long long)r[4],
+                   (unsigned long long)r[5], (unsigned long long)r[6], (unsigned long long)r[7]);
+        st = TSL_ERR_BOUNDS;
+        break;
+    }
+    free(rec);
+    return st;
+}
+
+tsl_status sched_dev_run(sched_dev *x, const lang_bound *b, const rt_cuda_ptr *tensors, const double *scalars,
+                         int check, tsl_diag *d)
+{
+    const sched_plan *p = x->p;
+    x->last_launches = 0;
+    tsl_status st = dev_temps(x, b, d);
+    if (!st && check && p->nlaunches)
+        st = rt_cuda_memset8(x->dev, x->err, 0, (size_t)p->nlaunches * DEV_ERR_WORDS * 8, d);
+    for (int i = 0; !st && i < p->nlaunches; i++) {
+        if (sched_launch_lanes(p, &p->launches[i], b) == 0) continue;
+        st = dev_launch(x, i, b, tensors, scalars, d);
+    }
+    if (!st && check) st = rt_cuda_synchronize(x->dev, d);
+    if (!st && check && p->nlaunches) st = dev_check_errors(x, b, d);
+    return st;
+}
