@@ -464,50 +464,77 @@ void cgc_emit_gather(cgc *c, const tile_stmt *s)
     }
     const cgc_tab *tb = &c->tabv[cgc_rt(c, lanes)];
     const char *valid = cgc_tab_valid(c, cgc_rt(c, lanes), "i"), *g = cgc_gname(c, T);
+    if (in->mask && (cgc_rt(c, in->mask) < 0 || !dist_layout_equal(c->tabv[cgc_rt(c, in->mask)].lay, tb->lay))) {
+        cgc_fail(c, TSL_ERR_SHAPE, "mask '%s' must be laid out like the lanes", in->mask->name);
+        return;
+    }
+    const char *live = in->mask ? arena_printf(c->ar, "(%s) && %s[i]", valid, cgc_rname(c, in->mask)) : valid;
+    int ids[CGC_MAX_RANK];
+    for (int j = 0; j < r; j++) {
+        ids[j] = cgc_rterr(c, TSL_ERR_BOUNDS, "%s of '%s': index %%lld in dim %d is outside [0, %%lld)",
+                           gather ? "gather" : "scatter", T->name, j);
+        c->errs[ids[j] - 1].info = 1;
+    }
+    if (gather) {
+        /* a branch-free loop (the bounds folded into a flag, so it can
+         * vectorize), then, only when some live lane was out of range, a
+         * scan for the first one (the interpreter's slot order) */
+        strbuf inb = {0}, off = {0};
+        for (int j = 0; j < r; j++) {
+            sb_printf(&inb, "%s(uint64_t)x%d < (uint64_t)%s_d%d", j ? " && " : "", j, g, j);
+            sb_printf(&off, "%sx%d * %s_s%d", j ? " + " : "", j, g, j);
+        }
+        if (!r) {
+            sb_puts(&inb, "1");
+            sb_puts(&off, "0"); /* a rank-0 tensor: its one element */
+        }
+        cgc_line(c, "int bad = 0;");
+        cgc_line(c, "TSL_IVDEP");
+        cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
+        c->ind++;
+        for (int j = 0; j < r; j++) cgc_line(c, "const int64_t x%d = %s;", j, idx[j]);
+        cgc_line(c, "const int live = %s, inb = %s;", live, sb_str(&inb));
+        cgc_line(c, "bad |= live & !inb;");
+        cgc_line(c, "%s[i] = !(%s) ? %s : live && inb ? %s : 0;", cgc_rname(c, lanes), valid,
+                 cgc_pad_value(lanes->type.dt),
+                 cgc_load_conv(c, T->type.dt, lanes->type.dt, arena_printf(c->ar, "%s[%s]", g, sb_str(&off))));
+        c->ind--;
+        cgc_line(c, "}");
+        cgc_line(c, "if (bad)");
+        cgc_line(c, "    for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
+        c->ind += 2;
+        cgc_line(c, "if (!(%s)) continue;", live);
+        for (int j = 0; j < r; j++) {
+            cgc_line(c, "const int64_t x%d = %s;", j, idx[j]);
+            cgc_line(c, "if ((uint64_t)x%d >= (uint64_t)%s_d%d) {", j, g, j);
+            cgc_line(c, "    info[0] = x%d;", j);
+            cgc_line(c, "    info[1] = %s_d%d;", g, j);
+            cgc_line(c, "    return %d;", ids[j]);
+            cgc_line(c, "}");
+        }
+        c->ind -= 2;
+        cgc_line(c, "    }");
+        sb_free(&inb);
+        sb_free(&off);
+        return;
+    }
+    /* scatter: in slot order, stopping at the first bad index */
     cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
     c->ind++;
-    if (gather) {
-        cgc_line(c, "if (!(%s)) {", valid);
-        cgc_line(c, "    %s[i] = %s;", cgc_rname(c, lanes), cgc_pad_value(lanes->type.dt));
-        cgc_line(c, "    continue;");
-        cgc_line(c, "}");
-    } else {
-        cgc_line(c, "if (!(%s)) continue;", valid);
-    }
-    if (in->mask) {
-        if (cgc_rt(c, in->mask) < 0 || !dist_layout_equal(c->tabv[cgc_rt(c, in->mask)].lay, tb->lay)) {
-            cgc_fail(c, TSL_ERR_SHAPE, "mask '%s' must be laid out like the lanes", in->mask->name);
-            return;
-        }
-        if (gather) {
-            cgc_line(c, "if (!%s[i]) {", cgc_rname(c, in->mask));
-            cgc_line(c, "    %s[i] = 0;", cgc_rname(c, lanes));
-            cgc_line(c, "    continue;");
-            cgc_line(c, "}");
-        } else {
-            cgc_line(c, "if (!%s[i]) continue;", cgc_rname(c, in->mask));
-        }
-    }
+    cgc_line(c, "if (!(%s)) continue;", live);
     strbuf off = {0};
     for (int j = 0; j < r; j++) {
         cgc_line(c, "const int64_t x%d = %s;", j, idx[j]);
-        int id = cgc_rterr(c, TSL_ERR_BOUNDS, "%s of '%s': index %%lld in dim %d is outside [0, %%lld)",
-                        gather ? "gather" : "scatter", T->name, j);
-        c->errs[id - 1].info = 1;
         cgc_line(c, "if ((uint64_t)x%d >= (uint64_t)%s_d%d) {", j, g, j);
         cgc_line(c, "    info[0] = x%d;", j);
         cgc_line(c, "    info[1] = %s_d%d;", g, j);
-        cgc_line(c, "    return %d;", id);
+        cgc_line(c, "    return %d;", ids[j]);
         cgc_line(c, "}");
         sb_printf(&off, "%sx%d * %s_s%d", j ? " + " : "", j, g, j);
     }
     if (!r) sb_puts(&off, "0"); /* a rank-0 tensor: its one element */
-    if (gather)
-        cgc_line(c, "%s[i] = %s;", cgc_rname(c, lanes),
-          cgc_load_conv(c, T->type.dt, lanes->type.dt, arena_printf(c->ar, "%s[%s]", g, sb_str(&off))));
-    else
-        cgc_line(c, "%s[%s] = %s;", g, sb_str(&off),
-          cgc_store_conv(c, lanes->type.dt, T->type.dt, arena_printf(c->ar, "%s[i]", cgc_rname(c, lanes))));
+    cgc_line(c, "%s[%s] = %s;", g, sb_str(&off),
+             cgc_store_conv(c, lanes->type.dt, T->type.dt, arena_printf(c->ar, "%s[i]", cgc_rname(c, lanes))));
     sb_free(&off);
     c->ind--;
     cgc_line(c, "}");
