@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "sched/sched.h"
+#include "sched/strategy.h"
 
 /* A lowered value: a register tile of SCHED_BLOCK lanes, or a scalar that
  * every lane shares (an int expression, a float literal, or a typed scalar
@@ -724,7 +725,17 @@ sched_plan *sched_lower(tsl_arena *a, const graph *g, tsl_diag *d)
     snprintf(lay, sizeof lay, "spatial(%d).local(%d)", SCHED_THREADS, SCHED_LOCALS);
     L.lay = tile_layout_make(p->m, lay, NULL);
     TSL_ASSERT(L.lay);
-    for (int i = 0; i < g->nops; i++) lower_op(&L, &g->ops[i]);
+    for (int i = 0; i < g->nops; i++) {
+        /* a group a fast strategy lowers (strategy.h) is one kernel */
+        const graph_group *gr = NULL;
+        for (int j = 0; j < g->ngroups; j++)
+            if (g->groups[j].first == i) gr = &g->groups[j];
+        if (gr && sched_lower_strategy(p, g, gr)) {
+            i += gr->nops - 1;
+            continue;
+        }
+        lower_op(&L, &g->ops[i]);
+    }
     return p;
 }
 

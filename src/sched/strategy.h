@@ -1,0 +1,39 @@
+/* strategy.h — the fast strategies of the scheduler (docs/sched.md,
+ * "Row-reduction and elementwise strategies"): a group of the op graph
+ * whose strategy they recognise becomes ONE tile kernel appended to the
+ * plan; anything they do not recognise is left to the generic lowering
+ * (lower.c), so a group is never lowered wrongly, only slowly.
+ *
+ *   sched_lower_rowred       rowred.c: one block per row, the row streamed
+ *                            in chunks of SCHED_RR_WIDTH, reductions across
+ *                            the block, internal temporaries recomputed on
+ *                            chip (never stored)
+ *   sched_lower_elementwise  elementwise.c: pointwise groups over one box,
+ *                            flat contiguous tiles of SCHED_EW_WIDTH
+ *
+ * Each returns 1 when it lowered the group (one launch added to p), 0 when
+ * the group is not its shape (p unchanged). */
+#ifndef TSL_SCHED_STRATEGY_H
+#define TSL_SCHED_STRATEGY_H
+
+#include "graph/graph.h"
+#include "sched/sched.h"
+
+enum {
+    SCHED_RR_THREADS = 256, /* threads per row (8 warps) */
+    SCHED_RR_LOCALS = 8,    /* contiguous elements per thread per chunk */
+    SCHED_RR_WIDTH = SCHED_RR_THREADS * SCHED_RR_LOCALS,
+    SCHED_EW_THREADS = 256,
+    SCHED_EW_LOCALS = 8,
+    SCHED_EW_WIDTH = SCHED_EW_THREADS * SCHED_EW_LOCALS
+};
+
+int sched_lower_rowred(sched_plan *p, const graph *g, const graph_group *grp);
+int sched_lower_elementwise(sched_plan *p, const graph *g, const graph_group *grp);
+
+/* The dispatch lower.c calls per group: the group's strategy, else 0.
+ * TESSEL_SCHED=generic in the environment turns the fast strategies off
+ * (comparisons, bisecting). */
+int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp);
+
+#endif
