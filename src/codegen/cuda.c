@@ -66,7 +66,13 @@ const char *cg_name(cg *c, const tile_value *v)
 /* The storage type of a dtype in CUDA C; NULL for low-bit types. */
 const char *cg_ctype(tile_dtype dt)
 {
+    static const char *const lowbit[2][8] = {
+        {NULL, "tsl_lb<1, 1>", "tsl_lb<2, 1>", "tsl_lb<3, 1>", "tsl_lb<4, 1>", "tsl_lb<5, 1>", "tsl_lb<6, 1>", "tsl_lb<7, 1>"},
+        {NULL, "tsl_lb<1, 0>", "tsl_lb<2, 0>", "tsl_lb<3, 0>", "tsl_lb<4, 0>", "tsl_lb<5, 0>", "tsl_lb<6, 0>", "tsl_lb<7, 0>"},
+    };
     tsl_dtype t;
+    if ((dt.kind == TILE_DT_INT || dt.kind == TILE_DT_UINT) && dt.bits >= 1 && dt.bits < 8)
+        return lowbit[dt.kind == TILE_DT_UINT][dt.bits];
     if (tile_dtype_to_tsl(dt, &t)) return NULL;
     switch (t) {
     case TSL_DTYPE_F16: return "tsl_f16";
@@ -100,8 +106,15 @@ int cg_is_float_math(tile_dtype dt)
 
 tsl_status cg_check_dtype(cg *c, const tile_value *v)
 {
-    if (cg_ctype(v->type.dt)) return TSL_OK;
     char nb[16];
+    if (cg_ctype(v->type.dt) && (v->type.dt.bits % 8 == 0 || v->kind != TILE_V_TENSOR ||
+                                 v->type.space == TILE_REGISTER))
+        return TSL_OK;
+    if (cg_ctype(v->type.dt))
+        return cg_err(c, TSL_ERR_UNAVAILABLE,
+                      "'%s' is a %s tensor of %s: the CUDA generator holds sub-byte types in registers only "
+                      "(view packed bytes as them there)",
+                      v->name, tile_space_name(v->type.space), tile_dtype_name(v->type.dt, nb));
     return cg_err(c, TSL_ERR_UNAVAILABLE,
                   "'%s' has dtype %s: the CUDA generator handles the byte-sized dtypes only",
                   v->name, tile_dtype_name(v->type.dt, nb));
@@ -706,6 +719,19 @@ static const char prelude[] =
     "};\n"
     "template <> struct tsl_to<bool> {\n"
     "    static __device__ __forceinline__ bool f(double x) { return x != 0; }\n"
+    "};\n"
+    "/* i1..i7 / u1..u7 registers: the element's bit pattern in a byte */\n"
+    "template <int B, int S> struct tsl_lb { unsigned char v; };\n"
+    "template <int B, int S> static __device__ __forceinline__ double tsl_c(tsl_lb<B, S> x) {\n"
+    "    long long u = x.v & ((1 << B) - 1);\n"
+    "    return (double)((S && ((u >> (B - 1)) & 1)) ? u - (1LL << B) : u);\n"
+    "}\n"
+    "template <int B, int S> struct tsl_to<tsl_lb<B, S> > {\n"
+    "    static __device__ __forceinline__ tsl_lb<B, S> f(double x) {\n"
+    "        tsl_lb<B, S> r;\n"
+    "        r.v = (unsigned char)((unsigned long long)tsl_trunc(x) & ((1u << B) - 1));\n"
+    "        return r;\n"
+    "    }\n"
     "};\n"
     "/* int scalars: floor division and modulo, as the tile IR defines them */\n"
     "template <typename I> static __device__ __forceinline__ I tsl_fdiv(I a, I b) {\n"

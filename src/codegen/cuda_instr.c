@@ -853,11 +853,10 @@ static int reduce_shuffle(cg *c, const tile_stmt *s, const rinfo *rx, const rinf
                 sb_free(&e);
             }
             for (int i = 0; i < nx; i++) {
-                char y[96];
-                snprintf(y, sizeof y, "__shfl_xor_sync(mask, p, %lld)", (long long)xors[i]);
+                /* every lane shuffles (outside any condition), then combines */
                 strbuf e = {0};
-                subst(&e, red_text(s->instr.op), "p", y);
-                cg_line(c, "p = %s;", sb_str(&e));
+                subst(&e, red_text(s->instr.op), "p", "q");
+                cg_line(c, "{ const %s q = __shfl_xor_sync(mask, p, %lld); p = %s; }", mt, (long long)xors[i], sb_str(&e));
                 sb_free(&e);
             }
             cg_line(c, "%s[%lld] = tsl_to<%s>::f(p);", cg_name(c, rd->v), (long long)lr, dt);

@@ -1,0 +1,257 @@
+/* codegen_cuda_emu.h — a host emulation of the CUDA the generator emits,
+ * so tests check the generated kernels' logic (layout coordinates, masks,
+ * shared addressing, shuffles, reductions, mma fragment exchange) against
+ * the tile interpreter on a machine without a GPU.
+ *
+ * test_codegen_cuda.c compiles `-include this file` + the generated source
+ * with the system C++ compiler into a shared object. Every GPU thread is a
+ * host thread; a block's threads share its shared-memory buffer and a
+ * barrier (__syncthreads); a warp's threads exchange values through a
+ * per-warp slot array between two warp barriers (shuffles, mma).
+ * cp.async copies at once (the interpreter checks the wait/sync
+ * discipline; here only the values matter). mma.m16n8k16 follows the PTX
+ * ISA's fragment tables, written independently of the layouts. */
+#ifndef TSL_CODEGEN_CUDA_EMU_H
+#define TSL_CODEGEN_CUDA_EMU_H
+
+#define TSL_EMULATE 1
+#include <pthread.h>
+#include <stdint.h>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <math.h>
+
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __align__(n) __attribute__((aligned(n)))
+
+struct tsl_dim3 {
+    unsigned x, y, z;
+};
+
+struct tsl_warp {
+    pthread_barrier_t bar;
+    unsigned long long slot[32][10];
+};
+
+struct tsl_block {
+    pthread_barrier_t bar;
+    tsl_warp warps[32];
+    unsigned char *smem;
+};
+
+static thread_local tsl_dim3 threadIdx, blockIdx;
+static thread_local tsl_block *tsl_cur_block;
+#define TSL_SMEM_DECL unsigned char *tsl_smem = tsl_cur_block->smem
+
+static inline void __syncthreads() { pthread_barrier_wait(&tsl_cur_block->bar); }
+static inline tsl_warp *tsl_my_warp() { return &tsl_cur_block->warps[threadIdx.x / 32]; }
+
+static inline unsigned long long tsl_exchange(unsigned long long v, int src)
+{
+    tsl_warp *w = tsl_my_warp();
+    w->slot[threadIdx.x % 32][0] = v;
+    pthread_barrier_wait(&w->bar);
+    unsigned long long r = w->slot[src & 31][0];
+    pthread_barrier_wait(&w->bar);
+    return r;
+}
+
+template <typename T> static inline T tsl_emu_from(unsigned long long u)
+{
+    T t;
+    memcpy(&t, &u, sizeof t);
+    return t;
+}
+template <typename T> static inline unsigned long long tsl_emu_bits(T t)
+{
+    unsigned long long u = 0;
+    memcpy(&u, &t, sizeof t);
+    return u;
+}
+template <typename T> static inline T __shfl_sync(unsigned mask, T v, int src)
+{
+    (void)mask;
+    return tsl_emu_from<T>(tsl_exchange(tsl_emu_bits(v), src));
+}
+template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int m)
+{
+    (void)mask;
+    return tsl_emu_from<T>(tsl_exchange(tsl_emu_bits(v), (int)(threadIdx.x % 32) ^ m));
+}
+
+static inline float __uint_as_float(unsigned u) { return tsl_emu_from<float>(u); }
+static inline double __longlong_as_double(long long u) { return tsl_emu_from<double>((unsigned long long)u); }
+
+static pthread_mutex_t tsl_atomic_mu = PTHREAD_MUTEX_INITIALIZER;
+static inline unsigned long long atomicCAS(unsigned long long *p, unsigned long long cmp, unsigned long long v)
+{
+    pthread_mutex_lock(&tsl_atomic_mu);
+    unsigned long long old = *p;
+    if (old == cmp) *p = v;
+    pthread_mutex_unlock(&tsl_atomic_mu);
+    return old;
+}
+
+/* IEEE half and bfloat16, round to nearest even (cvt.rn) */
+static inline float tsl_cvt_f16_f32(unsigned short h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
+    if (e == 0) {
+        float r = ldexpf((float)m, -24);
+        return sign ? -r : r;
+    }
+    x = e == 31 ? (sign | 0x7f800000u | (m << 13)) : (sign | ((e + 112) << 23) | (m << 13));
+    return tsl_emu_from<float>(x);
+}
+static inline unsigned short tsl_cvt_f32_f16(float f)
+{
+    uint32_t x = (uint32_t)tsl_emu_bits(f), sign = (x >> 16) & 0x8000, ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return (unsigned short)(sign | 0x7c00 | (ax > 0x7f800000u ? 0x200 : 0));
+    if (ax >= 0x477ff000u) return (unsigned short)(sign | 0x7c00);
+    if (ax < 0x38800000u) return (unsigned short)(sign | (uint32_t)nearbyintf(tsl_emu_from<float>(ax) * 16777216.0f));
+    uint32_t h = (((ax >> 23) - 112) << 10) | ((ax & 0x7fffff) >> 13), rem = ax & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+    return (unsigned short)(sign | h);
+}
+static inline unsigned short tsl_cvt_f32_bf16(float f)
+{
+    uint32_t x = (uint32_t)tsl_emu_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40);
+    x += 0x7fff + ((x >> 16) & 1);
+    return (unsigned short)(x >> 16);
+}
+
+static inline void tsl_cp_async(void *s, const void *g, int bytes, int src_bytes)
+{
+    memset(s, 0, (size_t)bytes);
+    if (src_bytes > 0) memcpy(s, g, (size_t)src_bytes);
+}
+static inline void tsl_cp_async16(void *s, const void *g, int n) { tsl_cp_async(s, g, 16, n); }
+static inline void tsl_cp_async8(void *s, const void *g, int n) { tsl_cp_async(s, g, 8, n); }
+static inline void tsl_cp_async4(void *s, const void *g, int n) { tsl_cp_async(s, g, 4, n); }
+static inline void tsl_cp_commit() {}
+template <int N> static inline void tsl_cp_wait() {}
+
+/* PTX ISA, mma.m16n8k16 with .f16/.bf16 A/B and f32 C/D: groupID = lane/4,
+ * t = lane%4; A (16x16 row): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g,
+ * 2t+8..), a3 (g+8, 2t+8..); B (16x8 col): b0 (k 2t..2t+1, n g), b1 (k
+ * 2t+8.., n g); C/D (16x8): c0,c1 (g, 2t..2t+1), c2,c3 (g+8, 2t..). */
+static inline void tsl_mma(int bf, float &d0, float &d1, float &d2, float &d3, unsigned a0, unsigned a1, unsigned a2,
+                           unsigned a3, unsigned b0, unsigned b1)
+{
+    tsl_warp *w = tsl_my_warp();
+    unsigned lane = threadIdx.x % 32;
+    unsigned long long *me = w->slot[lane];
+    me[1] = a0, me[2] = a1, me[3] = a2, me[4] = a3, me[5] = b0, me[6] = b1;
+    pthread_barrier_wait(&w->bar);
+    float A[16][16], B[16][8];
+    for (int l = 0; l < 32; l++) {
+        int g = l / 4, t = l % 4;
+        unsigned long long *s = w->slot[l];
+        for (int h = 0; h < 2; h++) {
+            float (*cv)(unsigned short) = bf ? [](unsigned short x) { return __uint_as_float((unsigned)x << 16); }
+                                             : [](unsigned short x) { return tsl_cvt_f16_f32(x); };
+            unsigned short lo[6], hi[6];
+            for (int r = 0; r < 6; r++) {
+                lo[r] = (unsigned short)(s[1 + r] & 0xffff);
+                hi[r] = (unsigned short)(s[1 + r] >> 16);
+            }
+            float v0 = h ? cv(hi[0]) : cv(lo[0]);
+            A[g][2 * t + h] = v0;
+            A[g + 8][2 * t + h] = h ? cv(hi[1]) : cv(lo[1]);
+            A[g][2 * t + 8 + h] = h ? cv(hi[2]) : cv(lo[2]);
+            A[g + 8][2 * t + 8 + h] = h ? cv(hi[3]) : cv(lo[3]);
+            B[2 * t + h][g] = h ? cv(hi[4]) : cv(lo[4]);
+            B[2 * t + 8 + h][g] = h ? cv(hi[5]) : cv(lo[5]);
+        }
+    }
+    pthread_barrier_wait(&w->bar);
+    int g = lane / 4, t = lane % 4;
+    float *d[4] = {&d0, &d1, &d2, &d3};
+    for (int i = 0; i < 4; i++) {
+        int r = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
+        float acc = *d[i];
+        for (int kk = 0; kk < 16; kk++) acc += A[r][kk] * B[kk][col];
+        *d[i] = acc;
+    }
+}
+static inline void tsl_mma_f16(float &d0, float &d1, float &d2, float &d3, unsigned a0, unsigned a1, unsigned a2,
+                               unsigned a3, unsigned b0, unsigned b1)
+{
+    tsl_mma(0, d0, d1, d2, d3, a0, a1, a2, a3, b0, b1);
+}
+static inline void tsl_mma_bf16(float &d0, float &d1, float &d2, float &d3, unsigned a0, unsigned a1, unsigned a2,
+                                unsigned a3, unsigned b0, unsigned b1)
+{
+    tsl_mma(1, d0, d1, d2, d3, a0, a1, a2, a3, b0, b1);
+}
+
+/* ---- the launcher ---------------------------------------------------------------- */
+
+struct tsl_emu_thread {
+    void (*fn)(void **);
+    void **params;
+    tsl_block *blk;
+    const unsigned *grid;
+    unsigned tid, smem;
+};
+
+/* One GPU thread: runs its share of every block in turn; between blocks
+ * thread 0 poisons shared memory (reads of unwritten bytes show). */
+static void *tsl_emu_main(void *arg)
+{
+    tsl_emu_thread *t = (tsl_emu_thread *)arg;
+    threadIdx.x = t->tid, threadIdx.y = threadIdx.z = 0;
+    tsl_cur_block = t->blk;
+    for (unsigned bz = 0; bz < t->grid[2]; bz++)
+        for (unsigned by = 0; by < t->grid[1]; by++)
+            for (unsigned bx = 0; bx < t->grid[0]; bx++) {
+                pthread_barrier_wait(&t->blk->bar);
+                if (t->tid == 0) memset(t->blk->smem, 0xff, (t->smem + 128) / 128 * 128);
+                pthread_barrier_wait(&t->blk->bar);
+                blockIdx.x = bx, blockIdx.y = by, blockIdx.z = bz;
+                t->fn(t->params);
+            }
+    return NULL;
+}
+
+/* Run fn over grid[3] blocks of `threads` threads, blocks one after the
+ * other. 0 on success. */
+extern "C" int tsl_emu_launch(void (*fn)(void **), void **params, const unsigned *grid, unsigned threads,
+                              unsigned smem_bytes)
+{
+    tsl_block *blk = new tsl_block;
+    tsl_emu_thread *ts = new tsl_emu_thread[threads];
+    pthread_t *th = new pthread_t[threads];
+    blk->smem = (unsigned char *)aligned_alloc(128, (smem_bytes + 128) / 128 * 128);
+    pthread_barrier_init(&blk->bar, NULL, threads);
+    for (unsigned w = 0; w * 32 < threads; w++)
+        pthread_barrier_init(&blk->warps[w].bar, NULL, threads - w * 32 >= 32 ? 32 : threads - w * 32);
+    unsigned started = 0;
+    for (unsigned i = 0; i < threads; i++) {
+        ts[i] = {fn, params, blk, grid, i, smem_bytes};
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setstacksize(&at, 1 << 20);
+        int bad = pthread_create(&th[i], &at, tsl_emu_main, &ts[i]);
+        pthread_attr_destroy(&at);
+        if (bad) abort(); /* the others wait at a barrier for it: no way back */
+        started++;
+    }
+    for (unsigned i = 0; i < started; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&blk->bar);
+    for (unsigned w = 0; w * 32 < threads; w++) pthread_barrier_destroy(&blk->warps[w].bar);
+    free(blk->smem);
+    delete[] th;
+    delete[] ts;
+    delete blk;
+    return 0;
+}
+
+#endif
