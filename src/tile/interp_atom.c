@@ -62,10 +62,10 @@ void iatom_mma_m16n8k16(const double a[32][8], const double b[32][4], const doub
         }
 }
 
-void iatom_ldmatrix_x4(const double rows[32][8], int trans, double out[32][8])
+void iatom_ldmatrix(const double rows[32][8], int n, int trans, double out[32][8])
 {
     for (int l = 0; l < 32; l++)
-        for (int m = 0; m < 4; m++)
+        for (int m = 0; m < n; m++)
             for (int e = 0; e < 2; e++) {
                 int src_row, src_col;
                 if (!trans) {

@@ -25,11 +25,11 @@ const char *iatom_mma_frag_text(int which);
 void iatom_mma_m16n8k16(const double a[32][8], const double b[32][4], const double c[32][4],
                         double d[32][4]);
 
-/* ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16: lane l supplies the
- * address of row l % 8 of matrix l / 8 (rows[l][0..7]); lane l receives
- * in register m the pair (row l / 4, cols 2(l%4), 2(l%4)+1) of matrix m
- * (transposed: the pair (rows 2(l%4), 2(l%4)+1; col l / 4)).
- * out[l][2m + e] is element e of register m. */
-void iatom_ldmatrix_x4(const double rows[32][8], int trans, double out[32][8]);
+/* ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 with n matrices:
+ * lane l < 8n supplies the address of row l % 8 of matrix l / 8
+ * (rows[l][0..7]); lane l receives in register m < n the pair (row l / 4,
+ * cols 2(l%4), 2(l%4)+1) of matrix m (transposed: the pair (rows 2(l%4),
+ * 2(l%4)+1; col l / 4)). out[l][2m + e] is element e of register m. */
+void iatom_ldmatrix(const double rows[32][8], int n, int trans, double out[32][8]);
 
 #endif

@@ -18,7 +18,8 @@
 typedef struct atom_rec {
     const tile_stmt *s;
     int64_t *src;  /* per thread: 8 shared coordinates (rank 2) -> flattened pairs */
-    int64_t *dslot; /* per thread: the 8 destination slots */
+    int64_t *dslot; /* per thread: the 2n destination slots */
+    int n;          /* matrices: ldmatrix.x1 / .x2 / .x4 */
     const rt_view *srcv;
     rt_view view;  /* the source view of the last thread (tensor, name) */
     rt_tensor *dst;
@@ -123,8 +124,11 @@ static tsl_status record_ldmatrix(interp *I, decomp_ctx *dc, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
     atom_rec *r = NULL;
-    if (strncmp(in->atom, "ldmatrix.x4", 11) != 0)
-        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "atom %s: the interpreter knows ldmatrix.x4[.trans]", in->atom);
+    int nm = !strncmp(in->atom, "ldmatrix.x1", 11) ? 1 : !strncmp(in->atom, "ldmatrix.x2", 11) ? 2
+           : !strncmp(in->atom, "ldmatrix.x4", 11) ? 4 : 0;
+    if (!nm)
+        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "atom %s: the interpreter knows ldmatrix.x1/.x2/.x4[.trans]",
+                          in->atom);
     for (int i = 0; i < dc->nrec; i++)
         if (dc->rec[i].s == s) r = &dc->rec[i];
     if (!r) {
@@ -133,7 +137,7 @@ static tsl_status record_ldmatrix(interp *I, decomp_ctx *dc, const tile_stmt *s)
         memset(r, 0, sizeof *r);
         r->s = s;
         r->src = calloc((size_t)I->nthreads * 16, sizeof(int64_t));
-        r->dslot = calloc((size_t)I->nthreads * 8, sizeof(int64_t));
+        r->dslot = calloc((size_t)I->nthreads * 8, sizeof(int64_t)); /* at most 8 per thread */
         if (!r->src || !r->dslot) return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
     }
     const tile_operand *dop = in->has_dst ? &in->dst : NULL;
@@ -142,23 +146,25 @@ static tsl_status record_ldmatrix(interp *I, decomp_ctx *dc, const tile_stmt *s)
         return interp_err(I, s->pos, TSL_ERR_SEMANTIC,
                     "ldmatrix atom: write '-> R.local' or '-> R.local.tile([..])' (the thread's registers)");
     rt_tensor *d = I->slots[dop->v->id].t;
-    if (!d || d->space != TILE_REGISTER || d->nlocals != 8 || d->dt.bits != 16)
+    if (!d || d->space != TILE_REGISTER || d->nlocals < 2 * nm || d->dt.bits != 16)
         return interp_err(I, dop->pos, TSL_ERR_SHAPE,
-                    "ldmatrix.x4: '%s' must be a 16-bit register tensor with 8 slots per thread", dop->v->name);
+                          "%s: '%s' must be a 16-bit register tensor with %d slots per thread", in->atom,
+                          dop->v->name, 2 * nm);
     r->dst = d;
-    for (int i = 0; i < 8; i++) {
+    r->n = nm;
+    for (int i = 0; i < 2 * nm; i++) {
         int64_t sl = ldmatrix_slot(d, dop, i);
-        if (sl < 0 || sl >= 8)
-            return interp_err(I, dop->pos, TSL_ERR_SHAPE, "ldmatrix.x4: register %d of the destination is not in '%s.local'",
-                        i / 2, dop->v->name);
+        if (sl < 0 || sl >= d->nlocals)
+            return interp_err(I, dop->pos, TSL_ERR_SHAPE, "%s: register %d of the destination is not in '%s.local'",
+                              in->atom, i / 2, dop->v->name);
         r->dslot[dc->thread * 8 + i] = sl;
     }
     tsl_status st = interp_view_of(I, &in->args[0], &r->view);
     if (st) return st;
     if (r->view.t->space != TILE_SHARED || r->view.rank != 2 || r->view.t->dt.bits != 16)
-        return interp_err(I, in->args[0].pos, TSL_ERR_SHAPE, "ldmatrix.x4 reads a 16-bit rank-2 shared tile");
+        return interp_err(I, in->args[0].pos, TSL_ERR_SHAPE, "ldmatrix reads a 16-bit rank-2 shared tile");
     if (r->view.ext[0] > 1 || (r->view.ext[1] >= 0 && r->view.ext[1] != 8))
-        return interp_err(I, in->args[0].pos, TSL_ERR_SHAPE, "ldmatrix.x4: each thread supplies one row of 8 elements");
+        return interp_err(I, in->args[0].pos, TSL_ERR_SHAPE, "ldmatrix: each thread supplies one row of 8 elements");
     for (int j = 0; j < 8; j++) {
         int64_t vc[2] = {0, j}, c[2];
         interp_view_map(&r->view, vc, c);
@@ -266,16 +272,16 @@ static tsl_status run_ldmatrix(interp *I, atom_rec *r)
     static double rows[32][8], out[32][8];
     for (int w = 0; w < I->nthreads / 32; w++) {
         if (w * 32 >= d->nthreads) break;
-        for (int l = 0; l < 32; l++)
+        for (int l = 0; l < 8 * r->n; l++) /* only these lanes' addresses are used */
             for (int j = 0; j < 8; j++) {
                 int64_t th = w * 32 + l, *c = &r->src[th * 16 + 2 * j];
                 tsl_status st = interp_shared_get(I, s->pos, &r->view, c, th, &rows[l][j]);
                 if (st) return st;
             }
-        iatom_ldmatrix_x4(rows, trans, out);
+        iatom_ldmatrix(rows, r->n, trans, out);
         for (int l = 0; l < 32; l++)
-            for (int i = 0; i < 8; i++)
-                d->regs[(w * 32 + l) * 8 + r->dslot[(w * 32 + l) * 8 + i]] = interp_round(d->dt, out[l][i]);
+            for (int i = 0; i < 2 * r->n; i++)
+                d->regs[(w * 32 + l) * d->nlocals + r->dslot[(w * 32 + l) * 8 + i]] = interp_round(d->dt, out[l][i]);
     }
     return TSL_OK;
 }

@@ -175,7 +175,7 @@ static void test_ldmatrix_atom(void)
     for (int l = 0; l < 32; l++)
         for (int j = 0; j < 8; j++) rows[l][j] = test_rand_double(-1, 1);
     for (int trans = 0; trans < 2; trans++) {
-        iatom_ldmatrix_x4(rows, trans, out);
+        iatom_ldmatrix(rows, 4, trans, out);
         /* lane l, register m, element e: matrix m row l/4 cols 2(l%4)+e */
         for (int l = 0; l < 32; l++)
             for (int m = 0; m < 4; m++)
@@ -515,6 +515,35 @@ static void test_pipeline_unchanged_block(void)
         }
 }
 
+/* ldmatrix.x2: two stacked 8x8 matrices into the mma C-shaped fragment
+ * local(2,1).spatial(8,4).local(1,2); only lanes 0..15 give addresses. */
+static void test_ldmatrix_x2(void)
+{
+    const char *prog =
+        "kernel ld2(x: global f16[16, 8], y: global f16[16, 8]) grid(1) threads(32) {\n"
+        "  s = alloc shared f16[16, 8]\n"
+        "  r0 = load_global x[0, 0] -> register f16[16, 8] layout spatial(16, 2).local(1, 4)\n"
+        "  store_shared r0 -> s\n"
+        "  sync\n"
+        "  r = load_shared s -> register f16[16, 8] layout local(2, 1).spatial(8, 4).local(1, 2) decomp {\n"
+        "    w = threads 32 tile 8\n"
+        "    let g, i = indices w\n"
+        "    load_shared s.tile([8, 8])[g % 2, 0].tile([1, 8])[i, 0] -> r.local atom ldmatrix.x2 on w\n"
+        "  }\n"
+        "  store_global r -> y[0, 0]\n"
+        "}\n";
+    int64_t sh[2] = {16, 8};
+    DLTensor *x = rand_tensor(TSL_DTYPE_F16, 2, sh), *y = nan_tensor(TSL_DTYPE_F16, 2, sh);
+    tile_interp_arg args[2] = {{"x", x, 0}, {"y", y, 0}};
+    char *msg;
+    tsl_status st = run_text(prog, args, 2, 0, &msg);
+    CHECK_MSG(st == TSL_OK, "ldmatrix.x2: %s", msg);
+    for (int64_t i = 0; i < 128 && st == TSL_OK; i++) CHECK(at(y, i) == at(x, i));
+    free(msg);
+    tsl_tensor_free(x);
+    tsl_tensor_free(y);
+}
+
 TEST_SUITE(tile_interp) = {
     {"mem_raw_needs_sync", test_mem_raw_needs_sync},
     {"mem_async_groups", test_mem_async_groups},
@@ -523,6 +552,7 @@ TEST_SUITE(tile_interp) = {
     {"mma_atom_product", test_mma_atom_product},
     {"ldmatrix_atom", test_ldmatrix_atom},
     {"ldmatrix_move", test_ldmatrix_move},
+    {"ldmatrix_x2", test_ldmatrix_x2},
     {"gemm", test_gemm},
     {"gemm_hazards", test_gemm_hazards},
     {"gemm_pipelined", test_gemm_pipelined},
