@@ -30,6 +30,10 @@ enum {
 
 int sched_lower_rowred(sched_plan *p, const graph *g, const graph_group *grp);
 int sched_lower_elementwise(sched_plan *p, const graph *g, const graph_group *grp);
+/* contract.c: GEMM-shaped contraction groups (matmul, transposed, batched,
+ * with init/epilogue ops) as one tiled kernel: mma.m16n8k16 for f16/bf16,
+ * f32 FMA micro-tiles for f32 (docs/sched.md, "The contraction strategy"). */
+int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp);
 
 /* The dispatch lower.c calls per group: the group's strategy, else 0.
  * TESSEL_SCHED=generic in the environment turns the fast strategies off

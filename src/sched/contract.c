@@ -1,0 +1,800 @@
+/* contract.c — the contraction strategy (docs/sched.md, "The contraction
+ * strategy"): a group whose anchor is
+ *
+ *     C(batch?, m, n) +=[!] s * A(batch?, m|k, k|m) * B(batch?, k|n, n|k)
+ *
+ * (s: scalar parameters and constants, A and B row-major, either possibly
+ * transposed) with pointwise init ops before it and epilogue ops after it
+ * that all write C at its own index list becomes ONE tiled tile kernel:
+ *
+ *   - grid (cdiv(M, BM), cdiv(N, BN), batch), a BM x BN tile of C per block,
+ *     accumulated in f32 registers over a 3-stage pipeline of BK-deep A and
+ *     B blocks in shared memory (cp.async, masked edges: any M, N, K);
+ *   - f16/bf16 inputs: mma.m16n8k16, WM x WN warps, each warp (BM/WM) x
+ *     (BN/WN) of C; a transposed operand is loaded in the transposed
+ *     fragment layout and `view`ed as the fragment (same registers, no
+ *     data movement);
+ *   - f32 inputs: per-thread FMA outer products, each thread a contiguous
+ *     4 x 8 micro-tile of C (the layout the C generator should turn into a
+ *     register-blocked micro-kernel);
+ *   - init ops compute the accumulator's start (reading C's old values from
+ *     memory), the scale s multiplies the product sum, epilogue ops run on
+ *     the tile in registers; one masked store of C.
+ *
+ * The kernel is written as tile text and parsed (the text is what
+ * --emit=tile prints, so the strategy's output reads like the examples);
+ * anything outside this shape returns 0 before the plan is touched and the
+ * generic strategy lowers the group. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/strategy.h"
+
+/* One plan of block/warp shape. */
+typedef struct ct_shape {
+    int bm, bn, bk; /* block tile of C and depth of a k step */
+    int wm, wn;     /* warps along m and n (mma) */
+    int threads;
+} ct_shape;
+
+/* f16/bf16: 128x128x32, 8 warps of 64x32 (4x4 atoms per warp). */
+static const ct_shape CT_MMA = {128, 128, 32, 2, 4, 256};
+/* f32: 64x64x32, 128 threads of 4x8 micro-tiles. */
+static const ct_shape CT_FMA = {64, 64, 32, 0, 0, 128};
+
+typedef struct ct {
+    const graph *g;
+    const lang_def *def;
+    const graph_group *grp;
+    const graph_op *anchor;
+    int nb;                /* batch dims (0 or 1) */
+    int vm, vn, vk;        /* the anchor's m, n, k vars */
+    int ta, tb, tc;        /* tensors */
+    int a_trans, b_trans;  /* A stored (k, m), B stored (n, k) */
+    ct_shape sh;
+    int mma;
+    strbuf body;           /* the kernel's statements */
+    int nparam_t;          /* tensor params so far */
+    int ptensor[64];       /* def tensor of each tensor param */
+    int nscalar;
+    int pscalar[64];       /* def tensor of each typed scalar param */
+    int psize[64];         /* size slots passed as int params */
+    int nsize;
+    int tmp;               /* fresh value counter */
+    char cur[96];          /* the tile holding C's value, or "" (in memory) */
+    char lc[256];          /* the accumulator layout */
+} ct;
+
+/* ---- recognition -------------------------------------------------------------------- */
+
+static int extent_plain(const lang_sexpr *e) { return e->kind == LANG_SX_SYM || e->kind == LANG_SX_CONST; }
+
+/* Box var v of op is [0, extent of tensor t's dim d). */
+static int covers(const graph_op *op, int v, const lang_tensor *t, int d)
+{
+    const lang_range *r = &op->box[v];
+    return r->lo->kind == LANG_SX_CONST && r->lo->value == 0 && graph_sexpr_equal(r->hi, t->shape[d]) &&
+           extent_plain(t->shape[d]);
+}
+
+/* Operand o is (batch..., x, y) with x, y pure vars; sets *x, *y. */
+static int matrix_access(const ct *c, const graph_operand *o, int *x, int *y)
+{
+    if (!o->affine || o->rank != c->nb + 2) return 0;
+    for (int d = 0; d < o->rank; d++)
+        if (o->idx[d].var < 0) return 0;
+    for (int d = 0; d < c->nb; d++)
+        if (o->idx[d].var != d) return 0;
+    *x = o->idx[c->nb].var;
+    *y = o->idx[c->nb + 1].var;
+    return 1;
+}
+
+/* The anchor's body is a product of exactly its two tensor reads and
+ * scalar factors (scalar parameters, constants). Counts reads in *nreads. */
+static int product_ok(const graph_expr *e, int *nreads)
+{
+    switch (e->kind) {
+    case LANG_E_ACCESS: (*nreads)++; return 1;
+    case LANG_E_SCALAR:
+    case LANG_E_INT:
+    case LANG_E_FLOAT: return 1;
+    case LANG_E_BINARY:
+        return e->src->op == LANG_MUL && dtype_info_of(e->src->optype)->is_float && product_ok(e->args[0], nreads) &&
+               product_ok(e->args[1], nreads);
+    default: return 0;
+    }
+}
+
+static int is_mma_dt(tsl_dtype t) { return t == TSL_DTYPE_F16 || t == TSL_DTYPE_BF16; }
+static int is_io_dt(tsl_dtype t) { return is_mma_dt(t) || t == TSL_DTYPE_F32; }
+
+/* A pointwise op of the group: writes C at the anchor's index list over the
+ * anchor's parallel box with `=`. */
+static int side_op_ok(const ct *c, const graph_op *op)
+{
+    if (!op->pointwise || op->assign != LANG_ASSIGN || op->niter != c->anchor->niter) return 0;
+    if (op->operands[0].tensor != c->tc || !op->operands[0].identity) return 0;
+    for (int v = 0; v < op->niter; v++)
+        if (!covers(op, v, c->def->tensors[c->tc], v)) return 0;
+    return 1;
+}
+
+static int recognise(ct *c)
+{
+    const graph *g = c->g;
+    const graph_group *grp = c->grp;
+    if (grp->strategy != GRAPH_CONTRACTION || grp->anchor < grp->first || grp->anchor >= grp->first + grp->nops)
+        return 0;
+    const graph_op *an = &g->ops[grp->anchor];
+    c->anchor = an;
+    if (!an->contraction || an->assign != LANG_ADD_EQ || an->reads_lhs || an->noperands != 3) return 0;
+    if (an->niter < 2 || an->niter > 3 || an->nvars != an->niter + 1) return 0;
+    c->nb = an->niter - 2;
+    c->vm = an->niter - 2;
+    c->vn = an->niter - 1;
+    c->vk = an->niter;
+    const graph_operand *oc = &an->operands[0];
+    if (!oc->identity) return 0;
+    c->tc = oc->tensor;
+    const lang_tensor *C = c->def->tensors[c->tc];
+    for (int v = 0; v < an->niter; v++)
+        if (!covers(an, v, C, v)) return 0;
+    int nreads = 0;
+    if (!product_ok(an->body, &nreads) || nreads != 2) return 0;
+    /* which operand is A (has m) and which B (has n) */
+    int x1, y1, x2, y2;
+    if (!matrix_access(c, &an->operands[1], &x1, &y1) || !matrix_access(c, &an->operands[2], &x2, &y2)) return 0;
+    const graph_operand *oa = &an->operands[1], *ob = &an->operands[2];
+    if (x1 == c->vn || y1 == c->vn) {
+        const graph_operand *t = oa;
+        oa = ob;
+        ob = t;
+        int tx = x1, ty = y1;
+        x1 = x2, y1 = y2, x2 = tx, y2 = ty;
+    }
+    if (x1 == c->vm && y1 == c->vk) c->a_trans = 0;
+    else if (x1 == c->vk && y1 == c->vm) c->a_trans = 1;
+    else return 0;
+    if (x2 == c->vk && y2 == c->vn) c->b_trans = 0;
+    else if (x2 == c->vn && y2 == c->vk) c->b_trans = 1;
+    else return 0;
+    c->ta = oa->tensor;
+    c->tb = ob->tensor;
+    if (c->ta == c->tc || c->tb == c->tc) return 0;
+    const lang_tensor *A = c->def->tensors[c->ta], *B = c->def->tensors[c->tb];
+    for (int d = 0; d < A->rank; d++)
+        if (!covers(an, oa->idx[d].var, A, d)) return 0;
+    for (int d = 0; d < B->rank; d++)
+        if (!covers(an, ob->idx[d].var, B, d)) return 0;
+    if (A->dtype != B->dtype || !is_io_dt(A->dtype) || !is_io_dt(C->dtype)) return 0;
+    c->mma = is_mma_dt(A->dtype);
+    c->sh = c->mma ? CT_MMA : CT_FMA;
+    for (int i = grp->first; i < grp->first + grp->nops; i++)
+        if (i != grp->anchor && !side_op_ok(c, &g->ops[i])) return 0;
+    return 1;
+}
+
+/* ---- names and parameters ------------------------------------------------------------ */
+
+/* Kernel-visible name of a def tensor or size symbol: internal values all
+ * start with "c_", so a def name only changes when it is reserved or
+ * starts so. */
+static void pname(char *buf, size_t n, const char *name)
+{
+    if (tile_name_reserved(name) || !strncmp(name, "c_", 2)) snprintf(buf, n, "%s_p", name);
+    else snprintf(buf, n, "%s", name);
+}
+
+static void use_tensor(ct *c, int ti)
+{
+    for (int i = 0; i < c->nparam_t; i++)
+        if (c->ptensor[i] == ti) return;
+    if (c->nparam_t < 64) c->ptensor[c->nparam_t++] = ti;
+}
+
+static void use_scalar(ct *c, int ti)
+{
+    for (int i = 0; i < c->nscalar; i++)
+        if (c->pscalar[i] == ti) return;
+    if (c->nscalar < 64) c->pscalar[c->nscalar++] = ti;
+}
+
+/* Size slot `sym` is some tensor parameter's bare extent (then the kernel
+ * binds it from the array). */
+static int size_bound(const ct *c, int sym)
+{
+    for (int i = 0; i < c->nparam_t; i++) {
+        const lang_tensor *t = c->def->tensors[c->ptensor[i]];
+        for (int d = 0; d < t->rank; d++)
+            if (t->shape[d]->kind == LANG_SX_SYM && t->shape[d]->sym == sym) return 1;
+    }
+    return 0;
+}
+
+static void sexpr_text(strbuf *b, const ct *c, const lang_sexpr *e)
+{
+    char nb[160];
+    if (e->kind == LANG_SX_CONST) {
+        sb_printf(b, "%lld", (long long)e->value);
+    } else {
+        pname(nb, sizeof nb, c->def->sizes[e->sym]);
+        sb_puts(b, nb);
+    }
+}
+
+static const char *dt_name(tsl_dtype t)
+{
+    char buf[16];
+    static const char *names[] = {"f16", "bf16", "f32"};
+    const char *s = tile_dtype_name(tile_dtype_from_tsl(t), buf);
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, names[i])) return names[i];
+    return "f32";
+}
+
+/* Offsets of C's tile in a tensor whose dims are vars `vars` (rank r). */
+static void tile_at(strbuf *b, const ct *c, const int *vars, int r)
+{
+    for (int d = 0; d < r; d++) {
+        sb_puts(b, d ? ", " : "[");
+        if (vars[d] == c->vm) sb_printf(b, "block_idx.x * %d", c->sh.bm);
+        else if (vars[d] == c->vn) sb_printf(b, "block_idx.y * %d", c->sh.bn);
+        else sb_puts(b, "block_idx.z");
+    }
+    sb_puts(b, "]");
+}
+
+/* ---- layouts ---------------------------------------------------------------------------- */
+
+/* mma fragments for the block: warps WM x WN, each warp TM x TN atoms of C
+ * and KA atoms deep (gemm.tile's forms, generalised). Transposed forms
+ * list the same factors with rows and columns swapped (spatial <->
+ * column_spatial, local <-> column_local), so a thread holds the same
+ * elements in the same local order and `view` turns one into the other. */
+static void mma_layouts(const ct *c, char *la, char *lat, char *lb, char *lbt, char *lcc, size_t n)
+{
+    const ct_shape *s = &c->sh;
+    int tm = s->bm / (16 * s->wm), tn = s->bn / (8 * s->wn), ka = s->bk / 16;
+    snprintf(lcc, n, "spatial(%d, %d).local(%d, %d).local(2, 1).spatial(8, 4).local(1, 2)", s->wm, s->wn, tm, tn);
+    snprintf(la, n, "spatial(%d, 1).replicate(%d).local(%d, %d).column_local(2, 2).spatial(8, 4).local(1, 2)", s->wm,
+             s->wn, tm, ka);
+    snprintf(lat, n,
+             "column_spatial(1, %d).replicate(%d).column_local(%d, %d).local(2, 2).column_spatial(4, 8)"
+             ".column_local(2, 1)",
+             s->wm, s->wn, ka, tm);
+    snprintf(lb, n, "replicate(%d).spatial(1, %d).local(%d, %d).local(2, 1).column_spatial(4, 8).local(2, 1)", s->wm,
+             s->wn, ka, tn);
+    snprintf(lbt, n,
+             "replicate(%d).column_spatial(%d, 1).column_local(%d, %d).column_local(1, 2).spatial(8, 4)"
+             ".column_local(1, 2)",
+             s->wm, s->wn, tn, ka);
+}
+
+/* ---- the main loop ------------------------------------------------------------------------ */
+
+static void spec(strbuf *b, const ct *c, const char *view, int ti, int trans, int is_a)
+{
+    char nb[160];
+    pname(nb, sizeof nb, c->def->tensors[ti]->name);
+    /* block shape and index map in the tensor's own dim order */
+    int rows = is_a ? c->sh.bm : c->sh.bk, cols = is_a ? c->sh.bk : c->sh.bn;
+    const char *ir = is_a ? "block_idx.x" : "k", *ic = is_a ? "k" : "block_idx.y";
+    if (trans) {
+        int t = rows;
+        rows = cols, cols = t;
+        const char *u = ir;
+        ir = ic, ic = u;
+    }
+    sb_printf(b, "%s = %s[%s%d, %d] at (%s%s, %s) shared", view, nb, c->nb ? "1, " : "", rows, cols,
+              c->nb ? "block_idx.z, " : "", ir, ic);
+}
+
+static void emit_mainloop(ct *c, strbuf *b)
+{
+    const ct_shape *s = &c->sh;
+    const lang_tensor *A = c->def->tensors[c->ta];
+    char kext[160];
+    strbuf kb = {0};
+    sexpr_text(&kb, c, A->shape[c->nb + (c->a_trans ? 0 : 1)]);
+    snprintf(kext, sizeof kext, "%s", sb_str(&kb));
+    sb_free(&kb);
+    sb_printf(b, "  pipeline(grid=(k: cdiv(%s, %d)), stages=3, in=[", kext, s->bk);
+    spec(b, c, "c_ta", c->ta, c->a_trans, 1);
+    sb_puts(b, ", ");
+    spec(b, c, "c_tb", c->tb, c->b_trans, 0);
+    sb_puts(b, "], out=[]) {\n");
+    const char *z = c->nb ? "0, " : "";
+    const char *in = dt_name(A->dtype);
+    if (c->mma) {
+        char la[256], lat[256], lb[256], lbt[256], lcc[256];
+        mma_layouts(c, la, lat, lb, lbt, lcc, sizeof la);
+        if (c->a_trans) {
+            sb_printf(b, "    c_ra0 = load_shared c_ta[%s0, 0] -> register %s[%d, %d] layout %s\n", z, in, s->bk, s->bm,
+                      lat);
+            sb_printf(b, "    c_ra = view c_ra0 -> register %s[%d, %d] layout %s\n", in, s->bm, s->bk, la);
+        } else {
+            sb_printf(b, "    c_ra = load_shared c_ta[%s0, 0] -> register %s[%d, %d] layout %s\n", z, in, s->bm, s->bk,
+                      la);
+        }
+        if (c->b_trans) {
+            sb_printf(b, "    c_rb0 = load_shared c_tb[%s0, 0] -> register %s[%d, %d] layout %s\n", z, in, s->bn, s->bk,
+                      lbt);
+            sb_printf(b, "    c_rb = view c_rb0 -> register %s[%d, %d] layout %s\n", in, s->bk, s->bn, lb);
+        } else {
+            sb_printf(b, "    c_rb = load_shared c_tb[%s0, 0] -> register %s[%d, %d] layout %s\n", z, in, s->bk, s->bn,
+                      lb);
+        }
+        sb_puts(b, "    mma c_ra, c_rb, c_acc -> c_acc\n");
+    } else {
+        /* one k at a time: column kk of A's block and row kk of B's block,
+         * broadcast over the thread's 4 x 8 micro-tile */
+        const char *lcol = "spatial(16, 1).replicate(8).local(4, 1)";  /* [64, 1]: A column */
+        const char *lrow = "replicate(16).spatial(1, 8).local(1, 8)";  /* [1, 64]: B row */
+        const char *lcolb = "replicate(16).spatial(8, 1).local(8, 1)"; /* [64, 1]: B^T column */
+        const char *lrowa = "spatial(1, 16).replicate(8).local(1, 4)"; /* [1, 64]: A^T row */
+        sb_printf(b, "    for c_kk in 0 : %d {\n", s->bk);
+        if (c->a_trans) {
+            sb_printf(b, "      c_a0 = load_shared c_ta[%sc_kk, 0] -> register f32[1, %d] layout %s\n", z, s->bm, lrowa);
+            sb_printf(b, "      c_a = view c_a0 -> register f32[%d, 1] layout %s\n", s->bm, lcol);
+        } else {
+            sb_printf(b, "      c_a = load_shared c_ta[%s0, c_kk] -> register f32[%d, 1] layout %s\n", z, s->bm, lcol);
+        }
+        if (c->b_trans) {
+            sb_printf(b, "      c_b0 = load_shared c_tb[%s0, c_kk] -> register f32[%d, 1] layout %s\n", z, s->bn, lcolb);
+            sb_printf(b, "      c_b = view c_b0 -> register f32[1, %d] layout %s\n", s->bn, lrow);
+        } else {
+            sb_printf(b, "      c_b = load_shared c_tb[%sc_kk, 0] -> register f32[1, %d] layout %s\n", z, s->bn, lrow);
+        }
+        sb_printf(b, "      c_ab = broadcast c_a -> register f32[%d, %d] layout %s dim 1\n", s->bm, s->bn, c->lc);
+        sb_printf(b, "      c_bb = broadcast c_b -> register f32[%d, %d] layout %s dim 0\n", s->bm, s->bn, c->lc);
+        sb_puts(b, "      c_p = mul c_ab, c_bb\n");
+        sb_puts(b, "      add c_acc, c_p -> c_acc\n");
+        sb_puts(b, "    }\n");
+    }
+    sb_puts(b, "  }\n");
+}
+
+/* ---- pointwise ops on the tile ------------------------------------------------------------ */
+
+/* A value of an expression: a register tile (f32[BM, BN], layout lc) or a
+ * scalar operand text (a literal or a typed scalar parameter). */
+typedef struct cv {
+    int tile;
+    char text[96];
+} cv;
+
+static cv cv_tile(ct *c)
+{
+    cv v = {.tile = 1};
+    snprintf(v.text, sizeof v.text, "c_v%d", c->tmp++);
+    return v;
+}
+
+/* x as a tile (a scalar filled in). */
+static cv as_tile(ct *c, cv x)
+{
+    if (x.tile) return x;
+    cv r = cv_tile(c);
+    sb_printf(&c->body, "  %s = alloc register f32[%d, %d] layout %s init %s\n", r.text, c->sh.bm, c->sh.bn, c->lc,
+              x.text);
+    return r;
+}
+
+/* The current value of C at the tile: the register value, or loaded. */
+static cv load_c(ct *c)
+{
+    cv r = {.tile = 1};
+    if (c->cur[0]) {
+        snprintf(r.text, sizeof r.text, "%s", c->cur);
+        return r;
+    }
+    use_tensor(c, c->tc);
+    const lang_tensor *C = c->def->tensors[c->tc];
+    char nb[160];
+    pname(nb, sizeof nb, C->name);
+    r = cv_tile(c);
+    int vars[3] = {0, 1, 2};
+    strbuf at = {0};
+    tile_at(&at, c, vars, C->rank);
+    sb_printf(&c->body, "  %s = load_global %s%s -> register %s[%d, %d] layout %s\n", r.text, nb, sb_str(&at),
+              dt_name(C->dtype), c->sh.bm, c->sh.bn, c->lc);
+    sb_free(&at);
+    if (C->dtype != TSL_DTYPE_F32) {
+        cv f = cv_tile(c);
+        sb_printf(&c->body, "  %s = cast %s -> register f32[%d, %d] layout %s\n", f.text, r.text, c->sh.bm, c->sh.bn,
+                  c->lc);
+        r = f;
+    }
+    return r;
+}
+
+/* A read of tensor T (not C) in a side op: every index a pure parallel
+ * var, in the order (batch?, m?, n?) with m or n present. Loaded and
+ * broadcast over the tile. */
+static int load_other(ct *c, const graph_op *op, const graph_operand *o, cv *out)
+{
+    const lang_tensor *T = c->def->tensors[o->tensor];
+    if (!o->affine || !is_io_dt(T->dtype) || o->rank < 1 || o->rank > 3) return 0;
+    int vars[3], has_m = 0, has_n = 0, prev = -1;
+    for (int d = 0; d < o->rank; d++) {
+        int v = o->idx[d].var;
+        if (v < 0 || v >= op->niter || v <= prev || !covers(op, v, T, d)) return 0;
+        prev = v;
+        vars[d] = v;
+        has_m |= v == c->vm;
+        has_n |= v == c->vn;
+    }
+    if (!has_m && !has_n) return 0;
+    if (c->nb && vars[0] != 0) return 0; /* a batch-indexed tensor must have the batch first */
+    use_tensor(c, o->tensor);
+    char nb[160];
+    pname(nb, sizeof nb, T->name);
+    strbuf at = {0};
+    tile_at(&at, c, vars, o->rank);
+    const ct_shape *s = &c->sh;
+    cv r = cv_tile(c);
+    const char *dt = dt_name(T->dtype);
+    if (has_m && has_n) {
+        sb_printf(&c->body, "  %s = load_global %s%s -> register %s[%d, %d] layout %s\n", r.text, nb, sb_str(&at), dt,
+                  s->bm, s->bn, c->lc);
+    } else {
+        /* a vector along n (bias(o)) or along m (denom(b, i)): 16
+         * threads hold len/16 contiguous elements each, the other
+         * threads replicate them; then broadcast over the tile */
+        int len = has_n ? s->bn : s->bm;
+        char lay[96];
+        snprintf(lay, sizeof lay, "replicate(%d).spatial(16).local(%d)", s->threads / 16, len / 16);
+        cv v1 = cv_tile(c);
+        sb_printf(&c->body, "  %s = load_global %s%s -> register %s[%d] layout %s\n", v1.text, nb, sb_str(&at), dt, len,
+                  lay);
+        if (T->dtype != TSL_DTYPE_F32) {
+            cv f = cv_tile(c);
+            sb_printf(&c->body, "  %s = cast %s -> register f32[%d] layout %s\n", f.text, v1.text, len, lay);
+            v1 = f;
+        }
+        sb_printf(&c->body, "  %s = broadcast %s -> register f32[%d, %d] layout %s dim %d\n", r.text, v1.text, s->bm,
+                  s->bn, c->lc, has_n ? 0 : 1);
+        sb_free(&at);
+        *out = r;
+        return 1;
+    }
+    sb_free(&at);
+    if (T->dtype != TSL_DTYPE_F32) {
+        cv f = cv_tile(c);
+        sb_printf(&c->body, "  %s = cast %s -> register f32[%d, %d] layout %s\n", f.text, r.text, s->bm, s->bn, c->lc);
+        r = f;
+    }
+    *out = r;
+    return 1;
+}
+
+static int side_expr(ct *c, const graph_op *op, const graph_expr *e, cv *out);
+
+static const char *unary_name(int b)
+{
+    switch (b) {
+    case LANG_EXP: return "exp";
+    case LANG_LOG: return "log";
+    case LANG_SQRT: return "sqrt";
+    case LANG_RSQRT: return "rsqrt";
+    case LANG_TANH: return "tanh";
+    case LANG_SIGMOID: return "sigmoid";
+    case LANG_ABS: return "abs";
+    default: return NULL;
+    }
+}
+
+static int side_binary(ct *c, const char *opname, cv x, cv y, cv *out)
+{
+    if (!x.tile && !y.tile) x = as_tile(c, x);
+    if (!x.tile) {
+        /* a scalar first operand: commutative ops swap, others fill a tile */
+        if (!strcmp(opname, "add") || !strcmp(opname, "mul") || !strcmp(opname, "max") || !strcmp(opname, "min")) {
+            cv t = x;
+            x = y;
+            y = t;
+        } else {
+            x = as_tile(c, x);
+        }
+    }
+    cv r = cv_tile(c);
+    sb_printf(&c->body, "  %s = %s %s, %s\n", r.text, opname, x.text, y.text);
+    *out = r;
+    return 1;
+}
+
+/* The scalar body of a side op as tile instructions, all in f32. */
+static int side_expr(ct *c, const graph_op *op, const graph_expr *e, cv *out)
+{
+    const lang_expr *src = e->src;
+    switch (e->kind) {
+    case LANG_E_INT:
+        *out = (cv){0};
+        snprintf(out->text, sizeof out->text, "%lld.0", (long long)src->ival);
+        return 1;
+    case LANG_E_FLOAT:
+        *out = (cv){0};
+        snprintf(out->text, sizeof out->text, "%.17g", src->fval);
+        if (!strpbrk(out->text, ".eEn")) strcat(out->text, ".0");
+        return 1;
+    case LANG_E_SCALAR: {
+        if (!dtype_info_of(src->tensor->dtype)->is_float) return 0;
+        use_scalar(c, src->tensor->index);
+        *out = (cv){0};
+        pname(out->text, sizeof out->text, src->tensor->name);
+        return 1;
+    }
+    case LANG_E_SIZE: {
+        /* an int size in float arithmetic: a tile filled with it */
+        int slot = src->slot, known = 0;
+        for (int i = 0; i < c->nsize; i++) known |= c->psize[i] == slot;
+        if (!known && c->nsize < 64) c->psize[c->nsize++] = slot;
+        cv s = {0};
+        pname(s.text, sizeof s.text, c->def->sizes[slot]);
+        *out = as_tile(c, s);
+        return 1;
+    }
+    case LANG_E_ACCESS: {
+        const graph_operand *o = &op->operands[e->operand];
+        if (o->tensor == c->tc) {
+            if (!o->identity) return 0;
+            *out = load_c(c);
+            return 1;
+        }
+        return load_other(c, op, o, out);
+    }
+    case LANG_E_UNARY: {
+        if (src->op != LANG_NEG) return 0;
+        cv x;
+        if (!side_expr(c, op, e->args[0], &x)) return 0;
+        x = as_tile(c, x);
+        cv r = cv_tile(c);
+        sb_printf(&c->body, "  %s = neg %s\n", r.text, x.text);
+        *out = r;
+        return 1;
+    }
+    case LANG_E_BINARY: {
+        const char *name = src->op == LANG_ADD   ? "add"
+                           : src->op == LANG_SUB ? "sub"
+                           : src->op == LANG_MUL ? "mul"
+                           : src->op == LANG_DIV ? "div"
+                                                 : NULL;
+        if (!name || !dtype_info_of(src->optype)->is_float) return 0;
+        cv x, y;
+        if (!side_expr(c, op, e->args[0], &x) || !side_expr(c, op, e->args[1], &y)) return 0;
+        return side_binary(c, name, x, y, out);
+    }
+    case LANG_E_CALL: {
+        if (!dtype_info_of(src->type)->is_float) return 0;
+        if (e->nargs == 2) {
+            if (src->op != LANG_MAX && src->op != LANG_MIN) return 0;
+            cv x, y;
+            if (!side_expr(c, op, e->args[0], &x) || !side_expr(c, op, e->args[1], &y)) return 0;
+            return side_binary(c, src->op == LANG_MAX ? "max" : "min", x, y, out);
+        }
+        const char *name = unary_name(src->op);
+        cv x;
+        if (!name || !side_expr(c, op, e->args[0], &x)) return 0;
+        x = as_tile(c, x);
+        cv r = cv_tile(c);
+        sb_printf(&c->body, "  %s = %s %s\n", r.text, name, x.text);
+        *out = r;
+        return 1;
+    }
+    case LANG_E_CAST:
+        if (!dtype_info_of(src->type)->is_float) return 0;
+        return side_expr(c, op, e->args[0], out);
+    default: return 0;
+    }
+}
+
+/* The anchor's scalar factors (its body without the two reads), as a
+ * scalar operand text; "" when none. */
+static int scale_text(ct *c, const graph_expr *e, strbuf *out, int *nfac)
+{
+    if (e->kind == LANG_E_ACCESS) return 1;
+    if (e->kind == LANG_E_BINARY) return scale_text(c, e->args[0], out, nfac) && scale_text(c, e->args[1], out, nfac);
+    cv v;
+    if (!side_expr(c, c->anchor, e, &v) || v.tile) return 0;
+    if (*nfac) sb_puts(out, "|");
+    sb_puts(out, v.text);
+    (*nfac)++;
+    return 1;
+}
+
+/* ---- the kernel text ----------------------------------------------------------------------- */
+
+static int build_body(ct *c)
+{
+    const graph *g = c->g;
+    const graph_group *grp = c->grp;
+    const ct_shape *s = &c->sh;
+    strbuf *b = &c->body;
+    use_tensor(c, c->ta);
+    use_tensor(c, c->tb);
+    use_tensor(c, c->tc);
+    /* init ops: the accumulator's start value */
+    for (int i = grp->first; i < grp->anchor; i++) {
+        cv v;
+        if (!side_expr(c, &g->ops[i], g->ops[i].body, &v)) return 0;
+        v = as_tile(c, v);
+        snprintf(c->cur, sizeof c->cur, "%s", v.text);
+    }
+    cv start = {.tile = 1};
+    if (c->anchor->bang) {
+        snprintf(start.text, sizeof start.text, "0.0");
+        start.tile = 0;
+    } else {
+        start = load_c(c);
+    }
+    /* the product sum, scaled */
+    strbuf sc = {0};
+    int nfac = 0;
+    if (!scale_text(c, c->anchor->body, &sc, &nfac)) {
+        sb_free(&sc);
+        return 0;
+    }
+    sb_printf(b, "  c_acc = alloc register f32[%d, %d] layout %s init 0.0\n", s->bm, s->bn, c->lc);
+    emit_mainloop(c, b);
+    cv sum = {.tile = 1};
+    snprintf(sum.text, sizeof sum.text, "c_acc");
+    /* factors joined by '|' */
+    char *f = sb_take(&sc);
+    for (char *tok = f; nfac && tok && *tok;) {
+        char *bar = strchr(tok, '|');
+        if (bar) *bar = 0;
+        cv fv = {0};
+        snprintf(fv.text, sizeof fv.text, "%s", tok);
+        side_binary(c, "mul", sum, fv, &sum);
+        tok = bar ? bar + 1 : NULL;
+    }
+    free(f);
+    cv res = sum;
+    if (!c->anchor->bang || start.tile) side_binary(c, "add", start, sum, &res);
+    snprintf(c->cur, sizeof c->cur, "%s", res.text);
+    /* epilogue ops on the tile */
+    for (int i = grp->anchor + 1; i < grp->first + grp->nops; i++) {
+        cv v;
+        if (!side_expr(c, &g->ops[i], g->ops[i].body, &v)) return 0;
+        v = as_tile(c, v);
+        snprintf(c->cur, sizeof c->cur, "%s", v.text);
+    }
+    const lang_tensor *C = c->def->tensors[c->tc];
+    const char *out = c->cur;
+    if (C->dtype != TSL_DTYPE_F32) {
+        sb_printf(b, "  c_out = cast %s -> register %s[%d, %d] layout %s\n", out, dt_name(C->dtype), s->bm, s->bn,
+                  c->lc);
+        out = "c_out";
+    }
+    char nb[160];
+    pname(nb, sizeof nb, C->name);
+    int vars[3] = {0, 1, 2};
+    sb_printf(b, "  store_global %s -> %s", out, nb);
+    tile_at(b, c, vars, C->rank);
+    sb_puts(b, "\n");
+    return 1;
+}
+
+static void header(ct *c, strbuf *h, const char *kname)
+{
+    const ct_shape *s = &c->sh;
+    const lang_tensor *C = c->def->tensors[c->tc];
+    char nb[160];
+    sb_printf(h, "kernel %s(", kname);
+    int np = 0;
+    for (int i = 0; i < c->nparam_t; i++) {
+        const lang_tensor *t = c->def->tensors[c->ptensor[i]];
+        pname(nb, sizeof nb, t->name);
+        sb_printf(h, "%s%s: global %s[", np++ ? ", " : "", nb, dt_name(t->dtype));
+        for (int d = 0; d < t->rank; d++) {
+            if (d) sb_puts(h, ", ");
+            sexpr_text(h, c, t->shape[d]);
+        }
+        sb_puts(h, "]");
+    }
+    for (int i = 0; i < c->nscalar; i++) {
+        const lang_tensor *t = c->def->tensors[c->pscalar[i]];
+        char db[16];
+        pname(nb, sizeof nb, t->name);
+        sb_printf(h, "%s%s: %s", np++ ? ", " : "", nb, tile_dtype_name(tile_dtype_from_tsl(t->dtype), db));
+    }
+    for (int i = 0; i < c->nsize; i++) {
+        if (size_bound(c, c->psize[i])) continue;
+        pname(nb, sizeof nb, c->def->sizes[c->psize[i]]);
+        sb_printf(h, "%s%s: int", np++ ? ", " : "", nb);
+    }
+    sb_puts(h, ") grid(cdiv(");
+    sexpr_text(h, c, C->shape[c->nb]);
+    sb_printf(h, ", %d), cdiv(", s->bm);
+    sexpr_text(h, c, C->shape[c->nb + 1]);
+    sb_printf(h, ", %d)", s->bn);
+    if (c->nb) {
+        sb_puts(h, ", ");
+        sexpr_text(h, c, C->shape[0]);
+    }
+    int bytes = c->mma ? 2 : 4;
+    sb_printf(h, ") threads(%d) smem_budget(%d) {\n", s->threads, 3 * (s->bm * s->bk + s->bk * s->bn) * bytes);
+}
+
+/* The kernel's text for the group, or NULL when the group is not this
+ * strategy's shape. malloc'd. */
+static char *contract_text(ct *c, const char *kname)
+{
+    if (!recognise(c)) return NULL;
+    if (c->mma) {
+        char la[256], lat[256], lb[256], lbt[256];
+        mma_layouts(c, la, lat, lb, lbt, c->lc, sizeof c->lc);
+    } else {
+        snprintf(c->lc, sizeof c->lc, "spatial(16, 8).local(4, 8)");
+    }
+    if (!build_body(c)) {
+        sb_free(&c->body);
+        return NULL;
+    }
+    strbuf h = {0};
+    header(c, &h, kname);
+    sb_puts(&h, sb_str(&c->body));
+    sb_puts(&h, "}\n");
+    sb_free(&c->body);
+    return sb_take(&h);
+}
+
+int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp)
+{
+    ct c;
+    memset(&c, 0, sizeof c);
+    c.g = g;
+    c.def = g->def;
+    c.grp = grp;
+    char kname[160];
+    snprintf(kname, sizeof kname, "%s_g%d_contract", g->def->name, grp->index);
+    char *text = contract_text(&c, kname);
+    if (!text) return 0;
+    /* parse into the plan's arena; the text stays there (kernel positions
+     * refer to it) */
+    tsl_arena *a = p->m->arena;
+    size_t n = strlen(text);
+    char *keep = arena_alloc(a, n + 1);
+    memcpy(keep, text, n + 1);
+    free(text);
+    tsl_source *src = arena_alloc(a, sizeof *src);
+    src->name = "<contract strategy>";
+    src->text = keep;
+    tsl_diag d;
+    memset(&d, 0, sizeof d);
+    tile_module *m = NULL;
+    tsl_status st = tile_parse(a, src, &d, &m);
+    if (!st) st = tile_verify(m, src, &d);
+    if (st || !m || m->nkernels != 1 || tile_module_find(p->m, kname)) {
+        /* an internal shortcoming of this strategy: the generic one is
+         * still correct, so fall back (TESSEL_DEBUG_CONTRACT shows why) */
+        if (getenv("TESSEL_DEBUG_CONTRACT")) fprintf(stderr, "contract: %s\n%s", sb_str(&d.msg), keep);
+        diag_free(&d);
+        return 0;
+    }
+    diag_free(&d);
+    if (getenv("TESSEL_DEBUG_CONTRACT")) fprintf(stderr, "%s", keep);
+    tile_kernel *k = m->kernels[0];
+    ARENA_PUSH(a, p->m->kernels, p->m->nkernels, p->m->capkernels, k);
+    sched_launch ln = {.k = k, .stmt = grp->first, .nstmts = grp->nops};
+    ARENA_PUSH(a, p->launches, p->nlaunches, p->caplaunches, ln);
+    sched_launch *l = &p->launches[p->nlaunches - 1];
+    /* arguments in the kernel's parameter order (header's order) */
+    for (int i = 0; i < c.nparam_t; i++) {
+        sched_arg arg = {.name = k->params[i]->name, .kind = SCHED_ARG_TENSOR, .tensor = c.ptensor[i]};
+        ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
+    }
+    for (int i = 0; i < c.nscalar; i++) {
+        sched_arg arg = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SCALAR, .tensor = c.pscalar[i]};
+        ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
+    }
+    for (int i = 0; i < c.nsize; i++) {
+        if (size_bound(&c, c.psize[i])) continue;
+        sched_arg arg = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SIZE, .sym = c.psize[i]};
+        ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
+    }
+    TSL_ASSERT(l->nargs == k->nparams);
+    return 1;
+}
