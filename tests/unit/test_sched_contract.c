@@ -1,0 +1,282 @@
+/* test_sched_contract.c — the contraction strategy (src/sched/contract.c):
+ * GEMM-shaped groups (matmul, transposed A or B, batched, fcrelu, MLP
+ * layers, sgemm with alpha/beta, attention's QK^T with its scale) in f32,
+ * f16 and bf16 must be lowered to one `*_contract` kernel per group, the
+ * module must verify and round-trip, and the TILE INTERPRETER and the CPU
+ * target (generated C) must give the TC interpreter's answer on fresh
+ * random inputs, outputs poisoned with NaN, sizes 1, primes and
+ * non-multiples of every tile (67x45x40, 129x257x33). Shapes the strategy
+ * does not take (conv, casts inside the product) must fall back to the
+ * generic strategy. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "graph/graph.h"
+#include "interp/interp.h"
+#include "sched/sched.h"
+#include "test.h"
+#include "tessel.h"
+#include "tile/interp.h"
+
+/* One program and the size sets it runs on (values by size slot; 0 ends). */
+typedef struct ct_case {
+    const char *src;
+    int ncontract;      /* kernels the strategy must produce */
+    int64_t sets[3][8]; /* size slots in declaration order; a set of all 0 is unused */
+    int big;            /* the last set is large: cpu only (the interpreter is slow) */
+} ct_case;
+
+static const ct_case cases[] = {
+    {"def matmul(float(M,K) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n",
+     1,
+     {{1, 1, 1}, {67, 40, 45}, {129, 33, 257}},
+     1},
+    {"def tmm(float(M,K) A, float(N,K) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(n,k)\n}\n", 1, {{1, 1, 1}, {13, 40, 7}}, 0},
+    {"def amm(float(K,M) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(k,m) * B(k,n)\n}\n", 1, {{1, 1, 1}, {37, 11, 5}}, 0},
+    {"def tbmm(float(B,N,M) X, float(B,K,M) Y) -> (Z) {\n  Z(b,n,k) +=! X(b,n,m) * Y(b,k,m)\n}\n",
+     1,
+     {{1, 1, 1, 1}, {3, 5, 7, 2}},
+     0},
+    {"def fcrelu(float(B,I) in, float(O,I) weight, float(O) bias) -> (out) {\n"
+     "  out(b,o) = bias(o)\n  out(b,o) += in(b,i) * weight(o,i)\n  out(b,o) = fmaxf(out(b,o), 0)\n}\n",
+     1,
+     {{1, 1, 1}, {67, 45, 40}},
+     0},
+    {"def mlp2(float(B,I) X, float(H,I) W1, float(H) B1, float(O,H) W2, float(O) B2) -> (Y) {\n"
+     "  h(b,o) +=! X(b,i) * W1(o,i)\n  h(b,o) = fmaxf(h(b,o) + B1(o), 0)\n"
+     "  Y(b,o) +=! h(b,i) * W2(o,i)\n  Y(b,o) = tanh(Y(b,o) + B2(o))\n}\n",
+     2,
+     {{1, 1, 1, 1}, {5, 13, 70, 3}},
+     0},
+    {"def sgemm(float alpha, float beta, float(N,M) A, float(M,K) B, float(N,K) C) -> (C) {\n"
+     "  C(i,j) = beta * C(i,j)\n  C(i,j) += alpha * A(i,k) * B(k,j)\n}\n",
+     1,
+     {{1, 1, 1}, {67, 45, 40}},
+     0},
+    {"def qk(float(B,T,D) Q, float(B,S,D) K, float(B,T) w) -> (s) {\n"
+     "  s(b,i,j) +=! Q(b,i,d) * K(b,j,d)\n  s(b,i,j) = s(b,i,j) / sqrt(D) * w(b,i) - 0.5\n}\n",
+     1,
+     {{1, 1, 1, 1}, {2, 67, 11, 3}},
+     0},
+    {"def hmm(float16(M,K) A, float16(K,N) B) -> (C) {\n  C(m,n) +=! float(A(m,k)) * float(B(k,n))\n}\n",
+     0,
+     {{1, 1, 1}},
+     0},
+    {"def h16(float16(M,K) A, float16(N,K) B, float16(N) bias) -> (C) {\n"
+     "  C(m,n) +=! A(m,k) * B(n,k)\n  C(m,n) = fmaxf(C(m,n) + bias(n), 0)\n}\n",
+     1,
+     {{1, 1, 1}, {67, 40, 45}, {129, 33, 257}},
+     1},
+    {"def ha16(float16(K,M) A, float16(K,N) B) -> (C) {\n  C(m,n) +=! A(k,m) * B(k,n)\n}\n",
+     1,
+     {{1, 1, 1}, {17, 67, 45}},
+     0},
+    {"def hb16(bfloat16(B,M,K) A, bfloat16(B,K,N) V) -> (C) {\n  C(b,m,n) +=! A(b,m,k) * V(b,k,n)\n}\n",
+     1,
+     {{1, 1, 1, 1}, {2, 19, 35, 9}},
+     0},
+    /* C^T = B^T A^T: the same GEMM with the operands' roles swapped */
+    {"def ct(float(M,K) A, float(K,N) B) -> (C) {\n  C(n,m) +=! A(m,k) * B(k,n)\n}\n", 1, {{1, 1, 1}, {5, 3, 7}}, 0},
+    {"def conv(float(N,C,H,W) I, float(F,C,KH,KW) W1) -> (O) {\n"
+     "  O(n,f,h,w) +=! I(n,c,h + kh,w + kw) * W1(f,c,kh,kw)\n}\n",
+     0, /* not this strategy's shape: the generic strategy lowers it */
+     {{1, 1, 1, 1, 1, 1, 1}, {2, 3, 5, 4, 2, 2, 2}},
+     0},
+};
+
+static size_t esize(tsl_dtype t) { return (size_t)(dtype_info_of(t)->bits / 8); }
+
+static tsl_status run_interp(void *ctx, const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
+                             int nargs, tsl_diag *d)
+{
+    (void)ctx;
+    (void)m;
+    tile_interp_opts o;
+    memset(&o, 0, sizeof o);
+    o.shuffle_blocks = 1;
+    o.seed = test_rand();
+    return tile_interp_run(k, NULL, args, nargs, &o, d);
+}
+
+static tsl_status run_cpu(void *ctx, const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
+                          int nargs, tsl_diag *d)
+{
+    (void)ctx;
+    return cg_c_run(m, k, args, nargs, d);
+}
+
+static double tolerance(tsl_dtype t)
+{
+    return t == TSL_DTYPE_F16 ? 2e-2 : t == TSL_DTYPE_BF16 ? 5e-2 : 2e-4;
+}
+
+static int count_contract(const sched_plan *p)
+{
+    int n = 0;
+    for (int i = 0; i < p->nlaunches; i++) n += strstr(p->launches[i].k->name, "_contract") != NULL;
+    return n;
+}
+
+/* Lower, verify, round-trip the text; the number of contraction kernels. */
+static sched_plan *lower_checked(tsl_arena *a, const lang_def *def, int want)
+{
+    tsl_diag d = {0};
+    graph *g = graph_build(a, def, &d);
+    sched_plan *p = g ? sched_lower(a, g, &d) : NULL;
+    CHECK_MSG(p != NULL, "%s: lowering failed: %s", def->name, sb_str(&d.msg));
+    if (!p) {
+        diag_free(&d);
+        return NULL;
+    }
+    CHECK_MSG(count_contract(p) == want, "%s: %d contraction kernels, expected %d", def->name, count_contract(p),
+              want);
+    tsl_status st = tile_verify(p->m, NULL, &d);
+    char *t1 = tile_print(p->m);
+    CHECK_MSG(st == TSL_OK, "%s: the schedule does not verify: %s\n%s", def->name, sb_str(&d.msg), t1);
+    tsl_source src = {def->name, t1};
+    tile_module *m2 = NULL;
+    diag_reset(&d);
+    if (!st) st = tile_parse(a, &src, &d, &m2);
+    CHECK_MSG(st == TSL_OK, "%s: the printed schedule does not parse: %s", def->name, sb_str(&d.msg));
+    if (m2) {
+        char *t2 = tile_print(m2);
+        CHECK_MSG(!strcmp(t1, t2), "%s: print/parse/print differs", def->name);
+        free(t2);
+    }
+    free(t1);
+    diag_free(&d);
+    return st == TSL_OK ? p : NULL;
+}
+
+/* Run def on sizes sz with the reference interpreter and the plan through
+ * fn; compare every output. */
+static void compare_run(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
+                        sched_kernel_fn fn, const char *what)
+{
+    tsl_diag d = {0};
+    lang_bound *b = NULL;
+    tsl_status st = lang_bind(a, def, sz, &b, &d);
+    CHECK_MSG(st == TSL_OK, "%s: binding sizes failed: %s", def->name, sb_str(&d.msg));
+    if (st) {
+        diag_free(&d);
+        return;
+    }
+    int n = def->ntensors;
+    void **ref = arena_alloc(a, sizeof *ref * (size_t)(n + 1));
+    void **got = arena_alloc(a, sizeof *got * (size_t)(n + 1));
+    DLTensor **dls = arena_alloc(a, sizeof *dls * (size_t)(n + 1));
+    DLTensor *dlv = arena_alloc(a, sizeof *dlv * (size_t)(n + 1));
+    double *scal = arena_alloc(a, sizeof *scal * (size_t)(n + 1));
+    interp_tensor *views = arena_alloc(a, sizeof *views * (size_t)(n + 1));
+    int64_t *cnt = arena_alloc(a, sizeof *cnt * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        const lang_tensor *t = def->tensors[i];
+        views[i].dtype = t->dtype;
+        if (t->is_scalar) {
+            scal[i] = views[i].scalar = test_rand_double(0.5, 1.5);
+            continue;
+        }
+        if (t->flags & LANG_TENSOR_TEMP) continue;
+        cnt[i] = 1;
+        for (int k = 0; k < t->rank; k++) cnt[i] *= b->shapes[i][k];
+        size_t bytes = (size_t)cnt[i] * esize(t->dtype);
+        ref[i] = arena_alloc(a, bytes + 1);
+        got[i] = arena_alloc(a, bytes + 1);
+        for (int64_t e = 0; e < cnt[i]; e++) {
+            double v = (t->flags & LANG_TENSOR_INPUT) ? test_rand_double(-1.0, 1.0) : NAN;
+            dtype_store(t->dtype, (char *)ref[i] + (size_t)e * esize(t->dtype), v);
+        }
+        memcpy(got[i], ref[i], bytes);
+        views[i].base = ref[i];
+        views[i].rank = t->rank;
+        int64_t stride = 1;
+        for (int k = t->rank - 1; k >= 0; k--) {
+            views[i].shape[k] = b->shapes[i][k];
+            views[i].stride[k] = stride;
+            stride *= b->shapes[i][k];
+        }
+        dlv[i].data = got[i];
+        dlv[i].device.device_type = kDLCPU;
+        dlv[i].ndim = t->rank;
+        dlv[i].dtype = tsl_dtype_to_dlpack(t->dtype);
+        dlv[i].shape = b->shapes[i];
+        dls[i] = &dlv[i];
+    }
+    st = interp_run(b, views, &d);
+    CHECK_MSG(st == TSL_OK, "%s: reference run failed: %s", def->name, sb_str(&d.msg));
+    diag_reset(&d);
+    tsl_status st2 = st ? st : sched_run(p, b, dls, scal, fn, NULL, &d);
+    CHECK_MSG(st2 == TSL_OK, "%s (%s): run failed: %s", def->name, what, sb_str(&d.msg));
+    diag_free(&d);
+    if (st || st2) return;
+    for (int i = 0; i < n; i++) {
+        const lang_tensor *t = def->tensors[i];
+        if (!(t->flags & LANG_TENSOR_OUTPUT)) continue;
+        double tol = tolerance(t->dtype);
+        int bad = 0;
+        for (int64_t e = 0; e < cnt[i] && bad < 3; e++) {
+            double x = dtype_load(t->dtype, (char *)ref[i] + (size_t)e * esize(t->dtype));
+            double y = dtype_load(t->dtype, (char *)got[i] + (size_t)e * esize(t->dtype));
+            int ok = !isnan(y) && fabs(x - y) <= tol * (1.0 + fabs(x));
+            if (!ok) bad++;
+            CHECK_MSG(ok, "%s (%s, sizes %lld %lld %lld): %s[%lld] = %.9g, reference %.9g", def->name, what,
+                      (long long)sz[0], (long long)sz[1], (long long)sz[2], t->name, (long long)e, y, x);
+        }
+    }
+}
+
+static void each_case(int interp, int cpu)
+{
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tsl_arena *a = arena_create();
+        tsl_source src = {"contract.tc", cases[c].src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &src, &d);
+        CHECK_MSG(mod != NULL && mod->ndefs == 1, "case %zu: %s", c, sb_str(&d.msg));
+        diag_free(&d);
+        sched_plan *p = mod ? lower_checked(a, mod->defs[0], cases[c].ncontract) : NULL;
+        for (int s = 0; p && s < 3; s++) {
+            if (!cases[c].sets[s][0]) continue;
+            int last = s == 2 || !cases[c].sets[s + 1][0];
+            if (interp && !(cases[c].big && last && s > 0)) compare_run(a, mod->defs[0], p, cases[c].sets[s], run_interp, "tile interpreter");
+            if (cpu) compare_run(a, mod->defs[0], p, cases[c].sets[s], run_cpu, "cpu");
+        }
+        arena_free(a);
+    }
+}
+
+static void test_chosen_and_verified(void) { each_case(0, 0); }
+static void test_tile_interp_matches(void) { each_case(1, 0); }
+static void test_cpu_matches(void) { each_case(0, 1); }
+
+/* TESSEL_SCHED=generic turns the strategy off (same program, no
+ * contraction kernel). */
+static void test_generic_switch(void)
+{
+    tsl_arena *a = arena_create();
+    tsl_source src = {"contract.tc", cases[0].src};
+    tsl_diag d = {0};
+    lang_module *mod = lang_parse_check(a, &src, &d);
+    CHECK(mod != NULL);
+    const char *old = getenv("TESSEL_SCHED");
+    char *keep = old ? strdup(old) : NULL;
+    setenv("TESSEL_SCHED", "generic", 1);
+    graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
+    sched_plan *p = g ? sched_lower(a, g, &d) : NULL;
+    CHECK(p != NULL && count_contract(p) == 0);
+    if (keep) setenv("TESSEL_SCHED", keep, 1);
+    else unsetenv("TESSEL_SCHED");
+    free(keep);
+    diag_free(&d);
+    arena_free(a);
+}
+
+TEST_SUITE(sched_contract) = {
+    {"chosen_and_verified", test_chosen_and_verified},
+    {"tile_interp_matches", test_tile_interp_matches},
+    {"cpu_matches", test_cpu_matches},
+    {"generic_switch", test_generic_switch},
+    {0},
+};
