@@ -8,7 +8,9 @@
 #      4096x4096 f32, matmul f32 1024^3, conv2d N=8 C=64 H=W=56 K=64 3x3
 #      (valid, output 54x54). Each is checked against the interpreter on a
 #      small size before it is timed; median of 5 timed runs after a warm-up
-#      that includes compiling.
+#      (fewer when one run takes over ~1 s, and a warm-up over 4 s is the
+#      only run; the table says how many). A phase still running after 150 s is stopped
+#      and its missing rows say "not run".
 # Prints a table and writes it to bench/results/cpu-DATE-HOST.md. Ratios:
 # copy-like ops against the measured bandwidth on the same cores; matmul
 # against OpenBLAS on the same cores; conv2d against OpenBLAS sgemm's rate.
@@ -55,8 +57,8 @@ echo "== openblas" >&2
 OPENBLAS_NUM_THREADS=1 build/cpu_bench blas | sed 's/^/blas 1 /' | tee -a "$log" >&2
 OPENBLAS_NUM_THREADS=$cores build/cpu_bench blas | sed "s/^/blas $cores /" | tee -a "$log" >&2
 echo "== tessel (cpu target)" >&2
-TESSEL_NUM_THREADS=1 timeout 120 build/cpu_bench tessel | sed 's/^/tessel 1 /' | tee -a "$log" >&2
-TESSEL_NUM_THREADS=$cores timeout 120 build/cpu_bench tessel | sed "s/^/tessel $cores /" | tee -a "$log" >&2
+TESSEL_NUM_THREADS=1 timeout 150 build/cpu_bench tessel | sed 's/^/tessel 1 /' | tee -a "$log" >&2
+TESSEL_NUM_THREADS=$cores timeout 150 build/cpu_bench tessel | sed "s/^/tessel $cores /" | tee -a "$log" >&2
 
 # one markdown table from the `key value` lines
 table=$(awk -v cores="$cores" '
@@ -66,7 +68,7 @@ table=$(awk -v cores="$cores" '
     $1 == "tessel" && $3 == "op" {
         key = $4 SUBSEP $2; names[$4] = 1; order[++n] = $4
         if ($5 == "n/a") { s = ""; for (i = 6; i <= NF; i++) s = s (i > 6 ? " " : "") $i; na[key] = s }
-        else { tt[key] = $5; tr[key] = $6; tu[key] = $7 }
+        else { tt[key] = $5; tr[key] = $6; tu[key] = $7; tn[key] = $8 }
     }
     END {
         print "| benchmark | cores | time (ms) | rate | reference | ratio |"
@@ -90,7 +92,7 @@ table=$(awk -v cores="$cores" '
             if (key in tt) {
                 if (o <= 4) { ref = bw[k]; refs = sprintf("bandwidth %.1f GB/s", ref) }
                 else { ref = br[k]; refs = sprintf("OpenBLAS %.1f GFLOP/s", ref) }
-                printf "| %s | %s | %.2f | %.2f %s | %s | %s |\n", lab, k, tt[key], tr[key], tu[key], refs, (ref > 0 ? sprintf("%.2f", tr[key] / ref) : "")
+                printf "| %s | %s | %.2f%s | %.2f %s | %s | %s |\n", lab, k, tt[key], (tn[key] < 5 ? sprintf(" (%d run%s)", tn[key], tn[key] == 1 ? "" : "s") : ""), tr[key], tu[key], refs, (ref > 0 ? sprintf("%.2f", tr[key] / ref) : "")
             } else if (key in na) printf "| %s | %s | n/a | %s | | |\n", lab, k, na[key]
             else printf "| %s | %s | n/a | not run | | |\n", lab, k
         }
@@ -106,7 +108,7 @@ mkdir -p bench/results
     echo "- host: $host; CPU: $cpu; cores: $cores"
     echo "- load average at the start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (other work on the machine lowers every figure)"
     echo "- tessel commit: $commit; compiler: $(cc --version | head -n1)"
-    echo "- produced by bench/cpu.sh (bench/cpu_bench.c); times are medians of 5 runs (7 for OpenBLAS)"
+    echo "- produced by bench/cpu.sh (bench/cpu_bench.c); times are medians of 5 runs unless the row says fewer (7 for OpenBLAS)"
     echo
     echo "$table"
     if [ -n "$checks" ]; then echo; echo "Checks against the interpreter before timing:"; echo; echo "$checks"; fi

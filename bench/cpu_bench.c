@@ -6,12 +6,13 @@
  *   cpu_bench machine        bw <threads> <GB/s>   (large copy, bytes read + written, best of 5)
  *                            fma 1 <GFLOP/s>       (single-core f32 FMA peak, vector extensions)
  *   cpu_bench blas           sgemm <ms> <GFLOP/s>  (cblas_sgemm 1024^3, median of 7; needs -DHAVE_OPENBLAS)
- *   cpu_bench tessel         op <name> <ms> <rate> <GB/s|GFLOP/s> | op <name> n/a <why>
+ *   cpu_bench tessel         op <name> <ms> <rate> <GB/s|GFLOP/s> <runs> | op <name> n/a <why>
  *
  * tessel's programs run through the public API with TSL_TARGET_CPU; each is
  * first run on a small size on the interpreter and the CPU target and
  * compared (llm.c's "check before timing") and only then timed at full size
- * (one warm-up run that includes compilation, then the median of 5).
+ * (one warm-up run, then the median of up to 5 runs, fewer when one run is
+ * slow: the last field is the count; a warm-up over 4 s is the only run).
  *
  * Build (cpu.sh does this):
  *   cc -std=c11 -D_GNU_SOURCE -O2 -march=native -ffp-contract=fast -Iinclude -Isrc bench/cpu_bench.c build/libtessel.a [-DHAVE_OPENBLAS -lopenblas] -ldl -lm -lpthread -o build/cpu_bench */
@@ -300,8 +301,13 @@ static void bench_one(tsl_context *ctx, const bench_op *op)
     tsl_tensor_free(got), got = NULL;
     free_inputs(in, op->nin);
     make_inputs(op, 1, in);
-    double t[5];
-    for (int r = -1; r < 5; r++) { /* r = -1: warm-up, includes compiling */
+    /* r = -1: warm-up (the check above compiled the kernels already unless
+     * they depend on the sizes); then up to 5 timed runs within about 6 s.
+     * A warm-up over 4 s is itself the one measurement, so that slow
+     * kernels keep the script short. */
+    double t[5], warm = 0;
+    int runs = 5;
+    for (int r = -1; r < runs; r++) {
         tsl_args_free(ga), ga = NULL;
         double t0 = now_s();
         st = run_op(p, in, op, TSL_TARGET_CPU, &ga, &got);
@@ -310,9 +316,17 @@ static void bench_one(tsl_context *ctx, const bench_op *op)
             printf("op %s n/a cpu-error at full size: %s\n", op->name, tsl_context_error(ctx));
             goto out;
         }
-        if (r >= 0) t[r] = dt;
+        if (r >= 0) {
+            t[r] = dt;
+        } else if ((warm = dt) > 4) {
+            t[0] = warm;
+            runs = 1;
+            break;
+        } else {
+            runs = warm * 5 <= 6 ? 5 : warm >= 6 ? 1 : (int)(6 / warm);
+        }
     }
-    double m = median(t, 5);
+    double m = median(t, runs);
     double rate;
     if (op->flops) {
         /* 2 flops per multiply-add of the reduction box */
@@ -323,7 +337,7 @@ static void bench_one(tsl_context *ctx, const bench_op *op)
         double bytes = (double)numel(in[0]->ndim, in[0]->shape) * 4 + (double)numel(got->ndim, got->shape) * 4;
         rate = bytes / m / 1e9;
     }
-    printf("op %s %.3f %.2f %s\n", op->name, m * 1e3, rate, op->flops ? "GFLOP/s" : "GB/s");
+    printf("op %s %.3f %.2f %s %d\n", op->name, m * 1e3, rate, op->flops ? "GFLOP/s" : "GB/s", runs);
 out:
     fflush(stdout);
     tsl_args_free(ra);
