@@ -1,0 +1,646 @@
+/* gpu_bench.c — tessel's GPU benchmark table (issue 4 item 6), run by
+ * bench/gpu.sh on a GPU machine. Build here, carry build/ (gpu.sh says how):
+ *
+ *   make -s -j2 all && cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc bench/gpu_bench.c \
+ *       build/libtessel.a -ldl -lm -lpthread -o build/gpu_bench
+ *
+ * For each benchmark program (a TC def from examples/, with float16 or
+ * float32 declarations):
+ *   1. correctness at a small size: tsl_program_run on the CUDA target
+ *      against the reference interpreter (relative L2 error, fresh inputs);
+ *   2. the full size planned once (sched_lower), compiled once (NVRTC for
+ *      the device's arch), tensors resident on the device, one checked run
+ *      (index errors surface) whose output is compared on sampled rows or
+ *      elements with a float64 computation on the host;
+ *   3. timing: CUDA events around each whole plan run (every launch,
+ *      temporaries zeroed), after warm-up, median of many repetitions,
+ *      inputs rotated over several sets so that together they exceed twice
+ *      a 60 MB L2. Nothing is timed that did not pass 1 and 2.
+ * Then the cold NVRTC compile of one kernel (a source no cache has seen)
+ * and the overhead a cached tsl_program_run adds (end-to-end wall time of a
+ * tiny run minus its device time). Prints a table; --json PATH writes the
+ * rows in bench/anchors.py's schema (work, check, rate, unit, median_s) plus
+ * the two latencies, for bench/report.py. Exit 0 when every check passed, 1
+ * when one failed, 2 without a GPU. --quick: small sizes (a smoke run). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codegen/cuda.h"
+#include "graph/graph.h"
+#include "lang/lang.h"
+#include "runtime/runtime.h"
+#include "sched/run_device.h"
+#include "sched/sched.h"
+
+#define BENCH_L2_BYTES (60.0 * 1024 * 1024)
+#define BENCH_MAX_SETS 8
+#define BENCH_MAX_TENSORS 16
+
+static uint64_t bench_rng = 0x9e3779b97f4a7c15ull;
+
+static double bench_rand(void) /* uniform in [-1, 1) */
+{
+    bench_rng ^= bench_rng << 13;
+    bench_rng ^= bench_rng >> 7;
+    bench_rng ^= bench_rng << 17;
+    return (double)(bench_rng >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+static double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int bench_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, bench_cmp);
+    return n ? v[n / 2] : 0;
+}
+
+/* ---- the programs ---------------------------------------------------------------------- */
+
+typedef enum { REF_MATMUL, REF_LAYERNORM, REF_SOFTMAX, REF_ATTENTION } bench_ref;
+
+typedef struct bench_case {
+    const char *work;    /* the row's name; bench/anchors.py names the same work */
+    const char *file;    /* examples/FILE */
+    const char *dtype;   /* "float16" or "float32": replaces `float(` in the source */
+    bench_ref ref;
+    const char *big;     /* sizes "M=4096,K=4096,N=4096" */
+    const char *small;   /* the interpreter check's sizes */
+    const char *quick;   /* --quick: the "big" run's sizes */
+    const char *unit;    /* TFLOP/s or TB/s */
+} bench_case;
+
+static const bench_case bench_cases[] = {
+    {"GEMM fp16 4096^3", "matmul.tc", "float16", REF_MATMUL, "M=4096,K=4096,N=4096", "M=67,K=131,N=45",
+     "M=257,K=131,N=129", "TFLOP/s"},
+    {"GEMM fp32 4096^3", "matmul.tc", "float32", REF_MATMUL, "M=4096,K=4096,N=4096", "M=67,K=131,N=45",
+     "M=257,K=131,N=129", "TFLOP/s"},
+    {"layernorm fp16 12288x1024", "layernorm.tc", "float16", REF_LAYERNORM, "N=12288,D=1024", "N=37,D=257",
+     "N=123,D=1024", "TB/s"},
+    {"softmax fp16 12288x1024", "softmax.tc", "float16", REF_SOFTMAX, "N=12288,D=1024", "N=37,D=257",
+     "N=123,D=1024", "TB/s"},
+    {"layernorm fp16 8192x8192", "layernorm.tc", "float16", REF_LAYERNORM, "N=8192,D=8192", "N=13,D=1031",
+     "N=31,D=8192", "TB/s"},
+    {"softmax fp16 8192x8192", "softmax.tc", "float16", REF_SOFTMAX, "N=8192,D=8192", "N=13,D=1031",
+     "N=31,D=8192", "TB/s"},
+    {"attention fp16 B32 H16 S384 D64", "attention.tc", "float16", REF_ATTENTION,
+     "B=512,Tq=384,Tk=384,D=64,E=64", "B=3,Tq=17,Tk=23,D=64,E=64", "B=4,Tq=384,Tk=384,D=64,E=64", "TFLOP/s"},
+};
+
+/* The example's source with `float(` declarations turned into `dtype(`. */
+static char *bench_source(const char *file, const char *dtype)
+{
+    char path[512];
+    snprintf(path, sizeof path, "examples/%s", file);
+    size_t n;
+    char *text = file_read_all(path, &n);
+    if (!text) return NULL;
+    strbuf b = {0};
+    for (const char *p = text; *p;) {
+        if (!strncmp(p, "float(", 6) && (p == text || !((p[-1] >= 'a' && p[-1] <= 'z') || p[-1] == '_'))) {
+            sb_printf(&b, "%s(", dtype);
+            p += 6;
+        } else {
+            sb_putc(&b, *p++);
+        }
+    }
+    free(text);
+    return sb_take(&b);
+}
+
+/* Size of symbol `name` in a "A=1,B=2" list; -1 when absent. */
+static int64_t bench_size(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; p && *p;) {
+        if (!strncmp(p, name, len) && p[len] == '=') return atoll(p + len + 1);
+        p = strchr(p, ',');
+        if (p) p++;
+    }
+    return -1;
+}
+
+/* ---- correctness at a small size: CUDA target vs the interpreter ------------------- */
+
+/* Relative L2 error of the CUDA target against the interpreter on fresh
+ * inputs at `sizes`; < 0 (message printed) when a run fails. */
+static double bench_check_small(const char *src, const char *sizes)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    double err = -1;
+    tsl_args *ar[2] = {NULL, NULL};
+    DLTensor *owned[BENCH_MAX_TENSORS];
+    int nowned = 0;
+    if (tsl_program_compile(ctx, src, "bench.tc", NULL, &p)) goto done;
+    ar[0] = tsl_args_create(p);
+    ar[1] = tsl_args_create(p);
+    for (int i = 0; i < tsl_program_param_count(p) && nowned < BENCH_MAX_TENSORS; i++) {
+        tsl_param_info pi;
+        const char *dims[TSL_MAX_RANK];
+        int64_t shape[TSL_MAX_RANK];
+        tsl_program_param(p, i, &pi);
+        tsl_program_param_dims(p, i, dims);
+        for (int k = 0; k < pi.rank; k++) shape[k] = dims[k] ? bench_size(sizes, dims[k]) : 1;
+        DLTensor *t = tsl_tensor_alloc(pi.dtype, pi.rank, shape);
+        if (!t) goto done;
+        owned[nowned++] = t;
+        int64_t n = 1;
+        for (int k = 0; k < pi.rank; k++) n *= shape[k];
+        for (int64_t e = 0; e < n; e++)
+            dtype_store(pi.dtype, (char *)t->data + (size_t)e * tsl_dtype_size(pi.dtype), bench_rand());
+        tsl_args_set_tensor(ar[0], pi.name, t);
+        tsl_args_set_tensor(ar[1], pi.name, t);
+    }
+    if (tsl_program_run(p, ar[0], TSL_TARGET_INTERP)) goto done;
+    if (tsl_program_run(p, ar[1], TSL_TARGET_CUDA)) goto done;
+    double num = 0, den = 0;
+    for (int o = 0; o < tsl_program_output_count(p); o++) {
+        const char *name = tsl_program_output_name(p, o);
+        const DLTensor *r = tsl_args_output(ar[0], name), *g = tsl_args_output(ar[1], name);
+        tsl_dtype dt;
+        tsl_dtype_from_dlpack(r->dtype, &dt);
+        int64_t n = 1;
+        for (int k = 0; k < r->ndim; k++) n *= r->shape[k];
+        for (int64_t e = 0; e < n; e++) {
+            double x = dtype_load(dt, (char *)r->data + (size_t)e * tsl_dtype_size(dt));
+            double y = dtype_load(dt, (char *)g->data + (size_t)e * tsl_dtype_size(dt));
+            num += (y - x) * (y - x);
+            den += x * x;
+        }
+    }
+    err = isnan(num) ? INFINITY : sqrt(num / (den > 0 ? den : 1));
+done:
+    if (err < 0) printf("  small-size check failed: %s\n", tsl_context_error(ctx));
+    tsl_args_free(ar[0]);
+    tsl_args_free(ar[1]);
+    for (int i = 0; i < nowned; i++) tsl_tensor_free(owned[i]);
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+    return err;
+}
+
+/* ---- float64 references on sampled outputs ----------------------------------------- */
+
+/* Host copies of one input set and the device run's outputs, by def tensor. */
+typedef struct bench_host {
+    const lang_def *def;
+    const lang_bound *b;
+    void *t[BENCH_MAX_TENSORS];
+} bench_host;
+
+static int bench_index(const lang_def *def, const char *name)
+{
+    for (int i = 0; i < def->ntensors; i++)
+        if (!strcmp(def->tensors[i]->name, name)) return i;
+    return -1;
+}
+
+/* Element e of tensor `name` as a double. */
+static double bench_at(const bench_host *h, const char *name, int64_t e)
+{
+    int i = bench_index(h->def, name);
+    tsl_dtype dt = h->def->tensors[i]->dtype;
+    return dtype_load(dt, (const char *)h->t[i] + (size_t)e * tsl_dtype_size(dt));
+}
+
+/* Accumulates ||got - ref|| / ||ref|| over the sampled elements. */
+typedef struct bench_err {
+    double num, den;
+    int nan;
+} bench_err;
+
+static void bench_err_add(bench_err *e, double got, double ref)
+{
+    if (isnan(got)) e->nan = 1;
+    e->num += (got - ref) * (got - ref);
+    e->den += ref * ref;
+}
+
+/* Sample 32 rows (or 256 elements) of the output and compare in float64. */
+static double bench_sample_check(const bench_case *bc, const bench_host *h)
+{
+    const lang_bound *b = h->b;
+    const lang_def *def = h->def;
+    bench_err e = {0};
+    if (bc->ref == REF_MATMUL) {
+        int64_t M = h->b->shapes[bench_index(def, "A")][0], K = h->b->shapes[bench_index(def, "A")][1],
+                N = h->b->shapes[bench_index(def, "B")][1];
+        for (int s = 0; s < 256; s++) {
+            int64_t m = (int64_t)((bench_rand() + 1) / 2 * (double)M), n = (int64_t)((bench_rand() + 1) / 2 * (double)N);
+            double acc = 0;
+            for (int64_t k = 0; k < K; k++) acc += bench_at(h, "A", m * K + k) * bench_at(h, "B", k * N + n);
+            bench_err_add(&e, bench_at(h, "C", m * N + n), acc);
+        }
+    } else if (bc->ref == REF_LAYERNORM || bc->ref == REF_SOFTMAX) {
+        int64_t R = h->b->shapes[bench_index(def, "X")][0], C = h->b->shapes[bench_index(def, "X")][1];
+        double *row = malloc(sizeof *row * (size_t)C);
+        for (int s = 0; s < 32 && row; s++) {
+            int64_t r = (int64_t)((bench_rand() + 1) / 2 * (double)R);
+            double mean = 0, var = 0, mx = -INFINITY, sum = 0;
+            for (int64_t c = 0; c < C; c++) {
+                row[c] = bench_at(h, "X", r * C + c);
+                mean += row[c];
+                if (row[c] > mx) mx = row[c];
+            }
+            mean /= (double)C;
+            for (int64_t c = 0; c < C; c++) {
+                var += (row[c] - mean) * (row[c] - mean);
+                sum += exp(row[c] - mx);
+            }
+            var /= (double)C;
+            for (int64_t c = 0; c < C; c++) {
+                double ref = bc->ref == REF_SOFTMAX
+                                 ? exp(row[c] - mx) / sum
+                                 : (row[c] - mean) / sqrt(var + 1e-5) * bench_at(h, "gamma", c) + bench_at(h, "beta", c);
+                bench_err_add(&e, bench_at(h, "Y", r * C + c), ref);
+            }
+        }
+        free(row);
+    } else {
+        int iq = bench_index(def, "Q"), ik = bench_index(def, "K"), iv = bench_index(def, "V");
+        int64_t B = b->shapes[iq][0], Tq = b->shapes[iq][1], D = b->shapes[iq][2];
+        int64_t Tk = b->shapes[ik][1], E = b->shapes[iv][2];
+        double *p = malloc(sizeof *p * (size_t)Tk);
+        for (int s = 0; s < 32 && p; s++) {
+            int64_t bb = (int64_t)((bench_rand() + 1) / 2 * (double)B), i = (int64_t)((bench_rand() + 1) / 2 * (double)Tq);
+            double mx = -INFINITY, den = 0;
+            for (int64_t j = 0; j < Tk; j++) {
+                double acc = 0;
+                for (int64_t d = 0; d < D; d++)
+                    acc += bench_at(h, "Q", (bb * Tq + i) * D + d) * bench_at(h, "K", (bb * Tk + j) * D + d);
+                p[j] = acc / sqrt((double)D);
+                if (p[j] > mx) mx = p[j];
+            }
+            for (int64_t j = 0; j < Tk; j++) den += (p[j] = exp(p[j] - mx));
+            for (int64_t x = 0; x < E; x++) {
+                double acc = 0;
+                for (int64_t j = 0; j < Tk; j++) acc += p[j] * bench_at(h, "V", (bb * Tk + j) * E + x);
+                bench_err_add(&e, bench_at(h, "O", (bb * Tq + i) * E + x), acc / den);
+            }
+        }
+        free(p);
+    }
+    return e.nan ? INFINITY : sqrt(e.num / (e.den > 0 ? e.den : 1));
+}
+
+/* ---- one benchmark ------------------------------------------------------------------- */
+
+typedef struct bench_row {
+    char work[96];
+    char check[64];
+    double rate;
+    const char *unit;
+    double median_s;
+    int ok;
+} bench_row;
+
+#define BENCH_TRY(call)                                                                         \
+    do {                                                                                        \
+        if ((st = (call)) != TSL_OK) {                                                          \
+            printf("  %s failed:\n%s\n", #call, sb_str(&d.msg));                               \
+            goto done;                                                                          \
+        }                                                                                       \
+    } while (0)
+
+static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick, bench_row *row)
+{
+    snprintf(row->work, sizeof row->work, "%s", bc->work);
+    row->unit = bc->unit;
+    const char *sizes = quick ? bc->quick : bc->big;
+    printf("== %s  (examples/%s as %s, %s)\n", bc->work, bc->file, bc->dtype, sizes);
+    char *src = bench_source(bc->file, bc->dtype);
+    if (!src) {
+        snprintf(row->check, sizeof row->check, "no source");
+        printf("  cannot read examples/%s (run from the repository root)\n", bc->file);
+        return;
+    }
+    double tol = !strcmp(bc->dtype, "float16") ? 1e-2 : 1e-4;
+    double small_err = bench_check_small(src, bc->small);
+    printf("  small-size check (%s) vs interpreter: rel L2 error %.2e (tolerance %.0e)\n", bc->small, small_err, tol);
+    if (small_err < 0 || !(small_err < tol)) {
+        snprintf(row->check, sizeof row->check, "FAIL small %.1e", small_err);
+        free(src);
+        return;
+    }
+    tsl_arena *a = arena_create();
+    tsl_diag d = {0};
+    tsl_source ts = {bc->file, src};
+    sched_dev *x = NULL;
+    rt_cuda_ptr ptr[BENCH_MAX_SETS][BENCH_MAX_TENSORS];
+    memset(ptr, 0, sizeof ptr);
+    bench_host h = {0};
+    rt_cuda_event *e0 = NULL, *e1 = NULL;
+    double *times = NULL;
+    int nsets = 1;
+    tsl_status st = TSL_OK;
+    lang_module *mod = lang_parse_check(a, &ts, &d);
+    const lang_def *def = mod ? lang_module_def(mod, 0) : NULL;
+    if (!def || def->ntensors > BENCH_MAX_TENSORS) {
+        printf("  %s\n", def ? "too many tensors" : sb_str(&d.msg));
+        goto done;
+    }
+    int64_t *sz = arena_alloc(a, sizeof *sz * (size_t)(def->nsizes + 1));
+    for (int i = 0; i < def->nsizes; i++) sz[i] = bench_size(sizes, def->sizes[i]);
+    lang_bound *b = NULL;
+    if (lang_bind(a, def, sz, &b, &d)) {
+        printf("  binding %s: %s\n", sizes, sb_str(&d.msg));
+        goto done;
+    }
+    graph *g = graph_build(a, def, &d);
+    sched_plan *plan = g ? sched_lower(a, g, &d) : NULL;
+    if (!plan) {
+        printf("  scheduling: %s\n", sb_str(&d.msg));
+        goto done;
+    }
+    long compiles = rt_cuda_compile_count();
+    double t0 = bench_now();
+    BENCH_TRY(sched_dev_create(plan, dev, &x, &d));
+    printf("  plan: %d launch%s; kernels ready in %.1f ms (%ld NVRTC compiles, the rest from the cache)\n",
+           plan->nlaunches, plan->nlaunches == 1 ? "" : "es", (bench_now() - t0) * 1e3,
+           rt_cuda_compile_count() - compiles);
+    /* inputs: enough sets that they do not all sit in L2 */
+    double in_bytes = 0;
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *t = def->tensors[i];
+        if (t->is_scalar || !(t->flags & LANG_TENSOR_INPUT)) continue;
+        double n = 1;
+        for (int k = 0; k < t->rank; k++) n *= (double)b->shapes[i][k];
+        in_bytes += n * (double)tsl_dtype_size(t->dtype);
+    }
+    nsets = (int)ceil(2 * BENCH_L2_BYTES / (in_bytes > 1 ? in_bytes : 1));
+    if (nsets < 1) nsets = 1;
+    if (nsets > BENCH_MAX_SETS) nsets = BENCH_MAX_SETS;
+    h.def = def;
+    h.b = b;
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *t = def->tensors[i];
+        if (t->is_scalar || (t->flags & LANG_TENSOR_TEMP)) continue;
+        int64_t n = 1;
+        for (int k = 0; k < t->rank; k++) n *= b->shapes[i][k];
+        size_t es = tsl_dtype_size(t->dtype), bytes = (size_t)n * es;
+        h.t[i] = malloc(bytes ? bytes : 1);
+        if (!h.t[i]) goto done;
+        int input = (t->flags & LANG_TENSOR_INPUT) != 0;
+        for (int s = 0; s < (input ? nsets : 1); s++) {
+            for (int64_t e = 0; e < n; e++) /* fresh values per set; outputs poisoned */
+                dtype_store(t->dtype, (char *)h.t[i] + (size_t)e * es, input ? bench_rand() : NAN);
+            BENCH_TRY(rt_cuda_alloc(dev, bytes, &ptr[s][i], &d));
+            BENCH_TRY(rt_cuda_copy_htod(dev, ptr[s][i], h.t[i], bytes, &d));
+        }
+        for (int s = input ? nsets : 1; s < nsets; s++) ptr[s][i] = ptr[0][i]; /* one output for all sets */
+    }
+    /* the host copy of each input now holds the last set: run that one checked */
+    BENCH_TRY(sched_dev_run(x, b, ptr[nsets - 1], NULL, 1, &d));
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *t = def->tensors[i];
+        if (t->is_scalar || !(t->flags & LANG_TENSOR_OUTPUT)) continue;
+        int64_t n = 1;
+        for (int k = 0; k < t->rank; k++) n *= b->shapes[i][k];
+        BENCH_TRY(rt_cuda_copy_dtoh(dev, h.t[i], ptr[nsets - 1][i], (size_t)n * tsl_dtype_size(t->dtype), &d));
+    }
+    double big_err = bench_sample_check(bc, &h);
+    printf("  full-size check: sampled outputs vs float64 on the host: rel L2 error %.2e\n", big_err);
+    if (!(big_err < tol)) {
+        snprintf(row->check, sizeof row->check, "FAIL full %.1e", big_err);
+        goto done;
+    }
+    /* timing: a first timed run sets the repetition count (about 3 s in all) */
+    BENCH_TRY(rt_cuda_event_create(dev, &e0, &d));
+    BENCH_TRY(rt_cuda_event_create(dev, &e1, &d));
+    float ms = 0;
+    for (int w = 0; w < 2; w++) {
+        BENCH_TRY(rt_cuda_event_record(dev, e0, &d));
+        BENCH_TRY(sched_dev_run(x, b, ptr[w % nsets], NULL, 0, &d));
+        BENCH_TRY(rt_cuda_event_record(dev, e1, &d));
+        BENCH_TRY(rt_cuda_event_elapsed(dev, e0, e1, &ms, &d));
+    }
+    int reps = ms > 0 ? (int)(3000.0 / ms) : 100;
+    if (reps > 200) reps = 200;
+    if (reps < 5) reps = 5;
+    times = calloc((size_t)reps, sizeof *times);
+    for (int r = 0; times && r < reps; r++) {
+        BENCH_TRY(rt_cuda_event_record(dev, e0, &d));
+        BENCH_TRY(sched_dev_run(x, b, ptr[r % nsets], NULL, 0, &d));
+        BENCH_TRY(rt_cuda_event_record(dev, e1, &d));
+        BENCH_TRY(rt_cuda_event_elapsed(dev, e0, e1, &ms, &d));
+        times[r] = ms * 1e-3;
+    }
+    if (!times) goto done;
+    double lo = 0, hi = 0;
+    row->median_s = bench_median(times, reps);
+    lo = times[reps / 10];
+    hi = times[reps - 1 - reps / 10];
+    double work = 0;
+    if (bc->ref == REF_MATMUL) work = 2.0 * (double)b->sizes[0] * (double)b->sizes[1] * (double)b->sizes[2];
+    else if (bc->ref == REF_ATTENTION) {
+        int iq = bench_index(def, "Q"), ik = bench_index(def, "K");
+        work = 4.0 * (double)b->shapes[iq][0] * (double)b->shapes[iq][1] * (double)b->shapes[ik][1] *
+               (double)b->shapes[iq][2];
+    } else {
+        int ix = bench_index(def, "X");
+        work = 2.0 * (double)b->shapes[ix][0] * (double)b->shapes[ix][1] * 2; /* read X, write Y: fp16 */
+    }
+    row->rate = work / row->median_s / 1e12;
+    row->ok = 1;
+    snprintf(row->check, sizeof row->check, "err %.1e", big_err > small_err ? big_err : small_err);
+    printf("  %d reps over %d input set%s: median %.3f ms (p10 %.3f, p90 %.3f) -> %.3f %s\n", reps, nsets,
+           nsets == 1 ? "" : "s", row->median_s * 1e3, lo * 1e3, hi * 1e3, row->rate, row->unit);
+done:
+    if (st) snprintf(row->check, sizeof row->check, "FAIL %s", tsl_status_name(st));
+    free(times);
+    rt_cuda_event_destroy(dev, e0);
+    rt_cuda_event_destroy(dev, e1);
+    for (int s = 0; s < BENCH_MAX_SETS; s++)
+        for (int i = 0; i < BENCH_MAX_TENSORS; i++)
+            if (ptr[s][i] && (s == 0 || ptr[s][i] != ptr[0][i])) rt_cuda_free(dev, ptr[s][i]);
+    for (int i = 0; i < BENCH_MAX_TENSORS; i++) free(h.t[i]);
+    sched_dev_free(x);
+    diag_free(&d);
+    arena_free(a);
+    free(src);
+}
+
+/* ---- latencies ---------------------------------------------------------------------- */
+
+/* Cold NVRTC compile of the first kernel of matmul: its source with a
+ * comment no cache has seen, compiled for the device's arch. ms, < 0 on error. */
+static double bench_cold_compile(rt_cuda_device *dev)
+{
+    char *src = bench_source("matmul.tc", "float16");
+    tsl_arena *a = arena_create();
+    tsl_diag d = {0};
+    double ms = -1;
+    tsl_source ts = {"matmul.tc", src ? src : ""};
+    lang_module *mod = src ? lang_parse_check(a, &ts, &d) : NULL;
+    graph *g = mod ? graph_build(a, lang_module_def(mod, 0), &d) : NULL;
+    sched_plan *p = g ? sched_lower(a, g, &d) : NULL;
+    strbuf cu = {0};
+    if (p && p->nlaunches && !cg_cuda_emit(p->m, p->launches[0].k, &cu, &d)) {
+        sb_printf(&cu, "\n// cold-compile probe %.9f %p\n", bench_now(), (void *)&cu);
+        void *cubin = NULL;
+        size_t n = 0;
+        rt_cuda_options o = {.name = "cold.cu"};
+        double t0 = bench_now();
+        if (!rt_cuda_compile(sb_str(&cu), rt_cuda_device_info(dev)->arch, &o, &cubin, &n, NULL, &d))
+            ms = (bench_now() - t0) * 1e3;
+        free(cubin);
+    }
+    if (ms < 0) printf("  cold compile failed: %s\n", sb_str(&d.msg));
+    sb_free(&cu);
+    diag_free(&d);
+    arena_free(a);
+    free(src);
+    return ms;
+}
+
+/* A cached tsl_program_run of matmul fp32 64^3, end to end (median of 30
+ * after a warm run), and the device time of its kernels alone; ms. */
+static void bench_cached_run(rt_cuda_device *dev, double *wall_ms, double *device_ms)
+{
+    *wall_ms = *device_ms = -1;
+    char *src = bench_source("matmul.tc", "float32");
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    int64_t sh[2] = {64, 64};
+    DLTensor *A = tsl_tensor_alloc(TSL_DTYPE_F32, 2, sh), *B = tsl_tensor_alloc(TSL_DTYPE_F32, 2, sh);
+    tsl_args *a = NULL;
+    double t[30];
+    if (!src || !A || !B || tsl_program_compile(ctx, src, "matmul.tc", NULL, &p)) goto done;
+    for (int i = 0; i < 64 * 64; i++) {
+        ((float *)A->data)[i] = (float)bench_rand();
+        ((float *)B->data)[i] = (float)bench_rand();
+    }
+    a = tsl_args_create(p);
+    tsl_args_set_tensor(a, "A", A);
+    tsl_args_set_tensor(a, "B", B);
+    if (tsl_program_run(p, a, TSL_TARGET_CUDA)) goto done;
+    long compiles = rt_cuda_compile_count();
+    for (int r = 0; r < 30; r++) {
+        double t0 = bench_now();
+        if (tsl_program_run(p, a, TSL_TARGET_CUDA)) goto done;
+        t[r] = (bench_now() - t0) * 1e3;
+    }
+    if (rt_cuda_compile_count() != compiles) printf("  note: cached runs compiled again\n");
+    *wall_ms = bench_median(t, 30);
+    /* the same plan's device time, resident */
+    {
+        tsl_arena *ar = arena_create();
+        tsl_diag d = {0};
+        tsl_source ts = {"matmul.tc", src};
+        lang_module *mod = lang_parse_check(ar, &ts, &d);
+        const lang_def *def = mod ? lang_module_def(mod, 0) : NULL;
+        int64_t sz[3] = {64, 64, 64};
+        lang_bound *b = NULL;
+        graph *g = def && !lang_bind(ar, def, sz, &b, &d) ? graph_build(ar, def, &d) : NULL;
+        sched_plan *plan = g ? sched_lower(ar, g, &d) : NULL;
+        sched_dev *x = NULL;
+        rt_cuda_ptr ptr[BENCH_MAX_TENSORS] = {0};
+        rt_cuda_event *e0 = NULL, *e1 = NULL;
+        if (plan && def->ntensors <= BENCH_MAX_TENSORS && !sched_dev_create(plan, dev, &x, &d) &&
+            !rt_cuda_event_create(dev, &e0, &d) && !rt_cuda_event_create(dev, &e1, &d)) {
+            int ok = 1;
+            for (int i = 0; i < def->ntensors && ok; i++) ok = !rt_cuda_alloc(dev, 64 * 64 * 4, &ptr[i], &d);
+            for (int r = 0; r < 30 && ok; r++) {
+                float ms = 0;
+                ok = !rt_cuda_event_record(dev, e0, &d) && !sched_dev_run(x, b, ptr, NULL, 0, &d) &&
+                     !rt_cuda_event_record(dev, e1, &d) && !rt_cuda_event_elapsed(dev, e0, e1, &ms, &d);
+                t[r] = ms;
+            }
+            if (ok) *device_ms = bench_median(t, 30);
+            for (int i = 0; i < def->ntensors; i++) rt_cuda_free(dev, ptr[i]);
+        }
+        rt_cuda_event_destroy(dev, e0);
+        rt_cuda_event_destroy(dev, e1);
+        sched_dev_free(x);
+        diag_free(&d);
+        arena_free(ar);
+    }
+done:
+    if (*wall_ms < 0) printf("  cached run failed: %s\n", tsl_context_error(ctx));
+    tsl_args_free(a);
+    tsl_tensor_free(A);
+    tsl_tensor_free(B);
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+    free(src);
+}
+
+int main(int argc, char **argv)
+{
+    const char *json = NULL, *only = NULL;
+    int quick = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+        else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else {
+            fprintf(stderr, "usage: gpu_bench [--quick] [--only SUBSTRING] [--json PATH]\n");
+            return 2;
+        }
+    }
+    bench_rng ^= (uint64_t)time(NULL) * 0x2545f4914f6cdd1dull;
+    tsl_diag d = {0};
+    rt_cuda_device *dev = NULL;
+    if (rt_cuda_open(&dev, &d) != TSL_OK) {
+        fprintf(stderr, "gpu_bench: %s\n", sb_str(&d.msg));
+        diag_free(&d);
+        return 2;
+    }
+    const rt_cuda_info *in = rt_cuda_device_info(dev);
+    printf("device: %s (%s, %d SMs), driver %d, NVRTC %d\n", in->name, in->arch, in->sm_count, in->driver_version,
+           rt_cuda_nvrtc_version());
+    int n = (int)(sizeof bench_cases / sizeof bench_cases[0]), failed = 0;
+    bench_row rows[16];
+    memset(rows, 0, sizeof rows);
+    int nrows = 0;
+    for (int i = 0; i < n; i++) {
+        if (only && !strstr(bench_cases[i].work, only)) continue;
+        bench_run_case(&bench_cases[i], dev, quick, &rows[nrows]);
+        failed += !rows[nrows].ok;
+        nrows++;
+        fflush(stdout);
+    }
+    printf("== latencies\n");
+    double cold = bench_cold_compile(dev), wall = 0, devms = 0;
+    bench_cached_run(dev, &wall, &devms);
+    printf("  cold NVRTC compile of one kernel (matmul, %s): %.1f ms (target < 1000)\n", in->arch, cold);
+    printf("  cached tsl_program_run, matmul fp32 64^3: %.2f ms end to end, %.3f ms on the device: "
+           "overhead %.2f ms (target < 5)\n", wall, devms, wall - devms);
+    printf("\ntessel on %s%s\n", in->name, quick ? " (--quick sizes: not the benchmark)" : "");
+    printf("%-36s %-16s %10s %-8s %12s\n", "work", "check", "rate", "unit", "median");
+    for (int i = 0; i < nrows; i++)
+        printf("%-36s %-16s %10.3f %-8s %9.1f us\n", rows[i].work, rows[i].check, rows[i].rate, rows[i].unit,
+               rows[i].median_s * 1e6);
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (f) {
+            fprintf(f, "{\"device\": \"%s\", \"arch\": \"%s\", \"quick\": %d, \"cold_compile_ms\": %.3f, "
+                       "\"cached_run_ms\": %.4f, \"cached_run_device_ms\": %.4f, \"rows\": [",
+                    in->name, in->arch, quick, cold, wall, devms);
+            for (int i = 0; i < nrows; i++)
+                fprintf(f, "%s\n {\"work\": \"%s\", \"check\": \"%s\", \"rate\": %.6g, \"unit\": \"%s\", "
+                           "\"median_s\": %.9g, \"ok\": %d}",
+                        i ? "," : "", rows[i].work, rows[i].check, rows[i].rate, rows[i].unit, rows[i].median_s,
+                        rows[i].ok);
+            fprintf(f, "]}\n");
+            fclose(f);
+        }
+    }
+    rt_cuda_close(dev);
+    diag_free(&d);
+    return failed ? 1 : 0;
+}
