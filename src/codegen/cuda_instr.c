@@ -157,6 +157,106 @@ static void emit_alloc(cg *c, const tile_stmt *s)
 
 /* ---- load/store global and shared --------------------------------------------------- */
 
+/* Largest power of two (capped) known to divide e; CG_ANY for 0. */
+#define CG_ANY ((int64_t)1 << 30)
+static int64_t expr_mult(const tile_expr *e)
+{
+    int64_t a, b;
+    switch (e->kind) {
+    case TILE_E_INT:
+        if (!e->i) return CG_ANY;
+        a = 1;
+        while (a < CG_ANY && (e->i % (a * 2)) == 0) a *= 2;
+        return a;
+    case TILE_E_NEG: return expr_mult(e->a);
+    case TILE_E_BIN:
+        a = expr_mult(e->a);
+        b = expr_mult(e->b);
+        if (e->op == TILE_OP_MUL) return a >= CG_ANY || b >= CG_ANY ? CG_ANY : (a * b < CG_ANY ? a * b : CG_ANY);
+        if (e->op == TILE_OP_ADD || e->op == TILE_OP_SUB) return a < b ? a : b;
+        return 1;
+    default: return 1;
+    }
+}
+
+/* Per view dim, a power of two its offset is known to be a multiple of. */
+static void view_mults(const tile_operand *o, int rank, int64_t *m)
+{
+    for (int i = 0; i < rank; i++) m[i] = CG_ANY;
+    int tiled = 0;
+    int64_t psize[CG_MAX_RANK];
+    for (int s = 0; s < o->nsteps; s++) {
+        const tile_step *st = &o->steps[s];
+        if (st->kind == TILE_STEP_TILE) {
+            tiled = 1;
+            for (int i = 0; i < rank; i++) {
+                int j = i - (rank - st->n);
+                psize[i] = j >= 0 ? st->sizes[j] : 1;
+            }
+            continue;
+        }
+        if (st->kind != TILE_STEP_INDEX) continue;
+        for (int i = 0; i < rank && i < st->n; i++) {
+            int64_t x = expr_mult(st->idx[i]);
+            if (tiled && x < CG_ANY) x = x * psize[i] < CG_ANY ? x * psize[i] : CG_ANY;
+            if (x < m[i]) m[i] = x;
+        }
+        tiled = 0;
+    }
+}
+
+/* Widest v (elements) such that every group of v consecutive locals is v
+ * consecutive elements of the last dim (and, for shared memory, v
+ * consecutive v-aligned offsets for every thread and every anchor the
+ * offsets' known divisors allow); 1 when none. */
+static int64_t transfer_vec(cg *c, const rinfo *ri, const gview *gv, const tile_operand *mo, int lead, int global)
+{
+    int es = cg_esize(gv->v->type.dt), last = ri->rank - 1;
+    if (ri->rank < 1 || !es) return 1;
+    int64_t dims[CG_MAX_RANK], m[CG_MAX_RANK];
+    if (!global && cg_shared_dims(c, gv->v, dims)) return 1;
+    view_mults(mo, gv->rank, m);
+    for (int64_t v = 16 / es; v >= 2; v /= 2) {
+        if (v * es < 4 || ri->locals % v) continue;
+        int ok = 1;
+        for (int64_t l = 0; ok && l < ri->locals; l++) {
+            int64_t g = l - l % v;
+            for (int d = 0; d < ri->rank; d++)
+                if (ri->lc[l * ri->rank + d] != ri->lc[g * ri->rank + d] + (d == last ? l - g : 0)) ok = 0;
+        }
+        if (ok && !global) {
+            int64_t cnt[CG_MAX_RANK], total = 1;
+            for (int i = 0; i < gv->rank; i++) {
+                int64_t ext = i >= lead ? ri->dims[i - lead] : 1, step = m[i] >= CG_ANY ? dims[i] + 1 : m[i];
+                cnt[i] = dims[i] >= ext ? (dims[i] - ext) / step + 1 : 0;
+                total *= cnt[i];
+            }
+            if (!total || total * ri->threads * ri->locals > ((int64_t)1 << 22)) ok = 0;
+            for (int64_t a = 0; ok && a < total; a++) {
+                int64_t anc[CG_MAX_RANK], r = a;
+                for (int i = gv->rank - 1; i >= 0; i--) {
+                    anc[i] = (r % cnt[i]) * (m[i] >= CG_ANY ? 0 : m[i]);
+                    r /= cnt[i];
+                }
+                for (int64_t t = 0; ok && t < ri->threads; t++)
+                    for (int64_t l = 0; ok && l < ri->locals; l += v) {
+                        int64_t co[CG_MAX_RANK];
+                        for (int i = 0; i < gv->rank; i++)
+                            co[i] = anc[i] + (i >= lead ? cg_rinfo_tpart(ri, t, i - lead) + ri->lc[l * ri->rank + i - lead] : 0);
+                        int64_t o0 = cg_shared_off_const(gv->v, dims, co);
+                        if (o0 % v) ok = 0;
+                        for (int64_t j = 1; ok && j < v; j++) {
+                            co[gv->rank - 1]++;
+                            if (cg_shared_off_const(gv->v, dims, co) != o0 + j) ok = 0;
+                        }
+                    }
+            }
+        }
+        if (ok) return v;
+    }
+    return 1;
+}
+
 static void emit_transfer(cg *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -199,6 +299,9 @@ static void emit_transfer(cg *c, const tile_stmt *s)
     c->ind++;
     const char *mt = cg_ctype(mv->type.dt), *rt = cg_ctype(rv->type.dt);
     int same = tile_dtype_eq(mv->type.dt, rv->type.dt);
+    int es = cg_esize(mv->type.dt);
+    int64_t vec = same ? transfer_vec(c, &ri, &gv, mo, lead, global) : 1;
+    const char *vt = vec * es == 16 ? "tsl_u128" : vec * es == 8 ? "unsigned long long" : "unsigned";
     const char *mn = cg_name(c, mv);
     char mname[96];
     snprintf(mname, sizeof mname, "%s", mn);
@@ -221,6 +324,9 @@ static void emit_transfer(cg *c, const tile_stmt *s)
         c->ind++;
         sb_free(&ow);
     }
+    const char *rn0 = cg_name(c, rv);
+    char rn[96];
+    snprintf(rn, sizeof rn, "%s", rn0);
     for (int64_t l = 0; l < ri.locals && !c->st; l++) {
         char co[CG_MAX_RANK][64];
         char *cop[CG_MAX_RANK];
@@ -245,20 +351,91 @@ static void emit_transfer(cg *c, const tile_stmt *s)
             cg_shared_off(c, &addr, mv, cop);
             sb_printf(&ref, "((%s *)(tsl_smem + %lld))[%s]", mt, (long long)c->soff[mv->id], sb_str(&addr));
         }
-        const char *rn = cg_name(c, rv);
-        if (load) {
-            char val[512];
-            if (same) snprintf(val, sizeof val, "%s", sb_str(&ref));
-            else snprintf(val, sizeof val, "tsl_to<%s>::f(tsl_c(%s))", rt, sb_str(&ref));
-            if (global) cg_line(c, "%s[%lld] = (%s) ? %s : fillv;", rn, (long long)l, sb_str(&mask), val);
-            else cg_line(c, "%s[%lld] = %s;", rn, (long long)l, val);
-        } else {
-            char val[256];
-            if (same) snprintf(val, sizeof val, "%s[%lld]", rn, (long long)l);
-            else snprintf(val, sizeof val, "tsl_to<%s>::f(tsl_c(%s[%lld]))", mt, rn, (long long)l);
-            if (global) cg_line(c, "if (%s) %s = %s;", sb_str(&mask), sb_str(&ref), val);
-            else cg_line(c, "%s = %s;", sb_str(&ref), val);
+        /* a group of vec locals: one wide access (global: when the whole
+         * group is in bounds, contiguous and aligned; else element-wise) */
+        int grp = vec > 1 && l % vec == 0, fallback = 0;
+        if (grp) {
+            int L = gv.rank - 1;
+            if (global) {
+                strbuf vc = {0};
+                sb_puts(&vc, "true");
+                for (int i = 0; i < L; i++) sb_printf(&vc, " && (%s) >= 0 && (%s) < %s_d%d", co[i], co[i], mname, i);
+                sb_printf(&vc, " && (%s) >= 0 && (%s) + %lld < %s_d%d && %s_s%d == 1 && ((unsigned long long)&%s %% %lld) == 0",
+                          co[L], co[L], (long long)(vec - 1), mname, L, mname, L, sb_str(&ref), (long long)(vec * es));
+                cg_line(c, "if (%s) {", sb_str(&vc));
+                sb_free(&vc);
+                c->ind++;
+            } else {
+                cg_line(c, "{");
+                c->ind++;
+            }
+            if (load) {
+                cg_line(c, "const %s w = *(const %s *)&%s;", vt, vt, sb_str(&ref));
+                for (int64_t j = 0; j < vec; j++)
+                    cg_line(c, "%s[%lld] = tsl_from_bits<%s>(tsl_vget(w, %lld, %d));", rn, (long long)(l + j), rt,
+                            (long long)(j * es * 8), es * 8);
+            } else {
+                cg_line(c, "%s w = tsl_vzero<%s>();", vt, vt);
+                for (int64_t j = 0; j < vec; j++)
+                    cg_line(c, "tsl_vset(w, tsl_bits(%s[%lld]), %lld);", rn, (long long)(l + j), (long long)(j * es * 8));
+                cg_line(c, "*(%s *)&%s = w;", vt, sb_str(&ref));
+            }
+            c->ind--;
+            if (global) {
+                cg_line(c, "} else {");
+                c->ind++;
+                fallback = 1;
+            } else {
+                cg_line(c, "}");
+            }
         }
+        int64_t upto = grp ? (global ? l + vec : l) : l + 1;
+        for (int64_t e = l; e < upto; e++) {
+            /* element e: its reference differs from l's by (e - l) in the last dim */
+            strbuf r2 = {0}, m2 = {0};
+            if (e == l) {
+                sb_puts(&r2, sb_str(&ref));
+                sb_puts(&m2, sb_str(&mask));
+            } else {
+                char co2[CG_MAX_RANK][64];
+                char *cop2[CG_MAX_RANK];
+                for (int i = 0; i < gv.rank; i++) {
+                    int64_t K = i >= lead ? ri.lc[e * ri.rank + i - lead] : 0;
+                    if (K) snprintf(co2[i], sizeof co2[i], "b%d + %lld", i, (long long)K);
+                    else snprintf(co2[i], sizeof co2[i], "b%d", i);
+                    cop2[i] = co2[i];
+                }
+                strbuf a2 = {0};
+                for (int i = 0; i < gv.rank; i++) {
+                    sb_printf(&a2, "%s(I)(%s) * %s_s%d", i ? " + " : "", co2[i], mname, i);
+                    sb_printf(&m2, "%s(%s) >= 0 && (%s) < %s_d%d", i ? " && " : "", co2[i], co2[i], mname, i);
+                }
+                sb_printf(&r2, "%s[%s]", mname, sb_str(&a2));
+                sb_free(&a2);
+                (void)cop2;
+            }
+            if (load) {
+                char val[512];
+                if (same) snprintf(val, sizeof val, "%s", sb_str(&r2));
+                else snprintf(val, sizeof val, "tsl_to<%s>::f(tsl_c(%s))", rt, sb_str(&r2));
+                if (global) cg_line(c, "%s[%lld] = (%s) ? %s : fillv;", rn, (long long)e, sb_str(&m2), val);
+                else cg_line(c, "%s[%lld] = %s;", rn, (long long)e, val);
+            } else {
+                char val[256];
+                if (same) snprintf(val, sizeof val, "%s[%lld]", rn, (long long)e);
+                else snprintf(val, sizeof val, "tsl_to<%s>::f(tsl_c(%s[%lld]))", mt, rn, (long long)e);
+                if (global) cg_line(c, "if (%s) %s = %s;", sb_str(&m2), sb_str(&r2), val);
+                else cg_line(c, "%s = %s;", sb_str(&r2), val);
+            }
+            sb_free(&r2);
+            sb_free(&m2);
+        }
+        if (fallback) {
+            c->ind--;
+            cg_line(c, "}");
+        }
+        if (grp && !global) l += vec - 1; /* the group is done */
+        if (grp && global) l += vec - 1;
         sb_free(&addr);
         sb_free(&mask);
         sb_free(&ref);
