@@ -1,31 +1,110 @@
 #!/usr/bin/env bash
 # gpu.sh — everything a GPU result needs, in one run on the GPU machine:
-# prints the device, runs the CUDA unit tests on the real GPU, the CUDA
-# runtime smoke test (NVRTC -> cubin -> driver launch, checked results,
-# copy bandwidth), compute-sanitizer over the small smoke case, and the
-# PyTorch anchors, then a table last.
+# the device, the CUDA runtime smoke test (NVRTC -> cubin -> driver launch,
+# checked results, copy bandwidth) and compute-sanitizer over its small
+# case, tessel's benchmark table (bench/gpu_bench.c: each program checked,
+# then timed), the PyTorch anchors (bench/anchors.py), the CUDA unit suites
+# and the CUDA end-to-end tests on the real GPU (every example def against
+# the interpreter), and last the merged table (bench/report.py), also
+# written to $OUT/gpu-DATE-DEVICE.md for bench/results/.
 #
-# Build on a CPU machine first (the GPU machine has no SQLite/DLPack
-# headers): `make -j2 all && cc ... bench/cuda_smoke.c` (see that file),
-# then carry build/ along. Results land in $OUT (or ./gpu-out).
+# The GPU machine has no SQLite/DLPack headers: build HERE, carry build/.
+#   1. here:   make -s -j2 all && bench/gpu.sh --build
+#              (builds build/gpu_bench and build/cuda_smoke against
+#              build/libtessel.a; nothing runs)
+#   2. there:  bench/gpu.sh          carrying the path `build`
+#      e.g. run(command="bench/gpu.sh", carry=["build"], timeout_s=600)
+#   3. here:   cp <files_at>/gpu-*.md bench/results/ (the lead commits it)
+# Each step prints a `== step` header and runs under its own time limit; a
+# failing step is reported and the rest go on; the table prints last.
+# GPU_SH_SKIP="unit e2e sanitizer" skips steps by name; GPU_SH_QUICK=1 runs
+# gpu_bench at small sizes (a smoke run, not the benchmark); GPU_SH_BUDGET
+# (default 570 s) bounds the whole run, each step cut to what is left.
+# Results land in $OUT (or ./gpu-out). The exit status is the number of
+# failed steps.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
-export TESSEL_ROOT=$PWD TESSEL_CACHE_DIR=/tmp/tessel-cache
 
-echo "== device"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$OUT/device.txt"
+build_bench() {
+    local cc=${CC:-cc} ok=0
+    for prog in gpu_bench cuda_smoke; do
+        echo "== build build/$prog"
+        $cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc "bench/$prog.c" build/libtessel.a \
+            -ldl -lm -lpthread -o "build/$prog" || ok=1
+    done
+    return $ok
+}
 
-echo "== unit tests (the CUDA runtime suite runs kernels on the GPU here)"
-build/unit_tests runtime 2>&1 | tee "$OUT/unit.txt" | tail -n 30
-
-if [ -x build/cuda_smoke ]; then
-    echo "== cuda smoke"
-    build/cuda_smoke 2>&1 | tee "$OUT/smoke.txt"
-    echo "== compute-sanitizer (small case)"
-    compute-sanitizer --error-exitcode 7 build/cuda_smoke --small 2>&1 | tail -n 5 | tee "$OUT/sanitizer.txt"
+if [ "${1:-}" = "--build" ]; then
+    [ -f build/libtessel.a ] || { echo "gpu.sh: build/libtessel.a is missing: run make -s -j2 all first"; exit 1; }
+    build_bench
+    exit $?
 fi
 
-echo "== anchors (PyTorch on this machine)"
-PYTHONUNBUFFERED=1 python3 bench/anchors.py --json "$OUT/anchors.json" 2>&1 | tee "$OUT/anchors.txt"
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+export TESSEL_ROOT=$PWD TESSEL_CACHE_DIR=${TESSEL_CACHE_DIR:-/tmp/tessel-cache}
+SKIP=" ${GPU_SH_SKIP:-} "
+# the whole run stays inside one 600 s device command: steps are cut to
+# what is left, keeping 20 s for the report
+BUDGET=${GPU_SH_BUDGET:-570}
+FAILED=()
+
+# step NAME LIMIT_S COMMAND...: header, time limit, output kept in $OUT/NAME.txt
+step() {
+    local name=$1 limit=$2
+    shift 2
+    echo
+    echo "== $name"
+    if [[ "$SKIP" == *" $name "* ]]; then
+        echo "(skipped: GPU_SH_SKIP)"
+        return 0
+    fi
+    local left=$((BUDGET - SECONDS - 20)) t0=$SECONDS rc
+    if [ $left -lt 15 ]; then
+        echo "(skipped: the run's budget of ${BUDGET}s is spent)"
+        FAILED+=("$name")
+        return 0
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
+    timeout --kill-after=10 "$limit" "$@" 2>&1 | tee "$OUT/$name.txt"
+    rc=${PIPESTATUS[0]}
+    if [ $rc -ne 0 ]; then
+        [ $rc -eq 124 ] && echo "(step '$name' ran past its ${limit}s limit)"
+        echo "(step '$name' failed with status $rc after $((SECONDS - t0)) s; going on)"
+        FAILED+=("$name")
+    else
+        echo "(step '$name' ok in $((SECONDS - t0)) s)"
+    fi
+    return 0
+}
+
+step device 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+
+for prog in gpu_bench cuda_smoke; do
+    [ -x "build/$prog" ] || echo "build/$prog is missing: build it here first (bench/gpu.sh --build), then carry build/"
+done
+
+if [ -x build/cuda_smoke ]; then
+    step smoke 120 build/cuda_smoke
+    step sanitizer 180 bash -c 'compute-sanitizer --error-exitcode 7 build/cuda_smoke --small 2>&1 | tail -n 5'
+fi
+
+QUICK=()
+[ -n "${GPU_SH_QUICK:-}" ] && QUICK=(--quick)
+[ -x build/gpu_bench ] && step bench 300 build/gpu_bench "${QUICK[@]}" --json "$OUT/tessel.json"
+
+step anchors 240 env PYTHONUNBUFFERED=1 python3 bench/anchors.py --json "$OUT/anchors.json"
+
+# the CUDA suites run kernels on the GPU here (and compile every example
+# def's kernels for sm_80 and sm_90a: the cold cubin cache makes this the
+# longest step)
+step unit 300 build/unit_tests runtime_cuda codegen_cuda cuda_target
+
+step e2e 240 python3 -m pytest -q -p no:cacheprovider tests/e2e/test_cuda_target.py
+
+echo
+echo "== report"
+python3 bench/report.py --tessel "$OUT/tessel.json" --anchors "$OUT/anchors.json" --out-dir "$OUT" \
+    --failed "${FAILED[*]:-}" || FAILED+=("report")
+exit ${#FAILED[@]}
