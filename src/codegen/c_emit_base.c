@@ -344,8 +344,8 @@ static char *cx_bin(cgc *c, const tile_expr *e)
     char *a = cgc_cx(c, e->a), *b = cgc_cx(c, e->b);
     switch (e->op) {
     /* both sides are evaluated, as the interpreter does */
-    case TILE_OP_OR: return arena_printf(c->ar, "((int64_t)(((%s) != 0) | ((%s) != 0)))", a, b);
-    case TILE_OP_AND: return arena_printf(c->ar, "((int64_t)(((%s) != 0) & ((%s) != 0)))", a, b);
+    case TILE_OP_OR: return arena_printf(c->ar, "((int64_t)((int)((%s) != 0) | (int)((%s) != 0)))", a, b);
+    case TILE_OP_AND: return arena_printf(c->ar, "((int64_t)((int)((%s) != 0) & (int)((%s) != 0)))", a, b);
     case TILE_OP_EQ: return arena_printf(c->ar, "((int64_t)((%s) == (%s)))", a, b);
     case TILE_OP_NE: return arena_printf(c->ar, "((int64_t)((%s) != (%s)))", a, b);
     case TILE_OP_LT: return arena_printf(c->ar, "((int64_t)((%s) < (%s)))", a, b);

@@ -349,14 +349,19 @@ static void test_warning_free(void)
             CHECK_MSG(st == TSL_OK, "%s: %s", files[f], sb_str(&d.msg));
             if (st) continue;
             CHECK(strstr(sb_str(&sb), "/* ") != NULL);
-            char path[256], cmd[768];
+            char path[256], cmd[1024];
             snprintf(path, sizeof path, "%s/k.c", dir);
             FILE *fp = fopen(path, "w");
             CHECK(fp != NULL);
             if (!fp) continue;
             fputs(sb_str(&sb), fp);
             fclose(fp);
-            snprintf(cmd, sizeof cmd, "cc -std=c11 -Wall -Wextra -Werror -fsyntax-only %s 2>%s/err.txt", path, dir);
+            /* cc, and clang too when there is one */
+            snprintf(cmd, sizeof cmd,
+                     "cc -std=c11 -Wall -Wextra -Werror -fsyntax-only %s 2>%s/err.txt && "
+                     "{ ! command -v clang >/dev/null || clang -std=c11 -Wall -Wextra -Werror -fsyntax-only %s "
+                     "2>%s/err.txt; }",
+                     path, dir, path, dir);
             int rc = system(cmd);
             if (rc) {
                 snprintf(path, sizeof path, "%s/err.txt", dir);
