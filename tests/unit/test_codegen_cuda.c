@@ -734,7 +734,47 @@ static void test_emit_errors(void)
     diag_free(&d);
 }
 
+/* Without a GPU, running is a clear TSL_ERR_UNAVAILABLE and nothing else;
+ * with one, an out-of-range gather index is TSL_ERR_BOUNDS naming it. */
+static void test_run_errors(void)
+{
+    const char *text = "kernel g(X: global f32[N], I: global i32[N], Y: global f32[N]) grid(1) threads(32) {\n"
+                       "  i = load_global I[0] -> register i32[32] layout spatial(32)\n"
+                       "  x = gather X, i -> register f32[32] layout spatial(32)\n"
+                       "  store_global x -> Y[0]\n"
+                       "}\n";
+    tsl_arena *ar = arena_create();
+    tsl_source src = {"g.tile", text};
+    tsl_diag d = {0};
+    tile_module *m = NULL;
+    CHECK_EQ_INT(tile_parse(ar, &src, &d, &m), TSL_OK);
+    int64_t n = 32;
+    DLTensor *x = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n), *i = tsl_tensor_alloc(TSL_DTYPE_I32, 1, &n),
+             *y = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n);
+    for (int k = 0; k < 32; k++) {
+        ((float *)x->data)[k] = (float)test_rand_double(-1, 1);
+        ((int32_t *)i->data)[k] = (int32_t)test_rand_int(0, 31);
+    }
+    int bad = (int)test_rand_int(0, 31);
+    ((int32_t *)i->data)[bad] = 32 + (int32_t)test_rand_int(0, 5);
+    tile_interp_arg args[3] = {{.name = "X", .t = x}, {.name = "I", .t = i}, {.name = "Y", .t = y}};
+    tsl_status st = m ? cg_cuda_run(m, m->kernels[0], args, 3, &d) : TSL_ERR_INTERNAL;
+    if (!have_gpu()) {
+        CHECK_EQ_INT(st, TSL_ERR_UNAVAILABLE);
+        CHECK(sb_str(&d.msg)[0] != 0);
+    } else {
+        CHECK_EQ_INT(st, TSL_ERR_BOUNDS);
+        CHECK_MSG(strstr(sb_str(&d.msg), "dimension 0 of 'X'") != NULL, "%s", sb_str(&d.msg));
+    }
+    tsl_tensor_free(x);
+    tsl_tensor_free(i);
+    tsl_tensor_free(y);
+    diag_free(&d);
+    arena_free(ar);
+}
+
 TEST_SUITE(codegen_cuda) = {
+    {"run_errors", test_run_errors},
     {"emit_shape", test_emit_shape},
     {"emit_errors", test_emit_errors},
     {"compile_all", test_compile_all},
