@@ -699,6 +699,72 @@ static int gen_stmt_try(gen *g, strbuf *b, int first)
     return 1;
 }
 
+/* ---- contraction-shaped programs -------------------------------------- */
+
+/* A GEMM-shaped program, the pattern the contraction strategy recognises:
+ * C = A x B (either operand transposed, sometimes batched, sometimes scaled
+ * by alpha), initialised from a bias or not, with pointwise epilogues and
+ * sometimes a second GEMM (MLP). Sizes go past the strategy's tiles
+ * (17, 33, 67, 131: never multiples of them) within the element cap. */
+static char *gen_gemm_program(gen *g, uint64_t seed)
+{
+    static const int64_t sz[] = {1, 3, 17, 33, 67, 131};
+    int64_t cap = g->o->max_elems * 5, M, N, K, L;
+    for (;;) {
+        M = sz[gen_rand(g, 0, 5)], N = sz[gen_rand(g, 0, 5)], K = sz[gen_rand(g, 0, 5)];
+        L = sz[gen_rand(g, 0, 3)];
+        if (M * K <= cap && K * N <= cap && M * N <= cap && N * L <= cap && M * L <= cap) break;
+    }
+    int r = gen_rand(g, 0, 9);
+    tsl_dtype dt = r < 6 ? TSL_DTYPE_F32 : r < 9 ? TSL_DTYPE_F16 : TSL_DTYPE_F64;
+    const char *ty = tsl_dtype_name(dt);
+    int ta = gen_p(g, 30), tb = gen_p(g, 30), batched = gen_p(g, 20), alpha = gen_p(g, 20);
+    int bias_init = gen_p(g, 30), mlp = gen_p(g, 25);
+    int64_t Bt = batched ? sz[gen_rand(g, 0, 1)] + 2 : 0; /* 3 or 5 */
+    /* f16 sums of K products of values under 1 stay far below 65504; the
+     * second GEMM reads C scaled down to keep it so */
+    strbuf b = {0};
+    sb_printf(&b, "# difftest seed=0x%llx (contraction)\n# sizes: M=%lld N=%lld K=%lld", (unsigned long long)seed,
+              (long long)M, (long long)N, (long long)K);
+    if (mlp) sb_printf(&b, " L=%lld", (long long)L);
+    if (batched) sb_printf(&b, " Bt=%lld", (long long)Bt);
+    sb_puts(&b, "\ndef f(");
+    const char *bd = batched ? "Bt," : "", *bi = batched ? "b, " : "";
+    sb_printf(&b, "%s(%s%s) A, %s(%s%s) B", ty, bd, ta ? "K,M" : "M,K", ty, bd, tb ? "N,K" : "K,N");
+    sb_printf(&b, ", %s(N) bias", ty);
+    if (mlp) sb_printf(&b, ", %s(N,L) W2", ty);
+    if (alpha) sb_puts(&b, ", float alpha");
+    sb_printf(&b, ") -> (%s) {\n", mlp ? (gen_p(g, 50) ? "C, D" : "D") : "C");
+    const char *a_ix = ta ? "r, i" : "i, r", *b_ix = tb ? "j, r" : "r, j";
+    if (bias_init) {
+        sb_printf(&b, "  C(%si, j) = bias(j)%s\n", bi, batched ? " where b in 0:Bt" : "");
+        sb_printf(&b, "  C(%si, j) += %sA(%s%s) * B(%s%s)\n", bi, alpha ? "alpha * " : "", bi, a_ix, bi, b_ix);
+    } else {
+        sb_printf(&b, "  C(%si, j) +=! %sA(%s%s) * B(%s%s)\n", bi, alpha ? "alpha * " : "", bi, a_ix, bi, b_ix);
+    }
+    int nep = gen_rand(g, 0, 2);
+    for (int e = 0; e < nep; e++) {
+        const char *c = gen_str(g, "C(%si, j)", bi);
+        const char *body;
+        switch (gen_rand(g, 0, 5)) {
+        case 0: body = gen_str(g, "fmaxf(%s, 0)", c); break;
+        case 1: body = gen_str(g, "%s + bias(j)", c); break;
+        case 2: body = gen_str(g, "tanh(%s)", c); break;
+        case 3: body = gen_str(g, "%s * 0.5", c); break;
+        case 4: body = gen_str(g, "sigmoid(%s) * %s", c, c); break;
+        default: body = gen_str(g, "%s > 0.25 ? %s : 0.5 * %s", c, c, c); break;
+        }
+        sb_printf(&b, "  C(%si, j) = %s\n", bi, body);
+    }
+    if (mlp) {
+        double scale = dt == TSL_DTYPE_F16 ? 1.0 / 64 : 1; /* |C| <= K; |D| <= K N / 64 */
+        sb_printf(&b, "  D(%si, l) +=! C(%si, r) * %.17g * W2(r, l)\n", bi, bi, scale);
+        if (gen_p(g, 50)) sb_printf(&b, "  D(%si, l) = fmaxf(D(%si, l), 0)\n", bi, bi);
+    }
+    sb_puts(&b, "}\n");
+    return sb_take(&b);
+}
+
 /* ---- the whole program ------------------------------------------------- */
 
 char *dt_gen_program(uint64_t seed, const dt_opts *o)
@@ -707,6 +773,13 @@ char *dt_gen_program(uint64_t seed, const dt_opts *o)
     TSL_ASSERT(g);
     g->rng = seed;
     g->o = o;
+    if (gen_p(g, 20)) {
+        char *text = gen_gemm_program(g, seed);
+        for (int k = 0; k < g->nstrs; k++) free(g->strs[k]);
+        free(g->strs);
+        free(g);
+        return text;
+    }
     int fam = gen_rand(g, 0, 99);
     g->fty = fam < 62 ? TSL_DTYPE_F32 : fam < 77 ? TSL_DTYPE_F64 : fam < 90 ? TSL_DTYPE_F16 : TSL_DTYPE_I32;
     g->int_prog = g->fty == TSL_DTYPE_I32;
