@@ -1,10 +1,838 @@
-/* rowred.c — the row-reduction strategy (stub). */
+/* rowred.c — the row-reduction strategy, and the engine the elementwise
+ * strategy shares (strategy.h, docs/sched.md "Row-reduction and
+ * elementwise strategies").
+ *
+ * A group whose ops all live on the same rows (softmax, layernorm, RMSNorm,
+ * row sums, mv) becomes ONE kernel: one block of SCHED_RR_THREADS threads
+ * per row (grid = the product of the row extents), the row streamed in
+ * chunks of SCHED_RR_WIDTH elements laid out spatial(T).local(E) (each
+ * thread E contiguous elements: wide loads), one `for` over the chunks per
+ * pass. Per op of the group:
+ *   row-full op   e(n,d) = ...        internal: nothing is emitted, readers
+ *                                     recompute it from its body inside
+ *                                     their own chunk loop (it never touches
+ *                                     memory); materialized: a pass that
+ *                                     computes and stores it
+ *   reduction     s(n) +=! f(n,d)     a pass accumulating per lane (tail
+ *                                     lanes give the identity), then one
+ *                                     reduction across the block: within
+ *                                     the thread, across the warp (shuffle),
+ *                                     across warps (shared)
+ *   row scalar    m(n) = m(n) / D     computed once on the [1] tile
+ * Row scalars are [1] tiles replicated over the block and broadcast back to
+ * the chunk's shape where a row-full body reads them. So X is read from
+ * global once per pass that needs it (softmax: 3 passes, the second and
+ * third from L2 when rows are long); the only stores are the group's
+ * materialized outputs.
+ *
+ * Arithmetic runs in f32 (f64 when the group holds an f64 tensor); a
+ * value is rounded to its tensor's dtype where an op defines it, as the
+ * reference interpreter stores it.
+ *
+ * The elementwise strategy uses the same engine in two more forms: `row`
+ * form with rows = niter - 1 and no reduction (needed for broadcast reads
+ * such as bias(o) over out(b,o)), and `flat` form (every read the identity
+ * over the whole tensor: the box is one long row cut into one chunk per
+ * block, no loop).
+ *
+ * Requires: a group classified by fuse.c. Guarantees: the kernel verifies;
+ * a group outside the recognised shapes is declined (returns 0, nothing
+ * added). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "sched/strategy.h"
+#include "sched/strategy_int.h"
+
+/* ---- recognising a group ------------------------------------------------------- */
+
+typedef enum rr_kind { RR_FULL, RR_REDUCE, RR_SCALAR } rr_kind;
+typedef enum rr_pat { RR_PAT_FULL, RR_PAT_ROW, RR_PAT_COL, RR_PAT_BAD } rr_pat;
+
+/* How operand o of op reads its tensor (rows row dims, var `rows` the
+ * column var). */
+static rr_pat rr_pattern(const rr *R, const graph_op *op, const graph_operand *o)
+{
+    const lang_tensor *t = R->def->tensors[o->tensor];
+    if (!o->affine) return RR_PAT_BAD;
+    for (int k = 0; k < o->rank; k++)
+        if (o->idx[k].var < 0) return RR_PAT_BAD;
+    if (R->flat) {
+        /* every read the op's own index list over the whole tensor */
+        if (!o->identity || t->rank != op->niter) return RR_PAT_BAD;
+        for (int k = 0; k < t->rank; k++)
+            if (!graph_sexpr_equal(op->box[k].hi, t->shape[k]) || op->box[k].lo->kind != LANG_SX_CONST ||
+                op->box[k].lo->value != 0)
+                return RR_PAT_BAD;
+        return RR_PAT_FULL;
+    }
+    int rows = R->rows;
+    if (t->rank == rows + 1 && op->nvars == rows + 1) {
+        for (int k = 0; k <= rows; k++)
+            if (o->idx[k].var != k) return RR_PAT_BAD;
+        return graph_sexpr_equal(t->shape[rows], R->colhi) ? RR_PAT_FULL : RR_PAT_BAD;
+    }
+    if (t->rank == rows) {
+        int ok = 1;
+        for (int k = 0; k < rows; k++) ok &= o->idx[k].var == k;
+        if (ok) return RR_PAT_ROW;
+    }
+    if (t->rank == 1 && rows >= 1 && op->nvars == rows + 1 && o->idx[0].var == rows)
+        return graph_sexpr_equal(t->shape[0], R->colhi) ? RR_PAT_COL : RR_PAT_BAD;
+    return RR_PAT_BAD;
+}
+
+static int rr_float(tsl_dtype t) { return dtype_info_of(t)->is_float; }
+
+/* Can the engine lower this body: float arithmetic, comparisons, bool
+ * logic; int only as literals and sizes under + - *. */
+static int rr_expr_ok(const rr *R, const graph_op *op, const graph_expr *e)
+{
+    const lang_expr *s = e->src;
+    switch (e->kind) {
+    case LANG_E_INT:
+    case LANG_E_FLOAT:
+    case LANG_E_SIZE: return 1;
+    case LANG_E_INDEX: return 0;
+    case LANG_E_SCALAR: return rr_float(s->tensor->dtype);
+    case LANG_E_ACCESS: return rr_float(R->def->tensors[op->operands[e->operand].tensor]->dtype);
+    case LANG_E_BINARY:
+        if (!rr_float(s->optype) && s->optype != TSL_DTYPE_BOOL) {
+            /* int scalar arithmetic folds into an int expression */
+            if (s->op != LANG_ADD && s->op != LANG_SUB && s->op != LANG_MUL) return 0;
+            for (int i = 0; i < 2; i++)
+                if (e->args[i]->kind != LANG_E_INT && e->args[i]->kind != LANG_E_SIZE &&
+                    e->args[i]->kind != LANG_E_BINARY)
+                    return 0;
+        }
+        break;
+    case LANG_E_CAST:
+        if (!rr_float(s->type) && s->type != TSL_DTYPE_BOOL) return 0;
+        break;
+    case LANG_E_UNARY:
+        if (s->op == LANG_NEG && !rr_float(s->type)) return 0;
+        break;
+    default: break;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (!rr_expr_ok(R, op, e->args[i])) return 0;
+    return 1;
+}
+
+/* Fill R->kind and check every op; 0 declines the group. */
+static int rr_recognise(rr *R)
+{
+    const graph_group *grp = R->grp;
+    const graph_op *op0 = &R->g->ops[grp->first];
+    R->colhi = NULL;
+    if (!R->flat) {
+        /* the column range: every op's var `rows` (when it has one) is [0, colhi) */
+        for (int i = 0; i < grp->nops; i++) {
+            const graph_op *op = &R->g->ops[grp->first + i];
+            if (op->nvars != R->rows + 1) continue;
+            const lang_range *r = &op->box[R->rows];
+            if (r->lo->kind != LANG_SX_CONST || r->lo->value != 0) return 0;
+            if (!R->colhi) R->colhi = r->hi;
+            else if (!graph_sexpr_equal(R->colhi, r->hi)) return 0;
+        }
+        if (!R->colhi) return 0;
+    }
+    for (int i = 0; i < grp->nops; i++) {
+        const graph_op *op = &R->g->ops[grp->first + i];
+        rr_kind kd;
+        if (op->niter < R->rows || op->nvars > R->rows + 1) return 0;
+        for (int v = 0; v < R->rows; v++)
+            if (!graph_sexpr_equal(op->box[v].lo, op0->box[v].lo) || !graph_sexpr_equal(op->box[v].hi, op0->box[v].hi))
+                return 0;
+        if (R->flat) {
+            if (op->niter != op0->niter || op->nvars != op->niter || op->assign != LANG_ASSIGN) return 0;
+            for (int v = 0; v < op->niter; v++)
+                if (!graph_sexpr_equal(op->box[v].hi, op0->box[v].hi)) return 0;
+            kd = RR_FULL;
+        } else if (op->niter == R->rows + 1 && op->nvars == op->niter && op->assign == LANG_ASSIGN) {
+            kd = RR_FULL;
+        } else if (op->niter == R->rows && op->nvars == R->rows + 1 && op->assign != LANG_ASSIGN &&
+                   op->assign != LANG_MUL_EQ) {
+            /* (no reduce.prod in the tile IR: *= reductions stay generic) */
+            kd = RR_REDUCE;
+        } else if (op->niter == R->rows && op->nvars == R->rows && op->assign == LANG_ASSIGN) {
+            kd = RR_SCALAR;
+        } else {
+            return 0;
+        }
+        R->kind[i] = kd;
+        for (int j = 0; j < op->noperands; j++) {
+            const graph_operand *o = &op->operands[j];
+            const lang_tensor *t = R->def->tensors[o->tensor];
+            if (t->is_scalar || !rr_float(t->dtype)) return 0;
+            if (t->dtype == TSL_DTYPE_F64) R->ct = TSL_DTYPE_F64;
+            rr_pat pt = rr_pattern(R, op, o);
+            if (pt == RR_PAT_BAD) return 0;
+            if (j == 0 && pt != (kd == RR_FULL ? RR_PAT_FULL : RR_PAT_ROW)) return 0;
+        }
+        if (!rr_expr_ok(R, op, op->body)) return 0;
+    }
+    /* a tensor read from memory by the group must not be written by it:
+     * passes re-read memory, so a later pass would see the new values */
+    for (int i = 0; i < grp->nops; i++) {
+        const graph_op *op = &R->g->ops[grp->first + i];
+        for (int j = 1; j < op->noperands; j++)
+            if (rr_writer_before(R, op->operands[j].tensor, i) < 0 && rr_written_in_group(R, op->operands[j].tensor))
+                return 0;
+        if (op->bang == 0 && R->kind[i] == RR_REDUCE && rr_writer_before(R, op->operands[0].tensor, i) < 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- the engine ------------------------------------------------------------------ */
+
+int rr_writer_before(const rr *R, int tensor, int i)
+{
+    for (int j = i - 1; j >= 0; j--)
+        if (R->g->ops[R->grp->first + j].operands[0].tensor == tensor) return j;
+    return -1;
+}
+
+int rr_written_in_group(const rr *R, int tensor)
+{
+    for (int j = 0; j < R->grp->nops; j++)
+        if (R->g->ops[R->grp->first + j].operands[0].tensor == tensor) return 1;
+    return 0;
+}
+
+static int rr_name_used(const tile_kernel *k, const char *s)
+{
+    for (int i = 0; i < k->nvalues; i++)
+        if (!strcmp(k->values[i]->name, s)) return 1;
+    return 0;
+}
+
+static const char *rr_fresh(rr *R, const char *base)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", base);
+    for (int n = 1; tile_name_reserved(buf) || rr_name_used(R->k, buf); n++) snprintf(buf, sizeof buf, "%s_%d", base, n);
+    return arena_strdup(R->m->arena, buf);
+}
+
+static tile_expr *rr_ibin(rr *R, tile_binop op, tile_expr *a, tile_expr *b)
+{
+    int64_t x, y;
+    int ca = tile_expr_const(a, &x), cb = tile_expr_const(b, &y);
+    if (ca && cb && op == TILE_OP_ADD) return tile_expr_int(R->m, x + y);
+    if (ca && cb && op == TILE_OP_SUB) return tile_expr_int(R->m, x - y);
+    if (ca && cb && op == TILE_OP_MUL) return tile_expr_int(R->m, x * y);
+    if (op == TILE_OP_ADD && ca && x == 0) return b;
+    if ((op == TILE_OP_ADD || op == TILE_OP_SUB) && cb && y == 0) return a;
+    if (op == TILE_OP_MUL && ca && x == 1) return b;
+    if ((op == TILE_OP_MUL || op == TILE_OP_DIV) && cb && y == 1) return a;
+    return tile_expr_bin(R->m, op, a, b);
+}
+
+static void rr_add_arg(rr *R, sched_arg arg)
+{
+    ARENA_PUSH(R->m->arena, R->launch->args, R->launch->nargs, R->launch->capargs, arg);
+}
+
+static tile_expr *rr_size(rr *R, int slot)
+{
+    if (!R->size[slot]) {
+        tile_value *v = tile_kernel_param_scalar(R->m, R->k, rr_fresh(R, R->def->sizes[slot]));
+        rr_add_arg(R, (sched_arg){.name = v->name, .kind = SCHED_ARG_SIZE, .sym = slot});
+        R->size[slot] = tile_expr_value(R->m, v);
+    }
+    return R->size[slot];
+}
+
+static tile_expr *rr_sexpr(rr *R, const lang_sexpr *e)
+{
+    switch (e->kind) {
+    case LANG_SX_CONST: return tile_expr_int(R->m, e->value);
+    case LANG_SX_SYM: return rr_size(R, e->sym);
+    case LANG_SX_ADD: return rr_ibin(R, TILE_OP_ADD, rr_sexpr(R, e->a), rr_sexpr(R, e->b));
+    case LANG_SX_SUB: return rr_ibin(R, TILE_OP_SUB, rr_sexpr(R, e->a), rr_sexpr(R, e->b));
+    case LANG_SX_MUL: return rr_ibin(R, TILE_OP_MUL, rr_sexpr(R, e->a), rr_sexpr(R, e->b));
+    case LANG_SX_FLOORDIV: return rr_ibin(R, TILE_OP_DIV, rr_sexpr(R, e->a), rr_sexpr(R, e->b));
+    case LANG_SX_MIN: return rr_ibin(R, TILE_OP_MIN, rr_sexpr(R, e->a), rr_sexpr(R, e->b));
+    case LANG_SX_MAX: return rr_ibin(R, TILE_OP_MAX, rr_sexpr(R, e->a), rr_sexpr(R, e->b));
+    }
+    TSL_ASSERT(0 && "unknown size expression");
+    return NULL;
+}
+
+/* Tensor ti as a kernel parameter: full rank (row forms) or 1-D (flat). */
+static tile_value *rr_tensor(rr *R, int ti)
+{
+    if (R->tparam[ti]) return R->tparam[ti];
+    const lang_tensor *t = R->def->tensors[ti];
+    char nb[128];
+    tile_value *v;
+    if (R->flat) {
+        snprintf(nb, sizeof nb, "%s_n", t->name);
+        tile_expr *n = tile_expr_value(R->m, tile_kernel_symbol(R->m, R->k, rr_fresh(R, nb)));
+        snprintf(nb, sizeof nb, "%s_flat", t->name);
+        v = tile_kernel_param_tensor(R->m, R->k, rr_fresh(R, nb), tile_dtype_from_tsl(t->dtype), 1, &n);
+    } else {
+        tile_expr **dims = arena_alloc(R->m->arena, sizeof *dims * (size_t)(t->rank ? t->rank : 1));
+        for (int d = 0; d < t->rank; d++) {
+            const lang_sexpr *e = t->shape[d];
+            if (e->kind == LANG_SX_CONST) {
+                dims[d] = tile_expr_int(R->m, e->value);
+            } else if (e->kind == LANG_SX_SYM && R->size[e->sym]) {
+                dims[d] = R->size[e->sym];
+            } else {
+                snprintf(nb, sizeof nb, "%s_d%d", t->name, d);
+                int sym = e->kind == LANG_SX_SYM ? e->sym : -1;
+                tile_value *s = tile_kernel_symbol(R->m, R->k, rr_fresh(R, sym >= 0 ? R->def->sizes[sym] : nb));
+                dims[d] = tile_expr_value(R->m, s);
+                if (sym >= 0) R->size[sym] = dims[d];
+            }
+        }
+        v = tile_kernel_param_tensor(R->m, R->k, rr_fresh(R, t->name), tile_dtype_from_tsl(t->dtype), t->rank, dims);
+    }
+    R->tparam[ti] = v;
+    rr_add_arg(R, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti, .flat = R->flat});
+    return v;
+}
+
+/* ---- tiles --------------------------------------------------------------------------
+ * Shapes: `vec`  [W]            spatial(T).local(E)          loads, stores, iota
+ *         `row`  [G, 32, E]     spatial(G,32,1).local(1,1,E) the same registers
+ *         `one`  [1]            replicate(T).local(1)        a row scalar
+ * with G = T / 32 warps; `row` is `vec` viewed so that reductions run
+ * within the thread (dim 2), across the warp (dim 1), across warps (dim 0). */
+
+static tile_type rr_type(rr *R, rr_shape sh, tsl_dtype dt)
+{
+    tile_dtype d = tile_dtype_from_tsl(dt);
+    int64_t vec = R->width, row[3] = {R->threads / 32, 32, R->locals}, two[2] = {R->threads / 32, 32},
+            g1[2] = {R->threads / 32, 1}, one = 1;
+    switch (sh) {
+    case RR_VEC: return tile_type_make(R->m, TILE_REGISTER, d, 1, &vec, R->lay_vec);
+    case RR_ROW: return tile_type_make(R->m, TILE_REGISTER, d, 3, row, R->lay_row);
+    case RR_TWO: return tile_type_make(R->m, TILE_REGISTER, d, 2, two, R->lay_two);
+    case RR_G1: return tile_type_make(R->m, TILE_REGISTER, d, 2, g1, R->lay_g1);
+    case RR_ONE: break;
+    }
+    return tile_type_make(R->m, TILE_REGISTER, d, 1, &one, R->lay_one);
+}
+
+static tsl_dtype rr_dt(const tile_value *t)
+{
+    tsl_dtype d = TSL_DTYPE_F32;
+    tile_dtype_to_tsl(t->type.dt, &d);
+    return d;
+}
+
+/* r = OP args (result like the first tensor operand). */
+static tile_value *rr_emit(rr *R, tile_op op, const char *name, int n, const tile_operand *args)
+{
+    tile_stmt *s = tile_build_instr(&R->b, op, rr_fresh(R, name));
+    for (int i = 0; i < n; i++) tile_instr_arg(R->m, &s->instr, args[i]);
+    tile_instr_infer(s);
+    return s->instr.result;
+}
+
+/* r = OP x -> type (cast, view, reduce, broadcast). */
+static tile_value *rr_emit_to(rr *R, tile_op op, const char *name, tile_value *x, tile_type ty, int dim)
+{
+    tile_stmt *s = tile_build_instr(&R->b, op, rr_fresh(R, name));
+    tile_instr_arg(R->m, &s->instr, tile_operand_tensor(x));
+    tile_instr_result_type(s, ty);
+    if (dim >= 0) s->instr.dim = dim;
+    return s->instr.result;
+}
+
+static rr_shape rr_shape_of(const tile_value *t)
+{
+    if (t->type.rank == 3) return RR_ROW;
+    if (t->type.rank == 1 && t->type.dims[0]->kind == TILE_E_INT && t->type.dims[0]->i == 1) return RR_ONE;
+    return t->type.rank == 1 ? RR_VEC : RR_TWO;
+}
+
+static tile_value *rr_cast(rr *R, tile_value *t, tsl_dtype dt)
+{
+    if (rr_dt(t) == dt) return t;
+    return rr_emit_to(R, TILE_I_CAST, "cv", t, rr_type(R, rr_shape_of(t), dt), -1);
+}
+
+/* A tile of shape sh and dtype dt filled with the scalar expression e. */
+static tile_value *rr_fill(rr *R, rr_shape sh, tsl_dtype dt, tile_expr *e)
+{
+    tile_stmt *s = tile_build_instr(&R->b, TILE_I_ALLOC, rr_fresh(R, "k"));
+    tile_instr_result_type(s, rr_type(R, sh, dt));
+    s->instr.init = e;
+    return s->instr.result;
+}
+
+/* Is block blk open where the builder is (values defined there visible)? */
+static int rr_block_open(const rr *R, const tile_block *blk)
+{
+    if (blk == R->b.cur) return 1;
+    for (int i = 0; i < R->b.depth; i++)
+        if (R->b.stack[i] == blk) return 1;
+    return 0;
+}
+
+static tile_value *rr_memo_get(rr *R, int key, int id, rr_shape sh)
+{
+    for (int i = R->nmemo - 1; i >= 0; i--)
+        if (R->memo[i].key == key && R->memo[i].id == id && R->memo[i].sh == sh && rr_block_open(R, R->memo[i].blk))
+            return R->memo[i].v;
+    return NULL;
+}
+
+static tile_value *rr_memo_put(rr *R, int key, int id, rr_shape sh, tile_value *v)
+{
+    rr_memo m = {key, id, sh, R->b.cur, v};
+    ARENA_PUSH(R->m->arena, R->memo, R->nmemo, R->capmemo, m);
+    return v;
+}
+
+/* The reduction of a `row` tile (dtype ct) to `one`. */
+static tile_value *rr_reduce(rr *R, tile_op op, tile_value *x)
+{
+    tsl_dtype ct = rr_dt(x);
+    tile_value *a = rr_emit_to(R, op, "rt", x, rr_type(R, RR_TWO, ct), 2);
+    tile_value *b = rr_emit_to(R, op, "rw", a, rr_type(R, RR_G1, ct), 1);
+    return rr_emit_to(R, op, "rb", b, rr_type(R, RR_ONE, ct), 0);
+}
+
+/* A row scalar (`one`) broadcast to the chunk's `row` shape. */
+static tile_value *rr_spread(rr *R, tile_value *one)
+{
+    tsl_dtype dt = rr_dt(one);
+    tile_value *a = rr_emit_to(R, TILE_I_BROADCAST, "bw", one, rr_type(R, RR_G1, dt), 0);
+    tile_value *b = rr_emit_to(R, TILE_I_BROADCAST, "bl", a, rr_type(R, RR_TWO, dt), 1);
+    return rr_emit_to(R, TILE_I_BROADCAST, "bt", b, rr_type(R, RR_ROW, dt), 2);
+}
+
+/* The operand T[row coords..., off] (row forms), T_flat[off] (flat), or
+ * T[row coords] for a row scalar (col: T[off]). */
+static tile_operand rr_at(rr *R, int ti, rr_pat pt)
+{
+    tile_operand o = tile_operand_tensor(rr_tensor(R, ti));
+    tile_expr *idx[TSL_MAX_RANK + 1];
+    int n = 0;
+    if (pt != RR_PAT_COL && !R->flat)
+        for (int k = 0; k < R->rows; k++) idx[n++] = R->rowc[k];
+    if (pt != RR_PAT_ROW) idx[n++] = R->off;
+    if (n) tile_operand_index(R->m, &o, n, idx);
+    return o;
+}
+
+/* A chunk of tensor ti (full or col pattern) as a `row` tile in ct. */
+static tile_value *rr_load_chunk(rr *R, int ti, rr_pat pt)
+{
+    tile_value *v = rr_memo_get(R, 1 + pt, ti, RR_ROW);
+    if (v) return v;
+    tsl_dtype dt = R->def->tensors[ti]->dtype;
+    tile_stmt *s = tile_build_instr(&R->b, TILE_I_LOAD_GLOBAL, rr_fresh(R, "ld"));
+    tile_instr_arg(R->m, &s->instr, rr_at(R, ti, pt));
+    tile_instr_result_type(s, rr_type(R, RR_VEC, dt));
+    v = rr_emit_to(R, TILE_I_VIEW, "lv", s->instr.result, rr_type(R, RR_ROW, dt), -1);
+    return rr_memo_put(R, 1 + pt, ti, RR_ROW, rr_cast(R, v, R->ct));
+}
+
+/* A row scalar of tensor ti from memory, as `one` in ct. */
+static tile_value *rr_load_one(rr *R, int ti)
+{
+    tile_value *v = rr_memo_get(R, 1 + RR_PAT_ROW, ti, RR_ONE);
+    if (v) return v;
+    tsl_dtype dt = R->def->tensors[ti]->dtype;
+    tile_stmt *s = tile_build_instr(&R->b, TILE_I_LOAD_GLOBAL, rr_fresh(R, "ld"));
+    tile_instr_arg(R->m, &s->instr, rr_at(R, ti, RR_PAT_ROW));
+    tile_instr_result_type(s, rr_type(R, RR_ONE, dt));
+    return rr_memo_put(R, 1 + RR_PAT_ROW, ti, RR_ONE, rr_cast(R, s->instr.result, R->ct));
+}
+
+/* The lanes of the current chunk inside the row: `row` bool. */
+static tile_value *rr_valid(rr *R)
+{
+    tile_value *v = rr_memo_get(R, 9, 0, RR_ROW);
+    if (v) return v;
+    tile_stmt *s = tile_build_instr(&R->b, TILE_I_IOTA, rr_fresh(R, "col"));
+    tile_instr_arg(R->m, &s->instr, tile_operand_scalar(R->off));
+    tile_instr_result_type(s, rr_type(R, RR_VEC, TSL_DTYPE_I64));
+    s->instr.dim = 0;
+    tile_value *c = rr_emit_to(R, TILE_I_VIEW, "cw", s->instr.result, rr_type(R, RR_ROW, TSL_DTYPE_I64), -1);
+    tile_operand a[2] = {tile_operand_tensor(c), tile_operand_scalar(R->colext)};
+    return rr_memo_put(R, 9, 0, RR_ROW, rr_emit(R, TILE_I_LT, "in", 2, a));
+}
+
+/* ---- bodies ------------------------------------------------------------------------- */
+
+/* A lowered value: a tile (ct, or bool) or a scalar expression. */
+typedef struct rv {
+    tile_value *t;
+    tile_expr *s;
+    int isint;
+} rv;
+
+static tile_value *rr_value(rr *R, int i, rr_shape sh);
+
+static tile_value *rr_as_tile(rr *R, rv v, rr_shape sh)
+{
+    if (v.t) return v.t;
+    int typed = v.s->kind == TILE_E_VALUE && tile_value_is_typed_scalar(v.s->v);
+    if (!typed) return rr_fill(R, sh, R->ct, v.s);
+    tile_value *z = rr_fill(R, sh, R->ct, tile_expr_int(R->m, 0));
+    tile_operand a[2] = {tile_operand_tensor(z), tile_operand_scalar(v.s)};
+    return rr_emit(R, TILE_I_ADD, "sc", 2, a);
+}
+
+static tile_operand rr_opnd(rv v) { return v.t ? tile_operand_tensor(v.t) : tile_operand_scalar(v.s); }
+
+static tile_value *rr_bool(rr *R, rv v, rr_shape sh)
+{
+    tile_value *t = rr_as_tile(R, v, sh);
+    if (t->type.dt.kind == TILE_DT_BOOL) return t;
+    tile_operand a[2] = {tile_operand_tensor(t), tile_operand_scalar(tile_expr_int(R->m, 0))};
+    return rr_emit(R, TILE_I_NE, "nz", 2, a);
+}
+
+/* Bool tiles become ct 0/1 where arithmetic needs them. */
+static rv rr_num(rr *R, rv v)
+{
+    if (v.t && v.t->type.dt.kind == TILE_DT_BOOL) v.t = rr_cast(R, v.t, R->ct);
+    return v;
+}
+
+static tile_op rr_unop(int b)
+{
+    switch (b) {
+    case LANG_EXP: return TILE_I_EXP;
+    case LANG_LOG: return TILE_I_LOG;
+    case LANG_SQRT: return TILE_I_SQRT;
+    case LANG_RSQRT: return TILE_I_RSQRT;
+    case LANG_TANH: return TILE_I_TANH;
+    case LANG_SIGMOID: return TILE_I_SIGMOID;
+    case LANG_ERF: return TILE_I_ERF;
+    default: return TILE_I_ABS;
+    }
+}
+
+static tile_op rr_binop(int op)
+{
+    switch (op) {
+    case LANG_EQ: return TILE_I_EQ;
+    case LANG_NE: return TILE_I_NE;
+    case LANG_LT: return TILE_I_LT;
+    case LANG_LE: return TILE_I_LE;
+    case LANG_GT: return TILE_I_GT;
+    case LANG_GE: return TILE_I_GE;
+    case LANG_ADD: return TILE_I_ADD;
+    case LANG_SUB: return TILE_I_SUB;
+    case LANG_MUL: return TILE_I_MUL;
+    case LANG_DIV: return TILE_I_DIV;
+    case LANG_AND: return TILE_I_AND;
+    case LANG_OR: return TILE_I_OR;
+    default: return TILE_I_MOD;
+    }
+}
+
+/* x OP y on tiles of shape sh (at least one operand becomes a tile). */
+static rv rr_bin(rr *R, tile_op op, rv x, rv y, rr_shape sh)
+{
+    if (op == TILE_I_AND || op == TILE_I_OR) {
+        tile_operand a[2] = {tile_operand_tensor(rr_bool(R, x, sh)), tile_operand_tensor(rr_bool(R, y, sh))};
+        return (rv){.t = rr_emit(R, op, "v", 2, a)};
+    }
+    x = rr_num(R, x);
+    y = rr_num(R, y);
+    if (!x.t && !y.t) x.t = rr_as_tile(R, x, sh);
+    tile_operand a[2] = {rr_opnd(x), rr_opnd(y)};
+    if (!x.t) {
+        /* the first tensor operand gives the result's type: keep order with
+         * a tile first only for commutative ops */
+        if (op == TILE_I_ADD || op == TILE_I_MUL || op == TILE_I_MAX || op == TILE_I_MIN || op == TILE_I_EQ ||
+            op == TILE_I_NE) {
+            a[0] = rr_opnd(y);
+            a[1] = rr_opnd(x);
+        } else {
+            a[0] = tile_operand_tensor(rr_as_tile(R, x, sh));
+        }
+    }
+    return (rv){.t = rr_emit(R, op, "v", 2, a)};
+}
+
+/* Body e of group op i in shape sh (RR_ROW inside a chunk, RR_ONE for row
+ * scalars). */
+static rv rr_expr(rr *R, int i, const graph_expr *e, rr_shape sh)
+{
+    const graph_op *op = &R->g->ops[R->grp->first + i];
+    const lang_expr *s = e->src;
+    switch (e->kind) {
+    case LANG_E_INT:
+        if (rr_float(s->type)) return (rv){.s = tile_expr_float(R->m, (double)s->ival)};
+        return (rv){.s = tile_expr_int(R->m, s->ival), .isint = 1};
+    case LANG_E_FLOAT: return (rv){.s = tile_expr_float(R->m, s->fval)};
+    case LANG_E_SIZE: return (rv){.s = rr_size(R, s->slot), .isint = 1};
+    case LANG_E_SCALAR: {
+        int ti = s->tensor->index;
+        if (!R->tparam[ti]) {
+            tile_value *v = tile_kernel_param_typed(R->m, R->k, rr_fresh(R, s->tensor->name),
+                                                    tile_dtype_from_tsl(s->tensor->dtype));
+            R->tparam[ti] = v;
+            rr_add_arg(R, (sched_arg){.name = v->name, .kind = SCHED_ARG_SCALAR, .tensor = ti});
+        }
+        return (rv){.s = tile_expr_value(R->m, R->tparam[ti])};
+    }
+    case LANG_E_ACCESS: {
+        const graph_operand *o = &op->operands[e->operand];
+        rr_pat pt = rr_pattern(R, op, o);
+        int w = rr_writer_before(R, o->tensor, i);
+        if (w >= 0) return (rv){.t = rr_value(R, w, sh)};
+        if (pt == RR_PAT_ROW) {
+            tile_value *one = rr_load_one(R, o->tensor);
+            if (sh == RR_ONE) return (rv){.t = one};
+            tile_value *v = rr_memo_get(R, 20, o->tensor, RR_ROW);
+            return (rv){.t = v ? v : rr_memo_put(R, 20, o->tensor, RR_ROW, rr_spread(R, one))};
+        }
+        return (rv){.t = rr_load_chunk(R, o->tensor, pt)};
+    }
+    case LANG_E_UNARY: {
+        rv x = rr_expr(R, i, e->args[0], sh);
+        if (s->op == LANG_NOT) {
+            tile_operand a = tile_operand_tensor(rr_bool(R, x, sh));
+            return (rv){.t = rr_emit(R, TILE_I_NOT, "nt", 1, &a)};
+        }
+        tile_operand a = tile_operand_tensor(rr_as_tile(R, rr_num(R, x), sh));
+        return (rv){.t = rr_emit(R, TILE_I_NEG, "ng", 1, &a)};
+    }
+    case LANG_E_BINARY: {
+        rv x = rr_expr(R, i, e->args[0], sh), y = rr_expr(R, i, e->args[1], sh);
+        if (x.isint && y.isint && !x.t && !y.t) {
+            tile_binop bo = s->op == LANG_ADD ? TILE_OP_ADD : s->op == LANG_SUB ? TILE_OP_SUB : TILE_OP_MUL;
+            return (rv){.s = rr_ibin(R, bo, x.s, y.s), .isint = 1};
+        }
+        return rr_bin(R, rr_binop(s->op), x, y, sh);
+    }
+    case LANG_E_SELECT: {
+        tile_value *c = rr_bool(R, rr_expr(R, i, e->args[0], sh), sh);
+        rv a = rr_num(R, rr_expr(R, i, e->args[1], sh)), b = rr_num(R, rr_expr(R, i, e->args[2], sh));
+        if (!a.t && !b.t) a.t = rr_as_tile(R, a, sh);
+        if (!a.t) a.t = rr_as_tile(R, a, sh);
+        tile_operand args[3] = {tile_operand_tensor(c), rr_opnd(a), rr_opnd(b)};
+        return (rv){.t = rr_emit(R, TILE_I_SELECT, "sl", 3, args)};
+    }
+    case LANG_E_CALL: {
+        rv x = rr_expr(R, i, e->args[0], sh);
+        if (e->nargs == 2) {
+            rv y = rr_expr(R, i, e->args[1], sh);
+            tile_op bo = s->op == LANG_MAX ? TILE_I_MAX : s->op == LANG_MIN ? TILE_I_MIN : TILE_I_POW;
+            return rr_bin(R, bo, x, y, sh);
+        }
+        tile_operand a = tile_operand_tensor(rr_as_tile(R, rr_num(R, x), sh));
+        return (rv){.t = rr_emit(R, rr_unop(s->op), "f", 1, &a)};
+    }
+    case LANG_E_CAST: {
+        rv x = rr_expr(R, i, e->args[0], sh);
+        if (s->type == TSL_DTYPE_BOOL) return (rv){.t = rr_bool(R, x, sh)};
+        tile_value *t = rr_as_tile(R, rr_num(R, x), sh);
+        /* round through the named dtype */
+        return (rv){.t = rr_cast(R, rr_cast(R, t, s->type), R->ct)};
+    }
+    default: break;
+    }
+    TSL_ASSERT(0 && "unknown expression kind");
+    return (rv){.s = tile_expr_int(R->m, 0)};
+}
+
+/* The value op i defines, in shape sh: row-full ops recomputed in the
+ * current chunk (memoized per open block), row scalars from their slot. */
+static tile_value *rr_value(rr *R, int i, rr_shape sh)
+{
+    if (R->kind[i] != RR_FULL) {
+        TSL_ASSERT(R->one[i]);
+        if (sh == RR_ONE) return R->one[i];
+        tile_value *v = rr_memo_get(R, 30, i, RR_ROW);
+        return v ? v : rr_memo_put(R, 30, i, RR_ROW, rr_spread(R, R->one[i]));
+    }
+    TSL_ASSERT(sh == RR_ROW);
+    tile_value *v = rr_memo_get(R, 40, i, RR_ROW);
+    if (v) return v;
+    const graph_op *op = &R->g->ops[R->grp->first + i];
+    tile_value *t = rr_as_tile(R, rr_num(R, rr_expr(R, i, op->body, RR_ROW)), RR_ROW);
+    tsl_dtype lt = R->def->tensors[op->operands[0].tensor]->dtype;
+    return rr_memo_put(R, 40, i, RR_ROW, rr_cast(R, rr_cast(R, t, lt), R->ct));
+}
+
+/* ---- passes ------------------------------------------------------------------------------ */
+
+/* Open the chunk loop of a pass (row forms); R->off is the chunk's first
+ * column. Flat form: the block's chunk, no loop. */
+static int rr_pass_begin(rr *R)
+{
+    if (R->flat) return 0;
+    tile_expr *n = tile_expr_bin(R->m, TILE_OP_CDIV, R->colext, tile_expr_int(R->m, R->width));
+    tile_stmt *f = tile_build_for(&R->b, rr_fresh(R, "c"), tile_expr_int(R->m, 0), n, NULL);
+    tile_build_push(&R->b, f->body);
+    R->off = rr_ibin(R, TILE_OP_MUL, tile_expr_value(R->m, f->v), tile_expr_int(R->m, R->width));
+    return 1;
+}
+
+static void rr_pass_end(rr *R, int opened)
+{
+    if (opened) tile_build_pop(&R->b);
+}
+
+static tile_expr *rr_identity(rr *R, lang_assign_op op)
+{
+    if (op == LANG_ADD_EQ) return tile_expr_int(R->m, 0);
+    if (op == LANG_MUL_EQ) return tile_expr_int(R->m, 1);
+    return tile_expr_float(R->m, op == LANG_MAX_EQ ? -INFINITY : INFINITY);
+}
+
+static tile_op rr_combine(lang_assign_op op)
+{
+    return op == LANG_MUL_EQ ? TILE_I_MUL : op == LANG_MAX_EQ ? TILE_I_MAX : op == LANG_MIN_EQ ? TILE_I_MIN : TILE_I_ADD;
+}
+
+static int rr_last_writer(const rr *R, int i)
+{
+    int t = R->g->ops[R->grp->first + i].operands[0].tensor;
+    return rr_writer_before(R, t, R->grp->nops) == i;
+}
+
+static int rr_materialized(const rr *R, int i)
+{
+    const graph_tensor *t = &R->g->tensors[R->g->ops[R->grp->first + i].operands[0].tensor];
+    return !t->internal && rr_last_writer(R, i);
+}
+
+static void rr_store(rr *R, tile_value *x, int ti, rr_pat pt)
+{
+    tsl_dtype dt = R->def->tensors[ti]->dtype;
+    tile_value *y = rr_cast(R, x, dt);
+    if (pt == RR_PAT_FULL) y = rr_emit_to(R, TILE_I_VIEW, "sv", y, rr_type(R, RR_VEC, dt), -1);
+    tile_stmt *s = tile_build_instr(&R->b, TILE_I_STORE_GLOBAL, NULL);
+    tile_instr_arg(R->m, &s->instr, tile_operand_tensor(y));
+    tile_instr_dst(&s->instr, rr_at(R, ti, pt));
+}
+
+static void rr_lower_op(rr *R, int i)
+{
+    const graph_op *op = &R->g->ops[R->grp->first + i];
+    int lhs = op->operands[0].tensor;
+    tsl_dtype lt = R->def->tensors[lhs]->dtype;
+    if (R->kind[i] == RR_FULL) {
+        if (!rr_materialized(R, i)) return; /* recomputed where it is read */
+        int o = rr_pass_begin(R);
+        rr_store(R, rr_value(R, i, RR_ROW), lhs, RR_PAT_FULL);
+        rr_pass_end(R, o);
+        return;
+    }
+    tile_value *one;
+    if (R->kind[i] == RR_SCALAR) {
+        one = rr_as_tile(R, rr_num(R, rr_expr(R, i, op->body, RR_ONE)), RR_ONE);
+    } else {
+        tile_value *acc = rr_fill(R, RR_ROW, R->ct, rr_identity(R, op->assign));
+        int o = rr_pass_begin(R);
+        tile_value *x = rr_as_tile(R, rr_num(R, rr_expr(R, i, op->body, RR_ROW)), RR_ROW);
+        tile_operand sa[3] = {tile_operand_tensor(rr_valid(R)), tile_operand_tensor(x),
+                              tile_operand_scalar(rr_identity(R, op->assign))};
+        x = rr_emit(R, TILE_I_SELECT, "m", 3, sa);
+        tile_stmt *c = tile_build_instr(&R->b, rr_combine(op->assign), NULL);
+        tile_instr_arg(R->m, &c->instr, tile_operand_tensor(acc));
+        tile_instr_arg(R->m, &c->instr, tile_operand_tensor(x));
+        tile_instr_dst(&c->instr, tile_operand_tensor(acc));
+        rr_pass_end(R, o);
+        tile_op ro = op->assign == LANG_MAX_EQ ? TILE_I_REDUCE_MAX
+                     : op->assign == LANG_MIN_EQ ? TILE_I_REDUCE_MIN
+                                                 : TILE_I_REDUCE_SUM;
+        one = rr_reduce(R, ro, acc);
+        if (!op->bang) {
+            tile_operand a[2] = {tile_operand_tensor(rr_value(R, rr_writer_before(R, lhs, i), RR_ONE)),
+                                 tile_operand_tensor(one)};
+            one = rr_emit(R, rr_combine(op->assign), "ac", 2, a);
+        }
+    }
+    R->one[i] = rr_cast(R, rr_cast(R, one, lt), R->ct);
+    if (rr_materialized(R, i)) rr_store(R, R->one[i], lhs, RR_PAT_ROW);
+}
+
+/* ---- entry -------------------------------------------------------------------------------- */
+
+int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int rows, int flat, const char *tag)
+{
+    tsl_arena *a = p->m->arena;
+    rr *R = arena_alloc(a, sizeof *R);
+    R->p = p;
+    R->g = g;
+    R->def = g->def;
+    R->grp = grp;
+    R->m = p->m;
+    R->rows = rows;
+    R->flat = flat;
+    R->ct = TSL_DTYPE_F32;
+    R->kind = arena_alloc(a, sizeof *R->kind * (size_t)(grp->nops + 1));
+    R->one = arena_alloc(a, sizeof *R->one * (size_t)(grp->nops + 1));
+    if (!rr_recognise(R)) return 0;
+    R->threads = flat ? SCHED_EW_THREADS : SCHED_RR_THREADS;
+    R->locals = flat ? SCHED_EW_LOCALS : SCHED_RR_LOCALS;
+    R->width = R->threads * R->locals;
+    char txt[96];
+    snprintf(txt, sizeof txt, "spatial(%d).local(%d)", R->threads, R->locals);
+    R->lay_vec = tile_layout_make(R->m, txt, NULL);
+    snprintf(txt, sizeof txt, "spatial(%d,32,1).local(1,1,%d)", R->threads / 32, R->locals);
+    R->lay_row = tile_layout_make(R->m, txt, NULL);
+    snprintf(txt, sizeof txt, "spatial(%d,32)", R->threads / 32);
+    R->lay_two = tile_layout_make(R->m, txt, NULL);
+    snprintf(txt, sizeof txt, "spatial(%d,1).replicate(32)", R->threads / 32);
+    R->lay_g1 = tile_layout_make(R->m, txt, NULL);
+    snprintf(txt, sizeof txt, "replicate(%d).local(1)", R->threads);
+    R->lay_one = tile_layout_make(R->m, txt, NULL);
+    TSL_ASSERT(R->lay_vec && R->lay_row && R->lay_two && R->lay_g1 && R->lay_one);
+
+    const graph_op *op0 = &g->ops[grp->first];
+    char kn[160];
+    snprintf(kn, sizeof kn, "%s_g%d_%s", R->def->name, grp->index, tag);
+    R->k = tile_kernel_new(R->m, kn, R->threads);
+    sched_launch ln = {.k = R->k, .stmt = op0->index, .nstmts = grp->nops};
+    ARENA_PUSH(a, p->launches, p->nlaunches, p->caplaunches, ln);
+    R->launch = &p->launches[p->nlaunches - 1];
+    R->tparam = arena_alloc(a, sizeof *R->tparam * (size_t)(R->def->ntensors + 1));
+    R->size = arena_alloc(a, sizeof *R->size * (size_t)(R->def->nsizes + 1));
+    /* parameters in a stable order: every tensor the group touches */
+    for (int i = 0; i < grp->nops; i++) {
+        const graph_op *op = &g->ops[grp->first + i];
+        for (int j = op->noperands - 1; j >= 0; j--) {
+            int ti = op->operands[j].tensor;
+            if (j == 0 ? rr_materialized(R, i) : rr_writer_before(R, ti, i) < 0) rr_tensor(R, ti);
+        }
+    }
+    tile_build_begin(&R->b, R->m, R->k);
+    R->rowc = arena_alloc(a, sizeof *R->rowc * (size_t)(rows + 1));
+    if (flat) {
+        tile_expr *total = tile_expr_int(R->m, 1);
+        for (int v = 0; v < op0->niter; v++)
+            total = rr_ibin(R, TILE_OP_MUL, total,
+                            rr_ibin(R, TILE_OP_SUB, rr_sexpr(R, op0->box[v].hi), rr_sexpr(R, op0->box[v].lo)));
+        R->colext = total;
+        R->off = rr_ibin(R, TILE_OP_MUL, tile_expr_block_idx(R->m, 0), tile_expr_int(R->m, R->width));
+        R->k->grid[0] = tile_expr_bin(R->m, TILE_OP_CDIV, total, tile_expr_int(R->m, R->width));
+    } else {
+        /* row r of the grid: coordinate of row var v = (r / prod ext[v+1..]) % ext[v] + lo[v] */
+        tile_expr *stride = tile_expr_int(R->m, 1);
+        for (int v = rows - 1; v >= 0; v--) {
+            tile_expr *lo = rr_sexpr(R, op0->box[v].lo), *ext = rr_ibin(R, TILE_OP_SUB, rr_sexpr(R, op0->box[v].hi), lo);
+            tile_expr *q = rr_ibin(R, TILE_OP_DIV, tile_expr_block_idx(R->m, 0), stride);
+            if (v > 0) q = tile_expr_bin(R->m, TILE_OP_MOD, q, ext);
+            R->rowc[v] = rr_ibin(R, TILE_OP_ADD, q, lo);
+            stride = rr_ibin(R, TILE_OP_MUL, stride, ext);
+        }
+        R->k->grid[0] = stride;
+        R->colext = rr_sexpr(R, R->colhi);
+    }
+    for (int i = 0; i < grp->nops; i++) rr_lower_op(R, i);
+    return 1;
+}
 
 int sched_lower_rowred(sched_plan *p, const graph *g, const graph_group *grp)
 {
-    (void)p;
-    (void)g;
-    (void)grp;
-    return 0;
+    if (grp->rows < 1) return 0;
+    return sched_rr_lower(p, g, grp, grp->rows, 0, "rowred");
 }
