@@ -9,9 +9,10 @@
  *   cc -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Isrc -Itests tests/fuzz/difftest.c tests/fuzz/gen.c build/libtessel.a -ldl -lm -lpthread -o build/difftest
  *
  * Usage:
- *   build/difftest [-n N] [-s SEED] [-e MAX_ELEMS] [-t MAX_STMTS] [--target cpu|cuda|interp]
+ *   build/difftest [-n N] [-s SEED] [-e MAX_ELEMS] [-t MAX_STMTS] [--gemm PERCENT] [--target cpu|cuda|interp]
  *                  [--save DIR] [--no-save] [-v] [FILE.tc ...]
  * With files, runs those (regression files) instead of random programs.
+ * --gemm sets the share of contraction-shaped programs (default 20).
  * -v prints every program. --target interp runs the interpreter twice: a
  * fast check of the generator and the front end over many programs.
  * The last line is "N passed, N failed". */
@@ -26,7 +27,7 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: difftest [-n N] [-s SEED] [-e MAX_ELEMS] [-t MAX_STMTS] "
-                    "[--target cpu|cuda|interp] [--save DIR] [--no-save] [-v] [FILE.tc ...]\n");
+                    "[--gemm PERCENT] [--target cpu|cuda|interp] [--save DIR] [--no-save] [-v] [FILE.tc ...]\n");
 }
 
 /* Save a failing program, with what failed as a comment on top. */
@@ -70,7 +71,7 @@ int main(int argc, char **argv)
 {
     long n = 100;
     uint64_t seed = (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)clock();
-    dt_opts opts = {.max_elems = 4000, .max_stmts = 4};
+    dt_opts opts = {.max_elems = 4000, .max_stmts = 4, .gemm_percent = 20};
     tsl_target target = TSL_TARGET_CPU;
     const char *save_dir = "tests/fuzz/regress";
     int verbose = 0, nfiles = 0, nsigs = 0;
@@ -82,6 +83,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "-s") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
         else if (!strcmp(a, "-e") && i + 1 < argc) opts.max_elems = atol(argv[++i]);
         else if (!strcmp(a, "-t") && i + 1 < argc) opts.max_stmts = atoi(argv[++i]);
+        else if (!strcmp(a, "--gemm") && i + 1 < argc) opts.gemm_percent = atoi(argv[++i]);
         else if (!strcmp(a, "--save") && i + 1 < argc) save_dir = argv[++i];
         else if (!strcmp(a, "--no-save")) save_dir = NULL;
         else if (!strcmp(a, "-v")) verbose = 1;

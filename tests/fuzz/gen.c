@@ -773,7 +773,7 @@ char *dt_gen_program(uint64_t seed, const dt_opts *o)
     TSL_ASSERT(g);
     g->rng = seed;
     g->o = o;
-    if (gen_p(g, 20)) {
+    if (gen_p(g, o->gemm_percent)) {
         char *text = gen_gemm_program(g, seed);
         for (int k = 0; k < g->nstrs; k++) free(g->strs[k]);
         free(g->strs);

@@ -30,6 +30,7 @@
 typedef struct dt_opts {
     int64_t max_elems; /* cap on every tensor's and every statement box's element count */
     int max_stmts;     /* statements per def: 1..max_stmts */
+    int gemm_percent;  /* share of contraction-shaped (GEMM) programs, 0..100 */
 } dt_opts;
 
 /* One random valid program in the regression-file format above (malloc'd;

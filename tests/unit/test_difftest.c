@@ -30,7 +30,7 @@ static double diff_now(void)
 
 static void test_random_programs(void)
 {
-    dt_opts o = {.max_elems = 600, .max_stmts = 4};
+    dt_opts o = {.max_elems = 600, .max_stmts = 4, .gemm_percent = 20};
     double t0 = diff_now();
     int ran = 0, interp_only = 0;
     for (int k = 0; k < DIFF_PROGRAMS; k++) {
@@ -77,7 +77,7 @@ static void test_regressions(void)
 
 static void test_generator_deterministic(void)
 {
-    dt_opts o = {.max_elems = 600, .max_stmts = 4};
+    dt_opts o = {.max_elems = 600, .max_stmts = 4, .gemm_percent = 20};
     uint64_t seed = test_rand();
     char *a = dt_gen_program(seed, &o), *b = dt_gen_program(seed, &o);
     CHECK_EQ_STR(a, b);
