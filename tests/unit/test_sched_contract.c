@@ -13,8 +13,10 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "codegen/cuda.h"
 #include "graph/graph.h"
 #include "interp/interp.h"
+#include "runtime/runtime.h"
 #include "sched/sched.h"
 #include "test.h"
 #include "tessel.h"
@@ -105,6 +107,29 @@ static tsl_status run_cpu(void *ctx, const tile_module *m, const tile_kernel *k,
 {
     (void)ctx;
     return cg_c_run(m, k, args, nargs, d);
+}
+
+static tsl_status run_gpu(void *ctx, const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
+                          int nargs, tsl_diag *d)
+{
+    (void)ctx;
+    return cg_cuda_run(m, k, args, nargs, d);
+}
+
+static int gpu_state = -1; /* -1 unknown, 0 none, 1 present */
+
+static int have_gpu(void)
+{
+    if (gpu_state < 0) {
+        tsl_diag d = {0};
+        rt_cuda_device *dev = NULL;
+        gpu_state = rt_cuda_open(&dev, &d) == TSL_OK;
+        if (gpu_state) printf("    GPU: %s (%s)\n", rt_cuda_device_info(dev)->name, rt_cuda_device_info(dev)->arch);
+        else printf("    skipped: no GPU (%s)\n", sb_str(&d.msg));
+        rt_cuda_close(dev);
+        diag_free(&d);
+    }
+    return gpu_state;
 }
 
 static double tolerance(tsl_dtype t)
@@ -227,6 +252,8 @@ static void compare_run(tsl_arena *a, const lang_def *def, const sched_plan *p, 
     }
 }
 
+static void each_case_gpu(void);
+
 static void each_case(int interp, int cpu)
 {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -247,7 +274,143 @@ static void each_case(int interp, int cpu)
     }
 }
 
+/* Every contraction kernel compiles with NVRTC for sm_90a with no spills
+ * and no stack frame (ptxas report); sm_80 must compile, its report is
+ * printed. */
+static void test_nvrtc_no_spills(void)
+{
+    tsl_diag d = {0};
+    if (rt_cuda_nvrtc_available(&d) != TSL_OK) {
+        printf("    skipped: no NVRTC (%s)\n", sb_str(&d.msg));
+        diag_free(&d);
+        return;
+    }
+    diag_free(&d);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tsl_arena *a = arena_create();
+        tsl_source src = {"contract.tc", cases[c].src};
+        lang_module *mod = lang_parse_check(a, &src, &d);
+        sched_plan *p = mod ? lower_checked(a, mod->defs[0], cases[c].ncontract) : NULL;
+        for (int i = 0; p && i < p->nlaunches; i++) {
+            const tile_kernel *k = p->launches[i].k;
+            if (!strstr(k->name, "_contract")) continue;
+            strbuf cu = {0};
+            diag_reset(&d);
+            tsl_status st = cg_cuda_emit(p->m, k, &cu, &d);
+            CHECK_MSG(st == TSL_OK, "%s: CUDA emit: %s", k->name, sb_str(&d.msg));
+            static const char *const archs[] = {"sm_90a", "sm_80"};
+            for (int ai = 0; st == TSL_OK && ai < 2; ai++) {
+                rt_cuda_options o = {0};
+                o.ptxas_verbose = 1;
+                o.name = k->name;
+                void *cubin = NULL;
+                size_t n = 0;
+                char *log = NULL;
+                diag_reset(&d);
+                tsl_status cs = rt_cuda_compile(sb_str(&cu), archs[ai], &o, &cubin, &n, &log, &d);
+                CHECK_MSG(cs == TSL_OK, "%s: NVRTC %s: %s", k->name, archs[ai], sb_str(&d.msg));
+                if (cs == TSL_OK) {
+                    rt_ptxas_report r;
+                    rt_cuda_ptxas_parse(log, &r);
+                    CHECK_MSG(r.found >= 1, "%s: no ptxas report", k->name);
+                    /* the brief's target is sm_90a; sm_80 is reported only */
+                    CHECK_MSG(ai == 1 || (r.spill_stores == 0 && r.spill_loads == 0 && r.stack_frame == 0),
+                              "%s %s: spills %d/%d bytes, stack frame %d bytes", k->name, archs[ai], r.spill_stores,
+                              r.spill_loads, r.stack_frame);
+                    printf("    %s %s: %d registers, spills %d/%d, stack %d\n", k->name, archs[ai], r.registers,
+                           r.spill_stores, r.spill_loads, r.stack_frame);
+                }
+                free(cubin);
+                free(log);
+            }
+            sb_free(&cu);
+        }
+        diag_free(&d);
+        arena_free(a);
+    }
+}
+
+/* With a GPU: every case through the CUDA generator against the TC
+ * interpreter. */
+static void test_gpu_matches(void)
+{
+    if (!have_gpu()) return;
+    each_case_gpu();
+}
+
+/* With a GPU: fp16 4096^3 (f32 accumulate, f32 out) and f32 2048^3 matmul
+ * kernels timed (median of 10 launches) after a checked run on 67x40x45. */
+static void test_gpu_timing(void)
+{
+    if (!have_gpu()) return;
+    static const char *const srcs[] = {
+        "def hmm(float16(M,K) A, float16(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n",
+        "def hmmt(float16(M,K) A, float16(N,K) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(n,k)\n}\n",
+        "def smm(float(M,K) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n",
+    };
+    for (int si = 0; si < 3; si++) {
+        int64_t n = si < 2 ? 4096 : 2048;
+        tsl_arena *a = arena_create();
+        tsl_source src = {"timing.tc", srcs[si]};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &src, &d);
+        sched_plan *p = mod ? lower_checked(a, mod->defs[0], 1) : NULL;
+        if (p) {
+            int64_t small[3] = {67, 40, 45};
+            compare_run(a, mod->defs[0], p, small, run_gpu, "gpu");
+            tsl_dtype in = si < 2 ? TSL_DTYPE_F16 : TSL_DTYPE_F32;
+            size_t ib = esize(in);
+            DLTensor t[3];
+            int64_t shp[3][2] = {{n, n}, {n, n}, {n, n}};
+            void *buf[3];
+            for (int i = 0; i < 3; i++) {
+                tsl_dtype dt = i < 2 ? in : TSL_DTYPE_F32;
+                buf[i] = malloc((size_t)(n * n) * (i < 2 ? ib : 4));
+                for (int64_t e = 0; e < n * n; e += 1) dtype_store(dt, (char *)buf[i] + (size_t)e * esize(dt), i < 2 ? test_rand_double(-1, 1) : NAN);
+                memset(&t[i], 0, sizeof t[i]);
+                t[i].data = buf[i];
+                t[i].device.device_type = kDLCPU;
+                t[i].ndim = 2;
+                t[i].dtype = tsl_dtype_to_dlpack(dt);
+                t[i].shape = shp[i];
+            }
+            const sched_launch *l = &p->launches[0];
+            tile_interp_arg args[3];
+            memset(args, 0, sizeof args);
+            for (int j = 0; j < l->nargs && j < 3; j++) {
+                args[j].name = l->args[j].name;
+                args[j].t = &t[l->args[j].tensor];
+            }
+            cg_cuda_run_opts o = {0};
+            o.reps = 10;
+            tsl_status st = cg_cuda_run_opt(p->m, l->k, args, l->nargs, &o, &d);
+            CHECK_MSG(st == TSL_OK, "%s: %s", mod->defs[0]->name, sb_str(&d.msg));
+            if (st == TSL_OK)
+                printf("    %s %lld^3: %.3f ms, %.1f TFLOP/s\n", mod->defs[0]->name, (long long)n, o.median_ms,
+                       2.0 * (double)n * (double)n * (double)n / (o.median_ms * 1e-3) / 1e12);
+            for (int i = 0; i < 3; i++) free(buf[i]);
+        }
+        diag_free(&d);
+        arena_free(a);
+    }
+}
+
 static void test_chosen_and_verified(void) { each_case(0, 0); }
+static void each_case_gpu(void)
+{
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tsl_arena *a = arena_create();
+        tsl_source src = {"contract.tc", cases[c].src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &src, &d);
+        diag_free(&d);
+        sched_plan *p = mod ? lower_checked(a, mod->defs[0], cases[c].ncontract) : NULL;
+        for (int s = 0; p && s < 3; s++)
+            if (cases[c].sets[s][0]) compare_run(a, mod->defs[0], p, cases[c].sets[s], run_gpu, "gpu");
+        arena_free(a);
+    }
+}
+
 static void test_tile_interp_matches(void) { each_case(1, 0); }
 static void test_cpu_matches(void) { each_case(0, 1); }
 
@@ -278,5 +441,8 @@ TEST_SUITE(sched_contract) = {
     {"tile_interp_matches", test_tile_interp_matches},
     {"cpu_matches", test_cpu_matches},
     {"generic_switch", test_generic_switch},
+    {"nvrtc_no_spills", test_nvrtc_no_spills},
+    {"gpu_matches", test_gpu_matches},
+    {"gpu_timing", test_gpu_timing},
     {0},
 };
