@@ -151,6 +151,21 @@ static int is_int(tile_dtype dt)
  * `dt`; *bad set on an integer division by zero. */
 static double ew_apply(tile_op op, tile_dtype dt, double x, double y, double z, int *bad)
 {
+    if (dt.kind == TILE_DT_FLOAT && dt.bits == 64) {
+        /* f64 tensors: the math functions run in double, as C's exp() on a
+         * double (f16/bf16/f32 ones run in float below) */
+        switch (op) {
+        case TILE_I_POW: return pow(x, y);
+        case TILE_I_EXP: return exp(x);
+        case TILE_I_LOG: return log(x);
+        case TILE_I_SQRT: return sqrt(x);
+        case TILE_I_RSQRT: return 1.0 / sqrt(x);
+        case TILE_I_TANH: return tanh(x);
+        case TILE_I_SIGMOID: return 1.0 / (1.0 + exp(-x));
+        case TILE_I_ERF: return erf(x);
+        default: break;
+        }
+    }
     switch (op) {
     case TILE_I_ADD: return x + y;
     case TILE_I_SUB: return x - y;
@@ -436,7 +451,9 @@ tsl_status interp_exec_reduce(interp *I, const tile_stmt *s)
             for (int64_t o = 0; o < no && o < 64; o++) {
                 int64_t k = ths[o] * d->nlocals + los[o];
                 if (!seen[k]) acc[k] = v;
-                else if (in->op == TILE_I_REDUCE_SUM) acc[k] = (float)(acc[k] + v);
+                else if (in->op == TILE_I_REDUCE_SUM)
+                    /* f64 sums in double, everything else in f32 */
+                    acc[k] = x->dt.kind == TILE_DT_FLOAT && x->dt.bits == 64 ? acc[k] + v : (float)(acc[k] + v);
                 else if (in->op == TILE_I_REDUCE_MAX) acc[k] = v > acc[k] ? v : acc[k];
                 else acc[k] = v < acc[k] ? v : acc[k];
                 seen[k] = 1;
