@@ -257,6 +257,129 @@ static int64_t transfer_vec(cg *c, const rinfo *ri, const gview *gv, const tile_
     return 1;
 }
 
+/* ldmatrix fast path for load_shared into mma A/B fragments: the register
+ * layout is R.F (F the m16n8k16 A or B fragment, R's threads the warps),
+ * the shared tensor holds 16-bit elements whose 8-element rows (A: along
+ * columns; B: along n, loaded transposed) are contiguous and 16-byte
+ * aligned for every warp, tile slot and anchor (checked here). Per tile
+ * slot: A is one ldmatrix.x4, B one ldmatrix.x2.trans. 1 when emitted. */
+static const char *const frag_text[2] = {
+    "column_local(2,2).spatial(8,4).local(1,2)",
+    "local(2,1).column_spatial(4,8).local(2,1)",
+};
+
+static int ldmatrix_rows_ok(cg *c, const rinfo *ri, const gview *gv, const tile_operand *mo, int which,
+                            int64_t slots, int64_t per)
+{
+    int R = gv->rank, lead = R - 2;
+    int64_t dims[CG_MAX_RANK], m[CG_MAX_RANK], cnt[CG_MAX_RANK], total = 1;
+    if (cg_shared_dims(c, gv->v, dims)) return 0;
+    view_mults(mo, R, m);
+    for (int i = 0; i < R; i++) {
+        int64_t ext = i >= lead ? ri->dims[i - lead] : 1, step = m[i] >= CG_ANY ? dims[i] + 1 : m[i];
+        cnt[i] = dims[i] >= ext ? (dims[i] - ext) / step + 1 : 0;
+        total *= cnt[i];
+    }
+    if (!total || total * ri->threads * slots > ((int64_t)1 << 22)) return 0;
+    for (int64_t a = 0; a < total; a++) {
+        int64_t anc[CG_MAX_RANK], r = a;
+        for (int i = R - 1; i >= 0; i--) {
+            anc[i] = (r % cnt[i]) * (m[i] >= CG_ANY ? 0 : m[i]);
+            r /= cnt[i];
+        }
+        for (int64_t w = 0; w < ri->threads; w += 32)
+            for (int64_t sl = 0; sl < slots; sl++)
+                for (int lane = 0; lane < (which == 0 ? 32 : 16); lane++) {
+                    int64_t co[CG_MAX_RANK];
+                    for (int i = 0; i < lead; i++) co[i] = anc[i];
+                    co[lead] = anc[lead] + cg_rinfo_tpart(ri, w, 0) + ri->lc[sl * per * 2 + 0] + ((lane >> 3) & 1) * 8 + (lane & 7);
+                    co[lead + 1] = anc[lead + 1] + cg_rinfo_tpart(ri, w, 1) + ri->lc[sl * per * 2 + 1] + (which == 0 ? (lane >> 4) * 8 : 0);
+                    if (co[lead] >= dims[lead] || co[lead + 1] + 8 > dims[lead + 1]) return 0;
+                    int64_t o0 = cg_shared_off_const(gv->v, dims, co);
+                    if (o0 % 8) return 0;
+                    for (int j = 1; j < 8; j++) {
+                        co[lead + 1]++;
+                        if (cg_shared_off_const(gv->v, dims, co) != o0 + j) return 0;
+                    }
+                }
+    }
+    return 1;
+}
+
+static int emit_ldmatrix(cg *c, const tile_stmt *s, const rinfo *ri, const gview *gv, const tile_operand *mo)
+{
+    if (s->instr.op != TILE_I_LOAD_SHARED || ri->rank != 2 || gv->rank < 2 || ri->lead ||
+        gv->v->type.dt.bits != 16 || !tile_dtype_eq(gv->v->type.dt, ri->v->type.dt) || c->k->threads % 32)
+        return 0;
+    for (int which = 0; which < 2; which++) {
+        layout_value fv;
+        layout_err le;
+        dist_layout R;
+        if (layout_parse(frag_text[which], strlen(frag_text[which]), &fv, &le) || fv.kind != LAYOUT_VALUE_DIST) continue;
+        if (dist_layout_divide(&R, ri->L, &fv.dist, &le) || R.threads * 32 != ri->threads) continue;
+        int64_t per = fv.dist.locals, slots = R.locals; /* per: 8 (A) or 4 (B) */
+        if (!ldmatrix_rows_ok(c, ri, gv, mo, which, slots, per)) continue;
+        const char *rn = cg_name(c, ri->v);
+        char rname[96];
+        snprintf(rname, sizeof rname, "%s", rn);
+        declare(c, s, ri);
+        cg_line(c, "{");
+        c->ind++;
+        cg_line(c, "/* ldmatrix: %s fragments, %lld tile slot(s) per thread */", which ? "B (x2.trans)" : "A (x4)",
+                (long long)slots);
+        cg_line(c, "const I wb = tid & ~(I)31, lane = tid & 31;");
+        for (int d = 0; d < 2; d++) {
+            strbuf tp = {0}, w = {0};
+            cg_tpart(c, &tp, ri, d);
+            /* the warp's origin: the thread part at lane 0 */
+            for (const char *q = sb_str(&tp); *q; q++) {
+                if (!strncmp(q, "tid", 3)) {
+                    sb_puts(&w, "wb");
+                    q += 2;
+                } else {
+                    sb_putc(&w, *q);
+                }
+            }
+            cg_line(c, "const I o%d = %s + (%s);", d, gv->off[gv->rank - 2 + d], sb_str(&w));
+            sb_free(&tp);
+            sb_free(&w);
+        }
+        cg_line(c, "const I rr = ((lane >> 3) & 1) * 8 + (lane & 7), cc = %s;", which == 0 ? "(lane >> 4) * 8" : "0");
+        for (int64_t sl = 0; sl < slots; sl++) {
+            char r0[64], c0[64];
+            snprintf(r0, sizeof r0, "o0 + %lld + rr", (long long)ri->lc[sl * per * 2 + 0]);
+            snprintf(c0, sizeof c0, "o1 + %lld + cc", (long long)ri->lc[sl * per * 2 + 1]);
+            char *co[CG_MAX_RANK];
+            for (int i = 0; i < gv->rank - 2; i++) co[i] = gv->off[i];
+            co[gv->rank - 2] = r0;
+            co[gv->rank - 1] = c0;
+            strbuf off = {0};
+            cg_shared_off(c, &off, gv->v, co);
+            cg_line(c, "{");
+            c->ind++;
+            cg_line(c, "const %s *p = (const %s *)(tsl_smem + %lld) + %s;", cg_ctype(gv->v->type.dt),
+                    cg_ctype(gv->v->type.dt), (long long)c->soff[gv->v->id], sb_str(&off));
+            if (which == 0) {
+                cg_line(c, "unsigned r0, r1, r2, r3;");
+                cg_line(c, "tsl_ldsm_x4(r0, r1, r2, r3, p);");
+            } else {
+                cg_line(c, "unsigned r0, r1;");
+                cg_line(c, "tsl_ldsm_x2_trans(r0, r1, p);");
+            }
+            for (int64_t j = 0; j < per; j++)
+                cg_line(c, "%s[%lld] = tsl_from_bits<%s>((r%lld >> %d) & 0xffffu);", rname, (long long)(sl * per + j),
+                        cg_ctype(ri->v->type.dt), (long long)(j / 2), (int)(j % 2) * 16);
+            c->ind--;
+            cg_line(c, "}");
+            sb_free(&off);
+        }
+        c->ind--;
+        cg_line(c, "}");
+        return 1;
+    }
+    return 0;
+}
+
 static void emit_transfer(cg *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -294,6 +417,7 @@ static void emit_transfer(cg *c, const tile_stmt *s)
                    mv->name, (long long)gv.ext[i], i, (long long)ri.dims[i - lead]);
             goto done;
         }
+    if (!global && load && emit_ldmatrix(c, s, &ri, &gv, mo)) goto done;
     if (load) declare(c, s, &ri);
     cg_line(c, "{");
     c->ind++;

@@ -192,6 +192,43 @@ static inline void tsl_mma_bf16(float &d0, float &d1, float &d2, float &d3, unsi
     tsl_mma(1, d0, d1, d2, d3, a0, a1, a2, a3, b0, b1);
 }
 
+/* ldmatrix (PTX ISA): lanes 8i..8i+7 give the row addresses of 8x8 b16
+ * matrix i; lane L receives of matrix i (row L/4, cols 2(L%4), +1), or
+ * with .trans (rows 2(L%4), +1; col L/4), low half first. */
+static inline void tsl_ldsm(int n, int trans, unsigned *r, const void *p)
+{
+    tsl_warp *w = tsl_my_warp();
+    unsigned lane = threadIdx.x % 32;
+    w->slot[lane][7] = (unsigned long long)(uintptr_t)p;
+    pthread_barrier_wait(&w->bar);
+    int g = lane / 4, t = lane % 4;
+    for (int i = 0; i < n; i++) {
+        unsigned short lo, hi;
+        if (!trans) {
+            const unsigned short *row = (const unsigned short *)(uintptr_t)w->slot[8 * i + g][7];
+            lo = row[2 * t], hi = row[2 * t + 1];
+        } else {
+            const unsigned short *r0 = (const unsigned short *)(uintptr_t)w->slot[8 * i + 2 * t][7];
+            const unsigned short *r1 = (const unsigned short *)(uintptr_t)w->slot[8 * i + 2 * t + 1][7];
+            lo = r0[g], hi = r1[g];
+        }
+        r[i] = (unsigned)lo | ((unsigned)hi << 16);
+    }
+    pthread_barrier_wait(&w->bar);
+}
+static inline void tsl_ldsm_x4(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3, const void *p)
+{
+    unsigned r[4];
+    tsl_ldsm(4, 0, r, p);
+    r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+}
+static inline void tsl_ldsm_x2_trans(unsigned &r0, unsigned &r1, const void *p)
+{
+    unsigned r[2];
+    tsl_ldsm(2, 1, r, p);
+    r0 = r[0], r1 = r[1];
+}
+
 /* ---- the launcher ---------------------------------------------------------------- */
 
 struct tsl_emu_thread {
