@@ -316,6 +316,59 @@ static void test_ops_golden(void)
     free(text);
 }
 
+/* The golden program's semantics on the tile interpreter: Y[i] = i % 3 != 0
+ * ? erf(pow(X[I[i, i % 3]] * alpha, 2)) : -1.5, where an index outside
+ * [0, n) reads 0 instead (the mask), computed here in float. */
+static void test_ops_interp(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/tile_golden/sched_ops.tile", test_root());
+    size_t len;
+    char *text = file_read_all(path, &len);
+    CHECK(text != NULL);
+    if (!text) return;
+    tsl_arena *a = arena_create();
+    tsl_source src = {"sched_ops.tile", text};
+    tsl_diag d = {0};
+    tile_module *m = NULL;
+    CHECK_EQ_INT(tile_parse(a, &src, &d, &m), TSL_OK);
+    static const int64_t sizes[] = {1, 2, 3, 61, 64, 131};
+    for (size_t t = 0; m && t < TSL_COUNTOF(sizes); t++) {
+        int64_t n = sizes[t], shi[2] = {n, 3};
+        float *X = malloc(sizeof *X * (size_t)n), *Y = malloc(sizeof *Y * (size_t)n);
+        int32_t *I = malloc(sizeof *I * (size_t)n * 3);
+        float alpha = (float)test_rand_double(0.5, 2.0);
+        for (int64_t i = 0; i < n; i++) {
+            X[i] = (float)test_rand_double(-1.0, 1.0);
+            Y[i] = NAN;
+        }
+        for (int64_t i = 0; i < n * 3; i++) I[i] = (int32_t)test_rand_int(-2, (long)n + 2);
+        DLTensor tx = {.data = X, .device = {kDLCPU, 0}, .ndim = 1, .dtype = tsl_dtype_to_dlpack(TSL_DTYPE_F32), .shape = &n};
+        DLTensor ti = {.data = I, .device = {kDLCPU, 0}, .ndim = 2, .dtype = tsl_dtype_to_dlpack(TSL_DTYPE_I32), .shape = shi};
+        DLTensor ty = {.data = Y, .device = {kDLCPU, 0}, .ndim = 1, .dtype = tsl_dtype_to_dlpack(TSL_DTYPE_F32), .shape = &n};
+        tile_interp_arg args[5] = {{"X", &tx, 0}, {"I", &ti, 0}, {"Y", &ty, 0}, {"n", NULL, n},
+                                   tile_interp_arg_float("alpha", alpha)};
+        tile_interp_opts o;
+        memset(&o, 0, sizeof o);
+        diag_reset(&d);
+        tsl_status st = tile_interp_run(m->kernels[0], &src, args, 5, &o, &d);
+        CHECK_MSG(st == TSL_OK, "n=%lld: %s", (long long)n, sb_str(&d.msg));
+        for (int64_t i = 0; !st && i < n; i++) {
+            int64_t j = I[i * 3 + i % 3];
+            float x = j >= 0 && j < n ? X[j] : 0.0f;
+            float want = i % 3 ? erff(powf(x * alpha, 2.0f)) : -1.5f;
+            CHECK_MSG(fabsf(Y[i] - want) <= 1e-6f, "n=%lld: Y[%lld] = %g, want %g", (long long)n, (long long)i,
+                      Y[i], want);
+        }
+        free(X);
+        free(Y);
+        free(I);
+    }
+    diag_free(&d);
+    arena_free(a);
+    free(text);
+}
+
 /* Each verifier rule of the new ops, by a one-line mutation of a valid kernel. */
 static void test_ops_verifier(void)
 {
@@ -432,6 +485,7 @@ static void test_gather_out_of_range(void)
 
 TEST_SUITE(sched) = {
     {"ops_golden", test_ops_golden},
+    {"ops_interp", test_ops_interp},
     {"ops_verifier", test_ops_verifier},
     {"lower_verify_roundtrip", test_lower_verify_roundtrip},
     {"tile_interp_matches", test_tile_interp_matches},
