@@ -25,7 +25,7 @@
  * third from L2 when rows are long); the only stores are the group's
  * materialized outputs.
  *
- * Arithmetic runs in f32 (f64 when the group holds an f64 tensor); a
+ * Arithmetic runs in f32 (groups with f64 tensors are declined); a
  * value is rounded to its tensor's dtype where an op defines it, as the
  * reference interpreter stores it.
  *
@@ -166,7 +166,9 @@ static int rr_recognise(rr *R)
             const graph_operand *o = &op->operands[j];
             const lang_tensor *t = R->def->tensors[o->tensor];
             if (t->is_scalar || !rr_float(t->dtype)) return 0;
-            if (t->dtype == TSL_DTYPE_F64) R->ct = TSL_DTYPE_F64;
+            /* f64 stays generic: the C target's reduce.sum rounds its
+             * accumulator to float (codegen/c_emit_ops.c) */
+            if (t->dtype == TSL_DTYPE_F64) return 0;
             rr_pat pt = rr_pattern(R, op, o);
             if (pt == RR_PAT_BAD) return 0;
             if (j == 0 && pt != (kd == RR_FULL ? RR_PAT_FULL : RR_PAT_ROW)) return 0;
