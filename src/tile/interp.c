@@ -130,7 +130,7 @@ static tsl_status const_dims(interp *I, const tile_value *v, int64_t *dims)
     for (int i = 0; i < v->type.rank; i++) {
         tsl_status st = interp_eval_int(I, v->type.dims[i], &dims[i]);
         if (st) return st;
-        if (dims[i] < 1)
+        if (dims[i] < (v->type.space == TILE_GLOBAL ? 0 : 1)) /* global tensors may be empty */
             return interp_err(I, v->pos, TSL_ERR_SHAPE, "tensor '%s' dim %d is %lld", v->name, i,
                         (long long)dims[i]);
     }
