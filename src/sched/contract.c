@@ -54,6 +54,7 @@ typedef struct ct {
     int a_trans, b_trans;  /* A stored (k, m), B stored (n, k) */
     ct_shape sh;
     int mma;
+    int pad;               /* elements of padding per shared row */
     strbuf body;           /* the kernel's statements */
     int nparam_t;          /* tensor params so far */
     int ptensor[64];       /* def tensor of each tensor param */
@@ -171,6 +172,18 @@ static int recognise(ct *c)
     if (A->dtype != B->dtype || !is_io_dt(A->dtype) || !is_io_dt(C->dtype)) return 0;
     c->mma = is_mma_dt(A->dtype);
     c->sh = c->mma ? CT_MMA : CT_FMA;
+    c->pad = c->mma ? 8 : 4;
+    /* TESSEL_CONTRACT="BM,BN,BK,WM,WN,PAD" overrides the mma plan
+     * (experiments; the tuner's space later) */
+    const char *env = getenv("TESSEL_CONTRACT");
+    ct_shape o = c->sh;
+    int pad = c->pad;
+    if (c->mma && env && sscanf(env, "%d,%d,%d,%d,%d,%d", &o.bm, &o.bn, &o.bk, &o.wm, &o.wn, &pad) == 6 &&
+        o.wm > 0 && o.wn > 0 && o.bm % (16 * o.wm) == 0 && o.bn % (8 * o.wn) == 0 && o.bk % 16 == 0 && pad >= 0) {
+        o.threads = 32 * o.wm * o.wn;
+        c->sh = o;
+        c->pad = pad;
+    }
     for (int i = grp->first; i < grp->first + grp->nops; i++)
         if (i != grp->anchor && !side_op_ok(c, &g->ops[i])) return 0;
     return 1;
@@ -289,6 +302,11 @@ static void spec(strbuf *b, const ct *c, const char *view, int ti, int trans, in
     }
     sb_printf(b, "%s = %s[%s%d, %d] at (%s%s, %s) shared", view, nb, c->nb ? "1, " : "", rows, cols,
               c->nb ? "block_idx.z, " : "", ir, ic);
+    /* rows padded by 16 bytes: the 8 rows one ldmatrix (or one warp's
+     * column reads) touches fall in 8 different 16-byte bank groups */
+    int pad = c->pad;
+    if (pad && c->nb) sb_printf(b, " layout (1, %d, %d):(%d, %d, 1)", rows, cols, rows * (cols + pad), cols + pad);
+    else if (pad) sb_printf(b, " layout (%d, %d):(%d, 1)", rows, cols, cols + pad);
 }
 
 static void emit_mainloop(ct *c, strbuf *b)
@@ -715,7 +733,10 @@ static void header(ct *c, strbuf *h, const char *kname)
         sexpr_text(h, c, C->shape[0]);
     }
     int bytes = c->mma ? 2 : 4;
-    sb_printf(h, ") threads(%d) smem_budget(%d) {\n", s->threads, 3 * (s->bm * s->bk + s->bk * s->bn) * bytes);
+    int64_t ra = c->a_trans ? s->bk : s->bm, ca = c->a_trans ? s->bm : s->bk;
+    int64_t rb = c->b_trans ? s->bn : s->bk, cb = c->b_trans ? s->bk : s->bn;
+    int64_t smem = 3 * (ra * (ca + c->pad) + rb * (cb + c->pad)) * bytes;
+    sb_printf(h, ") threads(%d) smem_budget(%lld) {\n", s->threads, (long long)smem);
 }
 
 /* The kernel's text for the group, or NULL when the group is not this

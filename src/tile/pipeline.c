@@ -297,6 +297,28 @@ static tsl_status write_back(pexp *X, const tile_blockspec *bs, tile_block *b)
     return TSL_OK;
 }
 
+/* The [S, block...] buffer layout of a block laid out by `l` (a plain
+ * strided layout "(d0,...):(s0,...)", e.g. rows padded against bank
+ * conflicts): stage s starts at s * cosize(l). NULL for other forms
+ * (swizzled, hierarchical). */
+static tile_layout *stage_layout(pexp *X, const tile_layout *l, int64_t S)
+{
+    const char *t = l->text, *mid = strstr(t, "):(");
+    size_t n = strlen(t);
+    if (l->v.kind != LAYOUT_VALUE_DATA || t[0] != '(' || !mid || n < 7 || t[n - 1] != ')') return NULL;
+    for (const char *q = t + 1; q < mid; q++)
+        if (*q == '(' || *q == ')') return NULL;
+    for (const char *q = mid + 3; q < t + n - 1; q++)
+        if (*q == '(' || *q == ')') return NULL;
+    strbuf sb = {0};
+    sb_printf(&sb, "(%lld,%.*s):(%lld,%.*s)", (long long)S, (int)(mid - t - 1), t + 1,
+              (long long)layout_cosize(&l->v.data), (int)(t + n - 1 - (mid + 3)), mid + 3);
+    char *err = NULL;
+    tile_layout *r = tile_layout_make(X->m, sb_str(&sb), &err);
+    sb_free(&sb);
+    return r;
+}
+
 /* The statements replacing pipeline statement ps, appended to out. */
 static tsl_status expand_one(pexp *X, tile_stmt *ps, tile_block *out)
 {
@@ -325,8 +347,15 @@ static tsl_status expand_one(pexp *X, tile_stmt *ps, tile_block *out)
             bs->view->def = a;
             continue;
         }
-        if (bs->layout)
-            return perr(X, bs->pos, "pipeline expansion: shared input blocks must be row-major (no layout)");
+        tile_layout *blay = NULL;
+        if (bs->layout) {
+            blay = stage_layout(X, bs->layout, S);
+            if (!blay)
+                return perr(X, bs->pos,
+                            "pipeline expansion: a shared input block's layout must be a plain strided layout "
+                            "(shape):(strides), not '%s'",
+                            bs->layout->text);
+        }
         ins[i].bs = bs;
         int64_t dims[17];
         dims[0] = S;
@@ -335,7 +364,7 @@ static tsl_status expand_one(pexp *X, tile_stmt *ps, tile_block *out)
         a->instr.result = tile_kernel_new_value(X->m, X->k, TILE_V_TENSOR, TILE_O_DEF, pname(X, bs->view->name, "_buf"));
         a->instr.result->def = a;
         a->instr.result->pos = bs->pos;
-        a->instr.result->type = tile_type_make(X->m, TILE_SHARED, bs->tensor->type.dt, bs->rank + 1, dims, NULL);
+        a->instr.result->type = tile_type_make(X->m, TILE_SHARED, bs->tensor->type.dt, bs->rank + 1, dims, blay);
         ins[i].buf = a->instr.result;
         ins[i].n = let_new(X, out, TILE_S_VAR, pname(X, bs->view->name, "_n"), eint(X, 0), bs->pos);
         ins[i].u = let_new(X, out, TILE_S_VAR, pname(X, bs->view->name, "_u"), eint(X, 0), bs->pos);
@@ -457,6 +486,8 @@ static int64_t spec_bytes(const tile_blockspec *bs)
 {
     int64_t n = 1;
     for (int i = 0; i < bs->rank; i++) n *= bs->block[i];
+    if (bs->layout && bs->layout->v.kind == LAYOUT_VALUE_DATA && layout_cosize(&bs->layout->v.data) > n)
+        n = layout_cosize(&bs->layout->v.data); /* padding counts */
     return (n * bs->tensor->type.dt.bits + 7) / 8;
 }
 
