@@ -14,6 +14,7 @@
  * and nothing else changes (the process stays usable; the other targets
  * still run). A gather index out of range (TSL_ERR_BOUNDS) comes back with
  * the reference interpreter's located message, as on the CPU target. */
+#include <pthread.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -134,6 +135,14 @@ static void cuda_unavailable(tsl_diag *d)
     free(why);
 }
 
+/* The device stays open for the process once a run has opened it: closing
+ * it releases the primary context, and re-creating that costs far more
+ * than a cached run may (issue 4: < 5 ms). Runs are serialized on it. A
+ * run that fails in the driver (a launch error can poison the context)
+ * closes it, so the next run opens afresh. */
+static pthread_mutex_t cuda_mu = PTHREAD_MUTEX_INITIALIZER;
+static rt_cuda_device *cuda_dev;
+
 tsl_status api_compiled_cuda_run(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
                                  tsl_diag *d)
 {
@@ -142,7 +151,6 @@ tsl_status api_compiled_cuda_run(tsl_program *p, const lang_bound *b, const stru
     tsl_arena *a = arena_create();
     rt_cuda_ptr *ptrs = calloc((size_t)n + 1, sizeof *ptrs);
     double *scalars = calloc((size_t)n + 1, sizeof *scalars);
-    rt_cuda_device *dev = NULL;
     sched_dev *x = NULL;
     tsl_status st = TSL_OK;
     if (!a || !ptrs || !scalars) {
@@ -151,7 +159,9 @@ tsl_status api_compiled_cuda_run(tsl_program *p, const lang_bound *b, const stru
     }
     sched_plan *plan = st ? NULL : cuda_plan(p, a, d);
     if (!st && !plan) st = d->first ? d->first : TSL_ERR_INTERNAL;
-    if (!st && (st = rt_cuda_open(&dev, d)) != TSL_OK) cuda_unavailable(d);
+    pthread_mutex_lock(&cuda_mu);
+    if (!st && !cuda_dev && (st = rt_cuda_open(&cuda_dev, d)) != TSL_OK) cuda_unavailable(d);
+    rt_cuda_device *dev = cuda_dev;
     if (!st) st = sched_dev_create(plan, dev, &x, d);
     for (int i = 0; !st && i < n; i++) {
         const lang_tensor *t = def->tensors[i];
@@ -175,7 +185,11 @@ tsl_status api_compiled_cuda_run(tsl_program *p, const lang_bound *b, const stru
     if (st == TSL_ERR_BOUNDS) cuda_locate_bounds_error(b, views, d);
     sched_dev_free(x);
     for (int i = 0; ptrs && dev && i < n; i++) rt_cuda_free(dev, ptrs[i]);
-    rt_cuda_close(dev);
+    if (st == TSL_ERR_RUNTIME) {
+        rt_cuda_close(cuda_dev);
+        cuda_dev = NULL;
+    }
+    pthread_mutex_unlock(&cuda_mu);
     free(ptrs);
     free(scalars);
     arena_free(a);
