@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # gpu.sh — everything a GPU result needs, in one run on the GPU machine:
 # the device, the CUDA runtime smoke test (NVRTC -> cubin -> driver launch,
-# checked results, copy bandwidth) and compute-sanitizer over its small
-# case, tessel's benchmark table (bench/gpu_bench.c: each program checked,
-# then timed), the PyTorch anchors (bench/anchors.py), the CUDA unit suites
-# and the CUDA end-to-end tests on the real GPU (every example def against
-# the interpreter), and last the merged table (bench/report.py), also
-# written to $OUT/gpu-DATE-DEVICE.md for bench/results/.
+# checked results, copy bandwidth), tessel's benchmark table
+# (bench/gpu_bench.c: each program checked, then timed), the PyTorch
+# anchors (bench/anchors.py), the CUDA unit suites and the CUDA end-to-end
+# tests on the real GPU (every example def against the interpreter),
+# compute-sanitizer over the smoke test's small case, and last the merged
+# table (bench/report.py), also written to $OUT/gpu-DATE-DEVICE.md for
+# bench/results/. Steps run in that order (the figures first).
 #
 # The GPU machine has no SQLite/DLPack headers: build HERE, carry build/.
 #   1. here:   make -s -j2 all && bench/gpu.sh --build
@@ -85,10 +86,7 @@ for prog in gpu_bench cuda_smoke; do
     [ -x "build/$prog" ] || echo "build/$prog is missing: build it here first (bench/gpu.sh --build), then carry build/"
 done
 
-if [ -x build/cuda_smoke ]; then
-    step smoke 120 build/cuda_smoke
-    step sanitizer 180 bash -c 'compute-sanitizer --error-exitcode 7 build/cuda_smoke --small 2>&1 | tail -n 5'
-fi
+[ -x build/cuda_smoke ] && step smoke 120 build/cuda_smoke
 
 QUICK=()
 [ -n "${GPU_SH_QUICK:-}" ] && QUICK=(--quick)
@@ -102,6 +100,9 @@ step anchors 240 env PYTHONUNBUFFERED=1 python3 bench/anchors.py --json "$OUT/an
 step unit 300 build/unit_tests runtime_cuda codegen_cuda cuda_target
 
 step e2e 240 python3 -m pytest -q -p no:cacheprovider tests/e2e/test_cuda_target.py
+
+[ -x build/cuda_smoke ] &&
+    step sanitizer 90 bash -c 'compute-sanitizer --error-exitcode 7 build/cuda_smoke --small 2>&1 | tail -n 5; exit ${PIPESTATUS[0]}'
 
 echo
 echo "== report"
