@@ -296,9 +296,12 @@ static void emit_ew_int(cgc *c, const tile_stmt *s, const cgc_ew *row, const til
         if (tv[a]) v[a] = arena_printf(c->ar, "(int64_t)%s[i]", cgc_rname(c, tv[a]));
         else if (o->v) v[a] = arena_printf(c->ar, "v%d", o->v->id);
         else v[a] = cgc_tmp_int(c, o->scalar);
-        /* new-style rows convert a scalar to the tensor operand's dtype */
-        if (!tv[a] && in->op >= TILE_I_IOTA && first && first->type.dt.kind != TILE_DT_BOOL)
-            v[a] = arena_printf(c->ar, "(int64_t)(%s)%s", cgc_reg_ctype(first->type.dt), v[a]);
+        /* a scalar is converted to the operands' dtype first (not for casts;
+         * a select condition to bool) */
+        if (!tv[a] && in->op != TILE_I_CAST) {
+            if (row->kind == CGC_SELECT && a == 0) v[a] = arena_printf(c->ar, "(int64_t)((%s) != 0)", v[a]);
+            else if (first) v[a] = arena_printf(c->ar, "(int64_t)%s", cgc_wrap(c, first->type.dt, v[a]));
+        }
     }
     int zerodiv = in->op == TILE_I_DIV || in->op == TILE_I_MOD;
     int id = zerodiv ? cgc_rterr(c, TSL_ERR_RUNTIME, "integer division by zero") : 0;
@@ -343,13 +346,16 @@ void cgc_emit_elementwise(cgc *c, const tile_stmt *s)
         if (!ew_operand(c, &in->args[a], d, &v[a], &fl[a], &tv[a])) return;
         if (tv[a] && !first && !(row->kind == CGC_SELECT && a == 0)) first = tv[a];
     }
-    /* new-style rows convert a scalar operand to the tensor's dtype first */
-    if (in->op >= TILE_I_IOTA && first)
-        for (int a = 0; a < n; a++)
-            if (!tv[a] && !(row->kind == CGC_SELECT && a == 0))
-                v[a] = arena_printf(c->ar, "(double)%s", cgc_rnd(c, first->type.dt, v[a]));
-    tile_dtype dt = d->type.dt;
+    /* the operands' dtype: the first tensor operand's (select: a or b),
+     * else the result's; a scalar operand is converted to it first (a
+     * select condition to bool), casts excepted (interp exec_elementwise) */
+    tile_dtype dt = d->type.dt, odt = first ? first->type.dt : dt;
     int cast = in->op == TILE_I_CAST;
+    for (int a = 0; a < n && !cast; a++)
+        if (!tv[a]) {
+            if (row->kind == CGC_SELECT && a == 0) v[a] = arena_printf(c->ar, "(double)((%s) != 0)", v[a]);
+            else v[a] = arena_printf(c->ar, "(double)%s", cgc_rnd(c, odt, v[a]));
+        }
     /* integer path: exact int64 arithmetic, wrapped to the result's width
      * (the interpreter computes in double: the same below 2^53) */
     int intpath = row->itg && (is_intreg(dt) || dt.kind == TILE_DT_BOOL || row->kind == CGC_CMP);
@@ -364,7 +370,18 @@ void cgc_emit_elementwise(cgc *c, const tile_stmt *s)
         emit_ew_int(c, s, row, d, tv, first);
         return;
     }
-    int flt = row->flt && is_fltreg(dt);
+    /* f64 operands: the math functions in double, as C's exp() on a double */
+    const char *f64 = NULL;
+    if (odt.kind == TILE_DT_FLOAT && odt.bits == 64) {
+        static const struct { tile_op op; const char *e; } f64rows[] = {
+            {TILE_I_POW, "pow(x, y)"}, {TILE_I_EXP, "exp(x)"}, {TILE_I_LOG, "log(x)"},
+            {TILE_I_SQRT, "sqrt(x)"}, {TILE_I_RSQRT, "1.0 / sqrt(x)"}, {TILE_I_TANH, "tanh(x)"},
+            {TILE_I_SIGMOID, "1.0 / (1.0 + exp(-x))"}, {TILE_I_ERF, "erf(x)"}, {TILE_I_MOD, "fmod(x, y)"},
+        };
+        for (size_t k = 0; k < TSL_COUNTOF(f64rows); k++)
+            if (f64rows[k].op == in->op) f64 = f64rows[k].e;
+    }
+    int flt = row->flt && is_fltreg(dt) && !f64;
     for (int a = 0; a < n; a++) flt &= fl[a];
     const cgc_tab *tb = &c->tabv[cgc_rt(c, d)];
     const char *names = "xyz";
@@ -389,7 +406,7 @@ void cgc_emit_elementwise(cgc *c, const tile_stmt *s)
         cgc_line(c, "%s[i] = %s;", cgc_rname(c, d),
           cgc_rnd(c, dt, in->op == TILE_I_DIV ? "trunc(x / y)" : "(double)((int64_t)x % (y == -1 ? 1 : (int64_t)y))"));
     } else {
-        const char *e = arena_printf(c->ar, "(%s)", row->dbl);
+        const char *e = arena_printf(c->ar, "(%s)", f64 ? f64 : row->dbl);
         if (row->kind == CGC_CMP || row->kind == CGC_LOGIC) {
             cgc_line(c, "%s[i] = (%s)%s;", cgc_rname(c, d), cgc_reg_ctype(dt), e);
         } else {
@@ -653,7 +670,8 @@ void cgc_emit_reduce(cgc *c, const tile_stmt *s)
     const char *tl = cgc_emit_i32_table(c, "reduce: source slots by group, in slot order", list, n);
     const char *tg = cgc_emit_i32_table(c, "reduce: group of each result slot, -1 none", grp, td->ns);
     cgc_need_scratch(c, td->ns * 8 + 64);
-    const char *op = in->op == TILE_I_REDUCE_SUM ? "acc = (float)(acc + v);"
+    int f64 = x->type.dt.kind == TILE_DT_FLOAT && x->type.dt.bits == 64;
+    const char *op = in->op == TILE_I_REDUCE_SUM ? (f64 ? "acc = acc + v;" : "acc = (float)(acc + v);")
                      : in->op == TILE_I_REDUCE_MAX ? "acc = v > acc ? v : acc;"
                                                    : "acc = v < acc ? v : acc;";
     cgc_line(c, "double *const acc_ = (double *)scratch;");

@@ -139,6 +139,74 @@ static tsl_status bind(const tile_kernel *k, const tile_interp_arg *args, int na
     return TSL_OK;
 }
 
+/* ---- kernels loaded in this process ----------------------------------------
+ * Keyed by the kernel's printed text: running a kernel again emits,
+ * hashes and opens nothing. Entries live as long as the process (a bounded
+ * number; past it, modules are opened per call). */
+typedef struct cgc_loaded {
+    char key[33];
+    rt_cpu_module *mod;
+    cgc_entry_fn fn;
+    cgc_err *errs; /* malloc'd copies of the run-time error table */
+    int nerrs;
+} cgc_loaded;
+
+#define CGC_MAX_LOADED 512
+
+static cgc_loaded cgc_loaded_v[CGC_MAX_LOADED];
+static int cgc_nloaded;
+static pthread_mutex_t cgc_loaded_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static const cgc_loaded *loaded_find(const char *key)
+{
+    const cgc_loaded *r = NULL;
+    pthread_mutex_lock(&cgc_loaded_mu);
+    for (int i = 0; i < cgc_nloaded && !r; i++)
+        if (!strcmp(cgc_loaded_v[i].key, key)) r = &cgc_loaded_v[i];
+    pthread_mutex_unlock(&cgc_loaded_mu);
+    return r;
+}
+
+/* Keep mod (and a copy of the errors) under key; returns the entry, or
+ * NULL when the table is full (the caller keeps ownership of mod). */
+static const cgc_loaded *loaded_add(const char *key, rt_cpu_module *mod, cgc_entry_fn fn, const cgc_result *res)
+{
+    const cgc_loaded *r = NULL;
+    pthread_mutex_lock(&cgc_loaded_mu);
+    for (int i = 0; i < cgc_nloaded && !r; i++)
+        if (!strcmp(cgc_loaded_v[i].key, key)) r = &cgc_loaded_v[i];
+    if (!r && cgc_nloaded < CGC_MAX_LOADED) {
+        cgc_loaded *e = &cgc_loaded_v[cgc_nloaded];
+        e->errs = calloc((size_t)res->nerrs + 1, sizeof *e->errs);
+        int ok = e->errs != NULL;
+        for (int i = 0; ok && i < res->nerrs; i++) {
+            e->errs[i] = res->errs[i];
+            e->errs[i].msg = strdup(res->errs[i].msg);
+            e->errs[i].where = strdup(res->errs[i].where);
+            ok = e->errs[i].msg && e->errs[i].where;
+        }
+        if (ok) {
+            memcpy(e->key, key, sizeof e->key);
+            e->mod = mod;
+            e->fn = fn;
+            e->nerrs = res->nerrs;
+            cgc_nloaded++;
+            r = e;
+        } else if (e->errs) {
+            for (int i = 0; i < res->nerrs; i++) {
+                free(e->errs[i].msg);
+                free(e->errs[i].where);
+            }
+            free(e->errs);
+            e->errs = NULL;
+        }
+    } else if (r) {
+        r = NULL; /* another thread loaded it meanwhile: the caller frees its own */
+    }
+    pthread_mutex_unlock(&cgc_loaded_mu);
+    return r;
+}
+
 tsl_status cg_c_run(const tile_module *m, const tile_kernel *k, const tile_interp_arg *args, int nargs,
                     tsl_diag *d)
 {
@@ -161,17 +229,31 @@ tsl_status cg_c_run(const tile_module *m, const tile_kernel *k, const tile_inter
     }
     if ((st = tile_interp_bind_symbols(k, args, nargs, NULL, NULL, 0, symv, d))) goto done;
     if ((st = bind(k, args, nargs, symv, P, I, &nblocks, d))) goto done;
-    if ((st = cgc_prepare(m, k, ar, d, &kk))) goto done;
-    if ((st = cgc_emit_kernel(kk, ar, d, &res))) goto done;
-    char hint[300];
-    snprintf(hint, sizeof hint, "%s.c", k->name);
-    if ((st = rt_cpu_compile(res.source, hint, &mod, d))) goto done;
-    char entry[256];
+    strbuf kt = {0};
+    tile_print_kernel(&kt, k);
+    rt_key_part part = {sb_str(&kt), kt.len};
+    char key[33];
+    rt_cache_key(&part, 1, key);
+    sb_free(&kt);
     cgc_launch l = {0};
-    l.fn = (cgc_entry_fn)rt_cpu_symbol(mod, cg_c_entry_name(k->name, entry, sizeof entry), d);
-    if (!l.fn) {
-        st = TSL_ERR_RUNTIME;
-        goto done;
+    const cgc_loaded *ld = loaded_find(key);
+    if (ld) {
+        l.fn = ld->fn;
+        res.errs = ld->errs;
+        res.nerrs = ld->nerrs;
+    } else {
+        if ((st = cgc_prepare(m, k, ar, d, &kk))) goto done;
+        if ((st = cgc_emit_kernel(kk, ar, d, &res))) goto done;
+        char hint[300];
+        snprintf(hint, sizeof hint, "%s.c", k->name);
+        if ((st = rt_cpu_compile(res.source, hint, &mod, d))) goto done;
+        char entry[256];
+        l.fn = (cgc_entry_fn)rt_cpu_symbol(mod, cg_c_entry_name(k->name, entry, sizeof entry), d);
+        if (!l.fn) {
+            st = TSL_ERR_RUNTIME;
+            goto done;
+        }
+        if (loaded_add(key, mod, l.fn, &res)) mod = NULL; /* the table owns it now */
     }
     if (nblocks <= 0) goto done;
     l.P = P;
