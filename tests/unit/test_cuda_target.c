@@ -475,11 +475,57 @@ static void test_gather_out_of_range(void)
     tsl_context_free(ctx);
 }
 
+/* Zero-size dims: an empty parallel box launches nothing and gives an
+ * empty output; an empty reduction gives its identity (as the interpreter
+ * says), over outputs poisoned with NaN. */
+static void test_zero_size_on_gpu(void)
+{
+    if (!cuda_have_gpu()) {
+        printf("    skipped: no CUDA device\n");
+        return;
+    }
+    static const int64_t mkn[][3] = {{3, 0, 2}, {0, 5, 2}, {4, 3, 0}, {1, 0, 1}};
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    CHECK_EQ_INT(tsl_program_compile(ctx, mm_src, "mm.tc", NULL, &p), TSL_OK);
+    for (size_t c = 0; p && c < sizeof mkn / sizeof mkn[0]; c++) {
+        int64_t sa[2] = {mkn[c][0], mkn[c][1]}, sb[2] = {mkn[c][1], mkn[c][2]}, sc[2] = {mkn[c][0], mkn[c][2]};
+        DLTensor *A = cuda_rand_tensor(TSL_DTYPE_F32, 2, sa, 0), *B = cuda_rand_tensor(TSL_DTYPE_F32, 2, sb, 0);
+        DLTensor *C = tsl_tensor_alloc(TSL_DTYPE_F32, 2, sc), *R = tsl_tensor_alloc(TSL_DTYPE_F32, 2, sc);
+        for (int64_t e = 0; e < sc[0] * sc[1]; e++) ((float *)C->data)[e] = NAN;
+        tsl_args *ar = tsl_args_create(p), *ag = tsl_args_create(p);
+        tsl_args_set_tensor(ar, "A", A);
+        tsl_args_set_tensor(ar, "B", B);
+        tsl_args_set_output(ar, "C", R);
+        tsl_args_set_tensor(ag, "A", A);
+        tsl_args_set_tensor(ag, "B", B);
+        tsl_args_set_output(ag, "C", C);
+        tsl_status sr = tsl_program_run(p, ar, TSL_TARGET_INTERP);
+        char want[512];
+        snprintf(want, sizeof want, "%s", tsl_context_error(ctx));
+        tsl_status sg = tsl_program_run(p, ag, TSL_TARGET_CUDA);
+        CHECK_MSG(sg == sr, "M,K,N = %lld,%lld,%lld: cuda %s (%s), interpreter %s (%s)", (long long)mkn[c][0],
+                  (long long)mkn[c][1], (long long)mkn[c][2], tsl_status_name(sg), tsl_context_error(ctx),
+                  tsl_status_name(sr), want);
+        for (int64_t e = 0; !sr && !sg && e < sc[0] * sc[1]; e++)
+            CHECK_CLOSE(((float *)C->data)[e], ((float *)R->data)[e], 0);
+        tsl_args_free(ar);
+        tsl_args_free(ag);
+        tsl_tensor_free(A);
+        tsl_tensor_free(B);
+        tsl_tensor_free(C);
+        tsl_tensor_free(R);
+    }
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+}
+
 TEST_SUITE(cuda_target) = {
     {"examples_compile_nvrtc", test_examples_compile_nvrtc},
     {"no_device_is_clear", test_no_device_is_clear},
     {"examples_on_gpu", test_examples_on_gpu},
     {"second_run_compiles_nothing", test_second_run_compiles_nothing},
     {"gather_out_of_range", test_gather_out_of_range},
+    {"zero_size_on_gpu", test_zero_size_on_gpu},
     {0},
 };
