@@ -167,6 +167,12 @@ tsl_status tsl_args_set_output(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
  * until the args are freed. NULL if no such output or not yet run. */
 const DLTensor *tsl_args_output(TSL_KEEP tsl_args *a, TSL_KEEP const char *name);
 
+/* The target used when none is named: $TESSEL_TARGET (interp|cpu|cuda) if
+ * set, else CUDA when a device can be opened, else the CPU. */
+tsl_target tsl_target_default(void);
+const char *tsl_target_name(tsl_target t);                 /* "cpu"; static */
+int tsl_target_parse(TSL_KEEP const char *name, tsl_target *out); /* 0 if known */
+
 /* Run on a target (infers shapes first if needed). */
 tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target);
 

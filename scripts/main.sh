@@ -7,4 +7,6 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 # only what the job needs: the CLI and its library
 make -s -j"$(nproc)" build/tessel
-./build/tessel run examples/matmul.tc --size M=384 --size K=257 --size N=191 "$@"
+# on the default target (CUDA with a GPU, else the CPU), checked against the
+# reference interpreter
+./build/tessel run examples/matmul.tc --size M=384 --size K=257 --size N=191 --check "$@"

@@ -28,7 +28,8 @@ static const char run_usage[] =
     "  --set NAME=VALUE      bind a scalar parameter\n"
     "  --output NAME=PATH    write an output to a .npy file\n"
     "  --size SYM=N          the extent of a size symbol for random inputs\n"
-    "  --target T            interp (default), cpu or cuda\n"
+    "  --target T            interp, cpu or cuda (default: cuda when a GPU is\n"
+    "                        present, else cpu; TESSEL_TARGET overrides)\n"
     "  --check               also run the interpreter and compare every output\n"
     "  --seed N              seed for the random inputs (default: fresh)\n"
     "  --print               print small outputs whole\n"
@@ -101,7 +102,7 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
 {
     memset(o, 0, sizeof *o);
     o->target = TSL_TARGET_INTERP;
-    o->target_name = "interp";
+    o->target_name = NULL; /* none named: `run` asks tsl_target_default() */
     size_t cap = (size_t)argc + 1;
     o->inputs = calloc(cap, sizeof(cli_kv));
     o->sets = calloc(cap, sizeof(cli_kv));
@@ -159,10 +160,8 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
                 return usage_error(usage, "--emit takes ast, ranges, graph, tile or c, not '%s'", val);
             o->emit = val;
         } else if (!strcmp(name, "target")) {
-            if (!strcmp(val, "interp")) o->target = TSL_TARGET_INTERP;
-            else if (!strcmp(val, "cpu")) o->target = TSL_TARGET_CPU;
-            else if (!strcmp(val, "cuda")) o->target = TSL_TARGET_CUDA;
-            else return usage_error(usage, "--target takes interp, cpu or cuda, not '%s'", val);
+            if (tsl_target_parse(val, &o->target) != 0)
+                return usage_error(usage, "--target takes interp, cpu or cuda, not '%s'", val);
             o->target_name = val;
         } else if (!strcmp(name, "seed")) {
             if (parse_u64(val, &o->seed))
@@ -909,6 +908,10 @@ int cmd_run(int argc, char **argv)
     memset(&s, 0, sizeof s);
     int rc = parse_opts(argc, argv, run_usage,
                         "entry input set output size target check seed print", &s.o);
+    if (rc == 0 && !s.o.target_name) {
+        s.o.target = tsl_target_default();
+        s.o.target_name = tsl_target_name(s.o.target);
+    }
     if (rc == 0) rc = run_main(&s);
     else if (rc < 0) rc = 0;
     fflush(stdout);

@@ -1,4 +1,5 @@
 """The `tessel` command's contract: exit codes, messages, options."""
+import os
 import re
 
 import numpy as np
@@ -106,7 +107,7 @@ def test_run_random_inputs_summary():
     assert proc.returncode == 0, proc.stderr
     first = proc.stdout.splitlines()[0]
     assert re.fullmatch(r"matmul: A\(3,5\) float32, B\(5,7\) float32 -> C\(3,7\) float32 "
-                        r"on interp in \d+\.\d{3} ms", first), first
+                        r"on (interp|cpu|cuda) in \d+\.\d{3} ms", first), first
     second = proc.stdout.splitlines()[1]
     assert "C(3,7)" in second and "min" in second and "max" in second and "mean" in second
 
@@ -484,7 +485,8 @@ def test_print_whole_output(tmp_path, rng):
 def test_check_examples_without_entry_when_single():
     proc = run_cli("run", "examples/softmax.tc", "--size", "N=3", "--size", "D=7", "--check")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("softmax: X(3,7) float32 -> Y(3,7) float32 on interp in ")
+    assert re.match(r"softmax: X\(3,7\) float32 -> Y\(3,7\) float32 on (cpu|cuda) in ", proc.stdout)
+    assert "check Y: max rel error" in proc.stdout
 
 
 def test_input_for_output_only_name(tmp_path, rng):
@@ -534,3 +536,14 @@ def test_zero_size_cpu_target(tmp_path, sizes, shape):
                    "--output", f"C={tmp_path}/c.npy")
     c = zero_size_outcome(proc, tmp_path / "c.npy")
     assert c.shape == shape and np.array_equal(c, np.zeros(shape, np.float32))
+
+
+def test_default_target_and_override():
+    # no GPU on a CI machine: the default is the CPU; TESSEL_TARGET overrides
+    proc = run_cli("run", "examples/softmax.tc", "--size", "N=2", "--size", "D=5")
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r" on (cpu|cuda) in ", proc.stdout)
+    env = dict(os.environ, TESSEL_TARGET="interp")
+    proc = run_cli("run", "examples/softmax.tc", "--size", "N=2", "--size", "D=5", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert " on interp in " in proc.stdout
