@@ -54,17 +54,24 @@ static void cuda_view_copy(const interp_tensor *v, char *buf, int to_dense)
     }
 }
 
-/* The verified plan of p's def in arena a; NULL after reporting into d. */
-static sched_plan *cuda_plan(tsl_program *p, tsl_arena *a, tsl_diag *d)
+/* The verified plan of def `name` of src, parsed afresh into arena a (so
+ * that the plan owns everything it points at); NULL after reporting into d. */
+static sched_plan *cuda_plan(const tsl_source *src, const char *name, tsl_arena *a, tsl_diag *d)
 {
-    graph *g = graph_build(a, p->def, d);
+    lang_module *mod = lang_parse_check(a, src, d);
+    const lang_def *def = mod ? lang_module_find(mod, name) : NULL;
+    if (!def) {
+        if (!d->nerr) diag_error(d, TSL_ERR_INTERNAL, "internal: '%s' does not parse again", name);
+        return NULL;
+    }
+    graph *g = graph_build(a, def, d);
     sched_plan *plan = g ? sched_lower(a, g, d) : NULL;
     if (!plan) {
-        if (!d->nerr) diag_error(d, TSL_ERR_INTERNAL, "scheduling '%s' failed", p->def->name);
+        if (!d->nerr) diag_error(d, TSL_ERR_INTERNAL, "scheduling '%s' failed", name);
         return NULL;
     }
     if (tile_verify(plan->m, NULL, d) != TSL_OK) {
-        diag_error(d, TSL_ERR_INTERNAL, "internal: the schedule of '%s' does not verify", p->def->name);
+        diag_error(d, TSL_ERR_INTERNAL, "internal: the schedule of '%s' does not verify", name);
         return NULL;
     }
     return plan;
@@ -143,26 +150,86 @@ static void cuda_unavailable(tsl_diag *d)
 static pthread_mutex_t cuda_mu = PTHREAD_MUTEX_INITIALIZER;
 static rt_cuda_device *cuda_dev;
 
+/* Prepared plans, kept across runs: generating the CUDA source of a plan
+ * costs tens to hundreds of ms, its cubins then load from the disk cache;
+ * a repeated run of the same def needs neither. Keyed by the def's name
+ * and the program's whole source text (the plan does not depend on
+ * sizes); each entry owns a fresh parse of the source, so freeing the
+ * program it came from changes nothing. Least recently used goes first. */
+enum { CUDA_PLANS = 16 };
+typedef struct cuda_prepared {
+    char *key;        /* "<def name>\n<source text>"; NULL: a free slot */
+    tsl_arena *arena; /* the parse, graph and plan */
+    sched_dev *x;     /* the plan's kernels, loaded on cuda_dev */
+    uint64_t used;
+} cuda_prepared;
+static cuda_prepared cuda_plans[CUDA_PLANS];
+static uint64_t cuda_clock;
+
+static void cuda_prepared_drop(cuda_prepared *e)
+{
+    sched_dev_free(e->x);
+    arena_free(e->arena);
+    free(e->key);
+    memset(e, 0, sizeof *e);
+}
+
+/* The prepared plan of p's def on cuda_dev, made on a miss. */
+static sched_dev *cuda_prepare(tsl_program *p, tsl_diag *d, tsl_status *st)
+{
+    strbuf kb = {0};
+    sb_printf(&kb, "%s\n%s", p->def->name, p->src.text);
+    cuda_prepared *slot = &cuda_plans[0];
+    for (int i = 0; i < CUDA_PLANS; i++) {
+        cuda_prepared *e = &cuda_plans[i];
+        if (e->key && !strcmp(e->key, sb_str(&kb))) {
+            e->used = ++cuda_clock;
+            sb_free(&kb);
+            return e->x;
+        }
+        if (!e->key ? slot->key != NULL : slot->key && e->used < slot->used) slot = e;
+    }
+    tsl_arena *a = arena_create();
+    tsl_source *src = a ? arena_alloc(a, sizeof *src) : NULL; /* the entry's own copy */
+    if (src) {
+        src->name = arena_strdup(a, p->src.name);
+        src->text = arena_strdup(a, p->src.text);
+    }
+    sched_plan *plan = src ? cuda_plan(src, p->def->name, a, d) : NULL;
+    sched_dev *x = NULL;
+    *st = !a ? TSL_ERR_NOMEM : !plan ? (d->first ? d->first : TSL_ERR_INTERNAL) : TSL_OK;
+    if (!a) diag_error(d, TSL_ERR_NOMEM, "out of memory");
+    if (!*st) *st = sched_dev_create(plan, cuda_dev, &x, d);
+    if (*st) {
+        arena_free(a);
+        sb_free(&kb);
+        return NULL;
+    }
+    cuda_prepared_drop(slot);
+    slot->key = sb_take(&kb);
+    slot->arena = a;
+    slot->x = x;
+    slot->used = ++cuda_clock;
+    return x;
+}
+
 tsl_status api_compiled_cuda_run(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
                                  tsl_diag *d)
 {
     const lang_def *def = p->def;
     int n = def->ntensors;
-    tsl_arena *a = arena_create();
     rt_cuda_ptr *ptrs = calloc((size_t)n + 1, sizeof *ptrs);
     double *scalars = calloc((size_t)n + 1, sizeof *scalars);
     sched_dev *x = NULL;
     tsl_status st = TSL_OK;
-    if (!a || !ptrs || !scalars) {
+    if (!ptrs || !scalars) {
         diag_error(d, TSL_ERR_NOMEM, "out of memory");
         st = TSL_ERR_NOMEM;
     }
-    sched_plan *plan = st ? NULL : cuda_plan(p, a, d);
-    if (!st && !plan) st = d->first ? d->first : TSL_ERR_INTERNAL;
     pthread_mutex_lock(&cuda_mu);
     if (!st && !cuda_dev && (st = rt_cuda_open(&cuda_dev, d)) != TSL_OK) cuda_unavailable(d);
     rt_cuda_device *dev = cuda_dev;
-    if (!st) st = sched_dev_create(plan, dev, &x, d);
+    if (!st) x = cuda_prepare(p, d, &st);
     for (int i = 0; !st && i < n; i++) {
         const lang_tensor *t = def->tensors[i];
         if (t->is_scalar) {
@@ -183,15 +250,14 @@ tsl_status api_compiled_cuda_run(tsl_program *p, const lang_bound *b, const stru
         st = cuda_transfer(dev, &views[i], ptrs[i], cuda_tensor_bytes(def, b, i), 0, t->name, d);
     }
     if (st == TSL_ERR_BOUNDS) cuda_locate_bounds_error(b, views, d);
-    sched_dev_free(x);
     for (int i = 0; ptrs && dev && i < n; i++) rt_cuda_free(dev, ptrs[i]);
-    if (st == TSL_ERR_RUNTIME) {
+    if (st == TSL_ERR_RUNTIME && cuda_dev) {
+        for (int i = 0; i < CUDA_PLANS; i++) cuda_prepared_drop(&cuda_plans[i]);
         rt_cuda_close(cuda_dev);
         cuda_dev = NULL;
     }
     pthread_mutex_unlock(&cuda_mu);
     free(ptrs);
     free(scalars);
-    arena_free(a);
     return st;
 }
