@@ -21,12 +21,19 @@
  * tiny run minus its device time). Prints a table; --json PATH writes the
  * rows in bench/anchors.py's schema (work, check, rate, unit, median_s) plus
  * the two latencies, for bench/report.py. Exit 0 when every check passed, 1
- * when one failed, 2 without a GPU. --quick: small sizes (a smoke run). */
+ * when one failed, 2 without a GPU. --quick: small sizes (a smoke run).
+ * --precompile: fill the cubin cache first, every kernel of examples/ and
+ * of the benchmark programs compiled on all cores with the exact options
+ * later users ask for (gpu.sh runs it before the tests: NVRTC takes
+ * seconds per generated kernel, one core at a time otherwise). */
+#include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "codegen/cuda.h"
 #include "graph/graph.h"
@@ -579,6 +586,127 @@ done:
     free(src);
 }
 
+/* ---- --precompile: fill the cubin cache in parallel ---------------------------------- */
+
+/* One NVRTC compile, with exactly the arch, name and options a later user
+ * (the CUDA target, test_cuda_target's NVRTC pass) asks for, so that its
+ * rt_cuda_compile is a cache hit. */
+typedef struct bench_job {
+    char *src;
+    char name[160];
+    const char *arch;
+    int verbose;
+} bench_job;
+
+typedef struct bench_pool {
+    bench_job *jobs;
+    int njobs, failed;
+    _Atomic int next;
+    pthread_mutex_t mu;
+} bench_pool;
+
+static void *bench_worker(void *arg)
+{
+    bench_pool *pl = arg;
+    for (;;) {
+        int i = pl->next++;
+        if (i >= pl->njobs) return NULL;
+        bench_job *j = &pl->jobs[i];
+        rt_cuda_options o = {.name = j->name, .ptxas_verbose = j->verbose};
+        void *cubin = NULL;
+        size_t n = 0;
+        char *log = NULL;
+        tsl_diag d = {0};
+        if (rt_cuda_compile(j->src, j->arch, &o, &cubin, &n, j->verbose ? &log : NULL, &d)) {
+            pthread_mutex_lock(&pl->mu);
+            pl->failed++;
+            printf("  %s %s: %.300s\n", j->name, j->arch, sb_str(&d.msg));
+            pthread_mutex_unlock(&pl->mu);
+        }
+        free(cubin);
+        free(log);
+        diag_free(&d);
+    }
+}
+
+/* Jobs for every kernel of every def of `text`: the CUDA target's compile
+ * for dev_arch (NULL: none) and, when `tests`, the ptxas-verbose sm_80 and
+ * sm_90a compiles of tests/unit/test_cuda_target.c. */
+static void bench_add_jobs(const char *file, const char *text, const char *dev_arch, int tests, bench_job **jobs,
+                           int *njobs, int *cap)
+{
+    tsl_arena *a = arena_create();
+    tsl_diag d = {0};
+    tsl_source src = {file, text};
+    lang_module *mod = lang_parse_check(a, &src, &d);
+    for (int i = 0; mod && i < lang_module_count(mod); i++) {
+        graph *g = graph_build(a, lang_module_def(mod, i), &d);
+        sched_plan *p = g ? sched_lower(a, g, &d) : NULL;
+        for (int l = 0; p && l < p->nlaunches; l++) {
+            const tile_kernel *k = p->launches[l].k;
+            strbuf cu = {0};
+            if (cg_cuda_emit(p->m, k, &cu, &d)) {
+                sb_free(&cu);
+                continue;
+            }
+            for (int v = 0; v < 3; v++) {
+                if ((v < 2 && !tests) || (v == 2 && !dev_arch)) continue;
+                if (*njobs == *cap) {
+                    *cap = *cap ? 2 * *cap : 64;
+                    *jobs = realloc(*jobs, sizeof **jobs * (size_t)*cap);
+                }
+                bench_job *j = &(*jobs)[(*njobs)++];
+                j->src = strdup(sb_str(&cu));
+                j->arch = v == 0 ? "sm_80" : v == 1 ? "sm_90a" : dev_arch;
+                j->verbose = v < 2;
+                snprintf(j->name, sizeof j->name, v < 2 ? "%s" : "%s.cu", k->name);
+            }
+            sb_free(&cu);
+        }
+    }
+    diag_free(&d);
+    arena_free(a);
+}
+
+static int bench_precompile(const char *dev_arch, int nthreads)
+{
+    bench_job *jobs = NULL;
+    int njobs = 0, cap = 0;
+    DIR *dp = opendir("examples");
+    struct dirent *e;
+    while (dp && (e = readdir(dp))) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 3, ".tc")) continue;
+        char path[512];
+        snprintf(path, sizeof path, "examples/%s", e->d_name);
+        size_t n;
+        char *text = file_read_all(path, &n);
+        if (text) bench_add_jobs(e->d_name, text, dev_arch, 1, &jobs, &njobs, &cap);
+        free(text);
+    }
+    if (dp) closedir(dp);
+    for (size_t i = 0; dev_arch && i < sizeof bench_cases / sizeof bench_cases[0]; i++) {
+        char *text = bench_source(bench_cases[i].file, bench_cases[i].dtype);
+        if (text) bench_add_jobs(bench_cases[i].file, text, dev_arch, 0, &jobs, &njobs, &cap);
+        free(text);
+    }
+    bench_pool pl = {.jobs = jobs, .njobs = njobs};
+    pthread_mutex_init(&pl.mu, NULL);
+    long before = rt_cuda_compile_count();
+    double t0 = bench_now();
+    pthread_t th[64];
+    if (nthreads > 64) nthreads = 64;
+    if (nthreads < 1) nthreads = 1;
+    for (int i = 0; i < nthreads; i++) pthread_create(&th[i], NULL, bench_worker, &pl);
+    for (int i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
+    printf("precompile: %d jobs on %d threads in %.1f s (%ld NVRTC runs, the rest cache hits), %d failed\n", njobs,
+           nthreads, bench_now() - t0, rt_cuda_compile_count() - before, pl.failed);
+    for (int i = 0; i < njobs; i++) free(jobs[i].src);
+    free(jobs);
+    pthread_mutex_destroy(&pl.mu);
+    return pl.failed ? 1 : 0;
+}
+
 /* The JSON for bench/report.py, rewritten after every row so that a run
  * cut short by its time limit still leaves the rows it finished. */
 static void bench_write_json(const char *path, const rt_cuda_info *in, int quick, double cold, double wall,
@@ -604,19 +732,29 @@ static void bench_write_json(const char *path, const rt_cuda_info *in, int quick
 int main(int argc, char **argv)
 {
     const char *json = NULL, *only = NULL;
-    int quick = 0;
+    int quick = 0, precompile = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--precompile")) precompile = 1;
         else {
-            fprintf(stderr, "usage: gpu_bench [--quick] [--only SUBSTRING] [--json PATH]\n");
+            fprintf(stderr, "usage: gpu_bench [--quick] [--only SUBSTRING] [--json PATH] | --precompile\n");
             return 2;
         }
     }
     bench_rng ^= (uint64_t)time(NULL) * 0x2545f4914f6cdd1dull;
     tsl_diag d = {0};
     rt_cuda_device *dev = NULL;
+    if (precompile) {
+        /* without a device: only the arch-named compiles of the tests */
+        char arch[16] = "";
+        if (rt_cuda_open(&dev, &d) == TSL_OK) snprintf(arch, sizeof arch, "%s", rt_cuda_device_info(dev)->arch);
+        rt_cuda_close(dev);
+        diag_free(&d);
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        return bench_precompile(arch[0] ? arch : NULL, (int)(ncpu > 0 ? ncpu : 4));
+    }
     if (rt_cuda_open(&dev, &d) != TSL_OK) {
         fprintf(stderr, "gpu_bench: %s\n", sb_str(&d.msg));
         diag_free(&d);
