@@ -669,6 +669,11 @@ static tile_value *rr_value(rr *R, int i, rr_shape sh)
 static int rr_pass_begin(rr *R)
 {
     if (R->flat) return 0;
+    if (R->single) {
+        /* the whole row is one chunk: passes share its registers */
+        R->off = tile_expr_int(R->m, 0);
+        return 0;
+    }
     tile_expr *n = tile_expr_bin(R->m, TILE_OP_CDIV, R->colext, tile_expr_int(R->m, R->width));
     tile_stmt *f = tile_build_for(&R->b, rr_fresh(R, "c"), tile_expr_int(R->m, 0), n, NULL);
     tile_build_push(&R->b, f->body);
@@ -758,6 +763,54 @@ static void rr_lower_op(rr *R, int i)
 
 /* ---- entry -------------------------------------------------------------------------------- */
 
+/* E = locals contiguous elements per thread: the chunk width and layouts. */
+static void rr_set_locals(rr *R, int locals)
+{
+    R->locals = locals;
+    R->width = R->threads * locals;
+    char txt[96];
+    snprintf(txt, sizeof txt, "spatial(%d).local(%d)", R->threads, R->locals);
+    R->lay_vec = tile_layout_make(R->m, txt, NULL);
+    snprintf(txt, sizeof txt, "spatial(%d,32,1).local(1,1,%d)", R->threads / 32, R->locals);
+    R->lay_row = tile_layout_make(R->m, txt, NULL);
+    snprintf(txt, sizeof txt, "spatial(%d,32)", R->threads / 32);
+    R->lay_two = tile_layout_make(R->m, txt, NULL);
+    snprintf(txt, sizeof txt, "spatial(%d,1).replicate(32)", R->threads / 32);
+    R->lay_g1 = tile_layout_make(R->m, txt, NULL);
+    snprintf(txt, sizeof txt, "replicate(%d).local(1)", R->threads);
+    R->lay_one = tile_layout_make(R->m, txt, NULL);
+    TSL_ASSERT(R->lay_vec && R->lay_row && R->lay_two && R->lay_g1 && R->lay_one);
+}
+
+/* Row forms: one path per single-chunk width, chosen at run time by the
+ * row length, then the streaming path:
+ *   if D <= T*E0 { whole row in registers, E0 per thread }
+ *   else if D <= T*E1 { ... E1 } ... else { chunk loops of T*SCHED_RR_LOCALS }
+ * A row that fits is read from global once and every pass reuses its
+ * registers; the wide paths also put several 16-byte loads per thread in
+ * flight at once. */
+static void rr_lower_paths(rr *R, const int *locals, int n)
+{
+    if (n == 0) {
+        R->single = 0;
+        rr_set_locals(R, SCHED_RR_LOCALS);
+        for (int i = 0; i < R->grp->nops; i++) rr_lower_op(R, i);
+        return;
+    }
+    rr_set_locals(R, locals[0]);
+    tile_stmt *s = tile_build_stmt(&R->b, TILE_S_IF);
+    s->e = tile_expr_bin(R->m, TILE_OP_LE, R->colext, tile_expr_int(R->m, R->width));
+    s->body = tile_block_new(R->m);
+    s->els = tile_block_new(R->m);
+    tile_build_push(&R->b, s->body);
+    R->single = 1;
+    for (int i = 0; i < R->grp->nops; i++) rr_lower_op(R, i);
+    tile_build_pop(&R->b);
+    tile_build_push(&R->b, s->els);
+    rr_lower_paths(R, locals + 1, n - 1);
+    tile_build_pop(&R->b);
+}
+
 int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int rows, int flat, const char *tag)
 {
     tsl_arena *a = p->m->arena;
@@ -774,20 +827,7 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
     R->one = arena_alloc(a, sizeof *R->one * (size_t)(grp->nops + 1));
     if (!rr_recognise(R)) return 0;
     R->threads = flat ? SCHED_EW_THREADS : SCHED_RR_THREADS;
-    R->locals = flat ? SCHED_EW_LOCALS : SCHED_RR_LOCALS;
-    R->width = R->threads * R->locals;
-    char txt[96];
-    snprintf(txt, sizeof txt, "spatial(%d).local(%d)", R->threads, R->locals);
-    R->lay_vec = tile_layout_make(R->m, txt, NULL);
-    snprintf(txt, sizeof txt, "spatial(%d,32,1).local(1,1,%d)", R->threads / 32, R->locals);
-    R->lay_row = tile_layout_make(R->m, txt, NULL);
-    snprintf(txt, sizeof txt, "spatial(%d,32)", R->threads / 32);
-    R->lay_two = tile_layout_make(R->m, txt, NULL);
-    snprintf(txt, sizeof txt, "spatial(%d,1).replicate(32)", R->threads / 32);
-    R->lay_g1 = tile_layout_make(R->m, txt, NULL);
-    snprintf(txt, sizeof txt, "replicate(%d).local(1)", R->threads);
-    R->lay_one = tile_layout_make(R->m, txt, NULL);
-    TSL_ASSERT(R->lay_vec && R->lay_row && R->lay_two && R->lay_g1 && R->lay_one);
+    rr_set_locals(R, flat ? SCHED_EW_LOCALS : SCHED_RR_LOCALS);
 
     const graph_op *op0 = &g->ops[grp->first];
     char kn[160];
@@ -829,7 +869,12 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
         R->k->grid[0] = stride;
         R->colext = rr_sexpr(R, R->colhi);
     }
-    for (int i = 0; i < grp->nops; i++) rr_lower_op(R, i);
+    if (flat) {
+        for (int i = 0; i < grp->nops; i++) rr_lower_op(R, i);
+    } else {
+        static const int paths[] = SCHED_RR_PATHS;
+        rr_lower_paths(R, paths, (int)TSL_COUNTOF(paths));
+    }
     return 1;
 }
 

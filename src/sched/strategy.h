@@ -20,7 +20,7 @@
 #include "sched/sched.h"
 
 enum {
-    SCHED_RR_THREADS = 256, /* threads per row (8 warps) */
+    SCHED_RR_THREADS = 128, /* threads per row (4 warps) */
     SCHED_RR_LOCALS = 8,    /* contiguous elements per thread per chunk */
     SCHED_RR_WIDTH = SCHED_RR_THREADS * SCHED_RR_LOCALS,
     SCHED_EW_THREADS = 256,
@@ -39,5 +39,9 @@ int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp);
  * TESSEL_SCHED=generic in the environment turns the fast strategies off
  * (comparisons, bisecting). */
 int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp);
+
+/* The single-chunk paths of the row strategy: elements per thread, so rows
+ * up to SCHED_RR_THREADS * E stay in registers (rowred.c rr_lower_paths). */
+#define SCHED_RR_PATHS {8}
 
 #endif

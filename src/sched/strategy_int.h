@@ -27,6 +27,7 @@ typedef struct rr {
     sched_launch *launch;
     int rows;               /* row dims: vars [0, rows); var `rows` is the column */
     int flat;               /* flat form: the whole box is one row, a chunk per block */
+    int single;             /* row forms: this path holds the whole row in one chunk */
     int threads, locals, width; /* width = threads * locals columns per chunk */
     tsl_dtype ct;           /* arithmetic dtype: f32, or f64 */
     const lang_sexpr *colhi;/* the column range [0, colhi) (row forms) */
