@@ -11,6 +11,7 @@
 #include "codegen/codegen.h"
 #include "graph/graph.h"
 #include "interp/interp.h"
+#include "runtime/runtime.h"
 #include "sched/sched.h"
 #include "test.h"
 #include "tessel.h"
@@ -481,6 +482,10 @@ static void test_gather_out_of_range(void)
                   "cpu: %s", msg);
         I[1] = 4;
         CHECK_EQ_INT(tsl_program_run(prog, args, TSL_TARGET_CPU), TSL_OK);
+        /* a second run finds the compiled kernels in the cache */
+        long compiles = rt_cpu_compile_count();
+        CHECK_EQ_INT(tsl_program_run(prog, args, TSL_TARGET_CPU), TSL_OK);
+        CHECK_EQ_INT(rt_cpu_compile_count(), compiles);
         const DLTensor *out = tsl_args_output(args, "Z");
         CHECK(out && ((float *)out->data)[0] == 2 && ((float *)out->data)[1] == 5 && ((float *)out->data)[2] == 1);
     }
