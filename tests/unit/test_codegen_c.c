@@ -313,6 +313,46 @@ static void test_sched_ops(void)
     free(text);
 }
 
+/* Small programs whose every output element depends on the instruction
+ * under test (the goldens reduce some of them away): each shuffle kind
+ * with lanes in and out of range, broadcasts and reductions over
+ * replicated and column layouts, integer rows, casts with rounding. */
+static void test_instructions(void)
+{
+    static const char *const progs[] = {
+        "kernel shuf(X: global f32[64], A: global f32[64], B: global f32[64], C: global f32[64], D: global f32[64], k: int) grid(1) threads(64) {\n"
+        "  x = load_global X[0] -> register f32[64] layout spatial(64)\n"
+        "  a = shuffle.xor x, k\n  b = shuffle.up x, k\n  c = shuffle.down x, k + 3\n  d = shuffle.idx x, k * 3\n"
+        "  store_global a -> A[0]\n  store_global b -> B[0]\n  store_global c -> C[0]\n  store_global d -> D[0]\n}\n",
+        "kernel red(X: global f32[M, 24], S: global f32[M], T: global f32[M, 24], U: global f32[B, 24]) grid(B) threads(32) {\n"
+        "  x = load_global X[block_idx.x * 8, 0] -> register f32[8, 24] layout column_local(2, 3).spatial(4, 8).local(1, 1) fill 0.5\n"
+        "  m = reduce.max x -> register f32[8] layout spatial(8).replicate(4) dim 1\n"
+        "  n = reduce.min x -> register f32[1, 24] layout replicate(4).local(1, 3).spatial(1, 8) dim 0\n"
+        "  s = reduce.sum x -> register f32[8] layout spatial(8).replicate(4) dim 1\n"
+        "  t = add m, s\n"
+        "  b = broadcast t -> register f32[8, 24] layout column_local(2, 3).spatial(4, 8).local(1, 1) dim 1\n"
+        "  y = sub x, b\n"
+        "  store_global t -> S[block_idx.x * 8]\n  store_global y -> T[block_idx.x * 8, 0]\n  store_global n -> U[block_idx.x, 0]\n}\n",
+        "kernel ints(X: global i32[N], Y: global i8[N], Z: global u16[N], W: global f16[N], q: int) grid(cdiv(N, 96)) threads(32) {\n"
+        "  x = load_global X[block_idx.x * 96] -> register i32[96] layout local(3).spatial(32)\n"
+        "  a = mul x, x\n  b = sub a, q\n  c = max b, -7\n  e = cast c -> register i8[96] layout local(3).spatial(32)\n"
+        "  f = cast x -> register u16[96] layout local(3).spatial(32)\n"
+        "  g = cast x -> register f32[96] layout local(3).spatial(32)\n  h = mul g, 0.37\n"
+        "  w = cast h -> register f16[96] layout local(3).spatial(32)\n"
+        "  store_global e -> Y[block_idx.x * 96]\n  store_global f -> Z[block_idx.x * 96]\n  store_global w -> W[block_idx.x * 96]\n}\n",
+    };
+    for (size_t i = 0; i < TSL_COUNTOF(progs); i++) {
+        tsl_arena *ar = arena_create();
+        tile_module *m = parse_text(ar, progs[i]);
+        for (int rep = 0; m && rep < 3; rep++) {
+            char why[2048] = "";
+            int r = compare(m, m->kernels[0], 300, rep == 0, why, sizeof why);
+            CHECK_MSG(r == 1, "%s (rep %d): %s", m->kernels[0]->name, rep, why);
+        }
+        arena_free(ar);
+    }
+}
+
 /* Parse one kernel from text (the module lives in *ar). */
 static tile_module *parse_text(tsl_arena *ar, const char *text)
 {
@@ -489,6 +529,7 @@ TEST_SUITE(codegen_c) = {
     {"examples", test_examples},
     {"golden", test_golden},
     {"sched_ops", test_sched_ops},
+    {"instructions", test_instructions},
     {"warning_free", test_warning_free},
     {"compile_error", test_compile_error},
     {"zero_grid", test_zero_grid},
