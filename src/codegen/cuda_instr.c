@@ -845,6 +845,8 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
         declare(c, s, &rd);
         if (tile_dtype_eq(xv->type.dt, dv->type.dt))
             sb_printf(&e, "%s[l]", cg_name(c, xv));
+        else if (xv->type.dt.kind != TILE_DT_FLOAT && dv->type.dt.kind != TILE_DT_FLOAT)
+            sb_printf(&e, "tsl_to<%s>::f(tsl_i(%s[l]))", dt, cg_name(c, xv));
         else
             sb_printf(&e, "tsl_to<%s>::f(tsl_c(%s[l]))", dt, cg_name(c, xv));
     } else {
@@ -861,18 +863,37 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
                    tile_op_info_of(in->op)->name);
             goto done;
         }
+        int fl = cg_is_float_math(odt), isint = odt.kind != TILE_DT_FLOAT;
+        /* integer and bool operands: exact integer math where the op is
+         * (the interpreter's doubles agree below 2^53); transcendental
+         * ops and pow go through double as the interpreter does */
+        int imath = isint && (tile_op_is_binary(in->op) || in->op == TILE_I_NEG || in->op == TILE_I_ABS ||
+                              in->op == TILE_I_RELU || in->op == TILE_I_NOT || in->op == TILE_I_SELECT ||
+                              tile_op_info_of(in->op)->res == TILE_RES_BOOL || in->op == TILE_I_MOD ||
+                              in->op == TILE_I_AND || in->op == TILE_I_OR) &&
+                    in->op != TILE_I_POW;
         for (int k = 0; k < n; k++) {
             tile_dtype kdt = odt;
             if (k == 0 && in->op == TILE_I_SELECT) kdt = (tile_dtype){TILE_DT_BOOL, 8, 0, 0};
             if (!ew_operand(c, &in->args[k], &rd, kdt, &x[k])) goto done;
+            if (imath) {
+                /* tsl_c(...) -> tsl_i(...) for this operand */
+                strbuf t = {0};
+                sb_printf(&t, "tsl_i(%s", sb_str(&x[k]) + 6);
+                sb_free(&x[k]);
+                x[k] = t;
+            }
         }
         declare(c, s, &rd);
-        int fl = cg_is_float_math(odt), isint = odt.kind == TILE_DT_INT || odt.kind == TILE_DT_UINT;
-        /* integer operands compute in double as the interpreter does */
-        const char *mt = fl ? "float" : "double";
+        const char *mt = imath ? "long long" : fl ? "float" : "double";
+        const char *text = ew_text(in->op, fl, isint);
+        if (imath && in->op == TILE_I_DIV) text = "((y) == 0 ? 0LL : (x) / (y))";
+        if (imath && in->op == TILE_I_MOD) text = "((y) == 0 ? 0LL : (x) % (y))";
+        if (imath && in->op == TILE_I_ABS) text = "((x) < 0 ? -(x) : (x))";
         strbuf body = {0};
-        subst3(&body, ew_text(in->op, fl, isint), sb_str(&x[0]), sb_str(&x[1]), sb_str(&x[2]));
-        const char *rt = cg_is_float_math(dv->type.dt) ? "float" : "double";
+        subst3(&body, text, sb_str(&x[0]), sb_str(&x[1]), sb_str(&x[2]));
+        const char *rt = imath ? "long long" : cg_is_float_math(dv->type.dt) ? "float" : "double";
+        if (imath && dv->type.dt.kind == TILE_DT_FLOAT) rt = "double";
         sb_printf(&e, "tsl_to<%s>::f((%s)(%s)(%s))", dt, rt, mt, sb_str(&body));
         sb_free(&body);
     }
@@ -906,7 +927,7 @@ static void emit_iota(cg *c, const tile_stmt *s)
         cg_tpart(c, &tp, &rd, in->dim);
         cg_line(c, "const long long base = (long long)(%s) + (long long)(%s);", sb_str(&tp), sb_str(&off));
         for (int64_t l = 0; l < rd.locals; l++)
-            cg_line(c, "%s[%lld] = tsl_to<%s>::f((double)(base + %lldLL));", cg_name(c, dv), (long long)l,
+            cg_line(c, "%s[%lld] = tsl_to<%s>::f((long long)(base + %lldLL));", cg_name(c, dv), (long long)l,
                     cg_ctype(dv->type.dt), (long long)rd.lc[l * rd.rank + in->dim]);
         c->ind--;
         cg_line(c, "}");
@@ -960,7 +981,8 @@ static void emit_gather(cg *c, const tile_stmt *s)
                 cg_err(c, TSL_ERR_SHAPE, "'%s' is not laid out like the data", iv->name);
                 break;
             }
-            sb_printf(&idx[k], "tsl_index(tsl_c(%s[%%L]))", cg_name(c, iv));
+            if (iv->type.dt.kind == TILE_DT_FLOAT) sb_printf(&idx[k], "tsl_index(tsl_c(%s[%%L]))", cg_name(c, iv));
+            else sb_printf(&idx[k], "tsl_i(%s[%%L])", cg_name(c, iv));
         }
     }
     if (in->mask && !c->st && !dist_layout_equal(&in->mask->type.layout->v.dist, rd.L))

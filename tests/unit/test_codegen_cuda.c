@@ -693,7 +693,7 @@ static void test_emit_shape(void)
         "}\n";
     CHECK_EQ_INT(emit_text(text, &sb, &d), TSL_OK);
     const char *s = sb_str(&sb);
-    CHECK(strstr(s, "extern \"C\" __global__ void __launch_bounds__(128) tsl_cuda_scale_i32("));
+    CHECK(strstr(s, "extern \"C\" __global__ void __launch_bounds__(128, 1) tsl_cuda_scale_i32("));
     CHECK(strstr(s, "tsl_cuda_scale_i64("));
     CHECK(strstr(s, "/* x = load_global X[block_idx.x * 256] -> register f32[256]"));
     CHECK(strstr(s, "/* store_global y -> Y[block_idx.x * 256] */"));
