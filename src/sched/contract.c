@@ -55,6 +55,7 @@ typedef struct ct {
     ct_shape sh;
     int mma;
     int pad;               /* elements of padding per shared row */
+    int stages;            /* pipeline depth */
     strbuf body;           /* the kernel's statements */
     int nparam_t;          /* tensor params so far */
     int ptensor[64];       /* def tensor of each tensor param */
@@ -173,16 +174,19 @@ static int recognise(ct *c)
     c->mma = is_mma_dt(A->dtype);
     c->sh = c->mma ? CT_MMA : CT_FMA;
     c->pad = c->mma ? 8 : 4;
-    /* TESSEL_CONTRACT="BM,BN,BK,WM,WN,PAD" overrides the mma plan
+    /* TESSEL_CONTRACT="BM,BN,BK,WM,WN,PAD[,STAGES]" overrides the mma plan
      * (experiments; the tuner's space later) */
     const char *env = getenv("TESSEL_CONTRACT");
     ct_shape o = c->sh;
-    int pad = c->pad;
-    if (c->mma && env && sscanf(env, "%d,%d,%d,%d,%d,%d", &o.bm, &o.bn, &o.bk, &o.wm, &o.wn, &pad) == 6 &&
-        o.wm > 0 && o.wn > 0 && o.bm % (16 * o.wm) == 0 && o.bn % (8 * o.wn) == 0 && o.bk % 16 == 0 && pad >= 0) {
+    int pad = c->pad, stages = 3;
+    c->stages = 3;
+    int got = env ? sscanf(env, "%d,%d,%d,%d,%d,%d,%d", &o.bm, &o.bn, &o.bk, &o.wm, &o.wn, &pad, &stages) : 0;
+    if (c->mma && got >= 6 && o.wm > 0 && o.wn > 0 && o.bm % (16 * o.wm) == 0 && o.bn % (8 * o.wn) == 0 &&
+        o.bk % 16 == 0 && pad >= 0 && stages >= 1 && stages <= 8) {
         o.threads = 32 * o.wm * o.wn;
         c->sh = o;
         c->pad = pad;
+        c->stages = stages;
     }
     for (int i = grp->first; i < grp->first + grp->nops; i++)
         if (i != grp->anchor && !side_op_ok(c, &g->ops[i])) return 0;
@@ -318,7 +322,7 @@ static void emit_mainloop(ct *c, strbuf *b)
     sexpr_text(&kb, c, A->shape[c->nb + (c->a_trans ? 0 : 1)]);
     snprintf(kext, sizeof kext, "%s", sb_str(&kb));
     sb_free(&kb);
-    sb_printf(b, "  pipeline(grid=(k: cdiv(%s, %d)), stages=3, in=[", kext, s->bk);
+    sb_printf(b, "  pipeline(grid=(k: cdiv(%s, %d)), stages=%d, in=[", kext, s->bk, c->stages);
     spec(b, c, "c_ta", c->ta, c->a_trans, 1);
     sb_puts(b, ", ");
     spec(b, c, "c_tb", c->tb, c->b_trans, 0);
@@ -735,7 +739,7 @@ static void header(ct *c, strbuf *h, const char *kname)
     int bytes = c->mma ? 2 : 4;
     int64_t ra = c->a_trans ? s->bk : s->bm, ca = c->a_trans ? s->bm : s->bk;
     int64_t rb = c->b_trans ? s->bn : s->bk, cb = c->b_trans ? s->bk : s->bn;
-    int64_t smem = 3 * (ra * (ca + c->pad) + rb * (cb + c->pad)) * bytes;
+    int64_t smem = c->stages * (ra * (ca + c->pad) + rb * (cb + c->pad)) * bytes;
     sb_printf(h, ") threads(%d) smem_budget(%lld) {\n", s->threads, (long long)smem);
 }
 
