@@ -177,7 +177,7 @@ tsl_status cg_cuda_run_opt(const tile_module *m, const tile_kernel *k, const til
     unsigned long long errv[8] = {0};
     if (!st) st = rt_cuda_alloc(dev, sizeof errv, &la->err, d);
     if (!st) st = rt_cuda_memset8(dev, la->err, 0, sizeof errv, d);
-    la->params[la->nparams++] = &la->err;
+    if (!st) la->params[la->nparams++] = &la->err;
     rt_cuda_function fn = NULL;
     if (!st) {
         char entry[160], sym[192];
