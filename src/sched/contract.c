@@ -99,6 +99,12 @@ static int product_ok(const graph_expr *e, int *nreads)
 {
     switch (e->kind) {
     case LANG_E_ACCESS: (*nreads)++; return 1;
+    case LANG_E_CAST:
+        /* float(A(m, k)) of an f16/bf16/f32 read: exact in f32, which is
+         * what the kernel computes in */
+        if (e->src->type != TSL_DTYPE_F32 || e->args[0]->kind != LANG_E_ACCESS) return 0;
+        (*nreads)++;
+        return 1;
     case LANG_E_SCALAR:
     case LANG_E_INT:
     case LANG_E_FLOAT: return 1;
@@ -616,7 +622,7 @@ static int side_expr(ct *c, const graph_op *op, const graph_expr *e, cv *out)
  * scalar operand text; "" when none. */
 static int scale_text(ct *c, const graph_expr *e, strbuf *out, int *nfac)
 {
-    if (e->kind == LANG_E_ACCESS) return 1;
+    if (e->kind == LANG_E_ACCESS || e->kind == LANG_E_CAST) return 1; /* the reads (product_ok) */
     if (e->kind == LANG_E_BINARY) return scale_text(c, e->args[0], out, nfac) && scale_text(c, e->args[1], out, nfac);
     cv v;
     if (!side_expr(c, c->anchor, e, &v) || v.tile) return 0;
