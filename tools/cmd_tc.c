@@ -37,10 +37,10 @@ static const char run_usage[] =
     "  floats in [-1,1), signed ints in [-8,8), unsigned in [0,8), bools 0/1.\n";
 
 static const char compile_usage[] =
-    "usage: tessel compile FILE.tc [--entry NAME] --emit=ast|ranges|graph|tile|c\n"
+    "usage: tessel compile FILE.tc [--entry NAME] --emit=ast|ranges|graph|tile|c|cuda\n"
     "  Print the checked program (ast), every inferred range (ranges), the op\n"
     "  graph (graph), the scheduled tile IR with its launch plan (tile) or the\n"
-    "  generated C (c), for every def unless --entry names one.\n";
+    "  generated C (c) or CUDA C (cuda), for every def unless --entry names one.\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
 {
@@ -156,8 +156,8 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
             o->entry = val;
         } else if (!strcmp(name, "emit")) {
             if (strcmp(val, "ast") && strcmp(val, "ranges") && strcmp(val, "graph") && strcmp(val, "tile") &&
-                strcmp(val, "c"))
-                return usage_error(usage, "--emit takes ast, ranges, graph, tile or c, not '%s'", val);
+                strcmp(val, "c") && strcmp(val, "cuda"))
+                return usage_error(usage, "--emit takes ast, ranges, graph, tile, c or cuda, not '%s'", val);
             o->emit = val;
         } else if (!strcmp(name, "target")) {
             if (tsl_target_parse(val, &o->target) != 0)
@@ -368,7 +368,7 @@ int cmd_compile(int argc, char **argv)
     }
     if (!o.emit) {
         free_opts(&o);
-        return usage_error(compile_usage, "%s", "missing --emit=ast|ranges|graph|tile|c");
+        return usage_error(compile_usage, "%s", "missing --emit=ast|ranges|graph|tile|c|cuda");
     }
     tsl_context *ctx = tsl_context_create();
     char *src = read_source(o.file);

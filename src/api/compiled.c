@@ -12,11 +12,12 @@
  * which names the tensor, dimension, index and bound.
  *
  * Emit: "tile" prints the plan and the module (sched_print), "c" the C of
- * every kernel (cg_c_emit). */
+ * every kernel (cg_c_emit), "cuda" their CUDA C (cg_cuda_emit). */
 #include <string.h>
 
 #include "api/api.h"
 #include "codegen/codegen.h"
+#include "codegen/cuda.h"
 #include "graph/graph.h"
 #include "interp/interp.h"
 #include "sched/sched.h"
@@ -50,7 +51,8 @@ tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
     } else if (plan) {
         for (int i = 0; i < plan->nlaunches && !st; i++) {
             if (i) sb_putc(out, '\n');
-            st = cg_c_emit(plan->m, plan->launches[i].k, out, d);
+            st = !strcmp(what, "cuda") ? cg_cuda_emit(plan->m, plan->launches[i].k, out, d)
+                                       : cg_c_emit(plan->m, plan->launches[i].k, out, d);
         }
     }
     arena_free(a);
