@@ -381,14 +381,15 @@ static int rr_block_open(const rr *R, const tile_block *blk)
 static tile_value *rr_memo_get(rr *R, int key, int id, rr_shape sh)
 {
     for (int i = R->nmemo - 1; i >= 0; i--)
-        if (R->memo[i].key == key && R->memo[i].id == id && R->memo[i].sh == sh && rr_block_open(R, R->memo[i].blk))
+        if (R->memo[i].key == key && R->memo[i].id == id && R->memo[i].sh == sh && R->memo[i].sub == R->sub &&
+            rr_block_open(R, R->memo[i].blk))
             return R->memo[i].v;
     return NULL;
 }
 
 static tile_value *rr_memo_put(rr *R, int key, int id, rr_shape sh, tile_value *v)
 {
-    rr_memo m = {key, id, sh, R->b.cur, v};
+    rr_memo m = {key, id, R->sub, sh, R->b.cur, v};
     ARENA_PUSH(R->m->arena, R->memo, R->nmemo, R->capmemo, m);
     return v;
 }
@@ -664,28 +665,6 @@ static tile_value *rr_value(rr *R, int i, rr_shape sh)
 
 /* ---- passes ------------------------------------------------------------------------------ */
 
-/* Open the chunk loop of a pass (row forms); R->off is the chunk's first
- * column. Flat form: the block's chunk, no loop. */
-static int rr_pass_begin(rr *R)
-{
-    if (R->flat) return 0;
-    if (R->single) {
-        /* the whole row is one chunk: passes share its registers */
-        R->off = tile_expr_int(R->m, 0);
-        return 0;
-    }
-    tile_expr *n = tile_expr_bin(R->m, TILE_OP_CDIV, R->colext, tile_expr_int(R->m, R->width));
-    tile_stmt *f = tile_build_for(&R->b, rr_fresh(R, "c"), tile_expr_int(R->m, 0), n, NULL);
-    tile_build_push(&R->b, f->body);
-    R->off = rr_ibin(R, TILE_OP_MUL, tile_expr_value(R->m, f->v), tile_expr_int(R->m, R->width));
-    return 1;
-}
-
-static void rr_pass_end(rr *R, int opened)
-{
-    if (opened) tile_build_pop(&R->b);
-}
-
 static tile_expr *rr_identity(rr *R, lang_assign_op op)
 {
     if (op == LANG_ADD_EQ) return tile_expr_int(R->m, 0);
@@ -720,16 +699,75 @@ static void rr_store(rr *R, tile_value *x, int ti, rr_pat pt)
     tile_instr_dst(&s->instr, rr_at(R, ti, pt));
 }
 
+/* Load, ahead of any arithmetic, every chunk of memory that op i's body
+ * reads, through the internal ops it recomputes: the loads of the
+ * unrolled sub-chunks are then all in flight at once. */
+static void rr_prefetch(rr *R, int i, const graph_expr *e)
+{
+    const graph_op *op = &R->g->ops[R->grp->first + i];
+    if (e->kind == LANG_E_ACCESS) {
+        const graph_operand *o = &op->operands[e->operand];
+        int w = rr_writer_before(R, o->tensor, i);
+        if (w >= 0) {
+            if (R->kind[w] == RR_FULL) rr_prefetch(R, w, R->g->ops[R->grp->first + w].body);
+            return;
+        }
+        rr_pat pt = rr_pattern(R, op, o);
+        if (pt != RR_PAT_ROW) rr_load_chunk(R, o->tensor, pt);
+        return;
+    }
+    for (int j = 0; j < e->nargs; j++) rr_prefetch(R, i, e->args[j]);
+}
+
+/* One pass of op i over the row: a store of its chunks (acc NULL) or the
+ * accumulation of its body into acc (tail lanes give the identity). The
+ * streaming path loops over groups of SCHED_RR_UNROLL chunks, their loads
+ * first; the single-chunk path has one chunk at column 0; the flat form
+ * the block's chunk (R->off set by the caller). */
+static void rr_pass(rr *R, int i, tile_value *acc)
+{
+    const graph_op *op = &R->g->ops[R->grp->first + i];
+    int loop = !R->flat && !R->single, U = loop ? SCHED_RR_UNROLL : 1;
+    tile_expr *base = R->off;
+    if (loop) {
+        tile_expr *n = tile_expr_bin(R->m, TILE_OP_CDIV, R->colext, tile_expr_int(R->m, (int64_t)R->width * U));
+        tile_stmt *f = tile_build_for(&R->b, rr_fresh(R, "c"), tile_expr_int(R->m, 0), n, NULL);
+        tile_build_push(&R->b, f->body);
+        base = rr_ibin(R, TILE_OP_MUL, tile_expr_value(R->m, f->v), tile_expr_int(R->m, (int64_t)R->width * U));
+    } else if (!R->flat) {
+        base = tile_expr_int(R->m, 0);
+    }
+    for (int step = 0; step < 2; step++)
+        for (int u = 0; u < U; u++) {
+            R->sub = u;
+            R->off = rr_ibin(R, TILE_OP_ADD, base, tile_expr_int(R->m, (int64_t)u * R->width));
+            if (step == 0) {
+                rr_prefetch(R, i, op->body);
+            } else if (!acc) {
+                rr_store(R, rr_value(R, i, RR_ROW), op->operands[0].tensor, RR_PAT_FULL);
+            } else {
+                tile_value *x = rr_as_tile(R, rr_num(R, rr_expr(R, i, op->body, RR_ROW)), RR_ROW);
+                tile_operand sa[3] = {tile_operand_tensor(rr_valid(R)), tile_operand_tensor(x),
+                                      tile_operand_scalar(rr_identity(R, op->assign))};
+                x = rr_emit(R, TILE_I_SELECT, "m", 3, sa);
+                tile_stmt *c = tile_build_instr(&R->b, rr_combine(op->assign), NULL);
+                tile_instr_arg(R->m, &c->instr, tile_operand_tensor(acc));
+                tile_instr_arg(R->m, &c->instr, tile_operand_tensor(x));
+                tile_instr_dst(&c->instr, tile_operand_tensor(acc));
+            }
+        }
+    R->sub = 0;
+    R->off = base;
+    if (loop) tile_build_pop(&R->b);
+}
+
 static void rr_lower_op(rr *R, int i)
 {
     const graph_op *op = &R->g->ops[R->grp->first + i];
     int lhs = op->operands[0].tensor;
     tsl_dtype lt = R->def->tensors[lhs]->dtype;
     if (R->kind[i] == RR_FULL) {
-        if (!rr_materialized(R, i)) return; /* recomputed where it is read */
-        int o = rr_pass_begin(R);
-        rr_store(R, rr_value(R, i, RR_ROW), lhs, RR_PAT_FULL);
-        rr_pass_end(R, o);
+        if (rr_materialized(R, i)) rr_pass(R, i, NULL); /* else recomputed where it is read */
         return;
     }
     tile_value *one;
@@ -737,16 +775,7 @@ static void rr_lower_op(rr *R, int i)
         one = rr_as_tile(R, rr_num(R, rr_expr(R, i, op->body, RR_ONE)), RR_ONE);
     } else {
         tile_value *acc = rr_fill(R, RR_ROW, R->ct, rr_identity(R, op->assign));
-        int o = rr_pass_begin(R);
-        tile_value *x = rr_as_tile(R, rr_num(R, rr_expr(R, i, op->body, RR_ROW)), RR_ROW);
-        tile_operand sa[3] = {tile_operand_tensor(rr_valid(R)), tile_operand_tensor(x),
-                              tile_operand_scalar(rr_identity(R, op->assign))};
-        x = rr_emit(R, TILE_I_SELECT, "m", 3, sa);
-        tile_stmt *c = tile_build_instr(&R->b, rr_combine(op->assign), NULL);
-        tile_instr_arg(R->m, &c->instr, tile_operand_tensor(acc));
-        tile_instr_arg(R->m, &c->instr, tile_operand_tensor(x));
-        tile_instr_dst(&c->instr, tile_operand_tensor(acc));
-        rr_pass_end(R, o);
+        rr_pass(R, i, acc);
         tile_op ro = op->assign == LANG_MAX_EQ ? TILE_I_REDUCE_MAX
                      : op->assign == LANG_MIN_EQ ? TILE_I_REDUCE_MIN
                                                  : TILE_I_REDUCE_SUM;

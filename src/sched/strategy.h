@@ -43,5 +43,8 @@ int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp);
 /* The single-chunk paths of the row strategy: elements per thread, so rows
  * up to SCHED_RR_THREADS * E stay in registers (rowred.c rr_lower_paths). */
 #define SCHED_RR_PATHS {8}
+/* Chunks per iteration of the streaming path (their loads issued first).
+ * 4 was slower on an H200 (150-195 registers: 2-3 blocks per SM). */
+#define SCHED_RR_UNROLL 1
 
 #endif

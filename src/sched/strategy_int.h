@@ -11,6 +11,7 @@ typedef enum rr_shape { RR_VEC, RR_ROW, RR_TWO, RR_G1, RR_ONE } rr_shape;
 
 typedef struct rr_memo {
     int key, id;         /* what: a load, a recomputed op, a broadcast, ... */
+    int sub;             /* which sub-chunk of an unrolled pass */
     rr_shape sh;
     tile_block *blk;     /* where it was emitted (visible while open) */
     tile_value *v;
@@ -28,6 +29,7 @@ typedef struct rr {
     int rows;               /* row dims: vars [0, rows); var `rows` is the column */
     int flat;               /* flat form: the whole box is one row, a chunk per block */
     int single;             /* row forms: this path holds the whole row in one chunk */
+    int sub;                /* the sub-chunk being lowered (memo key) */
     int threads, locals, width; /* width = threads * locals columns per chunk */
     tsl_dtype ct;           /* arithmetic dtype: f32, or f64 */
     const lang_sexpr *colhi;/* the column range [0, colhi) (row forms) */
