@@ -78,6 +78,13 @@ static const ct_case cases[] = {
      1,
      {{1, 1, 1, 1}, {2, 19, 35, 9}},
      0},
+    /* one tensor as both operands; C in/out accumulated without `!` */
+    {"def gram(float(M,K) A) -> (C) {\n  C(m,n) +=! A(m,k) * A(n,k) where n in 0:M\n}\n", 1, {{1, 1}, {23, 7}}, 0},
+    {"def sq(float(M,M) A) -> (C) {\n  C(m,n) +=! A(m,k) * A(k,n)\n}\n", 1, {{1}, {17}}, 0},
+    {"def acc(float(M,K) A, float(K,N) B, float(M,N) C) -> (C) {\n  C(m,n) += A(m,k) * B(k,n)\n}\n",
+     1,
+     {{1, 1, 1}, {11, 5, 13}},
+     0},
     /* C^T = B^T A^T: the same GEMM with the operands' roles swapped */
     {"def ct(float(M,K) A, float(K,N) B) -> (C) {\n  C(n,m) +=! A(m,k) * B(k,n)\n}\n", 1, {{1, 1, 1}, {5, 3, 7}}, 0},
     {"def conv(float(N,C,H,W) I, float(F,C,KH,KW) W1) -> (O) {\n"
