@@ -590,6 +590,13 @@ void cgc_emit_view(cgc *c, const tile_stmt *s)
                  (long long)(tx->nlocals * xd.bits), x->name, (long long)(td->nlocals * dd.bits));
         return;
     }
+    if (tile_dtype_eq(xd, dd)) {
+        /* same dtype, same slots per thread: slot l stays slot l, only the
+         * layout's reading of it changes — the registers are copied as they are */
+        cgc_line(c, "memmove(%s, %s, %lld);", cgc_rname(c, d), cgc_rname(c, x),
+                 (long long)(td->ns * cgc_reg_size(dd)));
+        return;
+    }
     int64_t nb = tx->nlocals * xd.bits / 8 + 9;
     cgc_need_scratch(c, cgc_align_up(td->ns * cgc_reg_size(dd), 16) + nb + 64);
     cgc_line(c, "%s *const tmp = (%s *)scratch;", cgc_reg_ctype(dd), cgc_reg_ctype(dd));
