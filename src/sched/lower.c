@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sched/kbuild.h"
 #include "sched/sched.h"
 #include "sched/strategy.h"
 
@@ -59,79 +60,25 @@ typedef struct lower {
     tile_value *flat;       /* the lane's flat index in the box */
 } lower;
 
-/* ---- names ---------------------------------------------------------------------- */
+/* ---- names, int expressions, arguments, sizes: kbuild.c ---------------------------- */
 
-static int name_used(const tile_kernel *k, const char *s)
-{
-    for (int i = 0; i < k->nvalues; i++)
-        if (!strcmp(k->values[i]->name, s)) return 1;
-    return 0;
-}
-
-/* `base`, or base_1, base_2, ...: unused in the kernel and not a keyword. */
-static const char *fresh(lower *L, const char *base)
-{
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", base);
-    for (int n = 1; tile_name_reserved(buf) || name_used(L->k, buf); n++)
-        snprintf(buf, sizeof buf, "%s_%d", base, n);
-    return arena_strdup(L->m->arena, buf);
-}
-
-/* ---- int expressions, folded where constant --------------------------------------- */
+static const char *fresh(lower *L, const char *base) { return sched_kb_fresh(L->m, L->k, base); }
 
 static tile_expr *ibin(lower *L, tile_binop op, tile_expr *a, tile_expr *b)
 {
-    int64_t x, y;
-    int ca = tile_expr_const(a, &x), cb = tile_expr_const(b, &y);
-    if (ca && cb) {
-        switch (op) {
-        case TILE_OP_ADD: return tile_expr_int(L->m, x + y);
-        case TILE_OP_SUB: return tile_expr_int(L->m, x - y);
-        case TILE_OP_MUL: return tile_expr_int(L->m, x * y);
-        default: break;
-        }
-    }
-    if (op == TILE_OP_ADD && ca && x == 0) return b;
-    if ((op == TILE_OP_ADD || op == TILE_OP_SUB) && cb && y == 0) return a;
-    if (op == TILE_OP_MUL && ca && x == 1) return b;
-    if (op == TILE_OP_MUL && cb && y == 1) return a;
-    if (op == TILE_OP_MUL && ((ca && x == 0) || (cb && y == 0))) return tile_expr_int(L->m, 0);
-    return tile_expr_bin(L->m, op, a, b);
+    return sched_kb_ibin(L->m, op, a, b);
 }
 
-static void add_arg(lower *L, sched_arg arg)
-{
-    ARENA_PUSH(L->m->arena, L->launch->args, L->launch->nargs, L->launch->capargs, arg);
-}
+static void add_arg(lower *L, sched_arg arg) { sched_kb_add_arg(L->m, L->launch, arg); }
 
-/* The value of size symbol `slot` in this kernel: a tile size symbol when a
- * tensor parameter has it as an extent (set up by add_tensor), else an int
- * parameter added on first use. */
 static tile_expr *size_expr(lower *L, int slot)
 {
-    if (!L->size[slot]) {
-        tile_value *v = tile_kernel_param_scalar(L->m, L->k, fresh(L, L->def->sizes[slot]));
-        add_arg(L, (sched_arg){.name = v->name, .kind = SCHED_ARG_SIZE, .sym = slot});
-        L->size[slot] = tile_expr_value(L->m, v);
-    }
-    return L->size[slot];
+    return sched_kb_size(L->m, L->k, L->launch, L->def, L->size, slot);
 }
 
 static tile_expr *sexpr_to_tile(lower *L, const lang_sexpr *e)
 {
-    switch (e->kind) {
-    case LANG_SX_CONST: return tile_expr_int(L->m, e->value);
-    case LANG_SX_SYM: return size_expr(L, e->sym);
-    case LANG_SX_ADD: return ibin(L, TILE_OP_ADD, sexpr_to_tile(L, e->a), sexpr_to_tile(L, e->b));
-    case LANG_SX_SUB: return ibin(L, TILE_OP_SUB, sexpr_to_tile(L, e->a), sexpr_to_tile(L, e->b));
-    case LANG_SX_MUL: return ibin(L, TILE_OP_MUL, sexpr_to_tile(L, e->a), sexpr_to_tile(L, e->b));
-    case LANG_SX_FLOORDIV: return ibin(L, TILE_OP_DIV, sexpr_to_tile(L, e->a), sexpr_to_tile(L, e->b));
-    case LANG_SX_MIN: return ibin(L, TILE_OP_MIN, sexpr_to_tile(L, e->a), sexpr_to_tile(L, e->b));
-    case LANG_SX_MAX: return ibin(L, TILE_OP_MAX, sexpr_to_tile(L, e->a), sexpr_to_tile(L, e->b));
-    }
-    TSL_ASSERT(0 && "unknown size expression");
-    return NULL;
+    return sched_kb_sexpr(L->m, L->k, L->launch, L->def, L->size, e);
 }
 
 /* ---- kernel parameters ----------------------------------------------------------------- */

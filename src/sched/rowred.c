@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "sched/strategy.h"
+#include "sched/kbuild.h"
 #include "sched/strategy_int.h"
 
 /* ---- recognising a group ------------------------------------------------------- */
@@ -204,64 +205,24 @@ int rr_written_in_group(const rr *R, int tensor)
     return 0;
 }
 
-static int rr_name_used(const tile_kernel *k, const char *s)
-{
-    for (int i = 0; i < k->nvalues; i++)
-        if (!strcmp(k->values[i]->name, s)) return 1;
-    return 0;
-}
-
-static const char *rr_fresh(rr *R, const char *base)
-{
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", base);
-    for (int n = 1; tile_name_reserved(buf) || rr_name_used(R->k, buf); n++) snprintf(buf, sizeof buf, "%s_%d", base, n);
-    return arena_strdup(R->m->arena, buf);
-}
+/* names, int expressions, arguments, sizes: kbuild.c */
+static const char *rr_fresh(rr *R, const char *base) { return sched_kb_fresh(R->m, R->k, base); }
 
 static tile_expr *rr_ibin(rr *R, tile_binop op, tile_expr *a, tile_expr *b)
 {
-    int64_t x, y;
-    int ca = tile_expr_const(a, &x), cb = tile_expr_const(b, &y);
-    if (ca && cb && op == TILE_OP_ADD) return tile_expr_int(R->m, x + y);
-    if (ca && cb && op == TILE_OP_SUB) return tile_expr_int(R->m, x - y);
-    if (ca && cb && op == TILE_OP_MUL) return tile_expr_int(R->m, x * y);
-    if (op == TILE_OP_ADD && ca && x == 0) return b;
-    if ((op == TILE_OP_ADD || op == TILE_OP_SUB) && cb && y == 0) return a;
-    if (op == TILE_OP_MUL && ca && x == 1) return b;
-    if ((op == TILE_OP_MUL || op == TILE_OP_DIV) && cb && y == 1) return a;
-    return tile_expr_bin(R->m, op, a, b);
+    return sched_kb_ibin(R->m, op, a, b);
 }
 
-static void rr_add_arg(rr *R, sched_arg arg)
-{
-    ARENA_PUSH(R->m->arena, R->launch->args, R->launch->nargs, R->launch->capargs, arg);
-}
+static void rr_add_arg(rr *R, sched_arg arg) { sched_kb_add_arg(R->m, R->launch, arg); }
 
 static tile_expr *rr_size(rr *R, int slot)
 {
-    if (!R->size[slot]) {
-        tile_value *v = tile_kernel_param_scalar(R->m, R->k, rr_fresh(R, R->def->sizes[slot]));
-        rr_add_arg(R, (sched_arg){.name = v->name, .kind = SCHED_ARG_SIZE, .sym = slot});
-        R->size[slot] = tile_expr_value(R->m, v);
-    }
-    return R->size[slot];
+    return sched_kb_size(R->m, R->k, R->launch, R->def, R->size, slot);
 }
 
 static tile_expr *rr_sexpr(rr *R, const lang_sexpr *e)
 {
-    switch (e->kind) {
-    case LANG_SX_CONST: return tile_expr_int(R->m, e->value);
-    case LANG_SX_SYM: return rr_size(R, e->sym);
-    case LANG_SX_ADD: return rr_ibin(R, TILE_OP_ADD, rr_sexpr(R, e->a), rr_sexpr(R, e->b));
-    case LANG_SX_SUB: return rr_ibin(R, TILE_OP_SUB, rr_sexpr(R, e->a), rr_sexpr(R, e->b));
-    case LANG_SX_MUL: return rr_ibin(R, TILE_OP_MUL, rr_sexpr(R, e->a), rr_sexpr(R, e->b));
-    case LANG_SX_FLOORDIV: return rr_ibin(R, TILE_OP_DIV, rr_sexpr(R, e->a), rr_sexpr(R, e->b));
-    case LANG_SX_MIN: return rr_ibin(R, TILE_OP_MIN, rr_sexpr(R, e->a), rr_sexpr(R, e->b));
-    case LANG_SX_MAX: return rr_ibin(R, TILE_OP_MAX, rr_sexpr(R, e->a), rr_sexpr(R, e->b));
-    }
-    TSL_ASSERT(0 && "unknown size expression");
-    return NULL;
+    return sched_kb_sexpr(R->m, R->k, R->launch, R->def, R->size, e);
 }
 
 /* Tensor ti as a kernel parameter: full rank (row forms) or 1-D (flat). */

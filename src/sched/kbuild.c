@@ -1,0 +1,80 @@
+/* kbuild.c — names, folded int expressions, launch arguments and size
+ * symbols for the kernels the strategies build (kbuild.h). */
+#include <string.h>
+
+#include "sched/kbuild.h"
+
+static int kb_name_used(const tile_kernel *k, const char *s)
+{
+    for (int i = 0; i < k->nvalues; i++)
+        if (!strcmp(k->values[i]->name, s)) return 1;
+    return 0;
+}
+
+const char *sched_kb_fresh(tile_module *m, const tile_kernel *k, const char *base)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", base);
+    for (int n = 1; tile_name_reserved(buf) || kb_name_used(k, buf); n++)
+        snprintf(buf, sizeof buf, "%s_%d", base, n);
+    return arena_strdup(m->arena, buf);
+}
+
+tile_expr *sched_kb_ibin(tile_module *m, tile_binop op, tile_expr *a, tile_expr *b)
+{
+    int64_t x, y;
+    int ca = tile_expr_const(a, &x), cb = tile_expr_const(b, &y);
+    if (ca && cb) {
+        switch (op) {
+        case TILE_OP_ADD: return tile_expr_int(m, x + y);
+        case TILE_OP_SUB: return tile_expr_int(m, x - y);
+        case TILE_OP_MUL: return tile_expr_int(m, x * y);
+        default: break;
+        }
+    }
+    if (op == TILE_OP_ADD && ca && x == 0) return b;
+    if ((op == TILE_OP_ADD || op == TILE_OP_SUB) && cb && y == 0) return a;
+    if (op == TILE_OP_MUL && ca && x == 1) return b;
+    if ((op == TILE_OP_MUL || op == TILE_OP_DIV) && cb && y == 1) return a;
+    if (op == TILE_OP_MUL && ((ca && x == 0) || (cb && y == 0))) return tile_expr_int(m, 0);
+    return tile_expr_bin(m, op, a, b);
+}
+
+void sched_kb_add_arg(tile_module *m, sched_launch *l, sched_arg arg)
+{
+    ARENA_PUSH(m->arena, l->args, l->nargs, l->capargs, arg);
+}
+
+tile_expr *sched_kb_size(tile_module *m, tile_kernel *k, sched_launch *l, const lang_def *def,
+                         tile_expr **size, int slot)
+{
+    if (!size[slot]) {
+        tile_value *v = tile_kernel_param_scalar(m, k, sched_kb_fresh(m, k, def->sizes[slot]));
+        sched_kb_add_arg(m, l, (sched_arg){.name = v->name, .kind = SCHED_ARG_SIZE, .sym = slot});
+        size[slot] = tile_expr_value(m, v);
+    }
+    return size[slot];
+}
+
+tile_expr *sched_kb_sexpr(tile_module *m, tile_kernel *k, sched_launch *l, const lang_def *def,
+                          tile_expr **size, const lang_sexpr *e)
+{
+    static const tile_binop ops[] = {
+        [LANG_SX_ADD] = TILE_OP_ADD, [LANG_SX_SUB] = TILE_OP_SUB, [LANG_SX_MUL] = TILE_OP_MUL,
+        [LANG_SX_FLOORDIV] = TILE_OP_DIV, [LANG_SX_MIN] = TILE_OP_MIN, [LANG_SX_MAX] = TILE_OP_MAX,
+    };
+    switch (e->kind) {
+    case LANG_SX_CONST: return tile_expr_int(m, e->value);
+    case LANG_SX_SYM: return sched_kb_size(m, k, l, def, size, e->sym);
+    case LANG_SX_ADD:
+    case LANG_SX_SUB:
+    case LANG_SX_MUL:
+    case LANG_SX_FLOORDIV:
+    case LANG_SX_MIN:
+    case LANG_SX_MAX:
+        return sched_kb_ibin(m, ops[e->kind], sched_kb_sexpr(m, k, l, def, size, e->a),
+                             sched_kb_sexpr(m, k, l, def, size, e->b));
+    }
+    TSL_ASSERT(0 && "unknown size expression");
+    return NULL;
+}
