@@ -60,7 +60,7 @@ tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
 }
 
 /* Is the view C-contiguous for its shape? */
-static int view_contiguous(const interp_tensor *v)
+int api_view_dense(const interp_tensor *v)
 {
     int64_t want = 1;
     for (int d = v->rank - 1; d >= 0; d--) {
@@ -71,7 +71,7 @@ static int view_contiguous(const interp_tensor *v)
 }
 
 /* Copy between a strided view and a C-order buffer (to_dense: view -> buf). */
-static void view_copy(const interp_tensor *v, char *buf, int to_dense)
+void api_view_copy(const interp_tensor *v, char *buf, int to_dense)
 {
     size_t es = (size_t)(dtype_info_of(v->dtype)->bits / 8);
     int64_t n = 1, idx[TSL_MAX_RANK] = {0};
@@ -118,14 +118,14 @@ static tsl_status compiled_bind(const lang_def *def, const lang_bound *b, const 
         }
         size_t bytes = (size_t)n * (size_t)(dtype_info_of(t->dtype)->bits / 8);
         char *data = views[i].base;
-        if (!view_contiguous(&views[i])) {
+        if (!api_view_dense(&views[i])) {
             cb->owned = calloc(bytes ? bytes : 1, 1);
             if (!cb->owned) {
                 diag_error(d, TSL_ERR_NOMEM, "out of memory for a dense copy of '%s' (%zu bytes)", t->name, bytes);
                 return TSL_ERR_NOMEM;
             }
             data = cb->owned;
-            view_copy(&views[i], data, 1);
+            api_view_copy(&views[i], data, 1);
             cb->copy_back = (t->flags & LANG_TENSOR_OUTPUT) != 0;
         }
         cb->dl.data = data;
@@ -180,7 +180,7 @@ tsl_status api_compiled_run(tsl_program *p, const lang_bound *b, const struct in
         free(kernel_msg);
     }
     for (int i = 0; bufs && i < n; i++) {
-        if (!st && bufs[i].copy_back) view_copy(&views[i], bufs[i].owned, 0);
+        if (!st && bufs[i].copy_back) api_view_copy(&views[i], bufs[i].owned, 0);
         free(bufs[i].owned);
     }
     free(bufs);

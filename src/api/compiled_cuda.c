@@ -24,36 +24,6 @@
 #include "sched/run_device.h"
 #include "sched/sched.h"
 
-/* Is the view C-contiguous for its shape? */
-static int cuda_view_dense(const interp_tensor *v)
-{
-    int64_t want = 1;
-    for (int d = v->rank - 1; d >= 0; d--) {
-        if (v->shape[d] != 1 && v->stride[d] != want) return 0;
-        want *= v->shape[d];
-    }
-    return 1;
-}
-
-/* Copy between a strided view and a C-order buffer (to_dense: view -> buf). */
-static void cuda_view_copy(const interp_tensor *v, char *buf, int to_dense)
-{
-    size_t es = tsl_dtype_size(v->dtype);
-    int64_t n = 1, idx[TSL_MAX_RANK] = {0};
-    for (int d = 0; d < v->rank; d++) n *= v->shape[d];
-    for (int64_t i = 0; i < n; i++) {
-        int64_t off = 0;
-        for (int d = 0; d < v->rank; d++) off += idx[d] * v->stride[d];
-        char *elem = v->base + off * (int64_t)es;
-        if (to_dense) memcpy(buf + (size_t)i * es, elem, es);
-        else memcpy(elem, buf + (size_t)i * es, es);
-        for (int d = v->rank - 1; d >= 0; d--) {
-            if (++idx[d] < v->shape[d]) break;
-            idx[d] = 0;
-        }
-    }
-}
-
 /* The verified plan of def `name` of src, parsed afresh into arena a (so
  * that the plan owns everything it points at); NULL after reporting into d. */
 static sched_plan *cuda_plan(const tsl_source *src, const char *name, tsl_arena *a, tsl_diag *d)
@@ -91,7 +61,7 @@ static tsl_status cuda_transfer(rt_cuda_device *dev, const interp_tensor *v, rt_
                                 int to_device, const char *name, tsl_diag *d)
 {
     if (!bytes) return TSL_OK;
-    if (cuda_view_dense(v))
+    if (api_view_dense(v))
         return to_device ? rt_cuda_copy_htod(dev, ptr, v->base, bytes, d)
                          : rt_cuda_copy_dtoh(dev, v->base, ptr, bytes, d);
     char *tmp = malloc(bytes);
@@ -101,11 +71,11 @@ static tsl_status cuda_transfer(rt_cuda_device *dev, const interp_tensor *v, rt_
     }
     tsl_status st;
     if (to_device) {
-        cuda_view_copy(v, tmp, 1);
+        api_view_copy(v, tmp, 1);
         st = rt_cuda_copy_htod(dev, ptr, tmp, bytes, d);
     } else {
         st = rt_cuda_copy_dtoh(dev, tmp, ptr, bytes, d);
-        if (!st) cuda_view_copy(v, tmp, 0);
+        if (!st) api_view_copy(v, tmp, 0);
     }
     free(tmp);
     return st;
