@@ -13,6 +13,7 @@
 #include "interp/interp.h"
 #include "runtime/runtime.h"
 #include "sched/sched.h"
+#include "sched_runners.h"
 #include "test.h"
 #include "tessel.h"
 #include "tile/interp.h"
@@ -55,33 +56,11 @@ typedef struct arr {
     size_t bytes;
 } arr;
 
-static size_t esize(tsl_dtype t) { return (size_t)(dtype_info_of(t)->bits / 8); }
-
 static int64_t numel(const lang_def *def, const lang_bound *b, int i)
 {
     int64_t n = 1;
     for (int k = 0; k < def->tensors[i]->rank; k++) n *= b->shapes[i][k];
     return n;
-}
-
-/* A kernel runner over the tile interpreter, blocks in shuffled order. */
-static tsl_status run_tile_interp(void *ctx, const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
-                                  int nargs, tsl_diag *d)
-{
-    (void)ctx;
-    (void)m;
-    tile_interp_opts o;
-    memset(&o, 0, sizeof o);
-    o.shuffle_blocks = 1;
-    o.seed = test_rand();
-    return tile_interp_run(k, NULL, args, nargs, &o, d);
-}
-
-static tsl_status run_cpu(void *ctx, const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
-                          int nargs, tsl_diag *d)
-{
-    (void)ctx;
-    return cg_c_run(m, k, args, nargs, d);
 }
 
 /* Lower def; check it verifies and that print -> parse -> print is exact. */
@@ -153,14 +132,14 @@ static void fill_random(void *p, tsl_dtype t, int64_t n, int64_t intmax)
         if (dtype_info_of(t)->is_float) v = test_rand_double(-1.0, 1.0);
         else if (t == TSL_DTYPE_BOOL) v = (double)test_rand_int(0, 1);
         else v = (double)test_rand_int(0, intmax > 1 ? intmax - 1 : 0);
-        dtype_store(t, (char *)p + (size_t)i * esize(t), v);
+        dtype_store(t, (char *)p + (size_t)i * tsl_dtype_size(t), v);
     }
 }
 
 static void poison(void *p, tsl_dtype t, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
-        dtype_store(t, (char *)p + (size_t)i * esize(t), dtype_info_of(t)->is_float ? NAN : 99);
+        dtype_store(t, (char *)p + (size_t)i * tsl_dtype_size(t), dtype_info_of(t)->is_float ? NAN : 99);
 }
 
 static double tolerance(tsl_dtype t)
@@ -198,7 +177,7 @@ static int compare_run(tsl_arena *a, const lang_def *def, const sched_plan *p, i
         }
         if (t->flags & LANG_TENSOR_TEMP) continue;
         int64_t cnt = numel(def, b, i);
-        size_t bytes = (size_t)cnt * esize(t->dtype);
+        size_t bytes = (size_t)cnt * tsl_dtype_size(t->dtype);
         ref[i] = arena_alloc(a, bytes + 1);
         got[i] = arena_alloc(a, bytes + 1);
         if (t->flags & LANG_TENSOR_INPUT) fill_random(ref[i], t->dtype, cnt, minsize);
@@ -238,8 +217,8 @@ static int compare_run(tsl_arena *a, const lang_def *def, const sched_plan *p, i
         double tol = tolerance(t->dtype);
         int bad = 0;
         for (int64_t e = 0; e < cnt && bad < 3; e++) {
-            double x = dtype_load(t->dtype, (char *)ref[i] + (size_t)e * esize(t->dtype));
-            double y = dtype_load(t->dtype, (char *)got[i] + (size_t)e * esize(t->dtype));
+            double x = dtype_load(t->dtype, (char *)ref[i] + (size_t)e * tsl_dtype_size(t->dtype));
+            double y = dtype_load(t->dtype, (char *)got[i] + (size_t)e * tsl_dtype_size(t->dtype));
             int ok = (isnan(x) && isnan(y)) || x == y || fabs(x - y) <= tol * (1.0 + fabs(x));
             if (!ok) bad++;
             CHECK_MSG(ok, "%s (%s, set %d): %s[%lld] = %.9g, reference %.9g", def->name, what, set, t->name,
@@ -264,8 +243,8 @@ static void check_source(const char *name, const char *text, int tile_interp, in
         if (!p) continue;
         int ran = 0;
         for (int set = 0; set < 3; set++) {
-            if (tile_interp) ran += compare_run(a, def, p, set, run_tile_interp, "tile interpreter");
-            if (cpu) ran += compare_run(a, def, p, set, run_cpu, "cpu");
+            if (tile_interp) ran += compare_run(a, def, p, set, test_run_tile_interp, "tile interpreter");
+            if (cpu) ran += compare_run(a, def, p, set, test_run_cpu, "cpu");
         }
         CHECK_MSG(ran > 0 || (!tile_interp && !cpu), "%s: no size set binds", def->name);
     }
@@ -461,7 +440,7 @@ static void test_gather_out_of_range(void)
         DLTensor *ts[3] = {&tx, &ti, &tz};
         double scal[3] = {0};
         diag_reset(&d);
-        CHECK_EQ_INT(sched_run(p, b, ts, scal, run_tile_interp, NULL, &d), TSL_ERR_BOUNDS);
+        CHECK_EQ_INT(sched_run(p, b, ts, scal, test_run_tile_interp, NULL, &d), TSL_ERR_BOUNDS);
         const char *msg = sb_str(&d.msg);
         CHECK_MSG(strstr(msg, "index 9") && strstr(msg, "dimension 0") && strstr(msg, "'X'") && strstr(msg, "5"),
                   "tile interpreter: %s", msg);

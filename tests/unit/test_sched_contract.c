@@ -17,6 +17,7 @@
 #include "interp/interp.h"
 #include "runtime/runtime.h"
 #include "sched/sched.h"
+#include "sched_runners.h"
 #include "test.h"
 #include "tessel.h"
 #include "tile/interp.h"
@@ -93,27 +94,6 @@ static const ct_case cases[] = {
      {{1, 1, 1, 1, 1, 1, 1}, {2, 3, 5, 4, 2, 2, 2}},
      0},
 };
-
-static size_t esize(tsl_dtype t) { return (size_t)(dtype_info_of(t)->bits / 8); }
-
-static tsl_status run_interp(void *ctx, const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
-                             int nargs, tsl_diag *d)
-{
-    (void)ctx;
-    (void)m;
-    tile_interp_opts o;
-    memset(&o, 0, sizeof o);
-    o.shuffle_blocks = 1;
-    o.seed = test_rand();
-    return tile_interp_run(k, NULL, args, nargs, &o, d);
-}
-
-static tsl_status run_cpu(void *ctx, const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
-                          int nargs, tsl_diag *d)
-{
-    (void)ctx;
-    return cg_c_run(m, k, args, nargs, d);
-}
 
 static tsl_status run_gpu(void *ctx, const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
                           int nargs, tsl_diag *d)
@@ -212,12 +192,12 @@ static void compare_run(tsl_arena *a, const lang_def *def, const sched_plan *p, 
         if (t->flags & LANG_TENSOR_TEMP) continue;
         cnt[i] = 1;
         for (int k = 0; k < t->rank; k++) cnt[i] *= b->shapes[i][k];
-        size_t bytes = (size_t)cnt[i] * esize(t->dtype);
+        size_t bytes = (size_t)cnt[i] * tsl_dtype_size(t->dtype);
         ref[i] = arena_alloc(a, bytes + 1);
         got[i] = arena_alloc(a, bytes + 1);
         for (int64_t e = 0; e < cnt[i]; e++) {
             double v = (t->flags & LANG_TENSOR_INPUT) ? test_rand_double(-1.0, 1.0) : NAN;
-            dtype_store(t->dtype, (char *)ref[i] + (size_t)e * esize(t->dtype), v);
+            dtype_store(t->dtype, (char *)ref[i] + (size_t)e * tsl_dtype_size(t->dtype), v);
         }
         memcpy(got[i], ref[i], bytes);
         views[i].base = ref[i];
@@ -248,8 +228,8 @@ static void compare_run(tsl_arena *a, const lang_def *def, const sched_plan *p, 
         double tol = tolerance(t->dtype);
         int bad = 0;
         for (int64_t e = 0; e < cnt[i] && bad < 3; e++) {
-            double x = dtype_load(t->dtype, (char *)ref[i] + (size_t)e * esize(t->dtype));
-            double y = dtype_load(t->dtype, (char *)got[i] + (size_t)e * esize(t->dtype));
+            double x = dtype_load(t->dtype, (char *)ref[i] + (size_t)e * tsl_dtype_size(t->dtype));
+            double y = dtype_load(t->dtype, (char *)got[i] + (size_t)e * tsl_dtype_size(t->dtype));
             int ok = !isnan(y) && fabs(x - y) <= tol * (1.0 + fabs(x));
             if (!ok) bad++;
             CHECK_MSG(ok, "%s (%s, sizes %lld %lld %lld): %s[%lld] = %.9g, reference %.9g", def->name, what,
@@ -273,8 +253,8 @@ static void each_case(int interp, int cpu)
         for (int s = 0; p && s < 3; s++) {
             if (!cases[c].sets[s][0]) continue;
             int last = s == 2 || !cases[c].sets[s + 1][0];
-            if (interp && !(cases[c].big && last && s > 0)) compare_run(a, mod->defs[0], p, cases[c].sets[s], run_interp, "tile interpreter");
-            if (cpu) compare_run(a, mod->defs[0], p, cases[c].sets[s], run_cpu, "cpu");
+            if (interp && !(cases[c].big && last && s > 0)) compare_run(a, mod->defs[0], p, cases[c].sets[s], test_run_tile_interp, "tile interpreter");
+            if (cpu) compare_run(a, mod->defs[0], p, cases[c].sets[s], test_run_cpu, "cpu");
         }
         arena_free(a);
     }
@@ -369,8 +349,8 @@ static void test_gpu_timing(void)
             void *buf[3];
             for (int i = 0; i < 3; i++) {
                 tsl_dtype dt = mod->defs[0]->tensors[i]->dtype;
-                buf[i] = malloc((size_t)(n * n) * esize(dt));
-                for (int64_t e = 0; e < n * n; e += 1) dtype_store(dt, (char *)buf[i] + (size_t)e * esize(dt), i < 2 ? test_rand_double(-1, 1) : NAN);
+                buf[i] = malloc((size_t)(n * n) * tsl_dtype_size(dt));
+                for (int64_t e = 0; e < n * n; e += 1) dtype_store(dt, (char *)buf[i] + (size_t)e * tsl_dtype_size(dt), i < 2 ? test_rand_double(-1, 1) : NAN);
                 memset(&t[i], 0, sizeof t[i]);
                 t[i].data = buf[i];
                 t[i].device.device_type = kDLCPU;

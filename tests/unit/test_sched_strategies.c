@@ -17,6 +17,7 @@
 #include "runtime/runtime.h"
 #include "sched/sched.h"
 #include "sched/strategy.h"
+#include "sched_runners.h"
 #include "test.h"
 #include "tessel.h"
 #include "tile/interp.h"
@@ -68,27 +69,6 @@ static const int64_t lens[] = {1, 7, 127, 1000, 4099};
 static const int64_t nrows[] = {1, 3, 64};
 
 /* ---- helpers ---------------------------------------------------------------------- */
-
-static size_t esize(tsl_dtype t) { return (size_t)(dtype_info_of(t)->bits / 8); }
-
-static tsl_status run_tile(void *ctx, const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
-                           int nargs, tsl_diag *d)
-{
-    (void)ctx;
-    (void)m;
-    tile_interp_opts o;
-    memset(&o, 0, sizeof o);
-    o.shuffle_blocks = 1;
-    o.seed = test_rand();
-    return tile_interp_run(k, NULL, args, nargs, &o, d);
-}
-
-static tsl_status run_cpu(void *ctx, const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
-                          int nargs, tsl_diag *d)
-{
-    (void)ctx;
-    return cg_c_run(m, k, args, nargs, d);
-}
 
 /* The program text with T replaced by the dtype name. */
 static char *prog_text(const struct prog *pr, const char *dt)
@@ -182,11 +162,11 @@ static void compare(const lowered *L, int64_t rows, int64_t len, sched_kernel_fn
         if (t->flags & LANG_TENSOR_TEMP) continue;
         cnt[i] = 1;
         for (int k = 0; k < t->rank; k++) cnt[i] *= b->shapes[i][k];
-        size_t bytes = (size_t)cnt[i] * esize(t->dtype);
+        size_t bytes = (size_t)cnt[i] * tsl_dtype_size(t->dtype);
         ref[i] = arena_alloc(a, bytes + 1);
         got[i] = arena_alloc(a, bytes + 1);
         for (int64_t e = 0; e < cnt[i]; e++)
-            dtype_store(t->dtype, (char *)ref[i] + (size_t)e * esize(t->dtype),
+            dtype_store(t->dtype, (char *)ref[i] + (size_t)e * tsl_dtype_size(t->dtype),
                         (t->flags & LANG_TENSOR_INPUT) ? test_rand_double(-2.0, 2.0) : NAN);
         memcpy(got[i], ref[i], bytes);
         views[i].base = ref[i];
@@ -215,8 +195,8 @@ static void compare(const lowered *L, int64_t rows, int64_t len, sched_kernel_fn
         double tol = t->dtype == TSL_DTYPE_F16 ? 1e-2 : 1e-4;
         int bad = 0;
         for (int64_t e = 0; e < cnt[i] && bad < 3; e++) {
-            double x = dtype_load(t->dtype, (char *)ref[i] + (size_t)e * esize(t->dtype));
-            double y = dtype_load(t->dtype, (char *)got[i] + (size_t)e * esize(t->dtype));
+            double x = dtype_load(t->dtype, (char *)ref[i] + (size_t)e * tsl_dtype_size(t->dtype));
+            double y = dtype_load(t->dtype, (char *)got[i] + (size_t)e * tsl_dtype_size(t->dtype));
             int ok = fabs(x - y) <= tol * (1.0 + fabs(x)) && !isnan(y) && !isnan(x);
             bad += !ok;
             CHECK_MSG(ok, "%s (%s, N=%lld D=%lld): %s[%lld] = %.9g, reference %.9g", def->name, what,
@@ -266,8 +246,8 @@ static void test_lowered_one_kernel(void)
         }
 }
 
-static void test_tile_interp(void) { each(run_tile, "tile interpreter", 1, 8000); }
-static void test_cpu(void) { each(run_cpu, "cpu", 2, 1 << 20); }
+static void test_tile_interp(void) { each(test_run_tile_interp, "tile interpreter", 1, 8000); }
+static void test_cpu(void) { each(test_run_cpu, "cpu", 2, 1 << 20); }
 
 /* Groups the strategies do not recognise are lowered by the generic
  * strategy, and still right: a column reduction, a shifted read, an
@@ -292,8 +272,8 @@ static void test_fallback(void)
             L.p = sched_lower(a, g, &d);
             CHECK(L.p != NULL && tile_verify(L.p->m, NULL, &d) == TSL_OK);
             if (L.p) {
-                compare(&L, 3, 7, run_tile, "tile interpreter");
-                compare(&L, 1, 5, run_cpu, "cpu");
+                compare(&L, 3, 7, test_run_tile_interp, "tile interpreter");
+                compare(&L, 1, 5, test_run_cpu, "cpu");
             }
         }
         diag_free(&d);
