@@ -26,7 +26,7 @@
 static sched_plan *compiled_plan(tsl_program *p, tsl_arena *a, tsl_diag *d)
 {
     graph *g = graph_build(a, p->def, d);
-    sched_plan *plan = g ? sched_lower(a, g, d) : NULL;
+    sched_plan *plan = g ? sched_lower_for(a, g, TSL_TARGET_CPU, d) : NULL;
     if (!plan) {
         if (!d->nerr) diag_error(d, TSL_ERR_INTERNAL, "scheduling '%s' failed", p->def->name);
         return NULL;

@@ -35,7 +35,7 @@ static sched_plan *cuda_plan(const tsl_source *src, const char *name, tsl_arena 
         return NULL;
     }
     graph *g = graph_build(a, def, d);
-    sched_plan *plan = g ? sched_lower(a, g, d) : NULL;
+    sched_plan *plan = g ? sched_lower_for(a, g, TSL_TARGET_CUDA, d) : NULL;
     if (!plan) {
         if (!d->nerr) diag_error(d, TSL_ERR_INTERNAL, "scheduling '%s' failed", name);
         return NULL;

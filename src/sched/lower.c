@@ -657,10 +657,16 @@ static void lower_op(lower *L, const graph_op *op)
 
 sched_plan *sched_lower(tsl_arena *a, const graph *g, tsl_diag *d)
 {
+    return sched_lower_for(a, g, TSL_TARGET_CUDA, d);
+}
+
+sched_plan *sched_lower_for(tsl_arena *a, const graph *g, tsl_target target, tsl_diag *d)
+{
     (void)d;
     if (!g) return NULL;
     sched_plan *p = arena_alloc(a, sizeof *p);
     p->def = g->def;
+    p->target = target;
     p->m = tile_module_new(a);
     lower L;
     memset(&L, 0, sizeof L);

@@ -55,6 +55,9 @@ typedef struct sched_launch {
 
 typedef struct sched_plan {
     const lang_def *def;
+    tsl_target target;      /* what the plan is for: strategies may choose
+                             * tile shapes per target (TSL_TARGET_CUDA
+                             * when the caller did not say) */
     tile_module *m;
     sched_launch *launches; /* in execution order */
     int nlaunches, caplaunches;
@@ -64,6 +67,10 @@ typedef struct sched_plan {
  * (the caller may check with tile_verify). NULL only on an internal error,
  * reported in d. */
 sched_plan *sched_lower(tsl_arena *a, const graph *g, tsl_diag *d);
+/* The same, with the plan's tile shapes chosen for target (TSL_TARGET_CPU
+ * or TSL_TARGET_CUDA; sched_lower is this with TSL_TARGET_CUDA). Every plan
+ * is correct on every target; only its speed depends on the choice. */
+sched_plan *sched_lower_for(tsl_arena *a, const graph *g, tsl_target target, tsl_diag *d);
 
 /* An int argument's value under bound sizes (SIZE). */
 int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_bound *b);
