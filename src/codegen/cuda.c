@@ -2,7 +2,8 @@
  *
  * Requires: a verified kernel (tile_verify); pipelines are expanded here on
  * a copy. Guarantees: one template body `tsl_body_<name><I>` instantiated
- * as <entry>_i32 / <entry>_i64 (I = int / long long for index arithmetic),
+ * as <entry>_i32 (I = int for index arithmetic) or, when the source is
+ * compiled with CG_CUDA_INDEX64 (-DTSL_INDEX64), as <entry>_i64 (long long),
  * semantics equal to the tile interpreter's (src/tile/interp.c):
  *   - a register tensor is `T v[L]` per thread (L = locals of its layout);
  *     the coordinate of (threadIdx.x, l) is thread_part(tid) + local_part(l),
@@ -928,10 +929,13 @@ static tsl_status emit_kernel(cg *c)
     }
     sb_puts(c->o, sb_str(&body));
     sb_puts(c->o, "}\n\n");
+    /* one variant per NVRTC compile: each doubles the compile time, and
+     * the 64-bit one is needed only for sizes past 2^30 (CG_CUDA_INDEX64) */
     for (int v = 0; v < 2; v++) {
+        sb_printf(c->o, "#if defined(TSL_EMULATE) || %sdefined(TSL_INDEX64)\n", v ? "" : "!");
         sb_printf(c->o, "extern \"C\" __global__ void __launch_bounds__(%d, 1) %s_%s(%s)\n{\n", k->threads,
                   entry, v ? "i64" : "i32", sb_str(&pl));
-        sb_printf(c->o, "    tsl_body_%s<%s>(%s);\n}\n\n", entry, v ? "long long" : "int", sb_str(&al));
+        sb_printf(c->o, "    tsl_body_%s<%s>(%s);\n}\n#endif\n\n", entry, v ? "long long" : "int", sb_str(&al));
     }
     /* host emulation entry (tests): params[i] points at argument i, as for
      * a driver launch; pointers arrive as 64-bit integers */

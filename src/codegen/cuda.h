@@ -3,8 +3,10 @@
  *
  * One `extern "C" __global__` kernel per tile kernel, in two variants:
  * <entry>_i32 (32-bit index arithmetic) and <entry>_i64 (64-bit), both
- * instances of one template body; the runner picks per launch from the
- * actual sizes. Each GPU thread executes its share of every block-level
+ * instances of one template body. A compile makes one of them: the source
+ * defines <entry>_i32 unless it is compiled with CG_CUDA_INDEX64 as an
+ * NVRTC option, then <entry>_i64 (one variant halves the cold compile; the
+ * 64-bit one is built only when a launch's sizes need it). Each GPU thread executes its share of every block-level
  * instruction: register tensors are per-thread arrays indexed only by
  * compile-time constants (their coordinates come in closed form from the
  * distributed layout), shared tensors live in one dynamic `extern __shared__`
@@ -27,9 +29,12 @@
  * instruction; TSL_OK on success. */
 tsl_status cg_cuda_emit(const tile_module *m, const tile_kernel *k, strbuf *out, tsl_diag *d);
 
+/* The NVRTC option that selects the 64-bit index variant. */
+#define CG_CUDA_INDEX64 "-DTSL_INDEX64"
+
 /* The entry symbol base of kernel `name`: "tsl_cuda_<name>" (characters
- * other than [A-Za-z0-9_] become '_'); the source defines <base>_i32 and
- * <base>_i64. Writes into buf (n bytes). */
+ * other than [A-Za-z0-9_] become '_'); the source defines <base>_i32, or
+ * <base>_i64 when compiled with CG_CUDA_INDEX64. Writes into buf (n bytes). */
 const char *cg_cuda_entry_name(const char *name, char *buf, size_t n);
 
 /* Bytes of dynamic shared memory the emitted kernel needs (allocations

@@ -76,14 +76,6 @@ tsl_status cg_cuda_run_opt(const tile_module *m, const tile_kernel *k, const til
     }
     if (!st) st = cg_cuda_emit(m, k, &src, d);
     if (!st) st = rt_cuda_open(&dev, d);
-    if (!st) {
-        char name[160];
-        snprintf(name, sizeof name, "%s.cu", k->name);
-        rt_cuda_options o = {0};
-        o.name = name;
-        st = rt_cuda_compile(sb_str(&src), NULL, &o, &cubin, &cubin_n, NULL, d);
-    }
-    if (!st) st = rt_cuda_module_load(dev, cubin, cubin_n, &mod, d);
     /* grid from the sizes */
     sym_ctx sc = {k, symv, args, nargs};
     unsigned grid[3] = {1, 1, 1}, block[3] = {(unsigned)k->threads, 1, 1};
@@ -178,6 +170,20 @@ tsl_status cg_cuda_run_opt(const tile_module *m, const tile_kernel *k, const til
     if (!st) st = rt_cuda_alloc(dev, sizeof errv, &la->err, d);
     if (!st) st = rt_cuda_memset8(dev, la->err, 0, sizeof errv, d);
     if (!st) la->params[la->nparams++] = &la->err;
+    /* compile the index variant the sizes need (one per compile) */
+    if (!st) {
+        char name[160];
+        snprintf(name, sizeof name, "%s.cu", k->name);
+        static const char *const wide_opt[] = {CG_CUDA_INDEX64};
+        rt_cuda_options o = {0};
+        o.name = name;
+        if (need64) {
+            o.extra = wide_opt;
+            o.n_extra = 1;
+        }
+        st = rt_cuda_compile(sb_str(&src), NULL, &o, &cubin, &cubin_n, NULL, d);
+    }
+    if (!st) st = rt_cuda_module_load(dev, cubin, cubin_n, &mod, d);
     rt_cuda_function fn = NULL;
     if (!st) {
         char entry[160], sym[192];

@@ -23,11 +23,14 @@
 enum { DEV_ERR_WORDS = 8 };
 static const int64_t DEV_I32_LIMIT = (int64_t)1 << 30;
 
-/* One launch's compiled kernel (launches of one tile kernel share it). */
+/* One launch's compiled kernel (launches of one tile kernel share it).
+ * The 32-bit index variant is built when the plan is opened; the 64-bit
+ * one (a second compile) only when a launch's sizes first need it. */
 typedef struct dev_kernel {
-    rt_cuda_module *mod;
-    rt_cuda_function f32, f64; /* <entry>_i32, <entry>_i64 */
-    int64_t smem;              /* dynamic shared bytes */
+    const tile_kernel *k;
+    rt_cuda_module *mod[2];  /* [0] <entry>_i32, [1] <entry>_i64 */
+    rt_cuda_function fn[2];
+    int64_t smem;            /* dynamic shared bytes */
 } dev_kernel;
 
 struct sched_dev {
@@ -47,9 +50,11 @@ static tsl_status dev_nomem(tsl_diag *d)
     return TSL_ERR_NOMEM;
 }
 
-/* Emit, compile for the device's arch and load kernel k into dk. */
-static tsl_status dev_kernel_load(sched_dev *x, const tile_kernel *k, dev_kernel *dk, tsl_diag *d)
+/* Emit kernel dk->k, compile its index variant wide (0: 32-bit, 1: 64-bit)
+ * for the device's arch and load it. */
+static tsl_status dev_kernel_load(sched_dev *x, dev_kernel *dk, int wide, tsl_diag *d)
 {
+    const tile_kernel *k = dk->k;
     strbuf src = {0};
     void *cubin = NULL;
     size_t n = 0;
@@ -61,20 +66,21 @@ static tsl_status dev_kernel_load(sched_dev *x, const tile_kernel *k, dev_kernel
     if (!st) {
         char name[160];
         snprintf(name, sizeof name, "%s.cu", k->name);
+        static const char *const wide_opt[] = {CG_CUDA_INDEX64};
         rt_cuda_options o = {0};
         o.name = name;
+        if (wide) {
+            o.extra = wide_opt;
+            o.n_extra = 1;
+        }
         st = rt_cuda_compile(sb_str(&src), rt_cuda_device_info(x->dev)->arch, &o, &cubin, &n, NULL, d);
     }
-    if (!st) st = rt_cuda_module_load(x->dev, cubin, n, &dk->mod, d);
-    char entry[160], sym[192];
-    cg_cuda_entry_name(k->name, entry, sizeof entry);
+    if (!st) st = rt_cuda_module_load(x->dev, cubin, n, &dk->mod[wide], d);
     if (!st) {
-        snprintf(sym, sizeof sym, "%s_i32", entry);
-        st = rt_cuda_function_get(dk->mod, sym, &dk->f32, d);
-    }
-    if (!st) {
-        snprintf(sym, sizeof sym, "%s_i64", entry);
-        st = rt_cuda_function_get(dk->mod, sym, &dk->f64, d);
+        char entry[160], sym[192];
+        cg_cuda_entry_name(k->name, entry, sizeof entry);
+        snprintf(sym, sizeof sym, "%s_%s", entry, wide ? "i64" : "i32");
+        st = rt_cuda_function_get(dk->mod[wide], sym, &dk->fn[wide], d);
     }
     free(cubin);
     sb_free(&src);
@@ -106,7 +112,10 @@ tsl_status sched_dev_create(const sched_plan *p, rt_cuda_device *dev, sched_dev 
                 x->owner[i] = j;
                 break;
             }
-        if (x->owner[i] == i) st = dev_kernel_load(x, p->launches[i].k, &x->kern[i], d);
+        if (x->owner[i] == i) {
+            x->kern[i].k = p->launches[i].k;
+            st = dev_kernel_load(x, &x->kern[i], 0, d);
+        }
     }
     if (!st && nl) st = rt_cuda_alloc(dev, (size_t)nl * DEV_ERR_WORDS * 8, &x->err, d);
     if (st) {
@@ -120,7 +129,10 @@ tsl_status sched_dev_create(const sched_plan *p, rt_cuda_device *dev, sched_dev 
 void sched_dev_free(sched_dev *x)
 {
     if (!x) return;
-    for (int i = 0; x->kern && i < x->p->nlaunches; i++) rt_cuda_module_free(x->kern[i].mod);
+    for (int i = 0; x->kern && i < x->p->nlaunches; i++) {
+        rt_cuda_module_free(x->kern[i].mod[0]);
+        rt_cuda_module_free(x->kern[i].mod[1]);
+    }
     for (int i = 0; x->temp && i < x->p->def->ntensors; i++) rt_cuda_free(x->dev, x->temp[i]);
     rt_cuda_free(x->dev, x->err);
     free(x->kern);
@@ -221,7 +233,7 @@ static tsl_status dev_launch(sched_dev *x, int li, const lang_bound *b, const rt
     const sched_launch *l = &p->launches[li];
     const tile_kernel *k = l->k;
     const lang_def *def = p->def;
-    const dev_kernel *dk = &x->kern[x->owner[li]];
+    dev_kernel *dk = &x->kern[x->owner[li]];
     int nslots = k->nsyms + 1;
     for (int i = 0; i < k->nparams; i++) nslots += 1 + 2 * k->params[i]->type.rank;
     dev_launch_buf lb = {0};
@@ -325,8 +337,9 @@ static tsl_status dev_launch(sched_dev *x, int li, const lang_bound *b, const rt
         TSL_ASSERT(ns == nslots);
         for (int i = 0; i < ns; i++) lb.params[i] = &lb.slot[i];
     }
+    if (!st && !empty && !dk->fn[need64]) st = dev_kernel_load(x, dk, need64, d);
     if (!st && !empty) {
-        st = rt_cuda_launch(x->dev, need64 ? dk->f64 : dk->f32, grid, block, (unsigned)dk->smem, lb.params, d);
+        st = rt_cuda_launch(x->dev, dk->fn[need64], grid, block, (unsigned)dk->smem, lb.params, d);
         if (!st) x->last_launches++;
     }
     dev_launch_buf_free(&lb);
