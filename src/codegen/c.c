@@ -315,11 +315,18 @@ static void emit_stmt(cgc *c, const tile_stmt *s)
         cgc_div_check(c);
         int id = cgc_rterr(c, TSL_ERR_RUNTIME, "for: the step is not positive");
         cgc_line(c, "if (step <= 0) return %d;", id);
+        int ukr = cgc_emit_gemm_for(c, s); /* opens `if (fast) {...} else {` */
+        if (c->st) break;
+        c->ind += ukr;
         cgc_line(c, "for (v%d = lo; v%d < hi; v%d += step) {", s->v->id, s->v->id, s->v->id);
         c->ind++;
         cgc_emit_stmts(c, s->body);
         c->ind--;
         cgc_line(c, "}");
+        if (ukr) {
+            c->ind--;
+            cgc_line(c, "}");
+        }
         c->ind--;
         cgc_line(c, "}");
         break;

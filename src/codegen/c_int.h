@@ -196,6 +196,11 @@ void cgc_emit_nothing(cgc *c, const tile_stmt *s);
 /* `let a, b, i = indices g` (interp exec_indices) as a table per thread. */
 void cgc_emit_indices(cgc *c, const tile_stmt *s);
 void cgc_emit_decomp(cgc *c, const tile_stmt *s);
+/* A `for` whose body is the contraction strategy's f32 k step (c_emit_gemm.c):
+ * emits the micro-kernel and `if (fast) { ... } else {`, returns 1 (the
+ * caller emits the generic loop and closes the brace); 0 and nothing
+ * emitted when the body does not match exactly. */
+int cgc_emit_gemm_for(cgc *c, const tile_stmt *f);
 void cgc_fail(cgc *c, tsl_status st, const char *fmt, ...) TSL_PRINTF(3, 4);
 /* Register a run-time error; gives the code the block returns. */
 int cgc_rterr(cgc *c, tsl_status st, const char *fmt, ...) TSL_PRINTF(3, 4);

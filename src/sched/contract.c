@@ -42,6 +42,13 @@ typedef struct ct_shape {
 static const ct_shape CT_MMA = {128, 128, 32, 2, 4, 256};
 /* f32: 64x64x32, 128 threads of 4x8 micro-tiles. */
 static const ct_shape CT_FMA = {64, 64, 32, 0, 0, 128};
+/* f32 on the CPU target: 96x128x128, "threads" of 6x16 micro-tiles (12
+ * AVX2 vector accumulators: the C generator's micro-kernel, c_emit_gemm.c),
+ * one stage, A's block stored k-major. The block's A (48 KB) and B (72 KB)
+ * stay in L2 through a k step; a thread column's B panel (8 KB) in L1. */
+static const ct_shape CT_CPU = {96, 128, 128, 0, 0, 128};
+#define CT_CPU_TM 6
+#define CT_CPU_TN 16
 
 typedef struct ct {
     const graph *g;
@@ -56,6 +63,8 @@ typedef struct ct {
     int mma;
     int pad;               /* elements of padding per shared row */
     int stages;            /* pipeline depth */
+    int cpu;               /* f32 plan for the CPU target (CT_CPU) */
+    int tm, tn;            /* f32: the thread's micro-tile */
     strbuf body;           /* the kernel's statements */
     int nparam_t;          /* tensor params so far */
     int ptensor[64];       /* def tensor of each tensor param */
@@ -180,6 +189,29 @@ static int recognise(ct *c)
     c->mma = is_mma_dt(A->dtype);
     c->sh = c->mma ? CT_MMA : CT_FMA;
     c->pad = c->mma ? 8 : 4;
+    c->tm = 4;
+    c->tn = 8;
+    if (c->cpu && !c->mma) {
+        /* TESSEL_CONTRACT_CPU="BM,BN,BK,TM,TN,STAGES" overrides the CPU plan */
+        const char *ce = getenv("TESSEL_CONTRACT_CPU");
+        ct_shape o = CT_CPU;
+        int tm = CT_CPU_TM, tn = CT_CPU_TN, st = 1;
+        if (!ce || sscanf(ce, "%d,%d,%d,%d,%d,%d", &o.bm, &o.bn, &o.bk, &tm, &tn, &st) != 6 || tm < 1 || tn < 1 ||
+            o.bm % tm || o.bn % tn || o.bk < 1 || st < 1 || st > 4 || (o.bm / tm) * (o.bn / tn) > 1024 ||
+            ((o.bm / tm) * (o.bn / tn)) % 16 || o.bm % 16 || o.bn % 16) {
+            o = CT_CPU;
+            tm = CT_CPU_TM, tn = CT_CPU_TN, st = 1;
+        }
+        o.threads = (o.bm / tm) * (o.bn / tn);
+        c->sh = o;
+        c->tm = tm;
+        c->tn = tn;
+        c->pad = 16;
+        c->stages = st;
+        for (int i = grp->first; i < grp->first + grp->nops; i++)
+            if (i != grp->anchor && !side_op_ok(c, &g->ops[i])) return 0;
+        return 1;
+    }
     /* TESSEL_CONTRACT="BM,BN,BK,WM,WN,PAD[,STAGES]" overrides the mma plan
      * (experiments; the tuner's space later) */
     const char *env = getenv("TESSEL_CONTRACT");
@@ -315,6 +347,13 @@ static void spec(strbuf *b, const ct *c, const char *view, int ti, int trans, in
     /* rows padded by 16 bytes: the 8 rows one ldmatrix (or one warp's
      * column reads) touches fall in 8 different 16-byte bank groups */
     int pad = c->pad;
+    if (c->cpu && !c->mma && (is_a ? !trans : trans)) {
+        /* CPU: stored k-major, so the micro-kernel's reads of A's column
+         * (B^T's row) at one kk are contiguous */
+        if (c->nb) sb_printf(b, " layout (1, %d, %d):(%d, 1, %d)", rows, cols, cols * (rows + pad), rows + pad);
+        else sb_printf(b, " layout (%d, %d):(1, %d)", rows, cols, rows + pad);
+        return;
+    }
     if (pad && c->nb) sb_printf(b, " layout (1, %d, %d):(%d, %d, 1)", rows, cols, rows * (cols + pad), cols + pad);
     else if (pad) sb_printf(b, " layout (%d, %d):(%d, 1)", rows, cols, cols + pad);
 }
@@ -362,6 +401,15 @@ static void emit_mainloop(ct *c, strbuf *b)
         const char *lrow = "replicate(16).spatial(1, 8).local(1, 8)";  /* [1, 64]: B row */
         const char *lcolb = "replicate(16).spatial(8, 1).local(8, 1)"; /* [64, 1]: B^T column */
         const char *lrowa = "spatial(1, 16).replicate(8).local(1, 4)"; /* [1, 64]: A^T row */
+        char cl[4][96];
+        if (c->cpu) {
+            int P = s->bm / c->tm, Q = s->bn / c->tn;
+            snprintf(cl[0], sizeof cl[0], "spatial(%d, 1).replicate(%d).local(%d, 1)", P, Q, c->tm);
+            snprintf(cl[1], sizeof cl[1], "replicate(%d).spatial(1, %d).local(1, %d)", P, Q, c->tn);
+            snprintf(cl[2], sizeof cl[2], "replicate(%d).spatial(%d, 1).local(%d, 1)", P, Q, c->tn);
+            snprintf(cl[3], sizeof cl[3], "spatial(1, %d).replicate(%d).local(1, %d)", P, Q, c->tm);
+            lcol = cl[0], lrow = cl[1], lcolb = cl[2], lrowa = cl[3];
+        }
         sb_printf(b, "    for c_kk in 0 : %d {\n", s->bk);
         if (c->a_trans) {
             sb_printf(b, "      c_a0 = load_shared c_ta[%sc_kk, 0] -> register f32[1, %d] layout %s\n", z, s->bm, lrowa);
@@ -746,6 +794,8 @@ static void header(ct *c, strbuf *h, const char *kname)
     int64_t ra = c->a_trans ? s->bk : s->bm, ca = c->a_trans ? s->bm : s->bk;
     int64_t rb = c->b_trans ? s->bn : s->bk, cb = c->b_trans ? s->bk : s->bn;
     int64_t smem = c->stages * (ra * (ca + c->pad) + rb * (cb + c->pad)) * bytes;
+    if (c->cpu && !c->mma) /* k-major operands are padded along the other dim */
+        smem = c->stages * (s->bk * (s->bm + c->pad) + s->bk * (s->bn + c->pad)) * bytes;
     sb_printf(h, ") threads(%d) smem_budget(%lld) {\n", s->threads, (long long)smem);
 }
 
@@ -758,7 +808,11 @@ static char *contract_text(ct *c, const char *kname)
         char la[256], lat[256], lb[256], lbt[256];
         mma_layouts(c, la, lat, lb, lbt, c->lc, sizeof c->lc);
     } else {
-        snprintf(c->lc, sizeof c->lc, "spatial(16, 8).local(4, 8)");
+        if (c->cpu)
+            snprintf(c->lc, sizeof c->lc, "spatial(%d, %d).local(%d, %d)", c->sh.bm / c->tm, c->sh.bn / c->tn, c->tm,
+                     c->tn);
+        else
+            snprintf(c->lc, sizeof c->lc, "spatial(16, 8).local(4, 8)");
     }
     if (!build_body(c)) {
         sb_free(&c->body);
@@ -779,6 +833,7 @@ int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp)
     c.g = g;
     c.def = g->def;
     c.grp = grp;
+    c.cpu = p->target == TSL_TARGET_CPU;
     char kname[160];
     snprintf(kname, sizeof kname, "%s_g%d_contract", g->def->name, grp->index);
     char *text = contract_text(&c, kname);
