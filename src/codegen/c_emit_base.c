@@ -731,6 +731,12 @@ char *cgc_shared_elem(cgc *c, const cgc_view *vw, char **cs, int write)
                     vw->v->name);
     cgc_line(c, "if (%s) return %d;", sb_str(&sb), id);
     sb_free(&sb);
+    return cgc_shared_elem_at(c, vw, cs);
+}
+
+/* The element expression alone (the caller has checked the bounds). */
+char *cgc_shared_elem_at(cgc *c, const cgc_view *vw, char **cs)
+{
     const tile_layout *tl = vw->v->type.layout;
     char *off;
     if (tl && tl->v.kind == LAYOUT_VALUE_DATA) {

@@ -85,6 +85,68 @@ void cgc_emit_store(cgc *c, const tile_stmt *s)
  * S[i, ...] of the trailing dims, or a tile of a tiled view; taken from
  * the global tensor right-aligned at the source's offsets, zero past the
  * bounds (interp exec_copy_async). */
+/* The copy loops over the box. mode 0: every shared access checked and
+ * every global read masked (the interpreter's rules); 1: the caller has
+ * proven the whole box in bounds, plain assignments; 2: as 1 with the
+ * global tensor's last stride 1 (so the inner loop vectorizes). */
+static void copy_loops(cgc *c, const cgc_view *src, const cgc_view *dst, const int64_t *box, int trank, int lead,
+                       int mode)
+{
+    for (int i = 0; i < trank; i++) {
+        cgc_line(c, "for (int64_t e%d = 0; e%d < %lld; e%d++) {", i, i, (long long)box[i], i);
+        c->ind++;
+    }
+    char **cs = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
+    char **cd = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
+    for (int i = 0; i < dst->rank; i++) {
+        cd[i] = arena_printf(c->ar, "cd%d", i);
+        cgc_line(c, "const int64_t %s = %s;", cd[i],
+          cgc_view_map(c, dst, i, i < lead ? "(int64_t)0" : arena_printf(c->ar, "e%d", i - lead)));
+    }
+    int sl = src->rank - trank; /* right-aligned: leading source dims get 0 */
+    for (int i = 0; i < src->rank; i++) {
+        cs[i] = arena_printf(c->ar, "cs%d", i);
+        cgc_line(c, "const int64_t %s = %s;", cs[i],
+          cgc_view_map(c, src, i, i < sl ? "(int64_t)0" : arena_printf(c->ar, "e%d", i - sl)));
+    }
+    tile_dtype sd = src->v->type.dt, dd = dst->v->type.dt;
+    if (mode) {
+        const char *g = cgc_gname(c, src->v);
+        strbuf sb = {0};
+        sb_printf(&sb, "%s[", g);
+        if (!src->rank) sb_puts(&sb, "0");
+        for (int i = 0; i < src->rank; i++) {
+            if (mode == 2 && i == src->rank - 1) sb_printf(&sb, "%s%s", i ? " + " : "", cs[i]);
+            else sb_printf(&sb, "%s%s * %s_s%d", i ? " + " : "", cs[i], g, i);
+        }
+        sb_puts(&sb, "]");
+        cgc_line(c, "%s = %s;", cgc_shared_elem_at(c, dst, cd), sb_str(&sb));
+        sb_free(&sb);
+    } else {
+        char *e = cgc_shared_elem(c, dst, cd, 1);
+        char *val;
+        if (tile_dtype_eq(sd, dd))
+            val = arena_printf(c->ar, "(%s) ? %s : (%s)0", cgc_global_inb(c, src, cs), cgc_global_elem(c, src, cs),
+                               cgc_mem_ctype(dd));
+        else
+            val = cgc_dbl_to_mem(c, dd, arena_printf(c->ar, "(%s) ? %s : 0.0", cgc_global_inb(c, src, cs),
+                                                 cgc_mem_to_dbl(c, sd, cgc_global_elem(c, src, cs))));
+        cgc_line(c, "%s = %s;", e, val);
+    }
+    for (int i = 0; i < trank; i++) {
+        c->ind--;
+        cgc_line(c, "}");
+    }
+}
+
+static int chain_plain(const cgc_view *vw)
+{
+    for (int i = 0; i < vw->rank; i++)
+        for (int s = 0; s < vw->nchain[i]; s++)
+            if (vw->tiler[i][s]) return 0;
+    return 1;
+}
+
 void cgc_emit_copy_async(cgc *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -109,37 +171,39 @@ void cgc_emit_copy_async(cgc *c, const tile_stmt *s)
     int64_t box[CGC_MAX_RANK];
     for (int i = 0; i < trank; i++) box[i] = dst.ext[lead + i] >= 0 ? dst.ext[lead + i] : dst.dims[lead + i];
     if (!cgc_view_fit_dims(c, &src, box, trank)) return;
-    for (int i = 0; i < trank; i++) {
-        cgc_line(c, "for (int64_t e%d = 0; e%d < %lld; e%d++) {", i, i, (long long)box[i], i);
-        c->ind++;
+    if (!tile_dtype_eq(src.v->type.dt, dst.v->type.dt) || !chain_plain(&src) || !chain_plain(&dst) || src.rank < 1) {
+        copy_loops(c, &src, &dst, box, trank, lead, 0);
+        return;
     }
-    char **cs = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
-    char **cd = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
+    /* coordinates are offset + e (no tilers): the box is inside both
+     * tensors iff its first and last corners are, and then no element
+     * needs a check or a mask */
+    int sl = src.rank - trank;
+    cgc_line(c, "int inb = 1;");
     for (int i = 0; i < dst.rank; i++) {
-        cd[i] = arena_printf(c->ar, "cd%d", i);
-        cgc_line(c, "const int64_t %s = %s;", cd[i],
-          cgc_view_map(c, &dst, i, i < lead ? "(int64_t)0" : arena_printf(c->ar, "e%d", i - lead)));
+        const char *e0 = "(int64_t)0", *e1 = i < lead ? e0 : arena_printf(c->ar, "(int64_t)%lld", (long long)(box[i - lead] - 1));
+        cgc_line(c, "if ((uint64_t)%s >= %lldu || (uint64_t)%s >= %lldu) inb = 0;", cgc_view_map(c, &dst, i, e0),
+                 (long long)dst.dims[i], cgc_view_map(c, &dst, i, e1), (long long)dst.dims[i]);
     }
-    int sl = src.rank - trank; /* right-aligned: leading source dims get 0 */
+    const char *g = cgc_gname(c, src.v);
     for (int i = 0; i < src.rank; i++) {
-        cs[i] = arena_printf(c->ar, "cs%d", i);
-        cgc_line(c, "const int64_t %s = %s;", cs[i],
-          cgc_view_map(c, &src, i, i < sl ? "(int64_t)0" : arena_printf(c->ar, "e%d", i - sl)));
+        const char *e0 = "(int64_t)0", *e1 = i < sl ? e0 : arena_printf(c->ar, "(int64_t)%lld", (long long)(box[i - sl] - 1));
+        cgc_line(c, "if ((uint64_t)%s >= (uint64_t)%s_d%d || (uint64_t)%s >= (uint64_t)%s_d%d) inb = 0;",
+                 cgc_view_map(c, &src, i, e0), g, i, cgc_view_map(c, &src, i, e1), g, i);
     }
-    char *e = cgc_shared_elem(c, &dst, cd, 1);
-    tile_dtype sd = src.v->type.dt, dd = dst.v->type.dt;
-    char *val;
-    if (tile_dtype_eq(sd, dd))
-        val = arena_printf(c->ar, "(%s) ? %s : (%s)0", cgc_global_inb(c, &src, cs), cgc_global_elem(c, &src, cs),
-                           cgc_mem_ctype(dd));
-    else
-        val = cgc_dbl_to_mem(c, dd, arena_printf(c->ar, "(%s) ? %s : 0.0", cgc_global_inb(c, &src, cs),
-                                             cgc_mem_to_dbl(c, sd, cgc_global_elem(c, &src, cs))));
-    cgc_line(c, "%s = %s;", e, val);
-    for (int i = 0; i < trank; i++) {
-        c->ind--;
-        cgc_line(c, "}");
-    }
+    cgc_line(c, "if (inb && %s_s%d == 1) {", g, src.rank - 1);
+    c->ind++;
+    copy_loops(c, &src, &dst, box, trank, lead, 2);
+    c->ind--;
+    cgc_line(c, "} else if (inb) {");
+    c->ind++;
+    copy_loops(c, &src, &dst, box, trank, lead, 1);
+    c->ind--;
+    cgc_line(c, "} else {");
+    c->ind++;
+    copy_loops(c, &src, &dst, box, trank, lead, 0);
+    c->ind--;
+    cgc_line(c, "}");
 }
 
 /* ---- register instructions ------------------------------------------------------------------ */

@@ -151,6 +151,8 @@ char *cgc_global_elem(cgc *c, const cgc_view *vw, char **cs);
 /* Shared access: a bounds check returning a run-time error, then the
  * element expression through the tensor's data layout. */
 char *cgc_shared_elem(cgc *c, const cgc_view *vw, char **cs, int write);
+/* The element expression alone (the caller has checked the bounds). */
+char *cgc_shared_elem_at(cgc *c, const cgc_view *vw, char **cs);
 /* The register tensor an instruction writes: its result or `-> dst`. */
 const tile_value *cgc_reg_dst(cgc *c, const tile_stmt *s);
 const tile_value *cgc_reg_arg(cgc *c, const tile_operand *o);

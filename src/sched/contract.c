@@ -347,9 +347,10 @@ static void spec(strbuf *b, const ct *c, const char *view, int ti, int trans, in
     /* rows padded by 16 bytes: the 8 rows one ldmatrix (or one warp's
      * column reads) touches fall in 8 different 16-byte bank groups */
     int pad = c->pad;
-    if (c->cpu && !c->mma && (is_a ? !trans : trans)) {
-        /* CPU: stored k-major, so the micro-kernel's reads of A's column
-         * (B^T's row) at one kk are contiguous */
+    if (c->cpu && !c->mma && !is_a && trans) {
+        /* CPU: B^T stored k-major, so the micro-kernel's vector reads of
+         * B's row at one kk are contiguous (A stays as stored: its reads
+         * are broadcasts, and a transposing copy costs more than it saves) */
         if (c->nb) sb_printf(b, " layout (1, %d, %d):(%d, 1, %d)", rows, cols, cols * (rows + pad), rows + pad);
         else sb_printf(b, " layout (%d, %d):(1, %d)", rows, cols, rows + pad);
         return;
@@ -795,7 +796,7 @@ static void header(ct *c, strbuf *h, const char *kname)
     int64_t rb = c->b_trans ? s->bn : s->bk, cb = c->b_trans ? s->bk : s->bn;
     int64_t smem = c->stages * (ra * (ca + c->pad) + rb * (cb + c->pad)) * bytes;
     if (c->cpu && !c->mma) /* k-major operands are padded along the other dim */
-        smem = c->stages * (s->bk * (s->bm + c->pad) + s->bk * (s->bn + c->pad)) * bytes;
+        smem = c->stages * (ra * (ca + c->pad) + s->bk * (s->bn + c->pad)) * bytes;
     sb_printf(h, ") threads(%d) smem_budget(%lld) {\n", s->threads, (long long)smem);
 }
 
