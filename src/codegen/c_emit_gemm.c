@@ -33,6 +33,7 @@
 
 typedef struct gemm_match {
     const tile_stmt *la, *lb;     /* the two load_shared statements */
+    int va, vb;                   /* the view dim of SA (SB) along m (n) */
     const tile_value *acc;
     int64_t bm, bn, tm, tn, nthr, nloc;
     int64_t sa[CGC_MAX_RANK], sb[CGC_MAX_RANK]; /* shared strides (elements) */
@@ -124,16 +125,10 @@ static int mentions(const tile_block *b, const tile_stmt *skip, const tile_value
     return 0;
 }
 
-/* A load_shared of a plain index view of an f32 shared tensor into an f32
- * register tensor of dims `want` (rank 2) that covers every coordinate. */
-static const tile_value *match_load(cgc *c, const tile_stmt *s, int64_t d0, int64_t d1, int64_t *st, int *rank)
+/* An f32 register tensor of dims d0 x d1 (rank 2) every coordinate of
+ * which some slot holds. */
+static const cgc_tab *covering(cgc *c, const tile_value *r, int64_t d0, int64_t d1)
 {
-    if (!is_instr(s, TILE_I_LOAD_SHARED) || s->instr.nargs != 1 || !s->instr.result) return NULL;
-    const tile_operand *o = &s->instr.args[0];
-    const tile_value *r = s->instr.result;
-    if (!o->v || o->v->kind != TILE_V_TENSOR || o->v->type.space != TILE_SHARED || !is_f32(o->v->type.dt))
-        return NULL;
-    if (o->nsteps != 1 || o->steps[0].kind != TILE_STEP_INDEX) return NULL;
     const cgc_tab *t = tab_of(c, r);
     if (!t || !is_f32(r->type.dt) || t->rank != 2 || t->dims[0] != d0 || t->dims[1] != d1) return NULL;
     /* every coordinate has an owner: the broadcasts read no pad slot */
@@ -145,9 +140,54 @@ static const tile_value *match_load(cgc *c, const tile_stmt *s, int64_t d0, int6
         if (!seen[y * d1 + x]) nseen++;
         seen[y * d1 + x] = 1;
     }
-    if (nseen != d0 * d1) return NULL;
+    return nseen == d0 * d1 ? t : NULL;
+}
+
+/* The operand of one broadcast, a register [d0, d1] with one dim of
+ * extent 1, from statements items[*at..]: either
+ *   x = load_shared S[..] -> register f32[d0, d1]
+ * or (a transposed operand)
+ *   x0 = load_shared S[..] -> register f32[d1, d0]
+ *   x = view x0 -> register f32[d0, d1]    (slot s of x is slot s of x0, transposed)
+ * from a plain index view of an f32 shared tensor with an affine layout.
+ * Gives x; *vdim: the view dim of S along the long dim; x0 in *extra. */
+static const tile_value *match_load(cgc *c, const tile_block *b, int *at, int64_t d0, int64_t d1, int64_t *st,
+                                    int *rank, int *vdim, const tile_stmt **ls, const tile_value **extra)
+{
+    if (*at >= b->n) return NULL;
+    const tile_stmt *s = b->items[*at];
+    if (!is_instr(s, TILE_I_LOAD_SHARED) || s->instr.nargs != 1 || !s->instr.result) return NULL;
+    const tile_operand *o = &s->instr.args[0];
+    const tile_value *r = s->instr.result;
+    if (!o->v || o->v->kind != TILE_V_TENSOR || o->v->type.space != TILE_SHARED || !is_f32(o->v->type.dt))
+        return NULL;
+    if (o->nsteps != 1 || o->steps[0].kind != TILE_STEP_INDEX || o->v->type.rank < 2) return NULL;
+    int rk = o->v->type.rank, along = d0 > 1 ? 0 : 1; /* the long dim of x */
+    *extra = NULL;
+    if (covering(c, r, d0, d1)) {
+        *vdim = rk - 2 + along;
+        (*at)++;
+    } else {
+        const cgc_tab *t0 = tab_of(c, r);
+        if (*at + 1 >= b->n || !t0 || !is_f32(r->type.dt) || t0->rank != 2 || t0->dims[0] != d1 || t0->dims[1] != d0)
+            return NULL;
+        const tile_stmt *v = b->items[*at + 1];
+        if (!is_instr(v, TILE_I_VIEW) || v->instr.nargs != 1 || whole_reg(&v->instr.args[0]) != r || !v->instr.result)
+            return NULL;
+        const cgc_tab *t = covering(c, v->instr.result, d0, d1);
+        if (!t || t->ns != t0->ns) return NULL;
+        for (int64_t q = 0; q < t->ns; q++) {
+            const int32_t *x = &t->coord[q * 2], *y = &t0->coord[q * 2];
+            if (x[0] >= 0 && (y[0] != x[1] || y[1] != x[0])) return NULL;
+        }
+        *extra = r;
+        r = v->instr.result;
+        *vdim = rk - 1 - along;
+        *at += 2;
+    }
     if (!affine_strides(c, o->v, st)) return NULL;
-    *rank = o->v->type.rank;
+    *rank = rk;
+    *ls = s;
     return r;
 }
 
@@ -162,8 +202,9 @@ static int gemm_match_for(cgc *c, const tile_stmt *f, gemm_match *g)
 {
     memset(g, 0, sizeof *g);
     const tile_block *b = f->body;
-    if (!b || b->n != 6) return 0;
-    const tile_stmt *s3 = b->items[2], *s4 = b->items[3], *s5 = b->items[4], *s6 = b->items[5];
+    if (!b || b->n < 6 || b->n > 8) return 0;
+    const tile_stmt *s3 = b->items[b->n - 4], *s4 = b->items[b->n - 3], *s5 = b->items[b->n - 2],
+                    *s6 = b->items[b->n - 1];
     if (!is_instr(s3, TILE_I_BROADCAST) || !is_instr(s4, TILE_I_BROADCAST) || !is_instr(s5, TILE_I_MUL) ||
         !is_instr(s6, TILE_I_ADD))
         return 0;
@@ -174,9 +215,11 @@ static int gemm_match_for(cgc *c, const tile_stmt *f, gemm_match *g)
     if (!tab || tab->rank != 2 || !is_f32(ab->type.dt) || !is_f32(bb->type.dt) || !is_f32(p->type.dt)) return 0;
     g->bm = tab->dims[0];
     g->bn = tab->dims[1];
-    const tile_value *a = match_load(c, b->items[0], g->bm, 1, g->sa, &g->ra);
-    const tile_value *bv = match_load(c, b->items[1], 1, g->bn, g->sb, &g->rb);
-    if (!a || !bv || g->sb[g->rb - 1] != 1) return 0;
+    int at = 0;
+    const tile_value *xa = NULL, *xb = NULL;
+    const tile_value *a = match_load(c, b, &at, g->bm, 1, g->sa, &g->ra, &g->va, &g->la, &xa);
+    const tile_value *bv = a ? match_load(c, b, &at, 1, g->bn, g->sb, &g->rb, &g->vb, &g->lb, &xb) : NULL;
+    if (!a || !bv || at != b->n - 4 || g->sb[g->vb] != 1) return 0;
     if (whole_reg(&s3->instr.args[0]) != a || whole_reg(&s4->instr.args[0]) != bv) return 0;
     const tile_value *m0 = whole_reg(&s5->instr.args[0]), *m1 = whole_reg(&s5->instr.args[1]);
     if (!((m0 == ab && m1 == bb) || (m0 == bb && m1 == ab))) return 0;
@@ -184,12 +227,12 @@ static int gemm_match_for(cgc *c, const tile_stmt *f, gemm_match *g)
     const tile_value *acc = whole_reg(&ad->args[0]);
     if (ad->result || !ad->has_dst || ad->dst.nsteps || ad->dst.v != acc || whole_reg(&ad->args[1]) != p) return 0;
     if (!acc || !is_f32(acc->type.dt)) return 0;
-    const tile_value *tmp[5] = {a, bv, ab, bb, p};
-    for (int i = 0; i < 5; i++)
+    const tile_value *tmp[7] = {a, bv, ab, bb, p, xa ? xa : a, xb ? xb : a};
+    for (int i = 0; i < 7; i++)
         if (tmp[i] == acc) return 0;
     if (!same_coords(tab, tab_of(c, bb)) || !same_coords(tab, tab_of(c, p)) || !same_coords(tab, tab_of(c, acc)))
         return 0;
-    if (mentions(c->k->body, f, tmp, 5)) return 0;
+    if (mentions(c->k->body, f, tmp, 7)) return 0;
     /* every thread a contiguous TM x TN row-major micro-tile */
     int64_t ld[CGC_MAX_RANK > DIST_MAX_RANK ? CGC_MAX_RANK : DIST_MAX_RANK];
     cgc_local_shape(tab->lay, ld);
@@ -208,8 +251,6 @@ static int gemm_match_for(cgc *c, const tile_stmt *f, gemm_match *g)
                 if (o[0] < 0 || q[0] != o[0] + i || q[1] != o[1] + j) return 0;
             }
     }
-    g->la = b->items[0];
-    g->lb = b->items[1];
     g->acc = acc;
     return 1;
 }
@@ -318,7 +359,7 @@ int cgc_emit_gemm_for(cgc *c, const tile_stmt *f)
     int id = c->tmp++;
     const tile_value *sa = g.la->instr.args[0].v, *sbv = g.lb->instr.args[0].v;
     char *fn = arena_printf(c->ar, "tsl_ukr%d", id);
-    emit_ukr(c, fn, &g, g.sa[g.ra - 2]);
+    emit_ukr(c, fn, &g, g.sa[g.va]);
     /* threads ordered by (column, row) of their micro-tile: a B panel is
      * reused by the whole thread column while it is in L1 */
     const cgc_tab *tab = tab_of(c, g.acc);
@@ -329,7 +370,7 @@ int cgc_emit_gemm_for(cgc *c, const tile_stmt *f)
             const int32_t *o = &tab->coord[t * g.nloc * 2];
             if (o[1] != col) continue;
             ord[n * 3] = t * g.nloc;
-            ord[n * 3 + 1] = o[0] * g.sa[g.ra - 2];
+            ord[n * 3 + 1] = o[0] * g.sa[g.va];
             ord[n * 3 + 2] = o[1];
             n++;
         }
@@ -343,8 +384,8 @@ int cgc_emit_gemm_for(cgc *c, const tile_stmt *f)
     cgc_line(c, "for (v%d = lo; ukr%d && v%d < hi; v%d++) {", kv, id, kv, kv);
     c->ind++;
     char *ok = arena_printf(c->ar, "ukr%d", id);
-    char *xa = emit_anchor(c, g.la, g.sa, g.ra - 2, g.bm, ok);
-    char *xb = xa ? emit_anchor(c, g.lb, g.sb, g.rb - 1, g.bn, ok) : NULL;
+    char *xa = emit_anchor(c, g.la, g.sa, g.va, g.bm, ok);
+    char *xb = xa ? emit_anchor(c, g.lb, g.sb, g.vb, g.bn, ok) : NULL;
     if (!xa || !xb) return 0; /* cgc_fail recorded why */
     c->divs = 0;              /* a division by zero: err set, the generic loop reports it */
     cgc_line(c, "if (err) ukr%d = 0;", id);

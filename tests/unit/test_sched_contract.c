@@ -130,12 +130,13 @@ static int count_contract(const sched_plan *p)
     return n;
 }
 
-/* Lower, verify, round-trip the text; the number of contraction kernels. */
-static sched_plan *lower_checked(tsl_arena *a, const lang_def *def, int want)
+/* Lower for `target`, verify, round-trip the text; the number of
+ * contraction kernels. */
+static sched_plan *lower_checked_for(tsl_arena *a, const lang_def *def, int want, tsl_target target)
 {
     tsl_diag d = {0};
     graph *g = graph_build(a, def, &d);
-    sched_plan *p = g ? sched_lower(a, g, &d) : NULL;
+    sched_plan *p = g ? sched_lower_for(a, g, target, &d) : NULL;
     CHECK_MSG(p != NULL, "%s: lowering failed: %s", def->name, sb_str(&d.msg));
     if (!p) {
         diag_free(&d);
@@ -159,6 +160,11 @@ static sched_plan *lower_checked(tsl_arena *a, const lang_def *def, int want)
     free(t1);
     diag_free(&d);
     return st == TSL_OK ? p : NULL;
+}
+
+static sched_plan *lower_checked(tsl_arena *a, const lang_def *def, int want)
+{
+    return lower_checked_for(a, def, want, TSL_TARGET_CUDA);
 }
 
 /* Run def on sizes sz with the reference interpreter and the plan through
@@ -420,7 +426,129 @@ static void test_generic_switch(void)
     arena_free(a);
 }
 
+/* ---- the CPU plan (sched_lower_for TSL_TARGET_CPU) and the C generator's
+ * micro-kernel (src/codegen/c_emit_gemm.c) ---- */
+
+/* f32 programs, each on 1x1x1, 67x45x40, 129x257x33, 1000x3x7 (size slots
+ * in declaration order; a batch slot or 4th slot gets the 4th value). */
+static const struct {
+    const char *src;
+    int ncontract;
+    int64_t sets[4][4];
+} cpu_cases[] = {
+    {"def matmul(float(M,K) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n",
+     1, {{1, 1, 1}, {67, 40, 45}, {129, 33, 257}, {1000, 7, 3}}},
+    {"def tmm(float(M,K) A, float(N,K) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(n,k)\n}\n",
+     1, {{1, 1, 1}, {67, 40, 45}, {129, 33, 257}, {1000, 7, 3}}},
+    {"def amm(float(K,M) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(k,m) * B(k,n)\n}\n",
+     1, {{1, 1, 1}, {40, 67, 45}, {33, 129, 257}, {7, 1000, 3}}},
+    {"def tbmm(float(B,N,M) X, float(B,K,M) Y) -> (Z) {\n  Z(b,n,k) +=! X(b,n,m) * Y(b,k,m)\n}\n",
+     1, {{1, 1, 1, 1}, {2, 67, 40, 45}, {1, 129, 33, 257}, {3, 1000, 7, 3}}},
+    {"def fcrelu(float(B,I) in, float(O,I) weight, float(O) bias) -> (out) {\n"
+     "  out(b,o) = bias(o)\n  out(b,o) += in(b,i) * weight(o,i)\n  out(b,o) = fmaxf(out(b,o), 0)\n}\n",
+     1, {{1, 1, 1}, {67, 40, 45}, {129, 33, 257}, {1000, 7, 3}}},
+    {"def sgemm(float alpha, float beta, float(N,M) A, float(M,K) B, float(N,K) C) -> (C) {\n"
+     "  C(i,j) = beta * C(i,j)\n  C(i,j) += alpha * A(i,k) * B(k,j)\n}\n",
+     1, {{1, 1, 1}, {67, 40, 45}, {129, 33, 257}, {1000, 7, 3}}},
+    {"def mlp2(float(B,I) X, float(H,I) W1, float(H) B1, float(O,H) W2, float(O) B2) -> (Y) {\n"
+     "  h(b,o) +=! X(b,i) * W1(o,i)\n  h(b,o) = fmaxf(h(b,o) + B1(o), 0)\n"
+     "  Y(b,o) +=! h(b,i) * W2(o,i)\n  Y(b,o) = tanh(Y(b,o) + B2(o))\n}\n",
+     2, {{1, 1, 1, 1}, {67, 40, 45, 13}, {129, 33, 257, 2}, {1000, 7, 3, 5}}},
+};
+
+/* Every contraction kernel of the plan, as C: does each use the
+ * micro-kernel (marker: the tsl_ukr function)? */
+static int plan_uses_ukr(const sched_plan *p, const char *name)
+{
+    int all = 1;
+    for (int i = 0; i < p->nlaunches; i++) {
+        if (!strstr(p->launches[i].k->name, "_contract")) continue;
+        strbuf sb = {0};
+        tsl_diag d = {0};
+        tsl_status st = cg_c_emit(p->m, p->launches[i].k, &sb, &d);
+        CHECK_MSG(st == TSL_OK, "%s: cg_c_emit: %s", name, sb_str(&d.msg));
+        all &= st == TSL_OK && strstr(sb_str(&sb), "tsl_ukr") != NULL;
+        sb_free(&sb);
+        diag_free(&d);
+    }
+    return all;
+}
+
+/* The CPU plan on the CPU target against the TC interpreter, and the
+ * micro-kernel taken for every f32 contraction (plain, transposed A or B,
+ * batched, with init and epilogue ops). The tile interpreter runs the CPU
+ * plan on the smallest set (it is slow on 96x128 tiles with BK 128). */
+static void test_cpu_plan(void)
+{
+    for (size_t c = 0; c < sizeof cpu_cases / sizeof cpu_cases[0]; c++) {
+        tsl_arena *a = arena_create();
+        tsl_source src = {"contract_cpu.tc", cpu_cases[c].src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &src, &d);
+        CHECK_MSG(mod != NULL && mod->ndefs == 1, "cpu case %zu: %s", c, sb_str(&d.msg));
+        diag_free(&d);
+        sched_plan *p = mod ? lower_checked_for(a, mod->defs[0], cpu_cases[c].ncontract, TSL_TARGET_CPU) : NULL;
+        if (p) {
+            CHECK_MSG(p->target == TSL_TARGET_CPU, "%s: plan target", mod->defs[0]->name);
+            CHECK_MSG(plan_uses_ukr(p, mod->defs[0]->name), "%s: the micro-kernel was not taken",
+                      mod->defs[0]->name);
+        }
+        for (int s = 0; p && s < 4; s++) {
+            if (s == 0) compare_run(a, mod->defs[0], p, cpu_cases[c].sets[s], test_run_tile_interp, "tile interp, cpu plan");
+            compare_run(a, mod->defs[0], p, cpu_cases[c].sets[s], test_run_cpu, "cpu plan");
+        }
+        arena_free(a);
+    }
+}
+
+/* A k loop that is the pattern but for one detail (the add's operands
+ * swapped: same value, not the shape the generator matches) must be
+ * emitted slot by slot and still give the right answer. */
+static void test_cpu_plan_variant(void)
+{
+    tsl_arena *a = arena_create();
+    tsl_source src = {"contract_cpu.tc", cpu_cases[0].src};
+    tsl_diag d = {0};
+    lang_module *mod = lang_parse_check(a, &src, &d);
+    sched_plan *p = mod ? lower_checked_for(a, mod->defs[0], 1, TSL_TARGET_CPU) : NULL;
+    CHECK(p != NULL);
+    if (p) {
+        char *t = tile_print(p->m);
+        const char *from = "add c_acc, c_p -> c_acc";
+        char *at = strstr(t, from);
+        CHECK(at != NULL);
+        strbuf sb = {0};
+        if (at) {
+            sb_printf(&sb, "%.*s", (int)(at - t), t);
+            sb_puts(&sb, "add c_p, c_acc -> c_acc");
+            sb_puts(&sb, at + strlen(from));
+        }
+        free(t);
+        tsl_source s2 = {"variant.tile", arena_strdup(a, sb_str(&sb))};
+        sb_free(&sb);
+        tile_module *m2 = NULL;
+        tsl_status st = tile_parse(a, &s2, &d, &m2);
+        if (!st) st = tile_verify(m2, &s2, &d);
+        CHECK_MSG(st == TSL_OK, "variant: %s", sb_str(&d.msg));
+        if (!st) {
+            for (int i = 0; i < p->nlaunches; i++) {
+                tile_kernel *k2 = tile_module_find(m2, p->launches[i].k->name);
+                CHECK(k2 != NULL);
+                if (k2) p->launches[i].k = k2;
+            }
+            p->m = m2;
+            CHECK_MSG(!plan_uses_ukr(p, "variant"), "the variant must not take the micro-kernel");
+            static const int64_t sets[2][3] = {{1, 1, 1}, {67, 40, 45}};
+            for (int i = 0; i < 2; i++) compare_run(a, mod->defs[0], p, sets[i], test_run_cpu, "cpu, variant");
+        }
+    }
+    diag_free(&d);
+    arena_free(a);
+}
+
 TEST_SUITE(sched_contract) = {
+    {"cpu_plan", test_cpu_plan},
+    {"cpu_plan_variant", test_cpu_plan_variant},
     {"chosen_and_verified", test_chosen_and_verified},
     {"tile_interp_matches", test_tile_interp_matches},
     {"cpu_matches", test_cpu_matches},
