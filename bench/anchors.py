@@ -1,6 +1,7 @@
 """anchors.py — the work tessel's GPU benchmarks are judged against, done by
 PyTorch on the same machine in the same run: device-to-device copy, cuBLAS
-GEMM, torch layernorm/softmax, scaled_dot_product_attention.
+GEMM, torch layernorm/softmax, two elementwise programs (scale-bias-relu,
+SiLU), scaled_dot_product_attention.
 
 Each result is checked (against float64 / a reference formula) before it is
 timed; timing is CUDA events after warm-up, median of many repetitions, with
@@ -95,6 +96,27 @@ def main():
         t = bench(lambda: torch.softmax(nxt(), dim=1))
         rows.append((f"softmax fp16 {r}x{c} (torch)", f"err {err:.1e}", 2 * r * c * 2 / t / 1e12,
                      "TB/s", t))
+
+    # elementwise at 8192x8192 fp16 (bytes: X read, Y written): a broadcast
+    # scale, bias and relu in PyTorch's fewest eager kernels (addcmul, relu),
+    # and SiLU, one kernel
+    r, c = 8192, 8192
+    nxt = rotate(lambda: torch.randn(r, c, device=dev, dtype=torch.float16), 4)
+    x = nxt()
+    w = torch.randn(c, device=dev, dtype=torch.float16)
+    bb = torch.randn(c, device=dev, dtype=torch.float16)
+    y = torch.relu(torch.addcmul(bb, x, w))
+    err = rel_err(y, torch.clamp(x.double() * w.double() + bb.double(), min=0))
+    assert err < 1e-2, err
+    t = bench(lambda: torch.relu(torch.addcmul(bb, nxt(), w)))
+    rows.append((f"scale-bias-relu fp16 {r}x{c} (torch addcmul+relu)", f"err {err:.1e}", 2 * r * c * 2 / t / 1e12,
+                 "TB/s", t))
+    y = torch.nn.functional.silu(x)
+    err = rel_err(y, x.double() * torch.sigmoid(x.double()))
+    assert err < 1e-2, err
+    t = bench(lambda: torch.nn.functional.silu(nxt()))
+    rows.append((f"silu fp16 {r}x{c} (torch)", f"err {err:.1e}", 2 * r * c * 2 / t / 1e12, "TB/s", t))
+    del x, y
 
     B, H, S, D = 32, 16, 384, 64
     nxt = rotate(lambda: tuple(torch.randn(B, H, S, D, device=dev, dtype=torch.float16)

@@ -77,11 +77,11 @@ static double bench_median(double *v, int n)
 
 /* ---- the programs ---------------------------------------------------------------------- */
 
-typedef enum { REF_MATMUL, REF_LAYERNORM, REF_SOFTMAX, REF_ATTENTION } bench_ref;
+typedef enum { REF_MATMUL, REF_LAYERNORM, REF_SOFTMAX, REF_ATTENTION, REF_SCALEBIAS, REF_SILU } bench_ref;
 
 typedef struct bench_case {
     const char *work;    /* the row's name; bench/anchors.py names the same work */
-    const char *file;    /* examples/FILE */
+    const char *file;    /* examples/FILE, or a program of bench_inline */
     const char *dtype;   /* "float16" or "float32": replaces `float(` in the source */
     bench_ref ref;
     const char *big;     /* sizes "M=4096,K=4096,N=4096" */
@@ -105,6 +105,22 @@ static const bench_case bench_cases[] = {
      "N=31,D=8192", "TB/s"},
     {"attention fp16 B32 H16 S384 D64", "attention.tc", "float16", REF_ATTENTION,
      "B=512,Tq=384,Tk=384,D=64,E=64", "B=3,Tq=17,Tk=23,D=64,E=64", "B=4,Tq=384,Tk=384,D=64,E=64", "TFLOP/s"},
+    {"scale-bias-relu fp16 8192x8192", "scalebiasrelu", "float16", REF_SCALEBIAS, "N=8192,D=8192", "N=13,D=1031",
+     "N=31,D=8192", "TB/s"},
+    {"silu fp16 8192x8192", "silu", "float16", REF_SILU, "N=8192,D=8192", "N=13,D=1031", "N=31,D=8192", "TB/s"},
+};
+
+/* Elementwise programs that are not examples (no e2e check of their own
+ * there): a row-broadcast one (the row engine's forms) and a flat one. */
+static const struct {
+    const char *name, *text;
+} bench_inline[] = {
+    {"scalebiasrelu", "def scalebiasrelu(float(N,D) X, float(D) g, float(D) b) -> (Y) {\n"
+                      "  Y(n,d) = fmaxf(X(n,d) * g(d) + b(d), 0)\n"
+                      "}\n"},
+    {"silu", "def silu(float(N,D) X) -> (Y) {\n"
+             "  Y(n,d) = X(n,d) * sigmoid(X(n,d))\n"
+             "}\n"},
 };
 
 /* The example's source with `float(` declarations turned into `dtype(`. */
@@ -113,7 +129,10 @@ static char *bench_source(const char *file, const char *dtype)
     char path[512];
     snprintf(path, sizeof path, "examples/%s", file);
     size_t n;
-    char *text = file_read_all(path, &n);
+    char *text = NULL;
+    for (size_t i = 0; i < sizeof bench_inline / sizeof bench_inline[0]; i++)
+        if (!strcmp(file, bench_inline[i].name)) text = strdup(bench_inline[i].text);
+    if (!text) text = file_read_all(path, &n);
     if (!text) return NULL;
     strbuf b = {0};
     for (const char *p = text; *p;) {
@@ -277,6 +296,15 @@ static double bench_sample_check(const bench_case *bc, const bench_host *h)
             }
         }
         free(row);
+    } else if (bc->ref == REF_SCALEBIAS || bc->ref == REF_SILU) {
+        int64_t R = h->b->shapes[bench_index(def, "X")][0], C = h->b->shapes[bench_index(def, "X")][1];
+        for (int s = 0; s < 4096; s++) {
+            int64_t r = (int64_t)((bench_rand() + 1) / 2 * (double)R), c = (int64_t)((bench_rand() + 1) / 2 * (double)C);
+            double x = bench_at(h, "X", r * C + c), ref;
+            if (bc->ref == REF_SILU) ref = x / (1 + exp(-x));
+            else ref = fmax(x * bench_at(h, "g", c) + bench_at(h, "b", c), 0);
+            bench_err_add(&e, bench_at(h, "Y", r * C + c), ref);
+        }
     } else {
         int iq = bench_index(def, "Q"), ik = bench_index(def, "K"), iv = bench_index(def, "V");
         int64_t B = b->shapes[iq][0], Tq = b->shapes[iq][1], D = b->shapes[iq][2];

@@ -380,6 +380,77 @@ static int emit_ldmatrix(cg *c, const tile_stmt *s, const rinfo *ri, const gview
     return 0;
 }
 
+/* Global element (co[0], ..., co[rank-1]) of local l as C text: the
+ * reference into `mn` (ref) and, when v > 1, the condition that the v
+ * elements from it are in bounds, contiguous and 16/8/4-byte aligned. */
+static void transfer_ref(const rinfo *ri, const gview *gv, int lead, int64_t l, int64_t v, int es, const char *mn,
+                         strbuf *ref, strbuf *cond)
+{
+    char co[CG_MAX_RANK][64];
+    int L = gv->rank - 1;
+    for (int i = 0; i < gv->rank; i++) {
+        int64_t K = i >= lead ? ri->lc[l * ri->rank + i - lead] : 0;
+        if (K) snprintf(co[i], sizeof co[i], "b%d + %lld", i, (long long)K);
+        else snprintf(co[i], sizeof co[i], "b%d", i);
+    }
+    strbuf addr = {0};
+    for (int i = 0; i < gv->rank; i++) sb_printf(&addr, "%s(I)(%s) * %s_s%d", i ? " + " : "", co[i], mn, i);
+    if (!gv->rank) sb_puts(&addr, "0");
+    sb_printf(ref, "%s[%s]", mn, sb_str(&addr));
+    sb_free(&addr);
+    if (!cond) return;
+    sb_puts(cond, "true");
+    for (int i = 0; i < L; i++) sb_printf(cond, " && (%s) >= 0 && (%s) < %s_d%d", co[i], co[i], mn, i);
+    sb_printf(cond, " && (%s) >= 0 && (%s) + %lld < %s_d%d && ((unsigned long long)&%s %% %lld) == 0", co[L], co[L],
+              (long long)(v - 1), mn, L, sb_str(ref), (long long)(v * es));
+}
+
+/* The fast path of a global transfer in several wide groups: when every
+ * group is in bounds and aligned, all the wide loads are issued before any
+ * of their registers is used (so a thread has them all in flight), or all
+ * the packed stores follow each other. Opens `if (...) { ... } else {`; the
+ * caller emits the general per-group code and closes the else. */
+static void transfer_wide_all(cg *c, const rinfo *ri, const gview *gv, int lead, int64_t vec, int es, int load,
+                              const char *vt, const char *rt, const char *mn, const char *rn)
+{
+    int64_t n = ri->locals / vec;
+    strbuf all = {0};
+    sb_printf(&all, "%s_s%d == 1", mn, gv->rank - 1);
+    for (int64_t g = 0; g < n; g++) {
+        strbuf ref = {0}, cond = {0};
+        transfer_ref(ri, gv, lead, g * vec, vec, es, mn, &ref, &cond);
+        sb_printf(&all, " && %s", sb_str(&cond));
+        sb_free(&ref);
+        sb_free(&cond);
+    }
+    cg_line(c, "if (%s) {", sb_str(&all));
+    sb_free(&all);
+    c->ind++;
+    if (!load) {
+        for (int64_t g = 0; g < n; g++) {
+            cg_line(c, "%s w%lld = tsl_vzero<%s>();", vt, (long long)g, vt);
+            for (int64_t j = 0; j < vec; j++)
+                cg_line(c, "tsl_vset(w%lld, tsl_bits(%s[%lld]), %lld);", (long long)g, rn, (long long)(g * vec + j),
+                        (long long)(j * es * 8));
+        }
+    }
+    for (int64_t g = 0; g < n; g++) {
+        strbuf ref = {0};
+        transfer_ref(ri, gv, lead, g * vec, vec, es, mn, &ref, NULL);
+        if (load) cg_line(c, "const %s w%lld = *(const %s *)&%s;", vt, (long long)g, vt, sb_str(&ref));
+        else cg_line(c, "*(%s *)&%s = w%lld;", vt, sb_str(&ref), (long long)g);
+        sb_free(&ref);
+    }
+    if (load)
+        for (int64_t g = 0; g < n; g++)
+            for (int64_t j = 0; j < vec; j++)
+                cg_line(c, "%s[%lld] = tsl_from_bits<%s>(tsl_vget(w%lld, %lld, %d));", rn, (long long)(g * vec + j), rt,
+                        (long long)g, (long long)(j * es * 8), es * 8);
+    c->ind--;
+    cg_line(c, "} else {");
+    c->ind++;
+}
+
 static void emit_transfer(cg *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -451,6 +522,8 @@ static void emit_transfer(cg *c, const tile_stmt *s)
     const char *rn0 = cg_name(c, rv);
     char rn[96];
     snprintf(rn, sizeof rn, "%s", rn0);
+    int fast = global && vec > 1 && ri.locals / vec >= 2;
+    if (fast) transfer_wide_all(c, &ri, &gv, lead, vec, es, load, vt, rt, mname, rn);
     for (int64_t l = 0; l < ri.locals && !c->st; l++) {
         char co[CG_MAX_RANK][64];
         char *cop[CG_MAX_RANK];
@@ -563,6 +636,10 @@ static void emit_transfer(cg *c, const tile_stmt *s)
         sb_free(&addr);
         sb_free(&mask);
         sb_free(&ref);
+    }
+    if (fast) {
+        c->ind--;
+        cg_line(c, "}");
     }
     if (!load) {
         c->ind--;

@@ -142,7 +142,7 @@ static int rr_recognise(rr *R)
     for (int i = 0; i < grp->nops; i++) {
         const graph_op *op = &R->g->ops[grp->first + i];
         rr_kind kd;
-        if (op->niter < R->rows || op->nvars > R->rows + 1) return 0;
+        if (op->niter < R->rows || (!R->flat && op->nvars > R->rows + 1)) return 0;
         for (int v = 0; v < R->rows; v++)
             if (!graph_sexpr_equal(op->box[v].lo, op0->box[v].lo) || !graph_sexpr_equal(op->box[v].hi, op0->box[v].hi))
                 return 0;
@@ -270,15 +270,19 @@ static tile_value *rr_tensor(rr *R, int ti)
 static tile_type rr_type(rr *R, rr_shape sh, tsl_dtype dt)
 {
     tile_dtype d = tile_dtype_from_tsl(dt);
-    int64_t vec = R->width, row[3] = {R->threads / 32, 32, R->locals}, two[2] = {R->threads / 32, 32},
-            g1[2] = {R->threads / 32, 1}, one = 1;
+    int64_t G = R->threads / 32, vec = R->width, row[3] = {G, 32, R->locals}, two[2] = {G, 32}, g1[2] = {G, 1},
+            one = 1, wvec[2] = {G, R->width};
     switch (sh) {
-    case RR_VEC: return tile_type_make(R->m, TILE_REGISTER, d, 1, &vec, R->lay_vec);
+    case RR_VEC:
+        if (R->warp) return tile_type_make(R->m, TILE_REGISTER, d, 2, wvec, R->lay_vec);
+        return tile_type_make(R->m, TILE_REGISTER, d, 1, &vec, R->lay_vec);
+    case RR_CVEC: return tile_type_make(R->m, TILE_REGISTER, d, 1, &vec, R->lay_cvec);
     case RR_ROW: return tile_type_make(R->m, TILE_REGISTER, d, 3, row, R->lay_row);
     case RR_TWO: return tile_type_make(R->m, TILE_REGISTER, d, 2, two, R->lay_two);
     case RR_G1: return tile_type_make(R->m, TILE_REGISTER, d, 2, g1, R->lay_g1);
     case RR_ONE: break;
     }
+    if (R->warp) return tile_type_make(R->m, TILE_REGISTER, d, 1, &G, R->lay_one);
     return tile_type_make(R->m, TILE_REGISTER, d, 1, &one, R->lay_one);
 }
 
@@ -308,17 +312,19 @@ static tile_value *rr_emit_to(rr *R, tile_op op, const char *name, tile_value *x
     return s->instr.result;
 }
 
-static rr_shape rr_shape_of(const tile_value *t)
+static rr_shape rr_shape_of(const rr *R, const tile_value *t)
 {
     if (t->type.rank == 3) return RR_ROW;
-    if (t->type.rank == 1 && t->type.dims[0]->kind == TILE_E_INT && t->type.dims[0]->i == 1) return RR_ONE;
+    if (t->type.rank == 1 && t->type.dims[0]->kind == TILE_E_INT && t->type.dims[0]->i == (R->warp ? R->threads / 32 : 1))
+        return RR_ONE;
+    if (R->warp) return t->type.rank == 2 && t->type.layout == R->lay_vec ? RR_VEC : t->type.rank == 1 ? RR_CVEC : RR_TWO;
     return t->type.rank == 1 ? RR_VEC : RR_TWO;
 }
 
 static tile_value *rr_cast(rr *R, tile_value *t, tsl_dtype dt)
 {
     if (rr_dt(t) == dt) return t;
-    return rr_emit_to(R, TILE_I_CAST, "cv", t, rr_type(R, rr_shape_of(t), dt), -1);
+    return rr_emit_to(R, TILE_I_CAST, "cv", t, rr_type(R, rr_shape_of(R, t), dt), -1);
 }
 
 /* A tile of shape sh and dtype dt filled with the scalar expression e. */
@@ -361,6 +367,8 @@ static tile_value *rr_reduce(rr *R, tile_op op, tile_value *x)
     tsl_dtype ct = rr_dt(x);
     tile_value *a = rr_emit_to(R, op, "rt", x, rr_type(R, RR_TWO, ct), 2);
     tile_value *b = rr_emit_to(R, op, "rw", a, rr_type(R, RR_G1, ct), 1);
+    /* warp form: each warp's row is done (shuffles only) */
+    if (R->warp) return rr_emit_to(R, TILE_I_VIEW, "rv", b, rr_type(R, RR_ONE, ct), -1);
     return rr_emit_to(R, op, "rb", b, rr_type(R, RR_ONE, ct), 0);
 }
 
@@ -368,7 +376,8 @@ static tile_value *rr_reduce(rr *R, tile_op op, tile_value *x)
 static tile_value *rr_spread(rr *R, tile_value *one)
 {
     tsl_dtype dt = rr_dt(one);
-    tile_value *a = rr_emit_to(R, TILE_I_BROADCAST, "bw", one, rr_type(R, RR_G1, dt), 0);
+    tile_value *a = R->warp ? rr_emit_to(R, TILE_I_VIEW, "bw", one, rr_type(R, RR_G1, dt), -1)
+                            : rr_emit_to(R, TILE_I_BROADCAST, "bw", one, rr_type(R, RR_G1, dt), 0);
     tile_value *b = rr_emit_to(R, TILE_I_BROADCAST, "bl", a, rr_type(R, RR_TWO, dt), 1);
     return rr_emit_to(R, TILE_I_BROADCAST, "bt", b, rr_type(R, RR_ROW, dt), 2);
 }
@@ -395,7 +404,7 @@ static tile_value *rr_load_chunk(rr *R, int ti, rr_pat pt)
     tsl_dtype dt = R->def->tensors[ti]->dtype;
     tile_stmt *s = tile_build_instr(&R->b, TILE_I_LOAD_GLOBAL, rr_fresh(R, "ld"));
     tile_instr_arg(R->m, &s->instr, rr_at(R, ti, pt));
-    tile_instr_result_type(s, rr_type(R, RR_VEC, dt));
+    tile_instr_result_type(s, rr_type(R, R->warp && pt == RR_PAT_COL ? RR_CVEC : RR_VEC, dt));
     v = rr_emit_to(R, TILE_I_VIEW, "lv", s->instr.result, rr_type(R, RR_ROW, dt), -1);
     return rr_memo_put(R, 1 + pt, ti, RR_ROW, rr_cast(R, v, R->ct));
 }
@@ -419,9 +428,11 @@ static tile_value *rr_valid(rr *R)
     if (v) return v;
     tile_stmt *s = tile_build_instr(&R->b, TILE_I_IOTA, rr_fresh(R, "col"));
     tile_instr_arg(R->m, &s->instr, tile_operand_scalar(R->off));
-    tile_instr_result_type(s, rr_type(R, RR_VEC, TSL_DTYPE_I64));
-    s->instr.dim = 0;
-    tile_value *c = rr_emit_to(R, TILE_I_VIEW, "cw", s->instr.result, rr_type(R, RR_ROW, TSL_DTYPE_I64), -1);
+    /* the single-chunk paths' rows are short: 32-bit columns (fewer registers) */
+    tsl_dtype it = R->single ? TSL_DTYPE_I32 : TSL_DTYPE_I64;
+    tile_instr_result_type(s, rr_type(R, RR_VEC, it));
+    s->instr.dim = R->warp ? 1 : 0;
+    tile_value *c = rr_emit_to(R, TILE_I_VIEW, "cw", s->instr.result, rr_type(R, RR_ROW, it), -1);
     tile_operand a[2] = {tile_operand_tensor(c), tile_operand_scalar(R->colext)};
     return rr_memo_put(R, 9, 0, RR_ROW, rr_emit(R, TILE_I_LT, "in", 2, a));
 }
@@ -753,51 +764,73 @@ static void rr_lower_op(rr *R, int i)
 
 /* ---- entry -------------------------------------------------------------------------------- */
 
-/* E = locals contiguous elements per thread: the chunk width and layouts. */
-static void rr_set_locals(rr *R, int locals)
+/* E = locals elements per thread; warp: each warp one row (its chunk
+ * 32 * E columns) instead of the block one row (T * E). The layouts of the
+ * chunk (`vec`) on the GPU interleave 8-element runs across the threads,
+ * local(E/8).spatial(T).local(8): every wide access of a warp covers one
+ * contiguous span (coalesced), and a thread's E/8 accesses are independent
+ * loads in flight together. The `row` view keeps each thread's registers
+ * in order, so reductions and broadcasts do not care which columns a
+ * thread holds. */
+static void rr_set_form(rr *R, int warp, int locals)
 {
+    int T = R->threads, G = T / 32, runs = R->gpu && locals % 8 == 0 ? locals / 8 : 1, run = locals / runs;
+    R->warp = warp;
     R->locals = locals;
-    R->width = R->threads * locals;
-    char txt[96];
-    snprintf(txt, sizeof txt, "spatial(%d).local(%d)", R->threads, R->locals);
+    R->width = (warp ? 32 : T) * locals;
+    char txt[128];
+    if (warp)
+        snprintf(txt, sizeof txt, "spatial(%d,1).local(1,%d).spatial(1,32).local(1,%d)", G, runs, run);
+    else if (runs > 1)
+        snprintf(txt, sizeof txt, "local(%d).spatial(%d).local(%d)", runs, T, run);
+    else
+        snprintf(txt, sizeof txt, "spatial(%d).local(%d)", T, locals);
     R->lay_vec = tile_layout_make(R->m, txt, NULL);
-    snprintf(txt, sizeof txt, "spatial(%d,32,1).local(1,1,%d)", R->threads / 32, R->locals);
+    snprintf(txt, sizeof txt, "replicate(%d).local(%d).spatial(32).local(%d)", G, runs, run);
+    R->lay_cvec = tile_layout_make(R->m, txt, NULL);
+    snprintf(txt, sizeof txt, "spatial(%d,32,1).local(1,1,%d)", G, R->locals);
     R->lay_row = tile_layout_make(R->m, txt, NULL);
-    snprintf(txt, sizeof txt, "spatial(%d,32)", R->threads / 32);
+    snprintf(txt, sizeof txt, "spatial(%d,32)", G);
     R->lay_two = tile_layout_make(R->m, txt, NULL);
-    snprintf(txt, sizeof txt, "spatial(%d,1).replicate(32)", R->threads / 32);
+    snprintf(txt, sizeof txt, "spatial(%d,1).replicate(32)", G);
     R->lay_g1 = tile_layout_make(R->m, txt, NULL);
-    snprintf(txt, sizeof txt, "replicate(%d).local(1)", R->threads);
+    if (warp) snprintf(txt, sizeof txt, "spatial(%d).replicate(32)", G);
+    else snprintf(txt, sizeof txt, "replicate(%d).local(1)", T);
     R->lay_one = tile_layout_make(R->m, txt, NULL);
-    TSL_ASSERT(R->lay_vec && R->lay_row && R->lay_two && R->lay_g1 && R->lay_one);
+    TSL_ASSERT(R->lay_vec && R->lay_cvec && R->lay_row && R->lay_two && R->lay_g1 && R->lay_one);
 }
 
-/* Row forms: one path per single-chunk width, chosen at run time by the
- * row length, then the streaming path:
- *   if D <= T*E0 { whole row in registers, E0 per thread }
- *   else if D <= T*E1 { ... E1 } ... else { chunk loops of T*SCHED_RR_LOCALS }
+/* The size classes of the row forms, tried in order by row length:
+ *   if D <= width(class 0) { whole row in registers } else if ... else {
+ *   chunk loops of the streaming width }
  * A row that fits is read from global once and every pass reuses its
- * registers; the wide paths also put several 16-byte loads per thread in
- * flight at once. */
-static void rr_lower_paths(rr *R, const int *locals, int n)
+ * registers, with all of a thread's wide loads issued together. */
+typedef struct rr_class {
+    int warp, locals;
+} rr_class;
+
+static void rr_lower_paths(rr *R, const rr_class *cls, int n, int stream_locals)
 {
     if (n == 0) {
         R->single = 0;
-        rr_set_locals(R, SCHED_RR_LOCALS);
+        rr_set_form(R, 0, stream_locals);
         for (int i = 0; i < R->grp->nops; i++) rr_lower_op(R, i);
         return;
     }
-    rr_set_locals(R, locals[0]);
+    rr_set_form(R, cls[0].warp, cls[0].locals);
     tile_stmt *s = tile_build_stmt(&R->b, TILE_S_IF);
     s->e = tile_expr_bin(R->m, TILE_OP_LE, R->colext, tile_expr_int(R->m, R->width));
     s->body = tile_block_new(R->m);
     s->els = tile_block_new(R->m);
     tile_build_push(&R->b, s->body);
     R->single = 1;
+    tile_expr *row0 = R->rowc[0];
+    if (R->warp) R->rowc[0] = rr_ibin(R, TILE_OP_MUL, tile_expr_block_idx(R->m, 0), tile_expr_int(R->m, R->threads / 32));
     for (int i = 0; i < R->grp->nops; i++) rr_lower_op(R, i);
+    R->rowc[0] = row0;
     tile_build_pop(&R->b);
     tile_build_push(&R->b, s->els);
-    rr_lower_paths(R, locals + 1, n - 1);
+    rr_lower_paths(R, cls + 1, n - 1, stream_locals);
     tile_build_pop(&R->b);
 }
 
@@ -816,8 +849,10 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
     R->kind = arena_alloc(a, sizeof *R->kind * (size_t)(grp->nops + 1));
     R->one = arena_alloc(a, sizeof *R->one * (size_t)(grp->nops + 1));
     if (!rr_recognise(R)) return 0;
-    R->threads = flat ? SCHED_EW_THREADS : SCHED_RR_THREADS;
-    rr_set_locals(R, flat ? SCHED_EW_LOCALS : SCHED_RR_LOCALS);
+    R->gpu = p->target == TSL_TARGET_CUDA;
+    R->threads = flat ? (R->gpu ? SCHED_EW_THREADS_GPU : SCHED_EW_THREADS)
+                      : (R->gpu ? SCHED_RR_THREADS_GPU : SCHED_RR_THREADS);
+    rr_set_form(R, 0, flat ? (R->gpu ? SCHED_EW_LOCALS_GPU : SCHED_EW_LOCALS) : SCHED_RR_LOCALS);
 
     const graph_op *op0 = &g->ops[grp->first];
     char kn[160];
@@ -861,9 +896,24 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
     }
     if (flat) {
         for (int i = 0; i < grp->nops; i++) rr_lower_op(R, i);
+    } else if (!R->gpu) {
+        static const rr_class cpu[] = {{0, 8}};
+        rr_lower_paths(R, cpu, (int)TSL_COUNTOF(cpu), SCHED_RR_LOCALS);
     } else {
-        static const int paths[] = SCHED_RR_PATHS;
-        rr_lower_paths(R, paths, (int)TSL_COUNTOF(paths));
+        /* GPU: short rows a warp each (one row dim only: the tile of G rows
+         * must not cross an outer dim), then whole rows per block, then the
+         * stream. The grid is N / G blocks when the warp class runs, N
+         * otherwise: cdiv(N, 1 + (G - 1) * (D <= warp width)). */
+        static const rr_class gpu[] = {{1, SCHED_RR_WARP_LOCALS}, {0, SCHED_RR_BLOCK_LOCALS}};
+        int warp = rows == 1, G = R->threads / 32;
+        if (warp) {
+            tile_expr *le = tile_expr_bin(R->m, TILE_OP_LE, R->colext,
+                                          tile_expr_int(R->m, (int64_t)32 * SCHED_RR_WARP_LOCALS));
+            tile_expr *per = tile_expr_bin(R->m, TILE_OP_ADD, tile_expr_int(R->m, 1),
+                                           tile_expr_bin(R->m, TILE_OP_MUL, tile_expr_int(R->m, G - 1), le));
+            R->k->grid[0] = tile_expr_bin(R->m, TILE_OP_CDIV, R->k->grid[0], per);
+        }
+        rr_lower_paths(R, gpu + !warp, (int)TSL_COUNTOF(gpu) - !warp, SCHED_RR_STREAM_LOCALS);
     }
     return 1;
 }

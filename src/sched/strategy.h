@@ -40,9 +40,23 @@ int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp);
  * (comparisons, bisecting). */
 int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp);
 
-/* The single-chunk paths of the row strategy: elements per thread, so rows
- * up to SCHED_RR_THREADS * E stay in registers (rowred.c rr_lower_paths). */
-#define SCHED_RR_PATHS {8}
+/* The GPU plans (sched_plan.target == TSL_TARGET_CUDA; docs/sched.md):
+ * row forms with SCHED_RR_THREADS_GPU threads in three classes by row
+ * length D (one row dim; more row dims skip the first):
+ *   D <= 32 * WARP_LOCALS        a warp per row, threads / 32 rows per block
+ *   D <= T * BLOCK_LOCALS        a block per row, the row in registers
+ *   else                         a block per row streaming chunks of
+ *                                T * STREAM_LOCALS, one pass per reduction
+ * and the flat elementwise form with SCHED_EW_LOCALS_GPU per thread (four
+ * 16-byte f16 loads in flight per thread and tensor). */
+enum {
+    SCHED_RR_THREADS_GPU = 256,
+    SCHED_RR_WARP_LOCALS = 32,
+    SCHED_RR_BLOCK_LOCALS = 32,
+    SCHED_RR_STREAM_LOCALS = 8,
+    SCHED_EW_THREADS_GPU = 256,
+    SCHED_EW_LOCALS_GPU = 32
+};
 /* Chunks per iteration of the streaming path (their loads issued first).
  * 4 was slower on an H200 (150-195 registers: 2-3 blocks per SM). */
 #define SCHED_RR_UNROLL 1

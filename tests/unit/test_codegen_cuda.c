@@ -20,6 +20,9 @@
 
 #include "../test.h"
 #include "codegen/cuda.h"
+#include "graph/graph.h"
+#include "lang/lang.h"
+#include "sched/sched.h"
 #include "runtime/runtime.h"
 #include "tile/interp.h"
 #include "tile/tile.h"
@@ -668,6 +671,92 @@ static void test_emulated_matches_interp(void)
     free(files);
 }
 
+/* The row-reduction and elementwise strategies' GPU plans (sched/rowred.c:
+ * a warp per row, a block per row in registers, the stream; the flat form)
+ * as CUDA in the host emulation against the interpreter: every size class
+ * with tails (rows not a multiple of the warps, columns not of the 16-byte
+ * runs), so the wide-load fast path and its element-wise fallback both run. */
+static void test_emulated_row_kernels(void)
+{
+    if (!have_cxx()) return;
+    static const struct {
+        const char *name, *src;
+    } progs[] = {
+        {"softmax16", "def softmax(float16(N,D) X) -> (Y) {\n  mx(n) max=! X(n,d)\n  e(n,d) = exp(X(n,d) - mx(n))\n"
+                      "  s(n) +=! e(n,d)\n  Y(n,d) = e(n,d) / s(n)\n}\n"},
+        {"layernorm32", "def layernorm(float32(N,D) X, float32(D) g, float32(D) b) -> (Y) {\n"
+                        "  mean(n) +=! X(n,d)\n  mean(n) = mean(n) / D\n  xc(n,d) = X(n,d) - mean(n)\n"
+                        "  var(n) +=! xc(n,d) * xc(n,d)\n  var(n) = var(n) / D\n"
+                        "  Y(n,d) = xc(n,d) * rsqrt(var(n) + 1e-5) * g(d) + b(d)\n}\n"},
+        {"silu16", "def silu(float16(N,D) X) -> (Y) {\n  Y(n,d) = X(n,d) * sigmoid(X(n,d))\n}\n"},
+    };
+    /* (N, D): warp class with tail rows and a short tail run, the same
+     * aligned, the block class, the stream */
+    static const int64_t sizes[][2] = {{1, 1}, {11, 1000}, {9, 1024}, {3, 4099}, {2, 8193}};
+    int compared = 0;
+    for (size_t pi = 0; pi < TSL_COUNTOF(progs); pi++) {
+        tsl_arena *a = arena_create();
+        tsl_source ts = {progs[pi].name, progs[pi].src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &ts, &d);
+        graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
+        sched_plan *plan = g ? sched_lower_for(a, g, TSL_TARGET_CUDA, &d) : NULL;
+        CHECK_MSG(plan && plan->nlaunches == 1, "%s: %s", progs[pi].name, sb_str(&d.msg));
+        if (plan && plan->nlaunches == 1) {
+            prog p = {0};
+            p.path = strdup(progs[pi].name);
+            p.text = tile_print(plan->m);
+            p.ar = arena_create();
+            tsl_source s2 = {p.path, p.text};
+            CHECK(tile_parse(p.ar, &s2, &d, &p.m) == TSL_OK);
+            const tile_kernel *k = p.m ? p.m->kernels[0] : NULL;
+            strbuf src = {0};
+            void *h = NULL;
+            if (k && cg_cuda_emit(p.m, k, &src, &d) == TSL_OK) h = emu_build(sb_str(&src), k->name);
+            CHECK_MSG(h != NULL, "%s: no emulation: %s", progs[pi].name, sb_str(&d.msg));
+            for (size_t si = 0; h && si < TSL_COUNTOF(sizes); si++) {
+                int64_t symv[16] = {0};
+                int64_t N = sizes[si][0], D = sizes[si][1];
+                /* the flat form's extents are X_n = N * D, its N and D int parameters */
+                for (int i = 0; i < k->nsyms && i < 16; i++) {
+                    const char *nm = k->syms[i]->name;
+                    size_t l = strlen(nm);
+                    symv[i] = !strcmp(nm, "N") ? N : !strcmp(nm, "D") ? D : l > 2 && !strcmp(nm + l - 2, "_n") ? N * D : 1;
+                }
+                run_set want, got;
+                if (!make_set(k, symv, &want)) break;
+                for (int i = 0; i < want.n; i++)
+                    if (!want.t[i] && (!strcmp(want.args[i].name, "N") || !strcmp(want.args[i].name, "D")))
+                        want.args[i].ival = !strcmp(want.args[i].name, "N") ? N : D;
+                if (!copy_set(k, &want, &got) || !interp_runs(&p, k, &want, NULL)) {
+                    CHECK_MSG(0, "%s: the interpreter does not run it", progs[pi].name);
+                    set_free(&want);
+                    for (int i = 0; i < got.n; i++) tsl_tensor_free(got.t[i]);
+                    break;
+                }
+                int ran = emu_run(h, p.m, k, symv, &got);
+                CHECK_MSG(ran, "%s: the emulated launch failed (N=%lld D=%lld)", progs[pi].name,
+                          (long long)sizes[si][0], (long long)sizes[si][1]);
+                char bad[256] = "";
+                if (ran)
+                    CHECK_MSG(compare_sets(k, &want, &got, bad, sizeof bad), "%s emulated (N=%lld D=%lld): %s",
+                              progs[pi].name, (long long)sizes[si][0], (long long)sizes[si][1], bad);
+                compared += ran;
+                set_free(&want);
+                set_free(&got);
+            }
+            if (h) dlclose(h);
+            sb_free(&src);
+            arena_free(p.ar);
+            free(p.text);
+            free(p.path);
+        }
+        diag_free(&d);
+        arena_free(a);
+    }
+    printf("    %d emulated row/elementwise runs compared with the interpreter\n", compared);
+}
+
 /* ---- generator properties (no NVRTC needed) ------------------------------------------------ */
 
 static tsl_status emit_text(const char *text, strbuf *out, tsl_diag *d)
@@ -779,6 +868,7 @@ TEST_SUITE(codegen_cuda) = {
     {"emit_errors", test_emit_errors},
     {"compile_all", test_compile_all},
     {"emulated_matches_interp", test_emulated_matches_interp},
+    {"emulated_row_kernels", test_emulated_row_kernels},
     {"gpu_matches_interp", test_gpu_matches_interp},
     {"gpu_gemm_4096", test_gpu_gemm_4096},
     {0},

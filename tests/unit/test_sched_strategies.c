@@ -3,8 +3,9 @@
  * float16, must lower to ONE kernel with no gather or scatter, verify,
  * round-trip through the text format, and give the TC interpreter's answer
  * through the TILE INTERPRETER and the CPU target (generated C) on fresh
- * random data (outputs poisoned with NaN) for row lengths 1, 7, 127, 1000,
- * 4099 and row counts 1, 3, 64 (a fresh sample of that grid per run). The CUDA source of every kernel compiles
+ * random data (outputs poisoned with NaN) for row lengths 1, 7, 31, 33,
+ * 127, 1000, 1025, 4099, 8193, 20000 and row counts 1, 3, 67 (every size
+ * class of the GPU plan each run, and a fresh sample of that grid). The CUDA source of every kernel compiles
  * with NVRTC for sm_90a with no spills (skipped when NVRTC is absent). */
 #include <math.h>
 #include <stdio.h>
@@ -65,8 +66,8 @@ static const struct prog {
                "}\n"},
 };
 
-static const int64_t lens[] = {1, 7, 127, 1000, 4099};
-static const int64_t nrows[] = {1, 3, 64};
+static const int64_t lens[] = {1, 7, 31, 33, 127, 1000, 1025, 4099, 8193, 20000};
+static const int64_t nrows[] = {1, 3, 67};
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
@@ -221,8 +222,13 @@ static void each(sched_kernel_fn fn, const char *what, int per, int64_t max_elem
         for (int di = 0; di < 2; di++) {
             lowered L;
             if (lower_prog(&progs[pi], dtypes[di], &L)) {
+                /* every size class of the GPU plan (strategy.h): a warp per
+                 * row (67 rows: 8 per block, a partial last block), a
+                 * block per row in registers, the stream with its tail */
                 compare(&L, 1, 1, fn, what);
+                compare(&L, 67, 33, fn, what);
                 compare(&L, (int)test_rand_int(1, 3), 4099, fn, what);
+                compare(&L, 1, 8193, fn, what);
                 for (int k = 0; k < per; k++) {
                     int64_t r = nrows[test_rand_int(0, (int)TSL_COUNTOF(nrows) - 1)];
                     int64_t l = lens[test_rand_int(0, (int)TSL_COUNTOF(lens) - 1)];
