@@ -139,6 +139,64 @@ static void copy_loops(cgc *c, const cgc_view *src, const cgc_view *dst, const i
     }
 }
 
+/* The copy when the box is inside the shared tensor but not inside the
+ * global one (an edge block): per row of the last dim, the part inside
+ * the global tensor [a, b) is copied without masks and the rest is
+ * zeroed. Chains without tilers: coordinate = offset + e. */
+static void copy_rows(cgc *c, const cgc_view *src, const cgc_view *dst, const int64_t *box, int trank, int lead)
+{
+    int last = trank - 1, sl = src->rank - trank, sr = src->rank - 1;
+    const char *g = cgc_gname(c, src->v);
+    for (int i = 0; i < last; i++) {
+        cgc_line(c, "for (int64_t e%d = 0; e%d < %lld; e%d++) {", i, i, (long long)box[i], i);
+        c->ind++;
+    }
+    char **cs = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
+    char **cd = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
+    strbuf rowok = {0};
+    for (int i = 0; i < sr; i++) {
+        cs[i] = arena_printf(c->ar, "cs%d", i);
+        cgc_line(c, "const int64_t %s = %s;", cs[i],
+          cgc_view_map(c, src, i, i < sl ? "(int64_t)0" : arena_printf(c->ar, "e%d", i - sl)));
+        sb_printf(&rowok, " || (uint64_t)%s >= (uint64_t)%s_d%d", cs[i], g, i);
+    }
+    cgc_line(c, "const int64_t o%d = %s;", sr, cgc_view_map(c, src, sr, "(int64_t)0"));
+    cgc_line(c, "int64_t ea = 0, eb = %lld;", (long long)box[last]);
+    cgc_line(c, "if (0%s) eb = 0;", sb_str(&rowok));
+    sb_free(&rowok);
+    cgc_line(c, "if (o%d < 0) ea = -o%d;", sr, sr);
+    cgc_line(c, "if (o%d + eb > %s_d%d) eb = %s_d%d - o%d;", sr, g, sr, g, sr, sr);
+    cgc_line(c, "if (eb < 0) eb = 0;");
+    cgc_line(c, "if (ea > eb) ea = eb;");
+    static const char *const range[3][2] = {{"0", "ea"}, {"ea", "eb"}, {"eb", NULL}};
+    for (int part = 0; part < 3; part++) {
+        cgc_line(c, "for (int64_t e%d = %s; e%d < %s; e%d++) {", last, range[part][0], last,
+                 range[part][1] ? range[part][1] : arena_printf(c->ar, "%lld", (long long)box[last]), last);
+        c->ind++;
+        for (int i = 0; i < dst->rank; i++) {
+            cd[i] = arena_printf(c->ar, "cd%d", i);
+            cgc_line(c, "const int64_t %s = %s;", cd[i],
+              cgc_view_map(c, dst, i, i < lead ? "(int64_t)0" : arena_printf(c->ar, "e%d", i - lead)));
+        }
+        if (part == 1) {
+            strbuf sb = {0};
+            sb_printf(&sb, "%s[", g);
+            for (int i = 0; i < sr; i++) sb_printf(&sb, "%s * %s_s%d + ", cs[i], g, i);
+            sb_printf(&sb, "(o%d + e%d) * %s_s%d]", sr, last, g, sr);
+            cgc_line(c, "%s = %s;", cgc_shared_elem_at(c, dst, cd), sb_str(&sb));
+            sb_free(&sb);
+        } else {
+            cgc_line(c, "%s = (%s)0;", cgc_shared_elem_at(c, dst, cd), cgc_mem_ctype(dst->v->type.dt));
+        }
+        c->ind--;
+        cgc_line(c, "}");
+    }
+    for (int i = 0; i < last; i++) {
+        c->ind--;
+        cgc_line(c, "}");
+    }
+}
+
 static int chain_plain(const cgc_view *vw)
 {
     for (int i = 0; i < vw->rank; i++)
@@ -179,10 +237,10 @@ void cgc_emit_copy_async(cgc *c, const tile_stmt *s)
      * tensors iff its first and last corners are, and then no element
      * needs a check or a mask */
     int sl = src.rank - trank;
-    cgc_line(c, "int inb = 1;");
+    cgc_line(c, "int inb = 1, dinb = 1;");
     for (int i = 0; i < dst.rank; i++) {
         const char *e0 = "(int64_t)0", *e1 = i < lead ? e0 : arena_printf(c->ar, "(int64_t)%lld", (long long)(box[i - lead] - 1));
-        cgc_line(c, "if ((uint64_t)%s >= %lldu || (uint64_t)%s >= %lldu) inb = 0;", cgc_view_map(c, &dst, i, e0),
+        cgc_line(c, "if ((uint64_t)%s >= %lldu || (uint64_t)%s >= %lldu) dinb = 0;", cgc_view_map(c, &dst, i, e0),
                  (long long)dst.dims[i], cgc_view_map(c, &dst, i, e1), (long long)dst.dims[i]);
     }
     const char *g = cgc_gname(c, src.v);
@@ -191,6 +249,7 @@ void cgc_emit_copy_async(cgc *c, const tile_stmt *s)
         cgc_line(c, "if ((uint64_t)%s >= (uint64_t)%s_d%d || (uint64_t)%s >= (uint64_t)%s_d%d) inb = 0;",
                  cgc_view_map(c, &src, i, e0), g, i, cgc_view_map(c, &src, i, e1), g, i);
     }
+    cgc_line(c, "inb &= dinb;");
     cgc_line(c, "if (inb && %s_s%d == 1) {", g, src.rank - 1);
     c->ind++;
     copy_loops(c, &src, &dst, box, trank, lead, 2);
@@ -199,6 +258,12 @@ void cgc_emit_copy_async(cgc *c, const tile_stmt *s)
     c->ind++;
     copy_loops(c, &src, &dst, box, trank, lead, 1);
     c->ind--;
+    if (sl >= 0) {
+        cgc_line(c, "} else if (dinb) {");
+        c->ind++;
+        copy_rows(c, &src, &dst, box, trank, lead);
+        c->ind--;
+    }
     cgc_line(c, "} else {");
     c->ind++;
     copy_loops(c, &src, &dst, box, trank, lead, 0);

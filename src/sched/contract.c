@@ -42,11 +42,15 @@ typedef struct ct_shape {
 static const ct_shape CT_MMA = {128, 128, 32, 2, 4, 256};
 /* f32: 64x64x32, 128 threads of 4x8 micro-tiles. */
 static const ct_shape CT_FMA = {64, 64, 32, 0, 0, 128};
-/* f32 on the CPU target: 96x128x128, "threads" of 6x16 micro-tiles (12
- * AVX2 vector accumulators: the C generator's micro-kernel, c_emit_gemm.c),
- * one stage, A's block stored k-major. The block's A (48 KB) and B (72 KB)
- * stay in L2 through a k step; a thread column's B panel (8 KB) in L1. */
-static const ct_shape CT_CPU = {96, 128, 128, 0, 0, 128};
+/* f32 on the CPU target: 96x128x256, 128 "threads" of 6x16 micro-tiles
+ * (12 AVX2 vector accumulators: the C generator's micro-kernel,
+ * c_emit_gemm.c), one stage, rows padded by 16 floats (no power-of-two
+ * strides: L1 set conflicts). A k step's A block (104 KB) and B block
+ * (144 KB) stay in L2 (512 KB here); a thread column's B panel (16 KB) in
+ * L1 while the 16 A panels of the column stream past it. Measured on the
+ * 2-core EPYC VM (docs/sched.md): 96x128x256 beat 96x128x128, 96x256x128,
+ * 96x256x256, 192x128x256, 192x256x256, 96x64x256, 64x192x256 (4x24). */
+static const ct_shape CT_CPU = {96, 128, 256, 0, 0, 128};
 #define CT_CPU_TM 6
 #define CT_CPU_TN 16
 
