@@ -191,6 +191,26 @@ static const tile_value *match_load(cgc *c, const tile_block *b, int *at, int64_
     return r;
 }
 
+int cgc_tab_microtile(const cgc_tab *tab, int64_t *tm, int64_t *tn)
+{
+    int64_t ld[CGC_MAX_RANK > DIST_MAX_RANK ? CGC_MAX_RANK : DIST_MAX_RANK];
+    int lr = tab->lay->rank;
+    if (tab->rank != 2 || lr < 2) return 0;
+    cgc_local_shape(tab->lay, ld);
+    *tm = ld[lr - 2];
+    *tn = ld[lr - 1];
+    if (*tm * *tn != tab->nlocals) return 0;
+    for (int64_t t = 0; t < tab->nthreads; t++) {
+        const int32_t *o = &tab->coord[t * tab->nlocals * 2];
+        for (int64_t i = 0; i < *tm; i++)
+            for (int64_t j = 0; j < *tn; j++) {
+                const int32_t *q = &tab->coord[(t * tab->nlocals + i * *tn + j) * 2];
+                if (o[0] < 0 || q[0] != o[0] + i || q[1] != o[1] + j) return 0;
+            }
+    }
+    return 1;
+}
+
 static int same_coords(const cgc_tab *x, const cgc_tab *y)
 {
     return x && y && x->ns == y->ns && x->rank == y->rank &&
@@ -233,24 +253,10 @@ static int gemm_match_for(cgc *c, const tile_stmt *f, gemm_match *g)
     if (!same_coords(tab, tab_of(c, bb)) || !same_coords(tab, tab_of(c, p)) || !same_coords(tab, tab_of(c, acc)))
         return 0;
     if (mentions(c->k->body, f, tmp, 7)) return 0;
-    /* every thread a contiguous TM x TN row-major micro-tile */
-    int64_t ld[CGC_MAX_RANK > DIST_MAX_RANK ? CGC_MAX_RANK : DIST_MAX_RANK];
-    cgc_local_shape(tab->lay, ld);
-    int lr = tab->lay->rank;
-    if (lr < 2) return 0;
-    g->tm = ld[lr - 2];
-    g->tn = ld[lr - 1];
+    if (!cgc_tab_microtile(tab, &g->tm, &g->tn)) return 0;
     g->nthr = tab->nthreads;
     g->nloc = tab->nlocals;
-    if (g->tm * g->tn != g->nloc || g->tm > 16 || g->tn > 64 || g->tm * g->tn > 256) return 0;
-    for (int64_t t = 0; t < g->nthr; t++) {
-        const int32_t *o = &tab->coord[t * g->nloc * 2];
-        for (int64_t i = 0; i < g->tm; i++)
-            for (int64_t j = 0; j < g->tn; j++) {
-                const int32_t *q = &tab->coord[(t * g->nloc + i * g->tn + j) * 2];
-                if (o[0] < 0 || q[0] != o[0] + i || q[1] != o[1] + j) return 0;
-            }
-    }
+    if (g->tm > 16 || g->tn > 64 || g->tm * g->tn > 256) return 0;
     g->acc = acc;
     return 1;
 }

@@ -46,6 +46,61 @@ void cgc_emit_load(cgc *c, const tile_stmt *s)
     cgc_line(c, "}");
 }
 
+/* store_global of a register tile whose threads hold disjoint row-major
+ * micro-tiles (the contraction accumulator): per thread and row, the
+ * row's part inside the global tensor as one unmasked loop (contiguous
+ * when the last stride is 1), in slot order as the generic store. 0 when
+ * the layout is not of that form. */
+static int store_microtiles(cgc *c, const tile_value *r, const cgc_view *dst, int t)
+{
+    const cgc_tab *tb = &c->tabv[t];
+    int64_t tm, tn;
+    if (!cgc_tab_microtile(tb, &tm, &tn) || dst->rank < 2) return 0;
+    for (int64_t q = 0; q < tb->ns; q++)
+        if (!tb->own[q]) return 0;
+    for (int i = 0; i < dst->rank; i++)
+        for (int s = 0; s < dst->nchain[i]; s++)
+            if (dst->tiler[i][s]) return 0;
+    int64_t *org = arena_alloc(c->ar, sizeof(int64_t) * (size_t)(2 * tb->nthreads + 1));
+    for (int64_t q = 0; q < tb->nthreads; q++) {
+        org[2 * q] = tb->coord[q * tb->nlocals * 2];
+        org[2 * q + 1] = tb->coord[q * tb->nlocals * 2 + 1];
+    }
+    const char *ot = cgc_emit_i32_table(c, "micro-tile origins (row, column) per thread", org, 2 * tb->nthreads);
+    const char *g = cgc_gname(c, dst->v);
+    int rk = dst->rank, lead = rk - 2;
+    cgc_line(c, "for (int64_t q = 0; q < %lld; q++) {", (long long)tb->nthreads);
+    c->ind++;
+    cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tm);
+    c->ind++;
+    strbuf off = {0}, bad = {0};
+    for (int i = 0; i < rk; i++) {
+        const char *x = i < lead ? "(int64_t)0"
+                        : i == lead ? arena_printf(c->ar, "((int64_t)%s[2 * q] + i)", ot)
+                                    : arena_printf(c->ar, "(int64_t)%s[2 * q + 1]", ot);
+        cgc_line(c, "const int64_t c%d = %s;", i, cgc_view_map(c, dst, i, x));
+        if (i < rk - 1) {
+            sb_printf(&bad, " || (uint64_t)c%d >= (uint64_t)%s_d%d", i, g, i);
+            sb_printf(&off, "c%d * %s_s%d + ", i, g, i);
+        }
+    }
+    cgc_line(c, "if (0%s) continue;", sb_str(&bad));
+    cgc_line(c, "int64_t ja = c%d < 0 ? -c%d : 0, jb = %s_d%d - c%d;", rk - 1, rk - 1, g, rk - 1, rk - 1);
+    cgc_line(c, "if (jb > %lld) jb = %lld;", (long long)tn, (long long)tn);
+    char *val = cgc_store_conv(c, r->type.dt, dst->v->type.dt,
+                               arena_printf(c->ar, "%s[q * %lld + i * %lld + j]", cgc_rname(c, r),
+                                            (long long)tb->nlocals, (long long)tn));
+    cgc_line(c, "for (int64_t j = ja; j < jb; j++) %s[%s(c%d + j) * %s_s%d] = %s;", g, sb_str(&off), rk - 1, g,
+             rk - 1, val);
+    sb_free(&off);
+    sb_free(&bad);
+    c->ind--;
+    cgc_line(c, "}");
+    c->ind--;
+    cgc_line(c, "}");
+    return 1;
+}
+
 void cgc_emit_store(cgc *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -66,6 +121,7 @@ void cgc_emit_store(cgc *c, const tile_stmt *s)
     int t = cgc_rt(c, r);
     if (!cgc_view_fit(c, &dst, t)) return;
     const cgc_tab *tb = &c->tabv[t];
+    if (want == TILE_GLOBAL && store_microtiles(c, r, &dst, t)) return;
     cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
     c->ind++;
     cgc_line(c, "if (!(%s)) continue;", cgc_tab_owner(c, t, "i"));

@@ -203,6 +203,10 @@ void cgc_emit_decomp(cgc *c, const tile_stmt *s);
  * caller emits the generic loop and closes the brace); 0 and nothing
  * emitted when the body does not match exactly. */
 int cgc_emit_gemm_for(cgc *c, const tile_stmt *f);
+/* A rank-2 register table whose every thread holds a contiguous TM x TN
+ * row-major micro-tile (local l = i * TN + j at the thread's origin plus
+ * (i, j)), every slot inside the tensor: 1 and *tm, *tn. */
+int cgc_tab_microtile(const cgc_tab *tab, int64_t *tm, int64_t *tn);
 void cgc_fail(cgc *c, tsl_status st, const char *fmt, ...) TSL_PRINTF(3, 4);
 /* Register a run-time error; gives the code the block returns. */
 int cgc_rterr(cgc *c, tsl_status st, const char *fmt, ...) TSL_PRINTF(3, 4);
