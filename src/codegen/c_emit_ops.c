@@ -141,6 +141,8 @@ void cgc_emit_store(cgc *c, const tile_stmt *s)
  * S[i, ...] of the trailing dims, or a tile of a tiled view; taken from
  * the global tensor right-aligned at the source's offsets, zero past the
  * bounds (interp exec_copy_async). */
+#define CGC_PREFETCH_ROWS 4
+
 /* The copy loops over the box. mode 0: every shared access checked and
  * every global read masked (the interpreter's rules); 1: the caller has
  * proven the whole box in bounds, plain assignments; 2: as 1 with the
@@ -148,9 +150,29 @@ void cgc_emit_store(cgc *c, const tile_stmt *s)
 static void copy_loops(cgc *c, const cgc_view *src, const cgc_view *dst, const int64_t *box, int trank, int lead,
                        int mode)
 {
+    int sl = src->rank - trank; /* right-aligned: leading source dims get 0 */
     for (int i = 0; i < trank; i++) {
         cgc_line(c, "for (int64_t e%d = 0; e%d < %lld; e%d++) {", i, i, (long long)box[i], i);
         c->ind++;
+        if (mode == 2 && i == trank - 2 && sl >= 0) {
+            /* rows of a block are far apart in the global tensor (a page
+             * each for 1024 floats): fetch a later row's lines ahead */
+            strbuf sb = {0};
+            const char *g = cgc_gname(c, src->v);
+            for (int j = 0; j < src->rank; j++) {
+                const char *x = j < sl ? "(int64_t)0"
+                                : j - sl == i ? arena_printf(c->ar, "(e%d + %d)", i, CGC_PREFETCH_ROWS)
+                                : j - sl == trank - 1 ? "(int64_t)0" : arena_printf(c->ar, "e%d", j - sl);
+                sb_printf(&sb, "%s%s * %s_s%d", j ? " + " : "", cgc_view_map(c, src, j, x), g, j);
+            }
+            int per = 64 / (src->v->type.dt.bits / 8 ? src->v->type.dt.bits / 8 : 1);
+            cgc_line(c, "#if defined(__GNUC__)");
+            cgc_line(c, "if (e%d + %d < %lld)", i, CGC_PREFETCH_ROWS, (long long)box[i]);
+            cgc_line(c, "    for (int64_t p = 0; p < %lld; p += %d) __builtin_prefetch(&%s[%s + p]);",
+                     (long long)box[trank - 1], per, g, sb_str(&sb));
+            cgc_line(c, "#endif");
+            sb_free(&sb);
+        }
     }
     char **cs = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
     char **cd = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
@@ -159,7 +181,6 @@ static void copy_loops(cgc *c, const cgc_view *src, const cgc_view *dst, const i
         cgc_line(c, "const int64_t %s = %s;", cd[i],
           cgc_view_map(c, dst, i, i < lead ? "(int64_t)0" : arena_printf(c->ar, "e%d", i - lead)));
     }
-    int sl = src->rank - trank; /* right-aligned: leading source dims get 0 */
     for (int i = 0; i < src->rank; i++) {
         cs[i] = arena_printf(c->ar, "cs%d", i);
         cgc_line(c, "const int64_t %s = %s;", cs[i],
