@@ -51,7 +51,11 @@ def rotate(make, n):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
+    ap.add_argument("--only", help="run only the works whose name contains this (the copy always runs)")
     args = ap.parse_args()
+
+    def want(work):
+        return not args.only or args.only in work
     dev = torch.device("cuda")
     rows = []
 
@@ -67,7 +71,7 @@ def main():
 
     for dtype, name, tol in ((torch.float16, "fp16", 1e-2), (torch.float32, "fp32", 1e-4)):
         torch.backends.cuda.matmul.allow_tf32 = False
-        for s in (4096,):
+        for s in (4096,) if want(f"GEMM {name} 4096^3") else ():
             nxt = rotate(lambda: (torch.randn(s, s, device=dev, dtype=dtype),
                                   torch.randn(s, s, device=dev, dtype=dtype)), 3)
             a, b = nxt()
@@ -78,6 +82,8 @@ def main():
                          "TFLOP/s", t))
 
     for (r, c) in ((12288, 1024), (8192, 8192)):
+        if not (want(f"layernorm fp16 {r}x{c}") or want(f"softmax fp16 {r}x{c}")):
+            continue
         nxt = rotate(lambda: torch.randn(r, c, device=dev, dtype=torch.float16), 4)
         x = nxt()
         w = torch.randn(c, device=dev, dtype=torch.float16)
@@ -97,39 +103,41 @@ def main():
         rows.append((f"softmax fp16 {r}x{c} (torch)", f"err {err:.1e}", 2 * r * c * 2 / t / 1e12,
                      "TB/s", t))
 
-    # elementwise at 8192x8192 fp16 (bytes: X read, Y written): a broadcast
-    # scale, bias and relu in PyTorch's fewest eager kernels (addcmul, relu),
-    # and SiLU, one kernel
-    r, c = 8192, 8192
-    nxt = rotate(lambda: torch.randn(r, c, device=dev, dtype=torch.float16), 4)
-    x = nxt()
-    w = torch.randn(c, device=dev, dtype=torch.float16)
-    bb = torch.randn(c, device=dev, dtype=torch.float16)
-    y = torch.relu(torch.addcmul(bb, x, w))
-    err = rel_err(y, torch.clamp(x.double() * w.double() + bb.double(), min=0))
-    assert err < 1e-2, err
-    t = bench(lambda: torch.relu(torch.addcmul(bb, nxt(), w)))
-    rows.append((f"scale-bias-relu fp16 {r}x{c} (torch addcmul+relu)", f"err {err:.1e}", 2 * r * c * 2 / t / 1e12,
-                 "TB/s", t))
-    y = torch.nn.functional.silu(x)
-    err = rel_err(y, x.double() * torch.sigmoid(x.double()))
-    assert err < 1e-2, err
-    t = bench(lambda: torch.nn.functional.silu(nxt()))
-    rows.append((f"silu fp16 {r}x{c} (torch)", f"err {err:.1e}", 2 * r * c * 2 / t / 1e12, "TB/s", t))
-    del x, y
+    if want("scale-bias-relu fp16 8192x8192") or want("silu fp16 8192x8192"):
+        # elementwise at 8192x8192 fp16 (bytes: X read, Y written): a broadcast
+        # scale, bias and relu in PyTorch's fewest eager kernels (addcmul, relu),
+        # and SiLU, one kernel
+        r, c = 8192, 8192
+        nxt = rotate(lambda: torch.randn(r, c, device=dev, dtype=torch.float16), 4)
+        x = nxt()
+        w = torch.randn(c, device=dev, dtype=torch.float16)
+        bb = torch.randn(c, device=dev, dtype=torch.float16)
+        y = torch.relu(torch.addcmul(bb, x, w))
+        err = rel_err(y, torch.clamp(x.double() * w.double() + bb.double(), min=0))
+        assert err < 1e-2, err
+        t = bench(lambda: torch.relu(torch.addcmul(bb, nxt(), w)))
+        rows.append((f"scale-bias-relu fp16 {r}x{c} (torch addcmul+relu)", f"err {err:.1e}", 2 * r * c * 2 / t / 1e12,
+                     "TB/s", t))
+        y = torch.nn.functional.silu(x)
+        err = rel_err(y, x.double() * torch.sigmoid(x.double()))
+        assert err < 1e-2, err
+        t = bench(lambda: torch.nn.functional.silu(nxt()))
+        rows.append((f"silu fp16 {r}x{c} (torch)", f"err {err:.1e}", 2 * r * c * 2 / t / 1e12, "TB/s", t))
+        del x, y
 
-    B, H, S, D = 32, 16, 384, 64
-    nxt = rotate(lambda: tuple(torch.randn(B, H, S, D, device=dev, dtype=torch.float16)
-                               for _ in range(3)), 3)
-    q, k, v = nxt()
-    o = torch.nn.functional.scaled_dot_product_attention(q, k, v)
-    qd, kd, vd = q.double(), k.double(), v.double()
-    ref = torch.softmax(qd @ kd.transpose(-1, -2) / D**0.5, dim=-1) @ vd
-    err = rel_err(o, ref)
-    assert err < 1e-2, err
-    t = bench(lambda: torch.nn.functional.scaled_dot_product_attention(*nxt()))
-    rows.append((f"attention fp16 B{B} H{H} S{S} D{D} (SDPA)", f"err {err:.1e}",
-                 4 * B * H * S * S * D / t / 1e12, "TFLOP/s", t))
+    if want("attention fp16 B32 H16 S384 D64"):
+        B, H, S, D = 32, 16, 384, 64
+        nxt = rotate(lambda: tuple(torch.randn(B, H, S, D, device=dev, dtype=torch.float16)
+                                   for _ in range(3)), 3)
+        q, k, v = nxt()
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        qd, kd, vd = q.double(), k.double(), v.double()
+        ref = torch.softmax(qd @ kd.transpose(-1, -2) / D**0.5, dim=-1) @ vd
+        err = rel_err(o, ref)
+        assert err < 1e-2, err
+        t = bench(lambda: torch.nn.functional.scaled_dot_product_attention(*nxt()))
+        rows.append((f"attention fp16 B{B} H{H} S{S} D{D} (SDPA)", f"err {err:.1e}",
+                     4 * B * H * S * S * D / t / 1e12, "TFLOP/s", t))
 
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     print(f"{'work':44s} {'check':12s} {'rate':>10s} {'unit':8s} {'median':>10s}")

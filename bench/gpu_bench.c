@@ -490,6 +490,39 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
         work = 2.0 * (double)b->shapes[ix][0] * (double)b->shapes[ix][1] * 2; /* read X, write Y: fp16 */
     }
     row->rate = work / row->median_s / 1e12;
+    /* how much of a plan run is zeroing the def's temporaries (sched_dev_run
+     * zeroes every one per run, also those no kernel touches): the same
+     * memsets alone, median of 20 */
+    {
+        double tbytes = 0;
+        rt_cuda_ptr tp[BENCH_MAX_TENSORS] = {0};
+        size_t tb[BENCH_MAX_TENSORS] = {0};
+        for (int i = 0; i < def->ntensors; i++) {
+            const lang_tensor *t = def->tensors[i];
+            if (t->is_scalar || !(t->flags & LANG_TENSOR_TEMP)) continue;
+            double n = 1;
+            for (int k = 0; k < t->rank; k++) n *= (double)b->shapes[i][k];
+            tb[i] = (size_t)n * tsl_dtype_size(t->dtype);
+            tbytes += (double)tb[i];
+            if (tb[i]) BENCH_TRY(rt_cuda_alloc(dev, tb[i], &tp[i], &d));
+        }
+        double zt[20];
+        for (int r = 0; r < 20 && tbytes > 0; r++) {
+            BENCH_TRY(rt_cuda_event_record(dev, e0, &d));
+            for (int i = 0; i < def->ntensors; i++)
+                if (tb[i]) BENCH_TRY(rt_cuda_memset8(dev, tp[i], 0, tb[i], &d));
+            BENCH_TRY(rt_cuda_event_record(dev, e1, &d));
+            BENCH_TRY(rt_cuda_event_elapsed(dev, e0, e1, &ms, &d));
+            zt[r] = ms * 1e-3;
+        }
+        for (int i = 0; i < BENCH_MAX_TENSORS; i++)
+            if (tp[i]) rt_cuda_free(dev, tp[i]);
+        if (tbytes > 0) {
+            double z = bench_median(zt, 20);
+            printf("  of which zeroing %.1f MB of temporaries: %.3f ms; without it %.3f %s\n", tbytes / 1e6, z * 1e3,
+                   row->median_s > z ? work / (row->median_s - z) / 1e12 : 0.0, row->unit);
+        }
+    }
     row->ok = 1;
     snprintf(row->check, sizeof row->check, "err %.1e", big_err > small_err ? big_err : small_err);
     printf("  %d reps over %d input set%s: median %.3f ms (p10 %.3f, p90 %.3f) -> %.3f %s\n", reps, nsets,

@@ -345,6 +345,11 @@ static int rr_block_open(const rr *R, const tile_block *blk)
     return 0;
 }
 
+/* A memo key that holds within the current pass only: an f32 value made
+ * from a 16-bit one is remade per pass, so across passes the registers
+ * hold the 16-bit value (the compiler need not keep both). */
+#define RR_KEY_PASS(R, key) ((key) + 1000 * (1 + (R)->pass))
+
 static tile_value *rr_memo_get(rr *R, int key, int id, rr_shape sh)
 {
     for (int i = R->nmemo - 1; i >= 0; i--)
@@ -399,14 +404,18 @@ static tile_operand rr_at(rr *R, int ti, rr_pat pt)
 /* A chunk of tensor ti (full or col pattern) as a `row` tile in ct. */
 static tile_value *rr_load_chunk(rr *R, int ti, rr_pat pt)
 {
-    tile_value *v = rr_memo_get(R, 1 + pt, ti, RR_ROW);
+    tile_value *v = rr_memo_get(R, RR_KEY_PASS(R, 1 + pt), ti, RR_ROW);
     if (v) return v;
-    tsl_dtype dt = R->def->tensors[ti]->dtype;
-    tile_stmt *s = tile_build_instr(&R->b, TILE_I_LOAD_GLOBAL, rr_fresh(R, "ld"));
-    tile_instr_arg(R->m, &s->instr, rr_at(R, ti, pt));
-    tile_instr_result_type(s, rr_type(R, R->warp && pt == RR_PAT_COL ? RR_CVEC : RR_VEC, dt));
-    v = rr_emit_to(R, TILE_I_VIEW, "lv", s->instr.result, rr_type(R, RR_ROW, dt), -1);
-    return rr_memo_put(R, 1 + pt, ti, RR_ROW, rr_cast(R, v, R->ct));
+    v = rr_memo_get(R, 1 + pt, ti, RR_ROW);
+    if (!v) {
+        tsl_dtype dt = R->def->tensors[ti]->dtype;
+        tile_stmt *s = tile_build_instr(&R->b, TILE_I_LOAD_GLOBAL, rr_fresh(R, "ld"));
+        tile_instr_arg(R->m, &s->instr, rr_at(R, ti, pt));
+        tile_instr_result_type(s, rr_type(R, R->warp && pt == RR_PAT_COL ? RR_CVEC : RR_VEC, dt));
+        v = rr_memo_put(R, 1 + pt, ti, RR_ROW,
+                        rr_emit_to(R, TILE_I_VIEW, "lv", s->instr.result, rr_type(R, RR_ROW, dt), -1));
+    }
+    return rr_memo_put(R, RR_KEY_PASS(R, 1 + pt), ti, RR_ROW, rr_cast(R, v, R->ct));
 }
 
 /* A row scalar of tensor ti from memory, as `one` in ct. */
@@ -533,9 +542,47 @@ static rv rr_bin(rr *R, tile_op op, rv x, rv y, rr_shape sh)
     return (rv){.t = rr_emit(R, op, "v", 2, a)};
 }
 
+/* Does e (in group op i) read only row scalars: constants, sizes, scalar
+ * parameters, row-scalar tensors and ops? Then a chunk can compute it
+ * once per row on the `one` tile and broadcast it. */
+static int rr_rowscalar(const rr *R, int i, const graph_expr *e)
+{
+    const graph_op *op = &R->g->ops[R->grp->first + i];
+    if (e->kind == LANG_E_ACCESS) {
+        const graph_operand *o = &op->operands[e->operand];
+        int w = rr_writer_before(R, o->tensor, i);
+        if (w >= 0) return R->kind[w] != RR_FULL;
+        return rr_pattern(R, op, o) == RR_PAT_ROW;
+    }
+    for (int k = 0; k < e->nargs; k++)
+        if (!rr_rowscalar(R, i, e->args[k])) return 0;
+    return 1;
+}
+
+static rv rr_expr_at(rr *R, int i, const graph_expr *e, rr_shape sh);
+
 /* Body e of group op i in shape sh (RR_ROW inside a chunk, RR_ONE for row
- * scalars). */
+ * scalars). Inside a chunk, a float subexpression of row scalars
+ * (rsqrt(var(n) + 1e-5)) is computed once on `one` and broadcast, and
+ * x / s by a row scalar s is x * (1 / s): per element one multiply, not a
+ * division (the two differ by at most an f32 rounding). */
 static rv rr_expr(rr *R, int i, const graph_expr *e, rr_shape sh)
+{
+    const lang_expr *s = e->src;
+    int compound = e->kind == LANG_E_UNARY || e->kind == LANG_E_BINARY || e->kind == LANG_E_SELECT ||
+                   e->kind == LANG_E_CALL || e->kind == LANG_E_CAST;
+    if (sh == RR_ROW && compound && rr_float(s->type) && rr_rowscalar(R, i, e))
+        return (rv){.t = rr_spread(R, rr_as_tile(R, rr_num(R, rr_expr_at(R, i, e, RR_ONE)), RR_ONE))};
+    if (sh == RR_ROW && e->kind == LANG_E_BINARY && s->op == LANG_DIV && rr_float(s->optype) &&
+        rr_rowscalar(R, i, e->args[1])) {
+        tile_value *y = rr_as_tile(R, rr_num(R, rr_expr_at(R, i, e->args[1], RR_ONE)), RR_ONE);
+        rv r = rr_bin(R, TILE_I_DIV, (rv){.s = tile_expr_float(R->m, 1.0)}, (rv){.t = y}, RR_ONE);
+        return rr_bin(R, TILE_I_MUL, rr_expr(R, i, e->args[0], sh), (rv){.t = rr_spread(R, r.t)}, sh);
+    }
+    return rr_expr_at(R, i, e, sh);
+}
+
+static rv rr_expr_at(rr *R, int i, const graph_expr *e, rr_shape sh)
 {
     const graph_op *op = &R->g->ops[R->grp->first + i];
     const lang_expr *s = e->src;
@@ -627,12 +674,16 @@ static tile_value *rr_value(rr *R, int i, rr_shape sh)
         return v ? v : rr_memo_put(R, 30, i, RR_ROW, rr_spread(R, R->one[i]));
     }
     TSL_ASSERT(sh == RR_ROW);
-    tile_value *v = rr_memo_get(R, 40, i, RR_ROW);
+    tile_value *v = rr_memo_get(R, RR_KEY_PASS(R, 40), i, RR_ROW);
     if (v) return v;
-    const graph_op *op = &R->g->ops[R->grp->first + i];
-    tile_value *t = rr_as_tile(R, rr_num(R, rr_expr(R, i, op->body, RR_ROW)), RR_ROW);
-    tsl_dtype lt = R->def->tensors[op->operands[0].tensor]->dtype;
-    return rr_memo_put(R, 40, i, RR_ROW, rr_cast(R, rr_cast(R, t, lt), R->ct));
+    tile_value *y = rr_memo_get(R, 41, i, RR_ROW);
+    if (!y) {
+        const graph_op *op = &R->g->ops[R->grp->first + i];
+        tile_value *t = rr_as_tile(R, rr_num(R, rr_expr(R, i, op->body, RR_ROW)), RR_ROW);
+        tsl_dtype lt = R->def->tensors[op->operands[0].tensor]->dtype;
+        y = rr_memo_put(R, 41, i, RR_ROW, rr_cast(R, t, lt));
+    }
+    return rr_memo_put(R, RR_KEY_PASS(R, 40), i, RR_ROW, rr_cast(R, y, R->ct));
 }
 
 /* ---- passes ------------------------------------------------------------------------------ */
@@ -698,15 +749,16 @@ static void rr_prefetch(rr *R, int i, const graph_expr *e)
  * the block's chunk (R->off set by the caller). */
 static void rr_pass(rr *R, int i, tile_value *acc)
 {
+    R->pass++;
     const graph_op *op = &R->g->ops[R->grp->first + i];
-    int loop = !R->flat && !R->single, U = loop ? SCHED_RR_UNROLL : 1;
+    int loop = !R->flat && !R->chunked && !R->single, U = loop ? SCHED_RR_UNROLL : 1;
     tile_expr *base = R->off;
     if (loop) {
         tile_expr *n = tile_expr_bin(R->m, TILE_OP_CDIV, R->colext, tile_expr_int(R->m, (int64_t)R->width * U));
         tile_stmt *f = tile_build_for(&R->b, rr_fresh(R, "c"), tile_expr_int(R->m, 0), n, NULL);
         tile_build_push(&R->b, f->body);
         base = rr_ibin(R, TILE_OP_MUL, tile_expr_value(R->m, f->v), tile_expr_int(R->m, (int64_t)R->width * U));
-    } else if (!R->flat) {
+    } else if (!R->flat && !R->chunked) {
         base = tile_expr_int(R->m, 0);
     }
     for (int step = 0; step < 2; step++)
@@ -716,7 +768,9 @@ static void rr_pass(rr *R, int i, tile_value *acc)
             if (step == 0) {
                 rr_prefetch(R, i, op->body);
             } else if (!acc) {
-                rr_store(R, rr_value(R, i, RR_ROW), op->operands[0].tensor, RR_PAT_FULL);
+                /* the value as rounded to its dtype: no cast back and forth */
+                rr_value(R, i, RR_ROW);
+                rr_store(R, rr_memo_get(R, 41, i, RR_ROW), op->operands[0].tensor, RR_PAT_FULL);
             } else {
                 tile_value *x = rr_as_tile(R, rr_num(R, rr_expr(R, i, op->body, RR_ROW)), RR_ROW);
                 tile_operand sa[3] = {tile_operand_tensor(rr_valid(R)), tile_operand_tensor(x),
@@ -882,19 +936,32 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
         R->off = rr_ibin(R, TILE_OP_MUL, tile_expr_block_idx(R->m, 0), tile_expr_int(R->m, R->width));
         R->k->grid[0] = tile_expr_bin(R->m, TILE_OP_CDIV, total, tile_expr_int(R->m, R->width));
     } else {
+        R->colext = rr_sexpr(R, R->colhi);
+        /* GPU, no reduction (the elementwise row form): nothing is re-read,
+         * so no row needs to stay on chip: block b is chunk b % C of row
+         * b / C, C = cdiv(D, T * E), small chunks for many blocks */
+        int all_full = 1;
+        for (int i = 0; i < grp->nops; i++) all_full &= R->kind[i] == RR_FULL;
+        R->chunked = R->gpu && all_full;
+        tile_expr *blk = tile_expr_block_idx(R->m, 0), *nch = NULL;
+        if (R->chunked) {
+            rr_set_form(R, 0, SCHED_EW_LOCALS_GPU);
+            nch = tile_expr_bin(R->m, TILE_OP_CDIV, R->colext, tile_expr_int(R->m, R->width));
+            R->off = rr_ibin(R, TILE_OP_MUL, tile_expr_bin(R->m, TILE_OP_MOD, blk, nch), tile_expr_int(R->m, R->width));
+            blk = rr_ibin(R, TILE_OP_DIV, blk, nch);
+        }
         /* row r of the grid: coordinate of row var v = (r / prod ext[v+1..]) % ext[v] + lo[v] */
         tile_expr *stride = tile_expr_int(R->m, 1);
         for (int v = rows - 1; v >= 0; v--) {
             tile_expr *lo = rr_sexpr(R, op0->box[v].lo), *ext = rr_ibin(R, TILE_OP_SUB, rr_sexpr(R, op0->box[v].hi), lo);
-            tile_expr *q = rr_ibin(R, TILE_OP_DIV, tile_expr_block_idx(R->m, 0), stride);
+            tile_expr *q = rr_ibin(R, TILE_OP_DIV, blk, stride);
             if (v > 0) q = tile_expr_bin(R->m, TILE_OP_MOD, q, ext);
             R->rowc[v] = rr_ibin(R, TILE_OP_ADD, q, lo);
             stride = rr_ibin(R, TILE_OP_MUL, stride, ext);
         }
-        R->k->grid[0] = stride;
-        R->colext = rr_sexpr(R, R->colhi);
+        R->k->grid[0] = R->chunked ? rr_ibin(R, TILE_OP_MUL, stride, nch) : stride;
     }
-    if (flat) {
+    if (flat || R->chunked) {
         for (int i = 0; i < grp->nops; i++) rr_lower_op(R, i);
     } else if (!R->gpu) {
         static const rr_class cpu[] = {{0, 8}};

@@ -32,7 +32,11 @@ typedef struct rr {
     int warp;               /* row forms: this path gives each warp its own row
                              * (threads / 32 rows per block, rowc[0] the first) */
     int gpu;                /* the plan is for TSL_TARGET_CUDA */
+    int chunked;            /* row form without reductions on the GPU: a block per
+                             * chunk of a row (R->off set), no loop */
     int sub;                /* the sub-chunk being lowered (memo key) */
+    int pass;               /* passes lowered so far: values in f32 are memoized
+                             * per pass, their 16-bit sources across passes */
     int threads, locals, width; /* width = threads * locals columns per chunk */
     tsl_dtype ct;           /* arithmetic dtype: f32, or f64 */
     const lang_sexpr *colhi;/* the column range [0, colhi) (row forms) */

@@ -689,6 +689,8 @@ static void test_emulated_row_kernels(void)
                         "  var(n) +=! xc(n,d) * xc(n,d)\n  var(n) = var(n) / D\n"
                         "  Y(n,d) = xc(n,d) * rsqrt(var(n) + 1e-5) * g(d) + b(d)\n}\n"},
         {"silu16", "def silu(float16(N,D) X) -> (Y) {\n  Y(n,d) = X(n,d) * sigmoid(X(n,d))\n}\n"},
+        {"scalebiasrelu16", "def sbr(float16(N,D) X, float16(D) g, float16(D) b) -> (Y) {\n"
+                            "  Y(n,d) = fmaxf(X(n,d) * g(d) + b(d), 0)\n}\n"},
     };
     /* (N, D): warp class with tail rows and a short tail run, the same
      * aligned, the block class, the stream */
