@@ -10,6 +10,36 @@
 
 /* ---- transfers ------------------------------------------------------------------------------ */
 
+/* A 1-D register tile whose slot i is element i (closed form) moved
+ * to/from a global view without tilers: when the run lies inside the
+ * tensor and its last stride is 1, opens `if (...) {` with `gp` the
+ * run's first element and gives 1 (the caller writes the unmasked loop,
+ * then `} else {`, the generic loop and `}`). */
+static int flat_begin(cgc *c, const cgc_view *vw, int t)
+{
+    const cgc_tab *tb = &c->tabv[t];
+    if (!tb->ident || tb->rank != 1 || vw->v->type.space != TILE_GLOBAL || vw->rank < 1) return 0;
+    for (int i = 0; i < vw->rank; i++)
+        for (int s = 0; s < vw->nchain[i]; s++)
+            if (vw->tiler[i][s]) return 0;
+    const char *g = cgc_gname(c, vw->v);
+    int last = vw->rank - 1;
+    strbuf cond = {0}, off = {0};
+    for (int i = 0; i < vw->rank; i++) {
+        cgc_line(c, "const int64_t f%d = %s;", i, cgc_view_map(c, vw, i, "(int64_t)0"));
+        if (i < last) {
+            sb_printf(&cond, "(uint64_t)f%d < (uint64_t)%s_d%d && ", i, g, i);
+            sb_printf(&off, "f%d * %s_s%d + ", i, g, i);
+        }
+    }
+    cgc_line(c, "if (%sf%d >= 0 && f%d + %lld <= %s_d%d && %s_s%d == 1) {", sb_str(&cond), last, last,
+             (long long)tb->ns, g, last, g, last);
+    cgc_line(c, "    %s *const gp = &%s[%sf%d];", cgc_mem_ctype(vw->v->type.dt), g, sb_str(&off), last);
+    sb_free(&cond);
+    sb_free(&off);
+    return 1;
+}
+
 void cgc_emit_load(cgc *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -28,6 +58,14 @@ void cgc_emit_load(cgc *c, const tile_stmt *s)
     tile_dtype md = src.v->type.dt, rd = d->type.dt;
     const char *fill = in->init ? cgc_cnum(c, in->init) : "0.0";
     if (want == TILE_GLOBAL) cgc_line(c, "const %s fill = %s;", cgc_reg_ctype(rd), cgc_rnd(c, rd, fill));
+    int flat = want == TILE_GLOBAL && flat_begin(c, &src, t);
+    if (flat) {
+        cgc_line(c, "    TSL_IVDEP");
+        cgc_line(c, "    for (int64_t i = 0; i < %lld; i++) %s[i] = %s;", (long long)tb->ns, cgc_rname(c, d),
+                 cgc_load_conv(c, md, rd, "gp[i]"));
+        cgc_line(c, "} else {");
+        c->ind++;
+    }
     cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
     c->ind++;
     cgc_line(c, "if (!(%s)) {", cgc_tab_valid(c, t, "i"));
@@ -44,6 +82,10 @@ void cgc_emit_load(cgc *c, const tile_stmt *s)
     }
     c->ind--;
     cgc_line(c, "}");
+    if (flat) {
+        c->ind--;
+        cgc_line(c, "}");
+    }
 }
 
 /* store_global of a register tile whose threads hold disjoint row-major
@@ -122,6 +164,14 @@ void cgc_emit_store(cgc *c, const tile_stmt *s)
     if (!cgc_view_fit(c, &dst, t)) return;
     const cgc_tab *tb = &c->tabv[t];
     if (want == TILE_GLOBAL && store_microtiles(c, r, &dst, t)) return;
+    int flat = want == TILE_GLOBAL && flat_begin(c, &dst, t);
+    if (flat) {
+        cgc_line(c, "    TSL_IVDEP");
+        cgc_line(c, "    for (int64_t i = 0; i < %lld; i++) gp[i] = %s;", (long long)tb->ns,
+                 cgc_store_conv(c, r->type.dt, dst.v->type.dt, arena_printf(c->ar, "%s[i]", cgc_rname(c, r))));
+        cgc_line(c, "} else {");
+        c->ind++;
+    }
     cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
     c->ind++;
     cgc_line(c, "if (!(%s)) continue;", cgc_tab_owner(c, t, "i"));
@@ -135,6 +185,10 @@ void cgc_emit_store(cgc *c, const tile_stmt *s)
     }
     c->ind--;
     cgc_line(c, "}");
+    if (flat) {
+        c->ind--;
+        cgc_line(c, "}");
+    }
 }
 
 /* copy_async global -> shared: the tile is the shared tensor, its slice
