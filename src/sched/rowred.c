@@ -270,19 +270,32 @@ static tile_value *rr_tensor(rr *R, int ti)
 static tile_type rr_type(rr *R, rr_shape sh, tsl_dtype dt)
 {
     tile_dtype d = tile_dtype_from_tsl(dt);
-    int64_t G = R->threads / 32, vec = R->width, row[3] = {G, 32, R->locals}, two[2] = {G, 32}, g1[2] = {G, 1},
-            one = 1, wvec[2] = {G, R->width};
+    int64_t G = R->threads / 32, vec = R->width, one = 1;
+    if (R->warp) {
+        /* R rows of K warps: [R, W] [R, K, 32, E] [R, K, 32] [R, K, 1] [R, 1, 1] [R] */
+        int64_t Rw = R->warp, K = G / R->warp, wvec[2] = {Rw, R->width}, row[4] = {Rw, K, 32, R->locals},
+                two[3] = {Rw, K, 32}, g1[3] = {Rw, K, 1}, k1[3] = {Rw, 1, 1};
+        switch (sh) {
+        case RR_VEC: return tile_type_make(R->m, TILE_REGISTER, d, 2, wvec, R->lay_vec);
+        case RR_CVEC: return tile_type_make(R->m, TILE_REGISTER, d, 1, &vec, R->lay_cvec);
+        case RR_ROW: return tile_type_make(R->m, TILE_REGISTER, d, 4, row, R->lay_row);
+        case RR_TWO: return tile_type_make(R->m, TILE_REGISTER, d, 3, two, R->lay_two);
+        case RR_G1: return tile_type_make(R->m, TILE_REGISTER, d, 3, g1, R->lay_g1);
+        case RR_K1: return tile_type_make(R->m, TILE_REGISTER, d, 3, k1, R->lay_k1);
+        case RR_ONE: break;
+        }
+        return tile_type_make(R->m, TILE_REGISTER, d, 1, &Rw, R->lay_one);
+    }
+    int64_t row[3] = {G, 32, R->locals}, two[2] = {G, 32}, g1[2] = {G, 1};
     switch (sh) {
     case RR_VEC:
-        if (R->warp) return tile_type_make(R->m, TILE_REGISTER, d, 2, wvec, R->lay_vec);
-        return tile_type_make(R->m, TILE_REGISTER, d, 1, &vec, R->lay_vec);
-    case RR_CVEC: return tile_type_make(R->m, TILE_REGISTER, d, 1, &vec, R->lay_cvec);
+    case RR_CVEC: return tile_type_make(R->m, TILE_REGISTER, d, 1, &vec, R->lay_vec);
     case RR_ROW: return tile_type_make(R->m, TILE_REGISTER, d, 3, row, R->lay_row);
     case RR_TWO: return tile_type_make(R->m, TILE_REGISTER, d, 2, two, R->lay_two);
     case RR_G1: return tile_type_make(R->m, TILE_REGISTER, d, 2, g1, R->lay_g1);
+    case RR_K1:
     case RR_ONE: break;
     }
-    if (R->warp) return tile_type_make(R->m, TILE_REGISTER, d, 1, &G, R->lay_one);
     return tile_type_make(R->m, TILE_REGISTER, d, 1, &one, R->lay_one);
 }
 
@@ -312,13 +325,12 @@ static tile_value *rr_emit_to(rr *R, tile_op op, const char *name, tile_value *x
     return s->instr.result;
 }
 
+/* The shape of a tile the engine made (casts keep shapes). */
 static rr_shape rr_shape_of(const rr *R, const tile_value *t)
 {
-    if (t->type.rank == 3) return RR_ROW;
-    if (t->type.rank == 1 && t->type.dims[0]->kind == TILE_E_INT && t->type.dims[0]->i == (R->warp ? R->threads / 32 : 1))
-        return RR_ONE;
-    if (R->warp) return t->type.rank == 2 && t->type.layout == R->lay_vec ? RR_VEC : t->type.rank == 1 ? RR_CVEC : RR_TWO;
-    return t->type.rank == 1 ? RR_VEC : RR_TWO;
+    const tile_layout *l = t->type.layout;
+    return l == R->lay_row ? RR_ROW : l == R->lay_one ? RR_ONE : l == R->lay_two ? RR_TWO : l == R->lay_g1 ? RR_G1
+           : l == R->lay_k1 ? RR_K1 : l == R->lay_cvec && R->warp ? RR_CVEC : RR_VEC;
 }
 
 static tile_value *rr_cast(rr *R, tile_value *t, tsl_dtype dt)
@@ -370,10 +382,16 @@ static tile_value *rr_memo_put(rr *R, int key, int id, rr_shape sh, tile_value *
 static tile_value *rr_reduce(rr *R, tile_op op, tile_value *x)
 {
     tsl_dtype ct = rr_dt(x);
+    if (R->warp) {
+        /* rows form: within the thread, the warp (shuffles), then the row's
+         * warps when it has several (shared) */
+        tile_value *a = rr_emit_to(R, op, "rt", x, rr_type(R, RR_TWO, ct), 3);
+        tile_value *b = rr_emit_to(R, op, "rw", a, rr_type(R, RR_G1, ct), 2);
+        if (R->threads / 32 / R->warp > 1) b = rr_emit_to(R, op, "rk", b, rr_type(R, RR_K1, ct), 1);
+        return rr_emit_to(R, TILE_I_VIEW, "rv", b, rr_type(R, RR_ONE, ct), -1);
+    }
     tile_value *a = rr_emit_to(R, op, "rt", x, rr_type(R, RR_TWO, ct), 2);
     tile_value *b = rr_emit_to(R, op, "rw", a, rr_type(R, RR_G1, ct), 1);
-    /* warp form: each warp's row is done (shuffles only) */
-    if (R->warp) return rr_emit_to(R, TILE_I_VIEW, "rv", b, rr_type(R, RR_ONE, ct), -1);
     return rr_emit_to(R, op, "rb", b, rr_type(R, RR_ONE, ct), 0);
 }
 
@@ -381,8 +399,14 @@ static tile_value *rr_reduce(rr *R, tile_op op, tile_value *x)
 static tile_value *rr_spread(rr *R, tile_value *one)
 {
     tsl_dtype dt = rr_dt(one);
-    tile_value *a = R->warp ? rr_emit_to(R, TILE_I_VIEW, "bw", one, rr_type(R, RR_G1, dt), -1)
-                            : rr_emit_to(R, TILE_I_BROADCAST, "bw", one, rr_type(R, RR_G1, dt), 0);
+    if (R->warp) {
+        int several = R->threads / 32 / R->warp > 1;
+        tile_value *a = rr_emit_to(R, TILE_I_VIEW, "bw", one, rr_type(R, several ? RR_K1 : RR_G1, dt), -1);
+        if (several) a = rr_emit_to(R, TILE_I_BROADCAST, "bk", a, rr_type(R, RR_G1, dt), 1);
+        tile_value *b = rr_emit_to(R, TILE_I_BROADCAST, "bl", a, rr_type(R, RR_TWO, dt), 2);
+        return rr_emit_to(R, TILE_I_BROADCAST, "bt", b, rr_type(R, RR_ROW, dt), 3);
+    }
+    tile_value *a = rr_emit_to(R, TILE_I_BROADCAST, "bw", one, rr_type(R, RR_G1, dt), 0);
     tile_value *b = rr_emit_to(R, TILE_I_BROADCAST, "bl", a, rr_type(R, RR_TWO, dt), 1);
     return rr_emit_to(R, TILE_I_BROADCAST, "bt", b, rr_type(R, RR_ROW, dt), 2);
 }
@@ -828,30 +852,45 @@ static void rr_lower_op(rr *R, int i)
  * thread holds. */
 static void rr_set_form(rr *R, int warp, int locals)
 {
-    int T = R->threads, G = T / 32, runs = R->gpu && locals % 8 == 0 ? locals / 8 : 1, run = locals / runs;
+    int T = R->threads, G = T / 32, K = warp ? G / warp : G, runs = R->gpu && locals % 8 == 0 ? locals / 8 : 1,
+        run = locals / runs;
     R->warp = warp;
     R->locals = locals;
-    R->width = (warp ? 32 : T) * locals;
-    char txt[128];
+    R->width = (warp ? 32 * K : T) * locals;
+    char txt[160];
     if (warp)
-        snprintf(txt, sizeof txt, "spatial(%d,1).local(1,%d).spatial(1,32).local(1,%d)", G, runs, run);
+        snprintf(txt, sizeof txt, "spatial(%d,1).local(1,%d).spatial(1,%d).local(1,%d)", warp, runs, 32 * K, run);
     else if (runs > 1)
         snprintf(txt, sizeof txt, "local(%d).spatial(%d).local(%d)", runs, T, run);
     else
         snprintf(txt, sizeof txt, "spatial(%d).local(%d)", T, locals);
     R->lay_vec = tile_layout_make(R->m, txt, NULL);
-    snprintf(txt, sizeof txt, "replicate(%d).local(%d).spatial(32).local(%d)", G, runs, run);
-    R->lay_cvec = tile_layout_make(R->m, txt, NULL);
-    snprintf(txt, sizeof txt, "spatial(%d,32,1).local(1,1,%d)", G, R->locals);
-    R->lay_row = tile_layout_make(R->m, txt, NULL);
-    snprintf(txt, sizeof txt, "spatial(%d,32)", G);
-    R->lay_two = tile_layout_make(R->m, txt, NULL);
-    snprintf(txt, sizeof txt, "spatial(%d,1).replicate(32)", G);
-    R->lay_g1 = tile_layout_make(R->m, txt, NULL);
-    if (warp) snprintf(txt, sizeof txt, "spatial(%d).replicate(32)", G);
-    else snprintf(txt, sizeof txt, "replicate(%d).local(1)", T);
-    R->lay_one = tile_layout_make(R->m, txt, NULL);
-    TSL_ASSERT(R->lay_vec && R->lay_cvec && R->lay_row && R->lay_two && R->lay_g1 && R->lay_one);
+    R->lay_cvec = R->lay_k1 = NULL;
+    if (warp) {
+        snprintf(txt, sizeof txt, "replicate(%d).local(%d).spatial(%d).local(%d)", warp, runs, 32 * K, run);
+        R->lay_cvec = tile_layout_make(R->m, txt, NULL);
+        snprintf(txt, sizeof txt, "spatial(%d,%d,32,1).local(1,1,1,%d)", warp, K, locals);
+        R->lay_row = tile_layout_make(R->m, txt, NULL);
+        snprintf(txt, sizeof txt, "spatial(%d,%d,32)", warp, K);
+        R->lay_two = tile_layout_make(R->m, txt, NULL);
+        snprintf(txt, sizeof txt, "spatial(%d,%d,1).replicate(32)", warp, K);
+        R->lay_g1 = tile_layout_make(R->m, txt, NULL);
+        snprintf(txt, sizeof txt, "spatial(%d,1,1).replicate(%d)", warp, 32 * K);
+        R->lay_k1 = K > 1 ? tile_layout_make(R->m, txt, NULL) : R->lay_g1;
+        snprintf(txt, sizeof txt, "spatial(%d).replicate(%d)", warp, 32 * K);
+        R->lay_one = tile_layout_make(R->m, txt, NULL);
+        TSL_ASSERT(R->lay_cvec && R->lay_k1);
+    } else {
+        snprintf(txt, sizeof txt, "spatial(%d,32,1).local(1,1,%d)", G, locals);
+        R->lay_row = tile_layout_make(R->m, txt, NULL);
+        snprintf(txt, sizeof txt, "spatial(%d,32)", G);
+        R->lay_two = tile_layout_make(R->m, txt, NULL);
+        snprintf(txt, sizeof txt, "spatial(%d,1).replicate(32)", G);
+        R->lay_g1 = tile_layout_make(R->m, txt, NULL);
+        snprintf(txt, sizeof txt, "replicate(%d).local(1)", T);
+        R->lay_one = tile_layout_make(R->m, txt, NULL);
+    }
+    TSL_ASSERT(R->lay_vec && R->lay_row && R->lay_two && R->lay_g1 && R->lay_one);
 }
 
 /* The size classes of the row forms, tried in order by row length:
@@ -879,7 +918,7 @@ static void rr_lower_paths(rr *R, const rr_class *cls, int n, int stream_locals)
     tile_build_push(&R->b, s->body);
     R->single = 1;
     tile_expr *row0 = R->rowc[0];
-    if (R->warp) R->rowc[0] = rr_ibin(R, TILE_OP_MUL, tile_expr_block_idx(R->m, 0), tile_expr_int(R->m, R->threads / 32));
+    if (R->warp) R->rowc[0] = rr_ibin(R, TILE_OP_MUL, tile_expr_block_idx(R->m, 0), tile_expr_int(R->m, R->warp));
     for (int i = 0; i < R->grp->nops; i++) rr_lower_op(R, i);
     R->rowc[0] = row0;
     tile_build_pop(&R->b);
@@ -971,13 +1010,13 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
          * must not cross an outer dim), then whole rows per block, then the
          * stream. The grid is N / G blocks when the warp class runs, N
          * otherwise: cdiv(N, 1 + (G - 1) * (D <= warp width)). */
-        static const rr_class gpu[] = {{1, SCHED_RR_WARP_LOCALS}, {0, SCHED_RR_BLOCK_LOCALS}};
-        int warp = rows == 1, G = R->threads / 32;
+        static const rr_class gpu[] = {{SCHED_RR_SHORT_ROWS, SCHED_RR_SHORT_LOCALS}, {0, SCHED_RR_BLOCK_LOCALS}};
+        int warp = rows == 1, G = R->threads / 32, K = G / SCHED_RR_SHORT_ROWS;
         if (warp) {
             tile_expr *le = tile_expr_bin(R->m, TILE_OP_LE, R->colext,
-                                          tile_expr_int(R->m, (int64_t)32 * SCHED_RR_WARP_LOCALS));
+                                          tile_expr_int(R->m, (int64_t)32 * K * SCHED_RR_SHORT_LOCALS));
             tile_expr *per = tile_expr_bin(R->m, TILE_OP_ADD, tile_expr_int(R->m, 1),
-                                           tile_expr_bin(R->m, TILE_OP_MUL, tile_expr_int(R->m, G - 1), le));
+                                           tile_expr_bin(R->m, TILE_OP_MUL, tile_expr_int(R->m, SCHED_RR_SHORT_ROWS - 1), le));
             R->k->grid[0] = tile_expr_bin(R->m, TILE_OP_CDIV, R->k->grid[0], per);
         }
         rr_lower_paths(R, gpu + !warp, (int)TSL_COUNTOF(gpu) - !warp, SCHED_RR_STREAM_LOCALS);

@@ -42,25 +42,34 @@ int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp);
 
 /* The GPU plans (sched_plan.target == TSL_TARGET_CUDA; docs/sched.md):
  * row reductions with SCHED_RR_THREADS_GPU threads in three classes by row
- * length D (the warp class needs one row dim; with more it is skipped):
- *   D <= 32 * WARP_LOCALS        a warp per row, threads / 32 rows per block
- *   D <= T * BLOCK_LOCALS        a block per row, the row in registers
- *   else                         a block per row streaming chunks of
- *                                T * STREAM_LOCALS, one pass per reduction
+ * length D (the first needs one row dim; with more it is skipped):
+ *   D <= T / SHORT_ROWS * SHORT_LOCALS   SHORT_ROWS rows per block, each on
+ *                                        T / 32 / SHORT_ROWS warps
+ *   D <= T * BLOCK_LOCALS                a block per row, in registers
+ *   else                                 a block per row streaming chunks
+ *                                        of T * STREAM_LOCALS, one pass
+ *                                        per reduction
  * Elementwise groups (no reduction, nothing re-read): a block per chunk of
  * SCHED_EW_THREADS_GPU * SCHED_EW_LOCALS_GPU elements, of the flat tensor
  * or of a row (broadcast reads): one 16-byte f16 access per thread and
  * tensor. Measured on an H200: many small blocks (32-46 registers, 8
  * blocks per SM) beat four accesses in flight per thread (80 registers,
  * 3 blocks per SM): SiLU 3.27 against 2.68 TB/s. */
-enum {
-    SCHED_RR_THREADS_GPU = 256,
-    SCHED_RR_WARP_LOCALS = 32,
-    SCHED_RR_BLOCK_LOCALS = 32,
-    SCHED_RR_STREAM_LOCALS = 8,
-    SCHED_EW_THREADS_GPU = 256,
-    SCHED_EW_LOCALS_GPU = 8
-};
+#ifndef SCHED_RR_THREADS_GPU
+#define SCHED_RR_THREADS_GPU 256
+#endif
+#ifndef SCHED_RR_SHORT_ROWS
+#define SCHED_RR_SHORT_ROWS 8
+#endif
+#ifndef SCHED_RR_SHORT_LOCALS
+#define SCHED_RR_SHORT_LOCALS 32
+#endif
+#ifndef SCHED_RR_BLOCK_LOCALS
+#define SCHED_RR_BLOCK_LOCALS 32
+#endif
+#define SCHED_RR_STREAM_LOCALS 8
+#define SCHED_EW_THREADS_GPU 256
+#define SCHED_EW_LOCALS_GPU 8
 /* Chunks per iteration of the streaming path (their loads issued first).
  * 4 was slower on an H200 (150-195 registers: 2-3 blocks per SM). */
 #define SCHED_RR_UNROLL 1

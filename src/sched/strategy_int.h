@@ -7,7 +7,7 @@
 #include "sched/strategy.h"
 
 /* Register tile shapes of the engine (rowred.c "tiles"). */
-typedef enum rr_shape { RR_VEC, RR_ROW, RR_TWO, RR_G1, RR_ONE, RR_CVEC } rr_shape;
+typedef enum rr_shape { RR_VEC, RR_ROW, RR_TWO, RR_G1, RR_ONE, RR_CVEC, RR_K1 } rr_shape;
 
 typedef struct rr_memo {
     int key, id;         /* what: a load, a recomputed op, a broadcast, ... */
@@ -29,8 +29,9 @@ typedef struct rr {
     int rows;               /* row dims: vars [0, rows); var `rows` is the column */
     int flat;               /* flat form: the whole box is one row, a chunk per block */
     int single;             /* row forms: this path holds the whole row in one chunk */
-    int warp;               /* row forms: this path gives each warp its own row
-                             * (threads / 32 rows per block, rowc[0] the first) */
+    int warp;               /* row forms: this path gives the block `warp` > 1
+                             * rows (rowc[0] the first), each on threads / 32 /
+                             * warp warps; 0: the block's one row */
     int gpu;                /* the plan is for TSL_TARGET_CUDA */
     int chunked;            /* row form without reductions on the GPU: a block per
                              * chunk of a row (R->off set), no loop */
@@ -48,7 +49,8 @@ typedef struct rr {
     tile_value **tparam;    /* per def tensor: its kernel parameter */
     tile_expr **size;       /* per size symbol: its value in the kernel */
     tile_layout *lay_vec, *lay_row, *lay_two, *lay_g1, *lay_one;
-    tile_layout *lay_cvec; /* warp form: a column vector's chunk, replicated per warp */
+    tile_layout *lay_cvec; /* rows form: a column vector's chunk, replicated per row */
+    tile_layout *lay_k1;   /* rows form: a row's value after the reduction across its warps */
     rr_memo *memo;
     int nmemo, capmemo;
 } rr;
