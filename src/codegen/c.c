@@ -379,10 +379,49 @@ void cgc_emit_stmts(cgc *c, const tile_block *b)
  * Shared tensors at the interpreter's offsets (128-byte aligned, in
  * program order); every register value its own array. */
 
+/* Register tensors some instruction writes in place (`-> dst`). */
+static void plan_mutated(cgc *c, const tile_block *b)
+{
+    for (int i = 0; b && i < b->n; i++) {
+        const tile_stmt *s = b->items[i];
+        if (s->kind == TILE_S_INSTR) {
+            const tile_instr *in = &s->instr;
+            if (in->has_dst && in->dst.v && in->dst.v->kind == TILE_V_TENSOR) c->mut[in->dst.v->id] = 1;
+            plan_mutated(c, in->decomp);
+        }
+        plan_mutated(c, s->kind == TILE_S_PIPELINE ? s->pipe.body : s->body);
+        plan_mutated(c, s->els);
+    }
+}
+
+/* A view between equal dtypes keeps every slot where it is (c_emit_ops.c:
+ * a plain copy), so its result can share the source's registers when
+ * neither is ever written in place and the source is defined earlier in
+ * the same block (a later redefinition of the source, in the next
+ * iteration of a loop, precedes the view again). */
+static int plan_view_alias(cgc *c, const tile_block *b, int at, const tile_stmt *s)
+{
+    const tile_instr *in = &s->instr;
+    const tile_value *r = in->result, *x = in->nargs == 1 ? in->args[0].v : NULL;
+    if (in->op != TILE_I_VIEW || in->decomp || !r || !x || in->args[0].nsteps || x->kind != TILE_V_TENSOR ||
+        x->type.space != TILE_REGISTER || r->type.space != TILE_REGISTER || c->rtab[x->id] < 0 ||
+        !tile_dtype_eq(x->type.dt, r->type.dt) || c->mut[x->id] || c->mut[r->id])
+        return 0;
+    int t = cgc_tab_of(c, &r->type, r->name);
+    if (t < 0 || c->tabv[t].ns != c->tabv[c->rtab[x->id]].ns) return 0;
+    int before = 0;
+    for (int j = 0; j < at && !before; j++) before = b->items[j] == x->def;
+    if (!before) return 0;
+    c->rtab[r->id] = t;
+    c->roff[r->id] = c->roff[x->id];
+    return 1;
+}
+
 static void plan_block(cgc *c, const tile_block *b)
 {
     for (int i = 0; b && i < b->n && !c->st; i++) {
         const tile_stmt *s = b->items[i];
+        if (s->kind == TILE_S_INSTR && plan_view_alias(c, b, i, s)) continue;
         if (s->kind == TILE_S_INSTR) {
             const tile_value *r = s->instr.result;
             if (r && r->type.space == TILE_SHARED && s->instr.op == TILE_I_ALLOC) {
@@ -497,6 +536,8 @@ tsl_status cgc_emit_kernel(const tile_kernel *k, tsl_arena *ar, tsl_diag *d, cgc
             cgc_fail(c, TSL_ERR_UNAVAILABLE, "parameter '%s': only byte-sized dtypes and rank <= %d here",
                     v->name, CGC_MAX_RANK);
     }
+    c->mut = arena_alloc(ar, (size_t)nv);
+    plan_mutated(c, k->body);
     if (!c->st) plan_block(c, k->body);
     int64_t budget = k->smem_budget ? k->smem_budget : CGC_DEFAULT_SMEM;
     if (!c->st && c->smem > budget)

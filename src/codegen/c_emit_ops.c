@@ -487,7 +487,7 @@ static const cgc_ew cgc_ew_table[] = {
     {TILE_I_GE, CGC_CMP, "x >= y", NULL, "x >= y"},
     {TILE_I_EQ, CGC_CMP, "x == y", NULL, "x == y"},
     {TILE_I_NE, CGC_CMP, "x != y", NULL, "x != y"},
-    {TILE_I_SELECT, CGC_SELECT, "x != 0 ? y : z", NULL, NULL},
+    {TILE_I_SELECT, CGC_SELECT, "x != 0 ? y : z", "x != 0 ? y : z", NULL},
 };
 
 static int is_fltreg(tile_dtype t)
@@ -642,7 +642,8 @@ void cgc_emit_elementwise(cgc *c, const tile_stmt *s)
             if (f64rows[k].op == in->op) f64 = f64rows[k].e;
     }
     int flt = row->flt && is_fltreg(dt) && !f64;
-    for (int a = 0; a < n; a++) flt &= fl[a];
+    /* (a select's condition may be bool: 0 and 1 are exact in float) */
+    for (int a = row->kind == CGC_SELECT ? 1 : 0; a < n; a++) flt &= fl[a];
     const cgc_tab *tb = &c->tabv[cgc_rt(c, d)];
     const char *names = "xyz";
     int zerodiv = row->kind == CGC_IDIV && is_intreg(dt);
@@ -852,7 +853,12 @@ void cgc_emit_view(cgc *c, const tile_stmt *s)
     }
     if (tile_dtype_eq(xd, dd)) {
         /* same dtype, same slots per thread: slot l stays slot l, only the
-         * layout's reading of it changes — the registers are copied as they are */
+         * layout's reading of it changes — the registers are copied as they
+         * are, or shared (c.c plan_view_alias) */
+        if (c->roff[d->id] == c->roff[x->id]) {
+            cgc_line(c, "/* %s shares the registers of %s */", d->name, x->name);
+            return;
+        }
         cgc_line(c, "memmove(%s, %s, %lld);", cgc_rname(c, d), cgc_rname(c, x),
                  (long long)(td->ns * cgc_reg_size(dd)));
         return;
@@ -945,9 +951,17 @@ void cgc_emit_reduce(cgc *c, const tile_stmt *s)
     cgc_line(c, "for (int64_t g = 0; g < %lld; g++) {", (long long)td->ns);
     c->ind++;
     cgc_line(c, "if (%s[g] == %s[g + 1]) continue;", ts, ts);
-    cgc_line(c, "double acc = (double)%s[%s[%s[g]]];", cgc_rname(c, x), tl, ts);
+    /* float-held sources: (float)((double)a + b) is a + b in float (double
+     * has more than 2 x 24 + 2 bits, so the double rounding is exact), and
+     * the dependent chain is 3x shorter */
+    const char *at = "double";
+    if (x->type.dt.kind == TILE_DT_FLOAT && x->type.dt.bits <= 32) {
+        at = "float";
+        if (in->op == TILE_I_REDUCE_SUM) op = "acc = acc + v;";
+    }
+    cgc_line(c, "%s acc = (%s)%s[%s[%s[g]]];", at, at, cgc_rname(c, x), tl, ts);
     cgc_line(c, "for (int32_t j = %s[g] + 1; j < %s[g + 1]; j++) {", ts, ts);
-    cgc_line(c, "    const double v = (double)%s[%s[j]];", cgc_rname(c, x), tl);
+    cgc_line(c, "    const %s v = (%s)%s[%s[j]];", at, at, cgc_rname(c, x), tl);
     cgc_line(c, "    %s", op);
     cgc_line(c, "}");
     cgc_line(c, "acc_[g] = acc;");

@@ -48,6 +48,7 @@ typedef struct cgc {
     int64_t *soff;   /* per value id: byte offset of a shared tensor, -1 none */
     int64_t *roff;   /* per value id: byte offset of a register tensor in the register area */
     int *rtab;       /* per value id: its table, -1 none */
+    uint8_t *mut;    /* per value id: some instruction writes it in place (-> dst) */
     int64_t smem, regs, scratch;
     cgc_err *errs;
     int nerrs, caperrs;
