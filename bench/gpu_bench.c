@@ -4,8 +4,9 @@
  *   make -s -j2 all && cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc bench/gpu_bench.c \
  *       build/libtessel.a -ldl -lm -lpthread -o build/gpu_bench
  *
- * For each benchmark program (a TC def from examples/, with float16 or
- * float32 declarations):
+ * For each benchmark program (a TC def from examples/, or one of
+ * bench_inline's elementwise programs, with float16 or float32
+ * declarations):
  *   1. correctness at a small size: tsl_program_run on the CUDA target
  *      against the reference interpreter (relative L2 error, fresh inputs);
  *   2. the full size planned once (sched_lower), compiled once (NVRTC for
@@ -15,7 +16,9 @@
  *   3. timing: CUDA events around each whole plan run (every launch,
  *      temporaries zeroed), after warm-up, median of many repetitions,
  *      inputs rotated over several sets so that together they exceed twice
- *      a 60 MB L2. Nothing is timed that did not pass 1 and 2.
+ *      a 60 MB L2. Nothing is timed that did not pass 1 and 2; then the
+ *      same memsets of the def's temporaries that a plan run does, timed
+ *      alone (how much of the figure is not the kernels).
  * Then the cold NVRTC compile of one kernel (a source no cache has seen)
  * and the overhead a cached tsl_program_run adds (end-to-end wall time of a
  * tiny run minus its device time). Prints a table; --json PATH writes the
