@@ -279,7 +279,7 @@ static void emit_ukr_body(cgc *c, const char *fn, const gemm_match *g, int vw, i
         for (int64_t j = 0; j < nv; j++)
             sb_printf(o, "    %s c%lld_%lld = *(const %s *)(acc + %lld);\n", vt, (long long)i, (long long)j, vu,
                       (long long)(i * g->tn + j * vw));
-    sb_puts(o, "    for (int64_t k = 0; k < n; k++) {\n");
+    sb_puts(o, "    TSL_GEMM_UNROLL\n    for (int64_t k = 0; k < n; k++) {\n");
     sb_puts(o, "        const float *ap = a + k * ak, *bp = b + k * bk;\n");
     for (int64_t j = 0; j < nv; j++)
         sb_printf(o, "        const %s b%lld = *(const %s *)(bp + %lld);\n", vt, (long long)j, vu, (long long)(j * vw));
@@ -315,12 +315,15 @@ static void emit_ukr(cgc *c, const char *fn, const gemm_match *g, int64_t ar)
                "#if defined(__clang__)\n"
                "#define TSL_GEMM_FN\n"
                "#define TSL_GEMM_CONTRACT _Pragma(\"clang fp contract(fast)\")\n"
+               "#define TSL_GEMM_UNROLL _Pragma(\"clang loop unroll_count(4)\")\n"
                "#elif defined(__GNUC__)\n"
                "#define TSL_GEMM_FN __attribute__((optimize(\"fp-contract=fast\")))\n"
                "#define TSL_GEMM_CONTRACT\n"
+               "#define TSL_GEMM_UNROLL _Pragma(\"GCC unroll 4\")\n"
                "#else\n"
                "#define TSL_GEMM_FN\n"
                "#define TSL_GEMM_CONTRACT\n"
+               "#define TSL_GEMM_UNROLL\n"
                "#endif\n"
                "#endif\n");
     static const int widths[] = {16, 8, 4};
