@@ -753,6 +753,42 @@ void cgc_emit_gather(cgc *c, const tile_stmt *s)
                            gather ? "gather" : "scatter", T->name, j);
         c->errs[ids[j] - 1].info = 1;
     }
+    /* gather with scalar leading indices whose last index runs b0, b0 + 1,
+     * ... over the slots (checked at run time: an iota, a column block)
+     * inside the tensor: one contiguous read, masked lanes 0 */
+    int contig = gather && r >= 1 && tb->ident && tb->ns > 0;
+    for (int j = 0; contig && j < r; j++) {
+        const tile_operand *o = &in->args[first + j];
+        int scalar = !o->v || o->v->kind == TILE_V_SCALAR;
+        contig = j < r - 1 ? scalar : !scalar;
+    }
+    if (contig) {
+        strbuf lead = {0};
+        cgc_line(c, "int fast = %s_s%d == 1;", g, r - 1);
+        for (int j = 0; j < r - 1; j++) {
+            cgc_line(c, "if ((uint64_t)%s >= (uint64_t)%s_d%d) fast = 0;", idx[j], g, j);
+            sb_printf(&lead, "%s * %s_s%d + ", idx[j], g, j);
+        }
+        cgc_line(c, "int64_t b0 = 0;");
+        cgc_line(c, "{");
+        cgc_line(c, "    const int64_t i = 0;");
+        cgc_line(c, "    b0 = %s;", idx[r - 1]);
+        cgc_line(c, "}");
+        cgc_line(c, "if (b0 < 0 || b0 > %s_d%d - %lld) fast = 0;", g, r - 1, (long long)tb->ns);
+        cgc_line(c, "int run = 1;");
+        cgc_line(c, "for (int64_t i = 0; i < %lld; i++) run &= %s == b0 + i;", (long long)tb->ns, idx[r - 1]);
+        cgc_line(c, "if (fast && run) {");
+        c->ind++;
+        cgc_line(c, "const %s *const gp = &%s[%sb0];", cgc_mem_ctype(T->type.dt), g, sb_str(&lead));
+        cgc_line(c, "TSL_IVDEP");
+        cgc_line(c, "for (int64_t i = 0; i < %lld; i++) %s[i] = %s ? %s : 0;", (long long)tb->ns,
+                 cgc_rname(c, lanes), in->mask ? arena_printf(c->ar, "%s[i]", cgc_rname(c, in->mask)) : "1",
+                 cgc_load_conv(c, T->type.dt, lanes->type.dt, "gp[i]"));
+        c->ind--;
+        cgc_line(c, "} else {");
+        c->ind++;
+        sb_free(&lead);
+    }
     if (gather) {
         /* a branch-free loop (the bounds folded into a flag, so it can
          * vectorize), then, only when some live lane was out of range, a
@@ -794,6 +830,10 @@ void cgc_emit_gather(cgc *c, const tile_stmt *s)
         cgc_line(c, "    }");
         sb_free(&inb);
         sb_free(&off);
+        if (contig) {
+            c->ind--;
+            cgc_line(c, "}");
+        }
         return;
     }
     /* scatter: in slot order, stopping at the first bad index */

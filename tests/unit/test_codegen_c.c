@@ -340,6 +340,23 @@ static void test_instructions(void)
         "  g = cast x -> register f32[96] layout local(3).spatial(32)\n  h = mul g, 0.37\n"
         "  w = cast h -> register f16[96] layout local(3).spatial(32)\n"
         "  store_global e -> Y[block_idx.x * 96]\n  store_global f -> Z[block_idx.x * 96]\n  store_global w -> W[block_idx.x * 96]\n}\n",
+        /* gathers: a run of consecutive last indices (the contiguous fast
+         * path inside the tensor, the lane loop at the edge), a reversed
+         * one (always the lane loop); a view sharing its source's
+         * registers; select on floats with a bool condition */
+        "kernel gth(A: global f32[M, N], S: global f32[G]) grid(cdiv(N, 64)) threads(16) {\n"
+        "  flat = iota block_idx.x * 64 -> register i64[64] layout spatial(16).local(4) dim 0\n"
+        "  live = lt flat, N\n"
+        "  x = gather A, M - 1, flat -> register f32[64] layout spatial(16).local(4) mask live\n"
+        "  nf = neg flat\n  rev = add nf, N - 1\n  ok = ge rev, 0\n  both = and live, ok\n"
+        "  y = gather A, 0, rev -> register f32[64] layout spatial(16).local(4) mask both\n"
+        "  xv = view x -> register f32[16, 4] layout spatial(16, 1).local(1, 4)\n"
+        "  yv = view y -> register f32[16, 4] layout spatial(16, 1).local(1, 4)\n"
+        "  s = add xv, yv\n"
+        "  t = select both, y, 2.5\n"
+        "  sf = view s -> register f32[64] layout spatial(16).local(4)\n"
+        "  u = mul sf, t\n"
+        "  store_global u -> S[block_idx.x * 64]\n}\n",
     };
     for (size_t i = 0; i < TSL_COUNTOF(progs); i++) {
         tsl_arena *ar = arena_create();
