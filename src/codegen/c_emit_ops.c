@@ -565,6 +565,30 @@ static void emit_ew_int(cgc *c, const tile_stmt *s, const cgc_ew *row, const til
     }
     int zerodiv = in->op == TILE_I_DIV || in->op == TILE_I_MOD;
     int id = zerodiv ? cgc_rterr(c, TSL_ERR_RUNTIME, "integer division by zero") : 0;
+    /* a tensor divided by one scalar: when every |x| and |y| is below
+     * 2^52, the truncated double quotient is the exact integer quotient
+     * (its rounding error, below |x/y| 2^-53 < 1/(2|y|), cannot cross an
+     * integer), several times cheaper than a 64-bit idiv per lane */
+    int fdiv = zerodiv && tv[0] && !tv[1];
+    if (fdiv) {
+        cgc_line(c, "const int64_t dy = %s;", v[1]);
+        cgc_line(c, "int small = dy != 0 && dy != -1 && dy > -((int64_t)1 << 52) && dy < ((int64_t)1 << 52);");
+        cgc_line(c, "if (small)");
+        cgc_line(c, "    for (int64_t i = 0; i < %lld; i++) small &= (uint64_t)%s + ((uint64_t)1 << 52) < ((uint64_t)1 << 53);",
+                 (long long)tb->ns, v[0]);
+        cgc_line(c, "if (small) {");
+        c->ind++;
+        cgc_line(c, "const double fy = (double)dy;");
+        cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
+        cgc_line(c, "    const int64_t x = %s, y = dy, q = (int64_t)((double)x / fy);", v[0]);
+        cgc_line(c, "    (void)y;");
+        cgc_line(c, "    %s[i] = %s;", cgc_rname(c, d),
+                 cgc_wrap(c, dt, in->op == TILE_I_DIV ? "q" : "(int64_t)((uint64_t)x - (uint64_t)q * (uint64_t)y)"));
+        cgc_line(c, "}");
+        c->ind--;
+        cgc_line(c, "} else {");
+        c->ind++;
+    }
     cgc_line(c, "TSL_IVDEP");
     cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
     c->ind++;
@@ -585,6 +609,10 @@ static void emit_ew_int(cgc *c, const tile_stmt *s, const cgc_ew *row, const til
     }
     c->ind--;
     cgc_line(c, "}");
+    if (fdiv) {
+        c->ind--;
+        cgc_line(c, "}");
+    }
 }
 
 void cgc_emit_elementwise(cgc *c, const tile_stmt *s)

@@ -343,7 +343,8 @@ static void test_instructions(void)
         /* gathers: a run of consecutive last indices (the contiguous fast
          * path inside the tensor, the lane loop at the edge), a reversed
          * one (always the lane loop); a view sharing its source's
-         * registers; select on floats with a bool condition */
+         * registers; select on floats with a bool condition; integer div
+         * and mod of negative lanes by a scalar (the double quotient) */
         "kernel gth(A: global f32[M, N], S: global f32[G]) grid(cdiv(N, 64)) threads(16) {\n"
         "  flat = iota block_idx.x * 64 -> register i64[64] layout spatial(16).local(4) dim 0\n"
         "  live = lt flat, N\n"
@@ -356,7 +357,10 @@ static void test_instructions(void)
         "  t = select both, y, 2.5\n"
         "  sf = view s -> register f32[64] layout spatial(16).local(4)\n"
         "  u = mul sf, t\n"
-        "  store_global u -> S[block_idx.x * 64]\n}\n",
+        "  dq = div nf, 3\n  mq = mod nf, 5\n  dm = add dq, mq\n"
+        "  df = cast dm -> register f32[64] layout spatial(16).local(4)\n"
+        "  w = add u, df\n"
+        "  store_global w -> S[block_idx.x * 64]\n}\n",
     };
     for (size_t i = 0; i < TSL_COUNTOF(progs); i++) {
         tsl_arena *ar = arena_create();
