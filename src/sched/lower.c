@@ -701,6 +701,14 @@ int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_boun
     return b->sizes[arg->sym];
 }
 
+int sched_tensor_used(const sched_plan *p, int t)
+{
+    for (int i = 0; i < p->nlaunches; i++)
+        for (int j = 0; j < p->launches[i].nargs; j++)
+            if (p->launches[i].args[j].kind == SCHED_ARG_TENSOR && p->launches[i].args[j].tensor == t) return 1;
+    return 0;
+}
+
 int64_t sched_launch_lanes(const sched_plan *p, const sched_launch *l, const lang_bound *b)
 {
     const lang_stmt *st = &p->def->stmts[l->stmt];

@@ -21,7 +21,7 @@ tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *
     }
     for (int i = 0; !st && i < n; i++) {
         const lang_tensor *t = def->tensors[i];
-        if (t->is_scalar || tensors[i]) continue;
+        if (t->is_scalar || tensors[i] || !sched_tensor_used(p, i)) continue;
         int64_t cnt = 1;
         for (int k = 0; k < t->rank; k++) cnt *= b->shapes[i][k];
         size_t bytes = (size_t)cnt * (size_t)(dtype_info_of(t->dtype)->bits / 8);

@@ -75,6 +75,10 @@ sched_plan *sched_lower_for(tsl_arena *a, const graph *g, tsl_target target, tsl
 /* An int argument's value under bound sizes (SIZE). */
 int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_bound *b);
 
+/* Whether some launch of p takes tensor t as an argument. A temporary no
+ * launch takes (one a fused kernel keeps in registers) needs no memory. */
+int sched_tensor_used(const sched_plan *p, int t);
+
 /* The number of lanes of a launch's box under bound sizes (0: nothing runs). */
 int64_t sched_launch_lanes(const sched_plan *p, const sched_launch *l, const lang_bound *b);
 
