@@ -114,8 +114,12 @@ tsl_status tsl_program_compile_file(TSL_KEEP tsl_context *ctx, TSL_KEEP const ch
                                     TSL_KEEP const char *entry, TSL_GIVE tsl_program **out);
 void tsl_program_free(TSL_TAKE tsl_program *p);    /* NULL is allowed */
 
-/* Print the checked program (`ast`) or every inferred range (`ranges`) into
- * a malloc'd string the caller frees. `what` is "ast" or "ranges". */
+/* Print a view of the program into a malloc'd string the caller frees.
+ * `what`: "ast" (the checked program), "ranges" (every inferred range),
+ * "graph" (the op graph and its kernel groups), "tile:cpu" / "tile:cuda"
+ * (the scheduled tile IR and launch plan for that target; "tile" is
+ * "tile:cpu"), "c" (the generated C of the CPU plan) or "cuda" (the
+ * generated CUDA C of the CUDA plan). */
 tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
                             TSL_GIVE char **out);
 

@@ -37,10 +37,12 @@ static const char run_usage[] =
     "  floats in [-1,1), signed ints in [-8,8), unsigned in [0,8), bools 0/1.\n";
 
 static const char compile_usage[] =
-    "usage: tessel compile FILE.tc [--entry NAME] --emit=ast|ranges|graph|tile|c|cuda\n"
+    "usage: tessel compile FILE.tc [--entry NAME] [--target cpu|cuda] --emit=ast|ranges|graph|tile|c|cuda\n"
     "  Print the checked program (ast), every inferred range (ranges), the op\n"
-    "  graph (graph), the scheduled tile IR with its launch plan (tile) or the\n"
-    "  generated C (c) or CUDA C (cuda), for every def unless --entry names one.\n";
+    "  graph (graph), the scheduled tile IR with its launch plan (tile: the plan\n"
+    "  for --target, default cuda when a GPU is present, else cpu) or the\n"
+    "  generated C (c, the CPU plan) or CUDA C (cuda, the CUDA plan), for every\n"
+    "  def unless --entry names one.\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
 {
@@ -361,10 +363,15 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
 int cmd_compile(int argc, char **argv)
 {
     run_opts o;
-    int rc = parse_opts(argc, argv, compile_usage, "entry emit", &o);
+    int rc = parse_opts(argc, argv, compile_usage, "entry emit target", &o);
     if (rc) {
         free_opts(&o);
         return rc < 0 ? 0 : rc;
+    }
+    /* --emit=tile shows the plan of the target `run` would use */
+    if (o.emit && !strcmp(o.emit, "tile")) {
+        tsl_target t = o.target_name ? o.target : tsl_target_default();
+        o.emit = t == TSL_TARGET_CUDA ? "tile:cuda" : "tile:cpu";
     }
     if (!o.emit) {
         free_opts(&o);

@@ -22,11 +22,12 @@
 #include "interp/interp.h"
 #include "sched/sched.h"
 
-/* graph + schedule of p's def in arena a; NULL after reporting into d. */
-static sched_plan *compiled_plan(tsl_program *p, tsl_arena *a, tsl_diag *d)
+/* graph + schedule of p's def for target in arena a; NULL after
+ * reporting into d. */
+static sched_plan *compiled_plan(tsl_program *p, tsl_target target, tsl_arena *a, tsl_diag *d)
 {
     graph *g = graph_build(a, p->def, d);
-    sched_plan *plan = g ? sched_lower_for(a, g, TSL_TARGET_CPU, d) : NULL;
+    sched_plan *plan = g ? sched_lower_for(a, g, target, d) : NULL;
     if (!plan) {
         if (!d->nerr) diag_error(d, TSL_ERR_INTERNAL, "scheduling '%s' failed", p->def->name);
         return NULL;
@@ -44,9 +45,12 @@ tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
     diag_reset(d);
     tsl_arena *a = arena_create();
     if (!a) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");
-    sched_plan *plan = compiled_plan(p, a, d);
+    /* c and tile:cpu print the CPU target's plan, cuda and tile:cuda the
+     * CUDA target's; plain tile is tile:cpu */
+    int cuda = !strcmp(what, "cuda") || !strcmp(what, "tile:cuda");
+    sched_plan *plan = compiled_plan(p, cuda ? TSL_TARGET_CUDA : TSL_TARGET_CPU, a, d);
     tsl_status st = plan ? TSL_OK : d->first;
-    if (plan && !strcmp(what, "tile")) {
+    if (plan && !strncmp(what, "tile", 4)) {
         sched_print(out, plan);
     } else if (plan) {
         for (int i = 0; i < plan->nlaunches && !st; i++) {
@@ -160,7 +164,7 @@ tsl_status api_compiled_run(tsl_program *p, const lang_bound *b, const struct in
         diag_error(d, TSL_ERR_NOMEM, "out of memory");
         st = TSL_ERR_NOMEM;
     }
-    sched_plan *plan = st ? NULL : compiled_plan(p, a, d);
+    sched_plan *plan = st ? NULL : compiled_plan(p, TSL_TARGET_CPU, a, d);
     if (!st && !plan) st = d->first ? d->first : TSL_ERR_INTERNAL;
     if (!st) st = compiled_bind(def, b, views, bufs, tensors, scalars, d);
     if (!st) st = sched_run(plan, b, tensors, scalars, compiled_cpu_kernel, NULL, d);

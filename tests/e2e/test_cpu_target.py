@@ -64,14 +64,26 @@ def test_zero_size_boxes(tmp_path, rng):
 @pytest.mark.parametrize("file", sorted(p.name for p in EXAMPLES.glob("*.tc")))
 def test_emit_tile_checks_and_emit_c(tmp_path, file):
     """--emit=tile prints valid tile IR (tessel tile check accepts it) with
-    the launch plan as comments; --emit=c prints the generated C."""
-    tile = run_cli("compile", f"examples/{file}", "--emit=tile")
-    assert tile.returncode == 0, tile.stderr
-    assert "// tessel schedule of" in tile.stdout and "kernel " in tile.stdout
-    path = tmp_path / "sched.tile"
-    path.write_text(tile.stdout)
-    chk = run_cli("tile", "check", path)
-    assert chk.returncode == 0, chk.stdout + chk.stderr
+    the launch plan as comments, for the CPU and the CUDA target's plan;
+    --emit=c prints the generated C."""
+    for target in ("cpu", "cuda"):
+        tile = run_cli("compile", f"examples/{file}", "--emit=tile", "--target", target)
+        assert tile.returncode == 0, tile.stderr
+        assert "// tessel schedule of" in tile.stdout and "kernel " in tile.stdout
+        path = tmp_path / f"sched_{target}.tile"
+        path.write_text(tile.stdout)
+        chk = run_cli("tile", "check", path)
+        assert chk.returncode == 0, chk.stdout + chk.stderr
     c = run_cli("compile", f"examples/{file}", "--emit=c")
     assert c.returncode == 0, c.stderr
     assert "tsl_kernel_" in c.stdout
+
+
+def test_emit_tile_follows_the_target():
+    """The CPU and CUDA plans of softmax differ (the GPU one has a warp per
+    short row), and --emit=tile --target picks the one asked for."""
+    cpu = run_cli("compile", "examples/softmax.tc", "--emit=tile", "--target", "cpu")
+    cuda = run_cli("compile", "examples/softmax.tc", "--emit=tile", "--target", "cuda")
+    assert cpu.returncode == 0 and cuda.returncode == 0, cpu.stderr + cuda.stderr
+    assert cpu.stdout != cuda.stdout
+    assert "threads(256)" in cuda.stdout
