@@ -732,7 +732,7 @@ static int64_t shared_bytes(const tile_type *ty, const int64_t *dims, int rank)
         int64_t co = layout_cosize(&ty->layout->v.data);
         if (co > n) n = co;
     }
-    return n * ((ty ? ty->dt.bits : 8) + 7) / 8;
+    return n * (((ty ? ty->dt.bits : 8) + 7) / 8); /* whole bytes per element */
 }
 
 static void plan_add(interp *I, int id, int64_t bytes)
