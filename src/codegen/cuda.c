@@ -525,6 +525,25 @@ static void comment_instr(cg *c, const tile_instr *in)
 
 static void emit_block(cg *c, const tile_block *b);
 
+/* Does e read only size symbols, int parameters and constants (the same
+ * value in every thread of every block of a launch)? */
+static int size_only(const tile_kernel *k, const tile_expr *e)
+{
+    switch (e->kind) {
+    case TILE_E_INT: return 1;
+    case TILE_E_VALUE:
+        for (int i = 0; i < k->nsyms; i++)
+            if (k->syms[i] == e->v) return 1;
+        for (int i = 0; i < k->nparams; i++)
+            if (k->params[i] == e->v && e->v->kind == TILE_V_SCALAR && !tile_value_is_typed_scalar(e->v)) return 1;
+        return 0;
+    case TILE_E_NEG:
+    case TILE_E_NOT: return size_only(k, e->a);
+    case TILE_E_BIN: return size_only(k, e->a) && size_only(k, e->b);
+    default: return 0;
+    }
+}
+
 static void emit_stmt(cg *c, const tile_stmt *s)
 {
     strbuf e = {0};
@@ -561,6 +580,35 @@ static void emit_stmt(cg *c, const tile_stmt *s)
     }
     case TILE_S_IF:
         cg_expr(c, &e, s->e);
+        if (c->br && c->br->n < CG_CUDA_MAX_BRANCHES && size_only(c->k, s->e)) {
+            /* a size branch: with TSL_IF<n> defined the preprocessor keeps
+             * one arm, so the compiler never sees the other */
+            int n = c->br->n++;
+            c->br->cond[n] = s->e;
+            cg_line(c, "#ifndef TSL_IF%d", n);
+            cg_line(c, "if (%s)", sb_str(&e));
+            cg_line(c, "#endif");
+            cg_line(c, "#if !defined(TSL_IF%d) || TSL_IF%d", n, n);
+            cg_line(c, "{");
+            c->ind++;
+            emit_block(c, s->body);
+            c->ind--;
+            cg_line(c, "}");
+            cg_line(c, "#endif");
+            if (s->els) {
+                cg_line(c, "#ifndef TSL_IF%d", n);
+                cg_line(c, "else");
+                cg_line(c, "#endif");
+                cg_line(c, "#if !defined(TSL_IF%d) || !TSL_IF%d", n, n);
+                cg_line(c, "{");
+                c->ind++;
+                emit_block(c, s->els);
+                c->ind--;
+                cg_line(c, "}");
+                cg_line(c, "#endif");
+            }
+            break;
+        }
         cg_line(c, "if (%s) {", sb_str(&e));
         c->ind++;
         emit_block(c, s->body);
@@ -988,9 +1036,13 @@ static int has_pipeline(const tile_block *b)
 /* Shared by emit and smem_bytes: generate into *out (may be a scratch
  * strbuf), report the shared bytes. */
 static tsl_status generate(const tile_module *m, const tile_kernel *k, strbuf *out, int64_t *smem,
-                           tsl_diag *d)
+                           cg_cuda_branches *br, tsl_diag *d)
 {
     tsl_arena *ar = NULL;
+    cg_cuda_branches scratch_br;
+    memset(&scratch_br, 0, sizeof scratch_br);
+    if (!br) br = &scratch_br;
+    br->n = 0;
     if (has_pipeline(k->body)) {
         tile_module *cm = NULL;
         tsl_status st = expanded_copy(m, d, &ar, &cm);
@@ -1010,6 +1062,7 @@ static tsl_status generate(const tile_module *m, const tile_kernel *k, strbuf *o
     c.k = k;
     c.o = out;
     c.d = d;
+    c.br = ar ? NULL : br; /* the expanded copy's conditions die with it */
     c.soff = malloc(sizeof *c.soff * (size_t)(k->nvalues + 1));
     if (!c.soff) {
         arena_free(ar);
@@ -1028,14 +1081,20 @@ static tsl_status generate(const tile_module *m, const tile_kernel *k, strbuf *o
 
 tsl_status cg_cuda_emit(const tile_module *m, const tile_kernel *k, strbuf *out, tsl_diag *d)
 {
-    return generate(m, k, out, NULL, d);
+    return generate(m, k, out, NULL, NULL, d);
+}
+
+tsl_status cg_cuda_emit_branches(const tile_module *m, const tile_kernel *k, strbuf *out, cg_cuda_branches *br,
+                                 tsl_diag *d)
+{
+    return generate(m, k, out, NULL, br, d);
 }
 
 int64_t cg_cuda_smem_bytes(const tile_module *m, const tile_kernel *k, tsl_diag *d)
 {
     strbuf sb = {0};
     int64_t n = 0;
-    tsl_status st = generate(m, k, &sb, &n, d);
+    tsl_status st = generate(m, k, &sb, &n, NULL, d);
     sb_free(&sb);
     return st ? -1 : n;
 }

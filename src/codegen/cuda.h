@@ -29,6 +29,23 @@
  * instruction; TSL_OK on success. */
 tsl_status cg_cuda_emit(const tile_module *m, const tile_kernel *k, strbuf *out, tsl_diag *d);
 
+/* Size branches. An `if` whose condition reads only size symbols, int
+ * parameters and constants (the row strategy's `if D <= 1024`) is emitted
+ * as `#ifdef TSL_IF<n> if (TSL_IF<n>) #else if (cond) #endif`: compiled
+ * with -DTSL_IF<n>=0 or 1 the untaken arm folds away before optimisation,
+ * so a kernel with size classes costs one class's compile. cond[n] is the
+ * condition in kernel k itself (not filled for kernels with a pipeline,
+ * which are emitted from an expanded copy; nor past the maximum). */
+#define CG_CUDA_MAX_BRANCHES 8
+typedef struct cg_cuda_branches {
+    int n;
+    const tile_expr *cond[CG_CUDA_MAX_BRANCHES];
+} cg_cuda_branches;
+
+/* cg_cuda_emit that also lists the size branches (br may be NULL). */
+tsl_status cg_cuda_emit_branches(const tile_module *m, const tile_kernel *k, strbuf *out, cg_cuda_branches *br,
+                                 tsl_diag *d);
+
 /* The NVRTC option that selects the 64-bit index variant. */
 #define CG_CUDA_INDEX64 "-DTSL_INDEX64"
 

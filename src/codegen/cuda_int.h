@@ -25,6 +25,7 @@ typedef struct cg {
     tsl_status st;     /* first error; emission stops there */
     char names[CG_NAMEBUFS][96];
     int nameslot;
+    cg_cuda_branches *br; /* size branches emitted as TSL_IF<n> (NULL: none, e.g. after pipeline expansion) */
 } cg;
 
 /* A register tensor: coordinate(tid, l)[d] = tpart(tid, d) + lc[l*rank + d]. */

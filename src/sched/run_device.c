@@ -24,14 +24,25 @@
 enum { DEV_ERR_WORDS = 8 };
 static const int64_t DEV_I32_LIMIT = (int64_t)1 << 30;
 
-/* One launch's compiled kernel (launches of one tile kernel share it).
- * The 32-bit index variant is built when the plan is opened; the 64-bit
- * one (a second compile) only when a launch's sizes first need it. */
+/* One compiled variant of a kernel: its index width and the arm of each
+ * size branch, key = wide | arm bits << 1 (codegen/cuda.h). */
+typedef struct dev_variant {
+    unsigned key;
+    rt_cuda_module *mod;
+    rt_cuda_function fn;
+} dev_variant;
+
+/* One launch's kernel (launches of one tile kernel share it): its source,
+ * emitted once, and the variants compiled so far. A kernel without size
+ * branches has its 32-bit variant built when the plan is opened; every
+ * other variant is built the first time a launch's sizes need it. */
 typedef struct dev_kernel {
     const tile_kernel *k;
-    rt_cuda_module *mod[2];  /* [0] <entry>_i32, [1] <entry>_i64 */
-    rt_cuda_function fn[2];
-    int64_t smem;            /* dynamic shared bytes */
+    char *src;
+    cg_cuda_branches br;
+    dev_variant *var;
+    int nvar, capvar;
+    int64_t smem; /* dynamic shared bytes */
 } dev_kernel;
 
 struct sched_dev {
@@ -51,41 +62,72 @@ static tsl_status dev_nomem(tsl_diag *d)
     return TSL_ERR_NOMEM;
 }
 
-/* Emit kernel dk->k, compile its index variant wide (0: 32-bit, 1: 64-bit)
- * for the device's arch and load it. */
-static tsl_status dev_kernel_load(sched_dev *x, dev_kernel *dk, int wide, tsl_diag *d)
+/* Emit kernel dk->k: its source, size branches and shared bytes. */
+static tsl_status dev_kernel_emit(sched_dev *x, dev_kernel *dk, tsl_diag *d)
 {
-    const tile_kernel *k = dk->k;
     strbuf src = {0};
-    void *cubin = NULL;
-    size_t n = 0;
-    tsl_status st = cg_cuda_emit(x->p->m, k, &src, d);
+    tsl_status st = cg_cuda_emit_branches(x->p->m, dk->k, &src, &dk->br, d);
     if (!st) {
-        dk->smem = cg_cuda_smem_bytes(x->p->m, k, d);
+        dk->smem = cg_cuda_smem_bytes(x->p->m, dk->k, d);
         if (dk->smem < 0) st = d && d->first ? d->first : TSL_ERR_INTERNAL;
     }
-    if (!st) {
-        char name[160];
-        snprintf(name, sizeof name, "%s.cu", k->name);
-        static const char *const wide_opt[] = {CG_CUDA_INDEX64};
-        rt_cuda_options o = {0};
-        o.name = name;
-        if (wide) {
-            o.extra = wide_opt;
-            o.n_extra = 1;
+    if (!st && !(dk->src = sb_take(&src))) st = dev_nomem(d);
+    sb_free(&src);
+    return st;
+}
+
+/* The variant `key` of dk, compiled for the device's arch and loaded on
+ * first use. */
+static tsl_status dev_kernel_variant(sched_dev *x, dev_kernel *dk, unsigned key, rt_cuda_function *fn,
+                                     tsl_diag *d)
+{
+    for (int i = 0; i < dk->nvar; i++)
+        if (dk->var[i].key == key) {
+            *fn = dk->var[i].fn;
+            return TSL_OK;
         }
-        st = rt_cuda_compile(sb_str(&src), rt_cuda_device_info(x->dev)->arch, &o, &cubin, &n, NULL, d);
+    if (dk->nvar == dk->capvar) {
+        int cap = dk->capvar ? 2 * dk->capvar : 2;
+        dev_variant *v = realloc(dk->var, sizeof *v * (size_t)cap);
+        if (!v) return dev_nomem(d);
+        dk->var = v;
+        dk->capvar = cap;
     }
-    if (!st) st = rt_cuda_module_load(x->dev, cubin, n, &dk->mod[wide], d);
+    const tile_kernel *k = dk->k;
+    int wide = key & 1;
+    char defs[CG_CUDA_MAX_BRANCHES][24];
+    const char *extra[CG_CUDA_MAX_BRANCHES + 1];
+    int ne = 0;
+    if (wide) extra[ne++] = CG_CUDA_INDEX64;
+    for (int i = 0; i < dk->br.n; i++) {
+        snprintf(defs[i], sizeof defs[i], "-DTSL_IF%d=%u", i, (key >> (i + 1)) & 1u);
+        extra[ne++] = defs[i];
+    }
+    char name[160];
+    snprintf(name, sizeof name, "%s.cu", k->name);
+    rt_cuda_options o = {0};
+    o.name = name;
+    o.extra = extra;
+    o.n_extra = ne;
+    void *cubin = NULL;
+    size_t n = 0;
+    dev_variant v = {key, NULL, NULL};
+    tsl_status st = rt_cuda_compile(dk->src, rt_cuda_device_info(x->dev)->arch, &o, &cubin, &n, NULL, d);
+    if (!st) st = rt_cuda_module_load(x->dev, cubin, n, &v.mod, d);
     if (!st) {
         char entry[160], sym[192];
         cg_cuda_entry_name(k->name, entry, sizeof entry);
         snprintf(sym, sizeof sym, "%s_%s", entry, wide ? "i64" : "i32");
-        st = rt_cuda_function_get(dk->mod[wide], sym, &dk->fn[wide], d);
+        st = rt_cuda_function_get(v.mod, sym, &v.fn, d);
     }
     free(cubin);
-    sb_free(&src);
-    return st;
+    if (st) {
+        rt_cuda_module_free(v.mod);
+        return st;
+    }
+    dk->var[dk->nvar++] = v;
+    *fn = v.fn;
+    return TSL_OK;
 }
 
 tsl_status sched_dev_create(const sched_plan *p, rt_cuda_device *dev, sched_dev **out, tsl_diag *d)
@@ -114,8 +156,11 @@ tsl_status sched_dev_create(const sched_plan *p, rt_cuda_device *dev, sched_dev 
                 break;
             }
         if (x->owner[i] == i) {
-            x->kern[i].k = p->launches[i].k;
-            st = dev_kernel_load(x, &x->kern[i], 0, d);
+            dev_kernel *dk = &x->kern[i];
+            rt_cuda_function fn;
+            dk->k = p->launches[i].k;
+            st = dev_kernel_emit(x, dk, d);
+            if (!st && dk->br.n == 0) st = dev_kernel_variant(x, dk, 0, &fn, d);
         }
     }
     if (!st && nl) st = rt_cuda_alloc(dev, (size_t)nl * DEV_ERR_WORDS * 8, &x->err, d);
@@ -131,8 +176,9 @@ void sched_dev_free(sched_dev *x)
 {
     if (!x) return;
     for (int i = 0; x->kern && i < x->p->nlaunches; i++) {
-        rt_cuda_module_free(x->kern[i].mod[0]);
-        rt_cuda_module_free(x->kern[i].mod[1]);
+        for (int j = 0; j < x->kern[i].nvar; j++) rt_cuda_module_free(x->kern[i].var[j].mod);
+        free(x->kern[i].var);
+        free(x->kern[i].src);
     }
     for (int i = 0; x->temp && i < x->p->def->ntensors; i++) rt_cuda_free(x->dev, x->temp[i]);
     rt_cuda_free(x->dev, x->err);
@@ -341,9 +387,21 @@ static tsl_status dev_launch(sched_dev *x, int li, const lang_bound *b, const rt
         TSL_ASSERT(ns == nslots);
         for (int i = 0; i < ns; i++) lb.params[i] = &lb.slot[i];
     }
-    if (!st && !empty && !dk->fn[need64]) st = dev_kernel_load(x, dk, need64, d);
+    /* the variant: index width, then the arm each size branch takes */
+    unsigned key = (unsigned)need64;
+    for (int i = 0; !st && i < dk->br.n; i++) {
+        int ok = 1;
+        int64_t c = tile_expr_eval(dk->br.cond[i], dev_lookup, &lc, NULL, -1, &ok);
+        if (!ok) {
+            diag_error(d, TSL_ERR_INTERNAL, "kernel '%s': a size branch does not evaluate", k->name);
+            st = TSL_ERR_INTERNAL;
+        }
+        if (c) key |= 1u << (i + 1);
+    }
+    rt_cuda_function fn = NULL;
+    if (!st && !empty) st = dev_kernel_variant(x, dk, key, &fn, d);
     if (!st && !empty) {
-        st = rt_cuda_launch(x->dev, dk->fn[need64], grid, block, (unsigned)dk->smem, lb.params, d);
+        st = rt_cuda_launch(x->dev, fn, grid, block, (unsigned)dk->smem, lb.params, d);
         if (!st) x->last_launches++;
     }
     dev_launch_buf_free(&lb);

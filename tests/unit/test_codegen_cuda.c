@@ -676,6 +676,25 @@ static void test_emulated_matches_interp(void)
  * as CUDA in the host emulation against the interpreter: every size class
  * with tails (rows not a multiple of the warps, columns not of the 16-byte
  * runs), so the wide-load fast path and its element-wise fallback both run. */
+/* Size-branch conditions of the row tests: symbols from symv, the int
+ * parameters N and D (the flat form's) by name. */
+typedef struct branch_lookup {
+    const tile_kernel *k;
+    const int64_t *symv;
+    int64_t N, D;
+} branch_lookup;
+
+static int64_t branch_value(void *ctx, const tile_value *v, int *ok)
+{
+    const branch_lookup *b = ctx;
+    for (int i = 0; i < b->k->nsyms; i++)
+        if (b->k->syms[i] == v) return b->symv[i];
+    if (!strcmp(v->name, "N")) return b->N;
+    if (!strcmp(v->name, "D")) return b->D;
+    *ok = 0;
+    return 0;
+}
+
 static void test_emulated_row_kernels(void)
 {
     if (!have_cxx()) return;
@@ -713,10 +732,13 @@ static void test_emulated_row_kernels(void)
             CHECK(tile_parse(p.ar, &s2, &d, &p.m) == TSL_OK);
             const tile_kernel *k = p.m ? p.m->kernels[0] : NULL;
             strbuf src = {0};
-            void *h = NULL;
-            if (k && cg_cuda_emit(p.m, k, &src, &d) == TSL_OK) h = emu_build(sb_str(&src), k->name);
-            CHECK_MSG(h != NULL, "%s: no emulation: %s", progs[pi].name, sb_str(&d.msg));
-            for (size_t si = 0; h && si < TSL_COUNTOF(sizes); si++) {
+            cg_cuda_branches br;
+            int emitted = k && cg_cuda_emit_branches(p.m, k, &src, &br, &d) == TSL_OK;
+            CHECK_MSG(emitted, "%s: %s", progs[pi].name, sb_str(&d.msg));
+            /* the generic source (no TSL_IF defined) is checked at the
+             * first size, each size's specialisation (the arms its sizes
+             * take, as the runtime compiles it) at every size */
+            for (size_t si = 0; emitted && si < TSL_COUNTOF(sizes); si++) {
                 int64_t symv[16] = {0};
                 int64_t N = sizes[si][0], D = sizes[si][1];
                 /* the flat form's extents are X_n = N * D, its N and D int parameters */
@@ -725,8 +747,24 @@ static void test_emulated_row_kernels(void)
                     size_t l = strlen(nm);
                     symv[i] = !strcmp(nm, "N") ? N : !strcmp(nm, "D") ? D : l > 2 && !strcmp(nm + l - 2, "_n") ? N * D : 1;
                 }
+                strbuf vs = {0};
+                branch_lookup bl = {k, symv, N, D};
+                for (int b = 0; si > 0 && b < br.n; b++) {
+                    int ok = 1;
+                    int64_t c = tile_expr_eval(br.cond[b], branch_value, &bl, NULL, -1, &ok);
+                    CHECK_MSG(ok, "%s: size branch %d does not evaluate", progs[pi].name, b);
+                    sb_printf(&vs, "#define TSL_IF%d %d\n", b, c ? 1 : 0);
+                }
+                sb_puts(&vs, sb_str(&src));
+                void *h = emu_build(sb_str(&vs), k->name);
+                sb_free(&vs);
+                CHECK_MSG(h != NULL, "%s: no emulation: %s", progs[pi].name, sb_str(&d.msg));
+                if (!h) break;
                 run_set want, got;
-                if (!make_set(k, symv, &want)) break;
+                if (!make_set(k, symv, &want)) {
+                    dlclose(h);
+                    break;
+                }
                 for (int i = 0; i < want.n; i++)
                     if (!want.t[i] && (!strcmp(want.args[i].name, "N") || !strcmp(want.args[i].name, "D")))
                         want.args[i].ival = !strcmp(want.args[i].name, "N") ? N : D;
@@ -734,6 +772,7 @@ static void test_emulated_row_kernels(void)
                     CHECK_MSG(0, "%s: the interpreter does not run it", progs[pi].name);
                     set_free(&want);
                     for (int i = 0; i < got.n; i++) tsl_tensor_free(got.t[i]);
+                    dlclose(h);
                     break;
                 }
                 int ran = emu_run(h, p.m, k, symv, &got);
@@ -746,8 +785,8 @@ static void test_emulated_row_kernels(void)
                 compared += ran;
                 set_free(&want);
                 set_free(&got);
+                dlclose(h);
             }
-            if (h) dlclose(h);
             sb_free(&src);
             arena_free(p.ar);
             free(p.text);
