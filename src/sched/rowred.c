@@ -771,8 +771,9 @@ static void rr_prefetch(rr *R, int i, const graph_expr *e)
  * streaming path loops over groups of SCHED_RR_UNROLL chunks, their loads
  * first; the single-chunk path has one chunk at column 0; the flat form
  * the block's chunk (R->off set by the caller). */
-static void rr_pass(rr *R, int i, tile_value *acc)
+static tile_value *rr_pass(rr *R, int i, int reduce, tile_value *acc)
 {
+    tile_value *last = NULL;
     R->pass++;
     const graph_op *op = &R->g->ops[R->grp->first + i];
     int loop = !R->flat && !R->chunked && !R->single, U = loop ? SCHED_RR_UNROLL : 1;
@@ -791,7 +792,7 @@ static void rr_pass(rr *R, int i, tile_value *acc)
             R->off = rr_ibin(R, TILE_OP_ADD, base, tile_expr_int(R->m, (int64_t)u * R->width));
             if (step == 0) {
                 rr_prefetch(R, i, op->body);
-            } else if (!acc) {
+            } else if (!reduce) {
                 /* the value as rounded to its dtype: no cast back and forth */
                 rr_value(R, i, RR_ROW);
                 rr_store(R, rr_memo_get(R, 41, i, RR_ROW), op->operands[0].tensor, RR_PAT_FULL);
@@ -800,6 +801,8 @@ static void rr_pass(rr *R, int i, tile_value *acc)
                 tile_operand sa[3] = {tile_operand_tensor(rr_valid(R)), tile_operand_tensor(x),
                                       tile_operand_scalar(rr_identity(R, op->assign))};
                 x = rr_emit(R, TILE_I_SELECT, "m", 3, sa);
+                last = x;
+                if (!acc) continue; /* one chunk: reduced as it is, no accumulator */
                 tile_stmt *c = tile_build_instr(&R->b, rr_combine(op->assign), NULL);
                 tile_instr_arg(R->m, &c->instr, tile_operand_tensor(acc));
                 tile_instr_arg(R->m, &c->instr, tile_operand_tensor(x));
@@ -809,6 +812,7 @@ static void rr_pass(rr *R, int i, tile_value *acc)
     R->sub = 0;
     R->off = base;
     if (loop) tile_build_pop(&R->b);
+    return acc ? acc : last;
 }
 
 static void rr_lower_op(rr *R, int i)
@@ -817,15 +821,19 @@ static void rr_lower_op(rr *R, int i)
     int lhs = op->operands[0].tensor;
     tsl_dtype lt = R->def->tensors[lhs]->dtype;
     if (R->kind[i] == RR_FULL) {
-        if (rr_materialized(R, i)) rr_pass(R, i, NULL); /* else recomputed where it is read */
+        if (rr_materialized(R, i)) rr_pass(R, i, 0, NULL); /* else recomputed where it is read */
         return;
     }
     tile_value *one;
     if (R->kind[i] == RR_SCALAR) {
         one = rr_as_tile(R, rr_num(R, rr_expr(R, i, op->body, RR_ONE)), RR_ONE);
     } else {
-        tile_value *acc = rr_fill(R, RR_ROW, R->ct, rr_identity(R, op->assign));
-        rr_pass(R, i, acc);
+        /* a pass over one chunk reduces its masked values directly; a loop
+         * over chunks accumulates them first (an accumulator per element
+         * costs as many registers as the chunk) */
+        int one_chunk = R->flat || R->chunked || R->single;
+        tile_value *acc = one_chunk ? NULL : rr_fill(R, RR_ROW, R->ct, rr_identity(R, op->assign));
+        acc = rr_pass(R, i, 1, acc);
         tile_op ro = op->assign == LANG_MAX_EQ ? TILE_I_REDUCE_MAX
                      : op->assign == LANG_MIN_EQ ? TILE_I_REDUCE_MIN
                                                  : TILE_I_REDUCE_SUM;
