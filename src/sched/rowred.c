@@ -1019,6 +1019,11 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
          * stream. The grid is N / G blocks when the warp class runs, N
          * otherwise: cdiv(N, 1 + (G - 1) * (D <= warp width)). */
         static const rr_class gpu[] = {{SCHED_RR_SHORT_ROWS, SCHED_RR_SHORT_LOCALS}, {0, SCHED_RR_BLOCK_LOCALS}};
+        /* several row dims: no warp class, so short rows (attention's 384)
+         * get a block class of 4 a thread before the 32 a thread one, not
+         * a 8192-wide block that is 95% masked lanes (each class is
+         * compiled only when its sizes run: codegen/cuda.h size branches) */
+        static const rr_class gpu_rows[] = {{0, 4}, {0, SCHED_RR_BLOCK_LOCALS}};
         int warp = rows == 1, G = R->threads / 32, K = G / SCHED_RR_SHORT_ROWS;
         if (warp) {
             tile_expr *le = tile_expr_bin(R->m, TILE_OP_LE, R->colext,
@@ -1027,7 +1032,10 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
                                            tile_expr_bin(R->m, TILE_OP_MUL, tile_expr_int(R->m, SCHED_RR_SHORT_ROWS - 1), le));
             R->k->grid[0] = tile_expr_bin(R->m, TILE_OP_CDIV, R->k->grid[0], per);
         }
-        rr_lower_paths(R, gpu + !warp, (int)TSL_COUNTOF(gpu) - !warp, SCHED_RR_STREAM_LOCALS);
+        if (warp)
+            rr_lower_paths(R, gpu, (int)TSL_COUNTOF(gpu), SCHED_RR_STREAM_LOCALS);
+        else
+            rr_lower_paths(R, gpu_rows, (int)TSL_COUNTOF(gpu_rows), SCHED_RR_STREAM_LOCALS);
     }
     return 1;
 }

@@ -27,6 +27,13 @@
 static const struct prog {
     const char *name, *src;
 } progs[] = {
+    /* two row dims (B is 3): the GPU plan has no warp class for these */
+    {"bsoftmax", "def bsoftmax(T(B,N,D) X) -> (Y) {\n"
+                 "  mx(b,n) max=! X(b,n,d)\n"
+                 "  e(b,n,d) = exp(X(b,n,d) - mx(b,n))\n"
+                 "  s(b,n) +=! e(b,n,d)\n"
+                 "  Y(b,n,d) = e(b,n,d) / s(b,n)\n"
+                 "}\n"},
     {"softmax", "def softmax(T(N,D) X) -> (Y) {\n"
                 "  mx(n) max=! X(n,d)\n"
                 "  e(n,d) = exp(X(n,d) - mx(n))\n"
@@ -140,7 +147,7 @@ static void compare(const lowered *L, int64_t rows, int64_t len, sched_kernel_fn
     tsl_arena *a = arena_create();
     int64_t *sz = arena_alloc(a, sizeof *sz * (size_t)(def->nsizes + 1));
     for (int i = 0; i < def->nsizes; i++)
-        sz[i] = !strcmp(def->sizes[i], "N") ? rows : !strcmp(def->sizes[i], "D") ? len : 1;
+        sz[i] = !strcmp(def->sizes[i], "N") ? rows : !strcmp(def->sizes[i], "D") ? len : !strcmp(def->sizes[i], "B") ? 3 : 1;
     tsl_diag d = {0};
     lang_bound *b = NULL;
     tsl_status st = lang_bind(a, def, sz, &b, &d);
