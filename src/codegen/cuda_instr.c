@@ -885,9 +885,14 @@ static void scalar_value(cg *c, strbuf *sb, const tile_operand *o)
 static int ew_operand(cg *c, const tile_operand *o, const rinfo *rd, tile_dtype odt, strbuf *out)
 {
     if (!o->v || o->v->kind == TILE_V_SCALAR) {
+        /* converted once, before the loop: the conversion (the
+         * interpreter's rounding, with its NaN test) is not hoisted by
+         * the compiler out of a fully unrolled loop */
         strbuf v = {0};
         scalar_value(c, &v, o);
-        sb_printf(out, "tsl_c(tsl_to<%s>::f(%s))", cg_ctype(odt), sb_str(&v));
+        int id = c->uid++;
+        cg_line(c, "const %s tsl_s%d = tsl_to<%s>::f(%s);", cg_ctype(odt), id, cg_ctype(odt), sb_str(&v));
+        sb_printf(out, "tsl_c(tsl_s%d)", id);
         sb_free(&v);
         return 1;
     }
