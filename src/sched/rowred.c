@@ -901,6 +901,30 @@ static void rr_set_form(rr *R, int warp, int locals)
     TSL_ASSERT(R->lay_vec && R->lay_row && R->lay_two && R->lay_g1 && R->lay_one);
 }
 
+/* The tensors the group reads from memory along the row (full rows and
+ * column vectors, each counted once): each holds a thread's elements in
+ * registers while its pass runs. */
+static int rr_streams(const rr *R)
+{
+    int n = 0;
+    for (int i = 0; i < R->grp->nops; i++) {
+        const graph_op *op = &R->g->ops[R->grp->first + i];
+        for (int j = 1; j < op->noperands; j++) {
+            const graph_operand *o = &op->operands[j];
+            rr_pat pt = rr_pattern(R, op, o);
+            if (pt == RR_PAT_ROW || rr_written_in_group(R, o->tensor)) continue;
+            int seen = 0;
+            for (int i2 = 0; i2 <= i && !seen; i2++) {
+                const graph_op *op2 = &R->g->ops[R->grp->first + i2];
+                for (int j2 = 1; j2 < (i2 == i ? j : op2->noperands); j2++)
+                    if (op2->operands[j2].tensor == o->tensor) seen = 1;
+            }
+            n += !seen;
+        }
+    }
+    return n;
+}
+
 /* The size classes of the row forms, tried in order by row length:
  *   if D <= width(class 0) { whole row in registers } else if ... else {
  *   chunk loops of the streaming width }
@@ -1032,6 +1056,7 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
                                            tile_expr_bin(R->m, TILE_OP_MUL, tile_expr_int(R->m, SCHED_RR_SHORT_ROWS - 1), le));
             R->k->grid[0] = tile_expr_bin(R->m, TILE_OP_CDIV, R->k->grid[0], per);
         }
+        R->k->min_blocks = rr_streams(R) <= 1 ? SCHED_RR_MIN_BLOCKS_ONE : 0;
         if (warp)
             rr_lower_paths(R, gpu, (int)TSL_COUNTOF(gpu), SCHED_RR_STREAM_LOCALS);
         else

@@ -196,7 +196,7 @@ static const char *const reserved[] = {
     "while",  "pipeline", "threads", "indices", "decomp", "init",      "fill",   "dim",
     "bytes",  "atom",  "on",      "at",     "layout",    "strides",    "block_idx",
     "thread_idx", "min", "max",   "cdiv",   "inf",       "nan",        "global", "shared",
-    "register", "int", "grid",    "stages", "out",       "tile",       "local",  "smem_budget",
+    "register", "int", "grid",    "stages", "out",       "tile",       "local",  "smem_budget", "min_blocks",
     "mask",
 };
 
@@ -1034,7 +1034,8 @@ static void parse_param(parser *P)
 }
 
 /* kernel := 'kernel' NAME '(' [param {',' param}] ')' 'grid' '(' exprs ')'
- *           'threads' '(' INT ')' ['smem_budget' '(' INT ')'] block */
+ *           'threads' '(' INT ')' ['smem_budget' '(' INT ')'] ['min_blocks' '(' INT ')']
+ *           block */
 static void parse_kernel(parser *P)
 {
     size_t kpos = P->tok.pos;
@@ -1074,6 +1075,15 @@ static void parse_kernel(parser *P)
         P->k->smem_budget = expect_int(P, "the shared-memory budget in bytes");
         if (P->k->smem_budget < 1) fail(P, bpos, "the shared-memory budget must be positive");
         expect(P, ")", "after the budget");
+    }
+    if (is_kw(P, "min_blocks")) {
+        lex_next(P);
+        expect(P, "(", "after 'min_blocks'");
+        size_t bpos = P->tok.pos;
+        int64_t mb = expect_int(P, "the blocks per multiprocessor");
+        if (mb < 1 || mb > 32) fail(P, bpos, "min_blocks(%lld) is not in 1..32", (long long)mb);
+        P->k->min_blocks = (int)mb;
+        expect(P, ")", "after the block count");
     }
     P->k->body = parse_block(P);
 }

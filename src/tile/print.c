@@ -305,6 +305,7 @@ void tile_print_kernel(strbuf *sb, const tile_kernel *k)
     print_exprs(sb, (tile_expr **)k->grid, k->ngrid);
     sb_printf(sb, ") threads(%d)", k->threads);
     if (k->smem_budget) sb_printf(sb, " smem_budget(%lld)", (long long)k->smem_budget);
+    if (k->min_blocks) sb_printf(sb, " min_blocks(%d)", k->min_blocks);
     sb_putc(sb, ' ');
     print_braced(sb, k->body, 0);
     sb_putc(sb, '\n');

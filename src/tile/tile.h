@@ -428,6 +428,7 @@ typedef struct tile_kernel {
     tile_expr *grid[3];
     int threads;         /* threads per block */
     int64_t smem_budget; /* bytes; 0 = none stated */
+    int min_blocks;      /* blocks per SM the GPU code is to fit (registers); 0 = none stated */
     tile_block *body;
     tile_value **values; /* every value by id */
     int nvalues, capvalues;

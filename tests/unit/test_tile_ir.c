@@ -442,6 +442,8 @@ static const bad_case parse_cases[] = {
     {"big integer", "kernel k() grid(1) threads(32) {\n  let a = 99999999999999999999\n}\n",
      "bad.tile:2:11: error:", "integer literal too large"},
     {"threads range", "kernel k() grid(1) threads(2048) {\n}\n", "bad.tile:1:28: error:", "threads(2048) is not in 1..1024"},
+    {"min_blocks range", "kernel k() grid(1) threads(32) min_blocks(0) {\n}\n", "bad.tile:1:43: error:",
+     "min_blocks(0) is not in 1..32"},
     {"grid dims", "kernel k() grid(1, 2, 3, 4) threads(32) {\n}\n", "bad.tile:1:17: error:",
      "a grid has 1 to 3 dimensions, not 4"},
     {"stages", "kernel k(A: global f16[8]) grid(1) threads(32) {\n  pipeline(grid=(i: 2), stages=0, in=[], out=[]) {\n  }\n}\n",
