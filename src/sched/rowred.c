@@ -760,7 +760,10 @@ static void rr_prefetch(rr *R, int i, const graph_expr *e)
             return;
         }
         rr_pat pt = rr_pattern(R, op, o);
-        if (pt != RR_PAT_ROW) rr_load_chunk(R, o->tensor, pt);
+        /* on the GPU a column vector (layernorm's gamma, beta) is loaded
+         * where it is used: prefetched, a thread holds all of them beside
+         * its row (128 registers); they are L2 hits, each row reads them */
+        if (pt == RR_PAT_FULL || (pt == RR_PAT_COL && !R->gpu)) rr_load_chunk(R, o->tensor, pt);
         return;
     }
     for (int j = 0; j < e->nargs; j++) rr_prefetch(R, i, e->args[j]);
@@ -1056,7 +1059,7 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
                                            tile_expr_bin(R->m, TILE_OP_MUL, tile_expr_int(R->m, SCHED_RR_SHORT_ROWS - 1), le));
             R->k->grid[0] = tile_expr_bin(R->m, TILE_OP_CDIV, R->k->grid[0], per);
         }
-        R->k->min_blocks = rr_streams(R) <= 1 ? SCHED_RR_MIN_BLOCKS_ONE : 0;
+        R->k->min_blocks = rr_streams(R) <= SCHED_RR_MIN_BLOCKS_STREAMS ? SCHED_RR_MIN_BLOCKS : 0;
         if (warp)
             rr_lower_paths(R, gpu, (int)TSL_COUNTOF(gpu), SCHED_RR_STREAM_LOCALS);
         else

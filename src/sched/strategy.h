@@ -68,14 +68,16 @@ int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp);
 #define SCHED_RR_BLOCK_LOCALS 32
 #endif
 #define SCHED_RR_STREAM_LOCALS 8
-/* Row kernels that stream one tensor (softmax, row sums) ask for this many
- * blocks per SM (min_blocks: 80 registers at 256 threads, no spills): on
- * an H200 softmax f16 gained 8-9% at 3 against 2; 4 spilled and lost at
- * D = 1024. Kernels with more streams (layernorm's X, gamma, beta) state
- * none: at 3 they spill 340-392 bytes. */
-#ifndef SCHED_RR_MIN_BLOCKS_ONE
-#define SCHED_RR_MIN_BLOCKS_ONE 3
+/* GPU row kernels that stream at most SCHED_RR_MIN_BLOCKS_STREAMS tensors
+ * (full rows and column vectors) ask for SCHED_RR_MIN_BLOCKS blocks per SM
+ * (min_blocks: 80 registers at 256 threads). On an H200: softmax f16
+ * +8-9% at 3 against 2 (no spills), 4 spilled and lost at D = 1024;
+ * layernorm f16 (X, gamma, beta; gamma and beta loaded where used)
+ * +12-15% at 3 with 12-52 spilled bytes. More streams: none stated. */
+#ifndef SCHED_RR_MIN_BLOCKS
+#define SCHED_RR_MIN_BLOCKS 3
 #endif
+#define SCHED_RR_MIN_BLOCKS_STREAMS 3
 #define SCHED_EW_THREADS_GPU 256
 #define SCHED_EW_LOCALS_GPU 8
 /* Chunks per iteration of the streaming path (their loads issued first).

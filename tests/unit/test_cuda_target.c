@@ -133,7 +133,11 @@ static void test_examples_compile_nvrtc(void)
                     if (cs == TSL_OK) {
                         rt_ptxas_report r;
                         rt_cuda_ptxas_parse(log, &r);
-                        if (r.found < 1 || r.spill_stores || r.spill_loads || r.stack_frame) {
+                        /* a kernel that states min_blocks trades a few spilled
+                         * bytes for occupancy (measured faster: docs/sched.md);
+                         * any other kernel must not spill at all */
+                        int allow = k->min_blocks ? 128 : 0;
+                        if (r.found < 1 || r.spill_stores > allow || r.spill_loads > allow || r.stack_frame > allow) {
                             sb_printf(&bad, "  %s:%s:%s %s: %s spill stores %d, loads %d bytes, stack frame %d bytes\n",
                                       base, def->name, k->name, archs[ar], r.found ? "" : "no ptxas report;",
                                       r.spill_stores, r.spill_loads, r.stack_frame);

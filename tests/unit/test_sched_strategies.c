@@ -324,8 +324,13 @@ static void test_nvrtc(void)
                 if (st == TSL_OK) {
                     rt_ptxas_report r;
                     rt_cuda_ptxas_parse(log, &r);
-                    CHECK_MSG(r.found >= 1 && r.spill_stores == 0 && r.spill_loads == 0 && r.stack_frame == 0,
-                              "%s: spills %d/%d, stack %d", k->name, r.spill_stores, r.spill_loads, r.stack_frame);
+                    /* min_blocks kernels may spill a little (occupancy bought
+                     * with a few L1-resident bytes, measured faster); others not */
+                    int allow = k->min_blocks ? 128 : 0;
+                    CHECK_MSG(r.found >= 1 && r.spill_stores <= allow && r.spill_loads <= allow &&
+                                  r.stack_frame <= allow,
+                              "%s: spills %d/%d, stack %d (allowed %d)", k->name, r.spill_stores, r.spill_loads,
+                              r.stack_frame, allow);
                     printf("    %s (%s): %d registers, spills %d/%d, stack %d\n", k->name, dtypes[di], r.registers,
                            r.spill_stores, r.spill_loads, r.stack_frame);
                 }
