@@ -1,15 +1,24 @@
 /* sched_runners.h — kernel runners (sched_kernel_fn) the scheduler tests
  * share: the tile interpreter with blocks in a shuffled order (seeded from
  * the test's randomness, so inter-block dependences show), and the CPU
- * target's cg_c_run. Defined in tests/unit/sched_runners.c. */
+ * target's cg_c_run; an NVRTC check of every size arm. Defined in tests/unit/sched_runners.c. */
 #ifndef TSL_TEST_SCHED_RUNNERS_H
 #define TSL_TEST_SCHED_RUNNERS_H
 
 #include "sched/sched.h"
+#include "runtime/runtime.h"
 
 tsl_status test_run_tile_interp(void *ctx, const tile_module *m, const tile_kernel *k,
                                 const tile_interp_arg *args, int nargs, tsl_diag *d);
 tsl_status test_run_cpu(void *ctx, const tile_module *m, const tile_kernel *k,
                         const tile_interp_arg *args, int nargs, tsl_diag *d);
+
+/* NVRTC over every size specialisation of kernel k (the arms the CUDA
+ * runtime may compile: codegen/cuda.h) for arch: the worst of their ptxas
+ * reports in *worst (registers, spills, stack: the most of any arm; found:
+ * how many arms reported) and the number of arms in *narms. TSL_OK when
+ * every arm compiled; else the first failure in d. */
+tsl_status test_nvrtc_arms(const tile_module *m, const tile_kernel *k, const char *arch, rt_ptxas_report *worst,
+                           int *narms, tsl_diag *d);
 
 #endif

@@ -583,16 +583,20 @@ static void emit_stmt(cg *c, const tile_stmt *s)
         if (c->br && c->br->n < CG_CUDA_MAX_BRANCHES && size_only(c->k, s->e)) {
             /* a size branch: with TSL_IF<n> defined the preprocessor keeps
              * one arm, so the compiler never sees the other */
-            int n = c->br->n++;
+            int n = c->br->n++, up = c->br_parent, uparm = c->br_arm;
             c->br->cond[n] = s->e;
+            c->br->parent[n] = up;
+            c->br->arm[n] = uparm;
             cg_line(c, "#ifndef TSL_IF%d", n);
             cg_line(c, "if (%s)", sb_str(&e));
             cg_line(c, "#endif");
             cg_line(c, "#if !defined(TSL_IF%d) || TSL_IF%d", n, n);
             cg_line(c, "{");
             c->ind++;
+            c->br_parent = n;
+            c->br_arm = 1;
             emit_block(c, s->body);
-            c->ind--;
+            c->br_arm = 0;
             cg_line(c, "}");
             cg_line(c, "#endif");
             if (s->els) {
@@ -607,6 +611,8 @@ static void emit_stmt(cg *c, const tile_stmt *s)
                 cg_line(c, "}");
                 cg_line(c, "#endif");
             }
+            c->br_parent = up;
+            c->br_arm = uparm;
             break;
         }
         cg_line(c, "if (%s) {", sb_str(&e));
@@ -1064,6 +1070,7 @@ static tsl_status generate(const tile_module *m, const tile_kernel *k, strbuf *o
     c.o = out;
     c.d = d;
     c.br = ar ? NULL : br; /* the expanded copy's conditions die with it */
+    c.br_parent = -1;
     c.soff = malloc(sizeof *c.soff * (size_t)(k->nvalues + 1));
     if (!c.soff) {
         arena_free(ar);
@@ -1098,4 +1105,21 @@ int64_t cg_cuda_smem_bytes(const tile_module *m, const tile_kernel *k, tsl_diag 
     tsl_status st = generate(m, k, &sb, &n, NULL, d);
     sb_free(&sb);
     return st ? -1 : n;
+}
+
+int cg_cuda_branch_leaves(const cg_cuda_branches *br, unsigned *keys, int max)
+{
+    int count = 0;
+    for (unsigned v = 0; v < (1u << br->n); v++) {
+        /* the branches v's path reaches; v is a leaf's key when it sets no other */
+        unsigned reached = 0;
+        for (int b = 0; b < br->n; b++) {
+            int p = br->parent[b];
+            if (p < 0 || ((reached >> p & 1u) && (v >> p & 1u) == (unsigned)br->arm[b])) reached |= 1u << b;
+        }
+        if (v & ~reached) continue;
+        if (count < max) keys[count] = v;
+        count++;
+    }
+    return count;
 }

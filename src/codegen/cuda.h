@@ -40,7 +40,14 @@ tsl_status cg_cuda_emit(const tile_module *m, const tile_kernel *k, strbuf *out,
 typedef struct cg_cuda_branches {
     int n;
     const tile_expr *cond[CG_CUDA_MAX_BRANCHES];
+    int parent[CG_CUDA_MAX_BRANCHES]; /* the branch it is nested in, or -1 */
+    int arm[CG_CUDA_MAX_BRANCHES];    /* in the parent's then (1) or else (0) arm */
 } cg_cuda_branches;
+
+/* The kernel's distinct specialisations: each a bit set (bit n = the
+ * value of TSL_IF<n>; branches its path does not reach are 0). Writes up
+ * to max into keys; returns how many there are. */
+int cg_cuda_branch_leaves(const cg_cuda_branches *br, unsigned *keys, int max);
 
 /* cg_cuda_emit that also lists the size branches (br may be NULL). */
 tsl_status cg_cuda_emit_branches(const tile_module *m, const tile_kernel *k, strbuf *out, cg_cuda_branches *br,

@@ -822,8 +822,12 @@ done:
 
 /* Text of one slot's operation on numbers x, y, z (C expressions of the
  * math type); `fl`: float math, `in`: integer operands. */
-static const char *ew_text(tile_op op, int fl, int in)
+static const char *ew_text(tile_op op, int fl, int in, int approx)
 {
+    /* `.approx` in f32 math: the hardware's ex2 / rcp (a few ulp; the
+     * scheduler asks for it where a 16-bit rounding follows) */
+    if (approx && fl && op == TILE_I_EXP) return "__expf(x)";
+    if (approx && fl && op == TILE_I_SIGMOID) return "__frcp_rn(1.0f + __expf(-(x)))";
     switch (op) {
     case TILE_I_NEG: return "(-(x))";
     case TILE_I_ABS: return fl ? "fabsf(x)" : "fabs(x)";
@@ -993,7 +997,7 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
         }
         declare(c, s, &rd);
         const char *mt = imath ? "long long" : fl ? "float" : "double";
-        const char *text = ew_text(in->op, fl, isint);
+        const char *text = ew_text(in->op, fl, isint, in->approx);
         if (imath && in->op == TILE_I_DIV) text = "((y) == 0 ? 0LL : (x) / (y))";
         if (imath && in->op == TILE_I_MOD) text = "((y) == 0 ? 0LL : (x) % (y))";
         if (imath && in->op == TILE_I_ABS) text = "((x) < 0 ? -(x) : (x))";

@@ -26,6 +26,7 @@ typedef struct cg {
     char names[CG_NAMEBUFS][96];
     int nameslot;
     cg_cuda_branches *br; /* size branches emitted as TSL_IF<n> (NULL: none, e.g. after pipeline expansion) */
+    int br_parent, br_arm;  /* the size branch arm being emitted (-1: none) */
 } cg;
 
 /* A register tensor: coordinate(tid, l)[d] = tpart(tid, d) + lc[l*rank + d]. */

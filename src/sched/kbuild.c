@@ -78,3 +78,9 @@ tile_expr *sched_kb_sexpr(tile_module *m, tile_kernel *k, sched_launch *l, const
     TSL_ASSERT(0 && "unknown size expression");
     return NULL;
 }
+
+int sched_kb_approx_ok(tsl_dtype lhs, tsl_dtype math)
+{
+    const dtype_info *di = dtype_info_of(lhs);
+    return math == TSL_DTYPE_F32 && di->is_float && di->bits <= 16;
+}

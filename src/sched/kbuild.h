@@ -26,4 +26,10 @@ tile_expr *sched_kb_size(tile_module *m, tile_kernel *k, sched_launch *l, const 
 tile_expr *sched_kb_sexpr(tile_module *m, tile_kernel *k, sched_launch *l, const lang_def *def,
                           tile_expr **size, const lang_sexpr *e);
 
+/* May a transcendental (exp, sigmoid, tanh) computed in `math` for a
+ * statement storing `lhs` use its fast form (`OP.approx`)? Yes when the
+ * math is f32 and the result is rounded to a float of 16 bits or fewer:
+ * the fast forms' few f32 ulp lie far under that rounding. */
+int sched_kb_approx_ok(tsl_dtype lhs, tsl_dtype math);
+
 #endif

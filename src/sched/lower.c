@@ -445,7 +445,12 @@ static lval lower_expr(lower *L, const graph_expr *e, tile_value *mask)
         }
         lval x = lower_expr(L, e->args[0], mask);
         tile_operand o = tile_operand_tensor(as_tile(L, x, ty));
-        return tile_of(emit(L, unop_of(src->op), "v", 1, &o), ty);
+        tile_stmt *st = tile_build_instr(&L->b, unop_of(src->op), fresh(L, "v"));
+        tile_instr_arg(L->m, &st->instr, o);
+        tile_instr_infer(st);
+        st->instr.approx = tile_op_has_approx(st->instr.op) &&
+                           sched_kb_approx_ok(L->def->tensors[L->op->operands[0].tensor]->dtype, ty);
+        return tile_of(st->instr.result, ty);
     }
     case LANG_E_CAST: {
         lval x = lower_expr(L, e->args[0], mask);

@@ -672,7 +672,12 @@ static rv rr_expr_at(rr *R, int i, const graph_expr *e, rr_shape sh)
             return rr_bin(R, bo, x, y, sh);
         }
         tile_operand a = tile_operand_tensor(rr_as_tile(R, rr_num(R, x), sh));
-        return (rv){.t = rr_emit(R, rr_unop(s->op), "f", 1, &a)};
+        tile_stmt *st = tile_build_instr(&R->b, rr_unop(s->op), rr_fresh(R, "f"));
+        tile_instr_arg(R->m, &st->instr, a);
+        tile_instr_infer(st);
+        st->instr.approx = tile_op_has_approx(st->instr.op) &&
+                           sched_kb_approx_ok(R->def->tensors[op->operands[0].tensor]->dtype, R->ct);
+        return (rv){.t = st->instr.result};
     }
     case LANG_E_CAST: {
         rv x = rr_expr(R, i, e->args[0], sh);
@@ -801,9 +806,11 @@ static tile_value *rr_pass(rr *R, int i, int reduce, tile_value *acc)
                 rr_store(R, rr_memo_get(R, 41, i, RR_ROW), op->operands[0].tensor, RR_PAT_FULL);
             } else {
                 tile_value *x = rr_as_tile(R, rr_num(R, rr_expr(R, i, op->body, RR_ROW)), RR_ROW);
-                tile_operand sa[3] = {tile_operand_tensor(rr_valid(R)), tile_operand_tensor(x),
-                                      tile_operand_scalar(rr_identity(R, op->assign))};
-                x = rr_emit(R, TILE_I_SELECT, "m", 3, sa);
+                if (!R->full) {
+                    tile_operand sa[3] = {tile_operand_tensor(rr_valid(R)), tile_operand_tensor(x),
+                                          tile_operand_scalar(rr_identity(R, op->assign))};
+                    x = rr_emit(R, TILE_I_SELECT, "m", 3, sa);
+                }
                 last = x;
                 if (!acc) continue; /* one chunk: reduced as it is, no accumulator */
                 tile_stmt *c = tile_build_instr(&R->b, rr_combine(op->assign), NULL);
@@ -954,7 +961,26 @@ static void rr_lower_paths(rr *R, const rr_class *cls, int n, int stream_locals)
     R->single = 1;
     tile_expr *row0 = R->rowc[0];
     if (R->warp) R->rowc[0] = rr_ibin(R, TILE_OP_MUL, tile_expr_block_idx(R->m, 0), tile_expr_int(R->m, R->warp));
-    for (int i = 0; i < R->grp->nops; i++) rr_lower_op(R, i);
+    if (R->gpu) {
+        /* a row of exactly the class's width (the common 1024, 8192) gets
+         * its own arm without the tail masks of the reductions: an iota, a
+         * compare and a select less per element and reduction (the CUDA
+         * runtime compiles only the arm the sizes take) */
+        tile_stmt *f = tile_build_stmt(&R->b, TILE_S_IF);
+        f->e = tile_expr_bin(R->m, TILE_OP_EQ, R->colext, tile_expr_int(R->m, R->width));
+        f->body = tile_block_new(R->m);
+        f->els = tile_block_new(R->m);
+        tile_build_push(&R->b, f->body);
+        R->full = 1;
+        for (int i = 0; i < R->grp->nops; i++) rr_lower_op(R, i);
+        R->full = 0;
+        tile_build_pop(&R->b);
+        tile_build_push(&R->b, f->els);
+        for (int i = 0; i < R->grp->nops; i++) rr_lower_op(R, i);
+        tile_build_pop(&R->b);
+    } else {
+        for (int i = 0; i < R->grp->nops; i++) rr_lower_op(R, i);
+    }
     R->rowc[0] = row0;
     tile_build_pop(&R->b);
     tile_build_push(&R->b, s->els);

@@ -29,6 +29,9 @@ typedef struct rr {
     int rows;               /* row dims: vars [0, rows); var `rows` is the column */
     int flat;               /* flat form: the whole box is one row, a chunk per block */
     int single;             /* row forms: this path holds the whole row in one chunk */
+    int full;               /* single path taken only when the row is exactly one
+                             * chunk (D == width): no lane is past the row, so
+                             * reductions need no tail mask */
     int warp;               /* row forms: this path gives the block `warp` > 1
                              * rows (rowc[0] the first), each on threads / 32 /
                              * warp warps; 0: the block's one row */

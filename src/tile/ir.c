@@ -135,6 +135,11 @@ const tile_op_info *tile_op_info_of(tile_op op)
     return &op_table[op];
 }
 
+int tile_op_has_approx(tile_op op)
+{
+    return op == TILE_I_EXP || op == TILE_I_SIGMOID || op == TILE_I_TANH;
+}
+
 int tile_op_lookup(const char *s, size_t n, tile_op *out)
 {
     for (int i = 0; i < TILE_I_COUNT; i++)

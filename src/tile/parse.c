@@ -590,9 +590,20 @@ static void parse_instr(parser *P, tile_stmt *s, const char *result, size_t rpos
     size_t oppos = P->tok.pos, oplen;
     const char *opname = dotted_name(P, &oplen);
     tile_op op;
-    if (tile_op_lookup(opname, oplen, &op) != 0) fail(P, oppos, "unknown instruction '%s'", opname);
+    int approx = 0;
+    if (tile_op_lookup(opname, oplen, &op) != 0) {
+        /* `exp.approx`: the fast form of a transcendental */
+        if (oplen > 7 && !strncmp(opname + oplen - 7, ".approx", 7) && tile_op_lookup(opname, oplen - 7, &op) == 0) {
+            if (!tile_op_has_approx(op))
+                fail(P, oppos, "'%s': only exp, sigmoid and tanh have an .approx form", opname);
+            approx = 1;
+        } else {
+            fail(P, oppos, "unknown instruction '%s'", opname);
+        }
+    }
     const tile_op_info *info = tile_op_info_of(op);
     in->op = op;
+    in->approx = approx;
     in->dim = -1;
     /* operands past min_args are optional (iota's offset, gather's indices) */
     for (int i = 0; i < info->max_args; i++) {

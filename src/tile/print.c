@@ -150,6 +150,7 @@ static void print_instr(strbuf *sb, const tile_instr *in, int depth)
     const tile_op_info *info = tile_op_info_of(in->op);
     if (in->result) sb_printf(sb, "%s = ", in->result->name);
     sb_puts(sb, info->name);
+    if (in->approx) sb_puts(sb, ".approx");
     int nlead = in->op == TILE_I_SCATTER && in->nargs ? 1 : in->nargs; /* scatter: indices after dst */
     for (int i = 0; i < nlead; i++) {
         sb_puts(sb, i ? ", " : " ");

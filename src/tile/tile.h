@@ -355,7 +355,13 @@ typedef struct tile_instr {
     tile_value *on;         /* decomp: the thread group executing it */
     tile_block *decomp;     /* explicit decomposition, or NULL */
     tile_value *mask;       /* gather/scatter `mask M`: register bool; NULL none */
+    int approx;             /* exp, sigmoid, tanh written `OP.approx`: the target's
+                             * fast form may be used (a few f32 ulp off the
+                             * correctly rounded value); exact is also right */
 } tile_instr;
+
+/* Does `OP.approx` exist for op? */
+int tile_op_has_approx(tile_op op);
 
 /* A block-level pipeline (Pallas). Each block spec names a global tensor,
  * a block shape, an index map (block coordinates as exprs over the grid

@@ -1027,6 +1027,7 @@ static void check_instr(verifier *V, const tile_stmt *s)
     if (in->result) check_type(V, &in->result->type, in->result->name, pos);
     if (in->init && in->op != TILE_I_ALLOC && in->op != TILE_I_LOAD_GLOBAL && in->op != TILE_I_COPY_ASYNC)
         verr(V, pos, "%s takes no init/fill value", opn);
+    if (in->approx && !tile_op_has_approx(in->op)) verr(V, pos, "%s has no .approx form", opn);
     if (in->dim >= 0 && !tile_op_is_reduce(in->op) && in->op != TILE_I_BROADCAST && in->op != TILE_I_IOTA)
         verr(V, pos, "%s takes no 'dim'", opn);
     if (in->mask && in->op != TILE_I_GATHER && in->op != TILE_I_SCATTER) verr(V, pos, "%s takes no 'mask'", opn);

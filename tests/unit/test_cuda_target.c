@@ -21,6 +21,7 @@
 
 #include "base/base.h"
 #include "codegen/cuda.h"
+#include "sched_runners.h"
 #include "graph/graph.h"
 #include "lang/lang.h"
 #include "runtime/runtime.h"
@@ -107,52 +108,35 @@ static void test_examples_compile_nvrtc(void)
             CHECK_MSG(p != NULL, "%s:%s: not scheduled: %s", base, def->name, sb_str(&d.msg));
             for (int l = 0; p && l < p->nlaunches; l++) {
                 const tile_kernel *k = p->launches[l].k;
-                strbuf cu = {0};
-                diag_reset(&d);
-                tsl_status st = cg_cuda_emit(p->m, k, &cu, &d);
-                if (st) {
-                    sb_printf(&bad, "  %s:%s:%s: emit: %s\n", base, def->name, k->name, sb_str(&d.msg));
-                    nbad++;
-                }
                 static const char *const archs[] = {"sm_80", "sm_90a"};
-                int regs[2] = {0, 0};
-                for (int ar = 0; st == TSL_OK && ar < 2; ar++) {
-                    rt_cuda_options o = {0};
-                    o.ptxas_verbose = 1;
-                    o.name = k->name;
-                    void *cubin = NULL;
-                    size_t n = 0;
-                    char *log = NULL;
+                int regs[2] = {0, 0}, narms = 0;
+                for (int ar = 0; ar < 2; ar++) {
+                    /* each size specialisation the runtime may compile
+                     * (codegen/cuda.h), not the source with every arm */
+                    rt_ptxas_report r;
                     diag_reset(&d);
-                    tsl_status cs = rt_cuda_compile(sb_str(&cu), archs[ar], &o, &cubin, &n, &log, &d);
-                    if (cs) {
+                    if (test_nvrtc_arms(p->m, k, archs[ar], &r, &narms, &d)) {
                         sb_printf(&bad, "  %s:%s:%s: NVRTC %s: %.300s\n", base, def->name, k->name, archs[ar],
                                   sb_str(&d.msg));
                         nbad++;
+                        continue;
                     }
-                    if (cs == TSL_OK) {
-                        rt_ptxas_report r;
-                        rt_cuda_ptxas_parse(log, &r);
-                        /* a kernel that states min_blocks trades a few spilled
-                         * bytes for occupancy (measured faster: docs/sched.md);
-                         * any other kernel must not spill at all */
-                        int allow = k->min_blocks ? 128 : 0;
-                        if (r.found < 1 || r.spill_stores > allow || r.spill_loads > allow || r.stack_frame > allow) {
-                            sb_printf(&bad, "  %s:%s:%s %s: %s spill stores %d, loads %d bytes, stack frame %d bytes\n",
-                                      base, def->name, k->name, archs[ar], r.found ? "" : "no ptxas report;",
-                                      r.spill_stores, r.spill_loads, r.stack_frame);
-                            nbad++;
-                        }
-                        regs[ar] = r.registers;
-                        if (r.registers > maxreg) maxreg = r.registers;
-                        kernels++;
+                    /* a kernel that states min_blocks trades a few spilled
+                     * bytes for occupancy (measured faster: docs/sched.md);
+                     * any other kernel must not spill at all */
+                    int allow = k->min_blocks ? 128 : 0;
+                    if (r.found < narms || r.spill_stores > allow || r.spill_loads > allow || r.stack_frame > allow) {
+                        sb_printf(&bad, "  %s:%s:%s %s: %s spill stores %d, loads %d bytes, stack frame %d bytes\n",
+                                  base, def->name, k->name, archs[ar], r.found < narms ? "no ptxas report;" : "",
+                                  r.spill_stores, r.spill_loads, r.stack_frame);
+                        nbad++;
                     }
-                    free(cubin);
-                    free(log);
+                    regs[ar] = r.registers;
+                    if (r.registers > maxreg) maxreg = r.registers;
+                    kernels += narms;
                 }
-                printf("    %s:%s %s: registers sm_80 %d, sm_90a %d\n", base, def->name, k->name, regs[0],
-                       regs[1]);
-                sb_free(&cu);
+                printf("    %s:%s %s: registers sm_80 %d, sm_90a %d (the most of %d size arm%s)\n", base, def->name,
+                       k->name, regs[0], regs[1], narms, narms == 1 ? "" : "s");
             }
         }
         arena_free(a);
