@@ -711,9 +711,10 @@ static void test_emulated_row_kernels(void)
         {"scalebiasrelu16", "def sbr(float16(N,D) X, float16(D) g, float16(D) b) -> (Y) {\n"
                             "  Y(n,d) = fmaxf(X(n,d) * g(d) + b(d), 0)\n}\n"},
     };
-    /* (N, D): warp class with tail rows and a short tail run, the same
-     * aligned, the block class, the stream */
-    static const int64_t sizes[][2] = {{1, 1}, {11, 1000}, {9, 1024}, {3, 4099}, {2, 8193}};
+    /* (N, D): warp class with tail rows and a short tail run, its
+     * full-width arm (D = 1024), the block class, its full-width arm,
+     * the stream */
+    static const int64_t sizes[][2] = {{1, 1}, {11, 1000}, {9, 1024}, {3, 4099}, {2, 8192}, {2, 8193}};
     int compared = 0;
     for (size_t pi = 0; pi < TSL_COUNTOF(progs); pi++) {
         tsl_arena *a = arena_create();
