@@ -5,7 +5,8 @@
 # (bench/gpu_bench.c: each program checked, then timed), the PyTorch
 # anchors (bench/anchors.py), the CUDA unit suites and the CUDA end-to-end
 # tests on the real GPU (every example def against the interpreter),
-# compute-sanitizer over the smoke test's small case, and last the merged
+# compute-sanitizer over the smoke test's small case and over the generated
+# kernels at small sizes (bench/sanitize.sh), and last the merged
 # table (bench/report.py), also written to $OUT/gpu-DATE-DEVICE.md for
 # bench/results/. Steps run in that order (the figures first).
 #
@@ -107,6 +108,9 @@ step e2e 240 python3 -m pytest -q -p no:cacheprovider tests/e2e/test_cuda_target
 
 [ -x build/cuda_smoke ] &&
     step sanitizer 90 bash -c 'compute-sanitizer --error-exitcode 7 build/cuda_smoke --small 2>&1 | tail -n 5; exit ${PIPESTATUS[0]}'
+
+# memcheck over the generated kernels: every row size arm, f16 and f32
+step sanitize-kernels 240 bench/sanitize.sh
 
 echo
 echo "== report"
