@@ -417,18 +417,21 @@ static void transfer_wide_all(cg *c, const rinfo *ri, const gview *gv, int lead,
     int L = gv->rank - 1;
     strbuf all = {0};
     sb_printf(&all, "%s_s%d == 1", mn, L);
-    /* The groups of a row form share their outer coordinates and sit a
-     * multiple of vec apart along the last dim (contiguous there): then
-     * each dim's extreme offsets bound them all and the first group's
-     * alignment is every group's, a check per transfer, not per group. */
+    /* Every group is in bounds when each dim's extreme offsets are (the
+     * offsets are constants added to one base per dim). The groups share
+     * the first group's alignment when they lie a multiple of vec apart
+     * along the last dim and, in an outer dim where they differ, that
+     * dim's stride is a multiple of vec: then one test serves them all
+     * (else each group tests its own alignment). */
     int64_t lo[CG_MAX_RANK], hi[CG_MAX_RANK];
-    int shared = gv->rank > 0;
+    int differs[CG_MAX_RANK] = {0}, shared = gv->rank > 0;
     for (int i = 0; i < gv->rank; i++) lo[i] = INT64_MAX, hi[i] = INT64_MIN;
-    for (int64_t g = 0; g < n && shared; g++)
+    for (int64_t g = 0; g < n; g++)
         for (int i = 0; i < gv->rank; i++) {
             int64_t K = i >= lead ? ri->lc[g * vec * ri->rank + i - lead] : 0;
             int64_t K0 = i >= lead ? ri->lc[i - lead] : 0;
-            if (i < L ? K != K0 : (K - K0) % vec != 0) shared = 0;
+            if (K != K0) differs[i] = 1;
+            if (i == L && (K - K0) % vec != 0) shared = 0;
             if (K < lo[i]) lo[i] = K;
             if (K > hi[i]) hi[i] = K;
         }
@@ -436,6 +439,8 @@ static void transfer_wide_all(cg *c, const rinfo *ri, const gview *gv, int lead,
         for (int i = 0; i <= L; i++)
             sb_printf(&all, " && (b%d + %lld) >= 0 && (b%d + %lld) < %s_d%d", i, (long long)lo[i], i,
                       (long long)(hi[i] + (i == L ? vec - 1 : 0)), mn, i);
+        for (int i = 0; i < L; i++)
+            if (differs[i]) sb_printf(&all, " && (%s_s%d %% %lld) == 0", mn, i, (long long)vec);
         strbuf ref = {0};
         transfer_ref(ri, gv, lead, 0, vec, es, mn, &ref, NULL);
         sb_printf(&all, " && ((unsigned long long)&%s %% %lld) == 0", sb_str(&ref), (long long)(vec * es));
