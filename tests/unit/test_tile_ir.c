@@ -420,6 +420,8 @@ static const bad_case parse_cases[] = {
      "bad.tile:2:16: error:", "use of undefined value 'x'"},
     {"unknown instruction", "kernel k() grid(1) threads(32) {\n  frob 1\n}\n", "bad.tile:2:3: error:",
      "unknown instruction 'frob'"},
+    {"approx of an exact op", "kernel k() grid(1) threads(32) {\n  x = alloc register f32[32] layout spatial(32) init 1\n"
+     "  y = add.approx x, x\n}\n", "bad.tile:3:7: error:", "'add.approx': only exp, sigmoid and tanh have an .approx form"},
     {"missing type", "kernel k(A: global f16[8]) grid(1) threads(32) {\n  x = load_global A[0]\n}\n",
      "bad.tile:2:7: error:", "'load_global' needs '-> type' for its result 'x'"},
     {"register without layout", "kernel k() grid(1) threads(32) {\n  x = alloc register f32[4]\n}\n",
