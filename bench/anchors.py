@@ -68,6 +68,17 @@ def main():
     t = bench(lambda: dst.copy_(src))
     rows.append(("copy d2d 1 GiB", "bytes", 2 * n * 4 / t / 1e12, "TB/s", t))
     del src, dst
+    # copies of the row benchmarks' sizes (fp16; sources rotated past L2):
+    # the ceiling a kernel of that size can reach, launch and tail included
+    for (r, c) in ((12288, 1024), (8192, 8192)):
+        nxt = rotate(lambda: torch.rand(r, c, device=dev).half(), 4)
+        dst = torch.empty(r, c, device=dev, dtype=torch.float16)
+        src = nxt()
+        dst.copy_(src)
+        assert torch.equal(dst, src)
+        t = bench(lambda: dst.copy_(nxt()))
+        rows.append((f"copy d2d fp16 {r}x{c}", "bytes", 2 * r * c * 2 / t / 1e12, "TB/s", t))
+        del nxt, dst, src
 
     for dtype, name, tol in ((torch.float16, "fp16", 1e-2), (torch.float32, "fp32", 1e-4)):
         torch.backends.cuda.matmul.allow_tf32 = False
