@@ -251,6 +251,9 @@ int cgc_tab_of(cgc *c, const tile_type *ty, const char *name)
             x /= dims[i];
         }
     }
+    t.tident = t.rank == 2 && t.ns == numel && !t.ident;
+    for (int64_t s = 0; s < t.ns && t.tident; s++)
+        t.tident = t.coord[s * 2] == s % dims[0] && t.coord[s * 2 + 1] == s / dims[0] && t.own[s];
     ARENA_PUSH(c->ar, c->tabv, c->ntab, c->captab, t);
     return c->ntab - 1;
 }

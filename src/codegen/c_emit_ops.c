@@ -40,6 +40,51 @@ static int flat_begin(cgc *c, const cgc_view *vw, int t)
     return 1;
 }
 
+/* A 2-D register tile that enumerates its [D0, D1] elements row-major
+ * (ident) or column-major (tident: a transposing view) moved to/from a
+ * global view without tilers: when the tile lies inside the tensor and the
+ * last stride is 1, opens `if (...) {` and the loop over its D0 rows, with
+ * `gp` the row's first element, `a` the row and `b` the column, and gives
+ * the register slot of (a, b) (the caller writes the inner loop over b,
+ * then closes with block2_end). NULL when the tile is not of that form. */
+static const char *block2_begin(cgc *c, const cgc_view *vw, int t)
+{
+    const cgc_tab *tb = &c->tabv[t];
+    if ((!tb->ident && !tb->tident) || tb->rank != 2 || vw->v->type.space != TILE_GLOBAL || vw->rank < 2) return NULL;
+    for (int i = 0; i < vw->rank; i++)
+        for (int s = 0; s < vw->nchain[i]; s++)
+            if (vw->tiler[i][s]) return NULL;
+    const char *g = cgc_gname(c, vw->v);
+    int rk = vw->rank, r0 = rk - 2, r1 = rk - 1;
+    long long D0 = (long long)tb->dims[0], D1 = (long long)tb->dims[1];
+    strbuf cond = {0}, off = {0};
+    for (int i = 0; i < rk; i++) {
+        cgc_line(c, "const int64_t f%d = %s;", i, cgc_view_map(c, vw, i, "(int64_t)0"));
+        if (i < r0) {
+            sb_printf(&cond, "(uint64_t)f%d < (uint64_t)%s_d%d && ", i, g, i);
+            sb_printf(&off, "f%d * %s_s%d + ", i, g, i);
+        }
+    }
+    cgc_line(c, "if (%sf%d >= 0 && f%d + %lld <= %s_d%d && f%d >= 0 && f%d + %lld <= %s_d%d && %s_s%d == 1) {",
+             sb_str(&cond), r0, r0, D0, g, r0, r1, r1, D1, g, r1, g, r1);
+    cgc_line(c, "    for (int64_t a = 0; a < %lld; a++) {", D0);
+    cgc_line(c, "        %s *const gp = &%s[%s(f%d + a) * %s_s%d + f%d];", cgc_mem_ctype(vw->v->type.dt), g,
+             sb_str(&off), r0, g, r0, r1);
+    cgc_line(c, "        TSL_IVDEP");
+    sb_free(&cond);
+    sb_free(&off);
+    c->ind += 2;
+    return tb->ident ? arena_printf(c->ar, "a * %lld + b", D1) : arena_printf(c->ar, "b * %lld + a", D0);
+}
+
+static void block2_end(cgc *c)
+{
+    c->ind -= 2;
+    cgc_line(c, "    }");
+    cgc_line(c, "} else {");
+    c->ind++;
+}
+
 void cgc_emit_load(cgc *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -59,12 +104,18 @@ void cgc_emit_load(cgc *c, const tile_stmt *s)
     const char *fill = in->init ? cgc_cnum(c, in->init) : "0.0";
     if (want == TILE_GLOBAL) cgc_line(c, "const %s fill = %s;", cgc_reg_ctype(rd), cgc_rnd(c, rd, fill));
     int flat = want == TILE_GLOBAL && flat_begin(c, &src, t);
+    const char *slot2 = want == TILE_GLOBAL && !flat ? block2_begin(c, &src, t) : NULL;
     if (flat) {
         cgc_line(c, "    TSL_IVDEP");
         cgc_line(c, "    for (int64_t i = 0; i < %lld; i++) %s[i] = %s;", (long long)tb->ns, cgc_rname(c, d),
                  cgc_load_conv(c, md, rd, "gp[i]"));
         cgc_line(c, "} else {");
         c->ind++;
+    } else if (slot2) {
+        cgc_line(c, "for (int64_t b = 0; b < %lld; b++) %s[%s] = %s;", (long long)tb->dims[1], cgc_rname(c, d),
+                 slot2, cgc_load_conv(c, md, rd, "gp[b]"));
+        block2_end(c);
+        flat = 1;
     }
     cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
     c->ind++;
@@ -163,14 +214,20 @@ void cgc_emit_store(cgc *c, const tile_stmt *s)
     int t = cgc_rt(c, r);
     if (!cgc_view_fit(c, &dst, t)) return;
     const cgc_tab *tb = &c->tabv[t];
-    if (want == TILE_GLOBAL && store_microtiles(c, r, &dst, t)) return;
+    if (want == TILE_GLOBAL && !tb->tident && store_microtiles(c, r, &dst, t)) return;
     int flat = want == TILE_GLOBAL && flat_begin(c, &dst, t);
+    const char *slot2 = want == TILE_GLOBAL && !flat ? block2_begin(c, &dst, t) : NULL;
     if (flat) {
         cgc_line(c, "    TSL_IVDEP");
         cgc_line(c, "    for (int64_t i = 0; i < %lld; i++) gp[i] = %s;", (long long)tb->ns,
                  cgc_store_conv(c, r->type.dt, dst.v->type.dt, arena_printf(c->ar, "%s[i]", cgc_rname(c, r))));
         cgc_line(c, "} else {");
         c->ind++;
+    } else if (slot2) {
+        cgc_line(c, "for (int64_t b = 0; b < %lld; b++) gp[b] = %s;", (long long)tb->dims[1],
+                 cgc_store_conv(c, r->type.dt, dst.v->type.dt, arena_printf(c->ar, "%s[%s]", cgc_rname(c, r), slot2)));
+        block2_end(c);
+        flat = 1;
     }
     cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
     c->ind++;

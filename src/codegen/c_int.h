@@ -25,6 +25,8 @@ typedef struct cgc_tab {
     uint8_t *own;    /* 1: inside the dims and the lowest owner of its coordinate */
     int used_coord, used_own;
     int ident;       /* slot s is the s-th element row-major (closed form, no tables) */
+    int tident;      /* rank 2, slot s is the s-th element column-major: coordinate
+                      * (s % dims[0], s / dims[0]) (a transposing view's tile) */
 } cgc_tab;
 
 /* A run-time error a block can return (1-based index in the list). */

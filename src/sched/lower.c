@@ -312,11 +312,47 @@ static lval lower_access(lower *L, const graph_expr *e, tile_value *mask)
     return v;
 }
 
+/* CPU plan: with a 1-D parallel box [0, n), an affine read whose last
+ * index is the box var itself and whose other indices do not use it
+ * (`A(i,j)` over `S(j)`, i a reduction var) is a row segment: lane l reads
+ * T[..., block_idx.x * BLOCK + l], one contiguous load_global (lanes past
+ * the tensor read 0, lanes past the box read elements nobody keeps) instead
+ * of a gather with per-lane index arithmetic. */
+static int segment_ok(const lower *L, const graph_operand *o)
+{
+    const graph_op *op = L->op;
+    if (L->p->target != TSL_TARGET_CPU || op->niter != 1 || !o->affine || o->rank < 1) return 0;
+    if (op->box[0].lo->kind != LANG_SX_CONST || op->box[0].lo->value != 0) return 0;
+    if (o->idx[o->rank - 1].var != 0) return 0;
+    for (int d = 0; d < o->rank - 1; d++)
+        if (o->idx[d].coef[0] != 0) return 0;
+    return 1;
+}
+
+static lval load_segment(lower *L, const graph_operand *o, tile_value *mask)
+{
+    const lang_tensor *t = L->def->tensors[o->tensor];
+    tile_expr **idx = arena_alloc(L->m->arena, sizeof *idx * (size_t)o->rank);
+    for (int d = 0; d < o->rank - 1; d++) {
+        lval v = lower_expr(L, o->idx[d].e, mask);
+        TSL_ASSERT(!v.t && v.isint);
+        idx[d] = v.s;
+    }
+    idx[o->rank - 1] = ibin(L, TILE_OP_MUL, tile_expr_block_idx(L->m, 0), tile_expr_int(L->m, SCHED_BLOCK));
+    tile_operand src = tile_operand_tensor(L->tparam[o->tensor]);
+    tile_operand_index(L->m, &src, o->rank, idx);
+    tile_stmt *s = tile_build_instr(&L->b, TILE_I_LOAD_GLOBAL, fresh(L, "ld"));
+    tile_instr_arg(L->m, &s->instr, src);
+    tile_instr_result_type(s, lane_type(L, t->dtype));
+    return tile_of(s->instr.result, t->dtype);
+}
+
 static lval lower_access_new(lower *L, const graph_expr *e, tile_value *mask)
 {
     const graph_operand *o = &L->op->operands[e->operand];
     const lang_tensor *t = L->def->tensors[o->tensor];
     if (flat_ok(L, o)) return tile_of(load_flat(L, o->tensor, "ld"), t->dtype);
+    if (segment_ok(L, o)) return load_segment(L, o, mask);
     tile_operand *idx = arena_alloc(L->m->arena, sizeof *idx * (size_t)(o->rank ? o->rank : 1));
     for (int d = 0; d < o->rank; d++) {
         TSL_ASSERT(o->idx[d].e);

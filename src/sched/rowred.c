@@ -779,21 +779,12 @@ static void rr_prefetch(rr *R, int i, const graph_expr *e)
  * streaming path loops over groups of SCHED_RR_UNROLL chunks, their loads
  * first; the single-chunk path has one chunk at column 0; the flat form
  * the block's chunk (R->off set by the caller). */
-static tile_value *rr_pass(rr *R, int i, int reduce, tile_value *acc)
+/* The chunks at columns base + u * width, u < U, of op i's pass (see
+ * rr_pass); gives the last reduced chunk. */
+static tile_value *rr_pass_chunks(rr *R, int i, int reduce, tile_value *acc, tile_expr *base, int U)
 {
     tile_value *last = NULL;
-    R->pass++;
     const graph_op *op = &R->g->ops[R->grp->first + i];
-    int loop = !R->flat && !R->chunked && !R->single, U = loop ? SCHED_RR_UNROLL : 1;
-    tile_expr *base = R->off;
-    if (loop) {
-        tile_expr *n = tile_expr_bin(R->m, TILE_OP_CDIV, R->colext, tile_expr_int(R->m, (int64_t)R->width * U));
-        tile_stmt *f = tile_build_for(&R->b, rr_fresh(R, "c"), tile_expr_int(R->m, 0), n, NULL);
-        tile_build_push(&R->b, f->body);
-        base = rr_ibin(R, TILE_OP_MUL, tile_expr_value(R->m, f->v), tile_expr_int(R->m, (int64_t)R->width * U));
-    } else if (!R->flat && !R->chunked) {
-        base = tile_expr_int(R->m, 0);
-    }
     for (int step = 0; step < 2; step++)
         for (int u = 0; u < U; u++) {
             R->sub = u;
@@ -820,8 +811,53 @@ static tile_value *rr_pass(rr *R, int i, int reduce, tile_value *acc)
             }
         }
     R->sub = 0;
+    return last;
+}
+
+/* `for c in lo : hi` over groups of U chunks, their columns c * width * U + ... */
+static tile_value *rr_pass_loop(rr *R, int i, int reduce, tile_value *acc, tile_expr *lo, tile_expr *hi, int U)
+{
+    tile_stmt *f = tile_build_for(&R->b, rr_fresh(R, "c"), lo, hi, NULL);
+    tile_build_push(&R->b, f->body);
+    tile_expr *base = rr_ibin(R, TILE_OP_MUL, tile_expr_value(R->m, f->v), tile_expr_int(R->m, (int64_t)R->width * U));
+    tile_value *last = rr_pass_chunks(R, i, reduce, acc, base, U);
+    tile_build_pop(&R->b);
+    return last;
+}
+
+/* One pass of op i over the row: a store of its chunks (acc NULL) or the
+ * accumulation of its body into acc (tail lanes give the identity). The
+ * streaming path loops over groups of SCHED_RR_UNROLL chunks, their loads
+ * first; the single-chunk path has one chunk at column 0; the flat form
+ * the block's chunk (R->off set by the caller). On the CPU a streaming
+ * reduction loops over the whole chunks first, without the tail mask (no
+ * iota, compare and select per element: the loop is a load and an add
+ * the C compiler vectorizes), then over the one partial chunk, if any,
+ * with it. */
+static tile_value *rr_pass(rr *R, int i, int reduce, tile_value *acc)
+{
+    tile_value *last = NULL;
+    R->pass++;
+    int loop = !R->flat && !R->chunked && !R->single, U = loop ? SCHED_RR_UNROLL : 1;
+    tile_expr *base = R->off;
+    if (loop) {
+        tile_expr *w = tile_expr_int(R->m, (int64_t)R->width * U);
+        tile_expr *n = tile_expr_bin(R->m, TILE_OP_CDIV, R->colext, w);
+        if (reduce && !R->gpu) {
+            tile_expr *whole = tile_expr_bin(R->m, TILE_OP_DIV, R->colext, w);
+            int full = R->full;
+            R->full = 1;
+            rr_pass_loop(R, i, reduce, acc, tile_expr_int(R->m, 0), whole, U);
+            R->full = full;
+            last = rr_pass_loop(R, i, reduce, acc, whole, n, U);
+        } else {
+            last = rr_pass_loop(R, i, reduce, acc, tile_expr_int(R->m, 0), n, U);
+        }
+    } else {
+        if (!R->flat && !R->chunked) base = tile_expr_int(R->m, 0);
+        last = rr_pass_chunks(R, i, reduce, acc, base, U);
+    }
     R->off = base;
-    if (loop) tile_build_pop(&R->b);
     return acc ? acc : last;
 }
 
@@ -1065,7 +1101,7 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
         for (int i = 0; i < grp->nops; i++) rr_lower_op(R, i);
     } else if (!R->gpu) {
         static const rr_class cpu[] = {{0, 8}};
-        rr_lower_paths(R, cpu, (int)TSL_COUNTOF(cpu), SCHED_RR_LOCALS);
+        rr_lower_paths(R, cpu, (int)TSL_COUNTOF(cpu), SCHED_RR_STREAM_LOCALS_CPU);
     } else {
         /* GPU: short rows a warp each (one row dim only: the tile of G rows
          * must not cross an outer dim), then whole rows per block, then the

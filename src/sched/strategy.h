@@ -68,6 +68,17 @@ int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp);
 #define SCHED_RR_BLOCK_LOCALS 32
 #endif
 #define SCHED_RR_STREAM_LOCALS 8
+/* The CPU plan's streaming path: chunks of SCHED_RR_THREADS x this. The
+ * accumulator of a reduction is one chunk and is reduced once per row
+ * through the emulated threads (slot tables), so a narrow chunk keeps that
+ * tail short against the row (4096 columns: 256 against 1024). */
+/* The CPU plan of a transpose (elementwise.c): T x T tiles, T threads. */
+#ifndef SCHED_TR_TILE_CPU
+#define SCHED_TR_TILE_CPU 64
+#endif
+#ifndef SCHED_RR_STREAM_LOCALS_CPU
+#define SCHED_RR_STREAM_LOCALS_CPU 2
+#endif
 /* GPU row kernels that stream at most SCHED_RR_MIN_BLOCKS_STREAMS tensors
  * (full rows and column vectors) ask for SCHED_RR_MIN_BLOCKS blocks per SM
  * (min_blocks: 80 registers at 256 threads). On an H200: softmax f16
