@@ -80,6 +80,17 @@ static int uses_grid(pexp *X, const tile_expr *e)
     return uses_grid(X, e->a) || uses_grid(X, e->b);
 }
 
+/* Grid variable g at linear iteration `it`: (it / stride_g) % grid_g. The
+ * outermost needs no modulo: every `it` the expansion reads a block at is
+ * in [0, T), and one past either end is only compared (`changed`), so a
+ * one-dimensional grid's variable is `it` itself (no division in the
+ * steady state's loop). */
+static tile_expr *grid_at(pexp *X, int g, tile_expr *it)
+{
+    tile_expr *q = ebin(X, TILE_OP_DIV, it, X->stride[g]);
+    return g == 0 ? q : ebin(X, TILE_OP_MOD, q, X->p->grid[g]);
+}
+
 /* Copy of e with the pipeline's grid variables replaced by the grid point
  * of linear iteration `it` (an expression). */
 static tile_expr *subst(pexp *X, const tile_expr *e, tile_expr *it)
@@ -87,8 +98,7 @@ static tile_expr *subst(pexp *X, const tile_expr *e, tile_expr *it)
     if (!e) return NULL;
     if (e->kind == TILE_E_VALUE)
         for (int g = 0; g < X->p->ngrid; g++)
-            if (e->v == X->p->gridvars[g])
-                return ebin(X, TILE_OP_MOD, ebin(X, TILE_OP_DIV, it, X->stride[g]), X->p->grid[g]);
+            if (e->v == X->p->gridvars[g]) return grid_at(X, g, it);
     tile_expr *c = arena_alloc(X->m->arena, sizeof *c);
     *c = *e;
     c->a = subst(X, e->a, it);
@@ -96,14 +106,19 @@ static tile_expr *subst(pexp *X, const tile_expr *e, tile_expr *it)
     return c;
 }
 
-/* it == 0 || the spec's block index at it differs from the one at it-1. */
+/* it == 0 || the spec's block index at it differs from the one at it-1.
+ * Constant 1 when an index is the one grid variable itself: it moves at
+ * every step (GEMM's k). */
 static tile_expr *changed(pexp *X, const tile_blockspec *bs, tile_expr *it)
 {
     tile_expr *prev = ebin(X, TILE_OP_SUB, it, eint(X, 1));
     tile_expr *c = ebin(X, TILE_OP_EQ, it, eint(X, 0));
-    for (int i = 0; i < bs->rank; i++)
+    for (int i = 0; i < bs->rank; i++) {
+        if (X->p->ngrid == 1 && bs->index[i]->kind == TILE_E_VALUE && bs->index[i]->v == X->p->gridvars[0])
+            return eint(X, 1);
         if (uses_grid(X, bs->index[i]))
             c = ebin(X, TILE_OP_OR, c, ebin(X, TILE_OP_NE, subst(X, bs->index[i], it), subst(X, bs->index[i], prev)));
+    }
     return c;
 }
 
@@ -139,6 +154,8 @@ static void set_new(pexp *X, tile_block *b, tile_value *v, tile_expr *e, size_t 
 
 static tile_block *if_new(pexp *X, tile_block *b, tile_expr *cond, size_t pos)
 {
+    int64_t k;
+    if (tile_expr_const(cond, &k) && k) return b; /* always: no `if` */
     tile_stmt *s = stmt_new(X, b, TILE_S_IF, pos);
     s->e = cond;
     s->body = tile_block_new(X->m);
@@ -402,7 +419,7 @@ static tsl_status expand_one(pexp *X, tile_stmt *ps, tile_block *out)
         s->v = p->gridvars[g];
         s->v->origin = TILE_O_LET;
         s->v->def = s;
-        s->e = ebin(X, TILE_OP_MOD, ebin(X, TILE_OP_DIV, j, X->stride[g]), p->grid[g]);
+        s->e = grid_at(X, g, j);
     }
     tile_stmt *w;
     if (S > 1) {
