@@ -71,13 +71,14 @@ int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp);
 /* The CPU plan's streaming path: chunks of SCHED_RR_THREADS x this. The
  * accumulator of a reduction is one chunk and is reduced once per row
  * through the emulated threads (slot tables), so a narrow chunk keeps that
- * tail short against the row (4096 columns: 256 against 1024). */
+ * tail short against the row. Rows of 4096 f32 (bench/cpu.sh, 1 core):
+ * 1: 15-16 GB/s, 2: 10-11, 4: 8-9 (noisy machine, same session). */
 /* The CPU plan of a transpose (elementwise.c): T x T tiles, T threads. */
 #ifndef SCHED_TR_TILE_CPU
 #define SCHED_TR_TILE_CPU 64
 #endif
 #ifndef SCHED_RR_STREAM_LOCALS_CPU
-#define SCHED_RR_STREAM_LOCALS_CPU 2
+#define SCHED_RR_STREAM_LOCALS_CPU 1
 #endif
 /* GPU row kernels that stream at most SCHED_RR_MIN_BLOCKS_STREAMS tensors
  * (full rows and column vectors) ask for SCHED_RR_MIN_BLOCKS blocks per SM
