@@ -38,12 +38,13 @@ typedef struct ct_shape {
     int threads;
 } ct_shape;
 
-/* f16/bf16: 128x256x32, 8 warps of 64x64 (4x8 atoms per warp; about 237
- * registers, no spills). On the H200 at 4096^3 (TESSEL_CONTRACT sweep,
- * bench/results/gpu-2026-11-23-NVIDIA-H200-log.md): 204 TFLOP/s against
- * 175 for 128x128x32 (64x32 a warp), 202 for 256x128x32, 171 for
- * 128x128x64, 142 for 64x128x32 on 4 warps; a 4th stage added 1%. */
-static const ct_shape CT_MMA = {128, 256, 32, 2, 4, 256};
+/* f16/bf16: 128x128x32, 8 warps of 64x32 (4x4 atoms per warp). On the
+ * H200 at 4096^3 (TESSEL_CONTRACT sweep, bench/results/
+ * gpu-2026-11-23-NVIDIA-H200-log.md): 175 TFLOP/s; 128x256x32 on 8 warps of
+ * 64x64 gave 204 but doubles the unrolled source (NVRTC 1.9 s cold, over
+ * the 1 s budget) and wastes half tiles on attention's 384 columns (15.3
+ * -> 11.9 TFLOP/s): larger tiles wait for loops the emitter keeps rolled. */
+static const ct_shape CT_MMA = {128, 128, 32, 2, 4, 256};
 /* f32: 64x64x32, 128 threads of 4x8 micro-tiles. */
 static const ct_shape CT_FMA = {64, 64, 32, 0, 0, 128};
 /* f32 on the CPU target: 96x128x256, 128 "threads" of 6x16 micro-tiles
