@@ -549,7 +549,8 @@ done:
 
 /* Cold NVRTC compile of the first kernel of matmul: its source with a
  * comment no cache has seen, compiled for the device's arch; the median of
- * three such compiles (one alone varied 650-1100 ms on the H200's host).
+ * three such compiles, NVRTC's own cache off (one alone varied 650-1100 ms
+ * on the H200's host, and NVRTC 13 served ptxas from its cache).
  * ms, < 0 on error. */
 static double bench_cold_compile(rt_cuda_device *dev)
 {
@@ -571,7 +572,10 @@ static double bench_cold_compile(rt_cuda_device *dev)
             sb_printf(&cu, "\n// cold-compile probe %d %.9f %p\n", r, bench_now(), (void *)&cu);
             void *cubin = NULL;
             size_t n = 0;
-            rt_cuda_options o = {.name = "cold.cu"};
+            /* ptxas_verbose adds --no-cache: NVRTC 13 keeps ptxas results
+             * keyed by the PTX (the precompile step's compile of this very
+             * kernel would be a hit, and so would the 2nd and 3rd probe) */
+            rt_cuda_options o = {.name = "cold.cu", .ptxas_verbose = 1};
             double t0 = bench_now();
             if (!rt_cuda_compile(sb_str(&cu), rt_cuda_device_info(dev)->arch, &o, &cubin, &n, NULL, &d))
                 t[ok++] = (bench_now() - t0) * 1e3;

@@ -579,8 +579,12 @@ static void emit_transfer(cg *c, const tile_stmt *s)
             sb_printf(&ref, "((%s *)(tsl_smem + %lld))[%s]", mt, (long long)c->soff[mv->id], sb_str(&addr));
         }
         /* a group of vec locals: one wide access (global: when the whole
-         * group is in bounds, contiguous and aligned; else element-wise) */
-        int grp = vec > 1 && l % vec == 0, fallback = 0;
+         * group is in bounds, contiguous and aligned; else element-wise).
+         * Behind the all-groups test (fast) the general path is element by
+         * element: it runs only at edges and for unaligned tensors, and a
+         * wide attempt per group there cost NVRTC a quarter of a GEMM's
+         * compile (its epilogue has 64 groups) */
+        int grp = vec > 1 && l % vec == 0 && !fast, fallback = 0;
         if (grp) {
             int L = gv.rank - 1;
             if (global) {
