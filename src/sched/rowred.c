@@ -980,6 +980,16 @@ typedef struct rr_class {
     int warp, locals;
 } rr_class;
 
+/* `if e { } else { }` at the builder's position: fill with push/pop. */
+static tile_stmt *rr_if(rr *R, tile_expr *e)
+{
+    tile_stmt *s = tile_build_stmt(&R->b, TILE_S_IF);
+    s->e = e;
+    s->body = tile_block_new(R->m);
+    s->els = tile_block_new(R->m);
+    return s;
+}
+
 static void rr_lower_paths(rr *R, const rr_class *cls, int n, int stream_locals)
 {
     if (n == 0) {
@@ -989,10 +999,7 @@ static void rr_lower_paths(rr *R, const rr_class *cls, int n, int stream_locals)
         return;
     }
     rr_set_form(R, cls[0].warp, cls[0].locals);
-    tile_stmt *s = tile_build_stmt(&R->b, TILE_S_IF);
-    s->e = tile_expr_bin(R->m, TILE_OP_LE, R->colext, tile_expr_int(R->m, R->width));
-    s->body = tile_block_new(R->m);
-    s->els = tile_block_new(R->m);
+    tile_stmt *s = rr_if(R, tile_expr_bin(R->m, TILE_OP_LE, R->colext, tile_expr_int(R->m, R->width)));
     tile_build_push(&R->b, s->body);
     R->single = 1;
     tile_expr *row0 = R->rowc[0];
@@ -1002,10 +1009,7 @@ static void rr_lower_paths(rr *R, const rr_class *cls, int n, int stream_locals)
          * its own arm without the tail masks of the reductions: an iota, a
          * compare and a select less per element and reduction (the CUDA
          * runtime compiles only the arm the sizes take) */
-        tile_stmt *f = tile_build_stmt(&R->b, TILE_S_IF);
-        f->e = tile_expr_bin(R->m, TILE_OP_EQ, R->colext, tile_expr_int(R->m, R->width));
-        f->body = tile_block_new(R->m);
-        f->els = tile_block_new(R->m);
+        tile_stmt *f = rr_if(R, tile_expr_bin(R->m, TILE_OP_EQ, R->colext, tile_expr_int(R->m, R->width)));
         tile_build_push(&R->b, f->body);
         R->full = 1;
         for (int i = 0; i < R->grp->nops; i++) rr_lower_op(R, i);
