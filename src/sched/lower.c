@@ -20,6 +20,7 @@
  * comes from. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/kbuild.h"
@@ -579,11 +580,238 @@ static tile_expr *lower_coords(lower *L, tile_expr **lo, tile_expr **ext)
     return stride;
 }
 
+/* ---- the CPU register-blocked plan for two-operand reductions ------------------------ */
+
+/* CPU plan (docs/sched.md, "Convolutions on the CPU"): `O(..., k, ..., w)
+ * +=[!] A(...) * B(...)` in f32, every access affine, where the last
+ * parallel var w appears only in B's last index with coefficient 1 (a
+ * contiguous run of B per output row) and a parallel var k appears in A
+ * but not in B (A is broadcast along w, B along k). A block owns an
+ * RB_M x RB_N tile of (k, w) at fixed values of the other parallel vars;
+ * the reduction vars run as one flattened loop; per step a column of A
+ * (a gather of RB_M elements RB_M apart by A's k stride) and a row of B
+ * (one contiguous load of the flat tensor) meet in an outer product,
+ * which the C generator turns into a register-blocked micro-kernel
+ * (c_emit_rblk.c). */
+enum { RB_M = SCHED_RB_M, RB_N = SCHED_RB_N, RB_TM = SCHED_RB_TM, RB_TN = SCHED_RB_TN };
+
+typedef struct rb_shape {
+    int a, b; /* operand indices of the broadcast-along-w and the row operand */
+    int k, w; /* the parallel vars along the tile's rows and columns */
+} rb_shape;
+
+static int rb_operand_ok(const lower *L, const graph_operand *o)
+{
+    const lang_tensor *t = L->def->tensors[o->tensor];
+    return o->affine && !t->is_scalar && o->rank >= 1 && t->dtype == TSL_DTYPE_F32 &&
+           o->tensor != L->op->operands[0].tensor;
+}
+
+static int rb_match(const lower *L, const graph_op *op, rb_shape *sh)
+{
+    const lang_stmt *st = op->stmt;
+    const graph_expr *e = op->body;
+    if (L->p->target != TSL_TARGET_CPU || op->niter < 2 || op->nvars <= op->niter) return 0;
+    if (op->assign != LANG_ADD_EQ || st->lhs->dtype != TSL_DTYPE_F32 || !op->operands[0].identity) return 0;
+    if (!e || e->kind != LANG_E_BINARY || e->src->op != LANG_MUL || e->src->optype != TSL_DTYPE_F32) return 0;
+    if (e->args[0]->kind != LANG_E_ACCESS || e->args[1]->kind != LANG_E_ACCESS) return 0;
+    int w = op->niter - 1;
+    for (int x = 0; x < 2; x++) {
+        int ia = e->args[x]->operand, ib = e->args[1 - x]->operand;
+        const graph_operand *a = &op->operands[ia], *b = &op->operands[ib];
+        if (!rb_operand_ok(L, a) || !rb_operand_ok(L, b)) continue;
+        if ((a->vars >> w) & 1) continue;
+        int ok = b->idx[b->rank - 1].coef[w] == 1;
+        for (int d = 0; d < b->rank - 1; d++)
+            if (b->idx[d].coef[w] != 0) ok = 0;
+        if (!ok) continue;
+        for (int k = w - 1; k >= 0; k--)
+            if (((a->vars >> k) & 1) && !((b->vars >> k) & 1)) {
+                *sh = (rb_shape){.a = ia, .b = ib, .k = k, .w = w};
+                return 1;
+            }
+    }
+    return 0;
+}
+
+/* Offset of operand o in its row-major tensor at the current scalar vars;
+ * with `var` >= 0, the offset's coefficient of that var instead. */
+static tile_expr *rb_flat_offset(lower *L, const graph_operand *o, int var)
+{
+    const lang_tensor *t = L->def->tensors[o->tensor];
+    tile_expr *off = tile_expr_int(L->m, 0), *stride = tile_expr_int(L->m, 1);
+    for (int d = o->rank - 1; d >= 0; d--) {
+        tile_expr *x;
+        if (var >= 0) {
+            x = tile_expr_int(L->m, o->idx[d].coef[var]);
+        } else {
+            lval v = lower_expr(L, o->idx[d].e, NULL);
+            TSL_ASSERT(!v.t && v.isint);
+            x = v.s;
+        }
+        off = ibin(L, TILE_OP_ADD, off, ibin(L, TILE_OP_MUL, x, stride));
+        stride = ibin(L, TILE_OP_MUL, stride, sexpr_to_tile(L, t->shape[d]));
+    }
+    return off;
+}
+
+static tile_value *rb_reg(lower *L, tile_op op, const char *name, tsl_dtype dt, int64_t d0, int64_t d1,
+                          tile_layout *lay)
+{
+    int64_t dims[2] = {d0, d1};
+    tile_stmt *s = tile_build_instr(&L->b, op, fresh(L, name));
+    tile_instr_result_type(s, tile_type_make(L->m, TILE_REGISTER, tile_dtype_from_tsl(dt), 2, dims, lay));
+    return s->instr.result;
+}
+
+static int lower_rblk(lower *L, const graph_op *op)
+{
+    rb_shape sh;
+    if (getenv("TESSEL_CPU_NO_RBLK") || !rb_match(L, op, &sh)) return 0;
+    const lang_stmt *st = op->stmt;
+    const lang_def *def = L->def;
+    const graph_operand *oa = &op->operands[sh.a], *ob = &op->operands[sh.b];
+    enum { TH_M = RB_M / RB_TM, TH_N = RB_N / RB_TN };
+    char kn[160];
+    snprintf(kn, sizeof kn, "%s_s%d_%s", def->name, op->index, st->lhs->name);
+    L->k = tile_kernel_new(L->m, kn, TH_M * TH_N);
+    sched_launch ln = {.k = L->k, .stmt = op->index, .nstmts = 1};
+    ARENA_PUSH(L->m->arena, L->p->launches, L->p->nlaunches, L->p->caplaunches, ln);
+    L->launch = &L->p->launches[L->p->nlaunches - 1];
+    L->tparam = arena_alloc(L->m->arena, sizeof *L->tparam * (size_t)(def->ntensors + 1));
+    L->size = arena_alloc(L->m->arena, sizeof *L->size * (size_t)(def->nsizes + 1));
+    L->var = arena_alloc(L->m->arena, sizeof *L->var * (size_t)(op->nvars + 1));
+    L->fparam = arena_alloc(L->m->arena, sizeof *L->fparam * (size_t)(def->ntensors + 1));
+    L->nmemo = 0;
+    add_tensor(L, st->lhs->index);
+    tile_value *fa = flat_param(L, oa->tensor), *fb = flat_param(L, ob->tensor);
+    tile_build_begin(&L->b, L->m, L->k);
+
+    tile_expr **lo = arena_alloc(L->m->arena, sizeof *lo * (size_t)(op->nvars + 1));
+    tile_expr **hi = arena_alloc(L->m->arena, sizeof *hi * (size_t)(op->nvars + 1));
+    tile_expr **ext = arena_alloc(L->m->arena, sizeof *ext * (size_t)(op->nvars + 1));
+    for (int v = 0; v < op->nvars; v++) {
+        lo[v] = sexpr_to_tile(L, op->box[v].lo);
+        hi[v] = sexpr_to_tile(L, op->box[v].hi);
+        ext[v] = ibin(L, TILE_OP_SUB, hi[v], lo[v]);
+    }
+    /* grid: x the w tiles, y the k tiles, z the other parallel vars */
+    tile_expr *bz = tile_expr_block_idx(L->m, 2), *zs = tile_expr_int(L->m, 1);
+    for (int v = op->niter - 1; v >= 0; v--) {
+        if (v == sh.k || v == sh.w) continue;
+        tile_expr *q = ibin(L, TILE_OP_DIV, bz, zs);
+        if (v > 0) q = ibin(L, TILE_OP_MOD, q, ext[v]);
+        L->var[v] = int_scalar(ibin(L, TILE_OP_ADD, q, lo[v]));
+        zs = ibin(L, TILE_OP_MUL, zs, ext[v]);
+    }
+    L->k->grid[0] = tile_expr_bin(L->m, TILE_OP_CDIV, ext[sh.w], tile_expr_int(L->m, RB_N));
+    L->k->grid[1] = tile_expr_bin(L->m, TILE_OP_CDIV, ext[sh.k], tile_expr_int(L->m, RB_M));
+    L->k->grid[2] = zs;
+    L->k->ngrid = 3;
+    tile_expr *k0 = ibin(L, TILE_OP_ADD, lo[sh.k],
+                         ibin(L, TILE_OP_MUL, tile_expr_block_idx(L->m, 1), tile_expr_int(L->m, RB_M)));
+    tile_expr *w0 = ibin(L, TILE_OP_ADD, lo[sh.w],
+                         ibin(L, TILE_OP_MUL, tile_expr_block_idx(L->m, 0), tile_expr_int(L->m, RB_N)));
+    L->var[sh.k] = int_scalar(k0);
+    L->var[sh.w] = int_scalar(w0);
+
+    char lt[96], la[96], lb[96];
+    snprintf(lt, sizeof lt, "spatial(%d, %d).local(%d, %d)", TH_M, TH_N, RB_TM, RB_TN);
+    snprintf(la, sizeof la, "spatial(%d, 1).replicate(%d).local(%d, 1)", TH_M, TH_N, RB_TM);
+    snprintf(lb, sizeof lb, "replicate(%d).spatial(%d).local(%d)", TH_M, TH_N, RB_TN);
+    tile_layout *lay = tile_layout_make(L->m, lt, NULL), *lya = tile_layout_make(L->m, la, NULL),
+                *lyb = tile_layout_make(L->m, lb, NULL);
+    TSL_ASSERT(lay && lya && lyb);
+
+    /* rows of A: kb = row * (A's stride along k), live while k0 + row < hi_k */
+    tile_value *kr = rb_reg(L, TILE_I_IOTA, "kr", TSL_DTYPE_I64, RB_M, 1, lya);
+    tile_instr_arg(L->m, &L->b.cur->items[L->b.cur->n - 1]->instr, tile_operand_scalar(tile_expr_int(L->m, 0)));
+    L->b.cur->items[L->b.cur->n - 1]->instr.dim = 0;
+    tile_value *kb = emit2(L, TILE_I_MUL, "kb", tile_operand_tensor(kr), tile_operand_scalar(rb_flat_offset(L, oa, sh.k)));
+    tile_value *kl = emit2(L, TILE_I_LT, "kl", tile_operand_tensor(kr),
+                           tile_operand_scalar(ibin(L, TILE_OP_SUB, hi[sh.k], k0)));
+    /* the output tile's coordinates and lanes */
+    tile_value *ki = rb_reg(L, TILE_I_IOTA, "ki", TSL_DTYPE_I64, RB_M, RB_N, lay);
+    tile_instr_arg(L->m, &L->b.cur->items[L->b.cur->n - 1]->instr, tile_operand_scalar(k0));
+    L->b.cur->items[L->b.cur->n - 1]->instr.dim = 0;
+    tile_value *wi = rb_reg(L, TILE_I_IOTA, "wi", TSL_DTYPE_I64, RB_M, RB_N, lay);
+    tile_instr_arg(L->m, &L->b.cur->items[L->b.cur->n - 1]->instr, tile_operand_scalar(w0));
+    L->b.cur->items[L->b.cur->n - 1]->instr.dim = 1;
+    tile_value *live = land(L, emit2(L, TILE_I_LT, "mk", tile_operand_tensor(ki), tile_operand_scalar(hi[sh.k])),
+                            emit2(L, TILE_I_LT, "mw", tile_operand_tensor(wi), tile_operand_scalar(hi[sh.w])));
+    tile_operand *lidx = arena_alloc(L->m->arena, sizeof *lidx * (size_t)op->niter);
+    for (int v = 0; v < op->niter; v++)
+        lidx[v] = v == sh.k ? tile_operand_tensor(ki) : v == sh.w ? tile_operand_tensor(wi) : opnd(L->var[v]);
+    tile_value *lhs = L->tparam[st->lhs->index], *acc;
+    if (op->bang) {
+        acc = rb_reg(L, TILE_I_ALLOC, "acc", TSL_DTYPE_F32, RB_M, RB_N, lay);
+        L->b.cur->items[L->b.cur->n - 1]->instr.init = tile_expr_int(L->m, 0);
+    } else {
+        acc = rb_reg(L, TILE_I_GATHER, "acc", TSL_DTYPE_F32, RB_M, RB_N, lay);
+        tile_instr *g = &L->b.cur->items[L->b.cur->n - 1]->instr;
+        tile_instr_arg(L->m, g, tile_operand_tensor(lhs));
+        for (int v = 0; v < op->niter; v++) tile_instr_arg(L->m, g, lidx[v]);
+        g->mask = live;
+    }
+
+    /* for j in 0 : prod of the reduction extents, var v = (j / prod ext[v+1..]) % ext[v] + lo[v] */
+    tile_expr *n = tile_expr_int(L->m, 1);
+    for (int v = op->niter; v < op->nvars; v++) n = ibin(L, TILE_OP_MUL, n, ext[v]);
+    tile_stmt *f = tile_build_for(&L->b, fresh(L, "j"), tile_expr_int(L->m, 0), n, NULL);
+    tile_build_push(&L->b, f->body);
+    tile_expr *j = tile_expr_value(L->m, f->v), *rs = tile_expr_int(L->m, 1);
+    for (int v = op->nvars - 1; v >= op->niter; v--) {
+        tile_expr *q = ibin(L, TILE_OP_DIV, j, rs);
+        if (v > op->niter) q = ibin(L, TILE_OP_MOD, q, ext[v]);
+        L->var[v] = int_scalar(ibin(L, TILE_OP_ADD, q, lo[v]));
+        rs = ibin(L, TILE_OP_MUL, rs, ext[v]);
+    }
+    tile_value *ai = emit2(L, TILE_I_ADD, "ai", tile_operand_tensor(kb), tile_operand_scalar(rb_flat_offset(L, oa, -1)));
+    tile_value *a = rb_reg(L, TILE_I_GATHER, "a", TSL_DTYPE_F32, RB_M, 1, lya);
+    {
+        tile_instr *g = &L->b.cur->items[L->b.cur->n - 1]->instr;
+        tile_instr_arg(L->m, g, tile_operand_tensor(fa));
+        tile_instr_arg(L->m, g, tile_operand_tensor(ai));
+        g->mask = kl;
+    }
+    tile_expr *boff = rb_flat_offset(L, ob, -1);
+    tile_value *bv;
+    {
+        int64_t nb = RB_N;
+        tile_stmt *ls = tile_build_instr(&L->b, TILE_I_LOAD_GLOBAL, fresh(L, "b"));
+        tile_instr_result_type(ls, tile_type_make(L->m, TILE_REGISTER, tile_dtype_from_tsl(TSL_DTYPE_F32), 1, &nb, lyb));
+        bv = ls->instr.result;
+        tile_operand src = tile_operand_tensor(fb);
+        tile_operand_index(L->m, &src, 1, &boff);
+        tile_instr_arg(L->m, &L->b.cur->items[L->b.cur->n - 1]->instr, src);
+    }
+    tile_value *ab = rb_reg(L, TILE_I_BROADCAST, "ab", TSL_DTYPE_F32, RB_M, RB_N, lay);
+    tile_instr_arg(L->m, &L->b.cur->items[L->b.cur->n - 1]->instr, tile_operand_tensor(a));
+    L->b.cur->items[L->b.cur->n - 1]->instr.dim = 1;
+    tile_value *bb = rb_reg(L, TILE_I_BROADCAST, "bb", TSL_DTYPE_F32, RB_M, RB_N, lay);
+    tile_instr_arg(L->m, &L->b.cur->items[L->b.cur->n - 1]->instr, tile_operand_tensor(bv));
+    L->b.cur->items[L->b.cur->n - 1]->instr.dim = 0;
+    tile_value *p = emit2(L, TILE_I_MUL, "p", tile_operand_tensor(ab), tile_operand_tensor(bb));
+    tile_stmt *c = tile_build_instr(&L->b, TILE_I_ADD, NULL);
+    tile_instr_arg(L->m, &c->instr, tile_operand_tensor(acc));
+    tile_instr_arg(L->m, &c->instr, tile_operand_tensor(p));
+    tile_instr_dst(&c->instr, tile_operand_tensor(acc));
+    tile_build_pop(&L->b);
+
+    tile_stmt *sc = tile_build_instr(&L->b, TILE_I_SCATTER, NULL);
+    tile_instr_arg(L->m, &sc->instr, tile_operand_tensor(acc));
+    for (int v = 0; v < op->niter; v++) tile_instr_arg(L->m, &sc->instr, lidx[v]);
+    tile_instr_dst(&sc->instr, tile_operand_tensor(lhs));
+    sc->instr.mask = live;
+    return 1;
+}
+
 static void lower_op(lower *L, const graph_op *op)
 {
     const lang_stmt *st = op->stmt;
     const lang_def *def = L->def;
     L->op = op;
+    if (lower_rblk(L, op)) return;
     char kn[160];
     snprintf(kn, sizeof kn, "%s_s%d_%s", L->def->name, op->index, st->lhs->name);
     L->k = tile_kernel_new(L->m, kn, SCHED_THREADS);

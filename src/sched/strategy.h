@@ -74,6 +74,21 @@ int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp);
  * tail short against the row. Rows of 4096 f32 (bench/cpu.sh, 1 core):
  * 1: 15-16 GB/s, 2: 10-11, 4: 8-9 (noisy machine, same session). */
 /* The CPU plan of a transpose (elementwise.c): T x T tiles, T threads. */
+/* The CPU plan of two-operand reductions (lower.c, lower_rblk): an
+ * SCHED_RB_M x SCHED_RB_N output tile per block, SCHED_RB_TM x SCHED_RB_TN
+ * per thread (the micro-kernel's register tile). */
+#ifndef SCHED_RB_M
+#define SCHED_RB_M 16
+#endif
+#ifndef SCHED_RB_N
+#define SCHED_RB_N 32
+#endif
+#ifndef SCHED_RB_TM
+#define SCHED_RB_TM 4
+#endif
+#ifndef SCHED_RB_TN
+#define SCHED_RB_TN 16
+#endif
 #ifndef SCHED_TR_TILE_CPU
 #define SCHED_TR_TILE_CPU 64
 #endif
