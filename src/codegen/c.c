@@ -316,6 +316,7 @@ static void emit_stmt(cgc *c, const tile_stmt *s)
         int id = cgc_rterr(c, TSL_ERR_RUNTIME, "for: the step is not positive");
         cgc_line(c, "if (step <= 0) return %d;", id);
         int ukr = cgc_emit_gemm_for(c, s); /* opens `if (fast) {...} else {` */
+        if (!ukr && !c->st) ukr = cgc_emit_rblk_for(c, s);
         if (c->st) break;
         c->ind += ukr;
         cgc_line(c, "for (v%d = lo; v%d < hi; v%d += step) {", s->v->id, s->v->id, s->v->id);

@@ -206,6 +206,10 @@ void cgc_emit_decomp(cgc *c, const tile_stmt *s);
  * caller emits the generic loop and closes the brace); 0 and nothing
  * emitted when the body does not match exactly. */
 int cgc_emit_gemm_for(cgc *c, const tile_stmt *f);
+/* The same for the reduction loop of the CPU plan of two-operand
+ * reductions (convolutions; c_emit_rblk.c): a micro-kernel over tabulated
+ * per-step offsets. */
+int cgc_emit_rblk_for(cgc *c, const tile_stmt *f);
 /* A rank-2 register table whose every thread holds a contiguous TM x TN
  * row-major micro-tile (local l = i * TN + j at the thread's origin plus
  * (i, j)), every slot inside the tensor: 1 and *tm, *tn. */
