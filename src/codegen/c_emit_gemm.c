@@ -40,29 +40,6 @@ typedef struct gemm_match {
     int ra, rb;                   /* ranks of SA and SB */
 } gemm_match;
 
-static int is_f32(tile_dtype t)
-{
-    return t.kind == TILE_DT_FLOAT && t.bits == 32 && t.exp == 8;
-}
-
-static int is_instr(const tile_stmt *s, tile_op op)
-{
-    return s->kind == TILE_S_INSTR && s->instr.op == op && !s->instr.decomp;
-}
-
-/* A whole register tensor operand (no view steps). */
-static const tile_value *whole_reg(const tile_operand *o)
-{
-    if (!o->v || o->v->kind != TILE_V_TENSOR || o->nsteps || o->v->type.space != TILE_REGISTER) return NULL;
-    return o->v;
-}
-
-static const cgc_tab *tab_of(cgc *c, const tile_value *v)
-{
-    int t = v ? cgc_rt(c, v) : -1;
-    return t >= 0 ? &c->tabv[t] : NULL;
-}
-
 /* Strides of an affine shared layout: offset(coord) == sum coord[i] *
  * st[i] for every coordinate of the tensor's dims (checked exhaustively;
  * shared tensors are small). 0 when swizzled or hierarchical in a way that
@@ -129,8 +106,8 @@ static int mentions(const tile_block *b, const tile_stmt *skip, const tile_value
  * which some slot holds. */
 static const cgc_tab *covering(cgc *c, const tile_value *r, int64_t d0, int64_t d1)
 {
-    const cgc_tab *t = tab_of(c, r);
-    if (!t || !is_f32(r->type.dt) || t->rank != 2 || t->dims[0] != d0 || t->dims[1] != d1) return NULL;
+    const cgc_tab *t = cgc_vtab(c, r);
+    if (!t || !cgc_is_f32(r->type.dt) || t->rank != 2 || t->dims[0] != d0 || t->dims[1] != d1) return NULL;
     /* every coordinate has an owner: the broadcasts read no pad slot */
     uint8_t *seen = arena_alloc(c->ar, (size_t)(d0 * d1));
     int64_t nseen = 0;
@@ -156,10 +133,10 @@ static const tile_value *match_load(cgc *c, const tile_block *b, int *at, int64_
 {
     if (*at >= b->n) return NULL;
     const tile_stmt *s = b->items[*at];
-    if (!is_instr(s, TILE_I_LOAD_SHARED) || s->instr.nargs != 1 || !s->instr.result) return NULL;
+    if (!cgc_is_instr(s, TILE_I_LOAD_SHARED) || s->instr.nargs != 1 || !s->instr.result) return NULL;
     const tile_operand *o = &s->instr.args[0];
     const tile_value *r = s->instr.result;
-    if (!o->v || o->v->kind != TILE_V_TENSOR || o->v->type.space != TILE_SHARED || !is_f32(o->v->type.dt))
+    if (!o->v || o->v->kind != TILE_V_TENSOR || o->v->type.space != TILE_SHARED || !cgc_is_f32(o->v->type.dt))
         return NULL;
     if (o->nsteps != 1 || o->steps[0].kind != TILE_STEP_INDEX || o->v->type.rank < 2) return NULL;
     int rk = o->v->type.rank, along = d0 > 1 ? 0 : 1; /* the long dim of x */
@@ -168,11 +145,11 @@ static const tile_value *match_load(cgc *c, const tile_block *b, int *at, int64_
         *vdim = rk - 2 + along;
         (*at)++;
     } else {
-        const cgc_tab *t0 = tab_of(c, r);
-        if (*at + 1 >= b->n || !t0 || !is_f32(r->type.dt) || t0->rank != 2 || t0->dims[0] != d1 || t0->dims[1] != d0)
+        const cgc_tab *t0 = cgc_vtab(c, r);
+        if (*at + 1 >= b->n || !t0 || !cgc_is_f32(r->type.dt) || t0->rank != 2 || t0->dims[0] != d1 || t0->dims[1] != d0)
             return NULL;
         const tile_stmt *v = b->items[*at + 1];
-        if (!is_instr(v, TILE_I_VIEW) || v->instr.nargs != 1 || whole_reg(&v->instr.args[0]) != r || !v->instr.result)
+        if (!cgc_is_instr(v, TILE_I_VIEW) || v->instr.nargs != 1 || cgc_whole_reg(&v->instr.args[0]) != r || !v->instr.result)
             return NULL;
         const cgc_tab *t = covering(c, v->instr.result, d0, d1);
         if (!t || t->ns != t0->ns) return NULL;
@@ -225,14 +202,14 @@ static int gemm_match_for(cgc *c, const tile_stmt *f, gemm_match *g)
     if (!b || b->n < 6 || b->n > 8) return 0;
     const tile_stmt *s3 = b->items[b->n - 4], *s4 = b->items[b->n - 3], *s5 = b->items[b->n - 2],
                     *s6 = b->items[b->n - 1];
-    if (!is_instr(s3, TILE_I_BROADCAST) || !is_instr(s4, TILE_I_BROADCAST) || !is_instr(s5, TILE_I_MUL) ||
-        !is_instr(s6, TILE_I_ADD))
+    if (!cgc_is_instr(s3, TILE_I_BROADCAST) || !cgc_is_instr(s4, TILE_I_BROADCAST) || !cgc_is_instr(s5, TILE_I_MUL) ||
+        !cgc_is_instr(s6, TILE_I_ADD))
         return 0;
     if (s3->instr.dim != 1 || s4->instr.dim != 0 || !s3->instr.result || !s4->instr.result || !s5->instr.result)
         return 0;
     const tile_value *ab = s3->instr.result, *bb = s4->instr.result, *p = s5->instr.result;
-    const cgc_tab *tab = tab_of(c, ab);
-    if (!tab || tab->rank != 2 || !is_f32(ab->type.dt) || !is_f32(bb->type.dt) || !is_f32(p->type.dt)) return 0;
+    const cgc_tab *tab = cgc_vtab(c, ab);
+    if (!tab || tab->rank != 2 || !cgc_is_f32(ab->type.dt) || !cgc_is_f32(bb->type.dt) || !cgc_is_f32(p->type.dt)) return 0;
     g->bm = tab->dims[0];
     g->bn = tab->dims[1];
     int at = 0;
@@ -240,17 +217,17 @@ static int gemm_match_for(cgc *c, const tile_stmt *f, gemm_match *g)
     const tile_value *a = match_load(c, b, &at, g->bm, 1, g->sa, &g->ra, &g->va, &g->la, &xa);
     const tile_value *bv = a ? match_load(c, b, &at, 1, g->bn, g->sb, &g->rb, &g->vb, &g->lb, &xb) : NULL;
     if (!a || !bv || at != b->n - 4 || g->sb[g->vb] != 1) return 0;
-    if (whole_reg(&s3->instr.args[0]) != a || whole_reg(&s4->instr.args[0]) != bv) return 0;
-    const tile_value *m0 = whole_reg(&s5->instr.args[0]), *m1 = whole_reg(&s5->instr.args[1]);
+    if (cgc_whole_reg(&s3->instr.args[0]) != a || cgc_whole_reg(&s4->instr.args[0]) != bv) return 0;
+    const tile_value *m0 = cgc_whole_reg(&s5->instr.args[0]), *m1 = cgc_whole_reg(&s5->instr.args[1]);
     if (!((m0 == ab && m1 == bb) || (m0 == bb && m1 == ab))) return 0;
     const tile_instr *ad = &s6->instr;
-    const tile_value *acc = whole_reg(&ad->args[0]);
-    if (ad->result || !ad->has_dst || ad->dst.nsteps || ad->dst.v != acc || whole_reg(&ad->args[1]) != p) return 0;
-    if (!acc || !is_f32(acc->type.dt)) return 0;
+    const tile_value *acc = cgc_whole_reg(&ad->args[0]);
+    if (ad->result || !ad->has_dst || ad->dst.nsteps || ad->dst.v != acc || cgc_whole_reg(&ad->args[1]) != p) return 0;
+    if (!acc || !cgc_is_f32(acc->type.dt)) return 0;
     const tile_value *tmp[7] = {a, bv, ab, bb, p, xa ? xa : a, xb ? xb : a};
     for (int i = 0; i < 7; i++)
         if (tmp[i] == acc) return 0;
-    if (!same_coords(tab, tab_of(c, bb)) || !same_coords(tab, tab_of(c, p)) || !same_coords(tab, tab_of(c, acc)))
+    if (!same_coords(tab, cgc_vtab(c, bb)) || !same_coords(tab, cgc_vtab(c, p)) || !same_coords(tab, cgc_vtab(c, acc)))
         return 0;
     if (mentions(c->k->body, f, tmp, 7)) return 0;
     if (!cgc_tab_microtile(tab, &g->tm, &g->tn)) return 0;
@@ -259,86 +236,6 @@ static int gemm_match_for(cgc *c, const tile_stmt *f, gemm_match *g)
     if (g->tm > 16 || g->tn > 64 || g->tm * g->tn > 256) return 0;
     g->acc = acc;
     return 1;
-}
-
-/* The micro-kernel for one vector width vw (TN % vw == 0): acc[TM][TN]
- * (row-major, contiguous) += sum over n steps of a[i * ar] * b[j], a and b
- * advancing by ak and bk per step. */
-static void emit_ukr_body(cgc *c, const char *fn, const gemm_match *g, int vw, int64_t ar)
-{
-    strbuf *o = &c->tabs;
-    int64_t nv = g->tn / vw;
-    const char *vt = vw > 1 ? arena_printf(c->ar, "%s_v", fn) : "float", *vu = vw > 1 ? arena_printf(c->ar, "%s_vu", fn) : "float";
-    if (vw > 1) {
-        sb_printf(o, "typedef float %s __attribute__((vector_size(%d)));\n", vt, vw * 4);
-        sb_printf(o, "typedef float %s __attribute__((vector_size(%d), aligned(4)));\n", vu, vw * 4);
-    }
-    sb_printf(o, "static TSL_GEMM_FN void %s(float *restrict acc, const float *restrict a, const float *restrict b,\n"
-                 "    int64_t ak, int64_t bk, int64_t n)\n{\n    TSL_GEMM_CONTRACT\n", fn);
-    for (int64_t i = 0; i < g->tm; i++)
-        for (int64_t j = 0; j < nv; j++)
-            sb_printf(o, "    %s c%lld_%lld = *(const %s *)(acc + %lld);\n", vt, (long long)i, (long long)j, vu,
-                      (long long)(i * g->tn + j * vw));
-    sb_puts(o, "    TSL_GEMM_UNROLL\n    for (int64_t k = 0; k < n; k++) {\n");
-    sb_puts(o, "        const float *ap = a + k * ak, *bp = b + k * bk;\n");
-    for (int64_t j = 0; j < nv; j++)
-        sb_printf(o, "        const %s b%lld = *(const %s *)(bp + %lld);\n", vt, (long long)j, vu, (long long)(j * vw));
-    for (int64_t i = 0; i < g->tm; i++) {
-        sb_printf(o, "        {\n            const float s = ap[%lld];\n", (long long)(i * ar));
-        if (vw > 1) {
-            sb_printf(o, "            const %s x = {", vt);
-            for (int l = 0; l < vw; l++) sb_printf(o, "%ss", l ? ", " : "");
-            sb_puts(o, "};\n");
-        } else {
-            sb_puts(o, "            const float x = s;\n");
-        }
-        for (int64_t j = 0; j < nv; j++)
-            sb_printf(o, "            c%lld_%lld += x * b%lld;\n", (long long)i, (long long)j, (long long)j);
-        sb_puts(o, "        }\n");
-    }
-    sb_puts(o, "    }\n");
-    for (int64_t i = 0; i < g->tm; i++)
-        for (int64_t j = 0; j < nv; j++)
-            sb_printf(o, "    *(%s *)(acc + %lld) = c%lld_%lld;\n", vu, (long long)(i * g->tn + j * vw), (long long)i,
-                      (long long)j);
-    sb_puts(o, "}\n");
-}
-
-/* The micro-kernel function, one variant per vector width the generated
- * C may be compiled for. */
-static void emit_ukr(cgc *c, const char *fn, const gemm_match *g, int64_t ar)
-{
-    strbuf *o = &c->tabs;
-    sb_printf(o, "\n/* f32 micro-kernel: a %lld x %lld tile in registers over the k loop */\n", (long long)g->tm,
-              (long long)g->tn);
-    sb_puts(o, "#ifndef TSL_GEMM_FN\n"
-               "#if defined(__clang__)\n"
-               "#define TSL_GEMM_FN\n"
-               "#define TSL_GEMM_CONTRACT _Pragma(\"clang fp contract(fast)\")\n"
-               "#define TSL_GEMM_UNROLL _Pragma(\"clang loop unroll_count(4)\")\n"
-               "#elif defined(__GNUC__)\n"
-               "#define TSL_GEMM_FN __attribute__((optimize(\"fp-contract=fast\")))\n"
-               "#define TSL_GEMM_CONTRACT\n"
-               "#define TSL_GEMM_UNROLL _Pragma(\"GCC unroll 4\")\n"
-               "#else\n"
-               "#define TSL_GEMM_FN\n"
-               "#define TSL_GEMM_CONTRACT\n"
-               "#define TSL_GEMM_UNROLL\n"
-               "#endif\n"
-               "#endif\n");
-    static const int widths[] = {16, 8, 4};
-    static const char *const conds[] = {"defined(__GNUC__) && defined(__AVX512F__)", "defined(__GNUC__) && defined(__AVX__)",
-                                        "defined(__GNUC__)"};
-    int first = 1;
-    for (int w = 0; w < 3; w++) {
-        if (g->tn % widths[w]) continue;
-        sb_printf(o, "#%s %s\n", first ? "if" : "elif", conds[w]);
-        first = 0;
-        emit_ukr_body(c, fn, g, widths[w], ar);
-    }
-    if (!first) sb_puts(o, "#else\n");
-    emit_ukr_body(c, fn, g, 1, ar);
-    if (!first) sb_puts(o, "#endif\n");
 }
 
 /* Offset expression (elements) of an index view's anchor, with the view
@@ -368,10 +265,13 @@ int cgc_emit_gemm_for(cgc *c, const tile_stmt *f)
     int id = c->tmp++;
     const tile_value *sa = g.la->instr.args[0].v, *sbv = g.lb->instr.args[0].v;
     char *fn = arena_printf(c->ar, "tsl_ukr%d", id);
-    emit_ukr(c, fn, &g, g.sa[g.va]);
+    cgc_ukr u = {.tm = g.tm, .tn = g.tn, .what = "over the k loop", .params = "int64_t ak, int64_t bk, int64_t n",
+                 .step = "const float *ap = a + k * ak, *bp = b + k * bk;", .a_row = "ap[%lld]",
+                 .a_mul = g.sa[g.va], .unroll = 1};
+    cgc_emit_ukr(c, fn, &u);
     /* threads ordered by (column, row) of their micro-tile: a B panel is
      * reused by the whole thread column while it is in L1 */
-    const cgc_tab *tab = tab_of(c, g.acc);
+    const cgc_tab *tab = cgc_vtab(c, g.acc);
     int64_t *ord = arena_alloc(c->ar, sizeof(int64_t) * (size_t)(g.nthr * 3));
     int64_t n = 0;
     for (int64_t col = 0; col < g.bn; col += 1)

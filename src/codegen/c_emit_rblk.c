@@ -37,34 +37,12 @@ typedef struct rb_match {
     int64_t bm, bn, tm, tn, nthr, nloc;
 } rb_match;
 
-static int is_f32(tile_dtype t)
-{
-    return t.kind == TILE_DT_FLOAT && t.bits == 32 && t.exp == 8;
-}
-
-static int is_instr(const tile_stmt *s, tile_op op)
-{
-    return s->kind == TILE_S_INSTR && s->instr.op == op && !s->instr.decomp;
-}
-
-static const tile_value *whole_reg(const tile_operand *o)
-{
-    if (!o->v || o->v->kind != TILE_V_TENSOR || o->nsteps || o->v->type.space != TILE_REGISTER) return NULL;
-    return o->v;
-}
-
-static const cgc_tab *tab_of(cgc *c, const tile_value *v)
-{
-    int t = v ? cgc_rt(c, v) : -1;
-    return t >= 0 ? &c->tabv[t] : NULL;
-}
-
 /* A rank-1 global f32 tensor operand with no view steps (want_index: one
  * index step). */
 static const tile_value *flat_global(const tile_operand *o, int want_index)
 {
     if (!o->v || o->v->kind != TILE_V_TENSOR || o->v->type.space != TILE_GLOBAL || o->v->type.rank != 1 ||
-        !is_f32(o->v->type.dt))
+        !cgc_is_f32(o->v->type.dt))
         return NULL;
     if (want_index ? o->nsteps != 1 || o->steps[0].kind != TILE_STEP_INDEX : o->nsteps != 0) return NULL;
     return o->v;
@@ -118,50 +96,50 @@ static int rb_match_for(cgc *c, const tile_stmt *f, rb_match *g)
     const tile_block *b = f->body;
     if (!b || b->n != 7) return 0;
     const tile_stmt *const *it = (const tile_stmt *const *)b->items;
-    if (!is_instr(it[0], TILE_I_ADD) || !is_instr(it[1], TILE_I_GATHER) || !is_instr(it[2], TILE_I_LOAD_GLOBAL) ||
-        !is_instr(it[3], TILE_I_BROADCAST) || !is_instr(it[4], TILE_I_BROADCAST) || !is_instr(it[5], TILE_I_MUL) ||
-        !is_instr(it[6], TILE_I_ADD))
+    if (!cgc_is_instr(it[0], TILE_I_ADD) || !cgc_is_instr(it[1], TILE_I_GATHER) || !cgc_is_instr(it[2], TILE_I_LOAD_GLOBAL) ||
+        !cgc_is_instr(it[3], TILE_I_BROADCAST) || !cgc_is_instr(it[4], TILE_I_BROADCAST) || !cgc_is_instr(it[5], TILE_I_MUL) ||
+        !cgc_is_instr(it[6], TILE_I_ADD))
         return 0;
     for (int i = 0; i < 6; i++)
         if (!it[i]->instr.result) return 0;
     /* ai = add KB, OFF */
     const tile_instr *iai = &it[0]->instr;
     const tile_value *ai = iai->result;
-    if (iai->nargs != 2 || iai->mask || !(g->kb = whole_reg(&iai->args[0])) || iai->args[1].v || !iai->args[1].scalar)
+    if (iai->nargs != 2 || iai->mask || !(g->kb = cgc_whole_reg(&iai->args[0])) || iai->args[1].v || !iai->args[1].scalar)
         return 0;
     if (g->kb->type.dt.kind != TILE_DT_INT || g->kb->type.dt.bits != 64 || ai->type.dt.bits != 64) return 0;
     /* a = gather AF, ai mask KL */
     const tile_instr *ia = &it[1]->instr;
     const tile_value *a = ia->result;
-    if (ia->nargs != 2 || !(g->af = flat_global(&ia->args[0], 0)) || whole_reg(&ia->args[1]) != ai || !ia->mask ||
-        !is_f32(a->type.dt))
+    if (ia->nargs != 2 || !(g->af = flat_global(&ia->args[0], 0)) || cgc_whole_reg(&ia->args[1]) != ai || !ia->mask ||
+        !cgc_is_f32(a->type.dt))
         return 0;
     g->kl = ia->mask;
     /* b = load_global BF[BOFF] */
     const tile_instr *ib = &it[2]->instr;
     const tile_value *bv = ib->result;
-    if (ib->nargs != 1 || !(g->bf = flat_global(&ib->args[0], 1)) || !is_f32(bv->type.dt) || ib->init) return 0;
+    if (ib->nargs != 1 || !(g->bf = flat_global(&ib->args[0], 1)) || !cgc_is_f32(bv->type.dt) || ib->init) return 0;
     /* the outer product */
     const tile_instr *s3 = &it[3]->instr, *s4 = &it[4]->instr, *s5 = &it[5]->instr, *s6 = &it[6]->instr;
-    if (s3->dim != 1 || s4->dim != 0 || whole_reg(&s3->args[0]) != a || whole_reg(&s4->args[0]) != bv) return 0;
+    if (s3->dim != 1 || s4->dim != 0 || cgc_whole_reg(&s3->args[0]) != a || cgc_whole_reg(&s4->args[0]) != bv) return 0;
     const tile_value *ab = s3->result, *bb = s4->result, *p = s5->result;
-    const tile_value *m0 = whole_reg(&s5->args[0]), *m1 = whole_reg(&s5->args[1]);
+    const tile_value *m0 = cgc_whole_reg(&s5->args[0]), *m1 = cgc_whole_reg(&s5->args[1]);
     if (!((m0 == ab && m1 == bb) || (m0 == bb && m1 == ab))) return 0;
-    const tile_value *acc = whole_reg(&s6->args[0]);
-    if (s6->result || !s6->has_dst || s6->dst.nsteps || s6->dst.v != acc || whole_reg(&s6->args[1]) != p) return 0;
-    if (!acc || !is_f32(acc->type.dt) || !is_f32(ab->type.dt) || !is_f32(bb->type.dt) || !is_f32(p->type.dt)) return 0;
-    const cgc_tab *tab = tab_of(c, acc);
+    const tile_value *acc = cgc_whole_reg(&s6->args[0]);
+    if (s6->result || !s6->has_dst || s6->dst.nsteps || s6->dst.v != acc || cgc_whole_reg(&s6->args[1]) != p) return 0;
+    if (!acc || !cgc_is_f32(acc->type.dt) || !cgc_is_f32(ab->type.dt) || !cgc_is_f32(bb->type.dt) || !cgc_is_f32(p->type.dt)) return 0;
+    const cgc_tab *tab = cgc_vtab(c, acc);
     if (!tab || tab->rank != 2) return 0;
     g->bm = tab->dims[0];
     g->bn = tab->dims[1];
-    const cgc_tab *ta = tab_of(c, a), *tb = tab_of(c, bv), *tk = tab_of(c, g->kb), *tl = tab_of(c, g->kl),
-                  *tai = tab_of(c, ai);
+    const cgc_tab *ta = cgc_vtab(c, a), *tb = cgc_vtab(c, bv), *tk = cgc_vtab(c, g->kb), *tl = cgc_vtab(c, g->kl),
+                  *tai = cgc_vtab(c, ai);
     if (!ta || ta->rank != 2 || ta->dims[0] != g->bm || ta->dims[1] != 1) return 0;
     if (!tb || tb->rank != 1 || tb->dims[0] != g->bn) return 0;
     if (!same_coords(ta, tk) || !same_coords(ta, tl) || !same_coords(ta, tai)) return 0;
     int64_t *sl = arena_alloc(c->ar, sizeof(int64_t) * (size_t)(g->bm + g->bn));
     if (!owners(c, ta, g->bm, sl) || !owners(c, tb, g->bn, sl)) return 0;
-    if (!same_coords(tab, tab_of(c, ab)) || !same_coords(tab, tab_of(c, bb)) || !same_coords(tab, tab_of(c, p)))
+    if (!same_coords(tab, cgc_vtab(c, ab)) || !same_coords(tab, cgc_vtab(c, bb)) || !same_coords(tab, cgc_vtab(c, p)))
         return 0;
     const tile_value *tmp[6] = {ai, a, bv, ab, bb, p};
     for (int i = 0; i < 6; i++)
@@ -179,96 +157,21 @@ static int rb_match_for(cgc *c, const tile_stmt *f, rb_match *g)
     return 1;
 }
 
-/* The micro-kernel for one vector width vw (TN % vw == 0): acc[TM][TN]
- * (row-major, contiguous) += sum over k < n of a[ao[k] + i * ar] *
- * b[bo[k] + j]. */
-static void emit_ukr_body(cgc *c, const char *fn, const rb_match *g, int vw)
-{
-    strbuf *o = &c->tabs;
-    int64_t nv = g->tn / vw;
-    const char *vt = vw > 1 ? arena_printf(c->ar, "%s_v", fn) : "float",
-               *vu = vw > 1 ? arena_printf(c->ar, "%s_vu", fn) : "float";
-    if (vw > 1) {
-        sb_printf(o, "typedef float %s __attribute__((vector_size(%d)));\n", vt, vw * 4);
-        sb_printf(o, "typedef float %s __attribute__((vector_size(%d), aligned(4)));\n", vu, vw * 4);
-    }
-    sb_printf(o, "static TSL_GEMM_FN void %s(float *restrict acc, const float *restrict a, const float *restrict b,\n"
-                 "    const int64_t *ao, const int64_t *bo, int64_t ar, int64_t n)\n{\n    TSL_GEMM_CONTRACT\n", fn);
-    for (int64_t i = 0; i < g->tm; i++)
-        for (int64_t j = 0; j < nv; j++)
-            sb_printf(o, "    %s c%lld_%lld = *(const %s *)(acc + %lld);\n", vt, (long long)i, (long long)j, vu,
-                      (long long)(i * g->tn + j * vw));
-    for (int64_t i = 0; i < g->tm; i++) sb_printf(o, "    const float *a%lld = a + %lld * ar;\n", (long long)i, (long long)i);
-    sb_puts(o, "    for (int64_t k = 0; k < n; k++) {\n");
-    sb_puts(o, "        const int64_t ak = ao[k];\n        const float *bp = b + bo[k];\n");
-    for (int64_t j = 0; j < nv; j++)
-        sb_printf(o, "        const %s b%lld = *(const %s *)(bp + %lld);\n", vt, (long long)j, vu, (long long)(j * vw));
-    for (int64_t i = 0; i < g->tm; i++) {
-        sb_printf(o, "        {\n            const float s = a%lld[ak];\n", (long long)i);
-        if (vw > 1) {
-            sb_printf(o, "            const %s x = {", vt);
-            for (int l = 0; l < vw; l++) sb_printf(o, "%ss", l ? ", " : "");
-            sb_puts(o, "};\n");
-        } else {
-            sb_puts(o, "            const float x = s;\n");
-        }
-        for (int64_t j = 0; j < nv; j++)
-            sb_printf(o, "            c%lld_%lld += x * b%lld;\n", (long long)i, (long long)j, (long long)j);
-        sb_puts(o, "        }\n");
-    }
-    sb_puts(o, "    }\n");
-    for (int64_t i = 0; i < g->tm; i++)
-        for (int64_t j = 0; j < nv; j++)
-            sb_printf(o, "    *(%s *)(acc + %lld) = c%lld_%lld;\n", vu, (long long)(i * g->tn + j * vw), (long long)i,
-                      (long long)j);
-    sb_puts(o, "}\n");
-}
-
-static void emit_ukr(cgc *c, const char *fn, const rb_match *g)
-{
-    strbuf *o = &c->tabs;
-    sb_printf(o, "\n/* f32 micro-kernel: a %lld x %lld tile in registers over tabulated offsets */\n",
-              (long long)g->tm, (long long)g->tn);
-    sb_puts(o, "#ifndef TSL_GEMM_FN\n"
-               "#if defined(__clang__)\n"
-               "#define TSL_GEMM_FN\n"
-               "#define TSL_GEMM_CONTRACT _Pragma(\"clang fp contract(fast)\")\n"
-               "#define TSL_GEMM_UNROLL _Pragma(\"clang loop unroll_count(4)\")\n"
-               "#elif defined(__GNUC__)\n"
-               "#define TSL_GEMM_FN __attribute__((optimize(\"fp-contract=fast\")))\n"
-               "#define TSL_GEMM_CONTRACT\n"
-               "#define TSL_GEMM_UNROLL _Pragma(\"GCC unroll 4\")\n"
-               "#else\n"
-               "#define TSL_GEMM_FN\n"
-               "#define TSL_GEMM_CONTRACT\n"
-               "#define TSL_GEMM_UNROLL\n"
-               "#endif\n"
-               "#endif\n");
-    static const int widths[] = {16, 8, 4};
-    static const char *const conds[] = {"defined(__GNUC__) && defined(__AVX512F__)",
-                                        "defined(__GNUC__) && defined(__AVX__)", "defined(__GNUC__)"};
-    int first = 1;
-    for (int w = 0; w < 3; w++) {
-        if (g->tn % widths[w]) continue;
-        sb_printf(o, "#%s %s\n", first ? "if" : "elif", conds[w]);
-        first = 0;
-        emit_ukr_body(c, fn, g, widths[w]);
-    }
-    if (!first) sb_puts(o, "#else\n");
-    emit_ukr_body(c, fn, g, 1);
-    if (!first) sb_puts(o, "#endif\n");
-}
-
 int cgc_emit_rblk_for(cgc *c, const tile_stmt *f)
 {
     rb_match g;
     if (getenv("TESSEL_CPU_NO_UKR") || !rb_match_for(c, f, &g)) return 0;
     int id = c->tmp++, kv = f->v->id;
     char *fn = arena_printf(c->ar, "tsl_rbk%d", id);
-    emit_ukr(c, fn, &g);
+    cgc_ukr u = {.tm = g.tm, .tn = g.tn, .what = "over tabulated offsets",
+                 .params = "const int64_t *ao, const int64_t *bo, int64_t ar, int64_t n",
+                 .row_ptr = "const float *a%lld = a + %lld * ar;",
+                 .step = "const int64_t ak = ao[k];\n        const float *bp = b + bo[k];", .a_row = "a%lld[ak]",
+                 .a_mul = 1};
+    cgc_emit_ukr(c, fn, &u);
     /* per row of A, the slots of KB and KL that own it; per thread, its
      * micro-tile's acc slot, row and column */
-    const cgc_tab *ta = tab_of(c, g.kb), *tl = tab_of(c, g.kl), *tab = tab_of(c, g.acc);
+    const cgc_tab *ta = cgc_vtab(c, g.kb), *tl = cgc_vtab(c, g.kl), *tab = cgc_vtab(c, g.acc);
     int64_t *rows = arena_alloc(c->ar, sizeof(int64_t) * (size_t)(g.bm * 2));
     int64_t *sk = arena_alloc(c->ar, sizeof(int64_t) * (size_t)g.bm), *sm = arena_alloc(c->ar, sizeof(int64_t) * (size_t)g.bm);
     if (!owners(c, ta, g.bm, sk) || !owners(c, tl, g.bm, sm)) return 0;

@@ -201,6 +201,33 @@ void cgc_emit_nothing(cgc *c, const tile_stmt *s);
 /* `let a, b, i = indices g` (interp exec_indices) as a table per thread. */
 void cgc_emit_indices(cgc *c, const tile_stmt *s);
 void cgc_emit_decomp(cgc *c, const tile_stmt *s);
+/* ---- the fast paths' shared pieces (c_emit_ukr.c) ---- */
+int cgc_is_f32(tile_dtype t);
+/* s is instruction op, with no decomposition */
+int cgc_is_instr(const tile_stmt *s, tile_op op);
+/* o's register tensor when o is the whole tensor (no view steps), else NULL */
+const tile_value *cgc_whole_reg(const tile_operand *o);
+/* v's register table, or NULL */
+const cgc_tab *cgc_vtab(cgc *c, const tile_value *v);
+
+/* An f32 micro-kernel `fn(float *acc, const float *a, const float *b,
+ * PARAMS)`: acc[tm][tn] += over n steps of a_i * b_j. Each step's
+ * statements `step` set `bp` (b's row of tn); row i's scalar of a is
+ * printf(a_row, i * a_mul); row_ptr, if set, a statement printf'd with
+ * (i, i) before the loop (per-row pointers); unroll: unroll the step loop
+ * by 4. Written into c->tabs, one variant per vector width. */
+typedef struct cgc_ukr {
+    int64_t tm, tn;
+    const char *what;    /* the header comment's tail */
+    const char *params;  /* the parameters after acc, a, b (must include `int64_t n`) */
+    const char *row_ptr; /* or NULL */
+    const char *step;
+    const char *a_row;   /* one %lld */
+    int64_t a_mul;
+    int unroll;
+} cgc_ukr;
+void cgc_emit_ukr(cgc *c, const char *fn, const cgc_ukr *u);
+
 /* A `for` whose body is the contraction strategy's f32 k step (c_emit_gemm.c):
  * emits the micro-kernel and `if (fast) { ... } else {`, returns 1 (the
  * caller emits the generic loop and closes the brace); 0 and nothing
