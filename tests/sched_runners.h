@@ -13,6 +13,13 @@ tsl_status test_run_tile_interp(void *ctx, const tile_module *m, const tile_kern
 tsl_status test_run_cpu(void *ctx, const tile_module *m, const tile_kernel *k,
                         const tile_interp_arg *args, int nargs, tsl_diag *d);
 
+/* Runs def at sizes sz (one per size slot) with the reference interpreter
+ * and plan p through fn on fresh random inputs (outputs poisoned with NaN),
+ * and checks every output element (tolerance per dtype: f16 2e-2, bf16
+ * 5e-2, else 2e-4); `what` names the runner in failures. */
+void test_compare_plan(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz, sched_kernel_fn fn,
+                       const char *what);
+
 /* NVRTC over every size specialisation of kernel k (the arms the CUDA
  * runtime may compile: codegen/cuda.h) for arch: the worst of their ptxas
  * reports in *worst (registers, spills, stack: the most of any arm; found:

@@ -118,11 +118,6 @@ static int have_gpu(void)
     return gpu_state;
 }
 
-static double tolerance(tsl_dtype t)
-{
-    return t == TSL_DTYPE_F16 ? 2e-2 : t == TSL_DTYPE_BF16 ? 5e-2 : 2e-4;
-}
-
 static int count_contract(const sched_plan *p)
 {
     int n = 0;
@@ -167,83 +162,6 @@ static sched_plan *lower_checked(tsl_arena *a, const lang_def *def, int want)
     return lower_checked_for(a, def, want, TSL_TARGET_CUDA);
 }
 
-/* Run def on sizes sz with the reference interpreter and the plan through
- * fn; compare every output. */
-static void compare_run(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
-                        sched_kernel_fn fn, const char *what)
-{
-    tsl_diag d = {0};
-    lang_bound *b = NULL;
-    tsl_status st = lang_bind(a, def, sz, &b, &d);
-    CHECK_MSG(st == TSL_OK, "%s: binding sizes failed: %s", def->name, sb_str(&d.msg));
-    if (st) {
-        diag_free(&d);
-        return;
-    }
-    int n = def->ntensors;
-    void **ref = arena_alloc(a, sizeof *ref * (size_t)(n + 1));
-    void **got = arena_alloc(a, sizeof *got * (size_t)(n + 1));
-    DLTensor **dls = arena_alloc(a, sizeof *dls * (size_t)(n + 1));
-    DLTensor *dlv = arena_alloc(a, sizeof *dlv * (size_t)(n + 1));
-    double *scal = arena_alloc(a, sizeof *scal * (size_t)(n + 1));
-    interp_tensor *views = arena_alloc(a, sizeof *views * (size_t)(n + 1));
-    int64_t *cnt = arena_alloc(a, sizeof *cnt * (size_t)(n + 1));
-    for (int i = 0; i < n; i++) {
-        const lang_tensor *t = def->tensors[i];
-        views[i].dtype = t->dtype;
-        if (t->is_scalar) {
-            scal[i] = views[i].scalar = test_rand_double(0.5, 1.5);
-            continue;
-        }
-        if (t->flags & LANG_TENSOR_TEMP) continue;
-        cnt[i] = 1;
-        for (int k = 0; k < t->rank; k++) cnt[i] *= b->shapes[i][k];
-        size_t bytes = (size_t)cnt[i] * tsl_dtype_size(t->dtype);
-        ref[i] = arena_alloc(a, bytes + 1);
-        got[i] = arena_alloc(a, bytes + 1);
-        for (int64_t e = 0; e < cnt[i]; e++) {
-            double v = (t->flags & LANG_TENSOR_INPUT) ? test_rand_double(-1.0, 1.0) : NAN;
-            dtype_store(t->dtype, (char *)ref[i] + (size_t)e * tsl_dtype_size(t->dtype), v);
-        }
-        memcpy(got[i], ref[i], bytes);
-        views[i].base = ref[i];
-        views[i].rank = t->rank;
-        int64_t stride = 1;
-        for (int k = t->rank - 1; k >= 0; k--) {
-            views[i].shape[k] = b->shapes[i][k];
-            views[i].stride[k] = stride;
-            stride *= b->shapes[i][k];
-        }
-        dlv[i].data = got[i];
-        dlv[i].device.device_type = kDLCPU;
-        dlv[i].ndim = t->rank;
-        dlv[i].dtype = tsl_dtype_to_dlpack(t->dtype);
-        dlv[i].shape = b->shapes[i];
-        dls[i] = &dlv[i];
-    }
-    st = interp_run(b, views, &d);
-    CHECK_MSG(st == TSL_OK, "%s: reference run failed: %s", def->name, sb_str(&d.msg));
-    diag_reset(&d);
-    tsl_status st2 = st ? st : sched_run(p, b, dls, scal, fn, NULL, &d);
-    CHECK_MSG(st2 == TSL_OK, "%s (%s): run failed: %s", def->name, what, sb_str(&d.msg));
-    diag_free(&d);
-    if (st || st2) return;
-    for (int i = 0; i < n; i++) {
-        const lang_tensor *t = def->tensors[i];
-        if (!(t->flags & LANG_TENSOR_OUTPUT)) continue;
-        double tol = tolerance(t->dtype);
-        int bad = 0;
-        for (int64_t e = 0; e < cnt[i] && bad < 3; e++) {
-            double x = dtype_load(t->dtype, (char *)ref[i] + (size_t)e * tsl_dtype_size(t->dtype));
-            double y = dtype_load(t->dtype, (char *)got[i] + (size_t)e * tsl_dtype_size(t->dtype));
-            int ok = !isnan(y) && fabs(x - y) <= tol * (1.0 + fabs(x));
-            if (!ok) bad++;
-            CHECK_MSG(ok, "%s (%s, sizes %lld %lld %lld): %s[%lld] = %.9g, reference %.9g", def->name, what,
-                      (long long)sz[0], (long long)sz[1], (long long)sz[2], t->name, (long long)e, y, x);
-        }
-    }
-}
-
 static void each_case_gpu(void);
 
 static void each_case(int interp, int cpu)
@@ -259,8 +177,8 @@ static void each_case(int interp, int cpu)
         for (int s = 0; p && s < 3; s++) {
             if (!cases[c].sets[s][0]) continue;
             int last = s == 2 || !cases[c].sets[s + 1][0];
-            if (interp && !(cases[c].big && last && s > 0)) compare_run(a, mod->defs[0], p, cases[c].sets[s], test_run_tile_interp, "tile interpreter");
-            if (cpu) compare_run(a, mod->defs[0], p, cases[c].sets[s], test_run_cpu, "cpu");
+            if (interp && !(cases[c].big && last && s > 0)) test_compare_plan(a, mod->defs[0], p, cases[c].sets[s], test_run_tile_interp, "tile interpreter");
+            if (cpu) test_compare_plan(a, mod->defs[0], p, cases[c].sets[s], test_run_cpu, "cpu");
         }
         arena_free(a);
     }
@@ -349,7 +267,7 @@ static void test_gpu_timing(void)
         sched_plan *p = mod ? lower_checked(a, mod->defs[0], 1) : NULL;
         if (p) {
             int64_t small[3] = {67, 40, 45};
-            compare_run(a, mod->defs[0], p, small, run_gpu, "gpu");
+            test_compare_plan(a, mod->defs[0], p, small, run_gpu, "gpu");
             DLTensor t[3];
             int64_t shp[3][2] = {{n, n}, {n, n}, {n, n}};
             void *buf[3];
@@ -396,7 +314,7 @@ static void each_case_gpu(void)
         diag_free(&d);
         sched_plan *p = mod ? lower_checked(a, mod->defs[0], cases[c].ncontract) : NULL;
         for (int s = 0; p && s < 3; s++)
-            if (cases[c].sets[s][0]) compare_run(a, mod->defs[0], p, cases[c].sets[s], run_gpu, "gpu");
+            if (cases[c].sets[s][0]) test_compare_plan(a, mod->defs[0], p, cases[c].sets[s], run_gpu, "gpu");
         arena_free(a);
     }
 }
@@ -494,8 +412,8 @@ static void test_cpu_plan(void)
                       mod->defs[0]->name);
         }
         for (int s = 0; p && s < 4; s++) {
-            if (s == 0) compare_run(a, mod->defs[0], p, cpu_cases[c].sets[s], test_run_tile_interp, "tile interp, cpu plan");
-            compare_run(a, mod->defs[0], p, cpu_cases[c].sets[s], test_run_cpu, "cpu plan");
+            if (s == 0) test_compare_plan(a, mod->defs[0], p, cpu_cases[c].sets[s], test_run_tile_interp, "tile interp, cpu plan");
+            test_compare_plan(a, mod->defs[0], p, cpu_cases[c].sets[s], test_run_cpu, "cpu plan");
         }
         arena_free(a);
     }
@@ -539,7 +457,7 @@ static void test_cpu_plan_variant(void)
             p->m = m2;
             CHECK_MSG(!plan_uses_ukr(p, "variant"), "the variant must not take the micro-kernel");
             static const int64_t sets[2][3] = {{1, 1, 1}, {67, 40, 45}};
-            for (int i = 0; i < 2; i++) compare_run(a, mod->defs[0], p, sets[i], test_run_cpu, "cpu, variant");
+            for (int i = 0; i < 2; i++) test_compare_plan(a, mod->defs[0], p, sets[i], test_run_cpu, "cpu, variant");
         }
     }
     diag_free(&d);

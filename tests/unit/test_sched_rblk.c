@@ -18,88 +18,6 @@
 #include "tessel.h"
 #include "tile/interp.h"
 
-static double tolerance(tsl_dtype t)
-{
-    return t == TSL_DTYPE_F16 ? 2e-2 : t == TSL_DTYPE_BF16 ? 5e-2 : 2e-4;
-}
-
-/* Run def on sizes sz with the reference interpreter and the plan through
- * fn; compare every output. */
-static void compare_run(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
-                        sched_kernel_fn fn, const char *what)
-{
-    tsl_diag d = {0};
-    lang_bound *b = NULL;
-    tsl_status st = lang_bind(a, def, sz, &b, &d);
-    CHECK_MSG(st == TSL_OK, "%s: binding sizes failed: %s", def->name, sb_str(&d.msg));
-    if (st) {
-        diag_free(&d);
-        return;
-    }
-    int n = def->ntensors;
-    void **ref = arena_alloc(a, sizeof *ref * (size_t)(n + 1));
-    void **got = arena_alloc(a, sizeof *got * (size_t)(n + 1));
-    DLTensor **dls = arena_alloc(a, sizeof *dls * (size_t)(n + 1));
-    DLTensor *dlv = arena_alloc(a, sizeof *dlv * (size_t)(n + 1));
-    double *scal = arena_alloc(a, sizeof *scal * (size_t)(n + 1));
-    interp_tensor *views = arena_alloc(a, sizeof *views * (size_t)(n + 1));
-    int64_t *cnt = arena_alloc(a, sizeof *cnt * (size_t)(n + 1));
-    for (int i = 0; i < n; i++) {
-        const lang_tensor *t = def->tensors[i];
-        views[i].dtype = t->dtype;
-        if (t->is_scalar) {
-            scal[i] = views[i].scalar = test_rand_double(0.5, 1.5);
-            continue;
-        }
-        if (t->flags & LANG_TENSOR_TEMP) continue;
-        cnt[i] = 1;
-        for (int k = 0; k < t->rank; k++) cnt[i] *= b->shapes[i][k];
-        size_t bytes = (size_t)cnt[i] * tsl_dtype_size(t->dtype);
-        ref[i] = arena_alloc(a, bytes + 1);
-        got[i] = arena_alloc(a, bytes + 1);
-        for (int64_t e = 0; e < cnt[i]; e++) {
-            double v = (t->flags & LANG_TENSOR_INPUT) ? test_rand_double(-1.0, 1.0) : NAN;
-            dtype_store(t->dtype, (char *)ref[i] + (size_t)e * tsl_dtype_size(t->dtype), v);
-        }
-        memcpy(got[i], ref[i], bytes);
-        views[i].base = ref[i];
-        views[i].rank = t->rank;
-        int64_t stride = 1;
-        for (int k = t->rank - 1; k >= 0; k--) {
-            views[i].shape[k] = b->shapes[i][k];
-            views[i].stride[k] = stride;
-            stride *= b->shapes[i][k];
-        }
-        dlv[i].data = got[i];
-        dlv[i].device.device_type = kDLCPU;
-        dlv[i].ndim = t->rank;
-        dlv[i].dtype = tsl_dtype_to_dlpack(t->dtype);
-        dlv[i].shape = b->shapes[i];
-        dls[i] = &dlv[i];
-    }
-    st = interp_run(b, views, &d);
-    CHECK_MSG(st == TSL_OK, "%s: reference run failed: %s", def->name, sb_str(&d.msg));
-    diag_reset(&d);
-    tsl_status st2 = st ? st : sched_run(p, b, dls, scal, fn, NULL, &d);
-    CHECK_MSG(st2 == TSL_OK, "%s (%s): run failed: %s", def->name, what, sb_str(&d.msg));
-    diag_free(&d);
-    if (st || st2) return;
-    for (int i = 0; i < n; i++) {
-        const lang_tensor *t = def->tensors[i];
-        if (!(t->flags & LANG_TENSOR_OUTPUT)) continue;
-        double tol = tolerance(t->dtype);
-        int bad = 0;
-        for (int64_t e = 0; e < cnt[i] && bad < 3; e++) {
-            double x = dtype_load(t->dtype, (char *)ref[i] + (size_t)e * tsl_dtype_size(t->dtype));
-            double y = dtype_load(t->dtype, (char *)got[i] + (size_t)e * tsl_dtype_size(t->dtype));
-            int ok = !isnan(y) && fabs(x - y) <= tol * (1.0 + fabs(x));
-            if (!ok) bad++;
-            CHECK_MSG(ok, "%s (%s, sizes %lld %lld %lld): %s[%lld] = %.9g, reference %.9g", def->name, what,
-                      (long long)sz[0], (long long)sz[1], (long long)sz[2], t->name, (long long)e, y, x);
-        }
-    }
-}
-
 typedef struct rb_case {
     const char *src;
     int rblk;            /* the plan must (1) or must not (0) be the register-blocked one */
@@ -161,8 +79,8 @@ static void each_case(int interp)
         diag_free(&d);
         for (int s = 0; p && s < 6; s++) {
             if (!cases[c].sets[s][0] && !cases[c].sets[s][1]) continue;
-            if (interp) compare_run(a, mod->defs[0], p, cases[c].sets[s], test_run_tile_interp, "tile interpreter");
-            else compare_run(a, mod->defs[0], p, cases[c].sets[s], test_run_cpu, "cpu");
+            if (interp) test_compare_plan(a, mod->defs[0], p, cases[c].sets[s], test_run_tile_interp, "tile interpreter");
+            else test_compare_plan(a, mod->defs[0], p, cases[c].sets[s], test_run_cpu, "cpu");
         }
         arena_free(a);
     }
