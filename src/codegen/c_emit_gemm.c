@@ -82,26 +82,6 @@ static int affine_strides(cgc *c, const tile_value *v, int64_t *st)
     return 1;
 }
 
-/* Does any statement of b (other than `skip`) name one of vals? */
-static int mentions(const tile_block *b, const tile_stmt *skip, const tile_value *const *vals, int nv)
-{
-    for (int i = 0; b && i < b->n; i++) {
-        const tile_stmt *s = b->items[i];
-        if (s == skip) continue;
-        if (s->kind == TILE_S_INSTR) {
-            const tile_instr *in = &s->instr;
-            for (int j = 0; j < nv; j++) {
-                for (int a = 0; a < in->nargs; a++)
-                    if (in->args[a].v == vals[j]) return 1;
-                if ((in->has_dst && in->dst.v == vals[j]) || in->mask == vals[j]) return 1;
-            }
-            if (mentions(in->decomp, skip, vals, nv)) return 1;
-        }
-        if (mentions(s->body, skip, vals, nv) || mentions(s->els, skip, vals, nv)) return 1;
-    }
-    return 0;
-}
-
 /* An f32 register tensor of dims d0 x d1 (rank 2) every coordinate of
  * which some slot holds. */
 static const cgc_tab *covering(cgc *c, const tile_value *r, int64_t d0, int64_t d1)
@@ -188,12 +168,6 @@ int cgc_tab_microtile(const cgc_tab *tab, int64_t *tm, int64_t *tn)
     return 1;
 }
 
-static int same_coords(const cgc_tab *x, const cgc_tab *y)
-{
-    return x && y && x->ns == y->ns && x->rank == y->rank &&
-           !memcmp(x->coord, y->coord, sizeof(int32_t) * (size_t)(x->ns * x->rank));
-}
-
 /* The pattern of the file comment, with the micro-tile shape. */
 static int gemm_match_for(cgc *c, const tile_stmt *f, gemm_match *g)
 {
@@ -227,9 +201,9 @@ static int gemm_match_for(cgc *c, const tile_stmt *f, gemm_match *g)
     const tile_value *tmp[7] = {a, bv, ab, bb, p, xa ? xa : a, xb ? xb : a};
     for (int i = 0; i < 7; i++)
         if (tmp[i] == acc) return 0;
-    if (!same_coords(tab, cgc_vtab(c, bb)) || !same_coords(tab, cgc_vtab(c, p)) || !same_coords(tab, cgc_vtab(c, acc)))
+    if (!cgc_same_coords(tab, cgc_vtab(c, bb)) || !cgc_same_coords(tab, cgc_vtab(c, p)) || !cgc_same_coords(tab, cgc_vtab(c, acc)))
         return 0;
-    if (mentions(c->k->body, f, tmp, 7)) return 0;
+    if (cgc_mentions(c->k->body, f, tmp, 7)) return 0;
     if (!cgc_tab_microtile(tab, &g->tm, &g->tn)) return 0;
     g->nthr = tab->nthreads;
     g->nloc = tab->nlocals;

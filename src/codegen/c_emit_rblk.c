@@ -66,30 +66,6 @@ static int owners(cgc *c, const cgc_tab *t, int64_t n, int64_t *slot)
     return 1;
 }
 
-static int mentions(const tile_block *b, const tile_block *skip, const tile_value *const *vals, int nv)
-{
-    for (int i = 0; b && b != skip && i < b->n; i++) {
-        const tile_stmt *s = b->items[i];
-        if (s->kind == TILE_S_INSTR) {
-            const tile_instr *in = &s->instr;
-            for (int j = 0; j < nv; j++) {
-                for (int a = 0; a < in->nargs; a++)
-                    if (in->args[a].v == vals[j]) return 1;
-                if ((in->has_dst && in->dst.v == vals[j]) || in->mask == vals[j]) return 1;
-            }
-            if (mentions(in->decomp, skip, vals, nv)) return 1;
-        }
-        if (mentions(s->body, skip, vals, nv) || mentions(s->els, skip, vals, nv)) return 1;
-    }
-    return 0;
-}
-
-static int same_coords(const cgc_tab *x, const cgc_tab *y)
-{
-    return x && y && x->ns == y->ns && x->rank == y->rank &&
-           !memcmp(x->coord, y->coord, sizeof(int32_t) * (size_t)(x->ns * x->rank));
-}
-
 static int rb_match_for(cgc *c, const tile_stmt *f, rb_match *g)
 {
     memset(g, 0, sizeof *g);
@@ -136,16 +112,16 @@ static int rb_match_for(cgc *c, const tile_stmt *f, rb_match *g)
                   *tai = cgc_vtab(c, ai);
     if (!ta || ta->rank != 2 || ta->dims[0] != g->bm || ta->dims[1] != 1) return 0;
     if (!tb || tb->rank != 1 || tb->dims[0] != g->bn) return 0;
-    if (!same_coords(ta, tk) || !same_coords(ta, tl) || !same_coords(ta, tai)) return 0;
+    if (!cgc_same_coords(ta, tk) || !cgc_same_coords(ta, tl) || !cgc_same_coords(ta, tai)) return 0;
     int64_t *sl = arena_alloc(c->ar, sizeof(int64_t) * (size_t)(g->bm + g->bn));
     if (!owners(c, ta, g->bm, sl) || !owners(c, tb, g->bn, sl)) return 0;
-    if (!same_coords(tab, cgc_vtab(c, ab)) || !same_coords(tab, cgc_vtab(c, bb)) || !same_coords(tab, cgc_vtab(c, p)))
+    if (!cgc_same_coords(tab, cgc_vtab(c, ab)) || !cgc_same_coords(tab, cgc_vtab(c, bb)) || !cgc_same_coords(tab, cgc_vtab(c, p)))
         return 0;
     const tile_value *tmp[6] = {ai, a, bv, ab, bb, p};
     for (int i = 0; i < 6; i++)
         if (tmp[i] == acc || tmp[i] == g->kb || tmp[i] == g->kl) return 0;
     if (g->kb == acc || g->kl == acc) return 0;
-    if (mentions(c->k->body, b, tmp, 6)) return 0;
+    if (cgc_mentions(c->k->body, f, tmp, 6)) return 0;
     if (!cgc_tab_microtile(tab, &g->tm, &g->tn)) return 0;
     if (g->tm > 16 || g->tn > 64 || g->tm * g->tn > 256) return 0;
     g->nthr = tab->nthreads;

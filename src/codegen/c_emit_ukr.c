@@ -34,6 +34,31 @@ const cgc_tab *cgc_vtab(cgc *c, const tile_value *v)
     return t >= 0 ? &c->tabv[t] : NULL;
 }
 
+int cgc_mentions(const tile_block *b, const tile_stmt *skip, const tile_value *const *vals, int nv)
+{
+    for (int i = 0; b && i < b->n; i++) {
+        const tile_stmt *s = b->items[i];
+        if (s == skip) continue;
+        if (s->kind == TILE_S_INSTR) {
+            const tile_instr *in = &s->instr;
+            for (int j = 0; j < nv; j++) {
+                for (int a = 0; a < in->nargs; a++)
+                    if (in->args[a].v == vals[j]) return 1;
+                if ((in->has_dst && in->dst.v == vals[j]) || in->mask == vals[j]) return 1;
+            }
+            if (cgc_mentions(in->decomp, skip, vals, nv)) return 1;
+        }
+        if (cgc_mentions(s->body, skip, vals, nv) || cgc_mentions(s->els, skip, vals, nv)) return 1;
+    }
+    return 0;
+}
+
+int cgc_same_coords(const cgc_tab *x, const cgc_tab *y)
+{
+    return x && y && x->ns == y->ns && x->rank == y->rank &&
+           !memcmp(x->coord, y->coord, sizeof(int32_t) * (size_t)(x->ns * x->rank));
+}
+
 /* The variant for vector width vw (TN % vw == 0). */
 static void ukr_body(cgc *c, const char *fn, const cgc_ukr *u, int vw)
 {

@@ -209,6 +209,10 @@ int cgc_is_instr(const tile_stmt *s, tile_op op);
 const tile_value *cgc_whole_reg(const tile_operand *o);
 /* v's register table, or NULL */
 const cgc_tab *cgc_vtab(cgc *c, const tile_value *v);
+/* Does any statement of b, other than `skip` (and what it holds), name one of vals? */
+int cgc_mentions(const tile_block *b, const tile_stmt *skip, const tile_value *const *vals, int nv);
+/* Do two register tables give every slot the same coordinates? */
+int cgc_same_coords(const cgc_tab *x, const cgc_tab *y);
 
 /* An f32 micro-kernel `fn(float *acc, const float *a, const float *b,
  * PARAMS)`: acc[tm][tn] += over n steps of a_i * b_j. Each step's
