@@ -655,6 +655,37 @@ static tile_expr *rb_flat_offset(lower *L, const graph_operand *o, int var)
     return off;
 }
 
+/* A new kernel `<def>_s<stmt>_<lhs>` of `threads` for op, launched in the
+ * plan's order, with the per-kernel lookup tables reset. */
+static void kernel_begin(lower *L, const graph_op *op, int threads)
+{
+    const lang_def *def = L->def;
+    char kn[160];
+    snprintf(kn, sizeof kn, "%s_s%d_%s", def->name, op->index, op->stmt->lhs->name);
+    L->k = tile_kernel_new(L->m, kn, threads);
+    sched_launch ln = {.k = L->k, .stmt = op->index, .nstmts = 1};
+    ARENA_PUSH(L->m->arena, L->p->launches, L->p->nlaunches, L->p->caplaunches, ln);
+    L->launch = &L->p->launches[L->p->nlaunches - 1];
+    L->tparam = arena_alloc(L->m->arena, sizeof *L->tparam * (size_t)(def->ntensors + 1));
+    L->size = arena_alloc(L->m->arena, sizeof *L->size * (size_t)(def->nsizes + 1));
+    L->var = arena_alloc(L->m->arena, sizeof *L->var * (size_t)(op->nvars + 1));
+    L->fparam = arena_alloc(L->m->arena, sizeof *L->fparam * (size_t)(def->ntensors + 1));
+    L->nmemo = 0;
+}
+
+/* Each var's range [lo, hi) and extent in the kernel. */
+static void kernel_box(lower *L, const graph_op *op, tile_expr ***lo, tile_expr ***hi, tile_expr ***ext)
+{
+    *lo = arena_alloc(L->m->arena, sizeof **lo * (size_t)(op->nvars + 1));
+    *hi = arena_alloc(L->m->arena, sizeof **hi * (size_t)(op->nvars + 1));
+    *ext = arena_alloc(L->m->arena, sizeof **ext * (size_t)(op->nvars + 1));
+    for (int v = 0; v < op->nvars; v++) {
+        (*lo)[v] = sexpr_to_tile(L, op->box[v].lo);
+        (*hi)[v] = sexpr_to_tile(L, op->box[v].hi);
+        (*ext)[v] = ibin(L, TILE_OP_SUB, (*hi)[v], (*lo)[v]);
+    }
+}
+
 static tile_value *rb_reg(lower *L, tile_op op, const char *name, tsl_dtype dt, int64_t d0, int64_t d1,
                           tile_layout *lay)
 {
@@ -669,32 +700,15 @@ static int lower_rblk(lower *L, const graph_op *op)
     rb_shape sh;
     if (getenv("TESSEL_CPU_NO_RBLK") || !rb_match(L, op, &sh)) return 0;
     const lang_stmt *st = op->stmt;
-    const lang_def *def = L->def;
     const graph_operand *oa = &op->operands[sh.a], *ob = &op->operands[sh.b];
     enum { TH_M = RB_M / RB_TM, TH_N = RB_N / RB_TN };
-    char kn[160];
-    snprintf(kn, sizeof kn, "%s_s%d_%s", def->name, op->index, st->lhs->name);
-    L->k = tile_kernel_new(L->m, kn, TH_M * TH_N);
-    sched_launch ln = {.k = L->k, .stmt = op->index, .nstmts = 1};
-    ARENA_PUSH(L->m->arena, L->p->launches, L->p->nlaunches, L->p->caplaunches, ln);
-    L->launch = &L->p->launches[L->p->nlaunches - 1];
-    L->tparam = arena_alloc(L->m->arena, sizeof *L->tparam * (size_t)(def->ntensors + 1));
-    L->size = arena_alloc(L->m->arena, sizeof *L->size * (size_t)(def->nsizes + 1));
-    L->var = arena_alloc(L->m->arena, sizeof *L->var * (size_t)(op->nvars + 1));
-    L->fparam = arena_alloc(L->m->arena, sizeof *L->fparam * (size_t)(def->ntensors + 1));
-    L->nmemo = 0;
+    kernel_begin(L, op, TH_M * TH_N);
     add_tensor(L, st->lhs->index);
     tile_value *fa = flat_param(L, oa->tensor), *fb = flat_param(L, ob->tensor);
     tile_build_begin(&L->b, L->m, L->k);
 
-    tile_expr **lo = arena_alloc(L->m->arena, sizeof *lo * (size_t)(op->nvars + 1));
-    tile_expr **hi = arena_alloc(L->m->arena, sizeof *hi * (size_t)(op->nvars + 1));
-    tile_expr **ext = arena_alloc(L->m->arena, sizeof *ext * (size_t)(op->nvars + 1));
-    for (int v = 0; v < op->nvars; v++) {
-        lo[v] = sexpr_to_tile(L, op->box[v].lo);
-        hi[v] = sexpr_to_tile(L, op->box[v].hi);
-        ext[v] = ibin(L, TILE_OP_SUB, hi[v], lo[v]);
-    }
+    tile_expr **lo, **hi, **ext;
+    kernel_box(L, op, &lo, &hi, &ext);
     /* grid: x the w tiles, y the k tiles, z the other parallel vars */
     tile_expr *bz = tile_expr_block_idx(L->m, 2), *zs = tile_expr_int(L->m, 1);
     for (int v = op->niter - 1; v >= 0; v--) {
@@ -812,30 +826,14 @@ static void lower_op(lower *L, const graph_op *op)
     const lang_def *def = L->def;
     L->op = op;
     if (lower_rblk(L, op)) return;
-    char kn[160];
-    snprintf(kn, sizeof kn, "%s_s%d_%s", L->def->name, op->index, st->lhs->name);
-    L->k = tile_kernel_new(L->m, kn, SCHED_THREADS);
-    sched_launch ln = {.k = L->k, .stmt = op->index, .nstmts = 1};
-    ARENA_PUSH(L->m->arena, L->p->launches, L->p->nlaunches, L->p->caplaunches, ln);
-    L->launch = &L->p->launches[L->p->nlaunches - 1];
-    L->tparam = arena_alloc(L->m->arena, sizeof *L->tparam * (size_t)(def->ntensors + 1));
-    L->size = arena_alloc(L->m->arena, sizeof *L->size * (size_t)(def->nsizes + 1));
-    L->var = arena_alloc(L->m->arena, sizeof *L->var * (size_t)(op->nvars + 1));
-    L->fparam = arena_alloc(L->m->arena, sizeof *L->fparam * (size_t)(def->ntensors + 1));
-    L->nmemo = 0;
+    kernel_begin(L, op, SCHED_THREADS);
     for (int i = 0; i < op->noperands; i++)
         if (!def->tensors[op->operands[i].tensor]->is_scalar && !flat_ok(L, &op->operands[i]))
             add_tensor(L, op->operands[i].tensor);
     tile_build_begin(&L->b, L->m, L->k);
 
-    tile_expr **lo = arena_alloc(L->m->arena, sizeof *lo * (size_t)(op->nvars + 1));
-    tile_expr **hi = arena_alloc(L->m->arena, sizeof *hi * (size_t)(op->nvars + 1));
-    tile_expr **ext = arena_alloc(L->m->arena, sizeof *ext * (size_t)(op->nvars + 1));
-    for (int v = 0; v < op->nvars; v++) {
-        lo[v] = sexpr_to_tile(L, op->box[v].lo);
-        hi[v] = sexpr_to_tile(L, op->box[v].hi);
-        ext[v] = ibin(L, TILE_OP_SUB, hi[v], lo[v]);
-    }
+    tile_expr **lo, **hi, **ext;
+    kernel_box(L, op, &lo, &hi, &ext);
     /* flat = block_idx.x * BLOCK + lane; mask = flat < box size */
     tile_stmt *s = tile_build_instr(&L->b, TILE_I_IOTA, fresh(L, "flat"));
     tile_instr_arg(L->m, &s->instr,
