@@ -538,6 +538,7 @@ tsl_status cgc_emit_kernel(const tile_kernel *k, tsl_arena *ar, tsl_diag *d, cgc
                     v->name, CGC_MAX_RANK);
     }
     c->mut = arena_alloc(ar, (size_t)nv);
+    c->ref = arena_alloc(ar, (size_t)nv);
     plan_mutated(c, k->body);
     if (!c->st) plan_block(c, k->body);
     int64_t budget = k->smem_budget ? k->smem_budget : CGC_DEFAULT_SMEM;
@@ -613,9 +614,9 @@ tsl_status cgc_emit_kernel(const tile_kernel *k, tsl_arena *ar, tsl_diag *d, cgc
                       cgc_mem_ctype(v->type.dt), v->id, cgc_mem_ctype(v->type.dt), (long long)c->soff[v->id], v->name,
                       v->id);
         if (c->rtab[v->id] >= 0)
-            sb_printf(&out, "    %s *const r%d = (%s *)(ws + %lld); /* register %s: %s */\n    (void)r%d;\n",
-                      cgc_reg_ctype(v->type.dt), v->id, cgc_reg_ctype(v->type.dt), (long long)(sm + c->roff[v->id]),
-                      v->name, c->tabv[c->rtab[v->id]].text, v->id);
+            sb_printf(&out, "    %s *%sr%d = (%s *)(ws + %lld); /* register %s: %s */\n    (void)r%d;\n",
+                      cgc_reg_ctype(v->type.dt), c->ref[v->id] ? "" : "const ", v->id, cgc_reg_ctype(v->type.dt),
+                      (long long)(sm + c->roff[v->id]), v->name, c->tabv[c->rtab[v->id]].text, v->id);
     }
     sb_puts(&out, sb_str(&c->body));
     sb_puts(&out, "    return 0;\n}\n\n");

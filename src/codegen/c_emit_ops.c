@@ -85,6 +85,20 @@ static void block2_end(cgc *c)
     c->ind++;
 }
 
+/* A load_global of f32/f64 into a 1-D register tile that nothing writes
+ * (neither the tile, in place or through a view sharing its registers,
+ * nor the global tensor anywhere in the kernel) reads the tensor where it
+ * lies: the tile's name becomes a pointer (c.c declares it without const)
+ * set to the run's first element on the fast path, so its consumers read
+ * memory once instead of a copy and the copy. */
+static int load_by_ref(cgc *c, const tile_stmt *s, const tile_value *d, const cgc_view *src)
+{
+    tile_dtype md = src->v->type.dt, rd = d->type.dt;
+    return s->instr.op == TILE_I_LOAD_GLOBAL && !s->instr.decomp && !s->instr.has_dst && tile_dtype_eq(md, rd) &&
+           md.kind == TILE_DT_FLOAT && (md.bits == 32 || md.bits == 64) && !c->mut[d->id] && !c->mut[src->v->id] &&
+           !c->in_decomp;
+}
+
 void cgc_emit_load(cgc *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -105,7 +119,16 @@ void cgc_emit_load(cgc *c, const tile_stmt *s)
     if (want == TILE_GLOBAL) cgc_line(c, "const %s fill = %s;", cgc_reg_ctype(rd), cgc_rnd(c, rd, fill));
     int flat = want == TILE_GLOBAL && flat_begin(c, &src, t);
     const char *slot2 = want == TILE_GLOBAL && !flat ? block2_begin(c, &src, t) : NULL;
-    if (flat) {
+    if (flat && load_by_ref(c, s, d, &src)) {
+        /* the run lies inside the tensor: the register array is the run
+         * itself (no copy); outside, its own storage again */
+        c->ref[d->id] = 1;
+        cgc_line(c, "    %s = gp;", cgc_rname(c, d));
+        cgc_line(c, "} else {");
+        c->ind++;
+        cgc_line(c, "%s = (%s *)(ws + %lld);", cgc_rname(c, d), cgc_reg_ctype(rd),
+                 (long long)(cgc_align_up(c->smem, 64) + c->roff[d->id]));
+    } else if (flat) {
         cgc_line(c, "    TSL_IVDEP");
         cgc_line(c, "    for (int64_t i = 0; i < %lld; i++) %s[i] = %s;", (long long)tb->ns, cgc_rname(c, d),
                  cgc_load_conv(c, md, rd, "gp[i]"));
@@ -981,6 +1004,12 @@ void cgc_emit_view(cgc *c, const tile_stmt *s)
          * layout's reading of it changes — the registers are copied as they
          * are, or shared (c.c plan_view_alias) */
         if (c->roff[d->id] == c->roff[x->id]) {
+            if (c->ref[x->id]) {
+                c->ref[d->id] = 1;
+                cgc_line(c, "%s = (%s *)%s; /* %s shares the registers of %s */", cgc_rname(c, d),
+                         cgc_reg_ctype(dd), cgc_rname(c, x), d->name, x->name);
+                return;
+            }
             cgc_line(c, "/* %s shares the registers of %s */", d->name, x->name);
             return;
         }

@@ -51,6 +51,8 @@ typedef struct cgc {
     int64_t *roff;   /* per value id: byte offset of a register tensor in the register area */
     int *rtab;       /* per value id: its table, -1 none */
     uint8_t *mut;    /* per value id: some instruction writes it in place (-> dst) */
+    uint8_t *ref;    /* per value id: a register array read through a pointer that a
+                      * load_global points into the global tensor (c_emit_ops.c) */
     int64_t smem, regs, scratch;
     cgc_err *errs;
     int nerrs, caperrs;

@@ -546,6 +546,42 @@ static void test_runtime_errors(void)
     arena_free(ar);
 }
 
+/* A load_global that nothing writes reads the global run in place (its
+ * register name points there, no copy) and its own storage past the
+ * tensor's end; a kernel that also stores to the tensor keeps the copy. */
+static void test_load_by_ref(void)
+{
+    tsl_arena *ar = arena_create();
+    tile_module *m = parse_text(ar, "kernel k(X: global f32[N], Y: global f32[N]) grid(cdiv(N, 32)) threads(32) {\n"
+                                    "  x = load_global X[block_idx.x * 32] -> register f32[32] layout spatial(32)\n"
+                                    "  v = view x -> register f32[32] layout spatial(32)\n"
+                                    "  y = add v, x\n"
+                                    "  store_global y -> Y[block_idx.x * 32]\n}\n");
+    strbuf sb = {0};
+    tsl_diag d = {0};
+    CHECK(m && cg_c_emit(m, m->kernels[0], &sb, &d) == TSL_OK);
+    CHECK_MSG(strstr(sb_str(&sb), " = gp;") != NULL, "%s", sb_str(&sb));
+    int64_t n = 40; /* one whole run, one partial */
+    DLTensor *x = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n), *y = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n);
+    for (int i = 0; i < n; i++) ((float *)x->data)[i] = (float)test_rand_double(-4, 4);
+    tile_interp_arg args[2] = {{.name = "X", .t = x}, {.name = "Y", .t = y}};
+    CHECK(m && cg_c_run(m, m->kernels[0], args, 2, &d) == TSL_OK);
+    for (int i = 0; i < n; i++) CHECK(((float *)y->data)[i] == 2 * ((float *)x->data)[i]);
+    sb_free(&sb);
+    tile_module *w = parse_text(ar, "kernel k(X: global f32[N]) grid(1) threads(32) {\n"
+                                    "  x = load_global X[0] -> register f32[32] layout spatial(32)\n"
+                                    "  store_global x -> X[1]\n"
+                                    "  y = add x, x\n"
+                                    "  store_global y -> X[0]\n}\n");
+    CHECK(w && cg_c_emit(w, w->kernels[0], &sb, &d) == TSL_OK);
+    CHECK_MSG(strstr(sb_str(&sb), " = gp;") == NULL, "%s", sb_str(&sb));
+    sb_free(&sb);
+    tsl_tensor_free(x);
+    tsl_tensor_free(y);
+    diag_free(&d);
+    arena_free(ar);
+}
+
 TEST_SUITE(codegen_c) = {
     {"examples", test_examples},
     {"golden", test_golden},
@@ -555,5 +591,6 @@ TEST_SUITE(codegen_c) = {
     {"compile_error", test_compile_error},
     {"zero_grid", test_zero_grid},
     {"runtime_errors", test_runtime_errors},
+    {"load_by_ref", test_load_by_ref},
     {0},
 };
