@@ -59,6 +59,11 @@ static const char cgc_prelude[] =
     "#else\n"
     "#define TSL_IVDEP\n"
     "#endif\n"
+    "#if defined(__GNUC__)\n"
+    "#define TSL_PREFETCH(p) __builtin_prefetch(p)\n"
+    "#else\n"
+    "#define TSL_PREFETCH(p) ((void)(p))\n"
+    "#endif\n"
     "\n"
     "/* f32 -> f16 bits, round to nearest even (overflow to inf, NaN kept quiet) */\n"
     "TSL_HELPER uint16_t tsl_f2h(float f)\n"
@@ -321,7 +326,10 @@ static void emit_stmt(cgc *c, const tile_stmt *s)
         c->ind += ukr;
         cgc_line(c, "for (v%d = lo; v%d < hi; v%d += step) {", s->v->id, s->v->id, s->v->id);
         c->ind++;
+        const tile_value *outer = c->loopvar;
+        c->loopvar = !s->step || (s->step->kind == TILE_E_INT && s->step->i == 1) ? s->v : NULL;
         cgc_emit_stmts(c, s->body);
+        c->loopvar = outer;
         c->ind--;
         cgc_line(c, "}");
         if (ukr) {

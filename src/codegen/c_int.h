@@ -62,6 +62,7 @@ typedef struct cgc {
     char **lines;    /* the printed kernel, one statement header per line */
     int nlines, caplines, line_at;
     int in_decomp;
+    const tile_value *loopvar; /* the innermost `for` loop's var when its step is 1, else NULL */
 } cgc;
 
 

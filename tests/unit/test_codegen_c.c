@@ -548,7 +548,8 @@ static void test_runtime_errors(void)
 
 /* A load_global that nothing writes reads the global run in place (its
  * register name points there, no copy) and its own storage past the
- * tensor's end; a kernel that also stores to the tensor keeps the copy. */
+ * tensor's end; a kernel that also stores to the tensor keeps the copy.
+ * Inside `for i`, A[i, ...] prefetches the run of a later row. */
 static void test_load_by_ref(void)
 {
     tsl_arena *ar = arena_create();
@@ -567,6 +568,30 @@ static void test_load_by_ref(void)
     tile_interp_arg args[2] = {{.name = "X", .t = x}, {.name = "Y", .t = y}};
     CHECK(m && cg_c_run(m, m->kernels[0], args, 2, &d) == TSL_OK);
     for (int i = 0; i < n; i++) CHECK(((float *)y->data)[i] == 2 * ((float *)x->data)[i]);
+    CHECK(strstr(sb_str(&sb), "TSL_PREFETCH((") == NULL); /* not in a loop over rows */
+    sb_free(&sb);
+    /* a column sum: row i's run inside `for i` prefetches a later row's */
+    tile_module *cs = parse_text(ar, "kernel k(A: global f32[M, N], S: global f32[N]) grid(1) threads(32) {\n"
+                                     "  acc = alloc register f32[32] layout spatial(32) init 0\n"
+                                     "  for i in 0 : M {\n"
+                                     "    x = load_global A[i, 0] -> register f32[32] layout spatial(32)\n"
+                                     "    add acc, x -> acc\n"
+                                     "  }\n"
+                                     "  store_global acc -> S[0]\n}\n");
+    CHECK(cs && cg_c_emit(cs, cs->kernels[0], &sb, &d) == TSL_OK);
+    CHECK_MSG(strstr(sb_str(&sb), "TSL_PREFETCH((") != NULL, "%s", sb_str(&sb));
+    int64_t sh[2] = {7, 32};
+    DLTensor *a = tsl_tensor_alloc(TSL_DTYPE_F32, 2, sh), *sum = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &sh[1]);
+    for (int i = 0; i < 7 * 32; i++) ((float *)a->data)[i] = (float)(i % 5);
+    tile_interp_arg cargs[2] = {{.name = "A", .t = a}, {.name = "S", .t = sum}};
+    CHECK(cs && cg_c_run(cs, cs->kernels[0], cargs, 2, &d) == TSL_OK);
+    for (int j = 0; j < 32; j++) {
+        float want = 0;
+        for (int i = 0; i < 7; i++) want += (float)((i * 32 + j) % 5);
+        CHECK(((float *)sum->data)[j] == want);
+    }
+    tsl_tensor_free(a);
+    tsl_tensor_free(sum);
     sb_free(&sb);
     tile_module *w = parse_text(ar, "kernel k(X: global f32[N]) grid(1) threads(32) {\n"
                                     "  x = load_global X[0] -> register f32[32] layout spatial(32)\n"
