@@ -402,6 +402,46 @@ static void args_view(interp_tensor *v, const DLTensor *t, tsl_dtype dtype)
     api_tensor_strides(t, v->stride);
 }
 
+/* The bytes [*lo, *hi) a tensor view can touch; 0 when it has none. */
+static int args_span(const interp_tensor *v, uintptr_t *lo, uintptr_t *hi)
+{
+    if (!v->base) return 0;
+    int64_t es = (int64_t)tsl_dtype_size(v->dtype), a = 0, b = 0;
+    for (int d = 0; d < v->rank; d++) {
+        if (v->shape[d] == 0) return 0;
+        int64_t far = (v->shape[d] - 1) * v->stride[d];
+        if (far < 0) a += far;
+        else b += far;
+    }
+    *lo = (uintptr_t)v->base + (uintptr_t)(a * es);
+    *hi = (uintptr_t)v->base + (uintptr_t)(b * es + es);
+    return 1;
+}
+
+/* An output that shares memory with another tensor of the call would be
+ * read after it was written (every target computes out of place, and in
+ * any order): a clear error instead of a wrong answer. In/out tensors (a
+ * parameter that is also an output) are one buffer by declaration. */
+static tsl_status args_check_overlap(tsl_program *p, const interp_tensor *views)
+{
+    const lang_def *def = p->def;
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *o = def->tensors[i];
+        uintptr_t olo, ohi, lo, hi;
+        if (o->is_scalar || !(o->flags & LANG_TENSOR_OUTPUT) || !args_span(&views[i], &olo, &ohi)) continue;
+        for (int j = 0; j < def->ntensors; j++) {
+            const lang_tensor *t = def->tensors[j];
+            if (j == i || t->is_scalar || !(t->flags & (LANG_TENSOR_INPUT | LANG_TENSOR_OUTPUT))) continue;
+            if (!args_span(&views[j], &lo, &hi) || hi <= olo || ohi <= lo) continue;
+            return api_error(p->ctx, TSL_ERR_ARG, "output '%s' shares memory with %s '%s': tessel does not "
+                             "compute in place; give '%s' a buffer of its own (or declare the tensor as both a "
+                             "parameter and an output)", o->name,
+                             (t->flags & LANG_TENSOR_INPUT) ? "parameter" : "output", t->name, o->name);
+        }
+    }
+    return TSL_OK;
+}
+
 tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target)
 {
     if (!p) return TSL_ERR_ARG;
@@ -429,6 +469,10 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
             args_view(&views[i], sl->in, lt->dtype);
         else if (lt->flags & LANG_TENSOR_OUTPUT)
             args_view(&views[i], sl->user_out ? sl->user_out : sl->owned_out, lt->dtype);
+    }
+    if ((st = args_check_overlap(p, views))) {
+        free(views);
+        return st;
     }
     diag_reset(&ctx->diag);
     st = target == TSL_TARGET_CPU    ? api_compiled_run(p, a->bound, views, &ctx->diag)

@@ -270,6 +270,48 @@ out:
     tsl_context_free(ctx);
 }
 
+/* An output sharing memory with a parameter (or another output) is a
+ * clear error on every target; tensors side by side in one allocation are
+ * fine. */
+static void test_output_overlap(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, mm_src);
+    if (!p) goto out;
+    int64_t M = test_rand_int(2, 9), K = test_rand_int(2, 9), N = test_rand_int(2, 9);
+    /* one buffer: A (M x K), then B (K x N), then room for C (M x N) */
+    DLTensor *buf = rnd_f32(1, M * K + K * N + M * N, 0);
+    int64_t ash[2] = {M, K}, bsh[2] = {K, N}, csh[2] = {M, N};
+    DLTensor A = *buf, B = *buf, C = *buf;
+    A.ndim = B.ndim = C.ndim = 2;
+    A.shape = ash;
+    B.shape = bsh;
+    C.shape = csh;
+    B.byte_offset = (uint64_t)(M * K) * sizeof(float);
+    C.byte_offset = (uint64_t)(M * K + K * N) * sizeof(float);
+    static const tsl_target targets[] = {TSL_TARGET_INTERP, TSL_TARGET_CPU};
+    for (int ti = 0; ti < 2; ti++) {
+        tsl_args *a = tsl_args_create(p);
+        CHECK_EQ_INT(tsl_args_set_tensor(a, "A", &A), TSL_OK);
+        CHECK_EQ_INT(tsl_args_set_tensor(a, "B", &B), TSL_OK);
+        C.byte_offset = (uint64_t)(M * K + K * N) * sizeof(float);
+        CHECK_EQ_INT(tsl_args_set_output(a, "C", &C), TSL_OK);
+        tsl_status st = tsl_program_run(p, a, targets[ti]);
+        CHECK_MSG(st == TSL_OK || st == TSL_ERR_UNAVAILABLE, "side by side: %s", tsl_context_error(ctx));
+        /* C's last row now overlaps B's last element */
+        C.byte_offset = (uint64_t)(M * K + K * N - 1) * sizeof(float);
+        CHECK_ERR(tsl_program_run(p, a, targets[ti]), TSL_ERR_ARG, "output 'C' shares memory with parameter 'B'");
+        /* and C exactly over A */
+        C.byte_offset = 0;
+        CHECK_ERR(tsl_program_run(p, a, targets[ti]), TSL_ERR_ARG, "output 'C' shares memory with parameter 'A'");
+        tsl_args_free(a);
+    }
+    tsl_tensor_free(buf);
+    tsl_program_free(p);
+out:
+    tsl_context_free(ctx);
+}
+
 /* In/out parameters are bound as tensors, never as output storage. */
 static void test_inout_binding(void)
 {
@@ -367,6 +409,7 @@ TEST_SUITE(api) = {
     {"bind_errors", test_bind_errors},
     {"missing_scalar_and_constant_dims", test_missing_scalar_and_constant_dims},
     {"strides_and_offset", test_strides_and_offset},
+    {"output_overlap", test_output_overlap},
     {"inout_binding", test_inout_binding},
     {"size_symbols_set", test_size_symbols_set},
     {"descriptor_changed_after_binding", test_descriptor_changed_after_binding},
