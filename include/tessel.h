@@ -177,7 +177,10 @@ tsl_target tsl_target_default(void);
 const char *tsl_target_name(tsl_target t);                 /* "cpu"; static */
 int tsl_target_parse(TSL_KEEP const char *name, tsl_target *out); /* 0 if known */
 
-/* Run on a target (infers shapes first if needed). */
+/* Run on a target (infers shapes first if needed). Outputs are computed
+ * out of place: an output whose memory overlaps a parameter's or another
+ * output's is TSL_ERR_ARG (a tensor both read and written is declared as a
+ * parameter and an output, and bound once with tsl_args_set_tensor). */
 tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target);
 
 /* ---- numpy files (used by the CLI; handy for tests) -------------------- */
