@@ -695,6 +695,17 @@ static tile_value *rb_reg(lower *L, tile_op op, const char *name, tsl_dtype dt, 
     return s->instr.result;
 }
 
+/* rb_reg with one operand and a dim (iota's offset, broadcast's source). */
+static tile_value *rb_reg1(lower *L, tile_op op, const char *name, tsl_dtype dt, int64_t d0, int64_t d1,
+                           tile_layout *lay, tile_operand arg, int dim)
+{
+    tile_value *v = rb_reg(L, op, name, dt, d0, d1, lay);
+    tile_instr *in = &L->b.cur->items[L->b.cur->n - 1]->instr;
+    tile_instr_arg(L->m, in, arg);
+    in->dim = dim;
+    return v;
+}
+
 static int lower_rblk(lower *L, const graph_op *op)
 {
     rb_shape sh;
@@ -738,19 +749,13 @@ static int lower_rblk(lower *L, const graph_op *op)
     TSL_ASSERT(lay && lya && lyb);
 
     /* rows of A: kb = row * (A's stride along k), live while k0 + row < hi_k */
-    tile_value *kr = rb_reg(L, TILE_I_IOTA, "kr", TSL_DTYPE_I64, RB_M, 1, lya);
-    tile_instr_arg(L->m, &L->b.cur->items[L->b.cur->n - 1]->instr, tile_operand_scalar(tile_expr_int(L->m, 0)));
-    L->b.cur->items[L->b.cur->n - 1]->instr.dim = 0;
+    tile_value *kr = rb_reg1(L, TILE_I_IOTA, "kr", TSL_DTYPE_I64, RB_M, 1, lya, tile_operand_scalar(tile_expr_int(L->m, 0)), 0);
     tile_value *kb = emit2(L, TILE_I_MUL, "kb", tile_operand_tensor(kr), tile_operand_scalar(rb_flat_offset(L, oa, sh.k)));
     tile_value *kl = emit2(L, TILE_I_LT, "kl", tile_operand_tensor(kr),
                            tile_operand_scalar(ibin(L, TILE_OP_SUB, hi[sh.k], k0)));
     /* the output tile's coordinates and lanes */
-    tile_value *ki = rb_reg(L, TILE_I_IOTA, "ki", TSL_DTYPE_I64, RB_M, RB_N, lay);
-    tile_instr_arg(L->m, &L->b.cur->items[L->b.cur->n - 1]->instr, tile_operand_scalar(k0));
-    L->b.cur->items[L->b.cur->n - 1]->instr.dim = 0;
-    tile_value *wi = rb_reg(L, TILE_I_IOTA, "wi", TSL_DTYPE_I64, RB_M, RB_N, lay);
-    tile_instr_arg(L->m, &L->b.cur->items[L->b.cur->n - 1]->instr, tile_operand_scalar(w0));
-    L->b.cur->items[L->b.cur->n - 1]->instr.dim = 1;
+    tile_value *ki = rb_reg1(L, TILE_I_IOTA, "ki", TSL_DTYPE_I64, RB_M, RB_N, lay, tile_operand_scalar(k0), 0);
+    tile_value *wi = rb_reg1(L, TILE_I_IOTA, "wi", TSL_DTYPE_I64, RB_M, RB_N, lay, tile_operand_scalar(w0), 1);
     tile_value *live = land(L, emit2(L, TILE_I_LT, "mk", tile_operand_tensor(ki), tile_operand_scalar(hi[sh.k])),
                             emit2(L, TILE_I_LT, "mw", tile_operand_tensor(wi), tile_operand_scalar(hi[sh.w])));
     tile_operand *lidx = arena_alloc(L->m->arena, sizeof *lidx * (size_t)op->niter);
@@ -799,12 +804,8 @@ static int lower_rblk(lower *L, const graph_op *op)
         tile_operand_index(L->m, &src, 1, &boff);
         tile_instr_arg(L->m, &L->b.cur->items[L->b.cur->n - 1]->instr, src);
     }
-    tile_value *ab = rb_reg(L, TILE_I_BROADCAST, "ab", TSL_DTYPE_F32, RB_M, RB_N, lay);
-    tile_instr_arg(L->m, &L->b.cur->items[L->b.cur->n - 1]->instr, tile_operand_tensor(a));
-    L->b.cur->items[L->b.cur->n - 1]->instr.dim = 1;
-    tile_value *bb = rb_reg(L, TILE_I_BROADCAST, "bb", TSL_DTYPE_F32, RB_M, RB_N, lay);
-    tile_instr_arg(L->m, &L->b.cur->items[L->b.cur->n - 1]->instr, tile_operand_tensor(bv));
-    L->b.cur->items[L->b.cur->n - 1]->instr.dim = 0;
+    tile_value *ab = rb_reg1(L, TILE_I_BROADCAST, "ab", TSL_DTYPE_F32, RB_M, RB_N, lay, tile_operand_tensor(a), 1);
+    tile_value *bb = rb_reg1(L, TILE_I_BROADCAST, "bb", TSL_DTYPE_F32, RB_M, RB_N, lay, tile_operand_tensor(bv), 0);
     tile_value *p = emit2(L, TILE_I_MUL, "p", tile_operand_tensor(ab), tile_operand_tensor(bb));
     tile_stmt *c = tile_build_instr(&L->b, TILE_I_ADD, NULL);
     tile_instr_arg(L->m, &c->instr, tile_operand_tensor(acc));
