@@ -31,34 +31,6 @@
 #include "sched/strategy.h"
 #include "sched/strategy_int.h"
 
-/* Tensor ti of the def as a full-rank kernel parameter (extents that are a
- * bare size symbol become that tile symbol, others `<name>_d<k>`). */
-static tile_value *tr_tensor(sched_plan *p, tile_kernel *k, sched_launch *l, const lang_def *def, tile_expr **size,
-                             int ti)
-{
-    const lang_tensor *t = def->tensors[ti];
-    tile_expr *dims[TSL_MAX_RANK];
-    for (int d = 0; d < t->rank; d++) {
-        const lang_sexpr *e = t->shape[d];
-        if (e->kind == LANG_SX_CONST) {
-            dims[d] = tile_expr_int(p->m, e->value);
-        } else if (e->kind == LANG_SX_SYM && size[e->sym]) {
-            dims[d] = size[e->sym];
-        } else {
-            char nb[128];
-            snprintf(nb, sizeof nb, "%s_d%d", t->name, d);
-            int sym = e->kind == LANG_SX_SYM ? e->sym : -1;
-            tile_value *v = tile_kernel_symbol(p->m, k, sched_kb_fresh(p->m, k, sym >= 0 ? def->sizes[sym] : nb));
-            dims[d] = tile_expr_value(p->m, v);
-            if (sym >= 0) size[sym] = dims[d];
-        }
-    }
-    tile_value *v = tile_kernel_param_tensor(p->m, k, sched_kb_fresh(p->m, k, t->name), tile_dtype_from_tsl(t->dtype),
-                                             t->rank, dims);
-    sched_kb_add_arg(p->m, l, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti});
-    return v;
-}
-
 /* The group is one op `B(i,j) = A(j,i)`: the box [0, I) x [0, J) is all of
  * B, A is (J, I) of B's dtype, another tensor. */
 static int tr_recognise(const graph *g, const graph_group *grp)
@@ -96,8 +68,8 @@ static int sched_lower_transpose(sched_plan *p, const graph *g, const graph_grou
     ARENA_PUSH(m->arena, p->launches, p->nlaunches, p->caplaunches, ln);
     sched_launch *l = &p->launches[p->nlaunches - 1];
     tile_expr **size = arena_alloc(m->arena, sizeof *size * (size_t)(def->nsizes + 1));
-    tile_value *A = tr_tensor(p, k, l, def, size, op->operands[1].tensor);
-    tile_value *B = tr_tensor(p, k, l, def, size, op->operands[0].tensor);
+    tile_value *A = sched_kb_tensor(m, k, l, def, size, op->operands[1].tensor);
+    tile_value *B = sched_kb_tensor(m, k, l, def, size, op->operands[0].tensor);
     tile_expr *t = tile_expr_int(m, T);
     /* block (x, y) is the tile at A[x * T, y * T], B[y * T, x * T]: x
      * fastest, so consecutive blocks go down A's rows and along B's */

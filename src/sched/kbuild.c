@@ -84,3 +84,29 @@ int sched_kb_approx_ok(tsl_dtype lhs, tsl_dtype math)
     const dtype_info *di = dtype_info_of(lhs);
     return math == TSL_DTYPE_F32 && di->is_float && di->bits <= 16;
 }
+
+tile_value *sched_kb_tensor(tile_module *m, tile_kernel *k, sched_launch *l, const lang_def *def,
+                            tile_expr **size, int ti)
+{
+    const lang_tensor *t = def->tensors[ti];
+    tile_expr **dims = arena_alloc(m->arena, sizeof *dims * (size_t)(t->rank ? t->rank : 1));
+    for (int d = 0; d < t->rank; d++) {
+        const lang_sexpr *e = t->shape[d];
+        if (e->kind == LANG_SX_CONST) {
+            dims[d] = tile_expr_int(m, e->value);
+        } else if (e->kind == LANG_SX_SYM && size[e->sym]) {
+            dims[d] = size[e->sym];
+        } else {
+            char nb[128];
+            snprintf(nb, sizeof nb, "%s_d%d", t->name, d);
+            int sym = e->kind == LANG_SX_SYM ? e->sym : -1;
+            tile_value *v = tile_kernel_symbol(m, k, sched_kb_fresh(m, k, sym >= 0 ? def->sizes[sym] : nb));
+            dims[d] = tile_expr_value(m, v);
+            if (sym >= 0) size[sym] = dims[d];
+        }
+    }
+    tile_value *v = tile_kernel_param_tensor(m, k, sched_kb_fresh(m, k, t->name), tile_dtype_from_tsl(t->dtype),
+                                             t->rank, dims);
+    sched_kb_add_arg(m, l, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti});
+    return v;
+}

@@ -26,6 +26,13 @@ tile_expr *sched_kb_size(tile_module *m, tile_kernel *k, sched_launch *l, const 
 tile_expr *sched_kb_sexpr(tile_module *m, tile_kernel *k, sched_launch *l, const lang_def *def,
                           tile_expr **size, const lang_sexpr *e);
 
+/* Tensor ti of def as a full-rank kernel parameter of k, recorded as a
+ * TENSOR argument of the launch: an extent that is a bare size symbol
+ * becomes that symbol's value (size[sym], set here on first use), a
+ * constant stays a constant, any other extent a new `<name>_d<k>`. */
+tile_value *sched_kb_tensor(tile_module *m, tile_kernel *k, sched_launch *l, const lang_def *def,
+                            tile_expr **size, int ti);
+
 /* May a transcendental (exp, sigmoid, tanh) computed in `math` for a
  * statement storing `lhs` use its fast form (`OP.approx`)? Yes when the
  * math is f32 and the result is rounded to a float of 16 bits or fewer:

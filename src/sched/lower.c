@@ -89,28 +89,7 @@ static tile_expr *sexpr_to_tile(lower *L, const lang_sexpr *e)
  * the array); others a fresh symbol `<name>_d<k>`. */
 static void add_tensor(lower *L, int ti)
 {
-    if (L->tparam[ti]) return;
-    const lang_tensor *t = L->def->tensors[ti];
-    tile_expr **dims = arena_alloc(L->m->arena, sizeof *dims * (size_t)(t->rank ? t->rank : 1));
-    for (int d = 0; d < t->rank; d++) {
-        const lang_sexpr *e = t->shape[d];
-        if (e->kind == LANG_SX_CONST) {
-            dims[d] = tile_expr_int(L->m, e->value);
-        } else if (e->kind == LANG_SX_SYM && L->size[e->sym]) {
-            dims[d] = L->size[e->sym];
-        } else {
-            char nb[128];
-            snprintf(nb, sizeof nb, "%s_d%d", t->name, d);
-            int sym = e->kind == LANG_SX_SYM ? e->sym : -1;
-            tile_value *v = tile_kernel_symbol(L->m, L->k, fresh(L, sym >= 0 ? L->def->sizes[sym] : nb));
-            dims[d] = tile_expr_value(L->m, v);
-            if (sym >= 0) L->size[sym] = dims[d];
-        }
-    }
-    tile_value *v = tile_kernel_param_tensor(L->m, L->k, fresh(L, t->name), tile_dtype_from_tsl(t->dtype),
-                                             t->rank, dims);
-    L->tparam[ti] = v;
-    add_arg(L, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti});
+    if (!L->tparam[ti]) L->tparam[ti] = sched_kb_tensor(L->m, L->k, L->launch, L->def, L->size, ti);
 }
 
 /* Operand o covers the box exactly as the lanes do: read at the op's own

@@ -229,34 +229,15 @@ static tile_expr *rr_sexpr(rr *R, const lang_sexpr *e)
 static tile_value *rr_tensor(rr *R, int ti)
 {
     if (R->tparam[ti]) return R->tparam[ti];
+    if (!R->flat) return R->tparam[ti] = sched_kb_tensor(R->m, R->k, R->launch, R->def, R->size, ti);
     const lang_tensor *t = R->def->tensors[ti];
     char nb[128];
-    tile_value *v;
-    if (R->flat) {
-        snprintf(nb, sizeof nb, "%s_n", t->name);
-        tile_expr *n = tile_expr_value(R->m, tile_kernel_symbol(R->m, R->k, rr_fresh(R, nb)));
-        snprintf(nb, sizeof nb, "%s_flat", t->name);
-        v = tile_kernel_param_tensor(R->m, R->k, rr_fresh(R, nb), tile_dtype_from_tsl(t->dtype), 1, &n);
-    } else {
-        tile_expr **dims = arena_alloc(R->m->arena, sizeof *dims * (size_t)(t->rank ? t->rank : 1));
-        for (int d = 0; d < t->rank; d++) {
-            const lang_sexpr *e = t->shape[d];
-            if (e->kind == LANG_SX_CONST) {
-                dims[d] = tile_expr_int(R->m, e->value);
-            } else if (e->kind == LANG_SX_SYM && R->size[e->sym]) {
-                dims[d] = R->size[e->sym];
-            } else {
-                snprintf(nb, sizeof nb, "%s_d%d", t->name, d);
-                int sym = e->kind == LANG_SX_SYM ? e->sym : -1;
-                tile_value *s = tile_kernel_symbol(R->m, R->k, rr_fresh(R, sym >= 0 ? R->def->sizes[sym] : nb));
-                dims[d] = tile_expr_value(R->m, s);
-                if (sym >= 0) R->size[sym] = dims[d];
-            }
-        }
-        v = tile_kernel_param_tensor(R->m, R->k, rr_fresh(R, t->name), tile_dtype_from_tsl(t->dtype), t->rank, dims);
-    }
+    snprintf(nb, sizeof nb, "%s_n", t->name);
+    tile_expr *n = tile_expr_value(R->m, tile_kernel_symbol(R->m, R->k, rr_fresh(R, nb)));
+    snprintf(nb, sizeof nb, "%s_flat", t->name);
+    tile_value *v = tile_kernel_param_tensor(R->m, R->k, rr_fresh(R, nb), tile_dtype_from_tsl(t->dtype), 1, &n);
     R->tparam[ti] = v;
-    rr_add_arg(R, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti, .flat = R->flat});
+    rr_add_arg(R, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti, .flat = 1});
     return v;
 }
 
