@@ -375,6 +375,9 @@ static void emit_stmt(cgc *c, const tile_stmt *s)
     case TILE_S_PIPELINE:
         cgc_fail(c, TSL_ERR_UNAVAILABLE, "pipeline: expand first (tile_pipeline_expand)");
         break;
+    case TILE_S_WARPGROUPS:
+        cgc_fail(c, TSL_ERR_UNAVAILABLE, "warpgroups: warp-specialised kernels run on the CUDA target (sm_90a)");
+        break;
     }
     c->text = saved;
 }

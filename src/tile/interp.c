@@ -709,6 +709,8 @@ static tsl_status exec_stmt(interp *I, const tile_stmt *s)
             if ((st = interp_exec_block(I, s->body))) return st;
         }
     case TILE_S_PIPELINE: return interp_exec_pipeline(I, s);
+    case TILE_S_WARPGROUPS:
+        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "the interpreter cannot run warpgroups yet");
     }
     return interp_err(I, s->pos, TSL_ERR_INTERNAL, "unknown statement");
 }

@@ -45,6 +45,7 @@ typedef struct parser {
     int nnames, capnames;
     int depth;
     int in_decomp;
+    int in_roles; /* inside a warpgroups role body */
     int sym_mode; /* unknown names in param shapes become size symbols */
 } parser;
 
@@ -197,7 +198,7 @@ static const char *const reserved[] = {
     "bytes",  "atom",  "on",      "at",     "layout",    "strides",    "block_idx",
     "thread_idx", "min", "max",   "cdiv",   "inf",       "nan",        "global", "shared",
     "register", "int", "grid",    "stages", "out",       "tile",       "local",  "smem_budget", "min_blocks",
-    "mask",
+    "mask", "warpgroups", "role", "regs",
 };
 
 int tile_name_reserved(const char *s)
@@ -579,6 +580,7 @@ static tile_operand parse_operand(parser *P)
 /* ---- statements -------------------------------------------------------------------- */
 
 static tile_block *parse_block(parser *P);
+static void parse_warpgroups(parser *P, tile_stmt *s);
 
 /* instr := [NAME '='] OPCODE [operand {',' operand}] ['->' (type | operand)]
  *          {attr} ['decomp' block]
@@ -651,7 +653,7 @@ static void parse_instr(parser *P, tile_stmt *s, const char *result, size_t rpos
     if (!result && !in->has_dst && info->res != TILE_RES_NONE)
         fail(P, oppos, "'%s' needs a result name or '-> destination'", info->name);
     if (!in->has_dst && (op == TILE_I_STORE_GLOBAL || op == TILE_I_STORE_SHARED || op == TILE_I_COPY_ASYNC ||
-                           op == TILE_I_SCATTER))
+                           op == TILE_I_SCATTER || op == TILE_I_TMA_LOAD || op == TILE_I_TMA_STORE))
         fail(P, P->tok.pos, "'%s' needs '-> destination'", info->name);
     /* attributes, any order, each at most once */
     for (;;) {
@@ -873,6 +875,58 @@ static void parse_pipeline(parser *P, tile_stmt *s)
     P->nnames = mark;
 }
 
+/* warpgroups := 'warpgroups' '{' role {role} '}'
+ * role       := 'role' NAME '(' INT [',' NAME] ')' ['regs' '(' INT ')'] block */
+static void parse_warpgroups(parser *P, tile_stmt *s)
+{
+    size_t wpos = P->tok.pos;
+    lex_next(P);
+    if (P->in_decomp) fail(P, wpos, "'warpgroups' is not allowed inside a decomposition");
+    if (P->in_roles) fail(P, wpos, "'warpgroups' inside a role is not supported");
+    expect(P, "{", "after 'warpgroups'");
+    int cap = 0;
+    while (!is_p(P, "}")) {
+        tile_role r;
+        memset(&r, 0, sizeof r);
+        r.pos = P->tok.pos;
+        expect_kw(P, "role", "in warpgroups { ... }");
+        r.name = expect_name(P, "a role name");
+        for (int i = 0; i < s->nroles; i++)
+            if (!strcmp(s->roles[i].name, r.name)) fail(P, r.pos, "duplicate role '%s'", r.name);
+        expect(P, "(", "after the role name");
+        size_t cpos = P->tok.pos;
+        int64_t count = expect_int(P, "the role's warpgroup count");
+        if (count < 1 || count > 8) fail(P, cpos, "a role has 1..8 warpgroups, not %lld", (long long)count);
+        r.count = (int)count;
+        int mark = P->nnames;
+        if (accept(P, ",")) {
+            size_t ipos = P->tok.pos;
+            const char *iname = expect_name(P, "the instance index's name");
+            r.index = new_value(P, TILE_V_SCALAR, TILE_O_LET, iname, ipos);
+            r.index->def = s;
+        }
+        expect(P, ")", "after the role's count");
+        if (is_kw(P, "regs")) {
+            lex_next(P);
+            expect(P, "(", "after 'regs'");
+            size_t rp = P->tok.pos;
+            int64_t regs = expect_int(P, "a register count");
+            if (regs < 24 || regs > 256 || regs % 8)
+                fail(P, rp, "setmaxnreg takes a multiple of 8 in 24..256, not %lld", (long long)regs);
+            r.regs = (int)regs;
+            expect(P, ")", "after the register count");
+        }
+        P->in_roles++;
+        r.body = parse_block(P);
+        P->in_roles--;
+        P->nnames = mark;
+        if (s->nroles >= 8) fail(P, r.pos, "at most 8 roles");
+        ARENA_PUSH(P->m->arena, s->roles, s->nroles, cap, r);
+    }
+    if (!s->nroles) fail(P, P->tok.pos, "'warpgroups' needs at least one role");
+    expect(P, "}", "to close 'warpgroups'");
+}
+
 /* stmt := 'let' NAME '=' expr | 'let' NAME {',' NAME} '=' 'indices' NAME
  *       | 'var' NAME '=' expr | 'set' NAME '=' expr
  *       | 'for' NAME 'in' expr ':' expr [':' expr] block
@@ -979,6 +1033,11 @@ static tile_stmt *parse_stmt(parser *P)
     if (is_kw(P, "pipeline")) {
         s->kind = TILE_S_PIPELINE;
         parse_pipeline(P, s);
+        return s;
+    }
+    if (is_kw(P, "warpgroups")) {
+        s->kind = TILE_S_WARPGROUPS;
+        parse_warpgroups(P, s);
         return s;
     }
     /* NAME '=' ... defines a value; otherwise an instruction without result */

@@ -278,6 +278,22 @@ static void print_stmt(strbuf *sb, const tile_stmt *s, int depth)
         print_braced(sb, s->body, depth);
         break;
     case TILE_S_PIPELINE: print_pipeline(sb, &s->pipe, depth); break;
+    case TILE_S_WARPGROUPS:
+        sb_puts(sb, "warpgroups {\n");
+        for (int i = 0; i < s->nroles; i++) {
+            const tile_role *r = &s->roles[i];
+            indent(sb, depth + 1);
+            sb_printf(sb, "role %s(%d", r->name, r->count);
+            if (r->index) sb_printf(sb, ", %s", r->index->name);
+            sb_putc(sb, ')');
+            if (r->regs) sb_printf(sb, " regs(%d)", r->regs);
+            sb_putc(sb, ' ');
+            print_braced(sb, r->body, depth + 1);
+            sb_putc(sb, '\n');
+        }
+        indent(sb, depth);
+        sb_putc(sb, '}');
+        break;
     }
     sb_putc(sb, '\n');
 }

@@ -308,7 +308,20 @@ typedef enum tile_res_rule { TILE_RES_NONE, TILE_RES_TYPE, TILE_RES_LIKE, TILE_R
     X(NE, "ne", BOOL, 2, 2)                                                    \
     X(SELECT, "select", LIKE, 3, 3)                                            \
     X(GATHER, "gather", TYPE, 1, 9)                                            \
-    X(SCATTER, "scatter", NONE, 1, 9)
+    X(SCATTER, "scatter", NONE, 1, 9)                                          \
+    /* Hopper (sm_90a): docs/tile-ir.md section 5b */                          \
+    X(MBAR_INIT, "mbar_init", NONE, 2, 2)     /* mbar_init B, COUNT */         \
+    X(MBAR_ARRIVE, "mbar_arrive", NONE, 1, 1) /* mbar_arrive B [bytes N] */    \
+    X(MBAR_WAIT, "mbar_wait", NONE, 2, 2)     /* mbar_wait B, PARITY */        \
+    X(TMA_LOAD, "tma_load", NONE, 2, 2)       /* tma_load G[o..], B -> S */    \
+    X(TMA_STORE, "tma_store", NONE, 1, 1)     /* tma_store S -> G[o..] */      \
+    X(BULK_COMMIT, "bulk_commit", NONE, 0, 0)                                  \
+    X(BULK_WAIT, "bulk_wait", NONE, 1, 1)     /* bulk_wait N */                \
+    X(FENCE_ASYNC, "fence_async", NONE, 0, 0)                                  \
+    X(WGMMA, "wgmma", LIKE, 3, 3)             /* wgmma a, b, acc -> acc */     \
+    X(WGMMA_FENCE, "wgmma_fence", NONE, 0, 0)                                  \
+    X(WGMMA_COMMIT, "wgmma_commit", NONE, 0, 0)                                \
+    X(WGMMA_WAIT, "wgmma_wait", NONE, 1, 1)   /* wgmma_wait N */
 
 typedef enum tile_op {
 #define X(n, t, r, lo, hi) TILE_I_##n,
@@ -333,6 +346,8 @@ int tile_op_is_shuffle(tile_op op);
  * like ADD), LT .. NE (comparisons), SELECT. */
 int tile_op_is_elementwise_ext(tile_op op);
 int tile_op_is_compare(tile_op op); /* LT .. NE */
+/* The Hopper rows MBAR_INIT .. WGMMA_WAIT (sm_90a only). */
+int tile_op_is_hopper(tile_op op);
 
 typedef struct tile_block tile_block;
 
@@ -399,8 +414,24 @@ typedef enum tile_stmt_kind {
     TILE_S_FOR,      /* for v in lo : hi [: step] { body } */
     TILE_S_IF,       /* if cond { body } [else { els }] */
     TILE_S_WHILE,    /* while cond { body } */
-    TILE_S_PIPELINE  /* pipeline(...) { body } */
+    TILE_S_PIPELINE, /* pipeline(...) { body } */
+    TILE_S_WARPGROUPS /* warpgroups { role NAME(COUNT [, IDX]) [regs(R)] { body } ... } */
 } tile_stmt_kind;
+
+/* One role of a warpgroups statement: `count` warpgroups of 128 threads,
+ * each an *instance* that runs `body` as a block of 128 threads (SIMB over
+ * the instance: register layouts distribute over 128 threads, `sync` is a
+ * barrier of the instance's threads). `index` (may be NULL) is an int
+ * scalar, the instance's number 0 .. count-1. `regs` (0 = not stated) is
+ * the register budget per thread the role asks for (setmaxnreg). */
+typedef struct tile_role {
+    size_t pos;
+    const char *name;
+    int count;
+    tile_value *index;
+    int regs;
+    tile_block *body;
+} tile_role;
 
 typedef struct tile_stmt {
     tile_stmt_kind kind;
@@ -415,6 +446,8 @@ typedef struct tile_stmt {
     tile_block *body;       /* FOR IF WHILE PIPELINE */
     tile_block *els;        /* IF: NULL when no else */
     tile_pipeline pipe;     /* PIPELINE */
+    tile_role *roles;       /* WARPGROUPS: [nroles], in thread order */
+    int nroles;
 } tile_stmt;
 
 struct tile_block {
@@ -463,6 +496,26 @@ void tile_print_type(strbuf *sb, const tile_type *t);
  * then have no location). TSL_OK when valid. */
 tsl_status tile_verify(const tile_module *m, const tsl_source *src, tsl_diag *d);
 tile_kernel *tile_module_find(const tile_module *m, const char *name);
+
+/* ---- Hopper wgmma (wgmma.c) ----------------------------------------------------
+ * Register fragments of wgmma.mma_async.m64nNk16 for one warpgroup (128
+ * threads): the f32/f16 accumulator [64, N] and the register A operand
+ * [64, K] (K/16 k steps), as layout text (written into buf). */
+const char *tile_wgmma_acc_layout(int n, char *buf, size_t len);
+const char *tile_wgmma_a_layout(int k, char *buf, size_t len);
+
+/* A shared wgmma operand's descriptor fields, derived from its data layout:
+ * the operand is the trailing 2-D box of shared type t (leading coordinates
+ * chosen by the caller), its M or N dimension is dim `mn_dim` of t (rank-2
+ * or rank-1) with extent mn_ext, its K extent k_ext (a multiple of 16). */
+typedef struct tile_wgmma_smem {
+    int mn_major;      /* 1: M/N contiguous (imm-trans 1); 0: K contiguous */
+    int swizzle_bytes; /* 32, 64 or 128 */
+    int64_t lbo, sbo;  /* leading / stride dimension byte offsets */
+} tile_wgmma_smem;
+/* 1 and *out when the layout is one wgmma reads; 0 and a reason in why. */
+int tile_wgmma_smem_of(const tile_type *t, int mn_dim, int64_t mn_ext, int64_t k_ext, tile_wgmma_smem *out,
+                       char *why, size_t nwhy);
 
 /* ---- builder ------------------------------------------------------------------
  * Constructs IR in the module's arena. The builder appends statements to

@@ -33,6 +33,9 @@ typedef struct verifier {
     int64_t pipe_block_bytes;
     size_t pipe_pos;
     int in_decomp;
+    int threads;      /* threads of the SIMB context: the kernel's, or 128 in a role */
+    int in_roles;     /* inside a warpgroups role */
+    int in_pipeline;  /* inside a pipeline body */
 } verifier;
 
 static void verr(verifier *V, size_t pos, const char *fmt, ...) TSL_PRINTF(3, 4);
@@ -168,10 +171,10 @@ static void check_type(verifier *V, const tile_type *t, const char *name, size_t
         if (!same)
             verr(V, pos, "register tensor '%s' %s: layout %s covers %s, not its shape", name,
                  type_str(t, tb, sizeof tb), t->layout->text, shape_str(dl->shape, dl->rank, sb1, sizeof sb1));
-        if (!V->in_decomp && dl->threads != V->k->threads)
+        if (!V->in_decomp && dl->threads != V->threads)
             verr(V, pos,
                  "register tensor '%s': layout %s distributes over %lld threads but the kernel runs threads(%d)",
-                 name, t->layout->text, (long long)dl->threads, V->k->threads);
+                 name, t->layout->text, (long long)dl->threads, V->threads);
     } else {
         if (lv->kind != LAYOUT_VALUE_DATA) {
             verr(V, pos, "shared tensor '%s' needs a data layout, not %s", name, t->layout->text);
@@ -857,7 +860,7 @@ static void decomp_check(verifier *V, const tile_stmt *s)
     S.vals = arena_alloc(S.a, sizeof(int64_t) * (size_t)(V->k->nvalues + 1));
     S.known = arena_alloc(S.a, (size_t)V->k->nvalues + 1);
     S.budget = 1 << 20;
-    for (S.thread = 0; S.thread < V->k->threads && !S.giveup; S.thread++) {
+    for (S.thread = 0; S.thread < V->threads && !S.giveup; S.thread++) {
         memset(S.known, 0, (size_t)V->k->nvalues + 1);
         dc_block(&S, in->decomp);
     }
@@ -1006,6 +1009,224 @@ static void check_elementwise_ext(verifier *V, const tile_instr *in, size_t pos)
     }
 }
 
+/* ---- Hopper (docs/tile-ir.md section 5b) ---------------------------------------- */
+
+/* A barrier operand: a shared u64 tensor, whole or indexed. */
+static const tile_value *barrier_operand(verifier *V, const tile_operand *o, const char *opn)
+{
+    const tile_value *b = mem_operand(V, o, TILE_SHARED, opn, "barrier", 0);
+    if (b && (b->type.dt.kind != TILE_DT_UINT || b->type.dt.bits != 64)) {
+        char t1[128];
+        verr(V, o->pos, "%s: the barrier '%s' must be a shared u64 tensor, not %s", opn, b->name,
+             type_str(&b->type, t1, sizeof t1));
+        return NULL;
+    }
+    return b;
+}
+
+static void check_wait_count(verifier *V, const tile_operand *o, const char *opn)
+{
+    int64_t n;
+    if (o->v || !tile_expr_const(o->scalar, &n))
+        verr(V, o->pos, "%s: the count must be an integer constant", opn);
+    else if (n < 0 || n > 7)
+        verr(V, o->pos, "%s: count %lld is out of range (0..7)", opn, (long long)n);
+}
+
+/* tma_load / tma_store: the shared side is a tensor or a slice of its
+ * leading dims; the box (its trailing dims) has rank 1..5, each extent at
+ * most 256, rows a multiple of 16 bytes, and the global tensor's rank. */
+static void check_tma(verifier *V, const tile_instr *in, size_t pos, const tile_operand *gop,
+                      const tile_operand *sop, const char *opn)
+{
+    char t1[128], t2[128];
+    const tile_value *g = mem_operand(V, gop, TILE_GLOBAL, opn, "global tensor", 1);
+    const tile_value *sh = mem_operand(V, sop, TILE_SHARED, opn, "shared tensor", 0);
+    if (!g || !sh) return;
+    if (!tile_dtype_eq(g->type.dt, sh->type.dt) || g->type.dt.bits % 8) {
+        verr(V, pos, "%s: '%s' is %s but '%s' is %s (equal byte-sized element types)", opn, g->name,
+             type_str(&g->type, t1, sizeof t1), sh->name, type_str(&sh->type, t2, sizeof t2));
+        return;
+    }
+    int64_t sd[16];
+    if (!const_dims(&sh->type, sd)) return;
+    int k = sop->nsteps ? sop->steps[0].n : 0;
+    int box = sh->type.rank - k;
+    if (box < 1 || box > 5 || box > g->type.rank) {
+        verr(V, pos, "%s: the box (the trailing %d dims of '%s') must have rank 1..5 and at most %d, the rank of '%s'",
+             opn, box, sh->name, g->type.rank, g->name);
+        return;
+    }
+    for (int d = k; d < sh->type.rank; d++)
+        if (sd[d] > 256)
+            verr(V, pos, "%s: box extent %lld in dimension %d of '%s' is over 256", opn, (long long)sd[d], d,
+                 sh->name);
+    int64_t row = sd[sh->type.rank - 1] * g->type.dt.bits / 8;
+    if (row % 16)
+        verr(V, pos, "%s: a box row of %lld bytes is not a multiple of 16", opn, (long long)row);
+    const tile_layout *L = sh->type.layout;
+    if (L && L->v.kind == LAYOUT_VALUE_DATA && L->v.data.sw.b) {
+        int eb = g->type.dt.bits / 8, le = eb == 1 ? 0 : eb == 2 ? 1 : eb == 4 ? 2 : 3;
+        int64_t swb = 16LL << L->v.data.sw.b;
+        if (L->v.data.sw.m + le != 4 || L->v.data.sw.s != 3 || L->v.data.sw.b > 3)
+            verr(V, pos, "%s: the swizzle of '%s' is not one TMA writes (Swizzle<b,%d,3>, b = 1..3)", opn, sh->name,
+                 4 - le);
+        else if (row > swb && row % swb)
+            verr(V, pos, "%s: a box row of %lld bytes is neither within nor a multiple of its %lld-byte swizzle", opn,
+                 (long long)row, (long long)swb);
+    }
+    (void)in;
+}
+
+static void check_wgmma(verifier *V, const tile_instr *in, size_t pos)
+{
+    char t1[128], t2[128], lay[128], why[256];
+    if (V->threads != 128) {
+        verr(V, pos, "wgmma runs on a warpgroup: it needs a role or a kernel of 128 threads, not %d", V->threads);
+        return;
+    }
+    const tile_value *c = reg_operand(V, &in->args[2], "wgmma", "accumulator");
+    if (!c) return;
+    int64_t dc[16], da[16], db[16];
+    if (c->type.rank != 2 || !const_dims(&c->type, dc) || dc[0] != 64 || dc[1] % 8 || dc[1] < 8 || dc[1] > 256) {
+        verr(V, pos, "wgmma: the accumulator '%s' %s must be [64, N] with N a multiple of 8 in 8..256", c->name,
+             type_str(&c->type, t1, sizeof t1));
+        return;
+    }
+    if (c->type.dt.kind != TILE_DT_FLOAT || (c->type.dt.bits != 32 && c->type.dt.bits != 16))
+        verr(V, pos, "wgmma: the accumulator must be f32 or f16, not %s", type_str(&c->type, t1, sizeof t1));
+    tile_wgmma_acc_layout((int)dc[1], lay, sizeof lay);
+    layout_value want;
+    layout_err e;
+    memset(&e, 0, sizeof e);
+    if (layout_parse(lay, strlen(lay), &want, &e) == TSL_OK && c->type.layout &&
+        !dist_layout_equal(&c->type.layout->v.dist, &want.dist))
+        verr(V, pos, "wgmma: the accumulator '%s' has layout %s, not the m64n%lldk16 fragment %s", c->name,
+             c->type.layout->text, (long long)dc[1], lay);
+    const tile_operand *ao = &in->args[0], *bo = &in->args[1];
+    const tile_value *a = ao->v, *b = bo->v;
+    if (!a || a->kind != TILE_V_TENSOR || !b || b->kind != TILE_V_TENSOR) {
+        verr(V, pos, "wgmma: A and B must be tensors");
+        return;
+    }
+    /* shapes: A [64, K] (a shared box or a register tensor), B [K, N] (a
+     * shared box); a shared box is anchored at the operand's offsets */
+    const tile_value *bs = mem_operand(V, bo, TILE_SHARED, "wgmma", "B operand", 0);
+    if (!bs || !const_dims(&bs->type, db)) return;
+    int rb = bs->type.rank;
+    int64_t N = dc[1], K = 0;
+    if (a->type.space == TILE_REGISTER) {
+        if (ao->nsteps) verr(V, ao->pos, "wgmma: the register A operand '%s' cannot be indexed", a->name);
+        if (a->type.rank != 2 || !const_dims(&a->type, da) || da[0] != 64 || da[1] % 16) {
+            verr(V, pos, "wgmma: the register A '%s' %s must be [64, K], K a multiple of 16", a->name,
+                 type_str(&a->type, t1, sizeof t1));
+            return;
+        }
+        K = da[1];
+        tile_wgmma_a_layout((int)K, lay, sizeof lay);
+        if (layout_parse(lay, strlen(lay), &want, &e) == TSL_OK && a->type.layout &&
+            !dist_layout_equal(&a->type.layout->v.dist, &want.dist))
+            verr(V, pos, "wgmma: the register A '%s' has layout %s, not the m64nNk16 A fragment %s", a->name,
+                 a->type.layout->text, lay);
+    } else {
+        const tile_value *as = mem_operand(V, ao, TILE_SHARED, "wgmma", "A operand", 0);
+        if (!as || !const_dims(&as->type, da)) return;
+        int ra = as->type.rank;
+        K = rb >= 2 ? db[rb - 2] : 0; /* the depth of B's box */
+        int64_t box[2] = {64, K};
+        if (ra < 2 || K % 16 || K < 16) {
+            verr(V, pos, "wgmma: A's box [64, K] in '%s' %s needs K a multiple of 16", as->name,
+                 type_str(&as->type, t1, sizeof t1));
+            return;
+        }
+        check_box(V, ao, as, box, 2, "wgmma");
+        tile_wgmma_smem sm;
+        if (!tile_wgmma_smem_of(&as->type, ra - 2, 64, K, &sm, why, sizeof why))
+            verr(V, ao->pos, "wgmma: the A operand '%s' (layout %s) is not a wgmma shared layout: %s", as->name,
+                 as->type.layout ? as->type.layout->text : "row-major", why);
+    }
+    if (rb < 2 || K % 16 || K < 16) {
+        verr(V, pos, "wgmma: B's box [%lld, %lld] in '%s' needs K a multiple of 16", (long long)K, (long long)N,
+             bs->name);
+        return;
+    }
+    int64_t bbox[2] = {K, N};
+    check_box(V, bo, bs, bbox, 2, "wgmma");
+    tile_wgmma_smem sm;
+    if (!tile_wgmma_smem_of(&bs->type, rb - 1, N, K, &sm, why, sizeof why))
+        verr(V, bo->pos, "wgmma: the B operand '%s' (layout %s) is not a wgmma shared layout: %s", bs->name,
+             bs->type.layout ? bs->type.layout->text : "row-major", why);
+    if (!tile_dtype_eq(a->type.dt, b->type.dt) || a->type.dt.kind != TILE_DT_FLOAT || a->type.dt.bits != 16)
+        verr(V, pos, "wgmma: A and B must both be f16 or both bf16, not %s and %s", type_str(&a->type, t1, sizeof t1),
+             type_str(&b->type, t2, sizeof t2));
+    const tile_type *o = out_type(in);
+    if (o && (!same_shape(o, &c->type) || !tile_dtype_eq(o->dt, c->type.dt) || !same_layout(o, &c->type)))
+        verr(V, pos, "wgmma: the destination %s differs from the accumulator %s", type_str(o, t1, sizeof t1),
+             type_str(&c->type, t2, sizeof t2));
+}
+
+static void check_hopper(verifier *V, const tile_instr *in, size_t pos)
+{
+    const char *opn = tile_op_info_of(in->op)->name;
+    if (V->in_pipeline && in->op != TILE_I_WGMMA && in->op != TILE_I_WGMMA_FENCE && in->op != TILE_I_WGMMA_COMMIT &&
+        in->op != TILE_I_WGMMA_WAIT && in->op != TILE_I_FENCE_ASYNC)
+        verr(V, pos, "%s inside a pipeline body: the pipeline issues its own copies", opn);
+    switch (in->op) {
+    case TILE_I_MBAR_INIT: {
+        barrier_operand(V, &in->args[0], opn);
+        int64_t n;
+        if (in->args[1].v) verr(V, in->args[1].pos, "mbar_init: the arrival count must be an int expression");
+        else if (tile_expr_const(in->args[1].scalar, &n) && (n < 1 || n >= (1 << 20)))
+            verr(V, in->args[1].pos, "mbar_init: arrival count %lld is not in 1..2^20-1", (long long)n);
+        break;
+    }
+    case TILE_I_MBAR_ARRIVE:
+        barrier_operand(V, &in->args[0], opn);
+        if (in->bytes < 0 || in->bytes >= (1 << 20))
+            verr(V, pos, "mbar_arrive: %lld transaction bytes is not in 0..2^20-1", (long long)in->bytes);
+        break;
+    case TILE_I_MBAR_WAIT:
+        barrier_operand(V, &in->args[0], opn);
+        if (in->args[1].v) verr(V, in->args[1].pos, "mbar_wait: the phase parity must be an int expression");
+        break;
+    case TILE_I_TMA_LOAD:
+        check_tma(V, in, pos, &in->args[0], &in->dst, opn);
+        barrier_operand(V, &in->args[1], opn);
+        break;
+    case TILE_I_TMA_STORE: check_tma(V, in, pos, &in->dst, &in->args[0], opn); break;
+    case TILE_I_BULK_WAIT:
+    case TILE_I_WGMMA_WAIT: check_wait_count(V, &in->args[0], opn); break;
+    case TILE_I_WGMMA: check_wgmma(V, in, pos); break;
+    default: break;
+    }
+}
+
+/* warpgroups: 128 threads per warpgroup, the roles' counts adding up to the
+ * kernel's threads; each role body is a SIMB block of 128 threads. */
+static void check_warpgroups(verifier *V, const tile_stmt *s)
+{
+    if (V->in_decomp || V->in_roles || V->in_pipeline) {
+        verr(V, s->pos, "warpgroups must not be inside a decomposition, a role or a pipeline");
+        return;
+    }
+    int total = 0;
+    for (int i = 0; i < s->nroles; i++) total += s->roles[i].count;
+    if (total * 128 != V->k->threads)
+        verr(V, s->pos, "warpgroups: the roles have %d warpgroups (%d threads) but the kernel runs threads(%d)",
+             total, total * 128, V->k->threads);
+    int saved = V->threads;
+    V->threads = 128;
+    V->in_roles++;
+    for (int i = 0; i < s->nroles; i++) {
+        const tile_role *r = &s->roles[i];
+        if (r->index) make_visible(V, r->index);
+        check_block(V, r->body);
+        if (r->index) V->visible[r->index->id] = 0;
+    }
+    V->in_roles--;
+    V->threads = saved;
+}
+
 static void check_instr(verifier *V, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -1021,9 +1242,9 @@ static void check_instr(verifier *V, const tile_stmt *s)
     if (in->has_dst) check_operand_scope(V, &in->dst);
     check_expr(V, in->init);
     if (in->on && !V->in_decomp) verr(V, pos, "%s: 'on %s' is only allowed inside a decomposition", opn, in->on->name);
-    if (in->on && in->on->kind == TILE_V_THREADS && V->k->threads % in->on->threads.total)
+    if (in->on && in->on->kind == TILE_V_THREADS && V->threads % in->on->threads.total)
         verr(V, pos, "%s: the group '%s' of %d threads does not divide threads(%d)", opn, in->on->name,
-             in->on->threads.total, V->k->threads);
+             in->on->threads.total, V->threads);
     if (in->result) check_type(V, &in->result->type, in->result->name, pos);
     if (in->init && in->op != TILE_I_ALLOC && in->op != TILE_I_LOAD_GLOBAL && in->op != TILE_I_COPY_ASYNC)
         verr(V, pos, "%s takes no init/fill value", opn);
@@ -1037,7 +1258,12 @@ static void check_instr(verifier *V, const tile_stmt *s)
             !tile_op_is_elementwise_ext(in->op))
             verr(V, in->args[i].pos, "%s: the typed scalar '%s' can only be an operand of an elementwise instruction",
                  opn, in->args[i].scalar->v->name);
-    if (in->bytes && in->op != TILE_I_COPY_ASYNC) verr(V, pos, "%s takes no 'bytes'", opn);
+    if (in->bytes && in->op != TILE_I_COPY_ASYNC && in->op != TILE_I_MBAR_ARRIVE) verr(V, pos, "%s takes no 'bytes'", opn);
+    if (tile_op_is_hopper(in->op)) {
+        if (V->in_decomp) verr(V, pos, "%s is not allowed inside a decomposition", opn);
+        else check_hopper(V, in, pos);
+        return;
+    }
     const tile_type *o = out_type(in);
     int64_t tile[16];
 
@@ -1306,9 +1532,9 @@ static void check_stmt(verifier *V, const tile_stmt *s)
         if (!V->in_decomp) verr(V, s->pos, "thread groups are only defined inside a decomposition");
         if (t->total < 1 || t->inner < 1 || t->total % t->inner)
             verr(V, s->pos, "thread group '%s': groups of %d do not divide %d threads", s->v->name, t->inner, t->total);
-        else if (V->k->threads % t->total)
+        else if (V->threads % t->total)
             verr(V, s->pos, "thread group '%s' of %d threads does not divide threads(%d)", s->v->name, t->total,
-                 V->k->threads);
+                 V->threads);
         make_visible(V, s->v);
         break;
     }
@@ -1336,7 +1562,12 @@ static void check_stmt(verifier *V, const tile_stmt *s)
         check_block(V, s->body);
         if (s->els) check_block(V, s->els);
         break;
-    case TILE_S_PIPELINE: check_pipeline(V, s); break;
+    case TILE_S_PIPELINE:
+        V->in_pipeline++;
+        check_pipeline(V, s);
+        V->in_pipeline--;
+        break;
+    case TILE_S_WARPGROUPS: check_warpgroups(V, s); break;
     }
 }
 
@@ -1357,6 +1588,7 @@ static void check_kernel(verifier *V, const tile_kernel *k)
     V->k = k;
     V->smem_alloc = V->smem_pipe = 0;
     V->pipe_stages = V->msg_stages = 0;
+    V->threads = k->threads;
     V->visible = calloc((size_t)k->nvalues + 1, 1);
     if (!V->visible) return;
     if (k->threads < 1 || k->threads > 1024) verr(V, k->pos, "threads(%d) is not in 1..1024", k->threads);

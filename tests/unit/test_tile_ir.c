@@ -12,7 +12,7 @@ static const char *const goldens[] = {
     "gemm.tile",        "gemm_pipelined.tile", "ldmatrix.tile", "blocked_sum.tile",
     "softmax_rows.tile", "elementwise.tile",   "control.tile",  "shuffle.tile",
     "dequant.tile",     "quadpairs.tile",      "async_copy.tile", "tiny.tile",
-    "blocks_out.tile",
+    "blocks_out.tile",  "hopper_gemm.tile",
 };
 
 /* Parse text as file `name`; returns the status, fills *m (NULL on error)
@@ -387,6 +387,50 @@ static const bad_case verify_cases[] = {
     {"load dtype",
      HDR1 "  x = load_global A[0, 0] -> register f32[16, 8] layout " CFRAG "\n}\n",
      "bad.tile:2:3: error:", "source 'A' is f16[M, K] but the result is f32[16, 8]"},
+    /* Hopper (section 5b) */
+    {"roles do not add up",
+     HDR1 "  warpgroups {\n    role p(1) {\n    }\n  }\n}\n",
+     "bad.tile:2:3: error:", "the roles have 1 warpgroups (128 threads) but the kernel runs threads(32)"},
+    {"barrier dtype",
+     HDR1 "  b = alloc shared u32[2]\n  mbar_init b, 1\n}\n",
+     "bad.tile:3:13: error:", "the barrier 'b' must be a shared u64 tensor"},
+    {"wgmma needs a warpgroup",
+     "kernel k() grid(1) threads(64) {\n"
+     "  s = alloc shared f16[64, 64] layout swizzle(3,3,3,(64,64):(64,1))\n"
+     "  c = alloc register f32[64, 8] layout spatial(2,1).local(2,1).local(2,1).spatial(8,4).local(1,2)\n"
+     "  wgmma s, s, c -> c\n}\n",
+     "bad.tile:4:3: error:", "needs a role or a kernel of 128 threads, not 64"},
+    {"wgmma accumulator fragment",
+     "kernel k() grid(1) threads(128) {\n"
+     "  a = alloc shared f16[64, 16] layout swizzle(1,3,3,(64,16):(16,1))\n"
+     "  b = alloc shared f16[16, 8] layout swizzle(1,3,3,(16,8):(1,16))\n"
+     "  c = alloc register f32[64, 8] layout spatial(64,2).local(1,4)\n"
+     "  wgmma a, b, c -> c\n}\n",
+     "bad.tile:5:3: error:", "not the m64n8k16 fragment spatial(4,1).local(1,1)"},
+    {"wgmma shared layout",
+     "kernel k() grid(1) threads(128) {\n"
+     "  a = alloc shared f16[64, 64] layout (64,64):(64,1)\n"
+     "  b = alloc shared f16[64, 64] layout swizzle(3,3,3,(64,64):(64,1))\n"
+     "  c = alloc register f32[64, 64] layout spatial(4,1).local(1,8).local(2,1).spatial(8,4).local(1,2)\n"
+     "  wgmma a, b, c -> c\n}\n",
+     "bad.tile:5:9: error:", "the A operand 'a' (layout (64,64):(64,1)) is not a wgmma shared layout"},
+    {"wgmma B out of place",
+     "kernel k() grid(1) threads(128) {\n"
+     "  a = alloc shared f16[64, 64] layout swizzle(3,3,3,(64,64):(64,1))\n"
+     "  b = alloc shared f16[64, 128] layout swizzle(3,3,3,(64,128):(128,1))\n"
+     "  c = alloc register f32[64, 128] layout spatial(4,1).local(1,16).local(2,1).spatial(8,4).local(1,2)\n"
+     "  wgmma a, b, c -> c\n}\n",
+     "bad.tile:5:12: error:", "element (0, 1) of the M/N-major operand is at 128, not 64"},
+    {"tma box row",
+     "kernel k(A: global f16[M, K]) grid(1) threads(128) {\n"
+     "  s = alloc shared f16[8, 4]\n  b = alloc shared u64[1]\n"
+     "  tma_load A[0, 0], b[0] -> s\n}\n",
+     "bad.tile:4:3: error:", "a box row of 8 bytes is not a multiple of 16"},
+    {"tma rank",
+     "kernel k(A: global f16[K]) grid(1) threads(128) {\n"
+     "  s = alloc shared f16[8, 8]\n  b = alloc shared u64[1]\n"
+     "  tma_load A[0], b[0] -> s\n}\n",
+     "bad.tile:4:3: error:", "must have rank 1..5 and at most 1"},
 };
 
 static void test_verify_errors(void)
@@ -414,6 +458,11 @@ static void test_verify_errors(void)
 /* ---- parser errors ------------------------------------------------------------------ */
 
 static const bad_case parse_cases[] = {
+    {"setmaxnreg range", "kernel k() grid(1) threads(128) {\n  warpgroups {\n    role p(1) regs(20) {\n    }\n  }\n}\n",
+     "bad.tile:3:20: error:", "setmaxnreg takes a multiple of 8 in 24..256, not 20"},
+    {"nested warpgroups",
+     "kernel k() grid(1) threads(128) {\n  warpgroups {\n    role p(1) {\n      warpgroups {\n      }\n    }\n  }\n}\n",
+     "bad.tile:4:7: error:", "'warpgroups' inside a role is not supported"},
     {"undefined value", "kernel k() grid(1) threads(32) {\n  let a = b + 1\n}\n", "bad.tile:2:11: error:",
      "use of undefined value 'b'"},
     {"undefined tensor", "kernel k() grid(1) threads(32) {\n  store_global x -> Y[0]\n}\n",
