@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "codegen/codegen.h"
+#include "codegen/cuda.h"
+#include "runtime/runtime.h"
 #include "tile/interp.h"
 #include "tile/pipeline.h"
 #include "tile/tile.h"
@@ -20,13 +23,17 @@ static void tile_usage(FILE *f)
             "usage: tessel tile check FILE.tile          parse and verify\n"
             "       tessel tile print FILE.tile          print the canonical text\n"
             "       tessel tile expand FILE.tile         print with pipelines expanded\n"
+            "       tessel tile emit FILE.tile [--kernel NAME] [--cuda | --c | --ptx] [--arch sm_80|sm_90a]\n"
+            "                                            print the generated CUDA C (default), C, or PTX\n"
+            "                                            (NVRTC, no GPU needed)\n"
             "       tessel tile run FILE.tile [--kernel NAME] [--input NAME=PATH.npy]...\n"
             "                 [--output NAME=PATH.npy]... [--size SYM=N]... [--int NAME=N]...\n"
             "                 [--scalar NAME=X]...\n"
-            "                 [--expand] [--shuffle] [--seed N]\n"
+            "                 [--expand] [--shuffle] [--seed N] [--target interp|cuda] [--reps N]\n"
             "  run: outputs are the kernel's written tensors, allocated from their shapes and\n"
             "  poisoned (NaN / 0xAB) before the run; --expand runs the expanded pipelines;\n"
-            "  --shuffle runs the blocks in a random order.\n");
+            "  --shuffle runs the blocks in a random order; --target cuda runs the kernel on the GPU\n"
+            "  (--reps N then times N more launches and prints the median).\n");
 }
 
 /* A loaded, parsed (and verified) module. */
@@ -110,7 +117,7 @@ typedef struct run_opts {
     int64_t int_val[MAX_BINDINGS];
     double flt_val[MAX_BINDINGS];
     int nin, nout, nsize, nint;
-    int expand, shuffle;
+    int expand, shuffle, cuda, reps;
     uint64_t seed;
 } run_opts;
 
@@ -129,6 +136,14 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
             o->seed = (uint64_t)v;
         } else if (!strcmp(a, "--kernel") && has) {
             o->kernel = argv[++i];
+        } else if (!strcmp(a, "--target") && has) {
+            const char *t = argv[++i];
+            if (strcmp(t, "cuda") && strcmp(t, "interp")) goto bad;
+            o->cuda = !strcmp(t, "cuda");
+        } else if (!strcmp(a, "--reps") && has) {
+            int64_t v;
+            if (parse_i64(argv[++i], &v) || v < 0 || v > 100000) goto bad;
+            o->reps = (int)v;
         } else if ((!strcmp(a, "--input") || !strcmp(a, "--output") || !strcmp(a, "--size") ||
                     !strcmp(a, "--int") || !strcmp(a, "--scalar")) && has) {
             char *name = argv[++i], *val = split_eq(name);
@@ -252,7 +267,12 @@ static int cmd_tile_run(int argc, char **argv)
             rc = 1;
         }
     }
-    if (!rc) {
+    if (!rc && o.cuda) {
+        cg_cuda_run_opts ro = {0};
+        ro.reps = o.reps;
+        if (cg_cuda_run_opt(L.m, k, args, nargs, &ro, &L.d)) rc = 1;
+        else if (o.reps) printf("%s: median of %d launches: %.4f ms\n", k->name, o.reps, ro.median_ms);
+    } else if (!rc) {
         tile_interp_opts io = {0};
         io.shuffle_blocks = o.shuffle;
         io.seed = o.seed;
@@ -273,6 +293,65 @@ static int cmd_tile_run(int argc, char **argv)
     return rc;
 }
 
+/* tessel tile emit FILE.tile [--kernel NAME] [--cuda | --c | --ptx] [--arch ARCH] */
+static int cmd_tile_emit(int argc, char **argv)
+{
+    const char *kname = NULL, *arch = NULL;
+    int mode = 0; /* 0 cuda, 1 c, 2 ptx */
+    for (int i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "--kernel") && i + 1 < argc) kname = argv[++i];
+        else if (!strcmp(argv[i], "--arch") && i + 1 < argc) arch = argv[++i];
+        else if (!strcmp(argv[i], "--cuda")) mode = 0;
+        else if (!strcmp(argv[i], "--c")) mode = 1;
+        else if (!strcmp(argv[i], "--ptx")) mode = 2;
+        else {
+            fprintf(stderr, "tessel tile emit: bad argument '%s'\n", argv[i]);
+            tile_usage(stderr);
+            return 2;
+        }
+    }
+    loaded L;
+    if (load(&L, argv[2], 1, 0)) {
+        loaded_free(&L);
+        return 1;
+    }
+    int rc = 0;
+    strbuf out = {0};
+    for (int i = 0; i < L.m->nkernels && !rc; i++) {
+        tile_kernel *k = L.m->kernels[i];
+        if (kname && strcmp(k->name, kname)) continue;
+        strbuf src = {0};
+        tsl_status st;
+        if (mode == 1) {
+            st = tile_pipeline_expand(L.m, NULL, 0, &L.d);
+            if (!st) st = cg_c_emit(L.m, k, &src, &L.d);
+        } else {
+            st = cg_cuda_emit(L.m, k, &src, &L.d);
+        }
+        if (!st && mode == 2) {
+            char *ptx = NULL;
+            rt_cuda_options o = {0};
+            o.name = k->name;
+            st = rt_cuda_compile_ptx(sb_str(&src), arch ? arch : "sm_90a", &o, &ptx, &L.d);
+            if (!st) sb_puts(&out, ptx);
+            free(ptx);
+        } else if (!st) {
+            sb_puts(&out, sb_str(&src));
+        }
+        sb_free(&src);
+        if (st) rc = 1;
+    }
+    if (kname && !tile_module_find(L.m, kname)) {
+        fprintf(stderr, "tessel tile emit: no kernel '%s' in %s\n", kname, argv[2]);
+        rc = 1;
+    }
+    if (rc) fprintf(stderr, "%s", sb_str(&L.d.msg));
+    else fputs(sb_str(&out), stdout);
+    sb_free(&out);
+    loaded_free(&L);
+    return rc;
+}
+
 int cmd_tile(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -285,6 +364,7 @@ int cmd_tile(int argc, char **argv)
         return 2;
     }
     if (!strcmp(sub, "run")) return cmd_tile_run(argc, argv);
+    if (!strcmp(sub, "emit")) return cmd_tile_emit(argc, argv);
     int check = !strcmp(sub, "check"), print = !strcmp(sub, "print"), expand = !strcmp(sub, "expand");
     if (!check && !print && !expand) {
         fprintf(stderr, "tessel tile: unknown subcommand '%s'\n", sub);

@@ -227,9 +227,9 @@ tsl_status cg_rinfo(cg *c, const tile_value *v, rinfo *ri)
                           "(the CUDA generator needs an exact cover)",
                           v->name);
     }
-    if (ri->threads != c->k->threads)
+    if (ri->threads != c->threads)
         return cg_err(c, TSL_ERR_SHAPE, "register tensor '%s' spans %lld threads, the kernel runs %d",
-                      v->name, (long long)ri->threads, c->k->threads);
+                      v->name, (long long)ri->threads, c->threads);
     /* the chain, least significant factor first */
     int64_t tdiv = 1, mult[DIST_MAX_RANK];
     for (int d = 0; d < L->rank; d++) mult[d] = 1;
@@ -297,7 +297,7 @@ void cg_tpart(cg *c, strbuf *sb, const rinfo *ri, int d)
         sb_puts(sb, "(");
         if (dv == 1) sb_puts(sb, "tid");
         else sb_printf(sb, "(tid / %lld)", (long long)dv);
-        if (dv * ex < c->k->threads) sb_printf(sb, " %% %lld", (long long)ex);
+        if (dv * ex < c->threads) sb_printf(sb, " %% %lld", (long long)ex);
         sb_puts(sb, ")");
         if (w != 1) sb_printf(sb, " * %lld", (long long)w);
     }
@@ -329,8 +329,20 @@ tsl_status cg_shared_dims(cg *c, const tile_value *v, int64_t *dims)
     return TSL_OK;
 }
 
+static tsl_status shared_off(cg *c, strbuf *sb, const tile_value *v, char *const *co, int swizzle);
+
 /* Element offset of shared tensor v at coordinates `co` (C expressions). */
 tsl_status cg_shared_off(cg *c, strbuf *sb, const tile_value *v, char *const *co)
+{
+    return shared_off(c, sb, v, co, 1);
+}
+
+tsl_status cg_shared_off_plain(cg *c, strbuf *sb, const tile_value *v, char *const *co)
+{
+    return shared_off(c, sb, v, co, 0);
+}
+
+static tsl_status shared_off(cg *c, strbuf *sb, const tile_value *v, char *const *co, int swizzle)
 {
     int r = v->type.rank;
     int64_t dims[CG_MAX_RANK];
@@ -350,7 +362,7 @@ tsl_status cg_shared_off(cg *c, strbuf *sb, const tile_value *v, char *const *co
     if (v->type.layout->v.kind != LAYOUT_VALUE_DATA || layout_rank(L) != r)
         return cg_err(c, TSL_ERR_UNAVAILABLE,
                       "shared tensor '%s': its layout needs one top-level mode per dim", v->name);
-    if (L->sw.b) sb_printf(sb, "tsl_swz<%d, %d, %d, I>", L->sw.b, L->sw.m, L->sw.s);
+    if (L->sw.b && swizzle) sb_printf(sb, "tsl_swz<%d, %d, %d, I>", L->sw.b, L->sw.m, L->sw.s);
     sb_puts(sb, "(");
     int any = 0;
     for (int i = 0; i < r; i++) {
@@ -568,6 +580,9 @@ static void emit_stmt(cg *c, const tile_stmt *s)
         if (s->step) cg_expr(c, &st, s->step);
         else sb_puts(&st, "1");
         const char *n = cg_name(c, s->v);
+        /* a pipeline loop of barriers, TMA and wgmma stays rolled: unrolling
+         * buys nothing there and triples ptxas's time (docs/codegen.md) */
+        if (cg_hopper_block_used(s->body)) cg_line(c, "#pragma unroll 1");
         cg_line(c, "for (I %s = %s; %s < %s; %s += %s) {", n, sb_str(&lo), n, sb_str(&hi), n, sb_str(&st));
         sb_free(&lo);
         sb_free(&hi);
@@ -638,6 +653,7 @@ static void emit_stmt(cg *c, const tile_stmt *s)
     case TILE_S_PIPELINE:
         cg_err(c, TSL_ERR_INTERNAL, "a pipeline survived expansion");
         break;
+    case TILE_S_WARPGROUPS: cg_hopper_warpgroups(c, s, emit_block); break;
     case TILE_S_THREADS:
     case TILE_S_INDICES:
         cg_err(c, TSL_ERR_UNAVAILABLE, "thread groups are only meaningful inside a decomposition");
@@ -670,7 +686,13 @@ static void plan_block(cg *c, const tile_block *b)
             if (v->type.layout && v->type.layout->v.kind == LAYOUT_VALUE_DATA)
                 cos = layout_cosize(&v->type.layout->v.data);
             if (cos < n) cos = n;
-            c->smem = (c->smem + 127) / 128 * 128;
+            /* a swizzled tensor starts on 1024 bytes: the hardware's swizzle
+             * (TMA, wgmma) works on address bits, the layout's on offsets */
+            int64_t al = v->type.layout && v->type.layout->v.kind == LAYOUT_VALUE_DATA &&
+                                 v->type.layout->v.data.sw.b
+                             ? 1024
+                             : 128;
+            c->smem = (c->smem + al - 1) / al * al;
             c->soff[v->id] = c->smem;
             c->smem += cos * cg_esize(v->type.dt);
         }
@@ -678,6 +700,7 @@ static void plan_block(cg *c, const tile_block *b)
             plan_block(c, s->body);
             plan_block(c, s->els);
         }
+        for (int r = 0; r < s->nroles; r++) plan_block(c, s->roles[r].body);
     }
 }
 
@@ -901,7 +924,10 @@ const char *cg_cuda_entry_name(const char *name, char *buf, size_t n)
     return buf;
 }
 
-/* The kernel parameter list (suffix "_" on names the body re-declares as I). */
+/* The kernel parameter list (suffix "_" on names the body re-declares as
+ * I). decl: 0 the call's arguments, 1 the body's parameters, 2 the
+ * kernel's (tensor maps as __grid_constant__ values; the body takes them by
+ * reference, so their address stays the parameter's). */
 static void param_list(cg *c, strbuf *sb, int decl)
 {
     const tile_kernel *k = c->k;
@@ -925,6 +951,11 @@ static void param_list(cg *c, strbuf *sb, int decl)
         sb_printf(sb, "%s%s%s_", SEP(), decl ? "long long " : "", cg_name(c, k->syms[s]));
     /* where gather/scatter report an index out of range (cuda_run.c) */
     sb_printf(sb, "%s%stsl_err", SEP(), decl ? "unsigned long long *" : "");
+    cg_cuda_tmap maps[CG_MAX_TMAPS];
+    int nm = cg_cuda_tmaps(k, maps, CG_MAX_TMAPS);
+    for (int i = 0; i < nm && i < CG_MAX_TMAPS; i++)
+        sb_printf(sb, "%s%stsl_tm%d", SEP(),
+                  decl == 2 ? "const __grid_constant__ tsl_tmap " : decl ? "const tsl_tmap &" : "", i);
 #undef SEP
 }
 
@@ -947,9 +978,11 @@ static tsl_status emit_kernel(cg *c)
         sb_free(&body);
         return c->st;
     }
-    strbuf pl = {0}, al = {0};
+    strbuf pl = {0}, al = {0}, kl = {0};
     param_list(c, &pl, 1);
     param_list(c, &al, 0);
+    param_list(c, &kl, 2);
+    int hopper = cg_hopper_used(k);
     sb_printf(c->o, "/* kernel %s: grid(", k->name);
     for (int i = 0; i < k->ngrid; i++) {
         if (i) sb_puts(c->o, ", ");
@@ -957,9 +990,14 @@ static tsl_status emit_kernel(cg *c)
     }
     sb_printf(c->o, ") threads(%d); dynamic shared memory: %lld bytes of allocations + %lld bytes of scratch */\n",
               k->threads, (long long)c->smem, (long long)c->scratch);
+    /* the scratch area: one per warpgroup instance (cuda_hopper.c) */
+    sb_printf(c->o, "#undef TSL_SCRATCH_BASE\n#undef TSL_SCRATCH_SIZE\n#define TSL_SCRATCH_BASE %lld\n"
+                    "#define TSL_SCRATCH_SIZE %lld\n",
+              (long long)((c->smem + 15) / 16 * 16), (long long)((c->scratch + 15) / 16 * 16));
     sb_printf(c->o, "template <typename I>\nstatic __device__ __forceinline__ void tsl_body_%s(%s)\n{\n",
               entry, sb_str(&pl));
     sb_puts(c->o, "    TSL_SMEM_DECL;\n");
+    sb_puts(c->o, "    unsigned char *const tsl_scr = tsl_smem + TSL_SCRATCH_BASE; (void)tsl_scr;\n");
     sb_puts(c->o, "    const I tid = (I)threadIdx.x;\n");
     sb_puts(c->o, "    (void)tid; (void)tsl_err;\n");
     for (int p = 0; p < k->nparams; p++) {
@@ -989,8 +1027,17 @@ static tsl_status emit_kernel(cg *c)
         sb_printf(c->o, "#if defined(TSL_EMULATE) || %sdefined(TSL_INDEX64)\n", v ? "" : "!");
         sb_printf(c->o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s_%s(%s)\n{\n", k->threads,
                   k->min_blocks > 0 ? k->min_blocks : 1,
-                  entry, v ? "i64" : "i32", sb_str(&pl));
+                  entry, v ? "i64" : "i32", sb_str(&kl));
         sb_printf(c->o, "    tsl_body_%s<%s>(%s);\n}\n#endif\n\n", entry, v ? "long long" : "int", sb_str(&al));
+    }
+    if (hopper) {
+        /* no host emulation of warpgroups, barriers, TMA or wgmma: the
+         * tile interpreter is their oracle */
+        sb_free(&pl);
+        sb_free(&al);
+        sb_free(&kl);
+        sb_free(&body);
+        return TSL_OK;
     }
     /* host emulation entry (tests): params[i] points at argument i, as for
      * a driver launch; pointers arrive as 64-bit integers */
@@ -1012,6 +1059,7 @@ static tsl_status emit_kernel(cg *c)
     sb_printf(c->o, "%s(unsigned long long *)*(unsigned long long *)p[%d]);\n}\n#endif\n", i ? ", " : "", i);
     sb_free(&pl);
     sb_free(&al);
+    sb_free(&kl);
     sb_free(&body);
     return TSL_OK;
 }
@@ -1078,10 +1126,12 @@ static tsl_status generate(const tile_module *m, const tile_kernel *k, strbuf *o
         return TSL_ERR_NOMEM;
     }
     for (int i = 0; i < k->nvalues; i++) c.soff[i] = -1;
+    c.threads = k->threads;
     sb_puts(out, prelude);
+    if (cg_hopper_used(k)) sb_puts(out, cg_hopper_prelude);
     sb_puts(out, "\n");
     tsl_status st = emit_kernel(&c);
-    if (smem) *smem = (c.smem + 15) / 16 * 16 + c.scratch;
+    if (smem) *smem = (c.smem + 15) / 16 * 16 + (c.scratch + 15) / 16 * 16 * cg_hopper_instances(k);
     free(c.soff);
     arena_free(ar);
     return st;

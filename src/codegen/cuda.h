@@ -65,6 +65,23 @@ const char *cg_cuda_entry_name(const char *name, char *buf, size_t n);
  * plus the scratch of generic fallbacks); -1 with a message on error. */
 int64_t cg_cuda_smem_bytes(const tile_module *m, const tile_kernel *k, tsl_diag *d);
 
+/* TMA tensor maps. A kernel with tma_load / tma_store takes one tensor map
+ * per distinct (global tensor, box, swizzle), in this order, as
+ * `const __grid_constant__` parameters after its regular ones; the
+ * launcher builds each with rt_cuda_tmap_encode from the tensor's bound
+ * pointer, shape and strides. */
+#define CG_MAX_TMAPS 8
+typedef struct cg_cuda_tmap {
+    int param;       /* the kernel parameter (a global tensor) */
+    int rank;        /* the tensor's rank, 1..5 */
+    int64_t box[5];  /* elements per dim, outermost first */
+    int swizzle;     /* shared swizzle in bytes: 0, 32, 64, 128 */
+    int esize;       /* element bytes */
+    tile_dtype dtype;
+} cg_cuda_tmap;
+/* The kernel's tensor maps (writes up to max; returns how many). */
+int cg_cuda_tmaps(const tile_kernel *k, cg_cuda_tmap *out, int max);
+
 typedef struct cg_cuda_run_opts {
     int reps;          /* > 0: time `reps` more launches (events) after the checked one */
     double median_ms;  /* out: the median of those launches; 0 when reps == 0 */

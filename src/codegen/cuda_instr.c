@@ -57,11 +57,6 @@ static void declare_tparts(cg *c, const rinfo *ri, const char *p)
     }
 }
 
-static int64_t scratch_base(cg *c)
-{
-    return (c->smem + 15) / 16 * 16;
-}
-
 static void need_scratch(cg *c, int64_t bytes)
 {
     if (bytes > c->scratch) c->scratch = bytes;
@@ -95,16 +90,16 @@ static void flat_index(strbuf *sb, const rinfo *ri, const char *p, int64_t l, in
  * barrier. */
 static void scratch_write(cg *c, const rinfo *ri, const char *mt, int64_t base, const char *p)
 {
-    cg_line(c, "__syncthreads();");
+    cg_sync(c);
     declare_tparts(c, ri, p);
     for (int64_t l = 0; l < ri->locals; l++) {
         strbuf fi = {0};
         flat_index(&fi, ri, p, l, -1, NULL);
-        cg_line(c, "((%s *)(tsl_smem + %lld))[%s] = tsl_c(%s[%lld]);", mt, (long long)(scratch_base(c) + base),
+        cg_line(c, "((%s *)(tsl_scr + %lld))[%s] = tsl_c(%s[%lld]);", mt, (long long)base,
                 sb_str(&fi), cg_name(c, ri->v), (long long)l);
         sb_free(&fi);
     }
-    cg_line(c, "__syncthreads();");
+    cg_sync(c);
 }
 
 /* ---- alloc -------------------------------------------------------------------------- */
@@ -141,7 +136,7 @@ static void emit_alloc(cg *c, const tile_stmt *s)
         }
         strbuf off = {0};
         cg_shared_off(c, &off, v, co);
-        cg_line(c, "for (I e = tid; e < %lld; e += %d) {", (long long)n, c->k->threads);
+        cg_line(c, "for (I e = tid; e < %lld; e += %d) {", (long long)n, c->threads);
         c->ind++;
         cg_line(c, "I r = e;");
         for (int i = v->type.rank - 1; i >= 0; i--)
@@ -309,7 +304,7 @@ static int ldmatrix_rows_ok(cg *c, const rinfo *ri, const gview *gv, const tile_
 static int emit_ldmatrix(cg *c, const tile_stmt *s, const rinfo *ri, const gview *gv, const tile_operand *mo)
 {
     if (s->instr.op != TILE_I_LOAD_SHARED || ri->rank != 2 || gv->rank < 2 || ri->lead ||
-        gv->v->type.dt.bits != 16 || !tile_dtype_eq(gv->v->type.dt, ri->v->type.dt) || c->k->threads % 32)
+        gv->v->type.dt.bits != 16 || !tile_dtype_eq(gv->v->type.dt, ri->v->type.dt) || c->threads % 32)
         return 0;
     for (int which = 0; which < 2; which++) {
         layout_value fv;
@@ -771,7 +766,7 @@ static void emit_copy_async(cg *c, const tile_stmt *s)
                  tile_dtype_eq(gvv->type.dt, svv->type.dt) &&
                  shared_chunks_contiguous(svv, dims, fullbox, dst.rank, vec);
     if (!vector) vec = 1;
-    int T = c->k->threads;
+    int T = c->threads;
     int64_t nch = n / vec, iters = (nch + T - 1) / T;
     const char *gt = cg_ctype(gvv->type.dt), *st = cg_ctype(svv->type.dt);
     char gn[96];
@@ -1280,7 +1275,7 @@ static int reduce_shuffle(cg *c, const tile_stmt *s, const rinfo *rx, const rinf
         for (int64_t m = dv; m < dv * ex; m *= 2) xors[nx++] = m;
     }
     /* for each result local: the x locals whose non-D coordinate it is */
-    int64_t T = c->k->threads;
+    int64_t T = c->threads;
     int64_t *grp = calloc((size_t)(rd->locals * rx->locals), sizeof *grp);
     int64_t *ng = calloc((size_t)rd->locals, sizeof *ng);
     int ok = grp && ng;
@@ -1309,7 +1304,7 @@ static int reduce_shuffle(cg *c, const tile_stmt *s, const rinfo *rx, const rinf
         declare(c, s, rd);
         cg_line(c, "{");
         c->ind++;
-        cg_line(c, "const unsigned mask = tsl_warp_mask(%d, (int)(tid & ~(I)31)); (void)mask;", c->k->threads);
+        cg_line(c, "const unsigned mask = tsl_warp_mask(%d, (int)(tid & ~(I)31)); (void)mask;", c->threads);
         for (int64_t lr = 0; lr < rd->locals; lr++) {
             cg_line(c, "{");
             c->ind++;
@@ -1383,8 +1378,7 @@ static void emit_reduce(cg *c, const tile_stmt *s)
             }
             cg_line(c, "{");
             c->ind++;
-            cg_line(c, "const %s *q = (const %s *)(tsl_smem + %lld) + %s;", mt, mt, (long long)scratch_base(c),
-                    sb_str(&fi));
+            cg_line(c, "const %s *q = (const %s *)tsl_scr + %s;", mt, mt, sb_str(&fi));
             cg_line(c, "%s p = q[0];", mt);
             strbuf e = {0};
             char y[64];
@@ -1423,7 +1417,7 @@ static void emit_broadcast(cg *c, const tile_stmt *s)
         goto done;
     }
     /* x coordinate of result coordinate yc */
-    int64_t T = c->k->threads;
+    int64_t T = c->threads;
     int64_t *src = malloc(sizeof *src * (size_t)rd.locals);
     int ok = src != NULL;
     for (int64_t ly = 0; ok && ly < rd.locals; ly++) {
@@ -1480,8 +1474,8 @@ static void emit_broadcast(cg *c, const tile_stmt *s)
                 sb_printf(&fi, " + (ty%d + %lld) * %lld", i, (long long)rd.lc[ly * rd.rank + i], (long long)mult);
                 mult *= rx.dims[j];
             }
-            cg_line(c, "%s[%lld] = tsl_to<%s>::f(((const %s *)(tsl_smem + %lld))[%s]);", cg_name(c, dv), (long long)ly,
-                    dt, mt, (long long)scratch_base(c), sb_str(&fi));
+            cg_line(c, "%s[%lld] = tsl_to<%s>::f(((const %s *)tsl_scr)[%s]);", cg_name(c, dv), (long long)ly,
+                    dt, mt, sb_str(&fi));
             sb_free(&fi);
         }
     }
@@ -1528,8 +1522,8 @@ static void emit_shuffle(cg *c, const tile_stmt *s)
         else sb_putc(&f, *p);
     }
     cg_line(c, "int from = %s;", sb_str(&f));
-    cg_line(c, "if (from < 0 || from > 31 || base + from >= %d) from = lane;", c->k->threads);
-    cg_line(c, "const unsigned mask = tsl_warp_mask(%d, base);", c->k->threads);
+    cg_line(c, "if (from < 0 || from > 31 || base + from >= %d) from = lane;", c->threads);
+    cg_line(c, "const unsigned mask = tsl_warp_mask(%d, base);", c->threads);
     cg_line(c, "#pragma unroll");
     cg_line(c, "for (int l = 0; l < %lld; l++) %s[l] = tsl_shfl(%s[l], from, mask);", (long long)rd.locals,
             cg_name(c, dv), cg_name(c, xv));
@@ -1579,7 +1573,7 @@ static int mma_fast(cg *c, const rinfo *ra, const rinfo *rb, const rinfo *rc, co
         if (dist_layout_divide(&f[i], rs[i]->L, &fv.dist, &le)) return 0;
     }
     int64_t W = f[2].threads, KT = f[0].shape[1];
-    if (f[0].threads != W || f[1].threads != W || W * 32 != c->k->threads) return 0;
+    if (f[0].threads != W || f[1].threads != W || W * 32 != c->threads) return 0;
     int64_t nl = f[2].locals;
     int64_t *sa = malloc(sizeof *sa * (size_t)(nl * KT)), *sb = malloc(sizeof *sb * (size_t)(nl * KT));
     int ok = sa && sb;
@@ -1658,9 +1652,8 @@ static void emit_mma(cg *c, const tile_stmt *s)
         scratch_write(c, &rb, "float", M * K * 4, "tb");
         scratch_write(c, &rc, "float", (M * K + K * N) * 4, "tc");
         declare_tparts(c, &rd, "td");
-        int64_t base = scratch_base(c);
-        cg_line(c, "const float *sa = (const float *)(tsl_smem + %lld), *sb = sa + %lld, *sc = sb + %lld;",
-                (long long)base, (long long)(M * K), (long long)(K * N));
+        cg_line(c, "const float *sa = (const float *)tsl_scr, *sb = sa + %lld, *sc = sb + %lld;",
+                (long long)(M * K), (long long)(K * N));
         for (int64_t l = 0; l < rd.locals; l++) {
             cg_line(c, "{");
             c->ind++;
@@ -1701,10 +1694,10 @@ static void emit_print(cg *c, const tile_stmt *s)
     if (!v) return;
     rinfo ri;
     if (cg_rinfo(c, v, &ri)) return;
-    cg_line(c, "__syncthreads();");
+    cg_sync(c);
     cg_line(c, "if (tid == 0) printf(\"block (%%lld,%%lld,%%lld): %s (thread, local) -> [coord] value\\n\", %s);",
             v->name, blk);
-    cg_line(c, "__syncthreads();");
+    cg_sync(c);
     cg_line(c, "{");
     c->ind++;
     declare_tparts(c, &ri, "tp");
@@ -1729,6 +1722,10 @@ static void emit_print(cg *c, const tile_stmt *s)
 void cg_instr(cg *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
+    if (tile_op_is_hopper(in->op)) {
+        cg_hopper_instr(c, s);
+        return;
+    }
     switch (in->op) {
     case TILE_I_ALLOC: emit_alloc(c, s); return;
     case TILE_I_LOAD_GLOBAL:
@@ -1746,7 +1743,7 @@ void cg_instr(cg *c, const tile_stmt *s)
         cg_line(c, "tsl_cp_wait<%lld>();", (long long)n);
         return;
     }
-    case TILE_I_SYNC: cg_line(c, "__syncthreads();"); return;
+    case TILE_I_SYNC: cg_sync(c); return;
     case TILE_I_MMA: emit_mma(c, s); return;
     case TILE_I_VIEW: emit_view(c, s); return;
     case TILE_I_REDUCE_SUM:

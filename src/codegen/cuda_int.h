@@ -12,6 +12,7 @@
 
 #define CG_MAX_RANK 8
 #define CG_NAMEBUFS 8
+#define CG_MAX_ACCS 8
 
 typedef struct cg {
     const tile_kernel *k;
@@ -26,6 +27,10 @@ typedef struct cg {
     char names[CG_NAMEBUFS][96];
     int nameslot;
     cg_cuda_branches *br; /* size branches emitted as TSL_IF<n> (NULL: none, e.g. after pipeline expansion) */
+    int threads;       /* threads of the SIMB context: the kernel's, 128 inside a role */
+    int in_role;       /* inside a warpgroups role: sync is the instance's named barrier */
+    const tile_value *accs[CG_MAX_ACCS]; /* wgmma accumulators of the role (fenced at wgmma_wait) */
+    int naccs;
     int br_parent, br_arm;  /* the size branch arm being emitted (-1: none) */
 } cg;
 
@@ -80,5 +85,18 @@ void cg_view_free(gview *gv);
 
 /* cuda_instr.c */
 void cg_instr(cg *c, const tile_stmt *s);
+/* The barrier of the current SIMB context (__syncthreads, or the role
+ * instance's named barrier). */
+void cg_sync(cg *c);
+/* Element offset of shared v at `co` without the layout's swizzle. */
+tsl_status cg_shared_off_plain(cg *c, strbuf *sb, const tile_value *v, char *const *co);
+
+/* cuda_hopper.c */
+extern const char cg_hopper_prelude[];
+int cg_hopper_used(const tile_kernel *k);
+int cg_hopper_block_used(const tile_block *b);
+int cg_hopper_instances(const tile_kernel *k);
+void cg_hopper_instr(cg *c, const tile_stmt *s);
+void cg_hopper_warpgroups(cg *c, const tile_stmt *s, void (*emit_block)(cg *, const tile_block *));
 
 #endif

@@ -47,8 +47,9 @@ typedef struct launch_args {
     rt_cuda_ptr ptrs[RUN_MAX_PARAMS];
     rt_cuda_ptr err; /* 8 x u64: flag, param, dim, index, thread, block x/y/z */
     long long vals[RUN_MAX_PARAMS * 17];
-    void *params[RUN_MAX_PARAMS * 18];
+    void *params[RUN_MAX_PARAMS * 18 + CG_MAX_TMAPS];
     int nparams, nvals;
+    _Alignas(64) unsigned long long tmaps[CG_MAX_TMAPS][16]; /* CUtensorMap values */
 } launch_args;
 
 tsl_status cg_cuda_run_opt(const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
@@ -170,6 +171,32 @@ tsl_status cg_cuda_run_opt(const tile_module *m, const tile_kernel *k, const til
     if (!st) st = rt_cuda_alloc(dev, sizeof errv, &la->err, d);
     if (!st) st = rt_cuda_memset8(dev, la->err, 0, sizeof errv, d);
     if (!st) la->params[la->nparams++] = &la->err;
+    /* TMA tensor maps of the bound device tensors, after the regular parameters */
+    cg_cuda_tmap maps[CG_MAX_TMAPS];
+    int nmaps = st ? 0 : cg_cuda_tmaps(k, maps, CG_MAX_TMAPS);
+    if (nmaps > CG_MAX_TMAPS) {
+        diag_error(d, TSL_ERR_UNAVAILABLE, "kernel '%s': more than %d TMA tensor maps", k->name, CG_MAX_TMAPS);
+        st = TSL_ERR_UNAVAILABLE;
+    }
+    for (int i = 0; !st && i < nmaps; i++) {
+        const tile_value *g = k->params[maps[i].param];
+        const DLTensor *t = find_arg(args, nargs, g->name)->t;
+        int64_t str[CG_MAX_RANK], acc = 1;
+        for (int j = t->ndim - 1; j >= 0; j--) {
+            str[j] = t->strides ? t->strides[j] : acc;
+            acc *= t->shape[j];
+        }
+        tsl_dtype dt;
+        tile_dtype_to_tsl(g->type.dt, &dt);
+        la->params[la->nparams] = la->tmaps[i];
+        if (!la->ptrs[maps[i].param]) { /* an empty tensor: nothing is copied */
+            la->nparams++;
+            continue;
+        }
+        st = rt_cuda_tmap_encode(dev, la->tmaps[i], g->name, dt, maps[i].rank, la->ptrs[maps[i].param], t->shape, str,
+                                 maps[i].box, maps[i].swizzle, d);
+        la->nparams++;
+    }
     /* compile the index variant the sizes need (one per compile) */
     if (!st) {
         char name[160];

@@ -741,6 +741,73 @@ tsl_status rt_cuda_function_get(rt_cuda_module *m, const char *name, rt_cuda_fun
     return TSL_OK;
 }
 
+tsl_status rt_cuda_tmap_encode(rt_cuda_device *dev, void *map, const char *name, tsl_dtype dt, int rank,
+                               rt_cuda_ptr ptr, const int64_t *dims, const int64_t *strides, const int64_t *box,
+                               int swizzle, tsl_diag *d)
+{
+    static const struct {
+        tsl_dtype dt;
+        int code;
+    } codes[] = {
+        {TSL_DTYPE_F16, CU_TENSOR_MAP_DATA_TYPE_FLOAT16},  {TSL_DTYPE_BF16, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16},
+        {TSL_DTYPE_F32, CU_TENSOR_MAP_DATA_TYPE_FLOAT32},  {TSL_DTYPE_F64, CU_TENSOR_MAP_DATA_TYPE_FLOAT64},
+        {TSL_DTYPE_I8, CU_TENSOR_MAP_DATA_TYPE_UINT8},     {TSL_DTYPE_U8, CU_TENSOR_MAP_DATA_TYPE_UINT8},
+        {TSL_DTYPE_BOOL, CU_TENSOR_MAP_DATA_TYPE_UINT8},   {TSL_DTYPE_I16, CU_TENSOR_MAP_DATA_TYPE_UINT16},
+        {TSL_DTYPE_U16, CU_TENSOR_MAP_DATA_TYPE_UINT16},   {TSL_DTYPE_I32, CU_TENSOR_MAP_DATA_TYPE_INT32},
+        {TSL_DTYPE_U32, CU_TENSOR_MAP_DATA_TYPE_UINT32},   {TSL_DTYPE_I64, CU_TENSOR_MAP_DATA_TYPE_INT64},
+        {TSL_DTYPE_U64, CU_TENSOR_MAP_DATA_TYPE_UINT64},
+    };
+    int code = -1;
+    for (size_t i = 0; i < TSL_COUNTOF(codes); i++)
+        if (codes[i].dt == dt) code = codes[i].code;
+    size_t es = tsl_dtype_size(dt);
+    if (code < 0 || rank < 1 || rank > 5) {
+        diag_error(d, TSL_ERR_ARG, "tensor '%s': no TMA tensor map for a rank-%d tensor of this dtype", name, rank);
+        return TSL_ERR_ARG;
+    }
+    if (ptr % 16) {
+        diag_error(d, TSL_ERR_ARG, "tensor '%s': TMA needs a 16-byte aligned address (it is %llu bytes past one)",
+                   name, (unsigned long long)(ptr % 16));
+        return TSL_ERR_ARG;
+    }
+    unsigned long long gdim[5], gstride[4];
+    unsigned ebox[5], estr[5];
+    for (int i = 0; i < rank; i++) {
+        int r = rank - 1 - i; /* innermost first */
+        gdim[i] = (unsigned long long)(dims[r] > 0 ? dims[r] : 1);
+        ebox[i] = (unsigned)box[r];
+        estr[i] = 1;
+        if (i == 0 && strides[r] != 1 && dims[r] > 1) {
+            diag_error(d, TSL_ERR_ARG, "tensor '%s': TMA needs its last dimension contiguous (stride %lld)", name,
+                       (long long)strides[r]);
+            return TSL_ERR_ARG;
+        }
+        if (i > 0) {
+            unsigned long long b = (unsigned long long)strides[r] * es;
+            if (b % 16 || b >= (1ull << 40)) {
+                diag_error(d, TSL_ERR_ARG,
+                           "tensor '%s': TMA needs each row stride to be a multiple of 16 bytes (dimension %d: %llu "
+                           "bytes)",
+                           name, r, b);
+                return TSL_ERR_ARG;
+            }
+            gstride[i - 1] = b ? b : 16;
+        }
+    }
+    int sw = swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+             : swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+             : swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                             : CU_TENSOR_MAP_SWIZZLE_NONE;
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK) return st;
+    memset(map, 0, 128);
+    st = CU_TRY(d, dev,
+                TensorMapEncodeTiled(map, code, (unsigned)rank, (void *)(uintptr_t)ptr, gdim, gstride, ebox, estr, 0,
+                                     sw, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, 0));
+    if (st != TSL_OK) diag_error(d, st, "tensor '%s': cuTensorMapEncodeTiled refused the tensor map", name);
+    return st;
+}
+
 tsl_status rt_cuda_launch(rt_cuda_device *dev, rt_cuda_function f, const unsigned grid[3],
                           const unsigned block[3], unsigned shared_bytes, void **params,
                           tsl_diag *d)

@@ -50,6 +50,21 @@ enum {
 enum { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
 /* CUfunction_attribute */
 enum { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
+/* CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion */
+enum {
+    CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0,
+    CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1,
+    CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2,
+    CU_TENSOR_MAP_DATA_TYPE_INT32 = 3,
+    CU_TENSOR_MAP_DATA_TYPE_UINT64 = 4,
+    CU_TENSOR_MAP_DATA_TYPE_INT64 = 5,
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6,
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7,
+    CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8,
+    CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9,
+};
+enum { CU_TENSOR_MAP_SWIZZLE_NONE = 0, CU_TENSOR_MAP_SWIZZLE_32B, CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_SWIZZLE_128B };
+enum { CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2 };
 /* CUevent_flags */
 enum { CU_EVENT_DEFAULT = 0 };
 
@@ -89,6 +104,10 @@ enum { NVRTC_SUCCESS = 0, NVRTC_ERROR_COMPILATION = 6 };
     X(EventSynchronize, "cuEventSynchronize", CUresult, (CUevent e)) \
     X(EventElapsedTime, "cuEventElapsedTime", CUresult, (float *ms, CUevent a, CUevent b)) \
     X(EventDestroy, "cuEventDestroy_v2", CUresult, (CUevent e)) \
+    X(TensorMapEncodeTiled, "cuTensorMapEncodeTiled", CUresult,                                   \
+      (void *map, int dtype, unsigned rank, void *gaddr, const unsigned long long *gdim,            \
+       const unsigned long long *gstrides, const unsigned *box, const unsigned *estrides, int interleave, \
+       int swizzle, int l2promotion, int oobfill)) \
     X(GetErrorName, "cuGetErrorName", CUresult, (CUresult r, const char **s)) \
     X(GetErrorString, "cuGetErrorString", CUresult, (CUresult r, const char **s))
 

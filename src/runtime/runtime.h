@@ -145,6 +145,14 @@ tsl_status rt_cuda_launch(rt_cuda_device *dev, rt_cuda_function f, const unsigne
                           const unsigned block[3], unsigned shared_bytes, void **params,
                           tsl_diag *d);
 tsl_status rt_cuda_synchronize(rt_cuda_device *dev, tsl_diag *d);
+/* A TMA tensor map (CUtensorMap: 128 bytes at `map`, 64-byte aligned) for
+ * a tensor of `rank` (1..5) dims at device address ptr: dims and strides
+ * in elements and box extents, outermost first; swizzle in bytes (0, 32,
+ * 64, 128). The innermost stride must be 1, the others multiples of 16
+ * bytes and ptr 16-byte aligned (errors name the tensor). */
+tsl_status rt_cuda_tmap_encode(rt_cuda_device *dev, void *map, const char *name, tsl_dtype dt, int rank,
+                               rt_cuda_ptr ptr, const int64_t *dims, const int64_t *strides, const int64_t *box,
+                               int swizzle, tsl_diag *d);
 
 tsl_status rt_cuda_alloc(rt_cuda_device *dev, size_t bytes, rt_cuda_ptr *out, tsl_diag *d);
 void rt_cuda_free(rt_cuda_device *dev, rt_cuda_ptr p); /* 0 allowed */

@@ -892,8 +892,9 @@ static void outputs_in(const tile_block *b, char *w)
     for (int i = 0; i < b->n; i++) {
         const tile_stmt *s = b->items[i];
         if (s->kind == TILE_S_INSTR) {
-            if ((s->instr.op == TILE_I_STORE_GLOBAL || s->instr.op == TILE_I_SCATTER) && s->instr.has_dst &&
-                s->instr.dst.v)
+            if ((s->instr.op == TILE_I_STORE_GLOBAL || s->instr.op == TILE_I_SCATTER ||
+                 s->instr.op == TILE_I_TMA_STORE) &&
+                s->instr.has_dst && s->instr.dst.v)
                 w[s->instr.dst.v->id] = 1;
             outputs_in(s->instr.decomp, w);
         }
@@ -901,6 +902,7 @@ static void outputs_in(const tile_block *b, char *w)
             for (int j = 0; j < s->pipe.nouts; j++) w[s->pipe.outs[j].tensor->id] = 1;
         outputs_in(s->kind == TILE_S_PIPELINE && s->pipe.body ? s->pipe.body : s->body, w);
         outputs_in(s->els, w);
+        for (int r = 0; r < s->nroles; r++) outputs_in(s->roles[r].body, w);
     }
 }
 
