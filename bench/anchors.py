@@ -80,17 +80,57 @@ def main():
         rows.append((f"copy d2d fp16 {r}x{c}", "bytes", 2 * r * c * 2 / t / 1e12, "TB/s", t))
         del nxt, dst, src
 
-    for dtype, name, tol in ((torch.float16, "fp16", 1e-2), (torch.float32, "fp32", 1e-4)):
-        torch.backends.cuda.matmul.allow_tf32 = False
-        for s in (4096,) if want(f"GEMM {name} 4096^3") else ():
-            nxt = rotate(lambda: (torch.randn(s, s, device=dev, dtype=dtype),
-                                  torch.randn(s, s, device=dev, dtype=dtype)), 3)
-            a, b = nxt()
-            err = rel_err(a @ b, a.double() @ b.double())
-            assert err < tol, (name, err)
-            t = bench(lambda: torch.mm(*nxt()))
-            rows.append((f"GEMM {name} {s}^3 (cuBLAS)", f"err {err:.1e}", 2 * s**3 / t / 1e12,
-                         "TFLOP/s", t))
+    # GEMMs as tessel's matmul.tc computes them: C[M,N] = A[M,K] B[K,N],
+    # row-major, no TF32 (cuBLAS through torch.mm)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    gemms = [("fp16", torch.float16, 4096, 4096, 4096), ("fp32", torch.float32, 4096, 4096, 4096),
+             ("fp16", torch.float16, 8192, 8192, 8192), ("bf16", torch.bfloat16, 4096, 4096, 4096),
+             ("bf16", torch.bfloat16, 8192, 8192, 8192), ("fp16", torch.float16, 4096, 14336, 4096),
+             ("fp16", torch.float16, 4096, 4096, 14336), ("fp16", torch.float16, 128, 8192, 8192),
+             ("fp16", torch.float16, 16, 8192, 8192)]
+    for name, dtype, M, N, K in gemms:
+        work = f"GEMM {name} {M}^3" if M == N == K else f"GEMM {name} {M}x{N}x{K}"
+        if not want(work):
+            continue
+        tol = 1e-4 if dtype == torch.float32 else 1e-2
+        sets = max(2, min(8, int(2 * 60e6 / ((M * K + K * N) * (4 if dtype == torch.float32 else 2))) + 1))
+        nxt = rotate(lambda: (torch.randn(M, K, device=dev, dtype=dtype),
+                              torch.randn(K, N, device=dev, dtype=dtype)), sets)
+        a, b = nxt()
+        err = rel_err(a @ b, a.double() @ b.double())
+        assert err < tol, (work, err)
+        t = bench(lambda: torch.mm(*nxt()))
+        rows.append((f"{work} (cuBLAS)", f"err {err:.1e}", 2 * M * N * K / t / 1e12, "TFLOP/s", t))
+        del nxt, a, b
+
+    if want("GEMM+bias+GELU fp16 4096^3"):
+        # cuBLASLt's fused epilogue (bias + GELU, tanh form) through torch
+        s = 4096
+        nxt = rotate(lambda: (torch.randn(s, s, device=dev, dtype=torch.float16),
+                              torch.randn(s, s, device=dev, dtype=torch.float16)), 3)
+        bias = torch.randn(s, device=dev, dtype=torch.float16)
+        a, b = nxt()
+        y = torch._addmm_activation(bias, a, b, use_gelu=True)
+        x = a.double() @ b.double() + bias.double()
+        ref = 0.5 * x * (1 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+        err = rel_err(y, ref)
+        assert err < 1e-2, err
+        t = bench(lambda: torch._addmm_activation(bias, *nxt(), use_gelu=True))
+        rows.append(("GEMM+bias+GELU fp16 4096^3 (cuBLASLt epilogue)", f"err {err:.1e}", 2 * s**3 / t / 1e12,
+                     "TFLOP/s", t))
+        del nxt, a, b
+
+    if want("bmm fp16 B512 384x384x64"):
+        B, M, N, K = 512, 384, 384, 64
+        nxt = rotate(lambda: (torch.randn(B, M, K, device=dev, dtype=torch.float16),
+                              torch.randn(B, K, N, device=dev, dtype=torch.float16)), 3)
+        a, b = nxt()
+        err = rel_err(torch.bmm(a, b), a.double() @ b.double())
+        assert err < 1e-2, err
+        t = bench(lambda: torch.bmm(*nxt()))
+        rows.append((f"bmm fp16 B{B} {M}x{N}x{K} (torch.bmm)", f"err {err:.1e}", 2 * B * M * N * K / t / 1e12,
+                     "TFLOP/s", t))
+        del nxt, a, b
 
     for (r, c) in ((12288, 1024), (8192, 8192)):
         if not (want(f"layernorm fp16 {r}x{c}") or want(f"softmax fp16 {r}x{c}")):

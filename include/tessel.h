@@ -118,8 +118,11 @@ void tsl_program_free(TSL_TAKE tsl_program *p);    /* NULL is allowed */
  * `what`: "ast" (the checked program), "ranges" (every inferred range),
  * "graph" (the op graph and its kernel groups), "tile:cpu" / "tile:cuda"
  * (the scheduled tile IR and launch plan for that target; "tile" is
- * "tile:cpu"), "c" (the generated C of the CPU plan) or "cuda" (the
- * generated CUDA C of the CUDA plan). */
+ * "tile:cpu"), "c" (the generated C of the CPU plan), "cuda" (the
+ * generated CUDA C of the CUDA plan) or "ptx" (that CUDA C compiled by
+ * NVRTC, which needs no GPU). The CUDA kinds take an arch after a colon,
+ * "tile:cuda:sm_90a", "cuda:sm_90a", "ptx:sm_80" (default sm_80): sm_90a
+ * plans use TMA, wgmma and warp specialisation. */
 tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
                             TSL_GIVE char **out);
 

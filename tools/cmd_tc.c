@@ -37,12 +37,15 @@ static const char run_usage[] =
     "  floats in [-1,1), signed ints in [-8,8), unsigned in [0,8), bools 0/1.\n";
 
 static const char compile_usage[] =
-    "usage: tessel compile FILE.tc [--entry NAME] [--target cpu|cuda] --emit=ast|ranges|graph|tile|c|cuda\n"
+    "usage: tessel compile FILE.tc [--entry NAME] [--target cpu|cuda] [--arch sm_80|sm_90a]\n"
+    "                      --emit=ast|ranges|graph|tile|c|cuda|ptx\n"
     "  Print the checked program (ast), every inferred range (ranges), the op\n"
     "  graph (graph), the scheduled tile IR with its launch plan (tile: the plan\n"
     "  for --target, default cuda when a GPU is present, else cpu) or the\n"
-    "  generated C (c, the CPU plan) or CUDA C (cuda, the CUDA plan), for every\n"
-    "  def unless --entry names one.\n";
+    "  generated C (c, the CPU plan), CUDA C (cuda, the CUDA plan) or PTX (ptx,\n"
+    "  by NVRTC: no GPU needed), for every def unless --entry names one. --arch\n"
+    "  picks the CUDA plan's architecture (sm_80: mma.sync and cp.async; sm_90a:\n"
+    "  TMA, wgmma and warp specialisation; default sm_80).\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
 {
@@ -65,6 +68,7 @@ typedef struct run_opts {
     const char *file;
     const char *entry;
     const char *emit;
+    const char *arch; /* compile: sm_80 or sm_90a for the CUDA kinds */
     cli_kv *inputs, *sets, *outputs, *sizes;
     int ninputs, nsets, noutputs, nsizes;
     tsl_target target;
@@ -158,9 +162,13 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
             o->entry = val;
         } else if (!strcmp(name, "emit")) {
             if (strcmp(val, "ast") && strcmp(val, "ranges") && strcmp(val, "graph") && strcmp(val, "tile") &&
-                strcmp(val, "c") && strcmp(val, "cuda"))
-                return usage_error(usage, "--emit takes ast, ranges, graph, tile, c or cuda, not '%s'", val);
+                strcmp(val, "c") && strcmp(val, "cuda") && strcmp(val, "ptx"))
+                return usage_error(usage, "--emit takes ast, ranges, graph, tile, c, cuda or ptx, not '%s'", val);
             o->emit = val;
+        } else if (!strcmp(name, "arch")) {
+            if (strcmp(val, "sm_80") && strcmp(val, "sm_90a"))
+                return usage_error(usage, "--arch takes sm_80 or sm_90a, not '%s'", val);
+            o->arch = val;
         } else if (!strcmp(name, "target")) {
             if (tsl_target_parse(val, &o->target) != 0)
                 return usage_error(usage, "--target takes interp, cpu or cuda, not '%s'", val);
@@ -363,7 +371,7 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
 int cmd_compile(int argc, char **argv)
 {
     run_opts o;
-    int rc = parse_opts(argc, argv, compile_usage, "entry emit target", &o);
+    int rc = parse_opts(argc, argv, compile_usage, "entry emit target arch", &o);
     if (rc) {
         free_opts(&o);
         return rc < 0 ? 0 : rc;
@@ -375,7 +383,13 @@ int cmd_compile(int argc, char **argv)
     }
     if (!o.emit) {
         free_opts(&o);
-        return usage_error(compile_usage, "%s", "missing --emit=ast|ranges|graph|tile|c|cuda");
+        return usage_error(compile_usage, "%s", "missing --emit=ast|ranges|graph|tile|c|cuda|ptx");
+    }
+    /* the CUDA kinds for an arch: sm_80 unless --arch says */
+    char kind[32];
+    if (o.arch && (!strcmp(o.emit, "cuda") || !strcmp(o.emit, "ptx") || !strcmp(o.emit, "tile:cuda"))) {
+        snprintf(kind, sizeof kind, "%s:%s", o.emit, o.arch);
+        o.emit = kind;
     }
     tsl_context *ctx = tsl_context_create();
     char *src = read_source(o.file);

@@ -20,14 +20,15 @@
 #include "codegen/cuda.h"
 #include "graph/graph.h"
 #include "interp/interp.h"
+#include "runtime/runtime.h"
 #include "sched/sched.h"
 
 /* graph + schedule of p's def for target in arena a; NULL after
  * reporting into d. */
-static sched_plan *compiled_plan(tsl_program *p, tsl_target target, tsl_arena *a, tsl_diag *d)
+static sched_plan *compiled_plan(tsl_program *p, tsl_target target, int sm, tsl_arena *a, tsl_diag *d)
 {
     graph *g = graph_build(a, p->def, d);
-    sched_plan *plan = g ? sched_lower_for(a, g, target, d) : NULL;
+    sched_plan *plan = g ? sched_lower_sm(a, g, target, sm, d) : NULL;
     if (!plan) {
         if (!d->nerr) diag_error(d, TSL_ERR_INTERNAL, "scheduling '%s' failed", p->def->name);
         return NULL;
@@ -45,18 +46,41 @@ tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
     diag_reset(d);
     tsl_arena *a = arena_create();
     if (!a) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");
-    /* c and tile:cpu print the CPU target's plan, cuda and tile:cuda the
-     * CUDA target's; plain tile is tile:cpu */
-    int cuda = !strcmp(what, "cuda") || !strcmp(what, "tile:cuda");
-    sched_plan *plan = compiled_plan(p, cuda ? TSL_TARGET_CUDA : TSL_TARGET_CPU, a, d);
+    /* c and tile:cpu print the CPU target's plan, cuda, ptx and tile:cuda
+     * the CUDA target's, for the arch after a ':' (default sm_80); plain
+     * tile is tile:cpu */
+    char kind[16];
+    const char *arch = strstr(what, ":sm_");
+    size_t kl = arch ? (size_t)(arch - what) : strlen(what);
+    snprintf(kind, sizeof kind, "%.*s", (int)(kl < sizeof kind ? kl : sizeof kind - 1), what);
+    arch = arch ? arch + 1 : "sm_80";
+    int ptx = !strcmp(kind, "ptx");
+    int cuda = !strcmp(kind, "cuda") || !strcmp(kind, "tile:cuda") || ptx;
+    sched_plan *plan = compiled_plan(p, cuda ? TSL_TARGET_CUDA : TSL_TARGET_CPU, sched_sm_of_arch(arch), a, d);
     tsl_status st = plan ? TSL_OK : d->first;
-    if (plan && !strncmp(what, "tile", 4)) {
+    if (plan && !strncmp(kind, "tile", 4)) {
         sched_print(out, plan);
     } else if (plan) {
         for (int i = 0; i < plan->nlaunches && !st; i++) {
             if (i) sb_putc(out, '\n');
-            st = !strcmp(what, "cuda") ? cg_cuda_emit(plan->m, plan->launches[i].k, out, d)
-                                       : cg_c_emit(plan->m, plan->launches[i].k, out, d);
+            if (!cuda) {
+                st = cg_c_emit(plan->m, plan->launches[i].k, out, d);
+                continue;
+            }
+            strbuf src = {0};
+            st = cg_cuda_emit(plan->m, plan->launches[i].k, &src, d);
+            if (!st && ptx) {
+                /* NVRTC needs no GPU: PTX for any arch, anywhere */
+                char *text = NULL;
+                rt_cuda_options o = {0};
+                o.name = plan->launches[i].k->name;
+                st = rt_cuda_compile_ptx(sb_str(&src), arch, &o, &text, d);
+                if (!st) sb_puts(out, text);
+                free(text);
+            } else if (!st) {
+                sb_puts(out, sb_str(&src));
+            }
+            sb_free(&src);
         }
     }
     arena_free(a);
@@ -164,7 +188,7 @@ tsl_status api_compiled_run(tsl_program *p, const lang_bound *b, const struct in
         diag_error(d, TSL_ERR_NOMEM, "out of memory");
         st = TSL_ERR_NOMEM;
     }
-    sched_plan *plan = st ? NULL : compiled_plan(p, TSL_TARGET_CPU, a, d);
+    sched_plan *plan = st ? NULL : compiled_plan(p, TSL_TARGET_CPU, 0, a, d);
     if (!st && !plan) st = d->first ? d->first : TSL_ERR_INTERNAL;
     if (!st) st = compiled_bind(def, b, views, bufs, tensors, scalars, d);
     if (!st) st = sched_run(plan, b, tensors, scalars, compiled_cpu_kernel, NULL, d);

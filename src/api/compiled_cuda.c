@@ -26,7 +26,7 @@
 
 /* The verified plan of def `name` of src, parsed afresh into arena a (so
  * that the plan owns everything it points at); NULL after reporting into d. */
-static sched_plan *cuda_plan(const tsl_source *src, const char *name, tsl_arena *a, tsl_diag *d)
+static sched_plan *cuda_plan(const tsl_source *src, const char *name, int sm, tsl_arena *a, tsl_diag *d)
 {
     lang_module *mod = lang_parse_check(a, src, d);
     const lang_def *def = mod ? lang_module_find(mod, name) : NULL;
@@ -35,7 +35,7 @@ static sched_plan *cuda_plan(const tsl_source *src, const char *name, tsl_arena 
         return NULL;
     }
     graph *g = graph_build(a, def, d);
-    sched_plan *plan = g ? sched_lower_for(a, g, TSL_TARGET_CUDA, d) : NULL;
+    sched_plan *plan = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, sm, d) : NULL;
     if (!plan) {
         if (!d->nerr) diag_error(d, TSL_ERR_INTERNAL, "scheduling '%s' failed", name);
         return NULL;
@@ -165,7 +165,9 @@ static sched_dev *cuda_prepare(tsl_program *p, tsl_diag *d, tsl_status *st)
         src->name = arena_strdup(a, p->src.name);
         src->text = arena_strdup(a, p->src.text);
     }
-    sched_plan *plan = src ? cuda_plan(src, p->def->name, a, d) : NULL;
+    /* the plan for the device's own arch (sm_90a: TMA and wgmma) */
+    int sm = sched_sm_of_arch(rt_cuda_device_info(cuda_dev)->arch);
+    sched_plan *plan = src ? cuda_plan(src, p->def->name, sm, a, d) : NULL;
     sched_dev *x = NULL;
     *st = !a ? TSL_ERR_NOMEM : !plan ? (d->first ? d->first : TSL_ERR_INTERNAL) : TSL_OK;
     if (!a) diag_error(d, TSL_ERR_NOMEM, "out of memory");

@@ -84,6 +84,10 @@ typedef struct ct {
     int tmp;               /* fresh value counter */
     char cur[96];          /* the tile holding C's value, or "" (in memory) */
     char lc[256];          /* the accumulator layout */
+    int want_sm90;         /* asked for the sm_90a plan: 1 wide, 2 narrow (small M) */
+    int sm90;              /* the sm_90a plan: TMA ring, wgmma, warpgroups (ct_sm90) */
+    int em, en, ethreads;  /* the epilogue's tile of C and the threads it spans:
+                            * the block's, or one consumer warpgroup's (sm90) */
 } ct;
 
 /* ---- recognition -------------------------------------------------------------------- */
@@ -221,6 +225,7 @@ static int recognise(ct *c)
             if (i != grp->anchor && !side_op_ok(c, &g->ops[i])) return 0;
         return 1;
     }
+    c->sm90 = c->want_sm90 && c->mma && !c->a_trans && !c->b_trans;
     /* TESSEL_CONTRACT="BM,BN,BK,WM,WN,PAD[,STAGES]" overrides the mma plan
      * (experiments; the tuner's space later) */
     const char *env = getenv("TESSEL_CONTRACT");
@@ -303,7 +308,8 @@ static void tile_at(strbuf *b, const ct *c, const int *vars, int r)
 {
     for (int d = 0; d < r; d++) {
         sb_puts(b, d ? ", " : "[");
-        if (vars[d] == c->vm) sb_printf(b, "block_idx.x * %d", c->sh.bm);
+        if (vars[d] == c->vm && c->sm90) sb_printf(b, "block_idx.x * %d + c_wg * %d", c->sh.bm, c->em);
+        else if (vars[d] == c->vm) sb_printf(b, "block_idx.x * %d", c->sh.bm);
         else if (vars[d] == c->vn) sb_printf(b, "block_idx.y * %d", c->sh.bn);
         else sb_puts(b, "block_idx.z");
     }
@@ -442,6 +448,79 @@ static void emit_mainloop(ct *c, strbuf *b)
     sb_puts(b, "  }\n");
 }
 
+/* ---- the sm_90a plan --------------------------------------------------------------------------
+ * A block computes a 128 x 256 tile of C. Warpgroup 0 (the producer, 40
+ * registers) streams 64-deep k blocks of A (128 x 64, K-major) and B
+ * (64 x 256, N-major, four 64-wide TMA boxes) through a ring of
+ * sm90_stages shared stages: it waits until a stage is empty, announces
+ * its bytes on the stage's full barrier and issues the TMA copies.
+ * Warpgroups 1 and 2 (the consumers, 232 registers) each own 64 rows: they
+ * wait until the stage is full, run wgmma over it, wait for the wgmma and
+ * release the stage (the empty barrier counts both consumers); then the
+ * epilogue runs on each consumer's 64 x 256 f32 tile in the wgmma
+ * accumulator layout. The rows of A and B must be 16-byte aligned for TMA
+ * (K and N multiples of 8): the launch is guarded, and the mma.sync plan
+ * runs otherwise. */
+#define CT_SM90_SMEM (192 * 1024) /* bytes of stages: 4 x 48 KB (BN 256), 6 x 32 KB (BN 128) */
+static const ct_shape CT_SM90 = {128, 256, 64, 0, 0, 384};
+
+/* The ring's depth for the block shape. */
+static int sm90_stages(const ct *c)
+{
+    int stage = (c->sh.bm * c->sh.bk + c->sh.bk * c->sh.bn) * 2, n = CT_SM90_SMEM / stage;
+    return n > 8 ? 8 : n;
+}
+
+static void emit_sm90_open(ct *c, strbuf *b)
+{
+    const ct_shape *s = &c->sh;
+    const char *in = dt_name(c->def->tensors[c->ta]->dtype);
+    int S = sm90_stages(c);
+    sb_printf(b, "  c_as = alloc shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,%d):(%d,%d,1))\n", in, S, s->bm,
+              s->bk, S, s->bm, s->bk, s->bm * s->bk, s->bk);
+    sb_printf(b, "  c_bs = alloc shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,(64,%d)):(%d,64,(1,%d)))\n", in, S,
+              s->bk, s->bn, S, s->bk, s->bn / 64, s->bk * s->bn, 64 * s->bk);
+    sb_printf(b, "  c_full = alloc shared u64[%d]\n  c_empty = alloc shared u64[%d]\n", S, S);
+    sb_puts(b, "  mbar_init c_full, 1\n  mbar_init c_empty, 2\n  sync\n  warpgroups {\n");
+    char kext[160], na[160], nb[160];
+    strbuf kb = {0};
+    sexpr_text(&kb, c, c->def->tensors[c->ta]->shape[c->nb + 1]);
+    snprintf(kext, sizeof kext, "%s", sb_str(&kb));
+    sb_free(&kb);
+    pname(na, sizeof na, c->def->tensors[c->ta]->name);
+    pname(nb, sizeof nb, c->def->tensors[c->tb]->name);
+    const char *z = c->nb ? "block_idx.z, " : "";
+    sb_puts(b, "    role producer(1) regs(40) {\n");
+    sb_printf(b, "      for c_k in 0 : cdiv(%s, %d) {\n", kext, s->bk);
+    sb_printf(b, "        let c_s = c_k %% %d\n", S);
+    sb_printf(b, "        mbar_wait c_empty[c_s], (c_k / %d + 1) %% 2\n", S);
+    sb_printf(b, "        mbar_arrive c_full[c_s] bytes %d\n", (s->bm * s->bk + s->bk * s->bn) * 2);
+    sb_printf(b, "        tma_load %s[%sblock_idx.x * %d, c_k * %d], c_full[c_s] -> c_as[c_s]\n", na, z, s->bm, s->bk);
+    sb_printf(b, "        tma_load %s[%sc_k * %d, block_idx.y * %d], c_full[c_s] -> c_bs[c_s]\n", nb, z, s->bk, s->bn);
+    sb_puts(b, "      }\n    }\n");
+    sb_puts(b, "    role consumer(2, c_wg) regs(232) {\n");
+}
+
+static void emit_sm90_mainloop(ct *c, strbuf *b)
+{
+    const ct_shape *s = &c->sh;
+    char kext[160];
+    strbuf kb = {0};
+    sexpr_text(&kb, c, c->def->tensors[c->ta]->shape[c->nb + 1]);
+    snprintf(kext, sizeof kext, "%s", sb_str(&kb));
+    sb_free(&kb);
+    int S = sm90_stages(c);
+    /* one wgmma group in flight: step k's products run while the
+     * consumer waits for step k-1's and releases its stage */
+    sb_printf(b, "  for c_k in 0 : cdiv(%s, %d) {\n", kext, s->bk);
+    sb_printf(b, "    let c_s = c_k %% %d\n", S);
+    sb_printf(b, "    mbar_wait c_full[c_s], (c_k / %d) %% 2\n", S);
+    sb_puts(b, "    wgmma_fence\n");
+    sb_printf(b, "    wgmma c_as[c_s, c_wg * %d, 0], c_bs[c_s, 0, 0], c_acc -> c_acc\n", c->em);
+    sb_puts(b, "    wgmma_commit\n    wgmma_wait 1\n");
+    sb_printf(b, "    if c_k > 0 {\n      mbar_arrive c_empty[(c_k + %d) %% %d]\n    }\n  }\n  wgmma_wait 0\n", S - 1, S);
+}
+
 /* ---- pointwise ops on the tile ------------------------------------------------------------ */
 
 /* A value of an expression: a register tile (f32[BM, BN], layout lc) or a
@@ -463,7 +542,7 @@ static cv as_tile(ct *c, cv x)
 {
     if (x.tile) return x;
     cv r = cv_tile(c);
-    sb_printf(&c->body, "  %s = alloc register f32[%d, %d] layout %s init %s\n", r.text, c->sh.bm, c->sh.bn, c->lc,
+    sb_printf(&c->body, "  %s = alloc register f32[%d, %d] layout %s init %s\n", r.text, c->em, c->en, c->lc,
               x.text);
     return r;
 }
@@ -485,11 +564,11 @@ static cv load_c(ct *c)
     strbuf at = {0};
     tile_at(&at, c, vars, C->rank);
     sb_printf(&c->body, "  %s = load_global %s%s -> register %s[%d, %d] layout %s\n", r.text, nb, sb_str(&at),
-              dt_name(C->dtype), c->sh.bm, c->sh.bn, c->lc);
+              dt_name(C->dtype), c->em, c->en, c->lc);
     sb_free(&at);
     if (C->dtype != TSL_DTYPE_F32) {
         cv f = cv_tile(c);
-        sb_printf(&c->body, "  %s = cast %s -> register f32[%d, %d] layout %s\n", f.text, r.text, c->sh.bm, c->sh.bn,
+        sb_printf(&c->body, "  %s = cast %s -> register f32[%d, %d] layout %s\n", f.text, r.text, c->em, c->en,
                   c->lc);
         r = f;
     }
@@ -519,19 +598,18 @@ static int load_other(ct *c, const graph_op *op, const graph_operand *o, cv *out
     pname(nb, sizeof nb, T->name);
     strbuf at = {0};
     tile_at(&at, c, vars, o->rank);
-    const ct_shape *s = &c->sh;
-    cv r = cv_tile(c);
+        cv r = cv_tile(c);
     const char *dt = dt_name(T->dtype);
     if (has_m && has_n) {
         sb_printf(&c->body, "  %s = load_global %s%s -> register %s[%d, %d] layout %s\n", r.text, nb, sb_str(&at), dt,
-                  s->bm, s->bn, c->lc);
+                  c->em, c->en, c->lc);
     } else {
         /* a vector along n (bias(o)) or along m (denom(b, i)): 16
          * threads hold len/16 contiguous elements each, the other
          * threads replicate them; then broadcast over the tile */
-        int len = has_n ? s->bn : s->bm;
+        int len = has_n ? c->en : c->em;
         char lay[96];
-        snprintf(lay, sizeof lay, "replicate(%d).spatial(16).local(%d)", s->threads / 16, len / 16);
+        snprintf(lay, sizeof lay, "replicate(%d).spatial(16).local(%d)", c->ethreads / 16, len / 16);
         cv v1 = cv_tile(c);
         sb_printf(&c->body, "  %s = load_global %s%s -> register %s[%d] layout %s\n", v1.text, nb, sb_str(&at), dt, len,
                   lay);
@@ -540,8 +618,8 @@ static int load_other(ct *c, const graph_op *op, const graph_operand *o, cv *out
             sb_printf(&c->body, "  %s = cast %s -> register f32[%d] layout %s\n", f.text, v1.text, len, lay);
             v1 = f;
         }
-        sb_printf(&c->body, "  %s = broadcast %s -> register f32[%d, %d] layout %s dim %d\n", r.text, v1.text, s->bm,
-                  s->bn, c->lc, has_n ? 0 : 1);
+        sb_printf(&c->body, "  %s = broadcast %s -> register f32[%d, %d] layout %s dim %d\n", r.text, v1.text, c->em,
+                  c->en, c->lc, has_n ? 0 : 1);
         sb_free(&at);
         *out = r;
         return 1;
@@ -549,7 +627,7 @@ static int load_other(ct *c, const graph_op *op, const graph_operand *o, cv *out
     sb_free(&at);
     if (T->dtype != TSL_DTYPE_F32) {
         cv f = cv_tile(c);
-        sb_printf(&c->body, "  %s = cast %s -> register f32[%d, %d] layout %s\n", f.text, r.text, s->bm, s->bn, c->lc);
+        sb_printf(&c->body, "  %s = cast %s -> register f32[%d, %d] layout %s\n", f.text, r.text, c->em, c->en, c->lc);
         r = f;
     }
     *out = r;
@@ -701,6 +779,14 @@ static int build_body(ct *c)
     use_tensor(c, c->ta);
     use_tensor(c, c->tb);
     use_tensor(c, c->tc);
+    if (c->sm90) {
+        /* the main loop first: C's start value (init ops, C's old value) is
+         * computed after it, so that no tile beside the 128-register
+         * accumulator lives across the loop (C is written only at the end) */
+        emit_sm90_open(c, b);
+        sb_printf(b, "  c_acc = alloc register f32[%d, %d] layout %s init 0.0\n", c->em, c->en, c->lc);
+        emit_sm90_mainloop(c, b);
+    }
     /* init ops: the accumulator's start value */
     for (int i = grp->first; i < grp->anchor; i++) {
         cv v;
@@ -722,8 +808,10 @@ static int build_body(ct *c)
         sb_free(&sc);
         return 0;
     }
-    sb_printf(b, "  c_acc = alloc register f32[%d, %d] layout %s init 0.0\n", s->bm, s->bn, c->lc);
-    emit_mainloop(c, b);
+    if (!c->sm90) {
+        sb_printf(b, "  c_acc = alloc register f32[%d, %d] layout %s init 0.0\n", c->em, c->en, c->lc);
+        emit_mainloop(c, b);
+    }
     cv sum = {.tile = 1};
     snprintf(sum.text, sizeof sum.text, "c_acc");
     /* factors joined by '|' */
@@ -750,7 +838,7 @@ static int build_body(ct *c)
     const lang_tensor *C = c->def->tensors[c->tc];
     const char *out = c->cur;
     if (C->dtype != TSL_DTYPE_F32) {
-        sb_printf(b, "  c_out = cast %s -> register %s[%d, %d] layout %s\n", out, dt_name(C->dtype), s->bm, s->bn,
+        sb_printf(b, "  c_out = cast %s -> register %s[%d, %d] layout %s\n", out, dt_name(C->dtype), c->em, c->en,
                   c->lc);
         out = "c_out";
     }
@@ -760,6 +848,8 @@ static int build_body(ct *c)
     sb_printf(b, "  store_global %s -> %s", out, nb);
     tile_at(b, c, vars, C->rank);
     sb_puts(b, "\n");
+    if (c->sm90) sb_puts(b, "    }\n  }\n");
+    (void)s;
     return 1;
 }
 
@@ -800,6 +890,12 @@ static void header(ct *c, strbuf *h, const char *kname)
         sb_puts(h, ", ");
         sexpr_text(h, c, C->shape[0]);
     }
+    if (c->sm90) {
+        /* the stages, the barriers, the 1024-byte alignment of each ring */
+        int64_t smem = (int64_t)sm90_stages(c) * (s->bm * s->bk + s->bk * s->bn) * 2 + 2048;
+        sb_printf(h, ") threads(%d) smem_budget(%lld) {\n", s->threads, (long long)smem);
+        return;
+    }
     int bytes = c->mma ? 2 : 4;
     int64_t ra = c->a_trans ? s->bk : s->bm, ca = c->a_trans ? s->bm : s->bk;
     int64_t rb = c->b_trans ? s->bn : s->bk, cb = c->b_trans ? s->bk : s->bn;
@@ -817,7 +913,24 @@ static void header(ct *c, strbuf *h, const char *kname)
 static char *contract_text(ct *c, const char *kname)
 {
     if (!recognise(c)) return NULL;
-    if (c->mma) {
+    c->em = c->sh.bm;
+    c->en = c->sh.bn;
+    c->ethreads = c->sh.threads;
+    if (c->sm90) {
+        c->sh = CT_SM90;
+        /* a 64 x 256 f32 accumulator is 128 registers of the consumers'
+         * 232: an epilogue that holds more tiles of that size (C's old
+         * value, a broadcast bias, GELU's temporaries) spills, so groups
+         * with more than the product take 64 x 128 per consumer */
+        if (c->grp->nops > 1 || !c->anchor->bang) c->sh.bn = 128;
+        /* small M (decode, a few rows): 64 columns a block, so that N / 64
+         * blocks keep every SM streaming B */
+        if (c->want_sm90 == 2) c->sh.bn = 64;
+        c->em = c->sh.bm / 2;
+        c->en = c->sh.bn;
+        c->ethreads = 128;
+        tile_wgmma_acc_layout(c->en, c->lc, sizeof c->lc);
+    } else if (c->mma) {
         char la[256], lat[256], lb[256], lbt[256];
         mma_layouts(c, la, lat, lb, lbt, c->lc, sizeof c->lc);
     } else {
@@ -839,20 +952,12 @@ static char *contract_text(ct *c, const char *kname)
     return sb_take(&h);
 }
 
-int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp)
+/* Parse and verify a kernel's text into the plan's arena (the text stays
+ * there: kernel positions refer to it). NULL when it does not verify: an
+ * internal shortcoming of the strategy, which then leaves the group to the
+ * generic one (TESSEL_DEBUG_CONTRACT shows why). */
+static tile_kernel *parse_kernel(sched_plan *p, char *text, const char *kname)
 {
-    ct c;
-    memset(&c, 0, sizeof c);
-    c.g = g;
-    c.def = g->def;
-    c.grp = grp;
-    c.cpu = p->target == TSL_TARGET_CPU;
-    char kname[160];
-    snprintf(kname, sizeof kname, "%s_g%d_contract", g->def->name, grp->index);
-    char *text = contract_text(&c, kname);
-    if (!text) return 0;
-    /* parse into the plan's arena; the text stays there (kernel positions
-     * refer to it) */
     tsl_arena *a = p->m->arena;
     size_t n = strlen(text);
     char *keep = arena_alloc(a, n + 1);
@@ -867,33 +972,135 @@ int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp)
     tsl_status st = tile_parse(a, src, &d, &m);
     if (!st) st = tile_verify(m, src, &d);
     if (st || !m || m->nkernels != 1 || tile_module_find(p->m, kname)) {
-        /* an internal shortcoming of this strategy: the generic one is
-         * still correct, so fall back (TESSEL_DEBUG_CONTRACT shows why) */
         if (getenv("TESSEL_DEBUG_CONTRACT")) fprintf(stderr, "contract: %s\n%s", sb_str(&d.msg), keep);
         diag_free(&d);
-        return 0;
+        return NULL;
     }
     diag_free(&d);
     if (getenv("TESSEL_DEBUG_CONTRACT")) fprintf(stderr, "%s", keep);
-    tile_kernel *k = m->kernels[0];
+    return m->kernels[0];
+}
+
+/* Append kernel k as a launch of the plan, its arguments in the kernel's
+ * parameter order (header's order). */
+static void push_launch(sched_plan *p, const ct *c, tile_kernel *k, const sched_guard *guard)
+{
+    tsl_arena *a = p->m->arena;
+    const graph_group *grp = c->grp;
     ARENA_PUSH(a, p->m->kernels, p->m->nkernels, p->m->capkernels, k);
     sched_launch ln = {.k = k, .stmt = grp->first, .nstmts = grp->nops};
+    if (guard) ln.guard = *guard;
     ARENA_PUSH(a, p->launches, p->nlaunches, p->caplaunches, ln);
     sched_launch *l = &p->launches[p->nlaunches - 1];
-    /* arguments in the kernel's parameter order (header's order) */
-    for (int i = 0; i < c.nparam_t; i++) {
-        sched_arg arg = {.name = k->params[i]->name, .kind = SCHED_ARG_TENSOR, .tensor = c.ptensor[i]};
+    for (int i = 0; i < c->nparam_t; i++) {
+        sched_arg arg = {.name = k->params[i]->name, .kind = SCHED_ARG_TENSOR, .tensor = c->ptensor[i]};
         ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
     }
-    for (int i = 0; i < c.nscalar; i++) {
-        sched_arg arg = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SCALAR, .tensor = c.pscalar[i]};
+    for (int i = 0; i < c->nscalar; i++) {
+        sched_arg arg = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SCALAR, .tensor = c->pscalar[i]};
         ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
     }
-    for (int i = 0; i < c.nsize; i++) {
-        if (size_bound(&c, c.psize[i])) continue;
-        sched_arg arg = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SIZE, .sym = c.psize[i]};
+    for (int i = 0; i < c->nsize; i++) {
+        if (size_bound(c, c->psize[i])) continue;
+        sched_arg arg = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SIZE, .sym = c->psize[i]};
         ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
     }
     TSL_ASSERT(l->nargs == k->nparams);
+}
+
+/* The sizes the sm_90a plan's TMA needs to be multiples of 8 (16-byte
+ * rows of f16/bf16): A's K and B's N. 0 when a constant one is not. */
+static int sm90_guard(const ct *c, sched_guard *g)
+{
+    memset(g, 0, sizeof *g);
+    const lang_sexpr *ext[2] = {c->def->tensors[c->ta]->shape[c->nb + 1], c->def->tensors[c->tb]->shape[c->nb + 1]};
+    for (int i = 0; i < 2; i++) {
+        if (ext[i]->kind == LANG_SX_CONST) {
+            if (ext[i]->value % 8) return 0;
+            continue;
+        }
+        int dup = 0;
+        for (int j = 0; j < g->n; j++) dup |= g->sym[j] == ext[i]->sym;
+        if (dup) continue;
+        g->sym[g->n] = ext[i]->sym;
+        g->op[g->n] = SCHED_GUARD_MOD;
+        g->val[g->n++] = 8;
+    }
+    return 1;
+}
+
+/* g with one more term (a copy). */
+static sched_guard guard_and(sched_guard g, int sym, sched_guard_op op, int64_t val)
+{
+    if (g.n < SCHED_MAX_GUARD) {
+        g.sym[g.n] = sym;
+        g.op[g.n] = op;
+        g.val[g.n++] = val;
+    }
+    return g;
+}
+
+/* The sm_90a launches of the group (see sched_lower_contract); 0 when the
+ * group is not theirs (nothing pushed). */
+static int sm90_plans(sched_plan *p, const ct *base, const char *kname)
+{
+    char names[2][176];
+    ct cs[2];
+    tile_kernel *ks[2] = {NULL, NULL};
+    sched_guard align;
+    for (int w = 0; w < 2; w++) {
+        cs[w] = *base;
+        cs[w].want_sm90 = w + 1;
+        snprintf(names[w], sizeof names[w], "%s_wgmma%s", kname, w ? "_narrow" : "");
+        char *t = contract_text(&cs[w], names[w]);
+        if (!t || !cs[w].sm90 || !sm90_guard(&cs[w], &align)) {
+            free(t);
+            return 0;
+        }
+        ks[w] = parse_kernel(p, t, names[w]);
+        if (!ks[w]) return 0;
+    }
+    /* M's size symbol picks wide or narrow; a constant M picks one now */
+    const lang_sexpr *m = base->def->tensors[cs[0].tc]->shape[cs[0].nb];
+    ct c8 = *base;
+    char *t8 = align.n ? contract_text(&c8, kname) : NULL;
+    tile_kernel *k8 = t8 ? parse_kernel(p, t8, kname) : NULL;
+    if (align.n && !k8) return 0;
+    if (m->kind == LANG_SX_CONST) {
+        int w = m->value <= 128;
+        push_launch(p, &cs[w], ks[w], align.n ? &align : NULL);
+    } else {
+        sched_guard wide = guard_and(align, m->sym, SCHED_GUARD_GT, 128);
+        sched_guard narrow = guard_and(align, m->sym, SCHED_GUARD_LE, 128);
+        push_launch(p, &cs[0], ks[0], &wide);
+        push_launch(p, &cs[1], ks[1], &narrow);
+    }
+    if (k8) {
+        align.negate = 1;
+        push_launch(p, &c8, k8, &align);
+    }
+    return 1;
+}
+
+int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp)
+{
+    ct c;
+    memset(&c, 0, sizeof c);
+    c.g = g;
+    c.def = g->def;
+    c.grp = grp;
+    c.cpu = p->target == TSL_TARGET_CPU;
+    char kname[160], kname9[176];
+    snprintf(kname, sizeof kname, "%s_g%d_contract", g->def->name, grp->index);
+    snprintf(kname9, sizeof kname9, "%s_wgmma", kname);
+    /* sm_90a: the TMA/wgmma plans, guarded by the sizes TMA needs: a wide
+     * one and, for M <= 128, a narrow one (64 columns a block); the
+     * mma.sync plan for the sizes TMA cannot take */
+    if (!c.cpu && p->sm >= 90 && sm90_plans(p, &c, kname)) return 1;
+    char *text = contract_text(&c, kname);
+    if (!text) return 0;
+    tile_kernel *k = parse_kernel(p, text, kname);
+    if (!k) return 0;
+    push_launch(p, &c, k, NULL);
     return 1;
 }

@@ -909,11 +909,24 @@ sched_plan *sched_lower(tsl_arena *a, const graph *g, tsl_diag *d)
 
 sched_plan *sched_lower_for(tsl_arena *a, const graph *g, tsl_target target, tsl_diag *d)
 {
+    return sched_lower_sm(a, g, target, 80, d);
+}
+
+int sched_sm_of_arch(const char *arch)
+{
+    int major = 0, minor = 0;
+    if (arch && sscanf(arch, "sm_%1d%1d", &major, &minor) == 2 && major >= 7) return major * 10 + minor;
+    return 80;
+}
+
+sched_plan *sched_lower_sm(tsl_arena *a, const graph *g, tsl_target target, int sm, tsl_diag *d)
+{
     (void)d;
     if (!g) return NULL;
     sched_plan *p = arena_alloc(a, sizeof *p);
     p->def = g->def;
     p->target = target;
+    p->sm = target == TSL_TARGET_CPU ? 0 : sm;
     p->m = tile_module_new(a);
     lower L;
     memset(&L, 0, sizeof L);
@@ -956,9 +969,22 @@ int sched_tensor_used(const sched_plan *p, int t)
     return 0;
 }
 
+int sched_guard_holds(const sched_guard *g, const int64_t *sizes)
+{
+    if (!g->n) return 1;
+    int all = 1;
+    for (int i = 0; i < g->n; i++) {
+        int64_t v = sizes[g->sym[i]];
+        all &= g->op[i] == SCHED_GUARD_MOD ? v % g->val[i] == 0 : g->op[i] == SCHED_GUARD_LE ? v <= g->val[i]
+                                                                                              : v > g->val[i];
+    }
+    return all != g->negate;
+}
+
 int64_t sched_launch_lanes(const sched_plan *p, const sched_launch *l, const lang_bound *b)
 {
     const lang_stmt *st = &p->def->stmts[l->stmt];
+    if (!sched_guard_holds(&l->guard, b->sizes)) return 0;
     int64_t n = 1;
     for (int v = 0; v < st->niter; v++) {
         int64_t e = b->stmts[l->stmt].hi[v] - b->stmts[l->stmt].lo[v];
@@ -975,6 +1001,12 @@ void sched_print(strbuf *b, const sched_plan *p)
     for (int i = 0; i < p->nlaunches; i++) {
         const sched_launch *l = &p->launches[i];
         sb_printf(b, "// %s: statement %d (%s)", l->k->name, l->stmt, p->def->stmts[l->stmt].lhs->name);
+        for (int g = 0; g < l->guard.n; g++) {
+            const char *nm = p->def->sizes[l->guard.sym[g]];
+            sb_puts(b, g ? " && " : l->guard.negate ? " unless " : " when ");
+            if (l->guard.op[g] == SCHED_GUARD_MOD) sb_printf(b, "%s %% %lld == 0", nm, (long long)l->guard.val[g]);
+            else sb_printf(b, "%s %s %lld", nm, l->guard.op[g] == SCHED_GUARD_LE ? "<=" : ">", (long long)l->guard.val[g]);
+        }
         for (int j = 0; j < l->nargs; j++) {
             const sched_arg *a = &l->args[j];
             const char *what = a->kind == SCHED_ARG_SIZE ? p->def->sizes[a->sym] : p->def->tensors[a->tensor]->name;

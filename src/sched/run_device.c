@@ -261,7 +261,8 @@ typedef struct dev_launch_buf {
     int64_t *flatn;        /* [nargs] */
     int64_t *symv;         /* [nsyms] */
     uint64_t *slot;        /* kernel argument values */
-    void **params;         /* params[i] = &slot[i] */
+    void **params;         /* params[i] = &slot[i], then the tensor maps */
+    unsigned long long (*tmaps)[16]; /* TMA tensor maps (64-byte aligned), after the slots */
 } dev_launch_buf;
 
 static void dev_launch_buf_free(dev_launch_buf *lb)
@@ -272,6 +273,7 @@ static void dev_launch_buf_free(dev_launch_buf *lb)
     free(lb->symv);
     free(lb->slot);
     free(lb->params);
+    free(lb->tmaps);
     memset(lb, 0, sizeof *lb);
 }
 
@@ -286,14 +288,21 @@ static tsl_status dev_launch(sched_dev *x, int li, const lang_bound *b, const rt
     dev_kernel *dk = &x->kern[x->owner[li]];
     int nslots = k->nsyms + 1;
     for (int i = 0; i < k->nparams; i++) nslots += 1 + 2 * k->params[i]->type.rank;
+    cg_cuda_tmap maps[CG_MAX_TMAPS];
+    int nmaps = cg_cuda_tmaps(k, maps, CG_MAX_TMAPS);
+    if (nmaps > CG_MAX_TMAPS) {
+        diag_error(d, TSL_ERR_UNAVAILABLE, "kernel '%s': more than %d TMA tensor maps", k->name, CG_MAX_TMAPS);
+        return TSL_ERR_UNAVAILABLE;
+    }
     dev_launch_buf lb = {0};
     lb.args = calloc((size_t)l->nargs + 1, sizeof *lb.args);
     lb.dl = calloc((size_t)l->nargs + 1, sizeof *lb.dl);
     lb.flatn = calloc((size_t)l->nargs + 1, sizeof *lb.flatn);
     lb.symv = calloc((size_t)k->nsyms + 1, sizeof *lb.symv);
     lb.slot = calloc((size_t)nslots, sizeof *lb.slot);
-    lb.params = calloc((size_t)nslots, sizeof *lb.params);
-    if (!lb.args || !lb.dl || !lb.flatn || !lb.symv || !lb.slot || !lb.params) {
+    lb.params = calloc((size_t)nslots + CG_MAX_TMAPS, sizeof *lb.params);
+    lb.tmaps = aligned_alloc(64, (size_t)(nmaps + 1) * 128);
+    if (!lb.args || !lb.dl || !lb.flatn || !lb.symv || !lb.slot || !lb.params || !lb.tmaps) {
         dev_launch_buf_free(&lb);
         return dev_nomem(d);
     }
@@ -386,6 +395,30 @@ static tsl_status dev_launch(sched_dev *x, int li, const lang_bound *b, const rt
         lb.slot[ns++] = x->err + (uint64_t)li * DEV_ERR_WORDS * 8;
         TSL_ASSERT(ns == nslots);
         for (int i = 0; i < ns; i++) lb.params[i] = &lb.slot[i];
+    }
+    /* TMA tensor maps of the (dense, device-resident) tensors */
+    for (int i = 0; !st && i < nmaps; i++) {
+        const tile_value *g = k->params[maps[i].param];
+        const tile_interp_arg *a = dev_find_arg(lb.args, l->nargs, g->name);
+        const DLTensor *t = a ? a->t : NULL;
+        int64_t str[TSL_MAX_RANK], acc = 1;
+        tsl_dtype dt;
+        lb.params[ns + i] = lb.tmaps[i];
+        if (!t || t->ndim > TSL_MAX_RANK || tile_dtype_to_tsl(g->type.dt, &dt)) {
+            diag_error(d, TSL_ERR_INTERNAL, "kernel '%s': no tensor for the TMA map of '%s'", k->name, g->name);
+            st = TSL_ERR_INTERNAL;
+            break;
+        }
+        for (int j = t->ndim - 1; j >= 0; j--) {
+            str[j] = acc;
+            acc *= t->shape[j];
+        }
+        if (!acc) { /* empty: nothing is copied */
+            memset(lb.tmaps[i], 0, 128);
+            continue;
+        }
+        st = rt_cuda_tmap_encode(x->dev, lb.tmaps[i], g->name, dt, maps[i].rank, (rt_cuda_ptr)(uintptr_t)t->data,
+                                 t->shape, str, maps[i].box, maps[i].swizzle, d);
     }
     /* the variant: index width, then the arm each size branch takes */
     unsigned key = (unsigned)need64;

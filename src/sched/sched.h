@@ -44,6 +44,23 @@ typedef struct sched_arg {
     int sym;          /* SIZE */
 } sched_arg;
 
+/* A launch's condition on the sizes: the conjunction of n terms, each
+ * size symbol `sym[i]` a multiple of val[i] (MOD: the sm_90a GEMM's TMA
+ * rows need 16-byte strides), at most val[i] (LE) or above it (GT: small-M
+ * and large-M plans); `negate` runs the launch exactly when that fails (a
+ * fallback plan). Several launches of one group have exclusive guards. */
+#define SCHED_MAX_GUARD 4
+typedef enum { SCHED_GUARD_MOD, SCHED_GUARD_LE, SCHED_GUARD_GT } sched_guard_op;
+typedef struct sched_guard {
+    int n;
+    int sym[SCHED_MAX_GUARD];
+    sched_guard_op op[SCHED_MAX_GUARD];
+    int64_t val[SCHED_MAX_GUARD];
+    int negate;
+} sched_guard;
+/* Whether the guard lets the launch run under the sizes (by slot). */
+int sched_guard_holds(const sched_guard *g, const int64_t *sizes);
+
 /* One kernel launch of the plan. */
 typedef struct sched_launch {
     tile_kernel *k;
@@ -51,6 +68,7 @@ typedef struct sched_launch {
     int nstmts;       /* statements [stmt, stmt + nstmts) it computes */
     sched_arg *args;  /* one per kernel parameter, in parameter order */
     int nargs, capargs;
+    sched_guard guard; /* n == 0: always runs */
 } sched_launch;
 
 typedef struct sched_plan {
@@ -58,6 +76,9 @@ typedef struct sched_plan {
     tsl_target target;      /* what the plan is for: strategies may choose
                              * tile shapes per target (TSL_TARGET_CUDA
                              * when the caller did not say) */
+    int sm;                 /* CUDA: the compute capability x 10 the plan is
+                             * for: 80 (mma.sync, cp.async; the default) or
+                             * 90 (sm_90a: TMA, wgmma, warpgroups) */
     tile_module *m;
     sched_launch *launches; /* in execution order */
     int nlaunches, caplaunches;
@@ -71,6 +92,12 @@ sched_plan *sched_lower(tsl_arena *a, const graph *g, tsl_diag *d);
  * or TSL_TARGET_CUDA; sched_lower is this with TSL_TARGET_CUDA). Every plan
  * is correct on every target; only its speed depends on the choice. */
 sched_plan *sched_lower_for(tsl_arena *a, const graph *g, tsl_target target, tsl_diag *d);
+/* The same for a CUDA arch: sm = 80 or 90 (sm_90a). sched_lower_for is
+ * this with sm = 80. */
+sched_plan *sched_lower_sm(tsl_arena *a, const graph *g, tsl_target target, int sm, tsl_diag *d);
+/* The compute capability x 10 of an arch spelling ("sm_90a" -> 90); 80 for
+ * NULL or anything unknown. */
+int sched_sm_of_arch(const char *arch);
 
 /* An int argument's value under bound sizes (SIZE). */
 int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_bound *b);
@@ -79,7 +106,8 @@ int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_boun
  * launch takes (one a fused kernel keeps in registers) needs no memory. */
 int sched_tensor_used(const sched_plan *p, int t);
 
-/* The number of lanes of a launch's box under bound sizes (0: nothing runs). */
+/* The number of lanes of a launch's box under bound sizes (0: nothing
+ * runs, also when the launch's guard says so). */
 int64_t sched_launch_lanes(const sched_plan *p, const sched_launch *l, const lang_bound *b);
 
 /* Run kernel k of m with args (tile_interp_run's convention): cg_c_run, or

@@ -106,7 +106,7 @@ static void test_introspection_emit(void)
     CHECK_MSG(tsl_program_emit(p, "graph", &s) == TSL_OK, "%s", tsl_context_error(ctx));
     CHECK(s && strlen(s) > 0);
     free(s);
-    CHECK_ERR(tsl_program_emit(p, "ptx", &s), TSL_ERR_ARG, "unknown emit kind 'ptx'");
+    CHECK_ERR(tsl_program_emit(p, "sass", &s), TSL_ERR_ARG, "unknown emit kind 'sass'");
     tsl_program_free(p);
 out:
     tsl_context_free(ctx);
