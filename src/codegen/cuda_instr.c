@@ -1021,7 +1021,7 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
                     in->op != TILE_I_POW;
         for (int k = 0; k < n; k++) {
             tile_dtype kdt = odt;
-            if (k == 0 && in->op == TILE_I_SELECT) kdt = (tile_dtype){TILE_DT_BOOL, 8, 0, 0};
+            if (k == 0 && in->op == TILE_I_SELECT) kdt = tile_dtype_from_tsl(TSL_DTYPE_BOOL);
             if (!ew_operand(c, &in->args[k], &rd, kdt, &x[k])) goto done;
             if (imath) {
                 /* tsl_c(...) -> tsl_i(...) for this operand */
