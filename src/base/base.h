@@ -147,8 +147,10 @@ static inline int dtype_is_float(tsl_dtype t) { return dtype_info_of(t)->is_floa
 /* A packed type: its width is not a whole number of bytes. */
 static inline int dtype_is_packed(tsl_dtype t) { return dtype_info_of(t)->bits % 8 != 0; }
 /* Parse a TC type name (float16, uint4, float6e3m2, the aliases half,
- * float, double) or a tile IR one (f16, u4, f6e3m2). Returns 0 on success. */
+ * float, double). Returns 0 on success. dtype_parse_short also takes the
+ * tile IR's spellings (f16, u4, f6e3m2). */
 int dtype_parse(const char *name, size_t len, tsl_dtype *out);
+int dtype_parse_short(const char *name, size_t len, tsl_dtype *out);
 /* Convert one element to/from double. `base` is the tensor's first byte
  * and `e` the element's offset in elements: element e lives at bit
  * e * bits (dtype_load/store: a pointer to a byte-sized element). Floats
@@ -170,6 +172,10 @@ double dtype_round(tsl_dtype t, double v);
 /* The low-bit float conversion (lowbit_conv.h) for descriptor d. */
 float dtype_lowfloat_decode(dtype_desc d, uint32_t code);
 uint32_t dtype_lowfloat_encode(dtype_desc d, float x);
+/* The dtype a low-bit tensor crosses into generated kernels as (its exact
+ * logical values, sched/lowbit.c): int8/uint8 for the packed integers,
+ * float32 for the low-bit floats; every other dtype is its own. */
+tsl_dtype dtype_carrier(tsl_dtype t);
 /* Smallest and largest value of an integer dtype of any width <= 63 bits. */
 int64_t dtype_int_min(tsl_dtype t);
 int64_t dtype_int_max(tsl_dtype t);

@@ -201,13 +201,31 @@ int dtype_parse(const char *name, size_t len, tsl_dtype *out)
         }
     }
     for (int i = 0; i < TSL_DTYPE_COUNT; i++) {
-        if ((strlen(infos[i].name) == len && !memcmp(infos[i].name, name, len)) ||
-            (strlen(infos[i].tname) == len && !memcmp(infos[i].tname, name, len))) {
+        if (strlen(infos[i].name) == len && !memcmp(infos[i].name, name, len)) {
             *out = (tsl_dtype)i;
             return 0;
         }
     }
     return -1;
+}
+
+int dtype_parse_short(const char *name, size_t len, tsl_dtype *out)
+{
+    for (int i = 0; i < TSL_DTYPE_COUNT; i++) {
+        if (strlen(infos[i].tname) == len && !memcmp(infos[i].tname, name, len)) {
+            *out = (tsl_dtype)i;
+            return 0;
+        }
+    }
+    return dtype_parse(name, len, out);
+}
+
+tsl_dtype dtype_carrier(tsl_dtype t)
+{
+    const dtype_info *d = dtype_info_of(t);
+    if (d->is_float && d->bits <= 8) return TSL_DTYPE_F32;
+    if (d->bits < 8 && t != TSL_DTYPE_BOOL) return d->is_signed ? TSL_DTYPE_I8 : TSL_DTYPE_U8;
+    return t;
 }
 
 int64_t dtype_int_min(tsl_dtype t)
@@ -233,7 +251,7 @@ uint64_t dtype_get_bits(tsl_dtype t, const void *base, int64_t e)
     const uint8_t *p = base;
     if (bits % 8 == 0) {
         uint64_t u = 0;
-        memcpy(&u, p + (size_t)e * (size_t)(bits / 8), (size_t)(bits / 8)); /* little-endian host */
+        memcpy(&u, p + (ptrdiff_t)e * (bits / 8), (size_t)(bits / 8)); /* little-endian host */
         return u;
     }
     uint64_t at = (uint64_t)e * (uint64_t)bits;
@@ -247,7 +265,7 @@ void dtype_set_bits(tsl_dtype t, void *base, int64_t e, uint64_t u)
     int bits = dtype_info_of(t)->bits;
     uint8_t *p = base;
     if (bits % 8 == 0) {
-        memcpy(p + (size_t)e * (size_t)(bits / 8), &u, (size_t)(bits / 8));
+        memcpy(p + (ptrdiff_t)e * (bits / 8), &u, (size_t)(bits / 8));
         return;
     }
     uint64_t at = (uint64_t)e * (uint64_t)bits;

@@ -126,6 +126,9 @@ char *cgc_rnd(cgc *c, tile_dtype t, const char *v)
 {
     if (dt_f16(t)) return arena_printf(c->ar, "tsl_rf16(%s)", v);
     if (dt_bf16(t)) return arena_printf(c->ar, "tsl_rbf16(%s)", v);
+    if (dtype_desc_is_lowfloat(t)) /* a low-bit float register holds its value as a float */
+        return arena_printf(c->ar, "tsl_lbdec(tsl_lbenc((float)(%s), %d, %d, %d, %d), %d, %d, %d, %d)", v, t.exp,
+                            t.man, t.bias, t.special, t.exp, t.man, t.bias, t.special);
     if (t.kind == TILE_DT_FLOAT) return arena_printf(c->ar, "(%s)(%s)", cgc_reg_ctype(t), v);
     if (t.kind == TILE_DT_BOOL) return arena_printf(c->ar, "(uint8_t)((%s) != 0)", v);
     return arena_printf(c->ar, "(%s)tsl_rint(%s, %d, %d)", cgc_reg_ctype(t), v, t.bits,

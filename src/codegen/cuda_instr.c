@@ -990,7 +990,11 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
             cg_line(c, "}");
             goto done;
         }
-        if (tile_dtype_eq(xv->type.dt, dv->type.dt))
+        tile_dtype ld = dv->type.dt;
+        if (dtype_desc_is_lowfloat(ld)) /* round to the low-bit float; the register holds its value */
+            sb_printf(&e, "tsl_lbdec(tsl_lbenc((float)tsl_c(%s[l]), %d, %d, %d, %d), %d, %d, %d, %d)", cg_name(c, xv),
+                      ld.exp, ld.man, ld.bias, ld.special, ld.exp, ld.man, ld.bias, ld.special);
+        else if (tile_dtype_eq(xv->type.dt, dv->type.dt))
             sb_printf(&e, "%s[l]", cg_name(c, xv));
         else if (xv->type.dt.kind != TILE_DT_FLOAT && dv->type.dt.kind != TILE_DT_FLOAT)
             sb_printf(&e, "tsl_to<%s>::f(tsl_i(%s[l]))", dt, cg_name(c, xv));

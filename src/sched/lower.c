@@ -936,6 +936,7 @@ sched_plan *sched_lower_for(tsl_arena *a, const graph *g, tsl_target target, tsl
         }
         lower_op(&L, &g->ops[i]);
     }
+    sched_lowbit_carry(p);
     return p;
 }
 

@@ -72,6 +72,10 @@ sched_plan *sched_lower(tsl_arena *a, const graph *g, tsl_diag *d);
  * is correct on every target; only its speed depends on the choice. */
 sched_plan *sched_lower_for(tsl_arena *a, const graph *g, tsl_target target, tsl_diag *d);
 
+/* Retype p's tile IR so that low-bit tensors cross the kernels' boundary
+ * as their carriers (lowbit.c; sched_lower_for runs it). */
+void sched_lowbit_carry(sched_plan *p);
+
 /* An int argument's value under bound sizes (SIZE). */
 int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_bound *b);
 

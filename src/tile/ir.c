@@ -39,7 +39,7 @@ const char *tile_dtype_name(tile_dtype dt, char *buf)
 int tile_dtype_parse(const char *s, size_t n, tile_dtype *out)
 {
     tsl_dtype t;
-    if (dtype_parse(s, n, &t)) return -1;
+    if (dtype_parse_short(s, n, &t)) return -1;
     *out = dtype_info_of(t)->desc;
     return 0;
 }

@@ -54,7 +54,7 @@ static void test_dtype_store_load(void)
     CHECK(dtype_parse("bfloat16", 8, &t) == 0 && t == TSL_DTYPE_BF16);
     CHECK(dtype_parse("float33", 7, &t) != 0);
     CHECK(dtype_parse("float6e3m2", 10, &t) == 0 && t == TSL_DTYPE_F6E3M2);
-    CHECK(dtype_parse("f4e2m1", 6, &t) == 0 && t == TSL_DTYPE_F4E2M1);
+    CHECK(dtype_parse("f4e2m1", 6, &t) != 0 && dtype_parse_short("f4e2m1", 6, &t) == 0 && t == TSL_DTYPE_F4E2M1);
     CHECK(dtype_parse("uint1", 5, &t) == 0 && t == TSL_DTYPE_U1);
     CHECK(dtype_parse("int1", 4, &t) != 0);
     CHECK(dtype_parse("float6e3m3", 10, &t) != 0);
