@@ -644,6 +644,9 @@ static void emit_stmt(cg *c, const tile_stmt *s)
     case TILE_S_INDICES:
         cg_err(c, TSL_ERR_UNAVAILABLE, "thread groups are only meaningful inside a decomposition");
         break;
+    case TILE_S_WARPGROUPS: /* main at 7984b14 did not build with -Werror without it */
+        cg_err(c, TSL_ERR_UNAVAILABLE, "warpgroups: not yet in the CUDA generator");
+        break;
     }
     sb_free(&e);
 }
