@@ -49,7 +49,11 @@ typedef enum tsl_status {
 } tsl_status;
 
 /* Element types. The enumerators are stable; tsl_dtype_name() gives the TC
- * spelling (`float32`, `bfloat16`, ...). */
+ * spelling (`float32`, `bfloat16`, `uint4`, `float6e3m2`, ...). A low-bit
+ * tensor (1..7 bits, and every float<N>e<X>m<Y>) is stored packed with no
+ * gaps: element e (its C-order element offset) holds bits [e*bits,
+ * (e+1)*bits) of the byte array, bit 0 being the lowest bit of byte 0, so
+ * one value may straddle two bytes. */
 typedef enum tsl_dtype {
     TSL_DTYPE_F16,
     TSL_DTYPE_BF16,
@@ -64,6 +68,17 @@ typedef enum tsl_dtype {
     TSL_DTYPE_U32,
     TSL_DTYPE_U64,
     TSL_DTYPE_BOOL,
+    /* low-bit integers (two's complement), packed with no gaps */
+    TSL_DTYPE_U1, TSL_DTYPE_U2, TSL_DTYPE_U3, TSL_DTYPE_U4, TSL_DTYPE_U5, TSL_DTYPE_U6, TSL_DTYPE_U7,
+    TSL_DTYPE_I2, TSL_DTYPE_I3, TSL_DTYPE_I4, TSL_DTYPE_I5, TSL_DTYPE_I6, TSL_DTYPE_I7,
+    /* low-bit floats float<N>e<X>m<Y> (N = 1 + X + Y, 3 <= N <= 8), packed:
+     * docs/lowbit.md has every value of every one */
+    TSL_DTYPE_F3E1M1, TSL_DTYPE_F3E2M0,
+    TSL_DTYPE_F4E1M2, TSL_DTYPE_F4E2M1, TSL_DTYPE_F4E3M0,
+    TSL_DTYPE_F5E1M3, TSL_DTYPE_F5E2M2, TSL_DTYPE_F5E3M1, TSL_DTYPE_F5E4M0,
+    TSL_DTYPE_F6E1M4, TSL_DTYPE_F6E2M3, TSL_DTYPE_F6E3M2, TSL_DTYPE_F6E4M1, TSL_DTYPE_F6E5M0,
+    TSL_DTYPE_F7E1M5, TSL_DTYPE_F7E2M4, TSL_DTYPE_F7E3M3, TSL_DTYPE_F7E4M2, TSL_DTYPE_F7E5M1, TSL_DTYPE_F7E6M0,
+    TSL_DTYPE_F8E1M6, TSL_DTYPE_F8E2M5, TSL_DTYPE_F8E3M4, TSL_DTYPE_F8E4M3, TSL_DTYPE_F8E5M2, TSL_DTYPE_F8E6M1, TSL_DTYPE_F8E7M0,
     TSL_DTYPE_COUNT
 } tsl_dtype;
 
@@ -82,7 +97,22 @@ typedef struct tsl_args tsl_args;
 /* ---- dtypes ------------------------------------------------------------ */
 
 const char *tsl_dtype_name(tsl_dtype t);          /* "float32"; static */
-size_t tsl_dtype_size(tsl_dtype t);                /* bytes per element */
+int tsl_dtype_bits(tsl_dtype t);                   /* bits per element: 1..64 */
+/* Bytes per element; 0 for the packed types whose width is not a whole
+ * number of bytes (use tsl_dtype_nbytes). */
+size_t tsl_dtype_size(tsl_dtype t);
+/* Bytes that n elements take: ceil(n * bits / 8) (packed for low-bit types). */
+size_t tsl_dtype_nbytes(tsl_dtype t, int64_t n);
+/* Pack n logical values into low-bit storage `out` (tsl_dtype_nbytes(t, n)
+ * bytes; bits of the last byte past the end are zeroed), or unpack them.
+ * Floats convert as a cast does (rounded to float32, then to nearest even,
+ * saturating at the largest finite value; docs/lowbit.md). Integers must
+ * be integral and in range: otherwise TSL_ERR_ARG and *first_bad (if not
+ * NULL) is the index of the first bad value. Any dtype is accepted (a
+ * byte-sized one is stored as dtype_store does). */
+tsl_status tsl_pack(tsl_dtype t, TSL_KEEP const double *values, int64_t n, TSL_KEEP void *out,
+                    int64_t *first_bad);
+tsl_status tsl_unpack(tsl_dtype t, TSL_KEEP const void *packed, int64_t n, TSL_KEEP double *out);
 /* DLPack <-> tessel; return 0 on success, -1 if there is no equivalent. */
 int tsl_dtype_from_dlpack(DLDataType d, tsl_dtype *out);
 DLDataType tsl_dtype_to_dlpack(tsl_dtype t);

@@ -35,3 +35,11 @@ if ! python3 -c 'import numpy, pytest' >/dev/null 2>&1; then
     python3 -m pip install -q numpy pytest 2>/dev/null ||
         python3 -m pip install -q --break-system-packages numpy pytest
 fi
+
+# ml_dtypes: the reference for the 8-, 6- and 4-bit float encodings
+# (tests/e2e/test_lowbit_formats.py skips that comparison without it)
+if ! python3 -c 'import ml_dtypes' >/dev/null 2>&1; then
+    python3 -m pip install -q ml_dtypes 2>/dev/null ||
+        python3 -m pip install -q --break-system-packages ml_dtypes 2>/dev/null ||
+        echo "setup: ml_dtypes not installed (its comparison will be skipped)"
+fi

@@ -48,23 +48,45 @@ int cli_tensor_dtype(const DLTensor *t, tsl_dtype *out)
     return tsl_dtype_from_dlpack(t->dtype, out);
 }
 
-/* Address of the element with row-major linear index `lin`. */
-static void *elem_ptr(const DLTensor *t, int64_t lin, size_t esize)
+/* Element offset (in elements) of the element with row-major linear index
+ * `lin`; a packed low-bit tensor is always compact. */
+static int64_t elem_off(const DLTensor *t, int64_t lin)
 {
-    char *base = (char *)t->data + t->byte_offset;
-    if (!t->strides) return base + (size_t)lin * esize;
+    if (!t->strides) return lin;
     int64_t off = 0;
     for (int d = t->ndim - 1; d >= 0; d--) {
         int64_t ext = t->shape[d];
         off += (lin % ext) * t->strides[d]; /* strides are in elements */
         lin /= ext;
     }
-    return base + off * (int64_t)esize;
+    return off;
+}
+
+static char *data_of(const DLTensor *t)
+{
+    return (char *)t->data + t->byte_offset;
 }
 
 static double load(const DLTensor *t, tsl_dtype dt, int64_t i)
 {
-    return dtype_load(dt, elem_ptr(t, i, tsl_dtype_size(dt)));
+    return dtype_get(dt, data_of(t), elem_off(t, i));
+}
+
+static void store(DLTensor *t, tsl_dtype dt, int64_t i, double v)
+{
+    dtype_set(dt, data_of(t), elem_off(t, i), v);
+}
+
+/* A low-bit float's random value: a uniformly drawn finite code, so every
+ * value of the format appears (docs/lowbit.md). */
+static double random_lowfloat(tsl_dtype dt, uint64_t x)
+{
+    const dtype_info *d = dtype_info_of(dt);
+    for (;; x = x * 6364136223846793005ull + 1442695040888963407ull) {
+        uint64_t code = (x >> 40) & ((1u << d->bits) - 1);
+        double v = dtype_lowfloat_decode(d->desc, (uint32_t)code);
+        if (isfinite(v)) return v;
+    }
 }
 
 void cli_tensor_fill_random(DLTensor *t, cli_rng *r)
@@ -72,20 +94,23 @@ void cli_tensor_fill_random(DLTensor *t, cli_rng *r)
     tsl_dtype dt;
     if (cli_tensor_dtype(t, &dt)) return;
     const dtype_info *info = dtype_info_of(dt);
-    size_t es = tsl_dtype_size(dt);
     int64_t n = cli_tensor_numel(t);
     for (int64_t i = 0; i < n; i++) {
         uint64_t x = cli_rng_next(r);
         double v;
         if (dt == TSL_DTYPE_BOOL)
             v = (double)(x >> 63);
+        else if (info->is_float && info->bits <= 8)
+            v = random_lowfloat(dt, x);
+        else if (!info->is_float && info->bits < 8) /* low-bit: the whole range */
+            v = (double)(dtype_int_min(dt) + (int64_t)((x >> 32) % (uint64_t)(dtype_int_max(dt) - dtype_int_min(dt) + 1)));
         else if (info->is_float)
             v = (double)(x >> 11) * 0x1p-53 * 2.0 - 1.0; /* [-1, 1) */
         else if (info->is_signed)
             v = (double)(int)(x >> 60) - 8.0; /* [-8, 8) */
         else
             v = (double)(x >> 61); /* [0, 8) */
-        dtype_store(dt, elem_ptr(t, i, es), v);
+        store(t, dt, i, v);
     }
 }
 
@@ -96,8 +121,42 @@ DLTensor *cli_tensor_convert(const DLTensor *src, tsl_dtype to)
     DLTensor *dst = tsl_tensor_alloc(to, src->ndim, src->shape);
     if (!dst) return NULL;
     int64_t n = cli_tensor_numel(src);
-    size_t es = tsl_dtype_size(to);
-    for (int64_t i = 0; i < n; i++) dtype_store(to, elem_ptr(dst, i, es), load(src, from, i));
+    for (int64_t i = 0; i < n; i++) store(dst, to, i, load(src, from, i));
+    return dst;
+}
+
+int64_t cli_tensor_check_range(const DLTensor *src, tsl_dtype to, double *bad)
+{
+    tsl_dtype from;
+    const dtype_info *d = dtype_info_of(to);
+    if (cli_tensor_dtype(src, &from) || d->is_float || to == TSL_DTYPE_BOOL || d->bits >= 64) return -1;
+    int64_t n = cli_tensor_numel(src);
+    double lo = (double)dtype_int_min(to), hi = (double)dtype_int_max(to);
+    for (int64_t i = 0; i < n; i++) {
+        double v = load(src, from, i);
+        if (!(v >= lo && v <= hi && v == floor(v))) {
+            *bad = v;
+            return i;
+        }
+    }
+    return -1;
+}
+
+DLTensor *cli_tensor_packed_bytes(const DLTensor *src)
+{
+    tsl_dtype dt;
+    if (cli_tensor_dtype(src, &dt)) return NULL;
+    int64_t n = cli_tensor_numel(src), nb = (int64_t)tsl_dtype_nbytes(dt, n);
+    int64_t shape[1] = {nb};
+    DLTensor *dst = dtype_is_packed(dt) ? tsl_tensor_alloc(TSL_DTYPE_U8, 1, shape)
+                                        : tsl_tensor_alloc(TSL_DTYPE_U8, src->ndim, src->shape);
+    if (!dst) return NULL;
+    if (dtype_is_packed(dt) || tsl_dtype_size(dt) == 1) {
+        if (nb) memcpy(dst->data, data_of(src), (size_t)nb); /* packed tensors are compact */
+    } else {
+        tsl_tensor_free(dst);
+        return NULL;
+    }
     return dst;
 }
 
@@ -204,6 +263,7 @@ double cli_dtype_tolerance(tsl_dtype t)
     case TSL_DTYPE_F32: return 1e-5;
     case TSL_DTYPE_F16:
     case TSL_DTYPE_BF16: return 1e-2;
-    default: return 0.0;
+    default: /* a low-bit float: one step of its mantissa */
+        return dtype_info_of(t)->is_float ? ldexp(1.0, -dtype_info_of(t)->desc.man) : 0.0;
     }
 }

@@ -26,12 +26,21 @@ int64_t cli_tensor_numel(const DLTensor *t);
 int cli_tensor_dtype(const DLTensor *t, tsl_dtype *out);
 
 /* Fill with fresh random values: floats uniform in [-1,1), signed ints in
- * [-8,8), unsigned ints in [0,8), bools 0/1. */
+ * [-8,8), unsigned ints in [0,8), bools 0/1; the low-bit types over their
+ * whole range (integers uniform, floats a uniform finite code). */
 void cli_tensor_fill_random(DLTensor *t, cli_rng *r);
 
 /* A new C-order tensor of dtype `to` holding `src`'s values converted
  * element by element (through double). NULL when out of memory. */
 DLTensor *cli_tensor_convert(const DLTensor *src, tsl_dtype to);
+/* For a conversion to integer dtype `to`: the linear index of the first
+ * element of src that is not integral or not in to's range (its value in
+ * *bad), or -1 when every one fits (and for float, bool and 64-bit `to`). */
+int64_t cli_tensor_check_range(const DLTensor *src, tsl_dtype to, double *bad);
+/* A low-bit tensor's storage as a uint8 tensor: the packed bytes (1-D,
+ * tsl_dtype_nbytes long) of a packed dtype, the codes (same shape) of a
+ * byte-sized one. NULL for wider dtypes or when out of memory. */
+DLTensor *cli_tensor_packed_bytes(const DLTensor *src);
 /* A new C-order copy. */
 DLTensor *cli_tensor_copy(const DLTensor *src);
 
@@ -49,7 +58,8 @@ void cli_tensor_print_summary(FILE *f, const char *name, const DLTensor *t, int 
 double cli_tensor_max_rel_error(const DLTensor *got, const DLTensor *ref);
 
 /* The tolerance `--check` uses for a result dtype: f64 1e-12, f32 1e-5,
- * f16/bf16 1e-2, integers and bool 0 (exact). */
+ * f16/bf16 1e-2, a low-bit float 2^-mantissa bits, integers and bool 0
+ * (exact). */
 double cli_dtype_tolerance(tsl_dtype t);
 
 #endif

@@ -33,8 +33,14 @@ static const char run_usage[] =
     "  --check               also run the interpreter and compare every output\n"
     "  --seed N              seed for the random inputs (default: fresh)\n"
     "  --print               print small outputs whole\n"
+    "  --packed              low-bit inputs and outputs as their packed bytes\n"
+    "                        (uint8; a packed input's shape comes from --size\n"
+    "                        or the other inputs)\n"
     "  Tensor parameters not given with --input get fresh random values:\n"
-    "  floats in [-1,1), signed ints in [-8,8), unsigned in [0,8), bools 0/1.\n";
+    "  floats in [-1,1), signed ints in [-8,8), unsigned in [0,8), bools 0/1,\n"
+    "  low-bit types over their whole range. Without --packed a low-bit input\n"
+    "  is read as logical values in any wider dtype (integers must fit) and a\n"
+    "  low-bit output is written as int8/uint8 or float32 values.\n";
 
 static const char compile_usage[] =
     "usage: tessel compile FILE.tc [--entry NAME] [--target cpu|cuda] [--arch sm_80|sm_90a]\n"
@@ -73,7 +79,7 @@ typedef struct run_opts {
     int ninputs, nsets, noutputs, nsizes;
     tsl_target target;
     const char *target_name;
-    int check, print, has_seed;
+    int check, print, has_seed, packed;
     uint64_t seed;
 } run_opts;
 
@@ -144,11 +150,12 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
         int known = nlen > 0 && hit && (hit == allowed || hit[-1] == ' ') &&
                     (hit[nlen] == ' ' || hit[nlen] == 0);
         if (!known) return usage_error(usage, "unknown option '%s'", a);
-        int is_flag = !strcmp(name, "check") || !strcmp(name, "print");
+        int is_flag = !strcmp(name, "check") || !strcmp(name, "print") || !strcmp(name, "packed");
         if (is_flag) {
             if (inline_val) return usage_error(usage, "option '%s' takes no value", a);
             if (name[0] == 'c') o->check = 1;
-            else o->print = 1;
+            else if (name[1] == 'r') o->print = 1;
+            else o->packed = 1;
             continue;
         }
         char *val;
@@ -436,6 +443,7 @@ typedef struct run_state {
     const char *(*dims)[TSL_MAX_RANK];
     DLTensor **tensors;  /* per param: the bound input (owned) */
     DLTensor **pristine; /* per param: a copy of an in/out input for --check */
+    DLTensor **packed_in; /* per param: a --packed input's bytes until its shape is known */
     double *scalars;
     int *scalar_set;
     size_bind *sizes;
@@ -449,9 +457,11 @@ static void run_state_free(run_state *s)
     for (int i = 0; i < s->nparams; i++) {
         if (s->tensors) tsl_tensor_free(s->tensors[i]);
         if (s->pristine) tsl_tensor_free(s->pristine[i]);
+        if (s->packed_in) tsl_tensor_free(s->packed_in[i]);
     }
     free(s->tensors);
     free(s->pristine);
+    free(s->packed_in);
     free(s->params);
     free(s->dims);
     free(s->scalars);
@@ -511,10 +521,11 @@ static int load_params(run_state *s)
     s->dims = calloc((size_t)n, sizeof *s->dims);
     s->tensors = calloc((size_t)n, sizeof *s->tensors);
     s->pristine = calloc((size_t)n, sizeof *s->pristine);
+    s->packed_in = calloc((size_t)n, sizeof *s->packed_in);
     s->scalars = calloc((size_t)n, sizeof *s->scalars);
     s->scalar_set = calloc((size_t)n, sizeof *s->scalar_set);
     s->sizes = calloc((size_t)(n * TSL_MAX_RANK + s->o.nsizes + 1), sizeof *s->sizes);
-    if (!s->params || !s->dims || !s->tensors || !s->pristine || !s->scalars ||
+    if (!s->params || !s->dims || !s->tensors || !s->pristine || !s->packed_in || !s->scalars ||
         !s->scalar_set || !s->sizes) {
         fprintf(stderr, "tessel: out of memory\n");
         return 1;
@@ -596,6 +607,27 @@ static int bind_input_sizes(run_state *s, int i, const DLTensor *t)
     return 0;
 }
 
+/* A low-bit dtype: packed (1..7 bits) or a float of at most 8 bits. */
+static int is_lowbit(tsl_dtype t)
+{
+    const dtype_info *d = dtype_info_of(t);
+    return d->bits < 8 || (d->is_float && d->bits <= 8);
+}
+
+/* "(2, 17)": the coordinates of linear index `lin` of t. */
+static void describe_index(char *buf, size_t cap, const DLTensor *t, int64_t lin)
+{
+    int64_t c[TSL_MAX_RANK];
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        c[d] = t->shape[d] ? lin % t->shape[d] : 0;
+        lin = t->shape[d] ? lin / t->shape[d] : 0;
+    }
+    size_t at = (size_t)snprintf(buf, cap, "(");
+    for (int d = 0; d < t->ndim && at < cap; d++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%lld", d ? ", " : "", (long long)c[d]);
+    if (at < cap) snprintf(buf + at, cap - at, ")");
+}
+
 /* --input NAME=PATH: read, check rank, convert dtype, record sizes. */
 static int read_inputs(run_state *s)
 {
@@ -626,6 +658,21 @@ static int read_inputs(run_state *s)
             report(s->ctx, st, "reading .npy");
             return 1;
         }
+        if (s->o.packed && is_lowbit(s->params[i].dtype)) {
+            if (dtype_is_packed(s->params[i].dtype)) { /* its shape is known once all are read */
+                s->packed_in[i] = t;
+                continue;
+            }
+            /* a byte-sized low-bit float: its codes, in the logical shape */
+            tsl_dtype got;
+            if (cli_tensor_dtype(t, &got) || got != TSL_DTYPE_U8) {
+                fprintf(stderr, "tessel run: --packed input %s from '%s' must be uint8 codes, not %s\n",
+                        kv->name, kv->value, cli_tensor_dtype(t, &got) ? "?" : tsl_dtype_name(got));
+                tsl_tensor_free(t);
+                return 1;
+            }
+            t->dtype = tsl_dtype_to_dlpack(s->params[i].dtype);
+        }
         s->tensors[i] = t;
         char sig[160];
         param_sig(sig, sizeof sig, s, i);
@@ -641,6 +688,18 @@ static int read_inputs(run_state *s)
             return 1;
         }
         if (dt != s->params[i].dtype) {
+            double bad = 0;
+            int64_t at = is_lowbit(s->params[i].dtype) ? cli_tensor_check_range(t, s->params[i].dtype, &bad) : -1;
+            if (at >= 0) {
+                char idx[160];
+                describe_index(idx, sizeof idx, t, at);
+                fprintf(stderr, "tessel run: input %s from '%s': element %s is %.17g, %s %s (%lld..%lld)\n",
+                        kv->name, kv->value, idx, bad,
+                        bad == floor(bad) ? "outside the range of" : "not an integer value of",
+                        tsl_dtype_name(s->params[i].dtype), (long long)dtype_int_min(s->params[i].dtype),
+                        (long long)dtype_int_max(s->params[i].dtype));
+                return 1;
+            }
             DLTensor *c = cli_tensor_convert(t, s->params[i].dtype);
             if (!c) {
                 fprintf(stderr, "tessel run: out of memory converting input %s\n", kv->name);
@@ -652,6 +711,54 @@ static int read_inputs(run_state *s)
             s->tensors[i] = t = c;
         }
         if (bind_input_sizes(s, i, t)) return 1;
+    }
+    return 0;
+}
+
+/* --packed inputs of packed dtypes: the uint8 bytes, once every size is
+ * known (from --size or the other inputs). */
+static int read_packed_inputs(run_state *s)
+{
+    for (int i = 0; i < s->nparams; i++) {
+        DLTensor *t = s->packed_in[i];
+        if (!t) continue;
+        s->packed_in[i] = NULL;
+        const char *name = s->params[i].name;
+        tsl_dtype got, dt = s->params[i].dtype;
+        int64_t shape[TSL_MAX_RANK];
+        for (int d = 0; d < s->params[i].rank; d++) {
+            const char *sym = s->dims[i][d];
+            size_bind *b = sym && !is_number(sym) ? find_size(s, sym) : NULL;
+            if (sym && is_number(sym)) {
+                shape[d] = strtoll(sym, NULL, 10);
+            } else if (b) {
+                shape[d] = b->value;
+            } else {
+                fprintf(stderr, "tessel run: --packed input %s: size %s is not known; give it with --size "
+                        "%s=N (packed bytes do not say the shape)\n", name, sym ? sym : "?", sym ? sym : "?");
+                tsl_tensor_free(t);
+                return 1;
+            }
+        }
+        int64_t n = 1;
+        for (int d = 0; d < s->params[i].rank; d++) n *= shape[d];
+        int64_t want = (int64_t)tsl_dtype_nbytes(dt, n);
+        if (cli_tensor_dtype(t, &got) || got != TSL_DTYPE_U8 || cli_tensor_numel(t) != want) {
+            fprintf(stderr, "tessel run: --packed input %s must be %lld uint8 bytes (%lld %s values), "
+                    "got %lld of %s\n", name, (long long)want, (long long)n, tsl_dtype_name(dt),
+                    (long long)cli_tensor_numel(t), cli_tensor_dtype(t, &got) ? "?" : tsl_dtype_name(got));
+            tsl_tensor_free(t);
+            return 1;
+        }
+        DLTensor *c = tsl_tensor_alloc(dt, s->params[i].rank, shape);
+        if (!c) {
+            tsl_tensor_free(t);
+            fprintf(stderr, "tessel run: out of memory for input %s\n", name);
+            return 1;
+        }
+        if (want) memcpy(c->data, (char *)t->data + t->byte_offset, (size_t)want);
+        tsl_tensor_free(t);
+        s->tensors[i] = c;
     }
     return 0;
 }
@@ -828,7 +935,20 @@ static int write_outputs(run_state *s)
             fprintf(stderr, "tessel run: output %s was not produced\n", s->o.outputs[k].name);
             return 1;
         }
+        DLTensor *conv = NULL;
+        tsl_dtype dt;
+        if (!cli_tensor_dtype(t, &dt) && is_lowbit(dt)) { /* logical values, or the bytes */
+            const dtype_info *d = dtype_info_of(dt);
+            conv = s->o.packed ? cli_tensor_packed_bytes(t)
+                               : cli_tensor_convert(t, d->is_float ? TSL_DTYPE_F32 : d->is_signed ? TSL_DTYPE_I8 : TSL_DTYPE_U8);
+            if (!conv) {
+                fprintf(stderr, "tessel run: out of memory writing output %s\n", s->o.outputs[k].name);
+                return 1;
+            }
+            t = conv;
+        }
         tsl_status st = tsl_npy_write(s->ctx, s->o.outputs[k].value, t);
+        tsl_tensor_free(conv);
         if (st != TSL_OK) {
             fprintf(stderr, "tessel run: cannot write output %s to '%s':\n",
                     s->o.outputs[k].name, s->o.outputs[k].value);
@@ -886,7 +1006,7 @@ static int run_main(run_state *s)
         return 1;
     }
     if (load_params(s) || check_output_names(s) || bind_cli_sizes(s) || read_inputs(s) ||
-        bind_scalars(s))
+        read_packed_inputs(s) || bind_scalars(s))
         return 1;
     cli_rng rng;
     cli_rng_seed(&rng, s->o.has_seed ? s->o.seed : cli_rng_fresh_seed());
@@ -928,7 +1048,7 @@ int cmd_run(int argc, char **argv)
     run_state s;
     memset(&s, 0, sizeof s);
     int rc = parse_opts(argc, argv, run_usage,
-                        "entry input set output size target check seed print", &s.o);
+                        "entry input set output size target check seed print packed", &s.o);
     if (rc == 0 && !s.o.target_name) {
         s.o.target = tsl_target_default();
         s.o.target_name = tsl_target_name(s.o.target);

@@ -406,15 +406,16 @@ static void args_view(interp_tensor *v, const DLTensor *t, tsl_dtype dtype)
 static int args_span(const interp_tensor *v, uintptr_t *lo, uintptr_t *hi)
 {
     if (!v->base) return 0;
-    int64_t es = (int64_t)tsl_dtype_size(v->dtype), a = 0, b = 0;
+    int64_t bits = tsl_dtype_bits(v->dtype), a = 0, b = 0;
     for (int d = 0; d < v->rank; d++) {
         if (v->shape[d] == 0) return 0;
         int64_t far = (v->shape[d] - 1) * v->stride[d];
         if (far < 0) a += far;
         else b += far;
     }
-    *lo = (uintptr_t)v->base + (uintptr_t)(a * es);
-    *hi = (uintptr_t)v->base + (uintptr_t)(b * es + es);
+    /* whole bytes: packed tensors side by side in one byte count as sharing it */
+    *lo = (uintptr_t)v->base + (uintptr_t)(a * bits / 8);
+    *hi = (uintptr_t)v->base + (uintptr_t)(((b + 1) * bits + 7) / 8);
     return 1;
 }
 
@@ -440,6 +441,53 @@ static tsl_status args_check_overlap(tsl_program *p, const interp_tensor *views)
         }
     }
     return TSL_OK;
+}
+
+/* The compiled targets' kernels take low-bit tensors as carriers holding
+ * their logical values (sched/lowbit.c): views[i] of such a tensor is
+ * replaced by a C-order carrier buffer (owned[i]), unpacked from the
+ * caller's packed memory. */
+static tsl_status args_carry(tsl_program *p, interp_tensor *views, char **owned)
+{
+    const lang_def *def = p->def;
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *lt = def->tensors[i];
+        tsl_dtype cdt = dtype_carrier(lt->dtype);
+        if (lt->is_scalar || cdt == lt->dtype || (lt->flags & LANG_TENSOR_TEMP)) continue;
+        interp_tensor *v = &views[i];
+        int64_t n = 1;
+        for (int d = 0; d < v->rank; d++) n *= v->shape[d];
+        owned[i] = calloc(n ? tsl_dtype_nbytes(cdt, n) : 1, 1);
+        if (!owned[i]) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory for the carrier of '%s'", lt->name);
+        for (int64_t e = 0; e < n && (lt->flags & LANG_TENSOR_INPUT); e++)
+            dtype_set(cdt, owned[i], e, dtype_get(lt->dtype, v->base, e)); /* packed views are compact */
+        v->base = owned[i];
+        v->dtype = cdt;
+        int64_t st = 1;
+        for (int d = v->rank - 1; d >= 0; d--) {
+            v->stride[d] = st;
+            st *= v->shape[d];
+        }
+    }
+    return TSL_OK;
+}
+
+/* After a compiled run: every low-bit output packed from its carrier (the
+ * rounding of docs/lowbit.md), the carriers freed. */
+static void args_uncarry(tsl_program *p, const interp_tensor *orig, char **owned, int pack)
+{
+    const lang_def *def = p->def;
+    for (int i = 0; i < def->ntensors; i++) {
+        if (!owned[i]) continue;
+        const lang_tensor *lt = def->tensors[i];
+        if (pack && (lt->flags & LANG_TENSOR_OUTPUT)) {
+            int64_t n = 1;
+            for (int d = 0; d < orig[i].rank; d++) n *= orig[i].shape[d];
+            tsl_dtype cdt = dtype_carrier(lt->dtype);
+            for (int64_t e = 0; e < n; e++) dtype_set(lt->dtype, orig[i].base, e, dtype_get(cdt, owned[i], e));
+        }
+        free(owned[i]);
+    }
 }
 
 tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target)
@@ -475,9 +523,23 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         return st;
     }
     diag_reset(&ctx->diag);
-    st = target == TSL_TARGET_CPU    ? api_compiled_run(p, a->bound, views, &ctx->diag)
-         : target == TSL_TARGET_CUDA ? api_compiled_cuda_run(p, a->bound, views, &ctx->diag)
-                                     : interp_run(a->bound, views, &ctx->diag);
+    if (target == TSL_TARGET_INTERP) {
+        st = interp_run(a->bound, views, &ctx->diag);
+    } else {
+        interp_tensor *cv = calloc((size_t)def->ntensors + 1, sizeof *cv);
+        char **owned = calloc((size_t)def->ntensors + 1, sizeof *owned);
+        if (!cv || !owned) st = api_error(ctx, TSL_ERR_NOMEM, "out of memory");
+        else memcpy(cv, views, (size_t)def->ntensors * sizeof *cv);
+        if (!st) st = args_carry(p, cv, owned);
+        if (!st) {
+            diag_reset(&ctx->diag);
+            st = target == TSL_TARGET_CPU ? api_compiled_run(p, a->bound, cv, &ctx->diag)
+                                          : api_compiled_cuda_run(p, a->bound, cv, &ctx->diag);
+        }
+        if (owned) args_uncarry(p, views, owned, st == TSL_OK);
+        free(owned);
+        free(cv);
+    }
     free(views);
     if (!st) a->ran = 1;
     return st;

@@ -101,7 +101,7 @@ int api_view_dense(const interp_tensor *v)
 /* Copy between a strided view and a C-order buffer (to_dense: view -> buf). */
 void api_view_copy(const interp_tensor *v, char *buf, int to_dense)
 {
-    size_t es = (size_t)(dtype_info_of(v->dtype)->bits / 8);
+    size_t es = tsl_dtype_size(v->dtype); /* byte-sized: packed views are dense */
     int64_t n = 1, idx[TSL_MAX_RANK] = {0};
     for (int d = 0; d < v->rank; d++) n *= v->shape[d];
     for (int64_t i = 0; i < n; i++) {
@@ -144,7 +144,7 @@ static tsl_status compiled_bind(const lang_def *def, const lang_bound *b, const 
             cb->shape[k] = b->shapes[i][k];
             n *= cb->shape[k];
         }
-        size_t bytes = (size_t)n * (size_t)(dtype_info_of(t->dtype)->bits / 8);
+        size_t bytes = tsl_dtype_nbytes(views[i].dtype, n); /* a low-bit tensor's carrier (args.c) */
         char *data = views[i].base;
         if (!api_view_dense(&views[i])) {
             cb->owned = calloc(bytes ? bytes : 1, 1);
@@ -159,7 +159,7 @@ static tsl_status compiled_bind(const lang_def *def, const lang_bound *b, const 
         cb->dl.data = data;
         cb->dl.device.device_type = kDLCPU;
         cb->dl.ndim = t->rank;
-        cb->dl.dtype = tsl_dtype_to_dlpack(t->dtype);
+        cb->dl.dtype = tsl_dtype_to_dlpack(views[i].dtype);
         cb->dl.shape = cb->shape;
         cb->dl.strides = NULL;
         tensors[i] = &cb->dl;

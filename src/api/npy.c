@@ -277,20 +277,31 @@ tsl_status tsl_npy_read(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
 
 /* ---- writing ----------------------------------------------------------- */
 
-/* Gather t's elements in C order into buf, converting bfloat16 to float32. */
+/* The dtype a tensor is written as: NumPy has no bfloat16 and no low-bit
+ * types, so bfloat16 and the low-bit floats go as float32, the low-bit
+ * integers as int8/uint8 (their logical values: docs/lowbit.md). */
+static tsl_dtype npy_file_dtype(tsl_dtype t)
+{
+    const dtype_info *d = dtype_info_of(t);
+    if (t == TSL_DTYPE_BF16 || (d->is_float && d->bits <= 8)) return TSL_DTYPE_F32;
+    if (!d->is_float && t != TSL_DTYPE_BOOL && d->bits < 8) return d->is_signed ? TSL_DTYPE_I8 : TSL_DTYPE_U8;
+    return t;
+}
+
+/* Gather t's elements in C order into buf, converted to npy_file_dtype. */
 static void npy_gather(const DLTensor *t, tsl_dtype dtype, unsigned char *buf, int64_t n)
 {
     int64_t strides[TSL_MAX_RANK], idx[TSL_MAX_RANK] = {0};
     api_tensor_strides(t, strides);
     size_t esize = tsl_dtype_size(dtype);
+    tsl_dtype fdt = npy_file_dtype(dtype);
     const unsigned char *base = (const unsigned char *)t->data + t->byte_offset;
     for (int64_t k = 0; k < n; k++) {
         int64_t off = 0;
         for (int d = 0; d < t->ndim; d++) off += idx[d] * strides[d];
         const unsigned char *src = base + off * (int64_t)esize;
-        if (dtype == TSL_DTYPE_BF16) {
-            float v = (float)dtype_load(dtype, src);
-            memcpy(buf + 4 * k, &v, 4);
+        if (fdt != dtype) {
+            dtype_set(fdt, buf, k, dtype_get(dtype, base, off));
         } else {
             memcpy(buf + (size_t)k * esize, src, esize);
         }
@@ -308,7 +319,7 @@ tsl_status tsl_npy_write(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
     tsl_dtype dtype;
     tsl_status st = api_tensor_check(ctx, t, "tsl_npy_write", &dtype);
     if (st) return st;
-    tsl_dtype file_dtype = dtype == TSL_DTYPE_BF16 ? TSL_DTYPE_F32 : dtype;
+    tsl_dtype file_dtype = npy_file_dtype(dtype);
     const char *descr = NULL;
     for (size_t i = 0; i < TSL_COUNTOF(npy_descrs); i++)
         if (npy_descrs[i].t == file_dtype) descr = npy_descrs[i].descr;

@@ -28,11 +28,10 @@ TSL_GIVE DLTensor *tsl_tensor_alloc(tsl_dtype dtype, int rank, const int64_t *sh
     if ((unsigned)dtype >= TSL_DTYPE_COUNT || rank < 0 || rank > TSL_MAX_RANK) return NULL;
     if (rank > 0 && !shape) return NULL;
     int64_t n = api_shape_numel(rank, shape);
-    size_t esize = tsl_dtype_size(dtype);
-    if (n < 0 || (uint64_t)n > SIZE_MAX / esize / 2) return NULL;
+    if (n < 0 || (uint64_t)n > SIZE_MAX / 16) return NULL;
     owned_tensor *o = calloc(1, sizeof *o);
     if (!o) return NULL;
-    size_t bytes = (size_t)n * esize;
+    size_t bytes = tsl_dtype_nbytes(dtype, n); /* packed for low-bit dtypes */
     /* round up for aligned_alloc; never 0 so that data is never NULL */
     size_t alloc = (bytes + 63) / 64 * 64;
     if (alloc == 0) alloc = 64;
@@ -99,6 +98,18 @@ tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *wha
                          "%s: unsupported DLPack dtype (code %d, %d bits, %d lanes)", what,
                          (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes);
     if (n > 0 && !t->data) return api_error(ctx, TSL_ERR_ARG, "%s: data is NULL", what);
+    if (dtype_is_packed(*dtype) && t->strides) { /* packed: compact C order only */
+        int64_t want = 1;
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            if (t->shape[d] > 1 && t->strides[d] != want)
+                return api_error(ctx, TSL_ERR_ARG,
+                                 "%s: a packed %s tensor must be compact (C order); dim %d has "
+                                 "stride %lld, not %lld",
+                                 what, tsl_dtype_name(*dtype), d, (long long)t->strides[d],
+                                 (long long)want);
+            want *= t->shape[d];
+        }
+    }
     return TSL_OK;
 }
 

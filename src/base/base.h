@@ -99,20 +99,86 @@ uint64_t hash_bytes(uint64_t h, const void *p, size_t n);
 uint64_t hash_str(uint64_t h, const char *s);
 uint64_t hash_u64(uint64_t h, uint64_t v);
 
-/* ---- dtypes ------------------------------------------------------------ */
+/* ---- dtypes ------------------------------------------------------------
+ * One descriptor per element type: every layer (the language, both
+ * interpreters, the tile IR, both generators, the API) reads a dtype's
+ * facts from here. Sizes are in bits; a tensor of a type whose width is
+ * not a multiple of 8 is packed (tessel.h). Floats carry exponent and
+ * mantissa bits and a bias: f16 = e5m10, bf16 = e8m7, f32 = e8m23, and
+ * every low-bit float<N>e<X>m<Y> has bias 2^(X-1)-1. */
+typedef enum dtype_kind { DT_FLOAT, DT_INT /* two's complement */, DT_UINT, DT_BOOL } dtype_kind;
+
+/* What the all-ones exponent means (lowbit_conv.h has the conversion). */
+typedef enum dtype_special {
+    DT_SPECIAL_FINITE = 0, /* none: every code is a finite value (f6e3m2, f4e2m1, ...) */
+    DT_SPECIAL_FN = 1,     /* no infinity; all-ones exponent and mantissa is NaN (f8e4m3) */
+    DT_SPECIAL_IEEE = 2    /* infinity and NaN as IEEE 754 (f16 bf16 f32 f64 f8e5m2) */
+} dtype_special;
+
+typedef struct dtype_desc {
+    uint8_t kind;     /* dtype_kind */
+    uint8_t bits;     /* storage bits of one element, 1..64 */
+    uint8_t exp, man; /* floats only */
+    int16_t bias;     /* floats only: 2^(exp-1) - 1 */
+    uint8_t special;  /* floats only: dtype_special */
+} dtype_desc;
+
+/* A descriptor from its defining fields (bias and policy follow from them:
+ * f8e4m3 is e4m3fn, f8e5m2 and the >= 16-bit floats are IEEE, every other
+ * float is finite only). Equality is on kind, bits, exp, man. */
+dtype_desc dtype_desc_make(dtype_kind kind, int bits, int exp, int man);
+int dtype_desc_eq(dtype_desc a, dtype_desc b);
+/* 1 for the low-bit floats that the lowbit_conv.h conversion handles
+ * (float<N>e<X>m<Y>, N <= 8). */
+int dtype_desc_is_lowfloat(dtype_desc d);
+/* 0 and *out set when d is one of tessel's dtypes (every descriptor the
+ * parser accepts is one). */
+int dtype_from_desc(dtype_desc d, tsl_dtype *out);
+
 typedef struct dtype_info {
-    const char *name; /* TC spelling */
+    const char *name;  /* TC spelling: float16, uint4, float6e3m2 */
+    const char *tname; /* tile IR spelling: f16, u4, f6e3m2 */
     int bits;
     int is_float, is_signed;
+    dtype_desc desc;
 } dtype_info;
 const dtype_info *dtype_info_of(tsl_dtype t);
-/* Parse a TC type name, including the aliases half, float, double. Returns
- * 0 on success. */
+static inline int dtype_is_float(tsl_dtype t) { return dtype_info_of(t)->is_float; }
+/* A packed type: its width is not a whole number of bytes. */
+static inline int dtype_is_packed(tsl_dtype t) { return dtype_info_of(t)->bits % 8 != 0; }
+/* Parse a TC type name (float16, uint4, float6e3m2, the aliases half,
+ * float, double). Returns 0 on success. dtype_parse_short also takes the
+ * tile IR's spellings (f16, u4, f6e3m2). */
 int dtype_parse(const char *name, size_t len, tsl_dtype *out);
-/* Convert one element to/from double (f16 and bf16 by rounding to nearest
- * even). */
+int dtype_parse_short(const char *name, size_t len, tsl_dtype *out);
+/* Convert one element to/from double. `base` is the tensor's first byte
+ * and `e` the element's offset in elements: element e lives at bit
+ * e * bits (dtype_load/store: a pointer to a byte-sized element). Floats
+ * are rounded as dtype_round says; integers of a store are wrapped to
+ * the width (dtype_store's historical C-cast rule: truncate toward zero,
+ * wrap through int64). */
+double dtype_get(tsl_dtype t, const void *base, int64_t e);
+void dtype_set(tsl_dtype t, void *base, int64_t e, double v);
 double dtype_load(tsl_dtype t, const void *p);
 void dtype_store(tsl_dtype t, void *p, double v);
+/* The raw bits of packed element e (low-bit types; any width <= 64 for
+ * byte-sized ones) and their store. */
+uint64_t dtype_get_bits(tsl_dtype t, const void *base, int64_t e);
+void dtype_set_bits(tsl_dtype t, void *base, int64_t e, uint64_t bits);
+/* v rounded to what float dtype t holds: f16/bf16 and the low-bit floats
+ * through float32 (then to nearest even, saturating), f32 to float, f64
+ * unchanged. */
+double dtype_round(tsl_dtype t, double v);
+/* The low-bit float conversion (lowbit_conv.h) for descriptor d. */
+float dtype_lowfloat_decode(dtype_desc d, uint32_t code);
+uint32_t dtype_lowfloat_encode(dtype_desc d, float x);
+/* The dtype a low-bit tensor crosses into generated kernels as (its exact
+ * logical values, sched/lowbit.c): int8/uint8 for the packed integers,
+ * float32 for the low-bit floats; every other dtype is its own. */
+tsl_dtype dtype_carrier(tsl_dtype t);
+/* Smallest and largest value of an integer dtype of any width <= 63 bits. */
+int64_t dtype_int_min(tsl_dtype t);
+int64_t dtype_int_max(tsl_dtype t);
 uint16_t f32_to_f16(float f);
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);

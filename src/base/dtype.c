@@ -1,49 +1,148 @@
-/* dtype.c — the dtype table: names, widths, DLPack codes, element
- * conversion to and from double. One row per dtype. */
+/* dtype.c — the dtype table and descriptors: names (TC and tile IR
+ * spellings), widths, DLPack codes, and element access to and from double
+ * at any bit width (packed low-bit tensors included). One row per dtype;
+ * conversions of the floats live in dtype_conv.c. */
 #include <string.h>
 
 #include "base.h"
 
 /* DLPack before 0.8 (Debian's libdlpack-dev is 0.6) has no kDLBool; its
- * value in later versions is 6, which is what NumPy and PyTorch produce. */
+ * value in later versions is 6, which is what NumPy and PyTorch produce.
+ * The 8-, 6- and 4-bit float codes are DLPack 1.1's; the other low-bit
+ * floats have none, and tessel describes them as code 0x80 + exponent bits
+ * with their width in `bits` (its own extension, never produced by others). */
 #if DLPACK_VERSION < 80
 #define TSL_DL_BOOL 6
 #else
 #define TSL_DL_BOOL kDLBool
 #endif
+#define TSL_DL_F8E4M3FN 10
+#define TSL_DL_F8E5M2 12
+#define TSL_DL_F6E2M3FN 15
+#define TSL_DL_F6E3M2FN 16
+#define TSL_DL_F4E2M1FN 17
+#define TSL_DL_LOWFLOAT(x) (0x80 + (x))
 
-/*      enum            name        bits float signed dlpack code */
-#define DTYPE_ROWS(X)                                         \
-    X(TSL_DTYPE_F16,  "float16",  16, 1, 1, kDLFloat)         \
-    X(TSL_DTYPE_BF16, "bfloat16", 16, 1, 1, kDLBfloat)        \
-    X(TSL_DTYPE_F32,  "float32",  32, 1, 1, kDLFloat)         \
-    X(TSL_DTYPE_F64,  "float64",  64, 1, 1, kDLFloat)         \
-    X(TSL_DTYPE_I8,   "int8",      8, 0, 1, kDLInt)           \
-    X(TSL_DTYPE_I16,  "int16",    16, 0, 1, kDLInt)           \
-    X(TSL_DTYPE_I32,  "int32",    32, 0, 1, kDLInt)           \
-    X(TSL_DTYPE_I64,  "int64",    64, 0, 1, kDLInt)           \
-    X(TSL_DTYPE_U8,   "uint8",     8, 0, 0, kDLUInt)          \
-    X(TSL_DTYPE_U16,  "uint16",   16, 0, 0, kDLUInt)          \
-    X(TSL_DTYPE_U32,  "uint32",   32, 0, 0, kDLUInt)          \
-    X(TSL_DTYPE_U64,  "uint64",   64, 0, 0, kDLUInt)          \
-    X(TSL_DTYPE_BOOL, "bool",      8, 0, 0, TSL_DL_BOOL)
+/* enum, TC name, tile IR name, kind, bits, exponent, mantissa, DLPack code */
+#define DTYPE_ROWS(X) \
+    X(TSL_DTYPE_F16,  "float16",  "f16",  DT_FLOAT, 16, 5, 10, kDLFloat) \
+    X(TSL_DTYPE_BF16, "bfloat16", "bf16", DT_FLOAT, 16, 8, 7,  kDLBfloat) \
+    X(TSL_DTYPE_F32,  "float32",  "f32",  DT_FLOAT, 32, 8, 23, kDLFloat) \
+    X(TSL_DTYPE_F64,  "float64",  "f64",  DT_FLOAT, 64, 11, 52, kDLFloat) \
+    X(TSL_DTYPE_I8, "int8", "i8", DT_INT, 8, 0, 0, kDLInt) \
+    X(TSL_DTYPE_I16, "int16", "i16", DT_INT, 16, 0, 0, kDLInt) \
+    X(TSL_DTYPE_I32, "int32", "i32", DT_INT, 32, 0, 0, kDLInt) \
+    X(TSL_DTYPE_I64, "int64", "i64", DT_INT, 64, 0, 0, kDLInt) \
+    X(TSL_DTYPE_U8, "uint8", "u8", DT_UINT, 8, 0, 0, kDLUInt) \
+    X(TSL_DTYPE_U16, "uint16", "u16", DT_UINT, 16, 0, 0, kDLUInt) \
+    X(TSL_DTYPE_U32, "uint32", "u32", DT_UINT, 32, 0, 0, kDLUInt) \
+    X(TSL_DTYPE_U64, "uint64", "u64", DT_UINT, 64, 0, 0, kDLUInt) \
+    X(TSL_DTYPE_BOOL, "bool", "bool", DT_BOOL, 8, 0, 0, TSL_DL_BOOL) \
+    X(TSL_DTYPE_U1, "uint1", "u1", DT_UINT, 1, 0, 0, kDLUInt) \
+    X(TSL_DTYPE_U2, "uint2", "u2", DT_UINT, 2, 0, 0, kDLUInt) \
+    X(TSL_DTYPE_U3, "uint3", "u3", DT_UINT, 3, 0, 0, kDLUInt) \
+    X(TSL_DTYPE_U4, "uint4", "u4", DT_UINT, 4, 0, 0, kDLUInt) \
+    X(TSL_DTYPE_U5, "uint5", "u5", DT_UINT, 5, 0, 0, kDLUInt) \
+    X(TSL_DTYPE_U6, "uint6", "u6", DT_UINT, 6, 0, 0, kDLUInt) \
+    X(TSL_DTYPE_U7, "uint7", "u7", DT_UINT, 7, 0, 0, kDLUInt) \
+    X(TSL_DTYPE_I2, "int2", "i2", DT_INT, 2, 0, 0, kDLInt) \
+    X(TSL_DTYPE_I3, "int3", "i3", DT_INT, 3, 0, 0, kDLInt) \
+    X(TSL_DTYPE_I4, "int4", "i4", DT_INT, 4, 0, 0, kDLInt) \
+    X(TSL_DTYPE_I5, "int5", "i5", DT_INT, 5, 0, 0, kDLInt) \
+    X(TSL_DTYPE_I6, "int6", "i6", DT_INT, 6, 0, 0, kDLInt) \
+    X(TSL_DTYPE_I7, "int7", "i7", DT_INT, 7, 0, 0, kDLInt) \
+    X(TSL_DTYPE_F3E1M1, "float3e1m1", "f3e1m1", DT_FLOAT, 3, 1, 1, TSL_DL_LOWFLOAT(1)) \
+    X(TSL_DTYPE_F3E2M0, "float3e2m0", "f3e2m0", DT_FLOAT, 3, 2, 0, TSL_DL_LOWFLOAT(2)) \
+    X(TSL_DTYPE_F4E1M2, "float4e1m2", "f4e1m2", DT_FLOAT, 4, 1, 2, TSL_DL_LOWFLOAT(1)) \
+    X(TSL_DTYPE_F4E2M1, "float4e2m1", "f4e2m1", DT_FLOAT, 4, 2, 1, TSL_DL_F4E2M1FN) \
+    X(TSL_DTYPE_F4E3M0, "float4e3m0", "f4e3m0", DT_FLOAT, 4, 3, 0, TSL_DL_LOWFLOAT(3)) \
+    X(TSL_DTYPE_F5E1M3, "float5e1m3", "f5e1m3", DT_FLOAT, 5, 1, 3, TSL_DL_LOWFLOAT(1)) \
+    X(TSL_DTYPE_F5E2M2, "float5e2m2", "f5e2m2", DT_FLOAT, 5, 2, 2, TSL_DL_LOWFLOAT(2)) \
+    X(TSL_DTYPE_F5E3M1, "float5e3m1", "f5e3m1", DT_FLOAT, 5, 3, 1, TSL_DL_LOWFLOAT(3)) \
+    X(TSL_DTYPE_F5E4M0, "float5e4m0", "f5e4m0", DT_FLOAT, 5, 4, 0, TSL_DL_LOWFLOAT(4)) \
+    X(TSL_DTYPE_F6E1M4, "float6e1m4", "f6e1m4", DT_FLOAT, 6, 1, 4, TSL_DL_LOWFLOAT(1)) \
+    X(TSL_DTYPE_F6E2M3, "float6e2m3", "f6e2m3", DT_FLOAT, 6, 2, 3, TSL_DL_F6E2M3FN) \
+    X(TSL_DTYPE_F6E3M2, "float6e3m2", "f6e3m2", DT_FLOAT, 6, 3, 2, TSL_DL_F6E3M2FN) \
+    X(TSL_DTYPE_F6E4M1, "float6e4m1", "f6e4m1", DT_FLOAT, 6, 4, 1, TSL_DL_LOWFLOAT(4)) \
+    X(TSL_DTYPE_F6E5M0, "float6e5m0", "f6e5m0", DT_FLOAT, 6, 5, 0, TSL_DL_LOWFLOAT(5)) \
+    X(TSL_DTYPE_F7E1M5, "float7e1m5", "f7e1m5", DT_FLOAT, 7, 1, 5, TSL_DL_LOWFLOAT(1)) \
+    X(TSL_DTYPE_F7E2M4, "float7e2m4", "f7e2m4", DT_FLOAT, 7, 2, 4, TSL_DL_LOWFLOAT(2)) \
+    X(TSL_DTYPE_F7E3M3, "float7e3m3", "f7e3m3", DT_FLOAT, 7, 3, 3, TSL_DL_LOWFLOAT(3)) \
+    X(TSL_DTYPE_F7E4M2, "float7e4m2", "f7e4m2", DT_FLOAT, 7, 4, 2, TSL_DL_LOWFLOAT(4)) \
+    X(TSL_DTYPE_F7E5M1, "float7e5m1", "f7e5m1", DT_FLOAT, 7, 5, 1, TSL_DL_LOWFLOAT(5)) \
+    X(TSL_DTYPE_F7E6M0, "float7e6m0", "f7e6m0", DT_FLOAT, 7, 6, 0, TSL_DL_LOWFLOAT(6)) \
+    X(TSL_DTYPE_F8E1M6, "float8e1m6", "f8e1m6", DT_FLOAT, 8, 1, 6, TSL_DL_LOWFLOAT(1)) \
+    X(TSL_DTYPE_F8E2M5, "float8e2m5", "f8e2m5", DT_FLOAT, 8, 2, 5, TSL_DL_LOWFLOAT(2)) \
+    X(TSL_DTYPE_F8E3M4, "float8e3m4", "f8e3m4", DT_FLOAT, 8, 3, 4, TSL_DL_LOWFLOAT(3)) \
+    X(TSL_DTYPE_F8E4M3, "float8e4m3", "f8e4m3", DT_FLOAT, 8, 4, 3, TSL_DL_F8E4M3FN) \
+    X(TSL_DTYPE_F8E5M2, "float8e5m2", "f8e5m2", DT_FLOAT, 8, 5, 2, TSL_DL_F8E5M2) \
+    X(TSL_DTYPE_F8E6M1, "float8e6m1", "f8e6m1", DT_FLOAT, 8, 6, 1, TSL_DL_LOWFLOAT(6)) \
+    X(TSL_DTYPE_F8E7M0, "float8e7m0", "f8e7m0", DT_FLOAT, 8, 7, 0, TSL_DL_LOWFLOAT(7))
 
-static const dtype_info infos[] = {
-#define ROW(e, n, b, f, s, c) [e] = {n, b, f, s},
+static dtype_info infos[] = {
+#define ROW(e, n, tn, k, b, x, m, c) [e] = {n, tn, b, k == DT_FLOAT, k == DT_INT || k == DT_FLOAT, {k, b, x, m, 0, 0}},
     DTYPE_ROWS(ROW)
 #undef ROW
 };
 static const uint8_t dl_codes[] = {
-#define ROW(e, n, b, f, s, c) [e] = c,
+#define ROW(e, n, tn, k, b, x, m, c) [e] = c,
     DTYPE_ROWS(ROW)
 #undef ROW
 };
 _Static_assert(TSL_COUNTOF(infos) == TSL_DTYPE_COUNT, "one row per dtype");
+_Static_assert(TSL_COUNTOF(dl_codes) == TSL_DTYPE_COUNT, "one row per dtype");
+
+dtype_desc dtype_desc_make(dtype_kind kind, int bits, int exp, int man)
+{
+    dtype_desc d = {(uint8_t)kind, (uint8_t)bits, 0, 0, 0, 0};
+    if (kind != DT_FLOAT) return d;
+    d.exp = (uint8_t)exp;
+    d.man = (uint8_t)man;
+    d.bias = (int16_t)((1 << (exp - 1)) - 1);
+    if (bits >= 16 || (bits == 8 && exp == 5)) d.special = DT_SPECIAL_IEEE;
+    else if (bits == 8 && exp == 4) d.special = DT_SPECIAL_FN;
+    else d.special = DT_SPECIAL_FINITE;
+    return d;
+}
+
+int dtype_desc_eq(dtype_desc a, dtype_desc b)
+{
+    return a.kind == b.kind && a.bits == b.bits && a.exp == b.exp && a.man == b.man;
+}
+
+int dtype_desc_is_lowfloat(dtype_desc d)
+{
+    return d.kind == DT_FLOAT && d.bits <= 8;
+}
+
+/* The descriptors' derived fields, filled once (the rows give only the
+ * defining four). Races are benign: every thread writes the same bytes. */
+static void infos_init(void)
+{
+    static int done;
+    if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return;
+    for (int i = 0; i < TSL_DTYPE_COUNT; i++) {
+        dtype_desc d = infos[i].desc;
+        infos[i].desc = dtype_desc_make((dtype_kind)d.kind, d.bits, d.exp, d.man);
+    }
+    __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+}
 
 const dtype_info *dtype_info_of(tsl_dtype t)
 {
     TSL_ASSERT((unsigned)t < TSL_DTYPE_COUNT);
+    infos_init();
     return &infos[t];
+}
+
+int dtype_from_desc(dtype_desc d, tsl_dtype *out)
+{
+    for (int i = 0; i < TSL_DTYPE_COUNT; i++)
+        if (dtype_desc_eq(infos[i].desc, d)) {
+            *out = (tsl_dtype)i;
+            return 0;
+        }
+    return -1;
 }
 
 const char *tsl_dtype_name(tsl_dtype t)
@@ -51,9 +150,20 @@ const char *tsl_dtype_name(tsl_dtype t)
     return (unsigned)t < TSL_DTYPE_COUNT ? infos[t].name : "?";
 }
 
+int tsl_dtype_bits(tsl_dtype t)
+{
+    return (unsigned)t < TSL_DTYPE_COUNT ? infos[t].bits : 0;
+}
+
 size_t tsl_dtype_size(tsl_dtype t)
 {
-    return (unsigned)t < TSL_DTYPE_COUNT ? (size_t)infos[t].bits / 8 : 0;
+    return (unsigned)t < TSL_DTYPE_COUNT && infos[t].bits % 8 == 0 ? (size_t)infos[t].bits / 8 : 0;
+}
+
+size_t tsl_dtype_nbytes(tsl_dtype t, int64_t n)
+{
+    if ((unsigned)t >= TSL_DTYPE_COUNT || n <= 0) return 0;
+    return (size_t)(((uint64_t)n * (uint64_t)infos[t].bits + 7) / 8);
 }
 
 int tsl_dtype_from_dlpack(DLDataType d, tsl_dtype *out)
@@ -99,89 +209,70 @@ int dtype_parse(const char *name, size_t len, tsl_dtype *out)
     return -1;
 }
 
-uint16_t f32_to_f16(float f)
+int dtype_parse_short(const char *name, size_t len, tsl_dtype *out)
 {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    uint32_t exp = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
-    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    int e = (int)exp - 127 + 15;
-    if (e >= 31) return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) {
-        if (e < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        int shift = 14 - e;
-        uint32_t half = mant >> shift, rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (half & 1))) half++;
-        return (uint16_t)(sign | half);
-    }
-    uint32_t half = sign | ((uint32_t)e << 10) | (mant >> 13);
-    uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (half & 1))) half++;
-    return (uint16_t)half;
-}
-
-float f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-    uint32_t x;
-    if (exp == 0) {
-        if (!mant) {
-            x = sign;
-        } else {
-            int e = -1;
-            do {
-                e++;
-                mant <<= 1;
-            } while (!(mant & 0x400u));
-            x = sign | ((uint32_t)(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    for (int i = 0; i < TSL_DTYPE_COUNT; i++) {
+        if (strlen(infos[i].tname) == len && !memcmp(infos[i].tname, name, len)) {
+            *out = (tsl_dtype)i;
+            return 0;
         }
-    } else if (exp == 31) {
-        x = sign | 0x7f800000u | (mant << 13);
-    } else {
-        x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
     }
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
+    return dtype_parse(name, len, out);
 }
 
-uint16_t f32_to_bf16(float f)
+tsl_dtype dtype_carrier(tsl_dtype t)
 {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
+    const dtype_info *d = dtype_info_of(t);
+    if (d->is_float && d->bits <= 8) return TSL_DTYPE_F32;
+    if (d->bits < 8 && t != TSL_DTYPE_BOOL) return d->is_signed ? TSL_DTYPE_I8 : TSL_DTYPE_U8;
+    return t;
 }
 
-float bf16_to_f32(uint16_t h)
+int64_t dtype_int_min(tsl_dtype t)
 {
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
+    const dtype_info *d = dtype_info_of(t);
+    if (d->desc.kind != DT_INT) return 0;
+    return d->bits >= 64 ? INT64_MIN : -((int64_t)1 << (d->bits - 1));
 }
 
-double dtype_load(tsl_dtype t, const void *p)
+int64_t dtype_int_max(tsl_dtype t)
 {
-    switch (t) {
-    case TSL_DTYPE_F16: { uint16_t v; memcpy(&v, p, 2); return f16_to_f32(v); }
-    case TSL_DTYPE_BF16: { uint16_t v; memcpy(&v, p, 2); return bf16_to_f32(v); }
-    case TSL_DTYPE_F32: { float v; memcpy(&v, p, 4); return v; }
-    case TSL_DTYPE_F64: { double v; memcpy(&v, p, 8); return v; }
-    case TSL_DTYPE_I8: return *(const int8_t *)p;
-    case TSL_DTYPE_I16: { int16_t v; memcpy(&v, p, 2); return v; }
-    case TSL_DTYPE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case TSL_DTYPE_I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
-    case TSL_DTYPE_U8: return *(const uint8_t *)p;
-    case TSL_DTYPE_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case TSL_DTYPE_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
-    case TSL_DTYPE_U64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
-    case TSL_DTYPE_BOOL: return *(const uint8_t *)p != 0;
-    default: TSL_ASSERT(0 && "bad dtype");
+    const dtype_info *d = dtype_info_of(t);
+    if (d->desc.kind == DT_BOOL) return 1;
+    if (d->desc.kind == DT_INT) return d->bits >= 64 ? INT64_MAX : ((int64_t)1 << (d->bits - 1)) - 1;
+    return d->bits >= 64 ? -1 /* the bit pattern of UINT64_MAX */ : (int64_t)(((uint64_t)1 << d->bits) - 1);
+}
+
+/* ---- element access ---------------------------------------------------------- */
+
+uint64_t dtype_get_bits(tsl_dtype t, const void *base, int64_t e)
+{
+    int bits = dtype_info_of(t)->bits;
+    const uint8_t *p = base;
+    if (bits % 8 == 0) {
+        uint64_t u = 0;
+        memcpy(&u, p + (ptrdiff_t)e * (bits / 8), (size_t)(bits / 8)); /* little-endian host */
+        return u;
     }
+    uint64_t at = (uint64_t)e * (uint64_t)bits;
+    unsigned w = p[at / 8], s = (unsigned)(at % 8);
+    if (s + (unsigned)bits > 8) w |= (unsigned)p[at / 8 + 1] << 8;
+    return (w >> s) & ((1u << bits) - 1);
+}
+
+void dtype_set_bits(tsl_dtype t, void *base, int64_t e, uint64_t u)
+{
+    int bits = dtype_info_of(t)->bits;
+    uint8_t *p = base;
+    if (bits % 8 == 0) {
+        memcpy(p + (ptrdiff_t)e * (bits / 8), &u, (size_t)(bits / 8));
+        return;
+    }
+    uint64_t at = (uint64_t)e * (uint64_t)bits;
+    unsigned s = (unsigned)(at % 8), mask = ((1u << bits) - 1) << s, v = ((unsigned)u << s) & mask;
+    p[at / 8] = (uint8_t)((p[at / 8] & ~mask) | v);
+    if (s + (unsigned)bits > 8)
+        p[at / 8 + 1] = (uint8_t)((p[at / 8 + 1] & ~(mask >> 8)) | (v >> 8));
 }
 
 /* Integers: truncate toward zero and wrap like a C cast through int64 (NaN
@@ -198,24 +289,101 @@ static uint64_t to_u64(double v)
     return v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v;
 }
 
+/* The value a code of dtype t stands for. */
+static double bits_value(tsl_dtype t, uint64_t u)
+{
+    const dtype_info *d = dtype_info_of(t);
+    switch (d->desc.kind) {
+    case DT_FLOAT:
+        switch (d->bits) {
+        case 16: return d->desc.exp == 5 ? f16_to_f32((uint16_t)u) : bf16_to_f32((uint16_t)u);
+        case 32: { float f; uint32_t x = (uint32_t)u; memcpy(&f, &x, 4); return f; }
+        case 64: { double f; memcpy(&f, &u, 8); return f; }
+        default: return dtype_lowfloat_decode(d->desc, (uint32_t)u);
+        }
+    case DT_BOOL: return u != 0;
+    case DT_INT:
+        if (d->bits < 64 && (u >> (d->bits - 1)) & 1) u |= ~(((uint64_t)1 << d->bits) - 1);
+        return (double)(int64_t)u;
+    default: return (double)u;
+    }
+}
+
+/* The code of dtype t holding v (floats rounded, integers wrapped). */
+static uint64_t value_bits(tsl_dtype t, double v)
+{
+    const dtype_info *d = dtype_info_of(t);
+    uint64_t mask = d->bits >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << d->bits) - 1;
+    switch (d->desc.kind) {
+    case DT_FLOAT:
+        switch (d->bits) {
+        case 16: return d->desc.exp == 5 ? f32_to_f16((float)v) : f32_to_bf16((float)v);
+        case 32: { float f = (float)v; uint32_t x; memcpy(&x, &f, 4); return x; }
+        case 64: { uint64_t x; memcpy(&x, &v, 8); return x; }
+        default: return dtype_lowfloat_encode(d->desc, (float)v);
+        }
+    case DT_BOOL: return v != 0;
+    case DT_INT: return (uint64_t)to_i64(v) & mask;
+    default: return to_u64(v) & mask;
+    }
+}
+
+double dtype_get(tsl_dtype t, const void *base, int64_t e)
+{
+    return bits_value(t, dtype_get_bits(t, base, e));
+}
+
+void dtype_set(tsl_dtype t, void *base, int64_t e, double v)
+{
+    dtype_set_bits(t, base, e, value_bits(t, v));
+}
+
+double dtype_load(tsl_dtype t, const void *p)
+{
+    return dtype_get(t, p, 0);
+}
+
 void dtype_store(tsl_dtype t, void *p, double v)
 {
-    switch (t) {
-    case TSL_DTYPE_F16: { uint16_t h = f32_to_f16((float)v); memcpy(p, &h, 2); break; }
-    case TSL_DTYPE_BF16: { uint16_t h = f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
-    case TSL_DTYPE_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
-    case TSL_DTYPE_F64: memcpy(p, &v, 8); break;
-    case TSL_DTYPE_I8: *(int8_t *)p = (int8_t)to_i64(v); break;
-    case TSL_DTYPE_I16: { int16_t x = (int16_t)to_i64(v); memcpy(p, &x, 2); break; }
-    case TSL_DTYPE_I32: { int32_t x = (int32_t)to_i64(v); memcpy(p, &x, 4); break; }
-    case TSL_DTYPE_I64: { int64_t x = to_i64(v); memcpy(p, &x, 8); break; }
-    case TSL_DTYPE_U8: *(uint8_t *)p = (uint8_t)to_u64(v); break;
-    case TSL_DTYPE_U16: { uint16_t x = (uint16_t)to_u64(v); memcpy(p, &x, 2); break; }
-    case TSL_DTYPE_U32: { uint32_t x = (uint32_t)to_u64(v); memcpy(p, &x, 4); break; }
-    case TSL_DTYPE_U64: { uint64_t x = to_u64(v); memcpy(p, &x, 8); break; }
-    case TSL_DTYPE_BOOL: *(uint8_t *)p = v != 0; break;
-    default: TSL_ASSERT(0 && "bad dtype");
+    dtype_set(t, p, 0, v);
+}
+
+double dtype_round(tsl_dtype t, double v)
+{
+    const dtype_info *d = dtype_info_of(t);
+    if (d->desc.kind != DT_FLOAT || d->bits == 64) return v;
+    if (d->bits == 32) return (float)v;
+    return bits_value(t, value_bits(t, v));
+}
+
+/* ---- pack / unpack ------------------------------------------------------------ */
+
+tsl_status tsl_pack(tsl_dtype t, const double *values, int64_t n, void *out, int64_t *first_bad)
+{
+    if ((unsigned)t >= TSL_DTYPE_COUNT || n < 0 || (n && (!values || !out))) return TSL_ERR_ARG;
+    const dtype_info *d = dtype_info_of(t);
+    size_t nb = tsl_dtype_nbytes(t, n);
+    if (nb) ((uint8_t *)out)[nb - 1] = 0; /* bits past the last element */
+    for (int64_t i = 0; i < n; i++) {
+        double v = values[i];
+        if (d->desc.kind == DT_INT || d->desc.kind == DT_UINT) {
+            int ok = v == v && v == (double)(int64_t)v;
+            if (ok && d->bits < 64) ok = v >= (double)dtype_int_min(t) && v <= (double)dtype_int_max(t);
+            if (!ok) {
+                if (first_bad) *first_bad = i;
+                return TSL_ERR_ARG;
+            }
+        }
+        dtype_set(t, out, i, v);
     }
+    return TSL_OK;
+}
+
+tsl_status tsl_unpack(tsl_dtype t, const void *packed, int64_t n, double *out)
+{
+    if ((unsigned)t >= TSL_DTYPE_COUNT || n < 0 || (n && (!packed || !out))) return TSL_ERR_ARG;
+    for (int64_t i = 0; i < n; i++) out[i] = dtype_get(t, packed, i);
+    return TSL_OK;
 }
 
 const char *tsl_status_name(tsl_status s)

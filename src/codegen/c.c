@@ -32,6 +32,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/lowbit_conv.h"
 #include "codegen/c_int.h"
 #include "runtime/runtime.h"
 #include "tile/pipeline.h"
@@ -148,6 +149,8 @@ static const char cgc_prelude[] =
     "    if (sgn && ((u >> (bits - 1)) & 1u)) return (int64_t)(u | ~mask);\n"
     "    return (int64_t)u;\n"
     "}\n"
+    /* the low-bit float conversion, the same text tessel compiles (base/lowbit_conv.h) */
+    TSL_LOWBIT_STR(TSL_LOWBIT_CONV_SRC(TSL_HELPER)) "\n"
     "/* a double stored into integer memory (NaN and out of range give 0) */\n"
     "TSL_HELPER int64_t tsl_sti(double v)\n"
     "{\n"

@@ -74,8 +74,8 @@ static int dt_bf16(tile_dtype t)
 /* Is dt one the generator holds (the 13 byte-sized tessel dtypes)? */
 int cgc_dt_ok(tile_dtype t)
 {
-    tsl_dtype x;
-    return tile_dtype_to_tsl(t, &x) == 0;
+    tsl_dtype x; /* packed and low-bit float memory: not yet (scheduled plans hold carriers, sched/lowbit.c) */
+    return tile_dtype_to_tsl(t, &x) == 0 && !dtype_is_packed(x) && !dtype_desc_is_lowfloat(t);
 }
 
 /* C type of an element in memory (global, shared). */
@@ -109,7 +109,7 @@ int64_t cgc_reg_size(tile_dtype t)
 int cgc_dt_reg_ok(tile_dtype t)
 {
     if (t.kind == TILE_DT_INT || t.kind == TILE_DT_UINT) return t.bits >= 1 && t.bits <= 64;
-    return cgc_dt_ok(t);
+    return cgc_dt_ok(t) || dtype_desc_is_lowfloat(t); /* a low-bit float register holds its value */
 }
 
 /* An int64 expression wrapped to integer register dtype t. */
@@ -126,6 +126,9 @@ char *cgc_rnd(cgc *c, tile_dtype t, const char *v)
 {
     if (dt_f16(t)) return arena_printf(c->ar, "tsl_rf16(%s)", v);
     if (dt_bf16(t)) return arena_printf(c->ar, "tsl_rbf16(%s)", v);
+    if (dtype_desc_is_lowfloat(t)) /* a low-bit float register holds its value as a float */
+        return arena_printf(c->ar, "tsl_lbdec(tsl_lbenc((float)(%s), %d, %d, %d, %d), %d, %d, %d, %d)", v, t.exp,
+                            t.man, t.bias, t.special, t.exp, t.man, t.bias, t.special);
     if (t.kind == TILE_DT_FLOAT) return arena_printf(c->ar, "(%s)(%s)", cgc_reg_ctype(t), v);
     if (t.kind == TILE_DT_BOOL) return arena_printf(c->ar, "(uint8_t)((%s) != 0)", v);
     return arena_printf(c->ar, "(%s)tsl_rint(%s, %d, %d)", cgc_reg_ctype(t), v, t.bits,

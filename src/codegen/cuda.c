@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lowbit_conv.h"
 #include "codegen/cuda.h"
 #include "codegen/cuda_int.h"
 #include "layout/layout.h"
@@ -74,6 +75,7 @@ const char *cg_ctype(tile_dtype dt)
     tsl_dtype t;
     if ((dt.kind == TILE_DT_INT || dt.kind == TILE_DT_UINT) && dt.bits >= 1 && dt.bits < 8)
         return lowbit[dt.kind == TILE_DT_UINT][dt.bits];
+    if (dtype_desc_is_lowfloat(dt)) return "float"; /* registers only: the value (cg_lowfloat_round) */
     if (tile_dtype_to_tsl(dt, &t)) return NULL;
     switch (t) {
     case TSL_DTYPE_F16: return "tsl_f16";
@@ -108,8 +110,8 @@ int cg_is_float_math(tile_dtype dt)
 tsl_status cg_check_dtype(cg *c, const tile_value *v)
 {
     char nb[16];
-    if (cg_ctype(v->type.dt) && (v->type.dt.bits % 8 == 0 || v->kind != TILE_V_TENSOR ||
-                                 v->type.space == TILE_REGISTER))
+    if (cg_ctype(v->type.dt) && ((v->type.dt.bits % 8 == 0 && !dtype_desc_is_lowfloat(v->type.dt)) ||
+                                 v->kind != TILE_V_TENSOR || v->type.space == TILE_REGISTER))
         return TSL_OK;
     if (cg_ctype(v->type.dt))
         return cg_err(c, TSL_ERR_UNAVAILABLE,
@@ -832,6 +834,8 @@ static const char prelude[] =
     "        return r;\n"
     "    }\n"
     "};\n"
+    "/* the low-bit float conversion, the same text tessel compiles (base/lowbit_conv.h) */\n"
+    TSL_LOWBIT_STR(TSL_LOWBIT_CONV_SRC(static __device__ __forceinline__)) "\n"
     "/* integer values as long long (integer elementwise math) */\n"
     "#define TSL_II(T) static __device__ __forceinline__ long long tsl_i(T x) { return (long long)x; }\n"
     "TSL_II(signed char) TSL_II(short) TSL_II(int) TSL_II(long long) TSL_II(unsigned char)\n"

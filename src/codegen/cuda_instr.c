@@ -985,7 +985,11 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
             cg_line(c, "}");
             goto done;
         }
-        if (tile_dtype_eq(xv->type.dt, dv->type.dt))
+        tile_dtype ld = dv->type.dt;
+        if (dtype_desc_is_lowfloat(ld)) /* round to the low-bit float; the register holds its value */
+            sb_printf(&e, "tsl_lbdec(tsl_lbenc((float)tsl_c(%s[l]), %d, %d, %d, %d), %d, %d, %d, %d)", cg_name(c, xv),
+                      ld.exp, ld.man, ld.bias, ld.special, ld.exp, ld.man, ld.bias, ld.special);
+        else if (tile_dtype_eq(xv->type.dt, dv->type.dt))
             sb_printf(&e, "%s[l]", cg_name(c, xv));
         else if (xv->type.dt.kind != TILE_DT_FLOAT && dv->type.dt.kind != TILE_DT_FLOAT)
             sb_printf(&e, "tsl_to<%s>::f(tsl_i(%s[l]))", dt, cg_name(c, xv));
@@ -1016,7 +1020,7 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
                     in->op != TILE_I_POW;
         for (int k = 0; k < n; k++) {
             tile_dtype kdt = odt;
-            if (k == 0 && in->op == TILE_I_SELECT) kdt = (tile_dtype){TILE_DT_BOOL, 8, 0, 0};
+            if (k == 0 && in->op == TILE_I_SELECT) kdt = tile_dtype_from_tsl(TSL_DTYPE_BOOL);
             if (!ew_operand(c, &in->args[k], &rd, kdt, &x[k])) goto done;
             if (imath) {
                 /* tsl_c(...) -> tsl_i(...) for this operand */

@@ -31,61 +31,31 @@ typedef struct interp_val {
 typedef struct interp_state {
     const lang_bound *b;
     const lang_def *def;
-    interp_tensor *t; /* def->ntensors, temporaries allocated; strides in BYTES */
+    interp_tensor *t; /* def->ntensors, temporaries allocated; strides in elements */
     int64_t *var;     /* values of the current statement's index variables */
     tsl_diag *d;
 } interp_state;
 
 /* ---- dtype helpers -------------------------------------------------------- */
 
-/* The float dtypes are the first four enumerators (tessel.h). */
-_Static_assert(TSL_DTYPE_F16 == 0 && TSL_DTYPE_BF16 == 1 && TSL_DTYPE_F32 == 2 &&
-                   TSL_DTYPE_F64 == 3,
-               "float dtypes first");
-static int is_float(tsl_dtype t) { return t <= TSL_DTYPE_F64; }
+static int is_float(tsl_dtype t) { return dtype_is_float(t); }
 
-/* Wrap v to the width and signedness of integer dtype t, as a C conversion. */
+/* Wrap v to the width and signedness of integer dtype t, as a C conversion
+ * (any width: the low-bit integers too). */
 static int64_t wrap_int(tsl_dtype t, int64_t v)
 {
-    switch (t) {
-    case TSL_DTYPE_I8: return (int8_t)v;
-    case TSL_DTYPE_I16: return (int16_t)v;
-    case TSL_DTYPE_I32: return (int32_t)v;
-    case TSL_DTYPE_U8: return (uint8_t)v;
-    case TSL_DTYPE_U16: return (uint16_t)v;
-    case TSL_DTYPE_U32: return (uint32_t)v;
-    case TSL_DTYPE_BOOL: return v != 0;
-    default: return v; /* I64; U64 keeps its bit pattern */
-    }
+    const dtype_info *d = dtype_info_of(t);
+    if (d->desc.kind == DT_BOOL) return v != 0;
+    if (d->bits >= 64) return v; /* I64; U64 keeps its bit pattern */
+    uint64_t mask = ((uint64_t)1 << d->bits) - 1, u = (uint64_t)v & mask;
+    if (d->desc.kind == DT_INT && (u >> (d->bits - 1)) & 1) u |= ~mask;
+    return (int64_t)u;
 }
 
 /* The smallest and largest value of integer dtype t (U64's max as the bit
  * pattern -1). */
-static int64_t int_min(tsl_dtype t)
-{
-    switch (t) {
-    case TSL_DTYPE_I8: return INT8_MIN;
-    case TSL_DTYPE_I16: return INT16_MIN;
-    case TSL_DTYPE_I32: return INT32_MIN;
-    case TSL_DTYPE_I64: return INT64_MIN;
-    default: return 0;
-    }
-}
-
-static int64_t int_max(tsl_dtype t)
-{
-    switch (t) {
-    case TSL_DTYPE_I8: return INT8_MAX;
-    case TSL_DTYPE_I16: return INT16_MAX;
-    case TSL_DTYPE_I32: return INT32_MAX;
-    case TSL_DTYPE_I64: return INT64_MAX;
-    case TSL_DTYPE_U8: return UINT8_MAX;
-    case TSL_DTYPE_U16: return UINT16_MAX;
-    case TSL_DTYPE_U32: return UINT32_MAX;
-    case TSL_DTYPE_U64: return -1;
-    default: return 1; /* bool */
-    }
-}
+static int64_t int_min(tsl_dtype t) { return dtype_int_min(t); }
+static int64_t int_max(tsl_dtype t) { return dtype_int_max(t); }
 
 static double int_to_double(tsl_dtype t, int64_t v)
 {
@@ -113,15 +83,11 @@ static int64_t float_to_int(tsl_dtype t, double v)
     return (int64_t)tv;
 }
 
-/* Round a double to the precision of float dtype t. */
+/* Round a double to the precision of float dtype t (the low-bit floats
+ * through float32, saturating: docs/lowbit.md). */
 static double round_float(tsl_dtype t, double v)
 {
-    switch (t) {
-    case TSL_DTYPE_F32: return (float)v;
-    case TSL_DTYPE_F16: return f16_to_f32(f32_to_f16((float)v));
-    case TSL_DTYPE_BF16: return bf16_to_f32(f32_to_bf16((float)v));
-    default: return v;
-    }
+    return dtype_round(t, v);
 }
 
 /* Convert a value of dtype `from` to dtype `to`. Between float dtypes the
@@ -151,53 +117,31 @@ static inline interp_val convert(interp_val v, tsl_dtype from, tsl_dtype to)
 
 static int truth(interp_val v, tsl_dtype t) { return is_float(t) ? v.f != 0 : v.i != 0; }
 
-/* Exact integer load/store (dtype_load/store go through double, which
- * cannot hold every int64). */
-static int64_t load_int(tsl_dtype t, const void *p)
-{
-    switch (t) {
-    case TSL_DTYPE_I8: return *(const int8_t *)p;
-    case TSL_DTYPE_U8: return *(const uint8_t *)p;
-    case TSL_DTYPE_BOOL: return *(const uint8_t *)p != 0;
-    case TSL_DTYPE_I16: { int16_t v; memcpy(&v, p, 2); return v; }
-    case TSL_DTYPE_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case TSL_DTYPE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case TSL_DTYPE_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
-    default: { int64_t v; memcpy(&v, p, 8); return v; } /* I64, U64 */
-    }
-}
-
-static void store_int(tsl_dtype t, void *p, int64_t v)
-{
-    size_t n = tsl_dtype_size(t);
-    if (t == TSL_DTYPE_BOOL) v = v != 0;
-    /* little-endian: the low n bytes are the wrapped value */
-    unsigned char bytes[8];
-    uint64_t u = (uint64_t)v;
-    for (int k = 0; k < 8; k++) bytes[k] = (unsigned char)(u >> (8 * k));
-    memcpy(p, bytes, n);
-}
-
-static interp_val load_elem(tsl_dtype t, const void *p)
+/* Element e (offset in elements from base; bit e * bits for a packed
+ * dtype). Integers exactly (dtype_get goes through double, which cannot
+ * hold every int64). */
+static interp_val load_elem(tsl_dtype t, const char *base, int64_t e)
 {
     interp_val v = {0, 0};
     if (t == TSL_DTYPE_F32) { /* the common case, inline */
         float f;
-        memcpy(&f, p, 4);
+        memcpy(&f, base + e * 4, 4);
         v.f = f;
-    } else if (is_float(t))
-        v.f = dtype_load(t, p);
-    else
-        v.i = load_int(t, p);
+    } else if (is_float(t)) {
+        v.f = dtype_get(t, base, e);
+    } else {
+        uint64_t u = dtype_get_bits(t, base, e);
+        v.i = t == TSL_DTYPE_BOOL ? u != 0 : wrap_int(t, (int64_t)u);
+    }
     return v;
 }
 
-static void store_elem(tsl_dtype t, void *p, interp_val v)
+static void store_elem(tsl_dtype t, char *base, int64_t e, interp_val v)
 {
     if (is_float(t))
-        dtype_store(t, p, v.f);
+        dtype_set(t, base, e, v.f);
     else
-        store_int(t, p, v.i);
+        dtype_set_bits(t, base, e, (uint64_t)(t == TSL_DTYPE_BOOL ? v.i != 0 : v.i));
 }
 
 /* ---- expressions --------------------------------------------------------- */
@@ -211,8 +155,8 @@ static tsl_status runtime_error(interp_state *s, const lang_expr *e, tsl_status 
     return st;
 }
 
-/* Address of tensor(args...) after checking every index against its dim. */
-static tsl_status eval_address(interp_state *s, const lang_expr *e, char **addr)
+/* Element offset of tensor(args...) after checking every index against its dim. */
+static tsl_status eval_address(interp_state *s, const lang_expr *e, int64_t *addr)
 {
     const interp_tensor *t = &s->t[e->tensor->index];
     int64_t off = 0;
@@ -231,7 +175,7 @@ static tsl_status eval_address(interp_state *s, const lang_expr *e, char **addr)
         }
         off += idx * t->stride[dim];
     }
-    *addr = t->base + off;
+    *addr = off;
     return TSL_OK;
 }
 
@@ -399,10 +343,10 @@ static tsl_status eval(interp_state *s, const lang_expr *e, interp_val *out)
         return TSL_OK;
     }
     case LANG_E_ACCESS: {
-        char *p;
-        if ((st = eval_address(s, e, &p))) return st;
+        int64_t at;
+        if ((st = eval_address(s, e, &at))) return st;
         tsl_dtype tt = s->t[e->tensor->index].dtype;
-        *out = convert(load_elem(tt, p), tt, e->type);
+        *out = convert(load_elem(tt, s->t[e->tensor->index].base, at), tt, e->type);
         return TSL_OK;
     }
     case LANG_E_UNARY:
@@ -498,11 +442,11 @@ static int64_t box_size(const lang_bound_stmt *bs, int from, int to)
     return n;
 }
 
-static char *lhs_address(const interp_tensor *t, const int64_t *var, int rank)
+static int64_t lhs_address(const interp_tensor *t, const int64_t *var, int rank)
 {
     int64_t off = 0;
     for (int d = 0; d < rank; d++) off += var[d] * t->stride[d];
-    return t->base + off;
+    return off;
 }
 
 static tsl_status run_stmt(interp_state *s, const lang_stmt *stmt, const lang_bound_stmt *bs)
@@ -544,7 +488,7 @@ static tsl_status run_stmt(interp_state *s, const lang_stmt *stmt, const lang_bo
         else if (stmt->bang)
             a = identity(stmt->op, t);
         else
-            a = load_elem(t, lhs_address(lt, s->var, niter));
+            a = load_elem(t, lt->base, lhs_address(lt, s->var, niter));
         if (have_red) {
             for (int k = niter; k < nvars; k++) s->var[k] = bs->lo[k];
             do { /* over the reduction box */
@@ -559,7 +503,7 @@ static tsl_status run_stmt(interp_state *s, const lang_stmt *stmt, const lang_bo
     for (int k = 0; k < niter; k++) s->var[k] = bs->lo[k];
     p = 0;
     do {
-        store_elem(t, lhs_address(lt, s->var, niter), acc[p++]);
+        store_elem(t, lt->base, lhs_address(lt, s->var, niter), acc[p++]);
     } while (odometer_next(s->var, bs, 0, niter));
 done:
     free(acc);
@@ -597,18 +541,14 @@ tsl_status interp_run(const lang_bound *b, const interp_tensor *tensors, tsl_dia
             if (t->shape[k] && n > INT64_MAX / t->shape[k]) n = -1;
             if (n >= 0) n *= t->shape[k];
         }
-        size_t es = tsl_dtype_size(t->dtype);
-        if (n < 0 || (uint64_t)n > SIZE_MAX / es / 2 ||
-            !(t->base = calloc(n ? (size_t)n : 1, es))) {
+        if (n < 0 || (uint64_t)n > SIZE_MAX / 16 ||
+            !(t->base = calloc(n ? tsl_dtype_nbytes(t->dtype, n) : 1, 1))) {
             st = TSL_ERR_NOMEM;
             diag_error(d, st, "interpreter: out of memory for temporary '%s' (%lld elements)",
                        lt->name, (long long)n);
             goto out;
         }
     }
-    for (int i = 0; i < def->ntensors; i++) /* element strides -> byte strides */
-        for (int k = 0; k < def->tensors[i]->rank; k++)
-            s.t[i].stride[k] *= (int64_t)tsl_dtype_size(s.t[i].dtype);
     for (int i = 0; i < def->nstmts && !st; i++) st = run_stmt(&s, &def->stmts[i], &b->stmts[i]);
 out:
     if (s.t)

@@ -12,8 +12,10 @@
 
 /* One tensor of the def as the interpreter sees it: a strided view of host
  * memory. Element (i0, ..., i{rank-1}) lives at
- *     base + (i0*stride[0] + ... + i{rank-1}*stride[rank-1]) * sizeof(dtype)
- * (strides in elements, may be any sign or zero). */
+ *     element e = i0*stride[0] + ... + i{rank-1}*stride[rank-1] of base:
+ *     byte base + e * bytes(dtype), or for a packed low-bit dtype bits
+ *     [e * bits, (e+1) * bits) (strides in elements, may be any sign or
+ *     zero; a packed tensor's are non-negative). */
 typedef struct interp_tensor {
     char *base;                    /* temporaries: ignored, allocated per run */
     tsl_dtype dtype;

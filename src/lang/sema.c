@@ -166,10 +166,23 @@ static tsl_dtype sema_promote_strong(tsl_dtype x, tsl_dtype y)
     return sema_int_type(u->bits * 2 > 64 ? 64 : u->bits * 2, true);
 }
 
+/* The standard type a low-bit value computes in (docs/lowbit.md): the
+ * low-bit integers int32, the low-bit floats float32; others unchanged.
+ * Arithmetic never happens in a low-bit type; a copy keeps it. */
+static tsl_dtype sema_std(tsl_dtype t)
+{
+    const dtype_info *d = dtype_info_of(t);
+    if (d->is_float && d->bits <= 8) return TSL_DTYPE_F32;
+    if (!d->is_float && t != TSL_DTYPE_BOOL && d->bits < 8) return TSL_DTYPE_I32;
+    return t;
+}
+
 /* Promotion with weak literals: an integer literal takes the other side's
  * type; a float literal takes a float other side's type, else float32. */
 static tsl_dtype sema_promote(tsl_dtype x, bool wx, tsl_dtype y, bool wy, bool *weak)
 {
+    x = sema_std(x);
+    y = sema_std(y);
     *weak = wx && wy;
     if (wx && wy) return sema_cat(x) >= sema_cat(y) ? x : y;
     if (wx || wy) {
@@ -361,7 +374,7 @@ static lang_expr *sema_call(sema *S, const parse_node *p, bool *weak)
     bool w[2] = {false, false};
     for (int k = 0; k < p->nargs; k++)
         if (!(e->args[k] = sema_expr(S, p->args[k], &w[k]))) return NULL;
-    tsl_dtype ty = e->args[0]->type;
+    tsl_dtype ty = sema_std(e->args[0]->type);
     *weak = w[0];
     if (p->nargs == 2) {
         ty = sema_promote(ty, w[0], e->args[1]->type, w[1], weak);
@@ -416,6 +429,7 @@ static lang_expr *sema_expr(sema *S, const parse_node *p, bool *weak)
         } else {
             *weak = w;
             if (x->type == TSL_DTYPE_BOOL) e->type = e->optype = TSL_DTYPE_I32;
+            else e->type = e->optype = sema_std(x->type);
         }
         return e;
     }

@@ -949,6 +949,7 @@ sched_plan *sched_lower_sm(tsl_arena *a, const graph *g, tsl_target target, int 
         }
         lower_op(&L, &g->ops[i]);
     }
+    sched_lowbit_carry(p);
     return p;
 }
 

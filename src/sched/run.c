@@ -24,7 +24,8 @@ tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *
         if (t->is_scalar || tensors[i] || !sched_tensor_used(p, i)) continue;
         int64_t cnt = 1;
         for (int k = 0; k < t->rank; k++) cnt *= b->shapes[i][k];
-        size_t bytes = (size_t)cnt * (size_t)(dtype_info_of(t->dtype)->bits / 8);
+        tsl_dtype cdt = dtype_carrier(t->dtype); /* a low-bit temporary: its carrier (lowbit.c) */
+        size_t bytes = tsl_dtype_nbytes(cdt, cnt);
         owned[i] = calloc(bytes ? bytes : 1, 1);
         if (!owned[i]) {
             diag_error(d, TSL_ERR_NOMEM, "out of memory for the temporary '%s' (%zu bytes)", t->name, bytes);
@@ -34,7 +35,7 @@ tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *
         temps[i].data = owned[i];
         temps[i].device.device_type = kDLCPU;
         temps[i].ndim = t->rank;
-        temps[i].dtype = tsl_dtype_to_dlpack(t->dtype);
+        temps[i].dtype = tsl_dtype_to_dlpack(cdt);
         temps[i].shape = b->shapes[i];
     }
     tile_interp_arg *args = NULL;

@@ -208,7 +208,7 @@ static tsl_status dev_temps(sched_dev *x, const lang_bound *b, tsl_diag *d)
     for (int i = 0; i < def->ntensors; i++) {
         const lang_tensor *t = def->tensors[i];
         if (t->is_scalar || !(t->flags & LANG_TENSOR_TEMP) || !sched_tensor_used(x->p, i)) continue;
-        size_t bytes = (size_t)dev_numel(def, b, i) * tsl_dtype_size(t->dtype);
+        size_t bytes = (size_t)dev_numel(def, b, i) * tsl_dtype_size(dtype_carrier(t->dtype));
         if (bytes > x->temp_cap[i]) {
             rt_cuda_free(x->dev, x->temp[i]);
             x->temp[i] = 0;
@@ -316,7 +316,7 @@ static tsl_status dev_launch(sched_dev *x, int li, const lang_bound *b, const rt
             DLTensor *dl = &lb.dl[j];
             dl->data = (void *)(uintptr_t)ptr;
             dl->device.device_type = kDLCUDA;
-            dl->dtype = tsl_dtype_to_dlpack(t->dtype);
+            dl->dtype = tsl_dtype_to_dlpack(dtype_carrier(t->dtype));
             if (sa->flat) {
                 lb.flatn[j] = dev_numel(def, b, sa->tensor);
                 dl->ndim = 1;

@@ -99,6 +99,10 @@ sched_plan *sched_lower_sm(tsl_arena *a, const graph *g, tsl_target target, int 
  * NULL or anything unknown. */
 int sched_sm_of_arch(const char *arch);
 
+/* Retype p's tile IR so that low-bit tensors cross the kernels' boundary
+ * as their carriers (lowbit.c; sched_lower_for runs it). */
+void sched_lowbit_carry(sched_plan *p);
+
 /* An int argument's value under bound sizes (SIZE). */
 int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_bound *b);
 

@@ -376,14 +376,14 @@ double interp_global_get(const rt_tensor *t, const int64_t *c)
 {
     int64_t e = 0;
     for (int i = 0; i < t->rank; i++) e += c[i] * t->gstride[i];
-    return dtype_load(t->tdt, t->gdata + e * (int64_t)interp_dt_bytes(t->tdt));
+    return dtype_get(t->tdt, t->gdata, e); /* packed low-bit tensors at bit e * bits */
 }
 
 void interp_global_set(const rt_tensor *t, const int64_t *c, double v)
 {
     int64_t e = 0;
     for (int i = 0; i < t->rank; i++) e += c[i] * t->gstride[i];
-    dtype_store(t->tdt, t->gdata + e * (int64_t)interp_dt_bytes(t->tdt), v);
+    dtype_set(t->tdt, t->gdata, e, v);
 }
 
 static tsl_status hazard(interp *I, size_t pos, imem_hazard h, const char *name, const int64_t *c,

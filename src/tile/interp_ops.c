@@ -232,7 +232,7 @@ tsl_status interp_exec_elementwise(interp *I, const tile_stmt *s)
         }
     int cast = in->op == TILE_I_CAST;
     for (int k = 0; k < n_in && !cast; k++)
-        if (!x[k].t) x[k].scalar = interp_round(k == 0 && in->op == TILE_I_SELECT ? (tile_dtype){TILE_DT_BOOL, 8, 0, 0} : odt, x[k].scalar);
+        if (!x[k].t) x[k].scalar = interp_round(k == 0 && in->op == TILE_I_SELECT ? tile_dtype_from_tsl(TSL_DTYPE_BOOL) : odt, x[k].scalar);
     int64_t n = d->nthreads * d->nlocals;
     for (int64_t i = 0; i < n; i++) {
         int bad = 0;

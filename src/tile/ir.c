@@ -7,107 +7,41 @@
 
 #include "tile/tile.h"
 
-/* ---- element types ------------------------------------------------------ */
-
-static const struct {
-    const char *name;
-    tile_dtype dt;
-} dtype_names[] = {
-    {"f16", {TILE_DT_FLOAT, 16, 5, 10}},  {"bf16", {TILE_DT_FLOAT, 16, 8, 7}},
-    {"f32", {TILE_DT_FLOAT, 32, 8, 23}},  {"f64", {TILE_DT_FLOAT, 64, 11, 52}},
-    {"i8", {TILE_DT_INT, 8, 0, 0}},       {"i16", {TILE_DT_INT, 16, 0, 0}},
-    {"i32", {TILE_DT_INT, 32, 0, 0}},     {"i64", {TILE_DT_INT, 64, 0, 0}},
-    {"u8", {TILE_DT_UINT, 8, 0, 0}},      {"u16", {TILE_DT_UINT, 16, 0, 0}},
-    {"u32", {TILE_DT_UINT, 32, 0, 0}},    {"u64", {TILE_DT_UINT, 64, 0, 0}},
-    {"bool", {TILE_DT_BOOL, 8, 0, 0}},
-};
-/* Same order as tsl_dtype. */
-_Static_assert(TSL_DTYPE_COUNT == 13, "dtype table follows tsl_dtype");
+/* ---- element types ------------------------------------------------------
+ * Thin wrappers over the base dtype table (one row per dtype there). */
 
 tile_dtype tile_dtype_from_tsl(tsl_dtype t)
 {
-    TSL_ASSERT((int)t >= 0 && t < TSL_DTYPE_COUNT);
-    return dtype_names[t].dt;
+    return dtype_info_of(t)->desc;
 }
 
 int tile_dtype_eq(tile_dtype a, tile_dtype b)
 {
-    return a.kind == b.kind && a.bits == b.bits && a.exp == b.exp && a.man == b.man;
+    return dtype_desc_eq(a, b);
 }
 
 int tile_dtype_to_tsl(tile_dtype dt, tsl_dtype *out)
 {
-    for (int i = 0; i < TSL_DTYPE_COUNT; i++)
-        if (tile_dtype_eq(dtype_names[i].dt, dt)) {
-            *out = (tsl_dtype)i;
-            return 0;
-        }
-    return -1;
+    return dtype_from_desc(dt, out);
 }
 
 const char *tile_dtype_name(tile_dtype dt, char *buf)
 {
-    for (int i = 0; i < TSL_DTYPE_COUNT; i++)
-        if (tile_dtype_eq(dtype_names[i].dt, dt)) {
-            snprintf(buf, 16, "%s", dtype_names[i].name);
-            return buf;
-        }
-    switch (dt.kind) {
-    case TILE_DT_INT: snprintf(buf, 16, "i%d", dt.bits); break;
-    case TILE_DT_UINT: snprintf(buf, 16, "u%d", dt.bits); break;
-    case TILE_DT_FLOAT: snprintf(buf, 16, "f%de%dm%d", dt.bits, dt.exp, dt.man); break;
-    default: snprintf(buf, 16, "bool"); break;
-    }
+    tsl_dtype t;
+    if (dtype_from_desc(dt, &t) == 0) snprintf(buf, 16, "%s", dtype_info_of(t)->tname);
+    else if (dt.kind == TILE_DT_INT) snprintf(buf, 16, "i%d", dt.bits);
+    else if (dt.kind == TILE_DT_UINT) snprintf(buf, 16, "u%d", dt.bits);
+    else if (dt.kind == TILE_DT_FLOAT) snprintf(buf, 16, "f%de%dm%d", dt.bits, dt.exp, dt.man);
+    else snprintf(buf, 16, "bool");
     return buf;
-}
-
-/* Parse a decimal number in s[*i..n); -1 if none or too large. */
-static int parse_small(const char *s, size_t n, size_t *i)
-{
-    int v = 0, any = 0;
-    while (*i < n && s[*i] >= '0' && s[*i] <= '9') {
-        v = v * 10 + (s[*i] - '0');
-        if (v > 1000) return -1;
-        (*i)++;
-        any = 1;
-    }
-    return any ? v : -1;
 }
 
 int tile_dtype_parse(const char *s, size_t n, tile_dtype *out)
 {
-    for (int i = 0; i < TSL_DTYPE_COUNT; i++)
-        if (strlen(dtype_names[i].name) == n && memcmp(dtype_names[i].name, s, n) == 0) {
-            *out = dtype_names[i].dt;
-            return 0;
-        }
     tsl_dtype t;
-    if (dtype_parse(s, n, &t) == 0) {
-        *out = dtype_names[t].dt;
-        return 0;
-    }
-    if (n < 2) return -1;
-    size_t i = 1;
-    int bits = parse_small(s, n, &i);
-    if (bits < 1) return -1;
-    if (s[0] == 'i' || s[0] == 'u') {
-        /* low-bit integers: i2..i8, u1..u8 */
-        if (i != n || bits > 8 || (s[0] == 'i' && bits < 2)) return -1;
-        *out = (tile_dtype){s[0] == 'i' ? TILE_DT_INT : TILE_DT_UINT, (uint8_t)bits, 0, 0};
-        return 0;
-    }
-    if (s[0] == 'f' && i < n && s[i] == 'e') {
-        /* f<N>e<X>m<Y> with 1 + X + Y == N */
-        i++;
-        int e = parse_small(s, n, &i);
-        if (e < 1 || i >= n || s[i] != 'm') return -1;
-        i++;
-        int m = parse_small(s, n, &i);
-        if (m < 0 || i != n || 1 + e + m != bits || bits > 64) return -1;
-        *out = (tile_dtype){TILE_DT_FLOAT, (uint8_t)bits, (uint8_t)e, (uint8_t)m};
-        return 0;
-    }
-    return -1;
+    if (dtype_parse_short(s, n, &t)) return -1;
+    *out = dtype_info_of(t)->desc;
+    return 0;
 }
 
 const char *tile_space_name(tile_space s)
@@ -538,7 +472,7 @@ void tile_instr_infer(tile_stmt *s)
     for (int i = from; i < in->nargs; i++)
         if (in->args[i].v && in->args[i].v->kind == TILE_V_TENSOR) {
             in->result->type = in->args[i].v->type;
-            if (r == TILE_RES_BOOL) in->result->type.dt = (tile_dtype){TILE_DT_BOOL, 8, 0, 0};
+            if (r == TILE_RES_BOOL) in->result->type.dt = tile_dtype_from_tsl(TSL_DTYPE_BOOL);
             return;
         }
 }

@@ -21,21 +21,18 @@
 #include "layout/layout.h"
 
 /* ---- element types ----------------------------------------------------
- * A small struct rather than tsl_dtype so low-bit types (i1..i8, u1..u8,
- * f<N>e<X>m<Y>) fit later without changing the IR. Floats carry their
- * exponent and mantissa bits: f16 = e5m10, bf16 = e8m7, f32 = e8m23. */
+ * The base layer's descriptor (base.h: kind, bits, exponent and mantissa
+ * bits, bias, special values), so low-bit types (i2..i8, u1..u8,
+ * f<N>e<X>m<Y>) are dtypes like any other. Build one with
+ * dtype_desc_make or tile_dtype_from_tsl, never field by field. */
 typedef enum tile_dt_kind {
-    TILE_DT_FLOAT,
-    TILE_DT_INT,  /* signed two's complement */
-    TILE_DT_UINT,
-    TILE_DT_BOOL
+    TILE_DT_FLOAT = DT_FLOAT,
+    TILE_DT_INT = DT_INT, /* signed two's complement */
+    TILE_DT_UINT = DT_UINT,
+    TILE_DT_BOOL = DT_BOOL
 } tile_dt_kind;
 
-typedef struct tile_dtype {
-    uint8_t kind; /* tile_dt_kind */
-    uint8_t bits; /* storage bits of one element, 1..64 */
-    uint8_t exp, man; /* floats only */
-} tile_dtype;
+typedef dtype_desc tile_dtype;
 
 tile_dtype tile_dtype_from_tsl(tsl_dtype t);
 /* 0 and *out set when dt is one of the 13 tessel dtypes; -1 otherwise. */

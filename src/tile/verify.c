@@ -1004,7 +1004,7 @@ static void check_elementwise_ext(verifier *V, const tile_instr *in, size_t pos)
     const tile_type *o = out_type(in);
     if (o && in->has_dst) {
         tile_type want = first->type;
-        if (tile_op_is_compare(in->op)) want.dt = (tile_dtype){TILE_DT_BOOL, 8, 0, 0};
+        if (tile_op_is_compare(in->op)) want.dt = tile_dtype_from_tsl(TSL_DTYPE_BOOL);
         check_same_elem(V, in->dst.pos, opn, &want, "the result", o, in->dst.v->name);
     }
 }

@@ -40,7 +40,9 @@ static void test_dtype_store_load(void)
 {
     unsigned char buf[8];
     for (int t = 0; t < TSL_DTYPE_COUNT; t++) {
-        double v = t == TSL_DTYPE_BOOL ? 1 : (dtype_info_of((tsl_dtype)t)->is_signed ? -7 : 7);
+        const dtype_info *di = dtype_info_of((tsl_dtype)t);
+        double v = di->bits < 4 || t == TSL_DTYPE_BOOL ? (di->is_signed ? -1 : 1) : (di->is_signed ? -7 : 7);
+        if (di->is_float && di->bits <= 8) v = -1; /* every low-bit float holds it */
         dtype_store((tsl_dtype)t, buf, v);
         CHECK_CLOSE(dtype_load((tsl_dtype)t, buf), v, 0);
         DLDataType dl = tsl_dtype_to_dlpack((tsl_dtype)t);
@@ -51,6 +53,12 @@ static void test_dtype_store_load(void)
     CHECK(dtype_parse("half", 4, &t) == 0 && t == TSL_DTYPE_F16);
     CHECK(dtype_parse("bfloat16", 8, &t) == 0 && t == TSL_DTYPE_BF16);
     CHECK(dtype_parse("float33", 7, &t) != 0);
+    CHECK(dtype_parse("float6e3m2", 10, &t) == 0 && t == TSL_DTYPE_F6E3M2);
+    CHECK(dtype_parse("f4e2m1", 6, &t) != 0 && dtype_parse_short("f4e2m1", 6, &t) == 0 && t == TSL_DTYPE_F4E2M1);
+    CHECK(dtype_parse("uint1", 5, &t) == 0 && t == TSL_DTYPE_U1);
+    CHECK(dtype_parse("int1", 4, &t) != 0);
+    CHECK(dtype_parse("float6e3m3", 10, &t) != 0);
+    CHECK(dtype_parse("float9e4m4", 10, &t) != 0);
 }
 
 static void test_arena_push(void)

@@ -201,7 +201,7 @@ static void compare_file(const char *rel, const char *skip, int64_t maxsize)
                 CHECK_MSG(r == 0, "%s: kernel %s was expected not to run on the interpreter", rel, k->name);
                 break;
             }
-            if (maybe && r == 0) break;
+            if (maybe && r <= 0) break; /* not run, or refused by the C back end */
             CHECK_MSG(r == 1, "%s: kernel %s (rep %d): %s", rel, k->name, rep, why);
             if (r != 1) break;
         }
@@ -225,7 +225,8 @@ static void test_golden(void)
     compare_file("tests/tile_golden/blocked_sum.tile", NULL, 150);
     compare_file("tests/tile_golden/blocks_out.tile", NULL, 100);
     compare_file("tests/tile_golden/control.tile", NULL, 200);
-    compare_file("tests/tile_golden/dequant.tile", " lowbit_types ", 10);
+    /* packed global tensors: the interpreters hold them, the generators not yet */
+    compare_file("tests/tile_golden/dequant.tile", " lowbit_types?", 10);
     compare_file("tests/tile_golden/elementwise.tile", NULL, 700);
     compare_file("tests/tile_golden/gemm.tile", NULL, 90);
     /* a swizzled shared block spec: pipeline expansion does not take it yet */

@@ -53,7 +53,7 @@ static void test_roundtrip_all_dtypes(void)
     char path[64];
     tmp_path(path);
     for (int dt = 0; dt < TSL_DTYPE_COUNT; dt++) {
-        if (dt == TSL_DTYPE_BF16) continue;
+        if (dt == TSL_DTYPE_BF16 || dt > TSL_DTYPE_BOOL) continue; /* written as other dtypes */
         for (size_t s = 0; s < TSL_COUNTOF(ranks); s++) {
             DLTensor *t = tsl_tensor_alloc((tsl_dtype)dt, ranks[s], shapes[s]);
             CHECK(t != NULL);

@@ -1,0 +1,112 @@
+/* lowbit.c — low-bit tensors at the kernels' boundary (docs/lowbit.md).
+ *
+ * The scheduler's kernels do not yet read packed memory themselves: a
+ * low-bit tensor reaches them as a *carrier* (base's dtype_carrier: int8
+ * or uint8 for the packed integers, float32 for the low-bit floats)
+ * holding its exact logical values, which the API unpacks before a
+ * compiled run and packs after it (the same conversion as the
+ * interpreters, so every target agrees bit for bit). This pass retypes a
+ * plan's tile IR to match: every tensor of a low-bit dtype takes the
+ * carrier dtype, and a `cast` *to* a low-bit dtype becomes a cast to that
+ * dtype (the rounding: nearest even and saturation for floats, the width
+ * for integers) followed by a cast to the carrier, so values keep their
+ * low-bit meaning. Registers of a low-bit dtype thus appear only between
+ * those two casts. */
+#include "sched/sched.h"
+#include "tile/tile.h"
+
+static int is_low(tile_dtype dt)
+{
+    tsl_dtype t;
+    return dtype_from_desc(dt, &t) == 0 && dtype_carrier(t) != t;
+}
+
+static tile_dtype carrier_of(tile_dtype dt)
+{
+    tsl_dtype t;
+    TSL_ASSERT(dtype_from_desc(dt, &t) == 0);
+    return tile_dtype_from_tsl(dtype_carrier(t));
+}
+
+/* Split every cast to a low-bit dtype in b (and nested blocks). */
+static void split_casts(tile_module *m, tile_kernel *k, tile_block *b)
+{
+    if (!b) return;
+    for (int i = 0; i < b->n; i++) {
+        tile_stmt *s = b->items[i];
+        split_casts(m, k, s->body);
+        split_casts(m, k, s->els);
+        if (s->kind == TILE_S_PIPELINE) split_casts(m, k, s->pipe.body);
+        if (s->kind != TILE_S_INSTR) continue;
+        split_casts(m, k, s->instr.decomp);
+        tile_instr *in = &s->instr;
+        if (in->op != TILE_I_CAST || !in->result || !is_low(in->result->type.dt)) continue;
+        /* y = cast x -> LOW   =>   y_lb = cast x -> LOW; y = cast y_lb -> CARRIER */
+        tile_value *y = in->result;
+        const tile_value *x = in->args[0].v;
+        if (y->type.dt.kind != TILE_DT_FLOAT && x && x->type.dt.kind == TILE_DT_FLOAT) {
+            /* float -> low-bit integer saturates (the language's rule):
+             * clamp first, as max(min(x, hi), lo) in x's dtype */
+            tsl_dtype yt;
+            TSL_ASSERT(dtype_from_desc(y->type.dt, &yt) == 0);
+            tile_value *src = in->args[0].v;
+            for (int c = 0; c < 2; c++) {
+                tile_value *cl = tile_kernel_new_value(m, k, TILE_V_TENSOR, TILE_O_DEF,
+                                                       arena_printf(m->arena, "%s_c%d", y->name, c));
+                cl->type = src->type;
+                cl->type.dt = x->type.dt;
+                tile_stmt *sc = arena_alloc(m->arena, sizeof *sc);
+                sc->kind = TILE_S_INSTR;
+                sc->pos = s->pos;
+                sc->instr.op = c == 0 ? TILE_I_MIN : TILE_I_MAX;
+                sc->instr.dim = -1;
+                sc->instr.result = cl;
+                cl->def = sc;
+                tile_instr_arg(m, &sc->instr, tile_operand_tensor(src));
+                tile_instr_arg(m, &sc->instr, tile_operand_scalar(tile_expr_float(
+                                                  m, (double)(c == 0 ? dtype_int_max(yt) : dtype_int_min(yt)))));
+                tile_stmt *none = NULL;
+                ARENA_PUSH(m->arena, b->items, b->n, b->cap, none);
+                for (int j = b->n - 1; j > i; j--) b->items[j] = b->items[j - 1];
+                b->items[i] = sc;
+                i++;
+                src = cl;
+            }
+            in->args[0] = tile_operand_tensor(src);
+        }
+        tile_value *low = tile_kernel_new_value(m, k, TILE_V_TENSOR, TILE_O_DEF,
+                                                arena_printf(m->arena, "%s_lb", y->name));
+        low->type = y->type;
+        low->pos = y->pos;
+        low->def = s;
+        in->result = low;
+        tile_stmt *s2 = arena_alloc(m->arena, sizeof *s2);
+        s2->kind = TILE_S_INSTR;
+        s2->pos = s->pos;
+        s2->instr.op = TILE_I_CAST;
+        s2->instr.dim = -1;
+        s2->instr.result = y;
+        tile_instr_arg(m, &s2->instr, tile_operand_tensor(low));
+        y->def = s2;
+        y->type.dt = carrier_of(y->type.dt);
+        tile_stmt *none = NULL;
+        ARENA_PUSH(m->arena, b->items, b->n, b->cap, none);
+        for (int j = b->n - 1; j > i + 1; j--) b->items[j] = b->items[j - 1];
+        b->items[i + 1] = s2;
+        i++;
+    }
+}
+
+void sched_lowbit_carry(sched_plan *p)
+{
+    tile_module *m = p->m;
+    for (int ki = 0; ki < m->nkernels; ki++) {
+        tile_kernel *k = m->kernels[ki];
+        int nvalues = k->nvalues; /* the split adds values: those keep their dtype */
+        split_casts(m, k, k->body);
+        for (int v = 0; v < nvalues; v++) {
+            tile_value *x = k->values[v];
+            if (x->kind == TILE_V_TENSOR && is_low(x->type.dt)) x->type.dt = carrier_of(x->type.dt);
+        }
+    }
+}
