@@ -308,8 +308,11 @@ static void tile_at(strbuf *b, const ct *c, const int *vars, int r)
 {
     for (int d = 0; d < r; d++) {
         sb_puts(b, d ? ", " : "[");
-        if (vars[d] == c->vm && c->sm90) sb_printf(b, "block_idx.x * %d + c_wg * %d", c->sh.bm, c->em);
-        else if (vars[d] == c->vm) sb_printf(b, "block_idx.x * %d", c->sh.bm);
+        if (c->sm90) { /* the persistent loop's tile */
+            if (vars[d] == c->vm) sb_printf(b, "c_tm * %d + c_wg * %d", c->sh.bm, c->em);
+            else if (vars[d] == c->vn) sb_printf(b, "c_tn * %d", c->sh.bn);
+            else sb_puts(b, "c_tb");
+        } else if (vars[d] == c->vm) sb_printf(b, "block_idx.x * %d", c->sh.bm);
         else if (vars[d] == c->vn) sb_printf(b, "block_idx.y * %d", c->sh.bn);
         else sb_puts(b, "block_idx.z");
     }
@@ -449,26 +452,68 @@ static void emit_mainloop(ct *c, strbuf *b)
 }
 
 /* ---- the sm_90a plan --------------------------------------------------------------------------
- * A block computes a 128 x 256 tile of C. Warpgroup 0 (the producer, 40
+ * A persistent grid (one block per multiprocessor, c_nsm) loops over the
+ * output tiles of C (BM x BN, BM = 128), grouped 8 tiles down M so that
+ * consecutive tiles share B's columns in L2. Warpgroup 0 (the producer, 40
  * registers) streams 64-deep k blocks of A (128 x 64, K-major) and B
- * (64 x 256, N-major, four 64-wide TMA boxes) through a ring of
- * sm90_stages shared stages: it waits until a stage is empty, announces
- * its bytes on the stage's full barrier and issues the TMA copies.
- * Warpgroups 1 and 2 (the consumers, 232 registers) each own 64 rows: they
- * wait until the stage is full, run wgmma over it, wait for the wgmma and
- * release the stage (the empty barrier counts both consumers); then the
- * epilogue runs on each consumer's 64 x 256 f32 tile in the wgmma
- * accumulator layout. The rows of A and B must be 16-byte aligned for TMA
- * (K and N multiples of 8): the launch is guarded, and the mma.sync plan
- * runs otherwise. */
-#define CT_SM90_SMEM (192 * 1024) /* bytes of stages: 4 x 48 KB (BN 256), 6 x 32 KB (BN 128) */
+ * (64 x BN, N-major, 64-wide TMA boxes) through a ring of shared stages,
+ * across tiles: it waits until a stage is empty, announces its bytes on the
+ * stage's full barrier and issues the TMA copies, so the next tile's blocks
+ * arrive while the consumers run the epilogue. Warpgroups 1 and 2 (the
+ * consumers, 232 registers) each own 64 rows: they wait until a stage is
+ * full, run wgmma over it with one group in flight, and release the stage
+ * before. After a tile's loop the epilogue runs on each consumer's 64 x BN
+ * f32 tile in the wgmma accumulator layout (init ops, C's old value, the
+ * scale, epilogue ops); a 16-bit C goes out through shared memory and a TMA
+ * store (elements past C's edge are not written), others by masked stores.
+ * The rows of A, B and C must be 16-byte aligned for TMA (K and N multiples
+ * of 8): the launch is guarded, and the mma.sync plan runs otherwise. */
+#define CT_SM90_SMEM (220 * 1024) /* the stages, C's staging tiles and the barriers */
+#define CT_SM90_GROUP 8          /* tiles down M visited before moving right */
 static const ct_shape CT_SM90 = {128, 256, 64, 0, 0, 384};
 
-/* The ring's depth for the block shape. */
+/* C leaves through shared memory and TMA (a 16-bit C). */
+static int sm90_tma_store(const ct *c)
+{
+    tsl_dtype t = c->def->tensors[c->tc]->dtype;
+    return t == TSL_DTYPE_F16 || t == TSL_DTYPE_BF16;
+}
+
+/* The ring's depth for the block shape (what is left beside C's tiles). */
 static int sm90_stages(const ct *c)
 {
-    int stage = (c->sh.bm * c->sh.bk + c->sh.bk * c->sh.bn) * 2, n = CT_SM90_SMEM / stage;
+    int stage = (c->sh.bm * c->sh.bk + c->sh.bk * c->sh.bn) * 2;
+    int ctile = sm90_tma_store(c) ? c->sh.bm * c->sh.bn * 2 : 0;
+    int n = (CT_SM90_SMEM - ctile - 2048) / stage;
     return n > 8 ? 8 : n;
+}
+
+/* The size text of tensor t's dim d. */
+static void dim_text(char *buf, size_t n, const ct *c, int t, int d)
+{
+    strbuf kb = {0};
+    sexpr_text(&kb, c, c->def->tensors[t]->shape[d]);
+    snprintf(buf, n, "%s", sb_str(&kb));
+    sb_free(&kb);
+}
+
+/* The tile loop of a role: c_t over this block's tiles, c_tm / c_tn (/ c_tb)
+ * its coordinates (grouped order). Opens one brace. */
+static void sm90_tile_loop(const ct *c, strbuf *b)
+{
+    char M[160], N[160], B[160];
+    dim_text(M, sizeof M, c, c->tc, c->nb);
+    dim_text(N, sizeof N, c, c->tc, c->nb + 1);
+    if (c->nb) dim_text(B, sizeof B, c, c->tc, 0);
+    sb_printf(b, "      let c_gm = cdiv(%s, %d)\n      let c_gn = cdiv(%s, %d)\n", M, c->sh.bm, N, c->sh.bn);
+    sb_printf(b, "      let c_ntiles = c_gm * c_gn%s%s\n", c->nb ? " * " : "", c->nb ? B : "");
+    sb_puts(b, "      for c_t in block_idx.x : c_ntiles : min(c_ntiles, c_nsm) {\n");
+    if (c->nb) sb_puts(b, "        let c_tb = c_t / (c_gm * c_gn)\n        let c_r = c_t % (c_gm * c_gn)\n");
+    else sb_puts(b, "        let c_r = c_t\n");
+    sb_printf(b, "        let c_g0 = c_r / (%d * c_gn) * %d\n", CT_SM90_GROUP, CT_SM90_GROUP);
+    sb_printf(b, "        let c_gs = min(c_gm - c_g0, %d)\n", CT_SM90_GROUP);
+    sb_printf(b, "        let c_tm = c_g0 + c_r %% (%d * c_gn) %% c_gs\n", CT_SM90_GROUP);
+    sb_printf(b, "        let c_tn = c_r %% (%d * c_gn) / c_gs\n", CT_SM90_GROUP);
 }
 
 static void emit_sm90_open(ct *c, strbuf *b)
@@ -480,45 +525,69 @@ static void emit_sm90_open(ct *c, strbuf *b)
               s->bk, S, s->bm, s->bk, s->bm * s->bk, s->bk);
     sb_printf(b, "  c_bs = alloc shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,(64,%d)):(%d,64,(1,%d)))\n", in, S,
               s->bk, s->bn, S, s->bk, s->bn / 64, s->bk * s->bn, 64 * s->bk);
+    if (sm90_tma_store(c))
+        sb_printf(b, "  c_cs = alloc shared %s[2, %d, %d] layout swizzle(3,3,3,(2,%d,(64,%d)):(%d,64,(1,%d)))\n",
+                  dt_name(c->def->tensors[c->tc]->dtype), c->em, s->bn, c->em, s->bn / 64, c->em * s->bn, 64 * c->em);
     sb_printf(b, "  c_full = alloc shared u64[%d]\n  c_empty = alloc shared u64[%d]\n", S, S);
     sb_puts(b, "  mbar_init c_full, 1\n  mbar_init c_empty, 2\n  sync\n  warpgroups {\n");
     char kext[160], na[160], nb[160];
-    strbuf kb = {0};
-    sexpr_text(&kb, c, c->def->tensors[c->ta]->shape[c->nb + 1]);
-    snprintf(kext, sizeof kext, "%s", sb_str(&kb));
-    sb_free(&kb);
+    dim_text(kext, sizeof kext, c, c->ta, c->nb + 1);
     pname(na, sizeof na, c->def->tensors[c->ta]->name);
     pname(nb, sizeof nb, c->def->tensors[c->tb]->name);
-    const char *z = c->nb ? "block_idx.z, " : "";
-    sb_puts(b, "    role producer(1) regs(40) {\n");
-    sb_printf(b, "      for c_k in 0 : cdiv(%s, %d) {\n", kext, s->bk);
-    sb_printf(b, "        let c_s = c_k %% %d\n", S);
-    sb_printf(b, "        mbar_wait c_empty[c_s], (c_k / %d + 1) %% 2\n", S);
-    sb_printf(b, "        mbar_arrive c_full[c_s] bytes %d\n", (s->bm * s->bk + s->bk * s->bn) * 2);
-    sb_printf(b, "        tma_load %s[%sblock_idx.x * %d, c_k * %d], c_full[c_s] -> c_as[c_s]\n", na, z, s->bm, s->bk);
-    sb_printf(b, "        tma_load %s[%sc_k * %d, block_idx.y * %d], c_full[c_s] -> c_bs[c_s]\n", nb, z, s->bk, s->bn);
-    sb_puts(b, "      }\n    }\n");
-    sb_puts(b, "    role consumer(2, c_wg) regs(232) {\n");
+    const char *z = c->nb ? "c_tb, " : "";
+    sb_puts(b, "    role producer(1) regs(40) {\n      var c_it = 0\n");
+    sm90_tile_loop(c, b);
+    sb_printf(b, "        for c_k in 0 : cdiv(%s, %d) {\n", kext, s->bk);
+    sb_printf(b, "          let c_s = c_it %% %d\n", S);
+    sb_printf(b, "          mbar_wait c_empty[c_s], (c_it / %d + 1) %% 2\n", S);
+    sb_printf(b, "          mbar_arrive c_full[c_s] bytes %d\n", (s->bm * s->bk + s->bk * s->bn) * 2);
+    sb_printf(b, "          tma_load %s[%sc_tm * %d, c_k * %d], c_full[c_s] -> c_as[c_s]\n", na, z, s->bm, s->bk);
+    sb_printf(b, "          tma_load %s[%sc_k * %d, c_tn * %d], c_full[c_s] -> c_bs[c_s]\n", nb, z, s->bk, s->bn);
+    sb_puts(b, "          set c_it = c_it + 1\n        }\n      }\n    }\n");
+    sb_puts(b, "    role consumer(2, c_wg) regs(232) {\n      var c_it = 0\n");
+    sm90_tile_loop(c, b);
 }
 
 static void emit_sm90_mainloop(ct *c, strbuf *b)
 {
     const ct_shape *s = &c->sh;
     char kext[160];
-    strbuf kb = {0};
-    sexpr_text(&kb, c, c->def->tensors[c->ta]->shape[c->nb + 1]);
-    snprintf(kext, sizeof kext, "%s", sb_str(&kb));
-    sb_free(&kb);
+    dim_text(kext, sizeof kext, c, c->ta, c->nb + 1);
     int S = sm90_stages(c);
     /* one wgmma group in flight: step k's products run while the
-     * consumer waits for step k-1's and releases its stage */
-    sb_printf(b, "  for c_k in 0 : cdiv(%s, %d) {\n", kext, s->bk);
-    sb_printf(b, "    let c_s = c_k %% %d\n", S);
-    sb_printf(b, "    mbar_wait c_full[c_s], (c_k / %d) %% 2\n", S);
+     * consumer waits for step k-1's and releases its stage; the tile's
+     * last stage is released after the final wait */
+    sb_printf(b, "  c_acc = alloc register f32[%d, %d] layout %s init 0.0\n", c->em, c->en, c->lc);
+    sb_printf(b, "  let c_nk = cdiv(%s, %d)\n", kext, s->bk);
+    sb_puts(b, "  for c_k in 0 : c_nk {\n");
+    sb_printf(b, "    let c_s = c_it %% %d\n", S);
+    sb_printf(b, "    mbar_wait c_full[c_s], (c_it / %d) %% 2\n", S);
     sb_puts(b, "    wgmma_fence\n");
     sb_printf(b, "    wgmma c_as[c_s, c_wg * %d, 0], c_bs[c_s, 0, 0], c_acc -> c_acc\n", c->em);
     sb_puts(b, "    wgmma_commit\n    wgmma_wait 1\n");
-    sb_printf(b, "    if c_k > 0 {\n      mbar_arrive c_empty[(c_k + %d) %% %d]\n    }\n  }\n  wgmma_wait 0\n", S - 1, S);
+    sb_printf(b, "    if c_k > 0 {\n      mbar_arrive c_empty[(c_it + %d) %% %d]\n    }\n", S - 1, S);
+    sb_puts(b, "    set c_it = c_it + 1\n  }\n  wgmma_wait 0\n");
+    sb_printf(b, "  if c_nk > 0 {\n    mbar_arrive c_empty[(c_it + %d) %% %d]\n  }\n", S - 1, S);
+}
+
+/* The tile's store: through shared memory and TMA, or masked stores. */
+static void emit_sm90_store(ct *c, strbuf *b, const char *out, const char *cname)
+{
+    int vars[3] = {0, 1, 2};
+    const lang_tensor *C = c->def->tensors[c->tc];
+    if (!sm90_tma_store(c)) {
+        sb_printf(b, "  store_global %s -> %s", out, cname);
+        tile_at(b, c, vars, C->rank);
+        sb_puts(b, "\n");
+        return;
+    }
+    /* the previous tile's TMA store has read c_cs[c_wg]: then write it,
+     * make the writes visible to the copy engine, store */
+    sb_puts(b, "  bulk_wait 0\n");
+    sb_printf(b, "  store_shared %s -> c_cs[c_wg, 0, 0]\n  fence_async\n  sync\n", out);
+    sb_printf(b, "  tma_store c_cs[c_wg] -> %s", cname);
+    tile_at(b, c, vars, C->rank);
+    sb_puts(b, "\n  bulk_commit\n");
 }
 
 /* ---- pointwise ops on the tile ------------------------------------------------------------ */
@@ -784,7 +853,6 @@ static int build_body(ct *c)
          * computed after it, so that no tile beside the 128-register
          * accumulator lives across the loop (C is written only at the end) */
         emit_sm90_open(c, b);
-        sb_printf(b, "  c_acc = alloc register f32[%d, %d] layout %s init 0.0\n", c->em, c->en, c->lc);
         emit_sm90_mainloop(c, b);
     }
     /* init ops: the accumulator's start value */
@@ -844,11 +912,16 @@ static int build_body(ct *c)
     }
     char nb[160];
     pname(nb, sizeof nb, C->name);
+    if (c->sm90) {
+        emit_sm90_store(c, b, out, nb);
+        if (sm90_tma_store(c)) sb_puts(b, "      }\n      bulk_wait 0\n    }\n  }\n");
+        else sb_puts(b, "      }\n    }\n  }\n");
+        return 1;
+    }
     int vars[3] = {0, 1, 2};
     sb_printf(b, "  store_global %s -> %s", out, nb);
     tile_at(b, c, vars, C->rank);
     sb_puts(b, "\n");
-    if (c->sm90) sb_puts(b, "    }\n  }\n");
     (void)s;
     return 1;
 }
@@ -881,6 +954,23 @@ static void header(ct *c, strbuf *h, const char *kname)
         pname(nb, sizeof nb, c->def->sizes[c->psize[i]]);
         sb_printf(h, "%s%s: int", np++ ? ", " : "", nb);
     }
+    if (c->sm90) {
+        /* a persistent grid: min(tiles, multiprocessors) blocks */
+        sb_printf(h, "%sc_nsm: int) grid(min(cdiv(", np++ ? ", " : "");
+        sexpr_text(h, c, C->shape[c->nb]);
+        sb_printf(h, ", %d) * cdiv(", s->bm);
+        sexpr_text(h, c, C->shape[c->nb + 1]);
+        sb_printf(h, ", %d)", s->bn);
+        if (c->nb) {
+            sb_puts(h, " * ");
+            sexpr_text(h, c, C->shape[0]);
+        }
+        /* the stages, C's staging tiles, the barriers, the 1024-byte alignments */
+        int64_t smem = (int64_t)sm90_stages(c) * (s->bm * s->bk + s->bk * s->bn) * 2 +
+                       (sm90_tma_store(c) ? s->bm * s->bn * 2 : 0) + 4096;
+        sb_printf(h, ", c_nsm)) threads(%d) smem_budget(%lld) {\n", s->threads, (long long)smem);
+        return;
+    }
     sb_puts(h, ") grid(cdiv(");
     sexpr_text(h, c, C->shape[c->nb]);
     sb_printf(h, ", %d), cdiv(", s->bm);
@@ -889,12 +979,6 @@ static void header(ct *c, strbuf *h, const char *kname)
     if (c->nb) {
         sb_puts(h, ", ");
         sexpr_text(h, c, C->shape[0]);
-    }
-    if (c->sm90) {
-        /* the stages, the barriers, the 1024-byte alignment of each ring */
-        int64_t smem = (int64_t)sm90_stages(c) * (s->bm * s->bk + s->bk * s->bn) * 2 + 2048;
-        sb_printf(h, ") threads(%d) smem_budget(%lld) {\n", s->threads, (long long)smem);
-        return;
     }
     int bytes = c->mma ? 2 : 4;
     int64_t ra = c->a_trans ? s->bk : s->bm, ca = c->a_trans ? s->bm : s->bk;
@@ -1003,6 +1087,10 @@ static void push_launch(sched_plan *p, const ct *c, tile_kernel *k, const sched_
     for (int i = 0; i < c->nsize; i++) {
         if (size_bound(c, c->psize[i])) continue;
         sched_arg arg = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SIZE, .sym = c->psize[i]};
+        ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
+    }
+    if (c->sm90) {
+        sched_arg arg = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SMS};
         ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
     }
     TSL_ASSERT(l->nargs == k->nparams);

@@ -958,6 +958,7 @@ sched_plan *sched_lower_sm(tsl_arena *a, const graph *g, tsl_target target, int 
 int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_bound *b)
 {
     (void)p;
+    if (arg->kind == SCHED_ARG_SMS) return 1; /* off the GPU: one persistent block */
     TSL_ASSERT(arg->kind == SCHED_ARG_SIZE);
     return b->sizes[arg->sym];
 }
@@ -1010,7 +1011,9 @@ void sched_print(strbuf *b, const sched_plan *p)
         }
         for (int j = 0; j < l->nargs; j++) {
             const sched_arg *a = &l->args[j];
-            const char *what = a->kind == SCHED_ARG_SIZE ? p->def->sizes[a->sym] : p->def->tensors[a->tensor]->name;
+            const char *what = a->kind == SCHED_ARG_SMS    ? "the multiprocessor count"
+                               : a->kind == SCHED_ARG_SIZE ? p->def->sizes[a->sym]
+                                                           : p->def->tensors[a->tensor]->name;
             sb_printf(b, "%s %s=%s%s", j ? "," : ";", a->name,
                       a->kind == SCHED_ARG_SIZE ? "size " : a->kind == SCHED_ARG_SCALAR ? "scalar " : "", what);
         }

@@ -332,7 +332,7 @@ static tsl_status dev_launch(sched_dev *x, int li, const lang_bound *b, const rt
             else
                 a->ival = (int64_t)scalars[sa->tensor];
         } else {
-            a->ival = sched_arg_int(p, sa, b);
+            a->ival = sa->kind == SCHED_ARG_SMS ? rt_cuda_device_info(x->dev)->sm_count : sched_arg_int(p, sa, b);
         }
     }
     tsl_status st = tile_interp_bind_symbols(k, lb.args, l->nargs, NULL, NULL, 0, lb.symv, d);

@@ -31,8 +31,10 @@ enum { SCHED_THREADS = 128, SCHED_LOCALS = 4, SCHED_BLOCK = SCHED_THREADS * SCHE
 typedef enum sched_arg_kind {
     SCHED_ARG_TENSOR, /* a tensor of the def (def->tensors[tensor]) */
     SCHED_ARG_SCALAR, /* a scalar parameter of the def, passed as a typed scalar */
-    SCHED_ARG_SIZE    /* int: size symbol `sym` of the def (box bounds are int
+    SCHED_ARG_SIZE,   /* int: size symbol `sym` of the def (box bounds are int
                          expressions over the size symbols) */
+    SCHED_ARG_SMS     /* int: the device's multiprocessor count (a persistent
+                         grid's size; 1 off the GPU) */
 } sched_arg_kind;
 
 /* One kernel parameter and where its value comes from. */
