@@ -6,7 +6,8 @@
 # compute-sanitizer over the small cases. Build here first:
 #   make -s -j2 all && bench/gpu.sh --build       then carry build/
 # HOPPER_ONLY (default "GEMM fp16 4096") picks the gpu_bench/anchors rows
-# (several substrings separated by |); HOPPER_SKIP_TILE=1 skips the tile steps.
+# (several substrings separated by |); HOPPER_SKIP_TILE=1 skips the tile steps,
+# HOPPER_SKIP_CHECK=1 the layouts check, HOPPER_ONLY=none the benchmark.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -26,9 +27,29 @@ for tool in memcheck racecheck; do
         examples/tile/gemm_wgmma.tile 100 264 136 2>&1 | tail -n 4
 done
 fi
+# the plan's cases on the GPU against the interpreter: the four operand
+# layouts, batched, C read back, epilogues, f32 C; wide (M > 128), narrow
+# (M <= 128), more tiles than multiprocessors, and the mma.sync fallback
+# (rows TMA cannot take)
+if [ -z "${HOPPER_SKIP_CHECK:-}" ]; then
+echo "== bench/hopper/layouts.tc on the GPU (--check against the interpreter)"
+pass=0; fail=0
+for e in nn nt tn tt bnt beta silu_bias f32out; do
+    for sz in "M=300 N=264 K=136" "M=37 N=72 K=200" "M=1 N=8 K=8" "M=1100 N=4104 K=16" "M=16 N=8456 K=16" \
+        "M=130 N=77 K=131"; do
+        args=(); for kv in $sz; do args+=(--size "$kv"); done
+        [ $e = bnt ] && args+=(--size Z=3)
+        [ $e = beta ] && args+=(--set alpha=0.7 --set beta=-1.3)
+        if out=$(timeout 120 build/tessel run bench/hopper/layouts.tc --entry $e "${args[@]}" --target cuda --check 2>&1) &&
+            grep -q ": ok" <<< "$out"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL $e $sz"; echo "$out" | tail -n 4; fi
+    done
+done
+echo "layouts: $pass passed, $fail failed"
+fi
 # HOPPER_ONLY: rows separated by '|'
 IFS='|' read -ra ROWS <<< "$ONLY"
 for r in "${ROWS[@]}"; do
+    [ "$r" = none ] && continue
     echo "== gpu_bench --only '$r'"
     timeout 400 build/gpu_bench --only "$r" --json "$OUT/tessel-${r// /_}.json" 2>&1 | grep -v "^  cold compiles" | tail -n 60
     echo "== anchors --only '$r'"

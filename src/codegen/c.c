@@ -439,6 +439,11 @@ static void plan_block(cgc *c, const tile_block *b)
         if (s->kind == TILE_S_INSTR && plan_view_alias(c, b, i, s)) continue;
         if (s->kind == TILE_S_INSTR) {
             const tile_value *r = s->instr.result;
+            /* a shared view is an alias: the same bytes */
+            if (r && r->type.space == TILE_SHARED && s->instr.op == TILE_I_VIEW && s->instr.args[0].v) {
+                c->soff[r->id] = c->soff[s->instr.args[0].v->id];
+                continue;
+            }
             if (r && r->type.space == TILE_SHARED && s->instr.op == TILE_I_ALLOC) {
                 int64_t dims[CGC_MAX_RANK], n = 1;
                 if (!cgc_cdims(c, r, dims)) return;

@@ -1016,6 +1016,7 @@ static char *elem_bits(cgc *c, tile_dtype t, const char *x)
 void cgc_emit_view(cgc *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
+    if (in->result && in->result->type.space == TILE_SHARED) return; /* an alias (plan_block) */
     const tile_value *x = cgc_reg_arg(c, &in->args[0]), *d = x ? cgc_reg_dst(c, s) : NULL;
     if (!d) return;
     const cgc_tab *tx = &c->tabv[cgc_rt(c, x)], *td = &c->tabv[cgc_rt(c, d)];

@@ -703,6 +703,10 @@ static void plan_block(cg *c, const tile_block *b)
             plan_block(c, s->els);
         }
         for (int r = 0; r < s->nroles; r++) plan_block(c, s->roles[r].body);
+        /* a shared view is an alias: the same bytes */
+        if (s->kind == TILE_S_INSTR && s->instr.op == TILE_I_VIEW && s->instr.result &&
+            s->instr.result->type.space == TILE_SHARED && s->instr.args[0].v)
+            c->soff[s->instr.result->id] = c->soff[s->instr.args[0].v->id];
     }
 }
 

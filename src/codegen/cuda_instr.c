@@ -1202,6 +1202,7 @@ static void emit_gather(cg *c, const tile_stmt *s)
 
 static void emit_view(cg *c, const tile_stmt *s)
 {
+    if (s->instr.result && s->instr.result->type.space == TILE_SHARED) return; /* an alias (plan_block) */
     const tile_value *dv = dst_reg(c, s), *xv = arg_reg(c, &s->instr.args[0]);
     if (!dv || !xv) return;
     rinfo rd, rx;

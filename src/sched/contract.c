@@ -225,7 +225,7 @@ static int recognise(ct *c)
             if (i != grp->anchor && !side_op_ok(c, &g->ops[i])) return 0;
         return 1;
     }
-    c->sm90 = c->want_sm90 && c->mma && !c->a_trans && !c->b_trans;
+    c->sm90 = c->want_sm90 && c->mma;
     /* TESSEL_CONTRACT="BM,BN,BK,WM,WN,PAD[,STAGES]" overrides the mma plan
      * (experiments; the tuner's space later) */
     const char *env = getenv("TESSEL_CONTRACT");
@@ -521,17 +521,35 @@ static void emit_sm90_open(ct *c, strbuf *b)
     const ct_shape *s = &c->sh;
     const char *in = dt_name(c->def->tensors[c->ta]->dtype);
     int S = sm90_stages(c);
-    sb_printf(b, "  c_as = alloc shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,%d):(%d,%d,1))\n", in, S, s->bm,
-              s->bk, S, s->bm, s->bk, s->bm * s->bk, s->bk);
-    sb_printf(b, "  c_bs = alloc shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,(64,%d)):(%d,64,(1,%d)))\n", in, S,
-              s->bk, s->bn, S, s->bk, s->bn / 64, s->bk * s->bn, 64 * s->bk);
+    /* the stages in the global tensors' own dim order (TMA boxes), 128-byte
+     * swizzled rows of 64; a transposed operand is seen by wgmma through a
+     * shared view (the same bytes) with its dims in [M, K] / [K, N] order */
+    int SA = s->bm * s->bk, SB = s->bk * s->bn;
+    if (!c->a_trans)
+        sb_printf(b, "  c_as = alloc shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,%d):(%d,%d,1))\n", in, S, s->bm,
+                  s->bk, S, s->bm, s->bk, SA, s->bk);
+    else {
+        sb_printf(b, "  c_at = alloc shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,(64,%d)):(%d,64,(1,%d)))\n", in,
+                  S, s->bk, s->bm, S, s->bk, s->bm / 64, SA, 64 * s->bk);
+        sb_printf(b, "  c_as = view c_at -> shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,(64,%d),%d):(%d,(1,%d),64))\n",
+                  in, S, s->bm, s->bk, S, s->bm / 64, s->bk, SA, 64 * s->bk);
+    }
+    if (!c->b_trans)
+        sb_printf(b, "  c_bs = alloc shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,(64,%d)):(%d,64,(1,%d)))\n", in,
+                  S, s->bk, s->bn, S, s->bk, s->bn / 64, SB, 64 * s->bk);
+    else {
+        sb_printf(b, "  c_bt = alloc shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,%d):(%d,%d,1))\n", in, S, s->bn,
+                  s->bk, S, s->bn, s->bk, SB, s->bk);
+        sb_printf(b, "  c_bs = view c_bt -> shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,%d):(%d,1,%d))\n", in, S,
+                  s->bk, s->bn, S, s->bk, s->bn, SB, s->bk);
+    }
     if (sm90_tma_store(c))
         sb_printf(b, "  c_cs = alloc shared %s[2, %d, %d] layout swizzle(3,3,3,(2,%d,(64,%d)):(%d,64,(1,%d)))\n",
                   dt_name(c->def->tensors[c->tc]->dtype), c->em, s->bn, c->em, s->bn / 64, c->em * s->bn, 64 * c->em);
     sb_printf(b, "  c_full = alloc shared u64[%d]\n  c_empty = alloc shared u64[%d]\n", S, S);
     sb_puts(b, "  mbar_init c_full, 1\n  mbar_init c_empty, 2\n  sync\n  warpgroups {\n");
     char kext[160], na[160], nb[160];
-    dim_text(kext, sizeof kext, c, c->ta, c->nb + 1);
+    dim_text(kext, sizeof kext, c, c->ta, c->nb + (c->a_trans ? 0 : 1));
     pname(na, sizeof na, c->def->tensors[c->ta]->name);
     pname(nb, sizeof nb, c->def->tensors[c->tb]->name);
     const char *z = c->nb ? "c_tb, " : "";
@@ -541,8 +559,14 @@ static void emit_sm90_open(ct *c, strbuf *b)
     sb_printf(b, "          let c_s = c_it %% %d\n", S);
     sb_printf(b, "          mbar_wait c_empty[c_s], (c_it / %d + 1) %% 2\n", S);
     sb_printf(b, "          mbar_arrive c_full[c_s] bytes %d\n", (s->bm * s->bk + s->bk * s->bn) * 2);
-    sb_printf(b, "          tma_load %s[%sc_tm * %d, c_k * %d], c_full[c_s] -> c_as[c_s]\n", na, z, s->bm, s->bk);
-    sb_printf(b, "          tma_load %s[%sc_k * %d, c_tn * %d], c_full[c_s] -> c_bs[c_s]\n", nb, z, s->bk, s->bn);
+    if (!c->a_trans)
+        sb_printf(b, "          tma_load %s[%sc_tm * %d, c_k * %d], c_full[c_s] -> c_as[c_s]\n", na, z, s->bm, s->bk);
+    else
+        sb_printf(b, "          tma_load %s[%sc_k * %d, c_tm * %d], c_full[c_s] -> c_at[c_s]\n", na, z, s->bk, s->bm);
+    if (!c->b_trans)
+        sb_printf(b, "          tma_load %s[%sc_k * %d, c_tn * %d], c_full[c_s] -> c_bs[c_s]\n", nb, z, s->bk, s->bn);
+    else
+        sb_printf(b, "          tma_load %s[%sc_tn * %d, c_k * %d], c_full[c_s] -> c_bt[c_s]\n", nb, z, s->bn, s->bk);
     sb_puts(b, "          set c_it = c_it + 1\n        }\n      }\n    }\n");
     sb_puts(b, "    role consumer(2, c_wg) regs(232) {\n      var c_it = 0\n");
     sm90_tile_loop(c, b);
@@ -552,7 +576,7 @@ static void emit_sm90_mainloop(ct *c, strbuf *b)
 {
     const ct_shape *s = &c->sh;
     char kext[160];
-    dim_text(kext, sizeof kext, c, c->ta, c->nb + 1);
+    dim_text(kext, sizeof kext, c, c->ta, c->nb + (c->a_trans ? 0 : 1));
     int S = sm90_stages(c);
     /* one wgmma group in flight: step k's products run while the
      * consumer waits for step k-1's and releases its stage; the tile's
@@ -1097,12 +1121,14 @@ static void push_launch(sched_plan *p, const ct *c, tile_kernel *k, const sched_
 }
 
 /* The sizes the sm_90a plan's TMA needs to be multiples of 8 (16-byte
- * rows of f16/bf16): A's K and B's N. 0 when a constant one is not. */
+ * rows of f16/bf16): the last dims of A, B and C. 0 when a constant one
+ * is not. */
 static int sm90_guard(const ct *c, sched_guard *g)
 {
     memset(g, 0, sizeof *g);
-    const lang_sexpr *ext[2] = {c->def->tensors[c->ta]->shape[c->nb + 1], c->def->tensors[c->tb]->shape[c->nb + 1]};
-    for (int i = 0; i < 2; i++) {
+    const lang_sexpr *ext[3] = {c->def->tensors[c->ta]->shape[c->nb + 1], c->def->tensors[c->tb]->shape[c->nb + 1],
+                                c->def->tensors[c->tc]->shape[c->nb + 1]};
+    for (int i = 0; i < 3; i++) {
         if (ext[i]->kind == LANG_SX_CONST) {
             if (ext[i]->value % 8) return 0;
             continue;

@@ -758,6 +758,9 @@ static tsl_status plan_block(interp *I, const tile_block *b)
                 if ((st = const_dims(I, r, dims))) return st;
                 plan_add(I, r->id, shared_bytes(&r->type, dims, r->type.rank));
             }
+            /* a shared view is an alias: the same bytes */
+            if (s->instr.op == TILE_I_VIEW && r && r->type.space == TILE_SHARED && s->instr.args[0].v)
+                I->soff[r->id] = I->soff[s->instr.args[0].v->id];
             if ((st = plan_block(I, s->instr.decomp))) return st;
         }
         if (s->kind == TILE_S_PIPELINE) {

@@ -362,6 +362,8 @@ tsl_status interp_exec_view(interp *I, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
     rt_tensor *x = NULL, *d = NULL;
+    if (in->result && in->result->type.space == TILE_SHARED) /* an alias of the same bytes */
+        return interp_tensor_of(I, in->result, &d);
     tsl_status st = interp_reg_arg(I, &in->args[0], &x);
     if (!st) st = interp_reg_dst(I, s, &d);
     if (st) return st;

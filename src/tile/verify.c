@@ -1227,6 +1227,35 @@ static void check_warpgroups(verifier *V, const tile_stmt *s)
     V->threads = saved;
 }
 
+/* view of a shared tensor: another logical shape and data layout over the
+ * same storage (no data moves): same element type, and the view's offsets
+ * stay inside the tensor's (cosize). */
+static void check_shared_view(verifier *V, const tile_instr *in, size_t pos)
+{
+    const tile_value *x = in->args[0].v;
+    const tile_type *o = in->result ? &in->result->type : NULL;
+    char t1[128], t2[128];
+    if (in->args[0].nsteps) verr(V, in->args[0].pos, "view: the shared tensor '%s' cannot be indexed", x->name);
+    if (!o || o->space != TILE_SHARED) {
+        verr(V, pos, "view: a view of the shared tensor '%s' is a shared tensor", x->name);
+        return;
+    }
+    if (!tile_dtype_eq(x->type.dt, o->dt)) {
+        verr(V, pos, "view: '%s' is %s but the view %s (a shared view keeps the element type)", x->name,
+             type_str(&x->type, t1, sizeof t1), type_str(o, t2, sizeof t2));
+        return;
+    }
+    int64_t dx[16], dv[16];
+    if (!const_dims(&x->type, dx) || !const_dims(o, dv)) return;
+    int64_t cx = x->type.layout && x->type.layout->v.kind == LAYOUT_VALUE_DATA ? layout_cosize(&x->type.layout->v.data)
+                                                                             : numel_of(dx, x->type.rank);
+    int64_t cv = o->layout && o->layout->v.kind == LAYOUT_VALUE_DATA ? layout_cosize(&o->layout->v.data)
+                                                                     : numel_of(dv, o->rank);
+    if (cv > cx)
+        verr(V, pos, "view: the view %s reaches element %lld of '%s', which has %lld", type_str(o, t2, sizeof t2),
+             (long long)(cv - 1), x->name, (long long)cx);
+}
+
 static void check_instr(verifier *V, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -1361,6 +1390,10 @@ static void check_instr(verifier *V, const tile_stmt *s)
         break;
     }
     case TILE_I_VIEW: {
+        if (in->args[0].v && in->args[0].v->kind == TILE_V_TENSOR && in->args[0].v->type.space == TILE_SHARED) {
+            check_shared_view(V, in, pos);
+            break;
+        }
         const tile_value *x = reg_operand(V, &in->args[0], opn, "operand");
         if (!x || !o || V->in_decomp || !x->type.layout || !o->layout || o->layout->v.kind != LAYOUT_VALUE_DIST ||
             x->type.layout->v.kind != LAYOUT_VALUE_DIST)

@@ -234,6 +234,7 @@ static void test_golden(void)
     compare_file("tests/tile_golden/ldmatrix.tile", NULL, 10);
     compare_file("tests/tile_golden/quadpairs.tile", NULL, 10);
     compare_file("tests/tile_golden/shuffle.tile", NULL, 10);
+    compare_file("tests/tile_golden/shared_view.tile", NULL, 20);
     compare_file("tests/tile_golden/softmax_rows.tile", NULL, 13);
     compare_file("tests/tile_golden/tiny.tile", NULL, 10);
     /* random sizes break its preconditions (n <= N): test_sched_ops runs it */

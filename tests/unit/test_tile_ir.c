@@ -12,7 +12,7 @@ static const char *const goldens[] = {
     "gemm.tile",        "gemm_pipelined.tile", "ldmatrix.tile", "blocked_sum.tile",
     "softmax_rows.tile", "elementwise.tile",   "control.tile",  "shuffle.tile",
     "dequant.tile",     "quadpairs.tile",      "async_copy.tile", "tiny.tile",
-    "blocks_out.tile",  "hopper_gemm.tile",
+    "blocks_out.tile",  "hopper_gemm.tile",    "shared_view.tile",
 };
 
 /* Parse text as file `name`; returns the status, fills *m (NULL on error)
@@ -387,6 +387,12 @@ static const bad_case verify_cases[] = {
     {"load dtype",
      HDR1 "  x = load_global A[0, 0] -> register f32[16, 8] layout " CFRAG "\n}\n",
      "bad.tile:2:3: error:", "source 'A' is f16[M, K] but the result is f32[16, 8]"},
+    {"shared view past the tensor",
+     HDR1 "  s = alloc shared f32[8, 4]\n  t = view s -> shared f32[4, 16]\n}\n",
+     "bad.tile:3:3: error:", "view: the view f32[4, 16] reaches element 63 of 's', which has 32"},
+    {"shared view dtype",
+     HDR1 "  s = alloc shared f32[8, 4]\n  t = view s -> shared u32[8, 4]\n}\n",
+     "bad.tile:3:3: error:", "a shared view keeps the element type"},
     /* Hopper (section 5b) */
     {"roles do not add up",
      HDR1 "  warpgroups {\n    role p(1) {\n    }\n  }\n}\n",
