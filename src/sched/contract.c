@@ -45,8 +45,12 @@ typedef struct ct_shape {
  * the 1 s budget) and wastes half tiles on attention's 384 columns (15.3
  * -> 11.9 TFLOP/s): larger tiles wait for loops the emitter keeps rolled. */
 static const ct_shape CT_MMA = {128, 128, 32, 2, 4, 256};
-/* f32: 64x64x32, 128 threads of 4x8 micro-tiles. */
-static const ct_shape CT_FMA = {64, 64, 32, 0, 0, 128};
+/* f32 on CUDA cores: 128x128x16, 256 threads of 8x8 micro-tiles (64
+ * accumulators, 16 values loaded from shared memory per 64 FMAs). */
+static const ct_shape CT_FMA = {128, 128, 16, 0, 0, 256};
+#define CT_FMA_TM 8
+#define CT_FMA_TN 8
+
 /* f32 on the CPU target: 96x128x256, 128 "threads" of 6x16 micro-tiles
  * (12 AVX2 vector accumulators: the C generator's micro-kernel,
  * c_emit_gemm.c), one stage, rows padded by 16 floats (no power-of-two
@@ -202,8 +206,8 @@ static int recognise(ct *c)
     c->mma = is_mma_dt(A->dtype);
     c->sh = c->mma ? CT_MMA : CT_FMA;
     c->pad = c->mma ? 8 : 4;
-    c->tm = 4;
-    c->tn = 8;
+    c->tm = CT_FMA_TM;
+    c->tn = CT_FMA_TN;
     if (c->cpu && !c->mma) {
         /* TESSEL_CONTRACT_CPU="BM,BN,BK,TM,TN,STAGES" overrides the CPU plan */
         const char *ce = getenv("TESSEL_CONTRACT_CPU");
@@ -415,20 +419,14 @@ static void emit_mainloop(ct *c, strbuf *b)
         sb_puts(b, "    mma c_ra, c_rb, c_acc -> c_acc\n");
     } else {
         /* one k at a time: column kk of A's block and row kk of B's block,
-         * broadcast over the thread's 4 x 8 micro-tile */
-        const char *lcol = "spatial(16, 1).replicate(8).local(4, 1)";  /* [64, 1]: A column */
-        const char *lrow = "replicate(16).spatial(1, 8).local(1, 8)";  /* [1, 64]: B row */
-        const char *lcolb = "replicate(16).spatial(8, 1).local(8, 1)"; /* [64, 1]: B^T column */
-        const char *lrowa = "spatial(1, 16).replicate(8).local(1, 4)"; /* [1, 64]: A^T row */
+         * broadcast over the thread's tm x tn micro-tile (P x Q threads) */
         char cl[4][96];
-        if (c->cpu) {
-            int P = s->bm / c->tm, Q = s->bn / c->tn;
-            snprintf(cl[0], sizeof cl[0], "spatial(%d, 1).replicate(%d).local(%d, 1)", P, Q, c->tm);
-            snprintf(cl[1], sizeof cl[1], "replicate(%d).spatial(1, %d).local(1, %d)", P, Q, c->tn);
-            snprintf(cl[2], sizeof cl[2], "replicate(%d).spatial(%d, 1).local(%d, 1)", P, Q, c->tn);
-            snprintf(cl[3], sizeof cl[3], "spatial(1, %d).replicate(%d).local(1, %d)", P, Q, c->tm);
-            lcol = cl[0], lrow = cl[1], lcolb = cl[2], lrowa = cl[3];
-        }
+        int P = s->bm / c->tm, Q = s->bn / c->tn;
+        snprintf(cl[0], sizeof cl[0], "spatial(%d, 1).replicate(%d).local(%d, 1)", P, Q, c->tm); /* A column */
+        snprintf(cl[1], sizeof cl[1], "replicate(%d).spatial(1, %d).local(1, %d)", P, Q, c->tn); /* B row */
+        snprintf(cl[2], sizeof cl[2], "replicate(%d).spatial(%d, 1).local(%d, 1)", P, Q, c->tn); /* B^T column */
+        snprintf(cl[3], sizeof cl[3], "spatial(1, %d).replicate(%d).local(1, %d)", P, Q, c->tm); /* A^T row */
+        const char *lcol = cl[0], *lrow = cl[1], *lcolb = cl[2], *lrowa = cl[3];
         sb_printf(b, "    for c_kk in 0 : %d {\n", s->bk);
         if (c->a_trans) {
             sb_printf(b, "      c_a0 = load_shared c_ta[%sc_kk, 0] -> register f32[1, %d] layout %s\n", z, s->bm, lrowa);
@@ -1042,11 +1040,8 @@ static char *contract_text(ct *c, const char *kname)
         char la[256], lat[256], lb[256], lbt[256];
         mma_layouts(c, la, lat, lb, lbt, c->lc, sizeof c->lc);
     } else {
-        if (c->cpu)
-            snprintf(c->lc, sizeof c->lc, "spatial(%d, %d).local(%d, %d)", c->sh.bm / c->tm, c->sh.bn / c->tn, c->tm,
-                     c->tn);
-        else
-            snprintf(c->lc, sizeof c->lc, "spatial(16, 8).local(4, 8)");
+        snprintf(c->lc, sizeof c->lc, "spatial(%d, %d).local(%d, %d)", c->sh.bm / c->tm, c->sh.bn / c->tn, c->tm,
+                 c->tn);
     }
     if (!build_body(c)) {
         sb_free(&c->body);
