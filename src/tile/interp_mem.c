@@ -370,6 +370,7 @@ const char *imem_hazard_text(imem_hazard h)
     case IMEM_TMA_UNSEEN: return "access to a TMA load's data before waiting on its barrier phase";
     case IMEM_ASYNC_READING: return "write over an element an async read in flight holds";
     case IMEM_UNFENCED: return "async read of an ordinary write with no fence_async between";
+    case IMEM_UNWRITTEN: return "async read of an element nothing has written";
     }
     return "hazard";
 }
@@ -427,6 +428,7 @@ imem_hazard imem_async_read(imem_shared *s, size_t off, size_t n, int32_t op, vo
         imem_hazard h = visible(s, i, -1);
         if (h) return h;
         int a = x->wagent[i];
+        if (a == IMEM_AGENT_NONE) return IMEM_UNWRITTEN;
         if (a < IMEM_MAX_TASKS && s->writer[i] >= 0 && x->wfence[i] != UINT32_MAX &&
             T->vc.c[IMEM_VC_FENCE(a)] <= x->wfence[i]) {
             s->why.other = s->writer[i];

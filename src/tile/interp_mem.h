@@ -53,7 +53,8 @@ typedef enum imem_hazard {
     IMEM_TMA_PENDING,   /* access to a byte a TMA load in flight writes */
     IMEM_TMA_UNSEEN,    /* access to a byte a TMA load landed on before waiting on its phase */
     IMEM_ASYNC_READING, /* write over a byte an async read in flight (wgmma, tma_store) holds */
-    IMEM_UNFENCED       /* async read of an ordinary write with no fence_async between */
+    IMEM_UNFENCED,      /* async read of an ordinary write with no fence_async between */
+    IMEM_UNWRITTEN      /* async read of a byte nothing has written since the block began */
 } imem_hazard;
 
 #define IMEM_MAX_TASKS 9     /* the block and up to 8 warpgroup instances */
