@@ -442,31 +442,32 @@ static tsl_status exec_mbar_wait(interp *I, const tile_stmt *s)
 
 /* ---- TMA ------------------------------------------------------------------------------ */
 
-/* Can cuTensorMapEncodeTiled describe global tensor g? Rank 1..5, the
- * innermost dim contiguous, every other stride a multiple of 16 bytes
- * (below 2^40), the address 16-byte aligned. */
+/* Can cuTensorMapEncodeTiled describe global tensor g? The checks and
+ * words of the runtime's (rt_cuda_tmap_encode): rank 1..5, a 16-byte
+ * aligned address, the last dimension contiguous, every other stride a
+ * multiple of 16 bytes below 2^40. */
 static tsl_status tma_global_ok(interp *I, size_t pos, const char *opn, const char *name, const rt_tensor *g)
 {
-    char why[160] = "", ty[160], nb[16];
     int64_t eb = (int64_t)interp_dt_bytes(g->tdt);
-    if (g->rank < 1 || g->rank > 5) snprintf(why, sizeof why, "it has rank %d (1..5)", g->rank);
-    else if ((uintptr_t)g->gdata % 16) snprintf(why, sizeof why, "its address is not 16-byte aligned");
-    else if (g->gstride[g->rank - 1] != 1)
-        snprintf(why, sizeof why, "its innermost dimension has stride %lld, not 1", (long long)g->gstride[g->rank - 1]);
-    for (int d = 0; d < g->rank - 1 && !why[0]; d++) {
+    uintptr_t ptr = (uintptr_t)g->gdata;
+    if (g->rank < 1 || g->rank > 5)
+        return interp_err(I, pos, TSL_ERR_RUNTIME, "%s: tensor '%s': no TMA tensor map for a rank-%d tensor of this dtype",
+                          opn, name, g->rank);
+    if (ptr % 16)
+        return interp_err(I, pos, TSL_ERR_RUNTIME,
+                          "%s: tensor '%s': TMA needs a 16-byte aligned address (it is %llu bytes past one)", opn, name,
+                          (unsigned long long)(ptr % 16));
+    if (g->gstride[g->rank - 1] != 1 && g->dims[g->rank - 1] > 1)
+        return interp_err(I, pos, TSL_ERR_RUNTIME, "%s: tensor '%s': TMA needs its last dimension contiguous (stride %lld)",
+                          opn, name, (long long)g->gstride[g->rank - 1]);
+    for (int d = g->rank - 2; d >= 0; d--) {
         int64_t bytes = g->gstride[d] * eb;
         if (bytes % 16 || bytes < 0 || bytes >= ((int64_t)1 << 40))
-            snprintf(why, sizeof why, "the stride of dimension %d is %lld bytes, not a multiple of 16", d,
-                     (long long)bytes);
+            return interp_err(I, pos, TSL_ERR_RUNTIME,
+                              "%s: tensor '%s': TMA needs each row stride to be a multiple of 16 bytes (dimension %d: "
+                              "%lld bytes)", opn, name, d, (long long)bytes);
     }
-    if (!why[0]) return TSL_OK;
-    size_t at = (size_t)snprintf(ty, sizeof ty, "%s[", tile_dtype_name(g->dt, nb));
-    for (int d = 0; d < g->rank && at < sizeof ty; d++)
-        at += (size_t)snprintf(ty + at, sizeof ty - at, "%s%lld", d ? ", " : "", (long long)g->dims[d]);
-    if (at < sizeof ty) snprintf(ty + at, sizeof ty - at, "]");
-    return interp_err(I, pos, TSL_ERR_RUNTIME,
-                      "%s: the global tensor '%s' %s cannot have a TMA tensor map (cuTensorMapEncodeTiled): %s", opn,
-                      name, ty, why);
+    return TSL_OK;
 }
 
 /* The box of a TMA copy: the shared side's trailing dims after the leading
