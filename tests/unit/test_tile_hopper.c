@@ -6,11 +6,15 @@
  * references, and every hazard program there (hz_*.tile) failing with
  * exactly the located message its `// expect:` line gives. A program's
  * `// sizes: K=200` line binds its size symbols; its inputs are random,
- * its outputs poisoned with NaN. */
+ * its outputs poisoned with NaN. The scheduler's sm_90a GEMM plan
+ * (src/sched/contract.c) is run here too, against the TC interpreter. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph.h"
+#include "sched/sched.h"
+#include "sched_runners.h"
 #include "test.h"
 #include "tile/interp.h"
 #include "tile/interp_mem.h"
@@ -352,6 +356,39 @@ static void test_hazards(void)
     }
 }
 
+/* The scheduler's sm_90a plan (TMA ring, wgmma, warpgroups; guarded to K
+ * and N multiples of 8, the mma.sync plan otherwise) through the tile
+ * interpreter against the TC interpreter: wide (M > 128) and narrow
+ * blocks, sizes no tile divides, size 1, and a size the guard refuses. */
+static void test_sm90_plan(void)
+{
+    static const struct {
+        const char *src;
+        int64_t sets[4][4]; /* size slots in declaration order */
+    } cases[] = {
+        {"def hmm(float16(M,K) A, float16(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n",
+         {{100, 520, 264}, {200, 72, 40}, {1, 8, 8}, {67, 45, 40}}},
+        {"def hbmm(float16(B,M,K) X, float16(B,K,N) Y) -> (Z) {\n  Z(b,m,n) +=! X(b,m,k) * Y(b,k,n)\n}\n",
+         {{2, 33, 136, 24}, {1, 130, 16, 8}, {0}, {0}}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        tsl_arena *a = arena_create();
+        tsl_source src = {"sm90.tc", cases[c].src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &src, &d);
+        graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
+        sched_plan *p = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, 90, &d) : NULL;
+        CHECK_MSG(p != NULL, "%s", sb_str(&d.msg));
+        int wg = 0;
+        for (int l = 0; p && l < p->nlaunches; l++) wg += strstr(p->launches[l].k->name, "_wgmma") != NULL;
+        CHECK_MSG(!p || wg > 0, "case %d: no sm_90a launch", (int)c);
+        for (int i = 0; p && i < 4; i++)
+            if (cases[c].sets[i][0]) test_compare_plan(a, mod->defs[0], p, cases[c].sets[i], test_run_tile_interp, "tile interp sm_90a");
+        diag_free(&d);
+        arena_free(a);
+    }
+}
+
 TEST_SUITE(tile_hopper) = {
     {"mem_tasks", test_mem_tasks},
     {"mem_async_proxy", test_mem_async_proxy},
@@ -359,5 +396,6 @@ TEST_SUITE(tile_hopper) = {
     {"gemm_wgmma_shuffled", test_gemm_wgmma_shuffled},
     {"programs", test_programs},
     {"hazards", test_hazards},
+    {"sm90_plan", test_sm90_plan},
     {0, 0},
 };
