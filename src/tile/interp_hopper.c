@@ -165,13 +165,24 @@ tsl_status interp_hazard_ext(interp *I, size_t pos, imem_hazard h, const char *s
     case IMEM_XRAW:
     case IMEM_XWAW:
         interp_thread_name(I, w->other, agent, oth, sizeof oth);
+        if (w->nosync)
+            return interp_err(I, pos, TSL_ERR_RUNTIME,
+                              "hazard: %s %s %s[%s], which %s wrote with no sync of its warpgroup before the "
+                              "mbar_arrive that orders the two (missing sync before mbar_arrive?)", subj, verb, name,
+                              e, oth);
         return interp_err(I, pos, TSL_ERR_RUNTIME,
                           "hazard: %s %s %s[%s], which %s wrote, with no mbarrier wait ordering the two (missing "
-                          "mbar_wait?)", subj, verb, name, e, oth);
+                          "mbar_wait, or mbar_arrive too early?)", subj, verb, name, e, oth);
     case IMEM_XWAR:
+        interp_task_name(I, agent, tn, sizeof tn);
+        if (w->nosync)
+            return interp_err(I, pos, TSL_ERR_RUNTIME,
+                              "hazard: %s writes %s[%s], which a thread of %s read with no sync of its warpgroup "
+                              "before the mbar_arrive that orders the two (missing sync before mbar_arrive?)", subj,
+                              name, e, tn);
         return interp_err(I, pos, TSL_ERR_RUNTIME,
                           "hazard: %s writes %s[%s], which %s read, with no mbarrier wait ordering the two (missing "
-                          "mbar_wait?)", subj, name, e, interp_task_name(I, agent, tn, sizeof tn));
+                          "mbar_wait, or mbar_arrive too early?)", subj, name, e, tn);
     case IMEM_TMA_PENDING: {
         const hop_load *l = &I->hop->loads[w->op];
         return interp_err(I, pos, TSL_ERR_RUNTIME,

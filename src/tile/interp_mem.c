@@ -32,6 +32,7 @@ static void ext_free(imem_ext *x)
 {
     if (!x) return;
     free(x->wagent);
+    free(x->wall);
     free(x->wclock);
     free(x->wfence);
     free(x->rtask);
@@ -63,6 +64,7 @@ int imem_enable_tasks(imem_shared *s)
     imem_ext *x = calloc(1, sizeof *x);
     if (!x) return -1;
     x->wagent = malloc(n);
+    x->wall = malloc(n);
     x->wclock = malloc(n * sizeof *x->wclock);
     x->wfence = malloc(n * sizeof *x->wfence);
     x->rtask = malloc(n);
@@ -70,7 +72,7 @@ int imem_enable_tasks(imem_shared *s)
     x->tpend = malloc(n * sizeof *x->tpend);
     x->acount = malloc(n * sizeof *x->acount);
     x->alast = malloc(n * sizeof *x->alast);
-    if (!x->wagent || !x->wclock || !x->wfence || !x->rtask || !x->rclock || !x->tpend || !x->acount ||
+    if (!x->wagent || !x->wall || !x->wclock || !x->wfence || !x->rtask || !x->rclock || !x->tpend || !x->acount ||
         !x->alast) {
         ext_free(x);
         return -1;
@@ -98,6 +100,7 @@ void imem_reset(imem_shared *s)
     imem_ext *x = s->x;
     if (!x) return;
     memset(x->wagent, IMEM_AGENT_NONE, s->size);
+    memset(x->wall, 0, s->size);
     memset(x->wclock, 0, s->size * sizeof *x->wclock);
     memset(x->wfence, 0, s->size * sizeof *x->wfence);
     memset(x->rtask, 0, s->size);
@@ -142,7 +145,16 @@ static imem_hazard visible(imem_shared *s, size_t i, int thread)
     if (s->writer[i] == thread) return IMEM_OK; /* program order of one thread */
     s->why.other = s->writer[i];
     if (agent == s->cur) return s->wepoch[i] == T->epoch ? IMEM_RAW : IMEM_OK;
-    return T->vc.c[agent] > x->wclock[i] ? IMEM_OK : IMEM_XRAW;
+    int comp = x->wall[i] ? IMEM_VC_SYNC(agent) : agent;
+    if (T->vc.c[comp] > x->wclock[i]) return IMEM_OK;
+    s->why.nosync = T->vc.c[agent] > x->wclock[i];
+    return IMEM_XRAW;
+}
+
+/* Is thread (-1: the async proxy) of the running task its thread 0? */
+static int instance_level(const imem_shared *s, int thread)
+{
+    return thread < 0 || thread == s->tasks[s->cur].thread0;
 }
 
 /* Record a read of byte i by thread of the running task. */
@@ -156,7 +168,7 @@ static void note_read(imem_shared *s, size_t i, int thread)
     s->repoch[i] = T->epoch;
     if (x) {
         x->rtask[i] = (uint8_t)s->cur;
-        x->rclock[(size_t)s->cur * s->size + i] = T->vc.c[s->cur] + 1;
+        x->rclock[(size_t)s->cur * s->size + i] = 2 * (T->vc.c[s->cur] + 1) + !instance_level(s, thread);
     }
 }
 
@@ -169,6 +181,7 @@ static void note_write(imem_shared *s, size_t i, int thread, int task)
     imem_ext *x = s->x;
     if (!x) return;
     x->wagent[i] = (uint8_t)task;
+    x->wall[i] = thread >= 0 && thread != T->thread0;
     x->wclock[i] = T->vc.c[task];
     x->wfence[i] = T->vc.c[IMEM_VC_FENCE(task)];
     for (int t = 0; t < s->ntasks; t++) x->rclock[(size_t)t * s->size + i] = 0;
@@ -183,9 +196,10 @@ static imem_hazard war_across(imem_shared *s, size_t i)
     const imem_task *T = &s->tasks[s->cur];
     for (int t = 0; t < s->ntasks; t++) {
         uint32_t rc = x->rclock[(size_t)t * s->size + i];
-        if (t != s->cur && rc && T->vc.c[t] < rc) {
+        if (t != s->cur && rc && T->vc.c[rc & 1 ? IMEM_VC_SYNC(t) : t] < rc / 2) {
             s->why.agent = t;
             s->why.other = -1;
+            s->why.nosync = T->vc.c[t] >= rc / 2;
             return IMEM_XWAR;
         }
     }
@@ -333,14 +347,21 @@ void imem_wait(imem_shared *s, int keep)
     }
 }
 
+/* Task t's threads synchronize: all they did is now covered by its clock. */
+static void sync_task(imem_task *T, int t)
+{
+    T->epoch++;
+    T->vc.c[t]++;
+    T->vc.c[IMEM_VC_SYNC(t)] = T->vc.c[t];
+}
+
 void imem_sync(imem_shared *s)
 {
     imem_task *T = &s->tasks[s->cur];
-    T->epoch++;
-    T->vc.c[s->cur]++;
+    sync_task(T, s->cur);
     if (s->cur == 0) /* the block's barrier: every finished task's work is before it */
         for (int t = 1; t < s->ntasks; t++) {
-            s->tasks[t].vc.c[t]++;
+            sync_task(&s->tasks[t], t);
             imem_vc_join(&T->vc, &s->tasks[t].vc);
         }
 }
@@ -377,7 +398,7 @@ const char *imem_hazard_text(imem_hazard h)
 
 /* ---- tasks and the async proxy ------------------------------------------------------------ */
 
-void imem_task_spawn(imem_shared *s, int child)
+void imem_task_spawn(imem_shared *s, int child, int thread0)
 {
     imem_task *C = &s->tasks[child];
     const imem_task *P = &s->tasks[s->cur];
@@ -388,8 +409,10 @@ void imem_task_spawn(imem_shared *s, int child)
     if (own > C->vc.c[child]) C->vc.c[child] = own;
     if (fence > C->vc.c[IMEM_VC_FENCE(child)]) C->vc.c[IMEM_VC_FENCE(child)] = fence;
     C->vc.c[child]++;
+    C->vc.c[IMEM_VC_SYNC(child)] = C->vc.c[child];
     C->epoch = epoch + 1;
     C->next_group = group;
+    C->thread0 = thread0;
     if (child >= s->ntasks) s->ntasks = child + 1;
 }
 
@@ -439,7 +462,7 @@ imem_hazard imem_async_read(imem_shared *s, size_t off, size_t n, int32_t op, vo
     for (size_t i = off; i < off + n; i++) {
         x->acount[i]++;
         x->alast[i] = op;
-        x->rclock[(size_t)s->cur * s->size + i] = T->vc.c[s->cur] + 1;
+        x->rclock[(size_t)s->cur * s->size + i] = 2 * (T->vc.c[s->cur] + 1);
     }
     if (out) memcpy(out, s->data + off, n);
     return IMEM_OK;
@@ -495,6 +518,7 @@ imem_hazard imem_tma_land(imem_shared *s, size_t off, size_t n, int bar, uint32_
         s->reader[i] = -1;
         x->tpend[i] = -1;
         x->wagent[i] = (uint8_t)IMEM_VC_BAR(bar);
+        x->wall[i] = 0;
         x->wclock[i] = phase;
         x->wfence[i] = UINT32_MAX;
         for (int t = 0; t < s->ntasks; t++) x->rclock[(size_t)t * s->size + i] = 0;

@@ -17,13 +17,19 @@
  * enabled (imem_enable_tasks) the block is task 0 and each running
  * warpgroup instance a task 1..IMEM_MAX_TASKS-1. `synchronize` and the
  * cp.async groups are per task; between tasks, order comes only from
- * mbarriers, tracked with vector clocks (one component per task, one per
- * task's fence_async count, one per barrier):
+ * mbarriers, tracked with vector clocks (per task: its clock, its clock at
+ * its last synchronize, its fence_async count; per barrier: its completed
+ * phases):
+ *   - an arrive is by the task's thread 0 (as the CUDA generator emits
+ *     it): it releases what that thread and the task's async operations
+ *     did, and what every thread of the task did before its last
+ *     synchronize — not the other threads' accesses since;
  *   - a write records its agent (a task, or the barrier whose phase
- *     completion landed a TMA load) and that agent's clock; another task
- *     may read or overwrite it only once its own vector clock has passed
- *     that clock (it waited on a barrier phase whose arrivals came after
- *     the write, transitively);
+ *     completion landed a TMA load), that agent's clock and whether it is
+ *     the task's thread 0 (or its async proxy); another task may read or
+ *     overwrite it only once its own vector clock has passed that clock
+ *     (it waited on a barrier phase whose arrivals came after the write,
+ *     transitively);
  *   - a read records, per task, the reader's clock; a write by another
  *     task must have passed it (write after read);
  *   - the async proxy (wgmma, tma_store) reads bytes at issue and holds
@@ -59,10 +65,12 @@ typedef enum imem_hazard {
 
 #define IMEM_MAX_TASKS 9     /* the block and up to 8 warpgroup instances */
 #define IMEM_MAX_BARRIERS 110
-/* Vector clock components: task t's clock, task t's fence_async count,
- * barrier b's completed phases. */
-#define IMEM_VC_FENCE(t) (IMEM_MAX_TASKS + (t))
-#define IMEM_VC_BAR(b) (2 * IMEM_MAX_TASKS + (b))
+/* Vector clock components: task t's clock (what its thread 0 and async
+ * proxy did), its clock at its last synchronize (what all its threads
+ * did), its fence_async count; barrier b's completed phases. */
+#define IMEM_VC_SYNC(t) (IMEM_MAX_TASKS + (t))
+#define IMEM_VC_FENCE(t) (2 * IMEM_MAX_TASKS + (t))
+#define IMEM_VC_BAR(b) (3 * IMEM_MAX_TASKS + (b))
 #define IMEM_VC_LEN IMEM_VC_BAR(IMEM_MAX_BARRIERS)
 #define IMEM_AGENT_NONE 255
 
@@ -74,6 +82,7 @@ void imem_vc_join(imem_vc *into, const imem_vc *from);
 
 typedef struct imem_task {
     uint32_t epoch;    /* its `synchronize` count + 1 */
+    int thread0;       /* the block thread that is its thread 0 */
     imem_vc vc;        /* what it has observed; vc.c[t] its own clock */
     int next_group;    /* cp.async: the id its next commit gives */
 } imem_task;
@@ -85,15 +94,20 @@ typedef struct imem_why {
     int agent;         /* the other access's task, or IMEM_VC_BAR(b) */
     uint32_t clock;    /* TMA landing: the barrier phase */
     int32_t op;        /* TMA_PENDING: the load; ASYNC_READING: the async read */
+    int nosync;        /* XRAW/XWAW/XWAR: an arrive of the other task ordered the
+                        * two for its thread 0, but the access was another
+                        * thread's with no synchronize before that arrive */
 } imem_why;
 
 /* Per-byte state of the task model (allocated by imem_enable_tasks). */
 typedef struct imem_ext {
     uint8_t *wagent;   /* last writer: task, IMEM_VC_BAR(b) (a TMA landing), NONE */
+    uint8_t *wall;     /* ... by a thread of the task other than its thread 0 */
     uint32_t *wclock;  /* its clock then (TMA landing: the phase) */
     uint32_t *wfence;  /* ordinary writes: the writer's fence count then; UINT32_MAX async */
     uint8_t *rtask;    /* task of the reader/repoch slot */
-    uint32_t *rclock;  /* [task * size + byte]: 1 + the task's clock at its last read; 0 none */
+    uint32_t *rclock;  /* [task * size + byte]: 2 (1 + the task's clock at its last read)
+                        * + 1 if by a thread other than its thread 0; 0 none */
     int32_t *tpend;    /* the TMA load in flight that writes it; -1 */
     uint16_t *acount;  /* async reads in flight holding it */
     int32_t *alast;    /* the latest of them */
@@ -156,11 +170,13 @@ const char *imem_hazard_text(imem_hazard h);
 /* ---- tasks (warpgroup instances) and the async proxy ---------------------------- */
 /* Allocate the per-byte task state (before imem_reset). 0, or -1 when out of memory. */
 int imem_enable_tasks(imem_shared *s);
-/* Task `child` starts from what the running task has observed. */
-void imem_task_spawn(imem_shared *s, int child);
+/* Task `child` (thread 0: block thread thread0) starts from what the
+ * running task has observed. */
+void imem_task_spawn(imem_shared *s, int child, int thread0);
 void imem_task_switch(imem_shared *s, int task);
-/* mbarrier arrive (release): the running task's clock advances and what it
- * has observed is joined into `into`. Wait (acquire): join `from`. */
+/* mbarrier arrive (release, by the task's thread 0): the running task's
+ * clock advances and what it has observed is joined into `into`. Wait
+ * (acquire): join `from`. */
 void imem_release(imem_shared *s, imem_vc *into);
 void imem_acquire(imem_shared *s, const imem_vc *from);
 /* fence_async of the running task. */

@@ -321,7 +321,7 @@ tsl_status interp_exec_warpgroups(interp *I, const tile_stmt *s)
             /* values its body defines get the task's own storage when they run */
             hop_task *h = &I->hop->tasks[id];
             *h = (hop_task){.role = role->name, .inst = j, .tbase = t->tbase, .nthreads = 128, .wait_bar = -1};
-            imem_task_spawn(&I->sm, id);
+            imem_task_spawn(&I->sm, id, (int)t->tbase);
             st = push(I, t, role->pos, (rframe){.b = role->body});
         }
     if (!st) st = schedule(I, &S);

@@ -23,8 +23,10 @@
 /* ---- the memory model of tasks ---------------------------------------------------- */
 
 /* Two tasks: a write is visible to the other only through a release
- * (mbarrier arrive) it has acquired (wait); a write over another task's
- * unordered read is a hazard. */
+ * (mbarrier arrive, by the task's thread 0) it has acquired (wait); the
+ * release covers its thread 0 and, for the other threads, what they did
+ * before the task's last sync; a write over another task's unordered
+ * read is a hazard; sync is per task. */
 static void test_mem_tasks(void)
 {
     imem_shared s;
@@ -32,17 +34,28 @@ static void test_mem_tasks(void)
     imem_vc bar;
     memset(&bar, 0, sizeof bar);
     int other;
-    uint32_t v = (uint32_t)test_rand(), got = 0;
+    uint32_t v = (uint32_t)test_rand(), w = (uint32_t)test_rand(), got = 0;
     imem_sync(&s); /* the block's barrier before the warpgroups */
-    imem_task_spawn(&s, 1);
-    imem_task_spawn(&s, 2);
+    imem_task_spawn(&s, 1, 0);
+    imem_task_spawn(&s, 2, 128);
     imem_task_switch(&s, 1);
     CHECK_EQ_INT(imem_write(&s, 16, 4, 3, &v, &other), IMEM_OK);
     imem_task_switch(&s, 2);
     CHECK_EQ_INT(imem_read(&s, 16, 4, 130, &got, &other), IMEM_XRAW);
     CHECK_EQ_INT(other, 3);
     CHECK_EQ_INT(s.why.agent, 1);
+    /* thread 0 writes and arrives: its write is released, thread 3's not */
     imem_task_switch(&s, 1);
+    CHECK_EQ_INT(imem_write(&s, 48, 4, 0, &w, &other), IMEM_OK);
+    imem_release(&s, &bar);
+    imem_task_switch(&s, 2);
+    imem_acquire(&s, &bar);
+    CHECK_EQ_INT(imem_read(&s, 48, 4, 130, &got, &other), IMEM_OK);
+    CHECK_EQ_INT(got, w);
+    CHECK_EQ_INT(imem_read(&s, 16, 4, 130, &got, &other), IMEM_XRAW);
+    /* with a sync before the arrive, every thread's write is */
+    imem_task_switch(&s, 1);
+    imem_sync(&s);
     imem_release(&s, &bar);
     CHECK_EQ_INT(imem_write(&s, 32, 4, 3, &v, &other), IMEM_OK); /* after the release */
     imem_task_switch(&s, 2);
@@ -52,7 +65,7 @@ static void test_mem_tasks(void)
     CHECK_EQ_INT(imem_read(&s, 32, 4, 130, &got, &other), IMEM_XRAW);
     /* task 1 overwrites what task 2 read, unordered */
     imem_task_switch(&s, 1);
-    CHECK_EQ_INT(imem_write(&s, 16, 4, 3, &v, &other), IMEM_XWAR);
+    CHECK_EQ_INT(imem_write(&s, 16, 4, 0, &v, &other), IMEM_XWAR);
     CHECK_EQ_INT(s.why.agent, 2);
     /* sync is per task: task 2's barrier does not order task 1's threads */
     imem_task_switch(&s, 2);
@@ -71,7 +84,7 @@ static void test_mem_async_proxy(void)
     int other;
     uint8_t src[16], got[16];
     for (int i = 0; i < 16; i++) src[i] = (uint8_t)test_rand();
-    imem_task_spawn(&s, 1);
+    imem_task_spawn(&s, 1, 128);
     imem_task_switch(&s, 1);
     CHECK_EQ_INT(imem_tma_issue(&s, 64, 16, 0), IMEM_OK);
     CHECK_EQ_INT(imem_read(&s, 64, 2, 130, got, &other), IMEM_TMA_PENDING);
@@ -338,6 +351,7 @@ static void test_hazards(void)
         "hz_tma_into_wgmma.tile",      "hz_unaligned_rows.tile",       "hz_no_init.tile",
         "hz_init_not_visible.tile",    "hz_init_in_use.tile",          "hz_arrive_too_early.tile",
         "hz_read_in_flight.tile",      "hz_unwaited_wgmma.tile",       "hz_unwaited_store.tile",
+        "hz_arrive_without_sync.tile",
     };
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char *text = read_text("tests/tile_hopper", files[i]);
