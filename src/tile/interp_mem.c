@@ -493,6 +493,12 @@ imem_hazard imem_tma_issue(imem_shared *s, size_t off, size_t n, int32_t id)
         if (h == IMEM_RAW) h = IMEM_OK;
         if (h == IMEM_XRAW) h = IMEM_XWAW;
         if (h || (h = war_across(s, i))) return h;
+        const imem_task *T = &s->tasks[s->cur];
+        if (s->repoch[i] == T->epoch && x->rtask[i] == s->cur && s->reader[i] != -1 &&
+            s->reader[i] != T->thread0) { /* the issuing thread 0 overwrites another thread's read */
+            s->why.other = s->reader[i] >= 0 ? s->reader[i] : -1;
+            return IMEM_WAR;
+        }
     }
     for (size_t i = off; i < off + n; i++) x->tpend[i] = id;
     return IMEM_OK;

@@ -112,6 +112,11 @@ static void test_mem_async_proxy(void)
     imem_async_done(&s, 128, 8);
     CHECK_EQ_INT(imem_write(&s, 132, 1, 129, src, &other), IMEM_OK);
     CHECK_EQ_INT(imem_async_read(&s, 200, 4, 4, NULL), IMEM_UNWRITTEN);
+    /* a TMA load (issued by thread 0) over another thread's read needs a sync */
+    CHECK_EQ_INT(imem_read(&s, 64, 4, 131, got, &other), IMEM_OK);
+    CHECK_EQ_INT(imem_tma_issue(&s, 64, 4, 5), IMEM_WAR);
+    imem_sync(&s);
+    CHECK_EQ_INT(imem_tma_issue(&s, 64, 4, 5), IMEM_OK);
     imem_free(&s);
 }
 
