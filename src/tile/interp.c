@@ -162,6 +162,8 @@ tsl_status interp_tensor_of(interp *I, const tile_value *v, rt_tensor **out)
         if (!ty->layout || ty->layout->v.kind != LAYOUT_VALUE_DIST)
             return interp_err(I, v->pos, TSL_ERR_SEMANTIC,
                         "register tensor '%s' needs a distributed layout", v->name);
+        if (t->wg_busy) return interp_wgmma_busy(I, v->pos, v->name, 1);
+        t->wseq = ++I->seq;
         t->rlay = &ty->layout->v.dist;
         if (t->rlay->threads > I->nthreads)
             return interp_err(I, v->pos, TSL_ERR_SHAPE,
@@ -193,7 +195,7 @@ int interp_in_dims(const rt_tensor *t, const int64_t *c)
 }
 
 /* Byte offset of a shared element. */
-static size_t shared_off(const rt_tensor *t, const int64_t *c)
+size_t interp_shared_off(const rt_tensor *t, const int64_t *c)
 {
     int64_t e;
     if (t->slay) {
@@ -254,6 +256,7 @@ tsl_status interp_view_of(interp *I, const tile_operand *o, rt_view *vw)
         return interp_err(I, o->pos, TSL_ERR_SEMANTIC, "expected a tensor operand");
     rt_tensor *t = I->slots[o->v->id].t;
     if (!t) return interp_err(I, o->pos, TSL_ERR_RUNTIME, "tensor '%s' used before it is defined", o->v->name);
+    if (t->wg_busy) return interp_wgmma_busy(I, o->pos, o->v->name, 0);
     vw->t = t;
     vw->name = o->v->name;
     vw->rank = t->rank;
@@ -351,6 +354,11 @@ static int view_coord_from(const rt_view *vw, const int64_t *rc, int r, int64_t 
     return 1;
 }
 
+int interp_view_coord(const rt_view *vw, const int64_t *rc, int r, int64_t *vc)
+{
+    return view_coord_from(vw, rc, r, vc);
+}
+
 /* Check that a register tile of dims fits the view's extents. */
 static tsl_status view_fit(interp *I, size_t pos, const rt_view *vw, const int64_t *dims, int r)
 {
@@ -386,10 +394,15 @@ void interp_global_set(const rt_tensor *t, const int64_t *c, double v)
     dtype_set(t->tdt, t->gdata, e, v);
 }
 
-static tsl_status hazard(interp *I, size_t pos, imem_hazard h, const char *name, const int64_t *c,
-                         int rank, int64_t thread, int other)
+tsl_status interp_hazard(interp *I, size_t pos, imem_hazard h, const char *name, const int64_t *c, int rank,
+                         int64_t thread, int other, int write)
 {
     char e[160];
+    if (h >= IMEM_XRAW) {
+        char who[96];
+        return interp_hazard_ext(I, pos, h, interp_thread_name(I, thread, I->task, who, sizeof who), name, c, rank,
+                                 write);
+    }
     interp_coord_str(e, sizeof e, c, rank);
     long long t = (long long)thread;
     switch (h) {
@@ -430,8 +443,9 @@ tsl_status interp_shared_get(interp *I, size_t pos, const rt_view *vw, const int
     }
     unsigned char buf[16];
     int other;
-    imem_hazard h = imem_read(&I->sm, shared_off(t, c), interp_dt_bytes(t->tdt), (int)thread, buf, &other);
-    if (h) return hazard(I, pos, h, vw->name, c, t->rank, thread, other);
+    thread += I->tbase;
+    imem_hazard h = imem_read(&I->sm, interp_shared_off(t, c), interp_dt_bytes(t->tdt), (int)thread, buf, &other);
+    if (h) return interp_hazard(I, pos, h, vw->name, c, t->rank, thread, other, 0);
     *out = dtype_load(t->tdt, buf);
     return TSL_OK;
 }
@@ -448,10 +462,11 @@ tsl_status interp_shared_put(interp *I, size_t pos, const rt_view *vw, const int
     unsigned char buf[16];
     dtype_store(t->tdt, buf, v);
     int other;
-    size_t off = shared_off(t, c), n = interp_dt_bytes(t->tdt);
+    size_t off = interp_shared_off(t, c), n = interp_dt_bytes(t->tdt);
+    thread += I->tbase;
     imem_hazard h = async ? imem_copy_async(&I->sm, off, n, (int)thread, buf, &other)
                           : imem_write(&I->sm, off, n, (int)thread, buf, &other);
-    if (h) return hazard(I, pos, h, vw->name, c, t->rank, thread, other);
+    if (h) return interp_hazard(I, pos, h, vw->name, c, t->rank, thread, other, 1);
     return TSL_OK;
 }
 
@@ -476,6 +491,8 @@ tsl_status interp_reg_dst(interp *I, const tile_stmt *s, rt_tensor **out)
             return interp_err(I, in->dst.pos, TSL_ERR_SEMANTIC,
                         "%s: the destination must be a whole register tensor",
                         tile_op_info_of(in->op)->name);
+        if (t->wg_busy) return interp_wgmma_busy(I, s->pos, in->dst.v->name, 1);
+        t->wseq = ++I->seq;
         *out = t;
         return TSL_OK;
     }
@@ -491,6 +508,7 @@ tsl_status interp_reg_arg(interp *I, const tile_operand *o, rt_tensor **out)
     if (!t) return interp_err(I, o->pos, TSL_ERR_RUNTIME, "tensor '%s' used before it is defined", o->v->name);
     if (t->space != TILE_REGISTER || o->nsteps)
         return interp_err(I, o->pos, TSL_ERR_SEMANTIC, "'%s' must be a whole register tensor here", o->v->name);
+    if (t->wg_busy) return interp_wgmma_busy(I, o->pos, o->v->name, 0);
     *out = t;
     return TSL_OK;
 }
@@ -667,6 +685,7 @@ static tsl_status exec_instr(interp *I, const tile_stmt *s)
             return interp_exec_elementwise(I, s);
         if (in->op == TILE_I_IOTA) return interp_exec_iota(I, s);
         if (in->op == TILE_I_GATHER || in->op == TILE_I_SCATTER) return interp_exec_gather(I, s);
+        if (tile_op_is_hopper(in->op)) return interp_exec_hopper(I, s);
         return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "the interpreter cannot run '%s'",
                     tile_op_info_of(in->op)->name);
     }
@@ -709,10 +728,14 @@ static tsl_status exec_stmt(interp *I, const tile_stmt *s)
             if ((st = interp_exec_block(I, s->body))) return st;
         }
     case TILE_S_PIPELINE: return interp_exec_pipeline(I, s);
-    case TILE_S_WARPGROUPS:
-        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "the interpreter cannot run warpgroups yet");
+    case TILE_S_WARPGROUPS: return interp_exec_warpgroups(I, s);
     }
     return interp_err(I, s->pos, TSL_ERR_INTERNAL, "unknown statement");
+}
+
+tsl_status interp_exec_stmt(interp *I, const tile_stmt *s)
+{
+    return exec_stmt(I, s);
 }
 
 tsl_status interp_exec_block(interp *I, const tile_block *b)
@@ -737,9 +760,12 @@ static int64_t shared_bytes(const tile_type *ty, const int64_t *dims, int rank)
     return n * (((ty ? ty->dt.bits : 8) + 7) / 8); /* whole bytes per element */
 }
 
-static void plan_add(interp *I, int id, int64_t bytes)
+/* Hopper kernels place swizzled tensors on 1024 bytes, as the CUDA
+ * generator does: TMA and wgmma apply the swizzle to the address bits. */
+static void plan_add(interp *I, int id, int64_t bytes, const tile_layout *lay)
 {
-    size_t off = (I->smem_used + 127) & ~(size_t)127;
+    size_t align = I->hopper && lay && lay->v.kind == LAYOUT_VALUE_DATA && lay->v.data.sw.b ? 1024 : 128;
+    size_t off = (I->smem_used + align - 1) & ~(align - 1);
     I->soff[id] = off;
     I->smem_used = off + (size_t)bytes;
 }
@@ -756,7 +782,7 @@ static tsl_status plan_block(interp *I, const tile_block *b)
             if (s->instr.op == TILE_I_ALLOC && r && r->type.space == TILE_SHARED) {
                 int64_t dims[IMAX_RANK];
                 if ((st = const_dims(I, r, dims))) return st;
-                plan_add(I, r->id, shared_bytes(&r->type, dims, r->type.rank));
+                plan_add(I, r->id, shared_bytes(&r->type, dims, r->type.rank), r->type.layout);
             }
             /* a shared view is an alias: the same bytes */
             if (s->instr.op == TILE_I_VIEW && r && r->type.space == TILE_SHARED && s->instr.args[0].v)
@@ -771,11 +797,13 @@ static tsl_status plan_block(interp *I, const tile_block *b)
                 tile_type ty = {0};
                 ty.dt = bs->tensor->type.dt;
                 ty.layout = bs->layout;
-                plan_add(I, bs->view->id, shared_bytes(&ty, bs->block, bs->rank));
+                plan_add(I, bs->view->id, shared_bytes(&ty, bs->block, bs->rank), bs->layout);
             }
         }
         const tile_block *body = s->kind == TILE_S_PIPELINE && s->pipe.body ? s->pipe.body : s->body;
         if ((st = plan_block(I, body)) || (st = plan_block(I, s->els))) return st;
+        for (int r = 0; s->kind == TILE_S_WARPGROUPS && r < s->nroles; r++)
+            if ((st = plan_block(I, s->roles[r].body))) return st;
     }
     return TSL_OK;
 }
@@ -1019,6 +1047,7 @@ tsl_status tile_interp_run(const tile_kernel *k, const tsl_source *src, const ti
     }
     if ((st = tile_interp_bind_symbols(k, args, nargs, NULL, NULL, 0, symv, d))) goto done;
     if ((st = bind_params(I, args, nargs, symv))) goto done;
+    I->hopper = interp_uses_hopper(k->body);
     if ((st = plan_block(I, k->body))) goto done;
     int64_t budget = I->o->smem_budget ? I->o->smem_budget : k->smem_budget ? k->smem_budget : DEFAULT_SMEM;
     if ((int64_t)I->smem_used > budget) {
@@ -1027,7 +1056,7 @@ tsl_status tile_interp_run(const tile_kernel *k, const tsl_source *src, const ti
                   I->smem_used, (long long)budget);
         goto done;
     }
-    if (imem_init(&I->sm, I->smem_used)) {
+    if (imem_init(&I->sm, I->smem_used) || (I->hopper && imem_enable_tasks(&I->sm))) {
         st = interp_err(I, k->pos, TSL_ERR_NOMEM, "out of memory for %zu bytes of shared memory", I->smem_used);
         goto done;
     }
@@ -1058,9 +1087,12 @@ tsl_status tile_interp_run(const tile_kernel *k, const tsl_source *src, const ti
         I->bidx[1] = (x / gdim[0]) % gdim[1];
         I->bidx[2] = x / (gdim[0] * gdim[1]);
         imem_reset(&I->sm);
+        if (I->hopper && (st = interp_hop_begin(I))) break;
         st = interp_exec_block(I, k->body);
+        if (!st && I->hopper) st = interp_hop_task_end(I, k->pos);
     }
 done:
+    interp_hop_free(I);
     if (I->tensors)
         for (int i = 0; i < k->nvalues; i++) free(I->tensors[i].regs);
     imem_free(&I->sm);

@@ -1,7 +1,9 @@
 /* interp_impl.h — what the tile interpreter's files share (interp.c:
  * values, views, memory access, statements, binding, the grid;
  * interp_ops.c: register-tensor instructions; interp_spec.c:
- * decompositions and pipelines). Internal to src/tile/interp*.c. */
+ * decompositions and pipelines; interp_roles.c: warpgroup instances and
+ * their scheduler; interp_hopper.c: mbarriers, TMA, wgmma). Internal to
+ * src/tile/interp*.c. */
 #ifndef TSL_TILE_INTERP_IMPL_H
 #define TSL_TILE_INTERP_IMPL_H
 
@@ -35,6 +37,8 @@ typedef struct rt_tensor {
     int64_t nthreads, nlocals;
     double *regs;                /* [nthreads * nlocals], rounded to dt */
     int64_t cap;
+    int wg_busy;                 /* wgmmas in flight that read or write it */
+    uint64_t wseq;               /* interp.seq of its last write by another instruction */
 } rt_tensor;
 
 typedef struct rt_slot {
@@ -79,6 +83,12 @@ struct interp {
     int64_t cur_thread;   /* per-thread decomposition mode: the thread, else -1 */
     int in_grid;          /* messages name the block */
     FILE *out;
+    /* warpgroups and Hopper (interp_roles.c, interp_hopper.c) */
+    int hopper;           /* the kernel uses them: tasks, 1024-aligned swizzled shared */
+    int task;             /* the running task: 0 the block, 1.. warpgroup instances */
+    int64_t tbase;        /* the block thread of its thread 0 */
+    uint64_t seq;         /* register writes and wgmma_fences, in order */
+    struct ihop *hop;     /* barriers, TMA loads, async reads, wgmma groups */
 };
 
 
@@ -98,6 +108,8 @@ void interp_local_shape(const dist_layout *l, int64_t *ld);
 int64_t interp_local_slot(const dist_layout *l, const int64_t *lc);
 tsl_status interp_view_of(interp *I, const tile_operand *o, rt_view *vw);
 void interp_view_map(const rt_view *vw, const int64_t *vc, int64_t *c);
+/* View coordinate of a rank-r tile coordinate (right-aligned); 0 if it does not fit. */
+int interp_view_coord(const rt_view *vw, const int64_t *rc, int r, int64_t *vc);
 double interp_global_get(const rt_tensor *t, const int64_t *c);
 void interp_global_set(const rt_tensor *t, const int64_t *c, double v);
 tsl_status interp_shared_get(interp *I, size_t pos, const rt_view *vw, const int64_t *c, int64_t thread,
@@ -108,6 +120,10 @@ tsl_status interp_reg_dst(interp *I, const tile_stmt *s, rt_tensor **out);
 tsl_status interp_reg_arg(interp *I, const tile_operand *o, rt_tensor **out);
 int interp_first_owner(const rt_tensor *t, int64_t th, int64_t l);
 tsl_status interp_exec_block(interp *I, const tile_block *b);
+tsl_status interp_exec_stmt(interp *I, const tile_stmt *s);
+size_t interp_shared_off(const rt_tensor *t, const int64_t *c); /* byte offset of an element */
+tsl_status interp_hazard(interp *I, size_t pos, imem_hazard h, const char *name, const int64_t *c, int rank,
+                         int64_t thread, int other, int write);
 
 /* interp_ops.c */
 tsl_status interp_exec_mma(interp *I, const tile_stmt *s);
@@ -125,5 +141,22 @@ tsl_status interp_exec_gather(interp *I, const tile_stmt *s); /* and scatter */
 tsl_status interp_exec_decomp(interp *I, const tile_stmt *s);
 tsl_status interp_exec_indices(interp *I, const tile_stmt *s);
 tsl_status interp_exec_pipeline(interp *I, const tile_stmt *s);
+
+/* interp_roles.c */
+int interp_uses_hopper(const tile_block *b);
+tsl_status interp_exec_warpgroups(interp *I, const tile_stmt *s);
+
+/* interp_hopper.c */
+tsl_status interp_hop_begin(interp *I);        /* per block */
+tsl_status interp_hop_task_end(interp *I, size_t pos); /* the running task finishes */
+void interp_hop_free(interp *I);
+tsl_status interp_exec_hopper(interp *I, const tile_stmt *s);
+/* A register tensor used while a wgmma holds it (missing wgmma_wait). */
+tsl_status interp_wgmma_busy(interp *I, size_t pos, const char *name, int write);
+/* The new hazards of the task model (IMEM_XRAW ..), from I->sm.why. */
+tsl_status interp_hazard_ext(interp *I, size_t pos, imem_hazard h, const char *subject, const char *name,
+                             const int64_t *c, int rank, int write);
+/* "thread 130 (consumer 0)", or "thread 5" outside warpgroups. */
+const char *interp_thread_name(interp *I, int64_t thread, int task, char *buf, size_t n);
 
 #endif

@@ -196,3 +196,54 @@ def test_tilus_dequant_view(tmp_path, rng):
             v = v - 64 if v >= 32 else v
             ref[2 * (t % 4) + l % 2 + 8 * (l // 2), t // 4] = v
     np.testing.assert_array_equal(got["O"].astype(np.float64), ref)
+
+
+HOPPER = EXAMPLES.parent / "tests" / "tile_hopper"
+
+
+@pytest.mark.parametrize("mnk", [(100, 264, 520), (1, 8, 8), "random"])
+def test_gemm_wgmma(tmp_path, rng, mnk):
+    """examples/tile/gemm_wgmma.tile: warp-specialised (1 producer, 2
+    consumer warpgroups), 4-stage TMA ring, wgmma m64n256k16, f16 out; sizes
+    no tile divides (K and N multiples of 8 for TMA), deterministic and
+    shuffled interleavings."""
+    if mnk == "random":
+        mnk = (int(rng.integers(1, 200)), 8 * int(rng.integers(1, 40)), 8 * int(rng.integers(1, 80)))
+    m, n, k = mnk
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    ref = gemm_ref(a, b)
+    mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    for extra in ([], ["--shuffle", "--seed", str(int(rng.integers(1, 1 << 30)))]):
+        _, got = run_tile(tmp_path, TILE / "gemm_wgmma.tile", {"A": a, "B": b}, ["C"], extra)
+        c = got["C"]
+        assert c.dtype == np.float16 and c.shape == (m, n)
+        err = np.abs(c.astype(np.float64) - ref)
+        assert np.all(err <= 4.9e-4 * np.abs(ref) + 1e-5 * mag + 1e-6), f"{m}x{n}x{k} {extra}: max err {err.max()}"
+
+
+def test_gemm_wgmma_without_full_wait_is_a_hazard(tmp_path, rng):
+    prog = mutated(tmp_path, "gemm_wgmma.tile", "        mbar_wait full[s], (k / 4) % 2\n", "")
+    a = rng.uniform(-1, 1, (70, 136)).astype(np.float16)
+    b = rng.uniform(-1, 1, (136, 40)).astype(np.float16)
+    proc, _ = run_tile(tmp_path, prog, {"A": a, "B": b}, ["C"], expect_ok=False)
+    assert proc.returncode == 1, proc.stderr
+    assert "mut_gemm_wgmma.tile:" in proc.stderr and "error: hazard: the wgmma of consumer 0 reads as[" in proc.stderr
+    assert "(missing mbar_wait?)" in proc.stderr, proc.stderr
+
+
+def test_tma_store_epilogue(tmp_path, rng):
+    """tests/tile_hopper/tma_scale.tile: TMA load, registers, fence_async,
+    TMA store (Y is found as an output of tma_store), masked edges."""
+    x = rng.uniform(-1, 1, (int(rng.integers(1, 100)), 4 * int(rng.integers(1, 40)))).astype(np.float32)
+    _, got = run_tile(tmp_path, HOPPER / "tma_scale.tile", {"X": x}, ["Y"], ["--shuffle"])
+    np.testing.assert_array_equal(got["Y"], 2 * x)
+
+
+def test_hopper_deadlock_is_located(tmp_path, rng):
+    a = rng.uniform(-1, 1, (64, 200)).astype(np.float16)
+    b = rng.uniform(-1, 1, (200, 64)).astype(np.float16)
+    proc, _ = run_tile(tmp_path, HOPPER / "hz_missing_arrive.tile", {"A": a, "B": b}, ["C"], expect_ok=False)
+    assert proc.returncode == 1, proc.stderr
+    assert "hz_missing_arrive.tile:17:9: error: deadlock: " in proc.stderr
+    assert "producer 0 (line 17) waits on empty[0] for parity 0" in proc.stderr, proc.stderr

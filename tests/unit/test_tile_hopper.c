@@ -1,0 +1,420 @@
+/* test_tile_hopper.c — Hopper in the tile interpreter (docs/tile-interp.md
+ * "Warpgroups, mbarriers, TMA and wgmma"): the task memory model, the
+ * warp-specialised wgmma GEMM of examples/tile/gemm_wgmma.tile against a
+ * float64 product at sizes no tile divides (and under shuffled
+ * interleavings), the small programs of tests/tile_hopper/ against plain C
+ * references, and every hazard program there (hz_*.tile) failing with
+ * exactly the located message its `// expect:` line gives. A program's
+ * `// sizes: K=200` line binds its size symbols; its inputs are random,
+ * its outputs poisoned with NaN. The scheduler's sm_90a GEMM plan
+ * (src/sched/contract.c) is run here too, against the TC interpreter. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "sched/sched.h"
+#include "sched_runners.h"
+#include "test.h"
+#include "tile/interp.h"
+#include "tile/interp_mem.h"
+#include "tile/tile.h"
+
+/* ---- the memory model of tasks ---------------------------------------------------- */
+
+/* Two tasks: a write is visible to the other only through a release
+ * (mbarrier arrive, by the task's thread 0) it has acquired (wait); the
+ * release covers its thread 0 and, for the other threads, what they did
+ * before the task's last sync; a write over another task's unordered
+ * read is a hazard; sync is per task. */
+static void test_mem_tasks(void)
+{
+    imem_shared s;
+    CHECK(imem_init(&s, 256) == 0 && imem_enable_tasks(&s) == 0);
+    imem_vc bar;
+    memset(&bar, 0, sizeof bar);
+    int other;
+    uint32_t v = (uint32_t)test_rand(), w = (uint32_t)test_rand(), got = 0;
+    imem_sync(&s); /* the block's barrier before the warpgroups */
+    imem_task_spawn(&s, 1, 0);
+    imem_task_spawn(&s, 2, 128);
+    imem_task_switch(&s, 1);
+    CHECK_EQ_INT(imem_write(&s, 16, 4, 3, &v, &other), IMEM_OK);
+    imem_task_switch(&s, 2);
+    CHECK_EQ_INT(imem_read(&s, 16, 4, 130, &got, &other), IMEM_XRAW);
+    CHECK_EQ_INT(other, 3);
+    CHECK_EQ_INT(s.why.agent, 1);
+    /* thread 0 writes and arrives: its write is released, thread 3's not */
+    imem_task_switch(&s, 1);
+    CHECK_EQ_INT(imem_write(&s, 48, 4, 0, &w, &other), IMEM_OK);
+    imem_release(&s, &bar);
+    imem_task_switch(&s, 2);
+    imem_acquire(&s, &bar);
+    CHECK_EQ_INT(imem_read(&s, 48, 4, 130, &got, &other), IMEM_OK);
+    CHECK_EQ_INT(got, w);
+    CHECK_EQ_INT(imem_read(&s, 16, 4, 130, &got, &other), IMEM_XRAW);
+    /* with a sync before the arrive, every thread's write is */
+    imem_task_switch(&s, 1);
+    imem_sync(&s);
+    imem_release(&s, &bar);
+    CHECK_EQ_INT(imem_write(&s, 32, 4, 3, &v, &other), IMEM_OK); /* after the release */
+    imem_task_switch(&s, 2);
+    imem_acquire(&s, &bar);
+    CHECK_EQ_INT(imem_read(&s, 16, 4, 130, &got, &other), IMEM_OK);
+    CHECK_EQ_INT(got, v);
+    CHECK_EQ_INT(imem_read(&s, 32, 4, 130, &got, &other), IMEM_XRAW);
+    /* task 1 overwrites what task 2 read, unordered */
+    imem_task_switch(&s, 1);
+    CHECK_EQ_INT(imem_write(&s, 16, 4, 0, &v, &other), IMEM_XWAR);
+    CHECK_EQ_INT(s.why.agent, 2);
+    /* sync is per task: task 2's barrier does not order task 1's threads */
+    imem_task_switch(&s, 2);
+    imem_sync(&s);
+    CHECK_EQ_INT(imem_read(&s, 32, 4, 131, &got, &other), IMEM_XRAW);
+    imem_free(&s);
+}
+
+/* The async proxy: a TMA load is pending until it lands, then visible
+ * only to tasks that observed its barrier phase; an async read needs a
+ * fence_async after ordinary writes and holds its bytes until done. */
+static void test_mem_async_proxy(void)
+{
+    imem_shared s;
+    CHECK(imem_init(&s, 256) == 0 && imem_enable_tasks(&s) == 0);
+    int other;
+    uint8_t src[16], got[16];
+    for (int i = 0; i < 16; i++) src[i] = (uint8_t)test_rand();
+    imem_task_spawn(&s, 1, 128);
+    imem_task_switch(&s, 1);
+    CHECK_EQ_INT(imem_tma_issue(&s, 64, 16, 0), IMEM_OK);
+    CHECK_EQ_INT(imem_read(&s, 64, 2, 130, got, &other), IMEM_TMA_PENDING);
+    CHECK_EQ_INT(imem_tma_issue(&s, 72, 4, 1), IMEM_TMA_PENDING);
+    CHECK_EQ_INT(imem_tma_land(&s, 64, 16, 5, 7, src), IMEM_OK);
+    CHECK_EQ_INT(imem_read(&s, 64, 2, 130, got, &other), IMEM_TMA_UNSEEN);
+    CHECK_EQ_INT(s.why.agent, IMEM_VC_BAR(5));
+    CHECK_EQ_INT(s.why.clock, 7);
+    imem_vc ph;
+    memset(&ph, 0, sizeof ph);
+    ph.c[IMEM_VC_BAR(5)] = 8; /* the completed phase 7, as a wait acquires it */
+    imem_acquire(&s, &ph);
+    CHECK_EQ_INT(imem_read(&s, 64, 16, 130, got, &other), IMEM_OK);
+    CHECK(memcmp(got, src, 16) == 0);
+    /* an ordinary write read by the async proxy */
+    CHECK_EQ_INT(imem_write(&s, 128, 8, 129, src, &other), IMEM_OK);
+    imem_sync(&s);
+    CHECK_EQ_INT(imem_async_read(&s, 128, 8, 3, NULL), IMEM_UNFENCED);
+    imem_fence_async(&s);
+    CHECK_EQ_INT(imem_async_read(&s, 128, 8, 3, got), IMEM_OK);
+    CHECK(memcmp(got, src, 8) == 0);
+    CHECK_EQ_INT(imem_write(&s, 132, 1, 129, src, &other), IMEM_ASYNC_READING);
+    CHECK_EQ_INT(s.why.op, 3);
+    CHECK_EQ_INT(imem_tma_issue(&s, 120, 16, 2), IMEM_ASYNC_READING);
+    imem_async_done(&s, 128, 8);
+    CHECK_EQ_INT(imem_write(&s, 132, 1, 129, src, &other), IMEM_OK);
+    CHECK_EQ_INT(imem_async_read(&s, 200, 4, 4, NULL), IMEM_UNWRITTEN);
+    /* a TMA load (issued by thread 0) over another thread's read needs a sync */
+    CHECK_EQ_INT(imem_read(&s, 64, 4, 131, got, &other), IMEM_OK);
+    CHECK_EQ_INT(imem_tma_issue(&s, 64, 4, 5), IMEM_WAR);
+    imem_sync(&s);
+    CHECK_EQ_INT(imem_tma_issue(&s, 64, 4, 5), IMEM_OK);
+    imem_free(&s);
+}
+
+/* ---- programs ------------------------------------------------------------------------- */
+
+static char *read_text(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/%s", test_root(), dir, name);
+    size_t n;
+    char *t = file_read_all(path, &n);
+    CHECK_MSG(t != NULL, "cannot read %s", path);
+    return t;
+}
+
+/* The text after `// KEY: ` up to the line's end (malloc'd), or NULL. */
+static char *header(const char *text, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "// %s: ", key);
+    const char *at = strstr(text, pat);
+    if (!at) return NULL;
+    at += strlen(pat);
+    size_t n = strcspn(at, "\n");
+    char *r = malloc(n + 1);
+    memcpy(r, at, n);
+    r[n] = 0;
+    return r;
+}
+
+#define MAXT 8
+
+typedef struct prog {
+    DLTensor *t[MAXT];
+    const char *name[MAXT];
+    tsl_dtype dt[MAXT];
+    int out[MAXT];
+    int n;
+    char *msg;   /* the diagnostics */
+    tsl_status st;
+} prog;
+
+static DLTensor *filled(tsl_dtype dt, int rank, const int64_t *shape, int nan)
+{
+    DLTensor *t = tsl_tensor_alloc(dt, rank, shape);
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= shape[i];
+    size_t es = tsl_dtype_size(dt);
+    for (int64_t i = 0; i < n; i++)
+        dtype_store(dt, (char *)t->data + i * (int64_t)es, nan ? NAN : test_rand_double(-1, 1));
+    return t;
+}
+
+static double at(const prog *p, int k, int64_t i)
+{
+    return dtype_load(p->dt[k], (char *)p->t[k]->data + i * (int64_t)tsl_dtype_size(p->dt[k]));
+}
+
+static int find(const prog *p, const char *name)
+{
+    for (int k = 0; k < p->n; k++)
+        if (!strcmp(p->name[k], name)) return k;
+    CHECK_MSG(0, "no tensor '%s'", name);
+    return 0;
+}
+
+/* Parse `text` (named `fname` in messages), bind the sizes (NAME=N,
+ * space-separated), give every global tensor random data (outputs NaN)
+ * and run it. Keeps the tensors in p (free with prog_free). */
+static void prog_run(prog *p, const char *fname, const char *text, const char *sizes, int shuffle, uint64_t seed)
+{
+    memset(p, 0, sizeof *p);
+    tsl_arena *ar = arena_create();
+    tsl_source src = {fname, text};
+    tsl_diag d = {0};
+    tile_module *m = NULL;
+    p->st = tile_parse(ar, &src, &d, &m);
+    const char *names[8];
+    int64_t vals[8];
+    char buf[256];
+    int ns = 0;
+    snprintf(buf, sizeof buf, "%s", sizes ? sizes : "");
+    for (char *tok = strtok(buf, " "); tok && ns < 8; tok = strtok(NULL, " ")) {
+        char *eq = strchr(tok, '=');
+        if (!eq) continue;
+        *eq = 0;
+        names[ns] = tok;
+        vals[ns++] = strtoll(eq + 1, NULL, 10);
+    }
+    if (!p->st) {
+        const tile_kernel *k = m->kernels[0];
+        int64_t symv[16];
+        p->st = tile_interp_bind_symbols(k, NULL, 0, names, vals, ns, symv, &d);
+        const tile_value *outs[MAXT];
+        int nout = tile_interp_outputs(k, outs, MAXT);
+        tile_interp_arg args[MAXT];
+        for (int i = 0; i < k->nparams && !p->st && p->n < MAXT; i++) {
+            const tile_value *v = k->params[i];
+            if (v->kind != TILE_V_TENSOR) continue;
+            int64_t shape[8];
+            p->st = tile_interp_param_shape(k, v, symv, shape, &d);
+            int isout = 0;
+            for (int j = 0; j < nout; j++) isout |= outs[j] == v;
+            tile_dtype_to_tsl(v->type.dt, &p->dt[p->n]);
+            p->name[p->n] = v->name;
+            p->out[p->n] = isout;
+            p->t[p->n] = filled(p->dt[p->n], v->type.rank, shape, isout);
+            args[p->n] = (tile_interp_arg){v->name, p->t[p->n], 0};
+            p->n++;
+        }
+        if (!p->st) {
+            tile_interp_opts o = {0};
+            o.shuffle_blocks = shuffle;
+            o.seed = seed;
+            p->st = tile_interp_run(k, &src, args, p->n, &o, &d);
+        }
+    }
+    /* names point into the arena: copy them */
+    for (int k = 0; k < p->n; k++) p->name[k] = strdup(p->name[k]);
+    p->msg = strdup(sb_str(&d.msg));
+    diag_free(&d);
+    arena_free(ar);
+}
+
+static void prog_free(prog *p)
+{
+    for (int k = 0; k < p->n; k++) {
+        tsl_tensor_free(p->t[k]);
+        free((char *)p->name[k]);
+    }
+    free(p->msg);
+}
+
+/* C (f16 or f32) against the float64 product of A [M, K] and B [K, N]:
+ * f32 accumulation, then the rounding of C's dtype. */
+static int check_matmul(const prog *p, const char *what)
+{
+    int ia = find(p, "A"), ib = find(p, "B"), ic = find(p, "C");
+    int64_t M = p->t[ia]->shape[0], K = p->t[ia]->shape[1], N = p->t[ib]->shape[1];
+    double rel = p->dt[ic] == TSL_DTYPE_F16 ? 4.9e-4 : 1e-6;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double want = 0, mag = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double x = at(p, ia, i * K + k) * at(p, ib, k * N + j);
+                want += x;
+                mag += fabs(x);
+            }
+            double got = at(p, ic, i * N + j);
+            if (!(fabs(got - want) <= rel * fabs(want) + 1e-5 * mag + 1e-6)) {
+                CHECK_MSG(0, "%s %lldx%lldx%lld: C[%lld,%lld] = %.7g, want %.7g", what, (long long)M, (long long)N,
+                          (long long)K, (long long)i, (long long)j, got, want);
+                return 0;
+            }
+        }
+    return 1;
+}
+
+static void gemm_case(const char *text, int64_t M, int64_t N, int64_t K, int shuffle)
+{
+    char sizes[96];
+    snprintf(sizes, sizeof sizes, "M=%lld N=%lld K=%lld", (long long)M, (long long)N, (long long)K);
+    prog p;
+    uint64_t seed = test_rand();
+    prog_run(&p, "gemm_wgmma.tile", text, sizes, shuffle, seed);
+    CHECK_MSG(p.st == TSL_OK, "gemm_wgmma %s (shuffle %d, seed %llu): %s", sizes, shuffle, (unsigned long long)seed,
+              p.msg);
+    if (p.st == TSL_OK) check_matmul(&p, "gemm_wgmma");
+    prog_free(&p);
+}
+
+/* The warp-specialised GEMM: 128 x 256 x 64 tiles, a 4-stage TMA ring
+ * wrapping several times, sizes no tile divides, M = 1. */
+static void test_gemm_wgmma(void)
+{
+    char *text = read_text("examples/tile", "gemm_wgmma.tile");
+    gemm_case(text, 100, 264, 520, 0);
+    gemm_case(text, 1, 8, 8, 0);
+    gemm_case(text, test_rand_int(1, 200), 8 * test_rand_int(1, 50), 8 * test_rand_int(1, 90), 0);
+    free(text);
+}
+
+/* Other interleavings of the producer and the consumers, same answer. */
+static void test_gemm_wgmma_shuffled(void)
+{
+    char *text = read_text("examples/tile", "gemm_wgmma.tile");
+    gemm_case(text, 100, 264, 520, 1);
+    gemm_case(text, test_rand_int(1, 140), 8 * test_rand_int(1, 40), 8 * test_rand_int(1, 70), 1);
+    free(text);
+}
+
+/* A program of tests/tile_hopper/ run at its `// sizes:`. */
+static void hopper_prog(prog *p, const char *name, int shuffle)
+{
+    char *text = read_text("tests/tile_hopper", name);
+    char *sizes = text ? header(text, "sizes") : NULL;
+    prog_run(p, name, text ? text : "", sizes, shuffle, test_rand());
+    CHECK_MSG(p->st == TSL_OK, "%s: %s", name, p->msg);
+    free(sizes);
+    free(text);
+}
+
+static void test_programs(void)
+{
+    const char *mm[] = {"ring.tile", "wgmma_smem.tile", "wgmma_rega.tile"};
+    for (int i = 0; i < 3; i++)
+        for (int sh = 0; sh < 2; sh++) {
+            prog p;
+            hopper_prog(&p, mm[i], sh);
+            if (p.st == TSL_OK) check_matmul(&p, mm[i]);
+            prog_free(&p);
+        }
+    prog p;
+    hopper_prog(&p, "tma_scale.tile", 1); /* Y = 2 X, masked at the edges */
+    if (p.st == TSL_OK) {
+        int ix = find(&p, "X"), iy = find(&p, "Y");
+        int64_t n = p.t[ix]->shape[0] * p.t[ix]->shape[1];
+        for (int64_t i = 0; i < n; i++) CHECK_CLOSE(at(&p, iy, i), 2 * at(&p, ix, i), 0);
+    }
+    prog_free(&p);
+    hopper_prog(&p, "handoff.tile", 1); /* Y == X through ordinary stores */
+    if (p.st == TSL_OK) {
+        int ix = find(&p, "X"), iy = find(&p, "Y");
+        for (int64_t i = 0; i < 32 * 64; i++) CHECK_CLOSE(at(&p, iy, i), at(&p, ix, i), 0);
+    }
+    prog_free(&p);
+}
+
+/* Every hazard program fails with exactly its expected located message
+ * (the first line of the diagnostics). */
+static void test_hazards(void)
+{
+    static const char *const files[] = {
+        "hz_missing_wait.tile",        "hz_wrong_parity.tile",         "hz_wrong_parity_consumer.tile",
+        "hz_missing_arrive.tile",      "hz_missing_wgmma_wait.tile",   "hz_missing_wgmma_fence.tile",
+        "hz_missing_fence_async.tile", "hz_missing_fence_store.tile",  "hz_missing_bulk_wait.tile",
+        "hz_tma_into_wgmma.tile",      "hz_unaligned_rows.tile",       "hz_no_init.tile",
+        "hz_init_not_visible.tile",    "hz_init_in_use.tile",          "hz_arrive_too_early.tile",
+        "hz_read_in_flight.tile",      "hz_unwaited_wgmma.tile",       "hz_unwaited_store.tile",
+        "hz_arrive_without_sync.tile",
+    };
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char *text = read_text("tests/tile_hopper", files[i]);
+        if (!text) continue;
+        char *sizes = header(text, "sizes"), *want = header(text, "expect");
+        CHECK_MSG(want != NULL, "%s has no '// expect:' line", files[i]);
+        prog p;
+        prog_run(&p, files[i], text, sizes, 0, 0);
+        size_t n = strcspn(p.msg, "\n");
+        CHECK_MSG(p.st != TSL_OK && want && strlen(want) == n && !strncmp(p.msg, want, n),
+                  "%s: status %d\n  got:  %.*s\n  want: %s", files[i], p.st, (int)n, p.msg, want ? want : "");
+        prog_free(&p);
+        free(sizes);
+        free(want);
+        free(text);
+    }
+}
+
+/* The scheduler's sm_90a plan (TMA ring, wgmma, warpgroups; guarded to K
+ * and N multiples of 8, the mma.sync plan otherwise) through the tile
+ * interpreter against the TC interpreter: wide (M > 128) and narrow
+ * blocks, sizes no tile divides, size 1, and a size the guard refuses. */
+static void test_sm90_plan(void)
+{
+    static const struct {
+        const char *src;
+        int64_t sets[4][4]; /* size slots in declaration order */
+    } cases[] = {
+        {"def hmm(float16(M,K) A, float16(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n",
+         {{100, 520, 264}, {200, 72, 40}, {1, 8, 8}, {67, 45, 40}}},
+        {"def hbmm(float16(B,M,K) X, float16(B,K,N) Y) -> (Z) {\n  Z(b,m,n) +=! X(b,m,k) * Y(b,k,n)\n}\n",
+         {{2, 33, 136, 24}, {1, 130, 16, 8}, {0}, {0}}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        tsl_arena *a = arena_create();
+        tsl_source src = {"sm90.tc", cases[c].src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &src, &d);
+        graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
+        sched_plan *p = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, 90, &d) : NULL;
+        CHECK_MSG(p != NULL, "%s", sb_str(&d.msg));
+        int wg = 0;
+        for (int l = 0; p && l < p->nlaunches; l++) wg += strstr(p->launches[l].k->name, "_wgmma") != NULL;
+        CHECK_MSG(!p || wg > 0, "case %d: no sm_90a launch", (int)c);
+        for (int i = 0; p && i < 4; i++)
+            if (cases[c].sets[i][0]) test_compare_plan(a, mod->defs[0], p, cases[c].sets[i], test_run_tile_interp, "tile interp sm_90a");
+        diag_free(&d);
+        arena_free(a);
+    }
+}
+
+TEST_SUITE(tile_hopper) = {
+    {"mem_tasks", test_mem_tasks},
+    {"mem_async_proxy", test_mem_async_proxy},
+    {"gemm_wgmma", test_gemm_wgmma},
+    {"gemm_wgmma_shuffled", test_gemm_wgmma_shuffled},
+    {"programs", test_programs},
+    {"hazards", test_hazards},
+    {"sm90_plan", test_sm90_plan},
+    {0, 0},
+};
