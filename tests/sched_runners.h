@@ -13,6 +13,19 @@ tsl_status test_run_tile_interp(void *ctx, const tile_module *m, const tile_kern
 tsl_status test_run_cpu(void *ctx, const tile_module *m, const tile_kernel *k,
                         const tile_interp_arg *args, int nargs, tsl_diag *d);
 
+/* The CUDA generator's source for kernel k compiled by the host C++
+ * compiler with tests/unit/codegen_cuda_emu.h (every GPU thread a
+ * pthread) and run on the host tensors: the CUDA path's logic without a
+ * GPU. The size arms the launch's sizes take are compiled, as the CUDA
+ * runtime does; shared objects are cached under the tessel cache dir. */
+tsl_status test_run_cuda_emu(void *ctx, const tile_module *m, const tile_kernel *k,
+                             const tile_interp_arg *args, int nargs, tsl_diag *d);
+/* A C++ compiler for the emulation? (prints "skipped" once when not) */
+int test_have_cxx(void);
+/* Compile an emulated CUDA source into a cached shared object and dlopen
+ * it; NULL (with the compiler's output shown) when it does not build. */
+void *test_emu_build(const char *source, const char *tag);
+
 /* Runs def at sizes sz (one per size slot) with the reference interpreter
  * and plan p through fn on fresh random inputs (outputs poisoned with NaN),
  * and checks every output element (tolerance per dtype: f16 2e-2, bf16

@@ -504,8 +504,10 @@ static tile_expr *identity(lower *L, lang_assign_op op, tsl_dtype lhs)
     if (lhs == TSL_DTYPE_BOOL) return tile_expr_int(L->m, max ? 0 : 1);
     if (!di->is_signed) {
         if (max) return tile_expr_int(L->m, 0);
-        if (di->bits == 64) return tile_expr_float(L->m, 18446744073709551615.0);
-        return tile_expr_int(L->m, (int64_t)((UINT64_C(1) << di->bits) - 1));
+        /* an int init wraps to the register's width: -1 is the maximum
+         * of every unsigned width (UINT64_MAX has no int64 literal, and a
+         * float would round it to 2^64) */
+        return tile_expr_int(L->m, di->bits == 64 ? -1 : (int64_t)((UINT64_C(1) << di->bits) - 1));
     }
     int64_t hi = di->bits == 64 ? INT64_MAX : (INT64_C(1) << (di->bits - 1)) - 1;
     return tile_expr_int(L->m, max ? -hi - 1 : hi);

@@ -1,8 +1,12 @@
 /* sched_runners.c — the kernel runners of tests/sched_runners.h. */
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "codegen/codegen.h"
 #include "codegen/cuda.h"
@@ -27,6 +31,190 @@ tsl_status test_run_cpu(void *ctx, const tile_module *m, const tile_kernel *k,
 {
     (void)ctx;
     return cg_c_run(m, k, args, nargs, d);
+}
+
+/* ---- the CUDA generator in the host emulation ------------------------------------ */
+
+int test_have_cxx(void)
+{
+    static int state = -1;
+    if (state < 0) state = system("c++ --version >/dev/null 2>&1") == 0;
+    if (!state) printf("    skipped: no C++ compiler for the host emulation\n");
+    return state;
+}
+
+void *test_emu_build(const char *source, const char *tag)
+{
+    char *hdr_path = NULL, *hdr = NULL, *dir = NULL, *so = NULL, *tmp = NULL, *cu = NULL, *cmd = NULL;
+    void *h = NULL;
+    tsl_diag d = {0};
+    if (asprintf(&hdr_path, "%s/tests/unit/codegen_cuda_emu.h", test_root()) < 0) goto out;
+    hdr = file_read_all(hdr_path, NULL);
+    if (!hdr || rt_cache_dir("cuda-emu", &dir, &d)) goto out;
+    rt_key_part parts[2] = {{source, strlen(source)}, {hdr, strlen(hdr)}};
+    char key[33];
+    rt_cache_key(parts, 2, key);
+    if (asprintf(&so, "%s/%s.so", dir, key) < 0) goto out;
+    if (access(so, R_OK) != 0) {
+        if (asprintf(&cu, "%s/%s.%d.cpp", dir, key, (int)getpid()) < 0 ||
+            asprintf(&tmp, "%s/%s.%d.so", dir, key, (int)getpid()) < 0)
+            goto out;
+        FILE *f = fopen(cu, "w");
+        if (!f) goto out;
+        fputs(source, f);
+        fclose(f);
+        if (asprintf(&cmd, "c++ -std=c++17 -O0 -w -fPIC -shared -include '%s' '%s' -o '%s' -lpthread > '%s.log' 2>&1 || "
+                           "head -c 3000 '%s.log'",
+                     hdr_path, cu, tmp, cu, cu) < 0)
+            goto out;
+        int rc = system(cmd);
+        char *lg = NULL;
+        if (asprintf(&lg, "%s.log", cu) > 0) unlink(lg);
+        free(lg);
+        unlink(cu);
+        if (rc != 0 || rename(tmp, so) != 0) {
+            printf("    %s: the emulation did not compile\n", tag);
+            unlink(tmp);
+            goto out;
+        }
+    }
+    h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (!h) printf("    %s: %s\n", tag, dlerror());
+out:
+    diag_free(&d);
+    free(hdr_path);
+    free(hdr);
+    free(dir);
+    free(so);
+    free(tmp);
+    free(cu);
+    free(cmd);
+    return h;
+}
+
+typedef struct emu_syms {
+    const tile_kernel *k;
+    const int64_t *symv;
+    const tile_interp_arg *args;
+    int nargs;
+} emu_syms;
+
+static int64_t emu_lookup(void *ctx, const tile_value *v, int *ok)
+{
+    const emu_syms *e = ctx;
+    for (int i = 0; i < e->k->nsyms; i++)
+        if (e->k->syms[i] == v) return e->symv[i];
+    for (int i = 0; i < e->nargs; i++)
+        if (!e->args[i].t && e->args[i].name && !strcmp(e->args[i].name, v->name)) return e->args[i].ival;
+    *ok = 0;
+    return 0;
+}
+
+static tsl_status emu_fail(tsl_diag *d, tsl_status st, const char *fmt, ...) TSL_PRINTF(3, 4);
+static tsl_status emu_fail(tsl_diag *d, tsl_status st, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    diag_error(d, st, "%s", buf);
+    return st;
+}
+
+typedef int (*emu_launch_fn)(void (*)(void **), void **, const unsigned *, unsigned, unsigned);
+
+tsl_status test_run_cuda_emu(void *ctx, const tile_module *m, const tile_kernel *k,
+                             const tile_interp_arg *args, int nargs, tsl_diag *d)
+{
+    (void)ctx;
+    enum { MAXV = 512 };
+    int64_t symv[64] = {0};
+    if (k->nsyms > 64 || k->nparams > 48) return emu_fail(d, TSL_ERR_UNAVAILABLE, "emulation: kernel too large");
+    tsl_status st = tile_interp_bind_symbols(k, args, nargs, NULL, NULL, 0, symv, d);
+    if (st) return st;
+    emu_syms es = {k, symv, args, nargs};
+    strbuf src = {0}, full = {0};
+    cg_cuda_branches br;
+    if ((st = cg_cuda_emit_branches(m, k, &src, &br, d))) {
+        sb_free(&src);
+        return st;
+    }
+    /* the arms these sizes take, as the CUDA runtime compiles them */
+    for (int b = 0; b < br.n; b++) {
+        int ok = 1;
+        int64_t v = tile_expr_eval(br.cond[b], emu_lookup, &es, NULL, -1, &ok);
+        if (ok) sb_printf(&full, "#define TSL_IF%d %d\n", b, v ? 1 : 0);
+    }
+    sb_puts(&full, sb_str(&src));
+    sb_free(&src);
+    void *h = test_emu_build(sb_str(&full), k->name);
+    sb_free(&full);
+    if (!h) return emu_fail(d, TSL_ERR_COMPILE, "kernel '%s': the emulation does not build", k->name);
+    char entry[160], sym[200];
+    cg_cuda_entry_name(k->name, entry, sizeof entry);
+    snprintf(sym, sizeof sym, "%s_emu", entry);
+    void (*fn)(void **) = (void (*)(void **))dlsym(h, sym);
+    emu_launch_fn launch = (emu_launch_fn)dlsym(h, "tsl_emu_launch");
+    long long vals[MAXV];
+    void *params[MAXV];
+    int nv = 0;
+    for (int p = 0; p < k->nparams && !st; p++) {
+        const tile_value *v = k->params[p];
+        const tile_interp_arg *a = NULL;
+        for (int i = 0; i < nargs; i++)
+            if (args[i].name && !strcmp(args[i].name, v->name)) a = &args[i];
+        if (!a) {
+            st = emu_fail(d, TSL_ERR_ARG, "emulation: parameter '%s' is not bound", v->name);
+            break;
+        }
+        if (v->kind == TILE_V_SCALAR) { /* int, or a float typed scalar's double bits */
+            vals[nv] = a->ival;
+            params[nv] = &vals[nv];
+            nv++;
+            continue;
+        }
+        const DLTensor *t = a->t;
+        vals[nv] = (long long)(uintptr_t)t->data;
+        params[nv] = &vals[nv];
+        nv++;
+        int64_t stride = 1;
+        for (int i = t->ndim - 1; i >= 0; i--) {
+            vals[nv + 2 * i] = t->shape[i];
+            vals[nv + 2 * i + 1] = t->strides ? t->strides[i] : stride;
+            stride *= t->shape[i];
+        }
+        for (int i = 0; i < 2 * t->ndim; i++) params[nv + i] = &vals[nv + i];
+        nv += 2 * t->ndim;
+    }
+    for (int s2 = 0; s2 < k->nsyms; s2++) {
+        vals[nv] = symv[s2];
+        params[nv] = &vals[nv];
+        nv++;
+    }
+    unsigned long long err[8] = {0};
+    vals[nv] = (long long)(uintptr_t)err;
+    params[nv] = &vals[nv];
+    nv++;
+    unsigned grid[3] = {1, 1, 1};
+    for (int i = 0; i < k->ngrid && !st; i++) {
+        int ok = 1;
+        int64_t g = tile_expr_eval(k->grid[i], emu_lookup, &es, NULL, -1, &ok);
+        if (!ok || g < 0) st = emu_fail(d, TSL_ERR_SHAPE, "emulation: grid %d does not evaluate", i);
+        else grid[i] = (unsigned)g;
+    }
+    int64_t smem = st ? 0 : cg_cuda_smem_bytes(m, k, d);
+    if (!st && smem < 0) st = TSL_ERR_INTERNAL;
+    if (!st && (!fn || !launch)) st = emu_fail(d, TSL_ERR_INTERNAL, "emulation: no entry '%s'", sym);
+    if (!st && grid[0] && grid[1] && grid[2]) {
+        if (launch(fn, params, grid, (unsigned)k->threads, (unsigned)smem))
+            st = emu_fail(d, TSL_ERR_RUNTIME, "emulation: the launch of '%s' failed", k->name);
+        else if (err[0])
+            st = emu_fail(d, TSL_ERR_BOUNDS, "kernel '%s': index %lld out of range (param %llu, dim %llu)", k->name,
+                            (long long)err[3], err[1], err[2]);
+    }
+    dlclose(h);
+    return st;
 }
 
 tsl_status test_nvrtc_arms(const tile_module *m, const tile_kernel *k, const char *arch, rt_ptxas_report *worst,
