@@ -41,4 +41,19 @@ void test_compare_plan(tsl_arena *a, const lang_def *def, const sched_plan *p, c
 tsl_status test_nvrtc_arms(const tile_module *m, const tile_kernel *k, const char *arch, rt_ptxas_report *worst,
                            int *narms, tsl_diag *d);
 
+/* How test_compare_plan_draw draws inputs and compares outputs: int_value
+ * (NULL: +-[1, 9], unsigned [1, 9]) and float_value (NULL: +-[0.1, 1])
+ * per element; float outputs within tol x (1 + |ref|) (0: f16 2e-3, bf16
+ * 1e-2, else 1e-6), integer outputs bit for bit. */
+typedef struct test_draw {
+    int64_t (*int_value)(tsl_dtype t, void *ctx);
+    double (*float_value)(tsl_dtype t, void *ctx);
+    void *ctx;
+    double tol;
+} test_draw;
+/* test_compare_plan with chosen inputs (dr may be NULL) and exact
+ * integers; outputs poisoned first. Returns the outputs that differ. */
+int test_compare_plan_draw(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
+                           sched_kernel_fn fn, const char *what, const test_draw *dr);
+
 #endif

@@ -336,3 +336,128 @@ void test_compare_plan(tsl_arena *a, const lang_def *def, const sched_plan *p, c
         }
     }
 }
+
+/* ---- comparisons with chosen inputs and exact integers -------------------------- */
+
+static void draw_store_int(tsl_dtype t, void *p, int64_t v)
+{
+    if (t == TSL_DTYPE_BOOL) v = v != 0;
+    uint64_t u = (uint64_t)v;
+    unsigned char b[8];
+    for (int k = 0; k < 8; k++) b[k] = (unsigned char)(u >> (8 * k));
+    memcpy(p, b, tsl_dtype_size(t));
+}
+
+static int64_t draw_load_int(tsl_dtype t, const void *p)
+{
+    size_t n = tsl_dtype_size(t);
+    unsigned char b[8] = {0};
+    memcpy(b, p, n);
+    uint64_t u = 0;
+    for (size_t k = 0; k < n; k++) u |= (uint64_t)b[k] << (8 * k);
+    if (n < 8 && dtype_info_of(t)->is_signed && ((u >> (8 * n - 1)) & 1)) u |= ~UINT64_C(0) << (8 * n);
+    return (int64_t)u;
+}
+
+int test_compare_plan_draw(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
+                           sched_kernel_fn fn, const char *what, const test_draw *dr)
+{
+    tsl_diag d = {0};
+    lang_bound *b = NULL;
+    tsl_status st = lang_bind(a, def, sz, &b, &d);
+    CHECK_MSG(st == TSL_OK, "%s: binding sizes failed: %s", def->name, sb_str(&d.msg));
+    if (st) {
+        diag_free(&d);
+        return 1;
+    }
+    int n = def->ntensors;
+    void **ref = arena_alloc(a, sizeof *ref * (size_t)(n + 1));
+    void **got = arena_alloc(a, sizeof *got * (size_t)(n + 1));
+    int64_t *cnt = arena_alloc(a, sizeof *cnt * (size_t)(n + 1));
+    DLTensor **dls = arena_alloc(a, sizeof *dls * (size_t)(n + 1));
+    DLTensor *dlv = arena_alloc(a, sizeof *dlv * (size_t)(n + 1));
+    double *scal = arena_alloc(a, sizeof *scal * (size_t)(n + 1));
+    interp_tensor *views = arena_alloc(a, sizeof *views * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        const lang_tensor *t = def->tensors[i];
+        views[i].dtype = t->dtype;
+        if (t->is_scalar) {
+            scal[i] = views[i].scalar = test_rand_double(0.5, 1.5);
+            continue;
+        }
+        if (t->flags & LANG_TENSOR_TEMP) continue;
+        cnt[i] = 1;
+        for (int k = 0; k < t->rank; k++) cnt[i] *= b->shapes[i][k];
+        size_t es = tsl_dtype_size(t->dtype);
+        ref[i] = arena_alloc(a, (size_t)cnt[i] * es + 1);
+        got[i] = arena_alloc(a, (size_t)cnt[i] * es + 1);
+        int isf = dtype_info_of(t->dtype)->is_float;
+        for (int64_t e = 0; e < cnt[i]; e++) {
+            char *at = (char *)ref[i] + (size_t)e * es;
+            if (!(t->flags & LANG_TENSOR_INPUT)) { /* poison */
+                if (isf) dtype_store(t->dtype, at, NAN);
+                else memset(at, 0xA5, es);
+            } else if (isf) {
+                double v = dr && dr->float_value ? dr->float_value(t->dtype, dr->ctx)
+                                                 : (test_rand_int(0, 1) ? 1 : -1) * test_rand_double(0.1, 1.0);
+                dtype_store(t->dtype, at, v);
+            } else {
+                int64_t v = dr && dr->int_value ? dr->int_value(t->dtype, dr->ctx) : test_rand_int(1, 9);
+                if (!(dr && dr->int_value) && dtype_info_of(t->dtype)->is_signed && test_rand_int(0, 1)) v = -v;
+                draw_store_int(t->dtype, at, v);
+            }
+        }
+        memcpy(got[i], ref[i], (size_t)cnt[i] * es);
+        views[i].base = ref[i];
+        views[i].rank = t->rank;
+        int64_t stride = 1;
+        for (int k = t->rank - 1; k >= 0; k--) {
+            views[i].shape[k] = b->shapes[i][k];
+            views[i].stride[k] = stride;
+            stride *= b->shapes[i][k];
+        }
+        dlv[i].data = got[i];
+        dlv[i].device.device_type = kDLCPU;
+        dlv[i].ndim = t->rank;
+        dlv[i].dtype = tsl_dtype_to_dlpack(t->dtype);
+        dlv[i].shape = b->shapes[i];
+        dls[i] = &dlv[i];
+    }
+    st = interp_run(b, views, &d);
+    CHECK_MSG(st == TSL_OK, "%s: the interpreter fails: %s", def->name, sb_str(&d.msg));
+    diag_reset(&d);
+    tsl_status st2 = st ? st : sched_run(p, b, dls, scal, fn, NULL, &d);
+    CHECK_MSG(st2 == TSL_OK, "%s (%s): %s", def->name, what, sb_str(&d.msg));
+    diag_free(&d);
+    if (st || st2) return 1;
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        const lang_tensor *t = def->tensors[i];
+        if (!(t->flags & LANG_TENSOR_OUTPUT)) continue;
+        size_t es = tsl_dtype_size(t->dtype);
+        int isf = dtype_info_of(t->dtype)->is_float;
+        double tol = dr && dr->tol > 0 ? dr->tol
+                     : t->dtype == TSL_DTYPE_F16 ? 2e-3 : t->dtype == TSL_DTYPE_BF16 ? 1e-2 : 1e-6;
+        for (int64_t e = 0; e < cnt[i]; e++) {
+            const char *rp = (const char *)ref[i] + (size_t)e * es, *gp = (const char *)got[i] + (size_t)e * es;
+            int ok;
+            char msg[160];
+            if (isf) {
+                double x = dtype_load(t->dtype, rp), y = dtype_load(t->dtype, gp);
+                ok = (isnan(x) && isnan(y)) || fabs(x - y) <= tol * (1.0 + fabs(x)) || x == y;
+                snprintf(msg, sizeof msg, "%.9g, the interpreter's %.9g", y, x);
+            } else {
+                int64_t x = draw_load_int(t->dtype, rp), y = draw_load_int(t->dtype, gp);
+                ok = x == y;
+                snprintf(msg, sizeof msg, "%lld (0x%llx), the interpreter's %lld (0x%llx)", (long long)y,
+                         (unsigned long long)y, (long long)x, (unsigned long long)x);
+            }
+            if (ok) continue;
+            CHECK_MSG(0, "%s (%s, sizes %lld %lld %lld): %s[%lld] (%s) is %s", def->name, what, (long long)sz[0],
+                      (long long)sz[1], (long long)sz[2], t->name, (long long)e, tsl_dtype_name(t->dtype), msg);
+            bad++;
+            break;
+        }
+    }
+    return bad;
+}

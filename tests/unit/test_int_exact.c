@@ -17,9 +17,7 @@
 
 #include "../sched_runners.h"
 #include "../test.h"
-#include "codegen/codegen.h"
 #include "graph/graph.h"
-#include "interp/interp.h"
 #include "lang/lang.h"
 #include "runtime/runtime.h"
 #include "sched/sched.h"
@@ -71,82 +69,24 @@ static int64_t ix_value(tsl_dtype t, ix_mode mode)
     }
 }
 
-static void ix_store(tsl_dtype t, void *p, int64_t v)
-{
-    size_t n = tsl_dtype_size(t);
-    if (t == TSL_DTYPE_BOOL) v = v != 0;
-    uint64_t u = (uint64_t)v;
-    unsigned char b[8];
-    for (int k = 0; k < 8; k++) b[k] = (unsigned char)(u >> (8 * k));
-    memcpy(p, b, n);
-}
-
 static const char *ix_name(tsl_target t) { return t == TSL_TARGET_CPU ? "cpu" : "cuda (emulated)"; }
+
+static int64_t ix_draw(tsl_dtype t, void *ctx) { return ix_value(t, *(ix_mode *)ctx); }
 
 /* Run def (sizes sz) with the interpreter and with the plan for target
  * through its runner on inputs of `mode`; every output must agree bit for
- * bit (integers) or exactly (floats computed from them). */
+ * bit. The CUDA plan also compiles for Hopper with NVRTC (as the runtime
+ * would, size arm by size arm) when NVRTC is here: the 64-bit programs
+ * (the narrower widths differ only in their constants). */
 static void ix_compare(tsl_arena *a, const lang_def *def, const int64_t *sz, tsl_target target, ix_mode mode)
 {
     tsl_diag d = {0};
     graph *g = graph_build(a, def, &d);
     sched_plan *p = g ? sched_lower_for(a, g, target, &d) : NULL;
-    lang_bound *b = NULL;
-    tsl_status st = p ? lang_bind(a, def, sz, &b, &d) : TSL_ERR_INTERNAL;
-    CHECK_MSG(st == TSL_OK, "%s: %s", def->name, sb_str(&d.msg));
-    if (st) {
-        diag_free(&d);
-        return;
-    }
-    int n = def->ntensors;
-    void **ref = arena_alloc(a, sizeof *ref * (size_t)(n + 1));
-    void **got = arena_alloc(a, sizeof *got * (size_t)(n + 1));
-    size_t *bytes = arena_alloc(a, sizeof *bytes * (size_t)(n + 1));
-    DLTensor **dls = arena_alloc(a, sizeof *dls * (size_t)(n + 1));
-    DLTensor *dlv = arena_alloc(a, sizeof *dlv * (size_t)(n + 1));
-    double *scal = arena_alloc(a, sizeof *scal * (size_t)(n + 1));
-    interp_tensor *views = arena_alloc(a, sizeof *views * (size_t)(n + 1));
-    for (int i = 0; i < n; i++) {
-        const lang_tensor *t = def->tensors[i];
-        views[i].dtype = t->dtype;
-        if (t->is_scalar || (t->flags & LANG_TENSOR_TEMP)) continue;
-        int64_t cnt = 1;
-        for (int k = 0; k < t->rank; k++) cnt *= b->shapes[i][k];
-        size_t es = tsl_dtype_size(t->dtype);
-        bytes[i] = (size_t)cnt * es;
-        ref[i] = arena_alloc(a, bytes[i] + 1);
-        got[i] = arena_alloc(a, bytes[i] + 1);
-        for (int64_t e = 0; e < cnt; e++) {
-            char *at = (char *)ref[i] + (size_t)e * es;
-            if (t->flags & LANG_TENSOR_INPUT) {
-                if (dtype_info_of(t->dtype)->is_float) dtype_store(t->dtype, at, test_rand_double(-2, 2));
-                else ix_store(t->dtype, at, ix_value(t->dtype, mode));
-            } else {
-                memset(at, 0xA5, es); /* poison: a value no output takes here */
-            }
-        }
-        memcpy(got[i], ref[i], bytes[i]);
-        views[i].base = ref[i];
-        views[i].rank = t->rank;
-        int64_t stride = 1;
-        for (int k = t->rank - 1; k >= 0; k--) {
-            views[i].shape[k] = b->shapes[i][k];
-            views[i].stride[k] = stride;
-            stride *= b->shapes[i][k];
-        }
-        dlv[i].data = got[i];
-        dlv[i].device.device_type = kDLCPU;
-        dlv[i].ndim = t->rank;
-        dlv[i].dtype = tsl_dtype_to_dlpack(t->dtype);
-        dlv[i].shape = b->shapes[i];
-        dls[i] = &dlv[i];
-    }
-    /* the CUDA plan also compiles for Hopper with NVRTC (as the runtime
-     * would, size arm by size arm), when NVRTC is here: the 64-bit
-     * programs (the narrower widths differ only in their constants) */
+    CHECK_MSG(p != NULL, "%s: %s", def->name, sb_str(&d.msg));
     size_t nl = strlen(def->name);
     int wide = strncmp(def->name, "red_", 4) || (nl > 2 && !strcmp(def->name + nl - 2, "64"));
-    if (target == TSL_TARGET_CUDA && mode == IX_EXTREME && wide && rt_cuda_nvrtc_available(NULL) == TSL_OK) {
+    if (p && target == TSL_TARGET_CUDA && mode == IX_EXTREME && wide && rt_cuda_nvrtc_available(NULL) == TSL_OK) {
         for (int l = 0; l < p->nlaunches; l++) {
             rt_ptxas_report worst;
             int narms = 0;
@@ -156,29 +96,12 @@ static void ix_compare(tsl_arena *a, const lang_def *def, const int64_t *sz, tsl
             diag_reset(&d);
         }
     }
-    st = interp_run(b, views, &d);
-    CHECK_MSG(st == TSL_OK, "%s: the interpreter fails: %s", def->name, sb_str(&d.msg));
-    diag_reset(&d);
-    sched_kernel_fn fn = target == TSL_TARGET_CPU ? test_run_cpu : test_run_cuda_emu;
-    tsl_status st2 = st ? st : sched_run(p, b, dls, scal, fn, NULL, &d);
-    CHECK_MSG(st2 == TSL_OK, "%s on %s: %s", def->name, ix_name(target), sb_str(&d.msg));
     diag_free(&d);
-    if (st || st2) return;
-    for (int i = 0; i < n; i++) {
-        const lang_tensor *t = def->tensors[i];
-        if (!(t->flags & LANG_TENSOR_OUTPUT) || !memcmp(ref[i], got[i], bytes[i])) continue;
-        size_t es = tsl_dtype_size(t->dtype);
-        for (size_t e = 0; e * es < bytes[i]; e++) {
-            if (!memcmp((char *)ref[i] + e * es, (char *)got[i] + e * es, es)) continue;
-            int64_t r = 0, x = 0;
-            memcpy(&r, (char *)ref[i] + e * es, es < 8 ? es : 8);
-            memcpy(&x, (char *)got[i] + e * es, es < 8 ? es : 8);
-            CHECK_MSG(0, "%s on %s (%s inputs): %s[%zu] (%s) is 0x%llx, the interpreter's 0x%llx", def->name,
-                      ix_name(target), mode == IX_EXTREME ? "extreme" : "all-negative", t->name, e,
-                      tsl_dtype_name(t->dtype), (unsigned long long)x, (unsigned long long)r);
-            break;
-        }
-    }
+    if (!p) return;
+    char what[96];
+    snprintf(what, sizeof what, "%s, %s inputs", ix_name(target), mode == IX_EXTREME ? "extreme" : "all-negative");
+    test_draw dr = {ix_draw, NULL, &mode, 0};
+    test_compare_plan_draw(a, def, p, sz, target == TSL_TARGET_CPU ? test_run_cpu : test_run_cuda_emu, what, &dr);
 }
 
 static void ix_run(const char *src, tsl_target target)
