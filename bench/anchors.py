@@ -176,6 +176,17 @@ def main():
         rows.append((f"silu fp16 {r}x{c} (torch)", f"err {err:.1e}", 2 * r * c * 2 / t / 1e12, "TB/s", t))
         del x, y
 
+    if want("sum fp32 1e8"):
+        # a full reduction to a scalar: bytes read
+        n = 100_000_000
+        nxt = rotate(lambda: torch.rand(n, device=dev) - 0.5, 2)
+        x = nxt()
+        err = abs(torch.sum(x).double() - torch.sum(x.double())).item() / abs(torch.sum(x.double())).item()
+        assert err < 1e-4, err
+        t = bench(lambda: torch.sum(nxt()))
+        rows.append(("sum fp32 1e8 (torch)", f"err {err:.1e}", n * 4 / t / 1e12, "TB/s", t))
+        del nxt, x
+
     if want("attention fp16 B32 H16 S384 D64"):
         B, H, S, D = 32, 16, 384, 64
         nxt = rotate(lambda: tuple(torch.randn(B, H, S, D, device=dev, dtype=torch.float16)

@@ -210,6 +210,13 @@ static const bench_op bench_ops[] = {
      "def conv2d(float(N,C,H,W) I, float(K,C,R,S) Wt) -> (O) {\n"
      "  O(n,k,h,w) +=! I(n,c,h + r,w + s) * Wt(k,c,r,s)\n}\n",
      2, {"I", "Wt"}, {4, 4}, {{2, 3, 11, 13}, {5, 3, 3, 3}}, {{8, 64, 56, 56}, {64, 64, 3, 3}}, "O", 1},
+    /* a full reduction (the data: bench/cpu.sh's .npy when given, so that
+     * NumPy sums the same values) and a softmax, beside NumPy */
+    {"sum", "def sum(float(N) X) -> (S) {\n  S() +=! X(i)\n}\n", 1, {"X"}, {1}, {{100003}}, {{100000000}}, "S", 0},
+    {"softmax",
+     "def softmax(float(N,D) X) -> (Y) {\n  mx(n) max=! X(n,d)\n  e(n,d) = exp(X(n,d) - mx(n))\n"
+     "  s(n) +=! e(n,d)\n  Y(n,d) = e(n,d) / s(n)\n}\n",
+     1, {"X"}, {2}, {{67, 131}}, {{4096, 4096}}, "Y", 0},
 };
 
 static int64_t numel(int rank, const int64_t *s)

@@ -80,7 +80,7 @@ static double bench_median(double *v, int n)
 
 /* ---- the programs ---------------------------------------------------------------------- */
 
-typedef enum { REF_MATMUL, REF_LAYERNORM, REF_SOFTMAX, REF_ATTENTION, REF_SCALEBIAS, REF_SILU, REF_BMM, REF_GEMM_GELU } bench_ref;
+typedef enum { REF_MATMUL, REF_LAYERNORM, REF_SOFTMAX, REF_ATTENTION, REF_SCALEBIAS, REF_SILU, REF_BMM, REF_GEMM_GELU, REF_SUM } bench_ref;
 
 typedef struct bench_case {
     const char *work;    /* the row's name; bench/anchors.py names the same work */
@@ -129,6 +129,8 @@ static const bench_case bench_cases[] = {
     {"scale-bias-relu fp16 8192x8192", "scalebiasrelu", "float16", REF_SCALEBIAS, "N=8192,D=8192", "N=13,D=1031",
      "N=31,D=8192", "TB/s"},
     {"silu fp16 8192x8192", "silu", "float16", REF_SILU, "N=8192,D=8192", "N=13,D=1031", "N=31,D=8192", "TB/s"},
+    /* a full reduction to a scalar (issue 10: >= 80% of copy), bytes read */
+    {"sum fp32 1e8", "sum", "float32", REF_SUM, "N=100000000", "N=100003", "N=1000003", "TB/s"},
 };
 
 /* Elementwise programs that are not examples (no e2e check of their own
@@ -151,6 +153,7 @@ static const struct {
     {"bmm", "def bmm(float(B,M,K) X, float(B,K,N) Y) -> (Z) {\n"
             "  Z(b,m,n) +=! X(b,m,k) * Y(b,k,n)\n"
             "}\n"},
+    {"sum", "def sum(float(N) X) -> (S) {\n  S() +=! X(i)\n}\n"},
 };
 
 /* The compute capability x 10 of the device the plans are made for (90 on
@@ -345,6 +348,15 @@ static double bench_sample_check(const bench_case *bc, const bench_host *h)
             }
         }
         free(row);
+    } else if (bc->ref == REF_SUM) {
+        int64_t N = h->b->shapes[bench_index(def, "X")][0];
+        double acc = 0, comp = 0; /* compensated, in double */
+        for (int64_t i = 0; i < N; i++) {
+            double y = bench_at(h, "X", i) - comp, t = acc + y;
+            comp = (t - acc) - y;
+            acc = t;
+        }
+        bench_err_add(&e, bench_at(h, "S", 0), acc);
     } else if (bc->ref == REF_SCALEBIAS || bc->ref == REF_SILU) {
         int64_t R = h->b->shapes[bench_index(def, "X")][0], C = h->b->shapes[bench_index(def, "X")][1];
         for (int s = 0; s < 4096; s++) {
@@ -537,6 +549,8 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
         int iq = bench_index(def, "Q"), ik = bench_index(def, "K");
         work = 4.0 * (double)b->shapes[iq][0] * (double)b->shapes[iq][1] * (double)b->shapes[ik][1] *
                (double)b->shapes[iq][2];
+    } else if (bc->ref == REF_SUM) {
+        work = 4.0 * (double)b->shapes[bench_index(def, "X")][0]; /* X read once: f32 */
     } else {
         int ix = bench_index(def, "X");
         work = 2.0 * (double)b->shapes[ix][0] * (double)b->shapes[ix][1] * 2; /* read X, write Y: fp16 */

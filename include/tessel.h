@@ -195,6 +195,12 @@ tsl_status tsl_args_infer(TSL_KEEP tsl_args *a);
 /* After tsl_args_infer: the output's inferred shape. */
 tsl_status tsl_args_output_shape(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
                                  int *rank, int64_t shape[TSL_MAX_RANK], tsl_dtype *dtype);
+/* After tsl_args_infer: the most values one statement combines into one
+ * element (the product of its reduction ranges) over the statements that
+ * compute output `name`, directly or through what they read: 1 when none
+ * reduces; -1 on error. Rounding errors grow with it (the CLI's --check
+ * scales its tolerance by it). */
+int64_t tsl_args_reduction_length(TSL_KEEP tsl_args *a, TSL_KEEP const char *name);
 /* Bind caller storage for an output (checked against the inferred shape).
  * Outputs not bound are allocated by the args and read with
  * tsl_args_output(). */

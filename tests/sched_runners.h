@@ -13,6 +13,19 @@ tsl_status test_run_tile_interp(void *ctx, const tile_module *m, const tile_kern
 tsl_status test_run_cpu(void *ctx, const tile_module *m, const tile_kernel *k,
                         const tile_interp_arg *args, int nargs, tsl_diag *d);
 
+/* The CUDA generator's source for kernel k compiled by the host C++
+ * compiler with tests/unit/codegen_cuda_emu.h (every GPU thread a
+ * pthread) and run on the host tensors: the CUDA path's logic without a
+ * GPU. The size arms the launch's sizes take are compiled, as the CUDA
+ * runtime does; shared objects are cached under the tessel cache dir. */
+tsl_status test_run_cuda_emu(void *ctx, const tile_module *m, const tile_kernel *k,
+                             const tile_interp_arg *args, int nargs, tsl_diag *d);
+/* A C++ compiler for the emulation? (prints "skipped" once when not) */
+int test_have_cxx(void);
+/* Compile an emulated CUDA source into a cached shared object and dlopen
+ * it; NULL (with the compiler's output shown) when it does not build. */
+void *test_emu_build(const char *source, const char *tag);
+
 /* Runs def at sizes sz (one per size slot) with the reference interpreter
  * and plan p through fn on fresh random inputs (outputs poisoned with NaN),
  * and checks every output element (tolerance per dtype: f16 2e-2, bf16
@@ -27,5 +40,20 @@ void test_compare_plan(tsl_arena *a, const lang_def *def, const sched_plan *p, c
  * every arm compiled; else the first failure in d. */
 tsl_status test_nvrtc_arms(const tile_module *m, const tile_kernel *k, const char *arch, rt_ptxas_report *worst,
                            int *narms, tsl_diag *d);
+
+/* How test_compare_plan_draw draws inputs and compares outputs: int_value
+ * (NULL: +-[1, 9], unsigned [1, 9]) and float_value (NULL: +-[0.1, 1])
+ * per element; float outputs within tol x (1 + |ref|) (0: f16 2e-3, bf16
+ * 1e-2, else 1e-6), integer outputs bit for bit. */
+typedef struct test_draw {
+    int64_t (*int_value)(tsl_dtype t, void *ctx);
+    double (*float_value)(tsl_dtype t, void *ctx);
+    void *ctx;
+    double tol;
+} test_draw;
+/* test_compare_plan with chosen inputs (dr may be NULL) and exact
+ * integers; outputs poisoned first. Returns the outputs that differ. */
+int test_compare_plan_draw(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
+                           sched_kernel_fn fn, const char *what, const test_draw *dr);
 
 #endif

@@ -981,10 +981,12 @@ static int check_against_interp(run_state *s)
             continue;
         }
         double err = cli_tensor_max_rel_error(got, ref);
-        double tol = cli_dtype_tolerance(dt);
+        int64_t len = tsl_args_reduction_length(s->args, name);
+        double tol = cli_dtype_tolerance(dt, len);
         int ok = err <= tol;
-        printf("check %s: max rel error %.3g vs interp (tolerance %.0e %s): %s\n", name, err,
-               tol, tsl_dtype_name(dt), ok ? "ok" : "FAILED");
+        printf("check %s: max rel error %.3g vs interp (tolerance %.1e: %s", name, err, tol, tsl_dtype_name(dt));
+        if (len > 1) printf(", reductions of %lld", (long long)len);
+        printf("): %s\n", ok ? "ok" : "FAILED");
         bad |= !ok;
     }
     return bad;

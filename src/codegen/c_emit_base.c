@@ -155,7 +155,14 @@ char *cgc_dbl_to_mem(cgc *c, tile_dtype t, const char *v)
     return arena_printf(c->ar, "(%s)tsl_stu(%s)", cgc_mem_ctype(t), v);
 }
 
-/* Memory element x (dtype m) -> register value of dtype r. */
+int cgc_dt_int(tile_dtype t)
+{
+    return t.kind == TILE_DT_INT || t.kind == TILE_DT_UINT || t.kind == TILE_DT_BOOL;
+}
+
+/* Memory element x (dtype m) -> register value of dtype r. Between
+ * integer dtypes through int64 (exact, wrapped as a C conversion; a
+ * double holds only 53 bits), otherwise through the number. */
 char *cgc_load_conv(cgc *c, tile_dtype m, tile_dtype r, const char *x)
 {
     if (tile_dtype_eq(m, r)) {
@@ -164,16 +171,22 @@ char *cgc_load_conv(cgc *c, tile_dtype m, tile_dtype r, const char *x)
         if (m.kind == TILE_DT_BOOL) return arena_printf(c->ar, "(uint8_t)((%s) != 0)", x);
         return arena_strdup(c->ar, x);
     }
+    if (cgc_dt_int(m) && cgc_dt_int(r)) return cgc_wrap(c, r, arena_printf(c->ar, "(int64_t)(%s)", x));
     return cgc_rnd(c, r, cgc_mem_to_dbl(c, m, x));
 }
 
-/* Register value x (dtype r) -> memory element of dtype m. */
+/* Register value x (dtype r) -> memory element of dtype m (integers to
+ * integers exactly, as cgc_load_conv). */
 char *cgc_store_conv(cgc *c, tile_dtype r, tile_dtype m, const char *x)
 {
     if (tile_dtype_eq(m, r)) {
         if (dt_f16(m)) return arena_printf(c->ar, "tsl_f2h(%s)", x);
         if (dt_bf16(m)) return arena_printf(c->ar, "tsl_f2bf(%s)", x);
         return arena_strdup(c->ar, x);
+    }
+    if (cgc_dt_int(m) && cgc_dt_int(r)) {
+        if (m.kind == TILE_DT_BOOL) return arena_printf(c->ar, "(uint8_t)((%s) != 0)", x);
+        return arena_printf(c->ar, "(%s)(int64_t)(%s)", cgc_mem_ctype(m), x);
     }
     return cgc_dbl_to_mem(c, m, arena_printf(c->ar, "(double)(%s)", x));
 }
@@ -421,6 +434,26 @@ char *cgc_cnum(cgc *c, const tile_expr *e)
     if (e && e->kind == TILE_E_FLOAT) return dbl_lit(c, e->f);
     if (e && e->kind == TILE_E_NEG && e->a && e->a->kind == TILE_E_FLOAT) return dbl_lit(c, -e->a->f);
     return arena_printf(c->ar, "(double)%s", cgc_cx(c, e));
+}
+
+/* An int scalar expression (no float literal or float scalar in it)? */
+int cgc_int_expr(const tile_expr *e)
+{
+    if (!e) return 0;
+    if (e->kind == TILE_E_FLOAT) return 0;
+    if (e->kind == TILE_E_VALUE && tile_value_is_typed_scalar(e->v) && e->v->type.dt.kind == TILE_DT_FLOAT) return 0;
+    return (!e->a || cgc_int_expr(e->a)) && (!e->b || cgc_int_expr(e->b));
+}
+
+/* A scalar (alloc init, load fill, operand) as a register element of
+ * dtype t: an int expression into an integer dtype exactly (int64,
+ * wrapped to the width: an identity such as INT64_MAX or UINT64_MAX,
+ * written -1, must not pass through a double), anything else as the
+ * interpreter rounds its number. */
+char *cgc_num_to_reg(cgc *c, tile_dtype t, const tile_expr *e)
+{
+    if (cgc_dt_int(t) && cgc_int_expr(e)) return cgc_wrap(c, t, cgc_cx(c, e));
+    return cgc_rnd(c, t, cgc_cnum(c, e));
 }
 
 /* After a statement whose expressions may divide by zero. */

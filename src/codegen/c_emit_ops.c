@@ -144,8 +144,9 @@ void cgc_emit_load(cgc *c, const tile_stmt *s)
     if (!cgc_view_fit(c, &src, t)) return;
     const cgc_tab *tb = &c->tabv[t];
     tile_dtype md = src.v->type.dt, rd = d->type.dt;
-    const char *fill = in->init ? cgc_cnum(c, in->init) : "0.0";
-    if (want == TILE_GLOBAL) cgc_line(c, "const %s fill = %s;", cgc_reg_ctype(rd), cgc_rnd(c, rd, fill));
+    if (want == TILE_GLOBAL)
+        cgc_line(c, "const %s fill = %s;", cgc_reg_ctype(rd),
+                 in->init ? cgc_num_to_reg(c, rd, in->init) : cgc_rnd(c, rd, "0.0"));
     int flat = want == TILE_GLOBAL && flat_begin(c, &src, t);
     const char *slot2 = want == TILE_GLOBAL && !flat ? block2_begin(c, &src, t) : NULL;
     if (flat && load_by_ref(c, s, d, &src)) {
@@ -524,7 +525,7 @@ void cgc_emit_alloc(cgc *c, const tile_stmt *s)
     }
     if (r->type.space == TILE_REGISTER) {
         const cgc_tab *tb = &c->tabv[cgc_rt(c, r)];
-        const char *v = in->init ? cgc_rnd(c, r->type.dt, cgc_cnum(c, in->init)) : cgc_pad_value(r->type.dt);
+        const char *v = in->init ? cgc_num_to_reg(c, r->type.dt, in->init) : cgc_pad_value(r->type.dt);
         cgc_line(c, "for (int64_t i = 0; i < %lld; i++) %s[i] = %s;", (long long)tb->ns, cgc_rname(c, r), v);
         return;
     }
@@ -536,7 +537,8 @@ void cgc_emit_alloc(cgc *c, const tile_stmt *s)
     cgc_view vw;
     tile_operand o = tile_operand_tensor((tile_value *)r);
     if (!cgc_view_of(c, &o, &vw)) return;
-    cgc_line(c, "const %s fill = %s;", cgc_mem_ctype(r->type.dt), cgc_dbl_to_mem(c, r->type.dt, cgc_cnum(c, in->init)));
+    cgc_line(c, "const %s fill = %s;", cgc_mem_ctype(r->type.dt),
+             cgc_store_conv(c, r->type.dt, r->type.dt, cgc_num_to_reg(c, r->type.dt, in->init)));
     char **cs = arena_alloc(c->ar, sizeof(char *) * CGC_MAX_RANK);
     for (int i = 0; i < vw.rank; i++) {
         cs[i] = arena_printf(c->ar, "e%d", i);
@@ -597,7 +599,7 @@ static const cgc_ew cgc_ew_table[] = {
     {TILE_I_GE, CGC_CMP, "x >= y", NULL, "x >= y"},
     {TILE_I_EQ, CGC_CMP, "x == y", NULL, "x == y"},
     {TILE_I_NE, CGC_CMP, "x != y", NULL, "x != y"},
-    {TILE_I_SELECT, CGC_SELECT, "x != 0 ? y : z", "x != 0 ? y : z", NULL},
+    {TILE_I_SELECT, CGC_SELECT, "x != 0 ? y : z", "x != 0 ? y : z", "x != 0 ? y : z"},
 };
 
 static int is_fltreg(tile_dtype t)
@@ -642,17 +644,8 @@ static int ew_operand(cgc *c, const tile_operand *o, const tile_value *like, cha
     return 1;
 }
 
-/* An int scalar expression (no float literal in it)? */
-static int int_expr(const tile_expr *e)
-{
-    if (!e) return 0;
-    if (e->kind == TILE_E_FLOAT) return 0;
-    if (e->kind == TILE_E_VALUE && tile_value_is_typed_scalar(e->v) && e->v->type.dt.kind == TILE_DT_FLOAT) return 0;
-    return (!e->a || int_expr(e->a)) && (!e->b || int_expr(e->b));
-}
-
-/* The integer form of an elementwise row: operands as int64_t, the
- * result wrapped to the dtype (bool: != 0). */
+/* The integer form of an elementwise row: operands as int64_t (uint64_t
+ * for u64 operands), the result wrapped to the dtype (bool: != 0). */
 static void emit_ew_int(cgc *c, const tile_stmt *s, const cgc_ew *row, const tile_value *d,
                         const tile_value *const *tv, const tile_value *first)
 {
@@ -675,11 +668,17 @@ static void emit_ew_int(cgc *c, const tile_stmt *s, const cgc_ew *row, const til
     }
     int zerodiv = in->op == TILE_I_DIV || in->op == TILE_I_MOD;
     int id = zerodiv ? cgc_rterr(c, TSL_ERR_RUNTIME, "integer division by zero") : 0;
+    /* u64 operands compute as uint64_t: comparisons, max, min, / and %
+     * are unsigned there (the other widths fit int64_t's positive half) */
+    tile_dtype odt = first ? first->type.dt : dt;
+    int u64 = odt.kind == TILE_DT_UINT && odt.bits == 64;
+    const char *itg = row->itg;
+    if (u64 && (in->op == TILE_I_ABS || in->op == TILE_I_RELU)) itg = "x";
     /* a tensor divided by one scalar: when every |x| and |y| is below
      * 2^52, the truncated double quotient is the exact integer quotient
      * (its rounding error, below |x/y| 2^-53 < 1/(2|y|), cannot cross an
      * integer), several times cheaper than a 64-bit idiv per lane */
-    int fdiv = zerodiv && tv[0] && !tv[1];
+    int fdiv = zerodiv && tv[0] && !tv[1] && !u64;
     if (fdiv) {
         cgc_line(c, "const int64_t dy = %s;", v[1]);
         cgc_line(c, "int small = dy != 0 && dy != -1 && dy > -((int64_t)1 << 52) && dy < ((int64_t)1 << 52);");
@@ -702,8 +701,15 @@ static void emit_ew_int(cgc *c, const tile_stmt *s, const cgc_ew *row, const til
     cgc_line(c, "TSL_IVDEP");
     cgc_line(c, "for (int64_t i = 0; i < %lld; i++) {", (long long)tb->ns);
     c->ind++;
-    for (int a = 0; a < in->nargs; a++) cgc_line(c, "const int64_t %c = %s;", names[a], v[a]);
-    if (zerodiv) {
+    for (int a = 0; a < in->nargs; a++) cgc_line(c, "const %s %c = %s;", u64 ? "uint64_t" : "int64_t", names[a], v[a]);
+    if (zerodiv && u64) {
+        cgc_line(c, "if (y == 0) {");
+        cgc_line(c, "    if (%s) return %d;", cgc_tab_valid(c, cgc_rt(c, d), "i"), id);
+        cgc_line(c, "    %s[i] = 0;", cgc_rname(c, d));
+        cgc_line(c, "    continue;");
+        cgc_line(c, "}");
+        cgc_line(c, "%s[i] = %s;", cgc_rname(c, d), cgc_wrap(c, dt, itg));
+    } else if (zerodiv) {
         /* a zero divisor in a slot inside the tensor is an error; x / -1 is
          * taken as a negation (INT64_MIN / -1 wraps) */
         cgc_line(c, "if (y == 0) {");
@@ -715,7 +721,7 @@ static void emit_ew_int(cgc *c, const tile_stmt *s, const cgc_ew *row, const til
                  cgc_wrap(c, dt, arena_printf(c->ar, "y == -1 ? %s : %s",
                                               in->op == TILE_I_DIV ? "(int64_t)(0 - (uint64_t)x)" : "0", row->itg)));
     } else {
-        cgc_line(c, "%s[i] = %s;", cgc_rname(c, d), cgc_wrap(c, dt, row->itg));
+        cgc_line(c, "%s[i] = %s;", cgc_rname(c, d), cgc_wrap(c, dt, itg));
     }
     c->ind--;
     cgc_line(c, "}");
@@ -762,7 +768,7 @@ void cgc_emit_elementwise(cgc *c, const tile_stmt *s)
         if (tv[a]) intpath = is_intreg(tv[a]->type.dt) || tv[a]->type.dt.kind == TILE_DT_BOOL;
         else if (o->v) intpath = o->v->kind == TILE_V_SCALAR && !(tile_value_is_typed_scalar(o->v) &&
                                                                  o->v->type.dt.kind == TILE_DT_FLOAT);
-        else intpath = int_expr(o->scalar);
+        else intpath = cgc_int_expr(o->scalar);
     }
     if (intpath) {
         emit_ew_int(c, s, row, d, tv, first);
@@ -1132,14 +1138,21 @@ void cgc_emit_reduce(cgc *c, const tile_stmt *s)
     const char *op = in->op == TILE_I_REDUCE_SUM ? (f64 ? "acc = acc + v;" : "acc = (float)(acc + v);")
                      : in->op == TILE_I_REDUCE_MAX ? "acc = v > acc ? v : acc;"
                                                    : "acc = v < acc ? v : acc;";
-    cgc_line(c, "double *const acc_ = (double *)scratch;");
+    /* integers exactly: a sum wraps in 64 bits (to the width at the end),
+     * u64 compares unsigned; a double would keep only 53 bits */
+    int isint = cgc_dt_int(x->type.dt);
+    const char *at = "double";
+    if (isint) {
+        at = x->type.dt.kind == TILE_DT_UINT && x->type.dt.bits == 64 ? "uint64_t" : "int64_t";
+        if (in->op == TILE_I_REDUCE_SUM) op = "acc = (int64_t)((uint64_t)acc + (uint64_t)v);";
+    }
+    cgc_line(c, "%s *const acc_ = (%s *)scratch;", isint ? "int64_t" : "double", isint ? "int64_t" : "double");
     cgc_line(c, "for (int64_t g = 0; g < %lld; g++) {", (long long)td->ns);
     c->ind++;
     cgc_line(c, "if (%s[g] == %s[g + 1]) continue;", ts, ts);
     /* float-held sources: (float)((double)a + b) is a + b in float (double
      * has more than 2 x 24 + 2 bits, so the double rounding is exact), and
      * the dependent chain is 3x shorter */
-    const char *at = "double";
     if (x->type.dt.kind == TILE_DT_FLOAT && x->type.dt.bits <= 32) {
         at = "float";
         if (in->op == TILE_I_REDUCE_SUM) op = "acc = acc + v;";
@@ -1154,7 +1167,8 @@ void cgc_emit_reduce(cgc *c, const tile_stmt *s)
     cgc_line(c, "}");
     cgc_line(c, "for (int64_t k = 0; k < %lld; k++)", (long long)td->ns);
     cgc_line(c, "    %s[k] = %s[k] < 0 ? %s : %s;", cgc_rname(c, d), tg, cgc_pad_value(d->type.dt),
-      cgc_rnd(c, d->type.dt, arena_printf(c->ar, "acc_[%s[k]]", tg)));
+             isint && cgc_dt_int(d->type.dt) ? cgc_wrap(c, d->type.dt, arena_printf(c->ar, "acc_[%s[k]]", tg))
+                                             : cgc_rnd(c, d->type.dt, arena_printf(c->ar, "(double)acc_[%s[k]]", tg)));
 out:
     free(grp);
     free(cnt);
@@ -1200,8 +1214,12 @@ void cgc_emit_broadcast(cgc *c, const tile_stmt *s)
     const char *ct = cgc_reg_ctype(d->type.dt);
     cgc_line(c, "%s *const tmp = (%s *)scratch;", ct, ct);
     cgc_line(c, "for (int64_t k = 0; k < %lld; k++)", (long long)td->ns);
-    cgc_line(c, "    tmp[k] = %s[k] < 0 ? %s : %s;", tb, cgc_rnd(c, d->type.dt, "NAN"),
-      cgc_rnd(c, d->type.dt, arena_printf(c->ar, "(double)%s[%s[k]]", cgc_rname(c, x), tb)));
+    if (cgc_dt_int(d->type.dt) && cgc_dt_int(x->type.dt)) /* integers exactly */
+        cgc_line(c, "    tmp[k] = %s[k] < 0 ? 0 : %s;", tb,
+                 cgc_wrap(c, d->type.dt, arena_printf(c->ar, "(int64_t)%s[%s[k]]", cgc_rname(c, x), tb)));
+    else
+        cgc_line(c, "    tmp[k] = %s[k] < 0 ? %s : %s;", tb, cgc_rnd(c, d->type.dt, "NAN"),
+                 cgc_rnd(c, d->type.dt, arena_printf(c->ar, "(double)%s[%s[k]]", cgc_rname(c, x), tb)));
     cgc_line(c, "memcpy(%s, tmp, %lld);", cgc_rname(c, d), (long long)(td->ns * cgc_reg_size(d->type.dt)));
 }
 

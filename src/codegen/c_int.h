@@ -106,6 +106,8 @@ char *cgc_rnd(cgc *c, tile_dtype t, const char *v);
 char *cgc_mem_to_dbl(cgc *c, tile_dtype t, const char *x);
 /* A double `v` as a memory element of dtype t (dtype_store). */
 char *cgc_dbl_to_mem(cgc *c, tile_dtype t, const char *v);
+/* Integer or bool dtype? */
+int cgc_dt_int(tile_dtype t);
 /* Memory element x (dtype m) -> register value of dtype r. */
 char *cgc_load_conv(cgc *c, tile_dtype m, tile_dtype r, const char *x);
 /* Register value x (dtype r) -> memory element of dtype m. */
@@ -128,6 +130,10 @@ const char *cgc_emit_i32_table(cgc *c, const char *what, const int64_t *v, int64
 char *cgc_cx(cgc *c, const tile_expr *e);
 /* A scalar operand or fill value as a double (interp eval_num). */
 char *cgc_cnum(cgc *c, const tile_expr *e);
+/* An int scalar expression (no float literal or float scalar in it)? */
+int cgc_int_expr(const tile_expr *e);
+/* A scalar as a register element of dtype t (integers exactly). */
+char *cgc_num_to_reg(cgc *c, tile_dtype t, const tile_expr *e);
 /* After a statement whose expressions may divide by zero. */
 void cgc_div_check(cgc *c);
 /* A temporary holding an int expression (evaluated once, here). */

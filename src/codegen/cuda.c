@@ -127,7 +127,7 @@ tsl_status cg_check_dtype(cg *c, const tile_value *v)
 
 static void expr_bin(cg *c, strbuf *sb, const char *fn, const tile_expr *e)
 {
-    sb_printf(sb, "%s<I>(", fn);
+    sb_printf(sb, "%s<%s>(", fn, c->expr_ll ? "long long" : "I");
     cg_expr(c, sb, e->a);
     sb_puts(sb, ", ");
     cg_expr(c, sb, e->b);
@@ -142,14 +142,25 @@ void cg_expr(cg *c, strbuf *sb, const tile_expr *e)
         TILE_BINOPS(X)
 #undef X
     };
+    /* I: the kernel's index type; long long where the expression is a
+     * value (cg_num_to), and for a constant past 32 bits, so that
+     * INT64_MAX stays INT64_MAX in the 32-bit variant */
+    const char *it = c->expr_ll ? "long long" : "I";
     switch (e->kind) {
-    case TILE_E_INT: sb_printf(sb, "((I)%lldLL)", (long long)e->i); return;
-    case TILE_E_FLOAT: sb_printf(sb, "((I)%.17g)", e->f); return;
-    case TILE_E_VALUE: sb_puts(sb, cg_name(c, e->v)); return;
-    case TILE_E_BLOCK_IDX: sb_printf(sb, "((I)blockIdx.%c)", "xyz"[e->dim]); return;
-    case TILE_E_THREAD_IDX: sb_puts(sb, "tid"); return;
+    case TILE_E_INT:
+        if (e->i == INT64_MIN) sb_puts(sb, "(-9223372036854775807LL - 1)");
+        else if (e->i > INT32_MAX || e->i < INT32_MIN) sb_printf(sb, "(%lldLL)", (long long)e->i);
+        else sb_printf(sb, "((%s)%lldLL)", it, (long long)e->i);
+        return;
+    case TILE_E_FLOAT: sb_printf(sb, "((%s)%.17g)", it, e->f); return;
+    case TILE_E_VALUE:
+        if (c->expr_ll) sb_printf(sb, "((long long)%s)", cg_name(c, e->v));
+        else sb_puts(sb, cg_name(c, e->v));
+        return;
+    case TILE_E_BLOCK_IDX: sb_printf(sb, "((%s)blockIdx.%c)", it, "xyz"[e->dim]); return;
+    case TILE_E_THREAD_IDX: sb_puts(sb, c->expr_ll ? "((long long)tid)" : "tid"); return;
     case TILE_E_NEG: sb_puts(sb, "(-"); cg_expr(c, sb, e->a); sb_puts(sb, ")"); return;
-    case TILE_E_NOT: sb_puts(sb, "((I)!("); cg_expr(c, sb, e->a); sb_puts(sb, "))"); return;
+    case TILE_E_NOT: sb_printf(sb, "((%s)!(", it); cg_expr(c, sb, e->a); sb_puts(sb, "))"); return;
     case TILE_E_BIN:
         switch (e->op) {
         case TILE_OP_DIV: expr_bin(c, sb, "tsl_fdiv", e); return;
@@ -167,7 +178,7 @@ void cg_expr(cg *c, strbuf *sb, const tile_expr *e)
             sb_puts(sb, ")");
             return;
         default: /* comparisons and logic give 0/1 */
-            sb_puts(sb, "((I)(");
+            sb_printf(sb, "((%s)(", it);
             cg_expr(c, sb, e->a);
             sb_printf(sb, " %s ", optext[e->op]);
             cg_expr(c, sb, e->b);
@@ -195,6 +206,39 @@ void cg_num(cg *c, strbuf *sb, const tile_expr *e)
     sb_puts(sb, "((double)");
     cg_expr(c, sb, e);
     sb_puts(sb, ")");
+}
+
+int cg_dt_int(tile_dtype t)
+{
+    return t.kind == TILE_DT_INT || t.kind == TILE_DT_UINT || t.kind == TILE_DT_BOOL;
+}
+
+/* An int scalar expression (no float literal or float scalar in it)? */
+int cg_int_expr(const tile_expr *e)
+{
+    if (!e) return 0;
+    if (e->kind == TILE_E_FLOAT) return 0;
+    if (e->kind == TILE_E_VALUE && tile_value_is_typed_scalar(e->v) && e->v->type.dt.kind == TILE_DT_FLOAT) return 0;
+    return (!e->a || cg_int_expr(e->a)) && (!e->b || cg_int_expr(e->b));
+}
+
+/* A number (init, fill, scalar operand) as a value of register dtype t:
+ * an int expression into an integer dtype exactly (in long long, wrapped
+ * by tsl_to: INT64_MAX, or UINT64_MAX written -1, must not pass through a
+ * double), anything else through the double, as the interpreter rounds. */
+void cg_num_to(cg *c, strbuf *sb, tile_dtype t, const tile_expr *e)
+{
+    sb_printf(sb, "tsl_to<%s>::f(", cg_ctype(t));
+    if (cg_dt_int(t) && cg_int_expr(e)) {
+        int was = c->expr_ll;
+        c->expr_ll = 1;
+        sb_puts(sb, "(long long)");
+        cg_expr(c, sb, e);
+        c->expr_ll = was;
+    } else {
+        cg_num(c, sb, e);
+    }
+    sb_putc(sb, ')');
 }
 
 /* ---- register tensors --------------------------------------------------------- */

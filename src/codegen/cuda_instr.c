@@ -62,9 +62,27 @@ static void need_scratch(cg *c, int64_t bytes)
     if (bytes > c->scratch) c->scratch = bytes;
 }
 
+/* The type values of dtype dt are combined in (reductions, scratch):
+ * float for f16/bf16/f32, double for f64, and integers exactly in 64 bits
+ * (a double keeps only 53: INT64_MAX, a u64 past 2^63). */
 static const char *math_type(tile_dtype dt)
 {
+    if (cg_dt_int(dt)) return dt.kind == TILE_DT_UINT && dt.bits == 64 ? "unsigned long long" : "long long";
     return cg_is_float_math(dt) ? "float" : "double";
+}
+
+/* A math_type value p as the argument of tsl_to<T>::f (whose overloads
+ * take double and long long). */
+static const char *to_arg(tile_dtype dt)
+{
+    return cg_dt_int(dt) ? "(long long)" : "";
+}
+
+/* The number form for converting dtype `from` to `to`: between integer
+ * dtypes tsl_i (long long, exact), otherwise tsl_c (float or double). */
+static const char *conv_num(tile_dtype from, tile_dtype to)
+{
+    return cg_dt_int(from) && cg_dt_int(to) ? "tsl_i" : "tsl_c";
 }
 
 /* Row-major flat index over dims of coordinate "(p<d> + K)". */
@@ -92,11 +110,12 @@ static void scratch_write(cg *c, const rinfo *ri, const char *mt, int64_t base, 
 {
     cg_sync(c);
     declare_tparts(c, ri, p);
+    const char *cv = cg_dt_int(ri->v->type.dt) && strcmp(mt, "float") && strcmp(mt, "double") ? "tsl_i" : "tsl_c";
     for (int64_t l = 0; l < ri->locals; l++) {
         strbuf fi = {0};
         flat_index(&fi, ri, p, l, -1, NULL);
-        cg_line(c, "((%s *)(tsl_scr + %lld))[%s] = tsl_c(%s[%lld]);", mt, (long long)base,
-                sb_str(&fi), cg_name(c, ri->v), (long long)l);
+        cg_line(c, "((%s *)(tsl_scr + %lld))[%s] = %s(%s[%lld]);", mt, (long long)base, sb_str(&fi), cv,
+                cg_name(c, ri->v), (long long)l);
         sb_free(&fi);
     }
     cg_sync(c);
@@ -113,15 +132,15 @@ static void emit_alloc(cg *c, const tile_stmt *s)
         return;
     }
     strbuf init = {0};
-    if (in->init) cg_num(c, &init, in->init);
+    if (in->init) cg_num_to(c, &init, v->type.dt, in->init);
     if (v->type.space == TILE_REGISTER) {
         rinfo ri;
         if (cg_rinfo(c, v, &ri)) return;
         declare(c, s, &ri);
         if (in->init) {
             cg_line(c, "#pragma unroll");
-            cg_line(c, "for (int l = 0; l < %lld; l++) %s[l] = tsl_to<%s>::f(%s);", (long long)ri.locals,
-                    cg_name(c, v), cg_ctype(v->type.dt), sb_str(&init));
+            cg_line(c, "for (int l = 0; l < %lld; l++) %s[l] = %s;", (long long)ri.locals, cg_name(c, v),
+                    sb_str(&init));
         }
         cg_rinfo_free(&ri);
     } else if (v->type.space == TILE_SHARED && in->init) {
@@ -141,8 +160,8 @@ static void emit_alloc(cg *c, const tile_stmt *s)
         cg_line(c, "I r = e;");
         for (int i = v->type.rank - 1; i >= 0; i--)
             cg_line(c, "const I x%d = r %% %lld; r /= %lld;", i, (long long)dims[i], (long long)dims[i]);
-        cg_line(c, "((%s *)(tsl_smem + %lld))[%s] = tsl_to<%s>::f(%s);", cg_ctype(v->type.dt),
-                (long long)c->soff[v->id], sb_str(&off), cg_ctype(v->type.dt), sb_str(&init));
+        cg_line(c, "((%s *)(tsl_smem + %lld))[%s] = %s;", cg_ctype(v->type.dt), (long long)c->soff[v->id],
+                sb_str(&off), sb_str(&init));
         c->ind--;
         cg_line(c, "}");
         sb_free(&off);
@@ -532,9 +551,9 @@ static void emit_transfer(cg *c, const tile_stmt *s)
     }
     if (load && global) {
         strbuf f = {0};
-        if (in->init) cg_num(c, &f, in->init);
-        else sb_puts(&f, "0.0");
-        cg_line(c, "const %s fillv = tsl_to<%s>::f(%s);", rt, rt, sb_str(&f));
+        if (in->init) cg_num_to(c, &f, rv->type.dt, in->init);
+        else sb_printf(&f, "tsl_to<%s>::f(0.0)", rt);
+        cg_line(c, "const %s fillv = %s;", rt, sb_str(&f));
         sb_free(&f);
     }
     if (!load) {
@@ -643,13 +662,13 @@ static void emit_transfer(cg *c, const tile_stmt *s)
             if (load) {
                 char val[512];
                 if (same) snprintf(val, sizeof val, "%s", sb_str(&r2));
-                else snprintf(val, sizeof val, "tsl_to<%s>::f(tsl_c(%s))", rt, sb_str(&r2));
+                else snprintf(val, sizeof val, "tsl_to<%s>::f(%s(%s))", rt, conv_num(mv->type.dt, rv->type.dt), sb_str(&r2));
                 if (global) cg_line(c, "%s[%lld] = (%s) ? %s : fillv;", rn, (long long)e, sb_str(&m2), val);
                 else cg_line(c, "%s[%lld] = %s;", rn, (long long)e, val);
             } else {
                 char val[256];
                 if (same) snprintf(val, sizeof val, "%s[%lld]", rn, (long long)e);
-                else snprintf(val, sizeof val, "tsl_to<%s>::f(tsl_c(%s[%lld]))", mt, rn, (long long)e);
+                else snprintf(val, sizeof val, "tsl_to<%s>::f(%s(%s[%lld]))", mt, conv_num(rv->type.dt, mv->type.dt), rn, (long long)e);
                 if (global) cg_line(c, "if (%s) %s = %s;", sb_str(&m2), sb_str(&r2), val);
                 else cg_line(c, "%s = %s;", sb_str(&r2), val);
             }
@@ -832,8 +851,8 @@ static void emit_copy_async(cg *c, const tile_stmt *s)
         cg_line(c, "}");
     } else {
         /* element by element (layouts that break chunks, mixed dtypes) */
-        cg_line(c, "sp[0] = (rowok && cl >= 0 && cl < %s_d%d) ? tsl_to<%s>::f(tsl_c(rp[(I)cl * %s_s%d])) : tsl_to<%s>::f(0.0);",
-                gn, L, st, gn, L, st);
+        cg_line(c, "sp[0] = (rowok && cl >= 0 && cl < %s_d%d) ? tsl_to<%s>::f(%s(rp[(I)cl * %s_s%d])) : tsl_to<%s>::f(0.0);",
+                gn, L, st, conv_num(gvv->type.dt, svv->type.dt), gn, L, st);
     }
     sb_free(&rowok);
     sb_free(&gaddr);
@@ -914,6 +933,21 @@ static void scalar_value(cg *c, strbuf *sb, const tile_operand *o)
     else cg_num(c, sb, o->scalar);
 }
 
+/* A scalar operand as a value of dtype t (integers exactly: cg_num_to). */
+static void scalar_to(cg *c, strbuf *sb, tile_dtype t, const tile_operand *o)
+{
+    int intv = o->v && !(tile_value_is_typed_scalar(o->v) && o->v->type.dt.kind == TILE_DT_FLOAT);
+    if (o->v && cg_dt_int(t) && intv) {
+        sb_printf(sb, "tsl_to<%s>::f((long long)%s)", cg_ctype(t), cg_name(c, o->v));
+    } else if (o->v) {
+        sb_printf(sb, "tsl_to<%s>::f(", cg_ctype(t));
+        scalar_value(c, sb, o);
+        sb_putc(sb, ')');
+    } else {
+        cg_num_to(c, sb, t, o->scalar);
+    }
+}
+
 /* One operand as a number: a register tensor laid out like the result
  * (slot l) or a scalar rounded to the operands' dtype `odt` (as the
  * interpreter does). 0 on error. */
@@ -924,9 +958,9 @@ static int ew_operand(cg *c, const tile_operand *o, const rinfo *rd, tile_dtype 
          * interpreter's rounding, with its NaN test) is not hoisted by
          * the compiler out of a fully unrolled loop */
         strbuf v = {0};
-        scalar_value(c, &v, o);
+        scalar_to(c, &v, odt, o);
         int id = c->uid++;
-        cg_line(c, "const %s tsl_s%d = tsl_to<%s>::f(%s);", cg_ctype(odt), id, cg_ctype(odt), sb_str(&v));
+        cg_line(c, "const %s tsl_s%d = %s;", cg_ctype(odt), id, sb_str(&v));
         sb_printf(out, "tsl_c(tsl_s%d)", id);
         sb_free(&v);
         return 1;
@@ -991,7 +1025,7 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
                       ld.exp, ld.man, ld.bias, ld.special, ld.exp, ld.man, ld.bias, ld.special);
         else if (tile_dtype_eq(xv->type.dt, dv->type.dt))
             sb_printf(&e, "%s[l]", cg_name(c, xv));
-        else if (xv->type.dt.kind != TILE_DT_FLOAT && dv->type.dt.kind != TILE_DT_FLOAT)
+        else if (cg_dt_int(xv->type.dt) && cg_dt_int(dv->type.dt))
             sb_printf(&e, "tsl_to<%s>::f(tsl_i(%s[l]))", dt, cg_name(c, xv));
         else
             sb_printf(&e, "tsl_to<%s>::f(tsl_c(%s[l]))", dt, cg_name(c, xv));
@@ -1018,6 +1052,9 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
                               tile_op_info_of(in->op)->res == TILE_RES_BOOL || in->op == TILE_I_MOD ||
                               in->op == TILE_I_AND || in->op == TILE_I_OR) &&
                     in->op != TILE_I_POW;
+        /* u64 operands compute as unsigned long long (comparisons, max,
+         * min, / and % are unsigned there; narrower ones fit long long) */
+        int u64 = imath && odt.kind == TILE_DT_UINT && odt.bits == 64;
         for (int k = 0; k < n; k++) {
             tile_dtype kdt = odt;
             if (k == 0 && in->op == TILE_I_SELECT) kdt = tile_dtype_from_tsl(TSL_DTYPE_BOOL);
@@ -1025,17 +1062,21 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
             if (imath) {
                 /* tsl_c(...) -> tsl_i(...) for this operand */
                 strbuf t = {0};
-                sb_printf(&t, "tsl_i(%s", sb_str(&x[k]) + 6);
+                sb_printf(&t, "%stsl_i(%s", u64 ? "(unsigned long long)" : "", sb_str(&x[k]) + 6);
                 sb_free(&x[k]);
                 x[k] = t;
             }
         }
         declare(c, s, &rd);
-        const char *mt = imath ? "long long" : fl ? "float" : "double";
+        const char *mt = u64 ? "unsigned long long" : imath ? "long long" : fl ? "float" : "double";
         const char *text = ew_text(in->op, fl, isint, in->approx);
-        if (imath && in->op == TILE_I_DIV) text = "((y) == 0 ? 0LL : (x) / (y))";
-        if (imath && in->op == TILE_I_MOD) text = "((y) == 0 ? 0LL : (x) % (y))";
-        if (imath && in->op == TILE_I_ABS) text = "((x) < 0 ? -(x) : (x))";
+        /* C's truncating / and %; x / -1 is a negation (INT64_MIN wraps) */
+        if (imath && in->op == TILE_I_DIV)
+            text = u64 ? "((y) == 0 ? 0ULL : (x) / (y))"
+                       : "((y) == 0 ? 0LL : (y) == -1 ? (long long)(0ULL - (unsigned long long)(x)) : (x) / (y))";
+        if (imath && in->op == TILE_I_MOD)
+            text = u64 ? "((y) == 0 ? 0ULL : (x) % (y))" : "((y) == 0 || (y) == -1 ? 0LL : (x) % (y))";
+        if (imath && in->op == TILE_I_ABS) text = u64 ? "(x)" : "((x) < 0 ? -(x) : (x))";
         strbuf body = {0};
         subst3(&body, text, sb_str(&x[0]), sb_str(&x[1]), sb_str(&x[2]));
         const char *rt = imath ? "long long" : cg_is_float_math(dv->type.dt) ? "float" : "double";
@@ -1179,12 +1220,12 @@ static void emit_gather(cg *c, const tile_stmt *s)
                 cg_line(c, "if (act && !(i%d >= 0 && i%d < (long long)%s_d%d)) tsl_report(tsl_err, %d, %d, i%d, (long long)tid);",
                         k, k, gname, k, pidx, k, k);
             if (scatter) {
-                cg_line(c, "if (act && inb) %s[%s] = tsl_to<%s>::f(tsl_c(%s[%lld]));", gname, sb_str(&addr),
-                        cg_ctype(g->type.dt), cg_name(c, dv), (long long)l);
+                cg_line(c, "if (act && inb) %s[%s] = tsl_to<%s>::f(%s(%s[%lld]));", gname, sb_str(&addr),
+                        cg_ctype(g->type.dt), conv_num(dv->type.dt, g->type.dt), cg_name(c, dv), (long long)l);
             } else {
-                cg_line(c, "%s[%lld] = (act && inb) ? tsl_to<%s>::f(tsl_c(%s[%s])) : tsl_to<%s>::f(0.0);",
-                        cg_name(c, dv), (long long)l, cg_ctype(dv->type.dt), gname, sb_str(&addr),
-                        cg_ctype(dv->type.dt));
+                cg_line(c, "%s[%lld] = (act && inb) ? tsl_to<%s>::f(%s(%s[%s])) : tsl_to<%s>::f(0.0);",
+                        cg_name(c, dv), (long long)l, cg_ctype(dv->type.dt), conv_num(g->type.dt, dv->type.dt), gname,
+                        sb_str(&addr), cg_ctype(dv->type.dt));
             }
             sb_free(&cond);
             sb_free(&addr);
@@ -1245,8 +1286,10 @@ static void emit_view(cg *c, const tile_stmt *s)
 
 /* ---- reduce ---------------------------------------------------------------------------------- */
 
-static const char *red_text(tile_op op)
+static const char *red_text(tile_op op, tile_dtype dt)
 {
+    if (op == TILE_I_REDUCE_SUM && cg_dt_int(dt)) /* wraps, as the interpreter's integers */
+        return "(long long)((unsigned long long)(x) + (unsigned long long)(y))";
     return op == TILE_I_REDUCE_SUM ? "(x) + (y)" : op == TILE_I_REDUCE_MAX ? "((y) > (x) ? (y) : (x))"
                                                                             : "((y) < (x) ? (y) : (x))";
 }
@@ -1313,23 +1356,25 @@ static int reduce_shuffle(cg *c, const tile_stmt *s, const rinfo *rx, const rinf
         for (int64_t lr = 0; lr < rd->locals; lr++) {
             cg_line(c, "{");
             c->ind++;
-            cg_line(c, "%s p = tsl_c(%s[%lld]);", mt, cg_name(c, rx->v), (long long)grp[lr * rx->locals]);
+            tile_dtype xdt = rx->v->type.dt;
+            const char *cv = cg_dt_int(xdt) ? "tsl_i" : "tsl_c";
+            cg_line(c, "%s p = %s(%s[%lld]);", mt, cv, cg_name(c, rx->v), (long long)grp[lr * rx->locals]);
             for (int64_t j = 1; j < ng[lr]; j++) {
                 char y[128];
-                snprintf(y, sizeof y, "tsl_c(%s[%lld])", cg_name(c, rx->v), (long long)grp[lr * rx->locals + j]);
+                snprintf(y, sizeof y, "%s(%s[%lld])", cv, cg_name(c, rx->v), (long long)grp[lr * rx->locals + j]);
                 strbuf e = {0};
-                subst(&e, red_text(s->instr.op), "p", y);
+                subst(&e, red_text(s->instr.op, xdt), "p", y);
                 cg_line(c, "p = %s;", sb_str(&e));
                 sb_free(&e);
             }
             for (int i = 0; i < nx; i++) {
                 /* every lane shuffles (outside any condition), then combines */
                 strbuf e = {0};
-                subst(&e, red_text(s->instr.op), "p", "q");
+                subst(&e, red_text(s->instr.op, xdt), "p", "q");
                 cg_line(c, "{ const %s q = __shfl_xor_sync(mask, p, %lld); p = %s; }", mt, (long long)xors[i], sb_str(&e));
                 sb_free(&e);
             }
-            cg_line(c, "%s[%lld] = tsl_to<%s>::f(p);", cg_name(c, rd->v), (long long)lr, dt);
+            cg_line(c, "%s[%lld] = tsl_to<%s>::f(%sp);", cg_name(c, rd->v), (long long)lr, dt, to_arg(xdt));
             c->ind--;
             cg_line(c, "}");
         }
@@ -1388,9 +1433,10 @@ static void emit_reduce(cg *c, const tile_stmt *s)
             strbuf e = {0};
             char y[64];
             snprintf(y, sizeof y, "q[j * %lld]", (long long)stride);
-            subst(&e, red_text(in->op), "p", y);
+            subst(&e, red_text(in->op, xv->type.dt), "p", y);
             cg_line(c, "for (int j = 1; j < %lld; j++) p = %s;", (long long)rx.dims[D], sb_str(&e));
-            cg_line(c, "%s[%lld] = tsl_to<%s>::f(p);", cg_name(c, dv), (long long)lr, cg_ctype(dv->type.dt));
+            cg_line(c, "%s[%lld] = tsl_to<%s>::f(%sp);", cg_name(c, dv), (long long)lr, cg_ctype(dv->type.dt),
+                    to_arg(xv->type.dt));
             sb_free(&e);
             sb_free(&fi);
             c->ind--;
@@ -1454,7 +1500,8 @@ static void emit_broadcast(cg *c, const tile_stmt *s)
         cg_line(c, "%s tmp[%lld];", dt, (long long)rd.locals);
         for (int64_t ly = 0; ly < rd.locals; ly++) {
             if (same) cg_line(c, "tmp[%lld] = %s[%lld];", (long long)ly, cg_name(c, xv), (long long)src[ly]);
-            else cg_line(c, "tmp[%lld] = tsl_to<%s>::f(tsl_c(%s[%lld]));", (long long)ly, dt, cg_name(c, xv), (long long)src[ly]);
+            else cg_line(c, "tmp[%lld] = tsl_to<%s>::f(%s(%s[%lld]));", (long long)ly, dt,
+                         conv_num(xv->type.dt, dv->type.dt), cg_name(c, xv), (long long)src[ly]);
         }
         cg_line(c, "#pragma unroll");
         cg_line(c, "for (int l = 0; l < %lld; l++) %s[l] = tmp[l];", (long long)rd.locals, cg_name(c, dv));
@@ -1479,8 +1526,8 @@ static void emit_broadcast(cg *c, const tile_stmt *s)
                 sb_printf(&fi, " + (ty%d + %lld) * %lld", i, (long long)rd.lc[ly * rd.rank + i], (long long)mult);
                 mult *= rx.dims[j];
             }
-            cg_line(c, "%s[%lld] = tsl_to<%s>::f(((const %s *)tsl_scr)[%s]);", cg_name(c, dv), (long long)ly,
-                    dt, mt, sb_str(&fi));
+            cg_line(c, "%s[%lld] = tsl_to<%s>::f(%s((const %s *)tsl_scr)[%s]);", cg_name(c, dv), (long long)ly, dt,
+                    to_arg(xv->type.dt), mt, sb_str(&fi));
             sb_free(&fi);
         }
     }

@@ -32,6 +32,7 @@ typedef struct cg {
     const tile_value *accs[CG_MAX_ACCS]; /* wgmma accumulators of the role (fenced at wgmma_wait) */
     int naccs;
     int br_parent, br_arm;  /* the size branch arm being emitted (-1: none) */
+    int expr_ll;       /* cg_expr computes in long long instead of I (values, not indices) */
 } cg;
 
 /* A register tensor: coordinate(tid, l)[d] = tpart(tid, d) + lc[l*rank + d]. */
@@ -70,6 +71,9 @@ int cg_is_float_math(tile_dtype dt);
 tsl_status cg_check_dtype(cg *c, const tile_value *v);
 void cg_expr(cg *c, strbuf *sb, const tile_expr *e);
 void cg_num(cg *c, strbuf *sb, const tile_expr *e);
+void cg_num_to(cg *c, strbuf *sb, tile_dtype t, const tile_expr *e);
+int cg_int_expr(const tile_expr *e);
+int cg_dt_int(tile_dtype t);
 
 tsl_status cg_rinfo(cg *c, const tile_value *v, rinfo *ri);
 void cg_rinfo_free(rinfo *ri);

@@ -47,6 +47,11 @@ typedef struct lower {
     sched_launch *launch;
     const graph_op *op;
     tile_layout *lay;       /* the lanes' layout: spatial(THREADS).local(LOCALS) */
+    int64_t nlanes;         /* lanes per block: SCHED_BLOCK (a full reduction: its own) */
+    tile_expr *flat_base;   /* full reductions: the step's first flat index, else NULL
+                               (flat reads start at block_idx.x * SCHED_BLOCK) */
+    int full;               /* lowering a full reduction: flat reads are those of
+                               tensors read at the reduction vars in order */
     tile_value **tparam;    /* per def tensor: its kernel parameter, or NULL */
     tile_expr **size;       /* per size slot: its value in this kernel, or NULL */
     lval *var;              /* per var of op: coordinate tile / loop variable */
@@ -98,7 +103,13 @@ static void add_tensor(lower *L, int ti)
 static int flat_ok(const lower *L, const graph_operand *o)
 {
     const lang_tensor *t = L->def->tensors[o->tensor];
-    if (!o->identity || t->rank != L->op->niter) return 0;
+    if (L->full) { /* lanes run over the reduction box: a read at the vars in order */
+        if (!o->affine || o->write || t->rank != L->op->nvars || t->rank == 0) return 0;
+        for (int k = 0; k < t->rank; k++)
+            if (o->idx[k].var != k) return 0;
+    } else if (!o->identity || t->rank != L->op->niter) {
+        return 0;
+    }
     for (int k = 0; k < t->rank; k++) {
         const lang_range *r = &L->op->box[k];
         if (r->lo->kind != LANG_SX_CONST || r->lo->value != 0 || !graph_sexpr_equal(r->hi, t->shape[k])) return 0;
@@ -125,7 +136,8 @@ static tile_value *flat_param(lower *L, int ti)
 static tile_operand flat_at(lower *L, int ti)
 {
     tile_operand o = tile_operand_tensor(flat_param(L, ti));
-    tile_expr *off = ibin(L, TILE_OP_MUL, tile_expr_block_idx(L->m, 0), tile_expr_int(L->m, SCHED_BLOCK));
+    tile_expr *off = L->flat_base ? L->flat_base
+                                  : ibin(L, TILE_OP_MUL, tile_expr_block_idx(L->m, 0), tile_expr_int(L->m, SCHED_BLOCK));
     tile_operand_index(L->m, &o, 1, &off);
     return o;
 }
@@ -143,7 +155,7 @@ static tile_value *scalar_param(lower *L, const lang_tensor *t)
 
 static tile_type lane_type(lower *L, tsl_dtype dt)
 {
-    int64_t n = SCHED_BLOCK;
+    int64_t n = L->nlanes;
     return tile_type_make(L->m, TILE_REGISTER, tile_dtype_from_tsl(dt), 1, &n, L->lay);
 }
 
@@ -504,8 +516,10 @@ static tile_expr *identity(lower *L, lang_assign_op op, tsl_dtype lhs)
     if (lhs == TSL_DTYPE_BOOL) return tile_expr_int(L->m, max ? 0 : 1);
     if (!di->is_signed) {
         if (max) return tile_expr_int(L->m, 0);
-        if (di->bits == 64) return tile_expr_float(L->m, 18446744073709551615.0);
-        return tile_expr_int(L->m, (int64_t)((UINT64_C(1) << di->bits) - 1));
+        /* an int init wraps to the register's width: -1 is the maximum
+         * of every unsigned width (UINT64_MAX has no int64 literal, and a
+         * float would round it to 2^64) */
+        return tile_expr_int(L->m, di->bits == 64 ? -1 : (int64_t)((UINT64_C(1) << di->bits) - 1));
     }
     int64_t hi = di->bits == 64 ? INT64_MAX : (INT64_C(1) << (di->bits - 1)) - 1;
     return tile_expr_int(L->m, max ? -hi - 1 : hi);
@@ -636,11 +650,11 @@ static tile_expr *rb_flat_offset(lower *L, const graph_operand *o, int var)
 
 /* A new kernel `<def>_s<stmt>_<lhs>` of `threads` for op, launched in the
  * plan's order, with the per-kernel lookup tables reset. */
-static void kernel_begin(lower *L, const graph_op *op, int threads)
+static void kernel_begin_named(lower *L, const graph_op *op, int threads, const char *suffix)
 {
     const lang_def *def = L->def;
     char kn[160];
-    snprintf(kn, sizeof kn, "%s_s%d_%s", def->name, op->index, op->stmt->lhs->name);
+    snprintf(kn, sizeof kn, "%s_s%d_%s%s", def->name, op->index, op->stmt->lhs->name, suffix);
     L->k = tile_kernel_new(L->m, kn, threads);
     sched_launch ln = {.k = L->k, .stmt = op->index, .nstmts = 1};
     ARENA_PUSH(L->m->arena, L->p->launches, L->p->nlaunches, L->p->caplaunches, ln);
@@ -651,6 +665,8 @@ static void kernel_begin(lower *L, const graph_op *op, int threads)
     L->fparam = arena_alloc(L->m->arena, sizeof *L->fparam * (size_t)(def->ntensors + 1));
     L->nmemo = 0;
 }
+
+static void kernel_begin(lower *L, const graph_op *op, int threads) { kernel_begin_named(L, op, threads, ""); }
 
 /* Each var's range [lo, hi) and extent in the kernel. */
 static void kernel_box(lower *L, const graph_op *op, tile_expr ***lo, tile_expr ***hi, tile_expr ***ext)
@@ -800,12 +816,355 @@ static int lower_rblk(lower *L, const graph_op *op)
     return 1;
 }
 
+/* ---- full reductions: the whole box to one value ----------------------------------------- */
+
+/* `S() op=[!] body` with a rank-0 LHS and reduction vars (docs/sched.md,
+ * "Full reductions"): two launches instead of one block looping serially.
+ *
+ *   <S>_part  grid P = min(cdiv(R, MIN), BLOCKS) blocks of W = T x LOC
+ *             lanes over the flattened box (R points, NS = cdiv(R, W)
+ *             steps of W, the first NF = R / W of them whole); block b
+ *             takes steps b S .. b S + S - 1, S = cdiv(NS, P), on the CPU
+ *             (contiguous), steps b, b + P, ... on the GPU (coalesced);
+ *             whole steps unmasked, the rest masked; every lane
+ *             accumulates, then the block reduces its lanes to part[b]
+ *             (a plan scratch buffer);
+ *   <S>       one block reduces part[0, P), combines it with the identity
+ *             (`!`) or S's value and stores S rounded to its dtype.
+ *
+ * Accumulators: a float sum adds K consecutive steps per lane in f32,
+ * then that into an f64 lane accumulator (f64 bodies: f64 throughout);
+ * max / min exactly (f32, or f64 for f64 bodies or LHS); integers in 64
+ * bits (exact, wrapping as the interpreter's). Products stay generic (the
+ * tile IR has no reduce.prod). The result depends on P and the sizes only,
+ * never on the order blocks run in. */
+enum { FR_K = 64 };
+
+typedef struct fr_cfg {
+    int threads, locals, blocks; /* per block; P's bound */
+    int64_t min;                 /* points per block at least */
+    int gpu;                     /* grid-stride steps */
+} fr_cfg;
+
+static fr_cfg fr_config(const lower *L)
+{
+    if (L->p->target == TSL_TARGET_CPU)
+        return (fr_cfg){SCHED_FR_THREADS_CPU, SCHED_FR_LOCALS_CPU, SCHED_FR_BLOCKS_CPU, SCHED_FR_MIN_CPU, 0};
+    return (fr_cfg){SCHED_FR_THREADS_GPU, SCHED_FR_LOCALS_GPU, SCHED_FR_BLOCKS_GPU,
+                    (int64_t)SCHED_FR_THREADS_GPU * SCHED_FR_LOCALS_GPU, 1};
+}
+
+/* Does the body need the lanes' coordinates (an index var as a value or in
+ * an index, or a read that is not flat)? */
+static int fr_needs_coords(const lower *L, const graph_expr *e)
+{
+    if (!e) return 0;
+    if (e->kind == LANG_E_INDEX) return 1;
+    if (e->kind == LANG_E_ACCESS) return !flat_ok(L, &L->op->operands[e->operand]);
+    for (int i = 0; i < e->nargs; i++)
+        if (fr_needs_coords(L, e->args[i])) return 1;
+    return 0;
+}
+
+static tile_value *fr_alloc(lower *L, const char *name, tsl_dtype dt, tile_expr *init)
+{
+    tile_stmt *s = tile_build_instr(&L->b, TILE_I_ALLOC, fresh(L, name));
+    tile_instr_result_type(s, lane_type(L, dt));
+    s->instr.init = init;
+    return s->instr.result;
+}
+
+/* dst OP= x, in place. */
+static void fr_combine(lower *L, tile_op op, tile_value *dst, tile_value *x)
+{
+    tile_stmt *c = tile_build_instr(&L->b, op, NULL);
+    tile_instr_arg(L->m, &c->instr, tile_operand_tensor(dst));
+    tile_instr_arg(L->m, &c->instr, tile_operand_tensor(x));
+    tile_instr_dst(&c->instr, tile_operand_tensor(dst));
+}
+
+/* The reduction of a [W] lane tile (W = T x LOC, spatial(T).local(LOC)) to
+ * a [1] tile every thread holds: within the thread, the warp, the warps. */
+static tile_value *fr_block_reduce(lower *L, tile_op rop, tile_value *x, int T, int LOC)
+{
+    tile_dtype dt = x->type.dt;
+    char txt[96];
+    int64_t G = T / 32, three[3] = {G, 32, LOC}, two[2] = {G, 32}, g1[2] = {G, 1}, one = 1;
+    snprintf(txt, sizeof txt, "spatial(%lld,32,1).local(1,1,%d)", (long long)G, LOC);
+    tile_layout *l3 = tile_layout_make(L->m, txt, NULL);
+    snprintf(txt, sizeof txt, "spatial(%lld,32)", (long long)G);
+    tile_layout *l2 = tile_layout_make(L->m, txt, NULL);
+    snprintf(txt, sizeof txt, "spatial(%lld,1).replicate(32)", (long long)G);
+    tile_layout *lg = tile_layout_make(L->m, txt, NULL);
+    snprintf(txt, sizeof txt, "replicate(%d).local(1)", T);
+    tile_layout *l1 = tile_layout_make(L->m, txt, NULL);
+    TSL_ASSERT(l3 && l2 && lg && l1);
+    struct { tile_op op; const char *name; tile_type ty; int dim; } steps[4] = {
+        {TILE_I_VIEW, "rv", tile_type_make(L->m, TILE_REGISTER, dt, 3, three, l3), -1},
+        {rop, "rt", tile_type_make(L->m, TILE_REGISTER, dt, 2, two, l2), 2},
+        {rop, "rw", tile_type_make(L->m, TILE_REGISTER, dt, 2, g1, lg), 1},
+        {rop, "rb", tile_type_make(L->m, TILE_REGISTER, dt, 1, &one, l1), 0},
+    };
+    for (int i = 0; i < 4; i++) {
+        tile_stmt *s = tile_build_instr(&L->b, steps[i].op, fresh(L, steps[i].name));
+        tile_instr_arg(L->m, &s->instr, tile_operand_tensor(x));
+        tile_instr_result_type(s, steps[i].ty);
+        if (steps[i].dim >= 0) s->instr.dim = steps[i].dim;
+        x = s->instr.result;
+    }
+    return x;
+}
+
+/* The body at the step whose first flat index is `base`, as a tile of the
+ * accumulator dtype `at` (through the LHS dtype, as the interpreter
+ * converts each value). With `limit` (the box's size), lanes at flat >=
+ * limit are dead and hold the identity; without, every lane is live. */
+static tile_value *fr_body(lower *L, tile_expr *base, tile_expr *limit, tile_value *all, tile_expr **lo,
+                           tile_expr **ext, tsl_dtype at, tile_expr *ident)
+{
+    const graph_op *op = L->op;
+    tsl_dtype lt = op->stmt->lhs->dtype;
+    L->flat_base = base;
+    tile_value *mask = all, *live = NULL;
+    int coords = fr_needs_coords(L, op->body);
+    if (limit || coords) {
+        tile_stmt *s = tile_build_instr(&L->b, TILE_I_IOTA, fresh(L, "flat"));
+        tile_instr_arg(L->m, &s->instr, tile_operand_scalar(base));
+        tile_instr_result_type(s, lane_type(L, TSL_DTYPE_I64));
+        s->instr.dim = 0;
+        L->flat = s->instr.result;
+        if (limit) /* live = flat < R */
+            mask = live = emit2(L, TILE_I_LT, "live", tile_operand_tensor(L->flat), tile_operand_scalar(limit));
+        /* var v = (flat / prod ext[v+1..]) % ext[v] + lo[v] */
+        tile_expr *stride = tile_expr_int(L->m, 1);
+        for (int v = op->nvars - 1; coords && v >= 0; v--) {
+            int64_t c;
+            tile_value *q = L->flat;
+            if (!tile_expr_const(stride, &c) || c != 1)
+                q = emit2(L, TILE_I_DIV, "q", tile_operand_tensor(q), tile_operand_scalar(stride));
+            if (v > 0) q = emit2(L, TILE_I_MOD, "r", tile_operand_tensor(q), tile_operand_scalar(ext[v]));
+            if (!tile_expr_const(lo[v], &c) || c != 0)
+                q = emit2(L, TILE_I_ADD, "c", tile_operand_tensor(q), tile_operand_scalar(lo[v]));
+            L->var[v] = tile_of(q, TSL_DTYPE_I64);
+            stride = ibin(L, TILE_OP_MUL, stride, ext[v]);
+        }
+    }
+    lval r = lower_expr(L, op->body, mask);
+    tsl_dtype bt = op->body->src->type;
+    tile_value *v = as_tile(L, r, bt);
+    if (bt != lt) v = cast_to(L, v, lt);
+    v = cast_to(L, v, at);
+    if (live) {
+        tile_operand args[3] = {tile_operand_tensor(live), tile_operand_tensor(v), tile_operand_scalar(ident)};
+        v = emit(L, TILE_I_SELECT, "v", 3, args);
+    }
+    L->flat_base = NULL;
+    return v;
+}
+
+/* x (a [1] tile) as dtype dt, same shape and layout. */
+static tile_value *fr_cast1(lower *L, tile_value *x, tsl_dtype dt)
+{
+    tile_type ty = x->type;
+    ty.dt = tile_dtype_from_tsl(dt);
+    tile_stmt *s = tile_build_instr(&L->b, TILE_I_CAST, fresh(L, "cv"));
+    tile_instr_arg(L->m, &s->instr, tile_operand_tensor(x));
+    tile_instr_result_type(s, ty);
+    return s->instr.result;
+}
+
+/* let name = e, as a value (constants stay constants). */
+static tile_expr *fr_let(lower *L, const char *name, tile_expr *e)
+{
+    int64_t c;
+    if (tile_expr_const(e, &c)) return e;
+    tile_stmt *s = tile_build_let(&L->b, fresh(L, name), e);
+    return tile_expr_value(L->m, s->v);
+}
+
+static tile_expr *fr_min(lower *L, tile_expr *a, tile_expr *b) { return tile_expr_bin(L->m, TILE_OP_MIN, a, b); }
+static tile_expr *fr_max(lower *L, tile_expr *a, tile_expr *b) { return tile_expr_bin(L->m, TILE_OP_MAX, a, b); }
+
+static int lower_full(lower *L, const graph_op *op)
+{
+    const lang_stmt *st = op->stmt;
+    if (op->niter != 0 || op->nvars == 0 || st->lhs->rank != 0) return 0;
+    if (op->assign != LANG_ADD_EQ && op->assign != LANG_MAX_EQ && op->assign != LANG_MIN_EQ) return 0;
+    if (getenv("TESSEL_NO_FULLRED")) return 0;
+    fr_cfg cf = fr_config(L);
+    int T = cf.threads, LOC = cf.locals, W = T * LOC;
+    tsl_dtype lt = st->lhs->dtype, bt = op->body->src->type;
+    const dtype_info *li = dtype_info_of(lt);
+    int wide = lt == TSL_DTYPE_F64 || bt == TSL_DTYPE_F64;
+    tsl_dtype at = acc_dtype(lt), it = at; /* outer and inner (per K steps) accumulators */
+    if (li->is_float) {
+        at = op->assign == LANG_ADD_EQ || wide ? TSL_DTYPE_F64 : TSL_DTYPE_F32;
+        it = op->assign == LANG_ADD_EQ && !wide ? TSL_DTYPE_F32 : at;
+    }
+    tile_op cop = combine_op(op->assign);
+    tile_op rop = op->assign == LANG_MAX_EQ ? TILE_I_REDUCE_MAX
+                  : op->assign == LANG_MIN_EQ ? TILE_I_REDUCE_MIN : TILE_I_REDUCE_SUM;
+    tile_expr *ident = identity(L, op->assign, lt);
+
+    /* the partials buffer */
+    sched_scratch sc = {at, cf.blocks};
+    ARENA_PUSH(L->m->arena, L->p->scratch, L->p->nscratch, L->p->capscratch, sc);
+    int si = L->p->nscratch - 1;
+    int64_t pmax = cf.blocks;
+
+    /* ---- <S>_part ---- */
+    tile_layout *saved_lay = L->lay;
+    int64_t saved_lanes = L->nlanes;
+    char txt[64];
+    snprintf(txt, sizeof txt, "spatial(%d).local(%d)", T, LOC);
+    L->lay = tile_layout_make(L->m, txt, NULL);
+    L->nlanes = W;
+    L->full = 1;
+    kernel_begin_named(L, op, T, "_part");
+    for (int i = 1; i < op->noperands; i++) /* (operand 0 is S's write: the second kernel's) */
+        if (!L->def->tensors[op->operands[i].tensor]->is_scalar && !flat_ok(L, &op->operands[i]))
+            add_tensor(L, op->operands[i].tensor);
+    tile_value *part = tile_kernel_param_tensor(L->m, L->k, fresh(L, "part"), tile_dtype_from_tsl(at), 1,
+                                                (tile_expr *[]){tile_expr_int(L->m, pmax)});
+    add_arg(L, (sched_arg){.name = part->name, .kind = SCHED_ARG_SCRATCH, .scratch = si});
+    tile_build_begin(&L->b, L->m, L->k);
+    tile_expr **lo, **hi, **ext;
+    kernel_box(L, op, &lo, &hi, &ext);
+    tile_expr *R = tile_expr_int(L->m, 1);
+    for (int v = 0; v < op->nvars; v++) R = ibin(L, TILE_OP_MUL, R, fr_max(L, ext[v], tile_expr_int(L->m, 0)));
+    tile_expr *Wx = tile_expr_int(L->m, W);
+    L->k->grid[0] = fr_min(L, tile_expr_bin(L->m, TILE_OP_CDIV, R, tile_expr_int(L->m, cf.min)),
+                           tile_expr_int(L->m, pmax));
+    L->k->ngrid = 1;
+    R = fr_let(L, "R", R);
+    tile_expr *P = fr_let(L, "P", L->k->grid[0]);
+    tile_expr *NS = fr_let(L, "NS", tile_expr_bin(L->m, TILE_OP_CDIV, R, Wx));
+    tile_expr *NF = fr_let(L, "NF", ibin(L, TILE_OP_DIV, R, Wx));
+    tile_expr *S = fr_let(L, "S", tile_expr_bin(L->m, TILE_OP_CDIV, NS, P)), *b = tile_expr_block_idx(L->m, 0);
+    /* this block's steps c in [0, cw) are whole, [cw, ce) the rest */
+    tile_expr *cw, *ce;
+    if (cf.gpu) {
+        tile_expr *pm1 = ibin(L, TILE_OP_SUB, P, tile_expr_int(L->m, 1));
+        cw = ibin(L, TILE_OP_DIV, ibin(L, TILE_OP_ADD, ibin(L, TILE_OP_SUB, NF, b), pm1), P);
+        ce = ibin(L, TILE_OP_DIV, ibin(L, TILE_OP_ADD, ibin(L, TILE_OP_SUB, NS, b), pm1), P);
+    } else {
+        tile_expr *b0 = ibin(L, TILE_OP_MUL, b, S), *z = tile_expr_int(L->m, 0);
+        cw = fr_max(L, z, fr_min(L, ibin(L, TILE_OP_SUB, NF, b0), S));
+        ce = fr_max(L, z, fr_min(L, ibin(L, TILE_OP_SUB, NS, b0), S));
+    }
+    cw = fr_let(L, "cw", cw);
+    ce = fr_let(L, "ce", ce);
+    tile_value *acc = fr_alloc(L, "acc", at, ident);
+    tile_value *all = fr_alloc(L, "all", TSL_DTYPE_BOOL, tile_expr_int(L->m, 1));
+#define FR_BASE(c) ibin(L, TILE_OP_MUL, cf.gpu ? ibin(L, TILE_OP_ADD, ibin(L, TILE_OP_MUL, (c), P), b) \
+                                                : ibin(L, TILE_OP_ADD, ibin(L, TILE_OP_MUL, b, S), (c)), Wx)
+    if (it != at) {
+        /* for co in 0 : cdiv(cw, K) { a32 = 0; for c in co K : min(cw, co K + K) {...}; acc += a32 } */
+        tile_expr *K = tile_expr_int(L->m, FR_K);
+        tile_stmt *fo = tile_build_for(&L->b, fresh(L, "co"), tile_expr_int(L->m, 0),
+                                       tile_expr_bin(L->m, TILE_OP_CDIV, cw, K), NULL);
+        tile_build_push(&L->b, fo->body);
+        tile_expr *c0 = ibin(L, TILE_OP_MUL, tile_expr_value(L->m, fo->v), K);
+        tile_value *a32 = fr_alloc(L, "a32", it, tile_expr_int(L->m, 0));
+        tile_stmt *fi = tile_build_for(&L->b, fresh(L, "c"), c0, fr_min(L, cw, ibin(L, TILE_OP_ADD, c0, K)), NULL);
+        tile_build_push(&L->b, fi->body);
+        fr_combine(L, cop, a32, fr_body(L, FR_BASE(tile_expr_value(L->m, fi->v)), NULL, all, lo, ext, it, ident));
+        tile_build_pop(&L->b);
+        fr_combine(L, cop, acc, cast_to(L, a32, at));
+        tile_build_pop(&L->b);
+    } else {
+        tile_stmt *fw = tile_build_for(&L->b, fresh(L, "c"), tile_expr_int(L->m, 0), cw, NULL);
+        tile_build_push(&L->b, fw->body);
+        fr_combine(L, cop, acc, fr_body(L, FR_BASE(tile_expr_value(L->m, fw->v)), NULL, all, lo, ext, at, ident));
+        tile_build_pop(&L->b);
+    }
+    {
+        /* the steps past NF: lanes at flat >= R hold the identity */
+        tile_stmt *ft = tile_build_for(&L->b, fresh(L, "ct"), cw, ce, NULL);
+        tile_build_push(&L->b, ft->body);
+        tile_value *v = fr_body(L, FR_BASE(tile_expr_value(L->m, ft->v)), R, all, lo, ext, at, ident);
+        fr_combine(L, cop, acc, v);
+        tile_build_pop(&L->b);
+    }
+#undef FR_BASE
+    tile_value *one = fr_block_reduce(L, rop, acc, T, LOC);
+    {
+        tile_operand dst = tile_operand_tensor(part);
+        tile_expr *bi = tile_expr_block_idx(L->m, 0);
+        tile_operand_index(L->m, &dst, 1, &bi);
+        tile_stmt *sg = tile_build_instr(&L->b, TILE_I_STORE_GLOBAL, NULL);
+        tile_instr_arg(L->m, &sg->instr, tile_operand_tensor(one));
+        tile_instr_dst(&sg->instr, dst);
+    }
+
+    /* ---- <S>: part[0, P) to S ---- */
+    int T2 = cf.gpu ? 256 : 128, LOC2 = (int)(pmax / T2);
+    snprintf(txt, sizeof txt, "spatial(%d).local(%d)", T2, LOC2);
+    L->lay = tile_layout_make(L->m, txt, NULL);
+    L->nlanes = pmax;
+    L->full = 0;
+    kernel_begin(L, op, T2);
+    tile_value *part2 = tile_kernel_param_tensor(L->m, L->k, fresh(L, "part"), tile_dtype_from_tsl(at), 1,
+                                                 (tile_expr *[]){tile_expr_int(L->m, pmax)});
+    add_arg(L, (sched_arg){.name = part2->name, .kind = SCHED_ARG_SCRATCH, .scratch = si});
+    tile_value *lhs = flat_param(L, st->lhs->index);
+    tile_build_begin(&L->b, L->m, L->k);
+    kernel_box(L, op, &lo, &hi, &ext);
+    R = tile_expr_int(L->m, 1);
+    for (int v = 0; v < op->nvars; v++) R = ibin(L, TILE_OP_MUL, R, fr_max(L, ext[v], tile_expr_int(L->m, 0)));
+    P = fr_let(L, "P", fr_min(L, tile_expr_bin(L->m, TILE_OP_CDIV, R, tile_expr_int(L->m, cf.min)),
+                              tile_expr_int(L->m, pmax)));
+    tile_value *x;
+    {
+        tile_operand src = tile_operand_tensor(part2);
+        tile_expr *z = tile_expr_int(L->m, 0);
+        tile_operand_index(L->m, &src, 1, &z);
+        tile_stmt *ls = tile_build_instr(&L->b, TILE_I_LOAD_GLOBAL, fresh(L, "x"));
+        tile_instr_arg(L->m, &ls->instr, src);
+        tile_instr_result_type(ls, lane_type(L, at));
+        x = ls->instr.result;
+    }
+    tile_stmt *io = tile_build_instr(&L->b, TILE_I_IOTA, fresh(L, "k"));
+    tile_instr_arg(L->m, &io->instr, tile_operand_scalar(tile_expr_int(L->m, 0)));
+    tile_instr_result_type(io, lane_type(L, TSL_DTYPE_I64));
+    io->instr.dim = 0;
+    tile_value *lv = emit2(L, TILE_I_LT, "lv", tile_operand_tensor(io->instr.result), tile_operand_scalar(P));
+    tile_operand sargs[3] = {tile_operand_tensor(lv), tile_operand_tensor(x), tile_operand_scalar(ident)};
+    x = emit(L, TILE_I_SELECT, "y", 3, sargs);
+    tile_value *res = fr_block_reduce(L, rop, x, T2, LOC2);
+    tile_expr *z = tile_expr_int(L->m, 0);
+    if (!op->bang) { /* S's value first */
+        tile_operand src = tile_operand_tensor(lhs);
+        tile_operand_index(L->m, &src, 1, &z);
+        tile_stmt *ls = tile_build_instr(&L->b, TILE_I_LOAD_GLOBAL, fresh(L, "old"));
+        tile_instr_arg(L->m, &ls->instr, src);
+        tile_type ty = res->type;
+        ty.dt = tile_dtype_from_tsl(lt);
+        tile_instr_result_type(ls, ty);
+        tile_value *old = ls->instr.result;
+        if (lt != at) old = fr_cast1(L, old, at);
+        res = emit2(L, cop, "s", tile_operand_tensor(old), tile_operand_tensor(res));
+    }
+    if (lt != at) res = fr_cast1(L, res, lt);
+    {
+        tile_operand dst = tile_operand_tensor(lhs);
+        tile_operand_index(L->m, &dst, 1, &z);
+        tile_stmt *sg = tile_build_instr(&L->b, TILE_I_STORE_GLOBAL, NULL);
+        tile_instr_arg(L->m, &sg->instr, tile_operand_tensor(res));
+        tile_instr_dst(&sg->instr, dst);
+    }
+    L->lay = saved_lay;
+    L->nlanes = saved_lanes;
+    return 1;
+}
+
 static void lower_op(lower *L, const graph_op *op)
 {
     const lang_stmt *st = op->stmt;
     const lang_def *def = L->def;
     L->op = op;
     if (lower_rblk(L, op)) return;
+    if (lower_full(L, op)) return;
     kernel_begin(L, op, SCHED_THREADS);
     for (int i = 0; i < op->noperands; i++)
         if (!def->tensors[op->operands[i].tensor]->is_scalar && !flat_ok(L, &op->operands[i]))
@@ -879,6 +1238,10 @@ static void lower_op(lower *L, const graph_op *op)
             L->var[v] = int_scalar(tile_expr_value(L->m, f->v));
         }
         lval r = lower_expr(L, op->body, mask);
+        /* each value converted to the LHS dtype first, as the interpreter
+         * does: max= of int64 values into an int8 tensor takes the max of
+         * the wrapped values, not the wrapped max */
+        if (r.t && r.dt != lt) r = tile_of(cast_to(L, r.t, lt), lt);
         tile_operand ro = in_dt(L, r, at);
         tile_stmt *c = tile_build_instr(&L->b, combine_op(op->assign), NULL);
         tile_instr_arg(L->m, &c->instr, tile_operand_tensor(acc));
@@ -937,6 +1300,7 @@ sched_plan *sched_lower_sm(tsl_arena *a, const graph *g, tsl_target target, int 
     char lay[64];
     snprintf(lay, sizeof lay, "spatial(%d).local(%d)", SCHED_THREADS, SCHED_LOCALS);
     L.lay = tile_layout_make(p->m, lay, NULL);
+    L.nlanes = SCHED_BLOCK;
     TSL_ASSERT(L.lay);
     for (int i = 0; i < g->nops; i++) {
         /* a group a fast strategy lowers (strategy.h) is one kernel */
@@ -1011,6 +1375,12 @@ void sched_print(strbuf *b, const sched_plan *p)
         }
         for (int j = 0; j < l->nargs; j++) {
             const sched_arg *a = &l->args[j];
+            if (a->kind == SCHED_ARG_SCRATCH) {
+                const sched_scratch *sc = &p->scratch[a->scratch];
+                sb_printf(b, "%s %s=scratch %d (%s[%lld])", j ? "," : ";", a->name, a->scratch,
+                          tsl_dtype_name(sc->dtype), (long long)sc->count);
+                continue;
+            }
             const char *what = a->kind == SCHED_ARG_SMS    ? "the multiprocessor count"
                                : a->kind == SCHED_ARG_SIZE ? p->def->sizes[a->sym]
                                                            : p->def->tensors[a->tensor]->name;

@@ -38,6 +38,27 @@ tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *
         temps[i].dtype = tsl_dtype_to_dlpack(cdt);
         temps[i].shape = b->shapes[i];
     }
+    /* the plan's own buffers (partials between launches) */
+    void **scr = calloc((size_t)p->nscratch + 1, sizeof *scr);
+    DLTensor *scrt = calloc((size_t)p->nscratch + 1, sizeof *scrt);
+    if (!st && (!scr || !scrt)) {
+        diag_error(d, TSL_ERR_NOMEM, "out of memory");
+        st = TSL_ERR_NOMEM;
+    }
+    for (int i = 0; !st && i < p->nscratch; i++) {
+        const sched_scratch *sc = &p->scratch[i];
+        scr[i] = calloc((size_t)sc->count + 1, tsl_dtype_size(sc->dtype));
+        if (!scr[i]) {
+            diag_error(d, TSL_ERR_NOMEM, "out of memory for the plan's scratch (%lld elements)", (long long)sc->count);
+            st = TSL_ERR_NOMEM;
+            break;
+        }
+        scrt[i].data = scr[i];
+        scrt[i].device.device_type = kDLCPU;
+        scrt[i].ndim = 1;
+        scrt[i].dtype = tsl_dtype_to_dlpack(sc->dtype);
+        scrt[i].shape = &p->scratch[i].count;
+    }
     tile_interp_arg *args = NULL;
     DLTensor *flat = NULL; /* per argument: a 1-D view for flat arguments */
     int64_t *flatn = NULL;
@@ -69,6 +90,8 @@ tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *
                     flat[j].strides = NULL;
                     args[j].t = &flat[j];
                 }
+            } else if (sa->kind == SCHED_ARG_SCRATCH) {
+                args[j].t = &scrt[sa->scratch];
             } else if (sa->kind == SCHED_ARG_SCALAR) {
                 if (dtype_info_of(def->tensors[sa->tensor]->dtype)->is_float)
                     args[j] = tile_interp_arg_float(sa->name, scalars[sa->tensor]);
@@ -83,6 +106,9 @@ tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *
     free(args);
     free(flat);
     free(flatn);
+    for (int i = 0; scr && i < p->nscratch; i++) free(scr[i]);
+    free(scr);
+    free(scrt);
     for (int i = 0; owned && i < n; i++) free(owned[i]);
     free(owned);
     free(temps);

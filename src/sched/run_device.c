@@ -53,6 +53,7 @@ struct sched_dev {
     rt_cuda_ptr err;      /* [nlaunches][DEV_ERR_WORDS] u64 */
     rt_cuda_ptr *temp;    /* [ntensors]: device storage of temporaries */
     size_t *temp_cap;     /* [ntensors]: its bytes */
+    rt_cuda_ptr *scratch; /* [plan nscratch]: the plan's buffers between launches */
     int last_launches;
 };
 
@@ -142,8 +143,9 @@ tsl_status sched_dev_create(const sched_plan *p, rt_cuda_device *dev, sched_dev 
         x->owner = calloc((size_t)nl + 1, sizeof *x->owner);
         x->temp = calloc((size_t)nt + 1, sizeof *x->temp);
         x->temp_cap = calloc((size_t)nt + 1, sizeof *x->temp_cap);
+        x->scratch = calloc((size_t)p->nscratch + 1, sizeof *x->scratch);
     }
-    if (!x || !x->kern || !x->owner || !x->temp || !x->temp_cap) {
+    if (!x || !x->kern || !x->owner || !x->temp || !x->temp_cap || !x->scratch) {
         sched_dev_free(x);
         return dev_nomem(d);
     }
@@ -164,6 +166,9 @@ tsl_status sched_dev_create(const sched_plan *p, rt_cuda_device *dev, sched_dev 
         }
     }
     if (!st && nl) st = rt_cuda_alloc(dev, (size_t)nl * DEV_ERR_WORDS * 8, &x->err, d);
+    for (int i = 0; !st && i < p->nscratch; i++)
+        st = rt_cuda_alloc(dev, (size_t)p->scratch[i].count * tsl_dtype_size(p->scratch[i].dtype) + 8,
+                           &x->scratch[i], d);
     if (st) {
         sched_dev_free(x);
         return st;
@@ -181,6 +186,8 @@ void sched_dev_free(sched_dev *x)
         free(x->kern[i].src);
     }
     for (int i = 0; x->temp && i < x->p->def->ntensors; i++) rt_cuda_free(x->dev, x->temp[i]);
+    for (int i = 0; x->scratch && i < x->p->nscratch; i++) rt_cuda_free(x->dev, x->scratch[i]);
+    free(x->scratch);
     rt_cuda_free(x->dev, x->err);
     free(x->kern);
     free(x->owner);
@@ -325,6 +332,14 @@ static tsl_status dev_launch(sched_dev *x, int li, const lang_bound *b, const rt
                 dl->ndim = t->rank;
                 dl->shape = b->shapes[sa->tensor];
             }
+            a->t = dl;
+        } else if (sa->kind == SCHED_ARG_SCRATCH) {
+            DLTensor *dl = &lb.dl[j];
+            dl->data = (void *)(uintptr_t)x->scratch[sa->scratch];
+            dl->device.device_type = kDLCUDA;
+            dl->dtype = tsl_dtype_to_dlpack(p->scratch[sa->scratch].dtype);
+            dl->ndim = 1;
+            dl->shape = &p->scratch[sa->scratch].count;
             a->t = dl;
         } else if (sa->kind == SCHED_ARG_SCALAR) {
             if (dtype_info_of(def->tensors[sa->tensor]->dtype)->is_float)

@@ -33,8 +33,11 @@ typedef enum sched_arg_kind {
     SCHED_ARG_SCALAR, /* a scalar parameter of the def, passed as a typed scalar */
     SCHED_ARG_SIZE,   /* int: size symbol `sym` of the def (box bounds are int
                          expressions over the size symbols) */
-    SCHED_ARG_SMS     /* int: the device's multiprocessor count (a persistent
+    SCHED_ARG_SMS,    /* int: the device's multiprocessor count (a persistent
                          grid's size; 1 off the GPU) */
+    SCHED_ARG_SCRATCH /* a buffer of the plan (plan->scratch[scratch]) that the
+                         run allocates: values one launch leaves for the next
+                         (a full reduction's per-block partials) */
 } sched_arg_kind;
 
 /* One kernel parameter and where its value comes from. */
@@ -44,6 +47,7 @@ typedef struct sched_arg {
     int tensor;       /* TENSOR, SCALAR */
     int flat;         /* TENSOR: passed as 1-D of all its elements (C order) */
     int sym;          /* SIZE */
+    int scratch;      /* SCRATCH */
 } sched_arg;
 
 /* A launch's condition on the sizes: the conjunction of n terms, each
@@ -62,6 +66,13 @@ typedef struct sched_guard {
 } sched_guard;
 /* Whether the guard lets the launch run under the sizes (by slot). */
 int sched_guard_holds(const sched_guard *g, const int64_t *sizes);
+/* A buffer the plan owns: `count` elements of `dtype`, 1-D. Its contents
+ * are undefined at the start of a run (the launch that writes it runs
+ * before any that reads it). */
+typedef struct sched_scratch {
+    tsl_dtype dtype;
+    int64_t count;
+} sched_scratch;
 
 /* One kernel launch of the plan. */
 typedef struct sched_launch {
@@ -84,6 +95,8 @@ typedef struct sched_plan {
     tile_module *m;
     sched_launch *launches; /* in execution order */
     int nlaunches, caplaunches;
+    sched_scratch *scratch; /* buffers between launches */
+    int nscratch, capscratch;
 } sched_plan;
 
 /* Lower every group of g (built from def) to tile IR. The module verifies

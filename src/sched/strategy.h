@@ -95,6 +95,30 @@ int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp);
 #ifndef SCHED_RR_STREAM_LOCALS_CPU
 #define SCHED_RR_STREAM_LOCALS_CPU 1
 #endif
+/* Full reductions (lower.c, lower_full: a rank-0 LHS): per block T x LOC
+ * lanes, at most BLOCKS blocks of at least MIN points (CPU) or of one
+ * step (GPU), then one block over the blocks' partials. */
+#ifndef SCHED_FR_THREADS_CPU
+#define SCHED_FR_THREADS_CPU 128
+#endif
+#ifndef SCHED_FR_LOCALS_CPU
+#define SCHED_FR_LOCALS_CPU 16
+#endif
+#ifndef SCHED_FR_BLOCKS_CPU
+#define SCHED_FR_BLOCKS_CPU 256
+#endif
+#ifndef SCHED_FR_MIN_CPU
+#define SCHED_FR_MIN_CPU 65536
+#endif
+#ifndef SCHED_FR_THREADS_GPU
+#define SCHED_FR_THREADS_GPU 256
+#endif
+#ifndef SCHED_FR_LOCALS_GPU
+#define SCHED_FR_LOCALS_GPU 16
+#endif
+#ifndef SCHED_FR_BLOCKS_GPU
+#define SCHED_FR_BLOCKS_GPU 1024
+#endif
 /* GPU row kernels that stream at most SCHED_RR_MIN_BLOCKS_STREAMS tensors
  * (full rows and column vectors) ask for SCHED_RR_MIN_BLOCKS blocks per SM
  * (min_blocks: 80 registers at 256 threads). On an H200: softmax f16

@@ -61,7 +61,12 @@ double interp_round(tile_dtype dt, double v)
     case TILE_DT_UINT: {
         if (isnan(v)) return 0;
         double t = trunc(v);
-        if (dt.bits >= 64) return t;
+        if (dt.bits >= 64) { /* wrapped as the 64-bit integer would be (-1 as u64: 2^64 - 1) */
+            if (dt.kind == TILE_DT_UINT && t < 0 && t >= -18446744073709551616.0) return t + 18446744073709551616.0;
+            if (dt.kind == TILE_DT_INT && t >= 9223372036854775808.0 && t < 18446744073709551616.0)
+                return t - 18446744073709551616.0;
+            return t;
+        }
         if (t > 9.2e18 || t < -9.2e18) return 0;
         uint64_t mask = (1ull << dt.bits) - 1, u = (uint64_t)(int64_t)t & mask;
         if (dt.kind == TILE_DT_INT && (u >> (dt.bits - 1)) & 1) return (double)(int64_t)(u | ~mask);

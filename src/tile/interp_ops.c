@@ -454,8 +454,9 @@ tsl_status interp_exec_reduce(interp *I, const tile_stmt *s)
                 int64_t k = ths[o] * d->nlocals + los[o];
                 if (!seen[k]) acc[k] = v;
                 else if (in->op == TILE_I_REDUCE_SUM)
-                    /* f64 sums in double, everything else in f32 */
-                    acc[k] = x->dt.kind == TILE_DT_FLOAT && x->dt.bits == 64 ? acc[k] + v : (float)(acc[k] + v);
+                    /* f16/bf16/f32 sums in f32; f64 and integers in double
+                     * (integers exact below 2^53, as the generators' int64) */
+                    acc[k] = x->dt.kind == TILE_DT_FLOAT && x->dt.bits <= 32 ? (float)(acc[k] + v) : acc[k] + v;
                 else if (in->op == TILE_I_REDUCE_MAX) acc[k] = v > acc[k] ? v : acc[k];
                 else acc[k] = v < acc[k] ? v : acc[k];
                 seen[k] = 1;

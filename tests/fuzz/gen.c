@@ -83,7 +83,17 @@ typedef struct gen_ex {
     double mag;
 } gen_ex;
 
-enum { TY_WEAK = -1 };
+enum { TY_WEAK = -1, TY_WEAKI = -2 }; /* a float literal, an integer literal */
+
+/* How dt_run draws the inputs (the `# values:` line): small values
+ * (floats in +-[0.1, 1], integers in +-[1, 3]); every value negative
+ * (floats in -[0.1, 1], integers in [-3, -1]); integers at their dtype's
+ * extremes and next to them, 2^53 + 1, -1 and small ones (floats small);
+ * or extremes and all negative (signed integers in [min, -1], unsigned
+ * ones in their top half, floats in -[0.1, 1]). Index tensors always hold
+ * valid indices. */
+typedef enum gen_values { GV_SMALL, GV_NEGATIVE, GV_EXTREME, GV_EXTREME_NEG } gen_values;
+static const char *const gen_values_name[] = {"small", "negative", "extreme", "extreme-negative"};
 
 typedef struct gen {
     uint64_t rng;
@@ -95,8 +105,9 @@ typedef struct gen {
     int nt;
     int nnew;         /* new tensors so far (T0, T1, ...) */
     int has_scalar;   /* the def has `float alpha` */
-    tsl_dtype fty;    /* the program's main float type */
-    int int_prog;     /* most values are int32 */
+    tsl_dtype fty;    /* the program's main type (a float, or an integer for int_prog) */
+    int int_prog;     /* most values are integers of fty and other widths */
+    gen_values vals;  /* how the inputs are drawn (the `# values:` line) */
     /* the statement being built */
     gen_var v[GEN_MAX_V];
     int nv;
@@ -135,34 +146,81 @@ static int gen_p(gen *g, int percent) { return gen_chance(&g->rng, percent); }
 
 static int gen_is_float(int ty)
 {
-    return ty == TY_WEAK || ty == TSL_DTYPE_F16 || ty == TSL_DTYPE_F32 || ty == TSL_DTYPE_F64;
+    return ty == TY_WEAK || ty == TSL_DTYPE_F16 || ty == TSL_DTYPE_BF16 || ty == TSL_DTYPE_F32 ||
+           ty == TSL_DTYPE_F64;
 }
 
-static int gen_float_rank(int ty)
+static int gen_is_int(int ty) { return ty == TY_WEAKI || (ty >= 0 && !gen_is_float(ty) && ty != TSL_DTYPE_BOOL); }
+
+static int gen_is_unsigned(int ty)
 {
-    return ty == TSL_DTYPE_F16 ? 1 : ty == TSL_DTYPE_F32 ? 2 : ty == TSL_DTYPE_F64 ? 3 : 0;
+    return ty == TSL_DTYPE_U8 || ty == TSL_DTYPE_U16 || ty == TSL_DTYPE_U32 || ty == TSL_DTYPE_U64;
 }
 
-/* The promoted type of a binary operation (docs/language.md section 5,
- * restricted to the types the generator uses). */
+static int gen_bits(int ty) { return ty < 0 ? 32 : (int)dtype_info_of((tsl_dtype)ty)->bits; }
+
+/* The largest magnitude an integer dtype holds (wrapped values stay under it). */
+static double gen_int_range(int ty)
+{
+    if (ty == TSL_DTYPE_BOOL) return 1;
+    if (ty == TY_WEAKI) return 2147483647.0;
+    return gen_is_unsigned(ty) ? ldexp(1.0, gen_bits(ty)) - 1 : ldexp(1.0, gen_bits(ty) - 1);
+}
+
+static int gen_int_type(int bits, int is_signed)
+{
+    switch (bits) {
+    case 8: return is_signed ? TSL_DTYPE_I8 : TSL_DTYPE_U8;
+    case 16: return is_signed ? TSL_DTYPE_I16 : TSL_DTYPE_U16;
+    case 32: return is_signed ? TSL_DTYPE_I32 : TSL_DTYPE_U32;
+    default: return is_signed ? TSL_DTYPE_I64 : TSL_DTYPE_U64;
+    }
+}
+
+/* 0 bool, 1 integer, 2 float (weak literals by their kind) */
+static int gen_cat(int ty) { return ty == TSL_DTYPE_BOOL ? 0 : gen_is_float(ty) ? 2 : 1; }
+
+/* The promoted type of a binary operation or of the arms of ?:
+ * (docs/language.md section 5; src/lang/sema.c sema_promote). */
 static int gen_promote(int a, int b)
 {
-    if (a == TY_WEAK && b == TY_WEAK) return TY_WEAK; /* float32 once it meets a typed value */
-    if (a == TY_WEAK) return gen_is_float(b) ? b : TSL_DTYPE_F32;
-    if (b == TY_WEAK) return gen_is_float(a) ? a : TSL_DTYPE_F32;
-    if (gen_is_float(a) && gen_is_float(b)) return gen_float_rank(a) >= gen_float_rank(b) ? a : b;
-    if (gen_is_float(a)) return a;
-    if (gen_is_float(b)) return b;
-    return TSL_DTYPE_I32; /* int32 with int32 or bool */
+    int wa = a < 0, wb = b < 0;
+    if (wa && wb) return gen_cat(a) >= gen_cat(b) ? a : b;
+    if (wa || wb) {
+        int w = wa ? a : b, st = wa ? b : a;
+        if (w == TY_WEAK) return gen_cat(st) == 2 ? st : TSL_DTYPE_F32;
+        return st == TSL_DTYPE_BOOL ? TSL_DTYPE_I32 : st;
+    }
+    if (a == b) return a;
+    int ca = gen_cat(a), cb = gen_cat(b);
+    if (ca != cb) return ca > cb ? a : b;
+    if (ca == 2) {
+        if (gen_bits(a) == gen_bits(b)) return TSL_DTYPE_F32; /* f16 with bf16 */
+        return gen_bits(a) > gen_bits(b) ? a : b;
+    }
+    int sa = !gen_is_unsigned(a), sb = !gen_is_unsigned(b);
+    if (sa == sb) return gen_bits(a) >= gen_bits(b) ? a : b;
+    int sg = sa ? a : b, un = sa ? b : a;
+    if (gen_bits(sg) > gen_bits(un)) return sg;
+    return gen_int_type(gen_bits(un) * 2 > 64 ? 64 : gen_bits(un) * 2, 1);
+}
+
+/* The type of arithmetic (+ - * / %) on a and b: bools compute in int32. */
+static int gen_arith(int a, int b)
+{
+    int t = gen_promote(a, b);
+    return t == TSL_DTYPE_BOOL ? TSL_DTYPE_I32 : t;
 }
 
 /* Largest magnitude a value of type ty may carry before the generator
- * scales it down (float16 overflows at 65504). */
+ * scales it down (float16 overflows at 65504, bfloat16 keeps 8 bits).
+ * Integers are never scaled: their arithmetic wraps, identically on
+ * every target, so any value is exact. */
 static double gen_limit(int ty)
 {
-    if (ty == TSL_DTYPE_F16) return 64;
+    if (ty == TSL_DTYPE_F16 || ty == TSL_DTYPE_BF16) return 64;
     if (gen_is_float(ty)) return 1e4;
-    return 1e5;
+    return INFINITY;
 }
 
 /* ---- sizes and parameters ---------------------------------------------- */
@@ -188,7 +246,10 @@ static void gen_add_param(gen *g, gen_kind kind, const char *name, tsl_dtype dt,
     t->kind = kind;
     t->defined = 1;
     t->idx_hi = INT64_MAX;
-    t->mag = kind == GK_INDEX ? 25 : dt == TSL_DTYPE_I32 ? 3 : 1;
+    /* integers drawn at their extremes carry their whole range */
+    t->mag = kind == GK_INDEX ? 25
+             : gen_is_int(dt) ? (g->vals >= GV_EXTREME ? gen_int_range(dt) : 3)
+                              : 1;
     for (int tries = 0;; tries++) {
         t->rank = rank;
         for (int d = 0; d < rank; d++) {
@@ -379,6 +440,8 @@ static gen_ex gen_read(gen *g, int ti)
     return gen_ex_of(gen_access(g, ti, 0), t->dt, t->mag);
 }
 
+static gen_ex gen_int_lit(gen *g, int ty);
+
 /* A condition that reads only input values and index variables, so both
  * targets decide it identically. */
 static gen_ex gen_cond(gen *g, int depth)
@@ -398,6 +461,7 @@ static gen_ex gen_cond(gen *g, int depth)
         int ta = gen_pick_readable(g, 1);
         if (ta >= 0) {
             gen_ex a = gen_read(g, ta);
+            if (a.ty == TSL_DTYPE_BOOL && gen_p(g, 50)) return a; /* a bool input is a condition */
             const char *rhs;
             int tb = gen_p(g, 50) ? gen_pick_readable(g, 1) : -1;
             if (tb >= 0)
@@ -405,7 +469,7 @@ static gen_ex gen_cond(gen *g, int depth)
             else if (gen_is_float(a.ty))
                 rhs = gen_p(g, 50) ? "0.25" : "-0.5";
             else
-                rhs = gen_str(g, "%d", gen_rand(g, -2, 3));
+                rhs = gen_int_lit(g, a.ty).s;
             return gen_ex_of(gen_str(g, "%s %s %s", a.s, rel[gen_rand(g, 0, 3)], rhs),
                              TSL_DTYPE_BOOL, 1);
         }
@@ -422,16 +486,78 @@ static gen_ex gen_cond(gen *g, int depth)
 }
 
 /* Scale a float expression down by a power of two (exact) until its
- * magnitude bound is under `limit`; reduce an integer one modulo 1009. */
+ * magnitude bound is under `limit`; an integer one (only ever asked where
+ * it meets floats) is converted to float32 first. */
 static gen_ex gen_tame(gen *g, gen_ex e, double limit)
 {
     if (e.mag <= limit) return e;
-    if (!gen_is_float(e.ty)) return gen_ex_of(gen_str(g, "(%s) %% 1009", e.s), e.ty, 1008);
     int k = 0;
     double m = e.mag;
     while (m > limit) m /= 2, k++;
+    if (!gen_is_float(e.ty))
+        return gen_ex_of(gen_str(g, "(float32(%s) * %.17g)", e.s, ldexp(1.0, -k)), TSL_DTYPE_F32, m);
     return gen_ex_of(gen_str(g, "(%s) * %.17g", e.s, ldexp(1.0, -k)), e.ty, m);
 }
+
+/* An integer value's magnitude bound: wrapped, it stays in its range. */
+static double gen_cap(int ty, double mag)
+{
+    return gen_is_float(ty) ? mag : fmin(mag, gen_int_range(ty == TY_WEAKI ? TSL_DTYPE_I64 : ty));
+}
+
+/* An integer literal for a value of type ty: small, or (extreme inputs)
+ * one that no double holds or that sits at the dtype's edge. */
+static gen_ex gen_int_lit(gen *g, int ty)
+{
+    int uns = gen_is_unsigned(ty), bits = gen_is_int(ty) && ty != TY_WEAKI ? gen_bits(ty) : 32;
+    if (g->vals < GV_EXTREME || gen_p(g, 50)) {
+        int v = gen_rand(g, uns ? 0 : -2, 3);
+        return gen_ex_of(gen_str(g, "%d", v), TY_WEAKI, 3);
+    }
+    switch (gen_rand(g, 0, 3)) {
+    case 0: return gen_ex_of("9007199254740993", TY_WEAKI, 9007199254740993.0); /* 2^53 + 1 */
+    case 1: {
+        /* the dtype's maximum (u64: 2^63 - 1, the largest literal) */
+        long long hi = bits >= 63 ? INT64_MAX : uns ? (1LL << bits) - 1 : (1LL << (bits - 1)) - 1;
+        return gen_ex_of(gen_str(g, "%lld", hi), TY_WEAKI, (double)hi);
+    }
+    case 2: {
+        long long lo = uns ? 1 : bits >= 64 ? -INT64_MAX : -(1LL << (bits - 1));
+        return gen_ex_of(gen_str(g, "%lld", lo), TY_WEAKI, fabs((double)lo));
+    }
+    default: return gen_ex_of("4294967296", TY_WEAKI, 4294967296.0); /* 2^32 */
+    }
+}
+
+/* A divisor that is never zero for b's type: integers |b % 7| + 1 (an
+ * unsigned b: b % 7 + 1; abs(b) + 1 could wrap to 0), floats |b| + 1. */
+static gen_ex gen_divisor(gen *g, gen_ex b)
+{
+    if (gen_is_float(b.ty)) return gen_ex_of(gen_str(g, "(abs(%s) + 1)", b.s), b.ty, b.mag + 1);
+    if (b.ty == TSL_DTYPE_BOOL) return gen_ex_of(gen_str(g, "(%s + 1)", b.s), TSL_DTYPE_I32, 2);
+    if (gen_is_unsigned(b.ty)) return gen_ex_of(gen_str(g, "(%s %% 7 + 1)", b.s), b.ty, 7);
+    return gen_ex_of(gen_str(g, "(abs(%s %% 7) + 1)", b.s), b.ty == TY_WEAKI ? TSL_DTYPE_I32 : b.ty, 7);
+}
+
+/* Operands a and b about to meet in type ty (their promotion): an integer
+ * that a float of ty cannot hold within its limit (an unsigned value that
+ * wrapped, an extreme) is scaled into float32 first, and two huge floats
+ * are scaled before they are multiplied. Returns the new promoted type. */
+static int gen_fit(gen *g, gen_ex *a, gen_ex *b, int ty, int (*promote)(int, int))
+{
+    if (!gen_is_float(ty)) return ty;
+    gen_ex *x[2] = {a, b};
+    for (int k = 0; k < 2; k++)
+        if (!gen_is_float(x[k]->ty) && x[k]->mag > gen_limit(ty)) *x[k] = gen_tame(g, *x[k], gen_limit(ty));
+    if (a->mag * b->mag > 1e30) {
+        *a = gen_tame(g, *a, gen_limit(TSL_DTYPE_F32));
+        *b = gen_tame(g, *b, gen_limit(TSL_DTYPE_F32));
+    }
+    return promote(a->ty, b->ty);
+}
+
+static const tsl_dtype gen_int_types[] = {TSL_DTYPE_I8,  TSL_DTYPE_I16, TSL_DTYPE_I32, TSL_DTYPE_I64,
+                                          TSL_DTYPE_U8,  TSL_DTYPE_U16, TSL_DTYPE_U32, TSL_DTYPE_U64};
 
 static gen_ex gen_expr(gen *g, int depth);
 
@@ -442,8 +568,7 @@ static gen_ex gen_leaf(gen *g)
     if (r < 12) {
         static const char *lit[] = {"0.5", "1.5", "2.0", "0.75", "3.", "-1.25", ".25"};
         static const double litv[] = {0.5, 1.5, 2.0, 0.75, 3.0, 1.25, 0.25};
-        if (g->int_prog && gen_p(g, 70))
-            return gen_ex_of(gen_str(g, "%d", gen_rand(g, 1, 3)), TSL_DTYPE_I32, 3);
+        if (g->int_prog && gen_p(g, 70)) return gen_int_lit(g, g->fty);
         int k = gen_rand(g, 0, 6);
         return gen_ex_of(lit[k], TY_WEAK, litv[k]);
     }
@@ -464,35 +589,45 @@ static gen_ex gen_expr(gen *g, int depth)
     if (form < 40) { /* + - * */
         gen_ex a = gen_expr(g, depth + 1), b = gen_expr(g, depth + 1);
         int op = gen_rand(g, 0, 2);
-        int ty = gen_promote(a.ty, b.ty);
-        if (!gen_is_float(ty) && a.mag * b.mag > 1e9) { /* keep int32 products exact */
-            a = gen_tame(g, a, 1e4);
-            b = gen_tame(g, b, 1e4);
-        }
-        double m = op == 2 ? a.mag * b.mag : a.mag + b.mag;
+        int ty = gen_fit(g, &a, &b, gen_arith(a.ty, b.ty), gen_arith);
+        /* an unsigned difference wraps to the top of the range */
+        double m = gen_is_unsigned(ty) && op == 1 ? gen_int_range(ty) : op == 2 ? a.mag * b.mag : a.mag + b.mag;
+        m = gen_cap(ty, m);
         return gen_tame(g, gen_ex_of(gen_str(g, "(%s %s %s)", a.s, op == 0 ? "+" : op == 1 ? "-" : "*", b.s),
                                      ty, m), gen_limit(ty));
     }
-    if (form < 46) { /* a / (|b| + 1): never divides by zero */
-        gen_ex a = gen_expr(g, depth + 1), b = gen_expr(g, depth + 1);
-        int ty = gen_promote(a.ty, b.ty);
-        return gen_ex_of(gen_str(g, "(%s / (abs(%s) + 1))", a.s, b.s), ty, a.mag);
+    if (form < 46) { /* a / divisor: never divides by zero */
+        gen_ex a = gen_expr(g, depth + 1), b = gen_divisor(g, gen_expr(g, depth + 1));
+        int ty = gen_fit(g, &a, &b, gen_arith(a.ty, b.ty), gen_arith);
+        return gen_ex_of(gen_str(g, "(%s / %s)", a.s, b.s), ty, gen_cap(ty, a.mag));
     }
     if (form < 52 && g->int_prog) { /* integer remainder by a positive divisor */
         gen_ex a = gen_expr(g, depth + 1), b = gen_expr(g, depth + 1);
-        if (!gen_is_float(a.ty) && !gen_is_float(b.ty))
-            return gen_ex_of(gen_str(g, "(%s %% (abs(%s) + 1))", a.s, b.s), TSL_DTYPE_I32, a.mag);
+        if (!gen_is_float(a.ty) && !gen_is_float(b.ty)) {
+            b = gen_divisor(g, b);
+            int ty = gen_arith(a.ty, b.ty);
+            return gen_ex_of(gen_str(g, "(%s %% %s)", a.s, b.s), ty, gen_cap(ty, a.mag));
+        }
         /* b's accesses have bounded variables: it must stay in the text */
-        int ty = gen_promote(a.ty, b.ty);
+        int ty = gen_fit(g, &a, &b, gen_arith(a.ty, b.ty), gen_arith);
         return gen_tame(g, gen_ex_of(gen_str(g, "(%s + %s)", a.s, b.s), ty, a.mag + b.mag), gen_limit(ty));
     }
     if (form < 70) { /* a builtin on its safe domain */
         gen_ex a = gen_expr(g, depth + 1);
         /* a builtin of literals alone computes in float32 (not the program's
          * type), which the tolerance could not tell from the text: skip it */
-        if (a.ty == TY_WEAK) return a;
-        int fty = gen_is_float(a.ty) ? (a.ty == TY_WEAK ? TSL_DTYPE_F32 : a.ty) : TSL_DTYPE_F32;
-        switch (gen_rand(g, 0, 10)) {
+        if (a.ty == TY_WEAK || a.ty == TY_WEAKI) return a;
+        int k = gen_rand(g, 0, 10);
+        if (k == 7) /* abs keeps integers (wrapping at the minimum); of a bool, int32 */
+            return gen_ex_of(gen_str(g, "abs(%s)", a.s), a.ty == TSL_DTYPE_BOOL ? TSL_DTYPE_I32 : a.ty, a.mag);
+        if (k == 10) /* negation likewise (of an unsigned value: to the top of its range) */
+            return gen_ex_of(gen_str(g, "(-%s)", a.s), a.ty == TSL_DTYPE_BOOL ? TSL_DTYPE_I32 : a.ty,
+                             gen_is_unsigned(a.ty) ? gen_int_range(a.ty) : a.mag);
+        /* the others compute an integer in float32: convert it first, so that
+         * |x| + 1 cannot wrap (abs of the minimum) */
+        if (!gen_is_float(a.ty)) a = gen_ex_of(gen_str(g, "float32(%s)", a.s), TSL_DTYPE_F32, a.mag);
+        int fty = a.ty;
+        switch (k) {
         case 0: return gen_ex_of(gen_str(g, "tanh(%s)", a.s), fty, 1);
         case 1: return gen_ex_of(gen_str(g, "sigmoid(%s)", a.s), fty, 1);
         case 2: return gen_ex_of(gen_str(g, "exp(tanh(%s))", a.s), fty, 2.72);
@@ -500,40 +635,46 @@ static gen_ex gen_expr(gen *g, int depth)
         case 4: return gen_ex_of(gen_str(g, "sqrt(abs(%s) + 1)", a.s), fty, sqrt(a.mag + 1));
         case 5: return gen_ex_of(gen_str(g, "rsqrt(abs(%s) + 1)", a.s), fty, 1);
         case 6: return gen_ex_of(gen_str(g, "erf(%s)", a.s), fty, 1);
-        case 7: return gen_ex_of(gen_str(g, "abs(%s)", a.s), a.ty, a.mag);
         case 8: return gen_ex_of(gen_str(g, "pow(abs(%s) + 1, 0.5)", a.s), fty, sqrt(a.mag + 1));
-        case 9: return gen_ex_of(gen_str(g, "exp(%s)", gen_str(g, "sigmoid(%s)", a.s)), fty, 2.72);
-        default: return gen_ex_of(gen_str(g, "(-%s)", a.s), a.ty, a.mag);
+        default: return gen_ex_of(gen_str(g, "exp(%s)", gen_str(g, "sigmoid(%s)", a.s)), fty, 2.72);
         }
     }
     if (form < 80) { /* max / min (C spellings sometimes) */
         gen_ex a = gen_expr(g, depth + 1), b = gen_expr(g, depth + 1);
-        int ty = gen_promote(a.ty, b.ty);
+        int ty = gen_fit(g, &a, &b, gen_promote(a.ty, b.ty), gen_promote);
         int mx = gen_p(g, 50);
         const char *fn = gen_is_float(ty) && gen_p(g, 30) ? (mx ? "fmaxf" : "fminf") : (mx ? "max" : "min");
-        return gen_ex_of(gen_str(g, "%s(%s, %s)", fn, a.s, b.s), ty, fmax(a.mag, b.mag));
+        return gen_ex_of(gen_str(g, "%s(%s, %s)", fn, a.s, b.s), ty, gen_cap(ty, fmax(a.mag, b.mag)));
     }
     if (form < 90) { /* c ? a : b */
         gen_ex c = gen_cond(g, 0);
         gen_ex a = gen_expr(g, depth + 1), b = gen_expr(g, depth + 1);
-        return gen_ex_of(gen_str(g, "(%s ? %s : %s)", c.s, a.s, b.s), gen_promote(a.ty, b.ty),
-                         fmax(a.mag, b.mag));
+        int ty = gen_fit(g, &a, &b, gen_promote(a.ty, b.ty), gen_promote);
+        return gen_ex_of(gen_str(g, "(%s ? %s : %s)", c.s, a.s, b.s), ty, gen_cap(ty, fmax(a.mag, b.mag)));
     }
-    /* casts: int -> float, float -> narrower float, input float -> int exactly */
+    /* casts: int -> float, float -> narrower float, input float -> int
+     * exactly (in range: |4 x| <= 4), int -> int (wrapping) */
     int r = gen_rand(g, 0, 2);
     if (r == 0) {
         int ti = gen_pick_readable(g, 1);
         if (ti >= 0 && gen_is_float(g->t[ti].dt)) {
             gen_ex a = gen_read(g, ti);
-            return gen_ex_of(gen_str(g, "int32(%s * 4)", a.s), TSL_DTYPE_I32, 4 * a.mag);
+            int to = gen_p(g, 50) ? TSL_DTYPE_I32 : gen_int_types[gen_rand(g, 0, 7)];
+            return gen_ex_of(gen_str(g, gen_is_unsigned(to) ? "%s(abs(%s) * 4)" : "%s(%s * 4)",
+                                     tsl_dtype_name((tsl_dtype)to), a.s),
+                             to, 4 * a.mag);
         }
     }
     gen_ex a = gen_expr(g, depth + 1);
     if (r == 1 && !g->int_prog) {
-        static const tsl_dtype to[] = {TSL_DTYPE_F16, TSL_DTYPE_F32, TSL_DTYPE_F64};
-        tsl_dtype t = to[gen_rand(g, 0, 2)];
-        if (t == TSL_DTYPE_F16) a = gen_tame(g, a, gen_limit(TSL_DTYPE_F16));
+        static const tsl_dtype to[] = {TSL_DTYPE_F16, TSL_DTYPE_BF16, TSL_DTYPE_F32, TSL_DTYPE_F64};
+        tsl_dtype t = to[gen_rand(g, 0, 3)];
+        if (t == TSL_DTYPE_F16 || t == TSL_DTYPE_BF16) a = gen_tame(g, a, gen_limit(t));
         return gen_ex_of(gen_str(g, "%s(%s)", tsl_dtype_name(t), a.s), t, a.mag);
+    }
+    if (r == 1 && !gen_is_float(a.ty)) { /* integer programs: to another width */
+        int to = gen_int_types[gen_rand(g, 0, 7)];
+        return gen_ex_of(gen_str(g, "%s(%s)", tsl_dtype_name((tsl_dtype)to), a.s), to, gen_cap(to, a.mag));
     }
     return gen_ex_of(gen_str(g, "float32(%s)", a.s), TSL_DTYPE_F32, a.mag);
 }
@@ -606,7 +747,7 @@ static int gen_stmt_try(gen *g, strbuf *b, int first)
         if (gen_p(g, 75)) {
             gen_ex e = gen_expr(g, 1);
             int op = gen_rand(g, 0, 3);
-            int ty = gen_promote(body.ty, e.ty);
+            int ty = gen_fit(g, &body, &e, gen_arith(body.ty, e.ty), gen_arith);
             body = gen_ex_of(gen_str(g, "%s %s %s", body.s, op == 0 ? "+" : "*",
                                      op == 0 ? e.s : gen_str(g, "(%s)", e.s)),
                              ty, op == 0 ? body.mag + e.mag : body.mag * e.mag);
@@ -615,7 +756,7 @@ static int gen_stmt_try(gen *g, strbuf *b, int first)
         body = gen_expr(g, 0);
     }
     if (body.ty == TY_WEAK) body.ty = TSL_DTYPE_F32;
-    if (body.ty == TSL_DTYPE_BOOL) GEN_REJECT();
+    if (body.ty == TY_WEAKI) body.ty = TSL_DTYPE_I32;
     /* a computed float truncated into an integer tensor could round either way */
     if (update && !gen_is_float(L->dt) && gen_is_float(body.ty)) GEN_REJECT();
 
@@ -647,7 +788,7 @@ static int gen_stmt_try(gen *g, strbuf *b, int first)
     if (nred == 0 && update && gen_p(g, 30)) {
         op = gen_p(g, 60) ? "+=" : gen_p(g, 50) ? "max=" : "min=";
         body = gen_tame(g, body, limit / 2);
-        mag = L->mag + body.mag;
+        mag = gen_cap(L->dt, L->mag + body.mag);
     } else if (nred > 0) {
         int r = gen_rand(g, 0, 99);
         int prod_ok = count <= 12 && !(update && L->mag > 8);
@@ -656,9 +797,10 @@ static int gen_stmt_try(gen *g, strbuf *b, int first)
             op = update ? "*=" : "*=!";
             if (gen_is_float(body.ty))
                 body = gen_ex_of(gen_str(g, "(1 + 0.25 * tanh(%s))", body.s), body.ty, 1.25);
-            else
+            else if (body.ty != TSL_DTYPE_BOOL && (g->vals < GV_EXTREME || gen_p(g, 50)))
                 body = gen_ex_of(gen_str(g, "(abs(%s) %% 2 + 1)", body.s), body.ty, 2);
-            mag = (update ? L->mag : 1) * pow(body.mag, (double)count);
+            /* (integers at their extremes: the raw product, wrapping; bools: all) */
+            mag = gen_cap(body.ty, (update ? L->mag : 1) * pow(body.mag, (double)count));
         } else if (r < 40) {
             op = update ? (gen_p(g, 50) ? "max=" : "max=!") : "max=!";
             mag = update ? fmax(L->mag, body.mag) : body.mag;
@@ -669,7 +811,7 @@ static int gen_stmt_try(gen *g, strbuf *b, int first)
             op = update ? "+=" : "+=!";
             double lim = limit / (double)count / (update ? 2 : 1);
             body = gen_tame(g, body, lim);
-            mag = body.mag * (double)count + (update ? L->mag : 0);
+            mag = gen_cap(body.ty, body.mag * (double)count + (update ? L->mag : 0));
         }
     } else {
         body = gen_tame(g, body, limit);
@@ -716,7 +858,7 @@ static char *gen_gemm_program(gen *g, uint64_t seed)
         if (M * K <= cap && K * N <= cap && M * N <= cap && N * L <= cap && M * L <= cap) break;
     }
     int r = gen_rand(g, 0, 9);
-    tsl_dtype dt = r < 6 ? TSL_DTYPE_F32 : r < 9 ? TSL_DTYPE_F16 : TSL_DTYPE_F64;
+    tsl_dtype dt = r < 5 ? TSL_DTYPE_F32 : r < 7 ? TSL_DTYPE_F16 : r < 9 ? TSL_DTYPE_BF16 : TSL_DTYPE_F64;
     const char *ty = tsl_dtype_name(dt);
     int ta = gen_p(g, 30), tb = gen_p(g, 30), batched = gen_p(g, 20), alpha = gen_p(g, 20);
     int bias_init = gen_p(g, 30), mlp = gen_p(g, 25);
@@ -752,7 +894,7 @@ static char *gen_gemm_program(gen *g, uint64_t seed)
         case 2: body = gen_str(g, "tanh(%s)", c); break;
         case 3: body = gen_str(g, "%s * 0.5", c); break;
         case 4: body = gen_str(g, "sigmoid(%s) * %s", c, c); break;
-        default: body = gen_str(g, "%s > 0.25 ? %s : 0.5 * %s", c, c, c); break;
+        default: body = gen_str(g, "%s > 0 ? %s : 0.5 * %s", c, c, c); break; /* continuous: a rounding cannot flip it */
         }
         sb_printf(&b, "  C(%si, j) = %s\n", bi, body);
     }
@@ -771,7 +913,11 @@ char *dt_gen_program(uint64_t seed, const dt_opts *o)
 {
     gen *g = calloc(1, sizeof *g);
     TSL_ASSERT(g);
-    g->rng = seed;
+    /* the stream starts at a hash of the seed: the testers step seeds by
+     * the generator's own increment, which would make program k + 1's
+     * stream program k's shifted by one draw */
+    uint64_t s0 = seed ^ 0x2545f4914f6cdd1dull;
+    g->rng = gen_next(&s0);
     g->o = o;
     if (gen_p(g, o->gemm_percent)) {
         char *text = gen_gemm_program(g, seed);
@@ -780,9 +926,16 @@ char *dt_gen_program(uint64_t seed, const dt_opts *o)
         free(g);
         return text;
     }
+    /* the families: float32, float64, float16, bfloat16 programs (inputs
+     * small, or all negative), and integer programs of every width
+     * (inputs at their extremes, all negative, or small) */
     int fam = gen_rand(g, 0, 99);
-    g->fty = fam < 62 ? TSL_DTYPE_F32 : fam < 77 ? TSL_DTYPE_F64 : fam < 90 ? TSL_DTYPE_F16 : TSL_DTYPE_I32;
-    g->int_prog = g->fty == TSL_DTYPE_I32;
+    g->fty = fam < 40 ? TSL_DTYPE_F32 : fam < 52 ? TSL_DTYPE_F64 : fam < 62 ? TSL_DTYPE_F16
+           : fam < 70 ? TSL_DTYPE_BF16 : gen_int_types[gen_rand(g, 0, 7)];
+    g->int_prog = !gen_is_float(g->fty);
+    int v = gen_rand(g, 0, 99);
+    if (g->int_prog) g->vals = v < 20 ? GV_SMALL : v < 65 ? GV_EXTREME : GV_EXTREME_NEG;
+    else g->vals = v < 75 ? GV_SMALL : GV_NEGATIVE;
     g->nsym = gen_rand(g, 2, GEN_MAX_SYM);
     static const char *names = "MNKPQR";
     for (int s = 0; s < g->nsym; s++) {
@@ -793,12 +946,25 @@ char *dt_gen_program(uint64_t seed, const dt_opts *o)
     int nin = gen_rand(g, 1, 4);
     for (int k = 0; k < nin; k++) {
         tsl_dtype dt = g->fty;
-        if (gen_p(g, 15)) dt = g->int_prog ? TSL_DTYPE_F32 : TSL_DTYPE_I32;
-        else if (gen_p(g, 8) && !g->int_prog) dt = TSL_DTYPE_F32;
+        int r = gen_rand(g, 0, 99);
+        if (g->int_prog) { /* other widths and signedness, bools, some float32 */
+            if (r < 25) dt = gen_int_types[gen_rand(g, 0, 7)];
+            else if (r < 33) dt = TSL_DTYPE_BOOL;
+            else if (r < 40) dt = TSL_DTYPE_F32;
+        } else {
+            if (r < 8) dt = TSL_DTYPE_I32;
+            else if (r < 15) dt = gen_int_types[gen_rand(g, 0, 7)];
+            else if (r < 19) dt = TSL_DTYPE_BOOL;
+            else if (r < 27) dt = TSL_DTYPE_F32;
+        }
         char nm[2] = {(char)('A' + k), 0};
         gen_add_param(g, GK_IN, nm, dt, rank_w[gen_rand(g, 0, 8)]);
     }
-    if (gen_p(g, 35)) gen_add_param(g, GK_INDEX, "I", TSL_DTYPE_I32, gen_rand(g, 1, 2));
+    if (gen_p(g, 35)) {
+        static const tsl_dtype idx_types[] = {TSL_DTYPE_I32, TSL_DTYPE_I32, TSL_DTYPE_I64, TSL_DTYPE_I16,
+                                              TSL_DTYPE_U8,  TSL_DTYPE_U32, TSL_DTYPE_U64};
+        gen_add_param(g, GK_INDEX, "I", idx_types[gen_rand(g, 0, 6)], gen_rand(g, 1, 2));
+    }
     if (gen_p(g, 25)) gen_add_param(g, GK_INOUT, "Y", g->fty, gen_rand(g, 0, 3));
     g->has_scalar = !g->int_prog && gen_p(g, 20);
 
@@ -839,7 +1005,8 @@ char *dt_gen_program(uint64_t seed, const dt_opts *o)
     }
 
     strbuf out = {0};
-    sb_printf(&out, "# difftest seed=0x%llx\n# sizes:", (unsigned long long)seed);
+    sb_printf(&out, "# difftest seed=0x%llx\n# values: %s\n# sizes:", (unsigned long long)seed,
+              gen_values_name[g->vals]);
     for (int s = 0; s < g->nsym; s++) sb_printf(&out, " %s=%lld", g->symname[s], (long long)g->symval[s]);
     sb_putc(&out, '\n');
     for (int k = 0; k < g->nt; k++)
@@ -877,6 +1044,7 @@ char *dt_gen_program(uint64_t seed, const dt_opts *o)
 enum { RUN_MAX_NAMES = 16 };
 
 typedef struct run_header {
+    gen_values vals;
     int nsize;
     char size_name[RUN_MAX_NAMES][16];
     int64_t size_val[RUN_MAX_NAMES];
@@ -890,6 +1058,16 @@ static void run_parse_header(const char *text, run_header *h)
 {
     memset(h, 0, sizeof *h);
     for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+        if (!strncmp(line, "# values:", 9)) {
+            const char *p = line + 9;
+            while (*p == ' ') p++;
+            for (int k = GV_EXTREME_NEG; k >= 0; k--) /* longest name first */
+                if (!strncmp(p, gen_values_name[k], strlen(gen_values_name[k]))) {
+                    h->vals = (gen_values)k;
+                    break;
+                }
+            continue;
+        }
         int is_size = strncmp(line, "# sizes:", 8) == 0, is_index = strncmp(line, "# index:", 8) == 0;
         if (!is_size && !is_index) continue;
         const char *p = line + 8;
@@ -942,6 +1120,27 @@ static int64_t run_numel(const DLTensor *t)
     return n;
 }
 
+/* Integers as their exact 64-bit patterns (a double holds 53 bits). */
+static void run_store_int(tsl_dtype t, void *p, int64_t v)
+{
+    if (t == TSL_DTYPE_BOOL) v = v != 0;
+    uint64_t u = (uint64_t)v;
+    unsigned char b[8];
+    for (int k = 0; k < 8; k++) b[k] = (unsigned char)(u >> (8 * k));
+    memcpy(p, b, tsl_dtype_size(t));
+}
+
+static int64_t run_load_int(tsl_dtype t, const void *p)
+{
+    size_t n = tsl_dtype_size(t);
+    unsigned char b[8] = {0};
+    memcpy(b, p, n);
+    uint64_t u = 0;
+    for (size_t k = 0; k < n; k++) u |= (uint64_t)b[k] << (8 * k);
+    if (n < 8 && dtype_info_of(t)->is_signed && ((u >> (8 * n - 1)) & 1)) u |= ~UINT64_C(0) << (8 * n);
+    return (int64_t)u;
+}
+
 /* Poison for an integer output: a value no generated program produces,
  * different per target so that two unwritten elements never agree. */
 static double run_poison(tsl_dtype t, int side)
@@ -949,6 +1148,43 @@ static double run_poison(tsl_dtype t, int side)
     if (run_is_float(t)) return NAN;
     if (t == TSL_DTYPE_BOOL) return side;
     return side ? -1234567 : 7654321;
+}
+
+/* An integer input element drawn as `vals` says (gen_values). */
+static int64_t run_int_value(uint64_t *rng, tsl_dtype t, gen_values vals)
+{
+    if (t == TSL_DTYPE_BOOL) return gen_chance(rng, 50);
+    int bits = (int)dtype_info_of(t)->bits, sgn = dtype_info_of(t)->is_signed;
+    int64_t lo = !sgn ? 0 : bits == 64 ? INT64_MIN : -(INT64_C(1) << (bits - 1));
+    int64_t hi = !sgn ? (bits == 64 ? -1 : (int64_t)((UINT64_C(1) << bits) - 1))
+                      : bits == 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1;
+    int64_t small = gen_int(rng, 1, 3);
+    switch (vals) {
+    case GV_SMALL: return sgn && gen_chance(rng, 50) ? -small : small;
+    case GV_NEGATIVE: return sgn ? -small : small;
+    case GV_EXTREME_NEG:
+        if (!sgn) { /* the top half: what a negative value wraps to */
+            uint64_t top = (uint64_t)hi - (uint64_t)gen_int(rng, 0, 3);
+            return (int64_t)(gen_chance(rng, 30) ? (uint64_t)hi / 2 + 1 + (uint64_t)gen_int(rng, 0, 9) : top);
+        }
+        switch (gen_int(rng, 0, 4)) {
+        case 0: return lo;
+        case 1: return lo + gen_int(rng, 1, 3);
+        case 2: return -small;
+        case 3: return lo / 2 - gen_int(rng, 0, 9);
+        default: return bits == 64 ? -((INT64_C(1) << 53) + 1) : lo / 3;
+        }
+    default:
+        switch (gen_int(rng, 0, 8)) {
+        case 0: return lo;
+        case 1: return (int64_t)((uint64_t)lo + (uint64_t)gen_int(rng, 1, 2));
+        case 2: return hi;
+        case 3: return (int64_t)((uint64_t)hi - (uint64_t)gen_int(rng, 1, 2));
+        case 4: return sgn ? -1 : 1;
+        case 5: return bits == 64 ? (INT64_C(1) << 53) + 1 : hi / 3;
+        default: return sgn && gen_chance(rng, 50) ? -small : small;
+        }
+    }
 }
 
 typedef struct run_side {
@@ -1017,8 +1253,11 @@ static void run_one(tsl_program *p, tsl_context *ctx, DLTensor **inputs, const d
         TSL_ASSERT(r->out[o]);
         int64_t n = run_numel(r->out[o]);
         size_t es = tsl_dtype_size(dt);
-        for (int64_t k = 0; k < n; k++)
-            dtype_store(dt, (char *)r->out[o]->data + (size_t)k * es, run_poison(dt, side));
+        for (int64_t k = 0; k < n; k++) {
+            char *at = (char *)r->out[o]->data + (size_t)k * es;
+            if (run_is_float(dt)) dtype_store(dt, at, run_poison(dt, side));
+            else run_store_int(dt, at, (int64_t)run_poison(dt, side));
+        }
         if ((r->st = tsl_args_set_output(r->args, name, r->out[o]))) goto fail;
     }
     if ((r->st = tsl_program_run(p, r->args, target))) goto fail;
@@ -1042,8 +1281,8 @@ static double run_program_tolerance(const char *text)
 {
     const char *body = strstr(text, "def ");
     if (!body) body = text;
+    if (strstr(body, "bfloat16")) return dt_tolerance(TSL_DTYPE_BF16); /* (contains "float16") */
     if (strstr(body, "float16") || strstr(body, "half")) return dt_tolerance(TSL_DTYPE_F16);
-    if (strstr(body, "bfloat16")) return dt_tolerance(TSL_DTYPE_BF16);
     if (strstr(body, "float32") || strstr(body, "float ") || strstr(body, "float(") ||
         strstr(body, "int")) /* builtins on integers compute in float32 */
         return dt_tolerance(TSL_DTYPE_F32);
@@ -1064,6 +1303,33 @@ static int run_compare(const char *name, const DLTensor *a, const DLTensor *b, t
     int64_t n = run_numel(a);
     size_t es = tsl_dtype_size(dt);
     double maxabs = 0;
+    if (!run_is_float(dt)) { /* integers: exact, bit for bit */
+        for (int64_t k = 0; k < n; k++) {
+            int64_t r = run_load_int(dt, (const char *)a->data + (size_t)k * es);
+            if (dt != TSL_DTYPE_BOOL && r == (int64_t)run_poison(dt, 0) && !b) {
+                run_msg(msg, msglen, "output %s[%lld]: interpreter leaves it unwritten", name, (long long)k);
+                return 1;
+            }
+        }
+        if (!b) return 0;
+        if (b->ndim != a->ndim || run_numel(b) != n) {
+            run_msg(msg, msglen, "output %s: %s has rank %d and %lld elements, interpreter %d and %lld", name,
+                    run_target_name(other), b->ndim, (long long)run_numel(b), a->ndim, (long long)n);
+            return 1;
+        }
+        for (int64_t k = 0; k < n; k++) {
+            int64_t r = run_load_int(dt, (const char *)a->data + (size_t)k * es);
+            int64_t x = run_load_int(dt, (const char *)b->data + (size_t)k * es);
+            if (x != r) {
+                run_msg(msg, msglen, "output %s (%s, %lld elements) element %lld: %s gives %lld (0x%llx), "
+                        "interpreter %lld (0x%llx)",
+                        name, tsl_dtype_name(dt), (long long)n, (long long)k, run_target_name(other), (long long)x,
+                        (unsigned long long)x, (long long)r, (unsigned long long)r);
+                return 1;
+            }
+        }
+        return 0;
+    }
     for (int64_t k = 0; k < n; k++) {
         double r = dtype_load(dt, (const char *)a->data + (size_t)k * es);
         if (!isfinite(r) || (!run_is_float(dt) && dt != TSL_DTYPE_BOOL && r == run_poison(dt, 0))) {
@@ -1150,16 +1416,18 @@ dt_verdict dt_run(const char *text, const char *filename, uint64_t data_seed, ts
         DLTensor *t = inputs[i] = tsl_tensor_alloc(info.dtype, info.rank, shape);
         TSL_ASSERT(t);
         size_t es = tsl_dtype_size(info.dtype);
+        int neg = h.vals == GV_NEGATIVE || h.vals == GV_EXTREME_NEG;
         for (int64_t k = 0; k < run_numel(t); k++) {
-            double x;
-            if (hi > 0)
-                x = (double)gen_int(&rng, 0, hi - 1);
-            else if (!run_is_float(info.dtype))
-                x = (double)(gen_chance(&rng, 50) ? 1 : -1) * (double)gen_int(&rng, 1, 3);
-            else
-                x = (gen_chance(&rng, 50) ? 1 : -1) *
-                    (0.1 + 0.9 * (double)(gen_next(&rng) >> 11) / 9007199254740992.0);
-            dtype_store(info.dtype, (char *)t->data + (size_t)k * es, x);
+            char *at = (char *)t->data + (size_t)k * es;
+            if (hi > 0) {
+                run_store_int(info.dtype, at, gen_int(&rng, 0, hi - 1));
+            } else if (!run_is_float(info.dtype)) {
+                run_store_int(info.dtype, at, run_int_value(&rng, info.dtype, h.vals));
+            } else {
+                double x = (neg || gen_chance(&rng, 50) ? -1 : 1) *
+                           (0.1 + 0.9 * (double)(gen_next(&rng) >> 11) / 9007199254740992.0);
+                dtype_store(info.dtype, at, x);
+            }
         }
     }
     run_one(p, ctx, inputs, scalars, 0, TSL_TARGET_INTERP, &side[0]);

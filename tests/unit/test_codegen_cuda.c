@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sched_runners.h"
 #include "../test.h"
 #include "codegen/cuda.h"
 #include "graph/graph.h"
@@ -463,67 +464,6 @@ static void test_gpu_gemm_4096(void)
 
 typedef int (*emu_launch_fn)(void (*)(void **), void **, const unsigned *, unsigned, unsigned);
 
-static int have_cxx(void)
-{
-    static int state = -1;
-    if (state < 0) state = system("c++ --version >/dev/null 2>&1") == 0;
-    if (!state) printf("    skipped: no C++ compiler for the host emulation\n");
-    return state;
-}
-
-/* Compile the generated source with the emulation header into a shared
- * object, cached under the tessel cache dir (cuda-emu/<key>.so, key over
- * the source and the header) so a rerun compiles nothing; returns the
- * dlopen handle or NULL (the compiler's output is shown). */
-static void *emu_build(const char *source, const char *tag)
-{
-    char *hdr_path = NULL, *hdr = NULL, *dir = NULL, *so = NULL, *tmp = NULL, *cu = NULL, *cmd = NULL;
-    void *h = NULL;
-    tsl_diag d = {0};
-    if (asprintf(&hdr_path, "%s/tests/unit/codegen_cuda_emu.h", test_root()) < 0) goto out;
-    hdr = file_read_all(hdr_path, NULL);
-    if (!hdr || rt_cache_dir("cuda-emu", &dir, &d)) goto out;
-    rt_key_part parts[2] = {{source, strlen(source)}, {hdr, strlen(hdr)}};
-    char key[33];
-    rt_cache_key(parts, 2, key);
-    if (asprintf(&so, "%s/%s.so", dir, key) < 0) goto out;
-    if (access(so, R_OK) != 0) {
-        if (asprintf(&cu, "%s/%s.%d.cpp", dir, key, (int)getpid()) < 0 ||
-            asprintf(&tmp, "%s/%s.%d.so", dir, key, (int)getpid()) < 0)
-            goto out;
-        FILE *f = fopen(cu, "w");
-        if (!f) goto out;
-        fputs(source, f);
-        fclose(f);
-        if (asprintf(&cmd, "c++ -std=c++17 -O0 -w -fPIC -shared -include '%s' '%s' -o '%s' -lpthread > '%s.log' 2>&1 || "
-                           "head -c 3000 '%s.log'",
-                     hdr_path, cu, tmp, cu, cu) < 0)
-            goto out;
-        int rc = system(cmd);
-        char *lg = NULL;
-        if (asprintf(&lg, "%s.log", cu) > 0) unlink(lg);
-        free(lg);
-        unlink(cu);
-        if (rc != 0 || rename(tmp, so) != 0) {
-            printf("    %s: the emulation did not compile\n", tag);
-            unlink(tmp);
-            goto out;
-        }
-    }
-    h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    if (!h) printf("    %s: %s\n", tag, dlerror());
-out:
-    diag_free(&d);
-    free(hdr_path);
-    free(hdr);
-    free(dir);
-    free(so);
-    free(tmp);
-    free(cu);
-    free(cmd);
-    return h;
-}
-
 typedef struct emu_lookup {
     const tile_kernel *k;
     const int64_t *symv;
@@ -612,7 +552,7 @@ static int emu_run(void *h, const tile_module *m, const tile_kernel *k, const in
 
 static void test_emulated_matches_interp(void)
 {
-    if (!have_cxx()) return;
+    if (!test_have_cxx()) return;
     char **files = NULL;
     int nf = list_programs(&files);
     int compared = 0;
@@ -645,7 +585,7 @@ static void test_emulated_matches_interp(void)
                     for (int i = 0; i < got.n; i++) tsl_tensor_free(got.t[i]);
                     break;
                 }
-                if (!h) h = emu_build(sb_str(&src), k->name);
+                if (!h) h = test_emu_build(sb_str(&src), k->name);
                 CHECK_MSG(h != NULL, "%s:%s: the emulation does not build", base, k->name);
                 if (h) {
                     if (getenv("TSL_EMU_VERBOSE")) printf("    emulating %s:%s\n", base, k->name), fflush(stdout);
@@ -697,7 +637,7 @@ static int64_t branch_value(void *ctx, const tile_value *v, int *ok)
 
 static void test_emulated_row_kernels(void)
 {
-    if (!have_cxx()) return;
+    if (!test_have_cxx()) return;
     static const struct {
         const char *name, *src;
     } progs[] = {
@@ -757,7 +697,7 @@ static void test_emulated_row_kernels(void)
                     sb_printf(&vs, "#define TSL_IF%d %d\n", b, c ? 1 : 0);
                 }
                 sb_puts(&vs, sb_str(&src));
-                void *h = emu_build(sb_str(&vs), k->name);
+                void *h = test_emu_build(sb_str(&vs), k->name);
                 sb_free(&vs);
                 CHECK_MSG(h != NULL, "%s: no emulation: %s", progs[pi].name, sb_str(&d.msg));
                 if (!h) break;
