@@ -33,11 +33,14 @@ EOF
 }
 
 if [ "${1:-}" = "--diff" ]; then
-    old=$2 new=$3 nd=0 nc=0
+    old=$2 new=$3
+    tmpd=$(mktemp -d)
+    trap 'rm -rf "$tmpd"' EXIT
     for f in "$old"/* "$new"/*; do basename "$f"; done | sort -u | while read -r n; do
         if ! cmp -s "$old/$n" "$new/$n"; then
             if [ -f "$old/$n" ] && [ -f "$new/$n" ] &&
-               diff -q <(strip_comments "$old/$n") <(strip_comments "$new/$n") >/dev/null; then
+               strip_comments "$old/$n" >"$tmpd/a" && strip_comments "$new/$n" >"$tmpd/b" &&
+               cmp -s "$tmpd/a" "$tmpd/b"; then
                 echo "comments only: $n"
             else
                 echo "DIFFERS: $n"

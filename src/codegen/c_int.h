@@ -7,6 +7,7 @@
 
 #include "codegen/codegen.h"
 #include "layout/layout.h"
+#include "target/target.h"
 
 #define CGC_MAX_RANK 8
 #define CGC_DEFAULT_SMEM (228 * 1024)

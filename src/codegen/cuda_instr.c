@@ -253,15 +253,12 @@ static int64_t transfer_vec(cg *c, const rinfo *ri, const gview *gv, const tile_
 }
 
 /* ldmatrix fast path for load_shared into mma A/B fragments: the register
- * layout is R.F (F the m16n8k16 A or B fragment, R's threads the warps),
- * the shared tensor holds 16-bit elements whose 8-element rows (A: along
- * columns; B: along n, loaded transposed) are contiguous and 16-byte
- * aligned for every warp, tile slot and anchor (checked here). Per tile
- * slot: A is one ldmatrix.x4, B one ldmatrix.x2.trans. 1 when emitted. */
-static const char *const frag_text[2] = {
-    "column_local(2,2).spatial(8,4).local(1,2)",
-    "local(2,1).column_spatial(4,8).local(2,1)",
-};
+ * layout is R.F (F the m16n8k16 A or B fragment of the target table, R's
+ * threads the warps), the shared tensor holds 16-bit elements whose
+ * 8-element rows (A: along columns; B: along n, loaded transposed) are
+ * contiguous and 16-byte aligned for every warp, tile slot and anchor
+ * (checked here). Per tile slot: A is one ldmatrix.x4, B one
+ * ldmatrix.x2.trans. 1 when emitted. */
 
 static int ldmatrix_rows_ok(cg *c, const rinfo *ri, const gview *gv, const tile_operand *mo, int which,
                             int64_t slots, int64_t per)
@@ -306,13 +303,13 @@ static int emit_ldmatrix(cg *c, const tile_stmt *s, const rinfo *ri, const gview
     if (s->instr.op != TILE_I_LOAD_SHARED || ri->rank != 2 || gv->rank < 2 || ri->lead ||
         gv->v->type.dt.bits != 16 || !tile_dtype_eq(gv->v->type.dt, ri->v->type.dt) || c->threads % 32)
         return 0;
+    const target_atom *mma = target_mma_resolve("m16n8k16", TARGET_DT_ANY, TARGET_DT_ANY, NULL);
     for (int which = 0; which < 2; which++) {
-        layout_value fv;
         layout_err le;
         dist_layout R;
-        if (layout_parse(frag_text[which], strlen(frag_text[which]), &fv, &le) || fv.kind != LAYOUT_VALUE_DIST) continue;
-        if (dist_layout_divide(&R, ri->L, &fv.dist, &le) || R.threads * 32 != ri->threads) continue;
-        int64_t per = fv.dist.locals, slots = R.locals; /* per: 8 (A) or 4 (B) */
+        const dist_layout *F = target_atom_layout(mma, which == 0 ? TARGET_A : TARGET_B);
+        if (dist_layout_divide(&R, ri->L, F, &le) || R.threads * 32 != ri->threads) continue;
+        int64_t per = F->locals, slots = R.locals; /* per: 8 (A) or 4 (B) */
         if (!ldmatrix_rows_ok(c, ri, gv, mo, which, slots, per)) continue;
         const char *rn = cg_name(c, ri->v);
         char rname[96];
@@ -1541,12 +1538,6 @@ static void emit_shuffle(cg *c, const tile_stmt *s)
 
 /* ---- mma ---------------------------------------------------------------------------------- */
 
-static const char *const mma_frag[3] = {
-    "column_local(2,2).spatial(8,4).local(1,2)",
-    "local(2,1).column_spatial(4,8).local(2,1)",
-    "local(2,1).spatial(8,4).local(1,2)",
-};
-
 /* The local (tile slot) of R through which warp w holds tile (i, j); -1. */
 static int64_t warp_slot(const dist_layout *r, int64_t w, int64_t i, int64_t j)
 {
@@ -1570,13 +1561,13 @@ static int mma_fast(cg *c, const rinfo *ra, const rinfo *rb, const rinfo *rc, co
     if (ra->rank != 2 || rb->rank != 2 || rc->rank != 2 || ra->lead || rb->lead || rc->lead) return 0;
     if (!dist_layout_equal(rc->L, rd->L)) return 0;
     const rinfo *rs[3] = {ra, rb, rc};
+    const target_atom *at = target_mma_resolve("m16n8k16", (int)ta, (int)tc, NULL);
     dist_layout f[3];
-    for (int i = 0; i < 3; i++) {
-        layout_value fv;
+    for (int i = 0; i < 3 && at; i++) {
         layout_err le;
-        if (layout_parse(mma_frag[i], strlen(mma_frag[i]), &fv, &le) || fv.kind != LAYOUT_VALUE_DIST) return 0;
-        if (dist_layout_divide(&f[i], rs[i]->L, &fv.dist, &le)) return 0;
+        if (dist_layout_divide(&f[i], rs[i]->L, target_atom_layout(at, TARGET_A + i), &le)) return 0;
     }
+    if (!at) return 0;
     int64_t W = f[2].threads, KT = f[0].shape[1];
     if (f[0].threads != W || f[1].threads != W || W * 32 != c->threads) return 0;
     int64_t nl = f[2].locals;

@@ -178,6 +178,15 @@ const target_atom *target_atom_resolve(const char *name, const target_query *q, 
     return NULL;
 }
 
+const target_atom *target_mma_resolve(const char *name, int adt, int cdt, int *named)
+{
+    target_query q = target_query_any();
+    q.op = TARGET_OP_MMA;
+    q.dtype[TARGET_A] = q.dtype[TARGET_B] = adt;
+    q.dtype[TARGET_C] = q.dtype[TARGET_D] = cdt;
+    return target_atom_resolve(name ? name : "m16n8k16", &q, named);
+}
+
 int target_atom_find(const target *t, target_kind kind, const target_query *q, const target_atom **out, int max)
 {
     int found = 0;

@@ -161,6 +161,12 @@ const target_atom *target_atom_resolve(const char *name, const target_query *q, 
  * returns how many match. */
 int target_atom_find(const target *t, target_kind kind, const target_query *q, const target_atom **out, int max);
 
+/* The warp-level mma row `mma ... [atom NAME]` means: NAME (m16n8k16 when
+ * NULL) resolved for A's (= B's) and C's dtypes (tsl_dtype, or
+ * TARGET_DT_ANY to take the first row of that name). NULL when none; *named
+ * (may be NULL) says whether the name exists at all. */
+const target_atom *target_mma_resolve(const char *name, int adt, int cdt, int *named);
+
 /* Does row a match q (op, dtypes, bytes, shape, count)? */
 int target_atom_matches(const target_atom *a, const target_query *q);
 

@@ -12,7 +12,8 @@
  *   register regs[thread * locals + local], coordinate = layout(thread, local).
  * Operands are views: a tensor plus, per dimension, a chain of (tiler,
  * offset) steps that maps a view coordinate to the tensor's coordinate.
- * The collective atoms (mma.m16n8k16, ldmatrix) live in interp_atom.c. */
+ * The collective atoms (mma, ldmatrix) run by the target tables' reference
+ * semantics (src/target/atom.c). */
 #include "tile/interp_impl.h"
 
 /* ---- errors ---------------------------------------------------------------- */

@@ -20,6 +20,7 @@ typedef struct atom_rec {
     int64_t *src;  /* per thread: 8 shared coordinates (rank 2) -> flattened pairs */
     int64_t *dslot; /* per thread: the 2n destination slots */
     int n;          /* matrices: ldmatrix.x1 / .x2 / .x4 */
+    const target_atom *row; /* the ldmatrix row of the target table */
     const rt_view *srcv;
     rt_view view;  /* the source view of the last thread (tensor, name) */
     rt_tensor *dst;
@@ -124,8 +125,8 @@ static tsl_status record_ldmatrix(interp *I, decomp_ctx *dc, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
     atom_rec *r = NULL;
-    int nm = !strncmp(in->atom, "ldmatrix.x1", 11) ? 1 : !strncmp(in->atom, "ldmatrix.x2", 11) ? 2
-           : !strncmp(in->atom, "ldmatrix.x4", 11) ? 4 : 0;
+    const target_atom *row = target_atom_by_name(in->atom);
+    int nm = row && row->kind == TARGET_K_LDMATRIX ? row->count : 0;
     if (!nm)
         return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "atom %s: the interpreter knows ldmatrix.x1/.x2/.x4[.trans]",
                           in->atom);
@@ -152,6 +153,7 @@ static tsl_status record_ldmatrix(interp *I, decomp_ctx *dc, const tile_stmt *s)
                           dop->v->name, 2 * nm);
     r->dst = d;
     r->n = nm;
+    r->row = row;
     for (int i = 0; i < 2 * nm; i++) {
         int64_t sl = ldmatrix_slot(d, dop, i);
         if (sl < 0 || sl >= d->nlocals)
@@ -265,7 +267,6 @@ static tsl_status exec_thread_move(interp *I, const tile_stmt *s)
 static tsl_status run_ldmatrix(interp *I, atom_rec *r)
 {
     const tile_stmt *s = r->s;
-    int trans = strstr(s->instr.atom, "trans") != NULL;
     rt_tensor *d = r->dst;
     if (I->nthreads % 32)
         return interp_err(I, s->pos, TSL_ERR_SHAPE, "ldmatrix needs whole warps; the block has %d threads", I->nthreads);
@@ -278,7 +279,7 @@ static tsl_status run_ldmatrix(interp *I, atom_rec *r)
                 tsl_status st = interp_shared_get(I, s->pos, &r->view, c, th, &rows[l][j]);
                 if (st) return st;
             }
-        iatom_ldmatrix(rows, r->n, trans, out);
+        target_ldmatrix_ref(r->row, rows, out);
         for (int l = 0; l < 32; l++)
             for (int i = 0; i < 2 * r->n; i++)
                 d->regs[(w * 32 + l) * d->nlocals + r->dslot[(w * 32 + l) * 8 + i]] = interp_round(d->dt, out[l][i]);

@@ -18,6 +18,7 @@
  * Errors are collected (not just the first) as `file:line:col: error:`. */
 #include <string.h>
 
+#include "target/target.h"
 #include "tile/tile.h"
 
 typedef struct verifier {
@@ -310,51 +311,33 @@ static const tile_type *out_type(const tile_instr *in)
     return NULL;
 }
 
-/* ---- mma ------------------------------------------------------------------------- */
+/* ---- mma -------------------------------------------------------------------------
+ * The atom's shape and fragment layouts come from the target tables
+ * (src/target/sm80.c): `atom NAME` (m16n8k16 when absent) resolved for the
+ * operands' dtypes. */
 
-typedef struct mma_atom {
-    const char *name;
-    int m, n, k;
-    const char *a, *b, *c; /* fragment layouts of one warp */
-} mma_atom;
-
-static const mma_atom mma_atoms[] = {
-    {"m16n8k16", 16, 8, 16, "column_local(2,2).spatial(8,4).local(1,2)",
-     "local(2,1).column_spatial(4,8).local(2,1)", "local(2,1).spatial(8,4).local(1,2)"},
-    {"m16n8k8", 16, 8, 8, "local(2,1).spatial(8,4).local(1,2)", "column_spatial(4,8).local(2,1)",
-     "local(2,1).spatial(8,4).local(1,2)"},
-};
-
-/* The atom named by `mma ... atom NAME`: m16n8k16 or any PTX spelling that
- * contains it (mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32). */
-static const mma_atom *find_mma_atom(const char *name)
+/* How messages name a row: its short alias (m16n8k16) when it has one. */
+static const char *atom_short(const target_atom *at)
 {
-    if (!name) return &mma_atoms[0];
-    for (size_t i = 0; i < TSL_COUNTOF(mma_atoms); i++) {
-        const char *p = strstr(name, mma_atoms[i].name);
-        size_t n = strlen(mma_atoms[i].name);
-        if (p && (p[n] == '\0' || p[n] == '.')) return &mma_atoms[i];
-    }
-    return NULL;
+    return at->alias ? at->alias : at->name;
 }
 
-static void check_fragment(verifier *V, const tile_operand *o, const tile_value *v, const char *frag,
-                           const char *role, const char *atom)
+static void check_fragment(verifier *V, const tile_operand *o, const tile_value *v, const target_atom *at,
+                           int which, const char *role)
 {
-    if (!v->type.layout || v->type.layout->v.kind != LAYOUT_VALUE_DIST) return;
-    layout_value f;
+    const dist_layout *f = target_atom_layout(at, which);
+    if (!f || !v->type.layout || v->type.layout->v.kind != LAYOUT_VALUE_DIST) return;
     layout_err e;
     memset(&e, 0, sizeof e);
-    if (layout_parse(frag, strlen(frag), &f, &e) != TSL_OK) return;
     dist_layout q;
-    if (dist_layout_divide(&q, &v->type.layout->v.dist, &f.dist, &e) != TSL_OK)
+    if (dist_layout_divide(&q, &v->type.layout->v.dist, f, &e) != TSL_OK)
         verr(V, o->pos, "mma: the %s fragment '%s' has layout %s, which does not end in the %s %s fragment %s",
-             role, v->name, v->type.layout->text, atom, role, frag);
+             role, v->name, v->type.layout->text, atom_short(at), role, at->layout[which]);
 }
 
 static void check_mma(verifier *V, const tile_instr *in, size_t pos)
 {
-    const mma_atom *at = find_mma_atom(in->atom);
+    const target_atom *at = target_mma_resolve(in->atom, TARGET_DT_ANY, TARGET_DT_ANY, NULL);
     if (!at) {
         verr(V, pos, "mma: unknown atom '%s' (known: m16n8k16, m16n8k8)", in->atom);
         return;
@@ -378,16 +361,28 @@ static void check_mma(verifier *V, const tile_instr *in, size_t pos)
     }
     if (da[0] % at->m || db[1] % at->n || da[1] % at->k)
         verr(V, pos, "mma: M=%lld, N=%lld, K=%lld are not multiples of the atom %s", (long long)da[0],
-             (long long)db[1], (long long)da[1], at->name);
-    if (!tile_dtype_eq(a->type.dt, b->type.dt))
+             (long long)db[1], (long long)da[1], atom_short(at));
+    int dt_ok = 1;
+    if (!tile_dtype_eq(a->type.dt, b->type.dt)) {
         verr(V, pos, "mma: A is %s but B is %s", type_str(&a->type, t1, sizeof t1), type_str(&b->type, t2, sizeof t2));
-    if (a->type.dt.kind != TILE_DT_FLOAT || a->type.dt.bits != 16)
-        verr(V, pos, "mma: atom %s takes f16 or bf16 A and B, not %s", at->name, type_str(&a->type, t1, sizeof t1));
-    if (c->type.dt.kind != TILE_DT_FLOAT || (c->type.dt.bits != 32 && c->type.dt.bits != 16))
+        dt_ok = 0;
+    }
+    if (a->type.dt.kind != TILE_DT_FLOAT || a->type.dt.bits != 16) {
+        verr(V, pos, "mma: atom %s takes f16 or bf16 A and B, not %s", atom_short(at), type_str(&a->type, t1, sizeof t1));
+        dt_ok = 0;
+    }
+    if (c->type.dt.kind != TILE_DT_FLOAT || (c->type.dt.bits != 32 && c->type.dt.bits != 16)) {
         verr(V, pos, "mma: the accumulator must be f32 or f16, not %s", type_str(&c->type, t1, sizeof t1));
-    check_fragment(V, &in->args[0], a, at->a, "A", at->name);
-    check_fragment(V, &in->args[1], b, at->b, "B", at->name);
-    check_fragment(V, &in->args[2], c, at->c, "C", at->name);
+        dt_ok = 0;
+    }
+    tsl_dtype ta, tc;
+    if (dt_ok && !tile_dtype_to_tsl(a->type.dt, &ta) && !tile_dtype_to_tsl(c->type.dt, &tc) &&
+        !target_mma_resolve(in->atom, (int)ta, (int)tc, NULL))
+        verr(V, pos, "mma: atom %s has no %s inputs with %s accumulators (bf16 accumulates in f32)", atom_short(at),
+             type_str(&a->type, t1, sizeof t1), type_str(&c->type, t2, sizeof t2));
+    check_fragment(V, &in->args[0], a, at, TARGET_A, "A");
+    check_fragment(V, &in->args[1], b, at, TARGET_B, "B");
+    check_fragment(V, &in->args[2], c, at, TARGET_C, "C");
     const tile_type *o = out_type(in);
     if (o && (!same_shape(o, &c->type) || !tile_dtype_eq(o->dt, c->type.dt) || !same_layout(o, &c->type)))
         verr(V, pos, "mma: the destination %s differs from C %s", type_str(o, t1, sizeof t1),
@@ -667,16 +662,18 @@ static int64_t dc_view_count(const dc_view *w)
     return n;
 }
 
-/* ldmatrix.xN[.trans]: each thread gives one row of 8 16-bit elements and
- * receives 2*N of them. Checked on thread 0 when both views are known. */
+/* ldmatrix.xN[.trans] (a target row of kind ldmatrix): each thread gives
+ * one row of 8 16-bit elements and receives 2*N of them. Checked on thread
+ * 0 when both views are known. */
 static void dc_check_ldmatrix(dc_state *S, const tile_instr *in, const int64_t *count, size_t pos)
 {
-    if (!in->atom || strncmp(in->atom, "ldmatrix.x", 10) != 0 || S->thread != 0) return;
-    int n = in->atom[10] - '0';
-    if ((n != 1 && n != 2 && n != 4) || (in->atom[11] != '\0' && in->atom[11] != '.')) {
+    if (!in->atom || strncmp(in->atom, "ldmatrix", 8) != 0 || S->thread != 0) return;
+    const target_atom *at = target_atom_by_name(in->atom);
+    if (!at || at->kind != TARGET_K_LDMATRIX) {
         dc_fail(S, pos, "unknown atom '%s' (ldmatrix.x1, .x2, .x4, optionally .trans)", in->atom);
         return;
     }
+    int n = at->count;
     if (count[0] >= 0 && count[0] != 8)
         dc_fail(S, in->args[0].pos, "%s: each thread supplies one row of 8 elements, but this view has %lld",
                 in->atom, (long long)count[0]);

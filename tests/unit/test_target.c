@@ -108,6 +108,10 @@ static void test_mma_fragments(void)
         check_frag(a, TARGET_C, 4, ptx_m16n8k16);
         check_frag(a, TARGET_D, 4, ptx_m16n8k16);
     }
+    /* Tilus' example: thread 5, local 3 of the C fragment holds (9, 3) */
+    int64_t r9, c3;
+    const target_atom *dflt = target_mma_resolve(NULL, TSL_DTYPE_F16, TSL_DTYPE_F32, NULL);
+    CHECK(dflt && target_frag_coord(dflt, TARGET_C, 5, 3, &r9, &c3) == 0 && r9 == 9 && c3 == 3);
     const char *k8[] = {"mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", "scalar.mma.m16n8k8"};
     for (size_t i = 0; i < TSL_COUNTOF(k8); i++) {
         const target_atom *a = named(k8[i]);
