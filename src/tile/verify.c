@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "target/target.h"
+#include "tile/decomp.h"
 #include "tile/tile.h"
 
 typedef struct verifier {
@@ -442,6 +443,7 @@ typedef struct dc_state {
     int64_t thread;
     int giveup, failed;
     long budget;
+    tile_decomp_visitor vis;
 } dc_state;
 
 static int64_t dc_lookup(void *ctx, const tile_value *v, int *ok)
@@ -480,39 +482,6 @@ static dc_root *dc_root_of(dc_state *S, const tile_value *v)
     return NULL;
 }
 
-/* Thread index `tt` of group g: outer coordinates then the lane. */
-static int dc_group_indices(dc_state *S, const tile_threads *g, int64_t tt, int64_t *out, int nout)
-{
-    int64_t gid = tt / g->inner, lane = tt % g->inner;
-    if (g->tiler) {
-        layout whole = layout_leaf(g->total, 1), D;
-        layout_err e;
-        memset(&e, 0, sizeof e);
-        if (layout_divide_logical(&D, &whole, &g->tiler->v.data, 0, &e) != TSL_OK) return 0;
-        int found = 0;
-        for (int64_t j = 0; j < g->total / g->inner && !found; j++)
-            for (int64_t i = 0; i < g->inner; i++) {
-                int64_t c[2] = {i, j};
-                if (layout_eval_coord(&D, c, 2) == tt) {
-                    gid = j;
-                    lane = i;
-                    found = 1;
-                    break;
-                }
-            }
-        if (!found) return 0;
-    }
-    int no = g->nouter ? g->nouter : 1;
-    if (nout != no + 1) return 0;
-    for (int d = no - 1; d >= 0; d--) {
-        int64_t e = g->nouter ? g->outer[d] : g->total / g->inner;
-        out[d] = gid % e;
-        gid /= e;
-    }
-    out[no] = lane;
-    (void)S;
-    return 1;
-}
 
 /* Build the view of operand o for the current thread; 0 when the operand
  * is not rooted at an outer operand or on give-up. */
@@ -653,7 +622,6 @@ static void dc_mark(dc_state *S, const dc_view *w, dc_root *r)
     r->used = 1;
 }
 
-static void dc_block(dc_state *S, const tile_block *b);
 
 static int64_t dc_view_count(const dc_view *w)
 {
@@ -700,69 +668,95 @@ static void dc_instr(dc_state *S, const tile_instr *in, size_t pos)
     if (!S->giveup) dc_check_ldmatrix(S, in, count, pos);
 }
 
-static void dc_stmt(dc_state *S, const tile_stmt *s)
+/* The verifier's visitor of the one decomposition walk (decomp.c): it
+ * evaluates what it can for the current thread and marks coverage; what
+ * it cannot evaluate makes it give up (no false alarm). */
+static tsl_status dcv_go(dc_state *S)
 {
+    if (--S->budget < 0) S->giveup = 1;
+    return S->giveup ? TSL_ERR_UNAVAILABLE : TSL_OK;
+}
+
+static tsl_status dcv_scalar(void *ctx, const tile_stmt *s)
+{
+    dc_state *S = ctx;
     int ok;
-    if (--S->budget < 0) {
+    if (dcv_go(S)) return TSL_ERR_UNAVAILABLE;
+    int64_t v = dc_eval(S, s->e, &ok);
+    S->known[s->v->id] = (uint8_t)ok;
+    S->vals[s->v->id] = v;
+    return TSL_OK;
+}
+
+static tsl_status dcv_indices(void *ctx, const tile_stmt *s)
+{
+    dc_state *S = ctx;
+    int64_t out[8];
+    char err[256];
+    if (dcv_go(S)) return TSL_ERR_UNAVAILABLE;
+    if (s->nvs > 8 || tile_decomp_indices(&s->group->threads, S->thread, s->nvs, out, err, sizeof err)) {
         S->giveup = 1;
-        return;
+        return TSL_ERR_UNAVAILABLE;
     }
-    switch (s->kind) {
-    case TILE_S_LET:
-    case TILE_S_VAR:
-    case TILE_S_SET: {
-        int64_t v = dc_eval(S, s->e, &ok);
-        S->known[s->v->id] = (uint8_t)ok;
-        S->vals[s->v->id] = v;
-        break;
+    for (int i = 0; i < s->nvs; i++) {
+        S->known[s->vs[i]->id] = 1;
+        S->vals[s->vs[i]->id] = out[i];
     }
-    case TILE_S_INDICES: {
-        int64_t out[8];
-        const tile_threads *g = &s->group->threads;
-        if (s->nvs > 8 || !dc_group_indices(S, g, S->thread % g->total, out, s->nvs)) {
-            S->giveup = 1;
-            return;
-        }
-        for (int i = 0; i < s->nvs; i++) {
-            S->known[s->vs[i]->id] = 1;
-            S->vals[s->vs[i]->id] = out[i];
-        }
-        break;
+    return TSL_OK;
+}
+
+static tsl_status dcv_loop(void *ctx, const tile_stmt *s)
+{
+    dc_state *S = ctx;
+    int o1, o2, o3 = 1;
+    if (dcv_go(S)) return TSL_ERR_UNAVAILABLE;
+    int64_t lo = dc_eval(S, s->lo, &o1), hi = dc_eval(S, s->hi, &o2), st = 1;
+    if (s->step) st = dc_eval(S, s->step, &o3);
+    if (!o1 || !o2 || !o3 || st <= 0) {
+        S->giveup = 1;
+        return TSL_ERR_UNAVAILABLE;
     }
-    case TILE_S_THREADS: break;
-    case TILE_S_FOR: {
-        int o1, o2, o3 = 1;
-        int64_t lo = dc_eval(S, s->lo, &o1), hi = dc_eval(S, s->hi, &o2), st = 1;
-        if (s->step) st = dc_eval(S, s->step, &o3);
-        if (!o1 || !o2 || !o3 || st <= 0) {
-            S->giveup = 1;
-            return;
-        }
-        for (int64_t i = lo; i < hi && !S->giveup; i += st) {
-            S->known[s->v->id] = 1;
-            S->vals[s->v->id] = i;
-            dc_block(S, s->body);
-        }
-        break;
+    for (int64_t i = lo; i < hi && !S->giveup; i += st) {
+        S->known[s->v->id] = 1;
+        S->vals[s->v->id] = i;
+        if (tile_decomp_walk(s->body, &S->vis)) break;
     }
-    case TILE_S_IF: {
-        int64_t c = dc_eval(S, s->e, &ok);
-        if (!ok) {
-            S->giveup = 1;
-            return;
-        }
-        if (c) dc_block(S, s->body);
-        else if (s->els) dc_block(S, s->els);
-        break;
+    return S->giveup ? TSL_ERR_UNAVAILABLE : TSL_OK;
+}
+
+static tsl_status dcv_branch(void *ctx, const tile_stmt *s)
+{
+    dc_state *S = ctx;
+    int ok;
+    if (dcv_go(S)) return TSL_ERR_UNAVAILABLE;
+    int64_t c = dc_eval(S, s->e, &ok);
+    if (!ok) {
+        S->giveup = 1;
+        return TSL_ERR_UNAVAILABLE;
     }
-    case TILE_S_INSTR: dc_instr(S, &s->instr, s->pos); break;
-    default: S->giveup = 1; break;
-    }
+    return tile_decomp_walk(c ? s->body : s->els, &S->vis);
+}
+
+static tsl_status dcv_atom(void *ctx, const tile_stmt *s, const target_atom *a)
+{
+    dc_state *S = ctx;
+    (void)a;
+    if (dcv_go(S)) return TSL_ERR_UNAVAILABLE;
+    dc_instr(S, &s->instr, s->pos);
+    return S->giveup ? TSL_ERR_UNAVAILABLE : TSL_OK;
+}
+
+static tsl_status dcv_fail(void *ctx, size_t pos, tsl_status st, const char *msg)
+{
+    dc_fail(ctx, pos, "%s", msg);
+    return st;
 }
 
 static void dc_block(dc_state *S, const tile_block *b)
 {
-    for (int i = 0; i < b->n && !S->giveup; i++) dc_stmt(S, b->items[i]);
+    S->vis = (tile_decomp_visitor){.ctx = S, .scalar = dcv_scalar, .indices = dcv_indices, .branch = dcv_branch,
+                                   .loop = dcv_loop, .collective = dcv_atom, .move = dcv_atom, .fail = dcv_fail};
+    tile_decomp_walk(b, &S->vis);
 }
 
 /* The local factors of a distributed layout, composed in order. */
