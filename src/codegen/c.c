@@ -324,8 +324,7 @@ static void emit_stmt(cgc *c, const tile_stmt *s)
         cgc_div_check(c);
         int id = cgc_rterr(c, TSL_ERR_RUNTIME, "for: the step is not positive");
         cgc_line(c, "if (step <= 0) return %d;", id);
-        int ukr = cgc_emit_gemm_for(c, s); /* opens `if (fast) {...} else {` */
-        if (!ukr && !c->st) ukr = cgc_emit_rblk_for(c, s);
+        int ukr = cgc_emit_ukr_for(c, s); /* a selected micro-kernel: opens `if (fast) {...} else {` */
         if (c->st) break;
         c->ind += ukr;
         cgc_line(c, "for (v%d = lo; v%d < hi; v%d += step) {", s->v->id, s->v->id, s->v->id);
@@ -674,8 +673,9 @@ tsl_status cgc_prepare(const tile_module *m, const tile_kernel *k, tsl_arena *ar
                           const tile_kernel **out)
 {
     *out = k;
-    if (!has_pipeline(k->body)) return TSL_OK;
-    (void)m;
+    /* instruction selection (target/select.h), here until the compile
+     * driver runs it between pipeline expansion and emission */
+    if (!has_pipeline(k->body)) return target_select((tile_module *)m, (tile_kernel *)k, &target_cpu, NULL, d);
     strbuf sb = {0};
     tile_print_kernel(&sb, k);
     char *text = arena_strdup(ar, sb_str(&sb));
@@ -684,6 +684,7 @@ tsl_status cgc_prepare(const tile_module *m, const tile_kernel *k, tsl_arena *ar
     tile_module *copy = NULL;
     tsl_status st = tile_parse(ar, &src, d, &copy);
     if (!st) st = tile_pipeline_expand(copy, &src, 0, d);
+    if (!st) st = target_select(copy, copy->kernels[0], &target_cpu, NULL, d);
     if (st) return st;
     *out = copy->kernels[0];
     return TSL_OK;
