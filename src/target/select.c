@@ -660,6 +660,13 @@ static void select_mma(selector *S, tile_stmt *s)
         sel_set(in, row);
         return;
     }
+    if (exact && row->kind == TARGET_K_MMA && (row->k != 16 || row->dtype[TARGET_C] != TSL_DTYPE_F32)) {
+        sel_err(S, s->pos, TSL_ERR_UNAVAILABLE,
+                "mma: atom %s: the CUDA generator does not print it yet (it prints the m16n8k16 rows with f32 "
+                "accumulators)",
+                row->name);
+        return;
+    }
     if (exact && row->kind == TARGET_K_MMA) {
         sel_err(S, s->pos, TSL_ERR_SEMANTIC,
                 "mma: atom %s does not fit: the operands are not its fragments tiled over the warps (each warp holding "
