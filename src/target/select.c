@@ -41,23 +41,6 @@ _Static_assert(TARGET_SP_GLOBAL == 1u << TILE_GLOBAL && TARGET_SP_SHARED == 1u <
 #define SEL_MAX_RANK 8
 #define SEL_ANY ((int64_t)1 << 30)
 
-unsigned target_op_of(tile_op op)
-{
-    switch (op) {
-    case TILE_I_LOAD_GLOBAL: return TARGET_OP_LD_GLOBAL;
-    case TILE_I_STORE_GLOBAL: return TARGET_OP_ST_GLOBAL;
-    case TILE_I_LOAD_SHARED: return TARGET_OP_LD_SHARED;
-    case TILE_I_STORE_SHARED: return TARGET_OP_ST_SHARED;
-    case TILE_I_COPY_ASYNC: return TARGET_OP_CP_ASYNC;
-    case TILE_I_MMA: return TARGET_OP_MMA;
-    case TILE_I_WGMMA: return TARGET_OP_WGMMA;
-    case TILE_I_TMA_LOAD: return TARGET_OP_TMA_LOAD;
-    case TILE_I_TMA_STORE: return TARGET_OP_TMA_STORE;
-    case TILE_I_ADD: return TARGET_OP_ACC_STEP;
-    default: return 0;
-    }
-}
-
 static int dt_of(tile_dtype dt)
 {
     tsl_dtype t;
@@ -82,7 +65,7 @@ target_query target_query_of(const tile_instr *in);
 target_query target_query_of(const tile_instr *in)
 {
     target_query q = target_query_any();
-    q.op = target_op_of(in->op);
+    q.op = tile_op_target(in->op);
     if (in->op == TILE_I_COPY_ASYNC) q.bytes = in->bytes ? (int)in->bytes : 16;
     if ((in->op == TILE_I_MMA || in->op == TILE_I_WGMMA) && in->nargs == 3) {
         if (in->args[0].v) q.dtype[TARGET_A] = q.dtype[TARGET_B] = dt_of(in->args[0].v->type.dt);
@@ -517,7 +500,7 @@ static const target_atom *cuda_row(const selector *S, target_kind kind, unsigned
  * checked instead of chosen. NULL: nothing fits (with a reason). */
 static const target_atom *cuda_transfer(selector *S, const tile_instr *in, const target_atom *want, const char **why)
 {
-    unsigned op = target_op_of(in->op);
+    unsigned op = tile_op_target(in->op);
     *why = "";
     if (in->op == TILE_I_COPY_ASYNC) {
         int64_t bytes = in->bytes ? in->bytes : 16;
@@ -780,7 +763,7 @@ static void select_stmt(selector *S, tile_stmt *s, const tile_stmt *loop, int la
     if (is_transfer(in->op)) select_transfer(S, s);
     else if (in->op == TILE_I_MMA) select_mma(S, s);
     else if (in->op == TILE_I_ADD && in->atom) select_acc_step(S, s, last ? loop : NULL);
-    else if (in->atom && !target_op_of(in->op)) {
+    else if (in->atom && !tile_op_target(in->op)) {
         int named = 0;
         target_atom_resolve(in->atom, NULL, &named);
         sel_err(S, s->pos, TSL_ERR_SEMANTIC, "%s: %s atom '%s' (no atom implements it)", tile_op_info_of(in->op)->name,

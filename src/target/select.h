@@ -34,9 +34,6 @@ tsl_status target_select(tile_module *m, tile_kernel *k, const target *t, const 
  * it has no atom or the name does not resolve. */
 const target_atom *target_atom_of(const tile_instr *in);
 
-/* The TARGET_OP_* of a tile instruction (0 for those no row implements). */
-unsigned target_op_of(tile_op op);
-
 /* ---- the micro-kernel (cpu.ukr.f32, cpu.ukr.f32.gather) ------------------------------
  * A CPU plan asks for the micro-kernel by writing its atom on the `add acc,
  * p -> acc` that ends a `for` body; target_ukr_match checks the loop is the

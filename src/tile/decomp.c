@@ -7,6 +7,23 @@
 
 #include "tile/decomp.h"
 
+unsigned tile_op_target(tile_op op)
+{
+    switch (op) {
+    case TILE_I_LOAD_GLOBAL: return TARGET_OP_LD_GLOBAL;
+    case TILE_I_STORE_GLOBAL: return TARGET_OP_ST_GLOBAL;
+    case TILE_I_LOAD_SHARED: return TARGET_OP_LD_SHARED;
+    case TILE_I_STORE_SHARED: return TARGET_OP_ST_SHARED;
+    case TILE_I_COPY_ASYNC: return TARGET_OP_CP_ASYNC;
+    case TILE_I_MMA: return TARGET_OP_MMA;
+    case TILE_I_WGMMA: return TARGET_OP_WGMMA;
+    case TILE_I_TMA_LOAD: return TARGET_OP_TMA_LOAD;
+    case TILE_I_TMA_STORE: return TARGET_OP_TMA_STORE;
+    case TILE_I_ADD: return TARGET_OP_ACC_STEP;
+    default: return 0;
+    }
+}
+
 static tsl_status walk_fail(const tile_decomp_visitor *v, size_t pos, tsl_status st, const char *fmt, ...)
     TSL_PRINTF(4, 5);
 

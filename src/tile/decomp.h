@@ -39,6 +39,11 @@ typedef struct tile_decomp_visitor {
     tsl_status (*fail)(void *ctx, size_t pos, tsl_status st, const char *msg);
 } tile_decomp_visitor;
 
+/* The TARGET_OP_* of a tile instruction: which table rows can implement
+ * it (0 when none can). The verifier, the decomposition walk and the
+ * selection pass classify atoms by it. */
+unsigned tile_op_target(tile_op op);
+
 /* Walk block b (a decomposition's body, or an arm of one of its ifs/fors)
  * statement by statement; stops at the first status a callback returns. */
 tsl_status tile_decomp_walk(const tile_block *b, const tile_decomp_visitor *v);

@@ -1247,6 +1247,20 @@ static void check_shared_view(verifier *V, const tile_instr *in, size_t pos)
              (long long)(cv - 1), x->name, (long long)cx);
 }
 
+/* `atom NAME` outside a decomposition names a row of some target table
+ * that implements the instruction (whether it fits is the selection
+ * pass's business, per target; inside decompositions the walk checks). */
+static void check_atom_name(verifier *V, const tile_instr *in, size_t pos)
+{
+    const char *opn = tile_op_info_of(in->op)->name;
+    target_query q = target_query_any();
+    q.op = tile_op_target(in->op);
+    int named = 0;
+    const target_atom *a = target_atom_resolve(in->atom, &q, &named);
+    if (!named) verr(V, pos, "%s: unknown atom '%s'", opn, in->atom);
+    else if (!q.op || !a) verr(V, pos, "%s: atom %s does not implement %s", opn, in->atom, opn);
+}
+
 static void check_instr(verifier *V, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -1273,6 +1287,7 @@ static void check_instr(verifier *V, const tile_stmt *s)
         verr(V, pos, "%s takes no 'dim'", opn);
     if (in->mask && in->op != TILE_I_GATHER && in->op != TILE_I_SCATTER) verr(V, pos, "%s takes no 'mask'", opn);
     if (in->mask && !V->visible[in->mask->id]) verr(V, pos, "use of undefined value '%s'", in->mask->name);
+    if (in->atom && !V->in_decomp && in->op != TILE_I_MMA) check_atom_name(V, in, pos);
     for (int i = 0; i < in->nargs; i++)
         if (typed_operand(&in->args[i]) && !tile_op_is_unary(in->op) && !tile_op_is_binary(in->op) &&
             !tile_op_is_elementwise_ext(in->op))
