@@ -1,6 +1,7 @@
-/* cmd_tile.c — `tessel tile check|print|expand|run FILE.tile`: parse and
- * verify a tile program, print its canonical text (with pipelines
- * expanded for `expand`), or run one kernel on the tile interpreter with
+/* cmd_tile.c — `tessel tile check|print|expand|select|run FILE.tile`:
+ * parse and verify a tile program, print its canonical text (with
+ * pipelines expanded for `expand`; expanded and with the target's atoms
+ * selected for `select`), or run one kernel on the tile interpreter with
  * .npy inputs and outputs. */
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "codegen/codegen.h"
 #include "codegen/cuda.h"
 #include "runtime/runtime.h"
+#include "target/select.h"
 #include "tile/interp.h"
 #include "tile/pipeline.h"
 #include "tile/tile.h"
@@ -26,6 +28,9 @@ static void tile_usage(FILE *f)
             "       tessel tile emit FILE.tile [--kernel NAME] [--cuda | --c | --ptx] [--arch sm_80|sm_90a]\n"
             "                                            print the generated CUDA C (default), C, or PTX\n"
             "                                            (NVRTC, no GPU needed)\n"
+            "       tessel tile select FILE.tile [--target cpu|cuda|sm_80|sm_90a]\n"
+            "                                            print with pipelines expanded and an atom of the\n"
+            "                                            target selected for every spec (default cpu)\n"
             "       tessel tile run FILE.tile [--kernel NAME] [--input NAME=PATH.npy]...\n"
             "                 [--output NAME=PATH.npy]... [--size SYM=N]... [--int NAME=N]...\n"
             "                 [--scalar NAME=X]...\n"
@@ -352,6 +357,41 @@ static int cmd_tile_emit(int argc, char **argv)
     return rc;
 }
 
+/* tessel tile select FILE [--target T]: expand, select, print. */
+static int cmd_tile_select(int argc, char **argv)
+{
+    const char *tname = "cpu";
+    for (int i = 3; i < argc; i++) {
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--target") && i + 1 < argc) v = argv[++i];
+        else if (!strncmp(argv[i], "--target=", 9)) v = argv[i] + 9;
+        if (!v) {
+            fprintf(stderr, "tessel tile select: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+        tname = v;
+    }
+    const target *t = target_by_name(tname);
+    if (!t) {
+        fprintf(stderr, "tessel tile select: unknown target '%s' (cpu, cuda, sm_80, sm_86, sm_89, sm_90, sm_90a, ...)\n",
+                tname);
+        return 2;
+    }
+    loaded L;
+    int rc = load(&L, argv[2], 1, 1);
+    if (!rc && target_select(L.m, NULL, t, &L.src, &L.d)) {
+        fprintf(stderr, "%s", sb_str(&L.d.msg));
+        rc = 1;
+    }
+    if (!rc) {
+        char *text = tile_print(L.m);
+        fputs(text, stdout);
+        free(text);
+    }
+    loaded_free(&L);
+    return rc;
+}
+
 int cmd_tile(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -365,6 +405,7 @@ int cmd_tile(int argc, char **argv)
     }
     if (!strcmp(sub, "run")) return cmd_tile_run(argc, argv);
     if (!strcmp(sub, "emit")) return cmd_tile_emit(argc, argv);
+    if (!strcmp(sub, "select")) return cmd_tile_select(argc, argv);
     int check = !strcmp(sub, "check"), print = !strcmp(sub, "print"), expand = !strcmp(sub, "expand");
     if (!check && !print && !expand) {
         fprintf(stderr, "tessel tile: unknown subcommand '%s'\n", sub);

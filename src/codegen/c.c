@@ -195,24 +195,25 @@ static const char cgc_prelude[] =
     "    if (s >= 0) return x ^ ((x & (mask << (m + s))) >> s);\n"
     "    return x ^ ((x & (mask << m)) << -s);\n"
     "}\n"
-    "/* one mma.m16n8k16 atom of warp w: fc[lane][i] += A . B over the\n"
-    " * fragments (A tile `at` of a, B tile `bt` of b), f32, k in order */\n"
-    "TSL_HELPER void tsl_mma16816(const float *a, int64_t al, int64_t at, const float *b,\n"
-    "                                int64_t bl, int64_t bt, int64_t w, float fc[32][4])\n"
+    "/* one warp-level mma atom of warp w, its fragments given as coordinate\n"
+    " * tables from the target table (ca[2 (l na + i)] = row, col of slot i of\n"
+    " * lane l in A; cb, cc likewise): fc[lane][i] += A . B, f32, k in order */\n"
+    "TSL_HELPER void tsl_mma_frag(const float *a, int64_t al, int64_t at, int na, const int32_t *ca,\n"
+    "                             const float *b, int64_t bl, int64_t bt, int nb, const int32_t *cb,\n"
+    "                             const int32_t *cc, int kk, int64_t w, float fc[32][4])\n"
     "{\n"
     "    float A[16][16], B[16][8];\n"
     "    for (int l = 0; l < 32; l++) {\n"
-    "        int g = l / 4, q = l % 4;\n"
-    "        for (int i = 0; i < 8; i++)\n"
-    "            A[g + 8 * ((i / 2) % 2)][2 * q + i % 2 + 8 * (i / 4)] = a[(w * 32 + l) * al + at * 8 + i];\n"
-    "        for (int i = 0; i < 4; i++)\n"
-    "            B[2 * q + i % 2 + 8 * (i / 2)][g] = b[(w * 32 + l) * bl + bt * 4 + i];\n"
+    "        for (int i = 0; i < na; i++)\n"
+    "            A[ca[2 * (l * na + i)]][ca[2 * (l * na + i) + 1]] = a[(w * 32 + l) * al + at * na + i];\n"
+    "        for (int i = 0; i < nb; i++)\n"
+    "            B[cb[2 * (l * nb + i)]][cb[2 * (l * nb + i) + 1]] = b[(w * 32 + l) * bl + bt * nb + i];\n"
     "    }\n"
     "    for (int l = 0; l < 32; l++)\n"
     "        for (int i = 0; i < 4; i++) {\n"
-    "            int m = l / 4 + 8 * (i / 2), n = 2 * (l % 4) + i % 2;\n"
+    "            const int m = cc[2 * (l * 4 + i)], n = cc[2 * (l * 4 + i) + 1];\n"
     "            float acc = fc[l][i];\n"
-    "            for (int kk = 0; kk < 16; kk++) acc += A[m][kk] * B[kk][n];\n"
+    "            for (int k = 0; k < kk; k++) acc += A[m][k] * B[k][n];\n"
     "            fc[l][i] = acc;\n"
     "        }\n"
     "}\n";
@@ -323,8 +324,7 @@ static void emit_stmt(cgc *c, const tile_stmt *s)
         cgc_div_check(c);
         int id = cgc_rterr(c, TSL_ERR_RUNTIME, "for: the step is not positive");
         cgc_line(c, "if (step <= 0) return %d;", id);
-        int ukr = cgc_emit_gemm_for(c, s); /* opens `if (fast) {...} else {` */
-        if (!ukr && !c->st) ukr = cgc_emit_rblk_for(c, s);
+        int ukr = cgc_emit_ukr_for(c, s); /* a selected micro-kernel: opens `if (fast) {...} else {` */
         if (c->st) break;
         c->ind += ukr;
         cgc_line(c, "for (v%d = lo; v%d < hi; v%d += step) {", s->v->id, s->v->id, s->v->id);
@@ -673,8 +673,9 @@ tsl_status cgc_prepare(const tile_module *m, const tile_kernel *k, tsl_arena *ar
                           const tile_kernel **out)
 {
     *out = k;
-    if (!has_pipeline(k->body)) return TSL_OK;
-    (void)m;
+    /* instruction selection (target/select.h), here until the compile
+     * driver runs it between pipeline expansion and emission */
+    if (!has_pipeline(k->body)) return target_select((tile_module *)m, (tile_kernel *)k, &target_cpu, NULL, d);
     strbuf sb = {0};
     tile_print_kernel(&sb, k);
     char *text = arena_strdup(ar, sb_str(&sb));
@@ -683,6 +684,7 @@ tsl_status cgc_prepare(const tile_module *m, const tile_kernel *k, tsl_arena *ar
     tile_module *copy = NULL;
     tsl_status st = tile_parse(ar, &src, d, &copy);
     if (!st) st = tile_pipeline_expand(copy, &src, 0, d);
+    if (!st) st = target_select(copy, copy->kernels[0], &target_cpu, NULL, d);
     if (st) return st;
     *out = copy->kernels[0];
     return TSL_OK;

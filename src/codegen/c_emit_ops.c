@@ -1256,30 +1256,23 @@ void cgc_emit_shuffle(cgc *c, const tile_stmt *s)
     cgc_line(c, "memcpy(%s, tmp, %lld);", cgc_rname(c, d), (long long)(tx->ns * cgc_reg_size(x->type.dt)));
 }
 
-/* mma d = a . b + c over m16n8k16 atoms: each operand's layout is R . F
- * (F the atom's fragment); warp w computes the C tiles R_C gives it from
- * the A and B tiles it holds (interp exec_mma). */
-static const char *const cgc_frag[3] = {"column_local(2,2).spatial(8,4).local(1,2)",
-                                        "local(2,1).column_spatial(4,8).local(2,1)",
-                                        "local(2,1).spatial(8,4).local(1,2)"};
-
-static int mma_split(cgc *c, const tile_value *t, int which, dist_layout *r)
+/* mma d = a . b + c over warp-level atoms (the target row the atom names,
+ * m16n8k16 by default): each operand's layout is R . F (F the row's
+ * fragment); warp w computes the C tiles R_C gives it from the A and B
+ * tiles it holds (interp exec_mma). */
+static int mma_split(cgc *c, const tile_value *t, const target_atom *at, int which, dist_layout *r)
 {
-    layout_value fv;
     layout_err le = {{0}, 0};
-    const char *ft = cgc_frag[which];
-    if (layout_parse(ft, strlen(ft), &fv, &le) || fv.kind != LAYOUT_VALUE_DIST) {
-        cgc_fail(c, TSL_ERR_INTERNAL, "mma fragment layout '%s': %s", ft, le.msg);
-        return 0;
-    }
+    const dist_layout *f = target_atom_layout(at, which);
     const cgc_tab *tb = &c->tabv[cgc_rt(c, t)];
     if (tb->rank != 2 || tb->lay->rank != 2) {
         cgc_fail(c, TSL_ERR_SHAPE, "mma: '%s' must be a rank-2 register tensor", t->name);
         return 0;
     }
-    if (dist_layout_divide(r, tb->lay, &fv.dist, &le)) {
-        cgc_fail(c, TSL_ERR_SHAPE, "mma m16n8k16: %s operand '%s' has layout %s, which is not R.%s: %s",
-                which == 0 ? "A" : which == 1 ? "B" : "C", t->name, tb->text, ft, le.msg);
+    if (!f || dist_layout_divide(r, tb->lay, f, &le)) {
+        cgc_fail(c, TSL_ERR_SHAPE, "mma %s: %s operand '%s' has layout %s, which is not R.%s: %s",
+                at->alias ? at->alias : at->name, which == 0 ? "A" : which == 1 ? "B" : "C", t->name, tb->text,
+                at->layout[which], le.msg);
         return 0;
     }
     return 1;
@@ -1294,21 +1287,37 @@ static int64_t warp_tile(const dist_layout *r, int64_t w, int64_t i, int64_t j)
     return -1;
 }
 
+/* The (row, col) of every (lane, slot) of one operand's fragment, as a table. */
+static const char *frag_table(cgc *c, const target_atom *at, int which)
+{
+    const dist_layout *f = target_atom_layout(at, which);
+    int64_t n = f->threads * f->locals, *v = arena_alloc(c->ar, sizeof(int64_t) * (size_t)(2 * n));
+    for (int64_t l = 0; l < f->threads; l++)
+        for (int64_t i = 0; i < f->locals; i++) target_frag_coord(at, which, (int)l, (int)i, &v[2 * (l * f->locals + i)],
+                                                                  &v[2 * (l * f->locals + i) + 1]);
+    static const char *const what[] = {"A", "B", "C"};
+    return cgc_emit_i32_table(c, arena_printf(c->ar, "%s: (row, col) of each (lane, slot) of %s", at->name, what[which]), v,
+                              2 * n);
+}
+
 void cgc_emit_mma(cgc *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
-    if (in->atom && strcmp(in->atom, "m16n8k16") && strcmp(in->atom, "mma.m16n8k16") &&
-        !strstr(in->atom, "m16n8k16")) {
-        cgc_fail(c, TSL_ERR_UNAVAILABLE, "mma atom '%s': the C generator knows m16n8k16", in->atom);
-        return;
-    }
     const tile_value *a = cgc_reg_arg(c, &in->args[0]), *b = a ? cgc_reg_arg(c, &in->args[1]) : NULL,
                      *cc = b ? cgc_reg_arg(c, &in->args[2]) : NULL, *d = cc ? cgc_reg_dst(c, s) : NULL;
     if (!d) return;
-    const cgc_tab *ta = &c->tabv[cgc_rt(c, a)], *tb = &c->tabv[cgc_rt(c, b)], *tc = &c->tabv[cgc_rt(c, cc)],
+    tsl_dtype ta, tcd;
+    const target_atom *at = target_mma_resolve(in->atom, tile_dtype_to_tsl(a->type.dt, &ta) ? TARGET_DT_ANY : (int)ta,
+                                               tile_dtype_to_tsl(cc->type.dt, &tcd) ? TARGET_DT_ANY : (int)tcd, NULL);
+    if (!at) {
+        cgc_fail(c, TSL_ERR_UNAVAILABLE, "mma atom '%s': no warp-level atom the C generator runs for these dtypes",
+                 in->atom ? in->atom : "m16n8k16");
+        return;
+    }
+    const cgc_tab *ta_ = &c->tabv[cgc_rt(c, a)], *tb = &c->tabv[cgc_rt(c, b)], *tc = &c->tabv[cgc_rt(c, cc)],
                   *td = &c->tabv[cgc_rt(c, d)];
-    if (ta->rank != 2 || tb->rank != 2 || tc->rank != 2 || ta->dims[1] != tb->dims[0] ||
-        ta->dims[0] != tc->dims[0] || tb->dims[1] != tc->dims[1]) {
+    if (ta_->rank != 2 || tb->rank != 2 || tc->rank != 2 || ta_->dims[1] != tb->dims[0] ||
+        ta_->dims[0] != tc->dims[0] || tb->dims[1] != tc->dims[1]) {
         cgc_fail(c, TSL_ERR_SHAPE, "mma: shapes do not agree");
         return;
     }
@@ -1318,11 +1327,14 @@ void cgc_emit_mma(cgc *c, const tile_stmt *s)
         return;
     }
     dist_layout ra, rb, rc;
-    if (!mma_split(c, a, 0, &ra) || !mma_split(c, b, 1, &rb) || !mma_split(c, cc, 2, &rc)) return;
+    if (!mma_split(c, a, at, TARGET_A, &ra) || !mma_split(c, b, at, TARGET_B, &rb) || !mma_split(c, cc, at, TARGET_C, &rc))
+        return;
     if (d != cc && !dist_layout_equal(td->lay, tc->lay)) {
         cgc_fail(c, TSL_ERR_SHAPE, "mma: the destination's layout differs from C's");
         return;
     }
+    int64_t na = target_atom_layout(at, TARGET_A)->locals, nb = target_atom_layout(at, TARGET_B)->locals,
+            nc = target_atom_layout(at, TARGET_C)->locals;
     int64_t kt = ra.shape[1], nct = 0;
     int64_t *ctile = malloc(sizeof(int64_t) * (size_t)(2 * rc.threads * rc.locals + 2));
     int64_t *ab = malloc(sizeof(int64_t) * (size_t)(2 * rc.threads * rc.locals * (kt ? kt : 1) + 2));
@@ -1334,18 +1346,18 @@ void cgc_emit_mma(cgc *c, const tile_stmt *s)
     }
     for (int64_t w = 0; w < rc.threads && !c->st; w++)
         for (int64_t ct = 0; ct < rc.locals && !c->st; ct++) {
-            int64_t tcd[2];
-            if (dist_layout_map(&rc, w, ct, tcd)) continue;
+            int64_t tcd2[2];
+            if (dist_layout_map(&rc, w, ct, tcd2)) continue;
             for (int64_t k = 0; k < kt; k++) {
-                int64_t at = warp_tile(&ra, w, tcd[0], k), bt = warp_tile(&rb, w, k, tcd[1]);
-                if (at < 0 || bt < 0) {
+                int64_t at_ = warp_tile(&ra, w, tcd2[0], k), bt = warp_tile(&rb, w, k, tcd2[1]);
+                if (at_ < 0 || bt < 0) {
                     cgc_fail(c, TSL_ERR_SHAPE,
                             "mma: warp %lld computes C tile (%lld,%lld) but does not hold %s tile (%lld,%lld)",
-                            (long long)w, (long long)tcd[0], (long long)tcd[1], at < 0 ? "A" : "B",
-                            (long long)(at < 0 ? tcd[0] : k), (long long)(at < 0 ? k : tcd[1]));
+                            (long long)w, (long long)tcd2[0], (long long)tcd2[1], at_ < 0 ? "A" : "B",
+                            (long long)(at_ < 0 ? tcd2[0] : k), (long long)(at_ < 0 ? k : tcd2[1]));
                     break;
                 }
-                ab[2 * (nct * kt + k)] = at;
+                ab[2 * (nct * kt + k)] = at_;
                 ab[2 * (nct * kt + k) + 1] = bt;
             }
             ctile[2 * nct] = w;
@@ -1361,6 +1373,7 @@ void cgc_emit_mma(cgc *c, const tile_stmt *s)
     const char *tab = cgc_emit_i32_table(c, "mma: (A tile slot, B tile slot) per C tile and k step", ab, 2 * nct * kt);
     free(ctile);
     free(ab);
+    const char *fa = frag_table(c, at, TARGET_A), *fb = frag_table(c, at, TARGET_B), *fc = frag_table(c, at, TARGET_C);
     cgc_need_scratch(c, tc->ns * 4 + 64);
     cgc_line(c, "float *const res = (float *)scratch;");
     cgc_line(c, "memcpy(res, %s, %lld);", cgc_rname(c, cc), (long long)(tc->ns * 4));
@@ -1369,15 +1382,16 @@ void cgc_emit_mma(cgc *c, const tile_stmt *s)
     cgc_line(c, "const int64_t w = %s[2 * e], ct = %s[2 * e + 1];", tcn, tcn);
     cgc_line(c, "float fc[32][4];");
     cgc_line(c, "for (int l = 0; l < 32; l++)");
-    cgc_line(c, "    for (int i = 0; i < 4; i++) fc[l][i] = res[(w * 32 + l) * %lld + ct * 4 + i];",
-      (long long)tc->nlocals);
+    cgc_line(c, "    for (int i = 0; i < %lld; i++) fc[l][i] = res[(w * 32 + l) * %lld + ct * %lld + i];", (long long)nc,
+      (long long)tc->nlocals, (long long)nc);
     cgc_line(c, "for (int64_t k = 0; k < %lld; k++)", (long long)kt);
-    cgc_line(c, "    tsl_mma16816(%s, %lld, %s[2 * (e * %lld + k)], %s, %lld, %s[2 * (e * %lld + k) + 1], w, fc);",
-      cgc_rname(c, a), (long long)ta->nlocals, tab, (long long)kt, cgc_rname(c, b), (long long)tb->nlocals, tab,
-      (long long)kt);
+    cgc_line(c, "    tsl_mma_frag(%s, %lld, %s[2 * (e * %lld + k)], %lld, %s, %s, %lld, %s[2 * (e * %lld + k) + 1], %lld, %s, "
+                "%s, %d, w, fc);",
+      cgc_rname(c, a), (long long)ta_->nlocals, tab, (long long)kt, (long long)na, fa, cgc_rname(c, b),
+      (long long)tb->nlocals, tab, (long long)kt, (long long)nb, fb, fc, at->k);
     cgc_line(c, "for (int l = 0; l < 32; l++)");
-    cgc_line(c, "    for (int i = 0; i < 4; i++) res[(w * 32 + l) * %lld + ct * 4 + i] = %s;", (long long)tc->nlocals,
-      cgc_rnd(c, d->type.dt, "fc[l][i]"));
+    cgc_line(c, "    for (int i = 0; i < %lld; i++) res[(w * 32 + l) * %lld + ct * %lld + i] = %s;", (long long)nc,
+      (long long)tc->nlocals, (long long)nc, cgc_rnd(c, d->type.dt, "fc[l][i]"));
     c->ind--;
     cgc_line(c, "}");
     cgc_line(c, "memcpy(%s, res, %lld);", cgc_rname(c, d), (long long)(tc->ns * 4));

@@ -1,32 +1,16 @@
-/* c_emit_ukr.c — the f32 register-tile micro-kernel the C generator's
- * fast paths share (c_emit_gemm.c: the contraction's k loop; c_emit_rblk.c:
- * a reduction block's tabulated steps), and the small instruction tests
- * their pattern matchers use.
+/* c_emit_ukr.c — the f32 register-tile micro-kernel of the cpu.ukr atoms
+ * (target/cpu.c), which c_emit_gemm.c (cpu.ukr.f32: the contraction's k
+ * loop) and c_emit_rblk.c (cpu.ukr.f32.gather: a reduction block's
+ * tabulated steps) print where selection put them.
  *
  * The kernel keeps acc[TM][TN] (row-major, contiguous) in TM x TN/VW vector
  * registers and, per step, loads TN/VW vectors of b, broadcasts one scalar
  * of a per row and multiply-adds: the outer product a_i * b_j. One variant
- * per vector width the generated C may be compiled for (AVX-512, AVX,
- * SSE, scalar), chosen by the preprocessor. */
+ * per f32 vector row of the CPU table (cpu.vec.f32x16 / x8 / x4 / x1:
+ * AVX-512, AVX, SSE, scalar), chosen by the preprocessor. */
 #include <string.h>
 
 #include "codegen/c_int.h"
-
-int cgc_is_f32(tile_dtype t)
-{
-    return t.kind == TILE_DT_FLOAT && t.bits == 32 && t.exp == 8;
-}
-
-int cgc_is_instr(const tile_stmt *s, tile_op op)
-{
-    return s->kind == TILE_S_INSTR && s->instr.op == op && !s->instr.decomp;
-}
-
-const tile_value *cgc_whole_reg(const tile_operand *o)
-{
-    if (!o->v || o->v->kind != TILE_V_TENSOR || o->nsteps || o->v->type.space != TILE_REGISTER) return NULL;
-    return o->v;
-}
 
 const cgc_tab *cgc_vtab(cgc *c, const tile_value *v)
 {
@@ -34,29 +18,43 @@ const cgc_tab *cgc_vtab(cgc *c, const tile_value *v)
     return t >= 0 ? &c->tabv[t] : NULL;
 }
 
-int cgc_mentions(const tile_block *b, const tile_stmt *skip, const tile_value *const *vals, int nv)
+int cgc_tab_microtile(const cgc_tab *tab, int64_t *tm, int64_t *tn)
 {
-    for (int i = 0; b && i < b->n; i++) {
-        const tile_stmt *s = b->items[i];
-        if (s == skip) continue;
-        if (s->kind == TILE_S_INSTR) {
-            const tile_instr *in = &s->instr;
-            for (int j = 0; j < nv; j++) {
-                for (int a = 0; a < in->nargs; a++)
-                    if (in->args[a].v == vals[j]) return 1;
-                if ((in->has_dst && in->dst.v == vals[j]) || in->mask == vals[j]) return 1;
+    int64_t ld[CGC_MAX_RANK > DIST_MAX_RANK ? CGC_MAX_RANK : DIST_MAX_RANK];
+    int lr = tab->lay->rank;
+    if (tab->rank != 2 || lr < 2) return 0;
+    cgc_local_shape(tab->lay, ld);
+    *tm = ld[lr - 2];
+    *tn = ld[lr - 1];
+    if (*tm * *tn != tab->nlocals) return 0;
+    for (int64_t t = 0; t < tab->nthreads; t++) {
+        const int32_t *o = &tab->coord[t * tab->nlocals * 2];
+        for (int64_t i = 0; i < *tm; i++)
+            for (int64_t j = 0; j < *tn; j++) {
+                const int32_t *q = &tab->coord[(t * tab->nlocals + i * *tn + j) * 2];
+                if (o[0] < 0 || q[0] != o[0] + i || q[1] != o[1] + j) return 0;
             }
-            if (cgc_mentions(in->decomp, skip, vals, nv)) return 1;
-        }
-        if (cgc_mentions(s->body, skip, vals, nv) || cgc_mentions(s->els, skip, vals, nv)) return 1;
     }
-    return 0;
+    return 1;
 }
 
-int cgc_same_coords(const cgc_tab *x, const cgc_tab *y)
+/* A `for` whose body's last statement asks for a micro-kernel atom
+ * (cpu.ukr.f32 or cpu.ukr.f32.gather, selected and checked by
+ * target/select.c): prints it and opens `if (fast) { ... } else {`,
+ * returning 1; 0 for any other loop. */
+int cgc_emit_ukr_for(cgc *c, const tile_stmt *f)
 {
-    return x && y && x->ns == y->ns && x->rank == y->rank &&
-           !memcmp(x->coord, y->coord, sizeof(int32_t) * (size_t)(x->ns * x->rank));
+    const tile_block *b = f->body;
+    const tile_stmt *last = b && b->n ? b->items[b->n - 1] : NULL;
+    const target_atom *a = last && last->kind == TILE_S_INSTR ? target_atom_of(&last->instr) : NULL;
+    if (!a || a->kind != TARGET_K_UKR) return 0;
+    target_ukr u;
+    char why[256];
+    if (!target_ukr_match(c->k, f, &u, why, sizeof why)) {
+        cgc_fail(c, TSL_ERR_INTERNAL, "the selected %s does not fit its loop: %s", a->name, why);
+        return 0;
+    }
+    return a->space[TARGET_A] == TARGET_SP_SHARED ? cgc_emit_gemm_for(c, f, &u) : cgc_emit_rblk_for(c, f, &u);
 }
 
 /* The variant for vector width vw (TN % vw == 0). */
@@ -129,15 +127,19 @@ void cgc_emit_ukr(cgc *c, const char *fn, const cgc_ukr *u)
                "#define TSL_GEMM_UNROLL\n"
                "#endif\n"
                "#endif\n");
-    static const int widths[] = {16, 8, 4};
-    static const char *const conds[] = {"defined(__GNUC__) && defined(__AVX512F__)",
-                                        "defined(__GNUC__) && defined(__AVX__)", "defined(__GNUC__)"};
+    /* one variant per f32 vector row of the CPU table (widest first),
+     * under its preprocessor condition; the row without one is the
+     * scalar variant */
     int first = 1;
-    for (int w = 0; w < 3; w++) {
-        if (u->tn % widths[w]) continue;
-        sb_printf(o, "#%s %s\n", first ? "if" : "elif", conds[w]);
+    const target_atom *rows[8];
+    target_query q = target_query_any();
+    q.dtype[TARGET_A] = TSL_DTYPE_F32;
+    int nrows = target_atom_find(&target_cpu, TARGET_K_VEC, &q, rows, 8);
+    for (int w = 0; w < nrows && w < 8; w++) {
+        if (!rows[w]->cond || u->tn % rows[w]->n) continue;
+        sb_printf(o, "#%s %s\n", first ? "if" : "elif", rows[w]->cond);
         first = 0;
-        ukr_body(c, fn, u, widths[w]);
+        ukr_body(c, fn, u, rows[w]->n);
     }
     if (!first) sb_puts(o, "#else\n");
     ukr_body(c, fn, u, 1);

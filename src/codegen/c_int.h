@@ -7,6 +7,8 @@
 
 #include "codegen/codegen.h"
 #include "layout/layout.h"
+#include "target/select.h"
+#include "target/target.h"
 
 #define CGC_MAX_RANK 8
 #define CGC_DEFAULT_SMEM (228 * 1024)
@@ -210,18 +212,9 @@ void cgc_emit_nothing(cgc *c, const tile_stmt *s);
 /* `let a, b, i = indices g` (interp exec_indices) as a table per thread. */
 void cgc_emit_indices(cgc *c, const tile_stmt *s);
 void cgc_emit_decomp(cgc *c, const tile_stmt *s);
-/* ---- the fast paths' shared pieces (c_emit_ukr.c) ---- */
-int cgc_is_f32(tile_dtype t);
-/* s is instruction op, with no decomposition */
-int cgc_is_instr(const tile_stmt *s, tile_op op);
-/* o's register tensor when o is the whole tensor (no view steps), else NULL */
-const tile_value *cgc_whole_reg(const tile_operand *o);
+/* ---- the micro-kernel's printers (c_emit_ukr.c) ---- */
 /* v's register table, or NULL */
 const cgc_tab *cgc_vtab(cgc *c, const tile_value *v);
-/* Does any statement of b, other than `skip` (and what it holds), name one of vals? */
-int cgc_mentions(const tile_block *b, const tile_stmt *skip, const tile_value *const *vals, int nv);
-/* Do two register tables give every slot the same coordinates? */
-int cgc_same_coords(const cgc_tab *x, const cgc_tab *y);
 
 /* An f32 micro-kernel `fn(float *acc, const float *a, const float *b,
  * PARAMS)`: acc[tm][tn] += over n steps of a_i * b_j. Each step's
@@ -241,15 +234,13 @@ typedef struct cgc_ukr {
 } cgc_ukr;
 void cgc_emit_ukr(cgc *c, const char *fn, const cgc_ukr *u);
 
-/* A `for` whose body is the contraction strategy's f32 k step (c_emit_gemm.c):
- * emits the micro-kernel and `if (fast) { ... } else {`, returns 1 (the
- * caller emits the generic loop and closes the brace); 0 and nothing
- * emitted when the body does not match exactly. */
-int cgc_emit_gemm_for(cgc *c, const tile_stmt *f);
-/* The same for the reduction loop of the CPU plan of two-operand
- * reductions (convolutions; c_emit_rblk.c): a micro-kernel over tabulated
- * per-step offsets. */
-int cgc_emit_rblk_for(cgc *c, const tile_stmt *f);
+/* A `for` whose body's last statement carries a micro-kernel atom
+ * (cpu.ukr.f32, cpu.ukr.f32.gather): prints it and opens `if (fast) {...}
+ * else {`, returns 1 (c_emit_ukr.c); 0 for any other loop. The two
+ * printers: c_emit_gemm.c and c_emit_rblk.c. */
+int cgc_emit_ukr_for(cgc *c, const tile_stmt *f);
+int cgc_emit_gemm_for(cgc *c, const tile_stmt *f, const target_ukr *u);
+int cgc_emit_rblk_for(cgc *c, const tile_stmt *f, const target_ukr *u);
 /* A rank-2 register table whose every thread holds a contiguous TM x TN
  * row-major micro-tile (local l = i * TN + j at the thread's origin plus
  * (i, j)), every slot inside the tensor: 1 and *tm, *tn. */

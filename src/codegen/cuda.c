@@ -1150,6 +1150,9 @@ static tsl_status generate(const tile_module *m, const tile_kernel *k, strbuf *o
     memset(&scratch_br, 0, sizeof scratch_br);
     if (!br) br = &scratch_br;
     br->n = 0;
+    /* the module selection annotates: the caller's (its atoms are the
+     * choices this generator prints), or the expanded copy */
+    tile_module *sm = (tile_module *)m;
     if (has_pipeline(k->body)) {
         tile_module *cm = NULL;
         tsl_status st = expanded_copy(m, d, &ar, &cm);
@@ -1157,12 +1160,22 @@ static tsl_status generate(const tile_module *m, const tile_kernel *k, strbuf *o
             arena_free(ar);
             return st;
         }
+        sm = cm;
         k = tile_module_find(cm, k->name);
         if (!k) {
             arena_free(ar);
             diag_error(d, TSL_ERR_INTERNAL, "cuda codegen: kernel lost in pipeline expansion");
             return TSL_ERR_INTERNAL;
         }
+    }
+    /* instruction selection (target/select.h), here until the compile
+     * driver runs it between pipeline expansion and emission: a kernel
+     * with Hopper instructions is sm_90a's, any other sm_80's (which every
+     * later GPU runs) */
+    tsl_status sel = target_select(sm, (tile_kernel *)k, cg_hopper_used(k) ? &target_sm90a : &target_sm80, NULL, d);
+    if (sel) {
+        arena_free(ar);
+        return sel;
     }
     cg c;
     memset(&c, 0, sizeof c);

@@ -24,9 +24,11 @@
 #include "tile/tile.h"
 
 /* Append the CUDA source of kernel k (of module m) to *out. Pipelines are
- * expanded first on a copy of the module (m is not changed). Errors (an
- * instruction or type the generator does not support) go to d naming the
- * instruction; TSL_OK on success. */
+ * expanded first on a copy of the module; then instruction selection
+ * (target/select.h, target sm_80) gives every spec an atom, written into
+ * k (or into the expanded copy): the generator prints what was selected.
+ * Errors (a spec no atom fits, an instruction or type the generator does
+ * not support) go to d naming the instruction; TSL_OK on success. */
 tsl_status cg_cuda_emit(const tile_module *m, const tile_kernel *k, strbuf *out, tsl_diag *d);
 
 /* Size branches. An `if` whose condition reads only size symbols, int

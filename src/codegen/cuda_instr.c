@@ -171,168 +171,30 @@ static void emit_alloc(cg *c, const tile_stmt *s)
 
 /* ---- load/store global and shared --------------------------------------------------- */
 
-/* Largest power of two (capped) known to divide e; CG_ANY for 0. */
-#define CG_ANY ((int64_t)1 << 30)
-static int64_t expr_mult(const tile_expr *e)
+/* The row selection gave an instruction (target/select.c): what it prints. */
+static const target_atom *selected(cg *c, const tile_instr *in)
 {
-    int64_t a, b;
-    switch (e->kind) {
-    case TILE_E_INT:
-        if (!e->i) return CG_ANY;
-        a = 1;
-        while (a < CG_ANY && (e->i % (a * 2)) == 0) a *= 2;
-        return a;
-    case TILE_E_NEG: return expr_mult(e->a);
-    case TILE_E_BIN:
-        a = expr_mult(e->a);
-        b = expr_mult(e->b);
-        if (e->op == TILE_OP_MUL) return a >= CG_ANY || b >= CG_ANY ? CG_ANY : (a * b < CG_ANY ? a * b : CG_ANY);
-        if (e->op == TILE_OP_ADD || e->op == TILE_OP_SUB) return a < b ? a : b;
-        return 1;
-    default: return 1;
-    }
+    const target_atom *a = target_atom_of(in);
+    if (!a) cg_err(c, TSL_ERR_INTERNAL, "%s: no atom was selected for it", tile_op_info_of(in->op)->name);
+    return a;
 }
 
-/* Per view dim, a power of two its offset is known to be a multiple of. */
-static void view_mults(const tile_operand *o, int rank, int64_t *m)
+/* ldmatrix for load_shared into mma A/B fragments, as selected
+ * (ldmatrix.x4: the m16n8k16 A fragment, ldmatrix.x2.trans: B, the
+ * table's layouts): the register layout is R.F with R's threads the
+ * warps; per tile slot, A is one ldmatrix.x4 and B one ldmatrix.x2.trans
+ * from the rows selection checked contiguous and aligned. 1 when emitted. */
+static int emit_ldmatrix(cg *c, const tile_stmt *s, const rinfo *ri, const gview *gv, const target_atom *at)
 {
-    for (int i = 0; i < rank; i++) m[i] = CG_ANY;
-    int tiled = 0;
-    int64_t psize[CG_MAX_RANK];
-    for (int s = 0; s < o->nsteps; s++) {
-        const tile_step *st = &o->steps[s];
-        if (st->kind == TILE_STEP_TILE) {
-            tiled = 1;
-            for (int i = 0; i < rank; i++) {
-                int j = i - (rank - st->n);
-                psize[i] = j >= 0 ? st->sizes[j] : 1;
-            }
-            continue;
-        }
-        if (st->kind != TILE_STEP_INDEX) continue;
-        for (int i = 0; i < rank && i < st->n; i++) {
-            int64_t x = expr_mult(st->idx[i]);
-            if (tiled && x < CG_ANY) x = x * psize[i] < CG_ANY ? x * psize[i] : CG_ANY;
-            if (x < m[i]) m[i] = x;
-        }
-        tiled = 0;
-    }
-}
-
-/* Widest v (elements) such that every group of v consecutive locals is v
- * consecutive elements of the last dim (and, for shared memory, v
- * consecutive v-aligned offsets for every thread and every anchor the
- * offsets' known divisors allow); 1 when none. */
-static int64_t transfer_vec(cg *c, const rinfo *ri, const gview *gv, const tile_operand *mo, int lead, int global)
-{
-    int es = cg_esize(gv->v->type.dt), last = ri->rank - 1;
-    if (ri->rank < 1 || !es) return 1;
-    int64_t dims[CG_MAX_RANK], m[CG_MAX_RANK];
-    if (!global && cg_shared_dims(c, gv->v, dims)) return 1;
-    view_mults(mo, gv->rank, m);
-    for (int64_t v = 16 / es; v >= 2; v /= 2) {
-        if (v * es < 4 || ri->locals % v) continue;
-        int ok = 1;
-        for (int64_t l = 0; ok && l < ri->locals; l++) {
-            int64_t g = l - l % v;
-            for (int d = 0; d < ri->rank; d++)
-                if (ri->lc[l * ri->rank + d] != ri->lc[g * ri->rank + d] + (d == last ? l - g : 0)) ok = 0;
-        }
-        if (ok && !global) {
-            int64_t cnt[CG_MAX_RANK], total = 1;
-            for (int i = 0; i < gv->rank; i++) {
-                int64_t ext = i >= lead ? ri->dims[i - lead] : 1, step = m[i] >= CG_ANY ? dims[i] + 1 : m[i];
-                cnt[i] = dims[i] >= ext ? (dims[i] - ext) / step + 1 : 0;
-                total *= cnt[i];
-            }
-            if (!total || total * ri->threads * ri->locals > ((int64_t)1 << 22)) ok = 0;
-            for (int64_t a = 0; ok && a < total; a++) {
-                int64_t anc[CG_MAX_RANK], r = a;
-                for (int i = gv->rank - 1; i >= 0; i--) {
-                    anc[i] = (r % cnt[i]) * (m[i] >= CG_ANY ? 0 : m[i]);
-                    r /= cnt[i];
-                }
-                for (int64_t t = 0; ok && t < ri->threads; t++)
-                    for (int64_t l = 0; ok && l < ri->locals; l += v) {
-                        int64_t co[CG_MAX_RANK];
-                        for (int i = 0; i < gv->rank; i++)
-                            co[i] = anc[i] + (i >= lead ? cg_rinfo_tpart(ri, t, i - lead) + ri->lc[l * ri->rank + i - lead] : 0);
-                        int64_t o0 = cg_shared_off_const(gv->v, dims, co);
-                        if (o0 % v) ok = 0;
-                        for (int64_t j = 1; ok && j < v; j++) {
-                            co[gv->rank - 1]++;
-                            if (cg_shared_off_const(gv->v, dims, co) != o0 + j) ok = 0;
-                        }
-                    }
-            }
-        }
-        if (ok) return v;
-    }
-    return 1;
-}
-
-/* ldmatrix fast path for load_shared into mma A/B fragments: the register
- * layout is R.F (F the m16n8k16 A or B fragment, R's threads the warps),
- * the shared tensor holds 16-bit elements whose 8-element rows (A: along
- * columns; B: along n, loaded transposed) are contiguous and 16-byte
- * aligned for every warp, tile slot and anchor (checked here). Per tile
- * slot: A is one ldmatrix.x4, B one ldmatrix.x2.trans. 1 when emitted. */
-static const char *const frag_text[2] = {
-    "column_local(2,2).spatial(8,4).local(1,2)",
-    "local(2,1).column_spatial(4,8).local(2,1)",
-};
-
-static int ldmatrix_rows_ok(cg *c, const rinfo *ri, const gview *gv, const tile_operand *mo, int which,
-                            int64_t slots, int64_t per)
-{
-    int R = gv->rank, lead = R - 2;
-    int64_t dims[CG_MAX_RANK], m[CG_MAX_RANK], cnt[CG_MAX_RANK], total = 1;
-    if (cg_shared_dims(c, gv->v, dims)) return 0;
-    view_mults(mo, R, m);
-    for (int i = 0; i < R; i++) {
-        int64_t ext = i >= lead ? ri->dims[i - lead] : 1, step = m[i] >= CG_ANY ? dims[i] + 1 : m[i];
-        cnt[i] = dims[i] >= ext ? (dims[i] - ext) / step + 1 : 0;
-        total *= cnt[i];
-    }
-    if (!total || total * ri->threads * slots > ((int64_t)1 << 22)) return 0;
-    for (int64_t a = 0; a < total; a++) {
-        int64_t anc[CG_MAX_RANK], r = a;
-        for (int i = R - 1; i >= 0; i--) {
-            anc[i] = (r % cnt[i]) * (m[i] >= CG_ANY ? 0 : m[i]);
-            r /= cnt[i];
-        }
-        for (int64_t w = 0; w < ri->threads; w += 32)
-            for (int64_t sl = 0; sl < slots; sl++)
-                for (int lane = 0; lane < (which == 0 ? 32 : 16); lane++) {
-                    int64_t co[CG_MAX_RANK];
-                    for (int i = 0; i < lead; i++) co[i] = anc[i];
-                    co[lead] = anc[lead] + cg_rinfo_tpart(ri, w, 0) + ri->lc[sl * per * 2 + 0] + ((lane >> 3) & 1) * 8 + (lane & 7);
-                    co[lead + 1] = anc[lead + 1] + cg_rinfo_tpart(ri, w, 1) + ri->lc[sl * per * 2 + 1] + (which == 0 ? (lane >> 4) * 8 : 0);
-                    if (co[lead] >= dims[lead] || co[lead + 1] + 8 > dims[lead + 1]) return 0;
-                    int64_t o0 = cg_shared_off_const(gv->v, dims, co);
-                    if (o0 % 8) return 0;
-                    for (int j = 1; j < 8; j++) {
-                        co[lead + 1]++;
-                        if (cg_shared_off_const(gv->v, dims, co) != o0 + j) return 0;
-                    }
-                }
-    }
-    return 1;
-}
-
-static int emit_ldmatrix(cg *c, const tile_stmt *s, const rinfo *ri, const gview *gv, const tile_operand *mo)
-{
-    if (s->instr.op != TILE_I_LOAD_SHARED || ri->rank != 2 || gv->rank < 2 || ri->lead ||
-        gv->v->type.dt.bits != 16 || !tile_dtype_eq(gv->v->type.dt, ri->v->type.dt) || c->threads % 32)
-        return 0;
-    for (int which = 0; which < 2; which++) {
-        layout_value fv;
+    if (s->instr.op != TILE_I_LOAD_SHARED || ri->rank != 2 || gv->rank < 2 || ri->lead) return 0;
+    const target_atom *mma = target_mma_resolve("m16n8k16", TARGET_DT_ANY, TARGET_DT_ANY, NULL);
+    {
+        int which = at->trans ? 1 : 0; /* x2.trans loads B, x4 loads A */
         layout_err le;
         dist_layout R;
-        if (layout_parse(frag_text[which], strlen(frag_text[which]), &fv, &le) || fv.kind != LAYOUT_VALUE_DIST) continue;
-        if (dist_layout_divide(&R, ri->L, &fv.dist, &le) || R.threads * 32 != ri->threads) continue;
-        int64_t per = fv.dist.locals, slots = R.locals; /* per: 8 (A) or 4 (B) */
-        if (!ldmatrix_rows_ok(c, ri, gv, mo, which, slots, per)) continue;
+        const dist_layout *F = target_atom_layout(mma, which == 0 ? TARGET_A : TARGET_B);
+        if (dist_layout_divide(&R, ri->L, F, &le) || R.threads * 32 != ri->threads) return 0;
+        int64_t per = F->locals, slots = R.locals; /* per: 8 (A) or 4 (B) */
         const char *rn = cg_name(c, ri->v);
         char rname[96];
         snprintf(rname, sizeof rname, "%s", rn);
@@ -532,14 +394,21 @@ static void emit_transfer(cg *c, const tile_stmt *s)
                    mv->name, (long long)gv.ext[i], i, (long long)ri.dims[i - lead]);
             goto done;
         }
-    if (!global && load && emit_ldmatrix(c, s, &ri, &gv, mo)) goto done;
+    const target_atom *at = selected(c, in);
+    if (!at) goto done;
+    if (at->kind == TARGET_K_LDMATRIX) {
+        if (!emit_ldmatrix(c, s, &ri, &gv, at))
+            cg_err(c, TSL_ERR_INTERNAL, "%s: the selected %s does not fit its operands", tile_op_info_of(in->op)->name,
+                   at->name);
+        goto done;
+    }
     if (load) declare(c, s, &ri);
     cg_line(c, "{");
     c->ind++;
     const char *mt = cg_ctype(mv->type.dt), *rt = cg_ctype(rv->type.dt);
     int same = tile_dtype_eq(mv->type.dt, rv->type.dt);
     int es = cg_esize(mv->type.dt);
-    int64_t vec = same ? transfer_vec(c, &ri, &gv, mo, lead, global) : 1;
+    int64_t vec = at->kind == TARGET_K_VEC && same && es ? at->bytes / es : 1;
     const char *vt = vec * es == 16 ? "tsl_u128" : vec * es == 8 ? "unsigned long long" : "unsigned";
     const char *mn = cg_name(c, mv);
     char mname[96];
@@ -702,44 +571,6 @@ done:
 
 /* ---- copy_async ----------------------------------------------------------------------- */
 
-/* Are the `vec` elements of every chunk consecutive and vec-aligned in
- * shared memory, for every tile-aligned anchor of the box in the tensor?
- * (Run-time anchors are the box's multiples in practice: pipeline stages,
- * whole tensors.) */
-static int shared_chunks_contiguous(const tile_value *sv, const int64_t *dims, const int64_t *box,
-                                    int rank, int64_t vec)
-{
-    int64_t npos[CG_MAX_RANK], total = 1, n = 1;
-    for (int i = 0; i < rank; i++) {
-        npos[i] = box[i] <= dims[i] ? dims[i] / box[i] : 0;
-        if (npos[i] == 0) return 0;
-        total *= npos[i];
-        n *= box[i];
-    }
-    if (total * n > (1 << 22)) return 0;
-    for (int64_t a = 0; a < total; a++) {
-        int64_t anc[CG_MAX_RANK], r = a;
-        for (int i = rank - 1; i >= 0; i--) {
-            anc[i] = (r % npos[i]) * box[i];
-            r /= npos[i];
-        }
-        for (int64_t e = 0; e < n; e += vec) {
-            int64_t co[CG_MAX_RANK], q = e;
-            for (int i = rank - 1; i >= 0; i--) {
-                co[i] = anc[i] + q % box[i];
-                q /= box[i];
-            }
-            int64_t o0 = cg_shared_off_const(sv, dims, co);
-            if (o0 % vec) return 0;
-            for (int64_t j = 1; j < vec; j++) {
-                co[rank - 1]++;
-                if (cg_shared_off_const(sv, dims, co) != o0 + j) return 0;
-            }
-        }
-    }
-    return 1;
-}
-
 static void emit_copy_async(cg *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -780,11 +611,18 @@ static void emit_copy_async(cg *c, const tile_stmt *s)
     }
     for (int i = 0; i < dst.rank; i++) fullbox[i] = i < lead ? 1 : box[i - lead];
     int esz = cg_esize(svv->type.dt);
-    int64_t bytes = in->bytes ? in->bytes : 16, vec = bytes / esz;
-    int vector = esz * vec == bytes && (bytes == 4 || bytes == 8 || bytes == 16) && box[rank - 1] % vec == 0 &&
-                 tile_dtype_eq(gvv->type.dt, svv->type.dt) &&
-                 shared_chunks_contiguous(svv, dims, fullbox, dst.rank, vec);
+    const target_atom *at = selected(c, in);
+    if (!at) goto done;
+    /* cp.async (16: .cg, 8 and 4: .ca) as selected, else element by element */
+    int64_t bytes = in->bytes ? in->bytes : 16, vec = esz ? bytes / esz : 1;
+    int vector = at->kind == TARGET_K_CP_ASYNC;
+    if (vector && at->bytes != bytes) {
+        cg_err(c, TSL_ERR_INTERNAL, "copy_async: the selected %s moves %d bytes, not %lld", at->name, at->bytes,
+               (long long)bytes);
+        goto done;
+    }
     if (!vector) vec = 1;
+    (void)fullbox;
     int T = c->threads;
     int64_t nch = n / vec, iters = (nch + T - 1) / T;
     const char *gt = cg_ctype(gvv->type.dt), *st = cg_ctype(svv->type.dt);
@@ -1588,12 +1426,6 @@ static void emit_shuffle(cg *c, const tile_stmt *s)
 
 /* ---- mma ---------------------------------------------------------------------------------- */
 
-static const char *const mma_frag[3] = {
-    "column_local(2,2).spatial(8,4).local(1,2)",
-    "local(2,1).column_spatial(4,8).local(2,1)",
-    "local(2,1).spatial(8,4).local(1,2)",
-};
-
 /* The local (tile slot) of R through which warp w holds tile (i, j); -1. */
 static int64_t warp_slot(const dist_layout *r, int64_t w, int64_t i, int64_t j)
 {
@@ -1617,13 +1449,13 @@ static int mma_fast(cg *c, const rinfo *ra, const rinfo *rb, const rinfo *rc, co
     if (ra->rank != 2 || rb->rank != 2 || rc->rank != 2 || ra->lead || rb->lead || rc->lead) return 0;
     if (!dist_layout_equal(rc->L, rd->L)) return 0;
     const rinfo *rs[3] = {ra, rb, rc};
+    const target_atom *at = target_mma_resolve("m16n8k16", (int)ta, (int)tc, NULL);
     dist_layout f[3];
-    for (int i = 0; i < 3; i++) {
-        layout_value fv;
+    for (int i = 0; i < 3 && at; i++) {
         layout_err le;
-        if (layout_parse(mma_frag[i], strlen(mma_frag[i]), &fv, &le) || fv.kind != LAYOUT_VALUE_DIST) return 0;
-        if (dist_layout_divide(&f[i], rs[i]->L, &fv.dist, &le)) return 0;
+        if (dist_layout_divide(&f[i], rs[i]->L, target_atom_layout(at, TARGET_A + i), &le)) return 0;
     }
+    if (!at) return 0;
     int64_t W = f[2].threads, KT = f[0].shape[1];
     if (f[0].threads != W || f[1].threads != W || W * 32 != c->threads) return 0;
     int64_t nl = f[2].locals;
@@ -1673,11 +1505,8 @@ static int mma_fast(cg *c, const rinfo *ra, const rinfo *rb, const rinfo *rc, co
 static void emit_mma(cg *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
-    if (in->atom && strcmp(in->atom, "m16n8k16") && strcmp(in->atom, "mma.m16n8k16") &&
-        strncmp(in->atom, "mma.sync.aligned.m16n8k16", 25)) {
-        cg_err(c, TSL_ERR_UNAVAILABLE, "mma atom '%s': the CUDA generator knows m16n8k16", in->atom);
-        return;
-    }
+    const target_atom *at = selected(c, in);
+    if (!at) return;
     const tile_value *av = arg_reg(c, &in->args[0]), *bv = arg_reg(c, &in->args[1]),
                      *cv = arg_reg(c, &in->args[2]), *dv = dst_reg(c, s);
     if (!av || !bv || !cv || !dv) return;
@@ -1695,7 +1524,9 @@ static void emit_mma(cg *c, const tile_stmt *s)
     declare(c, s, &rd);
     cg_line(c, "{");
     c->ind++;
-    if (!mma_fast(c, &ra, &rb, &rc, &rd)) {
+    if (at->kind == TARGET_K_MMA && !mma_fast(c, &ra, &rb, &rc, &rd))
+        cg_err(c, TSL_ERR_INTERNAL, "mma: the selected %s does not fit its operands", at->name);
+    else if (at->kind != TARGET_K_MMA) {
         /* generic: all three operands through scratch, each D element a dot product */
         int64_t M = ra.dims[0], K = ra.dims[1], N = rb.dims[1];
         need_scratch(c, (M * K + K * N + M * N) * 4);

@@ -8,6 +8,8 @@
 
 #include "codegen/cuda.h"
 #include "layout/layout.h"
+#include "target/select.h"
+#include "target/target.h"
 #include "tile/pipeline.h"
 
 #define CG_MAX_RANK 8

@@ -443,7 +443,9 @@ static void emit_mainloop(ct *c, strbuf *b)
         sb_printf(b, "      c_ab = broadcast c_a -> register f32[%d, %d] layout %s dim 1\n", s->bm, s->bn, c->lc);
         sb_printf(b, "      c_bb = broadcast c_b -> register f32[%d, %d] layout %s dim 0\n", s->bm, s->bn, c->lc);
         sb_puts(b, "      c_p = mul c_ab, c_bb\n");
-        sb_puts(b, "      add c_acc, c_p -> c_acc\n");
+        /* on the CPU the k loop asks for the f32 micro-kernel atom
+         * (target/cpu.c; TESSEL_CPU_NO_UKR=1 leaves the generic loop) */
+        sb_printf(b, "      add c_acc, c_p -> c_acc%s\n", c->cpu && !getenv("TESSEL_CPU_NO_UKR") ? " atom cpu.ukr.f32" : "");
         sb_puts(b, "    }\n");
     }
     sb_puts(b, "  }\n");

@@ -806,6 +806,9 @@ static int lower_rblk(lower *L, const graph_op *op)
     tile_instr_arg(L->m, &c->instr, tile_operand_tensor(acc));
     tile_instr_arg(L->m, &c->instr, tile_operand_tensor(p));
     tile_instr_dst(&c->instr, tile_operand_tensor(acc));
+    /* the loop asks for the gathered f32 micro-kernel atom (target/cpu.c;
+     * TESSEL_CPU_NO_UKR=1 leaves the generic loop) */
+    if (!getenv("TESSEL_CPU_NO_UKR")) c->instr.atom = "cpu.ukr.f32.gather";
     tile_build_pop(&L->b);
 
     tile_stmt *sc = tile_build_instr(&L->b, TILE_I_SCATTER, NULL);

@@ -12,7 +12,9 @@
  *   register regs[thread * locals + local], coordinate = layout(thread, local).
  * Operands are views: a tensor plus, per dimension, a chain of (tiler,
  * offset) steps that maps a view coordinate to the tensor's coordinate.
- * The collective atoms (mma.m16n8k16, ldmatrix) live in interp_atom.c. */
+ * The collective atoms (mma, ldmatrix) run by the target tables' reference
+ * semantics (src/target/atom.c). */
+#include "tile/decomp.h"
 #include "tile/interp_impl.h"
 
 /* ---- errors ---------------------------------------------------------------- */
@@ -235,9 +237,7 @@ int interp_reg_coord(const rt_tensor *t, int64_t th, int64_t l, int64_t *c)
  * the wrong elements under another (as the hardware would). */
 void interp_local_shape(const dist_layout *l, int64_t *ld)
 {
-    for (int i = 0; i < l->rank; i++) ld[i] = 1;
-    for (int k = 0; k < l->naxes; k++)
-        if (!l->axis[k].is_thread && l->axis[k].dim >= 0) ld[l->axis[k].dim] *= l->axis[k].extent;
+    tile_local_shape(l, ld);
 }
 
 /* Slot of local coordinate lc; -1 outside the local shape. */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "tile/interp.h"
-#include "tile/interp_atom.h"
+#include "target/target.h"
 #include "tile/interp_mem.h"
 
 /* ---- runtime values ------------------------------------------------------ */

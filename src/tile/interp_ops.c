@@ -1,5 +1,5 @@
 /* interp_ops.c — the tile interpreter's register-tensor instructions:
- * block-level mma over m16n8k16 atoms (through the fragment layouts),
+ * block-level mma over warp-level atoms (the target table's fragment layouts),
  * elementwise arithmetic (f16/bf16 computed in f32, rounded to the result
  * dtype), view (bit reinterpretation per thread), reduce, broadcast,
  * shuffle, print and alloc. */
@@ -7,29 +7,29 @@
 
 /* ---- mma ------------------------------------------------------------------------------ */
 
-/* Block-level mma d = a . b + c over m16n8k16 atoms. Each operand's layout
- * must be R . F with F the atom's fragment layout (Tilus composition:
- * thread = warp * 32 + lane, local = tile * slots + slot); warp w computes
- * the C tiles R_C gives it, reading the A and B tiles it holds itself, by
- * register slot as the hardware does. A layout that is not R . F, or a
- * warp that lacks a tile it needs, is an error. */
-static tsl_status mma_split(interp *I, size_t pos, const rt_tensor *t, const char *name, int which,
-                            dist_layout *r)
+/* Block-level mma d = a . b + c over warp-level atoms (the target row the
+ * atom names, m16n8k16 by default, for the operands' dtypes). Each
+ * operand's layout must be R . F with F the row's fragment layout (Tilus
+ * composition: thread = warp * 32 + lane, local = tile * slots + slot);
+ * warp w computes the C tiles R_C gives it, reading the A and B tiles it
+ * holds itself, by register slot as the hardware does. A layout that is
+ * not R . F, or a warp that lacks a tile it needs, is an error. */
+static tsl_status mma_split(interp *I, size_t pos, const rt_tensor *t, const char *name, const target_atom *at,
+                            int which, dist_layout *r)
 {
-    layout_value fv;
     layout_err le = {{0}, 0};
-    const char *ft = iatom_mma_frag_text(which);
-    if (layout_parse(ft, strlen(ft), &fv, &le) || fv.kind != LAYOUT_VALUE_DIST)
-        return interp_err(I, pos, TSL_ERR_INTERNAL, "mma fragment layout '%s': %s", ft, le.msg);
+    const dist_layout *f = target_atom_layout(at, which);
+    if (!f) return interp_err(I, pos, TSL_ERR_INTERNAL, "mma atom %s: no fragment layout", at->name);
     if (t->rank != 2 || t->rlay->rank != 2)
         return interp_err(I, pos, TSL_ERR_SHAPE, "mma: '%s' must be a rank-2 register tensor", name);
-    if (dist_layout_divide(r, t->rlay, &fv.dist, &le)) {
+    if (dist_layout_divide(r, t->rlay, f, &le)) {
         strbuf sb = {0};
         dist_layout_print(&sb, t->rlay);
         tsl_status st = interp_err(I, pos, TSL_ERR_SHAPE,
-                             "mma m16n8k16: %s operand '%s' has layout %s, which is not R.%s "
+                             "mma %s: %s operand '%s' has layout %s, which is not R.%s "
                              "(the atom's fragment layout): %s",
-                             which == 0 ? "A" : which == 1 ? "B" : "C", name, sb_str(&sb), ft, le.msg);
+                             at->alias ? at->alias : at->name, which == 0 ? "A" : which == 1 ? "B" : "C", name,
+                             sb_str(&sb), at->layout[which], le.msg);
         sb_free(&sb);
         return st;
     }
@@ -46,63 +46,86 @@ static int64_t warp_tile(const dist_layout *r, int64_t w, int64_t i, int64_t j)
     return -1;
 }
 
+/* The row of an mma instruction: its atom for the operands' dtypes. */
+static tsl_status mma_row(interp *I, const tile_stmt *s, const rt_tensor *a, const rt_tensor *c,
+                          const target_atom **out)
+{
+    tsl_dtype ta, tc;
+    int adt = tile_dtype_to_tsl(a->dt, &ta) ? TARGET_DT_ANY : (int)ta;
+    int cdt = tile_dtype_to_tsl(c->dt, &tc) ? TARGET_DT_ANY : (int)tc;
+    *out = target_mma_resolve(s->instr.atom, adt, cdt, NULL);
+    if (!*out)
+        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "mma atom '%s': no such warp-level atom for these dtypes",
+                          s->instr.atom ? s->instr.atom : "m16n8k16");
+    return TSL_OK;
+}
+
 tsl_status interp_exec_mma(interp *I, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
-    if (in->atom && !strstr(in->atom, "m16n8k16"))
-        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "mma atom '%s': the interpreter knows m16n8k16",
-                    in->atom);
     rt_tensor *a = NULL, *b = NULL, *c = NULL, *d = NULL;
     tsl_status st;
     if ((st = interp_reg_arg(I, &in->args[0], &a)) || (st = interp_reg_arg(I, &in->args[1], &b)) ||
         (st = interp_reg_arg(I, &in->args[2], &c)) || (st = interp_reg_dst(I, s, &d)))
         return st;
+    const target_atom *at;
+    if ((st = mma_row(I, s, a, c, &at))) return st;
     if (a->rank != 2 || b->rank != 2 || c->rank != 2 || a->dims[1] != b->dims[0] ||
         a->dims[0] != c->dims[0] || b->dims[1] != c->dims[1])
         return interp_err(I, s->pos, TSL_ERR_SHAPE, "mma: shapes [%lld,%lld] x [%lld,%lld] -> [%lld,%lld] do not agree",
                     (long long)a->dims[0], (long long)a->dims[1], (long long)b->dims[0],
                     (long long)b->dims[1], (long long)c->dims[0], (long long)c->dims[1]);
     dist_layout ra, rb, rc;
-    if ((st = mma_split(I, in->args[0].pos, a, in->args[0].v->name, IATOM_MMA_A, &ra)) ||
-        (st = mma_split(I, in->args[1].pos, b, in->args[1].v->name, IATOM_MMA_B, &rb)) ||
-        (st = mma_split(I, in->args[2].pos, c, in->args[2].v->name, IATOM_MMA_C, &rc)))
+    if ((st = mma_split(I, in->args[0].pos, a, in->args[0].v->name, at, TARGET_A, &ra)) ||
+        (st = mma_split(I, in->args[1].pos, b, in->args[1].v->name, at, TARGET_B, &rb)) ||
+        (st = mma_split(I, in->args[2].pos, c, in->args[2].v->name, at, TARGET_C, &rc)))
         return st;
     if (d != c && !dist_layout_equal(d->rlay, c->rlay))
         return interp_err(I, s->pos, TSL_ERR_SHAPE, "mma: the destination's layout differs from C's");
+    /* slots per lane of each operand's fragment */
+    int na = (int)target_atom_layout(at, TARGET_A)->locals, nb = (int)target_atom_layout(at, TARGET_B)->locals,
+        nc = (int)target_atom_layout(at, TARGET_C)->locals, W = at->threads;
     int64_t ktiles = ra.shape[1];
     int64_t total = c->nthreads * c->nlocals;
     double *res = malloc((size_t)total * sizeof *res);
-    if (!res) return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory in mma");
+    double *fa = malloc(sizeof(double) * (size_t)(W * (na + nb + 2 * nc)));
+    if (!res || !fa) {
+        free(res);
+        free(fa);
+        return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory in mma");
+    }
+    double *fb = fa + W * na, *fc = fb + W * nb, *fd = fc + W * nc;
     memcpy(res, c->regs, (size_t)total * sizeof *res);
-    static double fa[32][8], fb[32][4], fc[32][4], fd[32][4];
     for (int64_t w = 0; w < rc.threads; w++)
         for (int64_t ct = 0; ct < rc.locals; ct++) {
             int64_t tc[2];
             if (dist_layout_map(&rc, w, ct, tc)) continue;
-            for (int l = 0; l < 32; l++)
-                for (int i = 0; i < 4; i++) fc[l][i] = res[(w * 32 + l) * c->nlocals + ct * 4 + i];
+            for (int l = 0; l < W; l++)
+                for (int i = 0; i < nc; i++) fc[l * nc + i] = res[(w * W + l) * c->nlocals + ct * nc + i];
             for (int64_t kt = 0; kt < ktiles; kt++) {
-                int64_t at = warp_tile(&ra, w, tc[0], kt), bt = warp_tile(&rb, w, kt, tc[1]);
-                if (at < 0 || bt < 0) {
+                int64_t at_ = warp_tile(&ra, w, tc[0], kt), bt = warp_tile(&rb, w, kt, tc[1]);
+                if (at_ < 0 || bt < 0) {
                     free(res);
+                    free(fa);
                     return interp_err(I, s->pos, TSL_ERR_SHAPE,
                                 "mma: warp %lld computes C tile (%lld,%lld) but does not hold %s tile (%lld,%lld)",
-                                (long long)w, (long long)tc[0], (long long)tc[1], at < 0 ? "A" : "B",
-                                (long long)(at < 0 ? tc[0] : kt), (long long)(at < 0 ? kt : tc[1]));
+                                (long long)w, (long long)tc[0], (long long)tc[1], at_ < 0 ? "A" : "B",
+                                (long long)(at_ < 0 ? tc[0] : kt), (long long)(at_ < 0 ? kt : tc[1]));
                 }
-                for (int l = 0; l < 32; l++) {
-                    for (int i = 0; i < 8; i++) fa[l][i] = a->regs[(w * 32 + l) * a->nlocals + at * 8 + i];
-                    for (int i = 0; i < 4; i++) fb[l][i] = b->regs[(w * 32 + l) * b->nlocals + bt * 4 + i];
+                for (int l = 0; l < W; l++) {
+                    for (int i = 0; i < na; i++) fa[l * na + i] = a->regs[(w * W + l) * a->nlocals + at_ * na + i];
+                    for (int i = 0; i < nb; i++) fb[l * nb + i] = b->regs[(w * W + l) * b->nlocals + bt * nb + i];
                 }
-                iatom_mma_m16n8k16(fa, fb, fc, fd);
-                memcpy(fc, fd, sizeof fc);
+                target_mma_ref(at, fa, fb, fc, fd);
+                memcpy(fc, fd, sizeof(double) * (size_t)(W * nc));
             }
-            for (int l = 0; l < 32; l++)
-                for (int i = 0; i < 4; i++)
-                    res[(w * 32 + l) * c->nlocals + ct * 4 + i] = interp_round(d->dt, fc[l][i]);
+            for (int l = 0; l < W; l++)
+                for (int i = 0; i < nc; i++)
+                    res[(w * W + l) * c->nlocals + ct * nc + i] = interp_round(d->dt, fc[l * nc + i]);
         }
     memcpy(d->regs, res, (size_t)total * sizeof *res);
     free(res);
+    free(fa);
     return TSL_OK;
 }
 

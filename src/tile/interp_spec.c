@@ -1,17 +1,20 @@
 /* interp_spec.c — the tile interpreter's specs and pipelines: explicit
- * decompositions run per thread with collective atoms (ldmatrix) executed
- * warp by warp, per-thread moves inside decompositions, thread-group
- * indices, and the unexpanded semantics of `pipeline`. */
+ * decompositions through the one decomposition walk (decomp.c), per
+ * thread, with collective atoms (ldmatrix) executed warp by warp by their
+ * target row, per-thread moves, thread-group indices, and the unexpanded
+ * semantics of `pipeline`. */
+#include "tile/decomp.h"
 #include "tile/interp_impl.h"
 
 /* ---- decompositions ----------------------------------------------------------------------
  * An instruction with `decomp { ... }` runs its body instead of itself.
  * The body is per-thread (Graphene's specs over thread tensors): it runs
  * once for every thread of the block with thread_idx and `indices g` bound
- * to that thread, and each atomic instruction in it records that thread's
- * operands; when every thread has run the body, each atom executes
- * collectively, warp by warp, with the data-to-thread mapping of the real
- * instruction. So a wrong decomposition moves the wrong data. */
+ * to that thread, through the one decomposition walk (decomp.c); each
+ * collective atom in it records that thread's operands, and when every
+ * thread has run the body, each collective runs per warp with the
+ * data-to-thread mapping of its target row (target_ldmatrix_ref). So a
+ * wrong decomposition moves the wrong data. */
 
 #define MAX_ATOMS 16
 
@@ -19,116 +22,43 @@ typedef struct atom_rec {
     const tile_stmt *s;
     int64_t *src;  /* per thread: 8 shared coordinates (rank 2) -> flattened pairs */
     int64_t *dslot; /* per thread: the 2n destination slots */
-    int n;          /* matrices: ldmatrix.x1 / .x2 / .x4 */
-    const rt_view *srcv;
+    const target_atom *row; /* the ldmatrix row of the target table */
     rt_view view;  /* the source view of the last thread (tensor, name) */
     rt_tensor *dst;
-    int ok;
 } atom_rec;
 
 typedef struct decomp_ctx {
+    interp *I;
+    tile_decomp_visitor vis; /* this file's callbacks, ctx = the decomp_ctx */
     atom_rec rec[MAX_ATOMS];
     int nrec;
     int64_t thread;
 } decomp_ctx;
 
-static tsl_status exec_decomp_block(interp *I, decomp_ctx *dc, const tile_block *b);
+static const tile_decomp_visitor *decomp_visitor(decomp_ctx *dc);
 
 /* `let a, b, i = indices g` for the current thread. */
 tsl_status interp_exec_indices(interp *I, const tile_stmt *s)
 {
-    const tile_threads *g = &s->group->threads;
-    int64_t t = I->cur_thread;
-    if (t < 0) return interp_err(I, s->pos, TSL_ERR_SEMANTIC, "indices: only inside a decomposition");
-    t %= g->total > 0 ? g->total : 1;
-    int64_t grp = 0, idx = 0, inner = g->inner > 0 ? g->inner : 1;
-    if (g->tiler && g->tiler->v.kind == LAYOUT_VALUE_DATA) {
-        /* t = complement(tiler)(grp) + tiler(idx): find it */
-        layout comp;
-        layout_err le = {{0}, 0};
-        if (layout_complement(&comp, &g->tiler->v.data, g->total, &le))
-            return interp_err(I, s->pos, TSL_ERR_SEMANTIC, "thread tile: %s", le.msg);
-        int found = 0;
-        for (int64_t j = 0; j < g->total / inner && !found; j++)
-            for (int64_t i = 0; i < inner && !found; i++)
-                if (layout_eval(&comp, j) + layout_eval(&g->tiler->v.data, i) == t) {
-                    grp = j;
-                    idx = i;
-                    found = 1;
-                }
-        if (!found) return interp_err(I, s->pos, TSL_ERR_SEMANTIC, "thread %lld is in no group", (long long)t);
-    } else {
-        grp = t / inner;
-        idx = t % inner;
-    }
-    int64_t outer[8];
-    int no = g->nouter;
-    if (no == 0) {
-        outer[0] = grp;
-        no = 1;
-    } else {
-        int64_t r = grp;
-        for (int i = no - 1; i >= 0; i--) {
-            outer[i] = r % g->outer[i];
-            r /= g->outer[i];
-        }
-    }
-    if (s->nvs == 1) {
-        I->slots[s->vs[0]->id].ival = idx;
-        return TSL_OK;
-    }
-    if (s->nvs != no + 1)
-        return interp_err(I, s->pos, TSL_ERR_SHAPE, "indices of '%s' give %d values, %d names", s->group->name,
-                    no + 1, s->nvs);
-    for (int i = 0; i < no; i++) I->slots[s->vs[i]->id].ival = outer[i];
-    I->slots[s->vs[no]->id].ival = idx;
+    if (I->cur_thread < 0) return interp_err(I, s->pos, TSL_ERR_SEMANTIC, "indices: only inside a decomposition");
+    int64_t out[8];
+    char err[256];
+    if (s->nvs > 8) return interp_err(I, s->pos, TSL_ERR_SHAPE, "indices of '%s': too many names", s->group->name);
+    if (tile_decomp_indices(&s->group->threads, I->cur_thread, s->nvs, out, err, sizeof err))
+        return interp_err(I, s->pos, TSL_ERR_SEMANTIC, "indices of '%s': %s", s->group->name, err);
+    for (int i = 0; i < s->nvs; i++) I->slots[s->vs[i]->id].ival = out[i];
     return TSL_OK;
 }
 
-/* Slot of element i (register i/2, half i%2) of an ldmatrix destination
- * `R.local` (the thread's local part in row-major local order) or
- * `R.local.tile([a, b])` (register m = tile m of the tiles in row-major
- * order, half e = element e of the tile). -1 when it does not fit. */
-static int64_t ldmatrix_slot(const rt_tensor *d, const tile_operand *dop, int i)
-{
-    int64_t ld[DIST_MAX_RANK], lc[DIST_MAX_RANK], sz[DIST_MAX_RANK], outer[DIST_MAX_RANK];
-    int r = d->rlay->rank;
-    interp_local_shape(d->rlay, ld);
-    int64_t m = i / 2, e = i % 2;
-    if (dop->nsteps == 1) {
-        int64_t x = i;
-        for (int k = r - 1; k >= 0; k--) {
-            lc[k] = x % ld[k];
-            x /= ld[k];
-        }
-        return x ? -1 : interp_local_slot(d->rlay, lc);
-    }
-    const tile_step *st = &dop->steps[1];
-    for (int k = 0; k < r; k++) {
-        int j = k - (r - st->n);
-        sz[k] = j >= 0 ? st->sizes[j] : 1;
-        if (sz[k] < 1 || ld[k] % sz[k]) return -1;
-        outer[k] = ld[k] / sz[k];
-    }
-    for (int k = r - 1; k >= 0; k--) {
-        lc[k] = (m % outer[k]) * sz[k] + e % sz[k];
-        m /= outer[k];
-        e /= sz[k];
-    }
-    return m || e ? -1 : interp_local_slot(d->rlay, lc);
-}
-
 /* Record one thread's part of an ldmatrix: its source row (one row of 8
- * 16-bit elements of shared memory) and its 8 destination slots. */
-static tsl_status record_ldmatrix(interp *I, decomp_ctx *dc, const tile_stmt *s)
+ * 16-bit elements of shared memory) and its destination slots. */
+static tsl_status dc_collective(void *ctx, const tile_stmt *s, const target_atom *row)
 {
+    decomp_ctx *dc = ctx;
+    interp *I = dc->I;
     const tile_instr *in = &s->instr;
     atom_rec *r = NULL;
-    int nm = !strncmp(in->atom, "ldmatrix.x1", 11) ? 1 : !strncmp(in->atom, "ldmatrix.x2", 11) ? 2
-           : !strncmp(in->atom, "ldmatrix.x4", 11) ? 4 : 0;
-    if (!nm)
-        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "atom %s: the interpreter knows ldmatrix.x1/.x2/.x4[.trans]",
-                          in->atom);
+    char err[256];
     for (int i = 0; i < dc->nrec; i++)
         if (dc->rec[i].s == s) r = &dc->rec[i];
     if (!r) {
@@ -141,37 +71,21 @@ static tsl_status record_ldmatrix(interp *I, decomp_ctx *dc, const tile_stmt *s)
         if (!r->src || !r->dslot) return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
     }
     const tile_operand *dop = in->has_dst ? &in->dst : NULL;
-    if (!dop || !dop->v || dop->nsteps < 1 || dop->nsteps > 2 || dop->steps[0].kind != TILE_STEP_LOCAL ||
-        (dop->nsteps == 2 && dop->steps[1].kind != TILE_STEP_TILE))
-        return interp_err(I, s->pos, TSL_ERR_SEMANTIC,
-                    "ldmatrix atom: write '-> R.local' or '-> R.local.tile([..])' (the thread's registers)");
-    rt_tensor *d = I->slots[dop->v->id].t;
-    if (!d || d->space != TILE_REGISTER || d->nlocals < 2 * nm || d->dt.bits != 16)
-        return interp_err(I, dop->pos, TSL_ERR_SHAPE,
-                          "%s: '%s' must be a 16-bit register tensor with %d slots per thread", in->atom,
-                          dop->v->name, 2 * nm);
-    r->dst = d;
-    r->n = nm;
-    for (int i = 0; i < 2 * nm; i++) {
-        int64_t sl = ldmatrix_slot(d, dop, i);
-        if (sl < 0 || sl >= d->nlocals)
-            return interp_err(I, dop->pos, TSL_ERR_SHAPE, "%s: register %d of the destination is not in '%s.local'",
-                              in->atom, i / 2, dop->v->name);
-        r->dslot[dc->thread * 8 + i] = sl;
-    }
+    if (tile_decomp_collective_dst(dop, row, &r->dslot[dc->thread * 8], err, sizeof err))
+        return interp_err(I, dop ? dop->pos : s->pos, TSL_ERR_SHAPE, "%s", err);
+    r->dst = I->slots[dop->v->id].t;
+    r->row = row;
+    if (!r->dst) return interp_err(I, dop->pos, TSL_ERR_RUNTIME, "'%s' used before it is defined", dop->v->name);
     tsl_status st = interp_view_of(I, &in->args[0], &r->view);
     if (st) return st;
-    if (r->view.t->space != TILE_SHARED || r->view.rank != 2 || r->view.t->dt.bits != 16)
-        return interp_err(I, in->args[0].pos, TSL_ERR_SHAPE, "ldmatrix reads a 16-bit rank-2 shared tile");
-    if (r->view.ext[0] > 1 || (r->view.ext[1] >= 0 && r->view.ext[1] != 8))
-        return interp_err(I, in->args[0].pos, TSL_ERR_SHAPE, "ldmatrix: each thread supplies one row of 8 elements");
+    if (tile_decomp_collective_src(row, r->view.t->space, r->view.t->dt.bits, r->view.rank, r->view.ext, err, sizeof err))
+        return interp_err(I, in->args[0].pos, TSL_ERR_SHAPE, "%s", err);
     for (int j = 0; j < 8; j++) {
         int64_t vc[2] = {0, j}, c[2];
         interp_view_map(&r->view, vc, c);
         r->src[dc->thread * 16 + 2 * j] = c[0];
         r->src[dc->thread * 16 + 2 * j + 1] = c[1];
     }
-    r->ok = 1;
     return TSL_OK;
 }
 
@@ -219,9 +133,12 @@ static tsl_status elem_put(interp *I, size_t pos, const rt_view *vw, const int64
     return interp_err(I, pos, TSL_ERR_SEMANTIC, "a register tensor inside a decomposition is used as '%s.local'", vw->name);
 }
 
-static tsl_status exec_thread_move(interp *I, const tile_stmt *s)
+static tsl_status dc_move(void *ctx, const tile_stmt *s, const target_atom *row)
 {
+    decomp_ctx *dc = ctx;
+    interp *I = dc->I;
     const tile_instr *in = &s->instr;
+    (void)row;
     if (!in->has_dst || in->nargs < 1 || !in->args[0].v)
         return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE,
                     "inside a decomposition the interpreter runs moves 'op SRC -> DST' (and ldmatrix)");
@@ -229,18 +146,8 @@ static tsl_status exec_thread_move(interp *I, const tile_stmt *s)
     tsl_status st = interp_view_of(I, &in->args[0], &a);
     if (!st) st = interp_view_of(I, &in->dst, &b);
     if (st) return st;
-    int64_t na = 1, nb = 1, ea[IMAX_RANK], eb[IMAX_RANK];
-    for (int i = 0; i < a.rank; i++) {
-        int j = i - (a.rank - b.rank);
-        ea[i] = a.ext[i] >= 0 ? a.ext[i] : j >= 0 && b.ext[j] >= 0 ? b.ext[j] : 1;
-        na *= ea[i];
-    }
-    for (int i = 0; i < b.rank; i++) {
-        int j = i - (b.rank - a.rank);
-        eb[i] = b.ext[i] >= 0 ? b.ext[i] : j >= 0 ? ea[j] : 1;
-        nb *= eb[i];
-    }
-    if (na != nb)
+    int64_t ea[IMAX_RANK], eb[IMAX_RANK], na, nb;
+    if (tile_decomp_move_box(a.rank, a.ext, b.rank, b.ext, ea, eb, &na, &nb) < 0)
         return interp_err(I, s->pos, TSL_ERR_SHAPE, "this thread moves %lld elements of '%s' into %lld of '%s'",
                     (long long)na, a.name, (long long)nb, b.name);
     for (int64_t k = 0; k < na; k++) {
@@ -261,82 +168,79 @@ static tsl_status exec_thread_move(interp *I, const tile_stmt *s)
     return TSL_OK;
 }
 
-/* Run the recorded ldmatrix warp by warp. */
+/* Run a recorded ldmatrix warp by warp: lanes below 8 x count give rows. */
 static tsl_status run_ldmatrix(interp *I, atom_rec *r)
 {
     const tile_stmt *s = r->s;
-    int trans = strstr(s->instr.atom, "trans") != NULL;
     rt_tensor *d = r->dst;
+    int n = r->row->count;
     if (I->nthreads % 32)
         return interp_err(I, s->pos, TSL_ERR_SHAPE, "ldmatrix needs whole warps; the block has %d threads", I->nthreads);
     static double rows[32][8], out[32][8];
     for (int w = 0; w < I->nthreads / 32; w++) {
         if (w * 32 >= d->nthreads) break;
-        for (int l = 0; l < 8 * r->n; l++) /* only these lanes' addresses are used */
+        for (int l = 0; l < 8 * n; l++) /* only these lanes' addresses are used */
             for (int j = 0; j < 8; j++) {
                 int64_t th = w * 32 + l, *c = &r->src[th * 16 + 2 * j];
                 tsl_status st = interp_shared_get(I, s->pos, &r->view, c, th, &rows[l][j]);
                 if (st) return st;
             }
-        iatom_ldmatrix(rows, r->n, trans, out);
+        target_ldmatrix_ref(r->row, rows, out);
         for (int l = 0; l < 32; l++)
-            for (int i = 0; i < 2 * r->n; i++)
+            for (int i = 0; i < 2 * n; i++)
                 d->regs[(w * 32 + l) * d->nlocals + r->dslot[(w * 32 + l) * 8 + i]] = interp_round(d->dt, out[l][i]);
     }
     return TSL_OK;
 }
 
-static tsl_status exec_decomp_stmt(interp *I, decomp_ctx *dc, const tile_stmt *s)
+static tsl_status dc_scalar(void *ctx, const tile_stmt *s)
 {
+    decomp_ctx *dc = ctx;
     int64_t v;
-    tsl_status st;
-    switch (s->kind) {
-    case TILE_S_LET:
-    case TILE_S_VAR:
-    case TILE_S_SET:
-        if ((st = interp_eval_int(I, s->e, &v))) return st;
-        I->slots[s->v->id].ival = v;
-        return TSL_OK;
-    case TILE_S_THREADS: return TSL_OK;
-    case TILE_S_INDICES: return interp_exec_indices(I, s);
-    case TILE_S_IF:
-        if ((st = interp_eval_int(I, s->e, &v))) return st;
-        if (v) return exec_decomp_block(I, dc, s->body);
-        return s->els ? exec_decomp_block(I, dc, s->els) : TSL_OK;
-    case TILE_S_INSTR: break;
-    default:
-        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE,
-                    "the interpreter runs only let/indices/if and atoms inside a decomposition");
-    }
-    const tile_instr *in = &s->instr;
-    if (in->decomp) return exec_decomp_block(I, dc, in->decomp);
-    if (in->op == TILE_I_LOAD_SHARED && in->atom && !strncmp(in->atom, "ldmatrix", 8))
-        return record_ldmatrix(I, dc, s);
-    switch (in->op) {
-    case TILE_I_LOAD_GLOBAL:
-    case TILE_I_STORE_GLOBAL:
-    case TILE_I_LOAD_SHARED:
-    case TILE_I_STORE_SHARED:
-    case TILE_I_COPY_ASYNC:
-    case TILE_I_COPY: return exec_thread_move(I, s);
-    case TILE_I_COMMIT:
-    case TILE_I_WAIT:
-    case TILE_I_SYNC:
-        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "%s inside a decomposition: put it outside",
-                    tile_op_info_of(in->op)->name);
-    default: break;
-    }
-    return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "%s%s%s: not an atom the interpreter knows inside a decomposition",
-                tile_op_info_of(in->op)->name, in->atom ? " atom " : "", in->atom ? in->atom : "");
+    tsl_status st = interp_eval_int(dc->I, s->e, &v);
+    if (!st) dc->I->slots[s->v->id].ival = v;
+    return st;
 }
 
-static tsl_status exec_decomp_block(interp *I, decomp_ctx *dc, const tile_block *b)
+static tsl_status dc_indices(void *ctx, const tile_stmt *s)
 {
-    for (int i = 0; i < b->n; i++) {
-        tsl_status st = exec_decomp_stmt(I, dc, b->items[i]);
-        if (st) return st;
+    return interp_exec_indices(((decomp_ctx *)ctx)->I, s);
+}
+
+static tsl_status dc_branch(void *ctx, const tile_stmt *s)
+{
+    decomp_ctx *dc = ctx;
+    int64_t v;
+    tsl_status st = interp_eval_int(dc->I, s->e, &v);
+    if (st) return st;
+    return tile_decomp_walk(v ? s->body : s->els, decomp_visitor(dc));
+}
+
+static tsl_status dc_loop(void *ctx, const tile_stmt *s)
+{
+    decomp_ctx *dc = ctx;
+    interp *I = dc->I;
+    int64_t lo, hi, step = 1;
+    tsl_status st;
+    if ((st = interp_eval_int(I, s->lo, &lo)) || (st = interp_eval_int(I, s->hi, &hi)) ||
+        (s->step && (st = interp_eval_int(I, s->step, &step))))
+        return st;
+    if (step <= 0) return interp_err(I, s->pos, TSL_ERR_RUNTIME, "for: step %lld is not positive", (long long)step);
+    for (int64_t i = lo; i < hi && !st; i += step) {
+        I->slots[s->v->id].ival = i;
+        st = tile_decomp_walk(s->body, decomp_visitor(dc));
     }
-    return TSL_OK;
+    return st;
+}
+
+static tsl_status dc_fail(void *ctx, size_t pos, tsl_status st, const char *msg)
+{
+    return interp_err(((decomp_ctx *)ctx)->I, pos, st, "%s", msg);
+}
+
+static const tile_decomp_visitor *decomp_visitor(decomp_ctx *dc)
+{
+    return &dc->vis;
 }
 
 tsl_status interp_exec_decomp(interp *I, const tile_stmt *s)
@@ -348,19 +252,23 @@ tsl_status interp_exec_decomp(interp *I, const tile_stmt *s)
         return st;
     if (d)
         for (int64_t i = 0; i < d->nthreads * d->nlocals; i++) d->regs[i] = NAN;
-    decomp_ctx dc;
-    memset(&dc, 0, sizeof dc);
+    decomp_ctx *dc = calloc(1, sizeof *dc);
+    if (!dc) return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
+    dc->I = I;
+    dc->vis = (tile_decomp_visitor){.ctx = dc, .scalar = dc_scalar, .indices = dc_indices, .branch = dc_branch,
+                                    .loop = dc_loop, .collective = dc_collective, .move = dc_move, .fail = dc_fail};
     for (int64_t t = 0; t < I->nthreads && !st; t++) {
         I->cur_thread = t;
-        dc.thread = t;
-        st = exec_decomp_block(I, &dc, s->instr.decomp);
+        dc->thread = t;
+        st = tile_decomp_walk(s->instr.decomp, decomp_visitor(dc));
     }
     I->cur_thread = -1;
-    for (int i = 0; i < dc.nrec && !st; i++) st = run_ldmatrix(I, &dc.rec[i]);
-    for (int i = 0; i < dc.nrec; i++) {
-        free(dc.rec[i].src);
-        free(dc.rec[i].dslot);
+    for (int i = 0; i < dc->nrec && !st; i++) st = run_ldmatrix(I, &dc->rec[i]);
+    for (int i = 0; i < dc->nrec; i++) {
+        free(dc->rec[i].src);
+        free(dc->rec[i].dslot);
     }
+    free(dc);
     return st;
 }
 

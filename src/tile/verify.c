@@ -18,6 +18,8 @@
  * Errors are collected (not just the first) as `file:line:col: error:`. */
 #include <string.h>
 
+#include "target/target.h"
+#include "tile/decomp.h"
 #include "tile/tile.h"
 
 typedef struct verifier {
@@ -310,51 +312,33 @@ static const tile_type *out_type(const tile_instr *in)
     return NULL;
 }
 
-/* ---- mma ------------------------------------------------------------------------- */
+/* ---- mma -------------------------------------------------------------------------
+ * The atom's shape and fragment layouts come from the target tables
+ * (src/target/sm80.c): `atom NAME` (m16n8k16 when absent) resolved for the
+ * operands' dtypes. */
 
-typedef struct mma_atom {
-    const char *name;
-    int m, n, k;
-    const char *a, *b, *c; /* fragment layouts of one warp */
-} mma_atom;
-
-static const mma_atom mma_atoms[] = {
-    {"m16n8k16", 16, 8, 16, "column_local(2,2).spatial(8,4).local(1,2)",
-     "local(2,1).column_spatial(4,8).local(2,1)", "local(2,1).spatial(8,4).local(1,2)"},
-    {"m16n8k8", 16, 8, 8, "local(2,1).spatial(8,4).local(1,2)", "column_spatial(4,8).local(2,1)",
-     "local(2,1).spatial(8,4).local(1,2)"},
-};
-
-/* The atom named by `mma ... atom NAME`: m16n8k16 or any PTX spelling that
- * contains it (mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32). */
-static const mma_atom *find_mma_atom(const char *name)
+/* How messages name a row: its short alias (m16n8k16) when it has one. */
+static const char *atom_short(const target_atom *at)
 {
-    if (!name) return &mma_atoms[0];
-    for (size_t i = 0; i < TSL_COUNTOF(mma_atoms); i++) {
-        const char *p = strstr(name, mma_atoms[i].name);
-        size_t n = strlen(mma_atoms[i].name);
-        if (p && (p[n] == '\0' || p[n] == '.')) return &mma_atoms[i];
-    }
-    return NULL;
+    return at->alias ? at->alias : at->name;
 }
 
-static void check_fragment(verifier *V, const tile_operand *o, const tile_value *v, const char *frag,
-                           const char *role, const char *atom)
+static void check_fragment(verifier *V, const tile_operand *o, const tile_value *v, const target_atom *at,
+                           int which, const char *role)
 {
-    if (!v->type.layout || v->type.layout->v.kind != LAYOUT_VALUE_DIST) return;
-    layout_value f;
+    const dist_layout *f = target_atom_layout(at, which);
+    if (!f || !v->type.layout || v->type.layout->v.kind != LAYOUT_VALUE_DIST) return;
     layout_err e;
     memset(&e, 0, sizeof e);
-    if (layout_parse(frag, strlen(frag), &f, &e) != TSL_OK) return;
     dist_layout q;
-    if (dist_layout_divide(&q, &v->type.layout->v.dist, &f.dist, &e) != TSL_OK)
+    if (dist_layout_divide(&q, &v->type.layout->v.dist, f, &e) != TSL_OK)
         verr(V, o->pos, "mma: the %s fragment '%s' has layout %s, which does not end in the %s %s fragment %s",
-             role, v->name, v->type.layout->text, atom, role, frag);
+             role, v->name, v->type.layout->text, atom_short(at), role, at->layout[which]);
 }
 
 static void check_mma(verifier *V, const tile_instr *in, size_t pos)
 {
-    const mma_atom *at = find_mma_atom(in->atom);
+    const target_atom *at = target_mma_resolve(in->atom, TARGET_DT_ANY, TARGET_DT_ANY, NULL);
     if (!at) {
         verr(V, pos, "mma: unknown atom '%s' (known: m16n8k16, m16n8k8)", in->atom);
         return;
@@ -378,16 +362,28 @@ static void check_mma(verifier *V, const tile_instr *in, size_t pos)
     }
     if (da[0] % at->m || db[1] % at->n || da[1] % at->k)
         verr(V, pos, "mma: M=%lld, N=%lld, K=%lld are not multiples of the atom %s", (long long)da[0],
-             (long long)db[1], (long long)da[1], at->name);
-    if (!tile_dtype_eq(a->type.dt, b->type.dt))
+             (long long)db[1], (long long)da[1], atom_short(at));
+    int dt_ok = 1;
+    if (!tile_dtype_eq(a->type.dt, b->type.dt)) {
         verr(V, pos, "mma: A is %s but B is %s", type_str(&a->type, t1, sizeof t1), type_str(&b->type, t2, sizeof t2));
-    if (a->type.dt.kind != TILE_DT_FLOAT || a->type.dt.bits != 16)
-        verr(V, pos, "mma: atom %s takes f16 or bf16 A and B, not %s", at->name, type_str(&a->type, t1, sizeof t1));
-    if (c->type.dt.kind != TILE_DT_FLOAT || (c->type.dt.bits != 32 && c->type.dt.bits != 16))
+        dt_ok = 0;
+    }
+    if (a->type.dt.kind != TILE_DT_FLOAT || a->type.dt.bits != 16) {
+        verr(V, pos, "mma: atom %s takes f16 or bf16 A and B, not %s", atom_short(at), type_str(&a->type, t1, sizeof t1));
+        dt_ok = 0;
+    }
+    if (c->type.dt.kind != TILE_DT_FLOAT || (c->type.dt.bits != 32 && c->type.dt.bits != 16)) {
         verr(V, pos, "mma: the accumulator must be f32 or f16, not %s", type_str(&c->type, t1, sizeof t1));
-    check_fragment(V, &in->args[0], a, at->a, "A", at->name);
-    check_fragment(V, &in->args[1], b, at->b, "B", at->name);
-    check_fragment(V, &in->args[2], c, at->c, "C", at->name);
+        dt_ok = 0;
+    }
+    tsl_dtype ta, tc;
+    if (dt_ok && !tile_dtype_to_tsl(a->type.dt, &ta) && !tile_dtype_to_tsl(c->type.dt, &tc) &&
+        !target_mma_resolve(in->atom, (int)ta, (int)tc, NULL))
+        verr(V, pos, "mma: atom %s has no %s inputs with %s accumulators (bf16 accumulates in f32)", atom_short(at),
+             type_str(&a->type, t1, sizeof t1), type_str(&c->type, t2, sizeof t2));
+    check_fragment(V, &in->args[0], a, at, TARGET_A, "A");
+    check_fragment(V, &in->args[1], b, at, TARGET_B, "B");
+    check_fragment(V, &in->args[2], c, at, TARGET_C, "C");
     const tile_type *o = out_type(in);
     if (o && (!same_shape(o, &c->type) || !tile_dtype_eq(o->dt, c->type.dt) || !same_layout(o, &c->type)))
         verr(V, pos, "mma: the destination %s differs from C %s", type_str(o, t1, sizeof t1),
@@ -447,6 +443,7 @@ typedef struct dc_state {
     int64_t thread;
     int giveup, failed;
     long budget;
+    tile_decomp_visitor vis;
 } dc_state;
 
 static int64_t dc_lookup(void *ctx, const tile_value *v, int *ok)
@@ -485,39 +482,6 @@ static dc_root *dc_root_of(dc_state *S, const tile_value *v)
     return NULL;
 }
 
-/* Thread index `tt` of group g: outer coordinates then the lane. */
-static int dc_group_indices(dc_state *S, const tile_threads *g, int64_t tt, int64_t *out, int nout)
-{
-    int64_t gid = tt / g->inner, lane = tt % g->inner;
-    if (g->tiler) {
-        layout whole = layout_leaf(g->total, 1), D;
-        layout_err e;
-        memset(&e, 0, sizeof e);
-        if (layout_divide_logical(&D, &whole, &g->tiler->v.data, 0, &e) != TSL_OK) return 0;
-        int found = 0;
-        for (int64_t j = 0; j < g->total / g->inner && !found; j++)
-            for (int64_t i = 0; i < g->inner; i++) {
-                int64_t c[2] = {i, j};
-                if (layout_eval_coord(&D, c, 2) == tt) {
-                    gid = j;
-                    lane = i;
-                    found = 1;
-                    break;
-                }
-            }
-        if (!found) return 0;
-    }
-    int no = g->nouter ? g->nouter : 1;
-    if (nout != no + 1) return 0;
-    for (int d = no - 1; d >= 0; d--) {
-        int64_t e = g->nouter ? g->outer[d] : g->total / g->inner;
-        out[d] = gid % e;
-        gid /= e;
-    }
-    out[no] = lane;
-    (void)S;
-    return 1;
-}
 
 /* Build the view of operand o for the current thread; 0 when the operand
  * is not rooted at an outer operand or on give-up. */
@@ -658,7 +622,6 @@ static void dc_mark(dc_state *S, const dc_view *w, dc_root *r)
     r->used = 1;
 }
 
-static void dc_block(dc_state *S, const tile_block *b);
 
 static int64_t dc_view_count(const dc_view *w)
 {
@@ -667,16 +630,18 @@ static int64_t dc_view_count(const dc_view *w)
     return n;
 }
 
-/* ldmatrix.xN[.trans]: each thread gives one row of 8 16-bit elements and
- * receives 2*N of them. Checked on thread 0 when both views are known. */
+/* ldmatrix.xN[.trans] (a target row of kind ldmatrix): each thread gives
+ * one row of 8 16-bit elements and receives 2*N of them. Checked on thread
+ * 0 when both views are known. */
 static void dc_check_ldmatrix(dc_state *S, const tile_instr *in, const int64_t *count, size_t pos)
 {
-    if (!in->atom || strncmp(in->atom, "ldmatrix.x", 10) != 0 || S->thread != 0) return;
-    int n = in->atom[10] - '0';
-    if ((n != 1 && n != 2 && n != 4) || (in->atom[11] != '\0' && in->atom[11] != '.')) {
+    if (!in->atom || strncmp(in->atom, "ldmatrix", 8) != 0 || S->thread != 0) return;
+    const target_atom *at = target_atom_by_name(in->atom);
+    if (!at || at->kind != TARGET_K_LDMATRIX) {
         dc_fail(S, pos, "unknown atom '%s' (ldmatrix.x1, .x2, .x4, optionally .trans)", in->atom);
         return;
     }
+    int n = at->count;
     if (count[0] >= 0 && count[0] != 8)
         dc_fail(S, in->args[0].pos, "%s: each thread supplies one row of 8 elements, but this view has %lld",
                 in->atom, (long long)count[0]);
@@ -703,69 +668,95 @@ static void dc_instr(dc_state *S, const tile_instr *in, size_t pos)
     if (!S->giveup) dc_check_ldmatrix(S, in, count, pos);
 }
 
-static void dc_stmt(dc_state *S, const tile_stmt *s)
+/* The verifier's visitor of the one decomposition walk (decomp.c): it
+ * evaluates what it can for the current thread and marks coverage; what
+ * it cannot evaluate makes it give up (no false alarm). */
+static tsl_status dcv_go(dc_state *S)
 {
+    if (--S->budget < 0) S->giveup = 1;
+    return S->giveup ? TSL_ERR_UNAVAILABLE : TSL_OK;
+}
+
+static tsl_status dcv_scalar(void *ctx, const tile_stmt *s)
+{
+    dc_state *S = ctx;
     int ok;
-    if (--S->budget < 0) {
+    if (dcv_go(S)) return TSL_ERR_UNAVAILABLE;
+    int64_t v = dc_eval(S, s->e, &ok);
+    S->known[s->v->id] = (uint8_t)ok;
+    S->vals[s->v->id] = v;
+    return TSL_OK;
+}
+
+static tsl_status dcv_indices(void *ctx, const tile_stmt *s)
+{
+    dc_state *S = ctx;
+    int64_t out[8];
+    char err[256];
+    if (dcv_go(S)) return TSL_ERR_UNAVAILABLE;
+    if (s->nvs > 8 || tile_decomp_indices(&s->group->threads, S->thread, s->nvs, out, err, sizeof err)) {
         S->giveup = 1;
-        return;
+        return TSL_ERR_UNAVAILABLE;
     }
-    switch (s->kind) {
-    case TILE_S_LET:
-    case TILE_S_VAR:
-    case TILE_S_SET: {
-        int64_t v = dc_eval(S, s->e, &ok);
-        S->known[s->v->id] = (uint8_t)ok;
-        S->vals[s->v->id] = v;
-        break;
+    for (int i = 0; i < s->nvs; i++) {
+        S->known[s->vs[i]->id] = 1;
+        S->vals[s->vs[i]->id] = out[i];
     }
-    case TILE_S_INDICES: {
-        int64_t out[8];
-        const tile_threads *g = &s->group->threads;
-        if (s->nvs > 8 || !dc_group_indices(S, g, S->thread % g->total, out, s->nvs)) {
-            S->giveup = 1;
-            return;
-        }
-        for (int i = 0; i < s->nvs; i++) {
-            S->known[s->vs[i]->id] = 1;
-            S->vals[s->vs[i]->id] = out[i];
-        }
-        break;
+    return TSL_OK;
+}
+
+static tsl_status dcv_loop(void *ctx, const tile_stmt *s)
+{
+    dc_state *S = ctx;
+    int o1, o2, o3 = 1;
+    if (dcv_go(S)) return TSL_ERR_UNAVAILABLE;
+    int64_t lo = dc_eval(S, s->lo, &o1), hi = dc_eval(S, s->hi, &o2), st = 1;
+    if (s->step) st = dc_eval(S, s->step, &o3);
+    if (!o1 || !o2 || !o3 || st <= 0) {
+        S->giveup = 1;
+        return TSL_ERR_UNAVAILABLE;
     }
-    case TILE_S_THREADS: break;
-    case TILE_S_FOR: {
-        int o1, o2, o3 = 1;
-        int64_t lo = dc_eval(S, s->lo, &o1), hi = dc_eval(S, s->hi, &o2), st = 1;
-        if (s->step) st = dc_eval(S, s->step, &o3);
-        if (!o1 || !o2 || !o3 || st <= 0) {
-            S->giveup = 1;
-            return;
-        }
-        for (int64_t i = lo; i < hi && !S->giveup; i += st) {
-            S->known[s->v->id] = 1;
-            S->vals[s->v->id] = i;
-            dc_block(S, s->body);
-        }
-        break;
+    for (int64_t i = lo; i < hi && !S->giveup; i += st) {
+        S->known[s->v->id] = 1;
+        S->vals[s->v->id] = i;
+        if (tile_decomp_walk(s->body, &S->vis)) break;
     }
-    case TILE_S_IF: {
-        int64_t c = dc_eval(S, s->e, &ok);
-        if (!ok) {
-            S->giveup = 1;
-            return;
-        }
-        if (c) dc_block(S, s->body);
-        else if (s->els) dc_block(S, s->els);
-        break;
+    return S->giveup ? TSL_ERR_UNAVAILABLE : TSL_OK;
+}
+
+static tsl_status dcv_branch(void *ctx, const tile_stmt *s)
+{
+    dc_state *S = ctx;
+    int ok;
+    if (dcv_go(S)) return TSL_ERR_UNAVAILABLE;
+    int64_t c = dc_eval(S, s->e, &ok);
+    if (!ok) {
+        S->giveup = 1;
+        return TSL_ERR_UNAVAILABLE;
     }
-    case TILE_S_INSTR: dc_instr(S, &s->instr, s->pos); break;
-    default: S->giveup = 1; break;
-    }
+    return tile_decomp_walk(c ? s->body : s->els, &S->vis);
+}
+
+static tsl_status dcv_atom(void *ctx, const tile_stmt *s, const target_atom *a)
+{
+    dc_state *S = ctx;
+    (void)a;
+    if (dcv_go(S)) return TSL_ERR_UNAVAILABLE;
+    dc_instr(S, &s->instr, s->pos);
+    return S->giveup ? TSL_ERR_UNAVAILABLE : TSL_OK;
+}
+
+static tsl_status dcv_fail(void *ctx, size_t pos, tsl_status st, const char *msg)
+{
+    dc_fail(ctx, pos, "%s", msg);
+    return st;
 }
 
 static void dc_block(dc_state *S, const tile_block *b)
 {
-    for (int i = 0; i < b->n && !S->giveup; i++) dc_stmt(S, b->items[i]);
+    S->vis = (tile_decomp_visitor){.ctx = S, .scalar = dcv_scalar, .indices = dcv_indices, .branch = dcv_branch,
+                                   .loop = dcv_loop, .collective = dcv_atom, .move = dcv_atom, .fail = dcv_fail};
+    tile_decomp_walk(b, &S->vis);
 }
 
 /* The local factors of a distributed layout, composed in order. */
@@ -1256,6 +1247,20 @@ static void check_shared_view(verifier *V, const tile_instr *in, size_t pos)
              (long long)(cv - 1), x->name, (long long)cx);
 }
 
+/* `atom NAME` outside a decomposition names a row of some target table
+ * that implements the instruction (whether it fits is the selection
+ * pass's business, per target; inside decompositions the walk checks). */
+static void check_atom_name(verifier *V, const tile_instr *in, size_t pos)
+{
+    const char *opn = tile_op_info_of(in->op)->name;
+    target_query q = target_query_any();
+    q.op = tile_op_target(in->op);
+    int named = 0;
+    const target_atom *a = target_atom_resolve(in->atom, &q, &named);
+    if (!named) verr(V, pos, "%s: unknown atom '%s'", opn, in->atom);
+    else if (!q.op || !a) verr(V, pos, "%s: atom %s does not implement %s", opn, in->atom, opn);
+}
+
 static void check_instr(verifier *V, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -1282,6 +1287,7 @@ static void check_instr(verifier *V, const tile_stmt *s)
         verr(V, pos, "%s takes no 'dim'", opn);
     if (in->mask && in->op != TILE_I_GATHER && in->op != TILE_I_SCATTER) verr(V, pos, "%s takes no 'mask'", opn);
     if (in->mask && !V->visible[in->mask->id]) verr(V, pos, "use of undefined value '%s'", in->mask->name);
+    if (in->atom && !V->in_decomp && in->op != TILE_I_MMA) check_atom_name(V, in, pos);
     for (int i = 0; i < in->nargs; i++)
         if (typed_operand(&in->args[i]) && !tile_op_is_unary(in->op) && !tile_op_is_binary(in->op) &&
             !tile_op_is_elementwise_ext(in->op))

@@ -247,3 +247,38 @@ def test_hopper_deadlock_is_located(tmp_path, rng):
     assert proc.returncode == 1, proc.stderr
     assert "hz_missing_arrive.tile:17:9: error: deadlock: " in proc.stderr
     assert "producer 0 (line 17) waits on empty[0] for parity 0" in proc.stderr, proc.stderr
+
+
+def test_select_shows_the_atoms(tmp_path, rng):
+    """`tessel tile select` prints the program with the target's atoms; the
+    selected text still runs and gives the same answer."""
+    cuda = run_cli("tile", "select", TILE / "gemm.tile", "--target", "cuda")
+    assert cuda.returncode == 0, cuda.stderr
+    for atom in ("atom cp.async.cg.shared.global", "atom ldmatrix.x4", "atom ldmatrix.x2.trans",
+                 "atom mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "atom st.global.v2.u32"):
+        assert atom in cuda.stdout, atom
+    cpu = run_cli("tile", "select", TILE / "gemm.tile")
+    assert cpu.returncode == 0, cpu.stderr
+    assert "atom cpu.copy" in cpu.stdout and "cp.async" not in cpu.stdout
+    # the selected program is a program: it runs to the same result
+    sel = tmp_path / "gemm_selected.tile"
+    sel.write_text(cuda.stdout)
+    m, n, k = 37, 71, 45
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    _, got = run_tile(tmp_path, sel, {"a": a, "b": b}, ["c"])
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(got["c"], ref, rtol=2e-3, atol=2e-3)
+
+
+def test_select_errors(tmp_path):
+    """An atom that does not fit, or a target without it, is an error at
+    the instruction; an unknown target is a usage error."""
+    bad = mutated(tmp_path, "gemm.tile", "copy_async a[bm, k * 32] -> sa bytes 16",
+                  "copy_async a[bm, k * 32] -> sa bytes 8 atom cp.async.cg.shared.global")
+    proc = run_cli("tile", "select", bad, "--target", "sm_90a")
+    assert proc.returncode == 1
+    assert "error: copy_async: atom cp.async.cg.shared.global has no form for this instruction and chunk size" in proc.stderr
+    assert f"{bad}:" in proc.stderr
+    proc = run_cli("tile", "select", TILE / "gemm.tile", "--target", "sm_70")
+    assert proc.returncode == 2 and "unknown target 'sm_70'" in proc.stderr

@@ -767,7 +767,8 @@ static void test_emit_shape(void)
     CHECK(strstr(s, "extern \"C\" __global__ void __launch_bounds__(128, 1) tsl_cuda_scale_i32("));
     CHECK(strstr(s, "tsl_cuda_scale_i64("));
     CHECK(strstr(s, "/* x = load_global X[block_idx.x * 256] -> register f32[256]"));
-    CHECK(strstr(s, "/* store_global y -> Y[block_idx.x * 256] */"));
+    /* the comment is the statement after selection: its atom is what is printed */
+    CHECK(strstr(s, "/* store_global y -> Y[block_idx.x * 256] atom st.global.v2.u32 */"));
     sb_free(&sb);
     diag_free(&d);
 

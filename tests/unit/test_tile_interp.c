@@ -1,7 +1,7 @@
 /* test_tile_interp.c — the tile interpreter: its shared-memory model
- * (hazards, cp.async groups), the lane semantics of mma.m16n8k16 and
- * ldmatrix.x4 against the Tilus layouts, and the seed programs of
- * examples/tile/ run on random data against a plain C reference. */
+ * (hazards, cp.async groups) and the seed programs of examples/tile/ run
+ * on random data against a plain C reference. (The atoms' lane semantics
+ * against the PTX ISA are the target suite's, tests/unit/test_target.c.) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,6 @@
 #include "layout/layout.h"
 #include "test.h"
 #include "tile/interp.h"
-#include "tile/interp_atom.h"
 #include "tile/interp_mem.h"
 #include "tile/pipeline.h"
 #include "tile/tile.h"
@@ -107,85 +106,6 @@ static void test_mem_async_many(void)
     CHECK(s.ncopies < 2000);
     imem_free(&s);
 }
-
-/* ---- the atoms against the layout algebra ------------------------------------ */
-
-static void test_mma_fragments_match_layouts(void)
-{
-    for (int w = 0; w < 3; w++) {
-        layout_value v;
-        layout_err e;
-        const char *t = iatom_mma_frag_text(w);
-        CHECK(layout_parse(t, strlen(t), &v, &e) == TSL_OK);
-        CHECK_EQ_INT(v.dist.threads, 32);
-        CHECK_EQ_INT(v.dist.locals, iatom_mma_frag_slots(w));
-        for (int l = 0; l < 32; l++)
-            for (int i = 0; i < iatom_mma_frag_slots(w); i++) {
-                int64_t c[2];
-                int r, k;
-                CHECK(dist_layout_map(&v.dist, l, i, c) == 0);
-                iatom_mma_frag_coord(w, l, i, &r, &k);
-                CHECK_MSG(c[0] == r && c[1] == k, "%s (%d,%d): layout (%lld,%lld), ISA (%d,%d)", t, l,
-                          i, (long long)c[0], (long long)c[1], r, k);
-            }
-    }
-    /* the check: thread 5, local 3 of C holds (9,3) */
-    int r, k;
-    iatom_mma_frag_coord(IATOM_MMA_C, 5, 3, &r, &k);
-    CHECK(r == 9 && k == 3);
-}
-
-static void test_mma_atom_product(void)
-{
-    static double a[32][8], b[32][4], c[32][4], d[32][4];
-    double A[16][16], B[16][8], C[16][8];
-    for (int i = 0; i < 16; i++)
-        for (int j = 0; j < 16; j++) A[i][j] = f16_to_f32(f32_to_f16((float)test_rand_double(-2, 2)));
-    for (int i = 0; i < 16; i++)
-        for (int j = 0; j < 8; j++) {
-            B[i][j] = f16_to_f32(f32_to_f16((float)test_rand_double(-2, 2)));
-            C[i][j] = (float)test_rand_double(-2, 2);
-        }
-    int r, k;
-    for (int l = 0; l < 32; l++) {
-        for (int i = 0; i < 8; i++) {
-            iatom_mma_frag_coord(IATOM_MMA_A, l, i, &r, &k);
-            a[l][i] = A[r][k];
-        }
-        for (int i = 0; i < 4; i++) {
-            iatom_mma_frag_coord(IATOM_MMA_B, l, i, &r, &k);
-            b[l][i] = B[r][k];
-            iatom_mma_frag_coord(IATOM_MMA_C, l, i, &r, &k);
-            c[l][i] = C[r][k];
-        }
-    }
-    iatom_mma_m16n8k16(a, b, c, d);
-    for (int l = 0; l < 32; l++)
-        for (int i = 0; i < 4; i++) {
-            iatom_mma_frag_coord(IATOM_MMA_C, l, i, &r, &k);
-            double want = C[r][k];
-            for (int kk = 0; kk < 16; kk++) want += A[r][kk] * B[kk][k];
-            CHECK_CLOSE(d[l][i], want, 1e-5);
-        }
-}
-
-static void test_ldmatrix_atom(void)
-{
-    static double rows[32][8], out[32][8];
-    for (int l = 0; l < 32; l++)
-        for (int j = 0; j < 8; j++) rows[l][j] = test_rand_double(-1, 1);
-    for (int trans = 0; trans < 2; trans++) {
-        iatom_ldmatrix(rows, 4, trans, out);
-        /* lane l, register m, element e: matrix m row l/4 cols 2(l%4)+e */
-        for (int l = 0; l < 32; l++)
-            for (int m = 0; m < 4; m++)
-                for (int e = 0; e < 2; e++) {
-                    int rr = trans ? 2 * (l % 4) + e : l / 4, cc = trans ? l / 4 : 2 * (l % 4) + e;
-                    CHECK(out[l][2 * m + e] == rows[8 * m + rr][cc]);
-                }
-    }
-}
-
 
 /* ---- programs ------------------------------------------------------------------- */
 
@@ -548,9 +468,6 @@ TEST_SUITE(tile_interp) = {
     {"mem_raw_needs_sync", test_mem_raw_needs_sync},
     {"mem_async_groups", test_mem_async_groups},
     {"mem_async_many", test_mem_async_many},
-    {"mma_fragments_match_layouts", test_mma_fragments_match_layouts},
-    {"mma_atom_product", test_mma_atom_product},
-    {"ldmatrix_atom", test_ldmatrix_atom},
     {"ldmatrix_move", test_ldmatrix_move},
     {"ldmatrix_x2", test_ldmatrix_x2},
     {"gemm", test_gemm},

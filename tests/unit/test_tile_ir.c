@@ -368,6 +368,14 @@ static const bad_case verify_cases[] = {
      "    load_shared s.tile([8, 8])[t, 0] -> r.local\n"
      "  }\n}\n",
      "bad.tile:5:32: error:", "index 2 is outside the 2 tiles of dim 0 (thread 2)"},
+    {"unknown atom",
+     "kernel k(A: global f32[M]) grid(1) threads(32) {\n"
+     "  x = load_global A[0] -> register f32[32] layout spatial(32) atom ld.global.v3.u32\n}\n",
+     "bad.tile:2:3: error:", "load_global: unknown atom 'ld.global.v3.u32'"},
+    {"atom of another instruction",
+     "kernel k(A: global f32[M]) grid(1) threads(32) {\n"
+     "  x = load_global A[0] -> register f32[32] layout spatial(32) atom cp.async.cg.shared.global\n}\n",
+     "bad.tile:2:3: error:", "load_global: atom cp.async.cg.shared.global does not implement load_global"},
     {"copy_async chunk",
      "kernel k(A: global f16[M, 12]) grid(1) threads(32) {\n"
      "  s = alloc shared f16[8, 12]\n  copy_async A[0, 0] -> s bytes 16\n}\n",

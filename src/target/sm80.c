@@ -1,0 +1,120 @@
+/* sm80.c — the Ampere atoms (sm_80 and later): vector loads and stores,
+ * cp.async, ldmatrix, mma.sync m16n8k16 / m16n8k8, and the explicit
+ * per-thread fallbacks. Widest first within a kind: the selection pass
+ * takes the first row that fits.
+ *
+ * Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16" and
+ * "mma.m16n8k8", f16/bf16), with g = lane / 4 and q = lane % 4:
+ *   m16n8k16 A (16x16) a_i: row g + 8((i/2)%2), col 2q + i%2 + 8(i/4)
+ *            B (16x8)  b_i: row 2q + i%2 + 8(i/2), col g
+ *            C (16x8)  c_i: row g + 8(i/2), col 2q + i%2
+ *   m16n8k8  A (16x8)  a_i: row g + 8(i/2), col 2q + i%2
+ *            B (8x8)   b_i: row 2q + i, col g
+ * ldmatrix (PTX "ldmatrix"): lane l receives in register m the pair
+ * (row l/4, cols 2(l%4), +1) of matrix m; with .trans (rows 2(l%4), +1;
+ * col l/4). tests/unit/test_target.c checks each layout against these
+ * formulas, written there independently. */
+#include "target/target.h"
+
+#define ANY TARGET_DT_ANY
+#define DT_ANY {ANY, ANY, ANY, ANY}
+#define G TARGET_SP_GLOBAL
+#define S TARGET_SP_SHARED
+#define R TARGET_SP_REGISTER
+
+#define M16N8K16_A "column_local(2,2).spatial(8,4).local(1,2)"
+#define M16N8K16_B "local(2,1).column_spatial(4,8).local(2,1)"
+#define M16N8_C "local(2,1).spatial(8,4).local(1,2)"
+#define M16N8K8_A "local(2,1).spatial(8,4).local(1,2)"
+#define M16N8K8_B "column_spatial(4,8).local(2,1)"
+#define LDSM_FRAG "spatial(8,4).local(1,2)"
+#define LDSM_FRAG_T "column_spatial(4,8).local(2,1)"
+
+/* one thread's vector access of BYTES bytes */
+#define VEC(NAME, OP, SRC, DST, BYTES, WHAT)                                                                   \
+    {.name = NAME, .kind = TARGET_K_VEC, .sem = TARGET_SEM_MOVE, .ops = OP, .threads = 1, .bytes = BYTES,      \
+     .space = {SRC, DST}, .dtype = DT_ANY, .sm = 80, .ptx = NAME, .what = WHAT}
+
+/* N 8x8 matrices; T: .trans; FRAG: one matrix's fragment in the warp */
+#define LDSM(NAME, N, T, FRAG, PTX)                                                                             \
+    {.name = NAME, .kind = TARGET_K_LDMATRIX, .sem = TARGET_SEM_LDMATRIX, .ops = TARGET_OP_LD_SHARED,          \
+     .threads = 32, .bytes = 16, .count = N, .trans = T, .space = {S, R}, .dtype = DT_ANY,                     \
+     .layout = {NULL, NULL, NULL, FRAG}, .sm = 80, .ptx = PTX, .c = "ldmatrix, lanes below 8N giving rows",     \
+     .what = "N 8x8 16-bit matrices from shared memory into a warp's fragments"}
+
+#define MMA(NAME, ALIAS, MM, NN, KK, LA, LB, AT, CT, PTXNAME)                                                   \
+    {.name = NAME, .alias = ALIAS, .kind = TARGET_K_MMA, .sem = TARGET_SEM_MMA, .ops = TARGET_OP_MMA,          \
+     .threads = 32, .m = MM, .n = NN, .k = KK, .space = {R, R, R, R}, .dtype = {AT, AT, CT, CT},               \
+     .layout = {LA, LB, M16N8_C, M16N8_C}, .sm = 80, .ptx = PTXNAME, .c = "tsl_mma16816",                      \
+     .what = "one warp's D = A.B + C on register fragments"}
+
+/* the fallback: dot products through shared scratch; its operands are
+ * still R.F with F the warp fragments below (threads: that group) */
+#define MMA_SCALAR(NAME, MM, NN, KK, LA, LB)                                                                    \
+    {.name = NAME, .kind = TARGET_K_SCALAR, .sem = TARGET_SEM_MMA, .ops = TARGET_OP_MMA, .threads = 32,       \
+     .m = MM, .n = NN, .k = KK, .space = {R, R, R, R}, .dtype = {ANY, ANY, ANY, ANY},                         \
+     .layout = {LA, LB, M16N8_C, M16N8_C}, .sm = 80, .ptx = "fmaf",                                           \
+     .what = "the mma's semantics per thread: operands through shared scratch, each D element a dot product"}
+
+const target_atom target_sm80_atoms[] = {
+    VEC("ld.global.v4.u32", TARGET_OP_LD_GLOBAL, G, R, 16, "16 contiguous, aligned bytes from global memory"),
+    VEC("ld.global.v2.u32", TARGET_OP_LD_GLOBAL, G, R, 8, "8 contiguous, aligned bytes from global memory"),
+    VEC("ld.global.u32", TARGET_OP_LD_GLOBAL, G, R, 4, "4 contiguous, aligned bytes from global memory"),
+    VEC("st.global.v4.u32", TARGET_OP_ST_GLOBAL, R, G, 16, "16 contiguous, aligned bytes to global memory"),
+    VEC("st.global.v2.u32", TARGET_OP_ST_GLOBAL, R, G, 8, "8 contiguous, aligned bytes to global memory"),
+    VEC("st.global.u32", TARGET_OP_ST_GLOBAL, R, G, 4, "4 contiguous, aligned bytes to global memory"),
+    VEC("ld.shared.v4.u32", TARGET_OP_LD_SHARED, S, R, 16, "16 contiguous, aligned bytes from shared memory"),
+    VEC("ld.shared.v2.u32", TARGET_OP_LD_SHARED, S, R, 8, "8 contiguous, aligned bytes from shared memory"),
+    VEC("ld.shared.u32", TARGET_OP_LD_SHARED, S, R, 4, "4 contiguous, aligned bytes from shared memory"),
+    VEC("st.shared.v4.u32", TARGET_OP_ST_SHARED, R, S, 16, "16 contiguous, aligned bytes to shared memory"),
+    VEC("st.shared.v2.u32", TARGET_OP_ST_SHARED, R, S, 8, "8 contiguous, aligned bytes to shared memory"),
+    VEC("st.shared.u32", TARGET_OP_ST_SHARED, R, S, 4, "4 contiguous, aligned bytes to shared memory"),
+    {.name = "cp.async.cg.shared.global", .kind = TARGET_K_CP_ASYNC, .sem = TARGET_SEM_ASYNC,
+     .ops = TARGET_OP_CP_ASYNC, .threads = 1, .bytes = 16, .space = {G, S}, .dtype = DT_ANY, .sm = 80,
+     .ptx = "cp.async.cg.shared.global [%0], [%1], 16, %2;",
+     .what = "16 bytes global -> shared, bypassing L1, zero-filled past the source size"},
+    {.name = "cp.async.ca.shared.global", .kind = TARGET_K_CP_ASYNC, .sem = TARGET_SEM_ASYNC,
+     .ops = TARGET_OP_CP_ASYNC, .threads = 1, .bytes = 8, .space = {G, S}, .dtype = DT_ANY, .sm = 80,
+     .ptx = "cp.async.ca.shared.global [%0], [%1], 8, %2;", .what = "8 bytes global -> shared through L1"},
+    {.name = "cp.async.ca.shared.global", .kind = TARGET_K_CP_ASYNC, .sem = TARGET_SEM_ASYNC,
+     .ops = TARGET_OP_CP_ASYNC, .threads = 1, .bytes = 4, .space = {G, S}, .dtype = DT_ANY, .sm = 80,
+     .ptx = "cp.async.ca.shared.global [%0], [%1], 4, %2;", .what = "4 bytes global -> shared through L1"},
+    LDSM("ldmatrix.x4", 4, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
+    LDSM("ldmatrix.x2", 2, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x2.shared.b16"),
+    LDSM("ldmatrix.x1", 1, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x1.shared.b16"),
+    LDSM("ldmatrix.x4.trans", 4, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"),
+    LDSM("ldmatrix.x2.trans", 2, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"),
+    LDSM("ldmatrix.x1.trans", 1, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16"),
+    MMA("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "m16n8k16", 16, 8, 16, M16N8K16_A, M16N8K16_B,
+        TSL_DTYPE_F16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+    MMA("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "m16n8k16", 16, 8, 16, M16N8K16_A, M16N8K16_B,
+        TSL_DTYPE_BF16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+    MMA("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", "m16n8k16", 16, 8, 16, M16N8K16_A, M16N8K16_B,
+        TSL_DTYPE_F16, TSL_DTYPE_F16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"),
+    MMA("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", "m16n8k8", 16, 8, 8, M16N8K8_A, M16N8K8_B,
+        TSL_DTYPE_F16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32"),
+    MMA("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", "m16n8k8", 16, 8, 8, M16N8K8_A, M16N8K8_B,
+        TSL_DTYPE_BF16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32"),
+    MMA("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", "m16n8k8", 16, 8, 8, M16N8K8_A, M16N8K8_B,
+        TSL_DTYPE_F16, TSL_DTYPE_F16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16"),
+    /* the fallbacks, last: chosen only when nothing above fits, and then
+     * written into the IR */
+    {.name = "scalar.ld.global", .kind = TARGET_K_SCALAR, .sem = TARGET_SEM_MOVE, .ops = TARGET_OP_LD_GLOBAL,
+     .threads = 1, .space = {G, R}, .dtype = DT_ANY, .sm = 80, .ptx = "ld.global",
+     .what = "element by element, each masked to the bounds"},
+    {.name = "scalar.st.global", .kind = TARGET_K_SCALAR, .sem = TARGET_SEM_MOVE, .ops = TARGET_OP_ST_GLOBAL,
+     .threads = 1, .space = {R, G}, .dtype = DT_ANY, .sm = 80, .ptx = "st.global",
+     .what = "element by element, each masked to the bounds"},
+    {.name = "scalar.ld.shared", .kind = TARGET_K_SCALAR, .sem = TARGET_SEM_MOVE, .ops = TARGET_OP_LD_SHARED,
+     .threads = 1, .space = {S, R}, .dtype = DT_ANY, .sm = 80, .ptx = "ld.shared",
+     .what = "element by element"},
+    {.name = "scalar.st.shared", .kind = TARGET_K_SCALAR, .sem = TARGET_SEM_MOVE, .ops = TARGET_OP_ST_SHARED,
+     .threads = 1, .space = {R, S}, .dtype = DT_ANY, .sm = 80, .ptx = "st.shared",
+     .what = "element by element"},
+    {.name = "scalar.cp.async", .kind = TARGET_K_SCALAR, .sem = TARGET_SEM_ASYNC, .ops = TARGET_OP_CP_ASYNC,
+     .threads = 1, .space = {G, S}, .dtype = DT_ANY, .sm = 80, .ptx = "ld.global + st.shared",
+     .what = "element by element (chunks that break in shared memory, mixed dtypes)"},
+    MMA_SCALAR("scalar.mma.m16n8k16", 16, 8, 16, M16N8K16_A, M16N8K16_B),
+    MMA_SCALAR("scalar.mma.m16n8k8", 16, 8, 8, M16N8K8_A, M16N8K8_B),
+};
+const int target_sm80_natoms = (int)TSL_COUNTOF(target_sm80_atoms);

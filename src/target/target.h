@@ -1,0 +1,206 @@
+/* target.h — the hardware instructions ("atoms") tessel's targets have, as
+ * table rows, and the lookups over them (DESIGN.md §4-5, docs/target.md).
+ *
+ * One row per instruction, in the spirit of CuTe's MMA and Copy traits: its
+ * name as `atom NAME` spells it in the tile IR, what kind of instruction it
+ * is, its shape, the thread group that issues it, its operands' layouts in
+ * tessel's layout algebra (parsed once), memory spaces and dtypes, the
+ * minimum architecture, how each generator prints it, and its semantics for
+ * the tile interpreter. The tables are sm80.c, sm90.c and cpu.c; atom.c
+ * holds the lookups and the reference semantics of the collective atoms
+ * (the fragment-level mma, ldmatrix / stmatrix lane maps) that the tile
+ * interpreter and the C generator both run.
+ *
+ * This header sits below the tile IR (it knows layouts and dtypes, not tile
+ * instructions): the verifier and the interpreter read it. The selection
+ * pass, which walks tile IR, is above it (select.h). */
+#ifndef TSL_TARGET_H
+#define TSL_TARGET_H
+
+#include "base/base.h"
+#include "layout/layout.h"
+
+/* ---- what a row is ---------------------------------------------------------- */
+
+typedef enum target_kind {
+    TARGET_K_MMA,      /* warp-level mma.sync over register fragments */
+    TARGET_K_WGMMA,    /* warpgroup-level wgmma.mma_async (A shared or registers, B shared) */
+    TARGET_K_LDMATRIX, /* shared -> registers, 8x8 16-bit matrices, per warp */
+    TARGET_K_STMATRIX, /* registers -> shared, the inverse */
+    TARGET_K_CP_ASYNC, /* global -> shared, one chunk per thread, lands at the wait */
+    TARGET_K_TMA,      /* cp.async.bulk.tensor: a whole box, one issuing thread */
+    TARGET_K_VEC,      /* one thread's vector load or store */
+    TARGET_K_COPY,     /* CPU: a transfer as C loops the C compiler vectorises */
+    TARGET_K_UKR,      /* CPU: a register-blocked micro-kernel over a loop */
+    TARGET_K_SCALAR,   /* the explicit fallback: a per-thread loop, one element at a time */
+    TARGET_K_COUNT
+} target_kind;
+
+/* The tile interpreter dispatches on this. */
+typedef enum target_sem {
+    TARGET_SEM_MOVE,       /* the elements move unchanged: the instruction's own semantics */
+    TARGET_SEM_ASYNC,      /* a move that lands only at the matching wait (cp.async) */
+    TARGET_SEM_MMA,        /* D = A.B + C over the row's fragment layouts, f32 accumulation */
+    TARGET_SEM_WGMMA,      /* the same per warpgroup, results only after wgmma.wait_group */
+    TARGET_SEM_LDMATRIX,   /* collective: lane rows in, the fragment of layout[3] out */
+    TARGET_SEM_STMATRIX,   /* collective: the fragment of layout[3] in, lane rows out */
+    TARGET_SEM_TMA,        /* a box that lands when its mbarrier's transaction count completes */
+    TARGET_SEM_OUTER_ACC,  /* micro-kernel: acc += a (column) x b (row) per loop step */
+    TARGET_SEM_COUNT
+} target_sem;
+
+/* The tile IR operations a row can implement (a bit set). The selection
+ * pass maps tile instructions to these; the lead's Hopper instructions map
+ * to WGMMA, TMA_LOAD and TMA_STORE. */
+enum {
+    TARGET_OP_LD_GLOBAL = 1u << 0,  /* load_global: global -> registers */
+    TARGET_OP_ST_GLOBAL = 1u << 1,  /* store_global */
+    TARGET_OP_LD_SHARED = 1u << 2,  /* load_shared: shared -> registers */
+    TARGET_OP_ST_SHARED = 1u << 3,  /* store_shared */
+    TARGET_OP_CP_ASYNC = 1u << 4,   /* copy_async: global -> shared */
+    TARGET_OP_MMA = 1u << 5,        /* mma on register fragments */
+    TARGET_OP_WGMMA = 1u << 6,      /* warpgroup mma */
+    TARGET_OP_TMA_LOAD = 1u << 7,   /* bulk tensor copy global -> shared */
+    TARGET_OP_TMA_STORE = 1u << 8,  /* bulk tensor copy shared -> global */
+    TARGET_OP_ACC_STEP = 1u << 9,   /* `add acc, p -> acc` closing a micro-kernel's loop body */
+    TARGET_OP_MOVES = TARGET_OP_LD_GLOBAL | TARGET_OP_ST_GLOBAL | TARGET_OP_LD_SHARED | TARGET_OP_ST_SHARED |
+                      TARGET_OP_CP_ASYNC,
+};
+
+/* Operand memory spaces (a bit set), in tile_space order: global 0,
+ * shared 1, register 2 (select.c checks the correspondence). */
+enum { TARGET_SP_GLOBAL = 1u << 0, TARGET_SP_SHARED = 1u << 1, TARGET_SP_REGISTER = 1u << 2 };
+
+#define TARGET_DT_ANY (-1) /* a dtype field that any dtype matches */
+
+/* Operands: mma rows A, B, C, D; moves [0] source, [1] destination;
+ * ldmatrix/stmatrix [3] is one matrix's register fragment per warp. */
+enum { TARGET_A = 0, TARGET_B = 1, TARGET_C = 2, TARGET_D = 3, TARGET_NOPER = 4 };
+
+typedef struct target_atom {
+    const char *name;   /* as `atom NAME` spells it (unique with its dtypes/bytes) */
+    const char *alias;  /* a short spelling also accepted (m16n8k16), or NULL */
+    target_kind kind;
+    target_sem sem;
+    unsigned ops;       /* TARGET_OP_* it can implement */
+    int threads;        /* the group issuing one instruction: 1, 32 (warp), 128 (warpgroup) */
+    int m, n, k;        /* mma / wgmma shape; micro-kernel: the largest register tile m x n */
+    int bytes;          /* moves: bytes one thread moves per instruction (0: any) */
+    int count;          /* ldmatrix/stmatrix: matrices (x1/x2/x4); tma: tensor rank */
+    int trans;          /* ldmatrix/stmatrix .trans */
+    int regs;           /* micro-kernel: accumulators it may hold (m x n at most this) */
+    unsigned space[TARGET_NOPER];     /* TARGET_SP_* per operand (0: none) */
+    int dtype[TARGET_NOPER];          /* tsl_dtype per operand, or TARGET_DT_ANY */
+    const char *layout[TARGET_NOPER]; /* per-group operand layouts (distributed), or NULL */
+    int sm;             /* minimum CUDA architecture (80, 90); 0: not a CUDA instruction */
+    int sm_a;           /* needs the arch-specific target (sm_90a) */
+    const char *ptx;    /* CUDA: the PTX it prints, or NULL */
+    const char *c;      /* CPU: the C it prints (helper or template), or NULL */
+    const char *cond;   /* CPU: the preprocessor condition under which it exists, or NULL */
+    const char *what;   /* one line: what it does */
+} target_atom;
+
+/* ---- the tables ------------------------------------------------------------ */
+extern const target_atom target_sm80_atoms[];
+extern const int target_sm80_natoms;
+extern const target_atom target_sm90_atoms[];
+extern const int target_sm90_natoms;
+extern const target_atom target_cpu_atoms[];
+extern const int target_cpu_natoms;
+
+/* Every row of every table, in table order (sm80, sm90, cpu). */
+int target_atom_count(void);
+const target_atom *target_atom_at(int i);
+
+/* ---- targets ------------------------------------------------------------------ */
+typedef struct target {
+    const char *name; /* "cpu", "sm_80", "sm_90a", ... */
+    int cuda;         /* 0: the C generator (CPU) */
+    int sm;           /* CUDA: 80, 86, 89, 90, ...; 0 for the CPU */
+    int sm_a;         /* the arch-specific variant (sm_90a) */
+} target;
+
+extern const target target_cpu;
+extern const target target_sm80;  /* the CUDA default: what runs on every tessel GPU */
+extern const target target_sm90a; /* Hopper with wgmma and setmaxnreg */
+
+/* "cpu", "cuda" (= sm_80), "sm_NN" or "sm_NNa" (NN >= 80); NULL otherwise. */
+const target *target_by_name(const char *name);
+
+/* Can target t run row a? CUDA: a CUDA row (sm > 0) with PTX at t's
+ * architecture; the CPU: a row with a C form (its own rows, and the sm80
+ * collective atoms the C generator emulates). */
+int target_has(const target *t, const target_atom *a);
+
+/* ---- lookups -------------------------------------------------------------------- */
+
+/* What an instruction asks of a row; 0 / TARGET_DT_ANY fields match anything. */
+typedef struct target_query {
+    unsigned op;                 /* TARGET_OP_* the row must implement */
+    int dtype[TARGET_NOPER];
+    int bytes;
+    int m, n, k;
+    int count;
+} target_query;
+
+/* A query that matches every row (op 0, any dtype). */
+target_query target_query_any(void);
+
+/* The first row named exactly `name`, in any table; NULL when none. */
+const target_atom *target_atom_by_name(const char *name);
+
+/* The row a written atom name means for the query: an exact name, an
+ * alias (m16n8k16, mma.m16n8k16), or a PTX vector spelling such as
+ * st.shared.v2.f32 (st.shared of 8 bytes), restricted to rows matching q
+ * (dtypes, bytes, op). With several, the first in table order. NULL: none.
+ * *named (may be NULL) is set to 1 when the name exists at all. */
+const target_atom *target_atom_resolve(const char *name, const target_query *q, int *named);
+
+/* The rows of kind `kind` available on t that match q, in table order
+ * (the tables list the widest first): writes up to max into out and
+ * returns how many match. */
+int target_atom_find(const target *t, target_kind kind, const target_query *q, const target_atom **out, int max);
+
+/* The warp-level mma row `mma ... [atom NAME]` means: NAME (m16n8k16 when
+ * NULL) resolved for A's (= B's) and C's dtypes (tsl_dtype, or
+ * TARGET_DT_ANY to take the first row of that name). NULL when none; *named
+ * (may be NULL) says whether the name exists at all. */
+const target_atom *target_mma_resolve(const char *name, int adt, int cdt, int *named);
+
+/* Does row a match q (op, dtypes, bytes, shape, count)? */
+int target_atom_matches(const target_atom *a, const target_query *q);
+
+/* Operand i's layout, parsed once (thread-safe); NULL when the row has
+ * none. A row whose layout text does not parse is a bug caught by the
+ * unit tests (target.layouts_parse). */
+const dist_layout *target_atom_layout(const target_atom *a, int operand);
+
+/* ---- reference semantics of the collective atoms ----------------------------------
+ * Plain arrays of doubles, indexed [lane][slot] of one group (a warp), so
+ * the tile interpreter and the C generator's tables use the same maps. */
+
+/* Row of the fragment-level mma a (kind MMA): d[lane][i] = sum_k A*B + C
+ * with the fragments placed by the row's layouts; products of 16-bit
+ * values are exact in f32 and summed in k order. Arrays hold one warp:
+ * a[32][slots of A], b[32][slots of B], c and d [32][slots of C]. */
+void target_mma_ref(const target_atom *a, const double *fa, const double *fb, const double *fc, double *fd);
+
+/* ldmatrix (kind LDMATRIX): lane l < 8 * count supplies the address of row
+ * l % 8 of matrix l / 8 (rows[l][0..7]); lane l receives in register m <
+ * count the two elements the row's fragment layout (layout[3]) gives it in
+ * matrix m: out[l][2m + e]. */
+void target_ldmatrix_ref(const target_atom *a, const double rows[32][8], double out[32][8]);
+/* stmatrix (kind STMATRIX): the inverse: lane l gives in[l][2m + e]; row r
+ * of matrix m receives them at the fragment's coordinates: rows[8m + r][col]. */
+void target_stmatrix_ref(const target_atom *a, const double in[32][8], double rows[32][8]);
+
+/* The coordinate (row, col) of slot `slot` of lane `lane` in one group's
+ * fragment of operand i (dist_layout_map of the row's layout). 0, or -1
+ * when the row has no layout there or the slot is out of range. */
+int target_frag_coord(const target_atom *a, int operand, int lane, int slot, int64_t *row, int64_t *col);
+
+/* Names for messages and docs. */
+const char *target_kind_name(target_kind k);
+const char *target_sem_name(target_sem s);
+
+#endif
