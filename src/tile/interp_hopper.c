@@ -7,8 +7,8 @@
  *               waiters (vector clocks, interp_mem.c);
  *   TMA         tma_load reads its box at issue (zeros outside the global
  *               tensor), counts its bytes at once and lands in shared
- *               memory when its barrier phase completes — no earlier than
- *               the hardware may; tma_store reads shared memory at issue
+ *               memory when its barrier phase completes — the latest the
+ *               hardware may; tma_store reads shared memory at issue
  *               and holds it until the bulk_wait that covers it;
  *   wgmma       issue records the operation (operands held, accumulator
  *               busy); commit closes the group; wait completes groups, and
@@ -37,7 +37,6 @@ static void reset(interp *I)
     for (size_t i = 0; i < h->nbar_at; i++) h->bar_at[i] = -1;
     memset(h->tasks, 0, sizeof h->tasks);
     for (int t = 0; t < IMEM_MAX_TASKS; t++) h->tasks[t].wait_bar = -1;
-    h->tasks[0].nthreads = I->k->threads;
     h->blocked = h->completed = 0;
 }
 
@@ -381,7 +380,6 @@ static tsl_status land(interp *I, hop_load *l, uint32_t phase)
     free(l->data);
     l->offs = NULL;
     l->data = NULL;
-    l->live = 0;
     return TSL_OK;
 }
 
@@ -545,7 +543,7 @@ static tsl_status exec_tma_load(interp *I, const tile_stmt *s)
         return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
     int id = h->nloads++;
     hop_load *l = &h->loads[id];
-    *l = (hop_load){.pos = s->pos, .task = I->task, .bar = b, .live = 1, .name = sv.name, .t = sv.t, .n = n, .eb = eb};
+    *l = (hop_load){.pos = s->pos, .task = I->task, .bar = b, .name = sv.name, .t = sv.t, .n = n, .eb = eb};
     l->offs = malloc((size_t)(n ? n : 1) * sizeof *l->offs);
     l->data = malloc((size_t)(n ? n : 1) * (size_t)eb);
     if (!l->offs || !l->data) return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");

@@ -320,7 +320,7 @@ tsl_status interp_exec_warpgroups(interp *I, const tile_stmt *s)
             if (role->index) t->slots[role->index->id].ival = j;
             /* values its body defines get the task's own storage when they run */
             hop_task *h = &I->hop->tasks[id];
-            *h = (hop_task){.role = role->name, .inst = j, .tbase = t->tbase, .nthreads = 128, .wait_bar = -1};
+            *h = (hop_task){.role = role->name, .inst = j, .wait_bar = -1};
             imem_task_spawn(&I->sm, id, (int)t->tbase);
             st = push(I, t, role->pos, (rframe){.b = role->body});
         }
