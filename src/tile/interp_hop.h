@@ -74,6 +74,8 @@ struct ihop {
     hop_aread *areads;
     int nareads, capareads;
     hop_task tasks[IMEM_MAX_TASKS];
+    int next_task;         /* the task id the next instance gets */
+    int live_first;        /* the first task id of the running warpgroups */
     /* set by the last statement, read by the scheduler */
     int blocked, block_bar, block_parity; /* an mbar_wait that cannot pass yet */
     int completed;         /* a barrier phase completed */

@@ -38,6 +38,7 @@ static void reset(interp *I)
     memset(h->tasks, 0, sizeof h->tasks);
     for (int t = 0; t < IMEM_MAX_TASKS; t++) h->tasks[t].wait_bar = -1;
     h->blocked = h->completed = 0;
+    h->next_task = 1;
 }
 
 tsl_status interp_hop_begin(interp *I)
@@ -137,6 +138,12 @@ static int off_coord(const rt_tensor *t, size_t off, int64_t *c)
 
 /* ---- hazards -------------------------------------------------------------------------- */
 
+/* Is task `agent` an instance of a warpgroups statement that has ended? */
+static int finished(const interp *I, int agent)
+{
+    return agent > 0 && agent < IMEM_MAX_TASKS && (I->task == 0 || agent < I->hop->live_first);
+}
+
 tsl_status interp_hazard_ext(interp *I, size_t pos, imem_hazard h, const char *subj, const char *name,
                              const int64_t *c, int rank, int write)
 {
@@ -164,6 +171,10 @@ tsl_status interp_hazard_ext(interp *I, size_t pos, imem_hazard h, const char *s
     case IMEM_XRAW:
     case IMEM_XWAW:
         interp_thread_name(I, w->other, agent, oth, sizeof oth);
+        if (finished(I, agent))
+            return interp_err(I, pos, TSL_ERR_RUNTIME,
+                              "hazard: %s %s %s[%s], which %s wrote in an earlier warpgroups statement with no block "
+                              "sync after it (missing sync?)", subj, verb, name, e, oth);
         if (w->nosync)
             return interp_err(I, pos, TSL_ERR_RUNTIME,
                               "hazard: %s %s %s[%s], which %s wrote with no sync of its warpgroup before the "
@@ -174,6 +185,10 @@ tsl_status interp_hazard_ext(interp *I, size_t pos, imem_hazard h, const char *s
                           "mbar_wait, or mbar_arrive too early?)", subj, verb, name, e, oth);
     case IMEM_XWAR:
         interp_task_name(I, agent, tn, sizeof tn);
+        if (finished(I, agent))
+            return interp_err(I, pos, TSL_ERR_RUNTIME,
+                              "hazard: %s writes %s[%s], which %s read in an earlier warpgroups statement with no "
+                              "block sync after it (missing sync?)", subj, name, e, tn);
         if (w->nosync)
             return interp_err(I, pos, TSL_ERR_RUNTIME,
                               "hazard: %s writes %s[%s], which a thread of %s read with no sync of its warpgroup "
@@ -265,6 +280,9 @@ static tsl_status bar_elems(interp *I, const tile_operand *o, const char *opn, s
         return TSL_OK;
     }
     for (int i = 0; i < t->rank; i++) numel *= t->dims[i];
+    if (numel > 1 && max == 1)
+        return interp_err(I, o->pos, TSL_ERR_SEMANTIC, "%s: '%s' holds %lld barriers; name one (%s[i])", opn, vw.name,
+                          (long long)numel, vw.name);
     if (numel > max)
         return interp_err(I, o->pos, TSL_ERR_UNAVAILABLE, "%s: '%s' holds %lld barriers; the interpreter tracks at most %d",
                           opn, vw.name, (long long)numel, max);

@@ -355,6 +355,12 @@ static void test_programs(void)
         for (int64_t i = 0; i < 32 * 64; i++) CHECK_CLOSE(at(&p, iy, i), at(&p, ix, i), 0);
     }
     prog_free(&p);
+    hopper_prog(&p, "two_phases.tile", 1); /* Y = 3 X across two warpgroups statements */
+    if (p.st == TSL_OK) {
+        int ix = find(&p, "X"), iy = find(&p, "Y");
+        for (int64_t i = 0; i < 32 * 64; i++) CHECK_CLOSE(at(&p, iy, i), (float)(3 * at(&p, ix, i)), 0);
+    }
+    prog_free(&p);
 }
 
 /* Every hazard program fails with exactly its expected located message
@@ -368,7 +374,7 @@ static void test_hazards(void)
         "hz_tma_into_wgmma.tile",      "hz_unaligned_rows.tile",       "hz_no_init.tile",
         "hz_init_not_visible.tile",    "hz_init_in_use.tile",          "hz_arrive_too_early.tile",
         "hz_read_in_flight.tile",      "hz_unwaited_wgmma.tile",       "hz_unwaited_store.tile",
-        "hz_arrive_without_sync.tile",
+        "hz_arrive_without_sync.tile", "hz_no_sync_between.tile",
     };
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char *text = read_text("tests/tile_hopper", files[i]);
