@@ -795,6 +795,9 @@ static tsl_status exec_wgmma(interp *I, const tile_stmt *s)
         return interp_err(I, in->args[1].pos, TSL_ERR_SEMANTIC, "wgmma: B must be a shared tensor of rank >= 2");
     int rb = bv.rank;
     K = bv.t->dims[rb - 2];
+    if (K < 16 || K % 16)
+        return interp_err(I, in->args[1].pos, TSL_ERR_SHAPE, "wgmma: K = %lld is not a positive multiple of 16",
+                          (long long)K);
     wg_desc db, da;
     if ((st = wg_operand(I, &in->args[1], &bv, rb - 1, rb - 2, N, K, &db))) return st;
     const tile_value *av_v = in->args[0].v;
