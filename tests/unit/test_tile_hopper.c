@@ -112,6 +112,26 @@ static void test_mem_async_proxy(void)
     imem_async_done(&s, 128, 8);
     CHECK_EQ_INT(imem_write(&s, 132, 1, 129, src, &other), IMEM_OK);
     CHECK_EQ_INT(imem_async_read(&s, 200, 4, 4, NULL), IMEM_UNWRITTEN);
+    /* an async read counts as made when it completes: a release between
+     * its issue and its completion does not order it */
+    imem_task_spawn(&s, 2, 256);
+    imem_vc rel;
+    memset(&rel, 0, sizeof rel);
+    CHECK_EQ_INT(imem_async_read(&s, 64, 4, 6, NULL), IMEM_OK);
+    imem_release(&s, &rel);
+    imem_async_done(&s, 64, 4);
+    imem_task_switch(&s, 2);
+    imem_acquire(&s, &rel);
+    CHECK_EQ_INT(imem_tma_issue(&s, 64, 4, 7), IMEM_XWAR);
+    imem_task_switch(&s, 1);
+    imem_release(&s, &rel);
+    imem_task_switch(&s, 2);
+    imem_acquire(&s, &rel);
+    CHECK_EQ_INT(imem_tma_issue(&s, 64, 4, 7), IMEM_OK);
+    CHECK_EQ_INT(imem_tma_land(&s, 64, 4, 5, 9, src), IMEM_OK);
+    imem_task_switch(&s, 1);
+    ph.c[IMEM_VC_BAR(5)] = 10; /* task 1 waits on that phase */
+    imem_acquire(&s, &ph);
     /* a TMA load (issued by thread 0) over another thread's read needs a sync */
     CHECK_EQ_INT(imem_read(&s, 64, 4, 131, got, &other), IMEM_OK);
     CHECK_EQ_INT(imem_tma_issue(&s, 64, 4, 5), IMEM_WAR);
