@@ -21,6 +21,12 @@ for s in "100 264 520" "1 8 8" "128 256 64" "300 520 200"; do
     timeout 120 python3 bench/tile_gpu_check.py examples/tile/gemm_wgmma.tile $s
 done
 timeout 120 python3 bench/tile_gpu_check.py examples/tile/gemm_wgmma.tile 4096 4096 4096 --reps 20
+echo "== tests/tile_hopper programs: GPU against the tile interpreter"
+H=tests/tile_hopper
+timeout 120 python3 bench/tile_gpu_vs_interp.py $H/wgmma_rega.tile A=45x32:float16 B=32x40:float16 --out C
+timeout 120 python3 bench/tile_gpu_vs_interp.py $H/wgmma_smem.tile A=37x64:float16 B=64x40:float16 --out C
+timeout 120 python3 bench/tile_gpu_vs_interp.py $H/ring.tile A=64x200:float16 B=200x64:float16 --out C
+timeout 120 python3 bench/tile_gpu_vs_interp.py $H/tma_scale.tile X=50x72:float32 --out Y
 echo "== compute-sanitizer (memcheck, racecheck) on the small tile GEMM"
 for tool in memcheck racecheck; do
     timeout 180 compute-sanitizer --tool $tool --target-processes all --error-exitcode 7 python3 bench/tile_gpu_check.py \
@@ -45,6 +51,16 @@ for e in nn nt tn tt bnt beta silu_bias f32out; do
     done
 done
 echo "layouts: $pass passed, $fail failed"
+echo "== compute-sanitizer (memcheck, racecheck) on the plan's kernels at sizes no tile divides"
+for tool in memcheck racecheck; do
+    for c in "nn M=300 N=264 K=136" "tt M=37 N=72 K=200" "silu_bias M=300 N=264 K=136" "bnt M=130 N=72 K=40"; do
+        set -- $c; e=$1; shift; args=(); for kv in "$@"; do args+=(--size "$kv"); done
+        [ $e = bnt ] && args+=(--size Z=2)
+        echo "-- $tool $c"
+        timeout 200 compute-sanitizer --tool $tool --error-exitcode 7 build/tessel run bench/hopper/layouts.tc \
+            --entry $e "${args[@]}" --target cuda 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error|error" | head -n 5
+    done
+done
 fi
 # HOPPER_ONLY: rows separated by '|'
 IFS='|' read -ra ROWS <<< "$ONLY"
