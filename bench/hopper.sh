@@ -40,7 +40,7 @@ fi
 if [ -z "${HOPPER_SKIP_CHECK:-}" ]; then
 echo "== bench/hopper/layouts.tc on the GPU (--check against the interpreter)"
 pass=0; fail=0
-for e in nn nt tn tt bnt beta silu_bias f32out; do
+for e in nn nt tn tt bnt beta silu_bias f32out gelu_erf_res; do
     for sz in "M=300 N=264 K=136" "M=37 N=72 K=200" "M=1 N=8 K=8" "M=1100 N=4104 K=16" "M=16 N=8456 K=16" \
         "M=130 N=77 K=131"; do
         args=(); for kv in $sz; do args+=(--size "$kv"); done

@@ -739,6 +739,7 @@ static const char *unary_name(int b)
     case LANG_TANH: return "tanh";
     case LANG_SIGMOID: return "sigmoid";
     case LANG_ABS: return "abs";
+    case LANG_ERF: return "erf";
     default: return NULL;
     }
 }

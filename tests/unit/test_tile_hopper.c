@@ -427,6 +427,14 @@ static void test_sm90_plan(void)
          {{70, 200, 264}, {200, 72, 40}, {1, 8, 8}, {67, 45, 40}}},
         {"def hbmm(float16(B,M,K) X, float16(B,K,N) Y) -> (Z) {\n  Z(b,m,n) +=! X(b,m,k) * Y(b,k,n)\n}\n",
          {{2, 33, 136, 24}, {1, 130, 16, 8}, {0}, {0}}},
+        /* both operands transposed (views of the TMA stages) */
+        {"def htt(float16(K,M) A, float16(N,K) B) -> (C) {\n  C(m,n) +=! A(k,m) * B(n,k)\n}\n",
+         {{40, 136, 72}, {24, 37, 264}, {0}, {0}}},
+        /* an epilogue: bias, GELU (erf), a residual; BN 128 */
+        {"def hgelu(float16(M,K) A, float16(N,K) W, float16(N) bias, float16(M,N) R) -> (C) {\n"
+         "  C(m,n) +=! A(m,k) * W(n,k)\n  C(m,n) = C(m,n) + bias(n)\n"
+         "  C(m,n) = 0.5 * C(m,n) * (1 + erf(C(m,n) * 0.7071067811865476)) + R(m,n)\n}\n",
+         {{150, 40, 136}, {37, 24, 200}, {0}, {0}}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         tsl_arena *a = arena_create();
