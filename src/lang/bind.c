@@ -53,7 +53,7 @@ static int bind_eval(bind_ctx *B, const lang_sexpr *e, size_t offset, const char
     if (m >= 0) {
         diag_error_at(B->d, B->def->src, B->def->size_offsets[m], TSL_ERR_SHAPE,
                       "size '%s' is not known: no input tensor has it; supply its value "
-                      "(e.g. --size %s=N)",
+                      "(tessel run --size %s=N; tsl_args_set_size in C)",
                       B->def->sizes[m], B->def->sizes[m]);
     } else {
         strbuf sb = {0};
