@@ -328,5 +328,21 @@ int ranges_infer(tsl_arena *a, lang_def *def, tsl_diag *d)
                 }
         }
     }
+    /* a range empty whatever the sizes (constant dims, as in float(3) I
+     * convolved with float(5) K) is reported now, not at the first run */
+    for (int s = 0; s < def->nstmts; s++) {
+        const lang_stmt *st = &def->stmts[s];
+        for (int v = 0; v < st->nvars; v++) {
+            const lang_range *r = &st->vars[v].range;
+            if (st->vars[v].from_where || !r->lo || !r->hi || r->lo->kind != LANG_SX_CONST ||
+                r->hi->kind != LANG_SX_CONST || r->hi->value > r->lo->value)
+                continue;
+            diag_error_at(d, def->src, st->vars[v].offset, TSL_ERR_RANGE,
+                          "empty range for '%s': it is [%lld, %lld) for any sizes (the inputs' constant "
+                          "dims are too small)",
+                          st->vars[v].name, (long long)r->lo->value, (long long)r->hi->value);
+            return -1;
+        }
+    }
     return 0;
 }
