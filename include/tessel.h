@@ -118,6 +118,16 @@ int tsl_dtype_from_dlpack(DLDataType d, tsl_dtype *out);
 DLDataType tsl_dtype_to_dlpack(tsl_dtype t);
 const char *tsl_status_name(tsl_status s);         /* "TSL_ERR_SHAPE"; static */
 
+/* ---- this build ---------------------------------------------------------- */
+
+#define TSL_VERSION_STRING "0.10.0"
+const char *tsl_version(void); /* TSL_VERSION_STRING of the library linked; static */
+/* What this build is and what it finds here, one item a line: the version
+ * and commit, the CPU target's C compiler, NVRTC's version, the CUDA
+ * driver and its first device (or why each was not found). Malloc'd; the
+ * caller frees. */
+char *tsl_build_info(void);
+
 /* ---- context ----------------------------------------------------------- */
 
 TSL_GIVE tsl_context *tsl_context_create(void);    /* NULL only if out of memory */
@@ -152,7 +162,9 @@ void tsl_program_free(TSL_TAKE tsl_program *p);    /* NULL is allowed */
  * generated CUDA C of the CUDA plan) or "ptx" (that CUDA C compiled by
  * NVRTC, which needs no GPU). The CUDA kinds take an arch after a colon,
  * "tile:cuda:sm_90a", "cuda:sm_90a", "ptx:sm_80" (default sm_80): sm_90a
- * plans use TMA, wgmma and warp specialisation. */
+ * plans use TMA, wgmma and warp specialisation. "c", "cuda" and "ptx" take
+ * "@KERNEL" last to print that kernel only ("c@softmax_g0_rowred"; an
+ * unknown name is an error listing the plan's kernels). */
 tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
                             TSL_GIVE char **out);
 
@@ -235,6 +247,23 @@ int tsl_target_parse(TSL_KEEP const char *name, tsl_target *out); /* 0 if known 
  * output's is TSL_ERR_ARG (a tensor both read and written is declared as a
  * parameter and an output, and bound once with tsl_args_set_tensor). */
 tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target);
+
+/* Where the program's last tsl_program_run on this thread spent its time
+ * (milliseconds), and how its kernels were found. A run that prepares
+ * nothing (the CUDA target keeps its plans and modules) has only run_ms. */
+typedef struct tsl_run_stats {
+    double total_ms;   /* the whole call */
+    double plan_ms;    /* op graph, schedule and verification of the plan */
+    double codegen_ms; /* generating kernel source */
+    double compile_ms; /* the C compiler or NVRTC, for kernels no cache had */
+    double load_ms;    /* opening compiled kernels */
+    double run_ms;     /* running the kernels (CUDA: and the copies) */
+    int kernels;       /* kernel launches */
+    int compiled;      /* kernels compiled by this run */
+    int cached;        /* kernels read from the on-disk kernel cache */
+    int loaded;        /* kernels already loaded in this process */
+} tsl_run_stats;
+tsl_status tsl_program_run_stats(TSL_KEEP const tsl_program *p, tsl_run_stats *out);
 
 /* ---- numpy files (used by the CLI; handy for tests) -------------------- */
 

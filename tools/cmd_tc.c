@@ -33,6 +33,9 @@ static const char run_usage[] =
     "  --check               also run the interpreter and compare every output\n"
     "  --seed N              seed for the random inputs (default: fresh)\n"
     "  --print               print small outputs whole\n"
+    "  --verbose             say where the time went: planning, generating code,\n"
+    "                        compiling, loading, running; and which kernels were\n"
+    "                        compiled, read from the kernel cache or already loaded\n"
     "  --packed              low-bit inputs and outputs as their packed bytes\n"
     "                        (uint8; a packed input's shape comes from --size\n"
     "                        or the other inputs)\n"
@@ -44,14 +47,15 @@ static const char run_usage[] =
 
 static const char compile_usage[] =
     "usage: tessel compile FILE.tc [--entry NAME] [--target cpu|cuda] [--arch sm_80|sm_90a]\n"
-    "                      --emit=ast|ranges|graph|tile|c|cuda|ptx\n"
+    "                      --emit=ast|ranges|graph|tile|c|cuda|ptx [--kernel NAME]\n"
     "  Print the checked program (ast), every inferred range (ranges), the op\n"
     "  graph (graph), the scheduled tile IR with its launch plan (tile: the plan\n"
     "  for --target, default cuda when a GPU is present, else cpu) or the\n"
     "  generated C (c, the CPU plan), CUDA C (cuda, the CUDA plan) or PTX (ptx,\n"
     "  by NVRTC: no GPU needed), for every def unless --entry names one. --arch\n"
     "  picks the CUDA plan's architecture (sm_80: mma.sync and cp.async; sm_90a:\n"
-    "  TMA, wgmma and warp specialisation; default sm_80).\n";
+    "  TMA, wgmma and warp specialisation; default sm_80). --kernel prints one\n"
+    "  kernel of c, cuda or ptx (the plan of --emit=tile names them).\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
 {
@@ -75,11 +79,12 @@ typedef struct run_opts {
     const char *entry;
     const char *emit;
     const char *arch; /* compile: sm_80 or sm_90a for the CUDA kinds */
+    const char *kernel; /* compile: the kernel of c/cuda/ptx to print */
     cli_kv *inputs, *sets, *outputs, *sizes;
     int ninputs, nsets, noutputs, nsizes;
     tsl_target target;
     const char *target_name;
-    int check, print, has_seed, packed;
+    int check, print, has_seed, packed, verbose;
     uint64_t seed;
 } run_opts;
 
@@ -150,10 +155,12 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
         int known = nlen > 0 && hit && (hit == allowed || hit[-1] == ' ') &&
                     (hit[nlen] == ' ' || hit[nlen] == 0);
         if (!known) return usage_error(usage, "unknown option '%s'", a);
-        int is_flag = !strcmp(name, "check") || !strcmp(name, "print") || !strcmp(name, "packed");
+        int is_flag = !strcmp(name, "check") || !strcmp(name, "print") || !strcmp(name, "packed") ||
+                      !strcmp(name, "verbose");
         if (is_flag) {
             if (inline_val) return usage_error(usage, "option '%s' takes no value", a);
             if (name[0] == 'c') o->check = 1;
+            else if (name[0] == 'v') o->verbose = 1;
             else if (name[1] == 'r') o->print = 1;
             else o->packed = 1;
             continue;
@@ -167,6 +174,8 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
         }
         if (!strcmp(name, "entry")) {
             o->entry = val;
+        } else if (!strcmp(name, "kernel")) {
+            o->kernel = val;
         } else if (!strcmp(name, "emit")) {
             if (strcmp(val, "ast") && strcmp(val, "ranges") && strcmp(val, "graph") && strcmp(val, "tile") &&
                 strcmp(val, "c") && strcmp(val, "cuda") && strcmp(val, "ptx"))
@@ -370,6 +379,19 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
     }
     fputs(text, stdout);
     if (*text && text[strlen(text) - 1] != '\n') fputc('\n', stdout);
+    /* several kernels of C: say how to see one */
+    static const char mark[] = "from tile kernel '";
+    int nk = 0;
+    for (const char *q = strstr(text, mark); q; q = strstr(q + 1, mark)) nk++;
+    if (nk > 1 && !strchr(what, '@')) {
+        fprintf(stderr, "tessel compile: %d kernels in '%s' (", nk, tsl_program_name(p));
+        int k = 0;
+        for (const char *q = strstr(text, mark); q; q = strstr(q + 1, mark)) {
+            const char *nm = q + sizeof mark - 1, *e = strchr(nm, '\'');
+            if (e) fprintf(stderr, "%s%.*s", k++ ? ", " : "", (int)(e - nm), nm);
+        }
+        fprintf(stderr, "); --kernel NAME prints one\n");
+    }
     free(text);
     tsl_program_free(p);
     return 0;
@@ -378,7 +400,7 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
 int cmd_compile(int argc, char **argv)
 {
     run_opts o;
-    int rc = parse_opts(argc, argv, compile_usage, "entry emit target arch", &o);
+    int rc = parse_opts(argc, argv, compile_usage, "entry emit target arch kernel", &o);
     if (rc) {
         free_opts(&o);
         return rc < 0 ? 0 : rc;
@@ -393,10 +415,18 @@ int cmd_compile(int argc, char **argv)
         return usage_error(compile_usage, "%s", "missing --emit=ast|ranges|graph|tile|c|cuda|ptx");
     }
     /* the CUDA kinds for an arch: sm_80 unless --arch says */
-    char kind[32];
+    char kind[32], kkind[256];
     if (o.arch && (!strcmp(o.emit, "cuda") || !strcmp(o.emit, "ptx") || !strcmp(o.emit, "tile:cuda"))) {
         snprintf(kind, sizeof kind, "%s:%s", o.emit, o.arch);
         o.emit = kind;
+    }
+    if (o.kernel) {
+        if (strcmp(o.emit, "c") && strncmp(o.emit, "cuda", 4) && strncmp(o.emit, "ptx", 3)) {
+            free_opts(&o);
+            return usage_error(compile_usage, "%s", "--kernel goes with --emit=c, cuda or ptx");
+        }
+        snprintf(kkind, sizeof kkind, "%s@%s", o.emit, o.kernel);
+        o.emit = kkind;
     }
     tsl_context *ctx = tsl_context_create();
     char *src = read_source(o.file);
@@ -407,6 +437,17 @@ int cmd_compile(int argc, char **argv)
         rc = 1;
     } else if (o.entry) {
         rc = emit_one(ctx, src, o.file, o.entry, o.emit);
+    } else if (o.kernel) {
+        /* the def whose kernels are named after it: `<def>_...` (the longest such name) */
+        char **names;
+        int n = scan_defs(src, &names), best = -1;
+        for (int i = 0; i < n; i++) {
+            size_t l = strlen(names[i]);
+            if (!strncmp(o.kernel, names[i], l) && o.kernel[l] == '_' && (best < 0 || l > strlen(names[best])))
+                best = i;
+        }
+        rc = emit_one(ctx, src, o.file, best >= 0 ? names[best] : n ? names[0] : NULL, o.emit);
+        free_names(names, n);
     } else {
         char **names;
         int n = scan_defs(src, &names);
@@ -1056,6 +1097,17 @@ static int run_main(run_state *s)
         return 1;
     }
     print_summary_line(s, ms);
+    if (s->o.verbose) {
+        tsl_run_stats rs;
+        if (tsl_program_run_stats(s->prog, &rs) == TSL_OK) {
+            printf("  time: %.3f ms = plan %.3f + generate %.3f + compile %.3f + load %.3f + run %.3f (+ %.3f other)\n",
+                   rs.total_ms, rs.plan_ms, rs.codegen_ms, rs.compile_ms, rs.load_ms, rs.run_ms,
+                   rs.total_ms - rs.plan_ms - rs.codegen_ms - rs.compile_ms - rs.load_ms - rs.run_ms);
+            if (rs.kernels)
+                printf("  kernels: %d launch%s; %d compiled now, %d from the kernel cache, %d already loaded\n",
+                       rs.kernels, rs.kernels == 1 ? "" : "es", rs.compiled, rs.cached, rs.loaded);
+        }
+    }
     int nout = tsl_program_output_count(s->prog);
     for (int k = 0; k < nout; k++) {
         const char *name = tsl_program_output_name(s->prog, k);
@@ -1072,7 +1124,7 @@ int cmd_run(int argc, char **argv)
     run_state s;
     memset(&s, 0, sizeof s);
     int rc = parse_opts(argc, argv, run_usage,
-                        "entry input set output size target check seed print packed", &s.o);
+                        "entry input set output size target check seed print verbose packed", &s.o);
     if (rc == 0 && !s.o.target_name) {
         s.o.target = tsl_target_default();
         s.o.target_name = tsl_target_name(s.o.target);

@@ -22,6 +22,7 @@ struct tsl_program {
     tsl_source src;    /* copies of the caller's source and file name */
     const lang_module *mod;
     const lang_def *def;
+    tsl_run_stats last; /* of the last tsl_program_run (tsl_program_run_stats) */
 };
 
 /* Replace the context's error with "error: <msg>" and return st. */

@@ -49,11 +49,16 @@ tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
     /* c and tile:cpu print the CPU target's plan, cuda, ptx and tile:cuda
      * the CUDA target's, for the arch after a ':' (default sm_80); plain
      * tile is tile:cpu */
-    char kind[16];
+    char kind[16], want[160] = "";
+    const char *at = strchr(what, '@'); /* c@KERNEL: that kernel only */
+    if (at) snprintf(want, sizeof want, "%s", at + 1);
     const char *arch = strstr(what, ":sm_");
-    size_t kl = arch ? (size_t)(arch - what) : strlen(what);
+    size_t kl = arch ? (size_t)(arch - what) : at ? (size_t)(at - what) : strlen(what);
     snprintf(kind, sizeof kind, "%.*s", (int)(kl < sizeof kind ? kl : sizeof kind - 1), what);
-    arch = arch ? arch + 1 : "sm_80";
+    char archbuf[16];
+    if (arch) snprintf(archbuf, sizeof archbuf, "%.*s", (int)(at && at > arch ? at - arch - 1 : (int)strlen(arch + 1)),
+                       arch + 1);
+    arch = arch ? archbuf : "sm_80";
     int ptx = !strcmp(kind, "ptx");
     int cuda = !strcmp(kind, "cuda") || !strcmp(kind, "tile:cuda") || ptx;
     sched_plan *plan = compiled_plan(p, cuda ? TSL_TARGET_CUDA : TSL_TARGET_CPU, sched_sm_of_arch(arch), a, d);
@@ -61,8 +66,21 @@ tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
     if (plan && !strncmp(kind, "tile", 4)) {
         sched_print(out, plan);
     } else if (plan) {
-        for (int i = 0; i < plan->nlaunches && !st; i++) {
-            if (i) sb_putc(out, '\n');
+        int found = 0;
+        for (int i = 0; *want && i < plan->nlaunches; i++) found |= !strcmp(plan->launches[i].k->name, want);
+        if (*want && !found) {
+            strbuf names = {0};
+            for (int i = 0; i < plan->nlaunches; i++) sb_printf(&names, "%s%s", i ? ", " : "", plan->launches[i].k->name);
+            diag_error(d, TSL_ERR_ARG, "'%s' has no kernel named %s (its kernels: %s)", p->def->name, want,
+                       sb_str(&names));
+            sb_free(&names);
+            st = TSL_ERR_ARG;
+        }
+        for (int i = 0, n = 0; i < plan->nlaunches && !st; i++) {
+            int dup = 0; /* a kernel two launches share, once */
+            for (int j = 0; j < i; j++) dup |= plan->launches[j].k == plan->launches[i].k;
+            if (dup || (*want && strcmp(plan->launches[i].k->name, want))) continue;
+            if (n++) sb_putc(out, '\n');
             if (!cuda) {
                 st = cg_c_emit(plan->m, plan->launches[i].k, out, d);
                 continue;
@@ -188,13 +206,17 @@ tsl_status api_compiled_run(tsl_program *p, const lang_bound *b, const struct in
         diag_error(d, TSL_ERR_NOMEM, "out of memory");
         st = TSL_ERR_NOMEM;
     }
+    if (!st) st = rt_cpu_check_env(d);
+    double t_plan = rt_now_ms();
     sched_plan *plan = st ? NULL : compiled_plan(p, TSL_TARGET_CPU, 0, a, d);
+    rt_stats_here()->plan_ms += rt_now_ms() - t_plan;
     if (!st && !plan) st = d->first ? d->first : TSL_ERR_INTERNAL;
     if (!st) st = compiled_bind(def, b, views, bufs, tensors, scalars, d);
     if (!st) st = sched_run(plan, b, tensors, scalars, compiled_cpu_kernel, NULL, d);
-    if (st == TSL_ERR_BOUNDS) {
-        /* An index out of range: the reference interpreter on the same
-         * inputs says where in the TC source, in its words. */
+    if (st == TSL_ERR_BOUNDS || st == TSL_ERR_RUNTIME) {
+        /* An index out of range or an integer division by zero: the
+         * reference interpreter on the same inputs says where in the TC
+         * source, in its words. */
         char *kernel_msg = strdup(sb_str(&d->msg));
         diag_reset(d);
         if (interp_run(b, views, d) == TSL_OK || !d->nerr) {
@@ -203,7 +225,7 @@ tsl_status api_compiled_run(tsl_program *p, const lang_bound *b, const struct in
             size_t len = strlen(m);
             while (len && m[len - 1] == '\n') len--;
             diag_reset(d);
-            diag_error(d, TSL_ERR_BOUNDS, "%.*s", (int)len, m);
+            diag_error(d, st, "%.*s", (int)len, m);
         }
         free(kernel_msg);
     }

@@ -167,7 +167,9 @@ static sched_dev *cuda_prepare(tsl_program *p, tsl_diag *d, tsl_status *st)
     }
     /* the plan for the device's own arch (sm_90a: TMA and wgmma) */
     int sm = sched_sm_of_arch(rt_cuda_device_info(cuda_dev)->arch);
+    double t_plan = rt_now_ms();
     sched_plan *plan = src ? cuda_plan(src, p->def->name, sm, a, d) : NULL;
+    rt_stats_here()->plan_ms += rt_now_ms() - t_plan;
     sched_dev *x = NULL;
     *st = !a ? TSL_ERR_NOMEM : !plan ? (d->first ? d->first : TSL_ERR_INTERNAL) : TSL_OK;
     if (!a) diag_error(d, TSL_ERR_NOMEM, "out of memory");
@@ -215,7 +217,10 @@ tsl_status api_compiled_cuda_run(tsl_program *p, const lang_bound *b, const stru
         if (st) diag_error(d, st, "device memory for '%s' (%zu bytes)", t->name, bytes);
         if (!st) st = cuda_transfer(dev, &views[i], ptrs[i], bytes, 1, t->name, d);
     }
+    double t_run = rt_now_ms();
     if (!st) st = sched_dev_run(x, b, ptrs, scalars, 1, d);
+    rt_stats_here()->run_ms += rt_now_ms() - t_run;
+    if (!st) rt_stats_here()->kernels += sched_dev_launches_run(x);
     for (int i = 0; !st && i < n; i++) {
         const lang_tensor *t = def->tensors[i];
         if (t->is_scalar || !(t->flags & LANG_TENSOR_OUTPUT)) continue;

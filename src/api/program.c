@@ -157,7 +157,8 @@ tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
         graph_print(&b, g);
         arena_free(ga);
     } else if (what && (!strcmp(what, "tile") || !strcmp(what, "tile:cpu") || !strncmp(what, "tile:cuda", 9) ||
-                        !strcmp(what, "c") || !strncmp(what, "cuda", 4) || !strncmp(what, "ptx", 3))) {
+                        !strcmp(what, "c") || !strncmp(what, "c@", 2) || !strncmp(what, "cuda", 4) ||
+                        !strncmp(what, "ptx", 3))) {
         tsl_status st = api_compiled_emit(p, what, &b);
         if (st) {
             sb_free(&b);
@@ -165,8 +166,8 @@ tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
         }
     } else
         return api_error(p->ctx, TSL_ERR_ARG,
-                         "unknown emit kind '%s' (expected ast, ranges, graph, tile, tile:cpu, tile:cuda[:ARCH], c, "
-                         "cuda[:ARCH] or ptx[:ARCH])",
+                         "unknown emit kind '%s' (expected ast, ranges, graph, tile, tile:cpu, tile:cuda[:ARCH], "
+                         "c[@KERNEL], cuda[:ARCH][@KERNEL] or ptx[:ARCH][@KERNEL])",
                          what ? what : "(null)");
     *out = sb_take(&b);
     if (!*out) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");

@@ -237,13 +237,18 @@ tsl_status cg_c_run(const tile_module *m, const tile_kernel *k, const tile_inter
     sb_free(&kt);
     cgc_launch l = {0};
     const cgc_loaded *ld = loaded_find(key);
+    rt_stats *rs = rt_stats_here();
+    rs->kernels++;
     if (ld) {
+        rs->loaded++;
         l.fn = ld->fn;
         res.errs = ld->errs;
         res.nerrs = ld->nerrs;
     } else {
+        double t0 = rt_now_ms();
         if ((st = cgc_prepare(m, k, ar, d, &kk))) goto done;
         if ((st = cgc_emit_kernel(kk, ar, d, &res))) goto done;
+        rs->codegen_ms += rt_now_ms() - t0;
         char hint[300];
         snprintf(hint, sizeof hint, "%s.c", k->name);
         if ((st = rt_cpu_compile(res.source, hint, &mod, d))) goto done;
@@ -260,7 +265,9 @@ tsl_status cg_c_run(const tile_module *m, const tile_kernel *k, const tile_inter
     l.I = I;
     l.fail = INT64_MAX;
     pthread_mutex_init(&l.mu, NULL);
+    double t1 = rt_now_ms();
     rt_cpu_parallel_for(nblocks, run_range, &l);
+    rs->run_ms += rt_now_ms() - t1;
     pthread_mutex_destroy(&l.mu);
     if (l.rc) {
         int64_t gx = I[nwords - 3], gy = I[nwords - 2], b = l.fail;

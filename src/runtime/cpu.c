@@ -245,6 +245,24 @@ static char *cpu_cc_identity(const cpu_cc *cc, const char *dir)
     return id;
 }
 
+tsl_status rt_cpu_compiler(char **out, tsl_diag *d)
+{
+    *out = NULL;
+    cpu_cc cc;
+    tsl_status st = cpu_find_cc(&cc, d);
+    if (st) return st;
+    char *dir = NULL;
+    if (rt_cache_dir("cpu", &dir, NULL) != TSL_OK) dir = NULL;
+    char *id = cpu_cc_identity(&cc, dir ? dir : "/tmp");
+    strbuf b = {0};
+    sb_printf(&b, "%s (%s)", cc.text, id ? id : "unknown");
+    *out = sb_take(&b);
+    free(id);
+    free(dir);
+    cpu_cc_free(&cc);
+    return *out ? TSL_OK : TSL_ERR_NOMEM;
+}
+
 /* ---- compile errors ---------------------------------------------------- */
 
 /* Replace every occurrence of `from` in `s` by `to`; gives a malloc'd string. */
@@ -441,8 +459,14 @@ tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_modu
     sb_printf(&b, "%s/%s.c", dir, key);
     c_path = sb_take(&b);
 
+    rt_stats *rs = rt_stats_here();
+    double t0 = rt_now_ms();
     if (access(so_path, F_OK) == 0) {
-        if (cpu_dlopen(so_path, out) == TSL_OK) goto done;
+        if (cpu_dlopen(so_path, out) == TSL_OK) {
+            rs->cached++;
+            rs->load_ms += rt_now_ms() - t0;
+            goto done;
+        }
         /* A cached object that does not load is garbage: rebuild it once. */
         (void)dlerror();
         unlink(so_path);
@@ -451,12 +475,16 @@ tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_modu
     if (st != TSL_OK) goto done;
     st = cpu_build(&cc, c_path, so_path, name, source, d);
     if (st != TSL_OK) goto done;
+    rs->compiled++;
+    rs->compile_ms += rt_now_ms() - t0;
+    t0 = rt_now_ms();
     if (cpu_dlopen(so_path, out) != TSL_OK) {
         const char *err = dlerror();
         diag_error(d, TSL_ERR_RUNTIME, "cannot load the compiled kernel '%s' (from %s): %s",
                    so_path, name, err ? err : "unknown dlopen error");
         st = TSL_ERR_RUNTIME;
     }
+    rs->load_ms += rt_now_ms() - t0;
 done:
     free(dir);
     free(so_path);

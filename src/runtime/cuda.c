@@ -480,9 +480,13 @@ tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_o
     cubin_path = sb_take(&pb);
     sb_printf(&pb, "%s/%s.log", dir, key);
     log_path = sb_take(&pb);
-    if (cuda_cache_get(cubin_path, log_path, cubin, cubin_size, log)) goto done;
+    if (cuda_cache_get(cubin_path, log_path, cubin, cubin_size, log)) {
+        rt_stats_here()->cached++;
+        goto done;
+    }
 
     atomic_fetch_add(&cuda_compiles, 1);
+    double t_compile = rt_now_ms();
     if ((st = NV_TRY(d, CreateProgram(&prog, source, name, 0, NULL, NULL))) != TSL_OK) goto done;
     nvrtcResult cr = nv.CompileProgram(prog, nopts, opts);
     size_t logsize = 0;
@@ -506,6 +510,8 @@ tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_o
     /* The log first: a reader that finds the cubin then finds its log. */
     if ((st = rt_cache_write(log_path, logtext, strlen(logtext), d)) != TSL_OK) goto done;
     if ((st = rt_cache_write(cubin_path, bin, n, d)) != TSL_OK) goto done;
+    rt_stats_here()->compiled++;
+    rt_stats_here()->compile_ms += rt_now_ms() - t_compile;
     *cubin = bin;
     *cubin_size = n;
     bin = NULL;

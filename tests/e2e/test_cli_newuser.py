@@ -1,0 +1,84 @@
+"""The command line as a new user meets it: the help lists every command,
+--version says what was found, a bad TESSEL_NUM_THREADS is refused, a
+division by zero on the CPU names the source line, --emit=c prints one
+kernel on request, and run --verbose says where the time went and whether
+the kernels came from the cache."""
+import os
+import re
+
+from conftest import run_cli
+
+PROG = ("def dz(int32(N) A, int32(N) B) -> (C) {\n  C(i) = A(i) / (B(i) - B(i))\n}\n"
+        "def nrm(float(N,M) X) -> (R) {\n  Q() +=! X(i,j) * X(i,j)\n  R() = sqrt(Q())\n}\n")
+
+
+def write(tmp_path, text, name="p.tc"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_help_lists_every_command():
+    r = run_cli("--help")
+    assert r.returncode == 0
+    for want in ("check FILE.tc", "run FILE.tc", "--emit=KIND", "--kernel", "tile check|print|expand",
+                 "tile emit|select", "tile run", "--version", "TESSEL_NUM_THREADS"):
+        assert want in r.stdout, (want, r.stdout)
+
+
+def test_version_says_what_it_found():
+    r = run_cli("--version")
+    assert r.returncode == 0, r.stderr
+    assert re.match(r"tessel \d+\.\d+\.\d+ \(commit \w+\)", r.stdout), r.stdout
+    for want in ("C compiler (cpu target): ", "NVRTC: ", "CUDA driver"):
+        assert want in r.stdout, (want, r.stdout)
+
+
+def test_bad_thread_count_is_refused(tmp_path):
+    prog = write(tmp_path, PROG)
+    env = dict(os.environ, TESSEL_NUM_THREADS="abc")
+    r = run_cli("run", prog, "--entry", "nrm", "--size", "N=3", "--size", "M=5", "--target", "cpu", env=env)
+    assert r.returncode == 1
+    assert "TESSEL_NUM_THREADS='abc' is not a positive integer" in r.stderr, r.stderr
+
+
+def test_cpu_division_by_zero_names_the_source_line(tmp_path):
+    prog = write(tmp_path, PROG)
+    r = run_cli("run", prog, "--entry", "dz", "--size", "N=5", "--target", "cpu")
+    assert r.returncode == 1
+    assert f"{prog}:2:10: error: integer division by zero" in r.stderr, r.stderr
+    assert "C(i) = A(i) / (B(i) - B(i))" in r.stderr and "kernel '" not in r.stderr, r.stderr
+
+
+def test_emit_one_kernel(tmp_path):
+    prog = write(tmp_path, PROG)
+    r = run_cli("compile", prog, "--entry", "nrm", "--emit=c")
+    assert r.returncode == 0
+    kernels = re.findall(r"from tile kernel '(\w+)'", r.stdout)
+    assert len(kernels) >= 2, r.stdout[:300]
+    assert "--kernel NAME prints one" in r.stderr and kernels[0] in r.stderr, r.stderr
+    r1 = run_cli("compile", prog, "--emit=c", "--kernel", kernels[1])
+    assert r1.returncode == 0, r1.stderr
+    assert re.findall(r"from tile kernel '(\w+)'", r1.stdout) == [kernels[1]]
+    r2 = run_cli("compile", prog, "--entry", "nrm", "--emit=c", "--kernel", "nope")
+    assert r2.returncode == 1 and "has no kernel named nope (its kernels: " in r2.stderr, r2.stderr
+    r3 = run_cli("compile", prog, "--emit=cuda", "--kernel", kernels[0])
+    assert r3.returncode == 0 and "__global__" in r3.stdout, r3.stderr
+
+
+def test_verbose_timings_and_cache(tmp_path):
+    prog = write(tmp_path, PROG)
+    env = dict(os.environ, TESSEL_CACHE_DIR=str(tmp_path / "cache"))
+    args = ("run", prog, "--entry", "nrm", "--size", "N=7", "--size", "M=5", "--target", "cpu", "--verbose")
+    first = run_cli(*args, env=env)
+    assert first.returncode == 0, first.stderr
+    m = re.search(r"time: ([\d.]+) ms = plan ([\d.]+) \+ generate ([\d.]+) \+ compile ([\d.]+) \+ load ([\d.]+)"
+                  r" \+ run ([\d.]+)", first.stdout)
+    assert m, first.stdout
+    assert float(m.group(4)) > 0, first.stdout
+    k = re.search(r"kernels: (\d+) launch\w*; (\d+) compiled now, (\d+) from the kernel cache, (\d+) already loaded",
+                  first.stdout)
+    assert k and int(k.group(2)) == int(k.group(1)) > 0, first.stdout
+    again = run_cli(*args, env=env)  # a new process: every kernel from the on-disk cache
+    k2 = re.search(r"(\d+) compiled now, (\d+) from the kernel cache", again.stdout)
+    assert k2 and int(k2.group(1)) == 0 and int(k2.group(2)) == int(k.group(1)), again.stdout
