@@ -1,91 +1,59 @@
-/* compiled.c — the compiled targets' run path and their emitters.
+/* compiled.c — the compiled targets behind tsl_program_run and
+ * tsl_program_emit: one path for the CPU and CUDA alike.
  *
- * Run (TSL_TARGET_CPU): op graph -> sched_lower (one tile module and a
- * launch plan) -> for each launch, in order, cg_c_run with host buffers for
- * every tensor it names (the caller's, or contiguous copies of strided ones;
- * temporaries allocated zeroed per run), the def's scalars as typed scalar
- * arguments and the size symbols as int arguments. cg_c_run compiles through
- * rt_cpu, whose cache keys on the generated source, so a second run does not
- * recompile. A launch whose box is empty runs nothing. Run-time errors of a
- * kernel (an indirect index out of range: TSL_ERR_BOUNDS) come back with the
- * reference interpreter's located message (it reruns on the same inputs),
- * which names the tensor, dimension, index and bound.
+ * Run: the def's executable (drv_compile: schedule, expand, emit, compile
+ * for the device's arch) and its executor (rt_exec) are prepared once and
+ * kept per program and target (the 16 most recently used, keyed by the
+ * def's name and the whole source text; the plan does not depend on
+ * sizes): generating a plan's CUDA source alone costs 25-200 ms, more than
+ * a cached run may add. A run binds every tensor — on a host-memory target
+ * the caller's storage (a dense copy of a strided view), else a device
+ * buffer each copied in once, outputs too so in/out data and untouched
+ * elements survive — runs every launch checked, and copies the outputs
+ * back. A kernel's index out of range (TSL_ERR_BOUNDS) comes back with the
+ * reference interpreter's located message (it reruns on the same inputs).
  *
- * Emit: "tile" prints the plan and the module (sched_print), "c" the C of
- * every kernel (cg_c_emit), "cuda" their CUDA C (cg_cuda_emit). */
+ * The CUDA device ($TESSEL_CUDA_DEVICE, default 0) stays open for the
+ * process once a run opened it (re-creating the primary context costs more
+ * than a cached run may add); a run that fails in the driver closes it and
+ * drops its prepared plans, so the next run opens afresh. No driver or no
+ * device: TSL_ERR_UNAVAILABLE with the runtime's reason, and the other
+ * targets still run. Runs of one target are serialised.
+ *
+ * Emit: "tile[:cpu|:cuda]" is the schedule's dump, "c" / "cuda" the source
+ * dump of the CPU / CUDA plan, through the same driver. */
+#include <pthread.h>
 #include <string.h>
 
 #include "api/api.h"
-#include "codegen/codegen.h"
-#include "codegen/cuda.h"
-#include "graph/graph.h"
+#include "driver/driver.h"
 #include "interp/interp.h"
 #include "runtime/runtime.h"
-#include "sched/sched.h"
 
-/* graph + schedule of p's def for target in arena a; NULL after
- * reporting into d. */
-static sched_plan *compiled_plan(tsl_program *p, tsl_target target, int sm, tsl_arena *a, tsl_diag *d)
+/* ---- emit ------------------------------------------------------------------------------------ */
+
+static void emit_append(void *ctx, drv_stage stage, const char *text)
 {
-    graph *g = graph_build(a, p->def, d);
-    sched_plan *plan = g ? sched_lower_sm(a, g, target, sm, d) : NULL;
-    if (!plan) {
-        if (!d->nerr) diag_error(d, TSL_ERR_INTERNAL, "scheduling '%s' failed", p->def->name);
-        return NULL;
-    }
-    if (tile_verify(plan->m, NULL, d) != TSL_OK) {
-        diag_error(d, TSL_ERR_INTERNAL, "internal: the schedule of '%s' does not verify", p->def->name);
-        return NULL;
-    }
-    return plan;
+    (void)stage;
+    sb_puts(ctx, text);
 }
 
 tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
 {
     tsl_diag *d = &p->ctx->diag;
     diag_reset(d);
-    tsl_arena *a = arena_create();
-    if (!a) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");
-    /* c and tile:cpu print the CPU target's plan, cuda, ptx and tile:cuda
-     * the CUDA target's, for the arch after a ':' (default sm_80); plain
-     * tile is tile:cpu */
-    char kind[16];
-    const char *arch = strstr(what, ":sm_");
-    size_t kl = arch ? (size_t)(arch - what) : strlen(what);
-    snprintf(kind, sizeof kind, "%.*s", (int)(kl < sizeof kind ? kl : sizeof kind - 1), what);
-    arch = arch ? arch + 1 : "sm_80";
-    int ptx = !strcmp(kind, "ptx");
-    int cuda = !strcmp(kind, "cuda") || !strcmp(kind, "tile:cuda") || ptx;
-    sched_plan *plan = compiled_plan(p, cuda ? TSL_TARGET_CUDA : TSL_TARGET_CPU, sched_sm_of_arch(arch), a, d);
-    tsl_status st = plan ? TSL_OK : d->first;
-    if (plan && !strncmp(kind, "tile", 4)) {
-        sched_print(out, plan);
-    } else if (plan) {
-        for (int i = 0; i < plan->nlaunches && !st; i++) {
-            if (i) sb_putc(out, '\n');
-            if (!cuda) {
-                st = cg_c_emit(plan->m, plan->launches[i].k, out, d);
-                continue;
-            }
-            strbuf src = {0};
-            st = cg_cuda_emit(plan->m, plan->launches[i].k, &src, d);
-            if (!st && ptx) {
-                /* NVRTC needs no GPU: PTX for any arch, anywhere */
-                char *text = NULL;
-                rt_cuda_options o = {0};
-                o.name = plan->launches[i].k->name;
-                st = rt_cuda_compile_ptx(sb_str(&src), arch, &o, &text, d);
-                if (!st) sb_puts(out, text);
-                free(text);
-            } else if (!st) {
-                sb_puts(out, sb_str(&src));
-            }
-            sb_free(&src);
-        }
-    }
-    arena_free(a);
+    /* c and tile:cpu show the CPU target's plan, cuda and tile:cuda the
+     * CUDA target's; plain tile is tile:cpu */
+    int cuda = !strcmp(what, "cuda") || !strcmp(what, "tile:cuda");
+    drv_stage stage = !strncmp(what, "tile", 4) ? DRV_STAGE_SCHED : DRV_STAGE_SOURCE;
+    drv_options o = {.dump = 1u << stage, .dump_fn = emit_append, .dump_ctx = out, .stop_after = stage + 1};
+    drv_executable *x = NULL;
+    tsl_status st = drv_compile(p->def, cuda ? &drv_target_cuda : &drv_target_cpu, NULL, &o, &x, d);
+    drv_executable_free(x);
     return st;
 }
+
+/* ---- host views ---------------------------------------------------------------------------------- */
 
 /* Is the view C-contiguous for its shape? */
 int api_view_dense(const interp_tensor *v)
@@ -101,7 +69,7 @@ int api_view_dense(const interp_tensor *v)
 /* Copy between a strided view and a C-order buffer (to_dense: view -> buf). */
 void api_view_copy(const interp_tensor *v, char *buf, int to_dense)
 {
-    size_t es = tsl_dtype_size(v->dtype); /* byte-sized: packed views are dense */
+    size_t es = (size_t)(dtype_info_of(v->dtype)->bits / 8);
     int64_t n = 1, idx[TSL_MAX_RANK] = {0};
     for (int d = 0; d < v->rank; d++) n *= v->shape[d];
     for (int64_t i = 0; i < n; i++) {
@@ -117,103 +85,258 @@ void api_view_copy(const interp_tensor *v, char *buf, int to_dense)
     }
 }
 
-/* Per def tensor: the DLTensor the kernels see, and owned memory if any. */
-typedef struct compiled_buf {
-    DLTensor dl;
-    int64_t shape[TSL_MAX_RANK];
-    char *owned;   /* a dense copy of a strided view */
-    int copy_back; /* ... of an output */
-} compiled_buf;
+/* ---- prepared plans ------------------------------------------------------------------------------ */
 
-/* Dense C-order storage for every parameter and output: the caller's
- * memory when it is already dense, else a copy. Temporaries stay NULL
- * (sched_run allocates them). */
-static tsl_status compiled_bind(const lang_def *def, const lang_bound *b, const interp_tensor *views,
-                                compiled_buf *bufs, DLTensor **tensors, double *scalars, tsl_diag *d)
+enum { PREPARED_MAX = 16 };
+
+typedef struct prepared {
+    char *key; /* "<def name>\n<source text>"; NULL: a free slot */
+    drv_executable *x;
+    rt_exec *e;
+    uint64_t used;
+} prepared;
+
+/* Per target: its lock, its device (CUDA; NULL on the CPU) and plans. */
+typedef struct target_state {
+    pthread_mutex_t mu;
+    void *dev;
+    prepared plans[PREPARED_MAX];
+    uint64_t clock;
+} target_state;
+
+static target_state states[2] = {{.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}};
+
+static void prepared_drop(prepared *e)
+{
+    rt_exec_free(e->e);
+    drv_executable_free(e->x);
+    free(e->key);
+    memset(e, 0, sizeof *e);
+}
+
+/* The prepared executor of p's def on target t (state s), made on a miss. */
+static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, tsl_diag *d, tsl_status *st)
+{
+    strbuf kb = {0};
+    sb_printf(&kb, "%s\n%s", p->def->name, p->src.text);
+    prepared *slot = &s->plans[0];
+    for (int i = 0; i < PREPARED_MAX; i++) {
+        prepared *e = &s->plans[i];
+        if (e->key && !strcmp(e->key, sb_str(&kb))) {
+            e->used = ++s->clock;
+            sb_free(&kb);
+            return e->e;
+        }
+        if (!e->key ? slot->key != NULL : slot->key && e->used < slot->used) slot = e;
+    }
+    drv_executable *x = NULL;
+    rt_exec *e = NULL;
+    *st = drv_compile(p->def, t, t->rt->arch(s->dev), NULL, &x, d);
+    if (!*st) *st = rt_exec_create(x->plan, t->rt, s->dev, &e, d);
+    if (*st) {
+        drv_executable_free(x);
+        sb_free(&kb);
+        return NULL;
+    }
+    prepared_drop(slot);
+    slot->key = sb_take(&kb);
+    slot->x = x;
+    slot->e = e;
+    slot->used = ++s->clock;
+    return e;
+}
+
+/* "target 'cuda' is unavailable: <the runtime's reason>" in place of the
+ * runtime's bare message (no driver, no device). */
+static void unavailable(const char *target, tsl_diag *d)
+{
+    tsl_status st = d->first ? d->first : TSL_ERR_UNAVAILABLE;
+    char *why = strdup(sb_str(&d->msg));
+    const char *m = why ? why : "";
+    if (!strncmp(m, "error: ", 7)) m += 7;
+    size_t len = strlen(m);
+    while (len && m[len - 1] == '\n') len--;
+    diag_reset(d);
+    diag_error(d, st, "target '%s' is unavailable: %.*s", target, (int)len, m);
+    free(why);
+}
+
+/* Replace a kernel's index error with the interpreter's located one. */
+static void locate_bounds_error(const lang_bound *b, const interp_tensor *views, tsl_diag *d)
+{
+    char *kernel_msg = strdup(sb_str(&d->msg));
+    diag_reset(d);
+    if (interp_run(b, views, d) == TSL_OK || !d->nerr) {
+        const char *m = kernel_msg ? kernel_msg : "index out of range";
+        if (!strncmp(m, "error: ", 7)) m += 7;
+        size_t len = strlen(m);
+        while (len && m[len - 1] == '\n') len--;
+        diag_reset(d);
+        diag_error(d, TSL_ERR_BOUNDS, "%.*s", (int)len, m);
+    }
+    free(kernel_msg);
+}
+
+/* ---- running ------------------------------------------------------------------------------------- */
+
+/* Per def tensor: where the kernels see it, and what the run owns. */
+typedef struct run_buf {
+    rt_ptr data;
+    char *host;    /* a dense host copy of a strided view (host-memory targets) */
+    rt_ptr dev;    /* a device buffer (device targets) */
+    size_t bytes;
+} run_buf;
+
+static size_t tensor_bytes(const lang_def *def, const lang_bound *b, int i)
+{
+    const lang_tensor *t = def->tensors[i];
+    size_t n = 1;
+    for (int k = 0; k < t->rank; k++) n *= (size_t)b->shapes[i][k];
+    return n * tsl_dtype_size(t->dtype);
+}
+
+/* Move def tensor i between host view v and device buffer ptr. */
+static tsl_status transfer(const rt_target *rt, void *dev, const interp_tensor *v, rt_ptr ptr, size_t bytes,
+                           int to_device, const char *name, tsl_diag *d)
+{
+    if (!bytes) return TSL_OK;
+    rt_copy_kind kind = to_device ? RT_COPY_HTOD : RT_COPY_DTOH;
+    if (api_view_dense(v))
+        return to_device ? rt->copy(dev, ptr, (rt_ptr)(uintptr_t)v->base, bytes, kind, d)
+                         : rt->copy(dev, (rt_ptr)(uintptr_t)v->base, ptr, bytes, kind, d);
+    char *tmp = malloc(bytes);
+    if (!tmp) {
+        diag_error(d, TSL_ERR_NOMEM, "out of memory for a dense copy of '%s' (%zu bytes)", name, bytes);
+        return TSL_ERR_NOMEM;
+    }
+    tsl_status st;
+    if (to_device) {
+        api_view_copy(v, tmp, 1);
+        st = rt->copy(dev, ptr, (rt_ptr)(uintptr_t)tmp, bytes, kind, d);
+    } else {
+        st = rt->copy(dev, (rt_ptr)(uintptr_t)tmp, ptr, bytes, kind, d);
+        if (!st) api_view_copy(v, tmp, 0);
+    }
+    free(tmp);
+    return st;
+}
+
+/* Bind every parameter and output into bufs (and the run's arrays). */
+static tsl_status bind(const lang_def *def, const lang_bound *b, const interp_tensor *views, const rt_target *rt,
+                       void *dev, run_buf *bufs, rt_ptr *data, int64_t *words, tsl_diag *d)
 {
     for (int i = 0; i < def->ntensors; i++) {
         const lang_tensor *t = def->tensors[i];
-        compiled_buf *cb = &bufs[i];
         if (t->is_scalar) {
-            scalars[i] = views[i].scalar;
+            double v = views[i].scalar;
+            if (dtype_info_of(t->dtype)->is_float) memcpy(&words[i], &v, 8);
+            else words[i] = (int64_t)v;
             continue;
         }
         if (t->flags & LANG_TENSOR_TEMP) continue;
-        int64_t n = 1;
-        for (int k = 0; k < t->rank; k++) {
-            cb->shape[k] = b->shapes[i][k];
-            n *= cb->shape[k];
-        }
-        size_t bytes = tsl_dtype_nbytes(views[i].dtype, n); /* a low-bit tensor's carrier (args.c) */
-        char *data = views[i].base;
-        if (!api_view_dense(&views[i])) {
-            cb->owned = calloc(bytes ? bytes : 1, 1);
-            if (!cb->owned) {
-                diag_error(d, TSL_ERR_NOMEM, "out of memory for a dense copy of '%s' (%zu bytes)", t->name, bytes);
-                return TSL_ERR_NOMEM;
+        run_buf *rb = &bufs[i];
+        rb->bytes = tensor_bytes(def, b, i);
+        if (rt->host_memory) {
+            rb->data = (rt_ptr)(uintptr_t)views[i].base;
+            if (!api_view_dense(&views[i])) {
+                rb->host = calloc(rb->bytes ? rb->bytes : 1, 1);
+                if (!rb->host) {
+                    diag_error(d, TSL_ERR_NOMEM, "out of memory for a dense copy of '%s' (%zu bytes)", t->name,
+                               rb->bytes);
+                    return TSL_ERR_NOMEM;
+                }
+                api_view_copy(&views[i], rb->host, 1);
+                rb->data = (rt_ptr)(uintptr_t)rb->host;
             }
-            data = cb->owned;
-            api_view_copy(&views[i], data, 1);
-            cb->copy_back = (t->flags & LANG_TENSOR_OUTPUT) != 0;
+        } else if (rb->bytes) {
+            tsl_status st = rt->alloc(dev, rb->bytes, &rb->dev, d);
+            if (st) {
+                diag_error(d, st, "device memory for '%s' (%zu bytes)", t->name, rb->bytes);
+                return st;
+            }
+            rb->data = rb->dev;
+            st = transfer(rt, dev, &views[i], rb->dev, rb->bytes, 1, t->name, d);
+            if (st) return st;
         }
-        cb->dl.data = data;
-        cb->dl.device.device_type = kDLCPU;
-        cb->dl.ndim = t->rank;
-        cb->dl.dtype = tsl_dtype_to_dlpack(views[i].dtype);
-        cb->dl.shape = cb->shape;
-        cb->dl.strides = NULL;
-        tensors[i] = &cb->dl;
+        data[i] = rb->data;
     }
     return TSL_OK;
 }
 
-static tsl_status compiled_cpu_kernel(void *ctx, const tile_module *m, const tile_kernel *k,
-                                      const tile_interp_arg *args, int nargs, tsl_diag *d)
+/* Outputs back to the caller's views. */
+static tsl_status unbind(const lang_def *def, const interp_tensor *views, const rt_target *rt, void *dev,
+                         const run_buf *bufs, tsl_diag *d)
 {
-    (void)ctx;
-    return cg_c_run(m, k, args, nargs, d);
+    tsl_status st = TSL_OK;
+    for (int i = 0; !st && i < def->ntensors; i++) {
+        const lang_tensor *t = def->tensors[i];
+        if (t->is_scalar || !(t->flags & LANG_TENSOR_OUTPUT)) continue;
+        if (bufs[i].host) api_view_copy(&views[i], bufs[i].host, 0);
+        else if (bufs[i].dev) st = transfer(rt, dev, &views[i], bufs[i].dev, bufs[i].bytes, 0, t->name, d);
+    }
+    return st;
 }
 
-tsl_status api_compiled_run(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
-                            tsl_diag *d)
+tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound *b,
+                            const struct interp_tensor *views, tsl_diag *d)
 {
-    tsl_arena *a = arena_create();
+    const drv_target *t = drv_target_of(target);
+    if (!t) {
+        diag_error(d, TSL_ERR_ARG, "target %d is not a compiled target", (int)target);
+        return TSL_ERR_ARG;
+    }
+    const rt_target *rt = t->rt;
     const lang_def *def = p->def;
     int n = def->ntensors;
-    compiled_buf *bufs = calloc((size_t)n + 1, sizeof *bufs);
-    DLTensor **tensors = calloc((size_t)n + 1, sizeof *tensors);
-    double *scalars = calloc((size_t)n + 1, sizeof *scalars);
+    run_buf *bufs = calloc((size_t)n + 1, sizeof *bufs);
+    rt_ptr *data = calloc((size_t)n + 1, sizeof *data);
+    int64_t *words = calloc((size_t)n + 1, sizeof *words);
+    const int64_t **shapes = calloc((size_t)n + 1, sizeof *shapes);
+    int64_t *lanes = calloc((size_t)def->nstmts + 1, sizeof *lanes);
     tsl_status st = TSL_OK;
-    if (!a || !bufs || !tensors || !scalars) {
+    if (!bufs || !data || !words || !shapes || !lanes) {
         diag_error(d, TSL_ERR_NOMEM, "out of memory");
         st = TSL_ERR_NOMEM;
     }
-    sched_plan *plan = st ? NULL : compiled_plan(p, TSL_TARGET_CPU, 0, a, d);
-    if (!st && !plan) st = d->first ? d->first : TSL_ERR_INTERNAL;
-    if (!st) st = compiled_bind(def, b, views, bufs, tensors, scalars, d);
-    if (!st) st = sched_run(plan, b, tensors, scalars, compiled_cpu_kernel, NULL, d);
-    if (st == TSL_ERR_BOUNDS) {
-        /* An index out of range: the reference interpreter on the same
-         * inputs says where in the TC source, in its words. */
-        char *kernel_msg = strdup(sb_str(&d->msg));
-        diag_reset(d);
-        if (interp_run(b, views, d) == TSL_OK || !d->nerr) {
-            const char *m = kernel_msg ? kernel_msg : "index out of range";
-            if (!strncmp(m, "error: ", 7)) m += 7;
-            size_t len = strlen(m);
-            while (len && m[len - 1] == '\n') len--;
-            diag_reset(d);
-            diag_error(d, TSL_ERR_BOUNDS, "%.*s", (int)len, m);
+    for (int i = 0; !st && i < n; i++) shapes[i] = b->shapes[i];
+    for (int s = 0; !st && s < def->nstmts; s++) {
+        lanes[s] = 1;
+        for (int v = 0; v < def->stmts[s].niter; v++) {
+            int64_t e = b->stmts[s].hi[v] - b->stmts[s].lo[v];
+            lanes[s] = e <= 0 ? 0 : lanes[s] * e;
+            if (e <= 0) break;
         }
-        free(kernel_msg);
     }
+    target_state *s = &states[target == TSL_TARGET_CUDA];
+    pthread_mutex_lock(&s->mu);
+    if (!st && target == TSL_TARGET_CUDA && !s->dev) {
+        rt_cuda_device *dev = NULL;
+        st = rt_cuda_open(&dev, d);
+        if (st) unavailable(t->name, d);
+        s->dev = dev;
+    }
+    void *dev = s->dev;
+    rt_exec *e = st ? NULL : prepare(p, t, s, d, &st);
+    if (!st) st = bind(def, b, views, rt, dev, bufs, data, words, d);
+    rt_run r = {.data = data, .shape = shapes, .words = words, .sizes = b->sizes, .lanes = lanes};
+    if (!st) st = rt_exec_run(e, &r, 1, d);
+    if (!st) st = unbind(def, views, rt, dev, bufs, d);
+    if (st == TSL_ERR_BOUNDS) locate_bounds_error(b, views, d);
     for (int i = 0; bufs && i < n; i++) {
-        if (!st && bufs[i].copy_back) api_view_copy(&views[i], bufs[i].owned, 0);
-        free(bufs[i].owned);
+        free(bufs[i].host);
+        if (bufs[i].dev) rt->free(dev, bufs[i].dev);
     }
+    if (st == TSL_ERR_RUNTIME && target == TSL_TARGET_CUDA && s->dev) {
+        /* a launch error can poison the context: start afresh next run */
+        for (int i = 0; i < PREPARED_MAX; i++) prepared_drop(&s->plans[i]);
+        rt_cuda_close(s->dev);
+        s->dev = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
     free(bufs);
-    free(tensors);
-    free(scalars);
-    arena_free(a);
+    free(data);
+    free(words);
+    free(shapes);
+    free(lanes);
     return st;
 }

@@ -22,6 +22,18 @@
  * function, named by cg_c_entry_name. */
 tsl_status cg_c_emit(const tile_module *m, const tile_kernel *k, strbuf *out, tsl_diag *d);
 
+/* cg_c_emit, also giving the kernel's run-time error table (in arena a):
+ * a nonzero return i + 1 of the entry means errs[i]; `msg` is a format
+ * taking two long long when `info` is set. */
+typedef struct cg_c_error {
+    tsl_status st;
+    const char *msg;
+    const char *where; /* " (in `statement`)" or "" */
+    int info;
+} cg_c_error;
+tsl_status cg_c_emit_table(const tile_module *m, const tile_kernel *k, tsl_arena *a, strbuf *out,
+                           const cg_c_error **errs, int *nerrs, tsl_diag *d);
+
 /* The entry symbol of kernel `name` in the emitted source:
  * "tsl_kernel_<name>" (characters other than [A-Za-z0-9_] become '_').
  * Writes into buf (n bytes). */

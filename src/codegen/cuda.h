@@ -55,6 +55,10 @@ int cg_cuda_branch_leaves(const cg_cuda_branches *br, unsigned *keys, int max);
 tsl_status cg_cuda_emit_branches(const tile_module *m, const tile_kernel *k, strbuf *out, cg_cuda_branches *br,
                                  tsl_diag *d);
 
+/* cg_cuda_emit_branches that also gives cg_cuda_smem_bytes (one generation). */
+tsl_status cg_cuda_emit_info(const tile_module *m, const tile_kernel *k, strbuf *out, cg_cuda_branches *br,
+                             int64_t *smem, tsl_diag *d);
+
 /* The NVRTC option that selects the 64-bit index variant. */
 #define CG_CUDA_INDEX64 "-DTSL_INDEX64"
 

@@ -13,6 +13,7 @@
 #include <spawn.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@ enum { CPU_MAX_ARGS = 64, CPU_MSG_MAX = 4000 };
 struct rt_cpu_module {
     void *handle;
     char *path;
+    int fd; /* the memory file it was loaded from: held while loaded (below) */
 };
 
 static _Atomic long cpu_compiles;
@@ -242,6 +244,48 @@ static char *cpu_cc_identity(const cpu_cc *cc, const char *dir)
     return id;
 }
 
+/* ---- the instruction-set level ---------------------------------------- */
+
+/* Kernels are built with -march=native, so a binary is only good on a CPU
+ * with the same instruction set: the level is part of every CPU cache key
+ * (a cache shared between machines never runs instructions a CPU lacks).
+ * It is the machine and the hash of the kernel's feature flags (the first
+ * `flags`/`Features` line of /proc/cpuinfo), with the vector level spelled
+ * out for people: "x86_64 avx512 5b1c..." */
+static char cpu_isa_text[96];
+
+static void cpu_isa_probe(void)
+{
+    const char *machine = "?";
+#if defined(__x86_64__)
+    machine = "x86_64";
+#elif defined(__aarch64__)
+    machine = "aarch64";
+#endif
+    const char *level = "";
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    level = __builtin_cpu_supports("avx512f") ? "avx512" : __builtin_cpu_supports("avx2") ? "avx2"
+            : __builtin_cpu_supports("avx") ? "avx" : "sse";
+#endif
+    uint64_t h = HASH_SEED;
+    size_t n = 0;
+    char *info = file_read_all("/proc/cpuinfo", &n);
+    const char *line = NULL;
+    for (const char *p = info; p && *p && !line; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, "flags", 5) || !strncmp(p, "Features", 8)) line = p;
+    if (line) h = hash_bytes(h, line, strcspn(line, "\n"));
+    free(info);
+    snprintf(cpu_isa_text, sizeof cpu_isa_text, "%s %s %016llx", machine, level, (unsigned long long)h);
+}
+
+const char *rt_cpu_isa(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, cpu_isa_probe);
+    return cpu_isa_text;
+}
+
 /* ---- compile errors ---------------------------------------------------- */
 
 /* Replace every occurrence of `from` in `s` by `to`; gives a malloc'd string. */
@@ -313,40 +357,111 @@ static void cpu_compile_error(tsl_diag *d, const cpu_cc *cc, int rc, const char 
 
 /* ---- compile ------------------------------------------------------------ */
 
-/* Whether the file at `path` is a whole 64-bit ELF object: every program
- * segment and the section header table lie inside the file. dlopen maps
- * segments past the end of a truncated file and then faults (SIGBUS) on
- * touching them, so a cached object is checked before it is loaded. */
-static int cpu_elf_complete(const char *path)
+/* Whether `data` is a whole 64-bit ELF object: every program segment and
+ * the section header table lie inside it. dlopen maps segments past the
+ * end of a truncated file and then faults (SIGBUS) on touching them, so
+ * every object is checked before it is loaded. */
+static int cpu_elf_complete(const void *data, size_t size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    struct stat st;
     Elf64_Ehdr eh;
-    int ok = fstat(fd, &st) == 0 && pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
-             memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-             eh.e_phentsize == sizeof(Elf64_Phdr);
-    uint64_t size = ok ? (uint64_t)st.st_size : 0;
+    if (size < sizeof eh) return 0;
+    memcpy(&eh, data, sizeof eh);
+    int ok = memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+             eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phoff <= size &&
+             (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) <= size - eh.e_phoff;
     if (ok && eh.e_shnum > 0)
         ok = eh.e_shoff <= size && (uint64_t)eh.e_shnum * eh.e_shentsize <= size - eh.e_shoff;
     for (int i = 0; ok && i < eh.e_phnum; i++) {
         Elf64_Phdr ph;
-        ok = pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) ==
-                 (ssize_t)sizeof ph &&
-             ph.p_offset <= size && ph.p_filesz <= size - ph.p_offset;
+        memcpy(&ph, (const char *)data + eh.e_phoff + (uint64_t)i * sizeof ph, sizeof ph);
+        ok = ph.p_offset <= size && ph.p_filesz <= size - ph.p_offset;
     }
-    close(fd);
     return ok;
 }
 
-static tsl_status cpu_dlopen(const char *path, rt_cpu_module **out)
+/* Read a cached object whole; NULL when it is missing, not a regular
+ * file, or not a complete ELF object (then it is removed, to be rebuilt). */
+static void *cpu_cache_read(const char *path, size_t *n)
 {
-    if (!cpu_elf_complete(path)) return TSL_ERR_RUNTIME;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        buf = malloc((size_t)st.st_size);
+        size_t got = 0;
+        while (buf && got < (size_t)st.st_size) {
+            ssize_t r = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            got += (size_t)r;
+        }
+        if (buf && got == (size_t)st.st_size && cpu_elf_complete(buf, got)) {
+            *n = got;
+        } else {
+            free(buf);
+            buf = NULL;
+            unlink(path);
+        }
+    }
+    close(fd);
+    return buf;
+}
+
+tsl_status rt_cpu_load(const void *so, size_t size, const char *name, rt_cpu_module **out, tsl_diag *d)
+{
+    *out = NULL;
+    if (!cpu_elf_complete(so, size)) {
+        diag_error(d, TSL_ERR_RUNTIME, "cannot load the compiled kernel %s: it is not a complete ELF object",
+                   name ? name : "");
+        return TSL_ERR_RUNTIME;
+    }
+    /* The object is loaded from a file only this process holds: an
+     * anonymous memory file, so nothing on disk can be swapped in between
+     * the check and the load. */
+    int fd = memfd_create("tessel-kernel", MFD_CLOEXEC);
+    if (fd < 0) {
+        diag_error(d, TSL_ERR_RUNTIME, "cannot load the compiled kernel %s: memfd_create: %s", name ? name : "",
+                   strerror(errno));
+        return TSL_ERR_RUNTIME;
+    }
+    const char *p = so;
+    size_t left = size;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            diag_error(d, TSL_ERR_RUNTIME, "cannot load the compiled kernel %s: write: %s", name ? name : "",
+                       strerror(errno));
+            close(fd);
+            return TSL_ERR_RUNTIME;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    /* The fd stays open while the object is loaded: the loader knows an
+     * object by its path, and a closed fd's number (so its path) is handed
+     * to the next memfd, which dlopen would take for the one loaded. */
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return TSL_ERR_RUNTIME;
+    if (!h) {
+        close(fd);
+        const char *err = dlerror();
+        diag_error(d, TSL_ERR_RUNTIME, "cannot load the compiled kernel %s: %s", name ? name : "",
+                   err ? err : "unknown dlopen error");
+        return TSL_ERR_RUNTIME;
+    }
     rt_cpu_module *m = calloc(1, sizeof *m);
+    if (!m) {
+        dlclose(h);
+        close(fd);
+        diag_error(d, TSL_ERR_NOMEM, "out of memory");
+        return TSL_ERR_NOMEM;
+    }
     m->handle = h;
-    m->path = strdup(path);
+    m->fd = fd;
+    m->path = strdup(name ? name : "kernel");
     *out = m;
     return TSL_OK;
 }
@@ -395,14 +510,16 @@ static tsl_status cpu_build(const cpu_cc *cc, const char *c_path, const char *so
     return st;
 }
 
-tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_module **out,
-                          tsl_diag *d)
+/* rt_cpu_build, also giving the cached object's path when path != NULL. */
+static tsl_status cpu_build_cached(const char *source, const char *name_hint, void **so, size_t *size, char **path,
+                                   tsl_diag *d)
 {
     tsl_diag scratch = {0};
     if (!d) d = &scratch;
-    *out = NULL;
+    *so = NULL;
+    *size = 0;
     if (!source) {
-        diag_error(d, TSL_ERR_ARG, "rt_cpu_compile: source is NULL");
+        diag_error(d, TSL_ERR_ARG, "rt_cpu_build: source is NULL");
         diag_free(&scratch);
         return TSL_ERR_ARG;
     }
@@ -421,11 +538,10 @@ tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_modu
     for (size_t i = 0; i < TSL_COUNTOF(cpu_flags); i++) sb_printf(&flags, "%s ", cpu_flags[i]);
     for (size_t i = 0; i < TSL_COUNTOF(cpu_link_flags); i++)
         sb_printf(&flags, "%s ", cpu_link_flags[i]);
+    const char *isa = rt_cpu_isa();
     rt_key_part parts[] = {
-        {source, strlen(source)},
-        {id, strlen(id)},
-        {cc.text, strlen(cc.text)},
-        {sb_str(&flags), flags.len},
+        {source, strlen(source)}, {id, strlen(id)}, {cc.text, strlen(cc.text)}, {sb_str(&flags), flags.len},
+        {isa, strlen(isa)},
     };
     char key[33];
     rt_cache_key(parts, (int)TSL_COUNTOF(parts), key);
@@ -438,28 +554,50 @@ tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_modu
     sb_printf(&b, "%s/%s.c", dir, key);
     c_path = sb_take(&b);
 
-    if (access(so_path, F_OK) == 0) {
-        if (cpu_dlopen(so_path, out) == TSL_OK) goto done;
-        /* A cached object that does not load is garbage: rebuild it once. */
-        (void)dlerror();
-        unlink(so_path);
-    }
+    if ((*so = cpu_cache_read(so_path, size))) goto done;
     st = rt_cache_write(c_path, source, strlen(source), d);
     if (st != TSL_OK) goto done;
     st = cpu_build(&cc, c_path, so_path, name, source, d);
     if (st != TSL_OK) goto done;
-    if (cpu_dlopen(so_path, out) != TSL_OK) {
-        const char *err = dlerror();
-        diag_error(d, TSL_ERR_RUNTIME, "cannot load the compiled kernel '%s' (from %s): %s",
-                   so_path, name, err ? err : "unknown dlopen error");
+    if (!(*so = cpu_cache_read(so_path, size))) {
+        diag_error(d, TSL_ERR_RUNTIME, "the C compiler's output for %s ('%s') is not a complete shared object",
+                   name, so_path);
         st = TSL_ERR_RUNTIME;
     }
 done:
+    if (path && !st) {
+        *path = so_path;
+        so_path = NULL;
+    }
     free(dir);
     free(so_path);
     free(c_path);
     cpu_cc_free(&cc);
     diag_free(&scratch);
+    return st;
+}
+
+tsl_status rt_cpu_build(const char *source, const char *name_hint, void **so, size_t *size, tsl_diag *d)
+{
+    return cpu_build_cached(source, name_hint, so, size, NULL, d);
+}
+
+tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_module **out,
+                          tsl_diag *d)
+{
+    *out = NULL;
+    void *so = NULL;
+    size_t n = 0;
+    char *path = NULL;
+    tsl_status st = cpu_build_cached(source, name_hint, &so, &n, &path, d);
+    if (!st) st = rt_cpu_load(so, n, name_hint && *name_hint ? name_hint : "kernel.c", out, d);
+    if (!st) {
+        free((*out)->path);
+        (*out)->path = path; /* where the cache keeps it */
+        path = NULL;
+    }
+    free(path);
+    free(so);
     return st;
 }
 
@@ -485,6 +623,7 @@ void rt_cpu_module_free(rt_cpu_module *m)
 {
     if (!m) return;
     dlclose(m->handle);
+    close(m->fd);
     free(m->path);
     free(m);
 }

@@ -44,6 +44,16 @@ typedef struct rt_cpu_module rt_cpu_module;
  * TSL_ERR_IO (cache), TSL_ERR_RUNTIME (dlopen). */
 tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_module **out,
                           tsl_diag *d);
+/* rt_cpu_compile in two steps: the shared object's bytes (compiled, or
+ * from the cache), then loaded from a file only this process holds (a
+ * memfd), after checking that it is a whole ELF object. `name` names it
+ * in messages. */
+tsl_status rt_cpu_build(const char *source, const char *name_hint, void **so, size_t *size, tsl_diag *d);
+tsl_status rt_cpu_load(const void *so, size_t size, const char *name, rt_cpu_module **out, tsl_diag *d);
+/* The instruction-set level this machine's kernels are built for
+ * (-march=native): "x86_64 avx512 <hash of the CPU's feature flags>". Part
+ * of every CPU cache key. Static. */
+const char *rt_cpu_isa(void);
 /* A symbol of a loaded module, or NULL with a dlerror() message in d. */
 void *rt_cpu_symbol(rt_cpu_module *m, const char *name, tsl_diag *d);
 void rt_cpu_module_free(rt_cpu_module *m); /* NULL allowed */
@@ -68,6 +78,11 @@ void rt_cpu_set_num_threads(int n);
 void rt_cpu_shutdown(void);
 
 /* ---- CUDA: NVRTC (cuda.c; needs only libnvrtc) ------------------------ */
+/* The NVRTC option that selects a kernel's 64-bit index variant and the
+ * name of a size branch's arm macro (codegen/cuda.h's CG_CUDA_INDEX64 and
+ * TSL_IF<n>: the unit tests hold the two spellings equal). */
+#define RT_CUDA_INDEX64 "-DTSL_INDEX64"
+#define RT_CUDA_BRANCH_FMT "-DTSL_IF%d=%u"
 typedef struct rt_cuda_options {
     const char *name;              /* source name in messages; NULL: "kernel.cu" */
     const char *const *extra;      /* more NVRTC options, e.g. "-DTILE=64" */

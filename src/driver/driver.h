@@ -1,0 +1,117 @@
+/* driver.h — the one compile driver (DESIGN.md §1): a checked TC def and a
+ * target in, an executable out, through one list of passes
+ *
+ *   schedule -> verify -> expand pipelines -> verify -> select instructions
+ *   -> verify -> emit -> build the launch plan -> compile
+ *
+ * (driver.c), each stage's product shown when its dump flag is set. The
+ * executable — tile IR text, options, arch, the launch plan with every
+ * kernel's source and binaries — is what the cache stores and the tuner
+ * varies; it runs on rt_exec (runtime/plan.h), the one executor. A target
+ * is a struct of operations: the generator's emit here, compile, load,
+ * launch, allocate and copy in the runtime's rt_target. */
+#ifndef TSL_DRIVER_H
+#define TSL_DRIVER_H
+
+#include "base/base.h"
+#include "lang/lang.h"
+#include "runtime/plan.h"
+#include "tile/tile.h"
+
+/* ---- targets ------------------------------------------------------------- */
+/* What one kernel's emit gives the plan: its source (appended to out), its
+ * entry symbol, shared bytes, size branches and error table, in arena a. */
+typedef struct drv_emitted {
+    const char *entry;
+    int64_t smem;
+    int nbranches;
+    const tile_expr *const *branches; /* conditions in the kernel itself */
+    int nerrs;
+    rt_kerr *errs;
+} drv_emitted;
+
+typedef struct drv_target {
+    const char *name;
+    tsl_target id;
+    const char *source_ext; /* ".c", ".cu" */
+    tsl_status (*emit)(const tile_module *m, const tile_kernel *k, tsl_arena *a, strbuf *out, drv_emitted *e,
+                       tsl_diag *d);
+    const rt_target *rt;
+} drv_target;
+
+extern const drv_target drv_target_cpu, drv_target_cuda; /* targets.c */
+const drv_target *drv_target_of(tsl_target t);          /* NULL for the interpreter */
+
+/* ---- dumps ---------------------------------------------------------------- */
+/* One bit per stage, named as `tessel compile --emit=` and TESSEL_DUMP
+ * (read by the CLI, not the library) name them. */
+#define DRV_STAGES(X)                                                          \
+    X(GRAPH, "graph", "the op graph and its kernel groups")                    \
+    X(SCHED, "tile", "the scheduled tile IR and launch plan")                  \
+    X(EXPAND, "expand", "the tile IR with pipelines expanded")                 \
+    X(SELECT, "select", "the tile IR after instruction selection")            \
+    X(SOURCE, "source", "every kernel's generated C or CUDA C")                \
+    X(PLAN, "plan", "the launch plan as the executor runs it")
+
+typedef enum drv_stage {
+#define X(n, s, h) DRV_STAGE_##n,
+    DRV_STAGES(X)
+#undef X
+        DRV_STAGE_COUNT
+} drv_stage;
+
+const char *drv_stage_name(drv_stage s);
+/* A comma-separated list of stage names ("tile,source", "all") as a mask;
+ * -1 naming the first unknown word in *bad. */
+int drv_stage_mask(const char *list, const char **bad, size_t *badlen);
+
+typedef void (*drv_dump_fn)(void *ctx, drv_stage stage, const char *text);
+
+/* ---- compiling ------------------------------------------------------------ */
+typedef struct drv_options {
+    unsigned dump;       /* 1 << drv_stage */
+    drv_dump_fn dump_fn; /* receives each stage's text; NULL: none */
+    void *dump_ctx;
+    int no_compile;      /* stop after the plan: emit only (no compiler run) */
+    int stop_after;      /* 1 + the stage after which to stop (0: run every pass) */
+} drv_options;
+
+typedef struct drv_executable {
+    tsl_target target;
+    char arch[64];     /* what its binaries are for: "sm_90a", the CPU's ISA level */
+    char *options;     /* the options' canonical text */
+    char *tile;        /* the scheduled tile IR with its plan (sched_print) */
+    rt_plan *plan;     /* owns the launch plan, sources and binaries */
+} drv_executable;
+
+/* Compile def for target t and arch (NULL: no binaries; the compile pass
+ * is then skipped). Errors as the stages give them; a schedule that does
+ * not verify is TSL_ERR_INTERNAL naming the def. */
+tsl_status drv_compile(const lang_def *def, const drv_target *t, const char *arch, const drv_options *o,
+                       drv_executable **out, tsl_diag *d);
+void drv_executable_free(drv_executable *x); /* NULL allowed */
+
+/* The executable as bytes and back (executable.c); a damaged blob is
+ * TSL_ERR_IO with the reason. */
+void drv_executable_write(strbuf *out, const drv_executable *x);
+tsl_status drv_executable_read(const void *data, size_t n, drv_executable **out, tsl_diag *d);
+
+/* ---- one tile kernel (kernel_run.c) ----------------------------------------
+ * Run kernel k of a hand-written tile module on a target with arguments
+ * bound by name (tile_interp_run's convention: host DLTensors, strided
+ * views allowed, outputs written back in place; ints and float scalars as
+ * tile_interp_arg holds them). On a device target the tensors' spans are
+ * copied there and back. Errors: the emitter's, binding (TSL_ERR_ARG /
+ * TSL_ERR_SHAPE naming the tensor), the compiler's, the kernel's. */
+struct tile_interp_arg;
+typedef struct drv_kernel_opts {
+    int reps;         /* > 0: time `reps` more launches after the checked one */
+    double median_ms; /* out: their median */
+    int force_wide;   /* the 64-bit index variant even when 32 bits suffice */
+    int used_wide;    /* out: whether the 64-bit variant ran */
+} drv_kernel_opts;
+
+tsl_status drv_kernel_run(const drv_target *t, const tile_module *m, const tile_kernel *k,
+                          const struct tile_interp_arg *args, int nargs, drv_kernel_opts *o, tsl_diag *d);
+
+#endif
