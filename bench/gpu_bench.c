@@ -42,7 +42,7 @@
 #include "graph/graph.h"
 #include "lang/lang.h"
 #include "runtime/runtime.h"
-#include "sched/run_device.h"
+#include "driver/driver.h"
 #include "sched/sched.h"
 
 #define BENCH_L2_BYTES (60.0 * 1024 * 1024)
@@ -435,7 +435,7 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
     tsl_arena *a = arena_create();
     tsl_diag d = {0};
     tsl_source ts = {bc->file, src};
-    sched_dev *x = NULL;
+    drv_prepared *x = NULL;
     rt_cuda_ptr ptr[BENCH_MAX_SETS][BENCH_MAX_TENSORS];
     memset(ptr, 0, sizeof ptr);
     bench_host h = {0};
@@ -464,7 +464,7 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
     }
     long compiles = rt_cuda_compile_count();
     double t0 = bench_now();
-    BENCH_TRY(sched_dev_create(plan, dev, &x, &d));
+    BENCH_TRY(drv_prepare_plan(def, plan, &drv_target_cuda, dev, &x, &d));
     printf("  plan: %d launch%s; kernels ready in %.1f ms (%ld NVRTC compiles, the rest from the cache)\n",
            plan->nlaunches, plan->nlaunches == 1 ? "" : "es", (bench_now() - t0) * 1e3,
            rt_cuda_compile_count() - compiles);
@@ -500,7 +500,7 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
         for (int s = input ? nsets : 1; s < nsets; s++) ptr[s][i] = ptr[0][i]; /* one output for all sets */
     }
     /* the host copy of each input now holds the last set: run that one checked */
-    BENCH_TRY(sched_dev_run(x, b, ptr[nsets - 1], NULL, 1, &d));
+    BENCH_TRY(drv_run_device(drv_prepared_exec(x), b, ptr[nsets - 1], NULL, 1, &d));
     for (int i = 0; i < def->ntensors; i++) {
         const lang_tensor *t = def->tensors[i];
         if (t->is_scalar || !(t->flags & LANG_TENSOR_OUTPUT)) continue;
@@ -520,7 +520,7 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
     float ms = 0;
     for (int w = 0; w < 2 && !(w == 1 && ms > 2000); w++) {
         BENCH_TRY(rt_cuda_event_record(dev, e0, &d));
-        BENCH_TRY(sched_dev_run(x, b, ptr[w % nsets], NULL, 0, &d));
+        BENCH_TRY(drv_run_device(drv_prepared_exec(x), b, ptr[w % nsets], NULL, 0, &d));
         BENCH_TRY(rt_cuda_event_record(dev, e1, &d));
         BENCH_TRY(rt_cuda_event_elapsed(dev, e0, e1, &ms, &d));
     }
@@ -530,7 +530,7 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
     times = calloc((size_t)reps, sizeof *times);
     for (int r = 0; times && r < reps; r++) {
         BENCH_TRY(rt_cuda_event_record(dev, e0, &d));
-        BENCH_TRY(sched_dev_run(x, b, ptr[r % nsets], NULL, 0, &d));
+        BENCH_TRY(drv_run_device(drv_prepared_exec(x), b, ptr[r % nsets], NULL, 0, &d));
         BENCH_TRY(rt_cuda_event_record(dev, e1, &d));
         BENCH_TRY(rt_cuda_event_elapsed(dev, e0, e1, &ms, &d));
         times[r] = ms * 1e-3;
@@ -556,7 +556,7 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
         work = 2.0 * (double)b->shapes[ix][0] * (double)b->shapes[ix][1] * 2; /* read X, write Y: fp16 */
     }
     row->rate = work / row->median_s / 1e12;
-    /* how much of a plan run is zeroing the def's temporaries (sched_dev_run
+    /* how much of a plan run is zeroing the def's temporaries (drv_run_device
      * zeroes every one per run, also those no kernel touches): the same
      * memsets alone, median of 20 */
     {
@@ -602,7 +602,7 @@ done:
         for (int i = 0; i < BENCH_MAX_TENSORS; i++)
             if (ptr[s][i] && (s == 0 || ptr[s][i] != ptr[0][i])) rt_cuda_free(dev, ptr[s][i]);
     for (int i = 0; i < BENCH_MAX_TENSORS; i++) free(h.t[i]);
-    sched_dev_free(x);
+    drv_prepared_free(x);
     diag_free(&d);
     arena_free(a);
     free(src);
@@ -697,16 +697,16 @@ static void bench_cached_run(rt_cuda_device *dev, double *wall_ms, double *devic
         lang_bound *b = NULL;
         graph *g = def && !lang_bind(ar, def, sz, &b, &d) ? graph_build(ar, def, &d) : NULL;
         sched_plan *plan = g ? sched_lower_sm(ar, g, TSL_TARGET_CUDA, bench_sm, &d) : NULL;
-        sched_dev *x = NULL;
+        drv_prepared *x = NULL;
         rt_cuda_ptr ptr[BENCH_MAX_TENSORS] = {0};
         rt_cuda_event *e0 = NULL, *e1 = NULL;
-        if (plan && def->ntensors <= BENCH_MAX_TENSORS && !sched_dev_create(plan, dev, &x, &d) &&
+        if (plan && def->ntensors <= BENCH_MAX_TENSORS && !drv_prepare_plan(def, plan, &drv_target_cuda, dev, &x, &d) &&
             !rt_cuda_event_create(dev, &e0, &d) && !rt_cuda_event_create(dev, &e1, &d)) {
             int ok = 1;
             for (int i = 0; i < def->ntensors && ok; i++) ok = !rt_cuda_alloc(dev, 64 * 64 * 4, &ptr[i], &d);
             for (int r = 0; r < 30 && ok; r++) {
                 float ms = 0;
-                ok = !rt_cuda_event_record(dev, e0, &d) && !sched_dev_run(x, b, ptr, NULL, 0, &d) &&
+                ok = !rt_cuda_event_record(dev, e0, &d) && !drv_run_device(drv_prepared_exec(x), b, ptr, NULL, 0, &d) &&
                      !rt_cuda_event_record(dev, e1, &d) && !rt_cuda_event_elapsed(dev, e0, e1, &ms, &d);
                 t[r] = ms;
             }
@@ -715,7 +715,7 @@ static void bench_cached_run(rt_cuda_device *dev, double *wall_ms, double *devic
         }
         rt_cuda_event_destroy(dev, e0);
         rt_cuda_event_destroy(dev, e1);
-        sched_dev_free(x);
+        drv_prepared_free(x);
         diag_free(&d);
         arena_free(ar);
     }

@@ -51,10 +51,5 @@ struct interp_tensor;
 tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out);
 tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound *b,
                             const struct interp_tensor *views, tsl_diag *d);
-/* Strided host views and the compiled targets' dense buffers (compiled.c):
- * is the view C-contiguous, and copy it to (to_dense) or from a C-order
- * buffer of its shape. */
-int api_view_dense(const struct interp_tensor *v);
-void api_view_copy(const struct interp_tensor *v, char *buf, int to_dense);
 
 #endif

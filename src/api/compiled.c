@@ -53,46 +53,13 @@ tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
     return st;
 }
 
-/* ---- host views ---------------------------------------------------------------------------------- */
-
-/* Is the view C-contiguous for its shape? */
-int api_view_dense(const interp_tensor *v)
-{
-    int64_t want = 1;
-    for (int d = v->rank - 1; d >= 0; d--) {
-        if (v->shape[d] != 1 && v->stride[d] != want) return 0;
-        want *= v->shape[d];
-    }
-    return 1;
-}
-
-/* Copy between a strided view and a C-order buffer (to_dense: view -> buf). */
-void api_view_copy(const interp_tensor *v, char *buf, int to_dense)
-{
-    size_t es = (size_t)(dtype_info_of(v->dtype)->bits / 8);
-    int64_t n = 1, idx[TSL_MAX_RANK] = {0};
-    for (int d = 0; d < v->rank; d++) n *= v->shape[d];
-    for (int64_t i = 0; i < n; i++) {
-        int64_t off = 0;
-        for (int d = 0; d < v->rank; d++) off += idx[d] * v->stride[d];
-        char *src = v->base + off * (int64_t)es;
-        if (to_dense) memcpy(buf + (size_t)i * es, src, es);
-        else memcpy(src, buf + (size_t)i * es, es);
-        for (int d = v->rank - 1; d >= 0; d--) {
-            if (++idx[d] < v->shape[d]) break;
-            idx[d] = 0;
-        }
-    }
-}
-
 /* ---- prepared plans ------------------------------------------------------------------------------ */
 
 enum { PREPARED_MAX = 16 };
 
 typedef struct prepared {
     char *key; /* "<def name>\n<source text>"; NULL: a free slot */
-    drv_executable *x;
-    rt_exec *e;
+    drv_prepared *p;
     uint64_t used;
 } prepared;
 
@@ -108,8 +75,7 @@ static target_state states[2] = {{.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHRE
 
 static void prepared_drop(prepared *e)
 {
-    rt_exec_free(e->e);
-    drv_executable_free(e->x);
+    drv_prepared_free(e->p);
     free(e->key);
     memset(e, 0, sizeof *e);
 }
@@ -125,25 +91,23 @@ static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, ts
         if (e->key && !strcmp(e->key, sb_str(&kb))) {
             e->used = ++s->clock;
             sb_free(&kb);
-            return e->e;
+            return drv_prepared_exec(e->p);
         }
         if (!e->key ? slot->key != NULL : slot->key && e->used < slot->used) slot = e;
     }
     drv_executable *x = NULL;
-    rt_exec *e = NULL;
+    drv_prepared *pp = NULL;
     *st = drv_compile(p->def, t, t->rt->arch(s->dev), NULL, &x, d);
-    if (!*st) *st = rt_exec_create(x->plan, t->rt, s->dev, &e, d);
+    if (!*st) *st = drv_prepare(x, t, s->dev, &pp, d);
     if (*st) {
-        drv_executable_free(x);
         sb_free(&kb);
         return NULL;
     }
     prepared_drop(slot);
     slot->key = sb_take(&kb);
-    slot->x = x;
-    slot->e = e;
+    slot->p = pp;
     slot->used = ++s->clock;
-    return e;
+    return drv_prepared_exec(pp);
 }
 
 /* "target 'cuda' is unavailable: <the runtime's reason>" in place of the
@@ -177,106 +141,6 @@ static void locate_bounds_error(const lang_bound *b, const interp_tensor *views,
     free(kernel_msg);
 }
 
-/* ---- running ------------------------------------------------------------------------------------- */
-
-/* Per def tensor: where the kernels see it, and what the run owns. */
-typedef struct run_buf {
-    rt_ptr data;
-    char *host;    /* a dense host copy of a strided view (host-memory targets) */
-    rt_ptr dev;    /* a device buffer (device targets) */
-    size_t bytes;
-} run_buf;
-
-static size_t tensor_bytes(const lang_def *def, const lang_bound *b, int i)
-{
-    const lang_tensor *t = def->tensors[i];
-    size_t n = 1;
-    for (int k = 0; k < t->rank; k++) n *= (size_t)b->shapes[i][k];
-    return n * tsl_dtype_size(t->dtype);
-}
-
-/* Move def tensor i between host view v and device buffer ptr. */
-static tsl_status transfer(const rt_target *rt, void *dev, const interp_tensor *v, rt_ptr ptr, size_t bytes,
-                           int to_device, const char *name, tsl_diag *d)
-{
-    if (!bytes) return TSL_OK;
-    rt_copy_kind kind = to_device ? RT_COPY_HTOD : RT_COPY_DTOH;
-    if (api_view_dense(v))
-        return to_device ? rt->copy(dev, ptr, (rt_ptr)(uintptr_t)v->base, bytes, kind, d)
-                         : rt->copy(dev, (rt_ptr)(uintptr_t)v->base, ptr, bytes, kind, d);
-    char *tmp = malloc(bytes);
-    if (!tmp) {
-        diag_error(d, TSL_ERR_NOMEM, "out of memory for a dense copy of '%s' (%zu bytes)", name, bytes);
-        return TSL_ERR_NOMEM;
-    }
-    tsl_status st;
-    if (to_device) {
-        api_view_copy(v, tmp, 1);
-        st = rt->copy(dev, ptr, (rt_ptr)(uintptr_t)tmp, bytes, kind, d);
-    } else {
-        st = rt->copy(dev, (rt_ptr)(uintptr_t)tmp, ptr, bytes, kind, d);
-        if (!st) api_view_copy(v, tmp, 0);
-    }
-    free(tmp);
-    return st;
-}
-
-/* Bind every parameter and output into bufs (and the run's arrays). */
-static tsl_status bind(const lang_def *def, const lang_bound *b, const interp_tensor *views, const rt_target *rt,
-                       void *dev, run_buf *bufs, rt_ptr *data, int64_t *words, tsl_diag *d)
-{
-    for (int i = 0; i < def->ntensors; i++) {
-        const lang_tensor *t = def->tensors[i];
-        if (t->is_scalar) {
-            double v = views[i].scalar;
-            if (dtype_info_of(t->dtype)->is_float) memcpy(&words[i], &v, 8);
-            else words[i] = (int64_t)v;
-            continue;
-        }
-        if (t->flags & LANG_TENSOR_TEMP) continue;
-        run_buf *rb = &bufs[i];
-        rb->bytes = tensor_bytes(def, b, i);
-        if (rt->host_memory) {
-            rb->data = (rt_ptr)(uintptr_t)views[i].base;
-            if (!api_view_dense(&views[i])) {
-                rb->host = calloc(rb->bytes ? rb->bytes : 1, 1);
-                if (!rb->host) {
-                    diag_error(d, TSL_ERR_NOMEM, "out of memory for a dense copy of '%s' (%zu bytes)", t->name,
-                               rb->bytes);
-                    return TSL_ERR_NOMEM;
-                }
-                api_view_copy(&views[i], rb->host, 1);
-                rb->data = (rt_ptr)(uintptr_t)rb->host;
-            }
-        } else if (rb->bytes) {
-            tsl_status st = rt->alloc(dev, rb->bytes, &rb->dev, d);
-            if (st) {
-                diag_error(d, st, "device memory for '%s' (%zu bytes)", t->name, rb->bytes);
-                return st;
-            }
-            rb->data = rb->dev;
-            st = transfer(rt, dev, &views[i], rb->dev, rb->bytes, 1, t->name, d);
-            if (st) return st;
-        }
-        data[i] = rb->data;
-    }
-    return TSL_OK;
-}
-
-/* Outputs back to the caller's views. */
-static tsl_status unbind(const lang_def *def, const interp_tensor *views, const rt_target *rt, void *dev,
-                         const run_buf *bufs, tsl_diag *d)
-{
-    tsl_status st = TSL_OK;
-    for (int i = 0; !st && i < def->ntensors; i++) {
-        const lang_tensor *t = def->tensors[i];
-        if (t->is_scalar || !(t->flags & LANG_TENSOR_OUTPUT)) continue;
-        if (bufs[i].host) api_view_copy(&views[i], bufs[i].host, 0);
-        else if (bufs[i].dev) st = transfer(rt, dev, &views[i], bufs[i].dev, bufs[i].bytes, 0, t->name, d);
-    }
-    return st;
-}
-
 tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound *b,
                             const struct interp_tensor *views, tsl_diag *d)
 {
@@ -285,28 +149,7 @@ tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound 
         diag_error(d, TSL_ERR_ARG, "target %d is not a compiled target", (int)target);
         return TSL_ERR_ARG;
     }
-    const rt_target *rt = t->rt;
-    const lang_def *def = p->def;
-    int n = def->ntensors;
-    run_buf *bufs = calloc((size_t)n + 1, sizeof *bufs);
-    rt_ptr *data = calloc((size_t)n + 1, sizeof *data);
-    int64_t *words = calloc((size_t)n + 1, sizeof *words);
-    const int64_t **shapes = calloc((size_t)n + 1, sizeof *shapes);
-    int64_t *lanes = calloc((size_t)def->nstmts + 1, sizeof *lanes);
     tsl_status st = TSL_OK;
-    if (!bufs || !data || !words || !shapes || !lanes) {
-        diag_error(d, TSL_ERR_NOMEM, "out of memory");
-        st = TSL_ERR_NOMEM;
-    }
-    for (int i = 0; !st && i < n; i++) shapes[i] = b->shapes[i];
-    for (int s = 0; !st && s < def->nstmts; s++) {
-        lanes[s] = 1;
-        for (int v = 0; v < def->stmts[s].niter; v++) {
-            int64_t e = b->stmts[s].hi[v] - b->stmts[s].lo[v];
-            lanes[s] = e <= 0 ? 0 : lanes[s] * e;
-            if (e <= 0) break;
-        }
-    }
     target_state *s = &states[target == TSL_TARGET_CUDA];
     pthread_mutex_lock(&s->mu);
     if (!st && target == TSL_TARGET_CUDA && !s->dev) {
@@ -315,17 +158,9 @@ tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound 
         if (st) unavailable(t->name, d);
         s->dev = dev;
     }
-    void *dev = s->dev;
     rt_exec *e = st ? NULL : prepare(p, t, s, d, &st);
-    if (!st) st = bind(def, b, views, rt, dev, bufs, data, words, d);
-    rt_run r = {.data = data, .shape = shapes, .words = words, .sizes = b->sizes, .lanes = lanes};
-    if (!st) st = rt_exec_run(e, &r, 1, d);
-    if (!st) st = unbind(def, views, rt, dev, bufs, d);
+    if (!st) st = drv_run(e, b, views, d);
     if (st == TSL_ERR_BOUNDS) locate_bounds_error(b, views, d);
-    for (int i = 0; bufs && i < n; i++) {
-        free(bufs[i].host);
-        if (bufs[i].dev) rt->free(dev, bufs[i].dev);
-    }
     if (st == TSL_ERR_RUNTIME && target == TSL_TARGET_CUDA && s->dev) {
         /* a launch error can poison the context: start afresh next run */
         for (int i = 0; i < PREPARED_MAX; i++) prepared_drop(&s->plans[i]);
@@ -333,10 +168,5 @@ tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound 
         s->dev = NULL;
     }
     pthread_mutex_unlock(&s->mu);
-    free(bufs);
-    free(data);
-    free(words);
-    free(shapes);
-    free(lanes);
     return st;
 }

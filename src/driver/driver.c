@@ -66,7 +66,7 @@ typedef struct drv {
     const drv_options *o;
     tsl_arena *a; /* scratch: graph, schedule, expansion, emitted text */
     tsl_diag *d;
-    sched_plan *sp;
+    const sched_plan *sp;
     const tile_kernel **kern; /* [nlaunches]: what launch i runs after expansion */
     drv_executable *x;
 } drv;
@@ -81,9 +81,14 @@ static void drv_dump(const drv *c, drv_stage s, const char *text)
     if (drv_dumping(c, s)) c->o->dump_fn(c->o->dump_ctx, s, text);
 }
 
+static const char *drv_name(const drv *c) { return c->def ? c->def->name : c->sp->launches[0].k->name; }
+
+/* The scheduler's products, kept: the launch table. */
+static void drv_adopt(drv *c, const sched_plan *sp);
+
 static tsl_status drv_fail(drv *c, const char *stage)
 {
-    if (!c->d->nerr) diag_error(c->d, TSL_ERR_INTERNAL, "internal: %s of '%s' failed", stage, c->def->name);
+    if (!c->d->nerr) diag_error(c->d, TSL_ERR_INTERNAL, "internal: %s of '%s' failed", stage, c->def ? c->def->name : "a kernel");
     return c->d->first ? c->d->first : TSL_ERR_INTERNAL;
 }
 
@@ -99,15 +104,15 @@ static tsl_status pass_schedule(drv *c)
         drv_dump(c, DRV_STAGE_GRAPH, sb_str(&b));
         sb_free(&b);
     }
-    c->sp = sched_lower_for(c->a, g, c->t->id, c->d);
-    if (!c->sp) return drv_fail(c, "scheduling");
+    sched_plan *sp = sched_lower_for(c->a, g, c->t->id, c->d);
+    if (!sp) return drv_fail(c, "scheduling");
+    drv_adopt(c, sp);
     strbuf b = {0};
-    sched_print(&b, c->sp);
+    sched_print(&b, sp);
+    free(c->x->tile);
     c->x->tile = sb_take(&b);
     if (!c->x->tile) c->x->tile = strdup("");
     drv_dump(c, DRV_STAGE_SCHED, c->x->tile);
-    c->kern = arena_alloc(c->a, sizeof *c->kern * (size_t)(c->sp->nlaunches + 1));
-    for (int i = 0; i < c->sp->nlaunches; i++) c->kern[i] = c->sp->launches[i].k;
     return TSL_OK;
 }
 
@@ -116,7 +121,7 @@ static tsl_status pass_verify(drv *c, const tile_module *m, const char *after)
     tsl_diag vd = {0};
     tsl_status st = tile_verify(m, NULL, &vd);
     if (st) diag_error(c->d, TSL_ERR_INTERNAL, "internal: the tile IR of '%s' does not verify after %s:\n%s",
-                       c->def->name, after, sb_str(&vd.msg));
+                       drv_name(c), after, sb_str(&vd.msg));
     diag_free(&vd);
     return st ? TSL_ERR_INTERNAL : TSL_OK;
 }
@@ -222,40 +227,112 @@ static tsl_status pass_compile(drv *c, const char *arch)
     return TSL_OK;
 }
 
+/* The passes after `schedule`, on c->sp. */
+static tsl_status drv_passes(drv *c, const char *arch)
+{
+    const tile_module *m = NULL;
+    tsl_status st = TSL_OK;
+    if (!stop_at(c, DRV_STAGE_SCHED)) st = pass_verify(c, c->sp->m, "scheduling");
+    if (!st && !stop_at(c, DRV_STAGE_SCHED)) st = pass_expand(c, &m);
+    if (!st && !stop_at(c, DRV_STAGE_EXPAND)) st = pass_verify(c, m, "pipeline expansion");
+    if (!st && !stop_at(c, DRV_STAGE_EXPAND)) st = pass_select(c, m);
+    if (!st && !stop_at(c, DRV_STAGE_SELECT)) st = pass_verify(c, m, "instruction selection");
+    if (!st && !stop_at(c, DRV_STAGE_SELECT)) st = pass_emit_and_plan(c, m);
+    if (!st && !stop_at(c, DRV_STAGE_PLAN) && arch && !c->o->no_compile) st = pass_compile(c, arch);
+    return st;
+}
+
+/* Start a compilation: scratch arena and an empty executable. */
+static tsl_status drv_begin(drv *c, const drv_target *t, const char *arch, const drv_options *o, tsl_diag *d)
+{
+    static const drv_options none;
+    c->t = t;
+    c->o = o ? o : &none;
+    c->d = d;
+    c->a = arena_create();
+    c->x = calloc(1, sizeof *c->x);
+    if (c->x) c->x->plan = rt_plan_create();
+    if (c->x) c->x->options = strdup("");
+    if (!c->a || !c->x || !c->x->plan || !c->x->options) {
+        arena_free(c->a);
+        drv_executable_free(c->x);
+        diag_error(d, TSL_ERR_NOMEM, "out of memory");
+        return TSL_ERR_NOMEM;
+    }
+    c->x->target = t->id;
+    snprintf(c->x->arch, sizeof c->x->arch, "%s", arch ? arch : "");
+    return TSL_OK;
+}
+
+static tsl_status drv_end(drv *c, tsl_status st, drv_executable **out)
+{
+    arena_free(c->a);
+    if (st) {
+        drv_executable_free(c->x);
+        return st;
+    }
+    *out = c->x;
+    return TSL_OK;
+}
+
 tsl_status drv_compile(const lang_def *def, const drv_target *t, const char *arch, const drv_options *o,
                        drv_executable **out, tsl_diag *d)
 {
     *out = NULL;
-    static const drv_options none;
-    drv c = {.def = def, .t = t, .o = o ? o : &none, .d = d};
-    c.a = arena_create();
-    c.x = calloc(1, sizeof *c.x);
-    if (c.x) c.x->plan = rt_plan_create();
-    if (!c.a || !c.x || !c.x->plan) {
-        arena_free(c.a);
-        drv_executable_free(c.x);
-        diag_error(d, TSL_ERR_NOMEM, "out of memory");
-        return TSL_ERR_NOMEM;
+    drv c = {.def = def};
+    tsl_status st = drv_begin(&c, t, arch, o, d);
+    if (st) return st;
+    st = pass_schedule(&c);
+    if (!st) st = drv_passes(&c, arch);
+    return drv_end(&c, st, out);
+}
+
+static void drv_adopt(drv *c, const sched_plan *sp)
+{
+    c->sp = sp;
+    c->kern = arena_alloc(c->a, sizeof *c->kern * (size_t)(sp->nlaunches + 1));
+    for (int i = 0; i < sp->nlaunches; i++) c->kern[i] = sp->launches[i].k;
+}
+
+tsl_status drv_compile_plan(const lang_def *def, const sched_plan *sp, const drv_target *t, const char *arch,
+                            const drv_options *o, drv_executable **out, tsl_diag *d)
+{
+    *out = NULL;
+    drv c = {.def = def};
+    tsl_status st = drv_begin(&c, t, arch, o, d);
+    if (st) return st;
+    drv_adopt(&c, sp);
+    strbuf b = {0};
+    sched_print(&b, sp);
+    free(c.x->tile);
+    c.x->tile = sb_take(&b);
+    return drv_end(&c, drv_passes(&c, arch), out);
+}
+
+tsl_status drv_compile_kernel(const tile_module *m, const tile_kernel *k, const drv_target *t, const char *arch,
+                              const drv_options *o, drv_executable **out, tsl_diag *d)
+{
+    *out = NULL;
+    drv c = {.def = NULL};
+    tsl_status st = drv_begin(&c, t, arch, o, d);
+    if (st) return st;
+    /* a plan of one launch whose tensors are the kernel's parameters */
+    sched_plan *sp = arena_alloc(c.a, sizeof *sp);
+    sp->m = (tile_module *)m;
+    sp->target = t->id;
+    sched_launch l = {.k = (tile_kernel *)k};
+    for (int q = 0; q < k->nparams; q++) {
+        sched_arg arg = {.name = k->params[q]->name,
+                         .kind = k->params[q]->kind == TILE_V_TENSOR ? SCHED_ARG_TENSOR : SCHED_ARG_SCALAR,
+                         .tensor = q};
+        ARENA_PUSH(c.a, l.args, l.nargs, l.capargs, arg);
     }
-    c.x->target = t->id;
-    snprintf(c.x->arch, sizeof c.x->arch, "%s", arch ? arch : "");
-    c.x->options = strdup("");
-    const tile_module *m = NULL;
-    tsl_status st = pass_schedule(&c);
-    if (!st && !stop_at(&c, DRV_STAGE_SCHED)) st = pass_verify(&c, c.sp->m, "scheduling");
-    if (!st && !stop_at(&c, DRV_STAGE_SCHED)) st = pass_expand(&c, &m);
-    if (!st && !stop_at(&c, DRV_STAGE_EXPAND)) st = pass_verify(&c, m, "pipeline expansion");
-    if (!st && !stop_at(&c, DRV_STAGE_EXPAND)) st = pass_select(&c, m);
-    if (!st && !stop_at(&c, DRV_STAGE_SELECT)) st = pass_verify(&c, m, "instruction selection");
-    if (!st && !stop_at(&c, DRV_STAGE_SELECT)) st = pass_emit_and_plan(&c, m);
-    if (!st && !stop_at(&c, DRV_STAGE_PLAN) && arch && !c.o->no_compile) st = pass_compile(&c, arch);
-    arena_free(c.a);
-    if (st) {
-        drv_executable_free(c.x);
-        return st;
-    }
-    *out = c.x;
-    return TSL_OK;
+    ARENA_PUSH(c.a, sp->launches, sp->nlaunches, sp->caplaunches, l);
+    drv_adopt(&c, sp);
+    char *text = tile_print(m);
+    free(c.x->tile);
+    c.x->tile = text ? text : strdup("");
+    return drv_end(&c, drv_passes(&c, arch), out);
 }
 
 void drv_executable_free(drv_executable *x)

@@ -40,6 +40,9 @@ typedef struct drv_target {
 } drv_target;
 
 extern const drv_target drv_target_cpu, drv_target_cuda; /* targets.c */
+/* The tile interpreter as a target (target_interp.c): dev may point at
+ * tile_interp_opts. */
+extern const drv_target drv_target_tile_interp;
 const drv_target *drv_target_of(tsl_target t);          /* NULL for the interpreter */
 
 /* ---- dumps ---------------------------------------------------------------- */
@@ -91,12 +94,50 @@ tsl_status drv_compile(const lang_def *def, const drv_target *t, const char *arc
                        drv_executable **out, tsl_diag *d);
 void drv_executable_free(drv_executable *x); /* NULL allowed */
 
+/* The passes after `schedule` on a plan the caller scheduled, and on one
+ * hand-written kernel of m (a plan of one launch whose tensors are the
+ * kernel's parameters, in order). */
+struct sched_plan;
+tsl_status drv_compile_plan(const lang_def *def, const struct sched_plan *sp, const drv_target *t, const char *arch,
+                            const drv_options *o, drv_executable **out, tsl_diag *d);
+tsl_status drv_compile_kernel(const tile_module *m, const tile_kernel *k, const drv_target *t, const char *arch,
+                              const drv_options *o, drv_executable **out, tsl_diag *d);
+
 /* The executable as bytes and back (executable.c); a damaged blob is
  * TSL_ERR_IO with the reason. */
 void drv_executable_write(strbuf *out, const drv_executable *x);
 tsl_status drv_executable_read(const void *data, size_t n, drv_executable **out, tsl_diag *d);
 
-/* ---- one tile kernel (kernel_run.c) ----------------------------------------
+/* ---- running (run.c) ----------------------------------------------------------
+ * An executable ready on a device: the executable and its executor. */
+typedef struct drv_prepared drv_prepared;
+/* Takes x (freed on failure too). dev: the target's device (NULL on the CPU). */
+tsl_status drv_prepare(drv_executable *x, const drv_target *t, void *dev, drv_prepared **out, tsl_diag *d);
+/* drv_compile_plan for dev's arch, then drv_prepare. */
+tsl_status drv_prepare_plan(const lang_def *def, const struct sched_plan *sp, const drv_target *t, void *dev,
+                            drv_prepared **out, tsl_diag *d);
+void drv_prepared_free(drv_prepared *p); /* NULL allowed */
+rt_exec *drv_prepared_exec(const drv_prepared *p);
+const drv_executable *drv_prepared_executable(const drv_prepared *p);
+
+/* Run on host data: views of every def tensor of b->def (the interpreter's
+ * convention: parameters and outputs point at caller memory, maybe
+ * strided; scalars carry their value; temporaries ignored), outputs
+ * written in place. Checked: an index out of range is TSL_ERR_BOUNDS. */
+struct interp_tensor;
+tsl_status drv_run(rt_exec *e, const lang_bound *b, const struct interp_tensor *views, tsl_diag *d);
+/* Run with every tensor already on the device: data[i] is def tensor i's
+ * dense C-order storage (ignored for scalars and temporaries), scalars[i]
+ * a scalar's value (may be NULL when there are none). Without `check` a
+ * device target returns once everything is queued (timing loops). */
+tsl_status drv_run_device(rt_exec *e, const lang_bound *b, const rt_ptr *data, const double *scalars, int check,
+                          tsl_diag *d);
+/* Compile plan sp for target t (dev's arch), run it once on views, free
+ * it (tests; the tuner's checks). */
+tsl_status drv_plan_run(const lang_def *def, const struct sched_plan *sp, const lang_bound *b,
+                        const struct interp_tensor *views, const drv_target *t, void *dev, tsl_diag *d);
+
+/* ---- one tile kernel (run.c) ------------------------------------------------
  * Run kernel k of a hand-written tile module on a target with arguments
  * bound by name (tile_interp_run's convention: host DLTensors, strided
  * views allowed, outputs written back in place; ints and float scalars as

@@ -166,19 +166,39 @@ tsl_status drv_plan_build(const lang_def *def, const sched_plan *sp, const tile_
                           tsl_diag *d)
 {
     tsl_arena *pa = p->arena;
-    p->ntensors = def->ntensors;
-    p->tensors = arena_alloc(pa, sizeof *p->tensors * (size_t)(def->ntensors + 1));
-    for (int i = 0; i < def->ntensors; i++) {
-        const lang_tensor *lt = def->tensors[i];
-        rt_tensor *rt = &p->tensors[i];
-        rt->name = arena_strdup(pa, lt->name);
-        rt->dtype = lt->dtype;
-        rt->rank = lt->is_scalar ? 0 : lt->rank;
-        rt->flags = (lt->is_scalar ? RT_T_SCALAR : 0) | (lt->flags & LANG_TENSOR_INPUT ? RT_T_INPUT : 0) |
-                    (lt->flags & LANG_TENSOR_OUTPUT ? RT_T_OUTPUT : 0) | (lt->flags & LANG_TENSOR_TEMP ? RT_T_TEMP : 0);
+    if (def) {
+        p->ntensors = def->ntensors;
+        p->tensors = arena_alloc(pa, sizeof *p->tensors * (size_t)(def->ntensors + 1));
+        for (int i = 0; i < def->ntensors; i++) {
+            const lang_tensor *lt = def->tensors[i];
+            rt_tensor *rt = &p->tensors[i];
+            rt->name = arena_strdup(pa, lt->name);
+            rt->dtype = lt->dtype;
+            rt->rank = lt->is_scalar ? 0 : lt->rank;
+            rt->flags = (lt->is_scalar ? RT_T_SCALAR : 0) | (lt->flags & LANG_TENSOR_INPUT ? RT_T_INPUT : 0) |
+                        (lt->flags & LANG_TENSOR_OUTPUT ? RT_T_OUTPUT : 0) |
+                        (lt->flags & LANG_TENSOR_TEMP ? RT_T_TEMP : 0);
+        }
+        p->nsizes = def->nsizes;
+        p->nstmts = def->nstmts;
+    } else {
+        /* one hand-written kernel: its parameters are the tensors, each
+         * read and (maybe) written */
+        const tile_kernel *k = sp->launches[0].k;
+        p->ntensors = k->nparams;
+        p->tensors = arena_alloc(pa, sizeof *p->tensors * (size_t)(k->nparams + 1));
+        for (int i = 0; i < k->nparams; i++) {
+            const tile_value *v = k->params[i];
+            rt_tensor *rt = &p->tensors[i];
+            tsl_dtype dt = TSL_DTYPE_I64;
+            rt->name = arena_strdup(pa, v->name);
+            if (v->kind == TILE_V_TENSOR && tile_dtype_to_tsl(v->type.dt, &dt)) dt = TSL_DTYPE_U8;
+            rt->dtype = dt;
+            rt->rank = v->kind == TILE_V_TENSOR ? v->type.rank : 0;
+            rt->flags = v->kind == TILE_V_TENSOR ? RT_T_INPUT | RT_T_OUTPUT : RT_T_SCALAR;
+        }
+        p->nstmts = 1;
     }
-    p->nsizes = def->nsizes;
-    p->nstmts = def->nstmts;
     int nl = sp->nlaunches;
     p->kernels = arena_alloc(pa, sizeof *p->kernels * (size_t)(nl + 1));
     p->launches = arena_alloc(pa, sizeof *p->launches * (size_t)(nl + 1));

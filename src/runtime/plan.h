@@ -193,6 +193,8 @@ typedef struct rt_target {
     /* The arch a device's binaries are built for ("sm_90a"; the CPU: its
      * instruction-set level); compile needs only the arch, no device. */
     const char *(*arch)(void *dev);
+    /* Its multiprocessors (a persistent grid's size; 1 on the CPU). */
+    int (*units)(void *dev);
     /* Compile kernel k's variant for arch (cached by the runtime). */
     tsl_status (*compile)(const char *arch, const rt_kernel *k, unsigned variant, void **bin, size_t *size,
                           tsl_diag *d);

@@ -27,6 +27,12 @@ static const char *tcpu_arch(void *dev)
     return rt_cpu_isa();
 }
 
+static int tcpu_units(void *dev)
+{
+    (void)dev;
+    return 1;
+}
+
 static tsl_status tcpu_compile(const char *arch, const rt_kernel *k, unsigned variant, void **bin, size_t *size,
                                tsl_diag *d)
 {
@@ -206,6 +212,7 @@ const rt_target rt_target_cpu = {
     .index_variants = 0,
     .fault_records = 0,
     .arch = tcpu_arch,
+    .units = tcpu_units,
     .compile = tcpu_compile,
     .load = tcpu_load,
     .unload = tcpu_unload,

@@ -19,6 +19,8 @@
 
 static const char *tcuda_arch(void *dev) { return rt_cuda_device_info(dev)->arch; }
 
+static int tcuda_units(void *dev) { return dev ? rt_cuda_device_info(dev)->sm_count : 1; }
+
 static tsl_status tcuda_compile(const char *arch, const rt_kernel *k, unsigned variant, void **bin, size_t *size,
                                 tsl_diag *d)
 {
@@ -139,6 +141,7 @@ const rt_target rt_target_cuda = {
     .index_variants = 1,
     .fault_records = 1,
     .arch = tcuda_arch,
+    .units = tcuda_units,
     .compile = tcuda_compile,
     .load = tcuda_load,
     .unload = tcuda_unload,

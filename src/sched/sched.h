@@ -129,18 +129,6 @@ int sched_tensor_used(const sched_plan *p, int t);
  * runs, also when the launch's guard says so). */
 int64_t sched_launch_lanes(const sched_plan *p, const sched_launch *l, const lang_bound *b);
 
-/* Run kernel k of m with args (tile_interp_run's convention): cg_c_run, or
- * the tile interpreter. */
-typedef tsl_status (*sched_kernel_fn)(void *ctx, const tile_module *m, const tile_kernel *k,
-                                      const tile_interp_arg *args, int nargs, tsl_diag *d);
-
-/* Run the plan (run.c): tensors[i] is def->tensors[i]'s host storage in C
- * order with the bound shape (NULL for scalars; NULL for a temporary makes
- * the run allocate it zeroed), scalars[i] the value of a scalar parameter.
- * Launches run in order through fn; an empty box runs nothing. */
-tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *tensors, const double *scalars,
-                     sched_kernel_fn fn, void *ctx, tsl_diag *d);
-
 /* The plan as `//` comment lines (one per launch: kernel, statements,
  * arguments and their sources), then the module's tile text: the whole is
  * valid tile IR (tessel tile check accepts it). Appends to b. */
