@@ -43,15 +43,19 @@ static const char run_usage[] =
     "  low-bit output is written as int8/uint8 or float32 values.\n";
 
 static const char compile_usage[] =
-    "usage: tessel compile FILE.tc [--entry NAME] [--target cpu|cuda] [--arch sm_80|sm_90a]\n"
-    "                      --emit=ast|ranges|graph|tile|c|cuda|ptx\n"
-    "  Print the checked program (ast), every inferred range (ranges), the op\n"
-    "  graph (graph), the scheduled tile IR with its launch plan (tile: the plan\n"
-    "  for --target, default cuda when a GPU is present, else cpu) or the\n"
-    "  generated C (c, the CPU plan), CUDA C (cuda, the CUDA plan) or PTX (ptx,\n"
-    "  by NVRTC: no GPU needed), for every def unless --entry names one. --arch\n"
-    "  picks the CUDA plan's architecture (sm_80: mma.sync and cp.async; sm_90a:\n"
-    "  TMA, wgmma and warp specialisation; default sm_80).\n";
+    "usage: tessel compile FILE.tc [--entry NAME] [--target cpu|cuda] [--arch sm_80|sm_90a] --emit=KIND\n"
+    "  Print, for every def unless --entry names one, one stage of compiling it:\n"
+    "    ast      the checked program        ranges  every inferred range\n"
+    "    graph    the op graph               tile    the scheduled tile IR and launch plan\n"
+    "    expand   tile IR, pipelines expanded select  tile IR after instruction selection\n"
+    "    plan     the launch plan the executor runs\n"
+    "    c        the generated C (the CPU plan)   cuda  the generated CUDA C (the CUDA plan)\n"
+    "    ptx      that CUDA C compiled by NVRTC (no GPU needed)\n"
+    "  tile, expand, select and plan are for --target (default cuda when a GPU\n"
+    "  is present, else cpu). --arch picks the CUDA plan's architecture (sm_80:\n"
+    "  mma.sync and cp.async; sm_90a: TMA, wgmma and warp specialisation;\n"
+    "  default sm_80). TESSEL_DUMP=tile,source,... (or all) prints those stages\n"
+    "  on stderr during `tessel run` and `tessel compile`.\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
 {
@@ -168,9 +172,14 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
         if (!strcmp(name, "entry")) {
             o->entry = val;
         } else if (!strcmp(name, "emit")) {
-            if (strcmp(val, "ast") && strcmp(val, "ranges") && strcmp(val, "graph") && strcmp(val, "tile") &&
-                strcmp(val, "c") && strcmp(val, "cuda") && strcmp(val, "ptx"))
-                return usage_error(usage, "--emit takes ast, ranges, graph, tile, c, cuda or ptx, not '%s'", val);
+            static const char *const kinds[] = {"ast",    "ranges", "graph", "tile", "expand",
+                                                "select", "plan",   "c",     "cuda", "ptx"};
+            int ok = 0;
+            for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) ok |= !strcmp(val, kinds[k]);
+            if (!ok)
+                return usage_error(usage,
+                                   "--emit takes ast, ranges, graph, tile, expand, select, plan, c, cuda or ptx, not '%s'",
+                                   val);
             o->emit = val;
         } else if (!strcmp(name, "arch")) {
             if (strcmp(val, "sm_80") && strcmp(val, "sm_90a"))
@@ -350,6 +359,45 @@ int cmd_check(int argc, char **argv)
     return rc;
 }
 
+/* ---- TESSEL_DUMP -------------------------------------------------------- */
+
+/* TESSEL_DUMP=stage,stage,... (or all): print those compile stages of p
+ * for target t on stderr, each under a header. The library reads no
+ * environment; this is where the variable is read. Returns 0, or 2 after
+ * naming an unknown stage. */
+static int dump_stages(tsl_program *p, tsl_context *ctx, tsl_target t)
+{
+    static const char *const stages[] = {"ast", "ranges", "graph", "tile", "expand", "select", "source", "plan"};
+    const char *env = getenv("TESSEL_DUMP");
+    if (!env || !*env) return 0;
+    int want[sizeof stages / sizeof stages[0]] = {0};
+    for (const char *w = env; *w;) {
+        size_t n = strcspn(w, ",");
+        int all = n == 3 && !strncmp(w, "all", 3), known = all;
+        for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++)
+            if (all || (strlen(stages[i]) == n && !strncmp(w, stages[i], n))) want[i] = known = 1;
+        if (!known && n) {
+            fprintf(stderr, "tessel: TESSEL_DUMP: unknown stage '%.*s' (stages: ast, ranges, graph, tile, expand, "
+                            "select, source, plan, all)\n", (int)n, w);
+            return 2;
+        }
+        w += n;
+        if (*w == ',') w++;
+    }
+    for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) { /* in pass order */
+        if (!want[i]) continue;
+        char what[32];
+        snprintf(what, sizeof what, "%s%s%s", stages[i], i >= 3 ? ":" : "",
+                 i >= 3 ? (t == TSL_TARGET_CUDA ? "cuda" : "cpu") : "");
+        char *text = NULL;
+        fprintf(stderr, "== TESSEL_DUMP %s of '%s' ==\n", what, tsl_program_name(p));
+        if (tsl_program_emit(p, what, &text) == TSL_OK) fputs(text, stderr);
+        else report(ctx, TSL_ERR_ARG, what);
+        free(text);
+    }
+    return 0;
+}
+
 /* ---- tessel compile ------------------------------------------------------ */
 
 static int emit_one(tsl_context *ctx, const char *src, const char *path, const char *entry,
@@ -360,6 +408,13 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
     if (st != TSL_OK) {
         report(ctx, st, "compile");
         return 1;
+    }
+    const char *colon = strchr(what, ':');
+    int rc = dump_stages(p, ctx, (colon && !strcmp(colon, ":cuda")) || !strcmp(what, "cuda") ? TSL_TARGET_CUDA
+                                                                                         : TSL_TARGET_CPU);
+    if (rc) {
+        tsl_program_free(p);
+        return rc;
     }
     char *text = NULL;
     st = tsl_program_emit(p, what, &text);
@@ -383,18 +438,21 @@ int cmd_compile(int argc, char **argv)
         free_opts(&o);
         return rc < 0 ? 0 : rc;
     }
-    /* --emit=tile shows the plan of the target `run` would use */
-    if (o.emit && !strcmp(o.emit, "tile")) {
+    /* tile, expand, select and plan show the plan of the target `run` would use */
+    char emit_kind[32];
+    if (o.emit && (!strcmp(o.emit, "tile") || !strcmp(o.emit, "expand") || !strcmp(o.emit, "select") ||
+                   !strcmp(o.emit, "plan"))) {
         tsl_target t = o.target_name ? o.target : tsl_target_default();
-        o.emit = t == TSL_TARGET_CUDA ? "tile:cuda" : "tile:cpu";
+        snprintf(emit_kind, sizeof emit_kind, "%s:%s", o.emit, t == TSL_TARGET_CUDA ? "cuda" : "cpu");
+        o.emit = emit_kind;
     }
     if (!o.emit) {
         free_opts(&o);
         return usage_error(compile_usage, "%s", "missing --emit=ast|ranges|graph|tile|c|cuda|ptx");
     }
     /* the CUDA kinds for an arch: sm_80 unless --arch says */
-    char kind[32];
-    if (o.arch && (!strcmp(o.emit, "cuda") || !strcmp(o.emit, "ptx") || !strcmp(o.emit, "tile:cuda"))) {
+    char kind[48];
+    if (o.arch && (!strcmp(o.emit, "cuda") || !strcmp(o.emit, "ptx") || !strncmp(o.emit + strcspn(o.emit, ":"), ":cuda", 5))) {
         snprintf(kind, sizeof kind, "%s:%s", o.emit, o.arch);
         o.emit = kind;
     }
@@ -1010,6 +1068,10 @@ static int run_main(run_state *s)
     if (load_params(s) || check_output_names(s) || bind_cli_sizes(s) || read_inputs(s) ||
         read_packed_inputs(s) || bind_scalars(s))
         return 1;
+    if (s->o.target != TSL_TARGET_INTERP) {
+        int rc = dump_stages(s->prog, s->ctx, s->o.target);
+        if (rc) return rc;
+    }
     cli_rng rng;
     cli_rng_seed(&rng, s->o.has_seed ? s->o.seed : cli_rng_fresh_seed());
     if (make_random_inputs(s, &rng)) return 1;

@@ -41,14 +41,17 @@ tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *wha
 /* Element strides of t (C order when t->strides is NULL). */
 void api_tensor_strides(const DLTensor *t, int64_t strides[TSL_MAX_RANK]);
 
-/* The compiled targets (compiled.c). emit: "tile" / "tile:cpu" /
- * "tile:cuda" (the schedule: plan and tile IR), "c" or "cuda" (generated
- * source), appended to out, errors in p's context. run: TSL_TARGET_CPU or
+/* The compiled targets (compiled.c). emit: a compile stage ("tile",
+ * "expand", "select", "source", "plan", each maybe with ":cpu" or ":cuda")
+ * or "c" / "cuda" (generated source), appended to out, errors in p's
+ * context. run: TSL_TARGET_CPU or
  * TSL_TARGET_CUDA on bound sizes b and the interpreter's views of every
  * def tensor (scalars carry their value), outputs written in place;
  * errors go to d. */
 struct interp_tensor;
 tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out);
+/* >= 0 when `what` is a kind api_compiled_emit knows. */
+int api_compiled_emit_kind(const char *what);
 tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound *b,
                             const struct interp_tensor *views, tsl_diag *d);
 

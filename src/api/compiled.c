@@ -20,8 +20,10 @@
  * device: TSL_ERR_UNAVAILABLE with the runtime's reason, and the other
  * targets still run. Runs of one target are serialised.
  *
- * Emit: "tile[:cpu|:cuda]" is the schedule's dump, "c" / "cuda" the source
- * dump of the CPU / CUDA plan, through the same driver. */
+ * Emit: a stage of the same driver — "tile", "expand", "select", "source",
+ * "plan", each with ":cpu" or ":cuda" (default the CPU) —, "c" / "cuda"
+ * (the source of the CPU / CUDA plan) or "ptx"; the CUDA kinds with an
+ * arch (":sm_90a"; default sm_80). */
 #include <pthread.h>
 #include <string.h>
 
@@ -38,17 +40,90 @@ static void emit_append(void *ctx, drv_stage stage, const char *text)
     sb_puts(ctx, text);
 }
 
+/* What `tsl_program_emit` can ask the driver for: KIND[:TARGET][:ARCH].
+ * A stage (default target the CPU), or "c" / "cuda" (the source stage of
+ * that target), or "ptx" (the CUDA source through NVRTC). ARCH ("sm_90a")
+ * picks the CUDA plan; default sm_80. */
+static const struct {
+    const char *name;
+    drv_stage stage;
+    tsl_target target;
+    int fixed; /* the target is part of the kind */
+} emit_kinds[] = {
+    {"tile", DRV_STAGE_SCHED, TSL_TARGET_CPU, 0},     {"expand", DRV_STAGE_EXPAND, TSL_TARGET_CPU, 0},
+    {"select", DRV_STAGE_SELECT, TSL_TARGET_CPU, 0},  {"source", DRV_STAGE_SOURCE, TSL_TARGET_CPU, 0},
+    {"plan", DRV_STAGE_PLAN, TSL_TARGET_CPU, 0},      {"c", DRV_STAGE_SOURCE, TSL_TARGET_CPU, 1},
+    {"cuda", DRV_STAGE_SOURCE, TSL_TARGET_CUDA, 1},   {"ptx", DRV_STAGE_SOURCE, TSL_TARGET_CUDA, 1},
+};
+
+typedef struct emit_req {
+    int kind;
+    tsl_target target;
+    char arch[24];
+} emit_req;
+
+static int emit_parse(const char *what, emit_req *r)
+{
+    size_t n = strcspn(what, ":");
+    r->kind = -1;
+    for (size_t i = 0; i < TSL_COUNTOF(emit_kinds); i++)
+        if (strlen(emit_kinds[i].name) == n && !strncmp(what, emit_kinds[i].name, n)) r->kind = (int)i;
+    if (r->kind < 0) return -1;
+    r->target = emit_kinds[r->kind].target;
+    snprintf(r->arch, sizeof r->arch, "sm_80");
+    const char *p = what + n;
+    int seen_target = 0, seen_arch = 0;
+    while (*p == ':') {
+        p++;
+        size_t m = strcspn(p, ":");
+        if (!seen_target && !seen_arch && !emit_kinds[r->kind].fixed && (m == 3 || m == 4) &&
+            (!strncmp(p, "cpu", m) || !strncmp(p, "cuda", m))) {
+            r->target = m == 3 ? TSL_TARGET_CPU : TSL_TARGET_CUDA;
+            seen_target = 1;
+        } else if (!seen_arch && m > 3 && m < sizeof r->arch && !strncmp(p, "sm_", 3)) {
+            snprintf(r->arch, sizeof r->arch, "%.*s", (int)m, p);
+            seen_arch = 1;
+        } else {
+            return -1;
+        }
+        p += m;
+    }
+    if (seen_arch && r->target != TSL_TARGET_CUDA) return -1;
+    return 0;
+}
+
+int api_compiled_emit_kind(const char *what)
+{
+    emit_req r;
+    return emit_parse(what, &r) ? -1 : r.kind;
+}
+
 tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
 {
     tsl_diag *d = &p->ctx->diag;
     diag_reset(d);
-    /* c and tile:cpu show the CPU target's plan, cuda and tile:cuda the
-     * CUDA target's; plain tile is tile:cpu */
-    int cuda = !strcmp(what, "cuda") || !strcmp(what, "tile:cuda");
-    drv_stage stage = !strncmp(what, "tile", 4) ? DRV_STAGE_SCHED : DRV_STAGE_SOURCE;
-    drv_options o = {.dump = 1u << stage, .dump_fn = emit_append, .dump_ctx = out, .stop_after = stage + 1};
+    emit_req r;
+    if (emit_parse(what, &r)) {
+        diag_error(d, TSL_ERR_ARG, "unknown emit kind '%s'", what);
+        return TSL_ERR_ARG;
+    }
+    drv_stage stage = emit_kinds[r.kind].stage;
+    int ptx = !strcmp(emit_kinds[r.kind].name, "ptx");
+    drv_options o = {.dump = ptx ? 0 : 1u << stage, .dump_fn = emit_append, .dump_ctx = out,
+                     .stop_after = stage + 1, .no_compile = 1};
     drv_executable *x = NULL;
-    tsl_status st = drv_compile(p->def, cuda ? &drv_target_cuda : &drv_target_cpu, NULL, &o, &x, d);
+    const char *arch = r.target == TSL_TARGET_CUDA ? r.arch : NULL;
+    tsl_status st = drv_compile(p->def, drv_target_of(r.target), arch, &o, &x, d);
+    /* ptx: each launch's kernel through NVRTC, which needs no GPU */
+    for (int i = 0; !st && ptx && i < x->plan->nlaunches; i++) {
+        const rt_kernel *k = &x->plan->kernels[x->plan->launches[i].kernel];
+        char *text = NULL;
+        rt_cuda_options co = {.name = k->name};
+        if (i) sb_putc(out, '\n');
+        st = rt_cuda_compile_ptx(k->source, r.arch, &co, &text, d);
+        if (!st) sb_puts(out, text);
+        free(text);
+    }
     drv_executable_free(x);
     return st;
 }

@@ -156,8 +156,7 @@ tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
         }
         graph_print(&b, g);
         arena_free(ga);
-    } else if (what && (!strcmp(what, "tile") || !strcmp(what, "tile:cpu") || !strncmp(what, "tile:cuda", 9) ||
-                        !strcmp(what, "c") || !strncmp(what, "cuda", 4) || !strncmp(what, "ptx", 3))) {
+    } else if (what && api_compiled_emit_kind(what) >= 0) {
         tsl_status st = api_compiled_emit(p, what, &b);
         if (st) {
             sb_free(&b);
@@ -165,8 +164,8 @@ tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
         }
     } else
         return api_error(p->ctx, TSL_ERR_ARG,
-                         "unknown emit kind '%s' (expected ast, ranges, graph, tile, tile:cpu, tile:cuda[:ARCH], c, "
-                         "cuda[:ARCH] or ptx[:ARCH])",
+                         "unknown emit kind '%s' (expected ast, ranges, graph, c, cuda[:ARCH], ptx[:ARCH], or "
+                         "tile, expand, select, source or plan, each maybe with :cpu or :cuda[:ARCH])",
                          what ? what : "(null)");
     *out = sb_take(&b);
     if (!*out) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");

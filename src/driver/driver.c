@@ -104,7 +104,8 @@ static tsl_status pass_schedule(drv *c)
         drv_dump(c, DRV_STAGE_GRAPH, sb_str(&b));
         sb_free(&b);
     }
-    sched_plan *sp = sched_lower_for(c->a, g, c->t->id, c->d);
+    /* the plan for the arch: sm_90a gets TMA, wgmma and warp specialisation */
+    sched_plan *sp = sched_lower_sm(c->a, g, c->t->id, sched_sm_of_arch(c->x->arch[0] ? c->x->arch : NULL), c->d);
     if (!sp) return drv_fail(c, "scheduling");
     drv_adopt(c, sp);
     strbuf b = {0};

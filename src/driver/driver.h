@@ -87,8 +87,9 @@ typedef struct drv_executable {
     rt_plan *plan;     /* owns the launch plan, sources and binaries */
 } drv_executable;
 
-/* Compile def for target t and arch (NULL: no binaries; the compile pass
- * is then skipped). Errors as the stages give them; a schedule that does
+/* Compile def for target t and arch: the plan is scheduled for it (a CUDA
+ * arch such as "sm_90a"; NULL: sm_80) and the binaries built for it
+ * (unless options say no_compile; NULL: none). Errors as the stages give them; a schedule that does
  * not verify is TSL_ERR_INTERNAL naming the def. */
 tsl_status drv_compile(const lang_def *def, const drv_target *t, const char *arch, const drv_options *o,
                        drv_executable **out, tsl_diag *d);

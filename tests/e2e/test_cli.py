@@ -421,6 +421,30 @@ def test_compile_emit(what):
     assert "tbmm" in one.stdout
 
 
+@pytest.mark.parametrize("what,want", [("tile", "kernel "), ("expand", "kernel "), ("select", "kernel "),
+                                       ("plan", "launch 0:")])
+def test_compile_emit_stages(what, want):
+    """Every stage of the compile driver prints, for the chosen target."""
+    for target in ("cpu", "cuda"):
+        proc = run_cli("compile", "examples/softmax.tc", "--target", target, f"--emit={what}")
+        assert proc.returncode == 0, proc.stderr
+        assert want in proc.stdout, proc.stdout[:400]
+
+
+def test_tessel_dump_stages():
+    """TESSEL_DUMP (read by the CLI) prints the asked stages on stderr, in
+    pass order, and the run still happens; an unknown stage is a usage error."""
+    env = dict(os.environ, TESSEL_DUMP="plan,tile,source")
+    proc = run_cli("run", "examples/softmax.tc", "--target", "cpu", "--size", "N=3", "--size", "D=5", env=env)
+    assert proc.returncode == 0, proc.stderr
+    heads = re.findall(r"== TESSEL_DUMP (\w+):cpu of 'softmax' ==", proc.stderr)
+    assert heads == ["tile", "source", "plan"], heads
+    assert "tsl_kernel_softmax" in proc.stderr and "Y(3,5)" in proc.stdout
+    env["TESSEL_DUMP"] = "tile,nonsense"
+    bad = run_cli("compile", "examples/softmax.tc", "--emit=c", env=env)
+    assert bad.returncode == 2 and "unknown stage 'nonsense'" in bad.stderr, bad.stderr
+
+
 def test_compile_bad_program(tmp_path):
     path = write(tmp_path, "bad.tc", "def f(float(N) A) -> (B) {\n  B(i) = A(i) +\n}\n")
     proc = run_cli("compile", path, "--emit=ast")
