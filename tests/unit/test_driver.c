@@ -200,7 +200,40 @@ static void test_plan_damaged(void)
     arena_free(a);
 }
 
+/* The executable (options, arch, tile text, plan with binaries) as bytes
+ * and back; damaged bytes refused. */
+static void test_executable_round_trip(void)
+{
+    tsl_arena *a = arena_create();
+    const lang_def *def = parse_def(a, softmax_src);
+    drv_executable *x = NULL, *y = NULL;
+    tsl_diag d = {0};
+    CHECK(def && drv_compile(def, &drv_target_cpu, rt_target_cpu.arch(NULL), NULL, &x, &d) == TSL_OK);
+    strbuf b1 = {0}, b2 = {0};
+    if (x) drv_executable_write(&b1, x);
+    CHECK(x && drv_executable_read(b1.buf, b1.len, &y, &d) == TSL_OK);
+    if (y) {
+        drv_executable_write(&b2, y);
+        CHECK(b1.len == b2.len && !memcmp(b1.buf, b2.buf, b1.len));
+        CHECK_EQ_STR(y->arch, x->arch);
+        CHECK_EQ_STR(y->tile, x->tile);
+        CHECK(y->target == TSL_TARGET_CPU && y->plan->kernels[0].nbins == 1);
+    }
+    drv_executable_free(y);
+    y = NULL;
+    for (size_t cut = 0; x && cut < b1.len; cut += 1 + cut / 4) {
+        CHECK_EQ_INT(drv_executable_read(b1.buf, cut, &y, &d), TSL_ERR_IO);
+        CHECK(y == NULL);
+    }
+    sb_free(&b1);
+    sb_free(&b2);
+    drv_executable_free(x);
+    diag_free(&d);
+    arena_free(a);
+}
+
 TEST_SUITE(driver) = {
+    {"executable_round_trip", test_executable_round_trip},
     {"variant_spelling", test_variant_spelling},
     {"stage_mask", test_stage_mask},
     {"dumps_in_order", test_dumps_in_order},
