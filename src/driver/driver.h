@@ -28,6 +28,8 @@ typedef struct drv_emitted {
     const tile_expr *const *branches; /* conditions in the kernel itself */
     int nerrs;
     rt_kerr *errs;
+    int ntmaps;
+    rt_tmap *tmaps;
 } drv_emitted;
 
 typedef struct drv_target {

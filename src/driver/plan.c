@@ -151,6 +151,9 @@ static tsl_status pb_kernel(const tile_kernel *k, const drv_emitted *em, const c
     rk->branches = arena_alloc(a, sizeof *rk->branches * (size_t)(em->nbranches + 1));
     for (int i = 0; i < em->nbranches; i++)
         if (!pb_convert(&c, em->branches[i], &rk->branches[i])) return pb_fail(k, "a size branch", d);
+    rk->ntmaps = em->ntmaps;
+    rk->tmaps = arena_alloc(a, sizeof *rk->tmaps * (size_t)(em->ntmaps + 1));
+    if (em->ntmaps) memcpy(rk->tmaps, em->tmaps, sizeof *rk->tmaps * (size_t)em->ntmaps);
     rk->nerrs = em->nerrs;
     rk->errs = arena_alloc(a, sizeof *rk->errs * (size_t)(em->nerrs + 1));
     for (int i = 0; i < em->nerrs; i++) {
@@ -158,6 +161,36 @@ static tsl_status pb_kernel(const tile_kernel *k, const drv_emitted *em, const c
         rk->errs[i].msg = arena_strdup(a, em->errs[i].msg);
         rk->errs[i].where = arena_strdup(a, em->errs[i].where);
     }
+    return TSL_OK;
+}
+
+/* A launch's guard (sched.h) as an expression over the program's sizes:
+ * the conjunction of its terms, negated when the guard says so. */
+static tsl_status pb_guard(const sched_guard *g, tsl_arena *a, rt_expr *out, tsl_diag *d)
+{
+    if (g->n > SCHED_MAX_GUARD) {
+        diag_error(d, TSL_ERR_INTERNAL, "internal: a launch guard has %d terms", g->n);
+        return TSL_ERR_INTERNAL;
+    }
+    rt_xins buf[8 * SCHED_MAX_GUARD + 2];
+    int n = 0;
+    for (int i = 0; i < g->n; i++) {
+        buf[n++] = (rt_xins){RT_X_VAL, g->sym[i]};
+        if (g->op[i] == SCHED_GUARD_MOD) {
+            buf[n++] = (rt_xins){RT_X_CONST, g->val[i]};
+            buf[n++] = (rt_xins){RT_X_MOD, 0};
+            buf[n++] = (rt_xins){RT_X_CONST, 0};
+            buf[n++] = (rt_xins){RT_X_EQ, 0};
+        } else {
+            buf[n++] = (rt_xins){RT_X_CONST, g->val[i]};
+            buf[n++] = (rt_xins){g->op[i] == SCHED_GUARD_LE ? RT_X_LE : RT_X_GT, 0};
+        }
+        if (i) buf[n++] = (rt_xins){RT_X_AND, 0};
+    }
+    if (g->negate) buf[n++] = (rt_xins){RT_X_NOT, 0};
+    out->n = n;
+    out->ins = arena_alloc(a, sizeof *out->ins * (size_t)n);
+    memcpy(out->ins, buf, sizeof *out->ins * (size_t)n);
     return TSL_OK;
 }
 
@@ -228,6 +261,7 @@ tsl_status drv_plan_build(const lang_def *def, const sched_plan *sp, const tile_
         rt_launch *l = &p->launches[li];
         l->kernel = of[li];
         l->stmt = sl->stmt;
+        if (sl->guard.n) st = pb_guard(&sl->guard, pa, &l->when, d);
         l->args = arena_alloc(pa, sizeof *l->args * (size_t)(k->nparams + 1));
         for (int q = 0; q < k->nparams && !st; q++) {
             const sched_arg *sa = NULL;

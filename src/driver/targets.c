@@ -37,6 +37,18 @@ static tsl_status emit_cuda(const tile_module *m, const tile_kernel *k, tsl_aren
     const tile_expr **c = arena_alloc(a, sizeof *c * (size_t)(br.n + 1));
     for (int i = 0; i < br.n; i++) c[i] = br.cond[i];
     e->branches = c;
+    cg_cuda_tmap maps[CG_MAX_TMAPS];
+    int n = cg_cuda_tmaps(k, maps, CG_MAX_TMAPS);
+    if (n > CG_MAX_TMAPS || n > RT_MAX_TMAPS) {
+        diag_error(d, TSL_ERR_UNAVAILABLE, "kernel '%s': more than %d TMA tensor maps", k->name, CG_MAX_TMAPS);
+        return TSL_ERR_UNAVAILABLE;
+    }
+    e->ntmaps = n;
+    e->tmaps = arena_alloc(a, sizeof *e->tmaps * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        e->tmaps[i] = (rt_tmap){.param = maps[i].param, .rank = maps[i].rank, .swizzle = maps[i].swizzle};
+        memcpy(e->tmaps[i].box, maps[i].box, sizeof e->tmaps[i].box);
+    }
     return TSL_OK;
 }
 

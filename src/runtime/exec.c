@@ -13,7 +13,8 @@
  * interpreter has them). On a target with index variants the 32-bit
  * variant runs unless an extent, stride, span or int argument passes 2^30,
  * and each size branch's arm is chosen from the sizes; a variant is
- * compiled and loaded the first time a launch needs it. */
+ * compiled and loaded the first time a launch needs it. A launch with a
+ * guard (`when`, over the program's sizes) runs only where it holds. */
 #include <string.h>
 
 #include "runtime/plan.h"
@@ -347,6 +348,16 @@ tsl_status rt_exec_run(rt_exec *x, const rt_run *r, int check, tsl_diag *d)
         const rt_launch *l = &p->launches[li];
         x->last_variant[li] = -1;
         if (r->lanes && r->lanes[l->stmt] == 0) continue;
+        if (l->when.n) { /* the launch's guard on the sizes (one of a group's exclusive plans) */
+            int ok = 1;
+            int64_t w = rt_expr_eval(&l->when, r->sizes, p->nsizes, &ok);
+            if (!ok) {
+                diag_error(d, TSL_ERR_INTERNAL, "launch %d: its guard does not evaluate", li);
+                st = TSL_ERR_INTERNAL;
+                break;
+            }
+            if (!w) continue;
+        }
         unsigned key = 0;
         int skip = 0;
         void *fn = NULL;

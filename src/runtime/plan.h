@@ -94,6 +94,18 @@ typedef struct rt_binary {
     size_t size;
 } rt_binary;
 
+/* A TMA tensor map a kernel takes after its regular parameters (sm_90a):
+ * built at each launch from parameter `param`'s bound address, extents and
+ * strides (codegen/cuda.h's cg_cuda_tmap). */
+typedef struct rt_tmap {
+    int param;
+    int rank;        /* 1..5 */
+    int64_t box[5];  /* elements per dim, outermost first */
+    int swizzle;     /* bytes: 0, 32, 64, 128 */
+} rt_tmap;
+
+enum { RT_MAX_TMAPS = 8 };
+
 typedef struct rt_kernel {
     char *name;   /* the tile kernel's */
     char *entry;  /* its entry symbol (CUDA: the base; _i32/_i64 appended) */
@@ -111,6 +123,8 @@ typedef struct rt_kernel {
     rt_expr *branches;
     int nerrs;
     rt_kerr *errs;
+    int ntmaps;
+    rt_tmap *tmaps;
     int nbins;
     rt_binary *bins;
 } rt_kernel;
@@ -130,6 +144,7 @@ typedef struct rt_arg {
 typedef struct rt_launch {
     int kernel;
     int stmt;  /* skipped when the run's lanes[stmt] is 0 */
+    rt_expr when; /* over the program's sizes: run only when nonzero (n == 0: always) */
     rt_arg *args; /* one per kernel parameter, in parameter order */
 } rt_launch;
 

@@ -87,6 +87,14 @@ void rt_plan_write(strbuf *o, const rt_plan *p)
             w_str(o, k->errs[i].where);
             w_i64(o, k->errs[i].info);
         }
+        w_i64(o, k->ntmaps);
+        for (int i = 0; i < k->ntmaps; i++) {
+            const rt_tmap *m = &k->tmaps[i];
+            w_i64(o, m->param);
+            w_i64(o, m->rank);
+            for (int j = 0; j < 5; j++) w_i64(o, m->box[j]);
+            w_i64(o, m->swizzle);
+        }
         w_i64(o, k->nbins);
         for (int i = 0; i < k->nbins; i++) {
             w_i64(o, k->bins[i].variant);
@@ -98,6 +106,7 @@ void rt_plan_write(strbuf *o, const rt_plan *p)
         const rt_launch *l = &p->launches[li];
         w_i64(o, l->kernel);
         w_i64(o, l->stmt);
+        w_expr(o, &l->when);
         int na = p->kernels[l->kernel].nparams;
         for (int j = 0; j < na; j++) {
             w_i64(o, l->args[j].kind);
@@ -155,8 +164,9 @@ static void *r_bytes(rd *r, size_t *len, int nul)
 
 static char *r_str(rd *r) { return r_bytes(r, NULL, 1); }
 
-/* An expression over nvals environment slots that leaves one value. */
-static void r_expr(rd *r, rt_expr *e, int nvals)
+/* An expression over nvals environment slots that leaves one value (or,
+ * with empty_ok, no instruction at all). */
+static void r_expr_opt(rd *r, rt_expr *e, int nvals, int empty_ok)
 {
     e->n = r_count(r, RT_EXPR_MAX, "an expression is too long");
     e->ins = arena_alloc(r->a, sizeof *e->ins * (size_t)(e->n + 1));
@@ -172,8 +182,10 @@ static void r_expr(rd *r, rt_expr *e, int nvals)
         depth += op == RT_X_CONST || op == RT_X_VAL ? 1 : op == RT_X_NEG || op == RT_X_NOT ? 0 : -1;
         if (depth < 1) r->bad = "an expression underflows";
     }
-    if (!r->bad && depth != 1) r->bad = "an expression does not leave one value";
+    if (!r->bad && depth != 1 && !(empty_ok && e->n == 0)) r->bad = "an expression does not leave one value";
 }
+
+static void r_expr(rd *r, rt_expr *e, int nvals) { r_expr_opt(r, e, nvals, 0); }
 
 static void r_kernel(rd *r, rt_kernel *k)
 {
@@ -238,6 +250,17 @@ static void r_kernel(rd *r, rt_kernel *k)
             c += 3;
         }
     }
+    k->ntmaps = r_count(r, RT_MAX_TMAPS, "a kernel has too many tensor maps");
+    k->tmaps = arena_alloc(r->a, sizeof *k->tmaps * (size_t)(k->ntmaps + 1));
+    for (int i = 0; i < k->ntmaps && !r->bad; i++) {
+        rt_tmap *m = &k->tmaps[i];
+        m->param = r_count(r, k->nparams - 1, "a tensor map names no parameter");
+        m->rank = r_count(r, 5, "a tensor map's rank is out of range");
+        for (int j = 0; j < 5; j++) m->box[j] = r_count(r, 256, "a tensor map's box is out of range");
+        m->swizzle = r_count(r, 128, "a tensor map's swizzle is out of range");
+        if (!r->bad && (!k->params[m->param].is_tensor || m->rank < 1 || m->rank > k->params[m->param].rank))
+            r->bad = "a tensor map does not fit its parameter";
+    }
     k->nbins = r_count(r, 64, "a kernel has too many binaries");
     k->bins = arena_alloc(r->a, sizeof *k->bins * (size_t)(k->nbins + 1));
     for (int i = 0; i < k->nbins && !r->bad; i++) {
@@ -277,6 +300,7 @@ tsl_status rt_plan_read(const void *data, size_t n, rt_plan **out, tsl_diag *d)
         rt_launch *l = &p->launches[li];
         l->kernel = r_count(&r, p->nkernels - 1, "a launch names no kernel");
         l->stmt = r_count(&r, p->nstmts - 1, "a launch names no statement");
+        r_expr_opt(&r, &l->when, p->nsizes, 1); /* the guard: empty, or over the sizes */
         if (r.bad) break;
         const rt_kernel *k = &p->kernels[l->kernel];
         l->args = arena_alloc(p->arena, sizeof *l->args * (size_t)(k->nparams + 1));
@@ -314,14 +338,15 @@ void rt_plan_describe(strbuf *o, const rt_plan *p)
     for (int ki = 0; ki < p->nkernels; ki++) {
         const rt_kernel *k = &p->kernels[ki];
         sb_printf(o, "  kernel %s: entry %s, %d threads, %lld shared bytes, %d params, %d size branch%s, "
-                     "%zu bytes of source, %d binar%s\n",
+                     "%d tensor map%s, %zu bytes of source, %d binar%s\n",
                   k->name, k->entry, k->threads, (long long)k->smem, k->nparams, k->nbranches,
-                  k->nbranches == 1 ? "" : "es", strlen(k->source), k->nbins, k->nbins == 1 ? "y" : "ies");
+                  k->nbranches == 1 ? "" : "es", k->ntmaps, k->ntmaps == 1 ? "" : "s", strlen(k->source), k->nbins,
+                  k->nbins == 1 ? "y" : "ies");
     }
     for (int li = 0; li < p->nlaunches; li++) {
         const rt_launch *l = &p->launches[li];
         const rt_kernel *k = &p->kernels[l->kernel];
-        sb_printf(o, "  launch %d: %s (statement %d)", li, k->name, l->stmt);
+        sb_printf(o, "  launch %d: %s (statement %d%s)", li, k->name, l->stmt, l->when.n ? ", guarded by the sizes" : "");
         for (int j = 0; j < k->nparams; j++) {
             const rt_arg *a = &l->args[j];
             sb_printf(o, "%s %s=", j ? "," : ";", k->params[j].name);

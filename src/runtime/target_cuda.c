@@ -10,8 +10,10 @@
  * Kernel ABI (codegen/cuda.c writes the wrapper): one 8-byte slot per
  * value — per tensor parameter its device pointer then (extent, stride)
  * per dim in elements; per scalar its word (a double's bits for a float);
- * the size symbols; last a pointer to the launch's error record (8 x u64:
- * flag, parameter, dim, index, thread, block x/y/z). */
+ * the size symbols; a pointer to the launch's error record (8 x u64:
+ * flag, parameter, dim, index, thread, block x/y/z); last, by value, each
+ * TMA tensor map the kernel takes (sm_90a), built per launch from the
+ * bound tensor. */
 #include <string.h>
 
 #include "runtime/plan.h"
@@ -73,7 +75,7 @@ static tsl_status tcuda_launch(void *dev, void *fn, const rt_bound *b, rt_fault 
         grid[i] = (unsigned)b->grid[i];
     }
     uint64_t slot[RT_MAX_PARAMS * (1 + 2 * RT_MAX_RANK) + RT_MAX_PARAMS + 1];
-    void *params[TSL_COUNTOF(slot)];
+    void *params[TSL_COUNTOF(slot) + RT_MAX_TMAPS];
     int ns = 0;
     for (int q = 0; q < k->nparams; q++) {
         const rt_param *pa = &k->params[q];
@@ -90,6 +92,22 @@ static tsl_status tcuda_launch(void *dev, void *fn, const rt_bound *b, rt_fault 
     for (int s = 0; s < k->nsyms; s++) slot[ns++] = (uint64_t)b->syms[s];
     slot[ns++] = b->err;
     for (int i = 0; i < ns; i++) params[i] = &slot[i];
+    /* TMA tensor maps (CUtensorMap, 128 bytes, 64-byte aligned), passed by
+     * value after the regular parameters; an empty tensor copies nothing
+     * and gets a zero map */
+    _Alignas(64) unsigned long long maps[RT_MAX_TMAPS][16];
+    for (int i = 0; i < k->ntmaps && i < RT_MAX_TMAPS; i++) {
+        const rt_tmap *m = &k->tmaps[i];
+        const rt_param *pa = &k->params[m->param];
+        int64_t n = 1;
+        for (int j = 0; j < pa->rank; j++) n *= b->shape[m->param][j];
+        params[ns + i] = maps[i];
+        memset(maps[i], 0, sizeof maps[i]);
+        if (!n) continue;
+        tsl_status st = rt_cuda_tmap_encode(dev, maps[i], pa->name, (tsl_dtype)pa->dtype, m->rank, b->ptr[m->param],
+                                            b->shape[m->param], b->stride[m->param], m->box, m->swizzle, d);
+        if (st) return st;
+    }
     return rt_cuda_launch(dev, fn, grid, block, (unsigned)k->smem, params, d);
 }
 

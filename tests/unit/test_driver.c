@@ -7,6 +7,8 @@
 
 #include "codegen/cuda.h"
 #include "driver/driver.h"
+#include "graph/graph.h"
+#include "sched/sched.h"
 #include "interp/interp.h"
 #include "lang/lang.h"
 #include "runtime/runtime.h"
@@ -232,7 +234,53 @@ static void test_executable_round_trip(void)
     arena_free(a);
 }
 
+/* The sm_90a GEMM plan's launches are guarded by the sizes: the plan's
+ * guard expressions agree with the scheduler's on random sizes, exactly
+ * one launch runs for any sizes, its tensor maps survive the bytes. */
+static void test_guards_and_tmaps(void)
+{
+    tsl_arena *a = arena_create();
+    const lang_def *def = parse_def(a, "def mm(float16(M,K) A, float16(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n");
+    graph *g = def ? graph_build(a, def, NULL) : NULL;
+    sched_plan *sp = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, 90, NULL) : NULL;
+    drv_executable *x = NULL;
+    tsl_diag d = {0};
+    drv_options o = {.no_compile = 1};
+    CHECK_MSG(sp && drv_compile(def, &drv_target_cuda, "sm_90a", &o, &x, &d) == TSL_OK, "%s", sb_str(&d.msg));
+    if (x) {
+        strbuf b = {0};
+        rt_plan *p = NULL;
+        rt_plan_write(&b, x->plan);
+        CHECK(rt_plan_read(b.buf, b.len, &p, &d) == TSL_OK);
+        int guarded = 0, maps = 0;
+        for (int li = 0; p && li < p->nlaunches; li++) {
+            guarded += p->launches[li].when.n > 0;
+            maps += p->kernels[p->launches[li].kernel].ntmaps;
+        }
+        CHECK(p && p->nlaunches == sp->nlaunches && guarded >= 2 && maps >= 2);
+        for (int t = 0; p && t < 500; t++) {
+            int64_t sz[3];
+            for (int i = 0; i < 3; i++) sz[i] = test_rand_int(1, 3) == 1 ? test_rand_int(1, 300) : 8 * test_rand_int(1, 40);
+            int runs = 0;
+            for (int li = 0; li < p->nlaunches; li++) {
+                int ok = 1;
+                const rt_expr *w = &p->launches[li].when;
+                int holds = w->n ? rt_expr_eval(w, sz, 3, &ok) != 0 : 1;
+                CHECK(ok && holds == sched_guard_holds(&sp->launches[li].guard, sz));
+                runs += holds;
+            }
+            CHECK_EQ_INT(runs, 1);
+        }
+        rt_plan_free(p);
+        sb_free(&b);
+    }
+    drv_executable_free(x);
+    diag_free(&d);
+    arena_free(a);
+}
+
 TEST_SUITE(driver) = {
+    {"guards_and_tmaps", test_guards_and_tmaps},
     {"executable_round_trip", test_executable_round_trip},
     {"variant_spelling", test_variant_spelling},
     {"stage_mask", test_stage_mask},
