@@ -159,6 +159,9 @@ static const struct {
 /* The compute capability x 10 of the device the plans are made for (90 on
  * Hopper: the sm_90a plans); set in main. */
 static int bench_sm = 80;
+/* The strategies' options: $TESSEL_OPTIONS ("contract.mma.bm=128,..."; the
+ * library reads no environment), for plan sweeps. */
+static sched_options bench_opts;
 
 /* The example's source with `float(` declarations turned into `dtype(`. */
 static char *bench_source(const char *file, const char *dtype)
@@ -209,6 +212,7 @@ static double bench_check_small(const char *src, const char *sizes)
     DLTensor *owned[BENCH_MAX_TENSORS];
     int nowned = 0;
     if (tsl_program_compile(ctx, src, "bench.tc", NULL, &p)) goto done;
+    if (getenv("TESSEL_OPTIONS") && tsl_program_set_options(p, getenv("TESSEL_OPTIONS"))) goto done;
     ar[0] = tsl_args_create(p);
     ar[1] = tsl_args_create(p);
     for (int i = 0; i < tsl_program_param_count(p) && nowned < BENCH_MAX_TENSORS; i++) {
@@ -457,7 +461,7 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
         goto done;
     }
     graph *g = graph_build(a, def, &d);
-    sched_plan *plan = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, bench_sm, &d) : NULL;
+    sched_plan *plan = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, bench_sm, &bench_opts, &d) : NULL;
     if (!plan) {
         printf("  scheduling: %s\n", sb_str(&d.msg));
         goto done;
@@ -624,7 +628,7 @@ static double bench_cold_compile(rt_cuda_device *dev)
     tsl_source ts = {"matmul.tc", src ? src : ""};
     lang_module *mod = src ? lang_parse_check(a, &ts, &d) : NULL;
     graph *g = mod ? graph_build(a, lang_module_def(mod, 0), &d) : NULL;
-    sched_plan *p = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, bench_sm, &d) : NULL;
+    sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, bench_sm, &bench_opts, &d) : NULL;
     strbuf cu = {0};
     if (p && p->nlaunches && !cg_cuda_emit(p->m, p->launches[0].k, &cu, &d)) {
         double t[3];
@@ -696,7 +700,7 @@ static void bench_cached_run(rt_cuda_device *dev, double *wall_ms, double *devic
         int64_t sz[3] = {64, 64, 64};
         lang_bound *b = NULL;
         graph *g = def && !lang_bind(ar, def, sz, &b, &d) ? graph_build(ar, def, &d) : NULL;
-        sched_plan *plan = g ? sched_lower_sm(ar, g, TSL_TARGET_CUDA, bench_sm, &d) : NULL;
+        sched_plan *plan = g ? sched_lower_opt(ar, g, TSL_TARGET_CUDA, bench_sm, &bench_opts, &d) : NULL;
         drv_prepared *x = NULL;
         rt_cuda_ptr ptr[BENCH_MAX_TENSORS] = {0};
         rt_cuda_event *e0 = NULL, *e1 = NULL;
@@ -784,7 +788,7 @@ static void bench_add_jobs(const char *file, const char *text, const char *dev_a
     lang_module *mod = lang_parse_check(a, &src, &d);
     for (int i = 0; mod && i < lang_module_count(mod); i++) {
         graph *g = graph_build(a, lang_module_def(mod, i), &d);
-        sched_plan *p = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, bench_sm, &d) : NULL;
+        sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, bench_sm, &bench_opts, &d) : NULL;
         for (int l = 0; p && l < p->nlaunches; l++) {
             const tile_kernel *k = p->launches[l].k;
             strbuf cu = {0};
@@ -876,6 +880,17 @@ int main(int argc, char **argv)
 {
     const char *json = NULL, *only = NULL;
     int quick = 0, precompile = 0;
+    bench_opts = sched_options_defaults;
+    {
+        tsl_diag od = {0};
+        char why[256];
+        if (sched_options_parse(getenv("TESSEL_OPTIONS"), &bench_opts, &od) ||
+            sched_options_check(&bench_opts, TSL_TARGET_CUDA, why, sizeof why)) {
+            fprintf(stderr, "gpu_bench: TESSEL_OPTIONS: %s\n", od.nerr ? sb_str(&od.msg) : why);
+            return 2;
+        }
+        diag_free(&od);
+    }
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = 1;

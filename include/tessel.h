@@ -159,6 +159,20 @@ void tsl_program_free(TSL_TAKE tsl_program *p);    /* NULL is allowed */
 tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
                             TSL_GIVE char **out);
 
+/* Options: the strategies' choices, the space the tuner searches. Text of
+ * "key=value" pairs joined by ',' (e.g. "contract.cpu.bm=64,cpu.threads=1");
+ * tsl_options_space() lists every key, its default and its values. A
+ * program compiles, emits and runs with its options; "" (or NULL) restores
+ * the built-in plans. A bad key or value is TSL_ERR_ARG naming it; a
+ * combination a target cannot build (say a block that is not a whole
+ * number of thread tiles) is TSL_ERR_ARG from the run, saying why. */
+tsl_status tsl_program_set_options(TSL_KEEP tsl_program *p, TSL_KEEP const char *options);
+/* The options in effect as canonical text: only what differs from the
+ * defaults, in the space's order ("" for the defaults). Owned by p. */
+const char *tsl_program_options(TSL_KEEP const tsl_program *p);
+/* One line per option: key, target, default, values, meaning (malloc'd). */
+TSL_GIVE char *tsl_options_space(void);
+
 /* Introspection. Parameters are in declaration order; outputs in `-> (...)`
  * order. A tensor that is both a parameter and an output is in/out. */
 typedef struct tsl_param_info {

@@ -12,6 +12,7 @@
 
 #include "base/base.h"
 #include "cli.h"
+#include "cli_env.h"
 #include "cli_tensor.h"
 
 /* ---- usage ------------------------------------------------------------- */
@@ -31,6 +32,8 @@ static const char run_usage[] =
     "  --target T            interp, cpu or cuda (default: cuda when a GPU is\n"
     "                        present, else cpu; TESSEL_TARGET overrides)\n"
     "  --check               also run the interpreter and compare every output\n"
+    "  --options K=V,...     the strategies' options (`tessel tune --space` lists\n"
+    "                        them; TESSEL_OPTIONS in the environment too)\n"
     "  --seed N              seed for the random inputs (default: fresh)\n"
     "  --print               print small outputs whole\n"
     "  --packed              low-bit inputs and outputs as their packed bytes\n"
@@ -43,7 +46,8 @@ static const char run_usage[] =
     "  low-bit output is written as int8/uint8 or float32 values.\n";
 
 static const char compile_usage[] =
-    "usage: tessel compile FILE.tc [--entry NAME] [--target cpu|cuda] [--arch sm_80|sm_90a] --emit=KIND\n"
+    "usage: tessel compile FILE.tc [--entry NAME] [--target cpu|cuda] [--arch sm_80|sm_90a]\n"
+    "                      [--options K=V,...] --emit=KIND\n"
     "  Print, for every def unless --entry names one, one stage of compiling it:\n"
     "    ast      the checked program        ranges  every inferred range\n"
     "    graph    the op graph               tile    the scheduled tile IR and launch plan\n"
@@ -54,7 +58,8 @@ static const char compile_usage[] =
     "  tile, expand, select and plan are for --target (default cuda when a GPU\n"
     "  is present, else cpu). --arch picks the CUDA plan's architecture (sm_80:\n"
     "  mma.sync and cp.async; sm_90a: TMA, wgmma and warp specialisation;\n"
-    "  default sm_80). TESSEL_DUMP=tile,source,... (or all) prints those stages\n"
+    "  default sm_80). --options sets the strategies' choices (`tessel tune\n"
+    "  --space`). TESSEL_DUMP=tile,source,... (or all) prints those stages\n"
     "  on stderr during `tessel run` and `tessel compile`.\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
@@ -79,6 +84,7 @@ typedef struct run_opts {
     const char *entry;
     const char *emit;
     const char *arch; /* compile: sm_80 or sm_90a for the CUDA kinds */
+    const char *options; /* --options K=V,... */
     cli_kv *inputs, *sets, *outputs, *sizes;
     int ninputs, nsets, noutputs, nsizes;
     tsl_target target;
@@ -181,6 +187,8 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
                                    "--emit takes ast, ranges, graph, tile, expand, select, plan, c, cuda or ptx, not '%s'",
                                    val);
             o->emit = val;
+        } else if (!strcmp(name, "options")) {
+            o->options = val;
         } else if (!strcmp(name, "arch")) {
             if (strcmp(val, "sm_80") && strcmp(val, "sm_90a"))
                 return usage_error(usage, "--arch takes sm_80 or sm_90a, not '%s'", val);
@@ -359,6 +367,28 @@ int cmd_check(int argc, char **argv)
     return rc;
 }
 
+/* ---- options --------------------------------------------------------------- */
+
+/* The environment's options (cli_env.c), then --options (the last value of
+ * a key wins), onto p. 0, or 2 after the library's message (a bad key or
+ * value is a usage error). */
+static int apply_options(tsl_program *p, tsl_context *ctx, const char *cli)
+{
+    char text[2048] = "";
+    if (cli_env_options(text, sizeof text)) return 2;
+    if (cli && *cli) {
+        size_t len = strlen(text);
+        snprintf(text + len, sizeof text - len, "%s%s", len ? "," : "", cli);
+    }
+    if (!*text) return 0;
+    tsl_status st = tsl_program_set_options(p, text);
+    if (st) {
+        report(ctx, st, "options");
+        return 2;
+    }
+    return 0;
+}
+
 /* ---- TESSEL_DUMP -------------------------------------------------------- */
 
 /* TESSEL_DUMP=stage,stage,... (or all): print those compile stages of p
@@ -401,7 +431,7 @@ static int dump_stages(tsl_program *p, tsl_context *ctx, tsl_target t)
 /* ---- tessel compile ------------------------------------------------------ */
 
 static int emit_one(tsl_context *ctx, const char *src, const char *path, const char *entry,
-                    const char *what)
+                    const char *what, const char *options)
 {
     tsl_program *p = NULL;
     tsl_status st = tsl_program_compile(ctx, src, path, entry, &p);
@@ -409,8 +439,13 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
         report(ctx, st, "compile");
         return 1;
     }
+    int rc = apply_options(p, ctx, options);
+    if (rc) {
+        tsl_program_free(p);
+        return rc;
+    }
     const char *colon = strchr(what, ':');
-    int rc = dump_stages(p, ctx, (colon && !strcmp(colon, ":cuda")) || !strcmp(what, "cuda") ? TSL_TARGET_CUDA
+    rc = dump_stages(p, ctx, (colon && !strcmp(colon, ":cuda")) || !strcmp(what, "cuda") ? TSL_TARGET_CUDA
                                                                                          : TSL_TARGET_CPU);
     if (rc) {
         tsl_program_free(p);
@@ -433,7 +468,7 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
 int cmd_compile(int argc, char **argv)
 {
     run_opts o;
-    int rc = parse_opts(argc, argv, compile_usage, "entry emit target arch", &o);
+    int rc = parse_opts(argc, argv, compile_usage, "entry emit target arch options", &o);
     if (rc) {
         free_opts(&o);
         return rc < 0 ? 0 : rc;
@@ -464,13 +499,13 @@ int cmd_compile(int argc, char **argv)
         report(ctx, TSL_ERR_SYNTAX, "check");
         rc = 1;
     } else if (o.entry) {
-        rc = emit_one(ctx, src, o.file, o.entry, o.emit);
+        rc = emit_one(ctx, src, o.file, o.entry, o.emit, o.options);
     } else {
         char **names;
         int n = scan_defs(src, &names);
         for (int i = 0; i < n && !rc; i++) {
             if (i) fputc('\n', stdout);
-            rc = emit_one(ctx, src, o.file, names[i], o.emit);
+            rc = emit_one(ctx, src, o.file, names[i], o.emit, o.options);
         }
         free_names(names, n);
     }
@@ -1069,7 +1104,8 @@ static int run_main(run_state *s)
         read_packed_inputs(s) || bind_scalars(s))
         return 1;
     if (s->o.target != TSL_TARGET_INTERP) {
-        int rc = dump_stages(s->prog, s->ctx, s->o.target);
+        int rc = apply_options(s->prog, s->ctx, s->o.options);
+        if (!rc) rc = dump_stages(s->prog, s->ctx, s->o.target);
         if (rc) return rc;
     }
     cli_rng rng;
@@ -1112,7 +1148,7 @@ int cmd_run(int argc, char **argv)
     run_state s;
     memset(&s, 0, sizeof s);
     int rc = parse_opts(argc, argv, run_usage,
-                        "entry input set output size target check seed print packed", &s.o);
+                        "entry input set output size target check seed print packed options", &s.o);
     if (rc == 0 && !s.o.target_name) {
         s.o.target = tsl_target_default();
         s.o.target_name = tsl_target_name(s.o.target);

@@ -6,6 +6,7 @@
 
 #include "base/base.h"
 #include "lang/lang.h"
+#include "sched/options.h"
 
 /* A context holds the last error. Programs compiled with it keep a
  * borrowed pointer to it (args and run errors land there), so a context
@@ -22,6 +23,8 @@ struct tsl_program {
     tsl_source src;    /* copies of the caller's source and file name */
     const lang_module *mod;
     const lang_def *def;
+    sched_options opt; /* the strategies' choices (tsl_program_set_options) */
+    char *opt_text;    /* their canonical text, in the arena ("" for the defaults) */
 };
 
 /* Replace the context's error with "error: <msg>" and return st. */

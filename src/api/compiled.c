@@ -109,7 +109,7 @@ tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
     }
     drv_stage stage = emit_kinds[r.kind].stage;
     int ptx = !strcmp(emit_kinds[r.kind].name, "ptx");
-    drv_options o = {.dump = ptx ? 0 : 1u << stage, .dump_fn = emit_append, .dump_ctx = out,
+    drv_options o = {.sched = &p->opt, .dump = ptx ? 0 : 1u << stage, .dump_fn = emit_append, .dump_ctx = out,
                      .stop_after = stage + 1, .no_compile = 1};
     drv_executable *x = NULL;
     const char *arch = r.target == TSL_TARGET_CUDA ? r.arch : NULL;
@@ -133,7 +133,7 @@ tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
 enum { PREPARED_MAX = 16 };
 
 typedef struct prepared {
-    char *key; /* "<def name>\n<source text>"; NULL: a free slot */
+    char *key; /* "<def name>\n<options>\n<source text>"; NULL: a free slot */
     drv_prepared *p;
     uint64_t used;
 } prepared;
@@ -159,7 +159,7 @@ static void prepared_drop(prepared *e)
 static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, tsl_diag *d, tsl_status *st)
 {
     strbuf kb = {0};
-    sb_printf(&kb, "%s\n%s", p->def->name, p->src.text);
+    sb_printf(&kb, "%s\n%s\n%s", p->def->name, p->opt_text, p->src.text);
     prepared *slot = &s->plans[0];
     for (int i = 0; i < PREPARED_MAX; i++) {
         prepared *e = &s->plans[i];
@@ -172,7 +172,8 @@ static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, ts
     }
     drv_executable *x = NULL;
     drv_prepared *pp = NULL;
-    *st = drv_compile(p->def, t, t->rt->arch(s->dev), NULL, &x, d);
+    drv_options o = {.sched = &p->opt};
+    *st = drv_compile(p->def, t, t->rt->arch(s->dev), &o, &x, d);
     if (!*st) *st = drv_prepare(x, t, s->dev, &pp, d);
     if (*st) {
         sb_free(&kb);

@@ -68,6 +68,7 @@ typedef struct drv {
     tsl_diag *d;
     const sched_plan *sp;
     const tile_kernel **kern; /* [nlaunches]: what launch i runs after expansion */
+    const sched_options *opt; /* never NULL */
     drv_executable *x;
 } drv;
 
@@ -105,7 +106,8 @@ static tsl_status pass_schedule(drv *c)
         sb_free(&b);
     }
     /* the plan for the arch: sm_90a gets TMA, wgmma and warp specialisation */
-    sched_plan *sp = sched_lower_sm(c->a, g, c->t->id, sched_sm_of_arch(c->x->arch[0] ? c->x->arch : NULL), c->d);
+    sched_plan *sp = sched_lower_opt(c->a, g, c->t->id, sched_sm_of_arch(c->x->arch[0] ? c->x->arch : NULL),
+                                     c->opt, c->d);
     if (!sp) return drv_fail(c, "scheduling");
     drv_adopt(c, sp);
     strbuf b = {0};
@@ -193,7 +195,7 @@ static tsl_status pass_select(drv *c, const tile_module *m)
 static tsl_status pass_emit_and_plan(drv *c, const tile_module *m)
 {
     strbuf all = {0};
-    tsl_status st = drv_plan_build(c->def, c->sp, c->kern, m, c->t, c->a, c->x->plan, &all, c->d);
+    tsl_status st = drv_plan_build(c->def, c->sp, c->kern, m, c->t, c->opt, c->a, c->x->plan, &all, c->d);
     if (!st) drv_dump(c, DRV_STAGE_SOURCE, sb_str(&all));
     sb_free(&all);
     if (!st && drv_dumping(c, DRV_STAGE_PLAN)) {
@@ -262,6 +264,22 @@ static tsl_status drv_begin(drv *c, const drv_target *t, const char *arch, const
     }
     c->x->target = t->id;
     snprintf(c->x->arch, sizeof c->x->arch, "%s", arch ? arch : "");
+    /* the options: checked here, so a rejected candidate says why instead
+     * of quietly becoming another plan */
+    c->opt = c->o->sched ? c->o->sched : &sched_options_defaults;
+    char why[256];
+    if (sched_options_check(c->opt, t->id, why, sizeof why)) {
+        diag_error(d, TSL_ERR_ARG, "options rejected: %s", why);
+        arena_free(c->a);
+        drv_executable_free(c->x);
+        return TSL_ERR_ARG;
+    }
+    strbuf ot = {0};
+    sched_options_text(&ot, c->opt);
+    free(c->x->options);
+    c->x->options = sb_take(&ot);
+    if (!c->x->options) c->x->options = strdup("");
+    c->x->threads = t->id == TSL_TARGET_CPU ? c->opt->threads : 0;
     return TSL_OK;
 }
 

@@ -16,6 +16,7 @@
 #include "base/base.h"
 #include "lang/lang.h"
 #include "runtime/plan.h"
+#include "sched/options.h"
 #include "tile/tile.h"
 
 /* ---- targets ------------------------------------------------------------- */
@@ -36,8 +37,8 @@ typedef struct drv_target {
     const char *name;
     tsl_target id;
     const char *source_ext; /* ".c", ".cu" */
-    tsl_status (*emit)(const tile_module *m, const tile_kernel *k, tsl_arena *a, strbuf *out, drv_emitted *e,
-                       tsl_diag *d);
+    tsl_status (*emit)(const tile_module *m, const tile_kernel *k, const sched_options *o, tsl_arena *a,
+                       strbuf *out, drv_emitted *e, tsl_diag *d);
     const rt_target *rt;
 } drv_target;
 
@@ -74,6 +75,7 @@ typedef void (*drv_dump_fn)(void *ctx, drv_stage stage, const char *text);
 
 /* ---- compiling ------------------------------------------------------------ */
 typedef struct drv_options {
+    const sched_options *sched; /* the strategies' choices (NULL: the defaults); checked here */
     unsigned dump;       /* 1 << drv_stage */
     drv_dump_fn dump_fn; /* receives each stage's text; NULL: none */
     void *dump_ctx;
@@ -84,7 +86,8 @@ typedef struct drv_options {
 typedef struct drv_executable {
     tsl_target target;
     char arch[64];     /* what its binaries are for: "sm_90a", the CPU's ISA level */
-    char *options;     /* the options' canonical text */
+    char *options;     /* the options' canonical text (sched_options_text; "" for the defaults) */
+    int threads;       /* the options' CPU threads for a run (0: the pool's) */
     char *tile;        /* the scheduled tile IR with its plan (sched_print) */
     rt_plan *plan;     /* owns the launch plan, sources and binaries */
 } drv_executable;

@@ -12,7 +12,7 @@
  * grid, size branches, error table), launches. `sources` gets the sources
  * per launch, separated by blank lines (`--emit=c|cuda`). Scratch in a. */
 tsl_status drv_plan_build(const lang_def *def, const sched_plan *sp, const tile_kernel *const *kern,
-                          const tile_module *m, const drv_target *t, tsl_arena *a, rt_plan *p, strbuf *sources,
-                          tsl_diag *d);
+                          const tile_module *m, const drv_target *t, const sched_options *o, tsl_arena *a, rt_plan *p,
+                          strbuf *sources, tsl_diag *d);
 
 #endif

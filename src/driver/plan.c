@@ -195,8 +195,8 @@ static tsl_status pb_guard(const sched_guard *g, tsl_arena *a, rt_expr *out, tsl
 }
 
 tsl_status drv_plan_build(const lang_def *def, const sched_plan *sp, const tile_kernel *const *kern,
-                          const tile_module *m, const drv_target *t, tsl_arena *a, rt_plan *p, strbuf *sources,
-                          tsl_diag *d)
+                          const tile_module *m, const drv_target *t, const sched_options *o, tsl_arena *a, rt_plan *p,
+                          strbuf *sources, tsl_diag *d)
 {
     tsl_arena *pa = p->arena;
     if (def) {
@@ -245,7 +245,7 @@ tsl_status drv_plan_build(const lang_def *def, const sched_plan *sp, const tile_
         if (of[li] < 0) {
             strbuf text = {0};
             drv_emitted em = {0};
-            st = t->emit(m, kern[li], a, &text, &em, d);
+            st = t->emit(m, kern[li], o, a, &text, &em, d);
             if (!st) {
                 of[li] = p->nkernels++;
                 src[of[li]] = arena_strdup(a, sb_str(&text));

@@ -38,6 +38,7 @@ tsl_status drv_prepare(drv_executable *x, const drv_target *t, void *dev, drv_pr
         drv_prepared_free(p);
         return st;
     }
+    rt_exec_set_threads(p->e, x->threads);
     *out = p;
     return TSL_OK;
 }

@@ -10,10 +10,11 @@
 #include "driver/driver.h"
 #include "tile/interp.h"
 
-static tsl_status emit_tile(const tile_module *m, const tile_kernel *k, tsl_arena *a, strbuf *out, drv_emitted *e,
-                            tsl_diag *d)
+static tsl_status emit_tile(const tile_module *m, const tile_kernel *k, const sched_options *o, tsl_arena *a,
+                            strbuf *out, drv_emitted *e, tsl_diag *d)
 {
     (void)m;
+    (void)o;
     (void)d;
     tile_print_kernel(out, k);
     e->entry = arena_strdup(a, k->name);

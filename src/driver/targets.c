@@ -8,11 +8,12 @@
 #include "codegen/cuda.h"
 #include "driver/driver.h"
 
-static tsl_status emit_c(const tile_module *m, const tile_kernel *k, tsl_arena *a, strbuf *out, drv_emitted *e,
-                         tsl_diag *d)
+static tsl_status emit_c(const tile_module *m, const tile_kernel *k, const sched_options *o, tsl_arena *a,
+                         strbuf *out, drv_emitted *e, tsl_diag *d)
 {
     const cg_c_error *errs = NULL;
     int n = 0;
+    (void)o; /* the plan itself asks for the micro-kernel atoms (cpu.micro_kernels) */
     tsl_status st = cg_c_emit_table(m, k, a, out, &errs, &n, d);
     if (st) return st;
     char entry[256];
@@ -24,9 +25,10 @@ static tsl_status emit_c(const tile_module *m, const tile_kernel *k, tsl_arena *
     return TSL_OK;
 }
 
-static tsl_status emit_cuda(const tile_module *m, const tile_kernel *k, tsl_arena *a, strbuf *out, drv_emitted *e,
-                            tsl_diag *d)
+static tsl_status emit_cuda(const tile_module *m, const tile_kernel *k, const sched_options *o, tsl_arena *a,
+                            strbuf *out, drv_emitted *e, tsl_diag *d)
 {
+    (void)o;
     cg_cuda_branches br;
     memset(&br, 0, sizeof br);
     tsl_status st = cg_cuda_emit_info(m, k, out, &br, &e->smem, d);

@@ -44,6 +44,7 @@ struct rt_exec {
     int *last_variant; /* [nlaunches] */
     int last_launches;
     int force_wide;
+    int threads;
     rt_bound *b; /* scratch */
 };
 
@@ -150,6 +151,7 @@ void rt_exec_free(rt_exec *x)
 int rt_exec_launches_run(const rt_exec *x) { return x ? x->last_launches : 0; }
 int rt_exec_variant(const rt_exec *x, int launch) { return x->last_variant[launch]; }
 void rt_exec_force_wide(rt_exec *x, int on) { x->force_wide = on; }
+void rt_exec_set_threads(rt_exec *x, int threads) { x->threads = threads; }
 int rt_exec_nbinaries(const rt_exec *x, int k) { return x->k[k].n; }
 const rt_binary *rt_exec_binary(const rt_exec *x, int k, int i) { return &x->k[k].v[i].bin; }
 const rt_target *rt_exec_target(const rt_exec *x) { return x->t; }
@@ -203,6 +205,7 @@ static tsl_status ex_bind(rt_exec *x, int li, const rt_run *r, unsigned *key, in
     int nv = k->nsyms + k->nparams, need64 = x->force_wide;
     memset(vals, 0, sizeof vals);
     b->k = k;
+    b->threads = x->threads;
     *skip = 0;
     for (int q = 0; q < k->nparams; q++) {
         const rt_param *pa = &k->params[q];

@@ -188,6 +188,7 @@ typedef struct rt_bound {
     int64_t syms[64];
     int64_t grid[3];
     rt_ptr err; /* the launch's error record (targets that report faults by record) */
+    int threads; /* host threads a CPU launch may use (0: all) */
 } rt_bound;
 
 enum { RT_MAX_PARAMS = 64, RT_ERR_WORDS = 8 };
@@ -269,6 +270,8 @@ int rt_exec_launches_run(const rt_exec *x);
 int rt_exec_variant(const rt_exec *x, int launch);
 /* Use the 64-bit index variant even where 32 bits suffice (tests). */
 void rt_exec_force_wide(rt_exec *x, int on);
+/* Host threads a CPU launch may use (0: all of the pool's). */
+void rt_exec_set_threads(rt_exec *x, int threads);
 /* Variant binaries this executor compiled or loaded, for the cache:
  * kernel k's i-th, i < rt_exec_nbinaries(x, k). */
 int rt_exec_nbinaries(const rt_exec *x, int k);

@@ -69,6 +69,9 @@ long rt_cpu_compile_count(void);
  * calling thread; calls from several threads at once are serialized. */
 typedef void (*rt_cpu_range_fn)(void *ctx, int64_t begin, int64_t end);
 void rt_cpu_parallel_for(int64_t n, rt_cpu_range_fn fn, void *ctx);
+/* The same on at most max_threads threads, the caller included (<= 0: all
+ * of the pool's; 1: the caller alone). */
+void rt_cpu_parallel_for_max(int64_t n, rt_cpu_range_fn fn, void *ctx, int max_threads);
 int rt_cpu_num_threads(void);
 /* Resize the pool (n <= 0: back to the default). Must not be called from
  * inside a parallel_for. */

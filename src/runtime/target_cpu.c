@@ -118,7 +118,7 @@ static tsl_status tcpu_launch(void *dev, void *fn, const rt_bound *b, rt_fault *
     if (nblocks <= 0) return TSL_OK;
     tcpu_run l = {.fn = (cpu_entry_fn)fn, .P = P, .I = I, .fail = INT64_MAX};
     pthread_mutex_init(&l.mu, NULL);
-    rt_cpu_parallel_for(nblocks, tcpu_range, &l);
+    rt_cpu_parallel_for_max(nblocks, tcpu_range, &l, b->threads);
     pthread_mutex_destroy(&l.mu);
     if (!l.rc) return TSL_OK;
     fault->code = l.rc;

@@ -315,7 +315,7 @@ static void each_case_gpu(void)
 static void test_tile_interp_matches(void) { each_case(1, 0); }
 static void test_cpu_matches(void) { each_case(0, 1); }
 
-/* TESSEL_SCHED=generic turns the strategy off (same program, no
+/* The option sched.generic=1 turns the strategy off (same program, no
  * contraction kernel). */
 static void test_generic_switch(void)
 {
@@ -324,15 +324,11 @@ static void test_generic_switch(void)
     tsl_diag d = {0};
     lang_module *mod = lang_parse_check(a, &src, &d);
     CHECK(mod != NULL);
-    const char *old = getenv("TESSEL_SCHED");
-    char *keep = old ? strdup(old) : NULL;
-    setenv("TESSEL_SCHED", "generic", 1);
+    sched_options o = sched_options_defaults;
+    CHECK(sched_options_parse("sched.generic=1", &o, &d) == TSL_OK);
     graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
-    sched_plan *p = g ? sched_lower(a, g, &d) : NULL;
+    sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, 80, &o, &d) : NULL;
     CHECK(p != NULL && count_contract(p) == 0);
-    if (keep) setenv("TESSEL_SCHED", keep, 1);
-    else unsetenv("TESSEL_SCHED");
-    free(keep);
     diag_free(&d);
     arena_free(a);
 }
