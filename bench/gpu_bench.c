@@ -2,7 +2,7 @@
  * bench/gpu.sh on a GPU machine. Build here, carry build/ (gpu.sh says how):
  *
  *   make -s -j2 all && cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc bench/gpu_bench.c \
- *       build/libtessel.a -ldl -lm -lpthread -o build/gpu_bench
+ *       build/libtessel.a -lsqlite3 -ldl -lm -lpthread -o build/gpu_bench
  *
  * For each benchmark program (a TC def from examples/, or one of
  * bench_inline's elementwise programs, with float16 or float32

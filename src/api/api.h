@@ -53,6 +53,9 @@ void api_tensor_strides(const DLTensor *t, int64_t strides[TSL_MAX_RANK]);
  * errors go to d. */
 struct interp_tensor;
 tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out);
+/* Drop every prepared plan of this process (tests: the next run takes the
+ * executable from the cache, as a new process would). */
+void api_compiled_forget(void);
 /* >= 0 when `what` is a kind api_compiled_emit knows. */
 int api_compiled_emit_kind(const char *what);
 tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound *b,

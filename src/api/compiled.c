@@ -2,11 +2,12 @@
  * tsl_program_emit: one path for the CPU and CUDA alike.
  *
  * Run: the def's executable (drv_compile: schedule, expand, emit, compile
- * for the device's arch) and its executor (rt_exec) are prepared once and
- * kept per program and target (the 16 most recently used, keyed by the
- * def's name and the whole source text; the plan does not depend on
- * sizes): generating a plan's CUDA source alone costs 25-200 ms, more than
- * a cached run may add. A run binds every tensor — on a host-memory target
+ * for the device's arch; or the cache's copy, keyed by the alpha-renamed
+ * program, target, arch, options, toolchain and tessel's build) and its
+ * executor (rt_exec) are prepared once and kept per program and target
+ * (the 16 most recently used, keyed by the def's name, the options and the
+ * whole source text; the plan does not depend on sizes): generating a
+ * plan's CUDA source alone costs 25-200 ms, more than a cached run may add. A run binds every tensor — on a host-memory target
  * the caller's storage (a dense copy of a strided view), else a device
  * buffer each copied in once, outputs too so in/out data and untouched
  * elements survive — runs every launch checked, and copies the outputs
@@ -155,6 +156,52 @@ static void prepared_drop(prepared *e)
     memset(e, 0, sizeof *e);
 }
 
+/* The executable of p's def on t, from the cache (another process made it:
+ * no scheduling, no code generation, no compiler) or compiled and stored
+ * there; prepared on dev. */
+static tsl_status prepare_cached(tsl_program *p, const drv_target *t, void *dev, drv_prepared **out, tsl_diag *d)
+{
+    char *canon = drv_program_canonical(p->def);
+    char key[33];
+    drv_program_key("exe", canon, t, dev, p->opt_text, NULL, key);
+    drv_executable *x = NULL;
+    rt_cache_entry e;
+    tsl_status st = TSL_OK;
+    if (rt_cache_get("exe", key, &e)) {
+        tsl_diag rd = {0};
+        if (drv_executable_read(e.data, e.size, &x, &rd) || x->target != t->id ||
+            strcmp(x->arch, t->rt->arch(dev))) {
+            rt_warn("kernel cache entry exe/%s cannot be used (%s); rebuilding it", key,
+                    rd.nerr ? sb_str(&rd.msg) : "it is for another target");
+            drv_executable_free(x);
+            x = NULL;
+        }
+        diag_free(&rd);
+    }
+    rt_cache_entry_free(&e);
+    if (!x) {
+        drv_options o = {.sched = &p->opt};
+        st = drv_compile(p->def, t, t->rt->arch(dev), &o, &x, d);
+        if (!st) {
+            strbuf blob = {0};
+            drv_executable_write(&blob, x);
+            rt_cache_put("exe", key, p->def->name, canon, p->opt_text, blob.buf, blob.len);
+            sb_free(&blob);
+        }
+    }
+    free(canon);
+    return st ? st : drv_prepare(x, t, dev, out, d);
+}
+
+void api_compiled_forget(void)
+{
+    for (int t = 0; t < 2; t++) {
+        pthread_mutex_lock(&states[t].mu);
+        for (int i = 0; i < PREPARED_MAX; i++) prepared_drop(&states[t].plans[i]);
+        pthread_mutex_unlock(&states[t].mu);
+    }
+}
+
 /* The prepared executor of p's def on target t (state s), made on a miss. */
 static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, tsl_diag *d, tsl_status *st)
 {
@@ -170,11 +217,8 @@ static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, ts
         }
         if (!e->key ? slot->key != NULL : slot->key && e->used < slot->used) slot = e;
     }
-    drv_executable *x = NULL;
     drv_prepared *pp = NULL;
-    drv_options o = {.sched = &p->opt};
-    *st = drv_compile(p->def, t, t->rt->arch(s->dev), &o, &x, d);
-    if (!*st) *st = drv_prepare(x, t, s->dev, &pp, d);
+    *st = prepare_cached(p, t, s->dev, &pp, d);
     if (*st) {
         sb_free(&kb);
         return NULL;

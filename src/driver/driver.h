@@ -16,6 +16,7 @@
 #include "base/base.h"
 #include "lang/lang.h"
 #include "runtime/plan.h"
+#include "runtime/runtime.h"
 #include "sched/options.h"
 #include "tile/tile.h"
 
@@ -113,6 +114,17 @@ tsl_status drv_compile_kernel(const tile_module *m, const tile_kernel *k, const 
  * TSL_ERR_IO with the reason. */
 void drv_executable_write(strbuf *out, const drv_executable *x);
 tsl_status drv_executable_read(const void *data, size_t n, drv_executable **out, tsl_diag *d);
+
+/* ---- keys (key.c) ----------------------------------------------------------------
+ * The program as canonical text: printed by the language's printer, every
+ * name the def declares renamed v0, v1, ... by first appearance (malloc'd). */
+char *drv_program_canonical(const lang_def *def);
+/* The cache key of `kind` ("exe", "tuned") for a canonical program on
+ * target t (dev's arch and toolchain), options and shapes (either may be
+ * NULL), and tessel's build. */
+void drv_program_key(const char *kind, const char *canonical, const drv_target *t, void *dev,
+                     const char *options, const char *shapes, char out[33]);
+extern const char tsl_build_id[];
 
 /* ---- running (run.c) ----------------------------------------------------------
  * An executable ready on a device: the executable and its executor. */

@@ -140,6 +140,7 @@ const rt_target drv_rt_interp = {
     .host_memory = 1,
     .arch = tinterp_arch,
     .units = tinterp_units,
+    .toolchain = tinterp_arch,
     .compile = tinterp_compile,
     .load = tinterp_load,
     .unload = tinterp_unload,

@@ -211,6 +211,9 @@ typedef struct rt_target {
     const char *(*arch)(void *dev);
     /* Its multiprocessors (a persistent grid's size; 1 on the CPU). */
     int (*units)(void *dev);
+    /* What its binaries depend on besides the source and arch (compiler,
+     * NVRTC and driver versions): part of every key of a compiled thing. */
+    const char *(*toolchain)(void *dev);
     /* Compile kernel k's variant for arch (cached by the runtime). */
     tsl_status (*compile)(const char *arch, const rt_kernel *k, unsigned variant, void **bin, size_t *size,
                           tsl_diag *d);

@@ -33,6 +33,12 @@ static int tcpu_units(void *dev)
     return 1;
 }
 
+static const char *tcpu_toolchain(void *dev)
+{
+    (void)dev;
+    return rt_cpu_toolchain();
+}
+
 static tsl_status tcpu_compile(const char *arch, const rt_kernel *k, unsigned variant, void **bin, size_t *size,
                                tsl_diag *d)
 {
@@ -213,6 +219,7 @@ const rt_target rt_target_cpu = {
     .fault_records = 0,
     .arch = tcpu_arch,
     .units = tcpu_units,
+    .toolchain = tcpu_toolchain,
     .compile = tcpu_compile,
     .load = tcpu_load,
     .unload = tcpu_unload,

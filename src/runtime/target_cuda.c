@@ -22,6 +22,13 @@
 static const char *tcuda_arch(void *dev) { return rt_cuda_device_info(dev)->arch; }
 
 static int tcuda_units(void *dev) { return dev ? rt_cuda_device_info(dev)->sm_count : 1; }
+static const char *tcuda_toolchain(void *dev)
+{
+    static _Thread_local char buf[64];
+    snprintf(buf, sizeof buf, "nvrtc %d driver %d", rt_cuda_nvrtc_version(),
+             dev ? rt_cuda_device_info(dev)->driver_version : 0);
+    return buf;
+}
 
 static tsl_status tcuda_compile(const char *arch, const rt_kernel *k, unsigned variant, void **bin, size_t *size,
                                 tsl_diag *d)
@@ -160,6 +167,7 @@ const rt_target rt_target_cuda = {
     .fault_records = 1,
     .arch = tcuda_arch,
     .units = tcuda_units,
+    .toolchain = tcuda_toolchain,
     .compile = tcuda_compile,
     .load = tcuda_load,
     .unload = tcuda_unload,

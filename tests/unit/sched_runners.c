@@ -258,6 +258,7 @@ static const rt_target emu_rt = {
     .index_variants = 1,
     .fault_records = 1,
     .arch = emu_arch,
+    .toolchain = emu_arch,
     .units = emu_units,
     .compile = emu_compile,
     .load = emu_load,
