@@ -206,7 +206,8 @@ tsl_status drv_plan_build(const lang_def *def, const sched_plan *sp, const tile_
             const lang_tensor *lt = def->tensors[i];
             rt_tensor *rt = &p->tensors[i];
             rt->name = arena_strdup(pa, lt->name);
-            rt->dtype = lt->dtype;
+            /* a low-bit tensor crosses into kernels as its carrier (sched/lowbit.c) */
+            rt->dtype = lt->is_scalar ? lt->dtype : dtype_carrier(lt->dtype);
             rt->rank = lt->is_scalar ? 0 : lt->rank;
             rt->flags = (lt->is_scalar ? RT_T_SCALAR : 0) | (lt->flags & LANG_TENSOR_INPUT ? RT_T_INPUT : 0) |
                         (lt->flags & LANG_TENSOR_OUTPUT ? RT_T_OUTPUT : 0) |
@@ -274,14 +275,19 @@ tsl_status drv_plan_build(const lang_def *def, const sched_plan *sp, const tile_
                 break;
             }
             rt_arg *ra = &l->args[q];
-            ra->kind = sa->kind == SCHED_ARG_TENSOR ? RT_ARG_TENSOR : sa->kind == SCHED_ARG_SCALAR ? RT_ARG_SCALAR
-                                                                                                    : RT_ARG_SIZE;
-            ra->index = sa->kind == SCHED_ARG_SIZE ? sa->sym : sa->tensor;
+            static const int kinds[] = {[SCHED_ARG_TENSOR] = RT_ARG_TENSOR, [SCHED_ARG_SCALAR] = RT_ARG_SCALAR,
+                                        [SCHED_ARG_SIZE] = RT_ARG_SIZE, [SCHED_ARG_SMS] = RT_ARG_UNITS,
+                                        [SCHED_ARG_SCRATCH] = RT_ARG_SCRATCH};
+            ra->kind = kinds[sa->kind];
+            ra->index = sa->kind == SCHED_ARG_SIZE      ? sa->sym
+                        : sa->kind == SCHED_ARG_SCRATCH ? sa->scratch
+                        : sa->kind == SCHED_ARG_SMS     ? 0
+                                                        : sa->tensor;
             ra->flat = sa->flat;
             const rt_param *rp = &p->kernels[of[li]].params[q];
-            int tensor_arg = ra->kind == RT_ARG_TENSOR;
-            if (rp->is_tensor != tensor_arg ||
-                (tensor_arg && rp->rank != (ra->flat ? 1 : p->tensors[ra->index].rank))) {
+            int tensor_arg = ra->kind == RT_ARG_TENSOR || ra->kind == RT_ARG_SCRATCH;
+            int rank = ra->kind == RT_ARG_SCRATCH || ra->flat ? 1 : tensor_arg ? p->tensors[ra->index].rank : 0;
+            if (rp->is_tensor != tensor_arg || (tensor_arg && rp->rank != rank)) {
                 diag_error(d, TSL_ERR_INTERNAL, "kernel '%s': parameter '%s' does not match its plan argument",
                            k->name, k->params[q]->name);
                 st = TSL_ERR_INTERNAL;
@@ -289,5 +295,8 @@ tsl_status drv_plan_build(const lang_def *def, const sched_plan *sp, const tile_
         }
     }
     p->nlaunches = st ? 0 : nl;
+    p->nscratch = sp->nscratch;
+    p->scratch = arena_alloc(pa, sizeof *p->scratch * (size_t)(sp->nscratch + 1));
+    for (int i = 0; i < sp->nscratch; i++) p->scratch[i] = (rt_scratch){sp->scratch[i].dtype, sp->scratch[i].count};
     return st;
 }

@@ -212,7 +212,7 @@ tsl_status drv_run(rt_exec *e, const lang_bound *b, const interp_tensor *views, 
         }
         if (t->flags & LANG_TENSOR_TEMP) continue;
         run_buf *rb = &bufs[i];
-        rb->bytes = tsl_dtype_size(t->dtype);
+        rb->bytes = tsl_dtype_size(views[i].dtype); /* a low-bit tensor: its carrier (api/args.c) */
         for (int k = 0; k < t->rank; k++) rb->bytes *= (size_t)b->shapes[i][k];
         if (rt->host_memory) {
             v.data[i] = (rt_ptr)(uintptr_t)views[i].base;

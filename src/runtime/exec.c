@@ -13,7 +13,9 @@
  * interpreter has them). On a target with index variants the 32-bit
  * variant runs unless an extent, stride, span or int argument passes 2^30,
  * and each size branch's arm is chosen from the sizes; a variant is
- * compiled and loaded the first time a launch needs it. A launch with a
+ * compiled and loaded the first time a launch needs it. The plan's scratch
+ * buffers are allocated once, their contents undefined at a run's start;
+ * a units argument is the device's multiprocessor count. A launch with a
  * guard (`when`, over the program's sizes) runs only where it holds. */
 #include <string.h>
 
@@ -40,6 +42,7 @@ struct rt_exec {
     ex_kernel *k;      /* [nkernels] */
     rt_ptr err;        /* [nlaunches][RT_ERR_WORDS] u64 (fault_records targets) */
     rt_ptr *temp;      /* [ntensors] */
+    rt_ptr *scratch;   /* [nscratch] */
     size_t *temp_cap;  /* [ntensors] */
     int *last_variant; /* [nlaunches] */
     int last_launches;
@@ -104,8 +107,9 @@ tsl_status rt_exec_create(const rt_plan *p, const rt_target *t, void *dev, rt_ex
         x->temp_cap = calloc((size_t)p->ntensors + 1, sizeof *x->temp_cap);
         x->last_variant = calloc((size_t)p->nlaunches + 1, sizeof *x->last_variant);
         x->b = calloc(1, sizeof *x->b);
+        x->scratch = calloc((size_t)p->nscratch + 1, sizeof *x->scratch);
     }
-    if (!x || !x->k || !x->temp || !x->temp_cap || !x->last_variant || !x->b) {
+    if (!x || !x->k || !x->temp || !x->temp_cap || !x->last_variant || !x->b || !x->scratch) {
         rt_exec_free(x);
         return ex_nomem(d);
     }
@@ -119,6 +123,9 @@ tsl_status rt_exec_create(const rt_plan *p, const rt_target *t, void *dev, rt_ex
     }
     if (!st && t->fault_records && p->nlaunches)
         st = t->alloc(dev, (size_t)p->nlaunches * RT_ERR_WORDS * 8, &x->err, d);
+    for (int i = 0; !st && i < p->nscratch; i++)
+        st = t->alloc(dev, (size_t)p->scratch[i].count * tsl_dtype_size((tsl_dtype)p->scratch[i].dtype) + 8,
+                      &x->scratch[i], d);
     if (st) {
         rt_exec_free(x);
         return st;
@@ -140,6 +147,9 @@ void rt_exec_free(rt_exec *x)
     for (int i = 0; x->temp && i < x->p->ntensors; i++)
         if (x->temp[i]) x->t->free(x->dev, x->temp[i]);
     if (x->err) x->t->free(x->dev, x->err);
+    for (int i = 0; x->scratch && i < x->p->nscratch; i++)
+        if (x->scratch[i]) x->t->free(x->dev, x->scratch[i]);
+    free(x->scratch);
     free(x->k);
     free(x->temp);
     free(x->temp_cap);
@@ -211,10 +221,18 @@ static tsl_status ex_bind(rt_exec *x, int li, const rt_run *r, unsigned *key, in
         const rt_param *pa = &k->params[q];
         const rt_arg *a = &l->args[q];
         if (!pa->is_tensor) {
-            int64_t w = a->kind == RT_ARG_SIZE ? r->sizes[a->index] : r->words[a->index];
+            int64_t w = a->kind == RT_ARG_SIZE    ? r->sizes[a->index]
+                        : a->kind == RT_ARG_UNITS ? x->t->units(x->dev)
+                                                  : r->words[a->index];
             b->word[q] = w;
             vals[k->nsyms + q] = w;
             if (!pa->is_float && (w > EX_I32_LIMIT || w < -EX_I32_LIMIT)) need64 = 1;
+            continue;
+        }
+        if (a->kind == RT_ARG_SCRATCH) {
+            b->ptr[q] = x->scratch[a->index];
+            b->shape[q][0] = p->scratch[a->index].count;
+            b->stride[q][0] = 1;
             continue;
         }
         const rt_tensor *t = &p->tensors[a->index];

@@ -130,10 +130,19 @@ typedef struct rt_kernel {
 } rt_kernel;
 
 typedef enum rt_arg_kind {
-    RT_ARG_TENSOR, /* plan tensor `index` (flat: as 1-D of all its elements) */
-    RT_ARG_SCALAR, /* the word of plan tensor `index` (a scalar) */
-    RT_ARG_SIZE    /* size `index` of the program */
+    RT_ARG_TENSOR,  /* plan tensor `index` (flat: as 1-D of all its elements) */
+    RT_ARG_SCALAR,  /* the word of plan tensor `index` (a scalar) */
+    RT_ARG_SIZE,    /* size `index` of the program */
+    RT_ARG_SCRATCH, /* the plan's buffer `index` (values one launch leaves for the next) */
+    RT_ARG_UNITS    /* the device's multiprocessor count (a persistent grid; 1 on the CPU) */
 } rt_arg_kind;
+
+/* A buffer the plan owns: `count` elements of dtype, 1-D, contents
+ * undefined at the start of a run (a full reduction's partials). */
+typedef struct rt_scratch {
+    int dtype;
+    int64_t count;
+} rt_scratch;
 
 typedef struct rt_arg {
     int kind;
@@ -157,6 +166,8 @@ typedef struct rt_plan {
     rt_kernel *kernels;
     int nlaunches;
     rt_launch *launches;
+    int nscratch;
+    rt_scratch *scratch;
 } rt_plan;
 
 /* An empty plan in a new arena; NULL when out of memory. */

@@ -101,6 +101,11 @@ void rt_plan_write(strbuf *o, const rt_plan *p)
             w_bytes(o, k->bins[i].data, k->bins[i].size);
         }
     }
+    w_i64(o, p->nscratch);
+    for (int i = 0; i < p->nscratch; i++) {
+        w_i64(o, p->scratch[i].dtype);
+        w_i64(o, p->scratch[i].count);
+    }
     w_i64(o, p->nlaunches);
     for (int li = 0; li < p->nlaunches; li++) {
         const rt_launch *l = &p->launches[li];
@@ -294,6 +299,12 @@ tsl_status rt_plan_read(const void *data, size_t n, rt_plan **out, tsl_diag *d)
     p->nkernels = r_count(&r, 1 << 16, "too many kernels");
     p->kernels = arena_alloc(p->arena, sizeof *p->kernels * (size_t)(p->nkernels + 1));
     for (int ki = 0; ki < p->nkernels && !r.bad; ki++) r_kernel(&r, &p->kernels[ki]);
+    p->nscratch = r_count(&r, 1 << 10, "too many scratch buffers");
+    p->scratch = arena_alloc(p->arena, sizeof *p->scratch * (size_t)(p->nscratch + 1));
+    for (int i = 0; i < p->nscratch && !r.bad; i++) {
+        p->scratch[i].dtype = r_count(&r, TSL_DTYPE_COUNT - 1, "a dtype is unknown");
+        p->scratch[i].count = r_count(&r, (int64_t)1 << 40, "a scratch buffer is too large");
+    }
     p->nlaunches = r_count(&r, 1 << 16, "too many launches");
     p->launches = arena_alloc(p->arena, sizeof *p->launches * (size_t)(p->nlaunches + 1));
     for (int li = 0; li < p->nlaunches && !r.bad; li++) {
@@ -307,15 +318,19 @@ tsl_status rt_plan_read(const void *data, size_t n, rt_plan **out, tsl_diag *d)
         for (int j = 0; j < k->nparams && !r.bad; j++) {
             rt_arg *a = &l->args[j];
             const rt_param *pa = &k->params[j];
-            a->kind = r_count(&r, RT_ARG_SIZE, "an argument kind is bad");
+            a->kind = r_count(&r, RT_ARG_UNITS, "an argument kind is bad");
             a->index = r_count(&r, 1 << 16, "an argument index is bad");
             a->flat = r_count(&r, 1, "an argument kind is bad");
             if (r.bad) break;
-            const rt_tensor *t = a->kind != RT_ARG_SIZE && a->index < p->ntensors ? &p->tensors[a->index] : NULL;
-            int ok = pa->is_tensor ? a->kind == RT_ARG_TENSOR && t && !(t->flags & RT_T_SCALAR) &&
-                                         (a->flat ? pa->rank == 1 : pa->rank == t->rank)
+            const rt_tensor *t =
+                (a->kind == RT_ARG_TENSOR || a->kind == RT_ARG_SCALAR) && a->index < p->ntensors ? &p->tensors[a->index]
+                                                                                              : NULL;
+            int ok = pa->is_tensor ? (a->kind == RT_ARG_TENSOR && t && !(t->flags & RT_T_SCALAR) &&
+                                      (a->flat ? pa->rank == 1 : pa->rank == t->rank)) ||
+                                         (a->kind == RT_ARG_SCRATCH && a->index < p->nscratch && pa->rank == 1)
                    : a->kind == RT_ARG_SCALAR ? t && (t->flags & RT_T_SCALAR)
-                                              : a->kind == RT_ARG_SIZE && a->index < p->nsizes;
+                   : a->kind == RT_ARG_SIZE   ? a->index < p->nsizes
+                                              : a->kind == RT_ARG_UNITS;
             if (!ok) r.bad = "an argument does not match its parameter";
         }
     }
@@ -351,6 +366,8 @@ void rt_plan_describe(strbuf *o, const rt_plan *p)
             const rt_arg *a = &l->args[j];
             sb_printf(o, "%s %s=", j ? "," : ";", k->params[j].name);
             if (a->kind == RT_ARG_SIZE) sb_printf(o, "size %d", a->index);
+            else if (a->kind == RT_ARG_SCRATCH) sb_printf(o, "scratch %d", a->index);
+            else if (a->kind == RT_ARG_UNITS) sb_puts(o, "multiprocessors");
             else sb_printf(o, "%s%s%s", a->kind == RT_ARG_SCALAR ? "scalar " : "", p->tensors[a->index].name,
                            a->flat ? " (flat)" : "");
         }
