@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "codegen/codegen.h"
 #include "codegen/cuda.h"
+#include "driver/driver.h"
 #include "runtime/runtime.h"
 #include "target/select.h"
 #include "tile/interp.h"
@@ -273,9 +274,9 @@ static int cmd_tile_run(int argc, char **argv)
         }
     }
     if (!rc && o.cuda) {
-        cg_cuda_run_opts ro = {0};
+        drv_kernel_opts ro = {0};
         ro.reps = o.reps;
-        if (cg_cuda_run_opt(L.m, k, args, nargs, &ro, &L.d)) rc = 1;
+        if (drv_kernel_run(&drv_target_cuda, L.m, k, args, nargs, &ro, &L.d)) rc = 1;
         else if (o.reps) printf("%s: median of %d launches: %.4f ms\n", k->name, o.reps, ro.median_ms);
     } else if (!rc) {
         tile_interp_opts io = {0};
