@@ -2,10 +2,13 @@
 tile interpreter through the CLI and compared with NumPy, on fresh random
 data and sizes that are not tile multiples; mutated programs (wrong layout,
 wrong decomposition, missing wait or barrier) must fail visibly."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, run_cli
+from conftest import EXAMPLES, ROOT, TESSEL, run_cli
 
 TILE = EXAMPLES / "tile"
 
@@ -136,6 +139,16 @@ def test_gemm_wgmma_pipeline(tmp_path, rng, mnk):
     ref = gemm_ref(a, b)
     mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
     assert np.all(np.abs(got["C"] - ref) <= 4.9e-4 * np.abs(ref) + 1e-5 * mag + 1e-6)
+
+
+def test_pipeline_gpu_script_runs_on_the_interpreter():
+    """bench/tile_pipeline_gpu.py (the lead's GPU step) checks itself on the
+    interpreter, so it does not rot between GPU runs."""
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "tile_pipeline_gpu.py"), "--target", "interp",
+                           "--tessel", str(TESSEL), "--only", "bias_add"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "6 passed, 0 failed" in proc.stdout, proc.stdout
 
 
 @pytest.mark.parametrize("cut,want", [
