@@ -156,17 +156,34 @@ void tsl_program_free(TSL_TAKE tsl_program *p);    /* NULL is allowed */
 
 /* Print a view of the program into a malloc'd string the caller frees.
  * `what`: "ast" (the checked program), "ranges" (every inferred range),
- * "graph" (the op graph and its kernel groups), "tile:cpu" / "tile:cuda"
- * (the scheduled tile IR and launch plan for that target; "tile" is
- * "tile:cpu"), "c" (the generated C of the CPU plan), "cuda" (the
- * generated CUDA C of the CUDA plan) or "ptx" (that CUDA C compiled by
- * NVRTC, which needs no GPU). The CUDA kinds take an arch after a colon,
- * "tile:cuda:sm_90a", "cuda:sm_90a", "ptx:sm_80" (default sm_80): sm_90a
- * plans use TMA, wgmma and warp specialisation. "c", "cuda" and "ptx" take
- * "@KERNEL" last to print that kernel only ("c@softmax_g0_rowred"; an
- * unknown name is an error listing the plan's kernels). */
+ * "graph" (the op graph and its kernel groups), a stage of the compile
+ * driver — "tile" (the scheduled tile IR and launch plan), "expand"
+ * (pipelines expanded), "select" (after instruction selection), "source"
+ * (generated code), "plan" (the launch plan the executor runs) —, "c"
+ * (the generated C of the CPU plan), "cuda" (the generated CUDA C of the
+ * CUDA plan) or "ptx" (that CUDA C compiled by NVRTC, which needs no GPU).
+ * A stage takes a target after a colon, ":cpu" (the default) or ":cuda",
+ * and the CUDA kinds an arch after a colon, "tile:cuda:sm_90a",
+ * "cuda:sm_90a", "ptx:sm_80" (default sm_80): sm_90a plans use TMA, wgmma
+ * and warp specialisation. "c", "cuda" and "ptx" print each kernel once
+ * and take "@KERNEL" last to print that kernel only ("c@softmax_g0_rowred";
+ * an unknown name is an error listing the plan's kernels). */
 tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
                             TSL_GIVE char **out);
+
+/* Options: the strategies' choices, the space the tuner searches. Text of
+ * "key=value" pairs joined by ',' (e.g. "contract.cpu.bm=64,cpu.threads=1");
+ * tsl_options_space() lists every key, its default and its values. A
+ * program compiles, emits and runs with its options; "" (or NULL) restores
+ * the built-in plans. A bad key or value is TSL_ERR_ARG naming it; a
+ * combination a target cannot build (say a block that is not a whole
+ * number of thread tiles) is TSL_ERR_ARG from the run, saying why. */
+tsl_status tsl_program_set_options(TSL_KEEP tsl_program *p, TSL_KEEP const char *options);
+/* The options in effect as canonical text: only what differs from the
+ * defaults, in the space's order ("" for the defaults). Owned by p. */
+const char *tsl_program_options(TSL_KEEP const tsl_program *p);
+/* One line per option: key, target, default, values, meaning (malloc'd). */
+TSL_GIVE char *tsl_options_space(void);
 
 /* Introspection. Parameters are in declaration order; outputs in `-> (...)`
  * order. A tensor that is both a parameter and an output is in/out. */
@@ -258,7 +275,7 @@ typedef struct tsl_run_stats {
     double compile_ms; /* the C compiler or NVRTC, for kernels no cache had */
     double load_ms;    /* opening compiled kernels */
     double run_ms;     /* running the kernels (CUDA: and the copies) */
-    int kernels;       /* kernel launches */
+    int kernels;       /* kernels of the plan (a kernel two launches share counts once) */
     int compiled;      /* kernels compiled by this run */
     int cached;        /* kernels read from the on-disk kernel cache */
     int loaded;        /* kernels already loaded in this process */

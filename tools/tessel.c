@@ -10,19 +10,21 @@ static const struct {
     const char *name;
     int (*fn)(int, char **);
 } commands[] = {
-    {"check", cmd_check}, {"run", cmd_run}, {"compile", cmd_compile}, {"layout", cmd_layout}, {"tile", cmd_tile},
+    {"check", cmd_check}, {"run", cmd_run},   {"compile", cmd_compile},
+    {"layout", cmd_layout}, {"tile", cmd_tile}, {"cache", cmd_cache},
 };
 
 /* the usage lines: a form and what it does */
 static const char *const usage_rows[][2] = {
     {"check FILE.tc", "check every def"},
     {"run FILE.tc [options]", "run a def (see `tessel run --help`)"},
-    {"compile FILE.tc --emit=KIND [--kernel K]", "print ast, ranges, graph, tile, c, cuda or ptx"},
-    {"", "(see `tessel compile --help`)"},
+    {"compile FILE.tc --emit=KIND [--kernel K]", "print ast, ranges, graph, tile, expand,"},
+    {"", "select, plan, c, cuda or ptx (`tessel compile --help`)"},
     {"layout EXPR [--json]", "print a layout's mapping"},
     {"tile check|print|expand FILE.tile", "verify; print; print with pipelines expanded"},
     {"tile emit|select FILE.tile", "the generated CUDA, C or PTX; atom selection"},
     {"tile run FILE.tile [options]", "run a tile program (see `tessel tile --help`)"},
+    {"cache list|show|stats|export|import|clear", "the kernel cache"},
     {"--version", "the version, the commit, and the C compiler,"},
     {"", "NVRTC and CUDA driver found here"},
 };

@@ -595,8 +595,7 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         if (!st) st = args_carry(p, cv, owned);
         if (!st) {
             diag_reset(&ctx->diag);
-            st = target == TSL_TARGET_CPU ? api_compiled_run(p, a->bound, cv, &ctx->diag)
-                                          : api_compiled_cuda_run(p, a->bound, cv, &ctx->diag);
+            st = api_compiled_run(p, target, a->bound, cv, &ctx->diag);
         }
         if (owned) args_uncarry(p, views, owned, st == TSL_OK);
         free(owned);

@@ -1,7 +1,7 @@
 /* c.c — tile IR -> C11 for the CPU: the kernel (prelude, tables, block
  * function, entry), statements, the storage plan. The instructions are
  * emitted by c_emit_ops.c and c_emit_decomp.c over the vocabulary of
- * c_emit_base.c; c_run.c runs the result.
+ * c_emit_base.c; runtime/target_cpu.c runs the result.
  *
  * Requires a verified kernel (pipelines are expanded here first, on a
  * copy). Guarantees: the generated code computes what the tile
@@ -496,7 +496,7 @@ static int has_pipeline(const tile_block *b)
 }
 
 /* ---- the kernel ---------------------------------------------------------------------------------
- * Launch ABI between cg_c_run and the generated entry:
+ * Launch ABI between the runtime (target_cpu.c) and the generated entry:
  *   P[p]  first element of tensor parameter p (NULL for scalars);
  *   I[]   int64 words: per tensor parameter rank dims then rank strides
  *         (elements), per scalar parameter its value, then the size

@@ -62,7 +62,7 @@ static void gd_free(gd_mem *m)
     m->n = 0;
 }
 
-static void gd_run(const char *which, tsl_target target, sched_kernel_fn fn, const char *what)
+static void gd_run(const char *which, tsl_target target, const test_runner *fn, const char *what)
 {
     tsl_arena *a = arena_create();
     tsl_source ts = {"guard.tc", gd_src};

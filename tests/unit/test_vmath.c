@@ -16,6 +16,7 @@
 
 #include "../test.h"
 #include "codegen/codegen.h"
+#include "driver/driver.h"
 #include "tile/tile.h"
 
 static const char vm_src[] =
@@ -103,7 +104,7 @@ static void test_domain(void)
     memcpy(t[0]->data, x, sizeof *x * (size_t)n);
     for (int i = 1; i < 6; i++) o[i - 1] = t[i]->data, memset(t[i]->data, 0xff, sizeof(float) * (size_t)n);
     h = t[6]->data;
-    tsl_status st = cg_c_run(m, m->kernels[0], args, 7, &d);
+    tsl_status st = drv_kernel_run(&drv_target_cpu, m, m->kernels[0], args, 7, NULL, &d);
     CHECK_MSG(st == TSL_OK, "%s", sb_str(&d.msg));
     if (!st) {
         vm_fn fn[5] = {{.name = "exp", .ref = exp, .bound = 2},
@@ -156,7 +157,7 @@ static void test_f16_loads(void)
     DLTensor *h = tsl_tensor_alloc(TSL_DTYPE_F16, 1, &n), *f = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n);
     for (int64_t i = 0; i < n; i++) ((uint16_t *)h->data)[i] = (uint16_t)i;
     tile_interp_arg args[2] = {{.name = "H", .t = h}, {.name = "F", .t = f}};
-    tsl_status st = m ? cg_c_run(m, m->kernels[0], args, 2, &d) : TSL_ERR_INTERNAL;
+    tsl_status st = m ? drv_kernel_run(&drv_target_cpu, m, m->kernels[0], args, 2, NULL, &d) : TSL_ERR_INTERNAL;
     CHECK_MSG(st == TSL_OK, "%s", sb_str(&d.msg));
     int bad = 0;
     for (int64_t i = 0; !st && i < n && bad < 3; i++) {
