@@ -1,5 +1,6 @@
-"""docs/cookbook.md runs: every ```tc block of it, on the interpreter and
-the CPU target (with --check against the interpreter), against NumPy's
+"""docs/cookbook.md runs: every ```tc block of it, on the interpreter,
+the CPU target and (bench/gpu.sh, on a GPU machine; skipped without one)
+the CUDA target, with --check against the interpreter, against NumPy's
 version of what the recipe says it computes, for two size sets (ones,
 and primes that no tile divides). Each def of the cookbook has one row
 in RECIPES (inputs, sizes, scalars, the NumPy result); a recipe without
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, run_tc
+from test_cuda_target import gpu_present
 
 BOOK = pathlib.Path(ROOT) / "docs" / "cookbook.md"
 
@@ -149,9 +151,11 @@ def test_the_cookbook_checks(tmp_path):
     assert r.returncode == 0 and f"({len(RECIPES)} defs:" in r.stdout, r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("target", ["interp", "cpu"])
+@pytest.mark.parametrize("target", ["interp", "cpu", "cuda"])
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_recipe(tmp_path, rng, name, target):
+    if target == "cuda" and not gpu_present():
+        pytest.skip("no CUDA device")
     size_sets, make, scalars, reference = RECIPES[name]
     prog = tmp_path / "cookbook.tc"
     prog.write_text(book_source())

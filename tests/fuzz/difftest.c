@@ -10,10 +10,11 @@
  *
  * Usage:
  *   build/difftest [-n N] [-s SEED] [-e MAX_ELEMS] [-t MAX_STMTS] [--gemm PERCENT] [--target cpu|cuda|interp]
- *                  [--save DIR] [--no-save] [-v] [FILE.tc ...]
+ *                  [--seconds S] [--save DIR] [--no-save] [-v] [FILE.tc ...]
  * With files, runs those (regression files) instead of random programs.
  * --gemm sets the share of contraction-shaped programs (default 20).
- * -v prints every program. --target interp runs the interpreter twice: a
+ * --seconds starts no new program after S seconds (a bounded run: the
+ * summary says how many ran). -v prints every program. --target interp runs the interpreter twice: a
  * fast check of the generator and the front end over many programs.
  * The last line is "N passed, N failed". */
 #include <stdio.h>
@@ -27,7 +28,8 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: difftest [-n N] [-s SEED] [-e MAX_ELEMS] [-t MAX_STMTS] "
-                    "[--gemm PERCENT] [--target cpu|cuda|interp] [--save DIR] [--no-save] [-v] [FILE.tc ...]\n");
+                    "[--gemm PERCENT] [--target cpu|cuda|interp] [--seconds S] [--save DIR] [--no-save] [-v] "
+                    "[FILE.tc ...]\n");
 }
 
 /* Save a failing program, with what failed as a comment on top. */
@@ -70,6 +72,7 @@ static void signature(const char *msg, char *sig, size_t len)
 int main(int argc, char **argv)
 {
     long n = 100;
+    double seconds = 0; /* > 0: no new program after this long */
     uint64_t seed = (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)clock();
     dt_opts opts = {.max_elems = 4000, .max_stmts = 4, .gemm_percent = 20};
     tsl_target target = TSL_TARGET_CPU;
@@ -86,6 +89,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--gemm") && i + 1 < argc) opts.gemm_percent = atoi(argv[++i]);
         else if (!strcmp(a, "--save") && i + 1 < argc) save_dir = argv[++i];
         else if (!strcmp(a, "--no-save")) save_dir = NULL;
+        else if (!strcmp(a, "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
         else if (!strcmp(a, "-v")) verbose = 1;
         else if (!strcmp(a, "--target") && i + 1 < argc) {
             const char *t = argv[++i];
@@ -102,7 +106,15 @@ int main(int argc, char **argv)
            (unsigned long long)seed,
            target == TSL_TARGET_CPU ? "cpu" : target == TSL_TARGET_INTERP ? "interp" : "cuda");
     fflush(stdout);
-    for (long k = 0; k < total; k++) {
+    struct timespec t0, tn;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long ran = 0;
+    for (long k = 0; k < total; k++, ran++) {
+        clock_gettime(CLOCK_MONOTONIC, &tn);
+        if (seconds > 0 && (double)(tn.tv_sec - t0.tv_sec) + 1e-9 * (double)(tn.tv_nsec - t0.tv_nsec) > seconds) {
+            printf("stopped after %.0f s: %ld of %ld programs ran\n", seconds, ran, total);
+            break;
+        }
         uint64_t pseed = seed + (uint64_t)k * 0x9e3779b97f4a7c15ull;
         uint64_t dseed = pseed ^ 0x5bd1e9955bd1e995ull;
         char *text;
@@ -144,7 +156,7 @@ int main(int argc, char **argv)
     free(files);
     if (interp_only)
         printf("%s target not available: interpreter only (%ld of %ld programs)\n",
-               target == TSL_TARGET_CPU ? "cpu" : "cuda", interp_only, total);
+               target == TSL_TARGET_CPU ? "cpu" : "cuda", interp_only, ran);
     printf("%ld passed, %ld failed\n", pass, fail);
     return fail ? 1 : 0;
 }
