@@ -951,6 +951,24 @@ static int make_random_inputs(run_state *s, cli_rng *rng)
     return 0;
 }
 
+/* After an index out of range: name the integer inputs that got random
+ * values, which a gather through them cannot expect to stay in range. */
+static void note_random_indices(const run_state *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->nparams; i++) {
+        const tsl_param_info *pi = &s->params[i];
+        int given = 0;
+        for (int k = 0; k < s->o.ninputs; k++) given |= !strcmp(s->o.inputs[k].name, pi->name);
+        const dtype_info *di = dtype_info_of(pi->dtype);
+        if (pi->is_scalar || given || di->is_float || pi->dtype == TSL_DTYPE_BOOL) continue;
+        fprintf(stderr, "%s%s", n++ ? ", " : "tessel run: note: random integer input ", pi->name);
+    }
+    if (n)
+        fprintf(stderr, " (values in [-8, 8), unsigned [0, 8)): a tensor used as an index needs values in "
+                        "range; give it with --input NAME=PATH.npy\n");
+}
+
 /* --set NAME=VALUE for scalar parameters; every scalar needs one. */
 static int bind_scalars(run_state *s)
 {
@@ -1192,6 +1210,7 @@ static int run_main(run_state *s)
         char what[64];
         snprintf(what, sizeof what, "run on target %s", s->o.target_name);
         report(s->ctx, st, what);
+        if (st == TSL_ERR_BOUNDS) note_random_indices(s);
         return 1;
     }
     print_summary_line(s, ms);

@@ -82,3 +82,23 @@ def test_verbose_timings_and_cache(tmp_path):
     again = run_cli(*args, env=env)  # a new process: every kernel from the on-disk cache
     k2 = re.search(r"(\d+) compiled now, (\d+) from the kernel cache", again.stdout)
     assert k2 and int(k2.group(1)) == 0 and int(k2.group(2)) == int(k.group(1)), again.stdout
+
+
+def test_random_index_input_gets_a_note(tmp_path):
+    """An embedding bag run on random inputs: the int64 indices are random
+    in [-8, 8), so the gather is out of range; the error says which inputs
+    were random and how to give them, and a run with real indices works."""
+    import numpy as np
+    from conftest import run_tc
+    prog = write(tmp_path, "def bag(float(V,D) E, int64(B,L) idx) -> (y) {\n  y(b,d) +=! E(idx(b,l),d)\n}\n")
+    r = run_cli("run", prog, "--size", "V=11", "--size", "D=5", "--size", "B=3", "--size", "L=4",
+                "--seed", "1", "--target", "cpu")
+    assert r.returncode == 1 and "out of range for dimension 0 of 'E' (size 11)" in r.stderr, r.stderr
+    assert "note: random integer input idx (values in [-8, 8)" in r.stderr, r.stderr
+    assert "--input NAME=PATH.npy" in r.stderr, r.stderr
+    rng = np.random.default_rng()
+    E = rng.standard_normal((11, 5)).astype(np.float32)
+    idx = rng.integers(0, 11, (3, 4)).astype(np.int64)
+    ok = run_tc(tmp_path, prog, inputs={"E": E, "idx": idx}, outputs=["y"], extra=["--target", "cpu", "--check"])
+    np.testing.assert_allclose(ok.outputs["y"], E[idx].sum(axis=1), rtol=1e-5, atol=1e-6)
+    assert "note:" not in ok.proc.stderr
