@@ -213,6 +213,12 @@ tsl_status tsl_program_param_extents(TSL_KEEP const tsl_program *p, int i, int64
  * with tsl_args_set_size. */
 int tsl_program_size_count(TSL_KEEP const tsl_program *p);
 const char *tsl_program_size_name(TSL_KEEP const tsl_program *p, int i); /* NULL past the end */
+/* Tensor parameter i's reads as a gather index of a tensor parameter X,
+ * `X(.., T(..) + c, ..)`: for the n-th such read (from 0) 1 with X's
+ * parameter index, the dim and c; 0 past the last. `tessel run` draws
+ * random values for such a T that keep every one of them in range. */
+int tsl_program_param_gathers(TSL_KEEP const tsl_program *p, int i, int n, int *param, int *dim,
+                              int64_t *offset);
 
 /* ---- arguments and running --------------------------------------------- */
 

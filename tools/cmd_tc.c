@@ -43,7 +43,8 @@ static const char run_usage[] =
     "                        (uint8; a packed input's shape comes from --size\n"
     "                        or the other inputs)\n"
     "  Tensor parameters not given with --input get fresh random values:\n"
-    "  floats in [-1,1), signed ints in [-8,8), unsigned in [0,8), bools 0/1,\n"
+    "  floats in [-1,1), signed ints in [-8,8), unsigned in [0,8) (an integer\n"
+    "  tensor read as a gather index: within the dim it indexes), bools 0/1,\n"
     "  low-bit types over their whole range. Without --packed a low-bit input\n"
     "  is read as logical values in any wider dtype (integers must fit) and a\n"
     "  low-bit output is written as int8/uint8 or float32 values.\n";
@@ -909,6 +910,29 @@ static int read_packed_inputs(run_state *s)
     return 0;
 }
 
+/* A random integer input read as a gather index (`E(idx(b,l), d)`) gets
+ * values that keep every such read in range, when the extents are known. */
+static void gather_in_range(run_state *s, int i, DLTensor *t, cli_rng *rng)
+{
+    const dtype_info *di = dtype_info_of(s->params[i].dtype);
+    if (di->is_float || s->params[i].dtype == TSL_DTYPE_BOOL || di->bits < 8) return;
+    int64_t lo = 0, hi = INT64_MAX; /* 0 <= T + c < extent for each read */
+    int x, dim, n = 0;
+    int64_t c;
+    for (; tsl_program_param_gathers(s->prog, i, n, &x, &dim, &c); n++) {
+        if (x < 0 || x >= s->nparams || dim >= s->params[x].rank) return;
+        const char *sym = s->dims[x][dim];
+        size_bind *b = sym && !is_number(sym) ? find_size(s, sym) : NULL;
+        int64_t extent = sym && is_number(sym) ? strtoll(sym, NULL, 10) : b ? b->value : -1;
+        if (extent < 0) return;
+        if (-c > lo) lo = -c;
+        if (extent - c < hi) hi = extent - c;
+    }
+    if (n && hi > lo && (di->bits >= 63 || hi <= (INT64_C(1) << (di->bits - !!di->is_signed))) &&
+        (di->is_signed || lo >= 0))
+        cli_tensor_fill_range(t, rng, lo, hi);
+}
+
 /* Random values for every tensor parameter not given with --input. */
 static int make_random_inputs(run_state *s, cli_rng *rng)
 {
@@ -946,6 +970,7 @@ static int make_random_inputs(run_state *s, cli_rng *rng)
             return 1;
         }
         cli_tensor_fill_random(t, rng);
+        gather_in_range(s, i, t, rng);
         s->tensors[i] = t;
     }
     return 0;

@@ -6,6 +6,8 @@ the kernels came from the cache."""
 import os
 import re
 
+import pytest
+
 from conftest import run_cli
 
 PROG = ("def dz(int32(N) A, int32(N) B) -> (C) {\n  C(i) = A(i) / (B(i) - B(i))\n}\n"
@@ -84,13 +86,27 @@ def test_verbose_timings_and_cache(tmp_path):
     assert k2 and int(k2.group(1)) == 0 and int(k2.group(2)) == int(k.group(1)), again.stdout
 
 
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_random_gather_indices_stay_in_range(tmp_path, target):
+    """An embedding bag and a two-sided shift run on random inputs alone:
+    the integer tensors read as gather indices get values that keep every
+    such read in range (before: random in [-8, 8), an index error)."""
+    prog = write(tmp_path, "def bag(float(V,D) E, int64(B,L) idx) -> (y) {\n  y(b,d) +=! E(idx(b,l),d)\n}\n"
+                           "def shift(float(N) X, int32(M) I) -> (Y) {\n  Y(m) = X(I(m) + 2) + X(I(m) - 1)\n}\n")
+    for entry, sizes in (("bag", ["V=11", "D=5", "B=3", "L=4"]), ("bag", ["V=1", "D=2", "B=1", "L=7"]),
+                         ("shift", ["N=6", "M=9"]), ("shift", ["N=4", "M=1"])):
+        args = ["run", prog, "--entry", entry, "--target", target] + [a for z in sizes for a in ("--size", z)]
+        r = run_cli(*args, *(["--check"] if target != "interp" else []))
+        assert r.returncode == 0 and "FAILED" not in r.stdout, (entry, sizes, r.stdout, r.stderr)
+
+
 def test_random_index_input_gets_a_note(tmp_path):
-    """An embedding bag run on random inputs: the int64 indices are random
-    in [-8, 8), so the gather is out of range; the error says which inputs
-    were random and how to give them, and a run with real indices works."""
+    """A gather the CLI cannot bound (the index scaled: `E(2 * idx(b,l), d)`)
+    on random inputs: the error says which inputs were random and how to
+    give them, and a run with real indices matches NumPy."""
     import numpy as np
     from conftest import run_tc
-    prog = write(tmp_path, "def bag(float(V,D) E, int64(B,L) idx) -> (y) {\n  y(b,d) +=! E(idx(b,l),d)\n}\n")
+    prog = write(tmp_path, "def bag(float(V,D) E, int64(B,L) idx) -> (y) {\n  y(b,d) +=! E(2 * idx(b,l),d)\n}\n")
     r = run_cli("run", prog, "--size", "V=11", "--size", "D=5", "--size", "B=3", "--size", "L=4",
                 "--seed", "1", "--target", "cpu")
     assert r.returncode == 1 and "out of range for dimension 0 of 'E' (size 11)" in r.stderr, r.stderr
@@ -98,7 +114,7 @@ def test_random_index_input_gets_a_note(tmp_path):
     assert "--input NAME=PATH.npy" in r.stderr, r.stderr
     rng = np.random.default_rng()
     E = rng.standard_normal((11, 5)).astype(np.float32)
-    idx = rng.integers(0, 11, (3, 4)).astype(np.int64)
+    idx = rng.integers(0, 6, (3, 4)).astype(np.int64)
     ok = run_tc(tmp_path, prog, inputs={"E": E, "idx": idx}, outputs=["y"], extra=["--target", "cpu", "--check"])
-    np.testing.assert_allclose(ok.outputs["y"], E[idx].sum(axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ok.outputs["y"], E[2 * idx].sum(axis=1), rtol=1e-5, atol=1e-6)
     assert "note:" not in ok.proc.stderr
