@@ -16,6 +16,12 @@
  * (for user errors `file:line:col: error: ...`, the source line and a caret)
  * is kept on the context and read with tsl_context_error(). The library
  * never exits or aborts on user input.
+ *
+ * Threads: a context, the programs compiled with it and their compiled
+ * kernels may be used from several threads at once, each run with its own
+ * tsl_args (one tsl_args is one thread's at a time). Errors are kept per
+ * calling thread: tsl_context_error() returns the calling thread's last
+ * error.
  */
 #ifndef TESSEL_H
 #define TESSEL_H
@@ -122,8 +128,8 @@ const char *tsl_status_name(tsl_status s);         /* "TSL_ERR_SHAPE"; static */
 
 TSL_GIVE tsl_context *tsl_context_create(void);    /* NULL only if out of memory */
 void tsl_context_free(TSL_TAKE tsl_context *ctx);  /* NULL is allowed */
-/* The last error's full message ("" when none). Valid until the next call
- * that takes this context. */
+/* The calling thread's last error's full message ("" when none). Valid
+ * until that thread's next call that takes this context. */
 const char *tsl_context_error(TSL_KEEP const tsl_context *ctx);
 void tsl_context_clear_error(TSL_KEEP tsl_context *ctx);
 
@@ -188,6 +194,18 @@ void tsl_args_free(TSL_TAKE tsl_args *a);
 tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
                                TSL_KEEP const DLTensor *t);
 tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, double v);
+/* Bind every parameter and output at once, by position (what language
+ * bindings call): for parameter i in declaration order (0 <= i <
+ * tsl_program_param_count), tensors[i] for a tensor parameter (as
+ * tsl_args_set_tensor) or scalars[i] for a scalar one (tensors[i] is then
+ * ignored; scalars may be NULL when there is none); then for output j in
+ * `-> (...)` order, tensors[nparams + j]: caller storage (as
+ * tsl_args_set_output, its shape checked when the program runs) or NULL to
+ * have the args allocate it; the entry of an in/out output must be NULL or
+ * its parameter's tensor. Replaces earlier bindings of every parameter and
+ * output (size symbols set by name stay). */
+tsl_status tsl_args_bind(TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *tensors,
+                         TSL_KEEP const double *scalars);
 
 /* Infer every output's shape and dtype from the bound inputs; checks that
  * size symbols agree (an error names both tensors and dims). */
@@ -221,6 +239,17 @@ int tsl_target_parse(TSL_KEEP const char *name, tsl_target *out); /* 0 if known 
  * output's is TSL_ERR_ARG (a tensor both read and written is declared as a
  * parameter and an output, and bound once with tsl_args_set_tensor). */
 tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target);
+
+/* ---- layouts ----------------------------------------------------------- */
+
+/* Evaluate a layout expression (docs/layout.md: `(4,2):(1,8)`,
+ * `local(2,1).spatial(8,4)`, `compose(A,B)`, ...) and print it as `tessel
+ * layout` does: a header line and the mapping as a grid (json 0), or one
+ * JSON object (json 1), into a malloc'd string the caller frees. A bad
+ * expression is TSL_ERR_SYNTAX (or the algebra's status) with
+ * `<layout>:1:COL: error: ...`, the expression and a caret. */
+tsl_status tsl_layout_table(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *expr, int json,
+                            TSL_GIVE char **out);
 
 /* ---- numpy files (used by the CLI; handy for tests) -------------------- */
 

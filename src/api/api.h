@@ -4,15 +4,24 @@
 #ifndef TSL_API_H
 #define TSL_API_H
 
+#include <pthread.h>
+
 #include "base/base.h"
 #include "lang/lang.h"
 
-/* A context holds the last error. Programs compiled with it keep a
- * borrowed pointer to it (args and run errors land there), so a context
- * must outlive its programs. */
+/* A context holds each thread's last error (context.c). Programs compiled
+ * with it keep a borrowed pointer to it (args and run errors land there),
+ * so a context must outlive its programs. */
+struct api_thread_diag;
 struct tsl_context {
-    tsl_diag diag;
+    pthread_mutex_t mu;               /* guards threads */
+    uint64_t serial;                  /* unique per context made */
+    struct api_thread_diag *threads;  /* one diag per thread that used it */
+    tsl_diag oom_diag;                /* when a thread's entry cannot be made */
 };
+
+/* The calling thread's error of ctx: every message of a call lands here. */
+tsl_diag *api_diag(tsl_context *ctx);
 
 /* A compiled def. Everything it points at lives in its arena, including
  * a copy of the source text and file name (diagnostics quote them). */

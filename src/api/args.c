@@ -190,6 +190,51 @@ tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, 
     return TSL_OK;
 }
 
+tsl_status tsl_args_bind(TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *tensors,
+                         TSL_KEEP const double *scalars)
+{
+    if (!a) return TSL_ERR_ARG;
+    tsl_context *ctx = a->p->ctx;
+    const lang_def *def = a->p->def;
+    if (!tensors) return api_error(ctx, TSL_ERR_ARG, "tsl_args_bind: tensors is NULL");
+    tsl_status st;
+    for (int i = 0; i < def->nparams; i++) {
+        const lang_tensor *lt = def->params[i];
+        if (lt->is_scalar) {
+            if (!scalars)
+                return api_error(ctx, TSL_ERR_ARG, "tsl_args_bind: scalars is NULL but '%s' has "
+                                 "scalar parameter '%s'", def->name, lt->name);
+            a->slot[lt->index].scalar = scalars[i];
+            a->slot[lt->index].has_scalar = 1;
+        } else {
+            if ((st = args_check_input(a, lt, tensors[i]))) return st;
+            a->slot[lt->index].in = tensors[i];
+        }
+    }
+    for (int j = 0; j < def->noutputs; j++) {
+        const lang_tensor *lt = def->outputs[j];
+        const DLTensor *t = tensors[def->nparams + j];
+        if (lt->flags & LANG_TENSOR_INPUT) {
+            if (t && t != a->slot[lt->index].in)
+                return api_error(ctx, TSL_ERR_ARG, "tsl_args_bind: '%s' is in/out; its output "
+                                 "entry must be NULL (the parameter is its storage)", lt->name);
+            continue;
+        }
+        if (t) {
+            char what[160];
+            tsl_dtype dt;
+            snprintf(what, sizeof what, "output '%s'", lt->name);
+            if ((st = api_tensor_check(ctx, t, what, &dt))) return st;
+            if (dt != lt->dtype)
+                return api_error(ctx, TSL_ERR_ARG, "output '%s' is %s but the tensor given is %s",
+                                 lt->name, tsl_dtype_name(lt->dtype), tsl_dtype_name(dt));
+        }
+        a->slot[lt->index].user_out = t;
+    }
+    args_invalidate(a);
+    return TSL_OK;
+}
+
 /* Where a size symbol's value came from, for the mismatch message. */
 typedef struct args_origin {
     const char *tensor; /* NULL: given with tsl_args_set_scalar */
@@ -263,10 +308,11 @@ tsl_status tsl_args_infer(TSL_KEEP tsl_args *a)
         st = api_error(ctx, TSL_ERR_NOMEM, "out of memory");
         goto out;
     }
-    diag_reset(&ctx->diag);
-    st = (tsl_status)lang_bind(a->bind, def, sizes, &a->bound, &ctx->diag);
+    tsl_diag *d = api_diag(ctx);
+    diag_reset(d);
+    st = (tsl_status)lang_bind(a->bind, def, sizes, &a->bound, d);
     if (st) {
-        if (!ctx->diag.nerr) diag_error(&ctx->diag, st, "binding sizes of '%s' failed", def->name);
+        if (!d->nerr) diag_error(d, st, "binding sizes of '%s' failed", def->name);
         args_invalidate(a);
     }
 out:
@@ -557,9 +603,10 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         free(views);
         return st;
     }
-    diag_reset(&ctx->diag);
+    tsl_diag *d = api_diag(ctx);
+    diag_reset(d);
     if (target == TSL_TARGET_INTERP) {
-        st = interp_run(a->bound, views, &ctx->diag);
+        st = interp_run(a->bound, views, d);
     } else {
         interp_tensor *cv = calloc((size_t)def->ntensors + 1, sizeof *cv);
         char **owned = calloc((size_t)def->ntensors + 1, sizeof *owned);
@@ -567,9 +614,9 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         else memcpy(cv, views, (size_t)def->ntensors * sizeof *cv);
         if (!st) st = args_carry(p, cv, owned);
         if (!st) {
-            diag_reset(&ctx->diag);
-            st = target == TSL_TARGET_CPU ? api_compiled_run(p, a->bound, cv, &ctx->diag)
-                                          : api_compiled_cuda_run(p, a->bound, cv, &ctx->diag);
+            diag_reset(d);
+            st = target == TSL_TARGET_CPU ? api_compiled_run(p, a->bound, cv, d)
+                                          : api_compiled_cuda_run(p, a->bound, cv, d);
         }
         if (owned) args_uncarry(p, views, owned, st == TSL_OK);
         free(owned);

@@ -42,7 +42,7 @@ static sched_plan *compiled_plan(tsl_program *p, tsl_target target, int sm, tsl_
 
 tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
 {
-    tsl_diag *d = &p->ctx->diag;
+    tsl_diag *d = api_diag(p->ctx);
     diag_reset(d);
     tsl_arena *a = arena_create();
     if (!a) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");

@@ -62,13 +62,14 @@ void tsl_tensor_free(TSL_TAKE DLTensor *t)
 tsl_status api_error(tsl_context *ctx, tsl_status st, const char *fmt, ...)
 {
     if (!ctx) return st;
-    diag_reset(&ctx->diag);
-    ctx->diag.first = st;
-    ctx->diag.nerr = 1;
-    sb_puts(&ctx->diag.msg, "error: ");
+    tsl_diag *d = api_diag(ctx);
+    diag_reset(d);
+    d->first = st;
+    d->nerr = 1;
+    sb_puts(&d->msg, "error: ");
     va_list ap;
     va_start(ap, fmt);
-    sb_vprintf(&ctx->diag.msg, fmt, ap);
+    sb_vprintf(&d->msg, fmt, ap);
     va_end(ap);
     return st;
 }
