@@ -1,0 +1,77 @@
+"""PyTorch tensors for tessel: dtypes, the fast DLTensor fill, output
+allocation on the input's device, and the current CUDA stream. Imported
+only when a torch tensor is passed (or torch outputs are needed)."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import _tensors
+from .errors import ArgumentError
+
+_TORCH_DTYPES = {
+    "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+    "float64": torch.float64, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
+    "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool,
+}
+for _n in ("uint16", "uint32", "uint64"):
+    if hasattr(torch, _n):
+        _TORCH_DTYPES[_n] = getattr(torch, _n)
+# torch dtype -> (DLPack code, bits)
+DL_OF = {t: _tensors.DL_CODES[n] for n, t in _TORCH_DTYPES.items()}
+TORCH_DTYPES = _TORCH_DTYPES
+
+_structs = _tensors._SLOT_STRUCTS
+
+
+class TorchKind(_tensors.Kind):
+    name = "torch"
+
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    def empty(self, shape: tuple, dtype: str, like: Any) -> Any:
+        return torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device=self.device)
+
+
+_CPU = TorchKind(torch.device("cpu"))
+_CUDA: dict[int, TorchKind] = {}
+
+
+def kind_for_device(index: int) -> TorchKind:
+    k = _CUDA.get(index)
+    if k is None:
+        k = _CUDA[index] = TorchKind(torch.device("cuda", index))
+    return k
+
+
+def describe(x: torch.Tensor, slot: _tensors.Slot, write: bool, what: str):
+    """Write x's DLTensor into slot: (address, keep-alive, kind, device type, id)."""
+    dl = DL_OF.get(x.dtype)
+    if dl is None:
+        raise ArgumentError(f"{what}: torch dtype {x.dtype} is not a tessel dtype")
+    if x.layout is not torch.strided:
+        raise ArgumentError(f"{what}: only strided (dense) tensors are accepted, not {x.layout}")
+    if x.is_cuda:
+        dev_type, dev_id = _tensors.kDLCUDA, x.get_device()
+        kind = kind_for_device(dev_id)
+    elif x.device.type == "cpu":
+        dev_type, dev_id, kind = _tensors.kDLCPU, 0, _CPU
+    else:
+        raise ArgumentError(f"{what}: tensors on device '{x.device}' are not supported (cpu and cuda are)")
+    if x.is_conj() or x.is_neg():
+        raise ArgumentError(f"{what}: a lazily conjugated or negated view; call .resolve_conj()/.resolve_neg()")
+    shape = x.shape
+    r = len(shape)
+    if r > 8:
+        raise ArgumentError(f"{what}: rank {r} is more than 8")
+    addr = slot.addr
+    _structs[r].pack_into(slot.buf, 0, x.data_ptr(), dev_type, dev_id, r, dl[0], dl[1], 1,
+                          addr + 48, addr + 112, 0, *shape, *x.stride())
+    return addr, x, kind, dev_type, dev_id
+
+
+def current_stream(device_index: int) -> int:
+    """The raw CUstream torch would use now on that device."""
+    return torch.cuda.current_stream(device_index).cuda_stream
