@@ -189,8 +189,8 @@ void tsl_args_free(TSL_TAKE tsl_args *a);
 
 /* Bind a tensor input (or in/out tensor) by parameter name. The descriptor
  * and its data are borrowed until the args are freed; strides NULL means
- * C order; byte_offset is honoured. Only host (kDLCPU) tensors for the
- * interpreter and CPU targets. */
+ * C order; byte_offset is honoured. Host tensors for every target, CUDA
+ * tensors for TSL_TARGET_CUDA (see "devices" below). */
 tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
                                TSL_KEEP const DLTensor *t);
 tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, double v);
@@ -224,9 +224,51 @@ int64_t tsl_args_reduction_length(TSL_KEEP tsl_args *a, TSL_KEEP const char *nam
  * tsl_args_output(). */
 tsl_status tsl_args_set_output(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
                                TSL_KEEP const DLTensor *t);
-/* The output's tensor (bound by the caller or owned by the args); valid
- * until the args are freed. NULL if no such output or not yet run. */
+/* The output's tensor (bound by the caller or owned by the args, on the
+ * run's device); valid until the args are freed. NULL if no such output or
+ * not yet run. */
 const DLTensor *tsl_args_output(TSL_KEEP tsl_args *a, TSL_KEEP const char *name);
+
+/* ---- devices, streams and allocation ------------------------------------
+ *
+ * The tensors of a run are all on one device: the host (kDLCPU,
+ * kDLCUDAHost) or one CUDA GPU (kDLCUDA). Tensors on a GPU run on
+ * TSL_TARGET_CUDA where they are: never copied, never moved. They must be
+ * C-contiguous (a dim of extent 1 may have any stride; byte_offset is
+ * honoured): a strided device tensor is TSL_ERR_ARG, not copied. The run is
+ * queued on the args' stream and returns without waiting for it. Outputs
+ * the caller does not bind are allocated on the tensors' device. Errors
+ * (TSL_ERR_ARG, naming the tensors): host and GPU tensors in one run, two
+ * GPUs, a GPU other than tessel's ($TESSEL_CUDA_DEVICE, default 0), GPU
+ * tensors with the interp or cpu target, a stream of another CUDA context.
+ * Host tensors with TSL_TARGET_CUDA are copied to the GPU and back, as
+ * before. */
+
+/* Memory for outputs the args allocate (host or GPU, on `device`) and for
+ * the temporaries of a GPU run: alloc returns `bytes` usable in order on
+ * `stream` (the args' CUstream; NULL on the host), or NULL on failure; free
+ * gives it back in stream order. PyTorch's caching allocator fits
+ * (c10::cuda::CUDACachingAllocator::raw_alloc_with_stream / raw_delete). */
+typedef struct tsl_allocator {
+    void *(*alloc)(void *user, DLDevice device, size_t bytes, void *stream);
+    void (*free)(void *user, DLDevice device, void *data, void *stream);
+    void *user;
+} tsl_allocator;
+
+/* The CUDA stream (a CUstream of the device's primary context, as PyTorch's
+ * streams are) that GPU runs are queued on; NULL (the default) is the
+ * legacy default stream. */
+tsl_status tsl_args_set_stream(TSL_KEEP tsl_args *a, void *stream);
+/* The allocator for outputs and GPU temporaries (copied; the functions and
+ * `user` must outlive the args). NULL: tessel's own (host: aligned_alloc,
+ * zeroed; GPU outputs: cuMemAlloc; GPU temporaries: cuMemAllocAsync on the
+ * stream, so a run can be captured in a CUDA graph). */
+tsl_status tsl_args_set_allocator(TSL_KEEP tsl_args *a, TSL_KEEP const tsl_allocator *al);
+/* GPU runs: 1 waits for the stream after the run and reports an indirect
+ * index out of range (TSL_ERR_BOUNDS naming kernel, tensor, dim, index);
+ * 0 (the default) returns once the run is queued, and an index out of
+ * range then reads 0 unreported. Host runs always check. */
+tsl_status tsl_args_set_sync(TSL_KEEP tsl_args *a, int sync);
 
 /* The target used when none is named: $TESSEL_TARGET (interp|cpu|cuda) if
  * set, else CUDA when a device can be opened, else the CPU. */

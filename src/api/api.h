@@ -40,12 +40,15 @@ tsl_status api_error(tsl_context *ctx, tsl_status st, const char *fmt, ...) TSL_
  * or the product overflows int64. */
 int64_t api_shape_numel(int rank, const int64_t *shape);
 
-/* Check a caller's tensor descriptor: non-NULL, host memory, rank within
- * TSL_MAX_RANK, dims >= 0, a dtype tessel knows, data present when it has
- * elements. `what` names it in messages ("tensor 'A'"). On success the
- * dtype goes to *dtype. */
+/* Check a caller's tensor descriptor: non-NULL, host memory (kDLCPU,
+ * kDLCUDAHost), rank within TSL_MAX_RANK, dims >= 0, a dtype tessel knows,
+ * data present when it has elements. `what` names it in messages ("tensor
+ * 'A'"). On success the dtype goes to *dtype. */
 tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *what,
                             tsl_dtype *dtype);
+/* The same, also accepting CUDA tensors (kDLCUDA), which must then be
+ * C-contiguous (a dim of extent 1 may have any stride). */
+tsl_status api_tensor_check_device(tsl_context *ctx, const DLTensor *t, const char *what, tsl_dtype *dtype);
 
 /* Element strides of t (C order when t->strides is NULL). */
 void api_tensor_strides(const DLTensor *t, int64_t strides[TSL_MAX_RANK]);
@@ -68,5 +71,18 @@ void api_view_copy(const struct interp_tensor *v, char *buf, int to_dense);
 /* TSL_TARGET_CUDA, same contract (compiled_cuda.c). */
 tsl_status api_compiled_cuda_run(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
                                  tsl_diag *d);
+/* TSL_TARGET_CUDA on tensors already on GPU device_id: views hold device
+ * addresses of dense C-order tensors; everything is queued on `stream`
+ * (a CUstream of the device's primary context; NULL the legacy default
+ * stream); temporaries come per run from `al` (NULL: cuMemAllocAsync on
+ * the stream); with `sync` the run waits for the stream and reports an
+ * index out of range (TSL_ERR_BOUNDS), else it returns once queued. */
+tsl_status api_compiled_cuda_run_device(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
+                                        int device_id, void *stream, const tsl_allocator *al, int sync,
+                                        tsl_diag *d);
+/* Device memory on GPU device_id for an output the args own (cuMemAlloc),
+ * and its release. */
+tsl_status api_cuda_alloc(int device_id, size_t bytes, void **out, tsl_diag *d);
+void api_cuda_free(void *p);
 
 #endif

@@ -20,8 +20,18 @@ typedef struct args_slot {
     int has_scalar;           /* scalar parameters */
     double scalar;
     const DLTensor *user_out; /* outputs bound with tsl_args_set_output: borrowed */
-    DLTensor *owned_out;      /* outputs allocated by the args at run: owned */
+    struct args_out *owned_out; /* outputs allocated by the args at run: owned */
 } args_slot;
+
+/* An output the args allocated, on the run's device: through the caller's
+ * allocator when one is set, else aligned_alloc (host, zeroed) or
+ * cuMemAlloc (CUDA, via compiled_cuda.c). */
+typedef struct args_out {
+    DLTensor t; /* first member: what tsl_args_output returns */
+    int64_t shape[TSL_MAX_RANK];
+    tsl_allocator al; /* al.alloc NULL: tessel's own */
+    void *stream;
+} args_out;
 
 struct tsl_args {
     tsl_program *p;
@@ -30,7 +40,24 @@ struct tsl_args {
     tsl_arena *bind;  /* holds `bound`; recreated by every infer */
     lang_bound *bound; /* NULL until tsl_args_infer succeeds */
     int ran;          /* a run succeeded since the last binding change */
+    void *stream;     /* device runs: the caller's CUstream (NULL: legacy default) */
+    tsl_allocator al; /* al.alloc NULL: tessel's own allocation */
+    int sync;         /* device runs: wait for the stream and report index errors */
 };
+
+static void args_out_free(args_out *o)
+{
+    if (!o) return;
+    if (o->t.data) {
+        if (o->al.alloc)
+            o->al.free(o->al.user, o->t.device, o->t.data, o->stream);
+        else if (o->t.device.device_type == kDLCUDA)
+            api_cuda_free(o->t.data);
+        else
+            free(o->t.data);
+    }
+    free(o);
+}
 
 TSL_GIVE tsl_args *tsl_args_create(TSL_KEEP tsl_program *p)
 {
@@ -52,7 +79,7 @@ void tsl_args_free(TSL_TAKE tsl_args *a)
 {
     if (!a) return;
     if (a->slot)
-        for (int i = 0; i < a->p->def->ntensors; i++) tsl_tensor_free(a->slot[i].owned_out);
+        for (int i = 0; i < a->p->def->ntensors; i++) args_out_free(a->slot[i].owned_out);
     free(a->slot);
     free(a->size_set);
     arena_free(a->bind);
@@ -125,7 +152,7 @@ static tsl_status args_check_input(tsl_args *a, const lang_tensor *lt, const DLT
     char what[160];
     snprintf(what, sizeof what, "tensor '%s'", name);
     tsl_dtype dt;
-    if ((st = api_tensor_check(ctx, t, what, &dt))) return st;
+    if ((st = api_tensor_check_device(ctx, t, what, &dt))) return st;
     if (dt != lt->dtype)
         return api_error(ctx, TSL_ERR_ARG, "parameter '%s' is %s but the tensor given is %s",
                          name, tsl_dtype_name(lt->dtype), tsl_dtype_name(dt));
@@ -224,7 +251,7 @@ tsl_status tsl_args_bind(TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *t
             char what[160];
             tsl_dtype dt;
             snprintf(what, sizeof what, "output '%s'", lt->name);
-            if ((st = api_tensor_check(ctx, t, what, &dt))) return st;
+            if ((st = api_tensor_check_device(ctx, t, what, &dt))) return st;
             if (dt != lt->dtype)
                 return api_error(ctx, TSL_ERR_ARG, "output '%s' is %s but the tensor given is %s",
                                  lt->name, tsl_dtype_name(lt->dtype), tsl_dtype_name(dt));
@@ -391,7 +418,7 @@ static tsl_status args_check_output(tsl_args *a, const lang_tensor *lt, const DL
     char what[160];
     snprintf(what, sizeof what, "output '%s'", lt->name);
     tsl_dtype dt;
-    tsl_status st = api_tensor_check(ctx, t, what, &dt);
+    tsl_status st = api_tensor_check_device(ctx, t, what, &dt);
     if (st) return st;
     if (dt != lt->dtype)
         return api_error(ctx, TSL_ERR_ARG, "output '%s' is %s but the tensor given is %s",
@@ -435,13 +462,122 @@ const DLTensor *tsl_args_output(TSL_KEEP tsl_args *a, TSL_KEEP const char *name)
     if (!lt || !(lt->flags & LANG_TENSOR_OUTPUT)) return NULL;
     const args_slot *sl = &a->slot[lt->index];
     if (lt->flags & LANG_TENSOR_INPUT) return sl->in;
-    return sl->user_out ? sl->user_out : sl->owned_out;
+    return sl->user_out ? sl->user_out : sl->owned_out ? &sl->owned_out->t : NULL;
+}
+
+tsl_status tsl_args_set_stream(TSL_KEEP tsl_args *a, void *stream)
+{
+    if (!a) return TSL_ERR_ARG;
+    a->stream = stream;
+    return TSL_OK;
+}
+
+tsl_status tsl_args_set_allocator(TSL_KEEP tsl_args *a, TSL_KEEP const tsl_allocator *al)
+{
+    if (!a) return TSL_ERR_ARG;
+    if (al && (!al->alloc || !al->free))
+        return api_error(a->p->ctx, TSL_ERR_ARG, "tsl_args_set_allocator: alloc and free must both be set");
+    memset(&a->al, 0, sizeof a->al);
+    if (al) a->al = *al;
+    return TSL_OK;
+}
+
+tsl_status tsl_args_set_sync(TSL_KEEP tsl_args *a, int sync)
+{
+    if (!a) return TSL_ERR_ARG;
+    a->sync = sync != 0;
+    return TSL_OK;
+}
+
+/* "cuda:1" / "cpu": a device, for messages. */
+static const char *args_device_name(DLDevice dv, char buf[32])
+{
+    if (dv.device_type == kDLCUDA)
+        snprintf(buf, 32, "cuda:%d", dv.device_id);
+    else
+        snprintf(buf, 32, "cpu");
+    return buf;
+}
+
+/* The one device every bound tensor is on (host when there is none):
+ * tensors on the host and on a GPU, or on two GPUs, in one run are an
+ * error naming two of them. */
+static tsl_status args_device(tsl_args *a, DLDevice *out)
+{
+    const lang_def *def = a->p->def;
+    const char *first = NULL;
+    DLDevice dv = {kDLCPU, 0};
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *lt = def->tensors[i];
+        const args_slot *sl = &a->slot[i];
+        const DLTensor *t = (lt->flags & LANG_TENSOR_INPUT) ? sl->in : sl->user_out;
+        if (lt->is_scalar || !t) continue;
+        DLDevice td = t->device;
+        if (td.device_type == kDLCUDAHost) td = (DLDevice){kDLCPU, 0};
+        if (td.device_type == kDLCPU) td.device_id = 0;
+        if (!first) {
+            first = lt->name;
+            dv = td;
+        } else if (td.device_type != dv.device_type || td.device_id != dv.device_id) {
+            char b1[32], b2[32];
+            return api_error(a->p->ctx, TSL_ERR_ARG, "'%s' is on %s but '%s' is on %s: the tensors of a run "
+                             "must be on one device", first, args_device_name(dv, b1), lt->name,
+                             args_device_name(td, b2));
+        }
+    }
+    *out = dv;
+    return TSL_OK;
 }
 
 /* Make sure every output has storage of the inferred shape: the caller's
  * (re-checked, since inputs may have changed since it was bound) or one
  * the args own. */
-static tsl_status args_prepare_outputs(tsl_args *a)
+static tsl_status args_out_alloc(tsl_args *a, const lang_tensor *lt, const int64_t *shape, DLDevice dv,
+                                 args_out **out)
+{
+    args_out *o = calloc(1, sizeof *o);
+    int64_t n = api_shape_numel(lt->rank, shape);
+    tsl_status st = TSL_OK;
+    if (!o || n < 0 || (uint64_t)n > SIZE_MAX / 16) {
+        free(o);
+        st = TSL_ERR_NOMEM;
+    } else {
+        size_t bytes = tsl_dtype_nbytes(lt->dtype, n), alloc = (bytes + 63) / 64 * 64; /* packed: low-bit */
+        if (!alloc) alloc = 64; /* data is never NULL */
+        o->al = a->al;
+        o->stream = a->stream;
+        o->t.device = dv;
+        o->t.ndim = lt->rank;
+        o->t.dtype = tsl_dtype_to_dlpack(lt->dtype);
+        o->t.shape = o->shape;
+        for (int d = 0; d < lt->rank; d++) o->shape[d] = shape[d];
+        if (a->al.alloc) {
+            o->t.data = a->al.alloc(a->al.user, dv, alloc, a->stream);
+        } else if (dv.device_type == kDLCUDA) {
+            st = api_cuda_alloc(dv.device_id, alloc, &o->t.data, api_diag(a->p->ctx));
+        } else if ((o->t.data = aligned_alloc(64, alloc))) {
+            memset(o->t.data, 0, alloc);
+        }
+        if (!st && !o->t.data) st = TSL_ERR_NOMEM;
+        if (st) {
+            free(o);
+            o = NULL;
+        }
+    }
+    if (st == TSL_ERR_NOMEM) {
+        strbuf b = {0};
+        char dn[32];
+        args_describe_shape(&b, lt->rank, shape);
+        st = api_error(a->p->ctx, TSL_ERR_NOMEM, "out of memory allocating output '%s' %s %s on %s%s", lt->name,
+                       tsl_dtype_name(lt->dtype), sb_str(&b), args_device_name(dv, dn),
+                       a->al.alloc ? " (the caller's allocator failed)" : "");
+        sb_free(&b);
+    }
+    *out = o;
+    return st;
+}
+
+static tsl_status args_prepare_outputs(tsl_args *a, DLDevice dv)
 {
     const lang_def *def = a->p->def;
     for (int i = 0; i < def->noutputs; i++) {
@@ -455,20 +591,15 @@ static tsl_status args_prepare_outputs(tsl_args *a)
         }
         const int64_t *shape = a->bound->shapes[lt->index];
         if (sl->owned_out) {
-            int same = 1;
-            for (int d = 0; d < lt->rank; d++) same &= sl->owned_out->shape[d] == shape[d];
+            args_out *o = sl->owned_out;
+            int same = o->t.device.device_type == dv.device_type && o->t.device.device_id == dv.device_id &&
+                       o->al.alloc == a->al.alloc && o->al.user == a->al.user;
+            for (int d = 0; d < lt->rank; d++) same &= o->shape[d] == shape[d];
             if (same) continue;
-            tsl_tensor_free(sl->owned_out);
+            args_out_free(o);
+            sl->owned_out = NULL;
         }
-        sl->owned_out = tsl_tensor_alloc(lt->dtype, lt->rank, shape);
-        if (!sl->owned_out) {
-            strbuf b = {0};
-            args_describe_shape(&b, lt->rank, shape);
-            st = api_error(a->p->ctx, TSL_ERR_NOMEM, "out of memory allocating output '%s' %s %s",
-                           lt->name, tsl_dtype_name(lt->dtype), sb_str(&b));
-            sb_free(&b);
-            return st;
-        }
+        if ((st = args_out_alloc(a, lt, shape, dv, &sl->owned_out))) return st;
     }
     return TSL_OK;
 }
@@ -583,8 +714,20 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         return api_error(ctx, TSL_ERR_ARG, "unknown target %d", (int)target);
     /* infer again even if done: the borrowed descriptors may have changed */
     tsl_status st;
+    DLDevice dv = {kDLCPU, 0};
     if ((st = tsl_args_infer(a))) return st;
-    if ((st = args_prepare_outputs(a))) return st;
+    if ((st = args_device(a, &dv))) return st;
+    if (dv.device_type == kDLCUDA && target != TSL_TARGET_CUDA)
+        return api_error(ctx, TSL_ERR_ARG, "the tensors are on cuda:%d; the %s target takes host tensors (run "
+                         "them on the cuda target)", dv.device_id, tsl_target_name(target));
+    for (int i = 0; dv.device_type == kDLCUDA && i < p->def->ntensors; i++) {
+        const lang_tensor *lt = p->def->tensors[i];
+        /* the kernels take low-bit tensors as carriers unpacked on the host */
+        if (!lt->is_scalar && !(lt->flags & LANG_TENSOR_TEMP) && dtype_carrier(lt->dtype) != lt->dtype)
+            return api_error(ctx, TSL_ERR_ARG, "'%s' is %s: low-bit tensors on the GPU are not taken in place yet "
+                             "(pass host tensors)", lt->name, tsl_dtype_name(lt->dtype));
+    }
+    if ((st = args_prepare_outputs(a, dv))) return st;
     const lang_def *def = p->def;
     interp_tensor *views = calloc((size_t)def->ntensors + 1, sizeof *views);
     if (!views) return api_error(ctx, TSL_ERR_NOMEM, "out of memory");
@@ -597,7 +740,7 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         else if (lt->flags & LANG_TENSOR_INPUT)
             args_view(&views[i], sl->in, lt->dtype);
         else if (lt->flags & LANG_TENSOR_OUTPUT)
-            args_view(&views[i], sl->user_out ? sl->user_out : sl->owned_out, lt->dtype);
+            args_view(&views[i], sl->user_out ? sl->user_out : &sl->owned_out->t, lt->dtype);
     }
     if ((st = args_check_overlap(p, views))) {
         free(views);
@@ -605,7 +748,10 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
     }
     tsl_diag *d = api_diag(ctx);
     diag_reset(d);
-    if (target == TSL_TARGET_INTERP) {
+    if (dv.device_type == kDLCUDA) {
+        st = api_compiled_cuda_run_device(p, a->bound, views, dv.device_id, a->stream, a->al.alloc ? &a->al : NULL,
+                                          a->sync, d);
+    } else if (target == TSL_TARGET_INTERP) {
         st = interp_run(a->bound, views, d);
     } else {
         interp_tensor *cv = calloc((size_t)def->ntensors + 1, sizeof *cv);

@@ -10,6 +10,11 @@
  * targets) -> all launches on device addresses (sched/run_device.c),
  * temporaries on the device -> every output copied back once.
  *
+ * Device tensors (api_compiled_cuda_run_device, at the end): the tensors'
+ * own device addresses, the caller's stream, temporaries per run from the
+ * caller's allocator (else cuMemAllocAsync on the stream); no copy and no
+ * wait unless asked.
+ *
  * No driver or no device: TSL_ERR_UNAVAILABLE with the runtime's message,
  * and nothing else changes (the process stays usable; the other targets
  * still run). A gather index out of range (TSL_ERR_BOUNDS) comes back with
@@ -215,7 +220,7 @@ tsl_status api_compiled_cuda_run(tsl_program *p, const lang_bound *b, const stru
         if (st) diag_error(d, st, "device memory for '%s' (%zu bytes)", t->name, bytes);
         if (!st) st = cuda_transfer(dev, &views[i], ptrs[i], bytes, 1, t->name, d);
     }
-    if (!st) st = sched_dev_run(x, b, ptrs, scalars, 1, d);
+    if (!st) st = sched_dev_run(x, b, ptrs, scalars, 1, NULL, d);
     for (int i = 0; !st && i < n; i++) {
         const lang_tensor *t = def->tensors[i];
         if (t->is_scalar || !(t->flags & LANG_TENSOR_OUTPUT)) continue;
@@ -223,6 +228,111 @@ tsl_status api_compiled_cuda_run(tsl_program *p, const lang_bound *b, const stru
     }
     if (st == TSL_ERR_BOUNDS) cuda_locate_bounds_error(b, views, d);
     for (int i = 0; ptrs && dev && i < n; i++) rt_cuda_free(dev, ptrs[i]);
+    if (st == TSL_ERR_RUNTIME && cuda_dev) {
+        for (int i = 0; i < CUDA_PLANS; i++) cuda_prepared_drop(&cuda_plans[i]);
+        rt_cuda_close(cuda_dev);
+        cuda_dev = NULL;
+    }
+    pthread_mutex_unlock(&cuda_mu);
+    free(ptrs);
+    free(scalars);
+    return st;
+}
+
+/* ---- device tensors --------------------------------------------------------
+ * Tensors already on the device run where they are: no copy, no
+ * synchronisation unless asked (api.h). Runs share cuda_mu with the host
+ * path; the stream is set for the run and reset after it. */
+
+/* The caller's allocator (or cuMemAllocAsync) as the plan's sched_dev_mem. */
+typedef struct cuda_mem_ctx {
+    const tsl_allocator *al;
+    DLDevice dev;
+    void *stream;
+} cuda_mem_ctx;
+
+static rt_cuda_ptr cuda_mem_alloc(void *user, size_t bytes)
+{
+    cuda_mem_ctx *c = user;
+    if (c->al) return (rt_cuda_ptr)(uintptr_t)c->al->alloc(c->al->user, c->dev, bytes, c->stream);
+    rt_cuda_ptr p = 0;
+    return rt_cuda_alloc_async(cuda_dev, bytes, &p, NULL) == TSL_OK ? p : 0;
+}
+
+static void cuda_mem_free(void *user, rt_cuda_ptr p)
+{
+    cuda_mem_ctx *c = user;
+    if (c->al)
+        c->al->free(c->al->user, c->dev, (void *)(uintptr_t)p, c->stream);
+    else
+        rt_cuda_free_async(cuda_dev, p);
+}
+
+/* Open the device (once) and check that it is the tensors' GPU. */
+static tsl_status cuda_device_for(int device_id, tsl_diag *d)
+{
+    tsl_status st = TSL_OK;
+    if (!cuda_dev && (st = rt_cuda_open(&cuda_dev, d)) != TSL_OK) {
+        cuda_unavailable(d);
+        return st;
+    }
+    int ord = rt_cuda_device_info(cuda_dev)->ordinal;
+    if (device_id != ord) {
+        diag_error(d, TSL_ERR_ARG,
+                   "the tensors are on cuda:%d but tessel runs on cuda:%d ($TESSEL_CUDA_DEVICE selects "
+                   "the GPU, default 0)", device_id, ord);
+        return TSL_ERR_ARG;
+    }
+    return TSL_OK;
+}
+
+tsl_status api_cuda_alloc(int device_id, size_t bytes, void **out, tsl_diag *d)
+{
+    *out = NULL;
+    pthread_mutex_lock(&cuda_mu);
+    rt_cuda_ptr ptr = 0;
+    tsl_status st = cuda_device_for(device_id, d);
+    if (!st) st = rt_cuda_alloc(cuda_dev, bytes, &ptr, d);
+    pthread_mutex_unlock(&cuda_mu);
+    *out = (void *)(uintptr_t)ptr;
+    return st;
+}
+
+void api_cuda_free(void *p)
+{
+    pthread_mutex_lock(&cuda_mu);
+    if (cuda_dev && p) rt_cuda_free(cuda_dev, (rt_cuda_ptr)(uintptr_t)p);
+    pthread_mutex_unlock(&cuda_mu);
+}
+
+tsl_status api_compiled_cuda_run_device(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
+                                        int device_id, void *stream, const tsl_allocator *al, int sync,
+                                        tsl_diag *d)
+{
+    const lang_def *def = p->def;
+    int n = def->ntensors;
+    rt_cuda_ptr *ptrs = calloc((size_t)n + 1, sizeof *ptrs);
+    double *scalars = calloc((size_t)n + 1, sizeof *scalars);
+    if (!ptrs || !scalars) {
+        free(ptrs);
+        free(scalars);
+        diag_error(d, TSL_ERR_NOMEM, "out of memory");
+        return TSL_ERR_NOMEM;
+    }
+    for (int i = 0; i < n; i++) {
+        if (def->tensors[i]->is_scalar)
+            scalars[i] = views[i].scalar;
+        else
+            ptrs[i] = (rt_cuda_ptr)(uintptr_t)views[i].base;
+    }
+    pthread_mutex_lock(&cuda_mu);
+    tsl_status st = cuda_device_for(device_id, d);
+    if (!st) st = rt_cuda_set_stream(cuda_dev, stream, d);
+    sched_dev *x = st ? NULL : cuda_prepare(p, d, &st);
+    cuda_mem_ctx mc = {al, {kDLCUDA, device_id}, stream};
+    sched_dev_mem mem = {cuda_mem_alloc, cuda_mem_free, &mc};
+    if (!st) st = sched_dev_run(x, b, ptrs, scalars, sync, &mem, d);
+    if (cuda_dev) rt_cuda_set_stream(cuda_dev, NULL, NULL);
     if (st == TSL_ERR_RUNTIME && cuda_dev) {
         for (int i = 0; i < CUDA_PLANS; i++) cuda_prepared_drop(&cuda_plans[i]);
         rt_cuda_close(cuda_dev);

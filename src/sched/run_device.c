@@ -492,19 +492,57 @@ static tsl_status dev_check_errors(sched_dev *x, const lang_bound *b, tsl_diag *
     return st;
 }
 
+/* Temporaries of one run from mem, zeroed on the stream; x->temp points
+ * at them for the launches (dev_temps_return gives them back). */
+static tsl_status dev_temps_take(sched_dev *x, const lang_bound *b, const sched_dev_mem *mem, tsl_diag *d)
+{
+    const lang_def *def = x->p->def;
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *t = def->tensors[i];
+        x->temp[i] = 0;
+        if (t->is_scalar || !(t->flags & LANG_TENSOR_TEMP) || !sched_tensor_used(x->p, i)) continue;
+        size_t bytes = (size_t)dev_numel(def, b, i) * tsl_dtype_size(dtype_carrier(t->dtype)); /* low-bit: the carrier */
+        if (!(x->temp[i] = mem->alloc(mem->user, bytes ? bytes : 1))) {
+            diag_error(d, TSL_ERR_NOMEM, "device memory for the temporary '%s' (%zu bytes): the allocator failed",
+                       t->name, bytes);
+            return TSL_ERR_NOMEM;
+        }
+        tsl_status st = rt_cuda_memset8_async(x->dev, x->temp[i], 0, bytes, d);
+        if (st) return st;
+    }
+    return TSL_OK;
+}
+
+static void dev_temps_return(sched_dev *x, const sched_dev_mem *mem)
+{
+    for (int i = 0; i < x->p->def->ntensors; i++) {
+        if (x->temp[i]) mem->free(mem->user, x->temp[i]);
+        x->temp[i] = 0;
+    }
+}
+
 tsl_status sched_dev_run(sched_dev *x, const lang_bound *b, const rt_cuda_ptr *tensors, const double *scalars,
-                         int check, tsl_diag *d)
+                         int check, const sched_dev_mem *mem, tsl_diag *d)
 {
     const sched_plan *p = x->p;
     x->last_launches = 0;
-    tsl_status st = dev_temps(x, b, d);
+    if (mem) {
+        /* the plan's own temporaries (runs without mem) are not these */
+        for (int i = 0; i < p->def->ntensors; i++) {
+            rt_cuda_free(x->dev, x->temp[i]);
+            x->temp[i] = 0;
+            x->temp_cap[i] = 0;
+        }
+    }
+    tsl_status st = mem ? dev_temps_take(x, b, mem, d) : dev_temps(x, b, d);
     if (!st && check && p->nlaunches)
-        st = rt_cuda_memset8(x->dev, x->err, 0, (size_t)p->nlaunches * DEV_ERR_WORDS * 8, d);
+        st = rt_cuda_memset8_async(x->dev, x->err, 0, (size_t)p->nlaunches * DEV_ERR_WORDS * 8, d);
     for (int i = 0; !st && i < p->nlaunches; i++) {
         if (sched_launch_lanes(p, &p->launches[i], b) == 0) continue;
         st = dev_launch(x, i, b, tensors, scalars, d);
     }
-    if (!st && check) st = rt_cuda_synchronize(x->dev, d);
+    if (mem) dev_temps_return(x, mem);
+    if (!st && check) st = rt_cuda_stream_synchronize(x->dev, d);
     if (!st && check && p->nlaunches) st = dev_check_errors(x, b, d);
     return st;
 }

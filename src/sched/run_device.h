@@ -21,16 +21,33 @@ typedef struct sched_dev sched_dev;
 tsl_status sched_dev_create(const sched_plan *p, rt_cuda_device *dev, sched_dev **out, tsl_diag *d);
 void sched_dev_free(sched_dev *x); /* NULL allowed */
 
-/* Queue every launch of the plan under bound sizes b on the default
- * stream. tensors[i] is the device address of def->tensors[i], dense in C
+/* Memory for a run's temporaries, per run (device tensors on a caller's
+ * stream): alloc gives `bytes` of device memory usable in stream order on
+ * the device's current stream (0 on failure), free returns it in stream
+ * order. */
+typedef struct sched_dev_mem {
+    rt_cuda_ptr (*alloc)(void *user, size_t bytes);
+    void (*free)(void *user, rt_cuda_ptr p);
+    void *user;
+} sched_dev_mem;
+
+/* Queue every launch of the plan under bound sizes b on the device's
+ * stream (rt_cuda_set_stream; the legacy default stream unless set). With
+ * mem NULL the plan keeps its temporaries across runs (grown when sizes
+ * grow); with mem each run takes them from mem and gives them back once
+ * its launches are queued (nothing is shared between runs on different
+ * streams, and nothing allocates outside the stream: graph capture works).
+ * Temporaries are zeroed on the stream either way. tensors[i] is the device address of def->tensors[i], dense in C
  * order with b's shape (ignored for scalars and temporaries; 0 allowed
  * for a tensor with no elements); scalars[i] a scalar parameter's value.
  * Launches over an empty box run nothing. With `check`, waits for the
  * device and turns a gather/scatter index out of range into TSL_ERR_BOUNDS
- * naming the kernel, tensor, dimension, index and extent; without it the
- * run returns as soon as everything is queued (timing loops). */
+ * naming the kernel, tensor, dimension, index and extent (waiting on the
+ * device's stream); without it the run returns as soon as everything is
+ * queued (timing loops, asynchronous device runs: an index out of range
+ * then reads 0 and is not reported). */
 tsl_status sched_dev_run(sched_dev *x, const lang_bound *b, const rt_cuda_ptr *tensors, const double *scalars,
-                         int check, tsl_diag *d);
+                         int check, const sched_dev_mem *mem, tsl_diag *d);
 
 /* Launches the last run queued (empty boxes excluded). */
 int sched_dev_launches_run(const sched_dev *x);
