@@ -13,7 +13,7 @@ import os
 from ctypes import (POINTER, Structure, c_char_p, c_double, c_int, c_int64, c_uint8, c_uint16,
                     c_uint64, c_void_p, c_size_t)
 
-__all__ = ["lib", "DLDevice", "DLDataType", "DLTensor", "ParamInfo", "library_path"]
+__all__ = ["lib", "DLDevice", "DLDataType", "DLTensor", "ParamInfo", "Allocator", "library_path"]
 
 
 class DLDevice(Structure):
@@ -28,6 +28,15 @@ class DLTensor(Structure):
     """DLPack's DLTensor (dlpack.h): 48 bytes on 64-bit Linux."""
     _fields_ = [("data", c_void_p), ("device", DLDevice), ("ndim", c_int), ("dtype", DLDataType),
                 ("shape", POINTER(c_int64)), ("strides", POINTER(c_int64)), ("byte_offset", c_uint64)]
+
+
+ALLOC_FN = ctypes.CFUNCTYPE(c_void_p, c_void_p, DLDevice, c_size_t, c_void_p)
+FREE_FN = ctypes.CFUNCTYPE(None, c_void_p, DLDevice, c_void_p, c_void_p)
+
+
+class Allocator(Structure):
+    """tsl_allocator."""
+    _fields_ = [("alloc", ALLOC_FN), ("free", FREE_FN), ("user", c_void_p)]
 
 
 class ParamInfo(Structure):
@@ -96,6 +105,10 @@ _PROTOS = {
     "tsl_target_default": (c_int, []),
     "tsl_target_name": (c_char_p, [c_int]),
     "tsl_layout_table": (c_int, [c_void_p, c_char_p, c_int, POINTER(c_void_p)]),
+    "tsl_args_set_stream": (c_int, [c_void_p, c_void_p]),
+    "tsl_args_set_allocator": (c_int, [c_void_p, c_void_p]),
+    "tsl_args_set_sync": (c_int, [c_void_p, c_int]),
+    "tsl_args_output": (c_void_p, [c_void_p, c_char_p]),
 }
 
 for _name, (_res, _args) in _PROTOS.items():

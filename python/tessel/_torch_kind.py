@@ -56,6 +56,10 @@ def describe(x: torch.Tensor, slot: _tensors.Slot, write: bool, what: str):
     if x.is_cuda:
         dev_type, dev_id = _tensors.kDLCUDA, x.get_device()
         kind = kind_for_device(dev_id)
+        if not write and not x.is_contiguous():
+            # device tensors are used in place and must be dense: torch makes
+            # one contiguous copy of a strided input, on the current stream
+            x = x.contiguous()
     elif x.device.type == "cpu":
         dev_type, dev_id, kind = _tensors.kDLCPU, 0, _CPU
     else:
@@ -72,6 +76,56 @@ def describe(x: torch.Tensor, slot: _tensors.Slot, write: bool, what: str):
     return addr, x, kind, dev_type, dev_id
 
 
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
 def current_stream(device_index: int) -> int:
     """The raw CUstream torch would use now on that device."""
+    if _raw_stream is not None:
+        return _raw_stream(device_index)
     return torch.cuda.current_stream(device_index).cuda_stream
+
+
+class TorchAllocator:
+    """A tsl_allocator over PyTorch's allocators: the CUDA caching allocator
+    (stream-ordered, graph-capture aware) for GPU memory, torch.empty bytes
+    for host memory. Exceptions become a NULL return (the C API then
+    reports the allocation that failed)."""
+
+    def __init__(self) -> None:
+        from . import _lib
+        self._host: dict = {}
+        self._alloc_cb = _lib.ALLOC_FN(self._alloc)
+        self._free_cb = _lib.FREE_FN(self._free)
+        self.struct = _lib.Allocator(self._alloc_cb, self._free_cb, None)
+        self.failures = 0
+
+    def _alloc(self, user, device, nbytes, stream):
+        try:
+            if device.device_type == _tensors.kDLCUDA:
+                return torch.cuda.caching_allocator_alloc(nbytes, device.device_id, stream or 0)
+            t = torch.empty(nbytes, dtype=torch.uint8)
+            self._host[t.data_ptr()] = t
+            return t.data_ptr()
+        except Exception:  # noqa: BLE001 (a C callback must not raise)
+            self.failures += 1
+            return None
+
+    def _free(self, user, device, data, stream):
+        try:
+            if device.device_type == _tensors.kDLCUDA:
+                torch.cuda.caching_allocator_delete(data)
+            else:
+                self._host.pop(data, None)
+        except Exception:  # noqa: BLE001
+            self.failures += 1
+
+
+_ALLOCATOR = None
+
+
+def allocator() -> TorchAllocator:
+    global _ALLOCATOR
+    if _ALLOCATOR is None:
+        _ALLOCATOR = TorchAllocator()
+    return _ALLOCATOR

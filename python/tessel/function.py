@@ -83,6 +83,9 @@ class _Args:
         self.tensors = (ctypes.c_void_p * max(nslots, 1))()
         self.scalars = (ctypes.c_double * max(nparams, 1))()
         self.slots = [_tensors.Slot() for _ in range(nslots)]
+        self.stream = None      # the CUstream last set on the C args
+        self.allocator = None   # the tsl_allocator last set (kept alive here)
+        self.sync = 0
 
     def __del__(self) -> None:
         if getattr(self, "ptr", None):
@@ -150,6 +153,10 @@ class Function:
         self._ctx = prog.ctx
         self.target = target
         self._target_code = _TARGETS[target] if target else -1
+        #: GPU runs: wait for the stream after each call and raise
+        #: BoundsError for a gather index out of range (default: return once
+        #: queued, as PyTorch's own ops do; an index out of range reads 0)
+        self.sync = False
         self.source = source
         self.filename = filename
         p = prog.ptr
@@ -356,6 +363,8 @@ class Function:
         if target < 0:
             target = 2 if dev_type == _tensors.kDLCUDA else 1
         ap = a.ptr
+        if dev_type == _tensors.kDLCUDA:
+            self._cuda_setup(a, kind, dev_id)
         st = _L.tsl_args_bind(ap, tensors, a.scalars)
         if not st:
             st = _L.tsl_program_run(self._prog.ptr, ap, target)
@@ -363,6 +372,25 @@ class Function:
             raise self._ctx.error(st)
         del keep
         return results[0] if len(results) == 1 else tuple(results)
+
+    def _cuda_setup(self, a: _Args, kind: Any, dev_id: int) -> None:
+        """The stream, allocator and sync mode of a GPU run on a's C args."""
+        stream = 0
+        if getattr(kind, "name", "") == "torch":
+            from . import _torch_kind
+            stream = _torch_kind.current_stream(dev_id)
+            if a.allocator is None:
+                al = _torch_kind.allocator()
+                st = _L.tsl_args_set_allocator(a.ptr, ctypes.byref(al.struct))
+                if st:
+                    raise self._ctx.error(st)
+                a.allocator = al
+        if stream != a.stream:
+            _L.tsl_args_set_stream(a.ptr, stream or None)
+            a.stream = stream
+        if self.sync != a.sync:
+            _L.tsl_args_set_sync(a.ptr, 1 if self.sync else 0)
+            a.sync = self.sync
 
     def _infer(self, a: _Args, key: tuple) -> list:
         """Shapes of the outputs to allocate, from the inputs bound in a's
