@@ -23,6 +23,10 @@ from . import _tensors
 from .errors import ArgumentError, Error, error_for
 
 _L = _lib.lib
+_ndarray = np.ndarray
+_get_pointer = _tensors._get_pointer
+_NUMPY = _tensors.NUMPY
+_kDLCPU, _kDLCUDA = _tensors.kDLCPU, _tensors.kDLCUDA
 _TARGETS = {"interp": 0, "cpu": 1, "cuda": 2}
 _TARGET_NAMES = {v: k for k, v in _TARGETS.items()}
 
@@ -185,6 +189,10 @@ class Function:
         self._inout_param = [self._param_index[q.name] if q.is_input else -1 for q in outs]
         self._write = [q.is_output for q in params]
         self._scalar = [q.is_scalar for q in params]
+        self._scalar_idx = [i for i, q in enumerate(params) if q.is_scalar]
+        self._tensor_idx = [(i, q.is_output) for i, q in enumerate(params) if not q.is_scalar]
+        # the output index when there is exactly one and it is not in/out
+        self._single_out = 0 if len(outs) == 1 and not outs[0].is_input else -1
         self._what = [f"parameter '{q.name}'" for q in params] + [f"output '{q.name}'" for q in outs]
         self._names_b = [q.name.encode() for q in outs]
         self._shapes: dict = {}  # input shapes (+ sizes) -> [(shape, dtype) per allocated output]
@@ -285,13 +293,7 @@ class Function:
         if kwargs or len(args) != n:
             args, sizes = self._bind_general(args, kwargs)
         if sizes:
-            a = _Args(self._prog, self._nslots, n)  # size symbols stay set: args of its own
-            for k, v in sizes.items():
-                if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-                    raise ArgumentError(f"size {k} must be an int, got {v!r}")
-                st = _L.tsl_args_set_scalar(a.ptr, k.encode(), float(v))
-                if st:
-                    raise self._ctx.error(st)
+            a = self._sized_args(sizes)  # size symbols stay set: args of its own
         else:
             a = getattr(self._local, "args", None) or self._thread_args()
         tensors = a.tensors
@@ -299,30 +301,75 @@ class Function:
         keep = []
         kind = None
         dev_type = dev_id = -1
-        key = []
-        write = self._write
-        scalar = self._scalar
-        for i in range(n):
+        for i in self._scalar_idx:
             v = args[i]
-            if scalar[i]:
+            try:
+                a.scalars[i] = v
+            except TypeError:
                 try:
-                    a.scalars[i] = v
-                except TypeError:
-                    try:
-                        a.scalars[i] = float(v)
-                    except (TypeError, ValueError):
-                        raise ArgumentError(f"{self._what[i]} is a scalar ({self.params[i].dtype}); "
-                                            f"got {type(v).__name__}") from None
-                tensors[i] = None
-                continue
-            ptr, k, kd, dt, di = _describe_any(v, slots[i], write[i], self._what[i])
+                    a.scalars[i] = float(v)
+                except (TypeError, ValueError):
+                    raise ArgumentError(f"{self._what[i]} is a scalar ({self.params[i].dtype}); "
+                                        f"got {type(v).__name__}") from None
+        for i, write in self._tensor_idx:
+            v = args[i]
+            if type(v) is _ndarray and not write:  # the common case, inline
+                try:
+                    k = v.__dlpack__()
+                    tensors[i] = _get_pointer(k, b"dltensor")
+                    keep.append(k)
+                    if kind is None:
+                        kind, dev_type, dev_id = _NUMPY, _kDLCPU, 0
+                    continue
+                except (BufferError, TypeError):
+                    pass
+            ptr, k, kd, dt, di = _describe_any(v, slots[i], write, self._what[i])
             tensors[i] = ptr
             keep.append(k)
-            key.append(_shape_of(v, ptr))
             if kind is None:
                 kind, dev_type, dev_id = kd, dt, di
-        if sizes:
-            key.append(tuple(sorted(sizes.items())))
+        if kind is None:
+            kind, dev_type, dev_id = _NUMPY, _kDLCPU, 0
+        if out is not None and self._single_out >= 0 and not isinstance(out, (tuple, list, dict)):
+            j = n + self._single_out
+            ptr, k, _, _, _ = _describe_any(out, slots[j], True, self._what[j])
+            tensors[j] = ptr
+            keep.append(k)
+            results = [out]
+        else:
+            results = self._outputs(a, args, out, kind, keep, sizes)
+        ap = a.ptr
+        if dev_type == _kDLCUDA:
+            self._cuda_setup(a, kind, dev_id)
+            target = self._target_code if self._target_code >= 0 else 2
+        else:
+            target = self._target_code if self._target_code >= 0 else 1
+        st = _L.tsl_args_bind(ap, tensors, a.scalars)
+        if not st:
+            st = _L.tsl_program_run(self._prog.ptr, ap, target)
+        if st:
+            raise self._ctx.error(st)
+        del keep
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _sized_args(self, sizes: dict) -> "_Args":
+        a = _Args(self._prog, self._nslots, self._nparams)
+        for k, v in sizes.items():
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ArgumentError(f"size {k} must be an int, got {v!r}")
+            st = _L.tsl_args_set_scalar(a.ptr, k.encode(), float(v))
+            if st:
+                raise self._ctx.error(st)
+        return a
+
+    def _outputs(self, a: "_Args", args: Sequence, out: Any, kind: Any, keep: list,
+                 sizes: Optional[dict]) -> list:
+        """Bind every output into a's tensor array (the caller's from out=,
+        in/out ones as their parameters, the rest allocated like the first
+        tensor argument); returns the output objects in order."""
+        n = self._nparams
+        tensors = a.tensors
+        slots = a.slots
         outs = self.outputs
         results = [None] * len(outs)
         given = self._bind_out(out) if out is not None else None
@@ -345,10 +392,10 @@ class Function:
             tensors[n + j] = ptr
             keep.append(k)
             results[j] = o
-        if kind is None:
-            kind, dev_type, dev_id = _tensors.NUMPY, _tensors.kDLCPU, 0
         if need_alloc:
-            key = tuple(key)
+            key = tuple(_shape_of(args[i], tensors[i]) for i, _ in self._tensor_idx)
+            if sizes:
+                key += (tuple(sorted(sizes.items())),)
             plan = self._shapes.get(key)
             if plan is None:
                 plan = self._infer(a, key)
@@ -359,19 +406,7 @@ class Function:
                     tensors[n + j] = ptr
                     keep.append(k)
                     results[j] = o
-        target = self._target_code
-        if target < 0:
-            target = 2 if dev_type == _tensors.kDLCUDA else 1
-        ap = a.ptr
-        if dev_type == _tensors.kDLCUDA:
-            self._cuda_setup(a, kind, dev_id)
-        st = _L.tsl_args_bind(ap, tensors, a.scalars)
-        if not st:
-            st = _L.tsl_program_run(self._prog.ptr, ap, target)
-        if st:
-            raise self._ctx.error(st)
-        del keep
-        return results[0] if len(results) == 1 else tuple(results)
+        return results
 
     def _cuda_setup(self, a: _Args, kind: Any, dev_id: int) -> None:
         """The stream, allocator and sync mode of a GPU run on a's C args."""
