@@ -955,7 +955,11 @@ tsl_status rt_cuda_set_stream(rt_cuda_device *dev, void *stream, tsl_diag *d)
     tsl_status st = cuda_enter(dev, d);
     if (st != TSL_OK) return st;
     uintptr_t h = (uintptr_t)stream;
-    if (h > 2) {
+    int capturing = 0;
+    /* a stream being captured into a graph is asked nothing but whether it
+     * is capturing (a capture-safe query); its context goes unchecked */
+    if (h > 2 && cu.StreamIsCapturing((CUstream)stream, &capturing) != CUDA_SUCCESS) capturing = 0;
+    if (h > 2 && !capturing) {
         CUcontext c = NULL;
         CUresult r = cu.StreamGetCtx((CUstream)stream, &c);
         if (r != CUDA_SUCCESS) return cuda_check(d, dev, r, "cuStreamGetCtx", __FILE__, __LINE__);

@@ -104,6 +104,7 @@ enum { NVRTC_SUCCESS = 0, NVRTC_ERROR_COMPILATION = 6 };
     X(MemFreeAsync, "cuMemFreeAsync", CUresult, (CUdeviceptr p, CUstream s)) \
     X(StreamSynchronize, "cuStreamSynchronize", CUresult, (CUstream s)) \
     X(StreamGetCtx, "cuStreamGetCtx", CUresult, (CUstream s, CUcontext * ctx)) \
+    X(StreamIsCapturing, "cuStreamIsCapturing", CUresult, (CUstream s, int *status)) \
     X(EventCreate, "cuEventCreate", CUresult, (CUevent * e, unsigned flags)) \
     X(EventRecord, "cuEventRecord", CUresult, (CUevent e, CUstream stream)) \
     X(EventSynchronize, "cuEventSynchronize", CUresult, (CUevent e)) \
