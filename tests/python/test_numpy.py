@@ -355,3 +355,54 @@ def test_help_is_a_tutorial():
     failed, tried = doctest.testmod(tessel, verbose=False)
     assert tried >= 5 and failed == 0
     assert tessel.compile.__doc__ and tessel.Function.__call__ and tessel.layout.__doc__
+
+
+class Producer:
+    """A minimal DLPack producer that is neither NumPy nor torch."""
+
+    def __init__(self, a):
+        self.a = a
+        self.shape = a.shape
+
+    def __dlpack__(self, stream=None, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def test_any_dlpack_producer(rng):
+    f = tessel.compile(MM)
+    A, B = rand(rng, (5, 3)), rand(rng, (3, 4))
+    C = f(Producer(A), Producer(B))
+    assert isinstance(C, np.ndarray)
+    np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-5, atol=1e-6)
+    out = poisoned((5, 4))
+    f(Producer(A), B, out=Producer(out))
+    np.testing.assert_allclose(out, C, rtol=1e-6)
+
+
+def test_junk_never_crashes(rng):
+    """Whatever is passed, the answer is a tessel.Error (or the TypeError a
+    Python function would raise), never a crash."""
+    f = tessel.compile("def f(float(N,K) A, float a) -> (B) { B(n,k) = A(n,k) * a }")
+    good = rand(rng, (3, 2))
+    junk = [None, 1, 2.5, "x", b"x", [1.0], {}, object(), np.float32(1), np.zeros((), np.float32),
+            np.zeros((2, 2, 2), np.float32), np.zeros((3, 2), np.complex64), np.zeros((3, 2), "U1"),
+            np.zeros((3, 2), np.float64), np.zeros((0, 5), np.float32), np.zeros((1,) * 9, np.float32),
+            good.T, good[::-1], float("nan")]
+    for x in junk:
+        for call in (lambda: f(x, 1.0), lambda: f(good, x), lambda: f(good, 1.0, out=x),
+                     lambda: f(A=x, a=x), lambda: f(good, 1.0, out=(x,)), lambda: f(good, 1.0, out={"B": x})):
+            try:
+                call()
+            except (tessel.Error, TypeError):
+                pass
+    for src in ["", "def", "def f(", "\x00", "def f(float(N) A) -> (B) { B(i) = A(i) " * 50]:
+        with pytest.raises((tessel.Error, TypeError)):
+            tessel.compile(src)
+    with pytest.raises(tessel.ArgumentError):
+        tessel.compile(b"def f(float(N) A) -> (B) { B(i) = A(i) }")
+    for e in ["", "(", "((((((((((", "local(0)", "compose(1,2,3)", "x" * 10000]:
+        with pytest.raises(tessel.Error):
+            tessel.layout(e)
