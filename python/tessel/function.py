@@ -44,9 +44,9 @@ class _Context:
         return error_for(_lib.STATUS_NAMES[status] if 0 <= status < len(_lib.STATUS_NAMES)
                          else "TSL_ERR_INTERNAL", msg.decode("utf-8", "replace"))
 
-    def __del__(self) -> None:
+    def __del__(self, _free=_L.tsl_context_free) -> None:  # bound now: globals may be gone at exit
         if getattr(self, "ptr", None):
-            _L.tsl_context_free(self.ptr)
+            _free(self.ptr)
             self.ptr = None
 
 
@@ -70,9 +70,9 @@ class _Program:
         self.ctx = ctx
         self.ptr = ptr
 
-    def __del__(self) -> None:
+    def __del__(self, _free=_L.tsl_program_free) -> None:
         if getattr(self, "ptr", None):
-            _L.tsl_program_free(self.ptr)
+            _free(self.ptr)
             self.ptr = None
 
 
@@ -91,9 +91,9 @@ class _Args:
         self.allocator = None   # the tsl_allocator last set (kept alive here)
         self.sync = 0
 
-    def __del__(self) -> None:
+    def __del__(self, _free=_L.tsl_args_free) -> None:
         if getattr(self, "ptr", None):
-            _L.tsl_args_free(self.ptr)
+            _free(self.ptr)
             self.ptr = None
 
 
