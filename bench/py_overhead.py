@@ -11,9 +11,10 @@ On a tiny kernel (C = A + B on 4 elements), after a warm-up call, times:
             n = 0) through ctypes: the Python layer measured directly (the
             two rows above are each noisy on a busy machine);
   ctypes-nop  one ctypes call of libc abs, to tell a loaded machine.
-Each is the median of 7 batches of N calls (wall clock; on CUDA the calls
-are asynchronous and the batch ends with a synchronize, so the figure is the
-host time per call as long as the GPU keeps up). Beside it, torch.add on the
+Each is the best of 15 batches of N calls (wall clock; the best, not the
+median, because a shared machine's interference only adds time; on CUDA the
+calls are asynchronous and the batch ends with a synchronize, so the figure
+is the host time per call as long as the GPU keeps up). Beside it, torch.add on the
 same tensors. The results are checked first. On CUDA it then records 20 calls
 with the PyTorch profiler and prints every event: no memcpy and no copy
 kernel may appear, only tessel's kernel.
@@ -21,7 +22,6 @@ kernel may appear, only tessel's kernel.
     PYTHONPATH=python python3 bench/py_overhead.py [--cpu-only] [--n 20000]
 """
 import argparse
-import statistics
 import sys
 import time
 
@@ -35,14 +35,14 @@ ADD = "def add(float(N) A, float(N) B) -> (C) { C(i) = A(i) + B(i) }"
 
 def timeit(fn, n, sync=None):
     samples = []
-    for _ in range(7):
+    for _ in range(15):
         t0 = time.perf_counter()
         for _ in range(n):
             fn()
         if sync:
             sync()
         samples.append((time.perf_counter() - t0) / n * 1e6)
-    return statistics.median(samples)
+    return min(samples)
 
 
 def c_run_only(f, *tensors):

@@ -47,7 +47,8 @@ int64_t api_shape_numel(int rank, const int64_t *shape);
 tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *what,
                             tsl_dtype *dtype);
 /* The same, also accepting CUDA tensors (kDLCUDA), which must then be
- * C-contiguous (a dim of extent 1 may have any stride). */
+ * C-contiguous (a dim of extent 1 may have any stride). With ctx NULL only
+ * the status (no message; `what` is not read). */
 tsl_status api_tensor_check_device(tsl_context *ctx, const DLTensor *t, const char *what, tsl_dtype *dtype);
 
 /* Element strides of t (C order when t->strides is NULL). */

@@ -141,6 +141,18 @@ static const lang_tensor *args_find(tsl_args *a, const char *name, const char *f
     return t;
 }
 
+/* api_tensor_check_device, the message ("tensor 'A'") formatted only when
+ * there is an error: binding runs on every call of a language binding,
+ * and formatting the name cost two thirds of it. */
+static tsl_status args_check_tensor(tsl_context *ctx, const DLTensor *t, const char *kind, const char *name,
+                                    tsl_dtype *dt)
+{
+    if (api_tensor_check_device(NULL, t, NULL, dt) == TSL_OK) return TSL_OK;
+    char what[160];
+    snprintf(what, sizeof what, "%s '%s'", kind, name);
+    return api_tensor_check_device(ctx, t, what, dt);
+}
+
 /* Check a caller's tensor against parameter lt's declaration (host memory,
  * dtype, rank). Run at binding and again at every infer, since the
  * descriptor is borrowed and may have been changed in between. */
@@ -149,10 +161,8 @@ static tsl_status args_check_input(tsl_args *a, const lang_tensor *lt, const DLT
     tsl_context *ctx = a->p->ctx;
     const char *name = lt->name;
     tsl_status st;
-    char what[160];
-    snprintf(what, sizeof what, "tensor '%s'", name);
     tsl_dtype dt;
-    if ((st = api_tensor_check_device(ctx, t, what, &dt))) return st;
+    if ((st = args_check_tensor(ctx, t, "tensor", name, &dt))) return st;
     if (dt != lt->dtype)
         return api_error(ctx, TSL_ERR_ARG, "parameter '%s' is %s but the tensor given is %s",
                          name, tsl_dtype_name(lt->dtype), tsl_dtype_name(dt));
@@ -248,10 +258,8 @@ tsl_status tsl_args_bind(TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *t
             continue;
         }
         if (t) {
-            char what[160];
             tsl_dtype dt;
-            snprintf(what, sizeof what, "output '%s'", lt->name);
-            if ((st = api_tensor_check_device(ctx, t, what, &dt))) return st;
+            if ((st = args_check_tensor(ctx, t, "output", lt->name, &dt))) return st;
             if (dt != lt->dtype)
                 return api_error(ctx, TSL_ERR_ARG, "output '%s' is %s but the tensor given is %s",
                                  lt->name, tsl_dtype_name(lt->dtype), tsl_dtype_name(dt));
@@ -415,10 +423,8 @@ int64_t tsl_args_reduction_length(TSL_KEEP tsl_args *a, TSL_KEEP const char *nam
 static tsl_status args_check_output(tsl_args *a, const lang_tensor *lt, const DLTensor *t)
 {
     tsl_context *ctx = a->p->ctx;
-    char what[160];
-    snprintf(what, sizeof what, "output '%s'", lt->name);
     tsl_dtype dt;
-    tsl_status st = api_tensor_check_device(ctx, t, what, &dt);
+    tsl_status st = args_check_tensor(ctx, t, "output", lt->name, &dt);
     if (st) return st;
     if (dt != lt->dtype)
         return api_error(ctx, TSL_ERR_ARG, "output '%s' is %s but the tensor given is %s",
