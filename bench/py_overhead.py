@@ -11,10 +11,11 @@ On a tiny kernel (C = A + B on 4 elements), after a warm-up call, times:
             n = 0) through ctypes: the Python layer measured directly (the
             two rows above are each noisy on a busy machine);
   ctypes-nop  one ctypes call of libc abs, to tell a loaded machine.
-Each is the best of 15 batches of N calls (wall clock; the best, not the
-median, because a shared machine's interference only adds time; on CUDA the
-calls are asynchronous and the batch ends with a synchronize, so the figure
-is the host time per call as long as the GPU keeps up). Beside it, torch.add on the
+Each is the best of 40 batches of about 2 ms (at most N calls): short enough
+to fit in one time slice of a shared machine, and the best because
+interference only adds time. On CUDA the calls are asynchronous and a batch
+ends with a synchronize, so the figure is the host time per call as long as
+the GPU keeps up. Beside it, torch.add on the
 same tensors. The results are checked first. On CUDA it then records 20 calls
 with the PyTorch profiler and prints every event: no memcpy and no copy
 kernel may appear, only tessel's kernel.
@@ -34,15 +35,25 @@ ADD = "def add(float(N) A, float(N) B) -> (C) { C(i) = A(i) + B(i) }"
 
 
 def timeit(fn, n, sync=None):
-    samples = []
-    for _ in range(15):
+    """Best per-call time over 40 batches of about 2 ms each (n caps the
+    batch): a batch short enough to fit in one time slice of a shared
+    machine, and the best of many, since interference only adds time."""
+    t0 = time.perf_counter()
+    for _ in range(10):
+        fn()
+    if sync:
+        sync()
+    per = (time.perf_counter() - t0) / 10
+    batch = max(5, min(n, int(2e-3 / max(per, 1e-9))))
+    best = float("inf")
+    for _ in range(40):
         t0 = time.perf_counter()
-        for _ in range(n):
+        for _ in range(batch):
             fn()
         if sync:
             sync()
-        samples.append((time.perf_counter() - t0) / n * 1e6)
-    return min(samples)
+        best = min(best, (time.perf_counter() - t0) / batch * 1e6)
+    return best
 
 
 def c_run_only(f, *tensors):

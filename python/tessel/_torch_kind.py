@@ -23,6 +23,7 @@ DL_OF = {t: _tensors.DL_CODES[n] for n, t in _TORCH_DTYPES.items()}
 TORCH_DTYPES = _TORCH_DTYPES
 
 _structs = _tensors._SLOT_STRUCTS
+_strided = torch.strided
 
 
 class TorchKind(_tensors.Kind):
@@ -51,17 +52,17 @@ def describe(x: torch.Tensor, slot: _tensors.Slot, write: bool, what: str):
     dl = DL_OF.get(x.dtype)
     if dl is None:
         raise ArgumentError(f"{what}: torch dtype {x.dtype} is not a tessel dtype")
-    if x.layout is not torch.strided:
+    if x.layout is not _strided:
         raise ArgumentError(f"{what}: only strided (dense) tensors are accepted, not {x.layout}")
-    if x.is_cuda:
+    if x.is_cpu:
+        dev_type, dev_id, kind = _tensors.kDLCPU, 0, _CPU
+    elif x.is_cuda:
         dev_type, dev_id = _tensors.kDLCUDA, x.get_device()
         kind = kind_for_device(dev_id)
         if not write and not x.is_contiguous():
             # device tensors are used in place and must be dense: torch makes
             # one contiguous copy of a strided input, on the current stream
             x = x.contiguous()
-    elif x.device.type == "cpu":
-        dev_type, dev_id, kind = _tensors.kDLCPU, 0, _CPU
     else:
         raise ArgumentError(f"{what}: tensors on device '{x.device}' are not supported (cpu and cuda are)")
     if x.is_conj() or x.is_neg():

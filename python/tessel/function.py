@@ -108,17 +108,23 @@ class Param(NamedTuple):
     is_output: bool     # listed in -> (...) (in/out ones too)
 
 
+# type -> describer, filled as types are met (subclasses included)
+_DESCRIBERS: dict = {np.ndarray: _tensors.describe_numpy}
+
+
 def _describe_any(x: Any, slot: _tensors.Slot, write: bool, what: str):
+    fn = _DESCRIBERS.get(type(x))
+    if fn is not None:
+        return fn(x, slot, write, what)
     t = type(x)
-    if t is np.ndarray:
-        return _tensors.describe_numpy(x, slot, write, what)
-    mod = t.__module__
-    if mod.startswith("torch"):
+    if t.__module__.startswith("torch"):
         from . import _torch_kind
         import torch
         if isinstance(x, torch.Tensor):
+            _DESCRIBERS[t] = _torch_kind.describe
             return _torch_kind.describe(x, slot, write, what)
     if isinstance(x, np.ndarray):
+        _DESCRIBERS[t] = _tensors.describe_numpy
         return _tensors.describe_numpy(x, slot, write, what)
     if hasattr(x, "__dlpack__"):
         return _tensors.describe_dlpack(x, slot, write, what)
