@@ -34,13 +34,27 @@ _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _VERSIONED_TENSOR_OFFSET = 32
 _FLAG_READ_ONLY = 1
 
-# tessel dtype name -> (DLPack code, bits)
-DL_CODES = {
-    "float16": (2, 16), "bfloat16": (4, 16), "float32": (2, 32), "float64": (2, 64),
-    "int8": (0, 8), "int16": (0, 16), "int32": (0, 32), "int64": (0, 64),
-    "uint8": (1, 8), "uint16": (1, 16), "uint32": (1, 32), "uint64": (1, 64), "bool": (6, 8),
-}
-NUMPY_DTYPES = {name: np.dtype(name) for name in DL_CODES if name != "bfloat16"}
+def _dl_codes() -> dict:
+    """tessel dtype name -> (DLPack code, bits), every dtype the library
+    has (the low-bit ones included), in its enum order."""
+    from . import _lib
+    L = _lib.lib
+    L.tsl_dtype_to_dlpack.restype = _lib.DLDataType
+    L.tsl_dtype_to_dlpack.argtypes = [ctypes.c_int]
+    codes = {}
+    for i in range(256):
+        name = L.tsl_dtype_name(i)
+        if not name or name == b"?":
+            break
+        d = L.tsl_dtype_to_dlpack(i)
+        codes[name.decode()] = (d.code, d.bits)
+    return codes
+
+
+DL_CODES = _dl_codes()
+NUMPY_DTYPES = {name: np.dtype(name) for name in
+                ("float16", "float32", "float64", "int8", "int16", "int32", "int64",
+                 "uint8", "uint16", "uint32", "uint64", "bool")}
 
 # ---- the per-thread slot buffer a torch tensor is written into ------------
 # DLTensor (48 bytes: data, device type/id, ndim, dtype code/bits/lanes,
@@ -100,7 +114,7 @@ def describe_numpy(x: np.ndarray, slot: Slot, write: bool, what: str) -> tuple[i
     except (BufferError, TypeError):
         if x.dtype.name not in NUMPY_DTYPES:  # object, complex, datetime, ...
             raise ArgumentError(f"{what}: NumPy dtype {x.dtype} is not a tessel dtype "
-                                f"({', '.join(DL_CODES)})") from None
+                                f"({', '.join(NUMPY_DTYPES)} from NumPy)") from None
         ptr, cap = _capsule(x, write, what)  # read-only: through DLPack 1.0
         return ptr, cap, NUMPY, kDLCPU, 0
 

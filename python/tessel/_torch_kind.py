@@ -18,6 +18,9 @@ _TORCH_DTYPES = {
 for _n in ("uint16", "uint32", "uint64"):
     if hasattr(torch, _n):
         _TORCH_DTYPES[_n] = getattr(torch, _n)
+for _n, _t in (("float8e4m3", "float8_e4m3fn"), ("float8e5m2", "float8_e5m2")):
+    if hasattr(torch, _t) and _n in _tensors.DL_CODES:
+        _TORCH_DTYPES[_n] = getattr(torch, _t)
 # torch dtype -> (DLPack code, bits)
 DL_OF = {t: _tensors.DL_CODES[n] for n, t in _TORCH_DTYPES.items()}
 TORCH_DTYPES = _TORCH_DTYPES
@@ -33,7 +36,10 @@ class TorchKind(_tensors.Kind):
         self.device = device
 
     def empty(self, shape: tuple, dtype: str, like: Any) -> Any:
-        return torch.empty(shape, dtype=_TORCH_DTYPES[dtype], device=self.device)
+        t = _TORCH_DTYPES.get(dtype)
+        if t is None:
+            raise ArgumentError(f"torch has no {dtype}: pass the output with out=")
+        return torch.empty(shape, dtype=t, device=self.device)
 
 
 _CPU = TorchKind(torch.device("cpu"))

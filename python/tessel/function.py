@@ -480,7 +480,7 @@ def _output_shapes(f: "Function", shapes: Sequence[Sequence[int]], sizes: Option
             raise f._ctx.error(st)
     for i, shape in zip(tparams, shapes):
         shape = tuple(int(d) for d in shape)
-        code, bits = _tensors.DL_CODES[f.params[i].dtype]
+        code, bits = _tensors.DL_CODES[f.params[i].dtype]  # every dtype the library has
         slot = a.slots[i]
         r = len(shape)
         if r > _lib.MAX_RANK:

@@ -53,6 +53,21 @@ def test_cpu_dtypes(dt):
         torch.testing.assert_close(C, A * B + A)
 
 
+@pytest.mark.parametrize("tc,tname", [("float8e4m3", "float8_e4m3fn"), ("float8e5m2", "float8_e5m2")])
+def test_cpu_float8(tc, tname):
+    if not hasattr(torch, tname):
+        pytest.skip(f"torch has no {tname}")
+    tdt = getattr(torch, tname)
+    f = tessel.compile(f"def f({tc}(N) A, float(N) B) -> (C, D) {{\n  C(i) = float32(A(i)) * B(i)\n"
+                       f"  D(i) = {tc}(B(i))\n}}")
+    A = torch.randn(53).to(tdt)
+    B = torch.randn(53)
+    C, D = f(A, B)
+    assert D.dtype == tdt
+    torch.testing.assert_close(C, A.float() * B, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(D.float(), B.to(tdt).float(), rtol=0, atol=0)
+
+
 def test_cpu_zero_copy_and_views():
     f = tessel.compile(MM)
     A, B = torch.randn(13, 7), torch.randn(7, 31)
