@@ -46,9 +46,9 @@ generated CUDA on PyTorch's current stream. ``target="interp"`` runs the
 reference interpreter (the oracle for every result); ``target="cuda"`` on
 host tensors copies them to the GPU and back.
 
-Every dtype of the language is accepted: float16, bfloat16 (torch),
-float32, float64, int8..int64, uint8..uint64 and bool. A tensor's dtype
-must be the one the def declares.
+The dtypes: float16, bfloat16 (torch), float32, float64, int8..int64,
+uint8..uint64, bool, and float8e4m3 / float8e5m2 (torch's float8_e4m3fn /
+float8_e5m2). A tensor's dtype must be the one the def declares.
 
 Errors
 ------
