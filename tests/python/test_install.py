@@ -8,7 +8,7 @@ import venv
 
 import pytest
 
-from conftest import ROOT
+from pyhelpers import ROOT
 
 
 def test_pip_install_in_fresh_venv(tmp_path):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tessel
-from conftest import rand
+from pyhelpers import rand
 
 MM = """def mm(float(M,K) A, float(K,N) B) -> (C) {
   C(m,n) +=! A(m,k) * B(k,n)
@@ -283,7 +283,7 @@ def test_gather_bounds_error(rng):
 
 
 def test_cuda_without_gpu(rng):
-    from conftest import has_gpu
+    from pyhelpers import has_gpu
     if has_gpu():
         pytest.skip("a GPU is present")
     f = tessel.compile(MM, target="cuda")
