@@ -25,7 +25,7 @@ typedef struct args_slot {
 
 /* An output the args allocated, on the run's device: through the caller's
  * allocator when one is set, else aligned_alloc (host, zeroed) or
- * cuMemAlloc (CUDA, via compiled_cuda.c). */
+ * cuMemAlloc (CUDA, via compiled.c). */
 typedef struct args_out {
     DLTensor t; /* first member: what tsl_args_output returns */
     int64_t shape[TSL_MAX_RANK];
@@ -266,6 +266,28 @@ tsl_status tsl_args_bind(TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *t
         }
         a->slot[lt->index].user_out = t;
     }
+    args_invalidate(a);
+    return TSL_OK;
+}
+
+tsl_status tsl_args_set_size(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, int64_t value)
+{
+    if (!a) return TSL_ERR_ARG;
+    const lang_def *def = a->p->def;
+    int sym = name ? lang_def_size_slot(def, name) : -1;
+    if (sym < 0) {
+        strbuf b = {0};
+        for (int s = 0; s < def->nsizes; s++) sb_printf(&b, "%s%s", s ? ", " : "", def->sizes[s]);
+        tsl_status st = api_error(a->p->ctx, TSL_ERR_ARG, "'%s' has no size named %s (%s%s)", def->name,
+                                  name ? name : "(null)", def->nsizes ? "its sizes: " : "it has no size symbols",
+                                  sb_str(&b));
+        sb_free(&b);
+        return st;
+    }
+    if (value < 0 || value > (int64_t)4e18)
+        return api_error(a->p->ctx, TSL_ERR_ARG, "size %s must be a non-negative integer, got %lld", name,
+                         (long long)value);
+    a->size_set[sym] = value;
     args_invalidate(a);
     return TSL_OK;
 }
@@ -755,8 +777,8 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
     tsl_diag *d = api_diag(ctx);
     diag_reset(d);
     if (dv.device_type == kDLCUDA) {
-        st = api_compiled_cuda_run_device(p, a->bound, views, dv.device_id, a->stream, a->al.alloc ? &a->al : NULL,
-                                          a->sync, d);
+        st = api_compiled_run_device(p, a->bound, views, dv.device_id, a->stream, a->al.alloc ? &a->al : NULL, a->sync,
+                                     d);
     } else if (target == TSL_TARGET_INTERP) {
         st = interp_run(a->bound, views, d);
     } else {
@@ -767,8 +789,7 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         if (!st) st = args_carry(p, cv, owned);
         if (!st) {
             diag_reset(d);
-            st = target == TSL_TARGET_CPU ? api_compiled_run(p, a->bound, cv, d)
-                                          : api_compiled_cuda_run(p, a->bound, cv, d);
+            st = api_compiled_run(p, target, a->bound, cv, d);
         }
         if (owned) args_uncarry(p, views, owned, st == TSL_OK);
         free(owned);
