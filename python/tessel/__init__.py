@@ -72,9 +72,17 @@ Subclasses: ``CompileError`` (source and generated code), ``ShapeError``
 Looking inside
 --------------
 ``f.emit(what)`` prints a stage of the compiler: ``"ast"``, ``"ranges"``,
-``"graph"``, ``"tile"`` (the tile IR and launch plan), ``"c"``, ``"cuda"``
-and ``"ptx"``. ``tessel.layout("local(2,1).spatial(8,4)")`` prints a
+``"graph"``, ``"tile"`` (the tile IR and launch plan), ``"expand"``,
+``"select"``, ``"source"``, ``"plan"`` (the launch plan as the executor runs
+it), ``"c"``, ``"cuda"`` and ``"ptx"``. ``tessel.layout("local(2,1).spatial(8,4)")`` prints a
 layout's mapping as ``tessel layout`` does.
+
+Options
+-------
+``tessel.compile(src, options="cpu.threads=1")`` (or a dict) sets the
+strategies' choices — tile sizes, threads, pipelines — for that function;
+``tessel.options_space()`` lists them and ``f.options`` shows those in
+effect. The defaults are the built-in plans.
 
 PyTorch
 -------
@@ -92,11 +100,11 @@ from __future__ import annotations
 
 from .errors import (ArgumentError, BoundsError, CompileError, Error, FileError, InternalError,
                      OutOfMemoryError, RuntimeError, ShapeError, UnavailableError)
-from .function import Function, Param, compile, compile_file, layout
+from .function import Function, Param, compile, compile_file, layout, options_space
 from ._lib import library_path
 
 __version__ = "0.1.0"
 
-__all__ = ["compile", "compile_file", "layout", "Function", "Param", "Error", "CompileError",
+__all__ = ["compile", "compile_file", "layout", "options_space", "Function", "Param", "Error", "CompileError",
            "ShapeError", "ArgumentError", "BoundsError", "UnavailableError", "RuntimeError",
            "OutOfMemoryError", "FileError", "InternalError", "library_path", "__version__"]

@@ -218,22 +218,69 @@ class Function:
     def __repr__(self) -> str:
         return f"<tessel.Function {self.name}{self._decl()} target={self.target or 'auto'}>"
 
+    @property
+    def options(self) -> str:
+        """The options in effect, as canonical text: only what differs from
+        the defaults (``""`` for the built-in plans)."""
+        return (_L.tsl_program_options(self._prog.ptr) or b"").decode()
+
     def emit(self, what: str = "tile") -> str:
         """The program as text at one stage of the compiler:
 
         ``"ast"`` (the checked program), ``"ranges"`` (every inferred range),
         ``"graph"`` (ops and kernel groups), ``"tile"`` (the scheduled tile
         IR and launch plan for this function's target; ``"tile:cpu"`` /
-        ``"tile:cuda"`` name one), ``"c"`` (generated C), ``"cuda"``
-        (generated CUDA C), ``"ptx"`` (NVRTC's PTX; needs NVRTC, not a GPU).
+        ``"tile:cuda"`` name one), ``"expand"`` (pipelines expanded),
+        ``"select"`` (after instruction selection), ``"source"`` (the
+        generated code), ``"plan"`` (the launch plan the executor runs) —
+        each of these with ``:cpu`` or ``:cuda``, and for CUDA an arch
+        (``"plan:cuda:sm_90a"``; default sm_80) —, ``"c"`` (generated C),
+        ``"cuda"`` (generated CUDA C), ``"ptx"`` (NVRTC's PTX; needs NVRTC,
+        not a GPU). The compile options apply.
         """
-        if what == "tile":
-            what = "tile:cuda" if self.target == "cuda" else "tile:cpu"
+        if what in ("tile", "expand", "select", "source", "plan"):
+            what += ":cuda" if self.target == "cuda" else ":cpu"
         out = ctypes.c_void_p()
         st = _L.tsl_program_emit(self._prog.ptr, what.encode(), ctypes.byref(out))
         if st:
             raise self._ctx.error(st)
         return _lib.take_string(out)
+
+    def bench(self, *args: Any, reps: int = 50, warmup: int = 3, out: Any = None, **kwargs: Any) -> float:
+        """Median milliseconds of ``reps`` calls ``f(*args, out=out, **kwargs)``
+        after ``warmup`` ones (the first call compiles): the whole call, the
+        Python layer and the kernels. Calls on CUDA tensors are timed with
+        CUDA events on PyTorch's current stream, others with the monotonic
+        clock. The C API has no benchmark entry point; this times calls as
+        a user makes them (``tessel run --bench`` times kernels alone).
+        """
+        import time
+        if reps < 1 or warmup < 0:
+            raise ArgumentError(f"bench: reps must be >= 1 and warmup >= 0, got {reps}, {warmup}")
+        for _ in range(max(warmup, 1)):
+            self(*args, out=out, **kwargs)
+        cuda = None
+        for x in list(args) + list(kwargs.values()):
+            if type(x).__module__.startswith("torch") and getattr(x, "is_cuda", False):
+                import torch
+                cuda = torch.cuda
+                break
+        times = []
+        if cuda is not None:
+            ev = [(cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)) for _ in range(reps)]
+            for e0, e1 in ev:
+                e0.record()
+                self(*args, out=out, **kwargs)
+                e1.record()
+            cuda.synchronize()
+            times = [e0.elapsed_time(e1) for e0, e1 in ev]
+        else:
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                self(*args, out=out, **kwargs)
+                times.append((time.perf_counter() - t0) * 1e3)
+        times.sort()
+        return times[len(times) // 2]
 
     def output_shapes(self, *shapes: Sequence[int], **sizes: int) -> list:
         """[(shape, dtype)] of every output (``-> (...)`` order) when the
@@ -516,8 +563,19 @@ class _Missing:
 _MISSING = _Missing()
 
 
+def _options_text(options: Union[str, dict, None]) -> str:
+    if options is None:
+        return ""
+    if isinstance(options, dict):
+        return ",".join(f"{k}={v}" for k, v in options.items())
+    if isinstance(options, str):
+        return options
+    raise ArgumentError(f"tessel.compile: options must be a str ('key=value,...') or a dict, "
+                        f"not {type(options).__name__}")
+
+
 def compile(src: str, entry: Optional[str] = None, target: Optional[str] = None, *,
-            filename: str = "<tc>") -> Function:
+            options: Union[str, dict, None] = None, filename: str = "<tc>") -> Function:
     """Compile one ``def`` of Tensor Comprehensions source.
 
     Args:
@@ -525,6 +583,10 @@ def compile(src: str, entry: Optional[str] = None, target: Optional[str] = None,
         entry: the def to compile; None means the only one.
         target: ``"cpu"``, ``"cuda"`` or ``"interp"`` (the reference
             interpreter); None chooses per call from the tensors' device.
+        options: the strategies' choices, as ``"key=value,..."`` text or a
+            dict (``{"cpu.threads": 1}``); ``tessel.options_space()`` lists
+            every key, its default and its values. None: the built-in plans.
+            A bad key or value raises ``ArgumentError`` naming it.
         filename: the name diagnostics give the source.
 
     Returns a ``Function``. Errors in the source raise ``CompileError`` whose
@@ -538,13 +600,28 @@ def compile(src: str, entry: Optional[str] = None, target: Optional[str] = None,
         raise ArgumentError(f"tessel.compile: target must be 'cpu', 'cuda', 'interp' or None, not {target!r}")
     if "\0" in src:
         raise ArgumentError("tessel.compile: the source contains a NUL character")
+    opts = _options_text(options)
+    if "\0" in opts:
+        raise ArgumentError("tessel.compile: the options contain a NUL character")
     ctx = _context()
     out = ctypes.c_void_p()
     st = _L.tsl_program_compile(ctx.ptr, src.encode(), filename.encode(),
                                 entry.encode() if entry is not None else None, ctypes.byref(out))
     if st:
         raise ctx.error(st)
-    return Function(_Program(ctx, out.value), target, src, filename)
+    prog = _Program(ctx, out.value)
+    if opts:
+        st = _L.tsl_program_set_options(prog.ptr, opts.encode())
+        if st:
+            raise ctx.error(st)
+    return Function(prog, target, src, filename)
+
+
+def options_space() -> str:
+    """Every option ``tessel.compile(..., options=)`` takes: one line per
+    key with its target, default, values and meaning (what ``tessel tune
+    --space`` prints)."""
+    return _lib.take_string(ctypes.c_void_p(_L.tsl_options_space()))
 
 
 def compile_file(path: Union[str, os.PathLike], entry: Optional[str] = None,

@@ -325,14 +325,52 @@ def test_introspection_and_emit():
     assert [o.name for o in f.outputs] == ["C"]
     assert f.output_shapes((3, 4), (4, 5)) == [((3, 5), "float32")]
     assert "C(m, n)" in f.emit("ast") or "C(m,n)" in f.emit("ast")
-    for what in ["ranges", "graph", "tile", "tile:cuda", "c", "cuda"]:
+    for what in ["ranges", "graph", "tile", "tile:cuda", "c", "cuda", "expand", "select", "source",
+                 "plan", "plan:cuda", "plan:cuda:sm_90a"]:
         assert len(f.emit(what)) > 20, what
+    assert "launch 0:" in f.emit("plan") and "tsl_cuda_" in f.emit("plan:cuda")
     assert "void" in f.emit("c")
     try:
         assert ".entry" in f.emit("ptx")
     except tessel.UnavailableError:
         pass
     assert "mm" in repr(f) and "float32(M,K) A" in repr(f)
+
+
+def test_options(rng):
+    """Options as text or a dict: the canonical text back, results still
+    right (small blocks, one thread, sizes no block divides), bad ones
+    named."""
+    space = tessel.options_space()
+    assert "contract.cpu.bm" in space and "cpu.threads" in space
+    assert tessel.compile(MM).options == ""
+    f = tessel.compile(MM, options={"contract.cpu.bm": 48, "contract.cpu.bn": 32, "cpu.threads": 1},
+                       target="cpu")
+    g = tessel.compile(MM, options="cpu.threads=1,contract.cpu.bn=32,contract.cpu.bm=48", target="cpu")
+    assert f.options == g.options and "contract.cpu.bm=48" in f.options and "cpu.threads=1" in f.options
+    A, B = rand(rng, (37, 19)), rand(rng, (19, 23))
+    np.testing.assert_allclose(f(A, B), A.astype(np.float64) @ B, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(g(A, B), A.astype(np.float64) @ B, rtol=1e-4, atol=1e-5)
+    with pytest.raises(tessel.ArgumentError, match="contract.cpu.bogus"):
+        tessel.compile(MM, options="contract.cpu.bogus=3")
+    with pytest.raises(tessel.ArgumentError, match="cpu.threads"):
+        tessel.compile(MM, options={"cpu.threads": "many"})
+    with pytest.raises(tessel.ArgumentError, match="options must be"):
+        tessel.compile(MM, options=42)
+    h = tessel.compile(MM, options={"contract.cpu.bm": 16}, target="cpu")  # known, but 16 rows % 6
+    with pytest.raises(tessel.ArgumentError, match="not a whole number"):
+        h(A, B)
+
+
+def test_bench(rng):
+    f = tessel.compile(MM)
+    A, B = rand(rng, (17, 5)), rand(rng, (5, 3))
+    C = np.full((17, 3), np.nan, np.float32)
+    ms = f.bench(A, B, out=C, reps=7)
+    assert 0 < ms < 1000
+    np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-5, atol=1e-6)  # the calls ran
+    with pytest.raises(tessel.ArgumentError, match="reps"):
+        f.bench(A, B, reps=0)
 
 
 def test_layout():
