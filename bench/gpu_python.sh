@@ -4,12 +4,14 @@
 # device-tensor suite on the GPU, the Python tests (NumPy, torch CPU and
 # CUDA: streams, CUDA graphs, torch.compile, the profiler), the examples,
 # then bench/py_overhead.py (host overhead of a cached call, CPU and CUDA,
-# and the profiler's proof that no copy is on the call path).
+# and the profiler's proof that no copy is on the call path), then the CUDA
+# target's unit suites.
 #
 # The GPU machine has no DLPack/SQLite headers: build HERE, carry build/.
 #   here:   make -s -j2 all
-#   there:  bench/gpu_python.sh     carrying `build`
-#           e.g. run(command="bench/gpu_python.sh", carry=["build"], timeout_s=600)
+#   there:  bench/gpu_python.sh     carrying the library, CLI and unit tests
+#           e.g. run(command="bench/gpu_python.sh", timeout_s=600,
+#                    carry=["build/libtessel.so", "build/tessel", "build/unit_tests"])
 # Output lands in $OUT (or ./gpu-out)/python-*.txt; the exit status is the
 # number of failed steps.
 set -uo pipefail
@@ -54,6 +56,8 @@ step unit-device 120 build/unit_tests api_device api_call
 step pytest 300 env TESSEL_PY_INSTALLED=1 "$PY" -m pytest -q -p no:cacheprovider -rs tests/python/test_torch.py tests/python/test_numpy.py
 step examples 150 bash -c "for f in examples/python/*.py; do echo \"-- \$f\"; $PY \$f || exit 1; done"
 step overhead 120 "$PY" bench/py_overhead.py
+# the CUDA target's own suites (memsets and syncs on the device's stream)
+step unit-cuda 180 build/unit_tests cuda_target runtime_cuda driver
 echo
 if [ ${#FAILED[@]} -eq 0 ]; then echo "gpu_python.sh: all steps ok"; else echo "gpu_python.sh: failed steps: ${FAILED[*]}"; fi
 exit ${#FAILED[@]}

@@ -206,6 +206,7 @@ def test_cuda_current_stream():
         y = f(x)
     s.synchronize()
     assert bool((y == 42).all())
+    assert 0 < f.bench(x, reps=5) < 1000  # CUDA events on the current stream
 
 
 @cuda_only
@@ -220,6 +221,9 @@ def attention(float(B,T,D) Q, float(B,T,D) K, float(B,T,D) V) -> (O) {
   O(b,i,e) +=! p(b,i,j) * V(b,j,e)
   O(b,i,e) = O(b,i,e) / den(b,i)
 }"""), "tessel_tests::attention_graph")
+    # a full reduction: its partials are a scratch buffer taken per run
+    tot = tessel.torch.op(tessel.compile("def total(float(N,M) X) -> (S) {\n  S() +=! X(n,m)\n}"),
+                          "tessel_tests::total_graph")
     x = torch.randn(64, 257, device="cuda")
     q, k, v = (torch.randn(3, 37, 16, device="cuda") for _ in range(3))
     s = torch.cuda.Stream()
@@ -227,11 +231,13 @@ def attention(float(B,T,D) Q, float(B,T,D) K, float(B,T,D) V) -> (O) {
     with torch.cuda.stream(s):            # warm up: compile, allocate
         sm(x)
         att(q, k, v)
+        tot(x)
     torch.cuda.current_stream().wait_stream(s)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         y = sm(x) * 2
         o = att(q, k, v)
+        t = tot(x)
     for _ in range(3):
         x.copy_(torch.randn_like(x))
         q.copy_(torch.randn_like(q))
@@ -240,6 +246,38 @@ def attention(float(B,T,D) Q, float(B,T,D) K, float(B,T,D) V) -> (O) {
         torch.testing.assert_close(y, torch.softmax(x, -1) * 2, rtol=1e-5, atol=1e-6)
         ref = torch.softmax(q @ k.transpose(1, 2), -1) @ v
         torch.testing.assert_close(o, ref, rtol=1e-4, atol=1e-5)
+        assert t.shape == () and abs(float(t) - float(x.double().sum())) <= 1e-3 * (1 + float(x.abs().sum()))
+
+
+@cuda_only
+def test_cuda_two_streams():
+    """One function on two streams at once, each run with temporaries and
+    scratch of its own: no run sees the other's."""
+    f = tessel.compile("""
+def two(float(N,K) A, float(K,M) B) -> (Y, S) {
+  T(n,m) +=! A(n,k) * B(k,m)
+  U(n) max=! T(n,m)
+  Y(n,m) = T(n,m) - U(n)
+  S() +=! Y(n,m)
+}""")
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    inputs = [(torch.randn(67, 129, device="cuda"), torch.randn(129, 71 + 30 * i, device="cuda")) for i in range(2)]
+    outs = [[], []]
+    torch.cuda.synchronize()
+    for rep in range(20):
+        for i, st in enumerate(streams):
+            with torch.cuda.stream(st):
+                if rep == 0:
+                    torch.cuda._sleep(1_000_000)
+                outs[i].append(f(*inputs[i]))
+    torch.cuda.synchronize()
+    for i in range(2):
+        A, B = inputs[i]
+        T = A.double() @ B.double()
+        Y = T - T.max(1, keepdim=True).values
+        for y, s_ in outs[i]:
+            torch.testing.assert_close(y.double(), Y, rtol=1e-4, atol=1e-3)
+            assert abs(float(s_) - float(Y.sum())) <= 1e-4 * (1 + float(Y.abs().sum()))
 
 
 @cuda_only
