@@ -24,7 +24,9 @@
  * Device tensors (api_compiled_run_device): the same prepared executor on
  * the tensors' own device addresses, queued on the caller's stream, a
  * run's temporaries and scratch from the caller's allocator (else
- * cuMemAllocAsync on the stream); no copy and no wait unless asked.
+ * cuMemAllocAsync on the stream); no copy and no wait unless asked. An
+ * executor used while its stream was captured into a CUDA graph is never
+ * freed (the graph holds its kernels): evicted, it is retired, not freed.
  *
  * Emit: a stage of the same driver — "tile", "expand", "select", "source",
  * "plan", each with ":cpu" or ":cuda" (default the CPU) —, "c" / "cuda"
@@ -141,6 +143,7 @@ enum { PREPARED_MAX = 16 };
 typedef struct prepared {
     char *key; /* "<def name>\n<options>\n<source text>"; NULL: a free slot */
     drv_prepared *p;
+    int captured; /* its kernels were captured into a CUDA graph */
     uint64_t used;
 } prepared;
 
@@ -154,8 +157,26 @@ typedef struct target_state {
 
 static target_state states[2] = {{.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}};
 
+/* Executors whose kernels a CUDA graph captured: a graph may replay them
+ * (modules, error records) at any time, so they are never freed; one per
+ * captured program, kept for the process. Guarded by the CUDA state's lock. */
+static drv_prepared **retired;
+static int nretired, capretired;
+
 static void prepared_drop(prepared *e)
 {
+    if (e->captured && e->p) {
+        if (nretired == capretired) {
+            int cap = capretired ? 2 * capretired : 8;
+            drv_prepared **r = realloc(retired, sizeof *r * (size_t)cap);
+            if (r) {
+                retired = r;
+                capretired = cap;
+            }
+        }
+        if (nretired < capretired) retired[nretired++] = e->p;
+        e->p = NULL; /* (when out of memory: leaked, never freed under a graph) */
+    }
     drv_prepared_free(e->p);
     free(e->key);
     memset(e, 0, sizeof *e);
@@ -207,8 +228,11 @@ void api_compiled_forget(void)
     }
 }
 
-/* The prepared executor of p's def on target t (state s), made on a miss. */
-static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, tsl_diag *d, tsl_status *st)
+/* The prepared executor of p's def on target t (state s), made on a miss;
+ * `captured`: this run is being captured into a CUDA graph (the executor is
+ * then never freed). */
+static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, int captured, tsl_diag *d,
+                        tsl_status *st)
 {
     strbuf kb = {0};
     sb_printf(&kb, "%s\n%s\n%s", p->def->name, p->opt_text, p->src.text);
@@ -217,6 +241,7 @@ static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, ts
         prepared *e = &s->plans[i];
         if (e->key && !strcmp(e->key, sb_str(&kb))) {
             e->used = ++s->clock;
+            e->captured |= captured;
             sb_free(&kb);
             return drv_prepared_exec(e->p);
         }
@@ -231,6 +256,7 @@ static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, ts
     prepared_drop(slot);
     slot->key = sb_take(&kb);
     slot->p = pp;
+    slot->captured = captured;
     slot->used = ++s->clock;
     return drv_prepared_exec(pp);
 }
@@ -283,7 +309,7 @@ tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound 
         if (st) unavailable(t->name, d);
         s->dev = dev;
     }
-    rt_exec *e = st ? NULL : prepare(p, t, s, d, &st);
+    rt_exec *e = st ? NULL : prepare(p, t, s, 0, d, &st);
     if (!st) st = drv_run(e, b, views, d);
     if (st == TSL_ERR_BOUNDS) locate_bounds_error(b, views, d);
     if (st == TSL_ERR_RUNTIME && target == TSL_TARGET_CUDA && s->dev) {
@@ -388,7 +414,7 @@ tsl_status api_compiled_run_device(tsl_program *p, const lang_bound *b, const st
     pthread_mutex_lock(&s->mu);
     tsl_status st = device_open(s, device_id, d);
     if (!st) st = rt_cuda_set_stream(s->dev, stream, d);
-    rt_exec *e = st ? NULL : prepare(p, &drv_target_cuda, s, d, &st);
+    rt_exec *e = st ? NULL : prepare(p, &drv_target_cuda, s, rt_cuda_stream_capturing(s->dev), d, &st);
     device_mem m = {al, {kDLCUDA, device_id}, stream, s->dev};
     rt_mem mem = {device_mem_alloc, device_mem_free, &m};
     if (!st) st = drv_run_device_mem(e, b, ptrs, scalars, sync, &mem, d);

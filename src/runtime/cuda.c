@@ -215,6 +215,7 @@ struct rt_cuda_device {
     CUdevice dev;
     CUcontext ctx;
     CUstream stream; /* launches and async calls go here (rt_cuda_set_stream); NULL: legacy default */
+    int capturing;   /* the stream was being captured into a CUDA graph when set */
     char *poisoned;  /* the fault that poisoned the context, or NULL */
 };
 
@@ -955,10 +956,12 @@ tsl_status rt_cuda_set_stream(rt_cuda_device *dev, void *stream, tsl_diag *d)
         }
     }
     dev->stream = (CUstream)stream;
+    dev->capturing = capturing;
     return TSL_OK;
 }
 
 void *rt_cuda_stream(const rt_cuda_device *dev) { return dev->stream; }
+int rt_cuda_stream_capturing(const rt_cuda_device *dev) { return dev->capturing; }
 
 tsl_status rt_cuda_stream_synchronize(rt_cuda_device *dev, tsl_diag *d)
 {

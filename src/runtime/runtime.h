@@ -246,6 +246,8 @@ void rt_cuda_event_destroy(rt_cuda_device *dev, rt_cuda_event *e); /* NULL allow
  * than the device's primary one is TSL_ERR_ARG. */
 tsl_status rt_cuda_set_stream(rt_cuda_device *dev, void *stream, tsl_diag *d);
 void *rt_cuda_stream(const rt_cuda_device *dev);
+/* Whether that stream was being captured into a CUDA graph when set. */
+int rt_cuda_stream_capturing(const rt_cuda_device *dev);
 tsl_status rt_cuda_stream_synchronize(rt_cuda_device *dev, tsl_diag *d);
 tsl_status rt_cuda_memset8_async(rt_cuda_device *dev, rt_cuda_ptr dst, unsigned char v, size_t n, tsl_diag *d);
 /* Stream-ordered memory (cuMemAllocAsync; usable inside graph capture). */

@@ -250,6 +250,29 @@ def attention(float(B,T,D) Q, float(B,T,D) K, float(B,T,D) V) -> (O) {
 
 
 @cuda_only
+def test_cuda_graph_outlives_eviction():
+    """A graph keeps working after 20 other programs pushed its function's
+    prepared plan out of the 16 kept: captured executors are never freed."""
+    f = tessel.compile("def g(float(N) X) -> (Y) { Y(i) = X(i) * 3 - 1 }")
+    x = torch.randn(1000, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        f(x)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = f(x)
+    for k in range(20):
+        h = tessel.compile(f"def h{k}(float(N) X) -> (Y) {{ Y(i) = X(i) + {k} }}")
+        torch.testing.assert_close(h(x), x + k)
+    x.copy_(torch.randn_like(x))
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, x * 3 - 1)
+
+
+@cuda_only
 def test_cuda_two_streams():
     """One function on two streams at once, each run with temporaries and
     scratch of its own: no run sees the other's."""
