@@ -228,31 +228,41 @@ void api_compiled_forget(void)
     }
 }
 
+/* Is key "<name>\n<options>\n<text>"? (Compared in place: building the
+ * key on every run cost a printf and an allocation of the source's size.) */
+static int key_is(const char *key, const char *name, const char *opt, const char *text)
+{
+    const char *parts[3] = {name, opt, text};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(parts[i]);
+        if (strncmp(key, parts[i], n)) return 0;
+        key += n;
+        if (i < 2 && *key++ != '\n') return 0;
+    }
+    return *key == 0;
+}
+
 /* The prepared executor of p's def on target t (state s), made on a miss;
  * `captured`: this run is being captured into a CUDA graph (the executor is
  * then never freed). */
 static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, int captured, tsl_diag *d,
                         tsl_status *st)
 {
-    strbuf kb = {0};
-    sb_printf(&kb, "%s\n%s\n%s", p->def->name, p->opt_text, p->src.text);
     prepared *slot = &s->plans[0];
     for (int i = 0; i < PREPARED_MAX; i++) {
         prepared *e = &s->plans[i];
-        if (e->key && !strcmp(e->key, sb_str(&kb))) {
+        if (e->key && key_is(e->key, p->def->name, p->opt_text, p->src.text)) {
             e->used = ++s->clock;
             e->captured |= captured;
-            sb_free(&kb);
             return drv_prepared_exec(e->p);
         }
         if (!e->key ? slot->key != NULL : slot->key && e->used < slot->used) slot = e;
     }
     drv_prepared *pp = NULL;
     *st = prepare_cached(p, t, s->dev, &pp, d);
-    if (*st) {
-        sb_free(&kb);
-        return NULL;
-    }
+    if (*st) return NULL;
+    strbuf kb = {0};
+    sb_printf(&kb, "%s\n%s\n%s", p->def->name, p->opt_text, p->src.text);
     prepared_drop(slot);
     slot->key = sb_take(&kb);
     slot->p = pp;
