@@ -37,8 +37,10 @@ struct tsl_args {
     tsl_program *p;
     args_slot *slot;  /* def->ntensors */
     int64_t *size_set; /* def->nsizes: value given with set_scalar, or -1 */
-    tsl_arena *bind;  /* holds `bound`; recreated by every infer */
-    lang_bound *bound; /* NULL until tsl_args_infer succeeds */
+    tsl_arena *bind;  /* holds `made` and `made_sizes`; recreated by an infer with other sizes */
+    lang_bound *bound; /* NULL until tsl_args_infer succeeds (and after a binding changes) */
+    lang_bound *made;  /* the last binding made, kept for an infer with the same sizes */
+    int64_t *made_sizes; /* def->nsizes: the sizes `made` is for */
     int ran;          /* a run succeeded since the last binding change */
     void *stream;     /* device runs: the caller's CUstream (NULL: legacy default) */
     tsl_allocator al; /* al.alloc NULL: tessel's own allocation */
@@ -87,12 +89,21 @@ void tsl_args_free(TSL_TAKE tsl_args *a)
 }
 
 /* Drop inferred shapes after a binding changed. */
+/* A binding changed: the sizes must be inferred again (tsl_args_infer
+ * keeps the last binding made when they come out the same). */
 static void args_invalidate(tsl_args *a)
+{
+    a->bound = NULL;
+    a->ran = 0;
+}
+
+static void args_unmake(tsl_args *a)
 {
     arena_free(a->bind);
     a->bind = NULL;
-    a->bound = NULL;
-    a->ran = 0;
+    a->made = NULL;
+    a->made_sizes = NULL;
+    args_invalidate(a);
 }
 
 /* "float32(M,K)": a parameter's declaration, for messages. */
@@ -361,16 +372,27 @@ tsl_status tsl_args_infer(TSL_KEEP tsl_args *a)
         }
     }
     if (st) goto out;
-    if (!(a->bind = arena_create())) {
+    /* the binding of the same sizes is kept (a language binding infers
+     * before every run): lang_bind depends on the def and the sizes alone */
+    if (a->made && !memcmp(a->made_sizes, sizes, sizeof *sizes * (size_t)def->nsizes)) {
+        a->bound = a->made;
+        goto out;
+    }
+    args_unmake(a);
+    if (!(a->bind = arena_create()) ||
+        !(a->made_sizes = arena_alloc(a->bind, sizeof *sizes * ((size_t)def->nsizes + 1)))) {
         st = api_error(ctx, TSL_ERR_NOMEM, "out of memory");
         goto out;
     }
+    memcpy(a->made_sizes, sizes, sizeof *sizes * (size_t)def->nsizes);
     tsl_diag *d = api_diag(ctx);
     diag_reset(d);
     st = (tsl_status)lang_bind(a->bind, def, sizes, &a->bound, d);
     if (st) {
         if (!d->nerr) diag_error(d, st, "binding sizes of '%s' failed", def->name);
-        args_invalidate(a);
+        args_unmake(a);
+    } else {
+        a->made = a->bound;
     }
 out:
     free(sizes);
