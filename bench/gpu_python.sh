@@ -50,10 +50,11 @@ step device 30 nvidia-smi --query-gpu=name,driver_version --format=csv
 step install 120 bash -c "rm -rf $VENV && python3 -m venv --system-site-packages $VENV &&
     TESSEL_LIB=$PWD/build/libtessel.so $VENV/bin/python -m pip install -q --no-index --no-deps ./python &&
     cd / && $VENV/bin/python -c 'import tessel, torch; print(tessel.library_path, torch.__version__, torch.cuda.is_available())'"
-PY=$VENV/bin/python
-[ -x "$PY" ] || PY=python3
+# the installed package; without a venv (no ensurepip there) the source tree's
+PY=$VENV/bin/python INSTALLED=1
+if ! "$PY" -c 'import tessel' >/dev/null 2>&1; then PY=python3 INSTALLED=0; export PYTHONPATH=$PWD/python; fi
 step unit-device 120 build/unit_tests api_device api_call
-step pytest 300 env TESSEL_PY_INSTALLED=1 "$PY" -m pytest -q -p no:cacheprovider -rs tests/python/test_torch.py tests/python/test_numpy.py
+step pytest 300 env TESSEL_PY_INSTALLED=$INSTALLED "$PY" -m pytest -q -p no:cacheprovider -rs tests/python/test_torch.py tests/python/test_numpy.py
 step examples 150 bash -c "for f in examples/python/*.py; do echo \"-- \$f\"; $PY \$f || exit 1; done"
 step overhead 120 "$PY" bench/py_overhead.py
 # the CUDA target's own suites (memsets and syncs on the device's stream)
