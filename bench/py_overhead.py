@@ -4,10 +4,10 @@
 On a tiny kernel (C = A + B on 4 elements), after a warm-up call, times:
   call      f(A, B, out=C): the whole Python call, kernel included;
   alloc     f(A, B): the same with the output allocated (np.empty / torch.empty);
-  c-run     the C part alone: tsl_args_bind + tsl_program_run through ctypes on
+  c-run     the C part alone: tsl_program_call (bind + run) through ctypes on
             the arrays the last call filled (what the C API costs, kernel included);
   python    call - c-run: what the Python layer adds;
-  py-layer  the call with tsl_program_run replaced by a C no-op (strncmp with
+  py-layer  the call with tsl_program_call replaced by a C no-op (strncmp with
             n = 0) through ctypes: the Python layer measured directly (the
             two rows above are each noisy on a busy machine);
   ctypes-nop  one ctypes call of libc abs, to tell a loaded machine.
@@ -70,14 +70,14 @@ def c_run_only(f, *tensors):
     target = 2 if dev_type == 2 else 1
 
     def run():
-        if L.tsl_args_bind(ap, arr, scalars) or L.tsl_program_run(prog, ap, target):
+        if L.tsl_program_call(prog, ap, arr, scalars, target):
             raise RuntimeError(L.tsl_context_error(f._ctx.ptr).decode())
     run.keep = keep
     return run
 
 
 class _StubRun:
-    """The library with tsl_program_run made a C call that does nothing."""
+    """The library with tsl_program_call made a C call that does nothing."""
 
     def __init__(self, lib):
         import ctypes
@@ -85,7 +85,7 @@ class _StubRun:
         nop = ctypes.CDLL(None).strncmp
         nop.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
         nop.restype = ctypes.c_int
-        self.tsl_program_run = lambda p, a, t: nop(p, a, 0)
+        self.tsl_program_call = lambda p, a, ts, sc, t: nop(p, a, 0)
 
     def __getattr__(self, name):
         return getattr(self._lib, name)

@@ -312,6 +312,10 @@ int tsl_target_parse(TSL_KEEP const char *name, tsl_target *out); /* 0 if known 
  * output's is TSL_ERR_ARG (a tensor both read and written is declared as a
  * parameter and an output, and bound once with tsl_args_set_tensor). */
 tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target);
+/* tsl_args_bind(a, tensors, scalars) then tsl_program_run(p, a, target):
+ * the one call a language binding makes per function call. */
+tsl_status tsl_program_call(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *tensors,
+                            TSL_KEEP const double *scalars, tsl_target target);
 
 /* ---- layouts ----------------------------------------------------------- */
 

@@ -102,6 +102,7 @@ _PROTOS = {
     "tsl_args_output_shape": (c_int, [c_void_p, c_char_p, POINTER(c_int), POINTER(c_int64),
                                       POINTER(c_int)]),
     "tsl_program_run": (c_int, [c_void_p, c_void_p, c_int]),
+    "tsl_program_call": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_int]),
     "tsl_target_default": (c_int, []),
     "tsl_target_name": (c_char_p, [c_int]),
     "tsl_layout_table": (c_int, [c_void_p, c_char_p, c_int, POINTER(c_void_p)]),

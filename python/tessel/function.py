@@ -397,9 +397,7 @@ class Function:
             target = self._target_code if self._target_code >= 0 else 2
         else:
             target = self._target_code if self._target_code >= 0 else 1
-        st = _L.tsl_args_bind(ap, tensors, a.scalars)
-        if not st:
-            st = _L.tsl_program_run(self._prog.ptr, ap, target)
+        st = _L.tsl_program_call(self._prog.ptr, ap, tensors, a.scalars, target)
         if st:
             raise self._ctx.error(st)
         del keep

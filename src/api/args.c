@@ -821,3 +821,12 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
     if (!st) a->ran = 1;
     return st;
 }
+
+tsl_status tsl_program_call(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *tensors,
+                            TSL_KEEP const double *scalars, tsl_target target)
+{
+    if (!p) return TSL_ERR_ARG;
+    if (!a) return api_error(p->ctx, TSL_ERR_ARG, "tsl_program_call: args is NULL");
+    tsl_status st = tsl_args_bind(a, tensors, scalars);
+    return st ? st : tsl_program_run(p, a, target);
+}

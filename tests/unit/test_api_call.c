@@ -1,6 +1,6 @@
 /* test_api_call.c — what language bindings rely on in the C API:
- * positional binding (tsl_args_bind) with scalars, in/out and allocated
- * outputs; one program run from many threads at once, each thread with its
+ * positional binding (tsl_args_bind, tsl_program_call) with scalars, in/out
+ * and allocated outputs, sizes changing between calls; one program run from many threads at once, each thread with its
  * own args and its own error; tsl_layout_table; emit "ptx". */
 #include <pthread.h>
 #include <string.h>
@@ -47,8 +47,7 @@ static void test_bind_positional(void)
     /* Z bound by the caller (poisoned first), S given again as its own output entry */
     for (int64_t i = 0; i < N; i++) ((float *)Z->data)[i] = 99.0f;
     const DLTensor *t2[6] = {X, NULL, Y, S, Z, S};
-    CHECK_MSG(tsl_args_bind(args, t2, scalars) == TSL_OK, "%s", tsl_context_error(ctx));
-    CHECK_MSG(tsl_program_run(p, args, TSL_TARGET_CPU) == TSL_OK, "%s", tsl_context_error(ctx));
+    CHECK_MSG(tsl_program_call(p, args, t2, scalars, TSL_TARGET_CPU) == TSL_OK, "%s", tsl_context_error(ctx));
     CHECK(tsl_args_output(args, "Z") == Z);
     for (int64_t i = 0; i < N; i++) {
         float x = ((float *)X->data)[i];
@@ -70,6 +69,19 @@ static void test_bind_positional(void)
     CHECK_EQ_INT(tsl_args_bind(args, t5, scalars), TSL_OK);
     CHECK(tsl_program_run(p, args, TSL_TARGET_CPU) == TSL_ERR_SHAPE);
     CHECK(strstr(tsl_context_error(ctx), "output 'Z' has shape") != NULL);
+    CHECK(tsl_program_call(p, NULL, t5, scalars, TSL_TARGET_CPU) == TSL_ERR_ARG);
+    CHECK(strstr(tsl_context_error(ctx), "tsl_program_call: args is NULL") != NULL);
+    /* other sizes after runs of these (the kept binding is for N only) */
+    DLTensor *X2 = rnd1(n2), *Y2 = rnd1(n2), *S2 = rnd1(n2);
+    float s2 = ((float *)S2->data)[n2 - 1];
+    const DLTensor *t6[6] = {X2, NULL, Y2, S2, Zbad, NULL};
+    CHECK_MSG(tsl_program_call(p, args, t6, scalars, TSL_TARGET_CPU) == TSL_OK, "%s", tsl_context_error(ctx));
+    CHECK_CLOSE(((float *)Zbad->data)[n2 - 1], (float)a * ((float *)X2->data)[n2 - 1] + ((float *)Y2->data)[n2 - 1],
+                1e-6);
+    CHECK_CLOSE(((float *)S2->data)[n2 - 1], s2 + ((float *)X2->data)[n2 - 1], 1e-6);
+    tsl_tensor_free(X2);
+    tsl_tensor_free(Y2);
+    tsl_tensor_free(S2);
     tsl_tensor_free(Zbad);
     tsl_args_free(args);
     free(s0);
