@@ -99,6 +99,40 @@ uint64_t hash_bytes(uint64_t h, const void *p, size_t n);
 uint64_t hash_str(uint64_t h, const char *s);
 uint64_t hash_u64(uint64_t h, uint64_t v);
 
+/* String -> int64 map in an arena (symbol tables: lookups in O(1), so a
+ * program of n names is checked in O(n), not O(n^2)). Keys are not copied:
+ * the bytes must live as long as the map (arena strings do). */
+typedef struct strmap_slot {
+    const char *key; /* NULL: empty */
+    size_t len;
+    uint64_t h;
+    int64_t val;
+} strmap_slot;
+typedef struct strmap {
+    tsl_arena *a;
+    strmap_slot *slot;
+    size_t cap, n;
+} strmap;
+void strmap_init(strmap *m, tsl_arena *a);
+int64_t *strmap_find(const strmap *m, const char *key, size_t len); /* NULL: absent */
+void strmap_put(strmap *m, const char *key, size_t len, int64_t val); /* insert or replace */
+
+/* int64 -> pointer map in an arena: a table indexed by something of which
+ * few entries are used (a kernel's tensors among a program's thousands). */
+typedef struct imap_slot {
+    int64_t key;
+    void *val;
+    int used;
+} imap_slot;
+typedef struct imap {
+    tsl_arena *a;
+    imap_slot *slot;
+    size_t cap, n;
+} imap;
+void imap_init(imap *m, tsl_arena *a);
+void *imap_get(const imap *m, int64_t key); /* NULL: absent */
+void imap_put(imap *m, int64_t key, void *val);
+
 /* ---- dtypes ------------------------------------------------------------
  * One descriptor per element type: every layer (the language, both
  * interpreters, the tile IR, both generators, the API) reads a dtype's
