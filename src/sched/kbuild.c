@@ -4,20 +4,9 @@
 
 #include "sched/kbuild.h"
 
-static int kb_name_used(const tile_kernel *k, const char *s)
+const char *sched_kb_fresh(tile_module *m, tile_kernel *k, const char *base)
 {
-    for (int i = 0; i < k->nvalues; i++)
-        if (!strcmp(k->values[i]->name, s)) return 1;
-    return 0;
-}
-
-const char *sched_kb_fresh(tile_module *m, const tile_kernel *k, const char *base)
-{
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", base);
-    for (int n = 1; tile_name_reserved(buf) || kb_name_used(k, buf); n++)
-        snprintf(buf, sizeof buf, "%s_%d", base, n);
-    return arena_strdup(m->arena, buf);
+    return tile_kernel_fresh_name(m, k, base);
 }
 
 tile_expr *sched_kb_ibin(tile_module *m, tile_binop op, tile_expr *a, tile_expr *b)

@@ -8,7 +8,7 @@
 #include "sched/sched.h"
 
 /* `base`, or base_1, base_2, ...: unused in k and not a tile keyword. */
-const char *sched_kb_fresh(tile_module *m, const tile_kernel *k, const char *base);
+const char *sched_kb_fresh(tile_module *m, tile_kernel *k, const char *base);
 
 /* a op b on ints, folded where constant (x+0, x-0, 0+x, x*1, 1*x, x/1,
  * x*0, 0*x, and constant + - *). */

@@ -228,15 +228,20 @@ static tile_expr *rr_sexpr(rr *R, const lang_sexpr *e)
 /* Tensor ti as a kernel parameter: full rank (row forms) or 1-D (flat). */
 static tile_value *rr_tensor(rr *R, int ti)
 {
-    if (R->tparam[ti]) return R->tparam[ti];
-    if (!R->flat) return R->tparam[ti] = sched_kb_tensor(R->m, R->k, R->launch, R->def, R->size, ti);
+    tile_value *have = imap_get(&R->tparam, ti);
+    if (have) return have;
+    if (!R->flat) {
+        have = sched_kb_tensor(R->m, R->k, R->launch, R->def, R->size, ti);
+        imap_put(&R->tparam, ti, have);
+        return have;
+    }
     const lang_tensor *t = R->def->tensors[ti];
     char nb[128];
     snprintf(nb, sizeof nb, "%s_n", t->name);
     tile_expr *n = tile_expr_value(R->m, tile_kernel_symbol(R->m, R->k, rr_fresh(R, nb)));
     snprintf(nb, sizeof nb, "%s_flat", t->name);
     tile_value *v = tile_kernel_param_tensor(R->m, R->k, rr_fresh(R, nb), tile_dtype_from_tsl(t->dtype), 1, &n);
-    R->tparam[ti] = v;
+    imap_put(&R->tparam, ti, v);
     rr_add_arg(R, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti, .flat = 1});
     return v;
 }
@@ -599,13 +604,13 @@ static rv rr_expr_at(rr *R, int i, const graph_expr *e, rr_shape sh)
     case LANG_E_SIZE: return (rv){.s = rr_size(R, s->slot), .isint = 1};
     case LANG_E_SCALAR: {
         int ti = s->tensor->index;
-        if (!R->tparam[ti]) {
+        if (!imap_get(&R->tparam, ti)) {
             tile_value *v = tile_kernel_param_typed(R->m, R->k, rr_fresh(R, s->tensor->name),
                                                     tile_dtype_from_tsl(s->tensor->dtype));
-            R->tparam[ti] = v;
+            imap_put(&R->tparam, ti, v);
             rr_add_arg(R, (sched_arg){.name = v->name, .kind = SCHED_ARG_SCALAR, .tensor = ti});
         }
-        return (rv){.s = tile_expr_value(R->m, R->tparam[ti])};
+        return (rv){.s = tile_expr_value(R->m, imap_get(&R->tparam, ti))};
     }
     case LANG_E_ACCESS: {
         const graph_operand *o = &op->operands[e->operand];
@@ -1036,7 +1041,7 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
     sched_launch ln = {.k = R->k, .stmt = op0->index, .nstmts = grp->nops};
     ARENA_PUSH(a, p->launches, p->nlaunches, p->caplaunches, ln);
     R->launch = &p->launches[p->nlaunches - 1];
-    R->tparam = arena_alloc(a, sizeof *R->tparam * (size_t)(R->def->ntensors + 1));
+    imap_init(&R->tparam, a);
     R->size = arena_alloc(a, sizeof *R->size * (size_t)(R->def->nsizes + 1));
     /* parameters in a stable order: every tensor the group touches */
     for (int i = 0; i < grp->nops; i++) {

@@ -97,6 +97,7 @@ typedef struct sched_plan {
     int nlaunches, caplaunches;
     sched_scratch *scratch; /* buffers between launches */
     int nscratch, capscratch;
+    unsigned char *tensor_used; /* per def tensor: some launch takes it */
 } sched_plan;
 
 /* Lower every group of g (built from def) to tile IR. The module verifies

@@ -290,6 +290,9 @@ tile_kernel *tile_kernel_new(tile_module *m, const char *name, int threads)
     tile_kernel *k = arena_alloc(m->arena, sizeof *k);
     k->name = arena_strdup(m->arena, name);
     k->threads = threads;
+    strmap_init(&k->names, m->arena);
+    strmap_init(&k->sym_index, m->arena);
+    strmap_init(&k->fresh_next, m->arena);
     k->ngrid = 1;
     k->grid[0] = tile_expr_int(m, 1);
     k->body = tile_block_new(m);
@@ -313,16 +316,40 @@ tile_value *tile_kernel_new_value(tile_module *m, tile_kernel *k, tile_value_kin
     v->name = arena_strdup(m->arena, name ? name : "");
     v->id = k->nvalues;
     ARENA_PUSH(m->arena, k->values, k->nvalues, k->capvalues, v);
+    size_t n = strlen(v->name);
+    if (n && !strmap_find(&k->names, v->name, n)) strmap_put(&k->names, v->name, n, v->id);
     return v;
 }
 
 tile_value *tile_kernel_symbol(tile_module *m, tile_kernel *k, const char *name)
 {
-    for (int i = 0; i < k->nsyms; i++)
-        if (strcmp(k->syms[i]->name, name) == 0) return k->syms[i];
+    const int64_t *i = strmap_find(&k->sym_index, name, strlen(name));
+    if (i) return k->syms[*i];
     tile_value *v = tile_kernel_new_value(m, k, TILE_V_SCALAR, TILE_O_SYMBOL, name);
     ARENA_PUSH(m->arena, k->syms, k->nsyms, k->capsyms, v);
+    strmap_put(&k->sym_index, v->name, strlen(v->name), k->nsyms - 1);
     return v;
+}
+
+int tile_kernel_name_used(const tile_kernel *k, const char *s)
+{
+    return strmap_find(&k->names, s, strlen(s)) != NULL;
+}
+
+const char *tile_kernel_fresh_name(tile_module *m, tile_kernel *k, const char *base)
+{
+    if (!tile_name_reserved(base) && !tile_kernel_name_used(k, base)) return arena_strdup(m->arena, base);
+    size_t bl = strlen(base);
+    int64_t *next = strmap_find(&k->fresh_next, base, bl);
+    int64_t n = next ? *next : 1;
+    char *s;
+    for (;; n++) {
+        s = arena_printf(m->arena, "%s_%lld", base, (long long)n);
+        if (!tile_name_reserved(s) && !tile_kernel_name_used(k, s)) break;
+    }
+    if (!next) strmap_put(&k->fresh_next, arena_strndup(m->arena, base, bl), bl, n + 1);
+    else *next = n + 1;
+    return s;
 }
 
 tile_value *tile_kernel_param_tensor(tile_module *m, tile_kernel *k, const char *name,

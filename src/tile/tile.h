@@ -468,6 +468,9 @@ typedef struct tile_kernel {
     tile_block *body;
     tile_value **values; /* every value by id */
     int nvalues, capvalues;
+    strmap names;        /* value name -> id of the first value so named */
+    strmap sym_index;    /* size symbol name -> position in syms */
+    strmap fresh_next;   /* base -> the next suffix tile_kernel_fresh_name tries */
 } tile_kernel;
 
 typedef struct tile_module {
@@ -520,6 +523,12 @@ int tile_wgmma_smem_of(const tile_type *t, int mn_dim, int64_t mn_ext, int64_t k
 tile_module *tile_module_new(tsl_arena *arena);
 tile_kernel *tile_kernel_new(tile_module *m, const char *name, int threads);
 tile_value *tile_kernel_symbol(tile_module *m, tile_kernel *k, const char *name); /* find or add */
+/* 1 when some value of k is named s. */
+int tile_kernel_name_used(const tile_kernel *k, const char *s);
+/* `base`, or `base_N` with the smallest N not tried before for base, that
+ * names no value of k and is no keyword (amortized O(1): builders make
+ * thousands of names). */
+const char *tile_kernel_fresh_name(tile_module *m, tile_kernel *k, const char *base);
 tile_value *tile_kernel_param_tensor(tile_module *m, tile_kernel *k, const char *name,
                                      tile_dtype dt, int rank, tile_expr **dims);
 tile_value *tile_kernel_param_scalar(tile_module *m, tile_kernel *k, const char *name);
