@@ -678,8 +678,38 @@ static rv rr_expr_at(rr *R, int i, const graph_expr *e, rr_shape sh)
     return (rv){.s = tile_expr_int(R->m, 0)};
 }
 
+/* Mark in `dep` the row-full ops that op e's reads reach in group op i. */
+static void rr_mark_expr(const rr *R, int i, const graph_expr *e, unsigned char *dep)
+{
+    if (e->kind == LANG_E_ACCESS) {
+        const graph_op *op = &R->g->ops[R->grp->first + i];
+        int w = rr_writer_before(R, op->operands[e->operand].tensor, i);
+        if (w >= 0 && R->kind[w] == RR_FULL) dep[w] = 1;
+        return;
+    }
+    for (int k = 0; k < e->nargs; k++) rr_mark_expr(R, i, e->args[k], dep);
+}
+
+/* The row-full ops op i recomputes, directly or through each other:
+ * writers come before readers, so one sweep down from i finds them all,
+ * with no recursion along the chain (a group's chain of ops can be as
+ * long as GRAPH_MAX_GROUP_OPS, each op's expression 256 deep). */
+static unsigned char *rr_deps(rr *R, int i)
+{
+    unsigned char *dep = arena_alloc(R->m->arena, (size_t)R->grp->nops + 1);
+    dep[i] = 1;
+    for (int j = i; j >= 0; j--)
+        if (dep[j]) rr_mark_expr(R, j, R->g->ops[R->grp->first + j].body, dep);
+    dep[i] = 0;
+    return dep;
+}
+
+static tile_value *rr_value_now(rr *R, int i);
+
 /* The value op i defines, in shape sh: row-full ops recomputed in the
- * current chunk (memoized per open block), row scalars from their slot. */
+ * current chunk (memoized per open block), row scalars from their slot.
+ * A row-full op's row-full inputs are made first, in order, so making
+ * one finds its inputs memoized: rr_value never nests. */
 static tile_value *rr_value(rr *R, int i, rr_shape sh)
 {
     if (R->kind[i] != RR_FULL) {
@@ -691,6 +721,15 @@ static tile_value *rr_value(rr *R, int i, rr_shape sh)
     TSL_ASSERT(sh == RR_ROW);
     tile_value *v = rr_memo_get(R, RR_KEY_PASS(R, 40), i, RR_ROW);
     if (v) return v;
+    const unsigned char *dep = rr_deps(R, i);
+    for (int j = 0; j < i; j++)
+        if (dep[j] && !rr_memo_get(R, RR_KEY_PASS(R, 40), j, RR_ROW)) rr_value_now(R, j);
+    return rr_value_now(R, i);
+}
+
+/* Op i's value, its row-full inputs memoized. */
+static tile_value *rr_value_now(rr *R, int i)
+{
     tile_value *y = rr_memo_get(R, 41, i, RR_ROW);
     if (!y) {
         const graph_op *op = &R->g->ops[R->grp->first + i];
@@ -737,19 +776,13 @@ static void rr_store(rr *R, tile_value *x, int ti, rr_pat pt)
     tile_instr_dst(&s->instr, rr_at(R, ti, pt));
 }
 
-/* Load, ahead of any arithmetic, every chunk of memory that op i's body
- * reads, through the internal ops it recomputes: the loads of the
- * unrolled sub-chunks are then all in flight at once. */
-static void rr_prefetch(rr *R, int i, const graph_expr *e)
+/* The loads of expression e of group op i (not through other ops). */
+static void rr_prefetch_expr(rr *R, int i, const graph_expr *e)
 {
-    const graph_op *op = &R->g->ops[R->grp->first + i];
     if (e->kind == LANG_E_ACCESS) {
+        const graph_op *op = &R->g->ops[R->grp->first + i];
         const graph_operand *o = &op->operands[e->operand];
-        int w = rr_writer_before(R, o->tensor, i);
-        if (w >= 0) {
-            if (R->kind[w] == RR_FULL) rr_prefetch(R, w, R->g->ops[R->grp->first + w].body);
-            return;
-        }
+        if (rr_writer_before(R, o->tensor, i) >= 0) return; /* a value of the group */
         rr_pat pt = rr_pattern(R, op, o);
         /* on the GPU a column vector (layernorm's gamma, beta) is loaded
          * where it is used: prefetched, a thread holds all of them beside
@@ -757,7 +790,18 @@ static void rr_prefetch(rr *R, int i, const graph_expr *e)
         if (pt == RR_PAT_FULL || (pt == RR_PAT_COL && !R->gpu)) rr_load_chunk(R, o->tensor, pt);
         return;
     }
-    for (int j = 0; j < e->nargs; j++) rr_prefetch(R, i, e->args[j]);
+    for (int j = 0; j < e->nargs; j++) rr_prefetch_expr(R, i, e->args[j]);
+}
+
+/* Load, ahead of any arithmetic, every chunk of memory that op i's body
+ * reads, through the internal ops it recomputes (each once, in order): the
+ * loads of the unrolled sub-chunks are then all in flight at once. */
+static void rr_prefetch(rr *R, int i)
+{
+    const unsigned char *dep = rr_deps(R, i);
+    for (int j = 0; j < i; j++)
+        if (dep[j]) rr_prefetch_expr(R, j, R->g->ops[R->grp->first + j].body);
+    rr_prefetch_expr(R, i, R->g->ops[R->grp->first + i].body);
 }
 
 /* One pass of op i over the row: a store of its chunks (acc NULL) or the
@@ -776,7 +820,7 @@ static tile_value *rr_pass_chunks(rr *R, int i, int reduce, tile_value *acc, til
             R->sub = u;
             R->off = rr_ibin(R, TILE_OP_ADD, base, tile_expr_int(R->m, (int64_t)u * R->width));
             if (step == 0) {
-                rr_prefetch(R, i, op->body);
+                rr_prefetch(R, i);
             } else if (!reduce) {
                 /* the value as rounded to its dtype: no cast back and forth */
                 rr_value(R, i, RR_ROW);
