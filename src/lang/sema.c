@@ -660,6 +660,14 @@ static bool sema_stmt(sema *S, const parse_stmt *ps, lang_stmt *st)
         st->vars[v].from_where = true;
     }
     sema_collect_vars(S, ps->rhs, false);
+    if (st->nvars > LANG_MAX_VARS) {
+        const lang_var *x = &st->vars[LANG_MAX_VARS];
+        sema_err(S, x->offset, TSL_ERR_SEMANTIC,
+                 "too many index variables in one statement: '%s' would be number %d; at most %d "
+                 "are supported",
+                 x->name, LANG_MAX_VARS + 1, LANG_MAX_VARS);
+        return false;
+    }
 
     /* the right-hand side */
     bool weak;

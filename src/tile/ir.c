@@ -396,8 +396,7 @@ void tile_build_begin(tile_builder *b, tile_module *m, tile_kernel *k)
 
 void tile_build_push(tile_builder *b, tile_block *blk)
 {
-    TSL_ASSERT(b->depth < (int)TSL_COUNTOF(b->stack));
-    b->stack[b->depth++] = b->cur;
+    ARENA_PUSH(b->m->arena, b->stack, b->depth, b->cap, b->cur);
     b->cur = blk;
 }
 

@@ -554,8 +554,9 @@ typedef struct tile_builder {
     tile_module *m;
     tile_kernel *k;
     tile_block *cur;
-    tile_block *stack[32];
-    int depth;
+    tile_block **stack; /* the enclosing blocks (grows in the arena: a
+                         * statement's loops nest as deep as its vars) */
+    int depth, cap;
 } tile_builder;
 
 void tile_build_begin(tile_builder *b, tile_module *m, tile_kernel *k); /* at k->body */
