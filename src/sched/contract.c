@@ -1202,9 +1202,7 @@ int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp)
     c.def = g->def;
     c.grp = grp;
     c.cpu = p->target == TSL_TARGET_CPU;
-    char kname[160], kname9[176];
-    snprintf(kname, sizeof kname, "%s_g%d_contract", g->def->name, grp->index);
-    snprintf(kname9, sizeof kname9, "%s_wgmma", kname);
+    const char *kname = arena_printf(p->m->arena, "%s_g%d_contract", g->def->name, grp->index);
     /* sm_90a: the TMA/wgmma plans, guarded by the sizes TMA needs: a wide
      * one and, for M <= 128, a narrow one (64 columns a block); the
      * mma.sync plan for the sizes TMA cannot take */

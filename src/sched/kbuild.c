@@ -86,10 +86,9 @@ tile_value *sched_kb_tensor(tile_module *m, tile_kernel *k, sched_launch *l, con
         } else if (e->kind == LANG_SX_SYM && size[e->sym]) {
             dims[d] = size[e->sym];
         } else {
-            char nb[128];
-            snprintf(nb, sizeof nb, "%s_d%d", t->name, d);
             int sym = e->kind == LANG_SX_SYM ? e->sym : -1;
-            tile_value *v = tile_kernel_symbol(m, k, sched_kb_fresh(m, k, sym >= 0 ? def->sizes[sym] : nb));
+            const char *nb = sym >= 0 ? def->sizes[sym] : arena_printf(m->arena, "%s_d%d", t->name, d);
+            tile_value *v = tile_kernel_symbol(m, k, sched_kb_fresh(m, k, nb));
             dims[d] = tile_expr_value(m, v);
             if (sym >= 0) size[sym] = dims[d];
         }

@@ -123,11 +123,9 @@ static tile_value *flat_param(lower *L, int ti)
 {
     if (imap_get(&L->fparam, ti)) return imap_get(&L->fparam, ti);
     const lang_tensor *t = L->def->tensors[ti];
-    char nb[128];
-    snprintf(nb, sizeof nb, "%s_n", t->name);
-    tile_expr *n = tile_expr_value(L->m, tile_kernel_symbol(L->m, L->k, fresh(L, nb)));
-    snprintf(nb, sizeof nb, "%s_flat", t->name);
-    tile_value *v = tile_kernel_param_tensor(L->m, L->k, fresh(L, nb), tile_dtype_from_tsl(t->dtype), 1, &n);
+    const char *nn = arena_printf(L->m->arena, "%s_n", t->name), *nf = arena_printf(L->m->arena, "%s_flat", t->name);
+    tile_expr *n = tile_expr_value(L->m, tile_kernel_symbol(L->m, L->k, fresh(L, nn)));
+    tile_value *v = tile_kernel_param_tensor(L->m, L->k, fresh(L, nf), tile_dtype_from_tsl(t->dtype), 1, &n);
     imap_put(&L->fparam, ti, v);
     add_arg(L, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti, .flat = 1});
     return v;

@@ -236,11 +236,9 @@ static tile_value *rr_tensor(rr *R, int ti)
         return have;
     }
     const lang_tensor *t = R->def->tensors[ti];
-    char nb[128];
-    snprintf(nb, sizeof nb, "%s_n", t->name);
-    tile_expr *n = tile_expr_value(R->m, tile_kernel_symbol(R->m, R->k, rr_fresh(R, nb)));
-    snprintf(nb, sizeof nb, "%s_flat", t->name);
-    tile_value *v = tile_kernel_param_tensor(R->m, R->k, rr_fresh(R, nb), tile_dtype_from_tsl(t->dtype), 1, &n);
+    const char *nn = arena_printf(R->m->arena, "%s_n", t->name), *nf = arena_printf(R->m->arena, "%s_flat", t->name);
+    tile_expr *n = tile_expr_value(R->m, tile_kernel_symbol(R->m, R->k, rr_fresh(R, nn)));
+    tile_value *v = tile_kernel_param_tensor(R->m, R->k, rr_fresh(R, nf), tile_dtype_from_tsl(t->dtype), 1, &n);
     imap_put(&R->tparam, ti, v);
     rr_add_arg(R, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti, .flat = 1});
     return v;
@@ -1079,9 +1077,7 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
     rr_set_form(R, 0, flat ? (R->gpu ? SCHED_EW_LOCALS_GPU : SCHED_EW_LOCALS) : SCHED_RR_LOCALS);
 
     const graph_op *op0 = &g->ops[grp->first];
-    char kn[160];
-    snprintf(kn, sizeof kn, "%s_g%d_%s", R->def->name, grp->index, tag);
-    R->k = tile_kernel_new(R->m, kn, R->threads);
+    R->k = tile_kernel_new(R->m, arena_printf(a, "%s_g%d_%s", R->def->name, grp->index, tag), R->threads);
     sched_launch ln = {.k = R->k, .stmt = op0->index, .nstmts = grp->nops};
     ARENA_PUSH(a, p->launches, p->nlaunches, p->caplaunches, ln);
     R->launch = &p->launches[p->nlaunches - 1];

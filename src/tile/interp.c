@@ -879,13 +879,14 @@ tsl_status tile_interp_bind_symbols(const tile_kernel *k, const tile_interp_arg 
                 if (k->syms[s] != e->v) continue;
                 int64_t got = a->t->shape[i];
                 if (sym_vals[s] >= 0 && sym_vals[s] != got) {
-                    char fb[96];
+                    strbuf fb = {0};
                     if (from[s] && strcmp(from[s], "--size"))
-                        snprintf(fb, sizeof fb, "%s dim %d", from[s], from_dim[s]);
+                        sb_printf(&fb, "%s dim %d", from[s], from_dim[s]);
                     else
-                        snprintf(fb, sizeof fb, "--size");
+                        sb_puts(&fb, "--size");
                     diag_error(d, TSL_ERR_SHAPE, "size %s: %s dim %d is %lld but %s gives %lld",
-                               e->v->name, v->name, i, (long long)got, fb, (long long)sym_vals[s]);
+                               e->v->name, v->name, i, (long long)got, sb_str(&fb), (long long)sym_vals[s]);
+                    sb_free(&fb);
                     st = TSL_ERR_SHAPE;
                 } else if (sym_vals[s] < 0) {
                     sym_vals[s] = got;
