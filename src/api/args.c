@@ -457,25 +457,51 @@ static int args_span(const interp_tensor *v, uintptr_t *lo, uintptr_t *hi)
 /* An output that shares memory with another tensor of the call would be
  * read after it was written (every target computes out of place, and in
  * any order): a clear error instead of a wrong answer. In/out tensors (a
- * parameter that is also an output) are one buffer by declaration. */
+ * parameter that is also an output) are one buffer by declaration.
+ * The spans are swept in address order (n log n: a def may have
+ * thousands of outputs): a span that starts below the furthest end of an
+ * earlier output's span overlaps that output, and an output that starts
+ * below the furthest end of any earlier span overlaps that one. */
+typedef struct args_span_of {
+    uintptr_t lo, hi;
+    int t;
+} args_span_of;
+
+static int args_span_cmp(const void *x, const void *y)
+{
+    const args_span_of *a = x, *b = y;
+    return a->lo < b->lo ? -1 : a->lo > b->lo ? 1 : a->t - b->t;
+}
+
 static tsl_status args_check_overlap(tsl_program *p, const interp_tensor *views)
 {
     const lang_def *def = p->def;
+    args_span_of *sp = calloc((size_t)def->ntensors + 1, sizeof *sp);
+    if (!sp) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");
+    int n = 0;
     for (int i = 0; i < def->ntensors; i++) {
-        const lang_tensor *o = def->tensors[i];
-        uintptr_t olo, ohi, lo, hi;
-        if (o->is_scalar || !(o->flags & LANG_TENSOR_OUTPUT) || !args_span(&views[i], &olo, &ohi)) continue;
-        for (int j = 0; j < def->ntensors; j++) {
-            const lang_tensor *t = def->tensors[j];
-            if (j == i || t->is_scalar || !(t->flags & (LANG_TENSOR_INPUT | LANG_TENSOR_OUTPUT))) continue;
-            if (!args_span(&views[j], &lo, &hi) || hi <= olo || ohi <= lo) continue;
-            return api_error(p->ctx, TSL_ERR_ARG, "output '%s' shares memory with %s '%s': tessel does not "
-                             "compute in place; give '%s' a buffer of its own (or declare the tensor as both a "
-                             "parameter and an output)", o->name,
-                             (t->flags & LANG_TENSOR_INPUT) ? "parameter" : "output", t->name, o->name);
-        }
+        const lang_tensor *t = def->tensors[i];
+        if (t->is_scalar || !(t->flags & (LANG_TENSOR_INPUT | LANG_TENSOR_OUTPUT))) continue;
+        if (args_span(&views[i], &sp[n].lo, &sp[n].hi)) sp[n++].t = i;
     }
-    return TSL_OK;
+    qsort(sp, (size_t)n, sizeof *sp, args_span_cmp);
+    uintptr_t far_all = 0, far_out = 0;
+    int who_all = -1, who_out = -1, o = -1, t = -1;
+    for (int k = 0; k < n && o < 0; k++) {
+        const lang_tensor *x = def->tensors[sp[k].t];
+        int is_out = (x->flags & LANG_TENSOR_OUTPUT) != 0;
+        if (who_out >= 0 && sp[k].lo < far_out) o = who_out, t = sp[k].t;
+        else if (is_out && who_all >= 0 && sp[k].lo < far_all) o = sp[k].t, t = who_all;
+        if (sp[k].hi > far_all || who_all < 0) far_all = sp[k].hi, who_all = sp[k].t;
+        if (is_out && (sp[k].hi > far_out || who_out < 0)) far_out = sp[k].hi, who_out = sp[k].t;
+    }
+    free(sp);
+    if (o < 0) return TSL_OK;
+    const lang_tensor *ot = def->tensors[o], *tt = def->tensors[t];
+    return api_error(p->ctx, TSL_ERR_ARG, "output '%s' shares memory with %s '%s': tessel does not "
+                     "compute in place; give '%s' a buffer of its own (or declare the tensor as both a "
+                     "parameter and an output)", ot->name,
+                     (tt->flags & LANG_TENSOR_INPUT) ? "parameter" : "output", tt->name, ot->name);
 }
 
 /* The compiled targets' kernels take low-bit tensors as carriers holding
