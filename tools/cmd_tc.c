@@ -228,8 +228,12 @@ static void report(tsl_context *ctx, tsl_status st, const char *what)
 static char *read_source(const char *path)
 {
     size_t len;
-    char *src = file_read_all(path, &len);
-    if (!src) fprintf(stderr, "tessel: cannot read '%s': %s\n", path, strerror(errno));
+    char *src = file_read_max(path, TSL_MAX_SOURCE_BYTES, &len);
+    if (!src && errno == EFBIG)
+        fprintf(stderr, "tessel: cannot read '%s': it is larger than %zu MiB, not a TC program\n", path,
+                TSL_MAX_SOURCE_BYTES >> 20);
+    else if (!src)
+        fprintf(stderr, "tessel: cannot read '%s': %s\n", path, strerror(errno));
     return src;
 }
 
@@ -763,36 +767,129 @@ static int read_packed_inputs(run_state *s)
     return 0;
 }
 
+/* The shape of random input i (0), or -1 after a message. */
+static int random_input_shape(run_state *s, int i, int64_t *shape)
+{
+    for (int d = 0; d < s->params[i].rank; d++) {
+        const char *sym = s->dims[i][d];
+        char sig[160];
+        param_sig(sig, sizeof sig, s, i);
+        if (is_number(sym)) {
+            shape[d] = strtoll(sym, NULL, 10);
+            continue;
+        }
+        size_bind *b = sym ? find_size(s, sym) : NULL;
+        if (!b) {
+            if (sym)
+                fprintf(stderr,
+                        "tessel run: size %s of tensor %s is not known: give it with --size "
+                        "%s=... or pass %s with --input %s=PATH.npy\n",
+                        sym, sig, sym, s->params[i].name, s->params[i].name);
+            else
+                fprintf(stderr,
+                        "tessel run: dim %d of tensor %s has no size name; pass %s with "
+                        "--input %s=PATH.npy\n",
+                        d, sig, s->params[i].name, s->params[i].name);
+            return -1;
+        }
+        shape[d] = b->value;
+    }
+    return 0;
+}
+
+/* Before anything is allocated: the bytes of the random inputs and of the
+ * outputs (twice with --check: the interpreter's run has its own) against
+ * the memory available, so `--size M=4294967297` is an error, not a
+ * machine that swaps. Output shapes come from binding shape-only
+ * descriptors of the random inputs (data points at a byte nobody reads:
+ * shape inference never touches data) in a throwaway tsl_args; the
+ * library checks its temporaries itself when it runs. */
+static int check_run_memory(run_state *s)
+{
+    static unsigned char sentinel;
+    int64_t need = 0, most = -1, shapes[TSL_MAX_RANK * 2];
+    const char *what = NULL;
+    char sig[160] = "";
+    tsl_args *a = tsl_args_create(s->prog);
+    if (!a) return 0; /* out of memory: the allocations below will say so */
+    DLTensor *fake = calloc((size_t)s->nparams + 1, sizeof *fake);
+    int64_t (*fshape)[TSL_MAX_RANK] = calloc((size_t)s->nparams + 1, sizeof *fshape);
+    int ok = fake && fshape, bad = 0;
+    for (int i = 0; ok && !bad && i < s->nparams; i++) {
+        tsl_status st = TSL_OK;
+        if (s->params[i].is_scalar) {
+            st = tsl_args_set_scalar(a, s->params[i].name, s->scalars[i]);
+        } else if (s->tensors[i]) {
+            st = tsl_args_set_tensor(a, s->params[i].name, s->tensors[i]);
+        } else {
+            if (random_input_shape(s, i, fshape[i])) {
+                bad = 1;
+                break;
+            }
+            int64_t bytes = (int64_t)tsl_dtype_size(s->params[i].dtype);
+            int over = 0;
+            for (int d = 0; d < s->params[i].rank; d++) over |= __builtin_mul_overflow(bytes, fshape[i][d], &bytes);
+            if (over) bytes = INT64_MAX;
+            if (__builtin_add_overflow(need, bytes, &need)) need = INT64_MAX;
+            if (bytes > most) {
+                most = bytes, what = "random input";
+                param_sig(sig, sizeof sig, s, i);
+            }
+            fake[i] = (DLTensor){.data = &sentinel, .device = {kDLCPU, 0}, .ndim = s->params[i].rank,
+                                 .dtype = tsl_dtype_to_dlpack(s->params[i].dtype), .shape = fshape[i]};
+            st = tsl_args_set_tensor(a, s->params[i].name, &fake[i]);
+        }
+        if (st) ok = 0;
+    }
+    /* outputs; shapes that cannot be inferred (sizes that disagree or
+     * overflow) are the real binding's error, said before any allocation */
+    tsl_status ist = ok && !bad ? tsl_args_infer(a) : TSL_OK;
+    if (ist != TSL_OK) {
+        report(s->ctx, ist, "shape inference");
+        bad = 1;
+    } else if (ok && !bad) {
+        for (int k = 0; k < tsl_program_output_count(s->prog); k++) {
+            const char *name = tsl_program_output_name(s->prog, k);
+            int rank;
+            tsl_dtype dt;
+            if (find_param(s, name) >= 0 || tsl_args_output_shape(a, name, &rank, shapes, &dt)) continue;
+            int64_t bytes = (int64_t)tsl_dtype_size(dt);
+            int over = 0;
+            for (int d = 0; d < rank; d++) over |= __builtin_mul_overflow(bytes, shapes[d], &bytes);
+            if (over) bytes = INT64_MAX;
+            for (int copies = s->o.check ? 2 : 1; copies > 0; copies--)
+                if (__builtin_add_overflow(need, bytes, &need)) need = INT64_MAX;
+            if (bytes > most) {
+                most = bytes, what = "output";
+                snprintf(sig, sizeof sig, "%s", name);
+            }
+        }
+    }
+    tsl_args_free(a);
+    free(fake);
+    free(fshape);
+    if (bad) return 1;
+    tsl_context_clear_error(s->ctx);
+    int64_t avail = mem_available();
+    if (!what || avail < 0 || need <= avail) return 0;
+    char nb[32], mb[32], ab[32];
+    mem_format(nb, sizeof nb, need);
+    mem_format(mb, sizeof mb, most);
+    mem_format(ab, sizeof ab, avail);
+    fprintf(stderr,
+            "tessel run: the run needs %s for its random inputs and outputs (the largest: %s %s, %s) but only %s "
+            "of memory is available; give smaller --size values\n",
+            nb, what, sig, mb, ab);
+    return 1;
+}
+
 /* Random values for every tensor parameter not given with --input. */
 static int make_random_inputs(run_state *s, cli_rng *rng)
 {
+    int64_t shape[TSL_MAX_RANK];
     for (int i = 0; i < s->nparams; i++) {
         if (s->params[i].is_scalar || s->tensors[i]) continue;
-        int64_t shape[TSL_MAX_RANK];
-        for (int d = 0; d < s->params[i].rank; d++) {
-            const char *sym = s->dims[i][d];
-            char sig[160];
-            param_sig(sig, sizeof sig, s, i);
-            if (is_number(sym)) {
-                shape[d] = strtoll(sym, NULL, 10);
-                continue;
-            }
-            size_bind *b = sym ? find_size(s, sym) : NULL;
-            if (!b) {
-                if (sym)
-                    fprintf(stderr,
-                            "tessel run: size %s of tensor %s is not known: give it with --size "
-                            "%s=... or pass %s with --input %s=PATH.npy\n",
-                            sym, sig, sym, s->params[i].name, s->params[i].name);
-                else
-                    fprintf(stderr,
-                            "tessel run: dim %d of tensor %s has no size name; pass %s with "
-                            "--input %s=PATH.npy\n",
-                            d, sig, s->params[i].name, s->params[i].name);
-                return 1;
-            }
-            shape[d] = b->value;
-        }
+        if (random_input_shape(s, i, shape)) return 1;
         DLTensor *t = tsl_tensor_alloc(s->params[i].dtype, s->params[i].rank, shape);
         if (!t) {
             fprintf(stderr, "tessel run: out of memory for random input %s\n",
@@ -805,7 +902,6 @@ static int make_random_inputs(run_state *s, cli_rng *rng)
     return 0;
 }
 
-/* --set NAME=VALUE for scalar parameters; every scalar needs one. */
 static int bind_scalars(run_state *s)
 {
     for (int k = 0; k < s->o.nsets; k++) {
@@ -1012,7 +1108,7 @@ static int run_main(run_state *s)
         return 1;
     cli_rng rng;
     cli_rng_seed(&rng, s->o.has_seed ? s->o.seed : cli_rng_fresh_seed());
-    if (make_random_inputs(s, &rng)) return 1;
+    if (check_run_memory(s) || make_random_inputs(s, &rng)) return 1;
     if (s->o.check) {
         for (int i = 0; i < s->nparams; i++) {
             if (s->params[i].is_scalar || !s->params[i].is_output) continue;

@@ -3,6 +3,7 @@
  * pipelines expanded for `expand`; expanded and with the target's atoms
  * selected for `select`), or run one kernel on the tile interpreter with
  * .npy inputs and outputs. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,9 +63,13 @@ static int load(loaded *L, const char *path, int verify, int expand)
 {
     memset(L, 0, sizeof *L);
     size_t n;
-    L->text = file_read_all(path, &n);
+    L->text = file_read_max(path, TSL_MAX_SOURCE_BYTES, &n);
     if (!L->text) {
-        fprintf(stderr, "tessel tile: cannot read %s\n", path);
+        if (errno == EFBIG)
+            fprintf(stderr, "tessel tile: cannot read %s: it is larger than %zu MiB, not a tile program\n", path,
+                    TSL_MAX_SOURCE_BYTES >> 20);
+        else
+            fprintf(stderr, "tessel tile: cannot read %s: %s\n", path, strerror(errno));
         return 1;
     }
     L->src.name = path;
@@ -239,6 +244,10 @@ static int cmd_tile_run(int argc, char **argv)
     }
     const tile_value *outs[MAX_BINDINGS];
     int nouts = rc ? 0 : tile_interp_outputs(k, outs, MAX_BINDINGS);
+    /* pass 0: the bytes of every output, checked against the memory
+     * available before any is allocated; pass 1: allocate */
+    int64_t need = 0;
+    for (int pass = 0; pass < 2 && !rc; pass++)
     for (int i = 0; i < nouts && !rc; i++) {
         int given = 0;
         for (int j = 0; j < nargs; j++) given |= !strcmp(args[j].name, outs[i]->name);
@@ -253,6 +262,23 @@ static int cmd_tile_run(int argc, char **argv)
         if (tile_interp_param_shape(k, outs[i], symv, shape, &L.d)) {
             rc = 1;
             break;
+        }
+        if (pass == 0) {
+            int64_t bytes = (int64_t)tsl_dtype_size(dt), avail = mem_available();
+            int over = 0;
+            for (int d = 0; d < outs[i]->type.rank; d++) over |= __builtin_mul_overflow(bytes, shape[d], &bytes);
+            if (over || __builtin_add_overflow(need, bytes, &need)) need = INT64_MAX;
+            if (avail >= 0 && need > avail) {
+                char nb[32], ab[32];
+                mem_format(nb, sizeof nb, need);
+                mem_format(ab, sizeof ab, avail);
+                fprintf(stderr,
+                        "tessel tile run: the outputs need %s (up to '%s') but only %s of memory is available; "
+                        "give smaller --size values\n",
+                        nb, outs[i]->name, ab);
+                rc = 1;
+            }
+            continue;
         }
         DLTensor *t = tsl_tensor_alloc(dt, outs[i]->type.rank, shape);
         if (!t) {

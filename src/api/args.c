@@ -427,6 +427,43 @@ static tsl_status args_prepare_outputs(tsl_args *a)
     return TSL_OK;
 }
 
+/* The outputs tessel allocates and the temporaries a run holds, against
+ * the memory the machine has left: a run that cannot fit is an error
+ * before anything is allocated, not a machine that swaps until the OOM
+ * killer comes. (lang_bind proved every tensor's bytes fit in 64 bits.) */
+static tsl_status args_check_memory(tsl_args *a)
+{
+    const lang_def *def = a->p->def;
+    int64_t need = 0, most = -1;
+    int big = -1;
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *lt = def->tensors[i];
+        const args_slot *sl = &a->slot[i];
+        if (lt->is_scalar || (lt->flags & LANG_TENSOR_INPUT)) continue;
+        if (!(lt->flags & LANG_TENSOR_TEMP) && (sl->user_out || sl->owned_out)) continue;
+        int64_t bytes = (int64_t)tsl_dtype_size(lt->dtype);
+        for (int d = 0; d < lt->rank; d++) bytes *= a->bound->shapes[i][d];
+        if (__builtin_add_overflow(need, bytes, &need)) need = INT64_MAX;
+        if (bytes > most) most = bytes, big = i;
+    }
+    int64_t avail = mem_available();
+    if (avail < 0 || need <= avail) return TSL_OK;
+    const lang_tensor *lt = def->tensors[big];
+    char nb[32], mb[32], ab[32];
+    mem_format(nb, sizeof nb, need);
+    mem_format(mb, sizeof mb, most);
+    mem_format(ab, sizeof ab, avail);
+    strbuf b = {0};
+    args_describe_shape(&b, lt->rank, a->bound->shapes[big]);
+    tsl_status st = api_error(a->p->ctx, TSL_ERR_NOMEM,
+                              "the run needs %s for its outputs and temporaries (the largest: %s '%s' %s %s, %s) "
+                              "but only %s of memory is available",
+                              nb, (lt->flags & LANG_TENSOR_TEMP) ? "temporary" : "output", lt->name,
+                              tsl_dtype_name(lt->dtype), sb_str(&b), mb, ab);
+    sb_free(&b);
+    return st;
+}
+
 /* The interpreter's view of a caller's (or owned) tensor. */
 static void args_view(interp_tensor *v, const DLTensor *t, tsl_dtype dtype)
 {
@@ -564,6 +601,7 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
     /* infer again even if done: the borrowed descriptors may have changed */
     tsl_status st;
     if ((st = tsl_args_infer(a))) return st;
+    if ((st = args_check_memory(a))) return st;
     if ((st = args_prepare_outputs(a))) return st;
     const lang_def *def = p->def;
     interp_tensor *views = calloc((size_t)def->ntensors + 1, sizeof *views);

@@ -218,9 +218,22 @@ float f16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);
 float bf16_to_f32(uint16_t h);
 
+/* ---- memory ------------------------------------------------------------ */
+/* Bytes the machine can still give this process without swapping (the
+ * kernel's MemAvailable, or less under a cgroup limit); -1 if unknown. */
+int64_t mem_available(void);
+/* "1.5 GiB" into buf (snprintf's return). */
+int mem_format(char *buf, size_t n, int64_t bytes);
+
 /* ---- files ------------------------------------------------------------- */
 /* Read a whole file into a malloc'd NUL-terminated buffer; NULL on failure
  * with errno set. */
 char *file_read_all(const char *path, size_t *len);
+/* The same, refusing (errno EFBIG, after reading at most max + 64 KiB) a
+ * file longer than max bytes: a device or pipe that never ends. */
+char *file_read_max(const char *path, size_t max, size_t *len);
+/* Largest program source (TC or tile text) accepted: generated programs of
+ * 100,000 statements are a few MB; anything beyond this is not a program. */
+#define TSL_MAX_SOURCE_BYTES ((size_t)64 << 20)
 
 #endif

@@ -6,6 +6,11 @@
 
 lang_module *lang_parse_check(tsl_arena *a, const tsl_source *src, tsl_diag *d)
 {
+    if (strnlen(src->text, TSL_MAX_SOURCE_BYTES + 1) > TSL_MAX_SOURCE_BYTES) {
+        diag_error(d, TSL_ERR_SYNTAX, "%s is larger than %zu MiB: not a TC program", src->name,
+                   TSL_MAX_SOURCE_BYTES >> 20);
+        return NULL;
+    }
     int ntok = 0;
     lex_token *toks = lex_tokenize(a, src, d, &ntok);
     if (!toks) return NULL;
