@@ -492,6 +492,14 @@ char *tile_print(const tile_module *m);
 void tile_print_kernel(strbuf *sb, const tile_kernel *k);
 void tile_print_expr(strbuf *sb, const tile_expr *e);
 void tile_print_type(strbuf *sb, const tile_type *t);
+/* Sizes the verifier accepts (docs/tile-ir.md "Verifier"), so that the
+ * interpreter and the generators can hold and enumerate any verified
+ * tensor: elements of a shared or register tensor, register elements per
+ * thread, and the span (cosize) of a shared layout. */
+#define TILE_MAX_ELEMS ((int64_t)1 << 22)
+#define TILE_MAX_LOCALS ((int64_t)1 << 16)
+#define TILE_MAX_SPAN ((int64_t)1 << 26)
+
 /* Check every rule of docs/tile-ir.md "Verifier". src may be NULL (errors
  * then have no location). TSL_OK when valid. */
 tsl_status tile_verify(const tile_module *m, const tsl_source *src, tsl_diag *d);
