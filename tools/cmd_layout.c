@@ -45,15 +45,19 @@ static void grid_print(const grid *g, FILE *f)
     fputc('\n', f);
 }
 
-static int grid_init(grid *g, int64_t rows, int64_t cols)
+/* cols < 0: the product of the columns' extents overflowed (cols_text
+ * says what they were). */
+static int grid_init(grid *g, int64_t rows, int64_t cols, const char *cols_text)
 {
     g->rows = rows;
     g->cols = cols;
-    if (rows * cols > MAX_TABLE_CELLS) {
+    int64_t cells;
+    if (cols < 0 || __builtin_mul_overflow(rows, cols, &cells) || cells > MAX_TABLE_CELLS) {
         fprintf(stderr,
-                "tessel layout: error: %lld x %lld is too large for a table (at most %d cells); "
+                "tessel layout: error: %lld x %s is too large for a table (at most %d cells); "
                 "use --json\n",
-                (long long)rows, (long long)cols, MAX_TABLE_CELLS);
+                (long long)rows, cols_text, MAX_TABLE_CELLS);
+        g->cell = NULL;
         return 1;
     }
     g->cell = calloc((size_t)(rows * cols), sizeof(char *));
@@ -75,7 +79,9 @@ static int print_data_table(const layout *l)
         rows = layout_size(&m0);
     }
     grid g;
-    if (grid_init(&g, rows, size / rows)) return 1;
+    char ct[32];
+    snprintf(ct, sizeof ct, "%lld", (long long)(size / rows));
+    if (grid_init(&g, rows, size / rows, ct)) return 1;
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < g.cols; j++) {
             strbuf sb = {0};
@@ -91,9 +97,15 @@ static int print_data_table(const layout *l)
 static int print_dist_table(const dist_layout *l)
 {
     int64_t rows = l->rank >= 2 ? l->shape[0] : 1, cols = 1;
-    for (int d = l->rank >= 2 ? 1 : 0; d < l->rank; d++) cols *= l->shape[d];
+    strbuf ct = {0};
+    for (int d = l->rank >= 2 ? 1 : 0; d < l->rank; d++) {
+        sb_printf(&ct, "%s%lld", ct.len ? " x " : "", (long long)l->shape[d]);
+        if (cols >= 0 && __builtin_mul_overflow(cols, l->shape[d], &cols)) cols = -1;
+    }
     grid g;
-    if (grid_init(&g, rows, cols)) return 1;
+    int bad = grid_init(&g, rows, cols, sb_str(&ct));
+    sb_free(&ct);
+    if (bad) return 1;
     int64_t *ts = malloc(sizeof(int64_t) * 64), *ls = malloc(sizeof(int64_t) * 64);
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++) {
@@ -144,8 +156,8 @@ static int print_data_json(const layout *l)
 static int print_dist_json(const dist_layout *l)
 {
     if (l->threads > MAX_JSON_ENTRIES / l->locals) {
-        fprintf(stderr, "tessel layout: error: %lld entries are too many to list\n",
-                (long long)(l->threads * l->locals));
+        fprintf(stderr, "tessel layout: error: %lld threads x %lld locals are too many to list (at most %d)\n",
+                (long long)l->threads, (long long)l->locals, MAX_JSON_ENTRIES);
         return 1;
     }
     strbuf sb = {0};

@@ -13,13 +13,11 @@ tile_expr *sched_kb_ibin(tile_module *m, tile_binop op, tile_expr *a, tile_expr 
 {
     int64_t x, y;
     int ca = tile_expr_const(a, &x), cb = tile_expr_const(b, &y);
-    if (ca && cb) {
-        switch (op) {
-        case TILE_OP_ADD: return tile_expr_int(m, x + y);
-        case TILE_OP_SUB: return tile_expr_int(m, x - y);
-        case TILE_OP_MUL: return tile_expr_int(m, x * y);
-        default: break;
-        }
+    int64_t r;
+    if (ca && cb) { /* folded only when it fits: else evaluated (and refused) at run time */
+        if (op == TILE_OP_ADD && !__builtin_add_overflow(x, y, &r)) return tile_expr_int(m, r);
+        if (op == TILE_OP_SUB && !__builtin_sub_overflow(x, y, &r)) return tile_expr_int(m, r);
+        if (op == TILE_OP_MUL && !__builtin_mul_overflow(x, y, &r)) return tile_expr_int(m, r);
     }
     if (op == TILE_OP_ADD && ca && x == 0) return b;
     if ((op == TILE_OP_ADD || op == TILE_OP_SUB) && cb && y == 0) return a;

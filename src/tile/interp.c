@@ -101,8 +101,8 @@ tsl_status interp_eval_int(interp *I, const tile_expr *e, int64_t *out)
     *out = tile_expr_eval(e, lookup, I, I->bidx, I->cur_thread, &ok);
     if (!ok)
         return interp_err(I, e ? e->pos : 0, TSL_ERR_RUNTIME,
-                    "cannot evaluate this expression here (division by zero, or thread_idx "
-                    "outside a decomposition)");
+                    "cannot evaluate this expression here (division by zero, 64-bit overflow, or "
+                    "thread_idx outside a decomposition)");
     return TSL_OK;
 }
 

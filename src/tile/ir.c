@@ -169,7 +169,12 @@ int64_t tile_expr_eval(const tile_expr *e, tile_lookup_fn lookup, void *ctx,
     }
     switch (e->kind) {
     case TILE_E_INT: return e->i;
-    case TILE_E_FLOAT: return (int64_t)e->f;
+    case TILE_E_FLOAT:
+        if (!(e->f >= -9223372036854775808.0 && e->f < 9223372036854775808.0)) { /* NaN too */
+            *ok = 0;
+            return 0;
+        }
+        return (int64_t)e->f;
     case TILE_E_VALUE:
         if (!lookup) {
             *ok = 0;
@@ -185,7 +190,11 @@ int64_t tile_expr_eval(const tile_expr *e, tile_lookup_fn lookup, void *ctx,
     case TILE_E_THREAD_IDX:
         if (thread_idx < 0) *ok = 0;
         return thread_idx;
-    case TILE_E_NEG: return -tile_expr_eval(e->a, lookup, ctx, block_idx, thread_idx, ok);
+    case TILE_E_NEG: {
+        int64_t a = tile_expr_eval(e->a, lookup, ctx, block_idx, thread_idx, ok), r;
+        if (__builtin_sub_overflow((int64_t)0, a, &r)) *ok = 0;
+        return r;
+    }
     case TILE_E_NOT: return !tile_expr_eval(e->a, lookup, ctx, block_idx, thread_idx, ok);
     case TILE_E_BIN: break;
     }
@@ -200,9 +209,17 @@ int64_t tile_expr_eval(const tile_expr *e, tile_lookup_fn lookup, void *ctx,
     case TILE_OP_LE: return a <= b;
     case TILE_OP_GT: return a > b;
     case TILE_OP_GE: return a >= b;
-    case TILE_OP_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
-    case TILE_OP_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
-    case TILE_OP_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
+    /* user values: 64-bit overflow is "cannot evaluate", never a wrap */
+    case TILE_OP_ADD:
+    case TILE_OP_SUB:
+    case TILE_OP_MUL: {
+        int64_t r;
+        int over = e->op == TILE_OP_ADD   ? __builtin_add_overflow(a, b, &r)
+                   : e->op == TILE_OP_SUB ? __builtin_sub_overflow(a, b, &r)
+                                          : __builtin_mul_overflow(a, b, &r);
+        if (over) *ok = 0;
+        return over ? 0 : r;
+    }
     case TILE_OP_MIN: return a < b ? a : b;
     case TILE_OP_MAX: return a > b ? a : b;
     case TILE_OP_DIV:
@@ -213,7 +230,14 @@ int64_t tile_expr_eval(const tile_expr *e, tile_lookup_fn lookup, void *ctx,
             return 0;
         }
         if (e->op == TILE_OP_DIV) return floordiv(a, b);
-        if (e->op == TILE_OP_MOD) return a - floordiv(a, b) * b;
+        if (e->op == TILE_OP_MOD) { /* floor modulo: the sign of b */
+            int64_t r = a % b;
+            return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+        }
+        if (a == INT64_MIN) { /* cdiv: -floor(-a / b) */
+            *ok = 0;
+            return 0;
+        }
         return -floordiv(-a, b);
     case TILE_OP_COUNT: break;
     }
