@@ -131,10 +131,17 @@ static tsl_status bind(const tile_kernel *k, const tile_interp_arg *args, int na
                 diag_error(d, TSL_ERR_RUNTIME, "kernel '%s': grid dim %d cannot be evaluated", k->name, i);
                 return TSL_ERR_RUNTIME;
             }
-            if (g < 0) g = 0;
+            if (g < 0 || g > TILE_MAX_GRID) { /* docs/tile-ir.md: a grid dim is 0..2^31-1 */
+                diag_error(d, TSL_ERR_SHAPE, "kernel '%s': grid dim %d is %lld; it must be 0..%lld", k->name, i,
+                           (long long)g, (long long)TILE_MAX_GRID);
+                return TSL_ERR_SHAPE;
+            }
         }
         I[w++] = g ? g : 1;
-        *nblocks *= g;
+        if (__builtin_mul_overflow(*nblocks, g, nblocks)) {
+            diag_error(d, TSL_ERR_SHAPE, "kernel '%s': the grid has more than 2^63 blocks", k->name);
+            return TSL_ERR_SHAPE;
+        }
     }
     return TSL_OK;
 }

@@ -499,6 +499,11 @@ void tile_print_type(strbuf *sb, const tile_type *t);
 #define TILE_MAX_ELEMS ((int64_t)1 << 22)
 #define TILE_MAX_LOCALS ((int64_t)1 << 16)
 #define TILE_MAX_SPAN ((int64_t)1 << 26)
+/* Largest grid dimension (CUDA's for x). A grid dimension that is an
+ * expression of sizes is checked when it is evaluated: negative or above
+ * this is an error, 0 runs no block and is allowed only when every tensor
+ * the kernel writes is empty. */
+#define TILE_MAX_GRID ((int64_t)INT32_MAX)
 
 /* Check every rule of docs/tile-ir.md "Verifier". src may be NULL (errors
  * then have no location). TSL_OK when valid. */

@@ -1675,7 +1675,20 @@ static void check_kernel(verifier *V, const tile_kernel *k)
     if (k->threads < 1 || k->threads > 1024) verr(V, k->pos, "threads(%d) is not in 1..1024", k->threads);
     for (int i = 0; i < k->nsyms; i++) make_visible(V, k->syms[i]);
     for (int i = 0; i < k->nparams; i++) make_visible(V, k->params[i]);
-    for (int i = 0; i < k->ngrid; i++) check_expr(V, k->grid[i]);
+    for (int i = 0; i < k->ngrid; i++) {
+        int64_t g;
+        check_expr(V, k->grid[i]);
+        if (tile_expr_const(k->grid[i], &g) && (g < 1 || g > TILE_MAX_GRID)) {
+            strbuf sb = {0};
+            if (k->grid[i]->kind != TILE_E_INT) {
+                tile_print_expr(&sb, k->grid[i]);
+                sb_puts(&sb, " = ");
+            }
+            verr(V, k->grid[i]->pos, "grid dimension %d is %s%lld; it must be 1..%lld (a kernel runs at least one block)",
+                 i, sb_str(&sb), (long long)g, (long long)TILE_MAX_GRID);
+            sb_free(&sb);
+        }
+    }
     check_block(V, k->body);
     int stages_for_msg = V->msg_stages;
     int64_t total = add_sat(V->smem_alloc, V->smem_pipe);
