@@ -104,7 +104,7 @@ def run_case(path, tessel):
             return f"killed by signal {-proc.returncode}:\n{shown}"
         if proc.returncode != want_rc:
             return f"exit {proc.returncode}, expected {want_rc}:\n{shown}"
-        for frag in meta["expect"]:
+        for frag in (subst(f, prog, tmp) for f in meta["expect"]):
             if frag not in text:
                 return f"missing '{frag}' in:\n{shown}"
         for frag in meta["reject"]:
