@@ -66,6 +66,11 @@ tile_expr *sched_kb_sexpr(tile_module *m, tile_kernel *k, sched_launch *l, const
     return NULL;
 }
 
+double sched_kb_literal(tsl_dtype t, double v)
+{
+    return dtype_info_of(t)->bits < 32 ? dtype_round(t, v) : v;
+}
+
 int sched_kb_approx_ok(tsl_dtype lhs, tsl_dtype math)
 {
     const dtype_info *di = dtype_info_of(lhs);

@@ -39,4 +39,10 @@ tile_value *sched_kb_tensor(tile_module *m, tile_kernel *k, sched_launch *l, con
  * the fast forms' few f32 ulp lie far under that rounding. */
 int sched_kb_approx_ok(tsl_dtype lhs, tsl_dtype math);
 
+/* A float literal of TC dtype t as the value its dtype holds (2.1 in a
+ * float16 expression is half(2.1), whatever dtype the expression then
+ * computes in: docs/language.md); float32 and float64 are left as written
+ * (an operand converts them exactly as the interpreter does). */
+double sched_kb_literal(tsl_dtype t, double v);
+
 #endif

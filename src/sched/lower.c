@@ -393,6 +393,14 @@ static tile_op binop_of(int op, int call)
     }
 }
 
+/* The dtype a TC expression of dtype t computes in (docs/language.md,
+ * "Arithmetic and conversions"): every float narrower than float32 in
+ * float32, rounded to its dtype only where it is stored or cast. */
+static tsl_dtype arith_dt(tsl_dtype t)
+{
+    return is_float_dt(t) && t != TSL_DTYPE_F64 ? TSL_DTYPE_F32 : t;
+}
+
 /* a OP b computing in ot; the result has dtype rt (bool for comparisons). */
 static lval lower_binary(lower *L, tile_op op, lval x, lval y, tsl_dtype ot, tsl_dtype rt, tile_value *mask)
 {
@@ -424,10 +432,12 @@ static lval lower_expr(lower *L, const graph_expr *e, tile_value *mask)
     const lang_expr *src = e->src;
     tsl_dtype ty = src->type;
     switch (e->kind) {
+    /* a literal holds the value of its dtype (2.0 in a float16 expression
+     * is half(2.0)), whatever dtype the expression then computes in */
     case LANG_E_INT:
-        if (is_float_dt(ty)) return (lval){.s = tile_expr_float(L->m, (double)src->ival), .dt = ty};
+        if (is_float_dt(ty)) return (lval){.s = tile_expr_float(L->m, sched_kb_literal(ty, (double)src->ival)), .dt = ty};
         return (lval){.s = tile_expr_int(L->m, src->ival), .isint = 1, .dt = ty};
-    case LANG_E_FLOAT: return (lval){.s = tile_expr_float(L->m, src->fval), .dt = ty};
+    case LANG_E_FLOAT: return (lval){.s = tile_expr_float(L->m, sched_kb_literal(ty, src->fval)), .dt = ty};
     case LANG_E_INDEX: return L->var[src->slot];
     case LANG_E_SIZE: return int_scalar(size_expr(L, src->slot));
     case LANG_E_SCALAR:
@@ -440,8 +450,8 @@ static lval lower_expr(lower *L, const graph_expr *e, tile_value *mask)
             return ty == TSL_DTYPE_BOOL ? tile_of(r, ty) : tile_of(cast_to(L, r, ty), ty);
         }
         if (!x.t && x.isint && !is_float_dt(ty)) return (lval){.s = tile_expr_un(L->m, TILE_E_NEG, x.s), .isint = 1, .dt = ty};
-        tile_operand o = tile_operand_tensor(as_tile(L, x, ty));
-        return tile_of(emit(L, TILE_I_NEG, "v", 1, &o), ty);
+        tile_operand o = tile_operand_tensor(as_tile(L, x, arith_dt(ty)));
+        return tile_of(emit(L, TILE_I_NEG, "v", 1, &o), arith_dt(ty));
     }
     case LANG_E_BINARY: {
         if (src->op == LANG_AND || src->op == LANG_OR) {
@@ -454,7 +464,7 @@ static lval lower_expr(lower *L, const graph_expr *e, tile_value *mask)
             return ty == TSL_DTYPE_BOOL ? tile_of(r, ty) : tile_of(cast_to(L, r, ty), ty);
         }
         lval x = lower_expr(L, e->args[0], mask), y = lower_expr(L, e->args[1], mask);
-        return lower_binary(L, binop_of(src->op, 0), x, y, src->optype, ty, mask);
+        return lower_binary(L, binop_of(src->op, 0), x, y, arith_dt(src->optype), arith_dt(ty), mask);
     }
     case LANG_E_SELECT: {
         tile_value *c = to_bool(L, lower_expr(L, e->args[0], mask));
@@ -462,23 +472,24 @@ static lval lower_expr(lower *L, const graph_expr *e, tile_value *mask)
         if (needs_guard(L, e->args[1])) ma = land(L, mask, c);
         if (needs_guard(L, e->args[2])) mb = land(L, mask, lnot(L, c));
         lval a = lower_expr(L, e->args[1], ma), b = lower_expr(L, e->args[2], mb);
-        if (!a.t && !b.t) a = tile_of(as_tile(L, a, ty), ty);
-        tile_operand args[3] = {tile_operand_tensor(c), in_dt(L, a, ty), in_dt(L, b, ty)};
-        return tile_of(emit(L, TILE_I_SELECT, "v", 3, args), ty);
+        tsl_dtype at = arith_dt(ty);
+        if (!a.t && !b.t) a = tile_of(as_tile(L, a, at), at);
+        tile_operand args[3] = {tile_operand_tensor(c), in_dt(L, a, at), in_dt(L, b, at)};
+        return tile_of(emit(L, TILE_I_SELECT, "v", 3, args), at);
     }
     case LANG_E_CALL: {
         if (e->nargs == 2) {
             lval x = lower_expr(L, e->args[0], mask), y = lower_expr(L, e->args[1], mask);
-            return lower_binary(L, binop_of(src->op, 1), x, y, ty, ty, mask);
+            return lower_binary(L, binop_of(src->op, 1), x, y, arith_dt(ty), arith_dt(ty), mask);
         }
         lval x = lower_expr(L, e->args[0], mask);
-        tile_operand o = tile_operand_tensor(as_tile(L, x, ty));
+        tile_operand o = tile_operand_tensor(as_tile(L, x, arith_dt(ty)));
         tile_stmt *st = tile_build_instr(&L->b, unop_of(src->op), fresh(L, "v"));
         tile_instr_arg(L->m, &st->instr, o);
         tile_instr_infer(st);
         st->instr.approx = tile_op_has_approx(st->instr.op) &&
-                           sched_kb_approx_ok(L->def->tensors[L->op->operands[0].tensor]->dtype, ty);
-        return tile_of(st->instr.result, ty);
+                           sched_kb_approx_ok(L->def->tensors[L->op->operands[0].tensor]->dtype, arith_dt(ty));
+        return tile_of(st->instr.result, arith_dt(ty));
     }
     case LANG_E_CAST: {
         lval x = lower_expr(L, e->args[0], mask);

@@ -618,10 +618,11 @@ static rv rr_expr_at(rr *R, int i, const graph_expr *e, rr_shape sh)
     const graph_op *op = &R->g->ops[R->grp->first + i];
     const lang_expr *s = e->src;
     switch (e->kind) {
+    /* a literal holds the value of its dtype (language.md) */
     case LANG_E_INT:
-        if (rr_float(s->type)) return (rv){.s = tile_expr_float(R->m, (double)s->ival)};
+        if (rr_float(s->type)) return (rv){.s = tile_expr_float(R->m, sched_kb_literal(s->type, (double)s->ival))};
         return (rv){.s = tile_expr_int(R->m, s->ival), .isint = 1};
-    case LANG_E_FLOAT: return (rv){.s = tile_expr_float(R->m, s->fval)};
+    case LANG_E_FLOAT: return (rv){.s = tile_expr_float(R->m, sched_kb_literal(s->type, s->fval))};
     case LANG_E_SIZE: return (rv){.s = rr_size(R, s->slot), .isint = 1};
     case LANG_E_SCALAR: {
         int ti = s->tensor->index;
