@@ -737,6 +737,59 @@ static void describe_index(char *buf, size_t cap, const DLTensor *t, int64_t lin
     if (at < cap) snprintf(buf + at, cap - at, ")");
 }
 
+/* Input i (from kv, of dtype dt) converted to its parameter's dtype. Into
+ * an integer or bool parameter (an index tensor, say) every value must
+ * convert exactly: a NaN, 1.9 or 2^32 + 1 would silently become another
+ * index, so the first such element is an error. Into a float parameter,
+ * values that round are counted in a warning. */
+static int convert_input(run_state *s, int i, const cli_kv *kv, tsl_dtype dt)
+{
+    DLTensor *t = s->tensors[i];
+    tsl_dtype to = s->params[i].dtype;
+    char idx[160], bad[64];
+    int64_t at = cli_tensor_check_exact(t, to, bad, sizeof bad);
+    if (at >= 0) {
+        describe_index(idx, sizeof idx, t, at);
+        char *end;
+        double v = strtod(bad, &end);
+        int integral = isfinite(v) && v == trunc(v);
+        if (to == TSL_DTYPE_U64)
+            fprintf(stderr, "tessel run: input %s from '%s': element %s is %s, %s %s (0..%llu)\n", kv->name,
+                    kv->value, idx, bad, integral ? "outside the range of" : "not an integer value of",
+                    tsl_dtype_name(to), (unsigned long long)UINT64_MAX);
+        else
+            fprintf(stderr, "tessel run: input %s from '%s': element %s is %s, %s %s (%lld..%lld)\n", kv->name,
+                    kv->value, idx, bad, integral ? "outside the range of" : "not an integer value of",
+                    tsl_dtype_name(to), (long long)dtype_int_min(to), (long long)dtype_int_max(to));
+        return 1;
+    }
+    int64_t first = 0;
+    double was = 0, now = 0;
+    int64_t changed = cli_tensor_count_inexact(t, to, &first, &was, &now);
+    DLTensor *c = cli_tensor_convert(t, to);
+    if (!c) {
+        fprintf(stderr, "tessel run: out of memory converting input %s\n", kv->name);
+        return 1;
+    }
+    if (changed) {
+        char a[40], b[40];
+        describe_index(idx, sizeof idx, t, first);
+        cli_fmt_double(a, sizeof a, was);
+        cli_fmt_double(b, sizeof b, now);
+        fprintf(stderr,
+                "tessel run: warning: input %s converted from %s to %s: %lld of %lld values changed (the first: "
+                "element %s, %s became %s)\n",
+                kv->name, tsl_dtype_name(dt), tsl_dtype_name(to), (long long)changed,
+                (long long)cli_tensor_numel(t), idx, a, b);
+    } else {
+        fprintf(stderr, "tessel run: note: input %s converted from %s to %s\n", kv->name, tsl_dtype_name(dt),
+                tsl_dtype_name(to));
+    }
+    tsl_tensor_free(t);
+    s->tensors[i] = c;
+    return 0;
+}
+
 /* --input NAME=PATH: read, check rank, convert dtype, record sizes. */
 static int read_inputs(run_state *s)
 {
@@ -796,29 +849,8 @@ static int read_inputs(run_state *s)
                     kv->name, kv->value);
             return 1;
         }
-        if (dt != s->params[i].dtype) {
-            double bad = 0;
-            int64_t at = is_lowbit(s->params[i].dtype) ? cli_tensor_check_range(t, s->params[i].dtype, &bad) : -1;
-            if (at >= 0) {
-                char idx[160];
-                describe_index(idx, sizeof idx, t, at);
-                fprintf(stderr, "tessel run: input %s from '%s': element %s is %.17g, %s %s (%lld..%lld)\n",
-                        kv->name, kv->value, idx, bad,
-                        bad == floor(bad) ? "outside the range of" : "not an integer value of",
-                        tsl_dtype_name(s->params[i].dtype), (long long)dtype_int_min(s->params[i].dtype),
-                        (long long)dtype_int_max(s->params[i].dtype));
-                return 1;
-            }
-            DLTensor *c = cli_tensor_convert(t, s->params[i].dtype);
-            if (!c) {
-                fprintf(stderr, "tessel run: out of memory converting input %s\n", kv->name);
-                return 1;
-            }
-            fprintf(stderr, "tessel run: note: input %s converted from %s to %s\n", kv->name,
-                    tsl_dtype_name(dt), tsl_dtype_name(s->params[i].dtype));
-            tsl_tensor_free(t);
-            s->tensors[i] = t = c;
-        }
+        if (dt != s->params[i].dtype && convert_input(s, i, kv, dt)) return 1;
+        t = s->tensors[i];
         if (bind_input_sizes(s, i, t)) return 1;
     }
     return 0;
@@ -1032,6 +1064,21 @@ static int bind_scalars(run_state *s)
         if (!info->is_float && v != floor(v)) {
             fprintf(stderr, "tessel run: --set %s=%s: %s is %s and needs an integer\n", kv->name,
                     kv->value, kv->name, tsl_dtype_name(s->params[i].dtype));
+            return 1;
+        }
+        /* an integer parameter's value must fit its dtype (2^32 + 1 is not
+         * an int32), and is passed as a double: exact up to 2^53 */
+        tsl_dtype pt = s->params[i].dtype;
+        double lo = pt == TSL_DTYPE_BOOL ? 0 : (double)dtype_int_min(pt);
+        double hi = pt == TSL_DTYPE_BOOL ? 1 : pt == TSL_DTYPE_U64 ? 0x1p64 : (double)dtype_int_max(pt);
+        if (!info->is_float && (v < lo || v > hi)) {
+            fprintf(stderr, "tessel run: --set %s=%s: outside the range of %s (%.17g..%.17g)\n", kv->name,
+                    kv->value, tsl_dtype_name(pt), lo, pt == TSL_DTYPE_U64 ? 0x1p64 - 1 : hi);
+            return 1;
+        }
+        if (!info->is_float && fabs(v) > 0x1p53) {
+            fprintf(stderr, "tessel run: --set %s=%s: integer parameters are exact up to 2^53 (%s)\n", kv->name,
+                    kv->value, tsl_dtype_name(pt));
             return 1;
         }
         s->scalars[i] = v;
