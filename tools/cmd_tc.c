@@ -13,6 +13,7 @@
 #include "base/base.h"
 #include "cli.h"
 #include "cli_env.h"
+#include "cli_path.h"
 #include "cli_tensor.h"
 
 /* ---- usage ------------------------------------------------------------- */
@@ -1181,6 +1182,22 @@ static int check_output_names(run_state *s)
             fprintf(stderr, ")\n");
             return 1;
         }
+        /* outputs are written after the run: one that is an input's file
+         * would overwrite it, two in one file would keep only the last */
+        const cli_kv *o = &s->o.outputs[k];
+        for (int j = 0; j < s->o.ninputs; j++)
+            if (cli_same_file(o->value, s->o.inputs[j].value)) {
+                fprintf(stderr, "tessel run: --output %s=%s is the file of --input %s=%s; an output never "
+                                "overwrites an input\n",
+                        o->name, o->value, s->o.inputs[j].name, s->o.inputs[j].value);
+                return 1;
+            }
+        for (int j = 0; j < k; j++)
+            if (cli_same_file(o->value, s->o.outputs[j].value)) {
+                fprintf(stderr, "tessel run: --output %s=%s and --output %s=%s are one file\n",
+                        s->o.outputs[j].name, s->o.outputs[j].value, o->name, o->value);
+                return 1;
+            }
     }
     return 0;
 }

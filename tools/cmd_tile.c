@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_path.h"
 #include "codegen/codegen.h"
 #include "codegen/cuda.h"
 #include "driver/driver.h"
@@ -243,6 +244,24 @@ static int cmd_tile_run(int argc, char **argv)
     tile_interp_arg args[MAX_BINDINGS * 2];
     int nargs = 0, ntens = 0;
     rc = k ? 0 : 1;
+    /* before anything runs: a name bound twice, an output that would
+     * overwrite an input's file, two outputs in one file */
+    for (int i = 0; i < o.nin + o.nout && !rc; i++) {
+        int out = i >= o.nin, oi = i - o.nin;
+        const char *name = out ? o.out_name[oi] : o.in_name[i], *path = out ? o.out_path[oi] : o.in_path[i];
+        for (int j = 0; j < i && !rc; j++) {
+            int jout = j >= o.nin, jo = j - o.nin;
+            const char *jname = jout ? o.out_name[jo] : o.in_name[j], *jpath = jout ? o.out_path[jo] : o.in_path[j];
+            if (out == jout && !strcmp(name, jname)) {
+                fprintf(stderr, "tessel tile run: --%s %s given twice\n", out ? "output" : "input", name);
+                rc = 1;
+            } else if (out && cli_same_file(path, jpath)) {
+                fprintf(stderr, "tessel tile run: --output %s=%s is the file of --%s %s=%s\n", name, path,
+                        jout ? "output" : "input", jname, jpath);
+                rc = 1;
+            }
+        }
+    }
     for (int i = 0; i < o.nin && !rc; i++) {
         DLTensor *t = NULL;
         if (tsl_npy_read(ctx, o.in_path[i], &t)) {
