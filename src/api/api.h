@@ -36,10 +36,15 @@ int64_t api_shape_numel(int rank, const int64_t *shape);
 
 /* Check a caller's tensor descriptor: non-NULL, host memory, rank within
  * TSL_MAX_RANK, dims >= 0, a dtype tessel knows, data present when it has
- * elements. `what` names it in messages ("tensor 'A'"). On success the
- * dtype goes to *dtype. */
+ * elements, strides that keep every element at or after data +
+ * byte_offset and inside the address space. `what` names it in messages
+ * ("tensor 'A'"). On success the dtype goes to *dtype. */
 tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *what,
                             tsl_dtype *dtype);
+/* An output's strides give every element its own memory (no stride 0 on a
+ * dim of 2 or more, no dims interleaving onto one location). Requires a
+ * tensor api_tensor_check accepted. */
+tsl_status api_tensor_check_distinct(tsl_context *ctx, const DLTensor *t, const char *what);
 
 /* Element strides of t (C order when t->strides is NULL). */
 void api_tensor_strides(const DLTensor *t, int64_t strides[TSL_MAX_RANK]);

@@ -368,6 +368,7 @@ static tsl_status args_check_output(tsl_args *a, const lang_tensor *lt, const DL
     snprintf(what, sizeof what, "output '%s'", lt->name);
     tsl_dtype dt;
     tsl_status st = api_tensor_check(ctx, t, what, &dt);
+    if (!st) st = api_tensor_check_distinct(ctx, t, what);
     if (st) return st;
     if (dt != lt->dtype)
         return api_error(ctx, TSL_ERR_ARG, "output '%s' is %s but the tensor given is %s",
