@@ -122,7 +122,7 @@ tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *wha
             if (t->shape[d] == 1) continue;
             if (__builtin_mul_overflow(t->shape[d] - 1, t->strides[d], &r) || __builtin_mul_overflow(r, esz, &r) ||
                 r > lim || r < -lim)
-                return api_error(ctx, TSL_ERR_ARG, "%s: dim %d (size %lld, stride %lld) reaches past the address space",
+                return api_error(ctx, TSL_ERR_ARG, "%s: dim %d (size %lld, stride %lld) reaches beyond the address space",
                                  what, d, (long long)t->shape[d], (long long)t->strides[d]);
             if (r < 0) lo += r;
             else hi += r;
