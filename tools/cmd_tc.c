@@ -470,6 +470,18 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
     return 0;
 }
 
+/* The library ignores a $TESSEL_TARGET it does not know (it has no
+ * error to give from tsl_target_default); the CLI refuses it rather than
+ * run elsewhere than the user asked. 0 when unset or known. */
+static int env_target_bad(const char *cmd)
+{
+    const char *env = getenv("TESSEL_TARGET");
+    tsl_target t;
+    if (!env || !*env || tsl_target_parse(env, &t) == 0) return 0;
+    fprintf(stderr, "tessel %s: TESSEL_TARGET=%s is not a target (interp, cpu or cuda)\n", cmd, env);
+    return 1;
+}
+
 int cmd_compile(int argc, char **argv)
 {
     run_opts o;
@@ -482,6 +494,10 @@ int cmd_compile(int argc, char **argv)
     char emit_kind[32];
     if (o.emit && (!strcmp(o.emit, "tile") || !strcmp(o.emit, "expand") || !strcmp(o.emit, "select") ||
                    !strcmp(o.emit, "plan"))) {
+        if (!o.target_name && env_target_bad("compile")) {
+            free_opts(&o);
+            return 1;
+        }
         tsl_target t = o.target_name ? o.target : tsl_target_default();
         snprintf(emit_kind, sizeof emit_kind, "%s:%s", o.emit, t == TSL_TARGET_CUDA ? "cuda" : "cpu");
         o.emit = emit_kind;
@@ -1331,6 +1347,7 @@ int cmd_run(int argc, char **argv)
     memset(&s, 0, sizeof s);
     int rc = parse_opts(argc, argv, run_usage,
                         "entry input set output size target check seed print packed options", &s.o);
+    if (rc == 0 && !s.o.target_name && env_target_bad("run")) rc = 1;
     if (rc == 0 && !s.o.target_name) {
         s.o.target = tsl_target_default();
         s.o.target_name = tsl_target_name(s.o.target);

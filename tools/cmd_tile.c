@@ -272,6 +272,25 @@ static int cmd_tile_run(int argc, char **argv)
         tens[ntens++] = t;
         args[nargs++] = (tile_interp_arg){o.in_name[i], t, 0};
     }
+    /* every name given must be one of the kernel's parameters of that kind
+     * (an unknown --int was ignored, the kernel run with another value) */
+    for (int i = 0; i < o.nin + o.nint && !rc && k; i++) {
+        int isin = i < o.nin;
+        const char *name = isin ? o.in_name[i] : o.int_name[i - o.nin];
+        const tile_value *pv = NULL;
+        for (int p = 0; p < k->nparams; p++)
+            if (!strcmp(k->params[p]->name, name)) pv = k->params[p];
+        if (!pv || (pv->kind == TILE_V_SCALAR) == isin) {
+            fprintf(stderr, "tessel tile run: %s %s: kernel '%s' has no %s parameter named %s\n",
+                    isin ? "--input" : "--int/--scalar", name, k->name, isin ? "tensor" : "scalar", name);
+            rc = 1;
+        }
+        for (int j = 0; j < i && !rc && !isin; j++)
+            if (j >= o.nin && !strcmp(o.int_name[j - o.nin], name)) {
+                fprintf(stderr, "tessel tile run: --int/--scalar %s given twice\n", name);
+                rc = 1;
+            }
+    }
     for (int i = 0; i < o.nint && !rc && k; i++) {
         args[nargs] = (tile_interp_arg){o.int_name[i], NULL, o.int_val[i]};
         for (int p = 0; p < k->nparams; p++)

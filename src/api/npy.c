@@ -205,6 +205,13 @@ static tsl_status npy_read_file(tsl_context *ctx, const char *path, FILE *f,
     struct stat stbuf;
     if (fstat(fileno(f), &stbuf) != 0)
         return api_error(ctx, TSL_ERR_IO, "cannot stat '%s': %s", path, strerror(errno));
+    /* the file's size bounds what the header may claim (nothing is
+     * allocated on a header's word), so it must be a file that has one */
+    if (!S_ISREG(stbuf.st_mode))
+        return api_error(ctx, TSL_ERR_IO,
+                         "'%s' is not a regular file (a pipe, socket or device): a .npy is read from a file; "
+                         "save it to one first",
+                         path);
     uint64_t fsize = (uint64_t)stbuf.st_size;
     unsigned char pre[12];
     if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0)
@@ -274,7 +281,16 @@ tsl_status tsl_npy_read(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
     if (!out) return api_error(ctx, TSL_ERR_ARG, "tsl_npy_read: out is NULL");
     *out = NULL;
     if (!path) return api_error(ctx, TSL_ERR_ARG, "tsl_npy_read: path is NULL");
-    FILE *f = fopen(path, "rb");
+    /* O_NONBLOCK: opening a FIFO no one writes to must not wait forever
+     * (npy_read_file then refuses anything but a regular file) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = NULL;
+    if (fd >= 0) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        f = fdopen(fd, "rb");
+        if (!f) close(fd);
+    }
     if (!f) return api_error(ctx, TSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     tsl_status st = npy_read_file(ctx, path, f, out);
     fclose(f);
