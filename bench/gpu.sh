@@ -104,7 +104,7 @@ step anchors 240 env PYTHONUNBUFFERED=1 python3 bench/anchors.py --json "$OUT/an
 # def's kernels for sm_80 and sm_90a: cache hits after `precompile`)
 step unit 300 build/unit_tests runtime_cuda codegen_cuda cuda_target
 
-step e2e 240 python3 -m pytest -q -p no:cacheprovider tests/e2e/test_cuda_target.py
+step e2e 240 python3 -m pytest -q -p no:cacheprovider tests/e2e/test_cuda_target.py tests/e2e/test_semantics.py
 
 [ -x build/cuda_smoke ] &&
     step sanitizer 90 bash -c 'compute-sanitizer --error-exitcode 7 build/cuda_smoke --small 2>&1 | tail -n 5; exit ${PIPESTATUS[0]}'

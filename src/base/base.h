@@ -188,9 +188,9 @@ int dtype_parse_short(const char *name, size_t len, tsl_dtype *out);
 /* Convert one element to/from double. `base` is the tensor's first byte
  * and `e` the element's offset in elements: element e lives at bit
  * e * bits (dtype_load/store: a pointer to a byte-sized element). Floats
- * are rounded as dtype_round says; integers of a store are wrapped to
- * the width (dtype_store's historical C-cast rule: truncate toward zero,
- * wrap through int64). */
+ * are rounded as dtype_round says; a value stored into an integer
+ * dtype is truncated toward zero and saturated to its range, NaN 0
+ * (docs/language.md, "Arithmetic and conversions"). */
 double dtype_get(tsl_dtype t, const void *base, int64_t e);
 void dtype_set(tsl_dtype t, void *base, int64_t e, double v);
 double dtype_load(tsl_dtype t, const void *p);

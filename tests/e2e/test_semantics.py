@@ -10,11 +10,13 @@ gives, modelled here in NumPy.
   stored), and int32(erf(4)) is 1 on every target (it was 0 on the
   interpreter, 1 on the CPU).
 Inputs are fresh random values spread over many magnitudes, plus the edge
-values (NaN, +-inf, exact integers, values just past each type's range)."""
+values (NaN, +-inf, exact integers, values just past each type's range).
+The casts run on CUDA too where a device is present (bench/gpu.sh)."""
 import numpy as np
 import pytest
 
 from conftest import run_tc
+from test_cuda_target import gpu_present
 
 INT_TYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
 NAMES = {t: f"O_{t}" for t in INT_TYPES}
@@ -50,8 +52,10 @@ def edge_inputs(rng):
     return np.concatenate([np.array(edges), rnd]).astype(np.float32)
 
 
-@pytest.mark.parametrize("target", ["interp", "cpu"])
+@pytest.mark.parametrize("target", ["interp", "cpu", "cuda"])
 def test_float_to_integer_casts(tmp_path, rng, target):
+    if target == "cuda" and not gpu_present():
+        pytest.skip("no CUDA device (bench/gpu.sh runs this on the GPU)")
     (tmp_path / "casts.tc").write_text(CASTS_TC)
     a = edge_inputs(rng)
     outs = list(NAMES.values()) + ["OB", "OE"]
