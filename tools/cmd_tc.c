@@ -995,6 +995,11 @@ static int check_run_memory(run_state *s)
         }
         if (st) ok = 0;
     }
+    /* --size values only `where` bounds use (as bind_args passes them) */
+    for (int k = 0; ok && !bad && k < s->o.nsizes; k++) {
+        size_bind *b = find_size(s, s->o.sizes[k].name);
+        if (b && tsl_args_set_size(a, b->sym, b->value) != TSL_OK) ok = 0;
+    }
     /* outputs; shapes that cannot be inferred (sizes that disagree or
      * overflow) are the real binding's error, said before any allocation */
     tsl_status ist = ok && !bad ? tsl_args_infer(a) : TSL_OK;
