@@ -63,13 +63,14 @@ void tsl_tensor_free(TSL_TAKE DLTensor *t)
 tsl_status api_error(tsl_context *ctx, tsl_status st, const char *fmt, ...)
 {
     if (!ctx) return st;
-    diag_reset(&ctx->diag);
-    ctx->diag.first = st;
-    ctx->diag.nerr = 1;
-    sb_puts(&ctx->diag.msg, "error: ");
+    tsl_diag *d = api_diag(ctx);
+    diag_reset(d);
+    d->first = st;
+    d->nerr = 1;
+    sb_puts(&d->msg, "error: ");
     va_list ap;
     va_start(ap, fmt);
-    sb_vprintf(&ctx->diag.msg, fmt, ap);
+    sb_vprintf(&d->msg, fmt, ap);
     va_end(ap);
     return st;
 }
@@ -77,11 +78,19 @@ tsl_status api_error(tsl_context *ctx, tsl_status st, const char *fmt, ...)
 tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *what,
                             tsl_dtype *dtype)
 {
+    if (t && t->device.device_type == kDLCUDA)
+        return api_error(ctx, TSL_ERR_ARG, "%s: only host (kDLCPU) tensors are accepted here, got a CUDA tensor",
+                         what);
+    return api_tensor_check_device(ctx, t, what, dtype);
+}
+
+tsl_status api_tensor_check_device(tsl_context *ctx, const DLTensor *t, const char *what, tsl_dtype *dtype)
+{
     if (!t) return api_error(ctx, TSL_ERR_ARG, "%s: the tensor descriptor is NULL", what);
-    if (t->device.device_type != kDLCPU && t->device.device_type != kDLCUDAHost)
+    if (t->device.device_type != kDLCPU && t->device.device_type != kDLCUDAHost &&
+        t->device.device_type != kDLCUDA)
         return api_error(ctx, TSL_ERR_ARG,
-                         "%s: only host (kDLCPU) tensors are accepted here, got device "
-                         "type %d",
+                         "%s: device type %d is not supported (host kDLCPU/kDLCUDAHost or kDLCUDA tensors are)",
                          what, (int)t->device.device_type);
     if (t->ndim < 0 || t->ndim > TSL_MAX_RANK)
         return api_error(ctx, TSL_ERR_ARG, "%s: rank %d is outside 0..%d", what, t->ndim,
@@ -112,9 +121,10 @@ tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *wha
         }
     }
     if (t->strides && n > 0) {
-        /* every element must lie at or after data + byte_offset and within
-         * the address space (2^47 bytes: x86-64 and AArch64 user space): a
-         * stride past that is a mistake that would fault, not a buffer */
+        /* every element must lie within the address space of data +
+         * byte_offset (2^47 bytes either way: x86-64 and AArch64 user
+         * space): a stride past that is a mistake that would fault, not a
+         * buffer. Negative strides are fine (NumPy's reversed views). */
         const int64_t lim = (int64_t)1 << 47;
         int64_t lo = 0, hi = 0, esz = (int64_t)tsl_dtype_size(*dtype);
         for (int d = 0; d < t->ndim; d++) {
@@ -127,14 +137,28 @@ tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *wha
             if (r < 0) lo += r;
             else hi += r;
         }
-        if ((int64_t)t->byte_offset + lo < 0)
-            return api_error(ctx, TSL_ERR_ARG,
-                             "%s: its negative strides reach %lld bytes before its first element (data + "
-                             "byte_offset)",
-                             what, (long long)-(lo + (int64_t)t->byte_offset));
-        if (hi > lim || (int64_t)t->byte_offset > lim)
+        if (hi > lim || lo < -lim || (int64_t)t->byte_offset > lim)
             return api_error(ctx, TSL_ERR_ARG, "%s: its strides reach %lld bytes past data, beyond the address space",
                              what, (long long)hi);
+    }
+    if (t->device.device_type == kDLCUDA && t->strides && n > 1) {
+        /* the CUDA kernels take some tensors as flat 1-D runs: device
+         * tensors must be C-contiguous (no copy is made on the device) */
+        int64_t want = 1;
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            if (t->shape[d] != 1 && t->strides[d] != want) {
+                strbuf b = {0};
+                for (int k = 0; k < t->ndim; k++)
+                    sb_printf(&b, "%s%lld", k ? ", " : "", (long long)t->strides[k]);
+                tsl_status st = api_error(ctx, TSL_ERR_ARG,
+                                          "%s on cuda:%d is not C-contiguous (strides (%s) in elements): device "
+                                          "tensors are used in place and must be contiguous; make a contiguous "
+                                          "copy first", what, t->device.device_id, sb_str(&b));
+                sb_free(&b);
+                return st;
+            }
+            want *= t->shape[d];
+        }
     }
     return TSL_OK;
 }
