@@ -87,16 +87,23 @@ asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" all
 
-# libFuzzer targets: every tests/fuzz/fuzz_*.c is one target over the library.
-FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
-fuzz:
-	@mkdir -p build-fuzz
-	@for f in $(FUZZ_SRC); do \
-	  n=$$(basename $$f .c); \
-	  echo "clang -fsanitize=fuzzer,address,undefined $$f -> build-fuzz/$$n"; \
-	  clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -Iinclude -Isrc -Itests $$f $(LIB_SRC) -o build-fuzz/$$n $(LDLIBS) || exit 1; \
-	done
+# libFuzzer targets: every tests/fuzz/fuzz_*.c is one target over the
+# library, whose objects are compiled once with clang (fuzzer-no-link
+# instruments them for coverage) and shared by every target.
+FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(FUZZ_SAN) -Iinclude -Isrc -Itests
+FUZZ_OBJ   := $(LIB_SRC:%.c=build-fuzz/obj/%.o)
+FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+
+build-fuzz/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ $(LDLIBS)
+
+fuzz: $(FUZZ_BIN)
 
 clean:
 	rm -rf build build-asan build-fuzz

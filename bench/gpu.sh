@@ -108,7 +108,7 @@ step anchors 240 env PYTHONUNBUFFERED=1 python3 bench/anchors.py --json "$OUT/an
 # def's kernels for sm_80 and sm_90a: cache hits after `precompile`)
 step unit 300 build/unit_tests runtime_cuda codegen_cuda cuda_target
 
-step e2e 240 python3 -m pytest -q -p no:cacheprovider tests/e2e/test_cuda_target.py tests/e2e/test_cookbook.py -k 'not test_cookbook or cuda'
+step e2e 240 python3 -m pytest -q -p no:cacheprovider tests/e2e/test_cuda_target.py tests/e2e/test_cookbook.py tests/e2e/test_semantics.py -k 'not test_cookbook or cuda'
 
 # random programs of every dtype and reduction operator (tests/fuzz/gen.c)
 # on the GPU against the interpreter, for as long as the step allows

@@ -369,6 +369,8 @@ tsl_status tsl_program_run_stats(TSL_KEEP const tsl_program *p, tsl_run_stats *o
  * whose data and shape are owned by it; free with tsl_tensor_free. */
 tsl_status tsl_npy_read(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
                         TSL_GIVE DLTensor **out);
+/* Written atomically: to a new file beside `path`, renamed over it, so a
+ * failed write leaves an existing file unchanged. */
 tsl_status tsl_npy_write(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
                          TSL_KEEP const DLTensor *t);
 /* A C-order host tensor of the given shape, data zeroed. */

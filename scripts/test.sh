@@ -43,6 +43,8 @@ stage build build
 stage unit build/unit_tests
 stage unit-asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 build-asan/unit_tests
+# the hostile-input corpus, every case under the ASan+UBSan CLI with a timeout
+stage hostile python3 tests/hostile/run.py build-asan/tessel
 if ls tests/e2e/test_*.py >/dev/null 2>&1; then
     stage e2e python3 -m pytest -q -p no:cacheprovider tests/e2e
 fi

@@ -3,6 +3,7 @@
  * base's dtype_load/dtype_store, so every dtype (f16/bf16 included) is
  * handled in one place. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -134,21 +135,97 @@ DLTensor *cli_tensor_convert(const DLTensor *src, tsl_dtype to)
     return dst;
 }
 
-int64_t cli_tensor_check_range(const DLTensor *src, tsl_dtype to, double *bad)
+void cli_fmt_double(char *buf, size_t cap, double v)
+{
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, cap, "%.*g", p, v);
+        if (strtod(buf, NULL) == v || v != v) return;
+    }
+}
+
+/* Element i of an integer or bool tensor of dtype `from`, exactly: its
+ * value as *s (signed) or *u (unsigned 64-bit), *neg for a negative one. */
+static void load_exact(const DLTensor *t, tsl_dtype from, int64_t i, int64_t *s, uint64_t *u, int *neg)
+{
+    const dtype_info *d = dtype_info_of(from);
+    uint64_t bits = dtype_get_bits(from, data_of(t), elem_off(t, i));
+    if (d->bits < 64) bits &= ((uint64_t)1 << d->bits) - 1;
+    if (from == TSL_DTYPE_BOOL) bits = bits != 0;
+    if (d->is_signed && d->bits < 64 && ((bits >> (d->bits - 1)) & 1)) bits |= ~(uint64_t)0 << d->bits;
+    *neg = d->is_signed && (int64_t)bits < 0;
+    *s = (int64_t)bits;
+    *u = bits;
+}
+
+int64_t cli_tensor_check_exact(const DLTensor *src, tsl_dtype to, char *bad, size_t cap)
 {
     tsl_dtype from;
-    const dtype_info *d = dtype_info_of(to);
-    if (cli_tensor_dtype(src, &from) || d->is_float || to == TSL_DTYPE_BOOL || d->bits >= 64) return -1;
+    const dtype_info *dt = dtype_info_of(to);
+    if (cli_tensor_dtype(src, &from) || dt->is_float) return -1;
+    const dtype_info *df = dtype_info_of(from);
+    int tsigned = dt->is_signed, tbits = to == TSL_DTYPE_BOOL ? 1 : dt->bits;
+    /* to's range: [lo, hi] as int64 for signed and narrower unsigned
+     * types; uint64's is [0, 2^64 - 1] */
+    int64_t lo = to == TSL_DTYPE_BOOL ? 0 : dtype_int_min(to);
+    uint64_t hi = to == TSL_DTYPE_BOOL ? 1 : tbits >= 64 && !tsigned ? UINT64_MAX : (uint64_t)dtype_int_max(to);
     int64_t n = cli_tensor_numel(src);
-    double lo = (double)dtype_int_min(to), hi = (double)dtype_int_max(to);
     for (int64_t i = 0; i < n; i++) {
-        double v = load(src, from, i);
-        if (!(v >= lo && v <= hi && v == floor(v))) {
-            *bad = v;
-            return i;
+        int ok;
+        if (df->is_float) {
+            double v = load(src, from, i);
+            /* 2^63 and 2^64 are exact doubles: the first values past the
+             * 64-bit ranges */
+            ok = isfinite(v) && v == trunc(v) &&
+                 (tsigned ? v >= (double)lo && (tbits >= 64 ? v < 0x1p63 : v <= (double)hi)
+                          : v >= 0 && (tbits >= 64 ? v < 0x1p64 : v <= (double)hi));
+            if (!ok) cli_fmt_double(bad, cap, v);
+        } else {
+            int64_t s;
+            uint64_t u;
+            int neg;
+            load_exact(src, from, i, &s, &u, &neg);
+            ok = neg ? tsigned && s >= lo : u <= hi;
+            if (!ok) {
+                if (neg) snprintf(bad, cap, "%lld", (long long)s);
+                else snprintf(bad, cap, "%llu", (unsigned long long)u);
+            }
         }
+        if (!ok) return i;
     }
     return -1;
+}
+
+int64_t cli_tensor_count_inexact(const DLTensor *src, tsl_dtype to, int64_t *first, double *was, double *now)
+{
+    tsl_dtype from;
+    if (cli_tensor_dtype(src, &from) || !dtype_info_of(to)->is_float) return 0;
+    int64_t n = cli_tensor_numel(src), count = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v, r;
+        if (dtype_info_of(from)->is_float) {
+            v = load(src, from, i);
+        } else {
+            int64_t s;
+            uint64_t u;
+            int neg;
+            load_exact(src, from, i, &s, &u, &neg);
+            v = neg ? (double)s : (double)u;
+            /* an integer beyond 2^53 may already round in the double */
+            if (neg ? (int64_t)v != s : v >= 0x1p64 || (uint64_t)v != u) {
+                r = v;
+                goto changed;
+            }
+        }
+        r = dtype_round(to, v);
+        if (r == v || (v != v && r != r)) continue;
+    changed:
+        if (!count++) {
+            *first = i;
+            *was = v;
+            *now = dtype_round(to, v);
+        }
+    }
+    return count;
 }
 
 DLTensor *cli_tensor_packed_bytes(const DLTensor *src)

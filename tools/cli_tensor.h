@@ -35,10 +35,18 @@ void cli_tensor_fill_range(DLTensor *t, cli_rng *r, int64_t lo, int64_t hi);
 /* A new C-order tensor of dtype `to` holding `src`'s values converted
  * element by element (through double). NULL when out of memory. */
 DLTensor *cli_tensor_convert(const DLTensor *src, tsl_dtype to);
-/* For a conversion to integer dtype `to`: the linear index of the first
- * element of src that is not integral or not in to's range (its value in
- * *bad), or -1 when every one fits (and for float, bool and 64-bit `to`). */
-int64_t cli_tensor_check_range(const DLTensor *src, tsl_dtype to, double *bad);
+/* v in the fewest significant digits that read back as v ("0.1", "1.9"). */
+void cli_fmt_double(char *buf, size_t cap, double v);
+/* For a conversion to integer or bool dtype `to` (of any width): the
+ * linear index of the first element of src whose value the conversion
+ * would change -- not integral, NaN, infinite or out of to's range --
+ * with that value, exactly, as text in bad[cap]; -1 when every one
+ * converts exactly (and for a float `to`). */
+int64_t cli_tensor_check_exact(const DLTensor *src, tsl_dtype to, char *bad, size_t cap);
+/* For a conversion to float dtype `to`: how many elements of src change
+ * value (rounded or out of range); the first one's linear index, value
+ * and converted value in *first, *was, *now. 0 for an integer `to`. */
+int64_t cli_tensor_count_inexact(const DLTensor *src, tsl_dtype to, int64_t *first, double *was, double *now);
 /* A low-bit tensor's storage as a uint8 tensor: the packed bytes (1-D,
  * tsl_dtype_nbytes long) of a packed dtype, the codes (same shape) of a
  * byte-sized one. NULL for wider dtypes or when out of memory. */

@@ -13,6 +13,7 @@
 #include "base/base.h"
 #include "cli.h"
 #include "cli_env.h"
+#include "cli_path.h"
 #include "cli_tensor.h"
 
 /* ---- usage ------------------------------------------------------------- */
@@ -255,8 +256,12 @@ static void report(tsl_context *ctx, tsl_status st, const char *what)
 static char *read_source(const char *path)
 {
     size_t len;
-    char *src = file_read_all(path, &len);
-    if (!src) fprintf(stderr, "tessel: cannot read '%s': %s\n", path, strerror(errno));
+    char *src = file_read_max(path, TSL_MAX_SOURCE_BYTES, &len);
+    if (!src && errno == EFBIG)
+        fprintf(stderr, "tessel: cannot read '%s': it is larger than %zu MiB, not a TC program\n", path,
+                TSL_MAX_SOURCE_BYTES >> 20);
+    else if (!src)
+        fprintf(stderr, "tessel: cannot read '%s': %s\n", path, strerror(errno));
     return src;
 }
 
@@ -488,6 +493,18 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
     return 0;
 }
 
+/* The library ignores a $TESSEL_TARGET it does not know (it has no
+ * error to give from tsl_target_default); the CLI refuses it rather than
+ * run elsewhere than the user asked. 0 when unset or known. */
+static int env_target_bad(const char *cmd)
+{
+    const char *env = getenv("TESSEL_TARGET");
+    tsl_target t;
+    if (!env || !*env || tsl_target_parse(env, &t) == 0) return 0;
+    fprintf(stderr, "tessel %s: TESSEL_TARGET=%s is not a target (interp, cpu or cuda)\n", cmd, env);
+    return 1;
+}
+
 int cmd_compile(int argc, char **argv)
 {
     run_opts o;
@@ -500,6 +517,10 @@ int cmd_compile(int argc, char **argv)
     char emit_kind[32];
     if (o.emit && (!strcmp(o.emit, "tile") || !strcmp(o.emit, "expand") || !strcmp(o.emit, "select") ||
                    !strcmp(o.emit, "plan"))) {
+        if (!o.target_name && env_target_bad("compile")) {
+            free_opts(&o);
+            return 1;
+        }
         tsl_target t = o.target_name ? o.target : tsl_target_default();
         snprintf(emit_kind, sizeof emit_kind, "%s:%s", o.emit, t == TSL_TARGET_CUDA ? "cuda" : "cpu");
         o.emit = emit_kind;
@@ -775,6 +796,59 @@ static void describe_index(char *buf, size_t cap, const DLTensor *t, int64_t lin
     if (at < cap) snprintf(buf + at, cap - at, ")");
 }
 
+/* Input i (from kv, of dtype dt) converted to its parameter's dtype. Into
+ * an integer or bool parameter (an index tensor, say) every value must
+ * convert exactly: a NaN, 1.9 or 2^32 + 1 would silently become another
+ * index, so the first such element is an error. Into a float parameter,
+ * values that round are counted in a warning. */
+static int convert_input(run_state *s, int i, const cli_kv *kv, tsl_dtype dt)
+{
+    DLTensor *t = s->tensors[i];
+    tsl_dtype to = s->params[i].dtype;
+    char idx[160], bad[64];
+    int64_t at = cli_tensor_check_exact(t, to, bad, sizeof bad);
+    if (at >= 0) {
+        describe_index(idx, sizeof idx, t, at);
+        char *end;
+        double v = strtod(bad, &end);
+        int integral = isfinite(v) && v == trunc(v);
+        if (to == TSL_DTYPE_U64)
+            fprintf(stderr, "tessel run: input %s from '%s': element %s is %s, %s %s (0..%llu)\n", kv->name,
+                    kv->value, idx, bad, integral ? "outside the range of" : "not an integer value of",
+                    tsl_dtype_name(to), (unsigned long long)UINT64_MAX);
+        else
+            fprintf(stderr, "tessel run: input %s from '%s': element %s is %s, %s %s (%lld..%lld)\n", kv->name,
+                    kv->value, idx, bad, integral ? "outside the range of" : "not an integer value of",
+                    tsl_dtype_name(to), (long long)dtype_int_min(to), (long long)dtype_int_max(to));
+        return 1;
+    }
+    int64_t first = 0;
+    double was = 0, now = 0;
+    int64_t changed = cli_tensor_count_inexact(t, to, &first, &was, &now);
+    DLTensor *c = cli_tensor_convert(t, to);
+    if (!c) {
+        fprintf(stderr, "tessel run: out of memory converting input %s\n", kv->name);
+        return 1;
+    }
+    if (changed) {
+        char a[40], b[40];
+        describe_index(idx, sizeof idx, t, first);
+        cli_fmt_double(a, sizeof a, was);
+        cli_fmt_double(b, sizeof b, now);
+        fprintf(stderr,
+                "tessel run: warning: input %s converted from %s to %s: %lld of %lld values changed (the first: "
+                "element %s, %s became %s)\n",
+                kv->name, tsl_dtype_name(dt), tsl_dtype_name(to), (long long)changed,
+                (long long)cli_tensor_numel(t), idx, a, b);
+    } else {
+        fprintf(stderr, "tessel run: note: input %s converted from %s to %s\n", kv->name, tsl_dtype_name(dt),
+                tsl_dtype_name(to));
+    }
+    tsl_tensor_free(t);
+    s->tensors[i] = c;
+    return 0;
+}
+
 /* --input NAME=PATH: read, check rank, convert dtype, record sizes. */
 static int read_inputs(run_state *s)
 {
@@ -834,29 +908,8 @@ static int read_inputs(run_state *s)
                     kv->name, kv->value);
             return 1;
         }
-        if (dt != s->params[i].dtype) {
-            double bad = 0;
-            int64_t at = is_lowbit(s->params[i].dtype) ? cli_tensor_check_range(t, s->params[i].dtype, &bad) : -1;
-            if (at >= 0) {
-                char idx[160];
-                describe_index(idx, sizeof idx, t, at);
-                fprintf(stderr, "tessel run: input %s from '%s': element %s is %.17g, %s %s (%lld..%lld)\n",
-                        kv->name, kv->value, idx, bad,
-                        bad == floor(bad) ? "outside the range of" : "not an integer value of",
-                        tsl_dtype_name(s->params[i].dtype), (long long)dtype_int_min(s->params[i].dtype),
-                        (long long)dtype_int_max(s->params[i].dtype));
-                return 1;
-            }
-            DLTensor *c = cli_tensor_convert(t, s->params[i].dtype);
-            if (!c) {
-                fprintf(stderr, "tessel run: out of memory converting input %s\n", kv->name);
-                return 1;
-            }
-            fprintf(stderr, "tessel run: note: input %s converted from %s to %s\n", kv->name,
-                    tsl_dtype_name(dt), tsl_dtype_name(s->params[i].dtype));
-            tsl_tensor_free(t);
-            s->tensors[i] = t = c;
-        }
+        if (dt != s->params[i].dtype && convert_input(s, i, kv, dt)) return 1;
+        t = s->tensors[i];
         if (bind_input_sizes(s, i, t)) return 1;
     }
     return 0;
@@ -933,36 +986,134 @@ static void gather_in_range(run_state *s, int i, DLTensor *t, cli_rng *rng)
         cli_tensor_fill_range(t, rng, lo, hi);
 }
 
+/* The shape of random input i (0), or -1 after a message. */
+static int random_input_shape(run_state *s, int i, int64_t *shape)
+{
+    for (int d = 0; d < s->params[i].rank; d++) {
+        const char *sym = s->dims[i][d];
+        char sig[160];
+        param_sig(sig, sizeof sig, s, i);
+        if (is_number(sym)) {
+            shape[d] = strtoll(sym, NULL, 10);
+            continue;
+        }
+        size_bind *b = sym ? find_size(s, sym) : NULL;
+        if (!b) {
+            if (sym)
+                fprintf(stderr,
+                        "tessel run: size %s of tensor %s is not known: give it with --size "
+                        "%s=... or pass %s with --input %s=PATH.npy\n",
+                        sym, sig, sym, s->params[i].name, s->params[i].name);
+            else
+                fprintf(stderr,
+                        "tessel run: dim %d of tensor %s has no size name; pass %s with "
+                        "--input %s=PATH.npy\n",
+                        d, sig, s->params[i].name, s->params[i].name);
+            return -1;
+        }
+        shape[d] = b->value;
+    }
+    return 0;
+}
+
+/* Before anything is allocated: the bytes of the random inputs and of the
+ * outputs (twice with --check: the interpreter's run has its own) against
+ * the memory available, so `--size M=4294967297` is an error, not a
+ * machine that swaps. Output shapes come from binding shape-only
+ * descriptors of the random inputs (data points at a byte nobody reads:
+ * shape inference never touches data) in a throwaway tsl_args; the
+ * library checks its temporaries itself when it runs. */
+static int check_run_memory(run_state *s)
+{
+    static unsigned char sentinel;
+    int64_t need = 0, most = -1, shapes[TSL_MAX_RANK * 2];
+    const char *what = NULL;
+    char sig[160] = "";
+    tsl_args *a = tsl_args_create(s->prog);
+    if (!a) return 0; /* out of memory: the allocations below will say so */
+    DLTensor *fake = calloc((size_t)s->nparams + 1, sizeof *fake);
+    int64_t (*fshape)[TSL_MAX_RANK] = calloc((size_t)s->nparams + 1, sizeof *fshape);
+    int ok = fake && fshape, bad = 0;
+    for (int i = 0; ok && !bad && i < s->nparams; i++) {
+        tsl_status st = TSL_OK;
+        if (s->params[i].is_scalar) {
+            st = tsl_args_set_scalar(a, s->params[i].name, s->scalars[i]);
+        } else if (s->tensors[i]) {
+            st = tsl_args_set_tensor(a, s->params[i].name, s->tensors[i]);
+        } else {
+            if (random_input_shape(s, i, fshape[i])) {
+                bad = 1;
+                break;
+            }
+            int64_t bytes = (int64_t)tsl_dtype_size(s->params[i].dtype);
+            int over = 0;
+            for (int d = 0; d < s->params[i].rank; d++) over |= __builtin_mul_overflow(bytes, fshape[i][d], &bytes);
+            if (over) bytes = INT64_MAX;
+            if (__builtin_add_overflow(need, bytes, &need)) need = INT64_MAX;
+            if (bytes > most) {
+                most = bytes, what = "random input";
+                param_sig(sig, sizeof sig, s, i);
+            }
+            fake[i] = (DLTensor){.data = &sentinel, .device = {kDLCPU, 0}, .ndim = s->params[i].rank,
+                                 .dtype = tsl_dtype_to_dlpack(s->params[i].dtype), .shape = fshape[i]};
+            st = tsl_args_set_tensor(a, s->params[i].name, &fake[i]);
+        }
+        if (st) ok = 0;
+    }
+    /* --size values only `where` bounds use (as bind_args passes them) */
+    for (int k = 0; ok && !bad && k < s->o.nsizes; k++) {
+        size_bind *b = find_size(s, s->o.sizes[k].name);
+        if (b && tsl_args_set_size(a, b->sym, b->value) != TSL_OK) ok = 0;
+    }
+    /* outputs; shapes that cannot be inferred (sizes that disagree or
+     * overflow) are the real binding's error, said before any allocation */
+    tsl_status ist = ok && !bad ? tsl_args_infer(a) : TSL_OK;
+    if (ist != TSL_OK) {
+        report(s->ctx, ist, "shape inference");
+        bad = 1;
+    } else if (ok && !bad) {
+        for (int k = 0; k < tsl_program_output_count(s->prog); k++) {
+            const char *name = tsl_program_output_name(s->prog, k);
+            int rank;
+            tsl_dtype dt;
+            if (find_param(s, name) >= 0 || tsl_args_output_shape(a, name, &rank, shapes, &dt)) continue;
+            int64_t bytes = (int64_t)tsl_dtype_size(dt);
+            int over = 0;
+            for (int d = 0; d < rank; d++) over |= __builtin_mul_overflow(bytes, shapes[d], &bytes);
+            if (over) bytes = INT64_MAX;
+            for (int copies = s->o.check ? 2 : 1; copies > 0; copies--)
+                if (__builtin_add_overflow(need, bytes, &need)) need = INT64_MAX;
+            if (bytes > most) {
+                most = bytes, what = "output";
+                snprintf(sig, sizeof sig, "%s", name);
+            }
+        }
+    }
+    tsl_args_free(a);
+    free(fake);
+    free(fshape);
+    if (bad) return 1;
+    tsl_context_clear_error(s->ctx);
+    int64_t avail = mem_available();
+    if (!what || avail < 0 || need <= avail) return 0;
+    char nb[32], mb[32], ab[32];
+    mem_format(nb, sizeof nb, need);
+    mem_format(mb, sizeof mb, most);
+    mem_format(ab, sizeof ab, avail);
+    fprintf(stderr,
+            "tessel run: the run needs %s for its random inputs and outputs (the largest: %s %s, %s) but only %s "
+            "of memory is available; give smaller --size values\n",
+            nb, what, sig, mb, ab);
+    return 1;
+}
+
 /* Random values for every tensor parameter not given with --input. */
 static int make_random_inputs(run_state *s, cli_rng *rng)
 {
+    int64_t shape[TSL_MAX_RANK];
     for (int i = 0; i < s->nparams; i++) {
         if (s->params[i].is_scalar || s->tensors[i]) continue;
-        int64_t shape[TSL_MAX_RANK];
-        for (int d = 0; d < s->params[i].rank; d++) {
-            const char *sym = s->dims[i][d];
-            char sig[160];
-            param_sig(sig, sizeof sig, s, i);
-            if (is_number(sym)) {
-                shape[d] = strtoll(sym, NULL, 10);
-                continue;
-            }
-            size_bind *b = sym ? find_size(s, sym) : NULL;
-            if (!b) {
-                if (sym)
-                    fprintf(stderr,
-                            "tessel run: size %s of tensor %s is not known: give it with --size "
-                            "%s=... or pass %s with --input %s=PATH.npy\n",
-                            sym, sig, sym, s->params[i].name, s->params[i].name);
-                else
-                    fprintf(stderr,
-                            "tessel run: dim %d of tensor %s has no size name; pass %s with "
-                            "--input %s=PATH.npy\n",
-                            d, sig, s->params[i].name, s->params[i].name);
-                return 1;
-            }
-            shape[d] = b->value;
-        }
+        if (random_input_shape(s, i, shape)) return 1;
         DLTensor *t = tsl_tensor_alloc(s->params[i].dtype, s->params[i].rank, shape);
         if (!t) {
             fprintf(stderr, "tessel run: out of memory for random input %s\n",
@@ -1020,6 +1171,21 @@ static int bind_scalars(run_state *s)
         if (!info->is_float && v != floor(v)) {
             fprintf(stderr, "tessel run: --set %s=%s: %s is %s and needs an integer\n", kv->name,
                     kv->value, kv->name, tsl_dtype_name(s->params[i].dtype));
+            return 1;
+        }
+        /* an integer parameter's value must fit its dtype (2^32 + 1 is not
+         * an int32), and is passed as a double: exact up to 2^53 */
+        tsl_dtype pt = s->params[i].dtype;
+        double lo = pt == TSL_DTYPE_BOOL ? 0 : (double)dtype_int_min(pt);
+        double hi = pt == TSL_DTYPE_BOOL ? 1 : pt == TSL_DTYPE_U64 ? 0x1p64 : (double)dtype_int_max(pt);
+        if (!info->is_float && (v < lo || v > hi)) {
+            fprintf(stderr, "tessel run: --set %s=%s: outside the range of %s (%.17g..%.17g)\n", kv->name,
+                    kv->value, tsl_dtype_name(pt), lo, pt == TSL_DTYPE_U64 ? 0x1p64 - 1 : hi);
+            return 1;
+        }
+        if (!info->is_float && fabs(v) > 0x1p53) {
+            fprintf(stderr, "tessel run: --set %s=%s: integer parameters are exact up to 2^53 (%s)\n", kv->name,
+                    kv->value, tsl_dtype_name(pt));
             return 1;
         }
         s->scalars[i] = v;
@@ -1122,6 +1288,22 @@ static int check_output_names(run_state *s)
             fprintf(stderr, ")\n");
             return 1;
         }
+        /* outputs are written after the run: one that is an input's file
+         * would overwrite it, two in one file would keep only the last */
+        const cli_kv *o = &s->o.outputs[k];
+        for (int j = 0; j < s->o.ninputs; j++)
+            if (cli_same_file(o->value, s->o.inputs[j].value)) {
+                fprintf(stderr, "tessel run: --output %s=%s is the file of --input %s=%s; an output never "
+                                "overwrites an input\n",
+                        o->name, o->value, s->o.inputs[j].name, s->o.inputs[j].value);
+                return 1;
+            }
+        for (int j = 0; j < k; j++)
+            if (cli_same_file(o->value, s->o.outputs[j].value)) {
+                fprintf(stderr, "tessel run: --output %s=%s and --output %s=%s are one file\n",
+                        s->o.outputs[j].name, s->o.outputs[j].value, o->name, o->value);
+                return 1;
+            }
     }
     return 0;
 }
@@ -1216,7 +1398,7 @@ static int run_main(run_state *s)
     }
     cli_rng rng;
     cli_rng_seed(&rng, s->o.has_seed ? s->o.seed : cli_rng_fresh_seed());
-    if (make_random_inputs(s, &rng)) return 1;
+    if (check_run_memory(s) || make_random_inputs(s, &rng)) return 1;
     if (s->o.check) {
         for (int i = 0; i < s->nparams; i++) {
             if (s->params[i].is_scalar || !s->params[i].is_output) continue;
@@ -1267,6 +1449,7 @@ int cmd_run(int argc, char **argv)
     memset(&s, 0, sizeof s);
     int rc = parse_opts(argc, argv, run_usage,
                         "entry input set output size target check seed print verbose packed options", &s.o);
+    if (rc == 0 && !s.o.target_name && env_target_bad("run")) rc = 1;
     if (rc == 0 && !s.o.target_name) {
         s.o.target = tsl_target_default();
         s.o.target_name = tsl_target_name(s.o.target);

@@ -3,12 +3,14 @@
  * pipelines expanded for `expand`; expanded and with the target's atoms
  * selected for `select`), or run one kernel on the tile interpreter with
  * .npy inputs and outputs. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "cli_path.h"
 #include "codegen/codegen.h"
 #include "codegen/cuda.h"
 #include "driver/driver.h"
@@ -67,9 +69,13 @@ static int load(loaded *L, const char *path, int verify, int expand, const char 
 {
     memset(L, 0, sizeof *L);
     size_t n;
-    L->text = file_read_all(path, &n);
+    L->text = file_read_max(path, TSL_MAX_SOURCE_BYTES, &n);
     if (!L->text) {
-        fprintf(stderr, "tessel tile: cannot read %s\n", path);
+        if (errno == EFBIG)
+            fprintf(stderr, "tessel tile: cannot read %s: it is larger than %zu MiB, not a tile program\n", path,
+                    TSL_MAX_SOURCE_BYTES >> 20);
+        else
+            fprintf(stderr, "tessel tile: cannot read %s: %s\n", path, strerror(errno));
         return 1;
     }
     L->src.name = path;
@@ -238,6 +244,24 @@ static int cmd_tile_run(int argc, char **argv)
     tile_interp_arg args[MAX_BINDINGS * 2];
     int nargs = 0, ntens = 0;
     rc = k ? 0 : 1;
+    /* before anything runs: a name bound twice, an output that would
+     * overwrite an input's file, two outputs in one file */
+    for (int i = 0; i < o.nin + o.nout && !rc; i++) {
+        int out = i >= o.nin, oi = i - o.nin;
+        const char *name = out ? o.out_name[oi] : o.in_name[i], *path = out ? o.out_path[oi] : o.in_path[i];
+        for (int j = 0; j < i && !rc; j++) {
+            int jout = j >= o.nin, jo = j - o.nin;
+            const char *jname = jout ? o.out_name[jo] : o.in_name[j], *jpath = jout ? o.out_path[jo] : o.in_path[j];
+            if (out == jout && !strcmp(name, jname)) {
+                fprintf(stderr, "tessel tile run: --%s %s given twice\n", out ? "output" : "input", name);
+                rc = 1;
+            } else if (out && cli_same_file(path, jpath)) {
+                fprintf(stderr, "tessel tile run: --output %s=%s is the file of --%s %s=%s\n", name, path,
+                        jout ? "output" : "input", jname, jpath);
+                rc = 1;
+            }
+        }
+    }
     for (int i = 0; i < o.nin && !rc; i++) {
         DLTensor *t = NULL;
         if (tsl_npy_read(ctx, o.in_path[i], &t)) {
@@ -247,6 +271,25 @@ static int cmd_tile_run(int argc, char **argv)
         }
         tens[ntens++] = t;
         args[nargs++] = (tile_interp_arg){o.in_name[i], t, 0};
+    }
+    /* every name given must be one of the kernel's parameters of that kind
+     * (an unknown --int was ignored, the kernel run with another value) */
+    for (int i = 0; i < o.nin + o.nint && !rc && k; i++) {
+        int isin = i < o.nin;
+        const char *name = isin ? o.in_name[i] : o.int_name[i - o.nin];
+        const tile_value *pv = NULL;
+        for (int p = 0; p < k->nparams; p++)
+            if (!strcmp(k->params[p]->name, name)) pv = k->params[p];
+        if (!pv || (pv->kind == TILE_V_SCALAR) == isin) {
+            fprintf(stderr, "tessel tile run: %s %s: kernel '%s' has no %s parameter named %s\n",
+                    isin ? "--input" : "--int/--scalar", name, k->name, isin ? "tensor" : "scalar", name);
+            rc = 1;
+        }
+        for (int j = 0; j < i && !rc && !isin; j++)
+            if (j >= o.nin && !strcmp(o.int_name[j - o.nin], name)) {
+                fprintf(stderr, "tessel tile run: --int/--scalar %s given twice\n", name);
+                rc = 1;
+            }
     }
     for (int i = 0; i < o.nint && !rc && k; i++) {
         args[nargs] = (tile_interp_arg){o.int_name[i], NULL, o.int_val[i]};
@@ -264,6 +307,10 @@ static int cmd_tile_run(int argc, char **argv)
     }
     const tile_value *outs[MAX_BINDINGS];
     int nouts = rc ? 0 : tile_interp_outputs(k, outs, MAX_BINDINGS);
+    /* pass 0: the bytes of every output, checked against the memory
+     * available before any is allocated; pass 1: allocate */
+    int64_t need = 0;
+    for (int pass = 0; pass < 2 && !rc; pass++)
     for (int i = 0; i < nouts && !rc; i++) {
         int given = 0;
         for (int j = 0; j < nargs; j++) given |= !strcmp(args[j].name, outs[i]->name);
@@ -278,6 +325,23 @@ static int cmd_tile_run(int argc, char **argv)
         if (tile_interp_param_shape(k, outs[i], symv, shape, &L.d)) {
             rc = 1;
             break;
+        }
+        if (pass == 0) {
+            int64_t bytes = (int64_t)tsl_dtype_size(dt), avail = mem_available();
+            int over = 0;
+            for (int d = 0; d < outs[i]->type.rank; d++) over |= __builtin_mul_overflow(bytes, shape[d], &bytes);
+            if (over || __builtin_add_overflow(need, bytes, &need)) need = INT64_MAX;
+            if (avail >= 0 && need > avail) {
+                char nb[32], ab[32];
+                mem_format(nb, sizeof nb, need);
+                mem_format(ab, sizeof ab, avail);
+                fprintf(stderr,
+                        "tessel tile run: the outputs need %s (up to '%s') but only %s of memory is available; "
+                        "give smaller --size values\n",
+                        nb, outs[i]->name, ab);
+                rc = 1;
+            }
+            continue;
         }
         DLTensor *t = tsl_tensor_alloc(dt, outs[i]->type.rank, shape);
         if (!t) {

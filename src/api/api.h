@@ -46,14 +46,19 @@ int64_t api_shape_numel(int rank, const int64_t *shape);
 
 /* Check a caller's tensor descriptor: non-NULL, host memory (kDLCPU,
  * kDLCUDAHost), rank within TSL_MAX_RANK, dims >= 0, a dtype tessel knows,
- * data present when it has elements. `what` names it in messages ("tensor
- * 'A'"). On success the dtype goes to *dtype. */
+ * data present when it has elements, strides that keep every element
+ * inside the address space. `what` names
+ * it in messages ("tensor 'A'"). On success the dtype goes to *dtype. */
 tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *what,
                             tsl_dtype *dtype);
 /* The same, also accepting CUDA tensors (kDLCUDA), which must then be
  * C-contiguous (a dim of extent 1 may have any stride). With ctx NULL only
  * the status (no message; `what` is not read). */
 tsl_status api_tensor_check_device(tsl_context *ctx, const DLTensor *t, const char *what, tsl_dtype *dtype);
+/* An output's strides give every element its own memory (no stride 0 on a
+ * dim of 2 or more, no dims interleaving onto one location). Requires a
+ * tensor api_tensor_check accepted. */
+tsl_status api_tensor_check_distinct(tsl_context *ctx, const DLTensor *t, const char *what);
 
 /* Element strides of t (C order when t->strides is NULL). */
 void api_tensor_strides(const DLTensor *t, int64_t strides[TSL_MAX_RANK]);

@@ -470,6 +470,11 @@ static tsl_status args_check_output(tsl_args *a, const lang_tensor *lt, const DL
     tsl_context *ctx = a->p->ctx;
     tsl_dtype dt;
     tsl_status st = args_check_tensor(ctx, t, "output", lt->name, &dt);
+    if (!st) {
+        char what[160];
+        snprintf(what, sizeof what, "output '%s'", lt->name);
+        st = api_tensor_check_distinct(ctx, t, what);
+    }
     if (st) return st;
     if (dt != lt->dtype)
         return api_error(ctx, TSL_ERR_ARG, "output '%s' is %s but the tensor given is %s",
@@ -655,6 +660,43 @@ static tsl_status args_prepare_outputs(tsl_args *a, DLDevice dv)
     return TSL_OK;
 }
 
+/* The outputs tessel allocates and the temporaries a run holds, against
+ * the memory the machine has left: a run that cannot fit is an error
+ * before anything is allocated, not a machine that swaps until the OOM
+ * killer comes. (lang_bind proved every tensor's bytes fit in 64 bits.) */
+static tsl_status args_check_memory(tsl_args *a)
+{
+    const lang_def *def = a->p->def;
+    int64_t need = 0, most = -1;
+    int big = -1;
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *lt = def->tensors[i];
+        const args_slot *sl = &a->slot[i];
+        if (lt->is_scalar || (lt->flags & LANG_TENSOR_INPUT)) continue;
+        if (!(lt->flags & LANG_TENSOR_TEMP) && (sl->user_out || sl->owned_out)) continue;
+        int64_t bytes = (int64_t)tsl_dtype_size(lt->dtype);
+        for (int d = 0; d < lt->rank; d++) bytes *= a->bound->shapes[i][d];
+        if (__builtin_add_overflow(need, bytes, &need)) need = INT64_MAX;
+        if (bytes > most) most = bytes, big = i;
+    }
+    int64_t avail = mem_available();
+    if (avail < 0 || need <= avail) return TSL_OK;
+    const lang_tensor *lt = def->tensors[big];
+    char nb[32], mb[32], ab[32];
+    mem_format(nb, sizeof nb, need);
+    mem_format(mb, sizeof mb, most);
+    mem_format(ab, sizeof ab, avail);
+    strbuf b = {0};
+    args_describe_shape(&b, lt->rank, a->bound->shapes[big]);
+    tsl_status st = api_error(a->p->ctx, TSL_ERR_NOMEM,
+                              "the run needs %s for its outputs and temporaries (the largest: %s '%s' %s %s, %s) "
+                              "but only %s of memory is available",
+                              nb, (lt->flags & LANG_TENSOR_TEMP) ? "temporary" : "output", lt->name,
+                              tsl_dtype_name(lt->dtype), sb_str(&b), mb, ab);
+    sb_free(&b);
+    return st;
+}
+
 /* The interpreter's view of a caller's (or owned) tensor. */
 static void args_view(interp_tensor *v, const DLTensor *t, tsl_dtype dtype)
 {
@@ -685,25 +727,51 @@ static int args_span(const interp_tensor *v, uintptr_t *lo, uintptr_t *hi)
 /* An output that shares memory with another tensor of the call would be
  * read after it was written (every target computes out of place, and in
  * any order): a clear error instead of a wrong answer. In/out tensors (a
- * parameter that is also an output) are one buffer by declaration. */
+ * parameter that is also an output) are one buffer by declaration.
+ * The spans are swept in address order (n log n: a def may have
+ * thousands of outputs): a span that starts below the furthest end of an
+ * earlier output's span overlaps that output, and an output that starts
+ * below the furthest end of any earlier span overlaps that one. */
+typedef struct args_span_of {
+    uintptr_t lo, hi;
+    int t;
+} args_span_of;
+
+static int args_span_cmp(const void *x, const void *y)
+{
+    const args_span_of *a = x, *b = y;
+    return a->lo < b->lo ? -1 : a->lo > b->lo ? 1 : a->t - b->t;
+}
+
 static tsl_status args_check_overlap(tsl_program *p, const interp_tensor *views)
 {
     const lang_def *def = p->def;
+    args_span_of *sp = calloc((size_t)def->ntensors + 1, sizeof *sp);
+    if (!sp) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");
+    int n = 0;
     for (int i = 0; i < def->ntensors; i++) {
-        const lang_tensor *o = def->tensors[i];
-        uintptr_t olo, ohi, lo, hi;
-        if (o->is_scalar || !(o->flags & LANG_TENSOR_OUTPUT) || !args_span(&views[i], &olo, &ohi)) continue;
-        for (int j = 0; j < def->ntensors; j++) {
-            const lang_tensor *t = def->tensors[j];
-            if (j == i || t->is_scalar || !(t->flags & (LANG_TENSOR_INPUT | LANG_TENSOR_OUTPUT))) continue;
-            if (!args_span(&views[j], &lo, &hi) || hi <= olo || ohi <= lo) continue;
-            return api_error(p->ctx, TSL_ERR_ARG, "output '%s' shares memory with %s '%s': tessel does not "
-                             "compute in place; give '%s' a buffer of its own (or declare the tensor as both a "
-                             "parameter and an output)", o->name,
-                             (t->flags & LANG_TENSOR_INPUT) ? "parameter" : "output", t->name, o->name);
-        }
+        const lang_tensor *t = def->tensors[i];
+        if (t->is_scalar || !(t->flags & (LANG_TENSOR_INPUT | LANG_TENSOR_OUTPUT))) continue;
+        if (args_span(&views[i], &sp[n].lo, &sp[n].hi)) sp[n++].t = i;
     }
-    return TSL_OK;
+    qsort(sp, (size_t)n, sizeof *sp, args_span_cmp);
+    uintptr_t far_all = 0, far_out = 0;
+    int who_all = -1, who_out = -1, o = -1, t = -1;
+    for (int k = 0; k < n && o < 0; k++) {
+        const lang_tensor *x = def->tensors[sp[k].t];
+        int is_out = (x->flags & LANG_TENSOR_OUTPUT) != 0;
+        if (who_out >= 0 && sp[k].lo < far_out) o = who_out, t = sp[k].t;
+        else if (is_out && who_all >= 0 && sp[k].lo < far_all) o = sp[k].t, t = who_all;
+        if (sp[k].hi > far_all || who_all < 0) far_all = sp[k].hi, who_all = sp[k].t;
+        if (is_out && (sp[k].hi > far_out || who_out < 0)) far_out = sp[k].hi, who_out = sp[k].t;
+    }
+    free(sp);
+    if (o < 0) return TSL_OK;
+    const lang_tensor *ot = def->tensors[o], *tt = def->tensors[t];
+    return api_error(p->ctx, TSL_ERR_ARG, "output '%s' shares memory with %s '%s': tessel does not "
+                     "compute in place; give '%s' a buffer of its own (or declare the tensor as both a "
+                     "parameter and an output)", ot->name,
+                     (tt->flags & LANG_TENSOR_INPUT) ? "parameter" : "output", tt->name, ot->name);
 }
 
 /* The compiled targets' kernels take low-bit tensors as carriers holding
@@ -778,6 +846,8 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
             return api_error(ctx, TSL_ERR_ARG, "'%s' is %s: low-bit tensors on the GPU are not taken in place yet "
                              "(pass host tensors)", lt->name, tsl_dtype_name(lt->dtype));
     }
+    /* host memory for what tessel allocates (device runs: the GPU's) */
+    if (dv.device_type != kDLCUDA && (st = args_check_memory(a))) return st;
     if ((st = args_prepare_outputs(a, dv))) return st;
     const lang_def *def = p->def;
     interp_tensor *views = calloc((size_t)def->ntensors + 1, sizeof *views);

@@ -11,10 +11,16 @@
  * '<f4' (every bfloat16 value is exactly representable in float32), so it
  * reads back as float32. Reading never allocates more than the file can
  * hold: the data size implied by the header is checked against the file
- * size first. */
+ * size first. Writing is atomic: the file is written beside its path
+ * under a temporary name and renamed over it, so a full disk or a crash
+ * leaves the old file whole (or none), never a truncated one. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "api/api.h"
 
@@ -199,6 +205,13 @@ static tsl_status npy_read_file(tsl_context *ctx, const char *path, FILE *f,
     struct stat stbuf;
     if (fstat(fileno(f), &stbuf) != 0)
         return api_error(ctx, TSL_ERR_IO, "cannot stat '%s': %s", path, strerror(errno));
+    /* the file's size bounds what the header may claim (nothing is
+     * allocated on a header's word), so it must be a file that has one */
+    if (!S_ISREG(stbuf.st_mode))
+        return api_error(ctx, TSL_ERR_IO,
+                         "'%s' is not a regular file (a pipe, socket or device): a .npy is read from a file; "
+                         "save it to one first",
+                         path);
     uint64_t fsize = (uint64_t)stbuf.st_size;
     unsigned char pre[12];
     if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0)
@@ -268,7 +281,16 @@ tsl_status tsl_npy_read(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
     if (!out) return api_error(ctx, TSL_ERR_ARG, "tsl_npy_read: out is NULL");
     *out = NULL;
     if (!path) return api_error(ctx, TSL_ERR_ARG, "tsl_npy_read: path is NULL");
-    FILE *f = fopen(path, "rb");
+    /* O_NONBLOCK: opening a FIFO no one writes to must not wait forever
+     * (npy_read_file then refuses anything but a regular file) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = NULL;
+    if (fd >= 0) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+        f = fdopen(fd, "rb");
+        if (!f) close(fd);
+    }
     if (!f) return api_error(ctx, TSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     tsl_status st = npy_read_file(ctx, path, f, out);
     fclose(f);
@@ -312,6 +334,83 @@ static void npy_gather(const DLTensor *t, tsl_dtype dtype, unsigned char *buf, i
     }
 }
 
+static int npy_write_all(int fd, const void *p, size_t len)
+{
+    const char *c = p;
+    while (len) {
+        ssize_t w = write(fd, c, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return 0;
+        c += w;
+        len -= (size_t)w;
+    }
+    return 1;
+}
+
+/* Write the parts to `path` atomically: into a new file beside it
+ * (.NAME.PID.N.tmp, in the same folder so the rename cannot cross file
+ * systems), synced, then renamed over it; on any failure the temporary
+ * file is removed and `path` is as it was. A path that exists and is not
+ * a regular file (/dev/null, a FIFO, a terminal) is written in place: it
+ * is no file whose contents a failure could destroy, and renaming over it
+ * would replace the device. A symbolic link is followed: its target is
+ * replaced. The new file gets the old file's permissions, else 0666 less
+ * the umask, as fopen would give it. */
+static tsl_status npy_write_atomic(tsl_context *ctx, const char *path, const void *const *parts,
+                                   const size_t *lens, int nparts)
+{
+    struct stat sb;
+    int exists = stat(path, &sb) == 0;
+    if (exists && !S_ISREG(sb.st_mode)) {
+        int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (fd < 0) return api_error(ctx, TSL_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+        int ok = 1;
+        for (int i = 0; i < nparts && ok; i++) ok = npy_write_all(fd, parts[i], lens[i]);
+        int e = errno;
+        if (close(fd) != 0 && ok) ok = 0, e = errno;
+        return ok ? TSL_OK : api_error(ctx, TSL_ERR_IO, "cannot write '%s': %s", path, strerror(e));
+    }
+    char *real = NULL;
+    if (exists) real = realpath(path, NULL); /* a link's target */
+    const char *dst = real ? real : path;
+    const char *slash = strrchr(dst, '/');
+    /* a fresh name, created with mode 0666 so the kernel applies the
+     * umask (umask() itself cannot be read without a race) */
+    static _Atomic unsigned long seq;
+    char *tmp = NULL;
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 64; tries++) {
+        strbuf b = {0};
+        unsigned long k = ++seq;
+        if (slash) sb_printf(&b, "%.*s/.%s.%ld.%lu.tmp", (int)(slash - dst), dst, slash + 1, (long)getpid(), k);
+        else sb_printf(&b, ".%s.%ld.%lu.tmp", dst, (long)getpid(), k);
+        free(tmp);
+        tmp = sb_take(&b);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    tsl_status st = TSL_OK;
+    if (fd < 0) {
+        st = api_error(ctx, TSL_ERR_IO, "cannot create '%s' (writing it through '%s'): %s", path, tmp,
+                       strerror(errno));
+    } else {
+        int ok = !exists || fchmod(fd, sb.st_mode & 07777) == 0;
+        for (int i = 0; i < nparts && ok; i++) ok = npy_write_all(fd, parts[i], lens[i]);
+        if (ok) ok = fsync(fd) == 0;
+        int e = errno;
+        if (close(fd) != 0 && ok) ok = 0, e = errno;
+        if (ok && rename(tmp, dst) != 0) ok = 0, e = errno;
+        if (!ok) {
+            unlink(tmp);
+            st = api_error(ctx, TSL_ERR_IO, "cannot write '%s': %s%s", path, strerror(e),
+                           exists ? " (the file there is unchanged)" : "");
+        }
+    }
+    free(tmp);
+    free(real);
+    return st;
+}
+
 tsl_status tsl_npy_write(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
                          TSL_KEEP const DLTensor *t)
 {
@@ -345,17 +444,11 @@ tsl_status tsl_npy_write(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *path,
     }
     npy_gather(t, dtype, buf, n);
 
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        st = api_error(ctx, TSL_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
-    } else {
-        unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                                 (unsigned char)(h.len & 0xff), (unsigned char)(h.len >> 8)};
-        int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(h.buf, 1, h.len, f) == h.len &&
-                 fwrite(buf, 1, bytes, f) == bytes;
-        if (fclose(f) != 0) ok = 0;
-        if (!ok) st = api_error(ctx, TSL_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    }
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(h.len & 0xff),
+                             (unsigned char)(h.len >> 8)};
+    const void *parts[3] = {pre, h.buf, buf};
+    size_t lens[3] = {10, h.len, bytes};
+    st = npy_write_atomic(ctx, path, parts, lens, 3);
     free(buf);
     sb_free(&h);
     return st;

@@ -116,7 +116,10 @@ tsl_status tsl_program_compile_file(TSL_KEEP tsl_context *ctx, TSL_KEEP const ch
     *out = NULL;
     if (!path) return api_error(ctx, TSL_ERR_ARG, "tsl_program_compile_file: path is NULL");
     size_t len;
-    char *text = file_read_all(path, &len);
+    char *text = file_read_max(path, TSL_MAX_SOURCE_BYTES, &len);
+    if (!text && errno == EFBIG)
+        return api_error(ctx, TSL_ERR_IO, "cannot read '%s': it is larger than %zu MiB, not a TC program", path,
+                         TSL_MAX_SOURCE_BYTES >> 20);
     if (!text) return api_error(ctx, TSL_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
     if (strlen(text) != len) {
         free(text);

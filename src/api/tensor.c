@@ -1,6 +1,7 @@
 /* tensor.c — host tensors owned by tessel (tsl_tensor_alloc/free) and the
  * checks applied to every DLPack descriptor a caller hands in. */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -119,6 +120,27 @@ tsl_status api_tensor_check_device(tsl_context *ctx, const DLTensor *t, const ch
             want *= t->shape[d];
         }
     }
+    if (t->strides && n > 0) {
+        /* every element must lie within the address space of data +
+         * byte_offset (2^47 bytes either way: x86-64 and AArch64 user
+         * space): a stride past that is a mistake that would fault, not a
+         * buffer. Negative strides are fine (NumPy's reversed views). */
+        const int64_t lim = (int64_t)1 << 47;
+        int64_t lo = 0, hi = 0, esz = (int64_t)tsl_dtype_size(*dtype);
+        for (int d = 0; d < t->ndim; d++) {
+            int64_t r;
+            if (t->shape[d] == 1) continue;
+            if (__builtin_mul_overflow(t->shape[d] - 1, t->strides[d], &r) || __builtin_mul_overflow(r, esz, &r) ||
+                r > lim || r < -lim)
+                return api_error(ctx, TSL_ERR_ARG, "%s: dim %d (size %lld, stride %lld) reaches beyond the address space",
+                                 what, d, (long long)t->shape[d], (long long)t->strides[d]);
+            if (r < 0) lo += r;
+            else hi += r;
+        }
+        if (hi > lim || lo < -lim || (int64_t)t->byte_offset > lim)
+            return api_error(ctx, TSL_ERR_ARG, "%s: its strides reach %lld bytes past data, beyond the address space",
+                             what, (long long)hi);
+    }
     if (t->device.device_type == kDLCUDA && t->strides && n > 1) {
         /* the CUDA kernels take some tensors as flat 1-D runs: device
          * tensors must be C-contiguous (no copy is made on the device) */
@@ -137,6 +159,38 @@ tsl_status api_tensor_check_device(tsl_context *ctx, const DLTensor *t, const ch
             }
             want *= t->shape[d];
         }
+    }
+    return TSL_OK;
+}
+
+tsl_status api_tensor_check_distinct(tsl_context *ctx, const DLTensor *t, const char *what)
+{
+    if (!t->strides) return TSL_OK;
+    /* dims by |stride|: each must step past everything the smaller ones
+     * span, or two indices share an element (a stride of 0 on a dim of 2
+     * or more, say). Sufficient, and what every compact or sliced layout
+     * satisfies. */
+    int ord[TSL_MAX_RANK], m = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] == 0) return TSL_OK;
+        if (t->shape[d] > 1) ord[m++] = d;
+    }
+    for (int i = 1; i < m; i++)
+        for (int j = i; j > 0 && llabs(t->strides[ord[j]]) < llabs(t->strides[ord[j - 1]]); j--) {
+            int x = ord[j];
+            ord[j] = ord[j - 1];
+            ord[j - 1] = x;
+        }
+    int64_t span = 0; /* the largest offset the smaller dims reach */
+    for (int i = 0; i < m; i++) {
+        int d = ord[i];
+        int64_t s = llabs(t->strides[d]);
+        if (s <= span)
+            return api_error(ctx, TSL_ERR_ARG,
+                             "%s: dim %d's stride %lld makes two of its elements one memory location (an "
+                             "output's elements must be distinct)",
+                             what, d, (long long)t->strides[d]);
+        span += (t->shape[d] - 1) * s; /* bounded by api_tensor_check */
     }
     return TSL_OK;
 }

@@ -99,6 +99,40 @@ uint64_t hash_bytes(uint64_t h, const void *p, size_t n);
 uint64_t hash_str(uint64_t h, const char *s);
 uint64_t hash_u64(uint64_t h, uint64_t v);
 
+/* String -> int64 map in an arena (symbol tables: lookups in O(1), so a
+ * program of n names is checked in O(n), not O(n^2)). Keys are not copied:
+ * the bytes must live as long as the map (arena strings do). */
+typedef struct strmap_slot {
+    const char *key; /* NULL: empty */
+    size_t len;
+    uint64_t h;
+    int64_t val;
+} strmap_slot;
+typedef struct strmap {
+    tsl_arena *a;
+    strmap_slot *slot;
+    size_t cap, n;
+} strmap;
+void strmap_init(strmap *m, tsl_arena *a);
+int64_t *strmap_find(const strmap *m, const char *key, size_t len); /* NULL: absent */
+void strmap_put(strmap *m, const char *key, size_t len, int64_t val); /* insert or replace */
+
+/* int64 -> pointer map in an arena: a table indexed by something of which
+ * few entries are used (a kernel's tensors among a program's thousands). */
+typedef struct imap_slot {
+    int64_t key;
+    void *val;
+    int used;
+} imap_slot;
+typedef struct imap {
+    tsl_arena *a;
+    imap_slot *slot;
+    size_t cap, n;
+} imap;
+void imap_init(imap *m, tsl_arena *a);
+void *imap_get(const imap *m, int64_t key); /* NULL: absent */
+void imap_put(imap *m, int64_t key, void *val);
+
 /* ---- dtypes ------------------------------------------------------------
  * One descriptor per element type: every layer (the language, both
  * interpreters, the tile IR, both generators, the API) reads a dtype's
@@ -154,9 +188,9 @@ int dtype_parse_short(const char *name, size_t len, tsl_dtype *out);
 /* Convert one element to/from double. `base` is the tensor's first byte
  * and `e` the element's offset in elements: element e lives at bit
  * e * bits (dtype_load/store: a pointer to a byte-sized element). Floats
- * are rounded as dtype_round says; integers of a store are wrapped to
- * the width (dtype_store's historical C-cast rule: truncate toward zero,
- * wrap through int64). */
+ * are rounded as dtype_round says; a value stored into an integer
+ * dtype is truncated toward zero and saturated to its range, NaN 0
+ * (docs/language.md, "Arithmetic and conversions"). */
 double dtype_get(tsl_dtype t, const void *base, int64_t e);
 void dtype_set(tsl_dtype t, void *base, int64_t e, double v);
 double dtype_load(tsl_dtype t, const void *p);
@@ -184,9 +218,22 @@ float f16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);
 float bf16_to_f32(uint16_t h);
 
+/* ---- memory ------------------------------------------------------------ */
+/* Bytes the machine can still give this process without swapping (the
+ * kernel's MemAvailable, or less under a cgroup limit); -1 if unknown. */
+int64_t mem_available(void);
+/* "1.5 GiB" into buf (snprintf's return). */
+int mem_format(char *buf, size_t n, int64_t bytes);
+
 /* ---- files ------------------------------------------------------------- */
 /* Read a whole file into a malloc'd NUL-terminated buffer; NULL on failure
  * with errno set. */
 char *file_read_all(const char *path, size_t *len);
+/* The same, refusing (errno EFBIG, after reading at most max + 64 KiB) a
+ * file longer than max bytes: a device or pipe that never ends. */
+char *file_read_max(const char *path, size_t max, size_t *len);
+/* Largest program source (TC or tile text) accepted: generated programs of
+ * 100,000 statements are a few MB; anything beyond this is not a program. */
+#define TSL_MAX_SOURCE_BYTES ((size_t)64 << 20)
 
 #endif

@@ -2,6 +2,7 @@
  * spellings), widths, DLPack codes, and element access to and from double
  * at any bit width (packed low-bit tensors included). One row per dtype;
  * conversions of the floats live in dtype_conv.c. */
+#include <math.h>
 #include <string.h>
 
 #include "base.h"
@@ -275,18 +276,16 @@ void dtype_set_bits(tsl_dtype t, void *base, int64_t e, uint64_t u)
         p[at / 8 + 1] = (uint8_t)((p[at / 8 + 1] & ~(mask >> 8)) | (v >> 8));
 }
 
-/* Integers: truncate toward zero and wrap like a C cast through int64 (NaN
- * and out-of-range values become 0 rather than undefined behaviour). */
-static int64_t to_i64(double v)
+/* A double as a `bits`-bit integer (docs/language.md, "Arithmetic and
+ * conversions"): truncated toward zero, saturated to the type's range,
+ * NaN 0. The one definition every store, cast and generator follows. */
+static int64_t to_int_sat(double v, int bits, int sgn)
 {
-    if (!(v == v) || v >= 9.2233720368547758e18 || v <= -9.2233720368547758e18) return 0;
-    return (int64_t)v;
-}
-
-static uint64_t to_u64(double v)
-{
-    if (!(v == v) || v >= 1.8446744073709552e19 || v <= -9.2233720368547758e18) return 0;
-    return v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v;
+    if (!(v == v)) return 0;
+    double lim = ldexp(1.0, sgn ? bits - 1 : bits); /* the first value out of range */
+    if (v >= lim) return sgn ? (int64_t)(~(uint64_t)0 >> (65 - bits)) : (int64_t)(~(uint64_t)0 >> (64 - bits));
+    if (sgn ? v <= -lim : v <= -1.0) return sgn ? (int64_t)((uint64_t)-1 << (bits - 1)) : 0;
+    return sgn ? (int64_t)v : (int64_t)(uint64_t)v;
 }
 
 /* The value a code of dtype t stands for. */
@@ -323,8 +322,8 @@ static uint64_t value_bits(tsl_dtype t, double v)
         default: return dtype_lowfloat_encode(d->desc, (float)v);
         }
     case DT_BOOL: return v != 0;
-    case DT_INT: return (uint64_t)to_i64(v) & mask;
-    default: return to_u64(v) & mask;
+    case DT_INT: return (uint64_t)to_int_sat(v, d->bits, 1) & mask;
+    default: return (uint64_t)to_int_sat(v, d->bits, 0) & mask;
     }
 }
 

@@ -1,4 +1,5 @@
 /* strbuf.c — malloc'd growable strings for messages and generated code. */
+#include <errno.h>
 #include <string.h>
 
 #include "base.h"
@@ -69,20 +70,30 @@ void sb_free(strbuf *b)
     b->len = b->cap = 0;
 }
 
-char *file_read_all(const char *path, size_t *len)
+char *file_read_max(const char *path, size_t max, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     strbuf b = {0};
     char tmp[65536];
     size_t n;
-    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) sb_putn(&b, tmp, n);
+    int big = 0;
+    while (!big && (n = fread(tmp, 1, sizeof tmp, f)) > 0) {
+        if (n > max - b.len) big = 1; /* stop reading: /dev/zero never ends */
+        else sb_putn(&b, tmp, n);
+    }
     int err = ferror(f);
     fclose(f);
-    if (err) {
+    if (err || big) {
         sb_free(&b);
+        errno = big ? EFBIG : EIO;
         return NULL;
     }
     if (len) *len = b.len;
     return sb_take(&b);
+}
+
+char *file_read_all(const char *path, size_t *len)
+{
+    return file_read_max(path, SIZE_MAX, len);
 }

@@ -296,10 +296,12 @@ static void build_op(build *B, const lang_stmt *s, graph_op *op)
 
 /* ---- tensors and edges ------------------------------------------------------------- */
 
-static void add_edge(build *B, int from, int to, int t, graph_dep dep)
+/* Edges are added op by op (to == the op being walked), so a duplicate can
+ * only be among the edges added since `since`. */
+static void add_edge(build *B, int since, int from, int to, int t, graph_dep dep)
 {
     graph *g = B->g;
-    for (int i = 0; i < g->nedges; i++) {
+    for (int i = since; i < g->nedges; i++) {
         const graph_edge *e = &g->edges[i];
         if (e->from == from && e->to == to && e->tensor == t && e->dep == dep) return;
     }
@@ -315,23 +317,40 @@ static bool op_reads(const graph_op *op, int t)
 }
 
 /* Walk the ops in statement order, recording readers/writers and the
- * edges to the latest writer (RAW, WAW) and to readers since it (WAR). */
+ * edges to the latest writer (RAW, WAW) and to readers since it (WAR).
+ * Each op visits only the tensors it names, so a program of n statements
+ * takes time linear in n (not n x tensors). */
 static void build_edges(build *B)
 {
     graph *g = B->g;
     for (int j = 0; j < g->nops; j++) {
         const graph_op *op = &g->ops[j];
-        for (int t = 0; t < g->ntensors; t++) {
+        int since = g->nedges;
+        /* the tensors op names, each once, in index order (the edges' order) */
+        int *ts = arena_alloc(B->a, sizeof(int) * (size_t)op->noperands), nt = 0;
+        for (int k = 0; k < op->noperands; k++) {
+            int t = op->operands[k].tensor, at = nt;
+            bool seen = false;
+            for (int q = 0; q < nt && !seen; q++) seen = ts[q] == t;
+            if (seen) continue;
+            while (at > 0 && ts[at - 1] > t) ts[at] = ts[at - 1], at--;
+            ts[at] = t;
+            nt++;
+        }
+        for (int q = 0; q < nt; q++) {
+            int t = ts[q];
             graph_tensor *gt = &g->tensors[t];
             bool reads = op_reads(op, t), writes = op->operands[0].tensor == t;
-            if (!reads && !writes) continue;
             int last_w = gt->nwriters ? gt->writers[gt->nwriters - 1] : -1;
-            if (reads && last_w >= 0) add_edge(B, last_w, j, t, GRAPH_DEP_RAW);
+            if (reads && last_w >= 0) add_edge(B, since, last_w, j, t, GRAPH_DEP_RAW);
             if (writes) {
-                if (last_w >= 0) add_edge(B, last_w, j, t, GRAPH_DEP_WAW);
-                for (int r = 0; r < gt->nreaders; r++)
-                    if (gt->readers[r] > last_w && gt->readers[r] != j)
-                        add_edge(B, gt->readers[r], j, t, GRAPH_DEP_WAR);
+                if (last_w >= 0) add_edge(B, since, last_w, j, t, GRAPH_DEP_WAW);
+                /* readers are in statement order: those since the last write
+                 * are at the end */
+                int r0 = gt->nreaders;
+                while (r0 > 0 && gt->readers[r0 - 1] > last_w) r0--;
+                for (int r = r0; r < gt->nreaders; r++)
+                    if (gt->readers[r] != j) add_edge(B, since, gt->readers[r], j, t, GRAPH_DEP_WAR);
             }
             if (reads) ARENA_PUSH(B->a, gt->readers, gt->nreaders, gt->cap_r, j);
             if (writes) ARENA_PUSH(B->a, gt->writers, gt->nwriters, gt->cap_w, j);

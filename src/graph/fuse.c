@@ -66,6 +66,7 @@ static bool range_equal(const lang_range *x, const lang_range *y)
 
 typedef struct cur {
     graph *g;
+    const int *in_first; /* edges in_first[j] .. in_first[j+1]-1 go to op j */
     int first, nops;  /* ops [first, first+nops) */
     int rows;
     bool reduces;     /* holds a non-contraction reduction op */
@@ -77,12 +78,23 @@ static bool in_cur(const cur *c, int op)
     return op >= c->first && op < c->first + c->nops;
 }
 
+/* The first of a tensor's writers (statement order) at or after op `from`. */
+static int first_writer_from(const graph_tensor *gt, int from)
+{
+    int lo = 0, hi = gt->nwriters;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (gt->writers[mid] < from) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
 static bool written_in_cur(const cur *c, int t)
 {
     const graph_tensor *gt = &c->g->tensors[t];
-    for (int i = 0; i < gt->nwriters; i++)
-        if (in_cur(c, gt->writers[i])) return true;
-    return false;
+    int w = first_writer_from(gt, c->first);
+    return w < gt->nwriters && in_cur(c, gt->writers[w]);
 }
 
 /* The leading r indices of o are the vars 0..r-1 in order. */
@@ -111,8 +123,7 @@ static bool plain_distinct(const graph_operand *o)
 static bool ranges_match_writers(const cur *c, const graph_op *b, const graph_operand *o)
 {
     const graph_tensor *gt = &c->g->tensors[o->tensor];
-    for (int i = 0; i < gt->nwriters; i++) {
-        if (!in_cur(c, gt->writers[i])) continue;
+    for (int i = first_writer_from(gt, c->first); i < gt->nwriters && in_cur(c, gt->writers[i]); i++) {
         const graph_op *w = &c->g->ops[gt->writers[i]];
         for (int k = 0; k < o->rank; k++)
             if (!range_equal(&b->box[o->idx[k].var], &w->box[k])) return false;
@@ -249,7 +260,7 @@ static bool join_rows(const cur *c, const graph_op *b, int *rows)
  * independent ops are not fused side by side. */
 static bool depends_on_cur(const cur *c, const graph_op *b)
 {
-    for (int i = 0; i < c->g->nedges; i++) {
+    for (int i = c->in_first[b->index]; i < c->in_first[b->index + 1]; i++) {
         const graph_edge *e = &c->g->edges[i];
         if (e->to == b->index && e->dep != GRAPH_DEP_WAR && in_cur(c, e->from)) return true;
     }
@@ -258,7 +269,7 @@ static bool depends_on_cur(const cur *c, const graph_op *b)
 
 static bool can_join(const cur *c, const graph_op *b, int *rows)
 {
-    if (c->nops == 0 || !depends_on_cur(c, b)) return false;
+    if (c->nops == 0 || c->nops >= GRAPH_MAX_GROUP_OPS || !depends_on_cur(c, b)) return false;
     if (b->nvars > 64) return false;
     for (int i = c->first; i < c->first + c->nops; i++)
         if (c->g->ops[i].nvars > 64) return false;
@@ -437,9 +448,24 @@ static void mark_tensors(tsl_arena *a, graph *g)
         gt->internal = one;
         gt->group = one ? grp : -1;
     }
+    /* per group, only the tensors its ops name (in index order) */
+    int *stamp = arena_alloc(a, sizeof(int) * (size_t)(g->ntensors + 1)), *ts = NULL, nts = 0, cap = 0;
     for (int gi = 0; gi < g->ngroups; gi++) {
         graph_group *gr = &g->groups[gi];
-        for (int t = 0; t < g->ntensors; t++) {
+        nts = 0;
+        for (int i = gr->first; i < gr->first + gr->nops; i++)
+            for (int k = 0; k < g->ops[i].noperands; k++) {
+                int t = g->ops[i].operands[k].tensor;
+                if (stamp[t] == gi + 1) continue;
+                stamp[t] = gi + 1;
+                ARENA_PUSH(a, ts, nts, cap, t);
+                for (int at = nts - 1; at > 0 && ts[at - 1] > ts[at]; at--) {
+                    int x = ts[at];
+                    ts[at] = ts[at - 1], ts[at - 1] = x;
+                }
+            }
+        for (int q = 0; q < nts; q++) {
+            int t = ts[q];
             const graph_tensor *gt = &g->tensors[t];
             if (gt->internal || gt->kind == GRAPH_T_SCALAR) continue;
             /* an input when some op reads it (or accumulates into it
@@ -466,7 +492,15 @@ static void mark_tensors(tsl_arena *a, graph *g)
 
 void graph_fuse(tsl_arena *a, graph *g)
 {
-    cur c = {.g = g, .contraction = -1};
+    /* build.c adds edges op by op: they are sorted by `to` */
+    int *in_first = arena_alloc(a, sizeof(int) * (size_t)(g->nops + 2));
+    for (int i = 0, j = 0; j <= g->nops; j++) {
+        while (i < g->nedges && g->edges[i].to < j) i++;
+        in_first[j] = i;
+    }
+    in_first[g->nops + 1] = g->nedges;
+    g->edges_in = in_first;
+    cur c = {.g = g, .in_first = in_first, .contraction = -1};
     for (int j = 0; j < g->nops; j++) {
         const graph_op *b = &g->ops[j];
         int rows = 0;

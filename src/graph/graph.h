@@ -156,6 +156,13 @@ typedef enum graph_strategy {
 
 const char *graph_strategy_name(graph_strategy s); /* "row-reduction" */
 
+/* Most ops in one group. A kernel's generated code and the C compiler's
+ * time on it grow with its ops (GCC is super-linear in one function's
+ * size), so a long chain of fusable statements becomes several kernels of
+ * at most this many ops, joined through memory: compile time stays linear
+ * in the program's size. Hand-written fused patterns have tens of ops. */
+#define GRAPH_MAX_GROUP_OPS 64
+
 typedef struct graph_group {
     int index;
     int first, nops;   /* ops [first, first + nops): groups are consecutive runs */
@@ -173,8 +180,9 @@ typedef struct graph {
     int ntensors;
     graph_op *ops;         /* nops, parallel to def->stmts */
     int nops;
-    graph_edge *edges;
+    graph_edge *edges;     /* in order of `to` */
     int nedges, cap_edges;
+    int *edges_in;         /* nops + 1: the edges to op j are [edges_in[j], edges_in[j+1]) */
     graph_group *groups;
     int ngroups, cap_groups;
 } graph;

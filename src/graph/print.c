@@ -153,9 +153,8 @@ static void print_op(strbuf *b, const graph *g, const graph_op *op)
     if (op->contraction) sb_puts(b, "    contraction\n");
 
     bool first = true;
-    for (int i = 0; i < g->nedges; i++) {
+    for (int i = g->edges_in[op->index]; i < g->edges_in[op->index + 1]; i++) {
         const graph_edge *e = &g->edges[i];
-        if (e->to != op->index) continue;
         sb_printf(b, "%s %s %s from op %d", first ? "    deps:" : ",", dep_names[e->dep],
                   g->tensors[e->tensor].lt->name, e->from);
         first = false;

@@ -1,13 +1,19 @@
 /* interp.c — the reference interpreter (see interp.h).
  *
  * Values: every expression node has a dtype. A float-typed value is held
- * as a double (never rounded to its dtype, except by an explicit cast:
- * float64 evaluation throughout); an integer- or bool-typed value is held
- * as an int64 already wrapped to its dtype (uint64 as its bit pattern).
- * Conversions follow C: int->int wraps, float->int truncates toward zero
- * and saturates (NaN -> 0), anything->bool is `!= 0`. Constants, scalar
- * parameters and tensor elements enter with the value their dtype holds (a
- * float32 literal 0.1 is 0.1f), then everything is float64 arithmetic.
+ * as a double: every elementwise operation (arithmetic, math builtins) on
+ * float64 computes in double, on any narrower float in float32 — computed
+ * in double and rounded to float32, as the targets compute in float — and
+ * a float16/bfloat16/low-bit value is rounded to its dtype where it is
+ * stored or explicitly cast (docs/language.md "Arithmetic and
+ * conversions" is the one definition). An
+ * integer- or bool-typed value is held as an int64 already wrapped to its
+ * dtype (uint64 as its bit pattern). Conversions: int->int wraps,
+ * float->int truncates toward zero and saturates (NaN -> 0), anything->bool
+ * is `!= 0` (NaN -> true). Constants, scalar parameters and tensor elements
+ * enter with the value their dtype holds (a float32 literal 0.1 is 0.1f).
+ * Reductions accumulate in double (the wider accumulator the language
+ * allows) and round when stored.
  * max/min (builtins and `max=`/`min=`) follow C's fmax/fmin: a NaN operand
  * is ignored. Indices are always checked against their dimension, affine
  * or not (cheap, and the oracle should not trust the prover).
@@ -62,11 +68,12 @@ static double int_to_double(tsl_dtype t, int64_t v)
     return t == TSL_DTYPE_U64 ? (double)(uint64_t)v : (double)v;
 }
 
-/* Truncate toward zero and saturate to integer dtype t; NaN gives 0. */
+/* Truncate toward zero and saturate to integer dtype t; NaN gives 0 (to
+ * bool: `!= 0`, so NaN is true). */
 static int64_t float_to_int(tsl_dtype t, double v)
 {
-    if (v != v) return 0;
     if (t == TSL_DTYPE_BOOL) return v != 0;
+    if (v != v) return 0;
     if (t == TSL_DTYPE_U64) {
         if (v < 1) return 0;
         if (v >= 18446744073709551616.0) return -1;
@@ -91,14 +98,14 @@ static double round_float(tsl_dtype t, double v)
 }
 
 /* Convert a value of dtype `from` to dtype `to`. Between float dtypes the
- * value is rounded only when `to` is narrower (explicit casts); a widening
- * or equal conversion is exact. */
+ * value is rounded to `to` (exact when `to` is wider: a narrow float's
+ * value may carry float32 precision until it is stored or cast). */
 static interp_val convert_slow(interp_val v, tsl_dtype from, tsl_dtype to)
 {
     interp_val r = {0, 0};
     if (is_float(from)) {
         if (is_float(to))
-            r.f = dtype_info_of(to)->bits < dtype_info_of(from)->bits ? round_float(to, v.f) : v.f;
+            r.f = round_float(to, v.f);
         else
             r.i = float_to_int(to, v.f);
     } else {
@@ -116,6 +123,13 @@ static inline interp_val convert(interp_val v, tsl_dtype from, tsl_dtype to)
 }
 
 static int truth(interp_val v, tsl_dtype t) { return is_float(t) ? v.f != 0 : v.i != 0; }
+
+/* The result of one float operation of dtype t, computed in double:
+ * float64 keeps it, every narrower float computes in float32. */
+static double op_result(tsl_dtype t, double v)
+{
+    return t == TSL_DTYPE_F64 ? v : (double)(float)v;
+}
 
 /* Element e (offset in elements from base; bit e * bits for a packed
  * dtype). Integers exactly (dtype_get goes through double, which cannot
@@ -263,7 +277,7 @@ static tsl_status eval_binary(interp_state *s, const lang_expr *e, interp_val *o
         if (is_comparison(op))
             r.i = v != 0;
         else
-            r.f = v;
+            r.f = op_result(ot, v);
     } else {
         if ((st = binary_int(s, e, ot, a.i, b.i, &r.i))) return st;
     }
@@ -314,6 +328,7 @@ static tsl_status eval_call(interp_state *s, const lang_expr *e, interp_val *out
     case LANG_POW: r = pow(x, y); break;
     default: TSL_ASSERT(0 && "eval_call: bad builtin");
     }
+    if (is_float(e->type)) r = op_result(e->type, r);
     *out = convert((interp_val){r, 0}, ft, e->type);
     return TSL_OK;
 }
@@ -374,7 +389,9 @@ static tsl_status eval(interp_state *s, const lang_expr *e, interp_val *out)
     case LANG_E_CALL: return eval_call(s, e, out);
     case LANG_E_CAST:
         if ((st = eval(s, e->args[0], &v))) return st;
-        *out = convert(v, e->args[0]->type, e->type);
+        /* half(x) of a half expression rounds its float32 value */
+        *out = is_float(e->type) && e->args[0]->type == e->type ? (interp_val){round_float(e->type, v.f), 0}
+                                                                 : convert(v, e->args[0]->type, e->type);
         return TSL_OK;
     }
     TSL_ASSERT(0 && "eval: bad expression kind");

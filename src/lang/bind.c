@@ -183,6 +183,51 @@ static int bind_check_access(bind_ctx *B, lang_expr *e)
     return W.failed ? -1 : 0;
 }
 
+/* "4294967296 x 4294967296" */
+static void bind_extents(strbuf *sb, const int64_t *ext, int n)
+{
+    for (int k = 0; k < n; k++) sb_printf(sb, "%s%lld", k ? " x " : "", (long long)ext[k]);
+}
+
+/* Every element of every tensor is addressed in bytes by 64-bit
+ * arithmetic downstream (interpreter, generated code, allocation), so a
+ * tensor whose byte size overflows is an error here, naming its extents. */
+static int bind_tensor_size(bind_ctx *B, const lang_tensor *t, const int64_t *shape)
+{
+    int64_t n = (int64_t)tsl_dtype_size(t->dtype);
+    bool over = false;
+    for (int k = 0; k < t->rank; k++) over |= __builtin_mul_overflow(n, shape[k], &n);
+    if (!over) return 0;
+    strbuf sb = {0};
+    bind_extents(&sb, shape, t->rank);
+    diag_error_at(B->d, B->def->src, t->offset, TSL_ERR_SHAPE,
+                  "'%s' would be %s %s: %zu-byte elements, more than 2^63 bytes in all", t->name,
+                  sb_str(&sb), tsl_dtype_name(t->dtype), tsl_dtype_size(t->dtype));
+    sb_free(&sb);
+    return -1;
+}
+
+/* The statement's box (every point the interpreter visits, every lane a
+ * kernel runs) must be countable in 64 bits. */
+static int bind_box_size(bind_ctx *B, const lang_stmt *st, const lang_bound_stmt *bs)
+{
+    int64_t n = 1, *ext = arena_alloc(B->a, sizeof(int64_t) * (size_t)(st->nvars + 1));
+    bool over = false;
+    for (int v = 0; v < st->nvars; v++) {
+        ext[v] = bs->hi[v] - bs->lo[v];
+        over |= __builtin_mul_overflow(n, ext[v], &n);
+    }
+    if (!over) return 0;
+    strbuf sb = {0}, vars = {0};
+    bind_extents(&sb, ext, st->nvars);
+    for (int v = 0; v < st->nvars; v++) sb_printf(&vars, "%s%s", v ? ", " : "", st->vars[v].name);
+    diag_error_at(B->d, B->def->src, st->offset, TSL_ERR_RANGE,
+                  "the statement iterates over %s points (%s): more than 2^63", sb_str(&sb), sb_str(&vars));
+    sb_free(&sb);
+    sb_free(&vars);
+    return -1;
+}
+
 static int bind_stmt(bind_ctx *B, int s)
 {
     const lang_def *def = B->def;
@@ -220,6 +265,7 @@ static int bind_stmt(bind_ctx *B, int s)
             return -1;
         }
     }
+    if (!empty && bind_box_size(B, st, bs) < 0) return -1;
     /* a statement covers its LHS tensor wherever its range was inferred */
     const lang_tensor *t = st->lhs;
     const int64_t *shape = B->b->shapes[t->index];
@@ -275,6 +321,7 @@ int lang_bind(tsl_arena *a, const lang_def *def, const int64_t *size_values, lan
             if (bind_eval(&B, t->shape[k], t->offset, "the extent", &b->shapes[i][k]) < 0)
                 return d->first ? (int)d->first : TSL_ERR_SHAPE;
         }
+        if (!t->is_scalar && bind_tensor_size(&B, t, b->shapes[i]) < 0) return d->first ? (int)d->first : TSL_ERR_SHAPE;
     }
     for (int s = 0; s < def->nstmts; s++)
         if (bind_stmt(&B, s) < 0) return d->first ? (int)d->first : TSL_ERR_RANGE;

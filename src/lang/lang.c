@@ -6,6 +6,11 @@
 
 lang_module *lang_parse_check(tsl_arena *a, const tsl_source *src, tsl_diag *d)
 {
+    if (strnlen(src->text, TSL_MAX_SOURCE_BYTES + 1) > TSL_MAX_SOURCE_BYTES) {
+        diag_error(d, TSL_ERR_SYNTAX, "%s is larger than %zu MiB: not a TC program", src->name,
+                   TSL_MAX_SOURCE_BYTES >> 20);
+        return NULL;
+    }
     int ntok = 0;
     lex_token *toks = lex_tokenize(a, src, d, &ntok);
     if (!toks) return NULL;
@@ -15,17 +20,15 @@ lang_module *lang_parse_check(tsl_arena *a, const tsl_source *src, tsl_diag *d)
     m->src = src;
     m->defs = arena_alloc(a, sizeof(lang_def *) * (size_t)pm->ndefs);
     bool ok = true;
+    strmap names; /* def name -> its first parse_def */
+    strmap_init(&names, a);
     for (int i = 0; i < pm->ndefs; i++) {
         const parse_def *pd = &pm->defs[i];
-        bool dup = false;
-        for (int j = 0; j < i && !dup; j++) dup = !strcmp(pm->defs[j].name, pd->name);
-        if (dup) {
+        const int64_t *first = strmap_find(&names, pd->name, strlen(pd->name));
+        if (!first) strmap_put(&names, pd->name, strlen(pd->name), i);
+        if (first) {
             int line, col;
-            for (int j = 0; j < i; j++)
-                if (!strcmp(pm->defs[j].name, pd->name)) {
-                    diag_line_col(src, pm->defs[j].offset, &line, &col);
-                    break;
-                }
+            diag_line_col(src, pm->defs[*first].offset, &line, &col);
             diag_error_at(d, src, pd->offset, TSL_ERR_SEMANTIC,
                           "duplicate def '%s' (first defined at line %d)", pd->name, line);
             ok = false;
@@ -58,6 +61,10 @@ const lang_def *lang_module_find(const lang_module *m, const char *name)
 
 int lang_def_size_slot(const lang_def *d, const char *name)
 {
+    if (d->size_index.a) {
+        const int64_t *slot = strmap_find(&d->size_index, name, strlen(name));
+        return slot ? (int)*slot : -1;
+    }
     for (int i = 0; i < d->nsizes; i++)
         if (!strcmp(d->sizes[i], name)) return i;
     return -1;
@@ -65,6 +72,10 @@ int lang_def_size_slot(const lang_def *d, const char *name)
 
 const lang_tensor *lang_def_tensor(const lang_def *d, const char *name)
 {
+    if (d->tensor_index.a) {
+        const int64_t *i = strmap_find(&d->tensor_index, name, strlen(name));
+        return i ? d->tensors[*i] : NULL;
+    }
     for (int i = 0; i < d->ntensors; i++)
         if (!strcmp(d->tensors[i]->name, name)) return d->tensors[i];
     return NULL;

@@ -246,6 +246,8 @@ typedef struct lang_def {
                               that only where clauses use (supply their values) */
     size_t *size_offsets;  /* nsizes: first occurrence of each */
     int nsizes;
+    strmap tensor_index;   /* name -> position in tensors (sema fills both) */
+    strmap size_index;     /* name -> size slot */
 } lang_def;
 
 typedef struct lang_module {

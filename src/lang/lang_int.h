@@ -11,6 +11,12 @@
  * follows the parse tree, so this bounds their stack use too. */
 #define LANG_MAX_DEPTH 256
 
+/* Most index variables in one statement (LHS and reduction variables
+ * together). The layers below hold a statement's variables in 64-bit
+ * masks and nest a loop per variable; the interpreter's iteration box is
+ * their product. */
+#define LANG_MAX_VARS 32
+
 /* Largest inferred range expression (lang_sexpr.nodes) accepted. */
 #define LANG_MAX_RANGE_NODES 4000
 

@@ -103,7 +103,8 @@ static bool parse_enter(parser *P)
         if (!P->failed) {
             P->failed = true;
             diag_error_at(P->d, P->src, P->t->offset, TSL_ERR_SYNTAX,
-                          "expression is nested too deeply (more than %d levels)",
+                          "expression is nested too deeply (more than %d levels of parentheses, "
+                          "operators and calls)",
                           LANG_MAX_DEPTH);
         }
         return false;
@@ -173,12 +174,15 @@ static parse_node *parse_primary(parser *P)
     }
 }
 
-/* unary -> ( '-' | '+' | '!' ) unary | primary */
+/* unary -> ( '-' | '+' | '!' ) unary | primary
+ * A level is counted per operator, not for the plain primary, so 130
+ * parentheses are 130 levels (each counted once, by parse_expr). */
 static parse_node *parse_unary(parser *P)
 {
+    const lex_token *t = P->t;
+    if (t->kind != TK_MINUS && t->kind != TK_NOT && t->kind != TK_PLUS) return parse_primary(P);
     if (!parse_enter(P)) return NULL;
     parse_node *r;
-    const lex_token *t = P->t;
     if (t->kind == TK_MINUS || t->kind == TK_NOT) {
         P->t++;
         parse_node *x = parse_unary(P);
@@ -186,11 +190,9 @@ static parse_node *parse_unary(parser *P)
         r = parse_new(P, P_UNARY, t->offset);
         r->op = t->kind == TK_MINUS ? LANG_NEG : LANG_NOT;
         parse_add_arg(P, r, x);
-    } else if (t->kind == TK_PLUS) {
+    } else { /* '+' */
         P->t++;
         r = parse_unary(P);
-    } else {
-        r = parse_primary(P);
     }
     P->depth--;
     return r;

@@ -48,9 +48,7 @@ static void sema_err(sema *S, size_t offset, tsl_status st, const char *fmt, ...
 
 static lang_tensor *sema_tensor(sema *S, const char *name)
 {
-    for (int i = 0; i < S->def->ntensors; i++)
-        if (!strcmp(S->def->tensors[i]->name, name)) return S->def->tensors[i];
-    return NULL;
+    return (lang_tensor *)lang_def_tensor(S->def, name);
 }
 
 static int sema_size(sema *S, const char *name)
@@ -66,6 +64,7 @@ static int sema_size_add(sema *S, const char *name, size_t offset)
     int n = def->nsizes, c = S->csizes;
     ARENA_PUSH(S->a, def->sizes, def->nsizes, S->csizes, name);
     ARENA_PUSH(S->a, def->size_offsets, n, c, offset);
+    strmap_put(&def->size_index, name, strlen(name), def->nsizes - 1);
     return def->nsizes - 1;
 }
 
@@ -80,6 +79,7 @@ static lang_tensor *sema_tensor_add(sema *S, const char *name, size_t offset, in
     t->first_stmt = -1;
     t->index = S->def->ntensors;
     ARENA_PUSH(S->a, S->def->tensors, S->def->ntensors, S->ctensors, t);
+    strmap_put(&S->def->tensor_index, name, strlen(name), t->index);
     return t;
 }
 
@@ -681,6 +681,14 @@ static bool sema_stmt(sema *S, const parse_stmt *ps, lang_stmt *st)
         st->vars[v].from_where = true;
     }
     sema_collect_vars(S, ps->rhs, false);
+    if (st->nvars > LANG_MAX_VARS) {
+        const lang_var *x = &st->vars[LANG_MAX_VARS];
+        sema_err(S, x->offset, TSL_ERR_SEMANTIC,
+                 "too many index variables in one statement: '%s' would be number %d; at most %d "
+                 "are supported",
+                 x->name, LANG_MAX_VARS + 1, LANG_MAX_VARS);
+        return false;
+    }
 
     /* the right-hand side */
     bool weak;
@@ -781,11 +789,11 @@ static bool sema_outputs(sema *S, const parse_def *pd)
     lang_def *def = S->def;
     for (int i = 0; i < pd->noutputs; i++) {
         const parse_name *o = &pd->outputs[i];
-        for (int j = 0; j < i; j++)
-            if (!strcmp(pd->outputs[j].name, o->name)) {
-                sema_err(S, o->offset, TSL_ERR_SEMANTIC, "output '%s' is listed twice", o->name);
-                return false;
-            }
+        const lang_tensor *prev = sema_tensor(S, o->name);
+        if (prev && (prev->flags & LANG_TENSOR_OUTPUT)) {
+            sema_err(S, o->offset, TSL_ERR_SEMANTIC, "output '%s' is listed twice", o->name);
+            return false;
+        }
         if (sema_size(S, o->name) >= 0) {
             sema_err(S, o->offset, TSL_ERR_SEMANTIC,
                      "'%s' is a size symbol and cannot be an output", o->name);
@@ -889,6 +897,8 @@ lang_def *sema_def(tsl_arena *a, const tsl_source *src, const parse_def *pd, tsl
     def->name = pd->name;
     def->offset = pd->offset;
     def->src = src;
+    strmap_init(&def->tensor_index, a);
+    strmap_init(&def->size_index, a);
     S.def = def;
     /* at most: params + outputs + one temporary per statement */
     int maxt = pd->nparams + pd->noutputs + pd->nstmts + 1;

@@ -208,15 +208,46 @@ static tsl_status compose_node(const lay_flat *a, const layout *b, int p, layout
 
 /* Composing leaf by leaf is exact for each mode of B alone; for the sum
  * of several modes it is exact only when their offsets do not carry into
- * each other's modes of A (CuTe assumes this). Check it by enumeration for
- * B of up to 2^20 elements, so a wrong layout is an error, never a
+ * each other's modes of A (CuTe assumes this). Proved by digit bounds
+ * where it can be (compose_no_carry, cheap), else checked by enumeration
+ * for B of up to 2^20 elements, so a wrong layout is an error, never a
  * silently different function. A is taken as its coalesced form, which
  * also fixes how A extends beyond its size (through its last mode). */
+/* 1 when the modes of B provably never carry in A's coordinates: for every
+ * mode of A but the last, the largest digit each leaf of B reaches there,
+ * summed over B's leaves, stays below A's extent. Digits then add without
+ * carries, so A(sum of B's leaf offsets) is the sum of A of each, which is
+ * what the leaf-wise composition computes. Costs the sum of B's leaf
+ * extents (not their product); 0 means "not proven" (enumerate). */
+static int compose_no_carry(const lay_flat *fa, const layout *b)
+{
+    int64_t bs[LAYOUT_MAX_NODES], bd[LAYOUT_MAX_NODES], P[LAYOUT_MAX_NODES], sum[LAYOUT_MAX_NODES] = {0}, work = 0;
+    int nb = layout_leaves(b, bs, bd), na = fa->n;
+    P[0] = 1;
+    for (int k = 0; k + 1 < na; k++)
+        if (lay_mul(P[k], fa->s[k], &P[k + 1])) na = k + 1; /* digits past 2^63: none */
+    for (int j = 0; j < nb; j++) {
+        if (bd[j] < 0 || (work += bs[j]) > ((int64_t)1 << 22)) return 0;
+        int64_t mx[LAYOUT_MAX_NODES] = {0};
+        for (int64_t t = 0; t < bs[j]; t++) {
+            int64_t x;
+            if (lay_mul(bd[j], t, &x)) return 0;
+            for (int k = 0; k + 1 < na; k++) {
+                int64_t dig = x / P[k] % fa->s[k];
+                if (dig > mx[k]) mx[k] = dig;
+            }
+        }
+        for (int k = 0; k + 1 < na; k++)
+            if ((sum[k] += mx[k]) > fa->s[k] - 1) return 0;
+    }
+    return 1;
+}
+
 static tsl_status compose_verify(const lay_flat *fa, const layout *b, const layout *r,
                                  layout_err *e)
 {
     int64_t n = layout_size(b);
-    if (n > ((int64_t)1 << 20) || layout_leaves(b, NULL, NULL) < 2) return TSL_OK;
+    if (n > ((int64_t)1 << 20) || layout_leaves(b, NULL, NULL) < 2 || compose_no_carry(fa, b)) return TSL_OK;
     layout ca;
     tsl_status st = flat_to_layout(fa, &ca, e);
     if (st) return st;

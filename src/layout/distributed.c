@@ -291,11 +291,67 @@ int dist_layout_owner(const dist_layout *l, const int64_t *coord, int64_t *threa
     return dist_layout_owners(l, coord, thread, local, 1) < 0 ? -1 : 0;
 }
 
+/* Two axes commute when they share neither a dimension nor a kind: each
+ * then owns its own digit of the index and of the coordinate. */
+static int dist_axes_commute(dist_axis a, dist_axis b)
+{
+    return a.dim != b.dim && a.is_thread != b.is_thread;
+}
+
+/* The chain in a normal form of the function it computes: commuting
+ * neighbours sorted by (kind, dim), and two axes of one dim and kind with
+ * only commuting axes between them merged into one (their digits are one
+ * mixed-radix digit). Returns the axis count. */
+static int dist_normal_chain(const dist_layout *l, dist_axis *ax)
+{
+    int n = l->naxes;
+    memcpy(ax, l->axis, sizeof(dist_axis) * (size_t)n);
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i + 1 < n; i++) {
+            dist_axis a = ax[i], b = ax[i + 1];
+            int ka = 2 * (a.dim + 1) + a.is_thread, kb = 2 * (b.dim + 1) + b.is_thread;
+            if (dist_axes_commute(a, b) && kb < ka) {
+                ax[i] = b, ax[i + 1] = a;
+                changed = 1;
+            }
+        }
+        for (int i = 0; i < n && !changed; i++)
+            for (int j = i + 1; j < n; j++) {
+                if (ax[j].dim == ax[i].dim && ax[j].is_thread == ax[i].is_thread) {
+                    ax[i].extent *= ax[j].extent; /* cannot overflow: a factor of threads or locals */
+                    memmove(&ax[j], &ax[j + 1], sizeof(dist_axis) * (size_t)(n - j - 1));
+                    n--;
+                    changed = 1;
+                    break;
+                }
+                if (!dist_axes_commute(ax[i], ax[j])) break;
+            }
+    }
+    return n;
+}
+
+int dist_same_normal_form(const dist_layout *a, const dist_layout *b)
+{
+    if (a->rank != b->rank || a->threads != b->threads || a->locals != b->locals) return 0;
+    for (int d = 0; d < a->rank; d++)
+        if (a->shape[d] != b->shape[d]) return 0;
+    dist_axis na[DIST_MAX_AXES], nb[DIST_MAX_AXES];
+    int n = dist_normal_chain(a, na);
+    return n == dist_normal_chain(b, nb) && !memcmp(na, nb, sizeof(dist_axis) * (size_t)n);
+}
+
+/* Equal normal forms mean equal functions. Different ones are compared
+ * point by point while the domain is small (the normal form is not
+ * proven complete); beyond 2^20 points they count as different, so no
+ * caller ever enumerates a user-sized domain. */
 int dist_layout_equal(const dist_layout *a, const dist_layout *b)
 {
     if (a->rank != b->rank || a->threads != b->threads || a->locals != b->locals) return 0;
     for (int d = 0; d < a->rank; d++)
         if (a->shape[d] != b->shape[d]) return 0;
+    if (dist_same_normal_form(a, b)) return 1;
+    if (a->threads > (1 << 20) / a->locals) return 0;
     int64_t ca[DIST_MAX_RANK], cb[DIST_MAX_RANK];
     for (int64_t t = 0; t < a->threads; t++)
         for (int64_t i = 0; i < a->locals; i++) {

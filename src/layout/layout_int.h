@@ -15,6 +15,11 @@ int lay_child(const layout *l, int p, int i);
 /* 1 when every offset of l (sum of (s-1)*|d| over leaves) fits 64 bits. */
 int lay_span_ok(const layout *l);
 
+/* 1 when a and b have the same normal form (the chain with commuting
+ * axes sorted and mergeable axes merged): then they are the same
+ * function. dist_layout_equal uses it first. */
+int dist_same_normal_form(const dist_layout *a, const dist_layout *b);
+
 /* *r = a * b; returns 1 on overflow. */
 static inline int lay_mul(int64_t a, int64_t b, int64_t *r)
 {

@@ -47,14 +47,17 @@ static void grid_print(strbuf *sb, const grid *g)
     sb_putc(sb, '\n');
 }
 
-static tsl_status grid_init(grid *g, int64_t rows, int64_t cols, layout_err *e)
+/* cols < 0: the product of the columns' extents overflowed; cols_text
+ * says what they were ("2000000 x 2000000"). */
+static tsl_status grid_init(grid *g, int64_t rows, int64_t cols, const char *cols_text, layout_err *e)
 {
     g->rows = rows;
     g->cols = cols;
     g->cell = NULL;
-    if (rows * cols > TABLE_MAX_CELLS) {
-        snprintf(e->msg, sizeof e->msg, "%lld x %lld is too large for a table (at most %d cells); use JSON",
-                 (long long)rows, (long long)cols, TABLE_MAX_CELLS);
+    int64_t cells;
+    if (cols < 0 || __builtin_mul_overflow(rows, cols, &cells) || cells > TABLE_MAX_CELLS) {
+        snprintf(e->msg, sizeof e->msg, "%lld x %s is too large for a table (at most %d cells); use JSON",
+                 (long long)rows, cols_text, TABLE_MAX_CELLS);
         return TSL_ERR_ARG;
     }
     g->cell = calloc((size_t)(rows * cols) + 1, sizeof(char *));
@@ -80,7 +83,9 @@ static tsl_status table_data(strbuf *sb, const layout *l, layout_err *e)
         rows = layout_size(&m0);
     }
     grid g;
-    tsl_status st = grid_init(&g, rows, rows ? size / rows : 0, e);
+    char ct[32];
+    snprintf(ct, sizeof ct, "%lld", (long long)(rows ? size / rows : 0));
+    tsl_status st = grid_init(&g, rows, rows ? size / rows : 0, ct, e);
     if (st) return st;
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < g.cols; j++) {
@@ -97,9 +102,14 @@ static tsl_status table_data(strbuf *sb, const layout *l, layout_err *e)
 static tsl_status table_dist(strbuf *sb, const dist_layout *l, layout_err *e)
 {
     int64_t rows = l->rank >= 2 ? l->shape[0] : 1, cols = 1;
-    for (int d = l->rank >= 2 ? 1 : 0; d < l->rank; d++) cols *= l->shape[d];
+    strbuf ct = {0};
+    for (int d = l->rank >= 2 ? 1 : 0; d < l->rank; d++) {
+        sb_printf(&ct, "%s%lld", ct.len ? " x " : "", (long long)l->shape[d]);
+        if (cols >= 0 && __builtin_mul_overflow(cols, l->shape[d], &cols)) cols = -1;
+    }
     grid g;
-    tsl_status st = grid_init(&g, rows, cols, e);
+    tsl_status st = grid_init(&g, rows, cols, sb_str(&ct), e);
+    sb_free(&ct);
     if (st) return st;
     int64_t ts[64], ls[64];
     for (int64_t i = 0; i < rows; i++)
@@ -144,7 +154,8 @@ static tsl_status json_data(strbuf *sb, const layout *l, layout_err *e)
 static tsl_status json_dist(strbuf *sb, const dist_layout *l, layout_err *e)
 {
     if (l->threads > TABLE_MAX_JSON / l->locals) {
-        snprintf(e->msg, sizeof e->msg, "%lld entries are too many to list", (long long)(l->threads * l->locals));
+        snprintf(e->msg, sizeof e->msg, "%lld threads x %lld locals are too many to list (at most %d)",
+                 (long long)l->threads, (long long)l->locals, TABLE_MAX_JSON);
         return TSL_ERR_ARG;
     }
     sb_puts(sb, "{\"kind\":\"distributed\",\"shape\":[");

@@ -12,8 +12,12 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
+#include <time.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -49,9 +53,31 @@ long rt_cpu_compile_count(void)
 
 /* ---- running a process ------------------------------------------------ */
 
-/* Run argv (argv[0] a path) with stdout and stderr captured into `out`.
- * Returns the exit status, 128+signal when killed, or -1 with errno when
- * the process could not be started. */
+/* How long one compiler run may take: $TESSEL_CC_TIMEOUT seconds, else
+ * 600 (a kernel compiles in well under a minute even on a loaded machine;
+ * a compiler that never returns must not hang the caller forever). */
+static double cpu_deadline_s(void)
+{
+    const char *e = getenv("TESSEL_CC_TIMEOUT");
+    char *end;
+    double s = e ? strtod(e, &end) : 0;
+    return e && *e && !*end && s > 0 ? s : 600;
+}
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Run argv (argv[0] a path) with stdout and stderr captured into `out`, in
+ * a process group of its own. Returns the exit status, 128+signal when
+ * killed, -1 with errno when the process could not be started, or
+ * CPU_TIMED_OUT when it ran past the deadline: then the whole group (the
+ * driver and its cc1/as/ld) is killed. */
+enum { CPU_TIMED_OUT = -2 };
+
 static int cpu_run(char *const argv[], strbuf *out)
 {
     int fds[2];
@@ -61,26 +87,44 @@ static int cpu_run(char *const argv[], strbuf *out)
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&at, 0);
     pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+    int rc = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
     close(fds[1]);
     if (rc != 0) {
         close(fds[0]);
         errno = rc;
         return -1;
     }
+    double end = cpu_now() + cpu_deadline_s();
+    int timed_out = 0;
     char buf[4096];
     for (;;) {
+        double left = end - cpu_now();
+        if (left <= 0) {
+            timed_out = 1;
+            break;
+        }
+        struct pollfd p = {fds[0], POLLIN, 0};
+        int n = poll(&p, 1, left > 1000 ? 1000000 : (int)(left * 1000) + 1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0) continue;
         ssize_t r = read(fds[0], buf, sizeof buf);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) break;
         sb_putn(out, buf, (size_t)r);
     }
     close(fds[0]);
+    if (timed_out) kill(-pid, SIGKILL);
     int st;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR) return -1;
+    if (timed_out) return CPU_TIMED_OUT;
     if (WIFEXITED(st)) return WEXITSTATUS(st);
     if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
     return -1;
@@ -524,7 +568,13 @@ static tsl_status cpu_build(const cpu_cc *cc, const char *name, const char *sour
         strbuf out = {0};
         atomic_fetch_add(&cpu_compiles, 1);
         int rc = cpu_run(argv, &out);
-        if (rc < 0) {
+        if (rc == CPU_TIMED_OUT) {
+            diag_error(d, TSL_ERR_COMPILE,
+                       "C compiler '%s' did not finish %s within %g s; it was stopped (TESSEL_CC_TIMEOUT sets the "
+                       "deadline in seconds)",
+                       cc->text, name, cpu_deadline_s());
+            st = TSL_ERR_COMPILE;
+        } else if (rc < 0) {
             diag_error(d, TSL_ERR_UNAVAILABLE, "cannot run the C compiler '%s': %s", cc->text, strerror(errno));
             st = TSL_ERR_UNAVAILABLE;
         } else if (rc != 0) {

@@ -24,6 +24,8 @@
 #include "runtime/plan.h"
 
 static const int64_t EX_I32_LIMIT = (int64_t)1 << 30;
+/* the largest grid dimension (CUDA's x limit; tile.h's TILE_MAX_GRID) */
+static const int64_t EX_MAX_GRID = INT32_MAX;
 
 typedef struct ex_variant {
     unsigned key;
@@ -337,7 +339,12 @@ static tsl_status ex_bind(rt_exec *x, int li, const rt_run *r, unsigned *key, in
             diag_error(d, TSL_ERR_RUNTIME, "kernel '%s': grid dimension %d cannot be evaluated", k->name, i);
             return TSL_ERR_RUNTIME;
         }
-        if (g <= 0) *skip = 1;
+        if (g < 0 || g > EX_MAX_GRID) { /* docs/tile-ir.md: a grid dim is 0..2^31-1 */
+            diag_error(d, TSL_ERR_SHAPE, "kernel '%s': grid dimension %d is %lld; it must be 0..%lld", k->name, i,
+                       (long long)g, (long long)EX_MAX_GRID);
+            return TSL_ERR_SHAPE;
+        }
+        if (g == 0) *skip = 1;
         b->grid[i] = g;
     }
     *key = 0;

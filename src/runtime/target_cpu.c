@@ -119,7 +119,10 @@ static tsl_status tcpu_launch(void *dev, void *fn, const rt_bound *b, rt_fault *
     int64_t nblocks = 1;
     for (int i = 0; i < 3; i++) {
         I[w++] = b->grid[i] > 0 ? b->grid[i] : 1;
-        nblocks *= b->grid[i] > 0 ? b->grid[i] : 0;
+        if (__builtin_mul_overflow(nblocks, b->grid[i] > 0 ? b->grid[i] : 0, &nblocks)) {
+            diag_error(d, TSL_ERR_SHAPE, "kernel '%s': the grid has more than 2^63 blocks", k->name);
+            return TSL_ERR_SHAPE;
+        }
     }
     if (nblocks <= 0) return TSL_OK;
     tcpu_run l = {.fn = (cpu_entry_fn)fn, .P = P, .I = I, .fail = INT64_MAX};
@@ -131,7 +134,7 @@ static tsl_status tcpu_launch(void *dev, void *fn, const rt_bound *b, rt_fault *
     fault->block = l.fail;
     fault->info[0] = l.info[0];
     fault->info[1] = l.info[1];
-    (void)d; /* the executor words the message from the kernel's table */
+    /* the executor words the message from the kernel's table */
     return TSL_ERR_RUNTIME;
 }
 

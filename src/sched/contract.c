@@ -1156,14 +1156,14 @@ static sched_guard guard_and(sched_guard g, int sym, sched_guard_op op, int64_t 
  * group is not theirs (nothing pushed). */
 static int sm90_plans(sched_plan *p, const ct *base, const char *kname)
 {
-    char names[2][176];
+    const char *names[2];
     ct cs[2];
     tile_kernel *ks[2] = {NULL, NULL};
     sched_guard align;
     for (int w = 0; w < 2; w++) {
         cs[w] = *base;
         cs[w].want_sm90 = w + 1;
-        snprintf(names[w], sizeof names[w], "%s_wgmma%s", kname, w ? "_narrow" : "");
+        names[w] = arena_printf(p->m->arena, "%s_wgmma%s", kname, w ? "_narrow" : "");
         char *t = contract_text(&cs[w], names[w]);
         if (!t || !cs[w].sm90 || !sm90_guard(&cs[w], &align)) {
             free(t);
@@ -1203,9 +1203,7 @@ int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp)
     c.grp = grp;
     c.cpu = p->target == TSL_TARGET_CPU;
     c.opt = p->opt;
-    char kname[160], kname9[176];
-    snprintf(kname, sizeof kname, "%s_g%d_contract", g->def->name, grp->index);
-    snprintf(kname9, sizeof kname9, "%s_wgmma", kname);
+    const char *kname = arena_printf(p->m->arena, "%s_g%d_contract", g->def->name, grp->index);
     /* sm_90a: the TMA/wgmma plans, guarded by the sizes TMA needs: a wide
      * one and, for M <= 128, a narrow one (64 columns a block); the
      * mma.sync plan for the sizes TMA cannot take */

@@ -61,9 +61,8 @@ static int sched_lower_transpose(sched_plan *p, const graph *g, const graph_grou
     const lang_def *def = g->def;
     tile_module *m = p->m;
     const int T = SCHED_TR_TILE_CPU;
-    char kn[160], lay[64];
-    snprintf(kn, sizeof kn, "%s_g%d_transpose", def->name, grp->index);
-    tile_kernel *k = tile_kernel_new(m, kn, T);
+    char lay[64];
+    tile_kernel *k = tile_kernel_new(m, arena_printf(m->arena, "%s_g%d_transpose", def->name, grp->index), T);
     sched_launch ln = {.k = k, .stmt = op->index, .nstmts = 1};
     ARENA_PUSH(m->arena, p->launches, p->nlaunches, p->caplaunches, ln);
     sched_launch *l = &p->launches[p->nlaunches - 1];

@@ -4,33 +4,20 @@
 
 #include "sched/kbuild.h"
 
-static int kb_name_used(const tile_kernel *k, const char *s)
+const char *sched_kb_fresh(tile_module *m, tile_kernel *k, const char *base)
 {
-    for (int i = 0; i < k->nvalues; i++)
-        if (!strcmp(k->values[i]->name, s)) return 1;
-    return 0;
-}
-
-const char *sched_kb_fresh(tile_module *m, const tile_kernel *k, const char *base)
-{
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", base);
-    for (int n = 1; tile_name_reserved(buf) || kb_name_used(k, buf); n++)
-        snprintf(buf, sizeof buf, "%s_%d", base, n);
-    return arena_strdup(m->arena, buf);
+    return tile_kernel_fresh_name(m, k, base);
 }
 
 tile_expr *sched_kb_ibin(tile_module *m, tile_binop op, tile_expr *a, tile_expr *b)
 {
     int64_t x, y;
     int ca = tile_expr_const(a, &x), cb = tile_expr_const(b, &y);
-    if (ca && cb) {
-        switch (op) {
-        case TILE_OP_ADD: return tile_expr_int(m, x + y);
-        case TILE_OP_SUB: return tile_expr_int(m, x - y);
-        case TILE_OP_MUL: return tile_expr_int(m, x * y);
-        default: break;
-        }
+    int64_t r;
+    if (ca && cb) { /* folded only when it fits: else evaluated (and refused) at run time */
+        if (op == TILE_OP_ADD && !__builtin_add_overflow(x, y, &r)) return tile_expr_int(m, r);
+        if (op == TILE_OP_SUB && !__builtin_sub_overflow(x, y, &r)) return tile_expr_int(m, r);
+        if (op == TILE_OP_MUL && !__builtin_mul_overflow(x, y, &r)) return tile_expr_int(m, r);
     }
     if (op == TILE_OP_ADD && ca && x == 0) return b;
     if ((op == TILE_OP_ADD || op == TILE_OP_SUB) && cb && y == 0) return a;
@@ -79,6 +66,11 @@ tile_expr *sched_kb_sexpr(tile_module *m, tile_kernel *k, sched_launch *l, const
     return NULL;
 }
 
+double sched_kb_literal(tsl_dtype t, double v)
+{
+    return dtype_info_of(t)->bits < 32 ? dtype_round(t, v) : v;
+}
+
 int sched_kb_approx_ok(tsl_dtype lhs, tsl_dtype math)
 {
     const dtype_info *di = dtype_info_of(lhs);
@@ -97,10 +89,9 @@ tile_value *sched_kb_tensor(tile_module *m, tile_kernel *k, sched_launch *l, con
         } else if (e->kind == LANG_SX_SYM && size[e->sym]) {
             dims[d] = size[e->sym];
         } else {
-            char nb[128];
-            snprintf(nb, sizeof nb, "%s_d%d", t->name, d);
             int sym = e->kind == LANG_SX_SYM ? e->sym : -1;
-            tile_value *v = tile_kernel_symbol(m, k, sched_kb_fresh(m, k, sym >= 0 ? def->sizes[sym] : nb));
+            const char *nb = sym >= 0 ? def->sizes[sym] : arena_printf(m->arena, "%s_d%d", t->name, d);
+            tile_value *v = tile_kernel_symbol(m, k, sched_kb_fresh(m, k, nb));
             dims[d] = tile_expr_value(m, v);
             if (sym >= 0) size[sym] = dims[d];
         }

@@ -8,7 +8,7 @@
 #include "sched/sched.h"
 
 /* `base`, or base_1, base_2, ...: unused in k and not a tile keyword. */
-const char *sched_kb_fresh(tile_module *m, const tile_kernel *k, const char *base);
+const char *sched_kb_fresh(tile_module *m, tile_kernel *k, const char *base);
 
 /* a op b on ints, folded where constant (x+0, x-0, 0+x, x*1, 1*x, x/1,
  * x*0, 0*x, and constant + - *). */
@@ -38,5 +38,11 @@ tile_value *sched_kb_tensor(tile_module *m, tile_kernel *k, sched_launch *l, con
  * math is f32 and the result is rounded to a float of 16 bits or fewer:
  * the fast forms' few f32 ulp lie far under that rounding. */
 int sched_kb_approx_ok(tsl_dtype lhs, tsl_dtype math);
+
+/* A float literal of TC dtype t as the value its dtype holds (2.1 in a
+ * float16 expression is half(2.1), whatever dtype the expression then
+ * computes in: docs/language.md); float32 and float64 are left as written
+ * (an operand converts them exactly as the interpreter does). */
+double sched_kb_literal(tsl_dtype t, double v);
 
 #endif

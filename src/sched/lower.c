@@ -53,10 +53,11 @@ typedef struct lower {
                                (flat reads start at block_idx.x * SCHED_BLOCK) */
     int full;               /* lowering a full reduction: flat reads are those of
                                tensors read at the reduction vars in order */
-    tile_value **tparam;    /* per def tensor: its kernel parameter, or NULL */
+    imap tparam;            /* def tensor -> its kernel parameter (a map: a kernel
+                             * names few of a program's thousands of tensors) */
     tile_expr **size;       /* per size slot: its value in this kernel, or NULL */
     lval *var;              /* per var of op: coordinate tile / loop variable */
-    tile_value **fparam;    /* per def tensor: its 1-D (flat) parameter, or NULL */
+    imap fparam;            /* def tensor -> its 1-D (flat) parameter */
     struct lower_memo {     /* reads already lowered: operand, mask, block, value */
         int operand;
         tile_value *mask;
@@ -95,7 +96,7 @@ static tile_expr *sexpr_to_tile(lower *L, const lang_sexpr *e)
  * the array); others a fresh symbol `<name>_d<k>`. */
 static void add_tensor(lower *L, int ti)
 {
-    if (!L->tparam[ti]) L->tparam[ti] = sched_kb_tensor(L->m, L->k, L->launch, L->def, L->size, ti);
+    if (!imap_get(&L->tparam, ti)) imap_put(&L->tparam, ti, sched_kb_tensor(L->m, L->k, L->launch, L->def, L->size, ti));
 }
 
 /* Operand o covers the box exactly as the lanes do: read at the op's own
@@ -121,14 +122,12 @@ static int flat_ok(const lower *L, const graph_operand *o)
 /* Tensor ti seen 1-D: `<name>_flat: global DT[<name>_n]`. */
 static tile_value *flat_param(lower *L, int ti)
 {
-    if (L->fparam[ti]) return L->fparam[ti];
+    if (imap_get(&L->fparam, ti)) return imap_get(&L->fparam, ti);
     const lang_tensor *t = L->def->tensors[ti];
-    char nb[128];
-    snprintf(nb, sizeof nb, "%s_n", t->name);
-    tile_expr *n = tile_expr_value(L->m, tile_kernel_symbol(L->m, L->k, fresh(L, nb)));
-    snprintf(nb, sizeof nb, "%s_flat", t->name);
-    tile_value *v = tile_kernel_param_tensor(L->m, L->k, fresh(L, nb), tile_dtype_from_tsl(t->dtype), 1, &n);
-    L->fparam[ti] = v;
+    const char *nn = arena_printf(L->m->arena, "%s_n", t->name), *nf = arena_printf(L->m->arena, "%s_flat", t->name);
+    tile_expr *n = tile_expr_value(L->m, tile_kernel_symbol(L->m, L->k, fresh(L, nn)));
+    tile_value *v = tile_kernel_param_tensor(L->m, L->k, fresh(L, nf), tile_dtype_from_tsl(t->dtype), 1, &n);
+    imap_put(&L->fparam, ti, v);
     add_arg(L, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti, .flat = 1});
     return v;
 }
@@ -145,9 +144,9 @@ static tile_operand flat_at(lower *L, int ti)
 
 static tile_value *scalar_param(lower *L, const lang_tensor *t)
 {
-    if (L->tparam[t->index]) return L->tparam[t->index];
+    if (imap_get(&L->tparam, t->index)) return imap_get(&L->tparam, t->index);
     tile_value *v = tile_kernel_param_typed(L->m, L->k, fresh(L, t->name), tile_dtype_from_tsl(t->dtype));
-    L->tparam[t->index] = v;
+    imap_put(&L->tparam, t->index, v);
     add_arg(L, (sched_arg){.name = v->name, .kind = SCHED_ARG_SCALAR, .tensor = t->index});
     return v;
 }
@@ -332,7 +331,7 @@ static lval load_segment(lower *L, const graph_operand *o, tile_value *mask)
         idx[d] = v.s;
     }
     idx[o->rank - 1] = ibin(L, TILE_OP_MUL, tile_expr_block_idx(L->m, 0), tile_expr_int(L->m, SCHED_BLOCK));
-    tile_operand src = tile_operand_tensor(L->tparam[o->tensor]);
+    tile_operand src = tile_operand_tensor(imap_get(&L->tparam, o->tensor));
     tile_operand_index(L->m, &src, o->rank, idx);
     tile_stmt *s = tile_build_instr(&L->b, TILE_I_LOAD_GLOBAL, fresh(L, "ld"));
     tile_instr_arg(L->m, &s->instr, src);
@@ -355,7 +354,7 @@ static lval lower_access_new(lower *L, const graph_expr *e, tile_value *mask)
         idx[d] = opnd(v);
     }
     tile_stmt *s = tile_build_instr(&L->b, TILE_I_GATHER, fresh(L, "ld"));
-    tile_instr_arg(L->m, &s->instr, tile_operand_tensor(L->tparam[o->tensor]));
+    tile_instr_arg(L->m, &s->instr, tile_operand_tensor(imap_get(&L->tparam, o->tensor)));
     for (int d = 0; d < o->rank; d++) tile_instr_arg(L->m, &s->instr, idx[d]);
     tile_instr_result_type(s, lane_type(L, t->dtype));
     s->instr.mask = mask;
@@ -394,6 +393,14 @@ static tile_op binop_of(int op, int call)
     }
 }
 
+/* The dtype a TC expression of dtype t computes in (docs/language.md,
+ * "Arithmetic and conversions"): every float narrower than float32 in
+ * float32, rounded to its dtype only where it is stored or cast. */
+static tsl_dtype arith_dt(tsl_dtype t)
+{
+    return is_float_dt(t) && t != TSL_DTYPE_F64 ? TSL_DTYPE_F32 : t;
+}
+
 /* a OP b computing in ot; the result has dtype rt (bool for comparisons). */
 static lval lower_binary(lower *L, tile_op op, lval x, lval y, tsl_dtype ot, tsl_dtype rt, tile_value *mask)
 {
@@ -425,10 +432,12 @@ static lval lower_expr(lower *L, const graph_expr *e, tile_value *mask)
     const lang_expr *src = e->src;
     tsl_dtype ty = src->type;
     switch (e->kind) {
+    /* a literal holds the value of its dtype (2.0 in a float16 expression
+     * is half(2.0)), whatever dtype the expression then computes in */
     case LANG_E_INT:
-        if (is_float_dt(ty)) return (lval){.s = tile_expr_float(L->m, (double)src->ival), .dt = ty};
+        if (is_float_dt(ty)) return (lval){.s = tile_expr_float(L->m, sched_kb_literal(ty, (double)src->ival)), .dt = ty};
         return (lval){.s = tile_expr_int(L->m, src->ival), .isint = 1, .dt = ty};
-    case LANG_E_FLOAT: return (lval){.s = tile_expr_float(L->m, src->fval), .dt = ty};
+    case LANG_E_FLOAT: return (lval){.s = tile_expr_float(L->m, sched_kb_literal(ty, src->fval)), .dt = ty};
     case LANG_E_INDEX: return L->var[src->slot];
     case LANG_E_SIZE: return int_scalar(size_expr(L, src->slot));
     case LANG_E_SCALAR:
@@ -441,8 +450,8 @@ static lval lower_expr(lower *L, const graph_expr *e, tile_value *mask)
             return ty == TSL_DTYPE_BOOL ? tile_of(r, ty) : tile_of(cast_to(L, r, ty), ty);
         }
         if (!x.t && x.isint && !is_float_dt(ty)) return (lval){.s = tile_expr_un(L->m, TILE_E_NEG, x.s), .isint = 1, .dt = ty};
-        tile_operand o = tile_operand_tensor(as_tile(L, x, ty));
-        return tile_of(emit(L, TILE_I_NEG, "v", 1, &o), ty);
+        tile_operand o = tile_operand_tensor(as_tile(L, x, arith_dt(ty)));
+        return tile_of(emit(L, TILE_I_NEG, "v", 1, &o), arith_dt(ty));
     }
     case LANG_E_BINARY: {
         if (src->op == LANG_AND || src->op == LANG_OR) {
@@ -455,7 +464,7 @@ static lval lower_expr(lower *L, const graph_expr *e, tile_value *mask)
             return ty == TSL_DTYPE_BOOL ? tile_of(r, ty) : tile_of(cast_to(L, r, ty), ty);
         }
         lval x = lower_expr(L, e->args[0], mask), y = lower_expr(L, e->args[1], mask);
-        return lower_binary(L, binop_of(src->op, 0), x, y, src->optype, ty, mask);
+        return lower_binary(L, binop_of(src->op, 0), x, y, arith_dt(src->optype), arith_dt(ty), mask);
     }
     case LANG_E_SELECT: {
         tile_value *c = to_bool(L, lower_expr(L, e->args[0], mask));
@@ -463,23 +472,24 @@ static lval lower_expr(lower *L, const graph_expr *e, tile_value *mask)
         if (needs_guard(L, e->args[1])) ma = land(L, mask, c);
         if (needs_guard(L, e->args[2])) mb = land(L, mask, lnot(L, c));
         lval a = lower_expr(L, e->args[1], ma), b = lower_expr(L, e->args[2], mb);
-        if (!a.t && !b.t) a = tile_of(as_tile(L, a, ty), ty);
-        tile_operand args[3] = {tile_operand_tensor(c), in_dt(L, a, ty), in_dt(L, b, ty)};
-        return tile_of(emit(L, TILE_I_SELECT, "v", 3, args), ty);
+        tsl_dtype at = arith_dt(ty);
+        if (!a.t && !b.t) a = tile_of(as_tile(L, a, at), at);
+        tile_operand args[3] = {tile_operand_tensor(c), in_dt(L, a, at), in_dt(L, b, at)};
+        return tile_of(emit(L, TILE_I_SELECT, "v", 3, args), at);
     }
     case LANG_E_CALL: {
         if (e->nargs == 2) {
             lval x = lower_expr(L, e->args[0], mask), y = lower_expr(L, e->args[1], mask);
-            return lower_binary(L, binop_of(src->op, 1), x, y, ty, ty, mask);
+            return lower_binary(L, binop_of(src->op, 1), x, y, arith_dt(ty), arith_dt(ty), mask);
         }
         lval x = lower_expr(L, e->args[0], mask);
-        tile_operand o = tile_operand_tensor(as_tile(L, x, ty));
+        tile_operand o = tile_operand_tensor(as_tile(L, x, arith_dt(ty)));
         tile_stmt *st = tile_build_instr(&L->b, unop_of(src->op), fresh(L, "v"));
         tile_instr_arg(L->m, &st->instr, o);
         tile_instr_infer(st);
         st->instr.approx = tile_op_has_approx(st->instr.op) &&
-                           sched_kb_approx_ok(L->def->tensors[L->op->operands[0].tensor]->dtype, ty);
-        return tile_of(st->instr.result, ty);
+                           sched_kb_approx_ok(L->def->tensors[L->op->operands[0].tensor]->dtype, arith_dt(ty));
+        return tile_of(st->instr.result, arith_dt(ty));
     }
     case LANG_E_CAST: {
         lval x = lower_expr(L, e->args[0], mask);
@@ -654,16 +664,15 @@ static tile_expr *rb_flat_offset(lower *L, const graph_operand *o, int var)
 static void kernel_begin_named(lower *L, const graph_op *op, int threads, const char *suffix)
 {
     const lang_def *def = L->def;
-    char kn[160];
-    snprintf(kn, sizeof kn, "%s_s%d_%s%s", def->name, op->index, op->stmt->lhs->name, suffix);
-    L->k = tile_kernel_new(L->m, kn, threads);
+    L->k = tile_kernel_new(L->m, arena_printf(L->m->arena, "%s_s%d_%s%s", def->name, op->index, op->stmt->lhs->name, suffix),
+                           threads);
     sched_launch ln = {.k = L->k, .stmt = op->index, .nstmts = 1};
     ARENA_PUSH(L->m->arena, L->p->launches, L->p->nlaunches, L->p->caplaunches, ln);
     L->launch = &L->p->launches[L->p->nlaunches - 1];
-    L->tparam = arena_alloc(L->m->arena, sizeof *L->tparam * (size_t)(def->ntensors + 1));
+    imap_init(&L->tparam, L->m->arena);
     L->size = arena_alloc(L->m->arena, sizeof *L->size * (size_t)(def->nsizes + 1));
     L->var = arena_alloc(L->m->arena, sizeof *L->var * (size_t)(op->nvars + 1));
-    L->fparam = arena_alloc(L->m->arena, sizeof *L->fparam * (size_t)(def->ntensors + 1));
+    imap_init(&L->fparam, L->m->arena);
     L->nmemo = 0;
 }
 
@@ -757,7 +766,7 @@ static int lower_rblk(lower *L, const graph_op *op)
     tile_operand *lidx = arena_alloc(L->m->arena, sizeof *lidx * (size_t)op->niter);
     for (int v = 0; v < op->niter; v++)
         lidx[v] = v == sh.k ? tile_operand_tensor(ki) : v == sh.w ? tile_operand_tensor(wi) : opnd(L->var[v]);
-    tile_value *lhs = L->tparam[st->lhs->index], *acc;
+    tile_value *lhs = imap_get(&L->tparam, st->lhs->index), *acc;
     if (op->bang) {
         acc = rb_reg(L, TILE_I_ALLOC, "acc", TSL_DTYPE_F32, RB_M, RB_N, lay);
         L->b.cur->items[L->b.cur->n - 1]->instr.init = tile_expr_int(L->m, 0);
@@ -1198,7 +1207,7 @@ static void lower_op(lower *L, const graph_op *op)
     if (!lhs_flat || body_needs_coords(L, op->body)) lower_coords(L, lo, ext);
 
     tsl_dtype lt = st->lhs->dtype;
-    tile_value *lhs = L->tparam[st->lhs->index];
+    tile_value *lhs = imap_get(&L->tparam, st->lhs->index);
     tile_value *res;
     if (op->nvars == op->niter && (op->assign == LANG_ASSIGN || op->bang)) {
         lval r = lower_expr(L, op->body, mask);
@@ -1328,16 +1337,18 @@ sched_plan *sched_lower_opt(tsl_arena *a, const graph *g, tsl_target target, int
     TSL_ASSERT(L.lay);
     for (int i = 0; i < g->nops; i++) {
         /* a group a fast strategy lowers (strategy.h) is one kernel */
-        const graph_group *gr = NULL;
-        for (int j = 0; j < g->ngroups; j++)
-            if (g->groups[j].first == i) gr = &g->groups[j];
-        if (gr && sched_lower_strategy(p, g, gr)) {
+        const graph_group *gr = &g->groups[g->ops[i].group];
+        if (gr->first == i && sched_lower_strategy(p, g, gr)) {
             i += gr->nops - 1;
             continue;
         }
         lower_op(&L, &g->ops[i]);
     }
     sched_lowbit_carry(p);
+    p->tensor_used = arena_alloc(a, (size_t)g->def->ntensors + 1);
+    for (int i = 0; i < p->nlaunches; i++)
+        for (int j = 0; j < p->launches[i].nargs; j++)
+            if (p->launches[i].args[j].kind == SCHED_ARG_TENSOR) p->tensor_used[p->launches[i].args[j].tensor] = 1;
     return p;
 }
 
@@ -1353,7 +1364,8 @@ int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_boun
 
 int sched_tensor_used(const sched_plan *p, int t)
 {
-    for (int i = 0; i < p->nlaunches; i++)
+    if (p->tensor_used) return p->tensor_used[t];
+    for (int i = 0; i < p->nlaunches; i++) /* a plan not from sched_lower_for */
         for (int j = 0; j < p->launches[i].nargs; j++)
             if (p->launches[i].args[j].kind == SCHED_ARG_TENSOR && p->launches[i].args[j].tensor == t) return 1;
     return 0;

@@ -228,15 +228,18 @@ static tile_expr *rr_sexpr(rr *R, const lang_sexpr *e)
 /* Tensor ti as a kernel parameter: full rank (row forms) or 1-D (flat). */
 static tile_value *rr_tensor(rr *R, int ti)
 {
-    if (R->tparam[ti]) return R->tparam[ti];
-    if (!R->flat) return R->tparam[ti] = sched_kb_tensor(R->m, R->k, R->launch, R->def, R->size, ti);
+    tile_value *have = imap_get(&R->tparam, ti);
+    if (have) return have;
+    if (!R->flat) {
+        have = sched_kb_tensor(R->m, R->k, R->launch, R->def, R->size, ti);
+        imap_put(&R->tparam, ti, have);
+        return have;
+    }
     const lang_tensor *t = R->def->tensors[ti];
-    char nb[128];
-    snprintf(nb, sizeof nb, "%s_n", t->name);
-    tile_expr *n = tile_expr_value(R->m, tile_kernel_symbol(R->m, R->k, rr_fresh(R, nb)));
-    snprintf(nb, sizeof nb, "%s_flat", t->name);
-    tile_value *v = tile_kernel_param_tensor(R->m, R->k, rr_fresh(R, nb), tile_dtype_from_tsl(t->dtype), 1, &n);
-    R->tparam[ti] = v;
+    const char *nn = arena_printf(R->m->arena, "%s_n", t->name), *nf = arena_printf(R->m->arena, "%s_flat", t->name);
+    tile_expr *n = tile_expr_value(R->m, tile_kernel_symbol(R->m, R->k, rr_fresh(R, nn)));
+    tile_value *v = tile_kernel_param_tensor(R->m, R->k, rr_fresh(R, nf), tile_dtype_from_tsl(t->dtype), 1, &n);
+    imap_put(&R->tparam, ti, v);
     rr_add_arg(R, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti, .flat = 1});
     return v;
 }
@@ -615,20 +618,21 @@ static rv rr_expr_at(rr *R, int i, const graph_expr *e, rr_shape sh)
     const graph_op *op = &R->g->ops[R->grp->first + i];
     const lang_expr *s = e->src;
     switch (e->kind) {
+    /* a literal holds the value of its dtype (language.md) */
     case LANG_E_INT:
-        if (rr_float(s->type)) return (rv){.s = tile_expr_float(R->m, (double)s->ival)};
+        if (rr_float(s->type)) return (rv){.s = tile_expr_float(R->m, sched_kb_literal(s->type, (double)s->ival))};
         return (rv){.s = tile_expr_int(R->m, s->ival), .isint = 1};
-    case LANG_E_FLOAT: return (rv){.s = tile_expr_float(R->m, s->fval)};
+    case LANG_E_FLOAT: return (rv){.s = tile_expr_float(R->m, sched_kb_literal(s->type, s->fval))};
     case LANG_E_SIZE: return (rv){.s = rr_size(R, s->slot), .isint = 1};
     case LANG_E_SCALAR: {
         int ti = s->tensor->index;
-        if (!R->tparam[ti]) {
+        if (!imap_get(&R->tparam, ti)) {
             tile_value *v = tile_kernel_param_typed(R->m, R->k, rr_fresh(R, s->tensor->name),
                                                     tile_dtype_from_tsl(s->tensor->dtype));
-            R->tparam[ti] = v;
+            imap_put(&R->tparam, ti, v);
             rr_add_arg(R, (sched_arg){.name = v->name, .kind = SCHED_ARG_SCALAR, .tensor = ti});
         }
-        return (rv){.s = tile_expr_value(R->m, R->tparam[ti])};
+        return (rv){.s = tile_expr_value(R->m, imap_get(&R->tparam, ti))};
     }
     case LANG_E_ACCESS: {
         const graph_operand *o = &op->operands[e->operand];
@@ -696,8 +700,38 @@ static rv rr_expr_at(rr *R, int i, const graph_expr *e, rr_shape sh)
     return (rv){.s = tile_expr_int(R->m, 0)};
 }
 
+/* Mark in `dep` the row-full ops that op e's reads reach in group op i. */
+static void rr_mark_expr(const rr *R, int i, const graph_expr *e, unsigned char *dep)
+{
+    if (e->kind == LANG_E_ACCESS) {
+        const graph_op *op = &R->g->ops[R->grp->first + i];
+        int w = rr_writer_before(R, op->operands[e->operand].tensor, i);
+        if (w >= 0 && R->kind[w] == RR_FULL) dep[w] = 1;
+        return;
+    }
+    for (int k = 0; k < e->nargs; k++) rr_mark_expr(R, i, e->args[k], dep);
+}
+
+/* The row-full ops op i recomputes, directly or through each other:
+ * writers come before readers, so one sweep down from i finds them all,
+ * with no recursion along the chain (a group's chain of ops can be as
+ * long as GRAPH_MAX_GROUP_OPS, each op's expression 256 deep). */
+static unsigned char *rr_deps(rr *R, int i)
+{
+    unsigned char *dep = arena_alloc(R->m->arena, (size_t)R->grp->nops + 1);
+    dep[i] = 1;
+    for (int j = i; j >= 0; j--)
+        if (dep[j]) rr_mark_expr(R, j, R->g->ops[R->grp->first + j].body, dep);
+    dep[i] = 0;
+    return dep;
+}
+
+static tile_value *rr_value_now(rr *R, int i);
+
 /* The value op i defines, in shape sh: row-full ops recomputed in the
- * current chunk (memoized per open block), row scalars from their slot. */
+ * current chunk (memoized per open block), row scalars from their slot.
+ * A row-full op's row-full inputs are made first, in order, so making
+ * one finds its inputs memoized: rr_value never nests. */
 static tile_value *rr_value(rr *R, int i, rr_shape sh)
 {
     if (R->kind[i] != RR_FULL) {
@@ -709,6 +743,15 @@ static tile_value *rr_value(rr *R, int i, rr_shape sh)
     TSL_ASSERT(sh == RR_ROW);
     tile_value *v = rr_memo_get(R, RR_KEY_PASS(R, 40), i, RR_ROW);
     if (v) return v;
+    const unsigned char *dep = rr_deps(R, i);
+    for (int j = 0; j < i; j++)
+        if (dep[j] && !rr_memo_get(R, RR_KEY_PASS(R, 40), j, RR_ROW)) rr_value_now(R, j);
+    return rr_value_now(R, i);
+}
+
+/* Op i's value, its row-full inputs memoized. */
+static tile_value *rr_value_now(rr *R, int i)
+{
     tile_value *y = rr_memo_get(R, 41, i, RR_ROW);
     if (!y) {
         const graph_op *op = &R->g->ops[R->grp->first + i];
@@ -755,19 +798,13 @@ static void rr_store(rr *R, tile_value *x, int ti, rr_pat pt)
     tile_instr_dst(&s->instr, rr_at(R, ti, pt));
 }
 
-/* Load, ahead of any arithmetic, every chunk of memory that op i's body
- * reads, through the internal ops it recomputes: the loads of the
- * unrolled sub-chunks are then all in flight at once. */
-static void rr_prefetch(rr *R, int i, const graph_expr *e)
+/* The loads of expression e of group op i (not through other ops). */
+static void rr_prefetch_expr(rr *R, int i, const graph_expr *e)
 {
-    const graph_op *op = &R->g->ops[R->grp->first + i];
     if (e->kind == LANG_E_ACCESS) {
+        const graph_op *op = &R->g->ops[R->grp->first + i];
         const graph_operand *o = &op->operands[e->operand];
-        int w = rr_writer_before(R, o->tensor, i);
-        if (w >= 0) {
-            if (R->kind[w] == RR_FULL) rr_prefetch(R, w, R->g->ops[R->grp->first + w].body);
-            return;
-        }
+        if (rr_writer_before(R, o->tensor, i) >= 0) return; /* a value of the group */
         rr_pat pt = rr_pattern(R, op, o);
         /* on the GPU a column vector (layernorm's gamma, beta) is loaded
          * where it is used: prefetched, a thread holds all of them beside
@@ -775,7 +812,18 @@ static void rr_prefetch(rr *R, int i, const graph_expr *e)
         if (pt == RR_PAT_FULL || (pt == RR_PAT_COL && !R->gpu)) rr_load_chunk(R, o->tensor, pt);
         return;
     }
-    for (int j = 0; j < e->nargs; j++) rr_prefetch(R, i, e->args[j]);
+    for (int j = 0; j < e->nargs; j++) rr_prefetch_expr(R, i, e->args[j]);
+}
+
+/* Load, ahead of any arithmetic, every chunk of memory that op i's body
+ * reads, through the internal ops it recomputes (each once, in order): the
+ * loads of the unrolled sub-chunks are then all in flight at once. */
+static void rr_prefetch(rr *R, int i)
+{
+    const unsigned char *dep = rr_deps(R, i);
+    for (int j = 0; j < i; j++)
+        if (dep[j]) rr_prefetch_expr(R, j, R->g->ops[R->grp->first + j].body);
+    rr_prefetch_expr(R, i, R->g->ops[R->grp->first + i].body);
 }
 
 /* One pass of op i over the row: a store of its chunks (acc NULL) or the
@@ -794,7 +842,7 @@ static tile_value *rr_pass_chunks(rr *R, int i, int reduce, tile_value *acc, til
             R->sub = u;
             R->off = rr_ibin(R, TILE_OP_ADD, base, tile_expr_int(R->m, (int64_t)u * R->width));
             if (step == 0) {
-                rr_prefetch(R, i, op->body);
+                rr_prefetch(R, i);
             } else if (!reduce) {
                 /* the value as rounded to its dtype: no cast back and forth */
                 rr_value(R, i, RR_ROW);
@@ -1096,13 +1144,11 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
     rr_set_form(R, 0, flat ? (R->gpu ? SCHED_EW_LOCALS_GPU : SCHED_EW_LOCALS) : SCHED_RR_LOCALS);
 
     const graph_op *op0 = &g->ops[grp->first];
-    char kn[160];
-    snprintf(kn, sizeof kn, "%s_g%d_%s", R->def->name, grp->index, tag);
-    R->k = tile_kernel_new(R->m, kn, R->threads);
+    R->k = tile_kernel_new(R->m, arena_printf(a, "%s_g%d_%s", R->def->name, grp->index, tag), R->threads);
     sched_launch ln = {.k = R->k, .stmt = op0->index, .nstmts = grp->nops};
     ARENA_PUSH(a, p->launches, p->nlaunches, p->caplaunches, ln);
     R->launch = &p->launches[p->nlaunches - 1];
-    R->tparam = arena_alloc(a, sizeof *R->tparam * (size_t)(R->def->ntensors + 1));
+    imap_init(&R->tparam, a);
     R->size = arena_alloc(a, sizeof *R->size * (size_t)(R->def->nsizes + 1));
     /* parameters in a stable order: every tensor the group touches */
     for (int i = 0; i < grp->nops; i++) {

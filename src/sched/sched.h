@@ -99,6 +99,7 @@ typedef struct sched_plan {
     int nlaunches, caplaunches;
     sched_scratch *scratch; /* buffers between launches */
     int nscratch, capscratch;
+    unsigned char *tensor_used; /* per def tensor: some launch takes it */
     char *notes;            /* why a strategy declined a group it matched
                              * (its own plan did not verify), one line each;
                              * NULL when none */

@@ -50,7 +50,8 @@ typedef struct rr {
     tile_expr **rowc;       /* [rows] the block's row coordinates */
     int *kind;              /* per group op: rr_kind */
     tile_value **one;       /* per group op: a row scalar's value ([1], ct) */
-    tile_value **tparam;    /* per def tensor: its kernel parameter */
+    imap tparam;            /* def tensor -> its kernel parameter (a map: a kernel
+                             * names few of a program's thousands of tensors) */
     tile_expr **size;       /* per size symbol: its value in the kernel */
     tile_layout *lay_vec, *lay_row, *lay_two, *lay_g1, *lay_one;
     tile_layout *lay_cvec; /* rows form: a column vector's chunk, replicated per row */

@@ -101,8 +101,8 @@ tsl_status interp_eval_int(interp *I, const tile_expr *e, int64_t *out)
     *out = tile_expr_eval(e, lookup, I, I->bidx, I->cur_thread, &ok);
     if (!ok)
         return interp_err(I, e ? e->pos : 0, TSL_ERR_RUNTIME,
-                    "cannot evaluate this expression here (division by zero, or thread_idx "
-                    "outside a decomposition)");
+                    "cannot evaluate this expression here (division by zero, 64-bit overflow, or "
+                    "thread_idx outside a decomposition)");
     return TSL_OK;
 }
 
@@ -879,13 +879,14 @@ tsl_status tile_interp_bind_symbols(const tile_kernel *k, const tile_interp_arg 
                 if (k->syms[s] != e->v) continue;
                 int64_t got = a->t->shape[i];
                 if (sym_vals[s] >= 0 && sym_vals[s] != got) {
-                    char fb[96];
+                    strbuf fb = {0};
                     if (from[s] && strcmp(from[s], "--size"))
-                        snprintf(fb, sizeof fb, "%s dim %d", from[s], from_dim[s]);
+                        sb_printf(&fb, "%s dim %d", from[s], from_dim[s]);
                     else
-                        snprintf(fb, sizeof fb, "--size");
+                        sb_puts(&fb, "--size");
                     diag_error(d, TSL_ERR_SHAPE, "size %s: %s dim %d is %lld but %s gives %lld",
-                               e->v->name, v->name, i, (long long)got, fb, (long long)sym_vals[s]);
+                               e->v->name, v->name, i, (long long)got, sb_str(&fb), (long long)sym_vals[s]);
+                    sb_free(&fb);
                     st = TSL_ERR_SHAPE;
                 } else if (sym_vals[s] < 0) {
                     sym_vals[s] = got;
@@ -1068,16 +1069,47 @@ tsl_status tile_interp_run(const tile_kernel *k, const tsl_source *src, const ti
     int64_t gdim[3] = {1, 1, 1}, nblocks = 1;
     for (int i = 0; i < k->ngrid && i < 3; i++) {
         if ((st = interp_eval_int(I, k->grid[i], &gdim[i]))) goto done;
-        if (gdim[i] < 0) gdim[i] = 0;
-        nblocks *= gdim[i];
+        if (gdim[i] < 0 || gdim[i] > TILE_MAX_GRID) {
+            strbuf sb = {0};
+            tile_print_expr(&sb, k->grid[i]);
+            st = interp_err(I, k->grid[i]->pos, TSL_ERR_SHAPE, "grid dimension %d, %s, is %lld; it must be 0..%lld",
+                            i, sb_str(&sb), (long long)gdim[i], (long long)TILE_MAX_GRID);
+            sb_free(&sb);
+            goto done;
+        }
+        if (__builtin_mul_overflow(nblocks, gdim[i], &nblocks)) {
+            st = interp_err(I, k->pos, TSL_ERR_SHAPE, "the grid has more than 2^63 blocks");
+            goto done;
+        }
     }
-    order = malloc((size_t)(nblocks ? nblocks : 1) * sizeof *order);
-    if (!order) {
-        st = interp_err(I, k->pos, TSL_ERR_NOMEM, "out of memory for %lld blocks", (long long)nblocks);
+    if (nblocks == 0) {
+        /* no block runs: fine for empty outputs, a silent non-answer for others */
+        const tile_value *outs[64];
+        int no = tile_interp_outputs(k, outs, 64);
+        for (int i = 0; i < no && !st; i++) {
+            const rt_tensor *r = &I->tensors[outs[i]->id];
+            int64_t n = 1;
+            for (int d2 = 0; d2 < r->rank; d2++) n *= r->dims[d2];
+            if (n > 0)
+                st = interp_err(I, k->pos, TSL_ERR_SHAPE,
+                                "the grid of kernel '%s' has no block (%lld x %lld x %lld), so its output '%s' (%lld "
+                                "elements) would never be written",
+                                k->name, (long long)gdim[0], (long long)gdim[1], (long long)gdim[2], outs[i]->name,
+                                (long long)n);
+        }
         goto done;
     }
-    for (int64_t b = 0; b < nblocks; b++) order[b] = b;
+    if (I->o->shuffle_blocks && nblocks > ((int64_t)1 << 26)) {
+        st = interp_err(I, k->pos, TSL_ERR_SHAPE, "shuffling %lld blocks: at most 2^26", (long long)nblocks);
+        goto done;
+    }
     if (I->o->shuffle_blocks) {
+        order = malloc((size_t)nblocks * sizeof *order);
+        if (!order) {
+            st = interp_err(I, k->pos, TSL_ERR_NOMEM, "out of memory for the order of %lld blocks", (long long)nblocks);
+            goto done;
+        }
+        for (int64_t b = 0; b < nblocks; b++) order[b] = b;
         uint64_t seed = I->o->seed;
         for (int64_t b = nblocks - 1; b > 0; b--) {
             int64_t j = (int64_t)(mix(&seed) % (uint64_t)(b + 1)), t = order[b];
@@ -1087,7 +1119,7 @@ tsl_status tile_interp_run(const tile_kernel *k, const tsl_source *src, const ti
     }
     I->in_grid = 1;
     for (int64_t b = 0; b < nblocks && !st; b++) {
-        int64_t x = order[b];
+        int64_t x = order ? order[b] : b;
         I->bidx[0] = x % gdim[0];
         I->bidx[1] = (x / gdim[0]) % gdim[1];
         I->bidx[2] = x / (gdim[0] * gdim[1]);

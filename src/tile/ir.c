@@ -169,7 +169,12 @@ int64_t tile_expr_eval(const tile_expr *e, tile_lookup_fn lookup, void *ctx,
     }
     switch (e->kind) {
     case TILE_E_INT: return e->i;
-    case TILE_E_FLOAT: return (int64_t)e->f;
+    case TILE_E_FLOAT:
+        if (!(e->f >= -9223372036854775808.0 && e->f < 9223372036854775808.0)) { /* NaN too */
+            *ok = 0;
+            return 0;
+        }
+        return (int64_t)e->f;
     case TILE_E_VALUE:
         if (!lookup) {
             *ok = 0;
@@ -185,7 +190,11 @@ int64_t tile_expr_eval(const tile_expr *e, tile_lookup_fn lookup, void *ctx,
     case TILE_E_THREAD_IDX:
         if (thread_idx < 0) *ok = 0;
         return thread_idx;
-    case TILE_E_NEG: return -tile_expr_eval(e->a, lookup, ctx, block_idx, thread_idx, ok);
+    case TILE_E_NEG: {
+        int64_t a = tile_expr_eval(e->a, lookup, ctx, block_idx, thread_idx, ok), r;
+        if (__builtin_sub_overflow((int64_t)0, a, &r)) *ok = 0;
+        return r;
+    }
     case TILE_E_NOT: return !tile_expr_eval(e->a, lookup, ctx, block_idx, thread_idx, ok);
     case TILE_E_BIN: break;
     }
@@ -200,9 +209,17 @@ int64_t tile_expr_eval(const tile_expr *e, tile_lookup_fn lookup, void *ctx,
     case TILE_OP_LE: return a <= b;
     case TILE_OP_GT: return a > b;
     case TILE_OP_GE: return a >= b;
-    case TILE_OP_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
-    case TILE_OP_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
-    case TILE_OP_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
+    /* user values: 64-bit overflow is "cannot evaluate", never a wrap */
+    case TILE_OP_ADD:
+    case TILE_OP_SUB:
+    case TILE_OP_MUL: {
+        int64_t r;
+        int over = e->op == TILE_OP_ADD   ? __builtin_add_overflow(a, b, &r)
+                   : e->op == TILE_OP_SUB ? __builtin_sub_overflow(a, b, &r)
+                                          : __builtin_mul_overflow(a, b, &r);
+        if (over) *ok = 0;
+        return over ? 0 : r;
+    }
     case TILE_OP_MIN: return a < b ? a : b;
     case TILE_OP_MAX: return a > b ? a : b;
     case TILE_OP_DIV:
@@ -213,7 +230,14 @@ int64_t tile_expr_eval(const tile_expr *e, tile_lookup_fn lookup, void *ctx,
             return 0;
         }
         if (e->op == TILE_OP_DIV) return floordiv(a, b);
-        if (e->op == TILE_OP_MOD) return a - floordiv(a, b) * b;
+        if (e->op == TILE_OP_MOD) { /* floor modulo: the sign of b */
+            int64_t r = a % b;
+            return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+        }
+        if (a == INT64_MIN) { /* cdiv: -floor(-a / b) */
+            *ok = 0;
+            return 0;
+        }
         return -floordiv(-a, b);
     case TILE_OP_COUNT: break;
     }
@@ -290,6 +314,9 @@ tile_kernel *tile_kernel_new(tile_module *m, const char *name, int threads)
     tile_kernel *k = arena_alloc(m->arena, sizeof *k);
     k->name = arena_strdup(m->arena, name);
     k->threads = threads;
+    strmap_init(&k->names, m->arena);
+    strmap_init(&k->sym_index, m->arena);
+    strmap_init(&k->fresh_next, m->arena);
     k->ngrid = 1;
     k->grid[0] = tile_expr_int(m, 1);
     k->body = tile_block_new(m);
@@ -313,16 +340,40 @@ tile_value *tile_kernel_new_value(tile_module *m, tile_kernel *k, tile_value_kin
     v->name = arena_strdup(m->arena, name ? name : "");
     v->id = k->nvalues;
     ARENA_PUSH(m->arena, k->values, k->nvalues, k->capvalues, v);
+    size_t n = strlen(v->name);
+    if (n && !strmap_find(&k->names, v->name, n)) strmap_put(&k->names, v->name, n, v->id);
     return v;
 }
 
 tile_value *tile_kernel_symbol(tile_module *m, tile_kernel *k, const char *name)
 {
-    for (int i = 0; i < k->nsyms; i++)
-        if (strcmp(k->syms[i]->name, name) == 0) return k->syms[i];
+    const int64_t *i = strmap_find(&k->sym_index, name, strlen(name));
+    if (i) return k->syms[*i];
     tile_value *v = tile_kernel_new_value(m, k, TILE_V_SCALAR, TILE_O_SYMBOL, name);
     ARENA_PUSH(m->arena, k->syms, k->nsyms, k->capsyms, v);
+    strmap_put(&k->sym_index, v->name, strlen(v->name), k->nsyms - 1);
     return v;
+}
+
+int tile_kernel_name_used(const tile_kernel *k, const char *s)
+{
+    return strmap_find(&k->names, s, strlen(s)) != NULL;
+}
+
+const char *tile_kernel_fresh_name(tile_module *m, tile_kernel *k, const char *base)
+{
+    if (!tile_name_reserved(base) && !tile_kernel_name_used(k, base)) return arena_strdup(m->arena, base);
+    size_t bl = strlen(base);
+    int64_t *next = strmap_find(&k->fresh_next, base, bl);
+    int64_t n = next ? *next : 1;
+    char *s;
+    for (;; n++) {
+        s = arena_printf(m->arena, "%s_%lld", base, (long long)n);
+        if (!tile_name_reserved(s) && !tile_kernel_name_used(k, s)) break;
+    }
+    if (!next) strmap_put(&k->fresh_next, arena_strndup(m->arena, base, bl), bl, n + 1);
+    else *next = n + 1;
+    return s;
 }
 
 tile_value *tile_kernel_param_tensor(tile_module *m, tile_kernel *k, const char *name,
@@ -369,8 +420,7 @@ void tile_build_begin(tile_builder *b, tile_module *m, tile_kernel *k)
 
 void tile_build_push(tile_builder *b, tile_block *blk)
 {
-    TSL_ASSERT(b->depth < (int)TSL_COUNTOF(b->stack));
-    b->stack[b->depth++] = b->cur;
+    ARENA_PUSH(b->m->arena, b->stack, b->depth, b->cap, b->cur);
     b->cur = blk;
 }
 

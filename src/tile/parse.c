@@ -1161,6 +1161,11 @@ static void parse_kernel(parser *P)
 tsl_status tile_parse(tsl_arena *arena, const tsl_source *src, tsl_diag *d, tile_module **out)
 {
     *out = NULL;
+    if (src->text && strnlen(src->text, TSL_MAX_SOURCE_BYTES + 1) > TSL_MAX_SOURCE_BYTES) {
+        diag_error(d, TSL_ERR_SYNTAX, "%s is larger than %zu MiB: not a tile program", src->name,
+                   TSL_MAX_SOURCE_BYTES >> 20);
+        return TSL_ERR_SYNTAX;
+    }
     parser *P = calloc(1, sizeof *P);
     if (!P) {
         diag_error(d, TSL_ERR_NOMEM, "out of memory (%zu bytes) parsing %s", sizeof *P, src->name);

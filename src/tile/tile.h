@@ -468,6 +468,9 @@ typedef struct tile_kernel {
     tile_block *body;
     tile_value **values; /* every value by id */
     int nvalues, capvalues;
+    strmap names;        /* value name -> id of the first value so named */
+    strmap sym_index;    /* size symbol name -> position in syms */
+    strmap fresh_next;   /* base -> the next suffix tile_kernel_fresh_name tries */
 } tile_kernel;
 
 typedef struct tile_module {
@@ -489,6 +492,19 @@ char *tile_print(const tile_module *m);
 void tile_print_kernel(strbuf *sb, const tile_kernel *k);
 void tile_print_expr(strbuf *sb, const tile_expr *e);
 void tile_print_type(strbuf *sb, const tile_type *t);
+/* Sizes the verifier accepts (docs/tile-ir.md "Verifier"), so that the
+ * interpreter and the generators can hold and enumerate any verified
+ * tensor: elements of a shared or register tensor, register elements per
+ * thread, and the span (cosize) of a shared layout. */
+#define TILE_MAX_ELEMS ((int64_t)1 << 22)
+#define TILE_MAX_LOCALS ((int64_t)1 << 16)
+#define TILE_MAX_SPAN ((int64_t)1 << 26)
+/* Largest grid dimension (CUDA's for x). A grid dimension that is an
+ * expression of sizes is checked when it is evaluated: negative or above
+ * this is an error, 0 runs no block and is allowed only when every tensor
+ * the kernel writes is empty. */
+#define TILE_MAX_GRID ((int64_t)INT32_MAX)
+
 /* Check every rule of docs/tile-ir.md "Verifier". src may be NULL (errors
  * then have no location). TSL_OK when valid. */
 tsl_status tile_verify(const tile_module *m, const tsl_source *src, tsl_diag *d);
@@ -520,6 +536,12 @@ int tile_wgmma_smem_of(const tile_type *t, int mn_dim, int64_t mn_ext, int64_t k
 tile_module *tile_module_new(tsl_arena *arena);
 tile_kernel *tile_kernel_new(tile_module *m, const char *name, int threads);
 tile_value *tile_kernel_symbol(tile_module *m, tile_kernel *k, const char *name); /* find or add */
+/* 1 when some value of k is named s. */
+int tile_kernel_name_used(const tile_kernel *k, const char *s);
+/* `base`, or `base_N` with the smallest N not tried before for base, that
+ * names no value of k and is no keyword (amortized O(1): builders make
+ * thousands of names). */
+const char *tile_kernel_fresh_name(tile_module *m, tile_kernel *k, const char *base);
 tile_value *tile_kernel_param_tensor(tile_module *m, tile_kernel *k, const char *name,
                                      tile_dtype dt, int rank, tile_expr **dims);
 tile_value *tile_kernel_param_scalar(tile_module *m, tile_kernel *k, const char *name);
@@ -545,8 +567,9 @@ typedef struct tile_builder {
     tile_module *m;
     tile_kernel *k;
     tile_block *cur;
-    tile_block *stack[32];
-    int depth;
+    tile_block **stack; /* the enclosing blocks (grows in the arena: a
+                         * statement's loops nest as deep as its vars) */
+    int depth, cap;
 } tile_builder;
 
 void tile_build_begin(tile_builder *b, tile_module *m, tile_kernel *k); /* at k->body */

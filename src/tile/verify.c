@@ -2,9 +2,12 @@
  * builder; guarantees, when it returns TSL_OK, what the interpreter and
  * code generators assume (docs/tile-ir.md, "Verifier"):
  *   - every value is used inside the scope that defines it;
- *   - shared and register tensors have constant positive shapes; a register
- *     tensor's distributed layout has exactly its shape and the kernel's
- *     thread count; a shared tensor's data layout has its size;
+ *   - shared and register tensors have constant positive shapes of at most
+ *     TILE_MAX_ELEMS elements (register: TILE_MAX_LOCALS per thread; a
+ *     shared layout's cosize at most TILE_MAX_SPAN), checked by arithmetic
+ *     before anything enumerates them; a register tensor's distributed
+ *     layout has exactly its shape and the kernel's thread count; a shared
+ *     tensor's data layout has its size;
  *   - operands have the memory spaces, dtypes and shapes their instruction
  *     needs (tiles fit in shared tensors when offsets are constant);
  *   - view keeps bits per thread; mma shapes are multiples of the atom and
@@ -125,25 +128,35 @@ static int const_dims(const tile_type *t, int64_t *out)
     return 1;
 }
 
+/* The element count, or INT64_MAX when it overflows. */
 static int64_t numel_of(const int64_t *dims, int rank)
 {
     int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= dims[i];
+    for (int i = 0; i < rank; i++)
+        if (__builtin_mul_overflow(n, dims[i], &n)) return INT64_MAX;
     return n;
 }
 
+/* a + b, saturating (byte sums of user-sized tensors). */
+static int64_t add_sat(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 /* Bytes a shared tensor occupies: its layout's cosize (or element count)
- * times the element bits, rounded up to bytes. */
+ * times the element bits, rounded up to bytes (saturating). */
 static int64_t shared_bytes(const tile_type *t)
 {
-    int64_t dims[16];
+    int64_t dims[16], bits;
     if (!const_dims(t, dims)) return 0;
     int64_t n = numel_of(dims, t->rank);
     if (t->layout && t->layout->v.kind == LAYOUT_VALUE_DATA) {
         int64_t c = layout_cosize(&t->layout->v.data);
         if (c > n) n = c;
     }
-    return (n * t->dt.bits + 7) / 8;
+    if (__builtin_mul_overflow(n, (int64_t)t->dt.bits, &bits)) return INT64_MAX;
+    return bits / 8 + (bits % 8 != 0);
 }
 
 /* Shared/register tensor types: shapes and layouts. */
@@ -157,6 +170,15 @@ static void check_type(verifier *V, const tile_type *t, const char *name, size_t
              tile_space_name(t->space), name, type_str(t, tb, sizeof tb));
         return;
     }
+    /* sizes first, by arithmetic: nothing below may enumerate a tensor no
+     * block could hold */
+    int64_t numel = numel_of(dims, t->rank);
+    if (numel > TILE_MAX_ELEMS) {
+        verr(V, pos, "%s tensor '%s' %s has %s%lld elements; at most %lld (2^22) in a shared or register tensor",
+             tile_space_name(t->space), name, type_str(t, tb, sizeof tb), numel == INT64_MAX ? "more than " : "",
+             (long long)numel, (long long)TILE_MAX_ELEMS);
+        return;
+    }
     if (!t->layout) {
         if (t->space == TILE_REGISTER) verr(V, pos, "register tensor '%s' has no layout", name);
         return;
@@ -168,6 +190,11 @@ static void check_type(verifier *V, const tile_type *t, const char *name, size_t
             return;
         }
         const dist_layout *dl = &lv->dist;
+        if (dl->locals > TILE_MAX_LOCALS) {
+            verr(V, pos, "register tensor '%s': layout %s gives each thread %lld elements; at most %lld (2^16)", name,
+                 t->layout->text, (long long)dl->locals, (long long)TILE_MAX_LOCALS);
+            return;
+        }
         int same = dl->rank == t->rank;
         for (int i = 0; same && i < t->rank; i++) same = dl->shape[i] == dims[i];
         if (!same)
@@ -182,10 +209,13 @@ static void check_type(verifier *V, const tile_type *t, const char *name, size_t
             verr(V, pos, "shared tensor '%s' needs a data layout, not %s", name, t->layout->text);
             return;
         }
-        int64_t n = numel_of(dims, t->rank), s = layout_size(&lv->data);
+        int64_t n = numel, s = layout_size(&lv->data);
         if (s != n)
             verr(V, pos, "shared tensor '%s' %s has %lld elements but its layout %s has size %lld", name,
                  type_str(t, tb, sizeof tb), (long long)n, t->layout->text, (long long)s);
+        else if (layout_cosize(&lv->data) > TILE_MAX_SPAN)
+            verr(V, pos, "shared tensor '%s': layout %s spans %lld elements; at most %lld (2^26)", name,
+                 t->layout->text, (long long)layout_cosize(&lv->data), (long long)TILE_MAX_SPAN);
     }
 }
 
@@ -504,6 +534,10 @@ static int dc_view_of(dc_state *S, const tile_operand *o, dc_view *w, dc_root **
     }
     for (int d = 0; d < w->rank; d++) {
         w->ext[d] = base[d];
+        if ((S->budget -= base[d]) < 0) {
+            S->giveup = 1;
+            return 0;
+        }
         w->map[d] = arena_alloc(S->a, sizeof(int64_t) * (size_t)base[d]);
         for (int64_t i = 0; i < base[d]; i++) w->map[d][i] = i;
     }
@@ -598,6 +632,10 @@ static void dc_mark(dc_state *S, const dc_view *w, dc_root *r)
     for (int d = 0; d < w->rank; d++) {
         cnt[d] = w->tiled ? w->ext[d] * w->outer[d] : w->ext[d];
         total *= cnt[d];
+    }
+    if ((S->budget -= total) < 0) { /* too much to check: say nothing */
+        S->giveup = 1;
+        return;
     }
     const dist_layout *L = r->v->type.layout ? &r->v->type.layout->v.dist : NULL;
     for (int64_t f = 0; f < total; f++) {
@@ -850,7 +888,10 @@ static void decomp_check(verifier *V, const tile_stmt *s)
     }
     S.vals = arena_alloc(S.a, sizeof(int64_t) * (size_t)(V->k->nvalues + 1));
     S.known = arena_alloc(S.a, (size_t)V->k->nvalues + 1);
-    S.budget = 1 << 20;
+    /* statements run plus elements marked, over all threads: a few tenths
+     * of a second at most, then the check gives up (it never raises a
+     * false alarm, so giving up only loses a warning) */
+    S.budget = 1 << 22;
     for (S.thread = 0; S.thread < V->threads && !S.giveup; S.thread++) {
         memset(S.known, 0, (size_t)V->k->nvalues + 1);
         dc_block(&S, in->decomp);
@@ -1305,7 +1346,7 @@ static void check_instr(verifier *V, const tile_stmt *s)
     switch (in->op) {
     case TILE_I_ALLOC:
         if (in->result && in->result->type.space == TILE_SHARED && !V->in_decomp)
-            V->smem_alloc += shared_bytes(&in->result->type);
+            V->smem_alloc = add_sat(V->smem_alloc, shared_bytes(&in->result->type));
         break;
     case TILE_I_LOAD_GLOBAL:
     case TILE_I_LOAD_SHARED: {
@@ -1524,7 +1565,7 @@ static void check_pipeline(verifier *V, const tile_stmt *s)
                      bs->tensor->type.rank);
             for (int j = 0; j < bs->rank; j++) check_expr(V, bs->index[j]);
             if (bs->view) check_type(V, &bs->view->type, bs->view->name, bs->pos);
-            if (bs->space == TILE_SHARED && bs->view) block_bytes += shared_bytes(&bs->view->type);
+            if (bs->space == TILE_SHARED && bs->view) block_bytes = add_sat(block_bytes, shared_bytes(&bs->view->type));
         }
     }
     for (int io = 0; io < 2; io++) {
@@ -1532,7 +1573,8 @@ static void check_pipeline(verifier *V, const tile_stmt *s)
         int n = io ? p->nouts : p->nins;
         for (int i = 0; i < n; i++) make_visible(V, specs[i].view);
     }
-    int64_t total = block_bytes * p->stages;
+    int64_t total;
+    if (__builtin_mul_overflow(block_bytes, (int64_t)(p->stages > 0 ? p->stages : 0), &total)) total = INT64_MAX;
     if (total > V->smem_pipe) {
         V->smem_pipe = total;
         V->msg_stages = p->stages;
@@ -1633,10 +1675,23 @@ static void check_kernel(verifier *V, const tile_kernel *k)
     if (k->threads < 1 || k->threads > 1024) verr(V, k->pos, "threads(%d) is not in 1..1024", k->threads);
     for (int i = 0; i < k->nsyms; i++) make_visible(V, k->syms[i]);
     for (int i = 0; i < k->nparams; i++) make_visible(V, k->params[i]);
-    for (int i = 0; i < k->ngrid; i++) check_expr(V, k->grid[i]);
+    for (int i = 0; i < k->ngrid; i++) {
+        int64_t g;
+        check_expr(V, k->grid[i]);
+        if (tile_expr_const(k->grid[i], &g) && (g < 1 || g > TILE_MAX_GRID)) {
+            strbuf sb = {0};
+            if (k->grid[i]->kind != TILE_E_INT) {
+                tile_print_expr(&sb, k->grid[i]);
+                sb_puts(&sb, " = ");
+            }
+            verr(V, k->grid[i]->pos, "grid dimension %d is %s%lld; it must be 1..%lld (a kernel runs at least one block)",
+                 i, sb_str(&sb), (long long)g, (long long)TILE_MAX_GRID);
+            sb_free(&sb);
+        }
+    }
     check_block(V, k->body);
     int stages_for_msg = V->msg_stages;
-    int64_t total = V->smem_alloc + V->smem_pipe;
+    int64_t total = add_sat(V->smem_alloc, V->smem_pipe);
     if (k->smem_budget > 0 && total > k->smem_budget) {
         if (V->smem_pipe)
             verr(V, V->pipe_pos,

@@ -653,13 +653,26 @@ static gen_ex gen_expr(gen *g, int depth)
         return gen_ex_of(gen_str(g, "(%s ? %s : %s)", c.s, a.s, b.s), ty, gen_cap(ty, fmax(a.mag, b.mag)));
     }
     /* casts: int -> float, float -> narrower float, input float -> int
-     * exactly (in range: |4 x| <= 4), int -> int (wrapping) */
+     * exactly (in range: |4 x| <= 4), int -> int (wrapping); and the
+     * conversions docs/language.md defines at the edges: input floats
+     * scaled far out of range (saturating) and log of an input (NaN for
+     * x < 0, -inf for 0: 0 and the minimum) */
     int r = gen_rand(g, 0, 2);
     if (r == 0) {
         int ti = gen_pick_readable(g, 1);
         if (ti >= 0 && gen_is_float(g->t[ti].dt)) {
             gen_ex a = gen_read(g, ti);
             int to = gen_p(g, 50) ? TSL_DTYPE_I32 : gen_int_types[gen_rand(g, 0, 7)];
+            int edge = gen_rand(g, 0, 5);
+            if (edge == 0)
+                return gen_ex_of(gen_str(g, "%s(%s * 1e30)", tsl_dtype_name((tsl_dtype)to), a.s), to,
+                                 gen_int_range(to));
+            if (edge == 1)
+                return gen_ex_of(gen_str(g, "%s(%s * 1000)", tsl_dtype_name((tsl_dtype)to), a.s), to,
+                                 fmin(1000 * a.mag, gen_int_range(to)));
+            if (edge == 2)
+                return gen_ex_of(gen_str(g, "%s(log(%s))", tsl_dtype_name((tsl_dtype)to), a.s), to,
+                                 gen_int_range(to));
             return gen_ex_of(gen_str(g, gen_is_unsigned(to) ? "%s(abs(%s) * 4)" : "%s(%s * 4)",
                                      tsl_dtype_name((tsl_dtype)to), a.s),
                              to, 4 * a.mag);

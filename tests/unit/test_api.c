@@ -312,6 +312,57 @@ out:
     tsl_context_free(ctx);
 }
 
+/* Strides the caller cannot vouch for (issue 11): an output whose stride
+ * 0 (or interleaved dims) puts two elements in one location, a stride
+ * reaching past the address space (it segfaulted). A reversed and a
+ * transposed output still bind, the latter runs against a reference
+ * computed here. */
+static void test_bad_strides(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, mm_src);
+    if (!p) goto out;
+    int64_t M = test_rand_int(2, 9), K = test_rand_int(1, 9), N = test_rand_int(2, 9);
+    DLTensor *A = rnd_f32(2, M, K), *B = rnd_f32(2, K, N), *Cbuf = rnd_f32(2, N, 2 * M);
+    tsl_args *a = tsl_args_create(p);
+    CHECK_EQ_INT(tsl_args_set_tensor(a, "A", A), TSL_OK);
+    CHECK_EQ_INT(tsl_args_set_tensor(a, "B", B), TSL_OK);
+    int64_t csh[2] = {M, N};
+    DLTensor C = *Cbuf;
+    C.shape = csh;
+    int64_t s0[2] = {0, 1}, sx[2] = {2, 1}, big[2] = {(int64_t)1 << 45, 1}, neg[2] = {-N, 1};
+    C.strides = s0;
+    CHECK_ERR(tsl_args_set_output(a, "C", &C), TSL_ERR_ARG, "dim 0's stride 0 makes two of its elements one");
+    C.strides = sx; /* rows 2 apart, each N long: rows overlap when N > 2 */
+    if (N > 2) CHECK_ERR(tsl_args_set_output(a, "C", &C), TSL_ERR_ARG, "makes two of its elements one");
+    C.strides = big;
+    CHECK_ERR(tsl_args_set_output(a, "C", &C), TSL_ERR_ARG, "beyond the address space");
+    CHECK_ERR(tsl_args_set_tensor(a, "A", &C), TSL_ERR_ARG, "beyond the address space");
+    C.strides = neg; /* last row first (NumPy's reversed views) */
+    C.byte_offset = (uint64_t)((M - 1) * N) * sizeof(float);
+    CHECK_EQ_INT(tsl_args_set_output(a, "C", &C), TSL_OK);
+    /* the transposed view of Cbuf (N x 2M): C(m, n) at n * 2M + m */
+    int64_t tr[2] = {1, 2 * M};
+    C.strides = tr;
+    C.byte_offset = 0;
+    CHECK_EQ_INT(tsl_args_set_output(a, "C", &C), TSL_OK);
+    CHECK_EQ_INT(tsl_program_run(p, a, TSL_TARGET_INTERP), TSL_OK);
+    const float *x = A->data, *y = B->data, *c = Cbuf->data;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double s = 0;
+            for (int64_t k = 0; k < K; k++) s += (double)x[m * K + k] * y[k * N + n];
+            CHECK_CLOSE(c[n * 2 * M + m], s, 1e-5);
+        }
+    tsl_args_free(a);
+    tsl_program_free(p);
+    tsl_tensor_free(A);
+    tsl_tensor_free(B);
+    tsl_tensor_free(Cbuf);
+out:
+    tsl_context_free(ctx);
+}
+
 /* In/out parameters are bound as tensors, never as output storage. */
 static void test_inout_binding(void)
 {
@@ -454,6 +505,7 @@ TEST_SUITE(api) = {
     {"missing_scalar_and_constant_dims", test_missing_scalar_and_constant_dims},
     {"strides_and_offset", test_strides_and_offset},
     {"output_overlap", test_output_overlap},
+    {"bad_strides", test_bad_strides},
     {"inout_binding", test_inout_binding},
     {"size_symbols_set", test_size_symbols_set},
     {"where_only_size", test_where_only_size},

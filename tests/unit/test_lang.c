@@ -444,6 +444,14 @@ static void test_limits(void)
     for (size_t i = 0; i < n; i++) src[p++] = ')';
     strcpy(src + p, " }");
     CHECK(lt_has(lt_error(src), "nested too deeply"));
+    /* a level is a level: 250 parentheses are under the limit of 256 (each
+     * counted twice, 130 were reported as 'more than 256 levels') */
+    p = (size_t)sprintf(src, "def f(float(N) X) -> (Y) { Y(i) = ");
+    for (size_t i = 0; i < 250; i++) src[p++] = '(';
+    p += (size_t)sprintf(src + p, "-X(i)");
+    for (size_t i = 0; i < 250; i++) src[p++] = ')';
+    strcpy(src + p, " }");
+    CHECK(lt_def(src, NULL) != NULL);
     /* so is a very long flat chain (its tree is deep too) */
     p = (size_t)sprintf(src, "def f(float(N) X) -> (Y) { Y(i) = X(i)");
     for (size_t i = 0; i < n / 4; i++) p += (size_t)sprintf(src + p, "+1");

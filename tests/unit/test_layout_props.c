@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "layout/layout.h"
+#include "layout/layout_int.h"
 #include "test.h"
 
 #define ROUNDS 2000
@@ -431,6 +432,57 @@ static void test_prop_dist_bijective(void)
     }
 }
 
+/* Point by point equality of two small distributed layouts. */
+static int dist_equal_by_points(const dist_layout *a, const dist_layout *b)
+{
+    if (a->rank != b->rank || a->threads != b->threads || a->locals != b->locals) return 0;
+    int64_t ca[DIST_MAX_RANK], cb[DIST_MAX_RANK];
+    for (int64_t t = 0; t < a->threads; t++)
+        for (int64_t i = 0; i < a->locals; i++) {
+            dist_layout_map(a, t, i, ca);
+            dist_layout_map(b, t, i, cb);
+            if (memcmp(ca, cb, sizeof(int64_t) * (size_t)a->rank)) return 0;
+        }
+    return 1;
+}
+
+/* The normal form that dist_layout_equal decides by (so that it never
+ * enumerates a large domain) agrees with point-by-point equality on
+ * random pairs, many of them the same function spelt differently. */
+static void test_prop_dist_normal_form(void)
+{
+    enum { N = 400 };
+    static dist_layout ls[N];
+    int same = 0;
+    for (int r = 0; r < 4; r++) {
+        for (int i = 0; i < N; i++) ls[i] = random_dist(2, 3, r % 2);
+        for (int i = 0; i < N; i++)
+            for (int j = i + 1; j < N; j++) {
+                if (ls[i].threads != ls[j].threads || ls[i].locals != ls[j].locals) continue;
+                int pts = dist_equal_by_points(&ls[i], &ls[j]);
+                int nf = dist_same_normal_form(&ls[i], &ls[j]);
+                same += pts;
+                if (pts != nf) {
+                    strbuf sb = {0};
+                    dist_layout_print(&sb, &ls[i]), sb_puts(&sb, " vs "), dist_layout_print(&sb, &ls[j]);
+                    CHECK_MSG(0, "normal form says %s, points say %s: %s", nf ? "equal" : "different",
+                              pts ? "equal" : "different", sb_str(&sb));
+                    sb_free(&sb);
+                    return;
+                }
+            }
+    }
+    CHECK_MSG(same > 100, "only %d equal pairs drawn", same);
+    /* a domain of 2^62 points is compared without enumerating it */
+    dist_layout a, b, c;
+    int64_t big[2] = {1 << 30, 1 << 30}, hi_one[2] = {1 << 30, 1}, one_hi[2] = {1, 1 << 30};
+    CHECK(dist_layout_atom(&a, DIST_LOCAL, 0, big, 2, NULL) == TSL_OK);
+    CHECK(dist_layout_atom(&b, DIST_LOCAL, 0, hi_one, 2, NULL) == TSL_OK);
+    CHECK(dist_layout_atom(&c, DIST_LOCAL, 0, one_hi, 2, NULL) == TSL_OK);
+    CHECK(dist_layout_compose(&b, &b, &c, NULL) == TSL_OK); /* local(2^30,1).local(1,2^30) */
+    CHECK(dist_layout_equal(&a, &b));
+}
+
 /* The parser on random token soup: any status, never a crash or a leak
  * (run under ASan), and an error offset inside the text. */
 static void test_prop_parse_garbage(void)
@@ -488,6 +540,7 @@ static void test_prop_dist_reduce(void)
 
 TEST_SUITE(layout_props) = {
     {"dist_reduce", test_prop_dist_reduce},
+    {"dist_normal_form", test_prop_dist_normal_form},
     {"parse_garbage", test_prop_parse_garbage},
     {"compose", test_prop_compose},
     {"complement", test_prop_complement},
