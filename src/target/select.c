@@ -688,6 +688,54 @@ static void select_acc_step(selector *S, tile_stmt *s, const tile_stmt *loop)
                 loop ? why : "it must end the body of a `for` loop");
 }
 
+/* wgmma and TMA (the Hopper instructions cuda_hopper.c prints): the row of
+ * the instruction's shape (m64nNk16 for the accumulator's N and the
+ * operands' dtypes; the box's rank), or an error when the target has none
+ * (sm_80, or sm_90 without the `a`). */
+static void select_hopper(selector *S, tile_stmt *s)
+{
+    tile_instr *in = &s->instr;
+    const char *op = tile_op_info_of(in->op)->name;
+    target_query q = target_query_any();
+    q.op = tile_op_target(in->op);
+    target_kind kind = in->op == TILE_I_WGMMA ? TARGET_K_WGMMA : TARGET_K_TMA;
+    if (in->op == TILE_I_WGMMA) {
+        const tile_value *b = in->nargs == 3 ? in->args[1].v : NULL, *c = in->nargs == 3 ? in->args[2].v : NULL;
+        int64_t n;
+        if (!b || !c || c->type.rank != 2 || !tile_expr_const(c->type.dims[1], &n)) return; /* the verifier's */
+        q.n = (int)n;
+        q.dtype[TARGET_A] = q.dtype[TARGET_B] = dt_of(b->type.dt);
+        q.dtype[TARGET_C] = q.dtype[TARGET_D] = dt_of(c->type.dt);
+    } else {
+        const tile_operand *so = in->op == TILE_I_TMA_LOAD ? (in->has_dst ? &in->dst : NULL) : &in->args[0];
+        if (!so || !so->v || so->v->kind != TILE_V_TENSOR) return;
+        q.count = so->v->type.rank - (so->nsteps ? so->steps[0].n : 0);
+    }
+    const target_atom *want = NULL;
+    if (in->atom) {
+        int named = 0;
+        want = target_atom_resolve(in->atom, &q, &named);
+        if (!want) {
+            sel_err(S, s->pos, TSL_ERR_SEMANTIC, "%s: %s atom '%s' for this shape", op, named ? "no" : "unknown", in->atom);
+            return;
+        }
+    }
+    const target_atom *a = NULL;
+    target_atom_find(S->t, kind, &q, &a, 1);
+    if (want) a = target_has(S->t, want) ? want : NULL;
+    if (!a) {
+        const target_atom *any = want;
+        if (!any) target_atom_find(&target_sm90a, kind, &q, &any, 1);
+        if (any)
+            sel_err(S, s->pos, TSL_ERR_UNAVAILABLE, "%s: the target %s has no %s (it needs sm_%d%s)", op, S->t->name,
+                    any->name, any->sm, any->sm_a ? "a" : "");
+        else
+            sel_err(S, s->pos, TSL_ERR_UNAVAILABLE, "%s: no atom of any target has this shape", op);
+        return;
+    }
+    sel_set(in, a);
+}
+
 /* ---- inside decompositions: the atoms must exist and run on the target ----------------- */
 
 static tsl_status sv_ok(void *ctx, const tile_stmt *s)
@@ -763,6 +811,9 @@ static void select_stmt(selector *S, tile_stmt *s, const tile_stmt *loop, int la
     if (is_transfer(in->op)) select_transfer(S, s);
     else if (in->op == TILE_I_MMA) select_mma(S, s);
     else if (in->op == TILE_I_ADD && in->atom) select_acc_step(S, s, last ? loop : NULL);
+    else if (in->op == TILE_I_WGMMA || in->op == TILE_I_TMA_LOAD || in->op == TILE_I_TMA_STORE) {
+        if (S->t->cuda) select_hopper(S, s); /* the C generator refuses them with its own message */
+    }
     else if (in->atom && !tile_op_target(in->op)) {
         int named = 0;
         target_atom_resolve(in->atom, NULL, &named);
