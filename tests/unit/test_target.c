@@ -292,6 +292,78 @@ static void test_targets(void)
           !target_has(target_by_name("sm_100"), named("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16")));
 }
 
+/* ---- fragment plans (frag.c) ------------------------------------------------------------ */
+
+/* contract.c's block layouts for 2 x 2 warps, each 2 x 2 C tiles and 2 k
+ * steps deep (m16n8k16 fragments under R) */
+#define PLAN_C "spatial(2,2).local(2,2).local(2,1).spatial(8,4).local(1,2)"
+#define PLAN_A "spatial(2,1).replicate(2).local(2,2).column_local(2,2).spatial(8,4).local(1,2)"
+#define PLAN_B "replicate(2).spatial(1,2).local(2,2).local(2,1).column_spatial(4,8).local(2,1)"
+
+static int plan_layout(const char *text, layout_value *v)
+{
+    layout_err e;
+    tsl_status st = layout_parse(text, strlen(text), v, &e);
+    CHECK_MSG(st == TSL_OK && v->kind == LAYOUT_VALUE_DIST, "'%s' does not parse as a register layout", text);
+    return st == TSL_OK && v->kind == LAYOUT_VALUE_DIST;
+}
+
+/* The plan names, for every warp's C tile and k step, the A and B tiles
+ * that a plain matrix product needs: tile origins read from the block
+ * layouts here (each fragment's lane 0, local 0 is its tile's origin). */
+static void test_mma_plan(void)
+{
+    layout_value A, B, C, A2;
+    if (!plan_layout(PLAN_A, &A) || !plan_layout(PLAN_B, &B) || !plan_layout(PLAN_C, &C)) return;
+    const target_atom *row = named("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
+    target_mma_plan p;
+    CHECK(target_mma_plan_make(&p, row, &A.dist, &B.dist, &C.dist, 128) == 0);
+    CHECK(p.warps == 4 && p.tiles == 4 && p.ksteps == 2);
+    CHECK(p.per[0] == 8 && p.per[1] == 4 && p.per[2] == 4);
+    for (int64_t w = 0; w < p.warps && p.a; w++)
+        for (int64_t t = 0; t < p.tiles; t++)
+            for (int64_t kt = 0; kt < p.ksteps; kt++) {
+                int64_t c0[2], a0[2], b0[2];
+                dist_layout_map(&C.dist, 32 * w, 4 * t, c0);
+                dist_layout_map(&A.dist, 32 * w, 8 * p.a[t * p.ksteps + kt], a0);
+                dist_layout_map(&B.dist, 32 * w, 4 * p.b[t * p.ksteps + kt], b0);
+                CHECK_MSG(a0[0] == c0[0] && a0[1] == 16 * kt, "warp %lld tile %lld k %lld: A tile at (%lld, %lld)",
+                          (long long)w, (long long)t, (long long)kt, (long long)a0[0], (long long)a0[1]);
+                CHECK_MSG(b0[0] == 16 * kt && b0[1] == c0[1], "warp %lld tile %lld k %lld: B tile at (%lld, %lld)",
+                          (long long)w, (long long)t, (long long)kt, (long long)b0[0], (long long)b0[1]);
+            }
+    target_mma_plan_free(&p);
+    /* warps splitting k do not hold the A tiles their C tiles need */
+    if (plan_layout("spatial(2,2).local(2,1).column_local(2,2).spatial(8,4).local(1,2)", &A2))
+        CHECK(target_mma_plan_make(&p, row, &A2.dist, &B.dist, &C.dist, 128) == -1);
+    CHECK(target_mma_plan_make(&p, row, &A.dist, &B.dist, &C.dist, 256) == -1); /* not the block's threads */
+    CHECK(target_mma_plan_make(&p, row, &B.dist, &A.dist, &C.dist, 128) == -1); /* operands swapped */
+    CHECK(target_mma_plan_make(&p, named("ldmatrix.x4"), &A.dist, &B.dist, &C.dist, 128) == -1);
+}
+
+/* ldmatrix plans: x4 delivers the m16n8k16 A fragment, matrix m at the
+ * PTX ISA's (8 (m % 2), 8 (m / 2)); x2.trans delivers B, matrix m at
+ * (8m, 0); no other pairing fits. */
+static void test_ldmatrix_plan(void)
+{
+    layout_value A, B;
+    if (!plan_layout(PLAN_A, &A) || !plan_layout(PLAN_B, &B)) return;
+    target_ldmatrix_plan p;
+    CHECK(target_ldmatrix_plan_make(&p, named("ldmatrix.x4"), &A.dist, 128) == 0);
+    CHECK(p.operand == TARGET_A && p.per == 8 && p.slots == 4 && p.mma && p.mma->k == 16);
+    for (int m = 0; m < 4; m++)
+        CHECK_MSG(p.org[m][0] == 8 * (m % 2) && p.org[m][1] == 8 * (m / 2), "x4 matrix %d at (%lld, %lld)", m,
+                  (long long)p.org[m][0], (long long)p.org[m][1]);
+    CHECK(p.step[0][0] == 8 && p.step[0][1] == 0 && p.step[1][0] == 0 && p.step[1][1] == 8);
+    CHECK(target_ldmatrix_plan_make(&p, named("ldmatrix.x2.trans"), &B.dist, 128) == 0);
+    CHECK(p.operand == TARGET_B && p.per == 4 && p.slots == 4);
+    for (int m = 0; m < 2; m++) CHECK(p.org[m][0] == 8 * m && p.org[m][1] == 0);
+    CHECK(target_ldmatrix_plan_make(&p, named("ldmatrix.x4"), &B.dist, 128) == -1);
+    CHECK(target_ldmatrix_plan_make(&p, named("ldmatrix.x2"), &B.dist, 128) == -1);       /* B's matrices are transposed */
+    CHECK(target_ldmatrix_plan_make(&p, named("ldmatrix.x2.trans"), &A.dist, 128) == -1);
+    CHECK(target_ldmatrix_plan_make(&p, named("ldmatrix.x4"), &A.dist, 64) == -1);
+}
+
 TEST_SUITE(target) = {
     {"layouts_parse", test_layouts_parse},
     {"rows_distinct", test_rows_distinct},
@@ -301,5 +373,7 @@ TEST_SUITE(target) = {
     {"mma_ref", test_mma_ref},
     {"lookups", test_lookups},
     {"targets", test_targets},
+    {"mma_plan", test_mma_plan},
+    {"ldmatrix_plan", test_ldmatrix_plan},
     {0, 0},
 };
