@@ -118,3 +118,29 @@ int target_ldmatrix_plan_make(target_ldmatrix_plan *p, const target_atom *ld, co
     memset(p, 0, sizeof *p);
     return -1;
 }
+
+int target_frag_text(strbuf *sb, const target_atom *a, int operand, int transposed)
+{
+    const dist_layout *F = target_atom_layout(a, operand);
+    if (!F) return -1;
+    if (!transposed) {
+        dist_layout_print(sb, F);
+        return 0;
+    }
+    dist_layout T = {0};
+    for (int i = 0; i < F->natoms; i++) {
+        const dist_atom *at = &F->atom[i];
+        int64_t dims[DIST_MAX_RANK];
+        int rank = at->kind == DIST_REPLICATE ? 0 : at->rank;
+        for (int d = 0; d < rank; d++) dims[d] = at->dims[rank - 1 - d];
+        if (at->kind == DIST_REPLICATE) dims[0] = at->dims[0];
+        dist_layout x, y;
+        layout_err e;
+        if (dist_layout_atom(&x, at->kind, at->kind == DIST_REPLICATE ? at->column : !at->column, dims, rank, &e))
+            return -1;
+        if (i && dist_layout_compose(&y, &T, &x, &e)) return -1;
+        T = i ? y : x;
+    }
+    dist_layout_print(sb, &T);
+    return 0;
+}

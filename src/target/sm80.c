@@ -1,19 +1,9 @@
 /* sm80.c — the Ampere atoms (sm_80 and later): vector loads and stores,
  * cp.async, ldmatrix, mma.sync m16n8k16 / m16n8k8, and the explicit
  * per-thread fallbacks. Widest first within a kind: the selection pass
- * takes the first row that fits.
- *
- * Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16" and
- * "mma.m16n8k8", f16/bf16), with g = lane / 4 and q = lane % 4:
- *   m16n8k16 A (16x16) a_i: row g + 8((i/2)%2), col 2q + i%2 + 8(i/4)
- *            B (16x8)  b_i: row 2q + i%2 + 8(i/2), col g
- *            C (16x8)  c_i: row g + 8(i/2), col 2q + i%2
- *   m16n8k8  A (16x8)  a_i: row g + 8(i/2), col 2q + i%2
- *            B (8x8)   b_i: row 2q + i, col g
- * ldmatrix (PTX "ldmatrix"): lane l receives in register m the pair
- * (row l/4, cols 2(l%4), +1) of matrix m; with .trans (rows 2(l%4), +1;
- * col l/4). tests/unit/test_target.c checks each layout against these
- * formulas, written there independently. */
+ * takes the first row that fits. The fragment layouts are frags.h's,
+ * written once there. */
+#include "target/frags.h"
 #include "target/target.h"
 
 #define ANY TARGET_DT_ANY
@@ -22,13 +12,13 @@
 #define S TARGET_SP_SHARED
 #define R TARGET_SP_REGISTER
 
-#define M16N8K16_A "column_local(2,2).spatial(8,4).local(1,2)"
-#define M16N8K16_B "local(2,1).column_spatial(4,8).local(2,1)"
-#define M16N8_C "local(2,1).spatial(8,4).local(1,2)"
-#define M16N8K8_A "local(2,1).spatial(8,4).local(1,2)"
-#define M16N8K8_B "column_spatial(4,8).local(2,1)"
-#define LDSM_FRAG "spatial(8,4).local(1,2)"
-#define LDSM_FRAG_T "column_spatial(4,8).local(2,1)"
+#define M16N8K16_A TARGET_FRAG_M16N8K16_A
+#define M16N8K16_B TARGET_FRAG_M16N8K16_B
+#define M16N8_C TARGET_FRAG_M16N8_C
+#define M16N8K8_A TARGET_FRAG_M16N8K8_A
+#define M16N8K8_B TARGET_FRAG_M16N8K8_B
+#define LDSM_FRAG TARGET_FRAG_8X8
+#define LDSM_FRAG_T TARGET_FRAG_8X8_T
 
 /* one thread's vector access of BYTES bytes */
 #define VEC(NAME, OP, SRC, DST, BYTES, WHAT)                                                                   \

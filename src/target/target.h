@@ -247,4 +247,12 @@ typedef struct target_ldmatrix_plan {
 /* 0 and *p filled when it is; -1 otherwise. */
 int target_ldmatrix_plan_make(target_ldmatrix_plan *p, const target_atom *ld, const dist_layout *L, int64_t threads);
 
+/* Operand `operand`'s fragment layout of row a as layout text appended to
+ * sb (for plans that compose a block layout R.F as text); transposed: the
+ * fragment of the transposed operand (rows and columns swapped: spatial
+ * <-> column_spatial, local <-> column_local, extents reversed), which
+ * gives a thread the same elements in the same local order. 0, or -1 when
+ * the row has no layout there. */
+int target_frag_text(strbuf *sb, const target_atom *a, int operand, int transposed);
+
 #endif

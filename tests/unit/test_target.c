@@ -364,6 +364,44 @@ static void test_ldmatrix_plan(void)
     CHECK(target_ldmatrix_plan_make(&p, named("ldmatrix.x4"), &A.dist, 64) == -1);
 }
 
+/* target_frag_text: the fragment as text, and transposed: a thread holds
+ * element (c, r) of the transposed operand in the slot where it held (r, c). */
+static void test_frag_text(void)
+{
+    const target_atom *row = named("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
+    const char *want[3][2] = {
+        {"column_local(2,2).spatial(8,4).local(1,2)", "local(2,2).column_spatial(4,8).column_local(2,1)"},
+        {"local(2,1).column_spatial(4,8).local(2,1)", "column_local(1,2).spatial(8,4).column_local(1,2)"},
+        {"local(2,1).spatial(8,4).local(1,2)", "column_local(1,2).column_spatial(4,8).column_local(2,1)"},
+    };
+    for (int o = 0; o < 3; o++)
+        for (int t = 0; t < 2; t++) {
+            strbuf sb = {0};
+            CHECK(target_frag_text(&sb, row, TARGET_A + o, t) == 0);
+            CHECK_EQ_STR(sb_str(&sb), want[o][t]);
+            layout_value v;
+            layout_err e;
+            if (t && layout_parse(sb_str(&sb), sb.len, &v, &e) == TSL_OK && v.kind == LAYOUT_VALUE_DIST) {
+                const dist_layout *F = target_atom_layout(row, TARGET_A + o);
+                int bad = v.dist.threads != F->threads || v.dist.locals != F->locals;
+                for (int64_t l = 0; l < F->threads && !bad; l++)
+                    for (int64_t i = 0; i < F->locals; i++) {
+                        int64_t x[2], y[2];
+                        dist_layout_map(F, l, i, x);
+                        dist_layout_map(&v.dist, l, i, y);
+                        if (x[0] != y[1] || x[1] != y[0]) bad = 1;
+                    }
+                CHECK_MSG(!bad, "operand %d: '%s' is not the transposed fragment", o, sb_str(&sb));
+            } else if (t) {
+                CHECK_MSG(0, "'%s' does not parse", sb_str(&sb));
+            }
+            sb_free(&sb);
+        }
+    strbuf sb = {0};
+    CHECK(target_frag_text(&sb, named("cp.async.cg.shared.global"), TARGET_A, 0) == -1);
+    sb_free(&sb);
+}
+
 TEST_SUITE(target) = {
     {"layouts_parse", test_layouts_parse},
     {"rows_distinct", test_rows_distinct},
@@ -375,5 +413,6 @@ TEST_SUITE(target) = {
     {"targets", test_targets},
     {"mma_plan", test_mma_plan},
     {"ldmatrix_plan", test_ldmatrix_plan},
+    {"frag_text", test_frag_text},
     {0, 0},
 };
