@@ -184,24 +184,22 @@ static tsl_status pass_expand(drv *c, const tile_module **expanded)
  * decide which hardware instruction implements each spec of every launched
  * kernel, written into the IR (the dump shows them; the verifier checks
  * them next; the generators print them). CUDA selects for the arch; with
- * none given, for sm_90a, whose rows are sm_80's plus the Hopper ones, so a
- * kernel gets what its generator would pick (sm_90a for Hopper
+ * none the tables know (none given, or a runner's own name such as the
+ * host emulation's), for sm_90a, whose rows are sm_80's plus the Hopper
+ * ones, so a kernel gets what its generator would pick (sm_90a for Hopper
  * instructions, else sm_80, the same rows). The tile interpreter runs the
  * IR as written. */
 static const target *select_target(const drv *c)
 {
     if (c->t->id == TSL_TARGET_CPU) return &target_cpu;
     if (c->t->id != TSL_TARGET_CUDA) return NULL;
-    return c->x->arch[0] ? target_by_name(c->x->arch) : &target_sm90a;
+    const target *t = c->x->arch[0] ? target_by_name(c->x->arch) : NULL;
+    return t ? t : &target_sm90a; /* none, or a runner's name (the host emulation's) */
 }
 
 static tsl_status pass_select(drv *c, const tile_module *m)
 {
     const target *t = select_target(c);
-    if (c->t->id == TSL_TARGET_CUDA && !t) {
-        diag_error(c->d, TSL_ERR_ARG, "instruction selection: unknown CUDA architecture '%s'", c->x->arch);
-        return TSL_ERR_ARG;
-    }
     /* every kernel of the module the dump shows, and the launched kernels
      * the expansion left in the scheduler's module */
     for (int i = 0; t && i < m->nkernels; i++) {
