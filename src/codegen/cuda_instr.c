@@ -180,81 +180,92 @@ static const target_atom *selected(cg *c, const tile_instr *in)
     return a;
 }
 
-/* ldmatrix for load_shared into mma A/B fragments, as selected
- * (ldmatrix.x4: the m16n8k16 A fragment, ldmatrix.x2.trans: B, the
- * table's layouts): the register layout is R.F with R's threads the
- * warps; per tile slot, A is one ldmatrix.x4 and B one ldmatrix.x2.trans
- * from the rows selection checked contiguous and aligned. 1 when emitted. */
+/* One term `(bit of lane / 8) * step` of an ldmatrix lane's row address
+ * (target_ldmatrix_plan: the matrix origins are linear in the bits). */
+static void lane_term(strbuf *sb, int bit, int64_t step)
+{
+    if (!step) return;
+    if (sb->len) sb_puts(sb, " + ");
+    if (bit == 0) sb_printf(sb, "((lane >> 3) & 1) * %lld", (long long)step);
+    else sb_printf(sb, "(lane >> 4) * %lld", (long long)step);
+}
+
+/* ldmatrix for load_shared into mma fragments, as selected: the plan of
+ * the selected row (target/frag.c) gives the fragment (an A or B operand
+ * of an mma row), the tile slots and the matrix origins; per tile slot one
+ * instruction through the row's helper, lanes below 8 x count giving the
+ * addresses of the rows selection checked contiguous and aligned. 1 when
+ * emitted. */
 static int emit_ldmatrix(cg *c, const tile_stmt *s, const rinfo *ri, const gview *gv, const target_atom *at)
 {
-    if (s->instr.op != TILE_I_LOAD_SHARED || ri->rank != 2 || gv->rank < 2 || ri->lead) return 0;
-    const target_atom *mma = target_mma_resolve("m16n8k16", TARGET_DT_ANY, TARGET_DT_ANY, NULL);
-    {
-        int which = at->trans ? 1 : 0; /* x2.trans loads B, x4 loads A */
-        layout_err le;
-        dist_layout R;
-        const dist_layout *F = target_atom_layout(mma, which == 0 ? TARGET_A : TARGET_B);
-        if (dist_layout_divide(&R, ri->L, F, &le) || R.threads * 32 != ri->threads) return 0;
-        int64_t per = F->locals, slots = R.locals; /* per: 8 (A) or 4 (B) */
-        const char *rn = cg_name(c, ri->v);
-        char rname[96];
-        snprintf(rname, sizeof rname, "%s", rn);
-        declare(c, s, ri);
+    target_ldmatrix_plan p;
+    if (s->instr.op != TILE_I_LOAD_SHARED || ri->rank != 2 || gv->rank < 2 || ri->lead || !at->cu ||
+        target_ldmatrix_plan_make(&p, at, ri->L, ri->threads))
+        return 0;
+    int64_t per = p.per, slots = p.slots;
+    const char *rn = cg_name(c, ri->v);
+    char rname[96];
+    snprintf(rname, sizeof rname, "%s", rn);
+    declare(c, s, ri);
+    cg_line(c, "{");
+    c->ind++;
+    const char *suffix = !strncmp(at->name, "ldmatrix.", 9) ? at->name + 9 : at->name;
+    cg_line(c, "/* ldmatrix: %s (%s) fragments, %lld tile slot(s) per thread */", p.operand == TARGET_A ? "A" : "B",
+            suffix, (long long)slots);
+    cg_line(c, "const I wb = tid & ~(I)31, lane = tid & 31;");
+    for (int d = 0; d < 2; d++) {
+        strbuf tp = {0}, w = {0};
+        cg_tpart(c, &tp, ri, d);
+        /* the warp's origin: the thread part at lane 0 */
+        for (const char *q = sb_str(&tp); *q; q++) {
+            if (!strncmp(q, "tid", 3)) {
+                sb_puts(&w, "wb");
+                q += 2;
+            } else {
+                sb_putc(&w, *q);
+            }
+        }
+        cg_line(c, "const I o%d = %s + (%s);", d, gv->off[gv->rank - 2 + d], sb_str(&w));
+        sb_free(&tp);
+        sb_free(&w);
+    }
+    /* lane l addresses row l % 8 of matrix l / 8, at that matrix's origin */
+    strbuf rr = {0}, cc = {0};
+    for (int bit = 0; bit < 2; bit++) lane_term(&rr, bit, p.step[bit][0]);
+    sb_puts(&rr, rr.len ? " + (lane & 7)" : "(lane & 7)");
+    for (int bit = 0; bit < 2; bit++) lane_term(&cc, bit, p.step[bit][1]);
+    if (!cc.len) sb_puts(&cc, "0");
+    cg_line(c, "const I rr = %s, cc = %s;", sb_str(&rr), sb_str(&cc));
+    sb_free(&rr);
+    sb_free(&cc);
+    for (int64_t sl = 0; sl < slots; sl++) {
+        char r0[64], c0[64];
+        snprintf(r0, sizeof r0, "o0 + %lld + rr", (long long)ri->lc[sl * per * 2 + 0]);
+        snprintf(c0, sizeof c0, "o1 + %lld + cc", (long long)ri->lc[sl * per * 2 + 1]);
+        char *co[CG_MAX_RANK];
+        for (int i = 0; i < gv->rank - 2; i++) co[i] = gv->off[i];
+        co[gv->rank - 2] = r0;
+        co[gv->rank - 1] = c0;
+        strbuf off = {0}, regs = {0};
+        cg_shared_off(c, &off, gv->v, co);
         cg_line(c, "{");
         c->ind++;
-        cg_line(c, "/* ldmatrix: %s fragments, %lld tile slot(s) per thread */", which ? "B (x2.trans)" : "A (x4)",
-                (long long)slots);
-        cg_line(c, "const I wb = tid & ~(I)31, lane = tid & 31;");
-        for (int d = 0; d < 2; d++) {
-            strbuf tp = {0}, w = {0};
-            cg_tpart(c, &tp, ri, d);
-            /* the warp's origin: the thread part at lane 0 */
-            for (const char *q = sb_str(&tp); *q; q++) {
-                if (!strncmp(q, "tid", 3)) {
-                    sb_puts(&w, "wb");
-                    q += 2;
-                } else {
-                    sb_putc(&w, *q);
-                }
-            }
-            cg_line(c, "const I o%d = %s + (%s);", d, gv->off[gv->rank - 2 + d], sb_str(&w));
-            sb_free(&tp);
-            sb_free(&w);
-        }
-        cg_line(c, "const I rr = ((lane >> 3) & 1) * 8 + (lane & 7), cc = %s;", which == 0 ? "(lane >> 4) * 8" : "0");
-        for (int64_t sl = 0; sl < slots; sl++) {
-            char r0[64], c0[64];
-            snprintf(r0, sizeof r0, "o0 + %lld + rr", (long long)ri->lc[sl * per * 2 + 0]);
-            snprintf(c0, sizeof c0, "o1 + %lld + cc", (long long)ri->lc[sl * per * 2 + 1]);
-            char *co[CG_MAX_RANK];
-            for (int i = 0; i < gv->rank - 2; i++) co[i] = gv->off[i];
-            co[gv->rank - 2] = r0;
-            co[gv->rank - 1] = c0;
-            strbuf off = {0};
-            cg_shared_off(c, &off, gv->v, co);
-            cg_line(c, "{");
-            c->ind++;
-            cg_line(c, "const %s *p = (const %s *)(tsl_smem + %lld) + %s;", cg_ctype(gv->v->type.dt),
-                    cg_ctype(gv->v->type.dt), (long long)c->soff[gv->v->id], sb_str(&off));
-            if (which == 0) {
-                cg_line(c, "unsigned r0, r1, r2, r3;");
-                cg_line(c, "tsl_ldsm_x4(r0, r1, r2, r3, p);");
-            } else {
-                cg_line(c, "unsigned r0, r1;");
-                cg_line(c, "tsl_ldsm_x2_trans(r0, r1, p);");
-            }
-            for (int64_t j = 0; j < per; j++)
-                cg_line(c, "%s[%lld] = tsl_from_bits<%s>((r%lld >> %d) & 0xffffu);", rname, (long long)(sl * per + j),
-                        cg_ctype(ri->v->type.dt), (long long)(j / 2), (int)(j % 2) * 16);
-            c->ind--;
-            cg_line(c, "}");
-            sb_free(&off);
-        }
+        cg_line(c, "const %s *p = (const %s *)(tsl_smem + %lld) + %s;", cg_ctype(gv->v->type.dt),
+                cg_ctype(gv->v->type.dt), (long long)c->soff[gv->v->id], sb_str(&off));
+        for (int r = 0; r < at->count; r++) sb_printf(&regs, "%sr%d", r ? ", " : "", r);
+        cg_line(c, "unsigned %s;", sb_str(&regs));
+        cg_line(c, "%s(%s, p);", at->cu, sb_str(&regs));
+        for (int64_t j = 0; j < per; j++)
+            cg_line(c, "%s[%lld] = tsl_from_bits<%s>((r%lld >> %d) & 0xffffu);", rname, (long long)(sl * per + j),
+                    cg_ctype(ri->v->type.dt), (long long)(j / 2), (int)(j % 2) * 16);
         c->ind--;
         cg_line(c, "}");
-        return 1;
+        sb_free(&off);
+        sb_free(&regs);
     }
-    return 0;
+    c->ind--;
+    cg_line(c, "}");
+    return 1;
 }
 
 /* Global element (co[0], ..., co[rank-1]) of local l as C text: the
@@ -1427,80 +1438,43 @@ static void emit_shuffle(cg *c, const tile_stmt *s)
 
 /* ---- mma ---------------------------------------------------------------------------------- */
 
-/* The local (tile slot) of R through which warp w holds tile (i, j); -1. */
-static int64_t warp_slot(const dist_layout *r, int64_t w, int64_t i, int64_t j)
-{
-    int64_t co[2] = {i, j}, th[64], lo[64];
-    int64_t n = dist_layout_owners(r, co, th, lo, 64);
-    for (int64_t x = 0; x < n && x < 64; x++)
-        if (th[x] == w) return lo[x];
-    return -1;
-}
-
-/* mma.sync m16n8k16 fast path; 1 when emitted. */
-static int mma_fast(cg *c, const rinfo *ra, const rinfo *rb, const rinfo *rc, const rinfo *rd)
+/* The selected mma row through its plan (target/frag.c): per C fragment
+ * and k step one call of the row's helper on the A and B fragments the
+ * plan names, the fragments' registers packed in pairs. 1 when emitted. */
+static int mma_fast(cg *c, const target_atom *at, const rinfo *ra, const rinfo *rb, const rinfo *rc, const rinfo *rd)
 {
     const tile_value *a = ra->v, *b = rb->v, *cc = rc->v;
-    tsl_dtype ta, tb, tc, td;
-    if (tile_dtype_to_tsl(a->type.dt, &ta) || tile_dtype_to_tsl(b->type.dt, &tb) ||
-        tile_dtype_to_tsl(cc->type.dt, &tc) || tile_dtype_to_tsl(rd->v->type.dt, &td))
+    target_mma_plan p;
+    if (!at->cu || ra->lead || rb->lead || rc->lead || !dist_layout_equal(rc->L, rd->L) ||
+        target_mma_plan_make(&p, at, ra->L, rb->L, rc->L, c->threads))
         return 0;
-    if (ta != tb || (ta != TSL_DTYPE_F16 && ta != TSL_DTYPE_BF16) || tc != TSL_DTYPE_F32 || td != TSL_DTYPE_F32)
-        return 0;
-    if (ra->rank != 2 || rb->rank != 2 || rc->rank != 2 || ra->lead || rb->lead || rc->lead) return 0;
-    if (!dist_layout_equal(rc->L, rd->L)) return 0;
-    const rinfo *rs[3] = {ra, rb, rc};
-    const target_atom *at = target_mma_resolve("m16n8k16", (int)ta, (int)tc, NULL);
-    dist_layout f[3];
-    for (int i = 0; i < 3 && at; i++) {
-        layout_err le;
-        if (dist_layout_divide(&f[i], rs[i]->L, target_atom_layout(at, TARGET_A + i), &le)) return 0;
-    }
-    if (!at) return 0;
-    int64_t W = f[2].threads, KT = f[0].shape[1];
-    if (f[0].threads != W || f[1].threads != W || W * 32 != c->threads) return 0;
-    int64_t nl = f[2].locals;
-    int64_t *sa = malloc(sizeof *sa * (size_t)(nl * KT)), *sb = malloc(sizeof *sb * (size_t)(nl * KT));
-    int ok = sa && sb;
-    for (int64_t w = 0; ok && w < W; w++)
-        for (int64_t lc = 0; ok && lc < nl; lc++) {
-            int64_t tcrd[2];
-            dist_layout_map(&f[2], w, lc, tcrd);
-            for (int64_t kt = 0; ok && kt < KT; kt++) {
-                int64_t la = warp_slot(&f[0], w, tcrd[0], kt), lb = warp_slot(&f[1], w, kt, tcrd[1]);
-                if (la < 0 || lb < 0) ok = 0;
-                else if (w == 0) {
-                    sa[lc * KT + kt] = la;
-                    sb[lc * KT + kt] = lb;
-                } else if (sa[lc * KT + kt] != la || sb[lc * KT + kt] != lb) {
-                    ok = 0;
-                }
-            }
+    const char *an = cg_name(c, a), *bn = cg_name(c, b);
+    char dn[96];
+    snprintf(dn, sizeof dn, "%s", cg_name(c, rd->v));
+    if (rd->v != cc)
+        cg_line(c, "#pragma unroll\n    for (int l = 0; l < %lld; l++) %s[l] = %s[l];", (long long)rd->locals, dn,
+                cg_name(c, cc));
+    for (int64_t t = 0; t < p.tiles; t++)
+        for (int64_t kt = 0; kt < p.ksteps; kt++) {
+            int64_t la = p.a[t * p.ksteps + kt] * p.per[0], lb = p.b[t * p.ksteps + kt] * p.per[1],
+                    ld = t * p.per[2];
+            strbuf l1 = {0}, l2 = {0}, l3 = {0};
+            for (int i = 0; i < p.per[2]; i++) sb_printf(&l1, "%s%s[%lld]", i ? ", " : "", dn, (long long)(ld + i));
+            for (int i = 0; i < p.per[0]; i += 2)
+                sb_printf(&l2, "%stsl_pack2(%s[%lld], %s[%lld])", i ? ", " : "", an, (long long)(la + i), an,
+                          (long long)(la + i + 1));
+            for (int i = 0; i < p.per[1]; i += 2)
+                sb_printf(&l3, "%stsl_pack2(%s[%lld], %s[%lld])", i ? ", " : "", bn, (long long)(lb + i), bn,
+                          (long long)(lb + i + 1));
+            cg_line(c, "%s(%s,", at->cu, sb_str(&l1));
+            cg_line(c, "    %s,", sb_str(&l2));
+            cg_line(c, "    %s);", sb_str(&l3));
+            sb_free(&l1);
+            sb_free(&l2);
+            sb_free(&l3);
         }
-    if (ok) {
-        const char *an = cg_name(c, a), *bn = cg_name(c, b);
-        char dn[96];
-        snprintf(dn, sizeof dn, "%s", cg_name(c, rd->v));
-        const char *ty = ta == TSL_DTYPE_F16 ? "f16" : "bf16";
-        if (rd->v != cc)
-            cg_line(c, "#pragma unroll\n    for (int l = 0; l < %lld; l++) %s[l] = %s[l];", (long long)rd->locals, dn,
-                    cg_name(c, cc));
-        for (int64_t lc = 0; lc < nl; lc++)
-            for (int64_t kt = 0; kt < KT; kt++) {
-                int64_t la = sa[lc * KT + kt] * 8, lb = sb[lc * KT + kt] * 4, l4 = lc * 4;
-                cg_line(c, "tsl_mma_%s(%s[%lld], %s[%lld], %s[%lld], %s[%lld],", ty, dn, (long long)l4, dn,
-                        (long long)l4 + 1, dn, (long long)l4 + 2, dn, (long long)l4 + 3);
-                cg_line(c, "    tsl_pack2(%s[%lld], %s[%lld]), tsl_pack2(%s[%lld], %s[%lld]), tsl_pack2(%s[%lld], %s[%lld]), "
-                           "tsl_pack2(%s[%lld], %s[%lld]),",
-                        an, (long long)la, an, (long long)la + 1, an, (long long)la + 2, an, (long long)la + 3, an,
-                        (long long)la + 4, an, (long long)la + 5, an, (long long)la + 6, an, (long long)la + 7);
-                cg_line(c, "    tsl_pack2(%s[%lld], %s[%lld]), tsl_pack2(%s[%lld], %s[%lld]));", bn, (long long)lb, bn,
-                        (long long)lb + 1, bn, (long long)lb + 2, bn, (long long)lb + 3);
-            }
-    }
-    free(sa);
-    free(sb);
-    return ok;
+    target_mma_plan_free(&p);
+    return 1;
 }
 
 static void emit_mma(cg *c, const tile_stmt *s)
@@ -1525,7 +1499,7 @@ static void emit_mma(cg *c, const tile_stmt *s)
     declare(c, s, &rd);
     cg_line(c, "{");
     c->ind++;
-    if (at->kind == TARGET_K_MMA && !mma_fast(c, &ra, &rb, &rc, &rd))
+    if (at->kind == TARGET_K_MMA && !mma_fast(c, at, &ra, &rb, &rc, &rd))
         cg_err(c, TSL_ERR_INTERNAL, "mma: the selected %s does not fit its operands", at->name);
     else if (at->kind != TARGET_K_MMA) {
         /* generic: all three operands through scratch, each D element a dot product */

@@ -6,7 +6,8 @@
  *   expand pipelines    every kernel with a `pipeline` replaced by its
  *                       expansion (on a parsed copy)           (dump: expand)
  *   verify
- *   select instructions [slot: target_select, src/target/]     (dump: select)
+ *   select instructions target_select (src/target/): an atom   (dump: select)
+ *                       of the target for every spec
  *   verify
  *   emit                each launched kernel's source          (dump: source)
  *   launch plan         the scheduler's plan as data (plan.c)  (dump: plan)
@@ -22,6 +23,7 @@
 #include "driver/driver_int.h"
 #include "graph/graph.h"
 #include "sched/sched.h"
+#include "target/select.h"
 #include "tile/pipeline.h"
 
 static const char *const drv_stage_names[] = {
@@ -178,16 +180,42 @@ static tsl_status pass_expand(drv *c, const tile_module **expanded)
     return TSL_OK;
 }
 
-/* Instruction selection: the target's atom tables decide which hardware
- * instruction implements each spec. SLOT: src/target/'s target_select
- * (the `atoms` work) is called here once it is on main; until then the
- * generators' own choices stand and this pass only dumps. */
+/* Instruction selection (src/target/select.h): the target's atom tables
+ * decide which hardware instruction implements each spec of every launched
+ * kernel, written into the IR (the dump shows them; the verifier checks
+ * them next; the generators print them). CUDA selects for the arch; with
+ * none the tables know (none given, or a runner's own name such as the
+ * host emulation's), for sm_90a, whose rows are sm_80's plus the Hopper
+ * ones, so a kernel gets what its generator would pick (sm_90a for Hopper
+ * instructions, else sm_80, the same rows). The tile interpreter runs the
+ * IR as written. */
+static const target *select_target(const drv *c)
+{
+    if (c->t->id == TSL_TARGET_CPU) return &target_cpu;
+    if (c->t->id != TSL_TARGET_CUDA) return NULL;
+    const target *t = c->x->arch[0] ? target_by_name(c->x->arch) : NULL;
+    return t ? t : &target_sm90a; /* none, or a runner's name (the host emulation's) */
+}
+
 static tsl_status pass_select(drv *c, const tile_module *m)
 {
+    const target *t = select_target(c);
+    /* every kernel of the module the dump shows, and the launched kernels
+     * the expansion left in the scheduler's module */
+    for (int i = 0; t && i < m->nkernels; i++) {
+        tsl_status st = target_select((tile_module *)m, m->kernels[i], t, NULL, c->d);
+        if (st) return st;
+    }
+    for (int i = 0; t && i < c->sp->nlaunches; i++) {
+        int in_m = 0;
+        for (int j = 0; j < m->nkernels; j++) in_m |= m->kernels[j] == c->kern[i];
+        tsl_status st = in_m ? TSL_OK : target_select((tile_module *)m, (tile_kernel *)c->kern[i], t, NULL, c->d);
+        if (st) return st;
+    }
     if (drv_dumping(c, DRV_STAGE_SELECT)) {
-        char *t = tile_print(m);
-        drv_dump(c, DRV_STAGE_SELECT, t ? t : "");
-        free(t);
+        char *text = tile_print(m);
+        drv_dump(c, DRV_STAGE_SELECT, text ? text : "");
+        free(text);
     }
     return TSL_OK;
 }

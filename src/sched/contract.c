@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "sched/strategy.h"
+#include "target/target.h"
 
 /* One plan of block/warp shape. */
 typedef struct ct_shape {
@@ -316,27 +317,30 @@ static void tile_at(strbuf *b, const ct *c, const int *vars, int r)
 /* ---- layouts ---------------------------------------------------------------------------- */
 
 /* mma fragments for the block: warps WM x WN, each warp TM x TN atoms of C
- * and KA atoms deep (gemm.tile's forms, generalised). Transposed forms
- * list the same factors with rows and columns swapped (spatial <->
- * column_spatial, local <-> column_local), so a thread holds the same
- * elements in the same local order and `view` turns one into the other. */
+ * and KA atoms deep (gemm.tile's forms, generalised), over the fragments of
+ * the table's m16n8k16 row (target/frags.h; only the block part R is
+ * written here). Transposed forms list the same factors with rows and
+ * columns swapped (spatial <-> column_spatial, local <-> column_local), so
+ * a thread holds the same elements in the same local order and `view`
+ * turns one into the other. */
 static void mma_layouts(const ct *c, char *la, char *lat, char *lb, char *lbt, char *lcc, size_t n)
 {
     const ct_shape *s = &c->sh;
     int tm = s->bm / (16 * s->wm), tn = s->bn / (8 * s->wn), ka = s->bk / 16;
-    snprintf(lcc, n, "spatial(%d, %d).local(%d, %d).local(2, 1).spatial(8, 4).local(1, 2)", s->wm, s->wn, tm, tn);
-    snprintf(la, n, "spatial(%d, 1).replicate(%d).local(%d, %d).column_local(2, 2).spatial(8, 4).local(1, 2)", s->wm,
-             s->wn, tm, ka);
-    snprintf(lat, n,
-             "column_spatial(1, %d).replicate(%d).column_local(%d, %d).local(2, 2).column_spatial(4, 8)"
-             ".column_local(2, 1)",
-             s->wm, s->wn, ka, tm);
-    snprintf(lb, n, "replicate(%d).spatial(1, %d).local(%d, %d).local(2, 1).column_spatial(4, 8).local(2, 1)", s->wm,
-             s->wn, ka, tn);
-    snprintf(lbt, n,
-             "replicate(%d).column_spatial(%d, 1).column_local(%d, %d).column_local(1, 2).spatial(8, 4)"
-             ".column_local(1, 2)",
-             s->wm, s->wn, tn, ka);
+    const target_atom *row = target_mma_resolve("m16n8k16", TSL_DTYPE_F16, TSL_DTYPE_F32, NULL);
+    strbuf f[5] = {{0}};
+    int bad = !row || target_frag_text(&f[0], row, TARGET_A, 0) || target_frag_text(&f[1], row, TARGET_A, 1) ||
+              target_frag_text(&f[2], row, TARGET_B, 0) || target_frag_text(&f[3], row, TARGET_B, 1) ||
+              target_frag_text(&f[4], row, TARGET_C, 0);
+    TSL_ASSERT(!bad); /* the sm80 table's m16n8k16 row has its three layouts */
+    snprintf(lcc, n, "spatial(%d, %d).local(%d, %d).%s", s->wm, s->wn, tm, tn, sb_str(&f[4]));
+    snprintf(la, n, "spatial(%d, 1).replicate(%d).local(%d, %d).%s", s->wm, s->wn, tm, ka, sb_str(&f[0]));
+    snprintf(lat, n, "column_spatial(1, %d).replicate(%d).column_local(%d, %d).%s", s->wm, s->wn, ka, tm,
+             sb_str(&f[1]));
+    snprintf(lb, n, "replicate(%d).spatial(1, %d).local(%d, %d).%s", s->wm, s->wn, ka, tn, sb_str(&f[2]));
+    snprintf(lbt, n, "replicate(%d).column_spatial(%d, 1).column_local(%d, %d).%s", s->wm, s->wn, tn, ka,
+             sb_str(&f[3]));
+    for (int i = 0; i < 5; i++) sb_free(&f[i]);
 }
 
 /* ---- the main loop ------------------------------------------------------------------------ */

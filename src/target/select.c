@@ -9,10 +9,11 @@
  * micro-kernel request is the micro-kernel's pattern (ukr.c).
  *
  * The CUDA fits, each the exact condition of its printed form:
- *   ldmatrix.x4 / ldmatrix.x2.trans   a load_shared into the m16n8k16 A / B
- *       fragment layout R.F (R's threads the warps) of a 16-bit shared
- *       tensor whose 8-element rows are contiguous and 16-byte aligned for
- *       every warp, tile slot and anchor the view's offsets allow;
+ *   ldmatrix rows with a CUDA helper (`cu`: x4, x2.trans)   a load_shared
+ *       whose ldmatrix plan exists (frag.c: the m16n8k16 A / B fragment
+ *       R.F, R's threads the warps) from a 16-bit shared tensor whose
+ *       8-element rows are contiguous and 16-byte aligned for every warp,
+ *       tile slot, lane and anchor the view's offsets allow;
  *   {ld,st}.{global,shared} vectors of 16/8/4 bytes: groups of v
  *       consecutive locals are v consecutive elements of the last dim (and
  *       in shared memory v-aligned consecutive offsets for every thread and
@@ -21,11 +22,12 @@
  *   cp.async 16 (.cg) / 8, 4 (.ca): the chunk's elements are consecutive
  *       and aligned in shared memory for every tile-aligned anchor, equal
  *       dtypes, chunks dividing the row;
- *   mma.sync m16n8k16 f32.{f16,bf16}: operands R.F with R's threads the
- *       warps, every warp holding at the same slots the A and B tiles its C
- *       tiles need, f32 accumulator and result. The CUDA generator prints
- *       the k16 rows with f32 accumulators; m16n8k8 and f16-accumulator
- *       rows go to scalar.mma until it prints them.
+ *   mma.sync rows with a CUDA helper (m16n8k16 f32.{f16,bf16}) of the
+ *       operands' dtypes whose mma plan exists (frag.c: operands R.F with
+ *       R's threads the warps, every warp holding at the same slots the A
+ *       and B tiles its C tiles need). m16n8k8 and f16-accumulator rows
+ *       have no helper yet: they go to scalar.mma until the generator
+ *       prints them.
  * Anything else takes the table's scalar fallback, written into the IR. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,11 +289,10 @@ static int vec_fits(const sel_reg *ri, const sel_view *gv, const tile_operand *m
     return 0;
 }
 
-/* Rows of 8 contiguous, 16-byte aligned elements for every warp, tile slot
- * and anchor (which 0: the A fragment, read by ldmatrix.x4; 1: B,
- * ldmatrix.x2.trans). */
-static int ldmatrix_rows_ok(const sel_reg *ri, const sel_view *gv, const tile_operand *mo, int which, int64_t slots,
-                            int64_t per)
+/* Rows of 8 contiguous, 16-byte aligned elements for every warp, tile slot,
+ * anchor and lane that gives an address (the plan's rows). */
+static int ldmatrix_rows_ok(const sel_reg *ri, const sel_view *gv, const tile_operand *mo, const target_atom *ld,
+                            const target_ldmatrix_plan *p)
 {
     int R = gv->rank, lead = R - 2;
     int64_t dims[SEL_MAX_RANK], m[SEL_MAX_RANK], cnt[SEL_MAX_RANK], total = 1;
@@ -302,7 +303,7 @@ static int ldmatrix_rows_ok(const sel_reg *ri, const sel_view *gv, const tile_op
         cnt[i] = dims[i] >= ext ? (dims[i] - ext) / step + 1 : 0;
         total *= cnt[i];
     }
-    if (!total || total * ri->threads * slots > ((int64_t)1 << 22)) return 0;
+    if (!total || total * ri->threads * p->slots > ((int64_t)1 << 22)) return 0;
     for (int64_t a = 0; a < total; a++) {
         int64_t anc[SEL_MAX_RANK], r = a;
         for (int i = R - 1; i >= 0; i--) {
@@ -310,12 +311,13 @@ static int ldmatrix_rows_ok(const sel_reg *ri, const sel_view *gv, const tile_op
             r /= cnt[i];
         }
         for (int64_t w = 0; w < ri->threads; w += 32)
-            for (int64_t sl = 0; sl < slots; sl++)
-                for (int lane = 0; lane < (which == 0 ? 32 : 16); lane++) {
+            for (int64_t sl = 0; sl < p->slots; sl++)
+                for (int lane = 0; lane < 8 * ld->count; lane++) {
                     int64_t co[SEL_MAX_RANK];
                     for (int i = 0; i < lead; i++) co[i] = anc[i];
-                    co[lead] = anc[lead] + reg_tpart(ri, w, 0) + ri->lc[sl * per * 2 + 0] + ((lane >> 3) & 1) * 8 + (lane & 7);
-                    co[lead + 1] = anc[lead + 1] + reg_tpart(ri, w, 1) + ri->lc[sl * per * 2 + 1] + (which == 0 ? (lane >> 4) * 8 : 0);
+                    co[lead] = anc[lead] + reg_tpart(ri, w, 0) + ri->lc[sl * p->per * 2 + 0] + p->org[lane / 8][0] +
+                               lane % 8;
+                    co[lead + 1] = anc[lead + 1] + reg_tpart(ri, w, 1) + ri->lc[sl * p->per * 2 + 1] + p->org[lane / 8][1];
                     if (co[lead] >= dims[lead] || co[lead + 1] + 8 > dims[lead + 1]) return 0;
                     int64_t o0 = shared_off(gv->v, dims, co);
                     if (o0 % 8) return 0;
@@ -328,20 +330,24 @@ static int ldmatrix_rows_ok(const sel_reg *ri, const sel_view *gv, const tile_op
     return 1;
 }
 
-/* The ldmatrix row a block-level load_shared fits, or NULL. */
-static const target_atom *ldmatrix_fit(int threads, const sel_reg *ri, const sel_view *gv, const tile_operand *mo)
+/* The ldmatrix row a block-level load_shared fits, or NULL: the first the
+ * target has and the CUDA generator prints whose plan exists and whose
+ * rows are contiguous and aligned. */
+static const target_atom *ldmatrix_fit(const target *t, int threads, const sel_reg *ri, const sel_view *gv,
+                                       const tile_operand *mo)
 {
     if (ri->rank != 2 || gv->rank < 2 || ri->lead || gv->v->type.dt.bits != 16 ||
         !tile_dtype_eq(gv->v->type.dt, ri->v->type.dt) || threads % 32)
         return NULL;
-    const target_atom *mma = target_mma_resolve("m16n8k16", TARGET_DT_ANY, TARGET_DT_ANY, NULL);
-    static const char *const rows[2] = {"ldmatrix.x4", "ldmatrix.x2.trans"};
-    for (int which = 0; which < 2; which++) {
-        layout_err le;
-        dist_layout R;
-        const dist_layout *F = target_atom_layout(mma, which == 0 ? TARGET_A : TARGET_B);
-        if (dist_layout_divide(&R, ri->L, F, &le) || R.threads * 32 != ri->threads) continue;
-        if (ldmatrix_rows_ok(ri, gv, mo, which, R.locals, F->locals)) return target_atom_by_name(rows[which]);
+    target_query q = target_query_any();
+    q.op = TARGET_OP_LD_SHARED;
+    const target_atom *rows[16];
+    int n = target_atom_find(t, TARGET_K_LDMATRIX, &q, rows, 16);
+    for (int i = 0; i < n; i++) {
+        target_ldmatrix_plan p;
+        if (rows[i]->cu && !target_ldmatrix_plan_make(&p, rows[i], ri->L, threads) &&
+            ldmatrix_rows_ok(ri, gv, mo, rows[i], &p))
+            return rows[i];
     }
     return NULL;
 }
@@ -402,55 +408,26 @@ static int cp_async_fits(const tile_instr *in, int64_t bytes)
            tile_dtype_eq(gvv->type.dt, svv->type.dt) && chunks_contiguous(svv, dims, fullbox, dst.rank, vec);
 }
 
-/* The tile slot of R that warp w holds at tile coordinate (i, j); -1. */
-static int64_t warp_slot(const dist_layout *r, int64_t w, int64_t i, int64_t j)
-{
-    int64_t co[2] = {i, j}, th[64], lo[64];
-    int64_t n = dist_layout_owners(r, co, th, lo, 64);
-    for (int64_t x = 0; x < n && x < 64; x++)
-        if (th[x] == w) return lo[x];
-    return -1;
-}
-
-/* mma.sync through the fragments (cuda_instr.c mma_fast): 1 when it fits. */
+/* mma.sync through the fragments (cuda_instr.c prints the plan): 1 when
+ * row is one the CUDA generator prints, of the operands' dtypes, and its
+ * plan over their layouts exists. */
 static int mma_fits(int threads, const tile_instr *in, const target_atom *row)
 {
     const tile_value *a = reg_operand(&in->args[0]), *b = reg_operand(&in->args[1]), *c = reg_operand(&in->args[2]);
     const tile_value *d = transfer_reg(in, 1);
-    if (!a || !b || !c || !d) return 0;
-    int ta = dt_of(a->type.dt), tb = dt_of(b->type.dt), tc = dt_of(c->type.dt), td = dt_of(d->type.dt);
-    if (ta != tb || (ta != TSL_DTYPE_F16 && ta != TSL_DTYPE_BF16) || tc != TSL_DTYPE_F32 || td != TSL_DTYPE_F32)
+    if (!a || !b || !c || !d || !row->cu) return 0;
+    if (dt_of(a->type.dt) != row->dtype[TARGET_A] || dt_of(b->type.dt) != row->dtype[TARGET_B] ||
+        dt_of(c->type.dt) != row->dtype[TARGET_C] || dt_of(d->type.dt) != row->dtype[TARGET_D])
         return 0;
-    if (row->k != 16 || row->dtype[TARGET_C] != TSL_DTYPE_F32) return 0; /* the rows cuda_instr.c prints */
     sel_reg rs[4];
     int ok = !reg_info(threads, a, &rs[0]) && !reg_info(threads, b, &rs[1]) && !reg_info(threads, c, &rs[2]) &&
              !reg_info(threads, d, &rs[3]);
     for (int i = 0; ok && i < 4; i++)
         if (rs[i].rank != 2 || rs[i].lead) ok = 0;
     if (ok && !dist_layout_equal(rs[2].L, rs[3].L)) ok = 0;
-    dist_layout f[3];
-    for (int i = 0; ok && i < 3; i++) {
-        layout_err le;
-        if (dist_layout_divide(&f[i], rs[i].L, target_atom_layout(row, TARGET_A + i), &le)) ok = 0;
-    }
-    int64_t W = ok ? f[2].threads : 0, KT = ok ? f[0].shape[1] : 0;
-    if (ok && (f[0].threads != W || f[1].threads != W || W * 32 != threads)) ok = 0;
-    int64_t nl = ok ? f[2].locals : 0;
-    int64_t *sa = ok ? malloc(sizeof *sa * (size_t)(nl * KT + 1)) : NULL, *sb = ok ? malloc(sizeof *sb * (size_t)(nl * KT + 1)) : NULL;
-    if (ok && (!sa || !sb)) ok = 0;
-    for (int64_t w = 0; ok && w < W; w++)
-        for (int64_t lc = 0; ok && lc < nl; lc++) {
-            int64_t tcrd[2];
-            dist_layout_map(&f[2], w, lc, tcrd);
-            for (int64_t kt = 0; ok && kt < KT; kt++) {
-                int64_t la = warp_slot(&f[0], w, tcrd[0], kt), lb = warp_slot(&f[1], w, kt, tcrd[1]);
-                if (la < 0 || lb < 0) ok = 0;
-                else if (w == 0) sa[lc * KT + kt] = la, sb[lc * KT + kt] = lb;
-                else if (sa[lc * KT + kt] != la || sb[lc * KT + kt] != lb) ok = 0;
-            }
-        }
-    free(sa);
-    free(sb);
+    target_mma_plan p;
+    if (ok && target_mma_plan_make(&p, row, rs[0].L, rs[1].L, rs[2].L, threads)) ok = 0;
+    if (ok) target_mma_plan_free(&p);
     for (int i = 0; i < 4; i++) free(rs[i].lc);
     return ok;
 }
@@ -536,7 +513,7 @@ static const target_atom *cuda_transfer(selector *S, const tile_instr *in, const
     if (mo && rv && !reg_info(S->threads, rv, &ri)) {
         if (!view_of(mo, &gv) && (int)gv.v->type.space == (global ? TILE_GLOBAL : TILE_SHARED) && gv.rank >= ri.rank) {
             int lead = gv.rank - ri.rank;
-            if (!global && load) got = ldmatrix_fit(S->threads, &ri, &gv, mo);
+            if (!global && load) got = ldmatrix_fit(S->t, S->threads, &ri, &gv, mo);
             if (want && want->kind == TARGET_K_LDMATRIX && got != want) {
                 *why = "the register layout is not the m16n8k16 fragment it loads, or its shared rows are not "
                        "contiguous and 16-byte aligned";
@@ -657,7 +634,7 @@ static void select_mma(selector *S, tile_stmt *s)
         sel_set(in, row);
         return;
     }
-    if (exact && row->kind == TARGET_K_MMA && (row->k != 16 || row->dtype[TARGET_C] != TSL_DTYPE_F32)) {
+    if (exact && row->kind == TARGET_K_MMA && !row->cu) {
         sel_err(S, s->pos, TSL_ERR_UNAVAILABLE,
                 "mma: atom %s: the CUDA generator does not print it yet (it prints the m16n8k16 rows with f32 "
                 "accumulators)",
@@ -700,6 +677,54 @@ static void select_acc_step(selector *S, tile_stmt *s, const tile_stmt *loop)
     if (!loop || !target_ukr_match(S->k, loop, &u, why, sizeof why))
         sel_err(S, s->pos, TSL_ERR_SEMANTIC, "add: atom %s does not fit: %s", a->name,
                 loop ? why : "it must end the body of a `for` loop");
+}
+
+/* wgmma and TMA (the Hopper instructions cuda_hopper.c prints): the row of
+ * the instruction's shape (m64nNk16 for the accumulator's N and the
+ * operands' dtypes; the box's rank), or an error when the target has none
+ * (sm_80, or sm_90 without the `a`). */
+static void select_hopper(selector *S, tile_stmt *s)
+{
+    tile_instr *in = &s->instr;
+    const char *op = tile_op_info_of(in->op)->name;
+    target_query q = target_query_any();
+    q.op = tile_op_target(in->op);
+    target_kind kind = in->op == TILE_I_WGMMA ? TARGET_K_WGMMA : TARGET_K_TMA;
+    if (in->op == TILE_I_WGMMA) {
+        const tile_value *b = in->nargs == 3 ? in->args[1].v : NULL, *c = in->nargs == 3 ? in->args[2].v : NULL;
+        int64_t n;
+        if (!b || !c || c->type.rank != 2 || !tile_expr_const(c->type.dims[1], &n)) return; /* the verifier's */
+        q.n = (int)n;
+        q.dtype[TARGET_A] = q.dtype[TARGET_B] = dt_of(b->type.dt);
+        q.dtype[TARGET_C] = q.dtype[TARGET_D] = dt_of(c->type.dt);
+    } else {
+        const tile_operand *so = in->op == TILE_I_TMA_LOAD ? (in->has_dst ? &in->dst : NULL) : &in->args[0];
+        if (!so || !so->v || so->v->kind != TILE_V_TENSOR) return;
+        q.count = so->v->type.rank - (so->nsteps ? so->steps[0].n : 0);
+    }
+    const target_atom *want = NULL;
+    if (in->atom) {
+        int named = 0;
+        want = target_atom_resolve(in->atom, &q, &named);
+        if (!want) {
+            sel_err(S, s->pos, TSL_ERR_SEMANTIC, "%s: %s atom '%s' for this shape", op, named ? "no" : "unknown", in->atom);
+            return;
+        }
+    }
+    const target_atom *a = NULL;
+    target_atom_find(S->t, kind, &q, &a, 1);
+    if (want) a = target_has(S->t, want) ? want : NULL;
+    if (!a) {
+        const target_atom *any = want;
+        if (!any) target_atom_find(&target_sm90a, kind, &q, &any, 1);
+        if (any)
+            sel_err(S, s->pos, TSL_ERR_UNAVAILABLE, "%s: the target %s has no %s (it needs sm_%d%s)", op, S->t->name,
+                    any->name, any->sm, any->sm_a ? "a" : "");
+        else
+            sel_err(S, s->pos, TSL_ERR_UNAVAILABLE, "%s: no atom of any target has this shape", op);
+        return;
+    }
+    sel_set(in, a);
 }
 
 /* ---- inside decompositions: the atoms must exist and run on the target ----------------- */
@@ -777,6 +802,9 @@ static void select_stmt(selector *S, tile_stmt *s, const tile_stmt *loop, int la
     if (is_transfer(in->op)) select_transfer(S, s);
     else if (in->op == TILE_I_MMA) select_mma(S, s);
     else if (in->op == TILE_I_ADD && in->atom) select_acc_step(S, s, last ? loop : NULL);
+    else if (in->op == TILE_I_WGMMA || in->op == TILE_I_TMA_LOAD || in->op == TILE_I_TMA_STORE) {
+        if (S->t->cuda) select_hopper(S, s); /* the C generator refuses them with its own message */
+    }
     else if (in->atom && !tile_op_target(in->op)) {
         int named = 0;
         target_atom_resolve(in->atom, NULL, &named);

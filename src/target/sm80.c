@@ -1,19 +1,9 @@
 /* sm80.c — the Ampere atoms (sm_80 and later): vector loads and stores,
  * cp.async, ldmatrix, mma.sync m16n8k16 / m16n8k8, and the explicit
  * per-thread fallbacks. Widest first within a kind: the selection pass
- * takes the first row that fits.
- *
- * Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16" and
- * "mma.m16n8k8", f16/bf16), with g = lane / 4 and q = lane % 4:
- *   m16n8k16 A (16x16) a_i: row g + 8((i/2)%2), col 2q + i%2 + 8(i/4)
- *            B (16x8)  b_i: row 2q + i%2 + 8(i/2), col g
- *            C (16x8)  c_i: row g + 8(i/2), col 2q + i%2
- *   m16n8k8  A (16x8)  a_i: row g + 8(i/2), col 2q + i%2
- *            B (8x8)   b_i: row 2q + i, col g
- * ldmatrix (PTX "ldmatrix"): lane l receives in register m the pair
- * (row l/4, cols 2(l%4), +1) of matrix m; with .trans (rows 2(l%4), +1;
- * col l/4). tests/unit/test_target.c checks each layout against these
- * formulas, written there independently. */
+ * takes the first row that fits. The fragment layouts are frags.h's,
+ * written once there. */
+#include "target/frags.h"
 #include "target/target.h"
 
 #define ANY TARGET_DT_ANY
@@ -22,13 +12,13 @@
 #define S TARGET_SP_SHARED
 #define R TARGET_SP_REGISTER
 
-#define M16N8K16_A "column_local(2,2).spatial(8,4).local(1,2)"
-#define M16N8K16_B "local(2,1).column_spatial(4,8).local(2,1)"
-#define M16N8_C "local(2,1).spatial(8,4).local(1,2)"
-#define M16N8K8_A "local(2,1).spatial(8,4).local(1,2)"
-#define M16N8K8_B "column_spatial(4,8).local(2,1)"
-#define LDSM_FRAG "spatial(8,4).local(1,2)"
-#define LDSM_FRAG_T "column_spatial(4,8).local(2,1)"
+#define M16N8K16_A TARGET_FRAG_M16N8K16_A
+#define M16N8K16_B TARGET_FRAG_M16N8K16_B
+#define M16N8_C TARGET_FRAG_M16N8_C
+#define M16N8K8_A TARGET_FRAG_M16N8K8_A
+#define M16N8K8_B TARGET_FRAG_M16N8K8_B
+#define LDSM_FRAG TARGET_FRAG_8X8
+#define LDSM_FRAG_T TARGET_FRAG_8X8_T
 
 /* one thread's vector access of BYTES bytes */
 #define VEC(NAME, OP, SRC, DST, BYTES, WHAT)                                                                   \
@@ -36,16 +26,17 @@
      .space = {SRC, DST}, .dtype = DT_ANY, .sm = 80, .ptx = NAME, .what = WHAT}
 
 /* N 8x8 matrices; T: .trans; FRAG: one matrix's fragment in the warp */
-#define LDSM(NAME, N, T, FRAG, PTX)                                                                             \
+#define LDSM(NAME, N, T, FRAG, PTX, CU)                                                                         \
     {.name = NAME, .kind = TARGET_K_LDMATRIX, .sem = TARGET_SEM_LDMATRIX, .ops = TARGET_OP_LD_SHARED,          \
      .threads = 32, .bytes = 16, .count = N, .trans = T, .space = {S, R}, .dtype = DT_ANY,                     \
-     .layout = {NULL, NULL, NULL, FRAG}, .sm = 80, .ptx = PTX, .c = "ldmatrix, lanes below 8N giving rows",     \
+     .layout = {NULL, NULL, NULL, FRAG}, .sm = 80, .ptx = PTX, .cu = CU,                                       \
+     .c = "ldmatrix, lanes below 8N giving rows",                                                             \
      .what = "N 8x8 16-bit matrices from shared memory into a warp's fragments"}
 
-#define MMA(NAME, ALIAS, MM, NN, KK, LA, LB, AT, CT, PTXNAME)                                                   \
+#define MMA(NAME, ALIAS, MM, NN, KK, LA, LB, AT, CT, PTXNAME, CU)                                               \
     {.name = NAME, .alias = ALIAS, .kind = TARGET_K_MMA, .sem = TARGET_SEM_MMA, .ops = TARGET_OP_MMA,          \
      .threads = 32, .m = MM, .n = NN, .k = KK, .space = {R, R, R, R}, .dtype = {AT, AT, CT, CT},               \
-     .layout = {LA, LB, M16N8_C, M16N8_C}, .sm = 80, .ptx = PTXNAME, .c = "tsl_mma16816",                      \
+     .layout = {LA, LB, M16N8_C, M16N8_C}, .sm = 80, .ptx = PTXNAME, .cu = CU, .c = "tsl_mma16816",           \
      .what = "one warp's D = A.B + C on register fragments"}
 
 /* the fallback: dot products through shared scratch; its operands are
@@ -79,24 +70,25 @@ const target_atom target_sm80_atoms[] = {
     {.name = "cp.async.ca.shared.global", .kind = TARGET_K_CP_ASYNC, .sem = TARGET_SEM_ASYNC,
      .ops = TARGET_OP_CP_ASYNC, .threads = 1, .bytes = 4, .space = {G, S}, .dtype = DT_ANY, .sm = 80,
      .ptx = "cp.async.ca.shared.global [%0], [%1], 4, %2;", .what = "4 bytes global -> shared through L1"},
-    LDSM("ldmatrix.x4", 4, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
-    LDSM("ldmatrix.x2", 2, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x2.shared.b16"),
-    LDSM("ldmatrix.x1", 1, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x1.shared.b16"),
-    LDSM("ldmatrix.x4.trans", 4, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"),
-    LDSM("ldmatrix.x2.trans", 2, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"),
-    LDSM("ldmatrix.x1.trans", 1, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16"),
+    LDSM("ldmatrix.x4", 4, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "tsl_ldsm_x4"),
+    LDSM("ldmatrix.x2", 2, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x2.shared.b16", NULL),
+    LDSM("ldmatrix.x1", 1, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x1.shared.b16", NULL),
+    LDSM("ldmatrix.x4.trans", 4, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", NULL),
+    LDSM("ldmatrix.x2.trans", 2, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
+         "tsl_ldsm_x2_trans"),
+    LDSM("ldmatrix.x1.trans", 1, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16", NULL),
     MMA("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "m16n8k16", 16, 8, 16, M16N8K16_A, M16N8K16_B,
-        TSL_DTYPE_F16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+        TSL_DTYPE_F16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "tsl_mma_f16"),
     MMA("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "m16n8k16", 16, 8, 16, M16N8K16_A, M16N8K16_B,
-        TSL_DTYPE_BF16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
+        TSL_DTYPE_BF16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "tsl_mma_bf16"),
     MMA("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", "m16n8k16", 16, 8, 16, M16N8K16_A, M16N8K16_B,
-        TSL_DTYPE_F16, TSL_DTYPE_F16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"),
+        TSL_DTYPE_F16, TSL_DTYPE_F16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", NULL),
     MMA("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", "m16n8k8", 16, 8, 8, M16N8K8_A, M16N8K8_B,
-        TSL_DTYPE_F16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32"),
+        TSL_DTYPE_F16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", NULL),
     MMA("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", "m16n8k8", 16, 8, 8, M16N8K8_A, M16N8K8_B,
-        TSL_DTYPE_BF16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32"),
+        TSL_DTYPE_BF16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", NULL),
     MMA("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", "m16n8k8", 16, 8, 8, M16N8K8_A, M16N8K8_B,
-        TSL_DTYPE_F16, TSL_DTYPE_F16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16"),
+        TSL_DTYPE_F16, TSL_DTYPE_F16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", NULL),
     /* the fallbacks, last: chosen only when nothing above fits, and then
      * written into the IR */
     {.name = "scalar.ld.global", .kind = TARGET_K_SCALAR, .sem = TARGET_SEM_MOVE, .ops = TARGET_OP_LD_GLOBAL,

@@ -15,6 +15,7 @@
  * formula written there independently. B (and A from shared memory) has no
  * register layout: the hardware reads the shared tensor through a matrix
  * descriptor whose swizzle mode comes from the tensor's layout. */
+#include "target/frags.h"
 #include "target/target.h"
 
 #define ANY TARGET_DT_ANY
@@ -26,8 +27,9 @@
 #define BF16 TSL_DTYPE_BF16
 #define F32 TSL_DTYPE_F32
 
-#define WG_A "spatial(4,1).column_local(2,2).spatial(8,4).local(1,2)"
-#define WG_D(NB) "spatial(4,1).local(1," #NB ").local(2,1).spatial(8,4).local(1,2)"
+/* the m16n8k16 fragments, warps stacked along M (frags.h) */
+#define WG_A "spatial(4,1)." TARGET_FRAG_M16N8K16_A
+#define WG_D(NB) "spatial(4,1).local(1," #NB ")." TARGET_FRAG_M16N8_C
 
 /* N and N / 8 */
 #define WGMMA_NS(X)                                                                                             \
@@ -71,8 +73,8 @@
      .layout = {NULL, NULL, NULL, FRAG}, .sm = 90, .ptx = PTX,                                                 \
      .what = "a warp's fragments of N 8x8 16-bit matrices into shared memory"},
 
-#define STSM_FRAG "spatial(8,4).local(1,2)"
-#define STSM_FRAG_T "column_spatial(4,8).local(2,1)"
+#define STSM_FRAG TARGET_FRAG_8X8
+#define STSM_FRAG_T TARGET_FRAG_8X8_T
 
 const target_atom target_sm90_atoms[] = {
     WGMMA_NS(WGMMA_ROWS)

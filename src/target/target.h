@@ -95,6 +95,9 @@ typedef struct target_atom {
     int sm;             /* minimum CUDA architecture (80, 90); 0: not a CUDA instruction */
     int sm_a;           /* needs the arch-specific target (sm_90a) */
     const char *ptx;    /* CUDA: the PTX it prints, or NULL */
+    const char *cu;     /* CUDA, mma and ldmatrix rows: the helper (codegen/cuda.c's preamble) the CUDA
+                           generator calls for it; NULL: it does not print the row yet, so selection
+                           never chooses it there */
     const char *c;      /* CPU: the C it prints (helper or template), or NULL */
     const char *cond;   /* CPU: the preprocessor condition under which it exists, or NULL */
     const char *what;   /* one line: what it does */
@@ -202,5 +205,54 @@ int target_frag_coord(const target_atom *a, int operand, int lane, int slot, int
 /* Names for messages and docs. */
 const char *target_kind_name(target_kind k);
 const char *target_sem_name(target_sem s);
+
+/* ---- fragment plans (frag.c) ------------------------------------------------------------
+ * How a warp-level row runs over block-level register tensors laid out
+ * R.F (F the row's fragment, R's threads the warps): computed once from
+ * the table's layouts and read by both the selection pass (a row fits
+ * when its plan exists) and the CUDA generator (which prints the plan of
+ * the row selection chose), so neither spells a fragment out. */
+
+/* mma row `row` over A, B, C laid out La, Lb, Lc on `threads` threads:
+ * every warp holds C fragment t's A and B fragments at k step kt in the
+ * same tile slots, a[t * ksteps + kt] and b[...]. */
+typedef struct target_mma_plan {
+    int64_t warps, tiles, ksteps; /* warps; C fragments per warp; k steps (A's column tiles) */
+    int per[3];                   /* locals of one A, B, C fragment (the row's layouts) */
+    int64_t *a, *b;               /* [tiles * ksteps] tile slots, malloc'd */
+} target_mma_plan;
+
+/* 0 and *p filled when the row runs over the three layouts (the dtypes are
+ * the caller's: the row was resolved for them); -1 otherwise. */
+int target_mma_plan_make(target_mma_plan *p, const target_atom *row, const dist_layout *La, const dist_layout *Lb,
+                         const dist_layout *Lc, int64_t threads);
+void target_mma_plan_free(target_mma_plan *p);
+
+/* ldmatrix row `ld` delivering a register tensor laid out L (rank 2) on
+ * `threads` threads: L = R.F with F an operand fragment of an mma row the
+ * CUDA generator prints, whose locals are ld's count matrices in register
+ * order, each matrix m the ldmatrix fragment (layout[3]) moved to org[m].
+ * Lane l < 8 * count gives the address of the tile's row org[l / 8][0] +
+ * l % 8, columns org[l / 8][1] ... + 7. Matrix origins are linear in the
+ * bits of m: org[m] = bit0(m) * step[0] + bit1(m) * step[1]. */
+typedef struct target_ldmatrix_plan {
+    const target_atom *mma; /* the mma row whose fragment it is */
+    int operand;            /* TARGET_A or TARGET_B */
+    int64_t slots;          /* tile slots per thread (R's locals) */
+    int per;                /* locals per slot (F's locals: 2 * count) */
+    int64_t org[4][2];      /* matrix m's origin in the fragment tile */
+    int64_t step[2][2];     /* the origin added by bit 0 and bit 1 of m */
+} target_ldmatrix_plan;
+
+/* 0 and *p filled when it is; -1 otherwise. */
+int target_ldmatrix_plan_make(target_ldmatrix_plan *p, const target_atom *ld, const dist_layout *L, int64_t threads);
+
+/* Operand `operand`'s fragment layout of row a as layout text appended to
+ * sb (for plans that compose a block layout R.F as text); transposed: the
+ * fragment of the transposed operand (rows and columns swapped: spatial
+ * <-> column_spatial, local <-> column_local, extents reversed), which
+ * gives a thread the same elements in the same local order. 0, or -1 when
+ * the row has no layout there. */
+int target_frag_text(strbuf *sb, const target_atom *a, int operand, int transposed);
 
 #endif

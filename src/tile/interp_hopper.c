@@ -727,23 +727,30 @@ static uint32_t wg_addr(const wg_desc *d, int64_t eb, int64_t mn, int64_t k)
     return (uint32_t)hw_swizzle(d->start[k / 16] + canonical(&d->sm, eb, mn, k % 16), d->sm.swizzle_bytes);
 }
 
-/* The register fragments (PTX ISA, wgmma .m64nNk16; warp w = t / 32 owns
- * rows 16 w .. 16 w + 15, g = lane / 4, q = lane % 4):
- *   D register i (N/2 per thread): row 16w + g + 8 ((i / 2) % 2), col 8 (i / 4) + 2q + i % 2;
- *   A register i (K/2 per thread), k step s = i / 8, j = i % 8:
- *     row 16w + g + 8 ((j / 2) % 2), col 16 s + 2q + j % 2 + 8 (j / 4). */
+/* The register fragments of wgmma .m64nNk16 come from the target table
+ * (src/target/sm90.c; PTX ISA, checked in the target suite): D register i
+ * of thread t is the m64n256k16 row's D fragment (the same for every N at
+ * i < N/2: the N/8 column blocks are the outermost factor); A register i
+ * (K/2 per thread) is k step s = i / 8's register i % 8 of the row's A
+ * fragment, 16 s columns along. */
+static const target_atom *wg_row(void)
+{
+    target_query q = target_query_any();
+    q.n = 256;
+    const target_atom *a = NULL;
+    target_atom_find(&target_sm90a, TARGET_K_WGMMA, &q, &a, 1);
+    return a;
+}
+
 static void frag_d(int64_t t, int64_t i, int64_t *row, int64_t *col)
 {
-    int64_t w = t / 32, g = (t % 32) / 4, q = t % 4;
-    *row = 16 * w + g + 8 * ((i / 2) % 2);
-    *col = 8 * (i / 4) + 2 * q + i % 2;
+    target_frag_coord(wg_row(), TARGET_D, (int)t, (int)i, row, col);
 }
 
 static void frag_a(int64_t t, int64_t i, int64_t *row, int64_t *col)
 {
-    int64_t w = t / 32, g = (t % 32) / 4, q = t % 4, s = i / 8, j = i % 8;
-    *row = 16 * w + g + 8 * ((j / 2) % 2);
-    *col = 16 * s + 2 * q + j % 2 + 8 * (j / 4);
+    target_frag_coord(wg_row(), TARGET_A, (int)t, (int)(i % 8), row, col);
+    *col += 16 * (i / 8);
 }
 
 static tsl_status wg_reg(interp *I, const tile_operand *o, rt_tensor **out)

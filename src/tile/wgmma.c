@@ -16,17 +16,24 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "target/target.h"
 #include "tile/tile.h"
 
+/* The warpgroup's fragments are the warp-level mma.m16n8k16 fragments of
+ * the target table (src/target/sm80.c) with the four warps stacked along M
+ * and the repeats along N (K) in front: the sm90 table's wgmma rows, which
+ * tests/unit/test_target.c checks against the PTX ISA. */
 const char *tile_wgmma_acc_layout(int n, char *buf, size_t len)
 {
-    snprintf(buf, len, "spatial(4,1).local(1,%d).local(2,1).spatial(8,4).local(1,2)", n / 8);
+    const target_atom *mma = target_mma_resolve("m16n8k16", TARGET_DT_ANY, TARGET_DT_ANY, NULL);
+    snprintf(buf, len, "spatial(4,1).local(1,%d).%s", n / 8, mma->layout[TARGET_C]);
     return buf;
 }
 
 const char *tile_wgmma_a_layout(int k, char *buf, size_t len)
 {
-    snprintf(buf, len, "spatial(4,1).local(1,%d).column_local(2,2).spatial(8,4).local(1,2)", k / 16);
+    const target_atom *mma = target_mma_resolve("m16n8k16", TARGET_DT_ANY, TARGET_DT_ANY, NULL);
+    snprintf(buf, len, "spatial(4,1).local(1,%d).%s", k / 16, mma->layout[TARGET_A]);
     return buf;
 }
 

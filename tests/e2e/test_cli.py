@@ -431,6 +431,31 @@ def test_compile_emit_stages(what, want):
         assert want in proc.stdout, proc.stdout[:400]
 
 
+SPECS = re.compile(r"^\s*(\S+ = )?(load_global|store_global|load_shared|store_shared|copy_async|mma|wgmma|"
+                   r"tma_load|tma_store) ", re.M)
+
+
+@pytest.mark.parametrize("target,arch,want", [
+    ("cuda", "sm_80", ["atom mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "atom ldmatrix.x4",
+                       "atom ldmatrix.x2.trans", "atom cp.async.cg.shared.global"]),
+    ("cuda", "sm_90a", ["atom wgmma.mma_async.sync.aligned.m64n", "atom cp.async.bulk.tensor.2d.shared.global"]),
+    ("cpu", None, ["atom cpu.copy"]),
+])
+def test_compile_select_writes_atoms(target, arch, want):
+    """The driver's select pass gives every spec of every kernel an atom of
+    the target, shown by --emit=select: the sm_80 GEMM plan its mma.sync,
+    ldmatrix and cp.async rows, the sm_90a plan its wgmma and TMA rows."""
+    args = ["compile", "bench/hopper/layouts.tc", "--entry", "nn", "--target", target, "--emit=select"]
+    if arch:
+        args += ["--arch", arch]
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    lines = [l for l in proc.stdout.splitlines() if SPECS.match(l)]
+    assert lines and all(" atom " in l for l in lines), [l for l in lines if " atom " not in l][:3]
+    for w in want:
+        assert w in proc.stdout, w
+
+
 def test_tessel_dump_stages():
     """TESSEL_DUMP (read by the CLI) prints the asked stages on stderr, in
     pass order, and the run still happens; an unknown stage is a usage error."""

@@ -25,6 +25,7 @@
 #include "graph/graph.h"
 #include "lang/lang.h"
 #include "sched/sched.h"
+#include "target/target.h"
 #include "runtime/runtime.h"
 #include "tile/interp.h"
 #include "tile/tile.h"
@@ -793,6 +794,38 @@ static void test_emit_shape(void)
     diag_free(&d);
 }
 
+/* Every mma / ldmatrix row the table says the CUDA generator prints (its
+ * `cu` helper) has that helper in the CUDA preamble, issuing the row's PTX:
+ * the table and the printed instruction cannot drift apart. */
+static void test_table_helpers(void)
+{
+    strbuf sb = {0};
+    tsl_diag d = {0};
+    const char *text = "kernel k(X: global f32[N]) grid(1) threads(32) {\n"
+                       "  x = load_global X[0] -> register f32[32] layout spatial(32) fill 0.0\n"
+                       "  store_global x -> X[0]\n"
+                       "}\n";
+    CHECK_EQ_INT(emit_text(text, &sb, &d), TSL_OK);
+    const char *s = sb_str(&sb);
+    int n = 0;
+    for (int i = 0; i < target_atom_count(); i++) {
+        const target_atom *a = target_atom_at(i);
+        if (!a->cu) continue;
+        n++;
+        char def[128];
+        snprintf(def, sizeof def, " void %s(", a->cu);
+        const char *at = strstr(s, def);
+        CHECK_MSG(at != NULL, "%s: helper %s is not in the CUDA preamble", a->name, a->cu);
+        if (!at) continue;
+        const char *next = strstr(at + 1, "static __device__");
+        const char *ptx = strstr(at, a->ptx);
+        CHECK_MSG(ptx && (!next || ptx < next), "%s: helper %s does not issue %s", a->name, a->cu, a->ptx);
+    }
+    CHECK(n == 4); /* m16n8k16 f16 / bf16 with f32 accumulators, ldmatrix.x4, ldmatrix.x2.trans */
+    sb_free(&sb);
+    diag_free(&d);
+}
+
 static void test_emit_errors(void)
 {
     strbuf sb = {0};
@@ -849,6 +882,7 @@ static void test_run_errors(void)
 TEST_SUITE(codegen_cuda) = {
     {"run_errors", test_run_errors},
     {"emit_shape", test_emit_shape},
+    {"table_helpers", test_table_helpers},
     {"emit_errors", test_emit_errors},
     {"compile_all", test_compile_all},
     {"emulated_matches_interp", test_emulated_matches_interp},

@@ -262,7 +262,31 @@ static void test_decomp_atoms(void)
     free(msg);
 }
 
+/* The Hopper instructions get their sm90 rows on sm_90a and are errors at
+ * the instruction on targets without them. */
+static void test_hopper_rows(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/tile/gemm_wgmma.tile", test_root());
+    size_t n;
+    char *text = file_read_all(path, &n);
+    CHECK_MSG(text != NULL, "cannot read %s", path);
+    if (!text) return;
+    char *msg, *t = selected_text(text, &target_sm90a, &msg);
+    CHECK_MSG(t != NULL, "%s", msg);
+    check_atom(t, "tma_load A[", "cp.async.bulk.tensor.2d.shared.global");
+    check_atom(t, "wgmma as[", "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16");
+    free(t);
+    free(msg);
+    check_error(text, &target_sm80, "error: tma_load: the target sm_80 has no cp.async.bulk.tensor.2d.shared.global",
+                "(it needs sm_90)");
+    check_error(text, target_by_name("sm_90"), "error: wgmma: the target sm_90 has no",
+                "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 (it needs sm_90a)");
+    free(text);
+}
+
 TEST_SUITE(select) = {
+    {"hopper_rows", test_hopper_rows},
     {"cuda_moves", test_cuda_moves},
     {"cuda_mma", test_cuda_mma},
     {"named_errors", test_named_errors},

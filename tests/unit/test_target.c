@@ -193,7 +193,8 @@ static void test_ldmatrix_maps(void)
     }
 }
 
-/* target_mma_ref against a plain product in f32, on random f16-exact values */
+/* target_mma_ref against a plain product, on random multiples of 1/16 (every
+ * partial sum exact in f32, so the f32 accumulation must match exactly) */
 static void test_mma_ref(void)
 {
     const char *names[] = {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
@@ -205,7 +206,7 @@ static void test_mma_ref(void)
         for (int i = 0; i < 16; i++)
             for (int j = 0; j < 16; j++) A[i][j] = (double)test_rand_int(-64, 64) / 16;
         for (int i = 0; i < 16; i++)
-            for (int j = 0; j < 8; j++) B[i][j] = (double)test_rand_int(-64, 64) / 16, C[i][j] = test_rand_double(-1, 1);
+            for (int j = 0; j < 8; j++) B[i][j] = (double)test_rand_int(-64, 64) / 16, C[i][j] = (double)test_rand_int(-64, 64) / 16;
         int na = (int)target_atom_layout(a, TARGET_A)->locals, nb = (int)target_atom_layout(a, TARGET_B)->locals;
         for (int l = 0; l < 32; l++) {
             int64_t r, c;
@@ -217,13 +218,9 @@ static void test_mma_ref(void)
         for (int l = 0; l < 32; l++)
             for (int i = 0; i < 4; i++) {
                 int g = l / 4, q = l % 4, r = g + 8 * (i / 2), c = 2 * q + i % 2;
-                double want = C[r][c], mag = fabs(C[r][c]);
-                for (int k = 0; k < a->k; k++) want += A[r][k] * B[k][c], mag += fabs(A[r][k] * B[k][c]);
-                /* the reference accumulates in f32 as the hardware does: each
-                 * of the k + 1 roundings is at most half an f32 ulp of a
-                 * partial sum, which can be far larger than the result */
-                CHECK_MSG(fabs(fd[l * 4 + i] - want) <= (a->k + 1) * 0x1p-24 * mag, "%.9g vs %.9g (terms %.3g)",
-                          fd[l * 4 + i], want, mag);
+                double want = C[r][c];
+                for (int k = 0; k < a->k; k++) want += A[r][k] * B[k][c];
+                CHECK_MSG(fd[l * 4 + i] == want, "%s lane %d reg %d: %.9g, want %.9g", a->name, l, i, fd[l * 4 + i], want);
             }
     }
 }
@@ -295,6 +292,116 @@ static void test_targets(void)
           !target_has(target_by_name("sm_100"), named("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16")));
 }
 
+/* ---- fragment plans (frag.c) ------------------------------------------------------------ */
+
+/* contract.c's block layouts for 2 x 2 warps, each 2 x 2 C tiles and 2 k
+ * steps deep (m16n8k16 fragments under R) */
+#define PLAN_C "spatial(2,2).local(2,2).local(2,1).spatial(8,4).local(1,2)"
+#define PLAN_A "spatial(2,1).replicate(2).local(2,2).column_local(2,2).spatial(8,4).local(1,2)"
+#define PLAN_B "replicate(2).spatial(1,2).local(2,2).local(2,1).column_spatial(4,8).local(2,1)"
+
+static int plan_layout(const char *text, layout_value *v)
+{
+    layout_err e;
+    tsl_status st = layout_parse(text, strlen(text), v, &e);
+    CHECK_MSG(st == TSL_OK && v->kind == LAYOUT_VALUE_DIST, "'%s' does not parse as a register layout", text);
+    return st == TSL_OK && v->kind == LAYOUT_VALUE_DIST;
+}
+
+/* The plan names, for every warp's C tile and k step, the A and B tiles
+ * that a plain matrix product needs: tile origins read from the block
+ * layouts here (each fragment's lane 0, local 0 is its tile's origin). */
+static void test_mma_plan(void)
+{
+    layout_value A, B, C, A2;
+    if (!plan_layout(PLAN_A, &A) || !plan_layout(PLAN_B, &B) || !plan_layout(PLAN_C, &C)) return;
+    const target_atom *row = named("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
+    target_mma_plan p;
+    CHECK(target_mma_plan_make(&p, row, &A.dist, &B.dist, &C.dist, 128) == 0);
+    CHECK(p.warps == 4 && p.tiles == 4 && p.ksteps == 2);
+    CHECK(p.per[0] == 8 && p.per[1] == 4 && p.per[2] == 4);
+    for (int64_t w = 0; w < p.warps && p.a; w++)
+        for (int64_t t = 0; t < p.tiles; t++)
+            for (int64_t kt = 0; kt < p.ksteps; kt++) {
+                int64_t c0[2], a0[2], b0[2];
+                dist_layout_map(&C.dist, 32 * w, 4 * t, c0);
+                dist_layout_map(&A.dist, 32 * w, 8 * p.a[t * p.ksteps + kt], a0);
+                dist_layout_map(&B.dist, 32 * w, 4 * p.b[t * p.ksteps + kt], b0);
+                CHECK_MSG(a0[0] == c0[0] && a0[1] == 16 * kt, "warp %lld tile %lld k %lld: A tile at (%lld, %lld)",
+                          (long long)w, (long long)t, (long long)kt, (long long)a0[0], (long long)a0[1]);
+                CHECK_MSG(b0[0] == 16 * kt && b0[1] == c0[1], "warp %lld tile %lld k %lld: B tile at (%lld, %lld)",
+                          (long long)w, (long long)t, (long long)kt, (long long)b0[0], (long long)b0[1]);
+            }
+    target_mma_plan_free(&p);
+    /* warps splitting k do not hold the A tiles their C tiles need */
+    if (plan_layout("spatial(2,2).local(2,1).column_local(2,2).spatial(8,4).local(1,2)", &A2))
+        CHECK(target_mma_plan_make(&p, row, &A2.dist, &B.dist, &C.dist, 128) == -1);
+    CHECK(target_mma_plan_make(&p, row, &A.dist, &B.dist, &C.dist, 256) == -1); /* not the block's threads */
+    CHECK(target_mma_plan_make(&p, row, &B.dist, &A.dist, &C.dist, 128) == -1); /* operands swapped */
+    CHECK(target_mma_plan_make(&p, named("ldmatrix.x4"), &A.dist, &B.dist, &C.dist, 128) == -1);
+}
+
+/* ldmatrix plans: x4 delivers the m16n8k16 A fragment, matrix m at the
+ * PTX ISA's (8 (m % 2), 8 (m / 2)); x2.trans delivers B, matrix m at
+ * (8m, 0); no other pairing fits. */
+static void test_ldmatrix_plan(void)
+{
+    layout_value A, B;
+    if (!plan_layout(PLAN_A, &A) || !plan_layout(PLAN_B, &B)) return;
+    target_ldmatrix_plan p;
+    CHECK(target_ldmatrix_plan_make(&p, named("ldmatrix.x4"), &A.dist, 128) == 0);
+    CHECK(p.operand == TARGET_A && p.per == 8 && p.slots == 4 && p.mma && p.mma->k == 16);
+    for (int m = 0; m < 4; m++)
+        CHECK_MSG(p.org[m][0] == 8 * (m % 2) && p.org[m][1] == 8 * (m / 2), "x4 matrix %d at (%lld, %lld)", m,
+                  (long long)p.org[m][0], (long long)p.org[m][1]);
+    CHECK(p.step[0][0] == 8 && p.step[0][1] == 0 && p.step[1][0] == 0 && p.step[1][1] == 8);
+    CHECK(target_ldmatrix_plan_make(&p, named("ldmatrix.x2.trans"), &B.dist, 128) == 0);
+    CHECK(p.operand == TARGET_B && p.per == 4 && p.slots == 4);
+    for (int m = 0; m < 2; m++) CHECK(p.org[m][0] == 8 * m && p.org[m][1] == 0);
+    CHECK(target_ldmatrix_plan_make(&p, named("ldmatrix.x4"), &B.dist, 128) == -1);
+    CHECK(target_ldmatrix_plan_make(&p, named("ldmatrix.x2"), &B.dist, 128) == -1);       /* B's matrices are transposed */
+    CHECK(target_ldmatrix_plan_make(&p, named("ldmatrix.x2.trans"), &A.dist, 128) == -1);
+    CHECK(target_ldmatrix_plan_make(&p, named("ldmatrix.x4"), &A.dist, 64) == -1);
+}
+
+/* target_frag_text: the fragment as text, and transposed: a thread holds
+ * element (c, r) of the transposed operand in the slot where it held (r, c). */
+static void test_frag_text(void)
+{
+    const target_atom *row = named("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
+    const char *want[3][2] = {
+        {"column_local(2,2).spatial(8,4).local(1,2)", "local(2,2).column_spatial(4,8).column_local(2,1)"},
+        {"local(2,1).column_spatial(4,8).local(2,1)", "column_local(1,2).spatial(8,4).column_local(1,2)"},
+        {"local(2,1).spatial(8,4).local(1,2)", "column_local(1,2).column_spatial(4,8).column_local(2,1)"},
+    };
+    for (int o = 0; o < 3; o++)
+        for (int t = 0; t < 2; t++) {
+            strbuf sb = {0};
+            CHECK(target_frag_text(&sb, row, TARGET_A + o, t) == 0);
+            CHECK_EQ_STR(sb_str(&sb), want[o][t]);
+            layout_value v;
+            layout_err e;
+            if (t && layout_parse(sb_str(&sb), sb.len, &v, &e) == TSL_OK && v.kind == LAYOUT_VALUE_DIST) {
+                const dist_layout *F = target_atom_layout(row, TARGET_A + o);
+                int bad = v.dist.threads != F->threads || v.dist.locals != F->locals;
+                for (int64_t l = 0; l < F->threads && !bad; l++)
+                    for (int64_t i = 0; i < F->locals; i++) {
+                        int64_t x[2], y[2];
+                        dist_layout_map(F, l, i, x);
+                        dist_layout_map(&v.dist, l, i, y);
+                        if (x[0] != y[1] || x[1] != y[0]) bad = 1;
+                    }
+                CHECK_MSG(!bad, "operand %d: '%s' is not the transposed fragment", o, sb_str(&sb));
+            } else if (t) {
+                CHECK_MSG(0, "'%s' does not parse", sb_str(&sb));
+            }
+            sb_free(&sb);
+        }
+    strbuf sb = {0};
+    CHECK(target_frag_text(&sb, named("cp.async.cg.shared.global"), TARGET_A, 0) == -1);
+    sb_free(&sb);
+}
+
 TEST_SUITE(target) = {
     {"layouts_parse", test_layouts_parse},
     {"rows_distinct", test_rows_distinct},
@@ -304,5 +411,8 @@ TEST_SUITE(target) = {
     {"mma_ref", test_mma_ref},
     {"lookups", test_lookups},
     {"targets", test_targets},
+    {"mma_plan", test_mma_plan},
+    {"ldmatrix_plan", test_ldmatrix_plan},
+    {"frag_text", test_frag_text},
     {0, 0},
 };
