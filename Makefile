@@ -79,13 +79,13 @@ asan:
 
 # libFuzzer targets: every tests/fuzz/fuzz_*.c is one target over the library.
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
-fuzz:
+fuzz: build/build_id.c
 	@mkdir -p build-fuzz
 	@for f in $(FUZZ_SRC); do \
 	  n=$$(basename $$f .c); \
 	  echo "clang -fsanitize=fuzzer,address,undefined $$f -> build-fuzz/$$n"; \
 	  clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -Iinclude -Isrc -Itests $$f $(LIB_SRC) -o build-fuzz/$$n $(LDLIBS) || exit 1; \
+	    -Iinclude -Isrc -Itests $$f $(LIB_SRC) build/build_id.c -o build-fuzz/$$n $(LDLIBS) || exit 1; \
 	done
 
 clean:

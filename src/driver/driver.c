@@ -6,7 +6,7 @@
  *   expand pipelines    every kernel with a `pipeline` replaced by its
  *                       expansion (on a parsed copy)           (dump: expand)
  *   verify
- *   select instructions [slot: target_select, src/target/]     (dump: select)
+ *   select instructions target_select: an atom for every spec  (dump: select)
  *   verify
  *   emit                each launched kernel's source          (dump: source)
  *   launch plan         the scheduler's plan as data (plan.c)  (dump: plan)
@@ -22,6 +22,7 @@
 #include "driver/driver_int.h"
 #include "graph/graph.h"
 #include "sched/sched.h"
+#include "target/select.h"
 #include "tile/pipeline.h"
 
 static const char *const drv_stage_names[] = {
@@ -178,16 +179,30 @@ static tsl_status pass_expand(drv *c, const tile_module **expanded)
     return TSL_OK;
 }
 
-/* Instruction selection: the target's atom tables decide which hardware
- * instruction implements each spec. SLOT: src/target/'s target_select
- * (the `atoms` work) is called here once it is on main; until then the
- * generators' own choices stand and this pass only dumps. */
+/* Instruction selection (target/select.h): every spec of every launched
+ * kernel gets an atom of its target's table, written into the IR; the
+ * generators print what was selected. (They still select on their own
+ * when called directly; running it again changes nothing.) */
 static tsl_status pass_select(drv *c, const tile_module *m)
 {
-    if (drv_dumping(c, DRV_STAGE_SELECT)) {
-        char *t = tile_print(m);
-        drv_dump(c, DRV_STAGE_SELECT, t ? t : "");
-        free(t);
+    for (int i = 0; i < c->sp->nlaunches; i++) {
+        tile_kernel *k = (tile_kernel *)c->kern[i];
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = c->kern[j] == k;
+        if (seen) continue;
+        tile_module *km = (tile_module *)(tile_module_find(m, k->name) == k ? m : c->sp->m);
+        tsl_status st = target_select(km, k, c->t->table(c->sp->target, k), NULL, c->d);
+        if (st) return st;
+    }
+    if (drv_dumping(c, DRV_STAGE_SELECT)) { /* the kernels that run, with their atoms */
+        strbuf b = {0};
+        for (int i = 0; i < c->sp->nlaunches; i++) {
+            int seen = 0;
+            for (int j = 0; j < i && !seen; j++) seen = c->kern[j] == c->kern[i];
+            if (!seen) tile_print_kernel(&b, c->kern[i]);
+        }
+        drv_dump(c, DRV_STAGE_SELECT, sb_str(&b));
+        sb_free(&b);
     }
     return TSL_OK;
 }

@@ -34,16 +34,24 @@ typedef struct drv_emitted {
     rt_tmap *tmaps;
 } drv_emitted;
 
+struct target;
 typedef struct drv_target {
     const char *name;
     tsl_target id;
     const char *source_ext; /* ".c", ".cu" */
+    /* The atom table the select pass uses for kernel k of a plan made for
+     * plan_target (the tile interpreter runs either kind of plan). */
+    const struct target *(*table)(tsl_target plan_target, const tile_kernel *k);
     tsl_status (*emit)(const tile_module *m, const tile_kernel *k, const sched_options *o, tsl_arena *a,
                        strbuf *out, drv_emitted *e, tsl_diag *d);
     const rt_target *rt;
 } drv_target;
 
 extern const drv_target drv_target_cpu, drv_target_cuda; /* targets.c */
+/* The tables of the targets tessel has: target_cpu for CPU plans; for
+ * CUDA plans sm_90a's when the kernel uses Hopper instructions, else
+ * sm_80's. */
+const struct target *drv_select_table(tsl_target plan_target, const tile_kernel *k);
 /* The tile interpreter as a target (target_interp.c): dev may point at
  * tile_interp_opts. */
 extern const drv_target drv_target_tile_interp;
