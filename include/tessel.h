@@ -162,14 +162,20 @@ tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
 /* Options: the strategies' choices, the space the tuner searches. Text of
  * "key=value" pairs joined by ',' (e.g. "contract.cpu.bm=64,cpu.threads=1");
  * tsl_options_space() lists every key, its default and its values. A
- * program compiles, emits and runs with its options; "" (or NULL) restores
- * the built-in plans. A bad key or value is TSL_ERR_ARG naming it; a
+ * program compiles, emits and runs with its options; "" restores the
+ * built-in plans (and, as any set value, turns off the tuned options a
+ * run would otherwise look up); NULL goes back to looking them up. A bad key or value is TSL_ERR_ARG naming it; a
  * combination a target cannot build (say a block that is not a whole
  * number of thread tiles) is TSL_ERR_ARG from the run, saying why. */
 tsl_status tsl_program_set_options(TSL_KEEP tsl_program *p, TSL_KEEP const char *options);
 /* The options in effect as canonical text: only what differs from the
  * defaults, in the space's order ("" for the defaults). Owned by p. */
 const char *tsl_program_options(TSL_KEEP const tsl_program *p);
+/* The options the last compiled run of a used ("" the defaults); *tuned
+ * (may be NULL) says whether they came from a tuning record: a program
+ * whose options were never set runs with the options `tessel tune` /
+ * tsl_program_tune found for its shapes on that target, when there are. */
+const char *tsl_args_options_used(TSL_KEEP const tsl_args *a, int *tuned);
 /* One line per option: key, target, default, values, meaning (malloc'd). */
 TSL_GIVE char *tsl_options_space(void);
 

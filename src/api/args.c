@@ -30,7 +30,24 @@ struct tsl_args {
     tsl_arena *bind;  /* holds `bound`; recreated by every infer */
     lang_bound *bound; /* NULL until tsl_args_infer succeeds */
     int ran;          /* a run succeeded since the last binding change */
+    char used[512];   /* the options the last compiled run used */
+    int used_tuned;   /* ... found in the cache's tuning records */
 };
+
+const lang_bound *api_args_bound(const tsl_args *a) { return a->bound; }
+
+void api_args_set_used(tsl_args *a, const char *options, int tuned)
+{
+    snprintf(a->used, sizeof a->used, "%s", options ? options : "");
+    a->used_tuned = tuned;
+}
+
+const char *tsl_args_options_used(TSL_KEEP const tsl_args *a, int *tuned)
+{
+    if (!a) return NULL;
+    if (tuned) *tuned = a->used_tuned;
+    return a->used;
+}
 
 TSL_GIVE tsl_args *tsl_args_create(TSL_KEEP tsl_program *p)
 {
@@ -525,16 +542,14 @@ static void args_uncarry(tsl_program *p, const interp_tensor *orig, char **owned
     }
 }
 
-tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target)
+tsl_status api_args_views(tsl_program *p, tsl_args *a, interp_tensor **out)
 {
-    if (!p) return TSL_ERR_ARG;
+    *out = NULL;
     tsl_context *ctx = p->ctx;
     if (!a) return api_error(ctx, TSL_ERR_ARG, "tsl_program_run: args is NULL");
     if (a->p != p)
         return api_error(ctx, TSL_ERR_ARG, "tsl_program_run: the args were created for '%s', "
                          "not '%s'", a->p->def->name, p->def->name);
-    if (target != TSL_TARGET_INTERP && target != TSL_TARGET_CPU && target != TSL_TARGET_CUDA)
-        return api_error(ctx, TSL_ERR_ARG, "unknown target %d", (int)target);
     /* infer again even if done: the borrowed descriptors may have changed */
     tsl_status st;
     if ((st = tsl_args_infer(a))) return st;
@@ -557,22 +572,48 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         free(views);
         return st;
     }
+    *out = views;
+    return TSL_OK;
+}
+
+tsl_status api_args_carry(tsl_program *p, const interp_tensor *views, interp_tensor **cv, char ***owned)
+{
+    const lang_def *def = p->def;
+    *cv = calloc((size_t)def->ntensors + 1, sizeof **cv);
+    *owned = calloc((size_t)def->ntensors + 1, sizeof **owned);
+    if (!*cv || !*owned) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");
+    memcpy(*cv, views, (size_t)def->ntensors * sizeof **cv);
+    return args_carry(p, *cv, *owned);
+}
+
+void api_args_uncarry(tsl_program *p, const interp_tensor *views, interp_tensor *cv, char **owned, int pack)
+{
+    if (owned) args_uncarry(p, views, owned, pack);
+    free(owned);
+    free(cv);
+}
+
+tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target)
+{
+    if (!p) return TSL_ERR_ARG;
+    tsl_context *ctx = p->ctx;
+    if (target != TSL_TARGET_INTERP && target != TSL_TARGET_CPU && target != TSL_TARGET_CUDA)
+        return api_error(ctx, TSL_ERR_ARG, "unknown target %d", (int)target);
+    interp_tensor *views = NULL;
+    tsl_status st = api_args_views(p, a, &views);
+    if (st) return st;
     diag_reset(&ctx->diag);
     if (target == TSL_TARGET_INTERP) {
         st = interp_run(a->bound, views, &ctx->diag);
     } else {
-        interp_tensor *cv = calloc((size_t)def->ntensors + 1, sizeof *cv);
-        char **owned = calloc((size_t)def->ntensors + 1, sizeof *owned);
-        if (!cv || !owned) st = api_error(ctx, TSL_ERR_NOMEM, "out of memory");
-        else memcpy(cv, views, (size_t)def->ntensors * sizeof *cv);
-        if (!st) st = args_carry(p, cv, owned);
+        interp_tensor *cv = NULL;
+        char **owned = NULL;
+        st = api_args_carry(p, views, &cv, &owned);
         if (!st) {
             diag_reset(&ctx->diag);
-            st = api_compiled_run(p, target, a->bound, cv, &ctx->diag);
+            st = api_compiled_run(p, target, a, cv, &ctx->diag);
         }
-        if (owned) args_uncarry(p, views, owned, st == TSL_OK);
-        free(owned);
-        free(cv);
+        api_args_uncarry(p, views, cv, owned, st == TSL_OK);
     }
     free(views);
     if (!st) a->ran = 1;

@@ -159,11 +159,12 @@ static void prepared_drop(prepared *e)
 /* The executable of p's def on t, from the cache (another process made it:
  * no scheduling, no code generation, no compiler) or compiled and stored
  * there; prepared on dev. */
-static tsl_status prepare_cached(tsl_program *p, const drv_target *t, void *dev, drv_prepared **out, tsl_diag *d)
+tsl_status api_prepare_cached(tsl_program *p, const drv_target *t, void *dev, const sched_options *opt,
+                              const char *opt_text, drv_prepared **out, tsl_diag *d)
 {
     char *canon = drv_program_canonical(p->def);
     char key[33];
-    drv_program_key("exe", canon, t, dev, p->opt_text, NULL, key);
+    drv_program_key("exe", canon, t, dev, opt_text, NULL, key);
     drv_executable *x = NULL;
     rt_cache_entry e;
     tsl_status st = TSL_OK;
@@ -180,12 +181,12 @@ static tsl_status prepare_cached(tsl_program *p, const drv_target *t, void *dev,
     }
     rt_cache_entry_free(&e);
     if (!x) {
-        drv_options o = {.sched = &p->opt};
+        drv_options o = {.sched = opt};
         st = drv_compile(p->def, t, t->rt->arch(dev), &o, &x, d);
         if (!st) {
             strbuf blob = {0};
             drv_executable_write(&blob, x);
-            rt_cache_put("exe", key, p->def->name, canon, p->opt_text, blob.buf, blob.len);
+            rt_cache_put("exe", key, p->def->name, canon, opt_text, blob.buf, blob.len);
             sb_free(&blob);
         }
     }
@@ -203,10 +204,11 @@ void api_compiled_forget(void)
 }
 
 /* The prepared executor of p's def on target t (state s), made on a miss. */
-static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, tsl_diag *d, tsl_status *st)
+static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, const sched_options *opt,
+                        const char *opt_text, tsl_diag *d, tsl_status *st)
 {
     strbuf kb = {0};
-    sb_printf(&kb, "%s\n%s\n%s", p->def->name, p->opt_text, p->src.text);
+    sb_printf(&kb, "%s\n%s\n%s", p->def->name, opt_text, p->src.text);
     prepared *slot = &s->plans[0];
     for (int i = 0; i < PREPARED_MAX; i++) {
         prepared *e = &s->plans[i];
@@ -218,7 +220,7 @@ static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, ts
         if (!e->key ? slot->key != NULL : slot->key && e->used < slot->used) slot = e;
     }
     drv_prepared *pp = NULL;
-    *st = prepare_cached(p, t, s->dev, &pp, d);
+    *st = api_prepare_cached(p, t, s->dev, opt, opt_text, &pp, d);
     if (*st) {
         sb_free(&kb);
         return NULL;
@@ -261,14 +263,103 @@ static void locate_bounds_error(const lang_bound *b, const interp_tensor *views,
     free(kernel_msg);
 }
 
-tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound *b,
-                            const struct interp_tensor *views, tsl_diag *d)
+/* ---- tuned options ------------------------------------------------------------------------------- */
+
+void api_shapes_text(const lang_def *def, const lang_bound *b, strbuf *out)
+{
+    for (int i = 0; i < def->nparams; i++) {
+        const lang_tensor *t = def->params[i];
+        if (t->is_scalar) continue;
+        int ti = t->index;
+        sb_printf(out, "%s%s[", out->len ? ";" : "", tsl_dtype_name(t->dtype));
+        for (int k = 0; k < t->rank; k++) sb_printf(out, "%s%lld", k ? "," : "", (long long)b->shapes[ti][k]);
+        sb_putc(out, ']');
+    }
+}
+
+/* Tuned options looked up this process: (target, key) -> options, "" when
+ * the cache has none (a miss is remembered too: the lookup is per run). */
+enum { TUNED_MEMO = 32 };
+static struct {
+    char key[40];
+    char *options;
+} tuned_memo[TUNED_MEMO];
+static int tuned_next;
+static pthread_mutex_t tuned_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The tuned options of p's def at b's shapes on target t (dev's arch),
+ * into *opt and *text; 0 when there are none. */
+static int tuned_lookup(tsl_program *p, const drv_target *t, void *dev, const lang_bound *b, sched_options *opt,
+                        strbuf *text)
+{
+    char *canon = drv_program_canonical(p->def);
+    strbuf shapes = {0};
+    api_shapes_text(p->def, b, &shapes);
+    char key[33], mk[40];
+    drv_program_key("tuned", canon, t, dev, NULL, sb_str(&shapes), key);
+    snprintf(mk, sizeof mk, "%d:%s", (int)t->id, key);
+    free(canon);
+    sb_free(&shapes);
+    const char *found = NULL;
+    char copy[512] = "";
+    pthread_mutex_lock(&tuned_mu);
+    for (int i = 0; i < TUNED_MEMO && !found; i++)
+        if (tuned_memo[i].options && !strcmp(tuned_memo[i].key, mk)) found = tuned_memo[i].options;
+    if (!found) {
+        rt_cache_entry e;
+        char *o = strdup(rt_cache_get("tuned", key, &e) && e.note ? e.note : "");
+        rt_cache_entry_free(&e);
+        int slot = tuned_next++ % TUNED_MEMO;
+        free(tuned_memo[slot].options);
+        snprintf(tuned_memo[slot].key, sizeof tuned_memo[slot].key, "%s", mk);
+        tuned_memo[slot].options = o;
+        found = o;
+    }
+    snprintf(copy, sizeof copy, "%s", found ? found : "");
+    pthread_mutex_unlock(&tuned_mu);
+    found = copy;
+    if (!*found) return 0;
+    sched_options o = sched_options_defaults;
+    char why[256];
+    tsl_diag pd = {0};
+    int ok = !sched_options_parse(found, &o, &pd) && !sched_options_check(&o, t->id, why, sizeof why);
+    diag_free(&pd);
+    if (!ok) return 0; /* a record from another space: the defaults */
+    *opt = o;
+    sb_puts(text, found);
+    return 1;
+}
+
+void api_compiled_forget_tuned(void)
+{
+    pthread_mutex_lock(&tuned_mu);
+    for (int i = 0; i < TUNED_MEMO; i++) {
+        free(tuned_memo[i].options);
+        tuned_memo[i].options = NULL;
+    }
+    pthread_mutex_unlock(&tuned_mu);
+}
+
+int api_run_options(tsl_program *p, const drv_target *t, void *dev, const lang_bound *b, sched_options *opt,
+                    strbuf *text)
+{
+    *opt = p->opt;
+    if (!p->opt_explicit && tuned_lookup(p, t, dev, b, opt, text)) return 1;
+    sb_puts(text, p->opt_text);
+    return 0;
+}
+
+/* ---- running ------------------------------------------------------------------------------------- */
+
+tsl_status api_compiled_run(tsl_program *p, tsl_target target, tsl_args *a, const struct interp_tensor *views,
+                            tsl_diag *d)
 {
     const drv_target *t = drv_target_of(target);
     if (!t) {
         diag_error(d, TSL_ERR_ARG, "target %d is not a compiled target", (int)target);
         return TSL_ERR_ARG;
     }
+    const lang_bound *b = api_args_bound(a);
     tsl_status st = TSL_OK;
     target_state *s = &states[target == TSL_TARGET_CUDA];
     pthread_mutex_lock(&s->mu);
@@ -278,7 +369,13 @@ tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound 
         if (st) unavailable(t->name, d);
         s->dev = dev;
     }
-    rt_exec *e = st ? NULL : prepare(p, t, s, d, &st);
+    /* the program's options, or (never set) what tuning found for these shapes */
+    sched_options opt;
+    strbuf text = {0};
+    int tuned = st ? 0 : api_run_options(p, t, s->dev, b, &opt, &text);
+    api_args_set_used(a, sb_str(&text), tuned);
+    rt_exec *e = st ? NULL : prepare(p, t, s, &opt, sb_str(&text), d, &st);
+    sb_free(&text);
     if (!st) st = drv_run(e, b, views, d);
     if (st == TSL_ERR_BOUNDS) locate_bounds_error(b, views, d);
     if (st == TSL_ERR_RUNTIME && target == TSL_TARGET_CUDA && s->dev) {
