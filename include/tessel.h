@@ -245,6 +245,39 @@ int tsl_target_parse(TSL_KEEP const char *name, tsl_target *out); /* 0 if known 
  * parameter and an output, and bound once with tsl_args_set_tensor). */
 tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target);
 
+/* ---- benchmarking and tuning ---------------------------------------------- */
+
+/* tsl_program_bench: compile once, keep the tensors resident on the
+ * target's device, check the output against the interpreter first (at
+ * these sizes when the interpreter can answer in seconds, else at sizes
+ * cut to 67), warm up, then time whole runs with the device's events (the
+ * monotonic clock on the CPU) over many repetitions, input sets rotated
+ * past the last-level cache. Zero in a field means its default. */
+typedef struct tsl_bench_config {
+    double budget_s; /* timed runs take about this long (default 2) */
+    int min_reps;    /* at least (default 5) */
+    int max_reps;    /* at most (default 10000) */
+} tsl_bench_config;
+
+typedef struct tsl_bench_result {
+    double median_ms, p10_ms, p90_ms, min_ms; /* one run: every launch of the plan */
+    int reps, sets;                           /* timed runs; input sets rotated */
+    double flops, bytes;                      /* one run's work from the op graph; bytes of its tensors */
+    double cold_compile_ms;                   /* schedule, generate, compile and load with no cache */
+    double cached_prepare_ms;                 /* the same with the cache: what a new process pays */
+    double call_ms;                           /* a tsl_program_run of these arguments, end to end (median) */
+    double check_error;                       /* worst output error / its tolerance (<= 1: right) */
+    int check_reduced;                        /* 1: checked at reduced sizes */
+    char options[512];                        /* the options the plan used */
+    int tuned;                                /* ... from a tuning record */
+} tsl_bench_result;
+
+/* a's tensors give the sizes and the inputs; outputs are left unchanged
+ * except by the call_ms runs. A wrong output is TSL_ERR_RUNTIME saying
+ * which tensor and by how much, before anything is timed. */
+tsl_status tsl_program_bench(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target,
+                             const tsl_bench_config *cfg, tsl_bench_result *out);
+
 /* ---- numpy files (used by the CLI; handy for tests) -------------------- */
 
 /* Read a .npy (v1.0/2.0, C order, little-endian) into a malloc'd DLTensor

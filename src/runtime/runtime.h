@@ -75,6 +75,9 @@ tsl_status rt_cache_clear(const char *kind, int *removed, tsl_diag *d);
  * are kept); damaged ones are counted in *skipped. */
 tsl_status rt_cache_export(const char *file, const char *kind, int *copied, int *skipped, tsl_diag *d);
 tsl_status rt_cache_import(const char *file, const char *kind, int *copied, int *skipped, tsl_diag *d);
+/* This thread's lookups miss while on (to measure a cold compile; what it
+ * builds is still stored). */
+void rt_cache_set_bypass(int on);
 /* Close the database (the next use opens it again). */
 void rt_cache_reset(void);
 
