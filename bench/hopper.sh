@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hopper.sh — the sm_90a path in one GPU call (issue 9): the hand-written
 # warp-specialised wgmma GEMM (examples/tile/gemm_wgmma.tile) run on the GPU
-# against NumPy at sizes no tile divides and timed at 4096^3, the TC GEMM
+# against NumPy at sizes no tile divides and timed at 4096^3, the pipeline
+# programs in their TMA and cp.async forms (bench/tile_pipeline_gpu.py), the TC GEMM
 # rows of gpu_bench (each checked before timed) beside PyTorch's, and
 # compute-sanitizer over the small cases. Build here first:
 #   make -s -j2 all && bench/gpu.sh --build       then carry build/
@@ -31,6 +32,19 @@ echo "== compute-sanitizer (memcheck, racecheck) on the small tile GEMM"
 for tool in memcheck racecheck; do
     timeout 180 compute-sanitizer --tool $tool --target-processes all --error-exitcode 7 python3 bench/tile_gpu_check.py \
         examples/tile/gemm_wgmma.tile 100 264 136 2>&1 | tail -n 4
+done
+# pipelines expanded for sm_90a (TMA ring, full/empty mbarriers; the
+# producer-role form and the block form) and for sm_80 (cp.async), on the
+# GPU against the interpreter and NumPy, rows 16-byte aligned and not;
+# the GEMMs timed at 4096^3 beside the hand-written gemm_wgmma.tile
+echo "== pipelines in both forms on the GPU (bench/tile_pipeline_gpu.py)"
+timeout 900 python3 bench/tile_pipeline_gpu.py --reps 20 2>&1 | tail -n 60
+echo "== compute-sanitizer (memcheck, racecheck) on the TMA form of the pipelines"
+for tool in memcheck racecheck; do
+    for p in "examples/tile/gemm_wgmma_pipeline.tile 100 264 136" "tests/tile_pipeline/gemm_tma.tile 100 72 200"; do
+        timeout 180 compute-sanitizer --tool $tool --target-processes all --error-exitcode 7 python3 bench/tile_gpu_check.py \
+            $p 2>&1 | tail -n 4
+    done
 done
 fi
 # the plan's cases on the GPU against the interpreter: the four operand

@@ -195,9 +195,18 @@ tsl_status tsl_program_param(TSL_KEEP const tsl_program *p, int i, tsl_param_inf
 int tsl_program_output_count(TSL_KEEP const tsl_program *p);
 const char *tsl_program_output_name(TSL_KEEP const tsl_program *p, int i);
 /* The symbolic size names of a tensor parameter's dims (e.g. "M", "K"), for
- * generating random inputs from --size; NULL entries for unnamed dims. */
+ * generating random inputs from --size; NULL entries for constant dims,
+ * whose extents tsl_program_param_extents gives. */
 tsl_status tsl_program_param_dims(TSL_KEEP const tsl_program *p, int i,
                                   const char *names[TSL_MAX_RANK]);
+/* A tensor parameter's constant extents (`float(F,C,3,3)`: -1, -1, 3, 3):
+ * -1 for the dims a size symbol names. */
+tsl_status tsl_program_param_extents(TSL_KEEP const tsl_program *p, int i, int64_t ext[TSL_MAX_RANK]);
+/* The def's size symbols: those of its parameters' dims and those only its
+ * `where` bounds use (`where c in 0:C`), which no input fixes: bind them
+ * with tsl_args_set_size. */
+int tsl_program_size_count(TSL_KEEP const tsl_program *p);
+const char *tsl_program_size_name(TSL_KEEP const tsl_program *p, int i); /* NULL past the end */
 
 /* ---- arguments and running --------------------------------------------- */
 
@@ -211,6 +220,11 @@ void tsl_args_free(TSL_TAKE tsl_args *a);
 tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
                                TSL_KEEP const DLTensor *t);
 tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, double v);
+/* Bind a size symbol's value: one that only `where` bounds use must be
+ * bound so; one an input's shape also fixes must agree with it (checked
+ * by tsl_args_infer, naming both). tsl_args_set_scalar with a size's name
+ * does the same. */
+tsl_status tsl_args_set_size(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, int64_t value);
 
 /* Infer every output's shape and dtype from the bound inputs; checks that
  * size symbols agree (an error names both tensors and dims). */

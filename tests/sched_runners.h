@@ -62,6 +62,9 @@ typedef struct test_draw {
     double (*float_value)(tsl_dtype t, void *ctx);
     void *ctx;
     double tol;
+    /* storage of the inputs the plan reads (NULL: the arena); e.g. memory
+     * between inaccessible pages, so that a read past a tensor faults */
+    void *(*alloc)(size_t bytes, void *ctx);
 } test_draw;
 /* test_compare_plan with chosen inputs (dr may be NULL) and exact
  * integers; outputs poisoned first. Returns the outputs that differ. */

@@ -534,6 +534,7 @@ typedef struct run_state {
     int nparams;
     tsl_param_info *params;
     const char *(*dims)[TSL_MAX_RANK];
+    char (*cdims)[TSL_MAX_RANK][24]; /* a constant dim's extent as text ("3"), dims[i][d] points here */
     DLTensor **tensors;  /* per param: the bound input (owned) */
     DLTensor **pristine; /* per param: a copy of an in/out input for --check */
     DLTensor **packed_in; /* per param: a --packed input's bytes until its shape is known */
@@ -557,6 +558,7 @@ static void run_state_free(run_state *s)
     free(s->packed_in);
     free(s->params);
     free(s->dims);
+    free(s->cdims);
     free(s->scalars);
     free(s->scalar_set);
     free(s->sizes);
@@ -612,30 +614,40 @@ static int load_params(run_state *s)
     int n = s->nparams > 0 ? s->nparams : 1;
     s->params = calloc((size_t)n, sizeof *s->params);
     s->dims = calloc((size_t)n, sizeof *s->dims);
+    s->cdims = calloc((size_t)n, sizeof *s->cdims);
     s->tensors = calloc((size_t)n, sizeof *s->tensors);
     s->pristine = calloc((size_t)n, sizeof *s->pristine);
     s->packed_in = calloc((size_t)n, sizeof *s->packed_in);
     s->scalars = calloc((size_t)n, sizeof *s->scalars);
     s->scalar_set = calloc((size_t)n, sizeof *s->scalar_set);
     s->sizes = calloc((size_t)(n * TSL_MAX_RANK + s->o.nsizes + 1), sizeof *s->sizes);
-    if (!s->params || !s->dims || !s->tensors || !s->pristine || !s->packed_in || !s->scalars ||
+    if (!s->params || !s->dims || !s->cdims || !s->tensors || !s->pristine || !s->packed_in || !s->scalars ||
         !s->scalar_set || !s->sizes) {
         fprintf(stderr, "tessel: out of memory\n");
         return 1;
     }
     for (int i = 0; i < s->nparams; i++) {
         tsl_status st = tsl_program_param(s->prog, i, &s->params[i]);
+        int64_t ext[TSL_MAX_RANK];
         if (st == TSL_OK && !s->params[i].is_scalar)
             st = tsl_program_param_dims(s->prog, i, s->dims[i]);
+        if (st == TSL_OK && !s->params[i].is_scalar) st = tsl_program_param_extents(s->prog, i, ext);
         if (st != TSL_OK) {
             report(s->ctx, st, "introspection");
             return 1;
         }
+        /* a constant dim (`float(F,C,3,3)`) as its number: random inputs take it */
+        for (int d = 0; !s->params[i].is_scalar && d < s->params[i].rank && d < TSL_MAX_RANK; d++)
+            if (!s->dims[i][d] && ext[d] >= 0) {
+                snprintf(s->cdims[i][d], sizeof s->cdims[i][d], "%lld", (long long)ext[d]);
+                s->dims[i][d] = s->cdims[i][d];
+            }
     }
     return 0;
 }
 
-/* --size SYM=N: each symbol must be one the program's parameters use. */
+/* --size SYM=N: each symbol must be one of the program's sizes (its
+ * parameters' dims, or a size only `where` bounds use). */
 static int bind_cli_sizes(run_state *s)
 {
     for (int k = 0; k < s->o.nsizes; k++) {
@@ -646,13 +658,13 @@ static int bind_cli_sizes(run_state *s)
                     kv->name, kv->value);
             return 1;
         }
-        int used = 0;
-        for (int i = 0; i < s->nparams && !used; i++)
-            for (int d = 0; d < s->params[i].rank; d++)
-                if (s->dims[i][d] && !strcmp(s->dims[i][d], kv->name)) used = 1;
+        int used = 0, n = tsl_program_size_count(s->prog);
+        for (int k2 = 0; k2 < n && !used; k2++) used = !strcmp(tsl_program_size_name(s->prog, k2), kv->name);
         if (!used) {
-            fprintf(stderr, "tessel run: --size %s: no parameter of '%s' has a size named %s\n",
-                    kv->name, tsl_program_name(s->prog), kv->name);
+            fprintf(stderr, "tessel run: --size %s: '%s' has no size named %s (its sizes:", kv->name,
+                    tsl_program_name(s->prog), kv->name);
+            for (int k2 = 0; k2 < n; k2++) fprintf(stderr, "%s %s", k2 ? "," : "", tsl_program_size_name(s->prog, k2));
+            fprintf(stderr, "%s)\n", n ? "" : " none");
             return 1;
         }
         size_bind *b = find_size(s, kv->name);
@@ -960,6 +972,16 @@ static int bind_args(run_state *s, tsl_args **out, int use_pristine)
         }
         if (st != TSL_OK) {
             report(s->ctx, st, "binding arguments");
+            return 1;
+        }
+    }
+    /* --size values: those only `where` bounds use reach the program here
+     * (the others also fixed the random inputs' shapes) */
+    for (int k = 0; k < s->o.nsizes; k++) {
+        size_bind *b = find_size(s, s->o.sizes[k].name);
+        tsl_status st = b ? tsl_args_set_size(a, b->sym, b->value) : TSL_OK;
+        if (st != TSL_OK) {
+            report(s->ctx, st, "binding sizes");
             return 1;
         }
     }

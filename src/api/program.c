@@ -239,6 +239,27 @@ const char *tsl_program_output_name(TSL_KEEP const tsl_program *p, int i)
     return p->def->outputs[i]->name;
 }
 
+tsl_status tsl_program_param_extents(TSL_KEEP const tsl_program *p, int i, int64_t ext[TSL_MAX_RANK])
+{
+    if (!p) return TSL_ERR_ARG;
+    if (!ext) return api_error(p->ctx, TSL_ERR_ARG, "tsl_program_param_extents: ext is NULL");
+    if (i < 0 || i >= p->def->nparams)
+        return api_error(p->ctx, TSL_ERR_ARG, "'%s' has %d parameters; index %d is out of range",
+                         p->def->name, p->def->nparams, i);
+    const lang_tensor *t = p->def->params[i];
+    for (int d = 0; d < TSL_MAX_RANK; d++) ext[d] = -1;
+    for (int d = 0; d < t->rank && d < TSL_MAX_RANK && t->dims; d++)
+        if (t->dims[d].sym < 0) ext[d] = t->dims[d].value;
+    return TSL_OK;
+}
+
+int tsl_program_size_count(TSL_KEEP const tsl_program *p) { return p ? p->def->nsizes : 0; }
+
+const char *tsl_program_size_name(TSL_KEEP const tsl_program *p, int i)
+{
+    return p && i >= 0 && i < p->def->nsizes ? p->def->sizes[i] : NULL;
+}
+
 tsl_status tsl_program_param_dims(TSL_KEEP const tsl_program *p, int i,
                                   const char *names[TSL_MAX_RANK])
 {

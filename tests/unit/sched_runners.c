@@ -462,7 +462,7 @@ int test_compare_plan_draw(tsl_arena *a, const lang_def *def, const sched_plan *
         for (int k = 0; k < t->rank; k++) cnt[i] *= b->shapes[i][k];
         size_t es = tsl_dtype_size(t->dtype);
         ref[i] = arena_alloc(a, (size_t)cnt[i] * es + 1);
-        got[i] = arena_alloc(a, (size_t)cnt[i] * es + 1);
+        got[i] = dr && dr->alloc ? dr->alloc((size_t)cnt[i] * es, dr->ctx) : arena_alloc(a, (size_t)cnt[i] * es + 1);
         int isf = dtype_info_of(t->dtype)->is_float;
         for (int64_t e = 0; e < cnt[i]; e++) {
             char *at = (char *)ref[i] + (size_t)e * es;

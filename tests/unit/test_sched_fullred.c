@@ -92,7 +92,7 @@ static void fr_run(const char *which, tsl_target target, const test_runner *fn, 
         for (int s = 0; s < def->nsizes && s < 8; s++)
             sz[s] = !strcmp(def->sizes[s], "M") ? M : !strcmp(def->sizes[s], "N") ? N : 3;
         if (!strcmp(def->name, "win") && N < 3) continue; /* (its range would be empty) */
-        test_draw dr = {NULL, fr_pos, NULL, 0};
+        test_draw dr = {.float_value = fr_pos};
         int64_t nidx = N;
         if (!strcmp(def->name, "gath")) dr.int_value = fr_index, dr.ctx = &nidx;
         test_compare_plan_draw(a, def, p, sz, fn, what, &dr);
