@@ -64,9 +64,6 @@ void api_args_uncarry(tsl_program *p, const struct interp_tensor *views, struct 
                       int pack);
 const lang_bound *api_args_bound(const tsl_args *a);
 void api_args_set_used(tsl_args *a, const char *options, int tuned);
-/* The shapes of def's tensor parameters under b as text ("float32[64,32];..."),
- * part of a tuning record's key. */
-void api_shapes_text(const lang_def *def, const lang_bound *b, strbuf *out);
 /* The options a run of p at b's shapes on t uses: p's own when set, else
  * its tuning record's (returns 1), else the defaults; their text to text. */
 struct drv_target;

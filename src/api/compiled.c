@@ -156,42 +156,10 @@ static void prepared_drop(prepared *e)
     memset(e, 0, sizeof *e);
 }
 
-/* The executable of p's def on t, from the cache (another process made it:
- * no scheduling, no code generation, no compiler) or compiled and stored
- * there; prepared on dev. */
 tsl_status api_prepare_cached(tsl_program *p, const drv_target *t, void *dev, const sched_options *opt,
                               const char *opt_text, drv_prepared **out, tsl_diag *d)
 {
-    char *canon = drv_program_canonical(p->def);
-    char key[33];
-    drv_program_key("exe", canon, t, dev, opt_text, NULL, key);
-    drv_executable *x = NULL;
-    rt_cache_entry e;
-    tsl_status st = TSL_OK;
-    if (rt_cache_get("exe", key, &e)) {
-        tsl_diag rd = {0};
-        if (drv_executable_read(e.data, e.size, &x, &rd) || x->target != t->id ||
-            strcmp(x->arch, t->rt->arch(dev))) {
-            rt_warn("kernel cache entry exe/%s cannot be used (%s); rebuilding it", key,
-                    rd.nerr ? sb_str(&rd.msg) : "it is for another target");
-            drv_executable_free(x);
-            x = NULL;
-        }
-        diag_free(&rd);
-    }
-    rt_cache_entry_free(&e);
-    if (!x) {
-        drv_options o = {.sched = opt};
-        st = drv_compile(p->def, t, t->rt->arch(dev), &o, &x, d);
-        if (!st) {
-            strbuf blob = {0};
-            drv_executable_write(&blob, x);
-            rt_cache_put("exe", key, p->def->name, canon, opt_text, blob.buf, blob.len);
-            sb_free(&blob);
-        }
-    }
-    free(canon);
-    return st ? st : drv_prepare(x, t, dev, out, d);
+    return drv_prepare_cached(p->def, t, dev, opt, opt_text, out, d);
 }
 
 void api_compiled_forget(void)
@@ -265,17 +233,6 @@ static void locate_bounds_error(const lang_bound *b, const interp_tensor *views,
 
 /* ---- tuned options ------------------------------------------------------------------------------- */
 
-void api_shapes_text(const lang_def *def, const lang_bound *b, strbuf *out)
-{
-    for (int i = 0; i < def->nparams; i++) {
-        const lang_tensor *t = def->params[i];
-        if (t->is_scalar) continue;
-        int ti = t->index;
-        sb_printf(out, "%s%s[", out->len ? ";" : "", tsl_dtype_name(t->dtype));
-        for (int k = 0; k < t->rank; k++) sb_printf(out, "%s%lld", k ? "," : "", (long long)b->shapes[ti][k]);
-        sb_putc(out, ']');
-    }
-}
 
 /* Tuned options looked up this process: (target, key) -> options, "" when
  * the cache has none (a miss is remembered too: the lookup is per run). */
@@ -294,7 +251,7 @@ static int tuned_lookup(tsl_program *p, const drv_target *t, void *dev, const la
 {
     char *canon = drv_program_canonical(p->def);
     strbuf shapes = {0};
-    api_shapes_text(p->def, b, &shapes);
+    drv_shapes_text(p->def, b, &shapes);
     char key[33], mk[40];
     drv_program_key("tuned", canon, t, dev, NULL, sb_str(&shapes), key);
     snprintf(mk, sizeof mk, "%d:%s", (int)t->id, key);

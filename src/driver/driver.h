@@ -145,6 +145,14 @@ tsl_status drv_prepare_plan(const lang_def *def, const struct sched_plan *sp, co
 void drv_prepared_free(drv_prepared *p); /* NULL allowed */
 rt_exec *drv_prepared_exec(const drv_prepared *p);
 const drv_executable *drv_prepared_executable(const drv_prepared *p);
+/* def's executable for t under options opt (their canonical text
+ * opt_text): the cache's row (kind "exe"), or compiled and stored; then
+ * prepared on dev (cached.c). */
+tsl_status drv_prepare_cached(const lang_def *def, const drv_target *t, void *dev, const sched_options *opt,
+                              const char *opt_text, drv_prepared **out, tsl_diag *d);
+/* The shapes of def's tensor parameters under b as text
+ * ("float32[64,32];..."), part of a tuning record's key (cached.c). */
+void drv_shapes_text(const lang_def *def, const lang_bound *b, strbuf *out);
 
 /* Run on host data: views of every def tensor of b->def (the interpreter's
  * convention: parameters and outputs point at caller memory, maybe
