@@ -219,6 +219,18 @@ static void cache_close(void)
     cache.path = cache.root = NULL;
 }
 
+/* In a child of fork: SQLite forbids using a connection across fork, so
+ * the parent's is forgotten (not closed: closing would touch the parent's
+ * locks) and the next use opens the database afresh. */
+void rt_cache_after_fork(void)
+{
+    pthread_mutex_init(&cache.mu, NULL);
+    cache.db = NULL;
+    free(cache.path);
+    free(cache.root);
+    cache.path = cache.root = NULL;
+}
+
 /* Move the database (and its WAL files) aside as <path>.damaged-<pid>-<n>,
  * but only while `path` is still the file this process opened (or, when
  * check is 0, whatever is there): another process may have replaced it. */

@@ -80,6 +80,9 @@ tsl_status rt_cache_import(const char *file, const char *kind, int *copied, int 
 void rt_cache_set_bypass(int on);
 /* Close the database (the next use opens it again). */
 void rt_cache_reset(void);
+/* In a child process after fork: forget the parent's connection (the next
+ * use opens its own). */
+void rt_cache_after_fork(void);
 
 /* ---- CPU runtime (cpu.c) ---------------------------------------------- */
 typedef struct rt_cpu_module rt_cpu_module;
@@ -132,6 +135,8 @@ void rt_cpu_set_num_threads(int n);
 /* Join and free the pool (also done at process exit); the next
  * parallel_for starts a new one. */
 void rt_cpu_shutdown(void);
+/* In a child process after fork: forget the parent's pool threads. */
+void rt_cpu_after_fork(void);
 
 /* ---- CUDA: NVRTC (cuda.c; needs only libnvrtc) ------------------------ */
 /* The NVRTC option that selects a kernel's 64-bit index variant and the
@@ -200,6 +205,8 @@ typedef struct rt_cuda_info {
 /* Open device $TESSEL_CUDA_DEVICE (default 0) through its primary context.
  * TSL_ERR_UNAVAILABLE when there is no driver or no such device. */
 tsl_status rt_cuda_open(rt_cuda_device **out, tsl_diag *d);
+/* The same for device `ordinal` (-1: TESSEL_CUDA_DEVICE, else 0). */
+tsl_status rt_cuda_open_ordinal(int ordinal, rt_cuda_device **out, tsl_diag *d);
 void rt_cuda_close(rt_cuda_device *dev); /* NULL allowed */
 const rt_cuda_info *rt_cuda_device_info(const rt_cuda_device *dev);
 
