@@ -292,6 +292,50 @@ typedef struct tsl_bench_result {
 tsl_status tsl_program_bench(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target,
                              const tsl_bench_config *cfg, tsl_bench_result *out);
 
+/* tsl_program_tune: search the strategies' options (tsl_options_space)
+ * for the fastest plan of p at a's shapes on target, after Tensor
+ * Comprehensions' autotuner: genetic search (population, three-parent
+ * uniform crossover, mutation, elites kept) or random search. Candidates
+ * are compiled in parallel (CPU: several processes), each checked against
+ * the interpreter before it is timed (as tsl_program_bench times), by
+ * worker processes: one per GPU (or the CPU). A candidate that fails to
+ * compile, is wrong, faults or times out is recorded as failed and the
+ * search goes on. The best options are stored in the cache for (program,
+ * shapes, arch); a later run of a program whose options were never set
+ * uses them (tsl_args_options_used says so). Zero in a field means its
+ * default. TSL_ERR_UNAVAILABLE when a worker's device cannot be opened;
+ * on CUDA, call it from a process that has not used CUDA yet (workers
+ * fork; a CUDA context does not survive a fork). */
+typedef struct tsl_tune_config {
+    double budget_s;       /* stop starting candidates after this long (default 120) */
+    int generations;       /* at most (default 8) */
+    int population;        /* candidates per generation (default 16) */
+    int random_search;     /* 1: random search instead of the genetic one */
+    int workers;           /* timing workers (default: the CPU 1; CUDA one per GPU) */
+    const int *devices;    /* CUDA: each worker's device ordinal (NULL: 0, 1, ...) */
+    int compilers;         /* CPU: compiling processes (default: cores, at most 8) */
+    double candidate_ms;   /* timed runs per candidate take about this long (default 200) */
+    double timeout_s;      /* a candidate taking longer fails (default 60) */
+    unsigned long long seed; /* 0: fresh */
+    void (*progress)(void *ctx, const char *line); /* one line per generation */
+    void *progress_ctx;
+} tsl_tune_config;
+
+typedef struct tsl_tune_result {
+    double default_ms, best_ms;  /* median times (0: did not run) */
+    char best_options[400];      /* canonical text ("" the defaults) */
+    int best_device;             /* the device that timed the best (-1: the CPU) */
+    int tried, failed, rejected; /* rejected: refused by the options' validity check */
+    int generations, workers;
+    int timed_by[16];            /* candidates each worker timed */
+    int device_of[16];           /* each worker's device (-1: the CPU) */
+    double wall_s;
+    int recorded;                /* the tuning record was stored */
+} tsl_tune_result;
+
+tsl_status tsl_program_tune(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target,
+                            const tsl_tune_config *cfg, tsl_tune_result *out);
+
 /* ---- numpy files (used by the CLI; handy for tests) -------------------- */
 
 /* Read a .npy (v1.0/2.0, C order, little-endian) into a malloc'd DLTensor
