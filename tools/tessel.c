@@ -14,6 +14,8 @@ static const struct {
     {"compile", cmd_compile, "compile FILE.tc --emit=ast|ranges print a compiled form"},
     {"layout", cmd_layout, "layout EXPR [--json]              print a layout's mapping"},
     {"tile", cmd_tile, "tile run FILE.tile [options]      run a tile program"},
+    {"bench", cmd_bench, "bench FILE.tc [options]           time a def, checked (see `tessel bench --help`)"},
+    {"tune", cmd_tune, "tune FILE.tc [options]            tune a def's options (see `tessel tune --help`)"},
     {"cache", cmd_cache, "cache list|show|stats|export|import|clear  the kernel cache"},
 };
 
