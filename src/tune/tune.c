@@ -156,6 +156,9 @@ static void worker_main(session *s, int self, int fd)
         r.idx = q.idx;
         worker_candidate(s, cdev, &q, &r);
         if (send_all(fd, &r, sizeof r)) break;
+        /* a launch that failed may have poisoned the context: the session
+         * starts a fresh worker for the next candidate */
+        if (cdev && r.status == TSL_ERR_RUNTIME) _exit(3);
     }
     _exit(0);
 }
@@ -251,7 +254,15 @@ static tsl_status dispatch(session *s, int lo, int hi, const int *idx, int n, do
             }
             req q = {.idx = idx[next], .compile_only = w->compile_only};
             snprintf(q.options, sizeof q.options, "%s", rep->hist[idx[next]].options);
-            if (send_all(w->fd, &q, sizeof q)) continue; /* noticed by poll below */
+            if (send_all(w->fd, &q, sizeof q)) { /* it ended after its last candidate: a fresh one */
+                char why[240];
+                tsl_diag wd = {0};
+                died(w, i, NULL, why, sizeof why);
+                if (worker_start(s, i, &wd)) rt_warn("tune: %s; %s; going on without it", why, sb_str(&wd.msg));
+                diag_free(&wd);
+                i--; /* hand the same candidate to the new worker */
+                continue;
+            }
             w->busy = idx[next++];
             w->since = now_s();
             inflight++;
