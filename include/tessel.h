@@ -296,7 +296,7 @@ tsl_status tsl_program_bench(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_
  * for the fastest plan of p at a's shapes on target, after Tensor
  * Comprehensions' autotuner: genetic search (population, three-parent
  * uniform crossover, mutation, elites kept) or random search. Candidates
- * are compiled in parallel (CPU: several processes), each checked against
+ * are compiled in parallel by several processes, each checked against
  * the interpreter before it is timed (as tsl_program_bench times), by
  * worker processes: one per GPU (or the CPU). A candidate that fails to
  * compile, is wrong, faults or times out is recorded as failed and the
@@ -313,7 +313,7 @@ typedef struct tsl_tune_config {
     int random_search;     /* 1: random search instead of the genetic one */
     int workers;           /* timing workers (default: the CPU 1; CUDA one per GPU) */
     const int *devices;    /* CUDA: each worker's device ordinal (NULL: 0, 1, ...) */
-    int compilers;         /* CPU: compiling processes (default: cores, at most 8) */
+    int compilers;         /* compiling processes (default: cores, at most 8) */
     double candidate_ms;   /* timed runs per candidate take about this long (default 200) */
     double timeout_s;      /* a candidate taking longer fails (default 60) */
     unsigned long long seed; /* 0: fresh */

@@ -56,9 +56,12 @@ tsl_status tsl_program_tune(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_t
     api_args_uncarry(p, views, cv, owned, 0);
     free(views);
     out->best_device = -1;
-    if (rep.def >= 0 && !rep.hist[rep.def].status) out->default_ms = rep.hist[rep.def].ms;
+    /* the final re-timing decides when it ran (both by one worker, interleaved) */
+    if (rep.def >= 0 && !rep.hist[rep.def].status)
+        out->default_ms = rep.confirmed && rep.hist[rep.def].confirm_ms > 0 ? rep.hist[rep.def].confirm_ms
+                                                                           : rep.hist[rep.def].ms;
     if (rep.best >= 0) {
-        out->best_ms = rep.hist[rep.best].ms;
+        out->best_ms = rep.confirmed ? rep.hist[rep.best].confirm_ms : rep.hist[rep.best].ms;
         out->best_device = rep.hist[rep.best].device;
         snprintf(out->best_options, sizeof out->best_options, "%s", rep.hist[rep.best].options);
     }

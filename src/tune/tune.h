@@ -135,7 +135,8 @@ typedef struct tune_config {
     int random;         /* 1: random search */
     int workers;        /* timing processes (default: the CPU 1; CUDA one per GPU) */
     const int *devices; /* CUDA: each worker's device ordinal (NULL: 0, 1, ...) */
-    int compilers;      /* CPU: processes compiling a generation in parallel (default: cores, at most 8) */
+    int compilers;      /* processes compiling a generation in parallel (default: cores, at most 8;
+                         * on CUDA each opens the first worker's device for its arch) */
     double candidate_ms; /* timed runs of a candidate take about this long (default 200) */
     double timeout_s;   /* a candidate's check and timing taking longer fail it (default 60;
                          * compiling gets at least 300 s) */
@@ -155,6 +156,7 @@ typedef struct tune_entry {
     int timed;                  /* times it was timed (the tests check 1) */
     tsl_status status;          /* TSL_OK: checked and timed */
     double ms, err;             /* median time; error / tolerance */
+    double confirm_ms;          /* the final re-timing by worker 0 (0: not re-timed) */
     char msg[240];              /* why it failed */
 } tune_entry;
 
@@ -168,6 +170,7 @@ typedef struct tune_report {
     double wall_s;
     char key[33];    /* the tuning record's key */
     int recorded;    /* the record was written */
+    int confirmed;   /* best and the default were re-timed (confirm_ms decides) */
 } tune_report;
 
 /* Tune def at b's sizes on cfg->target with the case's inputs (views:
