@@ -90,6 +90,9 @@ typedef struct cg_cuda_tmap {
     int swizzle;     /* shared swizzle in bytes: 0, 32, 64, 128 */
     int esize;       /* element bytes */
     tile_dtype dtype;
+    int guarded;     /* used only under a size branch that checks the rows are
+                        16-byte aligned: a tensor TMA cannot describe gets a
+                        zero map, which the arm that runs never reads */
 } cg_cuda_tmap;
 /* The kernel's tensor maps (writes up to max; returns how many). */
 int cg_cuda_tmaps(const tile_kernel *k, cg_cuda_tmap *out, int max);

@@ -49,7 +49,8 @@ static tsl_status emit_cuda(const tile_module *m, const tile_kernel *k, const sc
     e->ntmaps = n;
     e->tmaps = arena_alloc(a, sizeof *e->tmaps * (size_t)(n + 1));
     for (int i = 0; i < n; i++) {
-        e->tmaps[i] = (rt_tmap){.param = maps[i].param, .rank = maps[i].rank, .swizzle = maps[i].swizzle};
+        e->tmaps[i] = (rt_tmap){.param = maps[i].param, .rank = maps[i].rank, .swizzle = maps[i].swizzle,
+                                 .guarded = maps[i].guarded};
         memcpy(e->tmaps[i].box, maps[i].box, sizeof e->tmaps[i].box);
     }
     return TSL_OK;

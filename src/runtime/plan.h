@@ -102,6 +102,7 @@ typedef struct rt_tmap {
     int rank;        /* 1..5 */
     int64_t box[5];  /* elements per dim, outermost first */
     int swizzle;     /* bytes: 0, 32, 64, 128 */
+    int guarded;     /* cg_cuda_tmap's: unencodable -> a zero map, not an error */
 } rt_tmap;
 
 enum { RT_MAX_TMAPS = 8 };

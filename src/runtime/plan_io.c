@@ -1,7 +1,8 @@
 /* plan_io.c — an rt_plan as bytes (what the cache stores) and back, and
  * as text for people.
  *
- * Format: the magic "TSLPLAN3" (bumped with every change of layout), then every field in a fixed order as
+ * Format: the magic "TSLPLAN3" (bumped with every change of layout), then
+ * every field in a fixed order as
  * little-endian i64 (counts, enums and values alike) or length-prefixed
  * bytes (strings, binaries). The reader trusts nothing: every count has a
  * bound, every index is checked against what it indexes, every expression
@@ -94,6 +95,7 @@ void rt_plan_write(strbuf *o, const rt_plan *p)
             w_i64(o, m->rank);
             for (int j = 0; j < 5; j++) w_i64(o, m->box[j]);
             w_i64(o, m->swizzle);
+            w_i64(o, m->guarded);
         }
         w_i64(o, k->nbins);
         for (int i = 0; i < k->nbins; i++) {
@@ -263,6 +265,7 @@ static void r_kernel(rd *r, rt_kernel *k)
         m->rank = r_count(r, 5, "a tensor map's rank is out of range");
         for (int j = 0; j < 5; j++) m->box[j] = r_count(r, 256, "a tensor map's box is out of range");
         m->swizzle = r_count(r, 128, "a tensor map's swizzle is out of range");
+        m->guarded = r_count(r, 1, "a tensor map's guard flag is out of range");
         if (!r->bad && (!k->params[m->param].is_tensor || m->rank < 1 || m->rank > k->params[m->param].rank))
             r->bad = "a tensor map does not fit its parameter";
     }

@@ -68,6 +68,18 @@ static tsl_status tcuda_load(void *dev, const rt_kernel *k, unsigned variant, co
 
 static void tcuda_unload(void *module) { rt_cuda_module_free(module); }
 
+/* The condition the pipeline's size branch tests (tile/pipeline_tma.c,
+ * aligned_rows): the last dimension contiguous, every other stride a
+ * multiple of 16 bytes. */
+static int rows_aligned(const rt_param *pa, const int64_t *stride)
+{
+    int64_t es = (int64_t)tsl_dtype_size((tsl_dtype)pa->dtype);
+    if (es <= 0 || pa->rank < 1 || stride[pa->rank - 1] != 1) return 0;
+    for (int i = 0; i + 1 < pa->rank; i++)
+        if (stride[i] * es % 16) return 0;
+    return 1;
+}
+
 static tsl_status tcuda_launch(void *dev, void *fn, const rt_bound *b, rt_fault *fault, tsl_diag *d)
 {
     (void)fault; /* faults come back in the error record */
@@ -101,7 +113,8 @@ static tsl_status tcuda_launch(void *dev, void *fn, const rt_bound *b, rt_fault 
     for (int i = 0; i < ns; i++) params[i] = &slot[i];
     /* TMA tensor maps (CUtensorMap, 128 bytes, 64-byte aligned), passed by
      * value after the regular parameters; an empty tensor copies nothing
-     * and gets a zero map */
+     * and gets a zero map, as does a guarded map's tensor whose rows are
+     * not aligned (the kernel's size branch then copies with cp.async) */
     _Alignas(64) unsigned long long maps[RT_MAX_TMAPS][16];
     for (int i = 0; i < k->ntmaps && i < RT_MAX_TMAPS; i++) {
         const rt_tmap *m = &k->tmaps[i];
@@ -110,7 +123,7 @@ static tsl_status tcuda_launch(void *dev, void *fn, const rt_bound *b, rt_fault 
         for (int j = 0; j < pa->rank; j++) n *= b->shape[m->param][j];
         params[ns + i] = maps[i];
         memset(maps[i], 0, sizeof maps[i]);
-        if (!n) continue;
+        if (!n || (m->guarded && !rows_aligned(pa, b->stride[m->param]))) continue;
         tsl_status st = rt_cuda_tmap_encode(dev, maps[i], pa->name, (tsl_dtype)pa->dtype, m->rank, b->ptr[m->param],
                                             b->shape[m->param], b->stride[m->param], m->box, m->swizzle, d);
         if (st) return st;

@@ -563,7 +563,36 @@ static void test_compile_sm90a(void)
     }
 }
 
+/* The TMA form's tensor maps are `guarded` (a tensor TMA cannot describe
+ * gets a zero map at launch, not an error) exactly when every TMA copy
+ * sits in the aligned arm of the size branch: the block form with sizes
+ * the branch tests; never the TMA-only form, never a producer role. */
+static void test_tmaps_guarded(void)
+{
+    for (size_t pi = 0; pi < TSL_COUNTOF(progs); pi++) {
+        char *text = read_text(progs[pi].dir, progs[pi].file);
+        if (!text) continue;
+        int producer = progs[pi].modes == 1u << TMA;
+        for (int mode = TMA; mode <= TMA_ONLY; mode++) {
+            if (!(progs[pi].modes & (1u << mode)) && !producer) continue;
+            built b;
+            build(&b, progs[pi].file, text, mode);
+            CHECK_MSG(b.st == TSL_OK, "%s: %s", progs[pi].file, sb_str(&b.d.msg));
+            cg_cuda_tmap maps[CG_MAX_TMAPS];
+            int n = b.st ? 0 : cg_cuda_tmaps(b.m->kernels[0], maps, CG_MAX_TMAPS);
+            CHECK_MSG(b.st || n >= 1, "%s %s: no tensor map", progs[pi].file, mode_name[mode]);
+            int want = mode == TMA && !producer;
+            for (int i = 0; i < n && i < CG_MAX_TMAPS; i++)
+                CHECK_MSG(maps[i].guarded == want, "%s %s: tensor map %d guarded %d, want %d", progs[pi].file,
+                          mode_name[mode], i, maps[i].guarded, want);
+            built_free(&b);
+        }
+        free(text);
+    }
+}
+
 TEST_SUITE(tile_pipeline) = {
+    {"tmaps_guarded", test_tmaps_guarded},
     {"programs", test_programs},
     {"shapes", test_shapes},
     {"mutations", test_mutations},
