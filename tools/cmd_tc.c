@@ -1149,7 +1149,8 @@ static int run_setup(run_state *s)
 
 static int run_main(run_state *s)
 {
-    if (run_setup(s)) return 1;
+    int rc = run_setup(s);
+    if (rc) return rc; /* 1: a user error, 2: a usage error (bad options) */
     double t0 = now_ms();
     tsl_status st = tsl_program_run(s->prog, s->args, s->o.target);
     double ms = now_ms() - t0;
