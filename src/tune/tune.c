@@ -511,17 +511,32 @@ tsl_status tune_run(const tune_config *cfg_in, const lang_def *def, const lang_b
         st = tune_ref_make(&s.c, &s.ref, d);
         s.have_ref = !st;
     }
-    /* workers [0, workers) time; [workers, workers + compilers) compile */
-    rep->workers = cfg.workers;
-    for (int i = 0; !st && i < cfg.workers + cfg.compilers; i++) {
+    /* workers [0, workers) time; [workers, workers + compilers) compile.
+     * A GPU counted by default (/dev/nvidiaN) that does not open — hidden
+     * from this process, say — is left out with a warning; a device the
+     * caller named must open. */
+    int want = cfg.workers, first_dev = -1;
+    for (int k = 0, i = 0; !st && k < want + cfg.compilers; k++) {
         worker *w = &s.w[i];
-        w->compile_only = i >= cfg.workers;
-        w->device = !gpu ? -1 : w->compile_only ? (cfg.devices ? cfg.devices[0] : 0) : cfg.devices ? cfg.devices[i] : i;
-        rep->device_of[i < TUNE_MAX_WORKERS ? i : 0] = w->device;
+        w->compile_only = k >= want;
+        w->device = !gpu ? -1 : w->compile_only ? first_dev : cfg.devices ? cfg.devices[k] : k;
         s.nw = i;
-        st = worker_start(&s, i, d);
-        s.nw = i + 1;
+        tsl_diag wd = {0};
+        tsl_status ws = worker_start(&s, i, &wd);
+        if (ws && gpu && !w->compile_only && !cfg.devices && k > 0) {
+            rt_warn("tune: %s; tuning without it", sb_str(&wd.msg));
+            cfg.workers--;
+        } else if (ws) {
+            diag_error(d, ws, "%s", sb_str(&wd.msg));
+            st = ws;
+        } else {
+            if (!w->compile_only) rep->device_of[i] = w->device;
+            if (first_dev < 0) first_dev = w->device;
+            s.nw = ++i;
+        }
+        diag_free(&wd);
     }
+    rep->workers = cfg.workers;
 
     tune_space space;
     tune_space_init(&space, cfg.target);
