@@ -55,7 +55,7 @@ tsl_status tsl_program_bench(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_
         free(views);
         return st;
     }
-    tsl_diag *d = &ctx->diag;
+    tsl_diag *d = api_diag(ctx);
     diag_reset(d);
     const lang_bound *b = api_args_bound(a);
     rt_cuda_device *cdev = NULL;

@@ -51,8 +51,8 @@ tsl_status tsl_program_tune(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_t
         .progress_ctx = c.progress_ctx,
     };
     tune_report rep;
-    diag_reset(&ctx->diag);
-    st = tune_run(&tc, p->def, api_args_bound(a), cv, &rep, &ctx->diag);
+    diag_reset(api_diag(ctx));
+    st = tune_run(&tc, p->def, api_args_bound(a), cv, &rep, api_diag(ctx));
     api_args_uncarry(p, views, cv, owned, 0);
     free(views);
     out->best_device = -1;
