@@ -33,6 +33,16 @@ $(BUILD)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# the commit `tessel --version` names (src/api/info.c), rewritten only when it changes
+$(BUILD)/commit.h: FORCE
+	@mkdir -p $(BUILD)
+	@c=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown); \
+	  echo "#define TSL_COMMIT \"$$c\"" > $@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+$(BUILD)/obj/src/api/info.o: $(BUILD)/commit.h
+$(BUILD)/obj/src/api/info.o: CFLAGS += -I$(BUILD)
+FORCE:
+.PHONY: FORCE
+
 $(BUILD)/libtessel.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

@@ -6,14 +6,18 @@
 #   3. tessel through the public API on the CPU target (TESSEL_NUM_THREADS=1
 #      and all cores): copy, transpose, row and column reduction of
 #      4096x4096 f32, matmul f32 1024^3, conv2d N=8 C=64 H=W=56 K=64 3x3
-#      (valid, output 54x54). Each is checked against the interpreter on a
+#      (valid, output 54x54), a sum of 1e8 f32 and a softmax of 4096x4096
+#      f32. Each is checked against the interpreter on a
 #      small size before it is timed; median of 5 timed runs after a warm-up
 #      (fewer when one run takes over ~1 s, and a warm-up over 4 s is the
 #      only run; the table says how many). A phase still running after 150 s is stopped
 #      and its missing rows say "not run".
 # Prints a table and writes it to bench/results/cpu-DATE-HOST.md. Ratios:
 # copy-like ops against the measured bandwidth on the same cores; matmul
-# against OpenBLAS on the same cores; conv2d against OpenBLAS sgemm's rate.
+# against OpenBLAS on the same cores; conv2d against OpenBLAS sgemm's rate;
+# the sum against the bandwidth, with its error beside NumPy's on the same
+# values, and the softmax against NumPy (bench/cpu_numpy.py, one core),
+# both measured in this run.
 # Rows for which the CPU target is not available say so.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -59,6 +63,15 @@ OPENBLAS_NUM_THREADS=1 build/cpu_bench machine | sed 's/^/machine /' | tee -a "$
 echo "== openblas" >&2
 OPENBLAS_NUM_THREADS=1 build/cpu_bench blas | sed 's/^/blas 1 /' | tee -a "$log" >&2
 OPENBLAS_NUM_THREADS=$cores build/cpu_bench blas | sed "s/^/blas $cores /" | tee -a "$log" >&2
+echo "== numpy" >&2
+sum_npy=$(mktemp --suffix=.npy)
+trap 'rm -f "$log" "$sum_npy"' EXIT
+if python3 -c 'import numpy' 2>/dev/null; then
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 python3 bench/cpu_numpy.py "$sum_npy" | tee -a "$log" >&2
+else
+    echo "numpy op sum n/a no NumPy" | tee -a "$log" >&2
+fi
+[ -s "$sum_npy" ] && export CPU_BENCH_SUM_NPY=$sum_npy
 echo "== tessel (cpu target)" >&2
 OPENBLAS_NUM_THREADS=1 TESSEL_NUM_THREADS=1 timeout 150 build/cpu_bench tessel | sed 's/^/tessel 1 /' | tee -a "$log" >&2
 OPENBLAS_NUM_THREADS=1 TESSEL_NUM_THREADS=$cores timeout 150 build/cpu_bench tessel | sed "s/^/tessel $cores /" | tee -a "$log" >&2
@@ -73,6 +86,9 @@ table=$(awk -v cores="$cores" '
         if ($5 == "n/a") { s = ""; for (i = 6; i <= NF; i++) s = s (i > 6 ? " " : "") $i; na[key] = s }
         else { tt[key] = $5; tr[key] = $6; tu[key] = $7; tn[key] = $8 }
     }
+    $1 == "tessel" && $3 == "err" { terr[$2] = $5 }
+    $1 == "numpy" && $2 == "op" && $4 != "n/a" { nt[$3] = $4; nr[$3] = $5 }
+    $1 == "numpy" && $2 == "err" { nerr = $4 }
     END {
         print "| benchmark | cores | time (ms) | rate | reference | ratio |"
         print "| --- | --- | --- | --- | --- | --- |"
@@ -98,6 +114,16 @@ table=$(awk -v cores="$cores" '
                 printf "| %s | %s | %.2f%s | %.2f %s | %s | %s |\n", lab, k, tt[key], (tn[key] < 5 ? sprintf(" (%d run%s)", tn[key], tn[key] == 1 ? "" : "s") : ""), tr[key], tu[key], refs, (ref > 0 ? sprintf("%.2f", tr[key] / ref) : "")
             } else if (key in na) printf "| %s | %s | n/a | %s | | |\n", lab, k, na[key]
             else printf "| %s | %s | n/a | not run | | |\n", lab, k
+        }
+        if ("sum" in nt) printf "| NumPy sum 1e8 f32 | 1 | %.2f | %.2f GB/s, rel. error %s | | |\n", nt["sum"], nr["sum"], nerr
+        if ("softmax" in nt) printf "| NumPy softmax 4096x4096 f32 | 1 | %.2f | %.2f GB/s | | |\n", nt["softmax"], nr["softmax"]
+        for (c = 1; c <= (cores > 1 ? 2 : 1); c++) {
+            k = cs[c]; key = "sum" SUBSEP k
+            if (key in tt) printf "| tessel sum 1e8 f32 | %s | %.2f | %.2f GB/s, rel. error %s | bandwidth %.1f GB/s; NumPy rel. error %s | %.2f |\n", k, tt[key], tr[key], terr[k], bw[k], nerr, (bw[k] > 0 ? tr[key] / bw[k] : 0)
+            else if (key in na) printf "| tessel sum 1e8 f32 | %s | n/a | %s | | |\n", k, na[key]
+            key = "softmax" SUBSEP k
+            if (key in tt) printf "| tessel softmax 4096x4096 f32 | %s | %.2f | %.2f GB/s | NumPy %.2f ms (1 core) | %.2fx NumPy |\n", k, tt[key], tr[key], nt["softmax"], ("softmax" in nt && tt[key] > 0 ? nt["softmax"] / tt[key] : 0)
+            else if (key in na) printf "| tessel softmax 4096x4096 f32 | %s | n/a | %s | | |\n", k, na[key]
         }
     }' "$log")
 

@@ -7,6 +7,11 @@
  *                            fma 1 <GFLOP/s>       (single-core f32 FMA peak, vector extensions)
  *   cpu_bench blas           sgemm <ms> <GFLOP/s>  (cblas_sgemm 1024^3, median of 7; needs -DHAVE_OPENBLAS)
  *   cpu_bench tessel         op <name> <ms> <rate> <GB/s|GFLOP/s> <runs> | op <name> n/a <why>
+ *                            err sum <relative error>  (the full sum against a compensated double sum)
+ *
+ * The sum's full-size input is $CPU_BENCH_SUM_NPY when set (cpu.sh writes
+ * it from bench/cpu_numpy.py, so that NumPy and tessel sum the same
+ * values), else the generator's.
  *
  * tessel's programs run through the public API with TSL_TARGET_CPU; each is
  * first run on a small size on the interpreter and the CPU target and
@@ -255,8 +260,18 @@ static void free_inputs(DLTensor **in, int n)
     for (int k = 0; k < n; k++) tsl_tensor_free(in[k]), in[k] = NULL;
 }
 
-static void make_inputs(const bench_op *op, int full, DLTensor **in)
+static void make_inputs(tsl_context *ctx, const bench_op *op, int full, DLTensor **in)
 {
+    const char *npy = getenv("CPU_BENCH_SUM_NPY");
+    if (full && !strcmp(op->name, "sum") && npy && *npy) {
+        if (tsl_npy_read(ctx, npy, &in[0]) == TSL_OK && in[0]->ndim == 1 && in[0]->dtype.code == kDLFloat &&
+            in[0]->dtype.bits == 32)
+            return;
+        fprintf(stderr, "cpu_bench: cannot use %s as the sum's input (%s); generating it\n", npy,
+                tsl_context_error(ctx));
+        tsl_tensor_free(in[0]);
+        in[0] = NULL;
+    }
     for (int k = 0; k < op->nin; k++) {
         const int64_t *s = full ? op->full[k] : op->small[k];
         in[k] = tsl_tensor_alloc(TSL_DTYPE_F32, op->rank[k], s);
@@ -274,7 +289,7 @@ static void bench_one(tsl_context *ctx, const bench_op *op)
     }
     DLTensor *in[2] = {0}, *ref = NULL, *got = NULL;
     tsl_args *ra = NULL, *ga = NULL;
-    make_inputs(op, 0, in);
+    make_inputs(ctx, op, 0, in);
     tsl_status st = run_op(p, in, op, TSL_TARGET_INTERP, &ra, &ref);
     if (st) {
         printf("op %s n/a interpreter-error: %s\n", op->name, tsl_context_error(ctx));
@@ -307,7 +322,7 @@ static void bench_one(tsl_context *ctx, const bench_op *op)
     tsl_args_free(ga), ga = NULL;
     tsl_tensor_free(got), got = NULL;
     free_inputs(in, op->nin);
-    make_inputs(op, 1, in);
+    make_inputs(ctx, op, 1, in);
     /* r = -1: warm-up (the check above compiled the kernels already unless
      * they depend on the sizes); then up to 5 timed runs within about 6 s.
      * A warm-up over 4 s is itself the one measurement, so that slow
@@ -345,6 +360,17 @@ static void bench_one(tsl_context *ctx, const bench_op *op)
         rate = bytes / m / 1e9;
     }
     printf("op %s %.3f %.2f %s %d\n", op->name, m * 1e3, rate, op->flops ? "GFLOP/s" : "GB/s", runs);
+    if (!strcmp(op->name, "sum")) {
+        /* its accuracy: against a Kahan-compensated double sum */
+        const float *x = in[0]->data;
+        double s = 0, c = 0;
+        for (int64_t k = 0; k < in[0]->shape[0]; k++) {
+            double y = (double)x[k] - c, t = s + y;
+            c = (t - s) - y;
+            s = t;
+        }
+        printf("err sum %.3g\n", fabs((double)((float *)got->data)[0] - s) / fmax(fabs(s), 1e-300));
+    }
 out:
     fflush(stdout);
     tsl_args_free(ra);

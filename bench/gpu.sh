@@ -4,7 +4,8 @@
 # checked results, copy bandwidth), tessel's benchmark table
 # (bench/gpu_bench.c: each program checked, then timed), the PyTorch
 # anchors (bench/anchors.py), the CUDA unit suites and the CUDA end-to-end
-# tests on the real GPU (every example def against the interpreter),
+# tests on the real GPU (every example def and cookbook recipe against the
+# interpreter), random programs of every dtype (tests/fuzz/difftest),
 # compute-sanitizer over the smoke test's small case and over the generated
 # kernels at small sizes (bench/sanitize.sh), and last the merged
 # table (bench/report.py), also written to $OUT/gpu-DATE-DEVICE.md for
@@ -34,6 +35,9 @@ build_bench() {
         $cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc "bench/$prog.c" build/libtessel.a \
             -lsqlite3 -ldl -lm -lpthread -o "build/$prog" || ok=1
     done
+    echo "== build build/difftest"
+    $cc -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Isrc -Itests tests/fuzz/difftest.c tests/fuzz/gen.c \
+        build/libtessel.a -lsqlite3 -ldl -lm -lpthread -o build/difftest || ok=1
     return $ok
 }
 
@@ -104,7 +108,11 @@ step anchors 240 env PYTHONUNBUFFERED=1 python3 bench/anchors.py --json "$OUT/an
 # def's kernels for sm_80 and sm_90a: cache hits after `precompile`)
 step unit 300 build/unit_tests runtime_cuda codegen_cuda cuda_target
 
-step e2e 240 python3 -m pytest -q -p no:cacheprovider tests/e2e/test_cuda_target.py
+step e2e 240 python3 -m pytest -q -p no:cacheprovider tests/e2e/test_cuda_target.py tests/e2e/test_cookbook.py -k 'not test_cookbook or cuda'
+
+# random programs of every dtype and reduction operator (tests/fuzz/gen.c)
+# on the GPU against the interpreter, for as long as the step allows
+[ -x build/difftest ] && step fuzz-gpu 120 build/difftest --target cuda -n 100000 --seconds 100 --no-save
 
 [ -x build/cuda_smoke ] &&
     step sanitizer 90 bash -c 'compute-sanitizer --error-exitcode 7 build/cuda_smoke --small 2>&1 | tail -n 5; exit ${PIPESTATUS[0]}'

@@ -124,6 +124,16 @@ int tsl_dtype_from_dlpack(DLDataType d, tsl_dtype *out);
 DLDataType tsl_dtype_to_dlpack(tsl_dtype t);
 const char *tsl_status_name(tsl_status s);         /* "TSL_ERR_SHAPE"; static */
 
+/* ---- this build ---------------------------------------------------------- */
+
+#define TSL_VERSION_STRING "0.10.0"
+const char *tsl_version(void); /* TSL_VERSION_STRING of the library linked; static */
+/* What this build is and what it finds here, one item a line: the version
+ * and commit, the CPU target's C compiler, NVRTC's version, the CUDA
+ * driver and its first device (or why each was not found). Malloc'd; the
+ * caller frees. */
+char *tsl_build_info(void);
+
 /* ---- context ----------------------------------------------------------- */
 
 TSL_GIVE tsl_context *tsl_context_create(void);    /* NULL only if out of memory */
@@ -161,7 +171,9 @@ void tsl_program_free(TSL_TAKE tsl_program *p);    /* NULL is allowed */
  * A stage takes a target after a colon, ":cpu" (the default) or ":cuda",
  * and the CUDA kinds an arch after a colon, "tile:cuda:sm_90a",
  * "cuda:sm_90a", "ptx:sm_80" (default sm_80): sm_90a plans use TMA, wgmma
- * and warp specialisation. */
+ * and warp specialisation. "c", "cuda" and "ptx" print each kernel once
+ * and take "@KERNEL" last to print that kernel only ("c@softmax_g0_rowred";
+ * an unknown name is an error listing the plan's kernels). */
 tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
                             TSL_GIVE char **out);
 
@@ -213,6 +225,12 @@ tsl_status tsl_program_param_extents(TSL_KEEP const tsl_program *p, int i, int64
  * with tsl_args_set_size. */
 int tsl_program_size_count(TSL_KEEP const tsl_program *p);
 const char *tsl_program_size_name(TSL_KEEP const tsl_program *p, int i); /* NULL past the end */
+/* Tensor parameter i's reads as a gather index of a tensor parameter X,
+ * `X(.., T(..) + c, ..)`: for the n-th such read (from 0) 1 with X's
+ * parameter index, the dim and c; 0 past the last. `tessel run` draws
+ * random values for such a T that keep every one of them in range. */
+int tsl_program_param_gathers(TSL_KEEP const tsl_program *p, int i, int n, int *param, int *dim,
+                              int64_t *offset);
 
 /* ---- arguments and running --------------------------------------------- */
 
@@ -410,6 +428,23 @@ typedef struct tsl_tune_result {
 
 tsl_status tsl_program_tune(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target,
                             const tsl_tune_config *cfg, tsl_tune_result *out);
+
+/* Where the program's last tsl_program_run on this thread spent its time
+ * (milliseconds), and how its kernels were found. A run that prepares
+ * nothing (the CUDA target keeps its plans and modules) has only run_ms. */
+typedef struct tsl_run_stats {
+    double total_ms;   /* the whole call */
+    double plan_ms;    /* op graph, schedule and verification of the plan */
+    double codegen_ms; /* generating kernel source */
+    double compile_ms; /* the C compiler or NVRTC, for kernels no cache had */
+    double load_ms;    /* opening compiled kernels */
+    double run_ms;     /* running the kernels (CUDA: and the copies) */
+    int kernels;       /* kernels of the plan (a kernel two launches share counts once) */
+    int compiled;      /* kernels compiled by this run */
+    int cached;        /* kernels read from the on-disk kernel cache */
+    int loaded;        /* kernels already loaded in this process */
+} tsl_run_stats;
+tsl_status tsl_program_run_stats(TSL_KEEP const tsl_program *p, tsl_run_stats *out);
 
 /* ---- numpy files (used by the CLI; handy for tests) -------------------- */
 

@@ -5,7 +5,8 @@
 # them. Failures are printed with program, sizes and seeds and saved under
 # tests/fuzz/regress/ (commit them: they become regression tests). Extra
 # arguments go to difftest (e.g. -s SEED to repeat a run, -e 20000 for
-# larger tensors, --target cuda). The last line is "N passed, N failed".
+# larger tensors, --target cuda, -j 16 to use 16 processes). The last line
+# is "N passed, N failed".
 cd "$(dirname "$0")/.." || exit 1
 n=${1:-1000}
 [ $# -gt 0 ] && shift

@@ -114,6 +114,15 @@ void cli_tensor_fill_random(DLTensor *t, cli_rng *r)
     }
 }
 
+void cli_tensor_fill_range(DLTensor *t, cli_rng *r, int64_t lo, int64_t hi)
+{
+    tsl_dtype dt;
+    if (cli_tensor_dtype(t, &dt) || hi <= lo) return;
+    int64_t n = cli_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++)
+        store(t, dt, i, (double)(lo + (int64_t)(cli_rng_next(r) % (uint64_t)(hi - lo))));
+}
+
 DLTensor *cli_tensor_convert(const DLTensor *src, tsl_dtype to)
 {
     tsl_dtype from;

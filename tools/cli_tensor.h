@@ -29,6 +29,8 @@ int cli_tensor_dtype(const DLTensor *t, tsl_dtype *out);
  * [-8,8), unsigned ints in [0,8), bools 0/1; the low-bit types over their
  * whole range (integers uniform, floats a uniform finite code). */
 void cli_tensor_fill_random(DLTensor *t, cli_rng *r);
+/* Fill an integer tensor with random values uniform in [lo, hi) (hi > lo). */
+void cli_tensor_fill_range(DLTensor *t, cli_rng *r, int64_t lo, int64_t hi);
 
 /* A new C-order tensor of dtype `to` holding `src`'s values converted
  * element by element (through double). NULL when out of memory. */

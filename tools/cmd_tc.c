@@ -36,18 +36,22 @@ static const char run_usage[] =
     "                        them; TESSEL_OPTIONS in the environment too)\n"
     "  --seed N              seed for the random inputs (default: fresh)\n"
     "  --print               print small outputs whole\n"
+    "  --verbose             say where the time went: planning, generating code,\n"
+    "                        compiling, loading, running; and which kernels were\n"
+    "                        compiled, read from the kernel cache or already loaded\n"
     "  --packed              low-bit inputs and outputs as their packed bytes\n"
     "                        (uint8; a packed input's shape comes from --size\n"
     "                        or the other inputs)\n"
     "  Tensor parameters not given with --input get fresh random values:\n"
-    "  floats in [-1,1), signed ints in [-8,8), unsigned in [0,8), bools 0/1,\n"
+    "  floats in [-1,1), signed ints in [-8,8), unsigned in [0,8) (an integer\n"
+    "  tensor read as a gather index: within the dim it indexes), bools 0/1,\n"
     "  low-bit types over their whole range. Without --packed a low-bit input\n"
     "  is read as logical values in any wider dtype (integers must fit) and a\n"
     "  low-bit output is written as int8/uint8 or float32 values.\n";
 
 static const char compile_usage[] =
     "usage: tessel compile FILE.tc [--entry NAME] [--target cpu|cuda] [--arch sm_80|sm_90a]\n"
-    "                      [--options K=V,...] --emit=KIND\n"
+    "                      [--options K=V,...] --emit=KIND [--kernel NAME]\n"
     "  Print, for every def unless --entry names one, one stage of compiling it:\n"
     "    ast      the checked program        ranges  every inferred range\n"
     "    graph    the op graph               tile    the scheduled tile IR and launch plan\n"
@@ -58,9 +62,10 @@ static const char compile_usage[] =
     "  tile, expand, select and plan are for --target (default cuda when a GPU\n"
     "  is present, else cpu). --arch picks the CUDA plan's architecture (sm_80:\n"
     "  mma.sync and cp.async; sm_90a: TMA, wgmma and warp specialisation;\n"
-    "  default sm_80). --options sets the strategies' choices (`tessel tune\n"
-    "  --space`). TESSEL_DUMP=tile,source,... (or all) prints those stages\n"
-    "  on stderr during `tessel run` and `tessel compile`.\n";
+    "  default sm_80). c, cuda and ptx print each kernel once; --kernel NAME\n"
+    "  prints that one (--emit=tile names them). --options sets the strategies'\n"
+    "  choices (`tessel tune --space`). TESSEL_DUMP=tile,source,... (or all)\n"
+    "  prints those stages on stderr during `tessel run` and `tessel compile`.\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
 {
@@ -84,12 +89,13 @@ typedef struct run_opts {
     const char *entry;
     const char *emit;
     const char *arch; /* compile: sm_80 or sm_90a for the CUDA kinds */
+    const char *kernel;  /* compile: the kernel of c/cuda/ptx to print */
     const char *options; /* --options K=V,... */
     cli_kv *inputs, *sets, *outputs, *sizes;
     int ninputs, nsets, noutputs, nsizes;
     tsl_target target;
     const char *target_name;
-    int check, print, has_seed, packed;
+    int check, print, has_seed, packed, verbose;
     uint64_t seed;
 } run_opts;
 
@@ -160,10 +166,12 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
         int known = nlen > 0 && hit && (hit == allowed || hit[-1] == ' ') &&
                     (hit[nlen] == ' ' || hit[nlen] == 0);
         if (!known) return usage_error(usage, "unknown option '%s'", a);
-        int is_flag = !strcmp(name, "check") || !strcmp(name, "print") || !strcmp(name, "packed");
+        int is_flag = !strcmp(name, "check") || !strcmp(name, "print") || !strcmp(name, "packed") ||
+                      !strcmp(name, "verbose");
         if (is_flag) {
             if (inline_val) return usage_error(usage, "option '%s' takes no value", a);
             if (name[0] == 'c') o->check = 1;
+            else if (name[0] == 'v') o->verbose = 1;
             else if (name[1] == 'r') o->print = 1;
             else o->packed = 1;
             continue;
@@ -177,6 +185,8 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
         }
         if (!strcmp(name, "entry")) {
             o->entry = val;
+        } else if (!strcmp(name, "kernel")) {
+            o->kernel = val;
         } else if (!strcmp(name, "emit")) {
             static const char *const kinds[] = {"ast",    "ranges", "graph", "tile", "expand",
                                                 "select", "plan",   "c",     "cuda", "ptx"};
@@ -460,6 +470,19 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
     }
     fputs(text, stdout);
     if (*text && text[strlen(text) - 1] != '\n') fputc('\n', stdout);
+    /* several kernels of C: say how to see one */
+    static const char mark[] = "from tile kernel '";
+    int nk = 0;
+    for (const char *q = strstr(text, mark); q; q = strstr(q + 1, mark)) nk++;
+    if (nk > 1 && !strchr(what, '@')) {
+        fprintf(stderr, "tessel compile: %d kernels in '%s' (", nk, tsl_program_name(p));
+        int k = 0;
+        for (const char *q = strstr(text, mark); q; q = strstr(q + 1, mark)) {
+            const char *nm = q + sizeof mark - 1, *e = strchr(nm, '\'');
+            if (e) fprintf(stderr, "%s%.*s", k++ ? ", " : "", (int)(e - nm), nm);
+        }
+        fprintf(stderr, "); --kernel NAME prints one\n");
+    }
     free(text);
     tsl_program_free(p);
     return 0;
@@ -468,7 +491,7 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
 int cmd_compile(int argc, char **argv)
 {
     run_opts o;
-    int rc = parse_opts(argc, argv, compile_usage, "entry emit target arch options", &o);
+    int rc = parse_opts(argc, argv, compile_usage, "entry emit target arch options kernel", &o);
     if (rc) {
         free_opts(&o);
         return rc < 0 ? 0 : rc;
@@ -486,10 +509,18 @@ int cmd_compile(int argc, char **argv)
         return usage_error(compile_usage, "%s", "missing --emit=ast|ranges|graph|tile|c|cuda|ptx");
     }
     /* the CUDA kinds for an arch: sm_80 unless --arch says */
-    char kind[48];
+    char kind[48], kkind[256];
     if (o.arch && (!strcmp(o.emit, "cuda") || !strcmp(o.emit, "ptx") || !strncmp(o.emit + strcspn(o.emit, ":"), ":cuda", 5))) {
         snprintf(kind, sizeof kind, "%s:%s", o.emit, o.arch);
         o.emit = kind;
+    }
+    if (o.kernel) {
+        if (strcmp(o.emit, "c") && strncmp(o.emit, "cuda", 4) && strncmp(o.emit, "ptx", 3)) {
+            free_opts(&o);
+            return usage_error(compile_usage, "%s", "--kernel goes with --emit=c, cuda or ptx");
+        }
+        snprintf(kkind, sizeof kkind, "%s@%s", o.emit, o.kernel);
+        o.emit = kkind;
     }
     tsl_context *ctx = tsl_context_create();
     char *src = read_source(o.file);
@@ -500,6 +531,17 @@ int cmd_compile(int argc, char **argv)
         rc = 1;
     } else if (o.entry) {
         rc = emit_one(ctx, src, o.file, o.entry, o.emit, o.options);
+    } else if (o.kernel) {
+        /* the def whose kernels are named after it: `<def>_...` (the longest such name) */
+        char **names;
+        int n = scan_defs(src, &names), best = -1;
+        for (int i = 0; i < n; i++) {
+            size_t l = strlen(names[i]);
+            if (!strncmp(o.kernel, names[i], l) && o.kernel[l] == '_' && (best < 0 || l > strlen(names[best])))
+                best = i;
+        }
+        rc = emit_one(ctx, src, o.file, best >= 0 ? names[best] : n ? names[0] : NULL, o.emit, o.options);
+        free_names(names, n);
     } else {
         char **names;
         int n = scan_defs(src, &names);
@@ -868,6 +910,29 @@ static int read_packed_inputs(run_state *s)
     return 0;
 }
 
+/* A random integer input read as a gather index (`E(idx(b,l), d)`) gets
+ * values that keep every such read in range, when the extents are known. */
+static void gather_in_range(run_state *s, int i, DLTensor *t, cli_rng *rng)
+{
+    const dtype_info *di = dtype_info_of(s->params[i].dtype);
+    if (di->is_float || s->params[i].dtype == TSL_DTYPE_BOOL || di->bits < 8) return;
+    int64_t lo = 0, hi = INT64_MAX; /* 0 <= T + c < extent for each read */
+    int x, dim, n = 0;
+    int64_t c;
+    for (; tsl_program_param_gathers(s->prog, i, n, &x, &dim, &c); n++) {
+        if (x < 0 || x >= s->nparams || dim >= s->params[x].rank) return;
+        const char *sym = s->dims[x][dim];
+        size_bind *b = sym && !is_number(sym) ? find_size(s, sym) : NULL;
+        int64_t extent = sym && is_number(sym) ? strtoll(sym, NULL, 10) : b ? b->value : -1;
+        if (extent < 0) return;
+        if (-c > lo) lo = -c;
+        if (extent - c < hi) hi = extent - c;
+    }
+    if (n && hi > lo && (di->bits >= 63 || hi <= (INT64_C(1) << (di->bits - !!di->is_signed))) &&
+        (di->is_signed || lo >= 0))
+        cli_tensor_fill_range(t, rng, lo, hi);
+}
+
 /* Random values for every tensor parameter not given with --input. */
 static int make_random_inputs(run_state *s, cli_rng *rng)
 {
@@ -905,9 +970,28 @@ static int make_random_inputs(run_state *s, cli_rng *rng)
             return 1;
         }
         cli_tensor_fill_random(t, rng);
+        gather_in_range(s, i, t, rng);
         s->tensors[i] = t;
     }
     return 0;
+}
+
+/* After an index out of range: name the integer inputs that got random
+ * values, which a gather through them cannot expect to stay in range. */
+static void note_random_indices(const run_state *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->nparams; i++) {
+        const tsl_param_info *pi = &s->params[i];
+        int given = 0;
+        for (int k = 0; k < s->o.ninputs; k++) given |= !strcmp(s->o.inputs[k].name, pi->name);
+        const dtype_info *di = dtype_info_of(pi->dtype);
+        if (pi->is_scalar || given || di->is_float || pi->dtype == TSL_DTYPE_BOOL) continue;
+        fprintf(stderr, "%s%s", n++ ? ", " : "tessel run: note: random integer input ", pi->name);
+    }
+    if (n)
+        fprintf(stderr, " (values in [-8, 8), unsigned [0, 8)): a tensor used as an index needs values in "
+                        "range; give it with --input NAME=PATH.npy\n");
 }
 
 /* --set NAME=VALUE for scalar parameters; every scalar needs one. */
@@ -1158,12 +1242,24 @@ static int run_main(run_state *s)
         char what[64];
         snprintf(what, sizeof what, "run on target %s", s->o.target_name);
         report(s->ctx, st, what);
+        if (st == TSL_ERR_BOUNDS) note_random_indices(s);
         return 1;
     }
     print_summary_line(s, ms);
     int tuned = 0;
     const char *used = tsl_args_options_used(s->args, &tuned);
     if (tuned) printf("options: %s (tuned: `tessel tune` found them for these shapes)\n", used);
+    if (s->o.verbose) {
+        tsl_run_stats rs;
+        if (tsl_program_run_stats(s->prog, &rs) == TSL_OK) {
+            printf("  time: %.3f ms = plan %.3f + generate %.3f + compile %.3f + load %.3f + run %.3f (+ %.3f other)\n",
+                   rs.total_ms, rs.plan_ms, rs.codegen_ms, rs.compile_ms, rs.load_ms, rs.run_ms,
+                   rs.total_ms - rs.plan_ms - rs.codegen_ms - rs.compile_ms - rs.load_ms - rs.run_ms);
+            if (rs.kernels)
+                printf("  kernels: %d; %d compiled now, %d from the kernel cache, %d already loaded\n", rs.kernels,
+                       rs.compiled, rs.cached, rs.loaded);
+        }
+    }
     int nout = tsl_program_output_count(s->prog);
     for (int k = 0; k < nout; k++) {
         const char *name = tsl_program_output_name(s->prog, k);
@@ -1180,7 +1276,7 @@ int cmd_run(int argc, char **argv)
     run_state s;
     memset(&s, 0, sizeof s);
     int rc = parse_opts(argc, argv, run_usage,
-                        "entry input set output size target check seed print packed options", &s.o);
+                        "entry input set output size target check seed print verbose packed options", &s.o);
     if (rc == 0 && !s.o.target_name) {
         s.o.target = tsl_target_default();
         s.o.target_name = tsl_target_name(s.o.target);

@@ -35,6 +35,7 @@ struct tsl_program {
     sched_options opt; /* the strategies' choices (tsl_program_set_options) */
     char *opt_text;    /* their canonical text, in the arena ("" for the defaults) */
     int opt_explicit;  /* set by the caller: no tuned options are looked up */
+    tsl_run_stats last; /* of the last tsl_program_run (tsl_program_run_stats) */
 };
 
 /* Replace the context's error with "error: <msg>" and return st. */

@@ -13,6 +13,7 @@
 
 #include "api/api.h"
 #include "interp/interp.h"
+#include "runtime/runtime.h"
 
 /* What the args hold for one tensor of the def (def->tensors order). */
 typedef struct args_slot {
@@ -853,11 +854,15 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
     if (st) return st;
     tsl_diag *d = api_diag(ctx);
     diag_reset(d);
+    rt_stats *rs = rt_stats_here();
+    memset(rs, 0, sizeof *rs);
+    double t0 = rt_now_ms();
     if (dv.device_type == kDLCUDA) {
         st = api_compiled_run_device(p, a->bound, views, dv.device_id, a->stream, a->al.alloc ? &a->al : NULL, a->sync,
                                      d);
     } else if (target == TSL_TARGET_INTERP) {
         st = interp_run(a->bound, views, d);
+        rs->run_ms = rt_now_ms() - t0;
     } else {
         interp_tensor *cv = NULL;
         char **owned = NULL;
@@ -870,7 +875,19 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
     }
     free(views);
     if (!st) a->ran = 1;
+    p->last = (tsl_run_stats){.total_ms = rt_now_ms() - t0, .plan_ms = rs->plan_ms, .codegen_ms = rs->codegen_ms,
+                              .compile_ms = rs->compile_ms, .load_ms = rs->load_ms, .run_ms = rs->run_ms,
+                              .kernels = rs->kernels, .compiled = rs->compiled, .cached = rs->cached,
+                              .loaded = rs->loaded};
     return st;
+}
+
+tsl_status tsl_program_run_stats(TSL_KEEP const tsl_program *p, tsl_run_stats *out)
+{
+    if (!p) return TSL_ERR_ARG;
+    if (!out) return api_error(p->ctx, TSL_ERR_ARG, "tsl_program_run_stats: out is NULL");
+    *out = p->last;
+    return TSL_OK;
 }
 
 tsl_status tsl_program_call(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *tensors,

@@ -11,8 +11,13 @@
  * the caller's storage (a dense copy of a strided view), else a device
  * buffer each copied in once, outputs too so in/out data and untouched
  * elements survive — runs every launch checked, and copies the outputs
- * back. A kernel's index out of range (TSL_ERR_BOUNDS) comes back with the
+ * back. A kernel's index out of range (TSL_ERR_BOUNDS), or on the CPU an
+ * integer division by zero (TSL_ERR_RUNTIME), comes back with the
  * reference interpreter's located message (it reruns on the same inputs).
+ * Each run fills the thread's rt_stats (tsl_program_run_stats): planning,
+ * code generation and compiling (the driver and the runtimes), loading
+ * (preparing an executable), the run, and whether its kernels were
+ * compiled, read from the on-disk cache or already prepared here.
  *
  * The CUDA device ($TESSEL_CUDA_DEVICE, default 0) stays open for the
  * process once a run opened it (re-creating the primary context costs more
@@ -31,7 +36,8 @@
  * Emit: a stage of the same driver — "tile", "expand", "select", "source",
  * "plan", each with ":cpu" or ":cuda" (default the CPU) —, "c" / "cuda"
  * (the source of the CPU / CUDA plan) or "ptx"; the CUDA kinds with an
- * arch (":sm_90a"; default sm_80). */
+ * arch (":sm_90a"; default sm_80). "c", "cuda" and "ptx" take "@KERNEL"
+ * last: that kernel's text only. */
 #include <pthread.h>
 #include <string.h>
 
@@ -68,10 +74,21 @@ typedef struct emit_req {
     int kind;
     tsl_target target;
     char arch[24];
+    char kernel[160]; /* "@KERNEL": print that kernel only ("" : all) */
 } emit_req;
 
-static int emit_parse(const char *what, emit_req *r)
+static int emit_parse(const char *whole, emit_req *r)
 {
+    /* KIND[:TARGET][:ARCH][@KERNEL]: the kernel name off first */
+    char what[64];
+    size_t wl = strcspn(whole, "@");
+    r->kernel[0] = 0;
+    if (wl >= sizeof what) return -1;
+    snprintf(what, sizeof what, "%.*s", (int)wl, whole);
+    if (whole[wl]) {
+        if (!whole[wl + 1] || strlen(whole + wl + 1) >= sizeof r->kernel) return -1;
+        snprintf(r->kernel, sizeof r->kernel, "%s", whole + wl + 1);
+    }
     size_t n = strcspn(what, ":");
     r->kind = -1;
     for (size_t i = 0; i < TSL_COUNTOF(emit_kinds); i++)
@@ -97,6 +114,7 @@ static int emit_parse(const char *what, emit_req *r)
         p += m;
     }
     if (seen_arch && r->target != TSL_TARGET_CUDA) return -1;
+    if (r->kernel[0] && !emit_kinds[r->kind].fixed) return -1; /* @KERNEL: c, cuda, ptx only */
     return 0;
 }
 
@@ -104,6 +122,18 @@ int api_compiled_emit_kind(const char *what)
 {
     emit_req r;
     return emit_parse(what, &r) ? -1 : r.kind;
+}
+
+/* The plan's kernel named `name` (-1 and an error listing them if none). */
+static int emit_find_kernel(const tsl_program *p, const rt_plan *plan, const char *name, tsl_diag *d)
+{
+    for (int i = 0; i < plan->nkernels; i++)
+        if (!strcmp(plan->kernels[i].name, name)) return i;
+    strbuf names = {0};
+    for (int i = 0; i < plan->nkernels; i++) sb_printf(&names, "%s%s", i ? ", " : "", plan->kernels[i].name);
+    diag_error(d, TSL_ERR_ARG, "'%s' has no kernel named %s (its kernels: %s)", p->def->name, name, sb_str(&names));
+    sb_free(&names);
+    return -1;
 }
 
 tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
@@ -117,17 +147,27 @@ tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
     }
     drv_stage stage = emit_kinds[r.kind].stage;
     int ptx = !strcmp(emit_kinds[r.kind].name, "ptx");
-    drv_options o = {.sched = &p->opt, .dump = ptx ? 0 : 1u << stage, .dump_fn = emit_append, .dump_ctx = out,
+    /* c, cuda and ptx come from the plan's kernels, each once (launches
+     * may share one), not from the source stage's dump of every launch */
+    int from_plan = emit_kinds[r.kind].fixed;
+    drv_options o = {.sched = &p->opt, .dump = from_plan ? 0 : 1u << stage, .dump_fn = emit_append, .dump_ctx = out,
                      .stop_after = stage + 1, .no_compile = 1};
     drv_executable *x = NULL;
     const char *arch = r.target == TSL_TARGET_CUDA ? r.arch : NULL;
     tsl_status st = drv_compile(p->def, drv_target_of(r.target), arch, &o, &x, d);
-    /* ptx: each launch's kernel through NVRTC, which needs no GPU */
-    for (int i = 0; !st && ptx && i < x->plan->nlaunches; i++) {
-        const rt_kernel *k = &x->plan->kernels[x->plan->launches[i].kernel];
+    int only = -1;
+    if (!st && r.kernel[0] && (only = emit_find_kernel(p, x->plan, r.kernel, d)) < 0) st = TSL_ERR_ARG;
+    /* ptx through NVRTC, which needs no GPU */
+    for (int i = 0, n = 0; !st && from_plan && i < x->plan->nkernels; i++) {
+        const rt_kernel *k = &x->plan->kernels[i];
+        if (only >= 0 && i != only) continue;
+        if (n++) sb_putc(out, '\n');
+        if (!ptx) {
+            sb_puts(out, k->source);
+            continue;
+        }
         char *text = NULL;
         rt_cuda_options co = {.name = k->name};
-        if (i) sb_putc(out, '\n');
         st = rt_cuda_compile_ptx(k->source, r.arch, &co, &text, d);
         if (!st) sb_puts(out, text);
         free(text);
@@ -223,6 +263,9 @@ static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, co
         if (e->key && key_is(e->key, p->def->name, opt_text, p->src.text)) {
             e->used = ++s->clock;
             e->captured |= captured;
+            int nk = drv_prepared_executable(e->p)->plan->nkernels;
+            rt_stats_here()->loaded += nk;
+            rt_stats_here()->kernels += nk;
             return drv_prepared_exec(e->p);
         }
         if (!e->key ? slot->key != NULL : slot->key && e->used < slot->used) slot = e;
@@ -230,6 +273,7 @@ static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, co
     drv_prepared *pp = NULL;
     *st = api_prepare_cached(p, t, s->dev, opt, opt_text, &pp, d);
     if (*st) return NULL;
+    rt_stats_here()->kernels += drv_prepared_executable(pp)->plan->nkernels;
     strbuf kb = {0};
     sb_printf(&kb, "%s\n%s\n%s", p->def->name, opt_text, p->src.text);
     prepared_drop(slot);
@@ -255,8 +299,9 @@ static void unavailable(const char *target, tsl_diag *d)
     free(why);
 }
 
-/* Replace a kernel's index error with the interpreter's located one. */
-static void locate_bounds_error(const lang_bound *b, const interp_tensor *views, tsl_diag *d)
+/* Replace a kernel's error st (an index out of range, a division by zero)
+ * with the interpreter's located one. */
+static void locate_error(tsl_status st, const lang_bound *b, const interp_tensor *views, tsl_diag *d)
 {
     char *kernel_msg = strdup(sb_str(&d->msg));
     diag_reset(d);
@@ -266,7 +311,7 @@ static void locate_bounds_error(const lang_bound *b, const interp_tensor *views,
         size_t len = strlen(m);
         while (len && m[len - 1] == '\n') len--;
         diag_reset(d);
-        diag_error(d, TSL_ERR_BOUNDS, "%.*s", (int)len, m);
+        diag_error(d, st, "%.*s", (int)len, m);
     }
     free(kernel_msg);
 }
@@ -357,7 +402,9 @@ tsl_status api_compiled_run(tsl_program *p, tsl_target target, tsl_args *a, cons
         return TSL_ERR_ARG;
     }
     const lang_bound *b = api_args_bound(a);
-    tsl_status st = TSL_OK;
+    /* a bad $TESSEL_NUM_THREADS is refused, not ignored */
+    tsl_status st = target == TSL_TARGET_CPU ? rt_cpu_check_env(d) : TSL_OK;
+    if (st) return st;
     target_state *s = &states[target == TSL_TARGET_CUDA];
     pthread_mutex_lock(&s->mu);
     if (!st && target == TSL_TARGET_CUDA && !s->dev) {
@@ -373,8 +420,11 @@ tsl_status api_compiled_run(tsl_program *p, tsl_target target, tsl_args *a, cons
     api_args_set_used(a, sb_str(&text), tuned);
     rt_exec *e = st ? NULL : prepare(p, t, s, &opt, sb_str(&text), 0, d, &st);
     sb_free(&text);
+    rt_stats *rs = rt_stats_here();
+    double t0 = rt_now_ms();
     if (!st) st = drv_run(e, b, views, d);
-    if (st == TSL_ERR_BOUNDS) locate_bounds_error(b, views, d);
+    rs->run_ms += rt_now_ms() - t0;
+    if (st == TSL_ERR_BOUNDS || (st == TSL_ERR_RUNTIME && target == TSL_TARGET_CPU)) locate_error(st, b, views, d);
     if (st == TSL_ERR_RUNTIME && target == TSL_TARGET_CUDA && s->dev) {
         /* a launch error can poison the context: start afresh next run */
         for (int i = 0; i < PREPARED_MAX; i++) prepared_drop(&s->plans[i]);

@@ -168,8 +168,9 @@ tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
         }
     } else
         return api_error(p->ctx, TSL_ERR_ARG,
-                         "unknown emit kind '%s' (expected ast, ranges, graph, c, cuda[:ARCH], ptx[:ARCH], or "
-                         "tile, expand, select, source or plan, each maybe with :cpu or :cuda[:ARCH])",
+                         "unknown emit kind '%s' (expected ast, ranges, graph, c[@KERNEL], cuda[:ARCH][@KERNEL], "
+                         "ptx[:ARCH][@KERNEL], or tile, expand, select, source or plan, each maybe with :cpu or "
+                         ":cuda[:ARCH])",
                          what ? what : "(null)");
     *out = sb_take(&b);
     if (!*out) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");
@@ -276,4 +277,43 @@ tsl_status tsl_program_param_dims(TSL_KEEP const tsl_program *p, int i,
     for (int d = 0; d < t->rank && d < TSL_MAX_RANK && t->dims; d++)
         if (t->dims[d].sym >= 0) names[d] = p->def->sizes[t->dims[d].sym];
     return TSL_OK;
+}
+
+/* The n-th (counting down *n) read `X(.., T(..) + c, ..)` in e of a tensor
+ * parameter X with the access of t as an index: X's parameter slot, dim
+ * and c. */
+static int program_gather_in(const lang_def *def, const lang_expr *e, const lang_tensor *t, int *n, int *param,
+                             int *dim, int64_t *offset)
+{
+    if (!e) return 0;
+    if (e->kind == LANG_E_ACCESS) {
+        for (int d = 0; d < e->nargs; d++) {
+            const lang_expr *a = e->args[d];
+            int64_t c = 0;
+            if (a->kind == LANG_E_BINARY && (a->op == LANG_ADD || a->op == LANG_SUB) &&
+                a->args[1]->kind == LANG_E_INT) {
+                c = a->op == LANG_ADD ? a->args[1]->ival : -a->args[1]->ival;
+                a = a->args[0];
+            }
+            if (a->kind == LANG_E_CAST) a = a->args[0];
+            if (a->kind != LANG_E_ACCESS || a->tensor != t) continue;
+            for (int q = 0; q < def->nparams; q++)
+                if (def->params[q] == e->tensor && (*n)-- == 0) {
+                    *param = q, *dim = d, *offset = c;
+                    return 1;
+                }
+        }
+    }
+    for (int k = 0; k < e->nargs; k++)
+        if (program_gather_in(def, e->args[k], t, n, param, dim, offset)) return 1;
+    return 0;
+}
+
+int tsl_program_param_gathers(TSL_KEEP const tsl_program *p, int i, int n, int *param, int *dim, int64_t *offset)
+{
+    if (!p || !param || !dim || !offset || i < 0 || i >= p->def->nparams || n < 0) return 0;
+    const lang_def *def = p->def;
+    for (int s = 0; s < def->nstmts; s++)
+        if (program_gather_in(def, def->stmts[s].rhs, def->params[i], &n, param, dim, offset)) return 1;
+    return 0;
 }

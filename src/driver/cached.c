@@ -30,6 +30,8 @@ tsl_status drv_prepare_cached(const lang_def *def, const drv_target *t, void *de
     drv_executable *x = NULL;
     rt_cache_entry e;
     tsl_status st = TSL_OK;
+    rt_stats *rs = rt_stats_here();
+    double t0 = rt_now_ms();
     if (rt_cache_get("exe", key, &e)) {
         tsl_diag rd = {0};
         if (drv_executable_read(e.data, e.size, &x, &rd) || x->target != t->id ||
@@ -42,6 +44,8 @@ tsl_status drv_prepare_cached(const lang_def *def, const drv_target *t, void *de
         diag_free(&rd);
     }
     rt_cache_entry_free(&e);
+    for (int i = 0; x && i < x->plan->nkernels; i++) rs->cached += x->plan->kernels[i].nbins > 0;
+    if (x) rs->load_ms += rt_now_ms() - t0;
     if (!x) {
         drv_options o = {.sched = opt};
         st = drv_compile(def, t, t->rt->arch(dev), &o, &x, d);
@@ -53,5 +57,9 @@ tsl_status drv_prepare_cached(const lang_def *def, const drv_target *t, void *de
         }
     }
     free(canon);
-    return st ? st : drv_prepare(x, t, dev, out, d);
+    if (st) return st;
+    t0 = rt_now_ms();
+    st = drv_prepare(x, t, dev, out, d);
+    rs->load_ms += rt_now_ms() - t0;
+    return st;
 }

@@ -250,12 +250,17 @@ static tsl_status drv_passes(drv *c, const char *arch)
 {
     const tile_module *m = NULL;
     tsl_status st = TSL_OK;
+    rt_stats *rs = rt_stats_here(); /* where the time goes (tsl_program_run_stats) */
+    double t0 = rt_now_ms();
     if (!stop_at(c, DRV_STAGE_SCHED)) st = pass_verify(c, c->sp->m, "scheduling");
     if (!st && !stop_at(c, DRV_STAGE_SCHED)) st = pass_expand(c, &m);
     if (!st && !stop_at(c, DRV_STAGE_EXPAND)) st = pass_verify(c, m, "pipeline expansion");
     if (!st && !stop_at(c, DRV_STAGE_EXPAND)) st = pass_select(c, m);
     if (!st && !stop_at(c, DRV_STAGE_SELECT)) st = pass_verify(c, m, "instruction selection");
+    double t1 = rt_now_ms();
+    rs->plan_ms += t1 - t0;
     if (!st && !stop_at(c, DRV_STAGE_SELECT)) st = pass_emit_and_plan(c, m);
+    rs->codegen_ms += rt_now_ms() - t1;
     if (!st && !stop_at(c, DRV_STAGE_PLAN) && arch && !c->o->no_compile) st = pass_compile(c, arch);
     return st;
 }
@@ -316,7 +321,9 @@ tsl_status drv_compile(const lang_def *def, const drv_target *t, const char *arc
     drv c = {.def = def};
     tsl_status st = drv_begin(&c, t, arch, o, d);
     if (st) return st;
+    double t0 = rt_now_ms();
     st = pass_schedule(&c);
+    rt_stats_here()->plan_ms += rt_now_ms() - t0;
     if (!st) st = drv_passes(&c, arch);
     return drv_end(&c, st, out);
 }

@@ -811,13 +811,23 @@ static bool sema_outputs(sema *S, const parse_def *pd)
 }
 
 /* Is `name` used as an index in p: inside the arguments of a tensor
- * access (at any depth)? Recursion follows the capped parse tree. */
+ * access (at any depth), other than as a factor of a product with a
+ * non-constant (`h * Dh + d`: h and Dh each scale the other, so neither
+ * could get a range from it, and a name a where bound also uses there is
+ * a size)? Recursion follows the capped parse tree. */
 static bool sema_in_index(sema *S, const parse_node *p, const char *name, bool in_index)
 {
     if (p->kind == P_IDENT) return in_index && !strcmp(p->name, name);
     if (p->kind == P_CALL) {
         lang_tensor *t = sema_tensor(S, p->name);
         if (t && !t->is_scalar) in_index = true;
+    }
+    if (p->kind == P_BINARY && p->op == LANG_MUL && p->nargs == 2 && p->args[0]->kind != P_INT &&
+        p->args[1]->kind != P_INT) {
+        /* inside the factors only nested accesses count */
+        for (int k = 0; k < 2; k++)
+            if (p->args[k]->kind != P_IDENT && sema_in_index(S, p->args[k], name, false)) return true;
+        return false;
     }
     for (int k = 0; k < p->nargs; k++)
         if (sema_in_index(S, p->args[k], name, in_index)) return true;

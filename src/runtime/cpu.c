@@ -284,6 +284,23 @@ const char *rt_cpu_isa(void)
     return cpu_isa_text;
 }
 
+/* ---- which compiler (tessel --version) --------------------------------- */
+
+tsl_status rt_cpu_compiler(char **out, tsl_diag *d)
+{
+    *out = NULL;
+    cpu_cc cc;
+    tsl_status st = cpu_find_cc(&cc, d);
+    if (st) return st;
+    char *id = cpu_cc_identity(&cc);
+    strbuf b = {0};
+    sb_printf(&b, "%s (%s)", cc.text, id ? id : "unknown");
+    *out = sb_take(&b);
+    free(id);
+    cpu_cc_free(&cc);
+    return *out ? TSL_OK : TSL_ERR_NOMEM;
+}
+
 /* ---- compile errors ---------------------------------------------------- */
 
 /* Replace every occurrence of `from` in `s` by `to`; gives a malloc'd string. */
@@ -569,13 +586,18 @@ tsl_status rt_cpu_build(const char *source, const char *name_hint, void **so, si
         rt_warn("kernel cache entry cpu/%s is not a complete shared object; rebuilding it", key);
         hit = 0;
     }
+    rt_stats *rs = rt_stats_here();
     if (hit) {
         *so = e.data;
         *size = e.size;
         e.data = NULL;
+        rs->cached++;
     } else {
+        double t0 = rt_now_ms();
         st = cpu_build(&cc, name, source, so, size, d);
         if (!st) rt_cache_put("cpu", key, name, source, id, *so, *size);
+        if (!st) rs->compiled++;
+        rs->compile_ms += rt_now_ms() - t0;
     }
     rt_cache_entry_free(&e);
     free(id);

@@ -470,9 +470,13 @@ tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_o
 
     nvrtcProgram prog = NULL;
     char *logtext = NULL, *bin = NULL;
-    if (cuda_cache_get(key, cubin, cubin_size, log)) goto done;
+    if (cuda_cache_get(key, cubin, cubin_size, log)) {
+        rt_stats_here()->cached++;
+        goto done;
+    }
 
     atomic_fetch_add(&cuda_compiles, 1);
+    double t_compile = rt_now_ms();
     if ((st = NV_TRY(d, CreateProgram(&prog, source, name, 0, NULL, NULL))) != TSL_OK) goto done;
     nvrtcResult cr = nv.CompileProgram(prog, nopts, opts);
     size_t logsize = 0;
@@ -494,6 +498,8 @@ tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_o
         goto done;
     }
     rt_cache_put("cuda", key, name, source, logtext, bin, n);
+    rt_stats_here()->compiled++;
+    rt_stats_here()->compile_ms += rt_now_ms() - t_compile;
     *cubin = bin;
     *cubin_size = n;
     bin = NULL;

@@ -53,6 +53,20 @@ static int pool_default_threads(void)
     return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)n;
 }
 
+tsl_status rt_cpu_check_env(tsl_diag *d)
+{
+    const char *env = getenv("TESSEL_NUM_THREADS");
+    if (!env || !*env) return TSL_OK;
+    char *end;
+    long v = strtol(env, &end, 10);
+    if (*end == '\0' && v >= 1) return TSL_OK;
+    diag_error(d, TSL_ERR_ARG,
+               "TESSEL_NUM_THREADS='%.40s' is not a positive integer (the CPU target's thread count; unset it "
+               "for one thread per core)",
+               env);
+    return TSL_ERR_ARG;
+}
+
 static void pool_run_chunks(void)
 {
     for (;;) {

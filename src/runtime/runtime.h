@@ -115,6 +115,9 @@ void *rt_cpu_symbol(rt_cpu_module *m, const char *name, tsl_diag *d);
 void rt_cpu_module_free(rt_cpu_module *m); /* NULL allowed */
 /* The shared object's path in the cache (kept by the module). */
 const char *rt_cpu_module_path(const rt_cpu_module *m);
+/* The C compiler the CPU target uses, as "PATH [ARGS] (its --version's
+ * first line)" (malloc'd), or TSL_ERR_UNAVAILABLE saying why none. */
+tsl_status rt_cpu_compiler(char **out, tsl_diag *d);
 /* How many times this process ran the C compiler on a kernel (tests). */
 long rt_cpu_compile_count(void);
 
@@ -129,6 +132,9 @@ void rt_cpu_parallel_for(int64_t n, rt_cpu_range_fn fn, void *ctx);
  * of the pool's; 1: the caller alone). */
 void rt_cpu_parallel_for_max(int64_t n, rt_cpu_range_fn fn, void *ctx, int max_threads);
 int rt_cpu_num_threads(void);
+/* TSL_OK when $TESSEL_NUM_THREADS is unset or a positive integer, else
+ * TSL_ERR_ARG saying so (the pool itself falls back to one per core). */
+tsl_status rt_cpu_check_env(tsl_diag *d);
 /* Resize the pool (n <= 0: back to the default). Must not be called from
  * inside a parallel_for. */
 void rt_cpu_set_num_threads(int n);
@@ -137,6 +143,16 @@ void rt_cpu_set_num_threads(int n);
 void rt_cpu_shutdown(void);
 /* In a child process after fork: forget the parent's pool threads. */
 void rt_cpu_after_fork(void);
+
+/* ---- where a run's time goes (stats.c) --------------------------------- */
+/* The calling thread's record (tessel.h tsl_run_stats has the meanings):
+ * the API clears it before a run; the parts of a run add to it. */
+typedef struct rt_stats {
+    double plan_ms, codegen_ms, compile_ms, load_ms, run_ms;
+    int kernels, compiled, cached, loaded;
+} rt_stats;
+rt_stats *rt_stats_here(void);
+double rt_now_ms(void); /* a monotonic clock */
 
 /* ---- CUDA: NVRTC (cuda.c; needs only libnvrtc) ------------------------ */
 /* The NVRTC option that selects a kernel's 64-bit index variant and the

@@ -43,7 +43,9 @@ def test_example_under_asan(tmp_path, rng, key):
     (["run", "examples/matmul.tc", "--size", "M=3"], 1),
     (["run", "examples/matmul.tc", "--size", "M=3", "--size", "K=0", "--size", "N=5"], None),
     (["run", "examples/sgemm.tc", "--size", "N=3", "--size", "M=5", "--size", "K=7"], 1),
-    (["run", "examples/gather.tc", "--size", "N=3", "--size", "A=5", "--size", "B=7"], 1),
+    # random gather indices are drawn in range (the index error, with a bad
+    # index given, is in test_bad_inputs_under_asan)
+    (["run", "examples/gather.tc", "--size", "N=3", "--size", "A=5", "--size", "B=7"], 0),
     (["run", "examples/matmul.tc", "--size", "M=3", "--size", "K=5", "--size", "N=7",
       "--target", "cuda"], None),
     (["check", "no/such/file.tc"], 1),

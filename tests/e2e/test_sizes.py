@@ -48,3 +48,29 @@ def test_random_inputs_with_constant_dims(tmp_path, target):
     r = run_tc(tmp_path, prog, entry="conv", sizes={"B": 2, "C": 3, "H": 9, "W": 11, "F": 5},
                outputs=["O"], extra=["--target", target, "--check"])
     assert r.outputs["O"].shape == (2, 5, 7, 9)
+
+
+HEADS = ("def split_heads(float(B,T,E) X) -> (Q) {\n"
+         "  Q(b,h,t,d) = X(b,t,h * Dh + d) where h in 0:E / Dh, d in 0:Dh\n}\n")
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_where_size_scaling_an_index(tmp_path, target):
+    """Dh is named by where bounds and multiplies an index variable
+    (h * Dh): a size, not an index variable (it was "'Dh' is an index
+    variable")."""
+    prog = write(tmp_path, "heads.tc", HEADS)
+    rng = np.random.default_rng()
+    H, Dh, T = int(rng.integers(2, 5)), int(rng.integers(2, 6)), 3
+    x = rng.standard_normal((2, T, H * Dh + int(rng.integers(0, Dh)))).astype(np.float32)
+    r = run_tc(tmp_path, prog, inputs={"X": x}, sizes={"Dh": Dh}, outputs=["Q"],
+               extra=["--target", target, "--check"])
+    want = x[:, :, :H * Dh].reshape(2, T, H, Dh).transpose(0, 2, 1, 3)
+    np.testing.assert_array_equal(r.outputs["Q"], want)
+
+
+def test_where_bound_on_an_index_variable_is_still_refused(tmp_path):
+    prog = write(tmp_path, "tri.tc", "def tri(float(N,N) X) -> (S) { S() +=! X(i,j) where j in 0:i+1 }\n")
+    r = run_cli("check", prog)
+    assert r.returncode != 0 and "'i' is an index variable: a where bound must be a size expression" in r.stderr, \
+        r.stderr

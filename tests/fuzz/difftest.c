@@ -10,16 +10,23 @@
  *
  * Usage:
  *   build/difftest [-n N] [-s SEED] [-e MAX_ELEMS] [-t MAX_STMTS] [--gemm PERCENT] [--target cpu|cuda|interp]
- *                  [--save DIR] [--no-save] [-v] [FILE.tc ...]
+ *                  [--seconds S] [-j JOBS] [--save DIR] [--no-save] [-v] [FILE.tc ...]
  * With files, runs those (regression files) instead of random programs.
  * --gemm sets the share of contraction-shaped programs (default 20).
- * -v prints every program. --target interp runs the interpreter twice: a
- * fast check of the generator and the front end over many programs.
+ * --seconds starts no new program after S seconds (a bounded run: the
+ * summary says how many ran). -j JOBS splits the programs over that many
+ * processes (program k runs in process k % JOBS; each compiles its own,
+ * so a long run scales with the cores). -v prints every program.
+ * --target interp runs the interpreter twice: a fast check of the
+ * generator and the front end over many programs.
  * The last line is "N passed, N failed". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "fuzz/gen.h"
@@ -27,7 +34,8 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: difftest [-n N] [-s SEED] [-e MAX_ELEMS] [-t MAX_STMTS] "
-                    "[--gemm PERCENT] [--target cpu|cuda|interp] [--save DIR] [--no-save] [-v] [FILE.tc ...]\n");
+                    "[--gemm PERCENT] [--target cpu|cuda|interp] [--seconds S] [-j JOBS] [--save DIR] [--no-save] [-v] "
+                    "[FILE.tc ...]\n");
 }
 
 /* Save a failing program, with what failed as a comment on top. */
@@ -70,6 +78,8 @@ static void signature(const char *msg, char *sig, size_t len)
 int main(int argc, char **argv)
 {
     long n = 100;
+    double seconds = 0; /* > 0: no new program after this long */
+    int jobs = 1;
     uint64_t seed = (uint64_t)time(NULL) * 2654435761u ^ (uint64_t)clock();
     dt_opts opts = {.max_elems = 4000, .max_stmts = 4, .gemm_percent = 20};
     tsl_target target = TSL_TARGET_CPU;
@@ -86,6 +96,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--gemm") && i + 1 < argc) opts.gemm_percent = atoi(argv[++i]);
         else if (!strcmp(a, "--save") && i + 1 < argc) save_dir = argv[++i];
         else if (!strcmp(a, "--no-save")) save_dir = NULL;
+        else if (!strcmp(a, "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
+        else if (!strcmp(a, "-j") && i + 1 < argc) jobs = atoi(argv[++i]);
         else if (!strcmp(a, "-v")) verbose = 1;
         else if (!strcmp(a, "--target") && i + 1 < argc) {
             const char *t = argv[++i];
@@ -96,13 +108,56 @@ int main(int argc, char **argv)
         } else if (a[0] == '-') { usage(); free(files); return 2; }
         else files[nfiles++] = argv[i];
     }
-    if (opts.max_elems < 1 || opts.max_stmts < 1) { usage(); free(files); return 2; }
+    if (opts.max_elems < 1 || opts.max_stmts < 1 || jobs < 1 || jobs > 256) { usage(); free(files); return 2; }
     long total = nfiles ? nfiles : n, pass = 0, fail = 0, interp_only = 0;
     printf("difftest: %ld program%s, seed 0x%llx, target %s\n", total, total == 1 ? "" : "s",
            (unsigned long long)seed,
            target == TSL_TARGET_CPU ? "cpu" : target == TSL_TARGET_INTERP ? "interp" : "cuda");
     fflush(stdout);
-    for (long k = 0; k < total; k++) {
+    struct timespec t0, tn;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long ran = 0;
+    /* -j: worker processes, each its share of the programs; their counts
+     * come back through a shared page (nothing has run in this process
+     * yet, so forking it is safe) */
+    int worker = 0, child = 0;
+    long *counts = NULL; /* per worker: pass, fail, interp_only, ran */
+    if (jobs > 1) {
+        counts = mmap(NULL, sizeof *counts * 4 * (size_t)jobs, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (counts == MAP_FAILED) { perror("difftest: mmap"); free(files); return 2; }
+        memset(counts, 0, sizeof *counts * 4 * (size_t)jobs);
+        int started = 0;
+        for (; started < jobs; started++) {
+            pid_t pid = fork();
+            if (pid < 0) { perror("difftest: fork"); break; }
+            if (pid == 0) { worker = started, child = 1; break; }
+        }
+        if (!child) { /* the parent: wait, then add up */
+            int bad = started < jobs;
+            for (int j = 0; j < started; j++) {
+                int ws = 0;
+                if (wait(&ws) < 0 || !WIFEXITED(ws)) bad = 1;
+            }
+            for (int j = 0; j < started; j++)
+                pass += counts[4 * j], fail += counts[4 * j + 1], interp_only += counts[4 * j + 2],
+                    ran += counts[4 * j + 3];
+            if (bad) printf("a worker process failed or crashed\n"), fail++;
+            if (seconds > 0 && ran < total) printf("stopped after %.0f s: %ld of %ld programs ran\n", seconds, ran, total);
+            munmap(counts, sizeof *counts * 4 * (size_t)jobs);
+            free(files);
+            if (interp_only)
+                printf("%s target not available: interpreter only (%ld of %ld programs)\n",
+                       target == TSL_TARGET_CPU ? "cpu" : "cuda", interp_only, ran);
+            printf("%ld passed, %ld failed\n", pass, fail);
+            return fail ? 1 : 0;
+        }
+    }
+    for (long k = worker; k < total; k += jobs, ran++) {
+        clock_gettime(CLOCK_MONOTONIC, &tn);
+        if (seconds > 0 && (double)(tn.tv_sec - t0.tv_sec) + 1e-9 * (double)(tn.tv_nsec - t0.tv_nsec) > seconds) {
+            if (jobs == 1) printf("stopped after %.0f s: %ld of %ld programs ran\n", seconds, ran, total);
+            break;
+        }
         uint64_t pseed = seed + (uint64_t)k * 0x9e3779b97f4a7c15ull;
         uint64_t dseed = pseed ^ 0x5bd1e9955bd1e995ull;
         char *text;
@@ -142,9 +197,15 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     free(files);
+    if (child) { /* a worker: the parent reports */
+        long *c = &counts[4 * worker];
+        c[0] = pass, c[1] = fail, c[2] = interp_only, c[3] = ran;
+        fflush(stdout);
+        _exit(0);
+    }
     if (interp_only)
         printf("%s target not available: interpreter only (%ld of %ld programs)\n",
-               target == TSL_TARGET_CPU ? "cpu" : "cuda", interp_only, total);
+               target == TSL_TARGET_CPU ? "cpu" : "cuda", interp_only, ran);
     printf("%ld passed, %ld failed\n", pass, fail);
     return fail ? 1 : 0;
 }
