@@ -93,12 +93,16 @@ asan:
 FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(FUZZ_SAN) -Iinclude -Isrc -Itests
-FUZZ_OBJ   := $(LIB_SRC:%.c=build-fuzz/obj/%.o)
+FUZZ_OBJ   := $(LIB_SRC:%.c=build-fuzz/obj/%.o) build-fuzz/obj/build_id.o
 FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 
 build-fuzz/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+build-fuzz/obj/build_id.o: build/build_id.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -c $< -o $@
 
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
 	clang $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ $(LDLIBS)

@@ -180,14 +180,20 @@ tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
 /* Options: the strategies' choices, the space the tuner searches. Text of
  * "key=value" pairs joined by ',' (e.g. "contract.cpu.bm=64,cpu.threads=1");
  * tsl_options_space() lists every key, its default and its values. A
- * program compiles, emits and runs with its options; "" (or NULL) restores
- * the built-in plans. A bad key or value is TSL_ERR_ARG naming it; a
+ * program compiles, emits and runs with its options; "" restores the
+ * built-in plans (and, as any set value, turns off the tuned options a
+ * run would otherwise look up); NULL goes back to looking them up. A bad key or value is TSL_ERR_ARG naming it; a
  * combination a target cannot build (say a block that is not a whole
  * number of thread tiles) is TSL_ERR_ARG from the run, saying why. */
 tsl_status tsl_program_set_options(TSL_KEEP tsl_program *p, TSL_KEEP const char *options);
 /* The options in effect as canonical text: only what differs from the
  * defaults, in the space's order ("" for the defaults). Owned by p. */
 const char *tsl_program_options(TSL_KEEP const tsl_program *p);
+/* The options the last compiled run of a used ("" the defaults); *tuned
+ * (may be NULL) says whether they came from a tuning record: a program
+ * whose options were never set runs with the options `tessel tune` /
+ * tsl_program_tune found for its shapes on that target, when there are. */
+const char *tsl_args_options_used(TSL_KEEP const tsl_args *a, int *tuned);
 /* One line per option: key, target, default, values, meaning (malloc'd). */
 TSL_GIVE char *tsl_options_space(void);
 
@@ -345,6 +351,83 @@ tsl_status tsl_program_call(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, TSL_K
  * `<layout>:1:COL: error: ...`, the expression and a caret. */
 tsl_status tsl_layout_table(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *expr, int json,
                             TSL_GIVE char **out);
+
+/* ---- benchmarking and tuning ---------------------------------------------- */
+
+/* tsl_program_bench: compile once, keep the tensors resident on the
+ * target's device, check the output against the interpreter first (at
+ * these sizes when the interpreter can answer in seconds, else at sizes
+ * cut to 67), warm up, then time whole runs with the device's events (the
+ * monotonic clock on the CPU) over many repetitions, input sets rotated
+ * past the last-level cache. Zero in a field means its default. */
+typedef struct tsl_bench_config {
+    double budget_s; /* timed runs take about this long (default 2) */
+    int min_reps;    /* at least (default 5) */
+    int max_reps;    /* at most (default 10000) */
+} tsl_bench_config;
+
+typedef struct tsl_bench_result {
+    double median_ms, p10_ms, p90_ms, min_ms; /* one run: every launch of the plan */
+    int reps, sets;                           /* timed runs; input sets rotated */
+    double flops, bytes;                      /* one run's work from the op graph; bytes of its tensors */
+    double cold_compile_ms;                   /* schedule, generate, compile and load with no cache */
+    double cached_prepare_ms;                 /* the same with the cache: what a new process pays */
+    double call_ms;                           /* a tsl_program_run of these arguments, end to end (median) */
+    double check_error;                       /* worst output error / its tolerance (<= 1: right) */
+    int check_reduced;                        /* 1: checked at reduced sizes */
+    char options[512];                        /* the options the plan used */
+    int tuned;                                /* ... from a tuning record */
+} tsl_bench_result;
+
+/* a's tensors give the sizes and the inputs; outputs are left unchanged
+ * except by the call_ms runs. A wrong output is TSL_ERR_RUNTIME saying
+ * which tensor and by how much, before anything is timed. */
+tsl_status tsl_program_bench(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target,
+                             const tsl_bench_config *cfg, tsl_bench_result *out);
+
+/* tsl_program_tune: search the strategies' options (tsl_options_space)
+ * for the fastest plan of p at a's shapes on target, after Tensor
+ * Comprehensions' autotuner: genetic search (population, three-parent
+ * uniform crossover, mutation, elites kept) or random search. Candidates
+ * are compiled in parallel by several processes, each checked against
+ * the interpreter before it is timed (as tsl_program_bench times), by
+ * worker processes: one per GPU (or the CPU). A candidate that fails to
+ * compile, is wrong, faults or times out is recorded as failed and the
+ * search goes on. The best options are stored in the cache for (program,
+ * shapes, arch); a later run of a program whose options were never set
+ * uses them (tsl_args_options_used says so). Zero in a field means its
+ * default. TSL_ERR_UNAVAILABLE when a worker's device cannot be opened;
+ * on CUDA, call it from a process that has not used CUDA yet (workers
+ * fork; a CUDA context does not survive a fork). */
+typedef struct tsl_tune_config {
+    double budget_s;       /* stop starting candidates after this long (default 120) */
+    int generations;       /* at most (default 8) */
+    int population;        /* candidates per generation (default 16) */
+    int random_search;     /* 1: random search instead of the genetic one */
+    int workers;           /* timing workers (default: the CPU 1; CUDA one per GPU) */
+    const int *devices;    /* CUDA: each worker's device ordinal (NULL: 0, 1, ...) */
+    int compilers;         /* compiling processes (default: cores, at most 8) */
+    double candidate_ms;   /* timed runs per candidate take about this long (default 200) */
+    double timeout_s;      /* a candidate taking longer fails (default 60) */
+    unsigned long long seed; /* 0: fresh */
+    void (*progress)(void *ctx, const char *line); /* one line per generation */
+    void *progress_ctx;
+} tsl_tune_config;
+
+typedef struct tsl_tune_result {
+    double default_ms, best_ms;  /* median times (0: did not run) */
+    char best_options[400];      /* canonical text ("" the defaults) */
+    int best_device;             /* the device that timed the best (-1: the CPU) */
+    int tried, failed, rejected; /* rejected: refused by the options' validity check */
+    int generations, workers;
+    int timed_by[16];            /* candidates each worker timed */
+    int device_of[16];           /* each worker's device (-1: the CPU) */
+    double wall_s;
+    int recorded;                /* the tuning record was stored */
+} tsl_tune_result;
+
+tsl_status tsl_program_tune(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target,
+                            const tsl_tune_config *cfg, tsl_tune_result *out);
 
 /* Where the program's last tsl_program_run on this thread spent its time
  * (milliseconds), and how its kernels were found. A run that prepares

@@ -1373,7 +1373,9 @@ static int check_against_interp(run_state *s)
     return bad;
 }
 
-static int run_main(run_state *s)
+/* Everything before the run: the program compiled, its options applied,
+ * inputs read or made, the arguments bound (s->args). */
+static int run_setup(run_state *s)
 {
     s->ctx = tsl_context_create();
     if (!s->ctx) {
@@ -1408,10 +1410,15 @@ static int run_main(run_state *s)
             }
         }
     }
-    if (bind_args(s, &s->args, 0)) return 1;
+    return bind_args(s, &s->args, 0);
+}
 
+static int run_main(run_state *s)
+{
+    int rc = run_setup(s);
+    if (rc) return rc; /* 1: a user error, 2: a usage error (bad options) */
     double t0 = now_ms();
-    st = tsl_program_run(s->prog, s->args, s->o.target);
+    tsl_status st = tsl_program_run(s->prog, s->args, s->o.target);
     double ms = now_ms() - t0;
     if (st != TSL_OK) {
         char what[64];
@@ -1421,6 +1428,9 @@ static int run_main(run_state *s)
         return 1;
     }
     print_summary_line(s, ms);
+    int tuned = 0;
+    const char *used = tsl_args_options_used(s->args, &tuned);
+    if (tuned) printf("options: %s (tuned: `tessel tune` found them for these shapes)\n", used);
     if (s->o.verbose) {
         tsl_run_stats rs;
         if (tsl_program_run_stats(s->prog, &rs) == TSL_OK) {
@@ -1459,4 +1469,54 @@ int cmd_run(int argc, char **argv)
     fflush(stdout);
     run_state_free(&s);
     return rc;
+}
+
+/* ---- the bound program for `tessel bench` and `tessel tune` (cli.h) ---- */
+
+int cli_program_bind(int argc, char **argv, const char *usage, const char *allowed, cli_program *out)
+{
+    memset(out, 0, sizeof *out);
+    run_state *s = calloc(1, sizeof *s);
+    if (!s) {
+        fprintf(stderr, "tessel: out of memory\n");
+        return 1;
+    }
+    out->state = s;
+    int rc = parse_opts(argc, argv, usage, allowed, &s->o);
+    if (rc == 0 && !s->o.target_name) {
+        s->o.target = tsl_target_default();
+        s->o.target_name = tsl_target_name(s->o.target);
+    }
+    if (rc == 0 && s->o.target == TSL_TARGET_INTERP) {
+        fprintf(stderr, "tessel: the interpreter is not a compiled target: use --target cpu or cuda\n");
+        rc = 2;
+    }
+    if (rc == 0) rc = run_setup(s);
+    out->ctx = s->ctx;
+    out->prog = s->prog;
+    out->args = s->args;
+    out->target = s->o.target;
+    out->target_name = s->o.target_name;
+    return rc;
+}
+
+void cli_program_describe(const cli_program *p, FILE *f)
+{
+    const run_state *s = p->state;
+    char buf[256];
+    fprintf(f, "%s:", tsl_program_name(s->prog));
+    for (int i = 0; i < s->nparams; i++) {
+        if (s->params[i].is_scalar) snprintf(buf, sizeof buf, "%s=%.10g", s->params[i].name, s->scalars[i]);
+        else cli_tensor_describe(buf, sizeof buf, s->params[i].name, s->tensors[i]);
+        fprintf(f, "%s %s", i ? "," : "", buf);
+    }
+    fprintf(f, " on %s", s->o.target_name);
+}
+
+void cli_program_free(cli_program *p)
+{
+    if (!p->state) return;
+    run_state_free(p->state);
+    free(p->state);
+    memset(p, 0, sizeof *p);
 }

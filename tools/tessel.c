@@ -12,6 +12,7 @@ static const struct {
 } commands[] = {
     {"check", cmd_check}, {"run", cmd_run},   {"compile", cmd_compile},
     {"layout", cmd_layout}, {"tile", cmd_tile}, {"cache", cmd_cache},
+    {"bench", cmd_bench}, {"tune", cmd_tune},
 };
 
 /* the usage lines: a form and what it does */
@@ -24,6 +25,8 @@ static const char *const usage_rows[][2] = {
     {"tile check|print|expand FILE.tile", "verify; print; print with pipelines expanded"},
     {"tile emit|select FILE.tile", "the generated CUDA, C or PTX; atom selection"},
     {"tile run FILE.tile [options]", "run a tile program (see `tessel tile --help`)"},
+    {"bench FILE.tc [options]", "time a def, checked (see `tessel bench --help`)"},
+    {"tune FILE.tc [options]", "tune a def's options (see `tessel tune --help`)"},
     {"cache list|show|stats|export|import|clear", "the kernel cache"},
     {"--version", "the version, the commit, and the C compiler,"},
     {"", "NVRTC and CUDA driver found here"},

@@ -34,6 +34,7 @@ struct tsl_program {
     const lang_def *def;
     sched_options opt; /* the strategies' choices (tsl_program_set_options) */
     char *opt_text;    /* their canonical text, in the arena ("" for the defaults) */
+    int opt_explicit;  /* set by the caller: no tuned options are looked up */
     tsl_run_stats last; /* of the last tsl_program_run (tsl_program_run_stats) */
 };
 
@@ -72,13 +73,36 @@ void api_tensor_strides(const DLTensor *t, int64_t strides[TSL_MAX_RANK]);
  * errors go to d. */
 struct interp_tensor;
 tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out);
+/* The interpreter's views of a's tensors (shapes inferred, outputs
+ * allocated, overlaps refused); malloc'd. Then the views the compiled
+ * targets take (low-bit tensors as C-order carriers in *owned), and back
+ * (packing outputs when `pack`; frees cv and owned). */
+tsl_status api_args_views(tsl_program *p, tsl_args *a, struct interp_tensor **out);
+tsl_status api_args_carry(tsl_program *p, const struct interp_tensor *views, struct interp_tensor **cv, char ***owned);
+void api_args_uncarry(tsl_program *p, const struct interp_tensor *views, struct interp_tensor *cv, char **owned,
+                      int pack);
+const lang_bound *api_args_bound(const tsl_args *a);
+void api_args_set_used(tsl_args *a, const char *options, int tuned);
+/* The options a run of p at b's shapes on t uses: p's own when set, else
+ * its tuning record's (returns 1), else the defaults; their text to text. */
+struct drv_target;
+struct sched_options;
+int api_run_options(tsl_program *p, const struct drv_target *t, void *dev, const lang_bound *b,
+                    sched_options *opt, strbuf *text);
+/* p's executable for t under options opt: the cache's (kind "exe"), or
+ * compiled and stored; prepared on dev. */
+struct drv_prepared;
+tsl_status api_prepare_cached(tsl_program *p, const struct drv_target *t, void *dev, const sched_options *opt,
+                              const char *opt_text, struct drv_prepared **out, tsl_diag *d);
+/* Forget the tuned options looked up so far (after a tuning session). */
+void api_compiled_forget_tuned(void);
 /* Drop every prepared plan of this process (tests: the next run takes the
  * executable from the cache, as a new process would). */
 void api_compiled_forget(void);
 /* >= 0 when `what` is a kind api_compiled_emit knows. */
 int api_compiled_emit_kind(const char *what);
-tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound *b,
-                            const struct interp_tensor *views, tsl_diag *d);
+tsl_status api_compiled_run(tsl_program *p, tsl_target target, tsl_args *a, const struct interp_tensor *views,
+                            tsl_diag *d);
 /* TSL_TARGET_CUDA on tensors already on GPU device_id: views hold device
  * addresses of dense C-order tensors; everything is queued on `stream`
  * (a CUstream of the device's primary context; NULL the legacy default

@@ -43,10 +43,27 @@ struct tsl_args {
     lang_bound *made;  /* the last binding made, kept for an infer with the same sizes */
     int64_t *made_sizes; /* def->nsizes: the sizes `made` is for */
     int ran;          /* a run succeeded since the last binding change */
+    char used[512];   /* the options the last compiled run used */
+    int used_tuned;   /* ... found in the cache's tuning records */
     void *stream;     /* device runs: the caller's CUstream (NULL: legacy default) */
     tsl_allocator al; /* al.alloc NULL: tessel's own allocation */
     int sync;         /* device runs: wait for the stream and report index errors */
 };
+
+const lang_bound *api_args_bound(const tsl_args *a) { return a->bound; }
+
+void api_args_set_used(tsl_args *a, const char *options, int tuned)
+{
+    snprintf(a->used, sizeof a->used, "%s", options ? options : "");
+    a->used_tuned = tuned;
+}
+
+const char *tsl_args_options_used(TSL_KEEP const tsl_args *a, int *tuned)
+{
+    if (!a) return NULL;
+    if (tuned) *tuned = a->used_tuned;
+    return a->used;
+}
 
 static void args_out_free(args_out *o)
 {
@@ -821,16 +838,15 @@ static void args_uncarry(tsl_program *p, const interp_tensor *orig, char **owned
     }
 }
 
-tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target)
+/* The views of a run on `target`; *dvo gets the tensors' device. */
+static tsl_status args_views_on(tsl_program *p, tsl_args *a, tsl_target target, interp_tensor **out, DLDevice *dvo)
 {
-    if (!p) return TSL_ERR_ARG;
+    *out = NULL;
     tsl_context *ctx = p->ctx;
     if (!a) return api_error(ctx, TSL_ERR_ARG, "tsl_program_run: args is NULL");
     if (a->p != p)
         return api_error(ctx, TSL_ERR_ARG, "tsl_program_run: the args were created for '%s', "
                          "not '%s'", a->p->def->name, p->def->name);
-    if (target != TSL_TARGET_INTERP && target != TSL_TARGET_CPU && target != TSL_TARGET_CUDA)
-        return api_error(ctx, TSL_ERR_ARG, "unknown target %d", (int)target);
     /* infer again even if done: the borrowed descriptors may have changed */
     tsl_status st;
     DLDevice dv = {kDLCPU, 0};
@@ -867,6 +883,45 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         free(views);
         return st;
     }
+    *out = views;
+    *dvo = dv;
+    return TSL_OK;
+}
+
+/* Host tensors only (bench and tune copy them to the device themselves). */
+tsl_status api_args_views(tsl_program *p, tsl_args *a, interp_tensor **out)
+{
+    DLDevice dv;
+    return args_views_on(p, a, TSL_TARGET_CPU, out, &dv);
+}
+
+tsl_status api_args_carry(tsl_program *p, const interp_tensor *views, interp_tensor **cv, char ***owned)
+{
+    const lang_def *def = p->def;
+    *cv = calloc((size_t)def->ntensors + 1, sizeof **cv);
+    *owned = calloc((size_t)def->ntensors + 1, sizeof **owned);
+    if (!*cv || !*owned) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");
+    memcpy(*cv, views, (size_t)def->ntensors * sizeof **cv);
+    return args_carry(p, *cv, *owned);
+}
+
+void api_args_uncarry(tsl_program *p, const interp_tensor *views, interp_tensor *cv, char **owned, int pack)
+{
+    if (owned) args_uncarry(p, views, owned, pack);
+    free(owned);
+    free(cv);
+}
+
+tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target)
+{
+    if (!p) return TSL_ERR_ARG;
+    tsl_context *ctx = p->ctx;
+    if (target != TSL_TARGET_INTERP && target != TSL_TARGET_CPU && target != TSL_TARGET_CUDA)
+        return api_error(ctx, TSL_ERR_ARG, "unknown target %d", (int)target);
+    interp_tensor *views = NULL;
+    DLDevice dv = {kDLCPU, 0};
+    tsl_status st = args_views_on(p, a, target, &views, &dv);
+    if (st) return st;
     tsl_diag *d = api_diag(ctx);
     diag_reset(d);
     rt_stats *rs = rt_stats_here();
@@ -879,18 +934,14 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         st = interp_run(a->bound, views, d);
         rs->run_ms = rt_now_ms() - t0;
     } else {
-        interp_tensor *cv = calloc((size_t)def->ntensors + 1, sizeof *cv);
-        char **owned = calloc((size_t)def->ntensors + 1, sizeof *owned);
-        if (!cv || !owned) st = api_error(ctx, TSL_ERR_NOMEM, "out of memory");
-        else memcpy(cv, views, (size_t)def->ntensors * sizeof *cv);
-        if (!st) st = args_carry(p, cv, owned);
+        interp_tensor *cv = NULL;
+        char **owned = NULL;
+        st = api_args_carry(p, views, &cv, &owned);
         if (!st) {
             diag_reset(d);
-            st = api_compiled_run(p, target, a->bound, cv, d);
+            st = api_compiled_run(p, target, a, cv, d);
         }
-        if (owned) args_uncarry(p, views, owned, st == TSL_OK);
-        free(owned);
-        free(cv);
+        api_args_uncarry(p, views, cv, owned, st == TSL_OK);
     }
     free(views);
     if (!st) a->ran = 1;

@@ -222,49 +222,10 @@ static void prepared_drop(prepared *e)
     memset(e, 0, sizeof *e);
 }
 
-/* The executable of p's def on t, from the cache (another process made it:
- * no scheduling, no code generation, no compiler) or compiled and stored
- * there; prepared on dev. */
-static tsl_status prepare_cached(tsl_program *p, const drv_target *t, void *dev, drv_prepared **out, tsl_diag *d)
+tsl_status api_prepare_cached(tsl_program *p, const drv_target *t, void *dev, const sched_options *opt,
+                              const char *opt_text, drv_prepared **out, tsl_diag *d)
 {
-    char *canon = drv_program_canonical(p->def);
-    char key[33];
-    drv_program_key("exe", canon, t, dev, p->opt_text, NULL, key);
-    drv_executable *x = NULL;
-    rt_cache_entry e;
-    tsl_status st = TSL_OK;
-    rt_stats *rs = rt_stats_here();
-    double t0 = rt_now_ms();
-    if (rt_cache_get("exe", key, &e)) {
-        tsl_diag rd = {0};
-        if (drv_executable_read(e.data, e.size, &x, &rd) || x->target != t->id ||
-            strcmp(x->arch, t->rt->arch(dev))) {
-            rt_warn("kernel cache entry exe/%s cannot be used (%s); rebuilding it", key,
-                    rd.nerr ? sb_str(&rd.msg) : "it is for another target");
-            drv_executable_free(x);
-            x = NULL;
-        }
-        diag_free(&rd);
-    }
-    rt_cache_entry_free(&e);
-    for (int i = 0; x && i < x->plan->nkernels; i++) rs->cached += x->plan->kernels[i].nbins > 0;
-    if (x) rs->load_ms += rt_now_ms() - t0;
-    if (!x) {
-        drv_options o = {.sched = &p->opt};
-        st = drv_compile(p->def, t, t->rt->arch(dev), &o, &x, d);
-        if (!st) {
-            strbuf blob = {0};
-            drv_executable_write(&blob, x);
-            rt_cache_put("exe", key, p->def->name, canon, p->opt_text, blob.buf, blob.len);
-            sb_free(&blob);
-        }
-    }
-    free(canon);
-    if (st) return st;
-    t0 = rt_now_ms();
-    st = drv_prepare(x, t, dev, out, d);
-    rs->load_ms += rt_now_ms() - t0;
-    return st;
+    return drv_prepare_cached(p->def, t, dev, opt, opt_text, out, d);
 }
 
 void api_compiled_forget(void)
@@ -293,13 +254,13 @@ static int key_is(const char *key, const char *name, const char *opt, const char
 /* The prepared executor of p's def on target t (state s), made on a miss;
  * `captured`: this run is being captured into a CUDA graph (the executor is
  * then never freed). */
-static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, int captured, tsl_diag *d,
-                        tsl_status *st)
+static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, const sched_options *opt,
+                        const char *opt_text, int captured, tsl_diag *d, tsl_status *st)
 {
     prepared *slot = &s->plans[0];
     for (int i = 0; i < PREPARED_MAX; i++) {
         prepared *e = &s->plans[i];
-        if (e->key && key_is(e->key, p->def->name, p->opt_text, p->src.text)) {
+        if (e->key && key_is(e->key, p->def->name, opt_text, p->src.text)) {
             e->used = ++s->clock;
             e->captured |= captured;
             int nk = drv_prepared_executable(e->p)->plan->nkernels;
@@ -310,11 +271,11 @@ static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, in
         if (!e->key ? slot->key != NULL : slot->key && e->used < slot->used) slot = e;
     }
     drv_prepared *pp = NULL;
-    *st = prepare_cached(p, t, s->dev, &pp, d);
+    *st = api_prepare_cached(p, t, s->dev, opt, opt_text, &pp, d);
     if (*st) return NULL;
     rt_stats_here()->kernels += drv_prepared_executable(pp)->plan->nkernels;
     strbuf kb = {0};
-    sb_printf(&kb, "%s\n%s\n%s", p->def->name, p->opt_text, p->src.text);
+    sb_printf(&kb, "%s\n%s\n%s", p->def->name, opt_text, p->src.text);
     prepared_drop(slot);
     slot->key = sb_take(&kb);
     slot->p = pp;
@@ -355,14 +316,92 @@ static void locate_error(tsl_status st, const lang_bound *b, const interp_tensor
     free(kernel_msg);
 }
 
-tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound *b,
-                            const struct interp_tensor *views, tsl_diag *d)
+/* ---- tuned options ------------------------------------------------------------------------------- */
+
+
+/* Tuned options looked up this process: (target, key) -> options, "" when
+ * the cache has none (a miss is remembered too: the lookup is per run). */
+enum { TUNED_MEMO = 32 };
+static struct {
+    char key[40];
+    char *options;
+} tuned_memo[TUNED_MEMO];
+static int tuned_next;
+static pthread_mutex_t tuned_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The tuned options of p's def at b's shapes on target t (dev's arch),
+ * into *opt and *text; 0 when there are none. */
+static int tuned_lookup(tsl_program *p, const drv_target *t, void *dev, const lang_bound *b, sched_options *opt,
+                        strbuf *text)
+{
+    char *canon = drv_program_canonical(p->def);
+    strbuf shapes = {0};
+    drv_shapes_text(p->def, b, &shapes);
+    char key[33], mk[40];
+    drv_program_key("tuned", canon, t, dev, NULL, sb_str(&shapes), key);
+    snprintf(mk, sizeof mk, "%d:%s", (int)t->id, key);
+    free(canon);
+    sb_free(&shapes);
+    const char *found = NULL;
+    char copy[512] = "";
+    pthread_mutex_lock(&tuned_mu);
+    for (int i = 0; i < TUNED_MEMO && !found; i++)
+        if (tuned_memo[i].options && !strcmp(tuned_memo[i].key, mk)) found = tuned_memo[i].options;
+    if (!found) {
+        rt_cache_entry e;
+        char *o = strdup(rt_cache_get("tuned", key, &e) && e.note ? e.note : "");
+        rt_cache_entry_free(&e);
+        int slot = tuned_next++ % TUNED_MEMO;
+        free(tuned_memo[slot].options);
+        snprintf(tuned_memo[slot].key, sizeof tuned_memo[slot].key, "%s", mk);
+        tuned_memo[slot].options = o;
+        found = o;
+    }
+    snprintf(copy, sizeof copy, "%s", found ? found : "");
+    pthread_mutex_unlock(&tuned_mu);
+    found = copy;
+    if (!*found) return 0;
+    sched_options o = sched_options_defaults;
+    char why[256];
+    tsl_diag pd = {0};
+    int ok = !sched_options_parse(found, &o, &pd) && !sched_options_check(&o, t->id, why, sizeof why);
+    diag_free(&pd);
+    if (!ok) return 0; /* a record from another space: the defaults */
+    *opt = o;
+    sb_puts(text, found);
+    return 1;
+}
+
+void api_compiled_forget_tuned(void)
+{
+    pthread_mutex_lock(&tuned_mu);
+    for (int i = 0; i < TUNED_MEMO; i++) {
+        free(tuned_memo[i].options);
+        tuned_memo[i].options = NULL;
+    }
+    pthread_mutex_unlock(&tuned_mu);
+}
+
+int api_run_options(tsl_program *p, const drv_target *t, void *dev, const lang_bound *b, sched_options *opt,
+                    strbuf *text)
+{
+    *opt = p->opt;
+    if (!p->opt_explicit && tuned_lookup(p, t, dev, b, opt, text)) return 1;
+    sb_puts(text, p->opt_text);
+    return 0;
+}
+
+/* ---- running ------------------------------------------------------------------------------------- */
+
+tsl_status api_compiled_run(tsl_program *p, tsl_target target, tsl_args *a, const struct interp_tensor *views,
+                            tsl_diag *d)
 {
     const drv_target *t = drv_target_of(target);
     if (!t) {
         diag_error(d, TSL_ERR_ARG, "target %d is not a compiled target", (int)target);
         return TSL_ERR_ARG;
     }
+    const lang_bound *b = api_args_bound(a);
     /* a bad $TESSEL_NUM_THREADS is refused, not ignored */
     tsl_status st = target == TSL_TARGET_CPU ? rt_cpu_check_env(d) : TSL_OK;
     if (st) return st;
@@ -374,7 +413,13 @@ tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound 
         if (st) unavailable(t->name, d);
         s->dev = dev;
     }
-    rt_exec *e = st ? NULL : prepare(p, t, s, 0, d, &st);
+    /* the program's options, or (never set) what tuning found for these shapes */
+    sched_options opt;
+    strbuf text = {0};
+    int tuned = st ? 0 : api_run_options(p, t, s->dev, b, &opt, &text);
+    api_args_set_used(a, sb_str(&text), tuned);
+    rt_exec *e = st ? NULL : prepare(p, t, s, &opt, sb_str(&text), 0, d, &st);
+    sb_free(&text);
     rt_stats *rs = rt_stats_here();
     double t0 = rt_now_ms();
     if (!st) st = drv_run(e, b, views, d);
@@ -482,7 +527,7 @@ tsl_status api_compiled_run_device(tsl_program *p, const lang_bound *b, const st
     pthread_mutex_lock(&s->mu);
     tsl_status st = device_open(s, device_id, d);
     if (!st) st = rt_cuda_set_stream(s->dev, stream, d);
-    rt_exec *e = st ? NULL : prepare(p, &drv_target_cuda, s, rt_cuda_stream_capturing(s->dev), d, &st);
+    rt_exec *e = st ? NULL : prepare(p, &drv_target_cuda, s, &p->opt, p->opt_text, rt_cuda_stream_capturing(s->dev), d, &st);
     device_mem m = {al, {kDLCUDA, device_id}, stream, s->dev};
     rt_mem mem = {device_mem_alloc, device_mem_free, &m};
     if (!st) st = drv_run_device_mem(e, b, ptrs, scalars, sync, &mem, d);

@@ -194,6 +194,7 @@ tsl_status tsl_program_set_options(TSL_KEEP tsl_program *p, TSL_KEEP const char 
     sched_options_text(&b, &o);
     p->opt = o;
     p->opt_text = arena_strdup(p->arena, sb_str(&b));
+    p->opt_explicit = options != NULL;
     sb_free(&b);
     return TSL_OK;
 }

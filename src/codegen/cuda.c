@@ -1217,6 +1217,11 @@ tsl_status cg_cuda_emit_branches(const tile_module *m, const tile_kernel *k, str
     return generate(m, k, out, NULL, br, d);
 }
 
+const struct target *cg_cuda_select_target(const tile_kernel *k)
+{
+    return cg_hopper_used(k) ? &target_sm90a : &target_sm80;
+}
+
 tsl_status cg_cuda_emit_info(const tile_module *m, const tile_kernel *k, strbuf *out, cg_cuda_branches *br,
                              int64_t *smem, tsl_diag *d)
 {

@@ -55,6 +55,12 @@ int cg_cuda_branch_leaves(const cg_cuda_branches *br, unsigned *keys, int max);
 tsl_status cg_cuda_emit_branches(const tile_module *m, const tile_kernel *k, strbuf *out, cg_cuda_branches *br,
                                  tsl_diag *d);
 
+/* The atom table kernel k is selected against (target/select.h): sm_90a's
+ * when it uses Hopper instructions, else sm_80's, which every later GPU
+ * runs. */
+struct target;
+const struct target *cg_cuda_select_target(const tile_kernel *k);
+
 /* cg_cuda_emit_branches that also gives cg_cuda_smem_bytes (one generation). */
 tsl_status cg_cuda_emit_info(const tile_module *m, const tile_kernel *k, strbuf *out, cg_cuda_branches *br,
                              int64_t *smem, tsl_diag *d);

@@ -34,16 +34,24 @@ typedef struct drv_emitted {
     rt_tmap *tmaps;
 } drv_emitted;
 
+struct target;
 typedef struct drv_target {
     const char *name;
     tsl_target id;
     const char *source_ext; /* ".c", ".cu" */
+    /* The atom table the select pass uses for kernel k of a plan made for
+     * plan_target (the tile interpreter runs either kind of plan). */
+    const struct target *(*table)(tsl_target plan_target, const tile_kernel *k);
     tsl_status (*emit)(const tile_module *m, const tile_kernel *k, const sched_options *o, tsl_arena *a,
                        strbuf *out, drv_emitted *e, tsl_diag *d);
     const rt_target *rt;
 } drv_target;
 
 extern const drv_target drv_target_cpu, drv_target_cuda; /* targets.c */
+/* The tables of the targets tessel has: target_cpu for CPU plans; for
+ * CUDA plans sm_90a's when the kernel uses Hopper instructions, else
+ * sm_80's. */
+const struct target *drv_select_table(tsl_target plan_target, const tile_kernel *k);
 /* The tile interpreter as a target (target_interp.c): dev may point at
  * tile_interp_opts. */
 extern const drv_target drv_target_tile_interp;
@@ -137,6 +145,14 @@ tsl_status drv_prepare_plan(const lang_def *def, const struct sched_plan *sp, co
 void drv_prepared_free(drv_prepared *p); /* NULL allowed */
 rt_exec *drv_prepared_exec(const drv_prepared *p);
 const drv_executable *drv_prepared_executable(const drv_prepared *p);
+/* def's executable for t under options opt (their canonical text
+ * opt_text): the cache's row (kind "exe"), or compiled and stored; then
+ * prepared on dev (cached.c). */
+tsl_status drv_prepare_cached(const lang_def *def, const drv_target *t, void *dev, const sched_options *opt,
+                              const char *opt_text, drv_prepared **out, tsl_diag *d);
+/* The shapes of def's tensor parameters under b as text
+ * ("float32[64,32];..."), part of a tuning record's key (cached.c). */
+void drv_shapes_text(const lang_def *def, const lang_bound *b, strbuf *out);
 
 /* Run on host data: views of every def tensor of b->def (the interpreter's
  * convention: parameters and outputs point at caller memory, maybe

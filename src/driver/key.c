@@ -13,9 +13,9 @@
 
 #include "driver/driver.h"
 
-/* tessel's build: the hash of its sources (the Makefile's build_id.c); a
- * library built without one says so. */
-__attribute__((weak)) const char tsl_build_id[] = "unknown build";
+/* tessel's build (driver.h): the hash of its sources, in the Makefile's
+ * build/build_id.c. (Not a weak default here: a static link would take the
+ * default and never pull the real one out of the archive.) */
 
 static int ident_start(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 static int ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }

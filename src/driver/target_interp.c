@@ -160,6 +160,7 @@ const drv_target drv_target_tile_interp = {
     .name = "tile-interp",
     .id = TSL_TARGET_INTERP,
     .source_ext = ".tile",
+    .table = drv_select_table,
     .emit = emit_tile,
     .rt = &drv_rt_interp,
 };

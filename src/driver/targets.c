@@ -7,6 +7,7 @@
 #include "codegen/codegen.h"
 #include "codegen/cuda.h"
 #include "driver/driver.h"
+#include "target/target.h"
 
 static tsl_status emit_c(const tile_module *m, const tile_kernel *k, const sched_options *o, tsl_arena *a,
                          strbuf *out, drv_emitted *e, tsl_diag *d)
@@ -55,10 +56,16 @@ static tsl_status emit_cuda(const tile_module *m, const tile_kernel *k, const sc
     return TSL_OK;
 }
 
+const struct target *drv_select_table(tsl_target plan_target, const tile_kernel *k)
+{
+    return plan_target == TSL_TARGET_CPU ? &target_cpu : cg_cuda_select_target(k);
+}
+
 const drv_target drv_target_cpu = {
     .name = "cpu",
     .id = TSL_TARGET_CPU,
     .source_ext = ".c",
+    .table = drv_select_table,
     .emit = emit_c,
     .rt = &rt_target_cpu,
 };
@@ -67,6 +74,7 @@ const drv_target drv_target_cuda = {
     .name = "cuda",
     .id = TSL_TARGET_CUDA,
     .source_ext = ".cu",
+    .table = drv_select_table,
     .emit = emit_cuda,
     .rt = &rt_target_cuda,
 };

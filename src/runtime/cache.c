@@ -219,6 +219,18 @@ static void cache_close(void)
     cache.path = cache.root = NULL;
 }
 
+/* In a child of fork: SQLite forbids using a connection across fork, so
+ * the parent's is forgotten (not closed: closing would touch the parent's
+ * locks) and the next use opens the database afresh. */
+void rt_cache_after_fork(void)
+{
+    pthread_mutex_init(&cache.mu, NULL);
+    cache.db = NULL;
+    free(cache.path);
+    free(cache.root);
+    cache.path = cache.root = NULL;
+}
+
 /* Move the database (and its WAL files) aside as <path>.damaged-<pid>-<n>,
  * but only while `path` is still the file this process opened (or, when
  * check is 0, whatever is there): another process may have replaced it. */
@@ -437,9 +449,16 @@ static char *col_text(sqlite3_stmt *s, int i)
     return t ? strdup((const char *)t) : NULL;
 }
 
+/* Per thread: lookups miss (a cold compile measured; what it makes is
+ * still stored). */
+static _Thread_local int cache_bypass;
+
+void rt_cache_set_bypass(int on) { cache_bypass = on; }
+
 int rt_cache_get(const char *kind, const char *key, rt_cache_entry *out)
 {
     memset(out, 0, sizeof *out);
+    if (cache_bypass) return 0;
     pthread_mutex_lock(&cache.mu);
     sqlite3 *db = cache_db();
     sqlite3_stmt *s = NULL;

@@ -603,15 +603,17 @@ void rt_cuda_ptxas_parse(const char *log, rt_ptxas_report *out)
 
 /* ---- device ------------------------------------------------------------- */
 
-tsl_status rt_cuda_open(rt_cuda_device **out, tsl_diag *d)
+tsl_status rt_cuda_open(rt_cuda_device **out, tsl_diag *d) { return rt_cuda_open_ordinal(-1, out, d); }
+
+tsl_status rt_cuda_open_ordinal(int ordinal, rt_cuda_device **out, tsl_diag *d)
 {
     tsl_diag scratch = {0};
     if (!d) d = &scratch;
     *out = NULL;
     tsl_status st = cuda_load_driver(d);
     if (st != TSL_OK) goto done;
-    int ordinal = 0;
-    const char *env = getenv("TESSEL_CUDA_DEVICE");
+    const char *env = ordinal < 0 ? getenv("TESSEL_CUDA_DEVICE") : NULL;
+    if (ordinal < 0) ordinal = 0;
     if (env && *env) {
         char *end;
         long v = strtol(env, &end, 10);

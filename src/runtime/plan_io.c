@@ -1,7 +1,8 @@
 /* plan_io.c — an rt_plan as bytes (what the cache stores) and back, and
  * as text for people.
  *
- * Format: the magic "TSLPLAN3", then every field in a fixed order as
+ * Format: the magic "TSLPLAN3" (bumped with every change of layout), then
+ * every field in a fixed order as
  * little-endian i64 (counts, enums and values alike) or length-prefixed
  * bytes (strings, binaries). The reader trusts nothing: every count has a
  * bound, every index is checked against what it indexes, every expression

@@ -206,6 +206,22 @@ void rt_cpu_shutdown(void)
     pthread_mutex_unlock(&pool_submit_mu);
 }
 
+/* In a child of fork: the parent's workers do not exist here. Forget them
+ * (their stacks are not ours to free) and start afresh on the next job. */
+void rt_cpu_after_fork(void)
+{
+    pthread_mutex_init(&pool_submit_mu, NULL);
+    pthread_mutex_init(&pool.mu, NULL);
+    pthread_cond_init(&pool.wake, NULL);
+    pthread_cond_init(&pool.done, NULL);
+    pool.threads = NULL;
+    pool.nthreads = 0;
+    pool.stop = 0;
+    pool.active = 0;
+    pool.fn = NULL;
+    pool_inside = 0;
+}
+
 void rt_cpu_set_num_threads(int n)
 {
     rt_cpu_shutdown();

@@ -75,8 +75,14 @@ tsl_status rt_cache_clear(const char *kind, int *removed, tsl_diag *d);
  * are kept); damaged ones are counted in *skipped. */
 tsl_status rt_cache_export(const char *file, const char *kind, int *copied, int *skipped, tsl_diag *d);
 tsl_status rt_cache_import(const char *file, const char *kind, int *copied, int *skipped, tsl_diag *d);
+/* This thread's lookups miss while on (to measure a cold compile; what it
+ * builds is still stored). */
+void rt_cache_set_bypass(int on);
 /* Close the database (the next use opens it again). */
 void rt_cache_reset(void);
+/* In a child process after fork: forget the parent's connection (the next
+ * use opens its own). */
+void rt_cache_after_fork(void);
 
 /* ---- CPU runtime (cpu.c) ---------------------------------------------- */
 typedef struct rt_cpu_module rt_cpu_module;
@@ -135,6 +141,8 @@ void rt_cpu_set_num_threads(int n);
 /* Join and free the pool (also done at process exit); the next
  * parallel_for starts a new one. */
 void rt_cpu_shutdown(void);
+/* In a child process after fork: forget the parent's pool threads. */
+void rt_cpu_after_fork(void);
 
 /* ---- where a run's time goes (stats.c) --------------------------------- */
 /* The calling thread's record (tessel.h tsl_run_stats has the meanings):
@@ -213,6 +221,8 @@ typedef struct rt_cuda_info {
 /* Open device $TESSEL_CUDA_DEVICE (default 0) through its primary context.
  * TSL_ERR_UNAVAILABLE when there is no driver or no such device. */
 tsl_status rt_cuda_open(rt_cuda_device **out, tsl_diag *d);
+/* The same for device `ordinal` (-1: TESSEL_CUDA_DEVICE, else 0). */
+tsl_status rt_cuda_open_ordinal(int ordinal, rt_cuda_device **out, tsl_diag *d);
 void rt_cuda_close(rt_cuda_device *dev); /* NULL allowed */
 const rt_cuda_info *rt_cuda_device_info(const rt_cuda_device *dev);
 

@@ -1,0 +1,132 @@
+/* search.c — the candidates a tuning session tries (tune.h), after Tensor
+ * Comprehensions' autotuner: the space is the options table
+ * (sched/options.c) cut to the parameters of one target; random search
+ * draws every parameter from its values; genetic search keeps the best
+ * few (elites), picks parents in proportion to their speed, builds a child
+ * by three-parent uniform crossover (each parameter from one of three
+ * parents) and mutates each parameter with a small probability. Only
+ * candidates the validity check accepts and that were not tried before
+ * are proposed; what the check rejects is counted with its reason. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune/tune.h"
+
+void tune_space_init(tune_space *s, tsl_target t)
+{
+    memset(s, 0, sizeof *s);
+    s->target = t;
+    int n = 0;
+    const sched_option *tab = sched_option_table(&n);
+    for (int i = 0; i < n && s->n < TUNE_MAX_PARAMS; i++)
+        if (tab[i].targets & (1u << t)) s->param[s->n++] = &tab[i];
+}
+
+uint64_t tune_rand(uint64_t *rng)
+{
+    /* splitmix64: fine and cheap for choosing among a handful of values */
+    uint64_t z = (*rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int pick(uint64_t *rng, int n) { return n > 0 ? (int)(tune_rand(rng) % (uint64_t)n) : 0; }
+
+void tune_random(const tune_space *s, uint64_t *rng, sched_options *out)
+{
+    *out = sched_options_defaults;
+    for (int i = 0; i < s->n; i++) {
+        const sched_option *p = s->param[i];
+        sched_option_set(out, p, p->values[pick(rng, p->nvalues)]);
+    }
+}
+
+void tune_crossover(const tune_space *s, const sched_options *a, const sched_options *b, const sched_options *c,
+                    uint64_t *rng, sched_options *out)
+{
+    const sched_options *par[3] = {a, b, c};
+    *out = *a;
+    for (int i = 0; i < s->n; i++) sched_option_set(out, s->param[i], sched_option_get(par[pick(rng, 3)], s->param[i]));
+}
+
+void tune_mutate(const tune_space *s, double rate, uint64_t *rng, sched_options *o)
+{
+    for (int i = 0; i < s->n; i++) {
+        if ((double)(tune_rand(rng) >> 11) / 9007199254740992.0 >= rate) continue;
+        const sched_option *p = s->param[i];
+        sched_option_set(o, p, p->values[pick(rng, p->nvalues)]);
+    }
+}
+
+/* ---- a generation ---------------------------------------------------------------------------- */
+
+int tune_tried(const tune_search *g, const char *text)
+{
+    for (int i = 0; i < g->ntried; i++)
+        if (!strcmp(g->tried[i], text)) return 1;
+    return 0;
+}
+
+void tune_remember(tune_search *g, const char *text)
+{
+    if (g->ntried == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 64;
+        char **t = realloc(g->tried, sizeof *t * (size_t)cap);
+        if (!t) return;
+        g->tried = t;
+        g->cap = cap;
+    }
+    g->tried[g->ntried++] = strdup(text);
+}
+
+void tune_search_free(tune_search *g)
+{
+    for (int i = 0; i < g->ntried; i++) free(g->tried[i]);
+    free(g->tried);
+    memset(g, 0, sizeof *g);
+}
+
+/* A parent drawn in proportion to its speed (1 / time). */
+static const sched_options *roulette(const tune_scored *pop, int n, uint64_t *rng)
+{
+    double total = 0;
+    for (int i = 0; i < n; i++) total += 1 / pop[i].ms;
+    double x = (double)(tune_rand(rng) >> 11) / 9007199254740992.0 * total;
+    for (int i = 0; i < n; i++) {
+        x -= 1 / pop[i].ms;
+        if (x <= 0) return &pop[i].opt;
+    }
+    return &pop[n - 1].opt;
+}
+
+int tune_propose(tune_search *g, const tune_space *s, const tune_scored *best, int nbest, int want,
+                 sched_options *out, char (*why)[160])
+{
+    int n = 0;
+    for (int tries = 0; n < want && tries < 200 * want; tries++) {
+        sched_options o;
+        /* elites go on as they are (already timed); children need three
+         * timed parents, else the draw is random */
+        if (!g->random && nbest >= 1 && tries % 8 != 7) {
+            const sched_options *a = roulette(best, nbest, &g->rng), *b = roulette(best, nbest, &g->rng),
+                                *c = roulette(best, nbest, &g->rng);
+            tune_crossover(s, a, b, c, &g->rng, &o);
+            tune_mutate(s, g->mutation, &g->rng, &o);
+        } else {
+            tune_random(s, &g->rng, &o);
+        }
+        strbuf text = {0};
+        sched_options_text(&text, &o);
+        char reason[160];
+        if (sched_options_check(&o, s->target, reason, sizeof reason)) {
+            g->rejected++;
+            if (why) snprintf(why[0], sizeof why[0], "%s", reason);
+        } else if (!tune_tried(g, sb_str(&text))) {
+            tune_remember(g, sb_str(&text));
+            out[n++] = o;
+        }
+        sb_free(&text);
+    }
+    return n;
+}

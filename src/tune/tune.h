@@ -1,0 +1,185 @@
+/* tune.h — measuring, checking and searching (DESIGN.md §6): what
+ * `tessel bench` and `tessel tune` are made of. A case is one program at
+ * bound sizes with host data; the reference is the interpreter's answer
+ * (at the case's sizes when that is affordable, else at reduced sizes);
+ * measurements keep tensors resident on the device, rotate input sets past
+ * the last-level cache and time with the device's events (the monotonic
+ * clock on the CPU).
+ *
+ *   check.c    reference outputs, comparisons, the op graph's work
+ *   measure.c  resident input sets, a checked run, the timing loop
+ *   search.c   the options space searched: genetic and random
+ *   tune.c     the tuning session: worker processes (one per device) that
+ *              compile, check and time candidates; a fault ends only its
+ *              candidate; the best recorded in the cache */
+#ifndef TSL_TUNE_H
+#define TSL_TUNE_H
+
+#include "driver/driver.h"
+#include "interp/interp.h"
+#include "lang/lang.h"
+#include "runtime/plan.h"
+
+/* ---- a case and its reference (check.c) ---------------------------------------------- */
+typedef struct tune_case {
+    const lang_def *def;
+    const lang_bound *b;
+    const interp_tensor *views; /* every def tensor: inputs hold the data */
+} tune_case;
+
+/* The work of one run from the op graph: arithmetic operations (a
+ * multiply-add counts 2) and the bytes every parameter and output takes
+ * (what must cross memory at least once). */
+void tune_work(const lang_def *def, const lang_bound *b, double *flops, double *bytes);
+
+/* The interpreter's outputs for the case's inputs: per def tensor that is
+ * an output, a C-order host copy (NULL elsewhere), and the tolerance a
+ * compiled output is held to (grown with the reduction behind it). */
+typedef struct tune_ref {
+    int n;
+    char **out;
+    double *tol;
+} tune_ref;
+tsl_status tune_ref_make(const tune_case *c, tune_ref *r, tsl_diag *d);
+void tune_ref_free(tune_ref *r);
+/* max |got - ref| / max(1, max |ref|) over every element (integers: the
+ * largest difference; NaN where the other is not: infinity). */
+double tune_compare(tsl_dtype dt, const void *got, const void *ref, int64_t n);
+/* Whether the interpreter can answer at the case's sizes in a few
+ * seconds (its work at most `limit` operations). */
+int tune_ref_affordable(const tune_case *c, double limit);
+
+/* Run executor e on the case's inputs (checked) and compare every output
+ * with r; *err gets the worst of (error / tolerance), TSL_OK with *err <=
+ * 1 when right. `what` names the run in the message of a wrong result. */
+tsl_status tune_check(rt_exec *e, const tune_case *c, const tune_ref *r, double *err, tsl_diag *d);
+/* The same at reduced sizes (every size symbol at most `cap`, fresh
+ * random inputs, the interpreter's answer): for cases too large for the
+ * interpreter. */
+tsl_status tune_check_reduced(rt_exec *e, const lang_def *def, const lang_bound *b, int64_t cap, double *err,
+                              tsl_diag *d);
+
+/* ---- measuring (measure.c) ---------------------------------------------------------------- */
+typedef struct tune_bufs tune_bufs;
+
+/* Every parameter and output resident on e's device: the inputs in
+ * `sets` copies (at least enough that together they pass twice the
+ * device's last-level cache, at most what `max_bytes` allows), outputs
+ * once. */
+tsl_status tune_bufs_create(rt_exec *e, const tune_case *c, size_t max_bytes, tune_bufs **out, tsl_diag *d);
+void tune_bufs_free(tune_bufs *t);
+int tune_bufs_sets(const tune_bufs *t);
+
+typedef struct tune_timing {
+    double median_ms, p10_ms, p90_ms, min_ms;
+    int reps;
+} tune_timing;
+/* Warm up, then time runs (each a whole plan run: every launch,
+ * temporaries zeroed) rotating over the sets, until budget_ms of timed
+ * runs or max_reps (at least min_reps); the median and spread. */
+tsl_status tune_time(rt_exec *e, tune_bufs *t, const tune_case *c, double budget_ms, int min_reps, int max_reps,
+                     tune_timing *out, tsl_diag *d);
+
+/* The device's last-level cache in bytes (the CPU's L3 from sysfs; 64 MiB
+ * for a GPU). */
+size_t tune_llc_bytes(const rt_target *t);
+
+/* ---- the space and the search (search.c) ------------------------------------------------- */
+enum { TUNE_MAX_PARAMS = 64, TUNE_MAX_WORKERS = 16, TUNE_OPT_LEN = 400 };
+
+typedef struct tune_space {
+    tsl_target target;
+    int n;
+    const sched_option *param[TUNE_MAX_PARAMS]; /* the parameters of this target */
+} tune_space;
+void tune_space_init(tune_space *s, tsl_target t);
+
+uint64_t tune_rand(uint64_t *rng);
+void tune_random(const tune_space *s, uint64_t *rng, sched_options *out);
+/* Three-parent uniform crossover: each parameter from a, b or c. */
+void tune_crossover(const tune_space *s, const sched_options *a, const sched_options *b, const sched_options *c,
+                    uint64_t *rng, sched_options *out);
+/* Each parameter redrawn with probability `rate`. */
+void tune_mutate(const tune_space *s, double rate, uint64_t *rng, sched_options *o);
+
+/* A timed candidate. */
+typedef struct tune_scored {
+    sched_options opt;
+    double ms;
+} tune_scored;
+
+typedef struct tune_search {
+    uint64_t rng;
+    int random;      /* 1: random search; 0: genetic */
+    double mutation; /* per parameter */
+    char **tried;    /* canonical texts proposed so far */
+    int ntried, cap;
+    int rejected;    /* candidates the validity check refused */
+} tune_search;
+/* Up to `want` new valid candidates into out (children of the timed
+ * `best`, fastest first, or random draws); the last rejection's reason
+ * into *why when not NULL. Returns how many. */
+int tune_propose(tune_search *g, const tune_space *s, const tune_scored *best, int nbest, int want,
+                 sched_options *out, char (*why)[160]);
+int tune_tried(const tune_search *g, const char *text);
+void tune_remember(tune_search *g, const char *text);
+void tune_search_free(tune_search *g);
+
+/* ---- a tuning session (tune.c) ------------------------------------------------------------ */
+typedef struct tune_config {
+    tsl_target target;
+    double budget_s;    /* stop proposing after this long (default 120) */
+    int generations;    /* at most (default 8) */
+    int population;     /* candidates per generation (default 16) */
+    double mutation;    /* per parameter (default 0.15) */
+    int random;         /* 1: random search */
+    int workers;        /* timing processes (default: the CPU 1; CUDA one per GPU) */
+    const int *devices; /* CUDA: each worker's device ordinal (NULL: 0, 1, ...) */
+    int compilers;      /* processes compiling a generation in parallel (default: cores, at most 8;
+                         * on CUDA each opens the first worker's device for its arch) */
+    double candidate_ms; /* timed runs of a candidate take about this long (default 200) */
+    double timeout_s;   /* a candidate's check and timing taking longer fail it (default 60;
+                         * compiling gets at least 300 s) */
+    uint64_t seed;      /* 0: fresh */
+    void (*progress)(void *ctx, const char *line);
+    void *progress_ctx;
+    /* tests: called in the worker process before candidate `options` runs */
+    void (*before_run)(void *ctx, int worker, const char *options);
+    void *hook_ctx;
+} tune_config;
+
+/* One candidate of the session. */
+typedef struct tune_entry {
+    char options[TUNE_OPT_LEN]; /* canonical text ("" the defaults) */
+    int generation;
+    int worker, device;         /* who timed it (-1: none, -1: the CPU) */
+    int timed;                  /* times it was timed (the tests check 1) */
+    tsl_status status;          /* TSL_OK: checked and timed */
+    double ms, err;             /* median time; error / tolerance */
+    double confirm_ms;          /* the final re-timing by worker 0 (0: not re-timed) */
+    char msg[240];              /* why it failed */
+} tune_entry;
+
+typedef struct tune_report {
+    tune_entry *hist;
+    int nhist;
+    int best, def;   /* indices into hist (-1: none) */
+    int generations, failed, rejected, workers;
+    int timed_by[TUNE_MAX_WORKERS];
+    int device_of[TUNE_MAX_WORKERS];
+    double wall_s;
+    char key[33];    /* the tuning record's key */
+    int recorded;    /* the record was written */
+    int confirmed;   /* best and the default were re-timed (confirm_ms decides) */
+} tune_report;
+
+/* Tune def at b's sizes on cfg->target with the case's inputs (views:
+ * every def tensor, the compiled targets' carriers). Every candidate is
+ * checked against the interpreter before it is timed; the best is stored
+ * as the cache's "tuned" row for (program, shapes, arch). An error only
+ * when nothing could run (no device, a wrong default plan). */
+tsl_status tune_run(const tune_config *cfg, const lang_def *def, const lang_bound *b, const interp_tensor *views,
+                    tune_report *rep, tsl_diag *d);
+void tune_report_free(tune_report *rep);
+
+#endif
