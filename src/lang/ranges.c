@@ -18,7 +18,9 @@
  *     c < 0:  v <= min R / -c            so  hi = floor(min R / -c) + 1
  * Several bounds on one variable give their min. Variables bounded in a
  * round become resolved for the next one. No progress with variables left
- * is an error naming the variable and suggesting a where clause. lo >= 0
+ * is an error naming the variable and suggesting a where clause. A
+ * quasi-affine index A / c (quasi.c) bounds A by [0, c*D) the same way.
+ * lo >= 0
  * requirements (min R >= 0) are checked with the concrete sizes by
  * lang_bind, like every affine access.
  */
@@ -123,6 +125,7 @@ typedef struct ranges_item {
     const lang_expr *idx; /* NULL for the LHS */
     int64_t *coef;
     const lang_sexpr *off;
+    int64_t div;          /* the index is (coef . vars + off) / div: 1 when affine */
 } ranges_item;
 
 typedef struct ranges_ctx {
@@ -133,7 +136,9 @@ typedef struct ranges_ctx {
     int n, cap;
 } ranges_ctx;
 
-/* Every access in e (nested ones too); marks each argument affine or not. */
+/* Every access in e (nested ones too); marks each argument affine,
+ * quasi-affine or neither. An affine argument is a constraint, and so is a
+ * quasi-affine `A / c` with A affine: A must lie in [0, c * D). */
 static void ranges_collect(ranges_ctx *R, lang_expr *e)
 {
     for (int k = 0; k < e->nargs; k++) ranges_collect(R, e->args[k]);
@@ -141,10 +146,14 @@ static void ranges_collect(ranges_ctx *R, lang_expr *e)
     int nv = R->st->nvars;
     for (int k = 0; k < e->nargs; k++) {
         lang_expr *x = e->args[k];
-        ranges_item it = {.t = e->tensor, .dim = k, .idx = x};
+        ranges_item it = {.t = e->tensor, .dim = k, .idx = x, .div = 1};
         it.coef = arena_alloc(R->a, sizeof(int64_t) * (size_t)(nv + 1));
         x->affine = ranges_affine(R->a, x, nv, it.coef, &it.off);
-        if (x->affine && e->tensor->shape) ARENA_PUSH(R->a, R->items, R->n, R->cap, it);
+        x->quasi = !x->affine && quasi_is(x, nv);
+        int64_t c;
+        if (x->quasi && x->op == LANG_DIV && quasi_divisor(x, &c) && ranges_affine(R->a, x->args[0], nv, it.coef, &it.off))
+            it.div = c;
+        if ((x->affine || it.div > 1) && e->tensor->shape) ARENA_PUSH(R->a, R->items, R->n, R->cap, it);
     }
 }
 
@@ -177,6 +186,7 @@ static int ranges_stmt(ranges_ctx *R, tsl_diag *d, bool report)
     lang_tensor *lhs = st->lhs;
     int nv = st->nvars;
     R->n = 0;
+    if (quasi_check(R->def, st->rhs, d) < 0) return -1;
     ranges_collect(R, st->rhs);
     bool lhs_known = lhs->shape != NULL;
     if (lhs_known) {
@@ -210,6 +220,7 @@ static int ranges_stmt(ranges_ctx *R, tsl_diag *d, bool report)
             ranges_bounds_of(R, it, v, &rmin, &rmax);
             int64_t c = it->coef[v];
             const lang_sexpr *D = it->t->shape[it->dim];
+            if (it->div > 1) D = sexpr_bin(a, LANG_SX_MUL, sexpr_const(a, it->div), D);
             if (c > 0) {
                 /* floor((D - 1 - max R) / c) + 1 */
                 const lang_sexpr *num = sexpr_bin(a, LANG_SX_SUB, sexpr_bin(a, LANG_SX_SUB, D, sexpr_const(a, 1)), rmax);
