@@ -53,7 +53,7 @@ static size_t cuda_tensor_bytes(const lang_def *def, const lang_bound *b, int i)
     const lang_tensor *t = def->tensors[i];
     size_t n = 1;
     for (int k = 0; k < t->rank; k++) n *= (size_t)b->shapes[i][k];
-    return n * tsl_dtype_size(dtype_carrier(t->dtype)); /* low-bit: the carrier (args.c) */
+    return tsl_dtype_nbytes(sched_tensor_boundary_dtype(t), (int64_t)n); /* low-bit: packed or its carrier */
 }
 
 /* Move def tensor i between host view v and device buffer ptr (bytes). */

@@ -148,7 +148,7 @@ tsl_status cg_cuda_run_opt(const tile_module *m, const tile_kernel *k, const til
         if (st) break;
         if (zero) span = 0;
         if (span > (1LL << 30)) need64 = 1;
-        spans[p] = (size_t)span * es;
+        spans[p] = es ? (size_t)span * es : (size_t)tsl_dtype_nbytes(want, span); /* packed: whole bytes */
         la->ptrs[p] = 0;
         if (spans[p]) {
             if ((st = rt_cuda_alloc(dev, spans[p], &la->ptrs[p], d))) break;

@@ -323,7 +323,7 @@ static tsl_status dev_launch(sched_dev *x, int li, const lang_bound *b, const rt
             DLTensor *dl = &lb.dl[j];
             dl->data = (void *)(uintptr_t)ptr;
             dl->device.device_type = kDLCUDA;
-            dl->dtype = tsl_dtype_to_dlpack(dtype_carrier(t->dtype));
+            dl->dtype = tsl_dtype_to_dlpack(sched_tensor_boundary_dtype(t));
             if (sa->flat) {
                 lb.flatn[j] = dev_numel(def, b, sa->tensor);
                 dl->ndim = 1;

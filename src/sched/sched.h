@@ -115,8 +115,15 @@ sched_plan *sched_lower_sm(tsl_arena *a, const graph *g, tsl_target target, int 
 int sched_sm_of_arch(const char *arch);
 
 /* Retype p's tile IR so that low-bit tensors cross the kernels' boundary
- * as their carriers (lowbit.c; sched_lower_for runs it). */
+ * as their carriers, except packed inputs (lowbit.c; sched_lower_for runs
+ * it after every strategy). */
 void sched_lowbit_carry(sched_plan *p);
+/* A low-bit tensor that only is read (a parameter, not an output) crosses
+ * the kernels' boundary packed, with its logical dtype; every other
+ * low-bit tensor as its carrier (dtype_carrier). The dtype the run paths
+ * hand the kernels for def tensor t: */
+int sched_tensor_packed(const lang_tensor *t);
+tsl_dtype sched_tensor_boundary_dtype(const lang_tensor *t);
 
 /* An int argument's value under bound sizes (SIZE). */
 int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_bound *b);
