@@ -1141,10 +1141,22 @@ static void emit_view(cg *c, const tile_stmt *s)
             for (int64_t j = lo / bx; j * bx < hi; j++) {
                 int64_t a = j * bx > lo ? j * bx : lo, b = (j + 1) * bx < hi ? (j + 1) * bx : hi;
                 unsigned long long m = (b - a) >= 64 ? ~0ull : ((1ull << (b - a)) - 1);
-                sb_printf(&e, " | (((tsl_bits(%s[%lld]) >> %lld) & 0x%llxull) << %lld)", cg_name(c, xv), (long long)j,
-                          (long long)(a - j * bx), m, (long long)(a - lo));
+                /* a low-bit float register holds its value: its bits are its code */
+                tile_dtype xd = xv->type.dt;
+                if (dtype_desc_is_lowfloat(xd))
+                    sb_printf(&e, " | ((((unsigned long long)tsl_lbenc(%s[%lld], %d, %d, %d, %d)) >> %lld) & 0x%llxull) << %lld)",
+                              cg_name(c, xv), (long long)j, xd.exp, xd.man, xd.bias, xd.special, (long long)(a - j * bx), m,
+                              (long long)(a - lo));
+                else
+                    sb_printf(&e, " | (((tsl_bits(%s[%lld]) >> %lld) & 0x%llxull) << %lld)", cg_name(c, xv), (long long)j,
+                              (long long)(a - j * bx), m, (long long)(a - lo));
             }
-            cg_line(c, "tmp[%lld] = tsl_from_bits<%s>(%s);", (long long)l, cg_ctype(dv->type.dt), sb_str(&e));
+            tile_dtype dd = dv->type.dt;
+            if (dtype_desc_is_lowfloat(dd))
+                cg_line(c, "tmp[%lld] = tsl_lbdec((unsigned)(%s), %d, %d, %d, %d);", (long long)l, sb_str(&e), dd.exp,
+                        dd.man, dd.bias, dd.special);
+            else
+                cg_line(c, "tmp[%lld] = tsl_from_bits<%s>(%s);", (long long)l, cg_ctype(dv->type.dt), sb_str(&e));
             sb_free(&e);
         }
         cg_line(c, "#pragma unroll");

@@ -34,6 +34,25 @@ tsl_dtype sched_tensor_boundary_dtype(const lang_tensor *t)
     return sched_tensor_packed(t) ? t->dtype : dtype_carrier(t->dtype);
 }
 
+void sched_arg_view(const sched_plan *p, const sched_launch *l, const sched_arg *sa, const lang_bound *b,
+                    const DLTensor *t, DLTensor *out, int64_t *shape)
+{
+    const lang_tensor *lt = p->def->tensors[sa->tensor];
+    int r = t->ndim;
+    for (int d = 0; d < r; d++) shape[d] = t->shape[d];
+    if (sa->bytes && r >= 1) shape[r - 1] = shape[r - 1] * tsl_dtype_bits(lt->dtype) / 8;
+    if (sa->rows && r >= 1) {
+        int64_t hi = b->stmts[l->stmt].hi[sa->rows - 1];
+        if (hi < shape[0]) shape[0] = hi < 0 ? 0 : hi;
+    }
+    *out = *t;
+    if (sa->bytes) {
+        out->dtype = tsl_dtype_to_dlpack(TSL_DTYPE_U8);
+        out->strides = NULL;
+    }
+    out->shape = shape;
+}
+
 static int is_low(tile_dtype dt)
 {
     tsl_dtype t;

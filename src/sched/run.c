@@ -60,18 +60,20 @@ tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *
         scrt[i].shape = &p->scratch[i].count;
     }
     tile_interp_arg *args = NULL;
-    DLTensor *flat = NULL; /* per argument: a 1-D view for flat arguments */
-    int64_t *flatn = NULL;
+    DLTensor *flat = NULL; /* per argument: a 1-D view for flat arguments, a u8 one for bytes */
+    int64_t *flatn = NULL, *bshape = NULL;
     for (int i = 0; !st && i < p->nlaunches; i++) {
         const sched_launch *l = &p->launches[i];
         if (sched_launch_lanes(p, l, b) == 0) continue;
         free(args);
         free(flat);
         free(flatn);
+        free(bshape);
         args = calloc((size_t)l->nargs + 1, sizeof *args);
         flat = calloc((size_t)l->nargs + 1, sizeof *flat);
         flatn = calloc((size_t)l->nargs + 1, sizeof *flatn);
-        if (!args || !flat || !flatn) {
+        bshape = calloc((size_t)(l->nargs + 1) * TSL_MAX_RANK, sizeof *bshape);
+        if (!args || !flat || !flatn || !bshape) {
             diag_error(d, TSL_ERR_NOMEM, "out of memory");
             st = TSL_ERR_NOMEM;
             break;
@@ -88,6 +90,9 @@ tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *
                     flat[j].ndim = 1;
                     flat[j].shape = &flatn[j];
                     flat[j].strides = NULL;
+                    args[j].t = &flat[j];
+                } else if (sa->bytes || sa->rows) {
+                    sched_arg_view(p, l, sa, b, args[j].t, &flat[j], &bshape[j * TSL_MAX_RANK]);
                     args[j].t = &flat[j];
                 }
             } else if (sa->kind == SCHED_ARG_SCRATCH) {
@@ -109,6 +114,7 @@ tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *
     for (int i = 0; scr && i < p->nscratch; i++) free(scr[i]);
     free(scr);
     free(scrt);
+    free(bshape);
     for (int i = 0; owned && i < n; i++) free(owned[i]);
     free(owned);
     free(temps);

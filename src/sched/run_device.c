@@ -266,6 +266,7 @@ typedef struct dev_launch_buf {
     tile_interp_arg *args; /* [nargs] as sched_run builds them, data = device address */
     DLTensor *dl;          /* [nargs] */
     int64_t *flatn;        /* [nargs] */
+    int64_t *bshape;       /* [nargs * TSL_MAX_RANK]: shapes of bytes views */
     int64_t *symv;         /* [nsyms] */
     uint64_t *slot;        /* kernel argument values */
     void **params;         /* params[i] = &slot[i], then the tensor maps */
@@ -277,6 +278,7 @@ static void dev_launch_buf_free(dev_launch_buf *lb)
     free(lb->args);
     free(lb->dl);
     free(lb->flatn);
+    free(lb->bshape);
     free(lb->symv);
     free(lb->slot);
     free(lb->params);
@@ -305,11 +307,12 @@ static tsl_status dev_launch(sched_dev *x, int li, const lang_bound *b, const rt
     lb.args = calloc((size_t)l->nargs + 1, sizeof *lb.args);
     lb.dl = calloc((size_t)l->nargs + 1, sizeof *lb.dl);
     lb.flatn = calloc((size_t)l->nargs + 1, sizeof *lb.flatn);
+    lb.bshape = calloc((size_t)(l->nargs + 1) * TSL_MAX_RANK, sizeof *lb.bshape);
     lb.symv = calloc((size_t)k->nsyms + 1, sizeof *lb.symv);
     lb.slot = calloc((size_t)nslots, sizeof *lb.slot);
     lb.params = calloc((size_t)nslots + CG_MAX_TMAPS, sizeof *lb.params);
     lb.tmaps = aligned_alloc(64, (size_t)(nmaps + 1) * 128);
-    if (!lb.args || !lb.dl || !lb.flatn || !lb.symv || !lb.slot || !lb.params || !lb.tmaps) {
+    if (!lb.args || !lb.dl || !lb.flatn || !lb.bshape || !lb.symv || !lb.slot || !lb.params || !lb.tmaps) {
         dev_launch_buf_free(&lb);
         return dev_nomem(d);
     }
@@ -331,6 +334,10 @@ static tsl_status dev_launch(sched_dev *x, int li, const lang_bound *b, const rt
             } else {
                 dl->ndim = t->rank;
                 dl->shape = b->shapes[sa->tensor];
+            }
+            if (sa->bytes || sa->rows) {
+                DLTensor whole = *dl;
+                sched_arg_view(p, l, sa, b, &whole, dl, lb.bshape + (size_t)j * TSL_MAX_RANK);
             }
             a->t = dl;
         } else if (sa->kind == SCHED_ARG_SCRATCH) {

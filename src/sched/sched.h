@@ -46,6 +46,13 @@ typedef struct sched_arg {
     sched_arg_kind kind;
     int tensor;       /* TENSOR, SCALAR */
     int flat;         /* TENSOR: passed as 1-D of all its elements (C order) */
+    int bytes;        /* TENSOR: a packed tensor (sched_tensor_packed) passed as
+                         its storage, u8 of the same rank with the last extent
+                         in bytes (extent * bits / 8: the launch's guard makes it
+                         whole) */
+    int rows;         /* TENSOR: 1 + v: dim 0's extent is cut to the range hi of
+                         var v of the launch's statement (a prefix of rows: the
+                         reduction box of a quantized matmul); 0: the tensor's */
     int sym;          /* SIZE */
     int scratch;      /* SCRATCH */
 } sched_arg;
@@ -124,6 +131,11 @@ void sched_lowbit_carry(sched_plan *p);
  * hand the kernels for def tensor t: */
 int sched_tensor_packed(const lang_tensor *t);
 tsl_dtype sched_tensor_boundary_dtype(const lang_tensor *t);
+/* The view a `bytes` or `rows` argument passes (lowbit.c): *out is t with
+ * its dim 0 cut, as u8 bytes when `bytes`; shape written into shape[]
+ * (rank entries). */
+void sched_arg_view(const sched_plan *p, const sched_launch *l, const sched_arg *sa, const lang_bound *b,
+                    const DLTensor *t, DLTensor *out, int64_t *shape);
 
 /* An int argument's value under bound sizes (SIZE). */
 int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_bound *b);
