@@ -853,6 +853,7 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
             goto done;
         }
         declare(c, s, &rd);
+        if (in->op == TILE_I_CAST && cg_emit_dequant(c, s, xv, dv, &rd)) goto done;
         int bf = tile_dtype_eq(dv->type.dt, tile_dtype_from_tsl(TSL_DTYPE_BF16));
         int half = (bf || tile_dtype_eq(dv->type.dt, tile_dtype_from_tsl(TSL_DTYPE_F16))) &&
                    tile_dtype_eq(xv->type.dt, tile_dtype_from_tsl(TSL_DTYPE_F32)) && rd.locals % 2 == 0;

@@ -76,6 +76,11 @@ tsl_status cg_check_dtype(cg *c, const tile_value *v);
  * docs/lowbit.md) through an `unsigned char` pointer; registers hold the
  * value (cg_ctype). cg_mem_ctype: the element type of a global pointer. */
 int cg_dt_coded(tile_dtype dt);
+/* cuda_dequant.c: `cast` of a register tensor xv that a `view` made from
+ * byte (u16, u32) registers, to f32/f16/bf16, read from the words
+ * directly (dv's array declared already). 1 when emitted, 0 when the
+ * pattern does not hold (nothing emitted). */
+int cg_emit_dequant(cg *c, const tile_stmt *s, const tile_value *xv, const tile_value *dv, const rinfo *rd);
 const char *cg_mem_ctype(tile_dtype dt);
 /* The value of coded element `off` of global `ptr` (dtype md) as register
  * dtype rd, appended to out. */

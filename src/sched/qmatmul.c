@@ -328,7 +328,7 @@ static char *gemv_text(qm *q, const char *kname)
     char xd[16];
     snprintf(xd, sizeof xd, "%s", xdt);
     int64_t smem = (int64_t)q->S * q->RS * ((q->bytes ? BNB : 0) + 2 * (X->dtype == TSL_DTYPE_F32 ? 2 : 1)) + 1024;
-    sb_printf(&h, ") grid(cdiv(%s, %d), %s) threads(%d) smem_budget(%lld) {\n", sb_str(&nn), BN, sb_str(&mm), T,
+    sb_printf(&h, ") grid(cdiv(%s, %d), %s) threads(%d) smem_budget(%lld) min_blocks(3) {\n", sb_str(&nn), BN, sb_str(&mm), T,
               (long long)smem);
     /* the ring of stages */
     sb_printf(o, "  q_acc = alloc register f32[%d, %d] layout %s init 0.0\n", TK, BN, lay);
@@ -433,6 +433,18 @@ static char *gemv_text(qm *q, const char *kname)
         v = "q_as";
     }
 #undef COLVALS
+    /* the block's rows: first inside each warp (shuffles), then across
+     * the warps (through shared memory): one reduce over all TK rows
+     * through shared memory issues TK loads per column at once */
+    int B = TN < 32 && 32 % TN == 0 ? 32 / TN : 1;
+    if (B > 1 && TK % B == 0 && TK > B) {
+        int A = TK / B;
+        sb_printf(o, "  q_r3 = view %s -> register f32[%d, %d, %d] layout spatial(%d, %d, %d).local(1, 1, %d)\n", v, A, B,
+                  BN, A, B, TN, E);
+        sb_printf(o, "  q_r2 = reduce.sum q_r3 -> register f32[%d, %d] layout spatial(%d, 1).replicate(%d).spatial(1, %d)"
+                     ".local(1, %d) dim 1\n", A, BN, A, B, TN, E);
+        v = "q_r2";
+    }
     sb_printf(o, "  q_red = reduce.sum %s -> register f32[%d] layout %s dim 0\n", v, BN, lr);
     const char *res = "q_red";
     if (Y->dtype != TSL_DTYPE_F32) {
