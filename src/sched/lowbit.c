@@ -152,9 +152,10 @@ static void split_loads(tile_module *m, tile_kernel *k, tile_block *b, const cha
             !keep[in->args[0].v->id])
             continue;
         tile_value *x = in->result;
-        if (!x) { /* `load_global W[...] -> x`: into an existing tensor (not made by the strategies) */
-            continue;
-        }
+        /* no result: `load_global W[...] -> x` into an existing tensor (not
+         * made by the strategies); a load of bytes (a strategy's view of W's
+         * storage as u8) is already in its carrier */
+        if (!x || !is_low(x->type.dt)) continue;
         tile_value *pk = tile_kernel_new_value(m, k, TILE_V_TENSOR, TILE_O_DEF, arena_printf(m->arena, "%s_pk", x->name));
         pk->type = x->type;
         pk->pos = x->pos;
