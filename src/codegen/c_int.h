@@ -249,6 +249,8 @@ void cgc_emit_ukr(cgc *c, const char *fn, const cgc_ukr *u);
 int cgc_emit_ukr_for(cgc *c, const tile_stmt *f);
 int cgc_emit_gemm_for(cgc *c, const tile_stmt *f, const target_ukr *u);
 int cgc_emit_rblk_for(cgc *c, const tile_stmt *f, const target_ukr *u);
+/* c_emit_dequant.c: the cpu.ukr.dequant row loop, same protocol. */
+int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u);
 /* A rank-2 register table whose every thread holds a contiguous TM x TN
  * row-major micro-tile (local l = i * TN + j at the thread's origin plus
  * (i, j)), every slot inside the tensor: 1 and *tm, *tn. */

@@ -17,7 +17,7 @@
  *     thread multiplies on CUDA cores into f32 partial sums per group,
  *     scales them per group and the block reduces its rows at the end;
  *   - CPU: a block per column chunk, its rows in order (the C generator's
- *     micro-kernel, c_emit_quant.c, runs the row loop vectorized);
+ *     micro-kernel cpu.ukr.dequant, c_emit_dequant.c, runs the row loop vectorized);
  *   - the launch's guard: W's rows are whole bytes (N * bits % 8 == 0);
  *     otherwise the same kernels read W's elements (packed codes) instead.
  *
@@ -261,7 +261,7 @@ static void shape(qm *q)
 {
     q->T = 256;
     q->EPT = 8;
-    q->BN = q->cpu ? 256 : 64;
+    q->BN = q->cpu ? 512 : 64;
     q->S = 4;
     const char *env = getenv("TESSEL_QMM"); /* BN,T,STAGES: experiments (the tuner's space later) */
     int bn, t, st;
@@ -460,6 +460,130 @@ static char *gemv_text(qm *q, const char *kname)
     return sb_take(&h);
 }
 
+/* The CPU kernel: a block (one thread) per BN columns of a row of X; per
+ * group, the group's rows in order through the dequantizing micro-kernel
+ * (cpu.ukr.dequant: W's row of bytes unpacked, times x, into the group's
+ * partial sums), then scaled into the block's sums. */
+static char *cpu_text(qm *q, const char *kname)
+{
+    char nx[160], ns[160], nz[160], ny[160], xd[16], wdt[16];
+    const lang_tensor *X = q->def->tensors[q->x.tensor], *Y = q->def->tensors[q->ty];
+    tname(q, q->x.tensor, nx, sizeof nx);
+    tname(q, q->ty, ny, sizeof ny);
+    if (q->s.op >= 0) tname(q, q->s.tensor, ns, sizeof ns);
+    if (q->z.op >= 0) tname(q, q->z.tensor, nz, sizeof nz);
+    dtn(X->dtype, xd);
+    tile_dtype_name(q->wdt, wdt);
+    int BN = q->BN, b = q->bits, BNB = BN * b / 8, GS = q->GS;
+    int grouped = (q->s.op >= 0 && q->s.grouped) || (q->z.op >= 0 && q->z.grouped);
+    strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0};
+    int np = 0;
+    sb_printf(&h, "kernel %s(", kname);
+    param(&h, q, q->x.tensor, &np);
+    if (q->bytes) sb_printf(&h, ", q_wb: global u8[q_kr, q_nb]");
+    else sb_printf(&h, ", q_w: global %s[q_kr, q_wn]", wdt);
+    np++;
+    if (q->s.op >= 0) param(&h, q, q->s.tensor, &np);
+    if (q->z.op >= 0 && q->z.tensor != q->s.tensor) param(&h, q, q->z.tensor, &np);
+    param(&h, q, q->ty, &np);
+    sexpr_text(&nn, q, Y->shape[1]);
+    sexpr_text(&mm, q, Y->shape[0]);
+    sb_printf(&h, ") grid(cdiv(%s, %d), %s) threads(1) {\n", sb_str(&nn), BN, sb_str(&mm));
+    char L[32], L1[16] = "local(1)";
+    snprintf(L, sizeof L, "local(%d)", BN);
+    sb_printf(o, "  q_acc = alloc register f32[%d] layout %s init 0.0\n", BN, L);
+    if (q->z.op >= 0 && !grouped) sb_printf(o, "  q_sxt = alloc register f32[1] layout %s init 0.0\n", L1);
+    sb_printf(o, "  for q_g in 0 : cdiv(q_kr, %d) {\n", GS);
+    sb_printf(o, "    let q_nr = min(%d, q_kr - q_g * %d)\n", GS, GS);
+    const char *acc = "q_acc";
+    if (grouped) {
+        sb_printf(o, "    q_pacc = alloc register f32[%d] layout %s init 0.0\n", BN, L);
+        acc = "q_pacc";
+    }
+    sb_puts(o, "    for q_r in 0 : q_nr {\n");
+    if (q->bytes) {
+        sb_printf(o, "      q_w8 = load_global q_wb[q_g * %d + q_r, block_idx.x * %d] -> register u8[%d] layout local(%d)\n",
+                  GS, BNB, BNB, BNB);
+        sb_printf(o, "      q_wq = view q_w8 -> register %s[%d] layout %s\n", wdt, BN, L);
+    } else {
+        sb_printf(o, "      q_wq = load_global q_w[q_g * %d + q_r, block_idx.x * %d] -> register %s[%d] layout %s\n", GS,
+                  BN, wdt, BN, L);
+    }
+    sb_printf(o, "      q_wf = cast q_wq -> register f32[%d] layout %s\n", BN, L);
+    sb_printf(o, "      q_x = load_global %s[block_idx.y, q_g * %d + q_r] -> register %s[1] layout %s\n", nx, GS, xd, L1);
+    const char *xf = "q_x";
+    if (X->dtype != TSL_DTYPE_F32) {
+        sb_printf(o, "      q_xf = cast q_x -> register f32[1] layout %s\n", L1);
+        xf = "q_xf";
+    }
+    sb_printf(o, "      q_xb = broadcast %s -> register f32[%d] layout %s dim 0\n", xf, BN, L);
+    sb_puts(o, "      q_p = mul q_wf, q_xb\n");
+    sb_printf(o, "      add %s, q_p -> %s%s\n    }\n", acc, acc, q->bytes ? " atom cpu.ukr.dequant" : "");
+    /* the sum of the rows' x (zero points): a loop of its own, so that the
+     * row loop stays the micro-kernel's */
+    if (q->z.op >= 0) {
+        const char *sx = grouped ? "q_sx" : "q_sxt";
+        if (grouped) sb_printf(o, "    q_sx = alloc register f32[1] layout %s init 0.0\n", L1);
+        sb_puts(o, "    for q_r in 0 : q_nr {\n");
+        sb_printf(o, "      q_x = load_global %s[block_idx.y, q_g * %d + q_r] -> register %s[1] layout %s\n", nx, GS, xd,
+                  L1);
+        if (X->dtype != TSL_DTYPE_F32) sb_printf(o, "      q_xf = cast q_x -> register f32[1] layout %s\n", L1);
+        sb_printf(o, "      add %s, %s -> %s\n    }\n", sx, xf, sx);
+    }
+#define COLS(nm, t, rowexpr, out)                                                                                    \
+    do {                                                                                                             \
+        const lang_tensor *T_ = q->def->tensors[t];                                                                  \
+        char d_[16];                                                                                                 \
+        if (T_->rank == 2)                                                                                           \
+            sb_printf(o, "    %s_0 = load_global %s[%s, block_idx.x * %d] -> register %s[%d] layout %s\n", out, nm,   \
+                      rowexpr, BN, dtn(T_->dtype, d_), BN, L);                                                       \
+        else                                                                                                         \
+            sb_printf(o, "    %s_0 = load_global %s[block_idx.x * %d] -> register %s[%d] layout %s\n", out, nm, BN,   \
+                      dtn(T_->dtype, d_), BN, L);                                                                    \
+        sb_printf(o, "    %s = cast %s_0 -> register f32[%d] layout %s\n", out, out, BN, L);                         \
+    } while (0)
+    if (grouped) {
+        const char *v = "q_pacc";
+        if (q->z.op >= 0) {
+            COLS(nz, q->z.tensor, "q_g", "q_zb");
+            sb_printf(o, "    q_sxb = broadcast q_sx -> register f32[%d] layout %s dim 0\n", BN, L);
+            sb_puts(o, "    q_zx = mul q_zb, q_sxb\n    q_pz = sub q_pacc, q_zx\n");
+            v = "q_pz";
+        }
+        if (q->s.op >= 0) {
+            COLS(ns, q->s.tensor, "q_g", "q_sb");
+            sb_printf(o, "    q_ps = mul %s, q_sb\n", v);
+            v = "q_ps";
+        }
+        sb_printf(o, "    add q_acc, %s -> q_acc\n", v);
+    }
+    sb_puts(o, "  }\n");
+    const char *v = "q_acc";
+    if (!grouped && q->z.op >= 0) {
+        COLS(nz, q->z.tensor, "0", "q_zb");
+        sb_printf(o, "    q_sxb = broadcast q_sxt -> register f32[%d] layout %s dim 0\n", BN, L);
+        sb_puts(o, "    q_zx = mul q_zb, q_sxb\n    q_az = sub q_acc, q_zx\n");
+        v = "q_az";
+    }
+    if (!grouped && q->s.op >= 0) {
+        COLS(ns, q->s.tensor, "0", "q_sb");
+        sb_printf(o, "    q_as = mul %s, q_sb\n", v);
+        v = "q_as";
+    }
+#undef COLS
+    if (Y->dtype != TSL_DTYPE_F32) {
+        char yd[16];
+        sb_printf(o, "  q_out = cast %s -> register %s[%d] layout %s\n", v, dtn(Y->dtype, yd), BN, L);
+        v = "q_out";
+    }
+    sb_printf(o, "  store_global %s -> %s[block_idx.y, block_idx.x * %d]\n}\n", v, ny, BN);
+    sb_puts(&h, sb_str(o));
+    sb_free(o);
+    sb_free(&nn);
+    sb_free(&mm);
+    return sb_take(&h);
+}
+
 /* ---- plan ------------------------------------------------------------------------------------- */
 
 /* Parse and verify a kernel's text into the plan's arena. NULL when it
@@ -543,7 +667,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         shape(&qs[v]);
         if (qs[v].bytes && !qs[v].CH) qs[v].bytes = 0;
         snprintf(kname, sizeof kname, "%s_g%d_qgemv%s", g->def->name, grp->index, qs[v].bytes ? "" : "_codes");
-        char *t = gemv_text(&qs[v], kname);
+        char *t = q.cpu ? cpu_text(&qs[v], kname) : gemv_text(&qs[v], kname);
         ks[v] = t ? parse_kernel(p, t, kname) : NULL;
         if (!ks[v]) return 0;
     }
