@@ -16,14 +16,14 @@ ifeq ($(WERROR),1)
 WARN    += -Werror
 endif
 CFLAGS  := -std=c11 -D_GNU_SOURCE -fPIC $(OPT) $(WARN) $(SAN) -Iinclude -Isrc -Itests
-LDLIBS  := -ldl -lm -lpthread
+LDLIBS  := -lsqlite3 -ldl -lm -lpthread
 
 LIB_SRC   := $(sort $(shell find src -name '*.c'))
 TOOL_SRC  := $(sort $(wildcard tools/*.c))
 TEST_SRC  := $(sort $(wildcard tests/unit/*.c)) tests/runner.c
 HDRS      := $(shell find include src tests tools -name '*.h')
 
-LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/build_id.o
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/registry.o
 
@@ -42,6 +42,15 @@ $(BUILD)/libtessel.so: $(LIB_OBJ)
 
 $(BUILD)/tessel: $(TOOL_OBJ) $(BUILD)/libtessel.a
 	$(CC) $(SAN) -o $@ $(TOOL_OBJ) $(BUILD)/libtessel.a $(LDLIBS)
+
+# tessel's build identity (part of cache keys): a hash of every library
+# source, so a changed compiler never reuses what an older one prepared.
+$(BUILD)/build_id.c: $(LIB_SRC) $(HDRS)
+	@mkdir -p $(dir $@)
+	@echo "extern const char tsl_build_id[]; const char tsl_build_id[] = \"$$(cat $(LIB_SRC) $(HDRS) | cksum | cut -d' ' -f1)\";" > $@
+
+$(BUILD)/obj/build_id.o: $(BUILD)/build_id.c
+	$(CC) $(CFLAGS) -c $< -o $@
 
 # The runner's table of suites, collected from every TEST_SUITE(name).
 $(BUILD)/registry.c: $(wildcard tests/unit/*.c)

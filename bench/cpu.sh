@@ -46,7 +46,7 @@ fi
 make -s -j2 build/libtessel.a >/dev/null 2>&1 || { echo "cpu.sh: building libtessel.a failed" >&2; exit 1; }
 # shellcheck disable=SC2086
 cc -std=c11 -D_GNU_SOURCE -O2 -march=native -ffp-contract=fast -Iinclude -Isrc bench/cpu_bench.c \
-    build/libtessel.a $blasflags -ldl -lm -lpthread -o build/cpu_bench ||
+    build/libtessel.a $blasflags -lsqlite3 -ldl -lm -lpthread -o build/cpu_bench ||
     { echo "cpu.sh: building bench/cpu_bench.c failed" >&2; exit 1; }
 
 log=$(mktemp)

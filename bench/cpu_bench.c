@@ -15,7 +15,7 @@
  * slow: the last field is the count; a warm-up over 4 s is the only run).
  *
  * Build (cpu.sh does this):
- *   cc -std=c11 -D_GNU_SOURCE -O2 -march=native -ffp-contract=fast -Iinclude -Isrc bench/cpu_bench.c build/libtessel.a [-DHAVE_OPENBLAS -lopenblas] -ldl -lm -lpthread -o build/cpu_bench */
+ *   cc -std=c11 -D_GNU_SOURCE -O2 -march=native -ffp-contract=fast -Iinclude -Isrc bench/cpu_bench.c build/libtessel.a [-DHAVE_OPENBLAS -lopenblas] -lsqlite3 -ldl -lm -lpthread -o build/cpu_bench */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * run by hand on a GPU machine (nothing in the Makefile builds it):
  *
  *   make -s && cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc bench/cuda_smoke.c \
- *       build/libtessel.a -ldl -lm -lpthread -o build/cuda_smoke && build/cuda_smoke
+ *       build/libtessel.a -lsqlite3 -ldl -lm -lpthread -o build/cuda_smoke && build/cuda_smoke
  *
  * It opens the device, prints its name, SM count and compute capability,
  * compiles a vector add and a copy kernel through rt_cuda_compile for the

@@ -32,7 +32,7 @@ build_bench() {
     for prog in gpu_bench cuda_smoke; do
         echo "== build build/$prog"
         $cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc "bench/$prog.c" build/libtessel.a \
-            -ldl -lm -lpthread -o "build/$prog" || ok=1
+            -lsqlite3 -ldl -lm -lpthread -o "build/$prog" || ok=1
     done
     return $ok
 }

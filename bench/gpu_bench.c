@@ -2,7 +2,7 @@
  * bench/gpu.sh on a GPU machine. Build here, carry build/ (gpu.sh says how):
  *
  *   make -s -j2 all && cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc bench/gpu_bench.c \
- *       build/libtessel.a -ldl -lm -lpthread -o build/gpu_bench
+ *       build/libtessel.a -lsqlite3 -ldl -lm -lpthread -o build/gpu_bench
  *
  * For each benchmark program (a TC def from examples/, or one of
  * bench_inline's elementwise programs, with float16 or float32
@@ -42,7 +42,7 @@
 #include "graph/graph.h"
 #include "lang/lang.h"
 #include "runtime/runtime.h"
-#include "sched/run_device.h"
+#include "driver/driver.h"
 #include "sched/sched.h"
 
 #define BENCH_L2_BYTES (60.0 * 1024 * 1024)
@@ -159,6 +159,9 @@ static const struct {
 /* The compute capability x 10 of the device the plans are made for (90 on
  * Hopper: the sm_90a plans); set in main. */
 static int bench_sm = 80;
+/* The strategies' options: $TESSEL_OPTIONS ("contract.mma.bm=128,..."; the
+ * library reads no environment), for plan sweeps. */
+static sched_options bench_opts;
 
 /* The example's source with `float(` declarations turned into `dtype(`. */
 static char *bench_source(const char *file, const char *dtype)
@@ -209,6 +212,7 @@ static double bench_check_small(const char *src, const char *sizes)
     DLTensor *owned[BENCH_MAX_TENSORS];
     int nowned = 0;
     if (tsl_program_compile(ctx, src, "bench.tc", NULL, &p)) goto done;
+    if (getenv("TESSEL_OPTIONS") && tsl_program_set_options(p, getenv("TESSEL_OPTIONS"))) goto done;
     ar[0] = tsl_args_create(p);
     ar[1] = tsl_args_create(p);
     for (int i = 0; i < tsl_program_param_count(p) && nowned < BENCH_MAX_TENSORS; i++) {
@@ -435,7 +439,7 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
     tsl_arena *a = arena_create();
     tsl_diag d = {0};
     tsl_source ts = {bc->file, src};
-    sched_dev *x = NULL;
+    drv_prepared *x = NULL;
     rt_cuda_ptr ptr[BENCH_MAX_SETS][BENCH_MAX_TENSORS];
     memset(ptr, 0, sizeof ptr);
     bench_host h = {0};
@@ -457,14 +461,14 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
         goto done;
     }
     graph *g = graph_build(a, def, &d);
-    sched_plan *plan = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, bench_sm, &d) : NULL;
+    sched_plan *plan = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, bench_sm, &bench_opts, &d) : NULL;
     if (!plan) {
         printf("  scheduling: %s\n", sb_str(&d.msg));
         goto done;
     }
     long compiles = rt_cuda_compile_count();
     double t0 = bench_now();
-    BENCH_TRY(sched_dev_create(plan, dev, &x, &d));
+    BENCH_TRY(drv_prepare_plan(def, plan, &drv_target_cuda, dev, &x, &d));
     printf("  plan: %d launch%s; kernels ready in %.1f ms (%ld NVRTC compiles, the rest from the cache)\n",
            plan->nlaunches, plan->nlaunches == 1 ? "" : "es", (bench_now() - t0) * 1e3,
            rt_cuda_compile_count() - compiles);
@@ -500,7 +504,7 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
         for (int s = input ? nsets : 1; s < nsets; s++) ptr[s][i] = ptr[0][i]; /* one output for all sets */
     }
     /* the host copy of each input now holds the last set: run that one checked */
-    BENCH_TRY(sched_dev_run(x, b, ptr[nsets - 1], NULL, 1, &d));
+    BENCH_TRY(drv_run_device(drv_prepared_exec(x), b, ptr[nsets - 1], NULL, 1, &d));
     for (int i = 0; i < def->ntensors; i++) {
         const lang_tensor *t = def->tensors[i];
         if (t->is_scalar || !(t->flags & LANG_TENSOR_OUTPUT)) continue;
@@ -520,7 +524,7 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
     float ms = 0;
     for (int w = 0; w < 2 && !(w == 1 && ms > 2000); w++) {
         BENCH_TRY(rt_cuda_event_record(dev, e0, &d));
-        BENCH_TRY(sched_dev_run(x, b, ptr[w % nsets], NULL, 0, &d));
+        BENCH_TRY(drv_run_device(drv_prepared_exec(x), b, ptr[w % nsets], NULL, 0, &d));
         BENCH_TRY(rt_cuda_event_record(dev, e1, &d));
         BENCH_TRY(rt_cuda_event_elapsed(dev, e0, e1, &ms, &d));
     }
@@ -530,7 +534,7 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
     times = calloc((size_t)reps, sizeof *times);
     for (int r = 0; times && r < reps; r++) {
         BENCH_TRY(rt_cuda_event_record(dev, e0, &d));
-        BENCH_TRY(sched_dev_run(x, b, ptr[r % nsets], NULL, 0, &d));
+        BENCH_TRY(drv_run_device(drv_prepared_exec(x), b, ptr[r % nsets], NULL, 0, &d));
         BENCH_TRY(rt_cuda_event_record(dev, e1, &d));
         BENCH_TRY(rt_cuda_event_elapsed(dev, e0, e1, &ms, &d));
         times[r] = ms * 1e-3;
@@ -556,7 +560,7 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
         work = 2.0 * (double)b->shapes[ix][0] * (double)b->shapes[ix][1] * 2; /* read X, write Y: fp16 */
     }
     row->rate = work / row->median_s / 1e12;
-    /* how much of a plan run is zeroing the def's temporaries (sched_dev_run
+    /* how much of a plan run is zeroing the def's temporaries (drv_run_device
      * zeroes every one per run, also those no kernel touches): the same
      * memsets alone, median of 20 */
     {
@@ -602,7 +606,7 @@ done:
         for (int i = 0; i < BENCH_MAX_TENSORS; i++)
             if (ptr[s][i] && (s == 0 || ptr[s][i] != ptr[0][i])) rt_cuda_free(dev, ptr[s][i]);
     for (int i = 0; i < BENCH_MAX_TENSORS; i++) free(h.t[i]);
-    sched_dev_free(x);
+    drv_prepared_free(x);
     diag_free(&d);
     arena_free(a);
     free(src);
@@ -703,7 +707,7 @@ static void bench_run_qmm(const bench_qmm *q, rt_cuda_device *dev, int quick, be
     tsl_arena *a = arena_create();
     tsl_diag d = {0};
     tsl_source ts = {"qmm.tc", src};
-    sched_dev *x = NULL;
+    drv_prepared *x = NULL;
     rt_cuda_ptr ptr[BENCH_MAX_SETS][4];
     memset(ptr, 0, sizeof ptr);
     void *host[4] = {0};
@@ -725,9 +729,9 @@ static void bench_run_qmm(const bench_qmm *q, rt_cuda_device *dev, int quick, be
     lang_bound *b = NULL;
     if (lang_bind(a, def, sz, &b, &d)) goto done;
     graph *g = graph_build(a, def, &d);
-    sched_plan *plan = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, bench_sm, &d) : NULL;
+    sched_plan *plan = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, bench_sm, &bench_opts, &d) : NULL;
     if (!plan) goto done;
-    BENCH_TRY(sched_dev_create(plan, dev, &x, &d));
+    BENCH_TRY(drv_prepare_plan(def, plan, &drv_target_cuda, dev, &x, &d));
     printf("  plan: %d launch%s (%s)\n", plan->nlaunches, plan->nlaunches == 1 ? "" : "es", plan->launches[0].k->name);
     /* X, W, S, Y by def tensor index (the def's order: X W S Y) */
     size_t bytes[4] = {tsl_dtype_nbytes(TSL_DTYPE_F16, M * K), tsl_dtype_nbytes(wt, K * N),
@@ -759,7 +763,7 @@ static void bench_run_qmm(const bench_qmm *q, rt_cuda_device *dev, int quick, be
         if (s == 0) BENCH_TRY(rt_cuda_alloc(dev, bytes[3], &ptr[0][3], &d));
         ptr[s][3] = ptr[0][3];
     }
-    BENCH_TRY(sched_dev_run(x, b, ptr[nsets - 1], NULL, 1, &d));
+    BENCH_TRY(drv_run_device(drv_prepared_exec(x), b, ptr[nsets - 1], NULL, 1, &d));
     BENCH_TRY(rt_cuda_copy_dtoh(dev, host[3], ptr[nsets - 1][3], bytes[3], &d));
     bench_err e = {0};
     for (int smp = 0; smp < 64; smp++) {
@@ -781,7 +785,7 @@ static void bench_run_qmm(const bench_qmm *q, rt_cuda_device *dev, int quick, be
     float ms = 0;
     for (int w = 0; w < 3; w++) {
         BENCH_TRY(rt_cuda_event_record(dev, e0, &d));
-        BENCH_TRY(sched_dev_run(x, b, ptr[w % nsets], NULL, 0, &d));
+        BENCH_TRY(drv_run_device(drv_prepared_exec(x), b, ptr[w % nsets], NULL, 0, &d));
         BENCH_TRY(rt_cuda_event_record(dev, e1, &d));
         BENCH_TRY(rt_cuda_event_elapsed(dev, e0, e1, &ms, &d));
     }
@@ -791,7 +795,7 @@ static void bench_run_qmm(const bench_qmm *q, rt_cuda_device *dev, int quick, be
     times = calloc((size_t)reps, sizeof *times);
     for (int r = 0; times && r < reps; r++) {
         BENCH_TRY(rt_cuda_event_record(dev, e0, &d));
-        BENCH_TRY(sched_dev_run(x, b, ptr[r % nsets], NULL, 0, &d));
+        BENCH_TRY(drv_run_device(drv_prepared_exec(x), b, ptr[r % nsets], NULL, 0, &d));
         BENCH_TRY(rt_cuda_event_record(dev, e1, &d));
         BENCH_TRY(rt_cuda_event_elapsed(dev, e0, e1, &ms, &d));
         times[r] = ms * 1e-3;
@@ -816,7 +820,7 @@ done:
         for (int i = 0; i < 4; i++)
             if (ptr[s][i] && (i < 3 || s == 0)) rt_cuda_free(dev, ptr[s][i]);
     for (int i = 0; i < 4; i++) free(host[i]);
-    sched_dev_free(x);
+    drv_prepared_free(x);
     diag_free(&d);
     arena_free(a);
     free(src);
@@ -838,7 +842,7 @@ static double bench_cold_compile(rt_cuda_device *dev)
     tsl_source ts = {"matmul.tc", src ? src : ""};
     lang_module *mod = src ? lang_parse_check(a, &ts, &d) : NULL;
     graph *g = mod ? graph_build(a, lang_module_def(mod, 0), &d) : NULL;
-    sched_plan *p = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, bench_sm, &d) : NULL;
+    sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, bench_sm, &bench_opts, &d) : NULL;
     strbuf cu = {0};
     if (p && p->nlaunches && !cg_cuda_emit(p->m, p->launches[0].k, &cu, &d)) {
         double t[3];
@@ -910,17 +914,17 @@ static void bench_cached_run(rt_cuda_device *dev, double *wall_ms, double *devic
         int64_t sz[3] = {64, 64, 64};
         lang_bound *b = NULL;
         graph *g = def && !lang_bind(ar, def, sz, &b, &d) ? graph_build(ar, def, &d) : NULL;
-        sched_plan *plan = g ? sched_lower_sm(ar, g, TSL_TARGET_CUDA, bench_sm, &d) : NULL;
-        sched_dev *x = NULL;
+        sched_plan *plan = g ? sched_lower_opt(ar, g, TSL_TARGET_CUDA, bench_sm, &bench_opts, &d) : NULL;
+        drv_prepared *x = NULL;
         rt_cuda_ptr ptr[BENCH_MAX_TENSORS] = {0};
         rt_cuda_event *e0 = NULL, *e1 = NULL;
-        if (plan && def->ntensors <= BENCH_MAX_TENSORS && !sched_dev_create(plan, dev, &x, &d) &&
+        if (plan && def->ntensors <= BENCH_MAX_TENSORS && !drv_prepare_plan(def, plan, &drv_target_cuda, dev, &x, &d) &&
             !rt_cuda_event_create(dev, &e0, &d) && !rt_cuda_event_create(dev, &e1, &d)) {
             int ok = 1;
             for (int i = 0; i < def->ntensors && ok; i++) ok = !rt_cuda_alloc(dev, 64 * 64 * 4, &ptr[i], &d);
             for (int r = 0; r < 30 && ok; r++) {
                 float ms = 0;
-                ok = !rt_cuda_event_record(dev, e0, &d) && !sched_dev_run(x, b, ptr, NULL, 0, &d) &&
+                ok = !rt_cuda_event_record(dev, e0, &d) && !drv_run_device(drv_prepared_exec(x), b, ptr, NULL, 0, &d) &&
                      !rt_cuda_event_record(dev, e1, &d) && !rt_cuda_event_elapsed(dev, e0, e1, &ms, &d);
                 t[r] = ms;
             }
@@ -929,7 +933,7 @@ static void bench_cached_run(rt_cuda_device *dev, double *wall_ms, double *devic
         }
         rt_cuda_event_destroy(dev, e0);
         rt_cuda_event_destroy(dev, e1);
-        sched_dev_free(x);
+        drv_prepared_free(x);
         diag_free(&d);
         arena_free(ar);
     }
@@ -998,7 +1002,7 @@ static void bench_add_jobs(const char *file, const char *text, const char *dev_a
     lang_module *mod = lang_parse_check(a, &src, &d);
     for (int i = 0; mod && i < lang_module_count(mod); i++) {
         graph *g = graph_build(a, lang_module_def(mod, i), &d);
-        sched_plan *p = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, bench_sm, &d) : NULL;
+        sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, bench_sm, &bench_opts, &d) : NULL;
         for (int l = 0; p && l < p->nlaunches; l++) {
             const tile_kernel *k = p->launches[l].k;
             strbuf cu = {0};
@@ -1090,6 +1094,17 @@ int main(int argc, char **argv)
 {
     const char *json = NULL, *only = NULL;
     int quick = 0, precompile = 0;
+    bench_opts = sched_options_defaults;
+    {
+        tsl_diag od = {0};
+        char why[256];
+        if (sched_options_parse(getenv("TESSEL_OPTIONS"), &bench_opts, &od) ||
+            sched_options_check(&bench_opts, TSL_TARGET_CUDA, why, sizeof why)) {
+            fprintf(stderr, "gpu_bench: TESSEL_OPTIONS: %s\n", od.nerr ? sb_str(&od.msg) : why);
+            return 2;
+        }
+        diag_free(&od);
+    }
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = 1;

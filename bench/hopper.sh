@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hopper.sh — the sm_90a path in one GPU call (issue 9): the hand-written
 # warp-specialised wgmma GEMM (examples/tile/gemm_wgmma.tile) run on the GPU
-# against NumPy at sizes no tile divides and timed at 4096^3, the TC GEMM
+# against NumPy at sizes no tile divides and timed at 4096^3, the pipeline
+# programs in their TMA and cp.async forms (bench/tile_pipeline_gpu.py), the TC GEMM
 # rows of gpu_bench (each checked before timed) beside PyTorch's, and
 # compute-sanitizer over the small cases. Build here first:
 #   make -s -j2 all && bench/gpu.sh --build       then carry build/
@@ -21,10 +22,29 @@ for s in "100 264 520" "1 8 8" "128 256 64" "300 520 200"; do
     timeout 120 python3 bench/tile_gpu_check.py examples/tile/gemm_wgmma.tile $s
 done
 timeout 120 python3 bench/tile_gpu_check.py examples/tile/gemm_wgmma.tile 4096 4096 4096 --reps 20
+echo "== tests/tile_hopper programs: GPU against the tile interpreter"
+H=tests/tile_hopper
+timeout 120 python3 bench/tile_gpu_vs_interp.py $H/wgmma_rega.tile A=45x32:float16 B=32x40:float16 --out C
+timeout 120 python3 bench/tile_gpu_vs_interp.py $H/wgmma_smem.tile A=37x64:float16 B=64x40:float16 --out C
+timeout 120 python3 bench/tile_gpu_vs_interp.py $H/ring.tile A=64x200:float16 B=200x64:float16 --out C
+timeout 120 python3 bench/tile_gpu_vs_interp.py $H/tma_scale.tile X=50x72:float32 --out Y
 echo "== compute-sanitizer (memcheck, racecheck) on the small tile GEMM"
 for tool in memcheck racecheck; do
     timeout 180 compute-sanitizer --tool $tool --target-processes all --error-exitcode 7 python3 bench/tile_gpu_check.py \
         examples/tile/gemm_wgmma.tile 100 264 136 2>&1 | tail -n 4
+done
+# pipelines expanded for sm_90a (TMA ring, full/empty mbarriers; the
+# producer-role form and the block form) and for sm_80 (cp.async), on the
+# GPU against the interpreter and NumPy, rows 16-byte aligned and not;
+# the GEMMs timed at 4096^3 beside the hand-written gemm_wgmma.tile
+echo "== pipelines in both forms on the GPU (bench/tile_pipeline_gpu.py)"
+timeout 900 python3 bench/tile_pipeline_gpu.py --reps 20 2>&1 | tail -n 60
+echo "== compute-sanitizer (memcheck, racecheck) on the TMA form of the pipelines"
+for tool in memcheck racecheck; do
+    for p in "examples/tile/gemm_wgmma_pipeline.tile 100 264 136" "tests/tile_pipeline/gemm_tma.tile 100 72 200"; do
+        timeout 180 compute-sanitizer --tool $tool --target-processes all --error-exitcode 7 python3 bench/tile_gpu_check.py \
+            $p 2>&1 | tail -n 4
+    done
 done
 fi
 # the plan's cases on the GPU against the interpreter: the four operand
@@ -34,7 +54,7 @@ fi
 if [ -z "${HOPPER_SKIP_CHECK:-}" ]; then
 echo "== bench/hopper/layouts.tc on the GPU (--check against the interpreter)"
 pass=0; fail=0
-for e in nn nt tn tt bnt beta silu_bias f32out; do
+for e in nn nt tn tt bnt beta silu_bias f32out gelu_erf_res; do
     for sz in "M=300 N=264 K=136" "M=37 N=72 K=200" "M=1 N=8 K=8" "M=1100 N=4104 K=16" "M=16 N=8456 K=16" \
         "M=130 N=77 K=131"; do
         args=(); for kv in $sz; do args+=(--size "$kv"); done
@@ -45,6 +65,16 @@ for e in nn nt tn tt bnt beta silu_bias f32out; do
     done
 done
 echo "layouts: $pass passed, $fail failed"
+echo "== compute-sanitizer (memcheck, racecheck) on the plan's kernels at sizes no tile divides"
+for tool in memcheck racecheck; do
+    for c in "nn M=300 N=264 K=136" "tt M=37 N=72 K=200" "silu_bias M=300 N=264 K=136" "bnt M=130 N=72 K=40"; do
+        set -- $c; e=$1; shift; args=(); for kv in "$@"; do args+=(--size "$kv"); done
+        [ $e = bnt ] && args+=(--size Z=2)
+        echo "-- $tool $c"
+        timeout 200 compute-sanitizer --tool $tool --error-exitcode 7 build/tessel run bench/hopper/layouts.tc \
+            --entry $e "${args[@]}" --target cuda 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error|error" | head -n 5
+    done
+done
 fi
 # HOPPER_ONLY: rows separated by '|'
 IFS='|' read -ra ROWS <<< "$ONLY"

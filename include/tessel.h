@@ -146,15 +146,32 @@ void tsl_program_free(TSL_TAKE tsl_program *p);    /* NULL is allowed */
 
 /* Print a view of the program into a malloc'd string the caller frees.
  * `what`: "ast" (the checked program), "ranges" (every inferred range),
- * "graph" (the op graph and its kernel groups), "tile:cpu" / "tile:cuda"
- * (the scheduled tile IR and launch plan for that target; "tile" is
- * "tile:cpu"), "c" (the generated C of the CPU plan), "cuda" (the
- * generated CUDA C of the CUDA plan) or "ptx" (that CUDA C compiled by
- * NVRTC, which needs no GPU). The CUDA kinds take an arch after a colon,
- * "tile:cuda:sm_90a", "cuda:sm_90a", "ptx:sm_80" (default sm_80): sm_90a
- * plans use TMA, wgmma and warp specialisation. */
+ * "graph" (the op graph and its kernel groups), a stage of the compile
+ * driver — "tile" (the scheduled tile IR and launch plan), "expand"
+ * (pipelines expanded), "select" (after instruction selection), "source"
+ * (generated code), "plan" (the launch plan the executor runs) —, "c"
+ * (the generated C of the CPU plan), "cuda" (the generated CUDA C of the
+ * CUDA plan) or "ptx" (that CUDA C compiled by NVRTC, which needs no GPU).
+ * A stage takes a target after a colon, ":cpu" (the default) or ":cuda",
+ * and the CUDA kinds an arch after a colon, "tile:cuda:sm_90a",
+ * "cuda:sm_90a", "ptx:sm_80" (default sm_80): sm_90a plans use TMA, wgmma
+ * and warp specialisation. */
 tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
                             TSL_GIVE char **out);
+
+/* Options: the strategies' choices, the space the tuner searches. Text of
+ * "key=value" pairs joined by ',' (e.g. "contract.cpu.bm=64,cpu.threads=1");
+ * tsl_options_space() lists every key, its default and its values. A
+ * program compiles, emits and runs with its options; "" (or NULL) restores
+ * the built-in plans. A bad key or value is TSL_ERR_ARG naming it; a
+ * combination a target cannot build (say a block that is not a whole
+ * number of thread tiles) is TSL_ERR_ARG from the run, saying why. */
+tsl_status tsl_program_set_options(TSL_KEEP tsl_program *p, TSL_KEEP const char *options);
+/* The options in effect as canonical text: only what differs from the
+ * defaults, in the space's order ("" for the defaults). Owned by p. */
+const char *tsl_program_options(TSL_KEEP const tsl_program *p);
+/* One line per option: key, target, default, values, meaning (malloc'd). */
+TSL_GIVE char *tsl_options_space(void);
 
 /* Introspection. Parameters are in declaration order; outputs in `-> (...)`
  * order. A tensor that is both a parameter and an output is in/out. */
@@ -172,9 +189,18 @@ tsl_status tsl_program_param(TSL_KEEP const tsl_program *p, int i, tsl_param_inf
 int tsl_program_output_count(TSL_KEEP const tsl_program *p);
 const char *tsl_program_output_name(TSL_KEEP const tsl_program *p, int i);
 /* The symbolic size names of a tensor parameter's dims (e.g. "M", "K"), for
- * generating random inputs from --size; NULL entries for unnamed dims. */
+ * generating random inputs from --size; NULL entries for constant dims,
+ * whose extents tsl_program_param_extents gives. */
 tsl_status tsl_program_param_dims(TSL_KEEP const tsl_program *p, int i,
                                   const char *names[TSL_MAX_RANK]);
+/* A tensor parameter's constant extents (`float(F,C,3,3)`: -1, -1, 3, 3):
+ * -1 for the dims a size symbol names. */
+tsl_status tsl_program_param_extents(TSL_KEEP const tsl_program *p, int i, int64_t ext[TSL_MAX_RANK]);
+/* The def's size symbols: those of its parameters' dims and those only its
+ * `where` bounds use (`where c in 0:C`), which no input fixes: bind them
+ * with tsl_args_set_size. */
+int tsl_program_size_count(TSL_KEEP const tsl_program *p);
+const char *tsl_program_size_name(TSL_KEEP const tsl_program *p, int i); /* NULL past the end */
 
 /* ---- arguments and running --------------------------------------------- */
 
@@ -188,6 +214,11 @@ void tsl_args_free(TSL_TAKE tsl_args *a);
 tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
                                TSL_KEEP const DLTensor *t);
 tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, double v);
+/* Bind a size symbol's value: one that only `where` bounds use must be
+ * bound so; one an input's shape also fixes must agree with it (checked
+ * by tsl_args_infer, naming both). tsl_args_set_scalar with a size's name
+ * does the same. */
+tsl_status tsl_args_set_size(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, int64_t value);
 
 /* Infer every output's shape and dtype from the bound inputs; checks that
  * size symbols agree (an error names both tensors and dims). */

@@ -12,7 +12,7 @@ n=${1:-1000}
 make -s -j2 build/libtessel.a || { echo "difftest.sh: building the library failed"; echo "0 passed, 1 failed"; exit 1; }
 # the one-line build documented at the top of tests/fuzz/difftest.c
 cc -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Isrc -Itests tests/fuzz/difftest.c tests/fuzz/gen.c \
-    build/libtessel.a -ldl -lm -lpthread -o build/difftest ||
+    build/libtessel.a -lsqlite3 -ldl -lm -lpthread -o build/difftest ||
     { echo "difftest.sh: building difftest failed"; echo "0 passed, 1 failed"; exit 1; }
 mkdir -p tests/fuzz/regress
 exec build/difftest -n "$n" "$@"

@@ -1,25 +1,37 @@
-/* sched_runners.h — kernel runners (sched_kernel_fn) the scheduler tests
- * share: the tile interpreter with blocks in a shuffled order (seeded from
- * the test's randomness, so inter-block dependences show), and the CPU
- * target's cg_c_run; an NVRTC check of every size arm. Defined in tests/unit/sched_runners.c. */
+/* sched_runners.h — the targets the scheduler tests run plans on, through
+ * the compile driver and the one executor: the tile interpreter with blocks
+ * in a shuffled order (seeded from the test's randomness, so inter-block
+ * dependences show), the CPU, a GPU; an NVRTC check of every size arm.
+ * Defined in tests/unit/sched_runners.c. */
 #ifndef TSL_TEST_SCHED_RUNNERS_H
 #define TSL_TEST_SCHED_RUNNERS_H
 
-#include "sched/sched.h"
+#include "driver/driver.h"
 #include "runtime/runtime.h"
+#include "sched/sched.h"
 
-tsl_status test_run_tile_interp(void *ctx, const tile_module *m, const tile_kernel *k,
-                                const tile_interp_arg *args, int nargs, tsl_diag *d);
-tsl_status test_run_cpu(void *ctx, const tile_module *m, const tile_kernel *k,
-                        const tile_interp_arg *args, int nargs, tsl_diag *d);
+/* A target a plan runs on in the tests. */
+typedef struct test_runner {
+    const drv_target *t;
+    int shuffle;  /* the tile interpreter: blocks in a fresh random order */
+    int emulated; /* the CUDA target with the host emulation below as its runtime */
+} test_runner;
 
-/* The CUDA generator's source for kernel k compiled by the host C++
+/* test_run_cuda_emu: the CUDA generator's source compiled by the host C++
  * compiler with tests/unit/codegen_cuda_emu.h (every GPU thread a
- * pthread) and run on the host tensors: the CUDA path's logic without a
- * GPU. The size arms the launch's sizes take are compiled, as the CUDA
- * runtime does; shared objects are cached under the tessel cache dir. */
-tsl_status test_run_cuda_emu(void *ctx, const tile_module *m, const tile_kernel *k,
-                             const tile_interp_arg *args, int nargs, tsl_diag *d);
+ * pthread) and run on host tensors through the executor: the CUDA path's
+ * logic without a GPU. The size arms the launch's sizes take are compiled,
+ * as the CUDA runtime does; shared objects are cached under the tessel
+ * cache dir. */
+extern const test_runner *const test_run_tile_interp, *const test_run_cpu, *const test_run_gpu,
+    *const test_run_cuda_emu;
+
+/* Compile plan p for r's target and run it once (sched_run's convention:
+ * tensors[i] is def->tensors[i]'s host storage in C order with the bound
+ * shape, NULL for scalars and temporaries; scalars[i] a scalar's value). */
+tsl_status test_plan_run(const sched_plan *p, const lang_bound *b, DLTensor *const *tensors, const double *scalars,
+                         const test_runner *r, tsl_diag *d);
+
 /* A C++ compiler for the emulation? (prints "skipped" once when not) */
 int test_have_cxx(void);
 /* Compile an emulated CUDA source into a cached shared object and dlopen
@@ -27,11 +39,11 @@ int test_have_cxx(void);
 void *test_emu_build(const char *source, const char *tag);
 
 /* Runs def at sizes sz (one per size slot) with the reference interpreter
- * and plan p through fn on fresh random inputs (outputs poisoned with NaN),
+ * and plan p on r's target on fresh random inputs (outputs poisoned with NaN),
  * and checks every output element (tolerance per dtype: f16 2e-2, bf16
  * 5e-2, else 2e-4); `what` names the runner in failures. */
-void test_compare_plan(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz, sched_kernel_fn fn,
-                       const char *what);
+void test_compare_plan(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
+                       const test_runner *r, const char *what);
 
 /* NVRTC over every size specialisation of kernel k (the arms the CUDA
  * runtime may compile: codegen/cuda.h) for arch: the worst of their ptxas
@@ -50,10 +62,13 @@ typedef struct test_draw {
     double (*float_value)(tsl_dtype t, void *ctx);
     void *ctx;
     double tol;
+    /* storage of the inputs the plan reads (NULL: the arena); e.g. memory
+     * between inaccessible pages, so that a read past a tensor faults */
+    void *(*alloc)(size_t bytes, void *ctx);
 } test_draw;
 /* test_compare_plan with chosen inputs (dr may be NULL) and exact
  * integers; outputs poisoned first. Returns the outputs that differ. */
 int test_compare_plan_draw(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
-                           sched_kernel_fn fn, const char *what, const test_draw *dr);
+                           const test_runner *fn, const char *what, const test_draw *dr);
 
 #endif

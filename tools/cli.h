@@ -8,5 +8,6 @@ int cmd_run(int argc, char **argv);     /* cmd_tc.c */
 int cmd_compile(int argc, char **argv); /* cmd_tc.c */
 int cmd_layout(int argc, char **argv);  /* cmd_layout.c */
 int cmd_tile(int argc, char **argv);    /* cmd_tile.c */
+int cmd_cache(int argc, char **argv);   /* cmd_cache.c */
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "base/base.h"
 #include "cli.h"
+#include "cli_env.h"
 #include "cli_tensor.h"
 
 /* ---- usage ------------------------------------------------------------- */
@@ -31,6 +32,8 @@ static const char run_usage[] =
     "  --target T            interp, cpu or cuda (default: cuda when a GPU is\n"
     "                        present, else cpu; TESSEL_TARGET overrides)\n"
     "  --check               also run the interpreter and compare every output\n"
+    "  --options K=V,...     the strategies' options (`tessel tune --space` lists\n"
+    "                        them; TESSEL_OPTIONS in the environment too)\n"
     "  --seed N              seed for the random inputs (default: fresh)\n"
     "  --print               print small outputs whole\n"
     "  --packed              low-bit inputs and outputs as their packed bytes\n"
@@ -44,14 +47,20 @@ static const char run_usage[] =
 
 static const char compile_usage[] =
     "usage: tessel compile FILE.tc [--entry NAME] [--target cpu|cuda] [--arch sm_80|sm_90a]\n"
-    "                      --emit=ast|ranges|graph|tile|c|cuda|ptx\n"
-    "  Print the checked program (ast), every inferred range (ranges), the op\n"
-    "  graph (graph), the scheduled tile IR with its launch plan (tile: the plan\n"
-    "  for --target, default cuda when a GPU is present, else cpu) or the\n"
-    "  generated C (c, the CPU plan), CUDA C (cuda, the CUDA plan) or PTX (ptx,\n"
-    "  by NVRTC: no GPU needed), for every def unless --entry names one. --arch\n"
-    "  picks the CUDA plan's architecture (sm_80: mma.sync and cp.async; sm_90a:\n"
-    "  TMA, wgmma and warp specialisation; default sm_80).\n";
+    "                      [--options K=V,...] --emit=KIND\n"
+    "  Print, for every def unless --entry names one, one stage of compiling it:\n"
+    "    ast      the checked program        ranges  every inferred range\n"
+    "    graph    the op graph               tile    the scheduled tile IR and launch plan\n"
+    "    expand   tile IR, pipelines expanded select  tile IR after instruction selection\n"
+    "    plan     the launch plan the executor runs\n"
+    "    c        the generated C (the CPU plan)   cuda  the generated CUDA C (the CUDA plan)\n"
+    "    ptx      that CUDA C compiled by NVRTC (no GPU needed)\n"
+    "  tile, expand, select and plan are for --target (default cuda when a GPU\n"
+    "  is present, else cpu). --arch picks the CUDA plan's architecture (sm_80:\n"
+    "  mma.sync and cp.async; sm_90a: TMA, wgmma and warp specialisation;\n"
+    "  default sm_80). --options sets the strategies' choices (`tessel tune\n"
+    "  --space`). TESSEL_DUMP=tile,source,... (or all) prints those stages\n"
+    "  on stderr during `tessel run` and `tessel compile`.\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
 {
@@ -75,6 +84,7 @@ typedef struct run_opts {
     const char *entry;
     const char *emit;
     const char *arch; /* compile: sm_80 or sm_90a for the CUDA kinds */
+    const char *options; /* --options K=V,... */
     cli_kv *inputs, *sets, *outputs, *sizes;
     int ninputs, nsets, noutputs, nsizes;
     tsl_target target;
@@ -168,10 +178,17 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
         if (!strcmp(name, "entry")) {
             o->entry = val;
         } else if (!strcmp(name, "emit")) {
-            if (strcmp(val, "ast") && strcmp(val, "ranges") && strcmp(val, "graph") && strcmp(val, "tile") &&
-                strcmp(val, "c") && strcmp(val, "cuda") && strcmp(val, "ptx"))
-                return usage_error(usage, "--emit takes ast, ranges, graph, tile, c, cuda or ptx, not '%s'", val);
+            static const char *const kinds[] = {"ast",    "ranges", "graph", "tile", "expand",
+                                                "select", "plan",   "c",     "cuda", "ptx"};
+            int ok = 0;
+            for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) ok |= !strcmp(val, kinds[k]);
+            if (!ok)
+                return usage_error(usage,
+                                   "--emit takes ast, ranges, graph, tile, expand, select, plan, c, cuda or ptx, not '%s'",
+                                   val);
             o->emit = val;
+        } else if (!strcmp(name, "options")) {
+            o->options = val;
         } else if (!strcmp(name, "arch")) {
             if (strcmp(val, "sm_80") && strcmp(val, "sm_90a"))
                 return usage_error(usage, "--arch takes sm_80 or sm_90a, not '%s'", val);
@@ -350,16 +367,89 @@ int cmd_check(int argc, char **argv)
     return rc;
 }
 
+/* ---- options --------------------------------------------------------------- */
+
+/* The environment's options (cli_env.c), then --options (the last value of
+ * a key wins), onto p. 0, or 2 after the library's message (a bad key or
+ * value is a usage error). */
+static int apply_options(tsl_program *p, tsl_context *ctx, const char *cli)
+{
+    char text[2048] = "";
+    if (cli_env_options(text, sizeof text)) return 2;
+    if (cli && *cli) {
+        size_t len = strlen(text);
+        snprintf(text + len, sizeof text - len, "%s%s", len ? "," : "", cli);
+    }
+    if (!*text) return 0;
+    tsl_status st = tsl_program_set_options(p, text);
+    if (st) {
+        report(ctx, st, "options");
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- TESSEL_DUMP -------------------------------------------------------- */
+
+/* TESSEL_DUMP=stage,stage,... (or all): print those compile stages of p
+ * for target t on stderr, each under a header. The library reads no
+ * environment; this is where the variable is read. Returns 0, or 2 after
+ * naming an unknown stage. */
+static int dump_stages(tsl_program *p, tsl_context *ctx, tsl_target t)
+{
+    static const char *const stages[] = {"ast", "ranges", "graph", "tile", "expand", "select", "source", "plan"};
+    const char *env = getenv("TESSEL_DUMP");
+    if (!env || !*env) return 0;
+    int want[sizeof stages / sizeof stages[0]] = {0};
+    for (const char *w = env; *w;) {
+        size_t n = strcspn(w, ",");
+        int all = n == 3 && !strncmp(w, "all", 3), known = all;
+        for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++)
+            if (all || (strlen(stages[i]) == n && !strncmp(w, stages[i], n))) want[i] = known = 1;
+        if (!known && n) {
+            fprintf(stderr, "tessel: TESSEL_DUMP: unknown stage '%.*s' (stages: ast, ranges, graph, tile, expand, "
+                            "select, source, plan, all)\n", (int)n, w);
+            return 2;
+        }
+        w += n;
+        if (*w == ',') w++;
+    }
+    for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) { /* in pass order */
+        if (!want[i]) continue;
+        char what[32];
+        snprintf(what, sizeof what, "%s%s%s", stages[i], i >= 3 ? ":" : "",
+                 i >= 3 ? (t == TSL_TARGET_CUDA ? "cuda" : "cpu") : "");
+        char *text = NULL;
+        fprintf(stderr, "== TESSEL_DUMP %s of '%s' ==\n", what, tsl_program_name(p));
+        if (tsl_program_emit(p, what, &text) == TSL_OK) fputs(text, stderr);
+        else report(ctx, TSL_ERR_ARG, what);
+        free(text);
+    }
+    return 0;
+}
+
 /* ---- tessel compile ------------------------------------------------------ */
 
 static int emit_one(tsl_context *ctx, const char *src, const char *path, const char *entry,
-                    const char *what)
+                    const char *what, const char *options)
 {
     tsl_program *p = NULL;
     tsl_status st = tsl_program_compile(ctx, src, path, entry, &p);
     if (st != TSL_OK) {
         report(ctx, st, "compile");
         return 1;
+    }
+    int rc = apply_options(p, ctx, options);
+    if (rc) {
+        tsl_program_free(p);
+        return rc;
+    }
+    const char *colon = strchr(what, ':');
+    rc = dump_stages(p, ctx, (colon && !strcmp(colon, ":cuda")) || !strcmp(what, "cuda") ? TSL_TARGET_CUDA
+                                                                                         : TSL_TARGET_CPU);
+    if (rc) {
+        tsl_program_free(p);
+        return rc;
     }
     char *text = NULL;
     st = tsl_program_emit(p, what, &text);
@@ -378,23 +468,26 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
 int cmd_compile(int argc, char **argv)
 {
     run_opts o;
-    int rc = parse_opts(argc, argv, compile_usage, "entry emit target arch", &o);
+    int rc = parse_opts(argc, argv, compile_usage, "entry emit target arch options", &o);
     if (rc) {
         free_opts(&o);
         return rc < 0 ? 0 : rc;
     }
-    /* --emit=tile shows the plan of the target `run` would use */
-    if (o.emit && !strcmp(o.emit, "tile")) {
+    /* tile, expand, select and plan show the plan of the target `run` would use */
+    char emit_kind[32];
+    if (o.emit && (!strcmp(o.emit, "tile") || !strcmp(o.emit, "expand") || !strcmp(o.emit, "select") ||
+                   !strcmp(o.emit, "plan"))) {
         tsl_target t = o.target_name ? o.target : tsl_target_default();
-        o.emit = t == TSL_TARGET_CUDA ? "tile:cuda" : "tile:cpu";
+        snprintf(emit_kind, sizeof emit_kind, "%s:%s", o.emit, t == TSL_TARGET_CUDA ? "cuda" : "cpu");
+        o.emit = emit_kind;
     }
     if (!o.emit) {
         free_opts(&o);
         return usage_error(compile_usage, "%s", "missing --emit=ast|ranges|graph|tile|c|cuda|ptx");
     }
     /* the CUDA kinds for an arch: sm_80 unless --arch says */
-    char kind[32];
-    if (o.arch && (!strcmp(o.emit, "cuda") || !strcmp(o.emit, "ptx") || !strcmp(o.emit, "tile:cuda"))) {
+    char kind[48];
+    if (o.arch && (!strcmp(o.emit, "cuda") || !strcmp(o.emit, "ptx") || !strncmp(o.emit + strcspn(o.emit, ":"), ":cuda", 5))) {
         snprintf(kind, sizeof kind, "%s:%s", o.emit, o.arch);
         o.emit = kind;
     }
@@ -406,13 +499,13 @@ int cmd_compile(int argc, char **argv)
         report(ctx, TSL_ERR_SYNTAX, "check");
         rc = 1;
     } else if (o.entry) {
-        rc = emit_one(ctx, src, o.file, o.entry, o.emit);
+        rc = emit_one(ctx, src, o.file, o.entry, o.emit, o.options);
     } else {
         char **names;
         int n = scan_defs(src, &names);
         for (int i = 0; i < n && !rc; i++) {
             if (i) fputc('\n', stdout);
-            rc = emit_one(ctx, src, o.file, names[i], o.emit);
+            rc = emit_one(ctx, src, o.file, names[i], o.emit, o.options);
         }
         free_names(names, n);
     }
@@ -441,6 +534,7 @@ typedef struct run_state {
     int nparams;
     tsl_param_info *params;
     const char *(*dims)[TSL_MAX_RANK];
+    char (*cdims)[TSL_MAX_RANK][24]; /* a constant dim's extent as text ("3"), dims[i][d] points here */
     DLTensor **tensors;  /* per param: the bound input (owned) */
     DLTensor **pristine; /* per param: a copy of an in/out input for --check */
     DLTensor **packed_in; /* per param: a --packed input's bytes until its shape is known */
@@ -464,6 +558,7 @@ static void run_state_free(run_state *s)
     free(s->packed_in);
     free(s->params);
     free(s->dims);
+    free(s->cdims);
     free(s->scalars);
     free(s->scalar_set);
     free(s->sizes);
@@ -519,30 +614,40 @@ static int load_params(run_state *s)
     int n = s->nparams > 0 ? s->nparams : 1;
     s->params = calloc((size_t)n, sizeof *s->params);
     s->dims = calloc((size_t)n, sizeof *s->dims);
+    s->cdims = calloc((size_t)n, sizeof *s->cdims);
     s->tensors = calloc((size_t)n, sizeof *s->tensors);
     s->pristine = calloc((size_t)n, sizeof *s->pristine);
     s->packed_in = calloc((size_t)n, sizeof *s->packed_in);
     s->scalars = calloc((size_t)n, sizeof *s->scalars);
     s->scalar_set = calloc((size_t)n, sizeof *s->scalar_set);
     s->sizes = calloc((size_t)(n * TSL_MAX_RANK + s->o.nsizes + 1), sizeof *s->sizes);
-    if (!s->params || !s->dims || !s->tensors || !s->pristine || !s->packed_in || !s->scalars ||
+    if (!s->params || !s->dims || !s->cdims || !s->tensors || !s->pristine || !s->packed_in || !s->scalars ||
         !s->scalar_set || !s->sizes) {
         fprintf(stderr, "tessel: out of memory\n");
         return 1;
     }
     for (int i = 0; i < s->nparams; i++) {
         tsl_status st = tsl_program_param(s->prog, i, &s->params[i]);
+        int64_t ext[TSL_MAX_RANK];
         if (st == TSL_OK && !s->params[i].is_scalar)
             st = tsl_program_param_dims(s->prog, i, s->dims[i]);
+        if (st == TSL_OK && !s->params[i].is_scalar) st = tsl_program_param_extents(s->prog, i, ext);
         if (st != TSL_OK) {
             report(s->ctx, st, "introspection");
             return 1;
         }
+        /* a constant dim (`float(F,C,3,3)`) as its number: random inputs take it */
+        for (int d = 0; !s->params[i].is_scalar && d < s->params[i].rank && d < TSL_MAX_RANK; d++)
+            if (!s->dims[i][d] && ext[d] >= 0) {
+                snprintf(s->cdims[i][d], sizeof s->cdims[i][d], "%lld", (long long)ext[d]);
+                s->dims[i][d] = s->cdims[i][d];
+            }
     }
     return 0;
 }
 
-/* --size SYM=N: each symbol must be one the program's parameters use. */
+/* --size SYM=N: each symbol must be one of the program's sizes (its
+ * parameters' dims, or a size only `where` bounds use). */
 static int bind_cli_sizes(run_state *s)
 {
     for (int k = 0; k < s->o.nsizes; k++) {
@@ -553,13 +658,13 @@ static int bind_cli_sizes(run_state *s)
                     kv->name, kv->value);
             return 1;
         }
-        int used = 0;
-        for (int i = 0; i < s->nparams && !used; i++)
-            for (int d = 0; d < s->params[i].rank; d++)
-                if (s->dims[i][d] && !strcmp(s->dims[i][d], kv->name)) used = 1;
+        int used = 0, n = tsl_program_size_count(s->prog);
+        for (int k2 = 0; k2 < n && !used; k2++) used = !strcmp(tsl_program_size_name(s->prog, k2), kv->name);
         if (!used) {
-            fprintf(stderr, "tessel run: --size %s: no parameter of '%s' has a size named %s\n",
-                    kv->name, tsl_program_name(s->prog), kv->name);
+            fprintf(stderr, "tessel run: --size %s: '%s' has no size named %s (its sizes:", kv->name,
+                    tsl_program_name(s->prog), kv->name);
+            for (int k2 = 0; k2 < n; k2++) fprintf(stderr, "%s %s", k2 ? "," : "", tsl_program_size_name(s->prog, k2));
+            fprintf(stderr, "%s)\n", n ? "" : " none");
             return 1;
         }
         size_bind *b = find_size(s, kv->name);
@@ -870,6 +975,16 @@ static int bind_args(run_state *s, tsl_args **out, int use_pristine)
             return 1;
         }
     }
+    /* --size values: those only `where` bounds use reach the program here
+     * (the others also fixed the random inputs' shapes) */
+    for (int k = 0; k < s->o.nsizes; k++) {
+        size_bind *b = find_size(s, s->o.sizes[k].name);
+        tsl_status st = b ? tsl_args_set_size(a, b->sym, b->value) : TSL_OK;
+        if (st != TSL_OK) {
+            report(s->ctx, st, "binding sizes");
+            return 1;
+        }
+    }
     tsl_status st = tsl_args_infer(a);
     if (st != TSL_OK) {
         report(s->ctx, st, "shape inference");
@@ -1010,6 +1125,11 @@ static int run_main(run_state *s)
     if (load_params(s) || check_output_names(s) || bind_cli_sizes(s) || read_inputs(s) ||
         read_packed_inputs(s) || bind_scalars(s))
         return 1;
+    if (s->o.target != TSL_TARGET_INTERP) {
+        int rc = apply_options(s->prog, s->ctx, s->o.options);
+        if (!rc) rc = dump_stages(s->prog, s->ctx, s->o.target);
+        if (rc) return rc;
+    }
     cli_rng rng;
     cli_rng_seed(&rng, s->o.has_seed ? s->o.seed : cli_rng_fresh_seed());
     if (make_random_inputs(s, &rng)) return 1;
@@ -1050,7 +1170,7 @@ int cmd_run(int argc, char **argv)
     run_state s;
     memset(&s, 0, sizeof s);
     int rc = parse_opts(argc, argv, run_usage,
-                        "entry input set output size target check seed print packed", &s.o);
+                        "entry input set output size target check seed print packed options", &s.o);
     if (rc == 0 && !s.o.target_name) {
         s.o.target = tsl_target_default();
         s.o.target_name = tsl_target_name(s.o.target);

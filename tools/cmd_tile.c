@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "codegen/codegen.h"
 #include "codegen/cuda.h"
+#include "driver/driver.h"
 #include "runtime/runtime.h"
 #include "target/select.h"
 #include "tile/interp.h"
@@ -24,7 +25,9 @@ static void tile_usage(FILE *f)
     fprintf(f,
             "usage: tessel tile check FILE.tile          parse and verify\n"
             "       tessel tile print FILE.tile          print the canonical text\n"
-            "       tessel tile expand FILE.tile         print with pipelines expanded\n"
+            "       tessel tile expand FILE.tile [--arch sm_80|sm_90a]\n"
+            "                                            print with pipelines expanded (cp.async; TMA and\n"
+            "                                            mbarriers for sm_90a)\n"
             "       tessel tile emit FILE.tile [--kernel NAME] [--cuda | --c | --ptx] [--arch sm_80|sm_90a]\n"
             "                                            print the generated CUDA C (default), C, or PTX\n"
             "                                            (NVRTC, no GPU needed)\n"
@@ -34,9 +37,10 @@ static void tile_usage(FILE *f)
             "       tessel tile run FILE.tile [--kernel NAME] [--input NAME=PATH.npy]...\n"
             "                 [--output NAME=PATH.npy]... [--size SYM=N]... [--int NAME=N]...\n"
             "                 [--scalar NAME=X]...\n"
-            "                 [--expand] [--shuffle] [--seed N] [--target interp|cuda] [--reps N]\n"
+            "                 [--expand] [--arch ARCH] [--shuffle] [--seed N] [--target interp|cuda] [--reps N]\n"
             "  run: outputs are the kernel's written tensors, allocated from their shapes and\n"
-            "  poisoned (NaN / 0xAB) before the run; --expand runs the expanded pipelines;\n"
+            "  poisoned (NaN / 0xAB) before the run; --expand runs the expanded pipelines (--arch\n"
+            "  picks the form; --target cuda expands for the device's arch);\n"
             "  --shuffle runs the blocks in a random order; --target cuda runs the kernel on the GPU\n"
             "  (--reps N then times N more launches and prints the median).\n");
 }
@@ -57,8 +61,9 @@ static void loaded_free(loaded *L)
     free(L->text);
 }
 
-/* 0 on success; prints the diagnostics and returns 1 otherwise. */
-static int load(loaded *L, const char *path, int verify, int expand)
+/* 0 on success; prints the diagnostics and returns 1 otherwise. With
+ * `expand`, pipelines are expanded in the form for `arch` (NULL: cp.async). */
+static int load(loaded *L, const char *path, int verify, int expand, const char *arch)
 {
     memset(L, 0, sizeof *L);
     size_t n;
@@ -72,7 +77,12 @@ static int load(loaded *L, const char *path, int verify, int expand)
     L->arena = arena_create();
     tsl_status st = tile_parse(L->arena, &L->src, &L->d, &L->m);
     if (!st && verify) st = tile_verify(L->m, &L->src, &L->d);
-    if (!st && expand) st = tile_pipeline_expand(L->m, &L->src, 0, &L->d);
+    if (!st && expand) {
+        tile_pipeline_opts po = tile_pipeline_opts_for_arch(arch);
+        st = tile_pipeline_expand_opts(L->m, &L->src, &po, &L->d);
+        /* what the generators get is verified */
+        if (!st) st = tile_verify(L->m, &L->src, &L->d);
+    }
     if (st) {
         fprintf(stderr, "%s", sb_str(&L->d.msg));
         return 1;
@@ -123,6 +133,7 @@ typedef struct run_opts {
     double flt_val[MAX_BINDINGS];
     int nin, nout, nsize, nint;
     int expand, shuffle, cuda, reps;
+    const char *arch;
     uint64_t seed;
 } run_opts;
 
@@ -141,6 +152,9 @@ static int parse_run_args(int argc, char **argv, run_opts *o)
             o->seed = (uint64_t)v;
         } else if (!strcmp(a, "--kernel") && has) {
             o->kernel = argv[++i];
+        } else if (!strcmp(a, "--arch") && has) {
+            o->arch = argv[++i];
+            o->expand = 1;
         } else if (!strcmp(a, "--target") && has) {
             const char *t = argv[++i];
             if (strcmp(t, "cuda") && strcmp(t, "interp")) goto bad;
@@ -193,8 +207,19 @@ static int cmd_tile_run(int argc, char **argv)
     memset(&o, 0, sizeof o);
     int rc = parse_run_args(argc, argv, &o);
     if (rc) return rc;
+    /* on the GPU, pipelines take the form of the device's arch */
+    char devarch[16] = "";
+    if (o.cuda && !o.arch) {
+        rt_cuda_device *dev = NULL;
+        tsl_diag dd = {0};
+        if (!rt_cuda_open(&dev, &dd)) snprintf(devarch, sizeof devarch, "%s", rt_cuda_device_info(dev)->arch);
+        rt_cuda_close(dev);
+        diag_free(&dd);
+        o.arch = devarch[0] ? devarch : NULL;
+        o.expand = 1;
+    }
     loaded L;
-    if (load(&L, argv[2], 1, o.expand)) {
+    if (load(&L, argv[2], 1, o.expand, o.arch)) {
         loaded_free(&L);
         return 1;
     }
@@ -273,9 +298,9 @@ static int cmd_tile_run(int argc, char **argv)
         }
     }
     if (!rc && o.cuda) {
-        cg_cuda_run_opts ro = {0};
+        drv_kernel_opts ro = {0};
         ro.reps = o.reps;
-        if (cg_cuda_run_opt(L.m, k, args, nargs, &ro, &L.d)) rc = 1;
+        if (drv_kernel_run(&drv_target_cuda, L.m, k, args, nargs, &ro, &L.d)) rc = 1;
         else if (o.reps) printf("%s: median of %d launches: %.4f ms\n", k->name, o.reps, ro.median_ms);
     } else if (!rc) {
         tile_interp_opts io = {0};
@@ -315,8 +340,11 @@ static int cmd_tile_emit(int argc, char **argv)
             return 2;
         }
     }
+    /* pipelines in the form of the arch compiled for (PTX: sm_90a by
+     * default; C: cp.async) */
+    const char *xarch = mode == 1 ? NULL : arch ? arch : mode == 2 ? "sm_90a" : NULL;
     loaded L;
-    if (load(&L, argv[2], 1, 0)) {
+    if (load(&L, argv[2], 1, 1, xarch)) {
         loaded_free(&L);
         return 1;
     }
@@ -328,8 +356,7 @@ static int cmd_tile_emit(int argc, char **argv)
         strbuf src = {0};
         tsl_status st;
         if (mode == 1) {
-            st = tile_pipeline_expand(L.m, NULL, 0, &L.d);
-            if (!st) st = cg_c_emit(L.m, k, &src, &L.d);
+            st = cg_c_emit(L.m, k, &src, &L.d);
         } else {
             st = cg_cuda_emit(L.m, k, &src, &L.d);
         }
@@ -378,7 +405,7 @@ static int cmd_tile_select(int argc, char **argv)
         return 2;
     }
     loaded L;
-    int rc = load(&L, argv[2], 1, 1);
+    int rc = load(&L, argv[2], 1, 1, tname); /* pipelines in the form of that arch */
     if (!rc && target_select(L.m, NULL, t, &L.src, &L.d)) {
         fprintf(stderr, "%s", sb_str(&L.d.msg));
         rc = 1;
@@ -412,12 +439,15 @@ int cmd_tile(int argc, char **argv)
         tile_usage(stderr);
         return 2;
     }
-    if (argc > 3) {
+    const char *arch = NULL;
+    if (expand && argc == 5 && !strcmp(argv[3], "--arch")) {
+        arch = argv[4];
+    } else if (argc > 3) {
         fprintf(stderr, "tessel tile %s: unexpected argument '%s'\n", sub, argv[3]);
         return 2;
     }
     loaded L;
-    int rc = load(&L, argv[2], 1, expand);
+    int rc = load(&L, argv[2], 1, expand, arch);
     if (!rc && (print || expand)) {
         char *text = tile_print(L.m);
         fputs(text, stdout);

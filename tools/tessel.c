@@ -14,6 +14,7 @@ static const struct {
     {"compile", cmd_compile, "compile FILE.tc --emit=ast|ranges print a compiled form"},
     {"layout", cmd_layout, "layout EXPR [--json]              print a layout's mapping"},
     {"tile", cmd_tile, "tile run FILE.tile [options]      run a tile program"},
+    {"cache", cmd_cache, "cache list|show|stats|export|import|clear  the kernel cache"},
 };
 
 static void usage(FILE *f)

@@ -6,6 +6,7 @@
 
 #include "base/base.h"
 #include "lang/lang.h"
+#include "sched/options.h"
 
 /* A context holds the last error. Programs compiled with it keep a
  * borrowed pointer to it (args and run errors land there), so a context
@@ -22,6 +23,8 @@ struct tsl_program {
     tsl_source src;    /* copies of the caller's source and file name */
     const lang_module *mod;
     const lang_def *def;
+    sched_options opt; /* the strategies' choices (tsl_program_set_options) */
+    char *opt_text;    /* their canonical text, in the arena ("" for the defaults) */
 };
 
 /* Replace the context's error with "error: <msg>" and return st. */
@@ -41,23 +44,21 @@ tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *wha
 /* Element strides of t (C order when t->strides is NULL). */
 void api_tensor_strides(const DLTensor *t, int64_t strides[TSL_MAX_RANK]);
 
-/* The compiled targets (compiled.c). emit: "tile" (the schedule: plan and
- * tile IR) or "c" (generated C), appended to out, errors in p's context.
- * run: TSL_TARGET_CPU on bound sizes b and the interpreter's views of
- * every def tensor (scalars carry their value), outputs written in place;
+/* The compiled targets (compiled.c). emit: a compile stage ("tile",
+ * "expand", "select", "source", "plan", each maybe with ":cpu" or ":cuda")
+ * or "c" / "cuda" (generated source), appended to out, errors in p's
+ * context. run: TSL_TARGET_CPU or
+ * TSL_TARGET_CUDA on bound sizes b and the interpreter's views of every
+ * def tensor (scalars carry their value), outputs written in place;
  * errors go to d. */
 struct interp_tensor;
 tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out);
-tsl_status api_compiled_run(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
-                            tsl_diag *d);
-/* Strided host views and the compiled targets' dense buffers (compiled.c):
- * is the view C-contiguous, and copy it to (to_dense) or from a C-order
- * buffer of its shape. */
-int api_view_dense(const struct interp_tensor *v);
-void api_view_copy(const struct interp_tensor *v, char *buf, int to_dense);
-
-/* TSL_TARGET_CUDA, same contract (compiled_cuda.c). */
-tsl_status api_compiled_cuda_run(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
-                                 tsl_diag *d);
+/* Drop every prepared plan of this process (tests: the next run takes the
+ * executable from the cache, as a new process would). */
+void api_compiled_forget(void);
+/* >= 0 when `what` is a kind api_compiled_emit knows. */
+int api_compiled_emit_kind(const char *what);
+tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound *b,
+                            const struct interp_tensor *views, tsl_diag *d);
 
 #endif

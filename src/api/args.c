@@ -191,6 +191,28 @@ tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, 
     return TSL_OK;
 }
 
+tsl_status tsl_args_set_size(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, int64_t value)
+{
+    if (!a) return TSL_ERR_ARG;
+    const lang_def *def = a->p->def;
+    int sym = name ? lang_def_size_slot(def, name) : -1;
+    if (sym < 0) {
+        strbuf b = {0};
+        for (int s = 0; s < def->nsizes; s++) sb_printf(&b, "%s%s", s ? ", " : "", def->sizes[s]);
+        tsl_status st = api_error(a->p->ctx, TSL_ERR_ARG, "'%s' has no size named %s (%s%s)", def->name,
+                                  name ? name : "(null)", def->nsizes ? "its sizes: " : "it has no size symbols",
+                                  sb_str(&b));
+        sb_free(&b);
+        return st;
+    }
+    if (value < 0 || value > (int64_t)4e18)
+        return api_error(a->p->ctx, TSL_ERR_ARG, "size %s must be a non-negative integer, got %lld", name,
+                         (long long)value);
+    a->size_set[sym] = value;
+    args_invalidate(a);
+    return TSL_OK;
+}
+
 /* Where a size symbol's value came from, for the mismatch message. */
 typedef struct args_origin {
     const char *tensor; /* NULL: given with tsl_args_set_scalar */
@@ -569,8 +591,7 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         if (!st) st = args_carry(p, cv, owned);
         if (!st) {
             diag_reset(&ctx->diag);
-            st = target == TSL_TARGET_CPU ? api_compiled_run(p, a->bound, cv, &ctx->diag)
-                                          : api_compiled_cuda_run(p, a->bound, cv, &ctx->diag);
+            st = api_compiled_run(p, target, a->bound, cv, &ctx->diag);
         }
         if (owned) args_uncarry(p, views, owned, st == TSL_OK);
         free(owned);

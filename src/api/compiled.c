@@ -1,219 +1,292 @@
-/* compiled.c — the compiled targets' run path and their emitters.
+/* compiled.c — the compiled targets behind tsl_program_run and
+ * tsl_program_emit: one path for the CPU and CUDA alike.
  *
- * Run (TSL_TARGET_CPU): op graph -> sched_lower (one tile module and a
- * launch plan) -> for each launch, in order, cg_c_run with host buffers for
- * every tensor it names (the caller's, or contiguous copies of strided ones;
- * temporaries allocated zeroed per run), the def's scalars as typed scalar
- * arguments and the size symbols as int arguments. cg_c_run compiles through
- * rt_cpu, whose cache keys on the generated source, so a second run does not
- * recompile. A launch whose box is empty runs nothing. Run-time errors of a
- * kernel (an indirect index out of range: TSL_ERR_BOUNDS) come back with the
- * reference interpreter's located message (it reruns on the same inputs),
- * which names the tensor, dimension, index and bound.
+ * Run: the def's executable (drv_compile: schedule, expand, emit, compile
+ * for the device's arch; or the cache's copy, keyed by the alpha-renamed
+ * program, target, arch, options, toolchain and tessel's build) and its
+ * executor (rt_exec) are prepared once and kept per program and target
+ * (the 16 most recently used, keyed by the def's name, the options and the
+ * whole source text; the plan does not depend on sizes): generating a
+ * plan's CUDA source alone costs 25-200 ms, more than a cached run may add. A run binds every tensor — on a host-memory target
+ * the caller's storage (a dense copy of a strided view), else a device
+ * buffer each copied in once, outputs too so in/out data and untouched
+ * elements survive — runs every launch checked, and copies the outputs
+ * back. A kernel's index out of range (TSL_ERR_BOUNDS) comes back with the
+ * reference interpreter's located message (it reruns on the same inputs).
  *
- * Emit: "tile" prints the plan and the module (sched_print), "c" the C of
- * every kernel (cg_c_emit), "cuda" their CUDA C (cg_cuda_emit). */
+ * The CUDA device ($TESSEL_CUDA_DEVICE, default 0) stays open for the
+ * process once a run opened it (re-creating the primary context costs more
+ * than a cached run may add); a run that fails in the driver closes it and
+ * drops its prepared plans, so the next run opens afresh. No driver or no
+ * device: TSL_ERR_UNAVAILABLE with the runtime's reason, and the other
+ * targets still run. Runs of one target are serialised.
+ *
+ * Emit: a stage of the same driver — "tile", "expand", "select", "source",
+ * "plan", each with ":cpu" or ":cuda" (default the CPU) —, "c" / "cuda"
+ * (the source of the CPU / CUDA plan) or "ptx"; the CUDA kinds with an
+ * arch (":sm_90a"; default sm_80). */
+#include <pthread.h>
 #include <string.h>
 
 #include "api/api.h"
-#include "codegen/codegen.h"
-#include "codegen/cuda.h"
-#include "graph/graph.h"
+#include "driver/driver.h"
 #include "interp/interp.h"
 #include "runtime/runtime.h"
-#include "sched/sched.h"
 
-/* graph + schedule of p's def for target in arena a; NULL after
- * reporting into d. */
-static sched_plan *compiled_plan(tsl_program *p, tsl_target target, int sm, tsl_arena *a, tsl_diag *d)
+/* ---- emit ------------------------------------------------------------------------------------ */
+
+static void emit_append(void *ctx, drv_stage stage, const char *text)
 {
-    graph *g = graph_build(a, p->def, d);
-    sched_plan *plan = g ? sched_lower_sm(a, g, target, sm, d) : NULL;
-    if (!plan) {
-        if (!d->nerr) diag_error(d, TSL_ERR_INTERNAL, "scheduling '%s' failed", p->def->name);
-        return NULL;
+    (void)stage;
+    sb_puts(ctx, text);
+}
+
+/* What `tsl_program_emit` can ask the driver for: KIND[:TARGET][:ARCH].
+ * A stage (default target the CPU), or "c" / "cuda" (the source stage of
+ * that target), or "ptx" (the CUDA source through NVRTC). ARCH ("sm_90a")
+ * picks the CUDA plan; default sm_80. */
+static const struct {
+    const char *name;
+    drv_stage stage;
+    tsl_target target;
+    int fixed; /* the target is part of the kind */
+} emit_kinds[] = {
+    {"tile", DRV_STAGE_SCHED, TSL_TARGET_CPU, 0},     {"expand", DRV_STAGE_EXPAND, TSL_TARGET_CPU, 0},
+    {"select", DRV_STAGE_SELECT, TSL_TARGET_CPU, 0},  {"source", DRV_STAGE_SOURCE, TSL_TARGET_CPU, 0},
+    {"plan", DRV_STAGE_PLAN, TSL_TARGET_CPU, 0},      {"c", DRV_STAGE_SOURCE, TSL_TARGET_CPU, 1},
+    {"cuda", DRV_STAGE_SOURCE, TSL_TARGET_CUDA, 1},   {"ptx", DRV_STAGE_SOURCE, TSL_TARGET_CUDA, 1},
+};
+
+typedef struct emit_req {
+    int kind;
+    tsl_target target;
+    char arch[24];
+} emit_req;
+
+static int emit_parse(const char *what, emit_req *r)
+{
+    size_t n = strcspn(what, ":");
+    r->kind = -1;
+    for (size_t i = 0; i < TSL_COUNTOF(emit_kinds); i++)
+        if (strlen(emit_kinds[i].name) == n && !strncmp(what, emit_kinds[i].name, n)) r->kind = (int)i;
+    if (r->kind < 0) return -1;
+    r->target = emit_kinds[r->kind].target;
+    snprintf(r->arch, sizeof r->arch, "sm_80");
+    const char *p = what + n;
+    int seen_target = 0, seen_arch = 0;
+    while (*p == ':') {
+        p++;
+        size_t m = strcspn(p, ":");
+        if (!seen_target && !seen_arch && !emit_kinds[r->kind].fixed && (m == 3 || m == 4) &&
+            (!strncmp(p, "cpu", m) || !strncmp(p, "cuda", m))) {
+            r->target = m == 3 ? TSL_TARGET_CPU : TSL_TARGET_CUDA;
+            seen_target = 1;
+        } else if (!seen_arch && m > 3 && m < sizeof r->arch && !strncmp(p, "sm_", 3)) {
+            snprintf(r->arch, sizeof r->arch, "%.*s", (int)m, p);
+            seen_arch = 1;
+        } else {
+            return -1;
+        }
+        p += m;
     }
-    if (tile_verify(plan->m, NULL, d) != TSL_OK) {
-        diag_error(d, TSL_ERR_INTERNAL, "internal: the schedule of '%s' does not verify", p->def->name);
-        return NULL;
-    }
-    return plan;
+    if (seen_arch && r->target != TSL_TARGET_CUDA) return -1;
+    return 0;
+}
+
+int api_compiled_emit_kind(const char *what)
+{
+    emit_req r;
+    return emit_parse(what, &r) ? -1 : r.kind;
 }
 
 tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
 {
     tsl_diag *d = &p->ctx->diag;
     diag_reset(d);
-    tsl_arena *a = arena_create();
-    if (!a) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");
-    /* c and tile:cpu print the CPU target's plan, cuda, ptx and tile:cuda
-     * the CUDA target's, for the arch after a ':' (default sm_80); plain
-     * tile is tile:cpu */
-    char kind[16];
-    const char *arch = strstr(what, ":sm_");
-    size_t kl = arch ? (size_t)(arch - what) : strlen(what);
-    snprintf(kind, sizeof kind, "%.*s", (int)(kl < sizeof kind ? kl : sizeof kind - 1), what);
-    arch = arch ? arch + 1 : "sm_80";
-    int ptx = !strcmp(kind, "ptx");
-    int cuda = !strcmp(kind, "cuda") || !strcmp(kind, "tile:cuda") || ptx;
-    sched_plan *plan = compiled_plan(p, cuda ? TSL_TARGET_CUDA : TSL_TARGET_CPU, sched_sm_of_arch(arch), a, d);
-    tsl_status st = plan ? TSL_OK : d->first;
-    if (plan && !strncmp(kind, "tile", 4)) {
-        sched_print(out, plan);
-    } else if (plan) {
-        for (int i = 0; i < plan->nlaunches && !st; i++) {
-            if (i) sb_putc(out, '\n');
-            if (!cuda) {
-                st = cg_c_emit(plan->m, plan->launches[i].k, out, d);
-                continue;
-            }
-            strbuf src = {0};
-            st = cg_cuda_emit(plan->m, plan->launches[i].k, &src, d);
-            if (!st && ptx) {
-                /* NVRTC needs no GPU: PTX for any arch, anywhere */
-                char *text = NULL;
-                rt_cuda_options o = {0};
-                o.name = plan->launches[i].k->name;
-                st = rt_cuda_compile_ptx(sb_str(&src), arch, &o, &text, d);
-                if (!st) sb_puts(out, text);
-                free(text);
-            } else if (!st) {
-                sb_puts(out, sb_str(&src));
-            }
-            sb_free(&src);
-        }
+    emit_req r;
+    if (emit_parse(what, &r)) {
+        diag_error(d, TSL_ERR_ARG, "unknown emit kind '%s'", what);
+        return TSL_ERR_ARG;
     }
-    arena_free(a);
+    drv_stage stage = emit_kinds[r.kind].stage;
+    int ptx = !strcmp(emit_kinds[r.kind].name, "ptx");
+    drv_options o = {.sched = &p->opt, .dump = ptx ? 0 : 1u << stage, .dump_fn = emit_append, .dump_ctx = out,
+                     .stop_after = stage + 1, .no_compile = 1};
+    drv_executable *x = NULL;
+    const char *arch = r.target == TSL_TARGET_CUDA ? r.arch : NULL;
+    tsl_status st = drv_compile(p->def, drv_target_of(r.target), arch, &o, &x, d);
+    /* ptx: each launch's kernel through NVRTC, which needs no GPU */
+    for (int i = 0; !st && ptx && i < x->plan->nlaunches; i++) {
+        const rt_kernel *k = &x->plan->kernels[x->plan->launches[i].kernel];
+        char *text = NULL;
+        rt_cuda_options co = {.name = k->name};
+        if (i) sb_putc(out, '\n');
+        st = rt_cuda_compile_ptx(k->source, r.arch, &co, &text, d);
+        if (!st) sb_puts(out, text);
+        free(text);
+    }
+    drv_executable_free(x);
     return st;
 }
 
-/* Is the view C-contiguous for its shape? */
-int api_view_dense(const interp_tensor *v)
+/* ---- prepared plans ------------------------------------------------------------------------------ */
+
+enum { PREPARED_MAX = 16 };
+
+typedef struct prepared {
+    char *key; /* "<def name>\n<options>\n<source text>"; NULL: a free slot */
+    drv_prepared *p;
+    uint64_t used;
+} prepared;
+
+/* Per target: its lock, its device (CUDA; NULL on the CPU) and plans. */
+typedef struct target_state {
+    pthread_mutex_t mu;
+    void *dev;
+    prepared plans[PREPARED_MAX];
+    uint64_t clock;
+} target_state;
+
+static target_state states[2] = {{.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}};
+
+static void prepared_drop(prepared *e)
 {
-    int64_t want = 1;
-    for (int d = v->rank - 1; d >= 0; d--) {
-        if (v->shape[d] != 1 && v->stride[d] != want) return 0;
-        want *= v->shape[d];
-    }
-    return 1;
+    drv_prepared_free(e->p);
+    free(e->key);
+    memset(e, 0, sizeof *e);
 }
 
-/* Copy between a strided view and a C-order buffer (to_dense: view -> buf). */
-void api_view_copy(const interp_tensor *v, char *buf, int to_dense)
+/* The executable of p's def on t, from the cache (another process made it:
+ * no scheduling, no code generation, no compiler) or compiled and stored
+ * there; prepared on dev. */
+static tsl_status prepare_cached(tsl_program *p, const drv_target *t, void *dev, drv_prepared **out, tsl_diag *d)
 {
-    size_t es = tsl_dtype_size(v->dtype); /* byte-sized: packed views are dense */
-    int64_t n = 1, idx[TSL_MAX_RANK] = {0};
-    for (int d = 0; d < v->rank; d++) n *= v->shape[d];
-    for (int64_t i = 0; i < n; i++) {
-        int64_t off = 0;
-        for (int d = 0; d < v->rank; d++) off += idx[d] * v->stride[d];
-        char *src = v->base + off * (int64_t)es;
-        if (to_dense) memcpy(buf + (size_t)i * es, src, es);
-        else memcpy(src, buf + (size_t)i * es, es);
-        for (int d = v->rank - 1; d >= 0; d--) {
-            if (++idx[d] < v->shape[d]) break;
-            idx[d] = 0;
-        }
-    }
-}
-
-/* Per def tensor: the DLTensor the kernels see, and owned memory if any. */
-typedef struct compiled_buf {
-    DLTensor dl;
-    int64_t shape[TSL_MAX_RANK];
-    char *owned;   /* a dense copy of a strided view */
-    int copy_back; /* ... of an output */
-} compiled_buf;
-
-/* Dense C-order storage for every parameter and output: the caller's
- * memory when it is already dense, else a copy. Temporaries stay NULL
- * (sched_run allocates them). */
-static tsl_status compiled_bind(const lang_def *def, const lang_bound *b, const interp_tensor *views,
-                                compiled_buf *bufs, DLTensor **tensors, double *scalars, tsl_diag *d)
-{
-    for (int i = 0; i < def->ntensors; i++) {
-        const lang_tensor *t = def->tensors[i];
-        compiled_buf *cb = &bufs[i];
-        if (t->is_scalar) {
-            scalars[i] = views[i].scalar;
-            continue;
-        }
-        if (t->flags & LANG_TENSOR_TEMP) continue;
-        int64_t n = 1;
-        for (int k = 0; k < t->rank; k++) {
-            cb->shape[k] = b->shapes[i][k];
-            n *= cb->shape[k];
-        }
-        size_t bytes = tsl_dtype_nbytes(views[i].dtype, n); /* a low-bit tensor's carrier (args.c) */
-        char *data = views[i].base;
-        if (!api_view_dense(&views[i])) {
-            cb->owned = calloc(bytes ? bytes : 1, 1);
-            if (!cb->owned) {
-                diag_error(d, TSL_ERR_NOMEM, "out of memory for a dense copy of '%s' (%zu bytes)", t->name, bytes);
-                return TSL_ERR_NOMEM;
-            }
-            data = cb->owned;
-            api_view_copy(&views[i], data, 1);
-            cb->copy_back = (t->flags & LANG_TENSOR_OUTPUT) != 0;
-        }
-        cb->dl.data = data;
-        cb->dl.device.device_type = kDLCPU;
-        cb->dl.ndim = t->rank;
-        cb->dl.dtype = tsl_dtype_to_dlpack(views[i].dtype);
-        cb->dl.shape = cb->shape;
-        cb->dl.strides = NULL;
-        tensors[i] = &cb->dl;
-    }
-    return TSL_OK;
-}
-
-static tsl_status compiled_cpu_kernel(void *ctx, const tile_module *m, const tile_kernel *k,
-                                      const tile_interp_arg *args, int nargs, tsl_diag *d)
-{
-    (void)ctx;
-    return cg_c_run(m, k, args, nargs, d);
-}
-
-tsl_status api_compiled_run(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
-                            tsl_diag *d)
-{
-    tsl_arena *a = arena_create();
-    const lang_def *def = p->def;
-    int n = def->ntensors;
-    compiled_buf *bufs = calloc((size_t)n + 1, sizeof *bufs);
-    DLTensor **tensors = calloc((size_t)n + 1, sizeof *tensors);
-    double *scalars = calloc((size_t)n + 1, sizeof *scalars);
+    char *canon = drv_program_canonical(p->def);
+    char key[33];
+    drv_program_key("exe", canon, t, dev, p->opt_text, NULL, key);
+    drv_executable *x = NULL;
+    rt_cache_entry e;
     tsl_status st = TSL_OK;
-    if (!a || !bufs || !tensors || !scalars) {
-        diag_error(d, TSL_ERR_NOMEM, "out of memory");
-        st = TSL_ERR_NOMEM;
-    }
-    sched_plan *plan = st ? NULL : compiled_plan(p, TSL_TARGET_CPU, 0, a, d);
-    if (!st && !plan) st = d->first ? d->first : TSL_ERR_INTERNAL;
-    if (!st) st = compiled_bind(def, b, views, bufs, tensors, scalars, d);
-    if (!st) st = sched_run(plan, b, tensors, scalars, compiled_cpu_kernel, NULL, d);
-    if (st == TSL_ERR_BOUNDS) {
-        /* An index out of range: the reference interpreter on the same
-         * inputs says where in the TC source, in its words. */
-        char *kernel_msg = strdup(sb_str(&d->msg));
-        diag_reset(d);
-        if (interp_run(b, views, d) == TSL_OK || !d->nerr) {
-            const char *m = kernel_msg ? kernel_msg : "index out of range";
-            if (!strncmp(m, "error: ", 7)) m += 7;
-            size_t len = strlen(m);
-            while (len && m[len - 1] == '\n') len--;
-            diag_reset(d);
-            diag_error(d, TSL_ERR_BOUNDS, "%.*s", (int)len, m);
+    if (rt_cache_get("exe", key, &e)) {
+        tsl_diag rd = {0};
+        if (drv_executable_read(e.data, e.size, &x, &rd) || x->target != t->id ||
+            strcmp(x->arch, t->rt->arch(dev))) {
+            rt_warn("kernel cache entry exe/%s cannot be used (%s); rebuilding it", key,
+                    rd.nerr ? sb_str(&rd.msg) : "it is for another target");
+            drv_executable_free(x);
+            x = NULL;
         }
-        free(kernel_msg);
+        diag_free(&rd);
     }
-    for (int i = 0; bufs && i < n; i++) {
-        if (!st && bufs[i].copy_back) api_view_copy(&views[i], bufs[i].owned, 0);
-        free(bufs[i].owned);
+    rt_cache_entry_free(&e);
+    if (!x) {
+        drv_options o = {.sched = &p->opt};
+        st = drv_compile(p->def, t, t->rt->arch(dev), &o, &x, d);
+        if (!st) {
+            strbuf blob = {0};
+            drv_executable_write(&blob, x);
+            rt_cache_put("exe", key, p->def->name, canon, p->opt_text, blob.buf, blob.len);
+            sb_free(&blob);
+        }
     }
-    free(bufs);
-    free(tensors);
-    free(scalars);
-    arena_free(a);
+    free(canon);
+    return st ? st : drv_prepare(x, t, dev, out, d);
+}
+
+void api_compiled_forget(void)
+{
+    for (int t = 0; t < 2; t++) {
+        pthread_mutex_lock(&states[t].mu);
+        for (int i = 0; i < PREPARED_MAX; i++) prepared_drop(&states[t].plans[i]);
+        pthread_mutex_unlock(&states[t].mu);
+    }
+}
+
+/* The prepared executor of p's def on target t (state s), made on a miss. */
+static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, tsl_diag *d, tsl_status *st)
+{
+    strbuf kb = {0};
+    sb_printf(&kb, "%s\n%s\n%s", p->def->name, p->opt_text, p->src.text);
+    prepared *slot = &s->plans[0];
+    for (int i = 0; i < PREPARED_MAX; i++) {
+        prepared *e = &s->plans[i];
+        if (e->key && !strcmp(e->key, sb_str(&kb))) {
+            e->used = ++s->clock;
+            sb_free(&kb);
+            return drv_prepared_exec(e->p);
+        }
+        if (!e->key ? slot->key != NULL : slot->key && e->used < slot->used) slot = e;
+    }
+    drv_prepared *pp = NULL;
+    *st = prepare_cached(p, t, s->dev, &pp, d);
+    if (*st) {
+        sb_free(&kb);
+        return NULL;
+    }
+    prepared_drop(slot);
+    slot->key = sb_take(&kb);
+    slot->p = pp;
+    slot->used = ++s->clock;
+    return drv_prepared_exec(pp);
+}
+
+/* "target 'cuda' is unavailable: <the runtime's reason>" in place of the
+ * runtime's bare message (no driver, no device). */
+static void unavailable(const char *target, tsl_diag *d)
+{
+    tsl_status st = d->first ? d->first : TSL_ERR_UNAVAILABLE;
+    char *why = strdup(sb_str(&d->msg));
+    const char *m = why ? why : "";
+    if (!strncmp(m, "error: ", 7)) m += 7;
+    size_t len = strlen(m);
+    while (len && m[len - 1] == '\n') len--;
+    diag_reset(d);
+    diag_error(d, st, "target '%s' is unavailable: %.*s", target, (int)len, m);
+    free(why);
+}
+
+/* Replace a kernel's index error with the interpreter's located one. */
+static void locate_bounds_error(const lang_bound *b, const interp_tensor *views, tsl_diag *d)
+{
+    char *kernel_msg = strdup(sb_str(&d->msg));
+    diag_reset(d);
+    if (interp_run(b, views, d) == TSL_OK || !d->nerr) {
+        const char *m = kernel_msg ? kernel_msg : "index out of range";
+        if (!strncmp(m, "error: ", 7)) m += 7;
+        size_t len = strlen(m);
+        while (len && m[len - 1] == '\n') len--;
+        diag_reset(d);
+        diag_error(d, TSL_ERR_BOUNDS, "%.*s", (int)len, m);
+    }
+    free(kernel_msg);
+}
+
+tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound *b,
+                            const struct interp_tensor *views, tsl_diag *d)
+{
+    const drv_target *t = drv_target_of(target);
+    if (!t) {
+        diag_error(d, TSL_ERR_ARG, "target %d is not a compiled target", (int)target);
+        return TSL_ERR_ARG;
+    }
+    tsl_status st = TSL_OK;
+    target_state *s = &states[target == TSL_TARGET_CUDA];
+    pthread_mutex_lock(&s->mu);
+    if (!st && target == TSL_TARGET_CUDA && !s->dev) {
+        rt_cuda_device *dev = NULL;
+        st = rt_cuda_open(&dev, d);
+        if (st) unavailable(t->name, d);
+        s->dev = dev;
+    }
+    rt_exec *e = st ? NULL : prepare(p, t, s, d, &st);
+    if (!st) st = drv_run(e, b, views, d);
+    if (st == TSL_ERR_BOUNDS) locate_bounds_error(b, views, d);
+    if (st == TSL_ERR_RUNTIME && target == TSL_TARGET_CUDA && s->dev) {
+        /* a launch error can poison the context: start afresh next run */
+        for (int i = 0; i < PREPARED_MAX; i++) prepared_drop(&s->plans[i]);
+        rt_cuda_close(s->dev);
+        s->dev = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
     return st;
 }

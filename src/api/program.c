@@ -58,6 +58,8 @@ tsl_status tsl_program_compile(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *s
     }
     p->ctx = ctx;
     p->arena = a;
+    p->opt = sched_options_defaults;
+    p->opt_text = arena_strdup(a, "");
     p->src.name = arena_strdup(a, filename ? filename : "<input>");
     p->src.text = arena_strdup(a, source);
     tsl_status st;
@@ -156,8 +158,7 @@ tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
         }
         graph_print(&b, g);
         arena_free(ga);
-    } else if (what && (!strcmp(what, "tile") || !strcmp(what, "tile:cpu") || !strncmp(what, "tile:cuda", 9) ||
-                        !strcmp(what, "c") || !strncmp(what, "cuda", 4) || !strncmp(what, "ptx", 3))) {
+    } else if (what && api_compiled_emit_kind(what) >= 0) {
         tsl_status st = api_compiled_emit(p, what, &b);
         if (st) {
             sb_free(&b);
@@ -165,12 +166,46 @@ tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
         }
     } else
         return api_error(p->ctx, TSL_ERR_ARG,
-                         "unknown emit kind '%s' (expected ast, ranges, graph, tile, tile:cpu, tile:cuda[:ARCH], c, "
-                         "cuda[:ARCH] or ptx[:ARCH])",
+                         "unknown emit kind '%s' (expected ast, ranges, graph, c, cuda[:ARCH], ptx[:ARCH], or "
+                         "tile, expand, select, source or plan, each maybe with :cpu or :cuda[:ARCH])",
                          what ? what : "(null)");
     *out = sb_take(&b);
     if (!*out) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");
     return TSL_OK;
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+tsl_status tsl_program_set_options(TSL_KEEP tsl_program *p, TSL_KEEP const char *options)
+{
+    if (!p) return TSL_ERR_ARG;
+    sched_options o = sched_options_defaults;
+    diag_reset(&p->ctx->diag);
+    tsl_status st = sched_options_parse(options, &o, &p->ctx->diag);
+    if (st) return st;
+    strbuf b = {0};
+    sched_options_text(&b, &o);
+    p->opt = o;
+    p->opt_text = arena_strdup(p->arena, sb_str(&b));
+    sb_free(&b);
+    return TSL_OK;
+}
+
+const char *tsl_program_options(TSL_KEEP const tsl_program *p) { return p ? p->opt_text : NULL; }
+
+char *tsl_options_space(void)
+{
+    strbuf b = {0};
+    int n = 0;
+    const sched_option *t = sched_option_table(&n);
+    for (int i = 0; i < n; i++) {
+        sb_printf(&b, "%-22s %-4s default %-4d values", t[i].key,
+                  t[i].targets == (1u << TSL_TARGET_CPU) ? "cpu" : t[i].targets == (1u << TSL_TARGET_CUDA) ? "cuda" : "all",
+                  sched_option_get(&sched_options_defaults, &t[i]));
+        for (int v = 0; v < t[i].nvalues; v++) sb_printf(&b, "%s%d", v ? "," : " ", t[i].values[v]);
+        sb_printf(&b, "  (%s)\n", t[i].help);
+    }
+    return sb_take(&b);
 }
 
 /* ---- introspection ------------------------------------------------------ */
@@ -201,6 +236,27 @@ const char *tsl_program_output_name(TSL_KEEP const tsl_program *p, int i)
 {
     if (!p || i < 0 || i >= p->def->noutputs) return NULL;
     return p->def->outputs[i]->name;
+}
+
+tsl_status tsl_program_param_extents(TSL_KEEP const tsl_program *p, int i, int64_t ext[TSL_MAX_RANK])
+{
+    if (!p) return TSL_ERR_ARG;
+    if (!ext) return api_error(p->ctx, TSL_ERR_ARG, "tsl_program_param_extents: ext is NULL");
+    if (i < 0 || i >= p->def->nparams)
+        return api_error(p->ctx, TSL_ERR_ARG, "'%s' has %d parameters; index %d is out of range",
+                         p->def->name, p->def->nparams, i);
+    const lang_tensor *t = p->def->params[i];
+    for (int d = 0; d < TSL_MAX_RANK; d++) ext[d] = -1;
+    for (int d = 0; d < t->rank && d < TSL_MAX_RANK && t->dims; d++)
+        if (t->dims[d].sym < 0) ext[d] = t->dims[d].value;
+    return TSL_OK;
+}
+
+int tsl_program_size_count(TSL_KEEP const tsl_program *p) { return p ? p->def->nsizes : 0; }
+
+const char *tsl_program_size_name(TSL_KEEP const tsl_program *p, int i)
+{
+    return p && i >= 0 && i < p->def->nsizes ? p->def->sizes[i] : NULL;
 }
 
 tsl_status tsl_program_param_dims(TSL_KEEP const tsl_program *p, int i,

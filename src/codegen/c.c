@@ -1,7 +1,7 @@
 /* c.c — tile IR -> C11 for the CPU: the kernel (prelude, tables, block
  * function, entry), statements, the storage plan. The instructions are
  * emitted by c_emit_ops.c and c_emit_decomp.c over the vocabulary of
- * c_emit_base.c; c_run.c runs the result.
+ * c_emit_base.c; runtime/target_cpu.c runs the result.
  *
  * Requires a verified kernel (pipelines are expanded here first, on a
  * copy). Guarantees: the generated code computes what the tile
@@ -66,38 +66,36 @@ static const char cgc_prelude[] =
     "#define TSL_PREFETCH(p) ((void)(p))\n"
     "#endif\n"
     "\n"
-    "/* f32 -> f16 bits, round to nearest even (overflow to inf, NaN kept quiet) */\n"
+    "/* f32 -> f16 bits, round to nearest even (overflow to inf, NaN kept quiet);\n"
+    " * branch-free, so loops of it vectorize: |f| + 2^(max(e, -14) + 13) keeps\n"
+    " * exactly float16's bits of |f| (e its exponent), rounded by the addition */\n"
     "TSL_HELPER uint16_t tsl_f2h(float f)\n"
     "{\n"
-    "    uint32_t x;\n"
+    "    uint32_t x, s, a, rb;\n"
     "    memcpy(&x, &f, 4);\n"
-    "    uint32_t s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;\n"
-    "    if (a >= 0x7f800000u) return (uint16_t)(s | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u));\n"
-    "    if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00u);\n"
-    "    if (a < 0x38800000u) {\n"
-    "        int e = (int)(a >> 23);\n"
-    "        if (e < 102) return (uint16_t)s;\n"
-    "        uint32_t m = (a & 0x7fffffu) | 0x800000u;\n"
-    "        int sh = 126 - e;\n"
-    "        uint32_t h = m >> sh, r = m & ((1u << sh) - 1u), mid = 1u << (sh - 1);\n"
-    "        if (r > mid || (r == mid && (h & 1u))) h++;\n"
-    "        return (uint16_t)(s | h);\n"
-    "    }\n"
-    "    uint32_t h = (a - 0x38000000u) >> 13, r = a & 0x1fffu;\n"
-    "    if (r > 0x1000u || (r == 0x1000u && (h & 1u))) h++;\n"
+    "    s = (x >> 16) & 0x8000u;\n"
+    "    a = x & 0x7fffffffu;\n"
+    "    int32_t e = (int32_t)(a >> 23) - 127;\n"
+    "    e = e < -14 ? -14 : e > 15 ? 15 : e;\n"
+    "    uint32_t mb = (uint32_t)(e + 140) << 23;\n"
+    "    float m, af, r;\n"
+    "    memcpy(&m, &mb, 4);\n"
+    "    memcpy(&af, &a, 4);\n"
+    "    r = (af + m) - m;\n"
+    "    memcpy(&rb, &r, 4);\n"
+    "    uint32_t sub = (uint32_t)(r < 6.103515625e-05f ? r * 16777216.0f : 0.0f); /* below 2^-14: r / 2^-24 */\n"
+    "    uint32_t h = r < 6.103515625e-05f ? sub : (((rb >> 23) - 112u) << 10) | ((rb >> 13) & 0x3ffu);\n"
+    "    h = r >= 65520.0f ? 0x7c00u : h;\n"
+    "    h = a >= 0x7f800000u ? 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u) : h;\n"
     "    return (uint16_t)(s | h);\n"
     "}\n"
+    "/* f16 bits -> f32 (exact; branch-free) */\n"
     "TSL_HELPER float tsl_h2f(uint16_t h)\n"
     "{\n"
-    "    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;\n"
-    "    if (e == 31) x = s | 0x7f800000u | (m << 13);\n"
-    "    else if (e) x = s | ((e + 112u) << 23) | (m << 13);\n"
-    "    else if (!m) x = s;\n"
-    "    else {\n"
-    "        float f = (float)m * 5.9604644775390625e-8f; /* m * 2^-24 */\n"
-    "        return s ? -f : f;\n"
-    "    }\n"
-    "    float f;\n"
+    "    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, sb;\n"
+    "    float sub = (float)m * 5.9604644775390625e-8f, f; /* m * 2^-24 */\n"
+    "    memcpy(&sb, &sub, 4);\n"
+    "    uint32_t x = e == 31 ? s | 0x7f800000u | (m << 13) : e ? s | ((e + 112u) << 23) | (m << 13) : s | sb;\n"
     "    memcpy(&f, &x, 4);\n"
     "    return f;\n"
     "}\n"
@@ -136,7 +134,8 @@ static const char cgc_prelude[] =
     "        if ((buf[at / 8] >> (at % 8)) & 1u) u |= 1ull << b;\n"
     "    return u;\n"
     "}\n"
-    "TSL_HELPER float tsl_rf16(double v) { return tsl_h2f(tsl_f2h((float)v)); }\n"
+    "TSL_HELPER float tsl_rf16f(float x); /* codegen/c_vmath.c, below */\n"
+    "TSL_HELPER float tsl_rf16(double v) { return tsl_rf16f((float)v); }\n"
     "TSL_HELPER float tsl_rbf16(double v) { return tsl_bf2f(tsl_f2bf((float)v)); }\n"
     "/* a value rounded into an integer register: truncate, wrap to `bits` */\n"
     "TSL_HELPER int64_t tsl_rint(double v, int bits, int sgn)\n"
@@ -511,7 +510,7 @@ static int has_pipeline(const tile_block *b)
 }
 
 /* ---- the kernel ---------------------------------------------------------------------------------
- * Launch ABI between cg_c_run and the generated entry:
+ * Launch ABI between the runtime (target_cpu.c) and the generated entry:
  *   P[p]  first element of tensor parameter p (NULL for scalars);
  *   I[]   int64 words: per tensor parameter rank dims then rank strides
  *         (elements), per scalar parameter its value, then the size
@@ -573,6 +572,7 @@ tsl_status cgc_emit_kernel(const tile_kernel *k, tsl_arena *ar, tsl_diag *d, cgc
     }
     c->mut = arena_alloc(ar, (size_t)nv);
     c->ref = arena_alloc(ar, (size_t)nv);
+    c->uniform = arena_alloc(ar, (size_t)nv);
     plan_mutated(c, k->body);
     if (!c->st) plan_block(c, k->body);
     int64_t budget = k->smem_budget ? k->smem_budget : CGC_DEFAULT_SMEM;
@@ -596,6 +596,7 @@ tsl_status cgc_emit_kernel(const tile_kernel *k, tsl_arena *ar, tsl_diag *d, cgc
                     " * One call of blk() runs one thread block; %s() runs blocks [begin, end). */\n",
               k->name, k->threads, entry);
     sb_puts(&out, cgc_prelude);
+    sb_puts(&out, cgc_vmath_prelude);
     sb_puts(&out, "\n");
     sb_puts(&out, sb_str(&c->tabs));
     int64_t sm = cgc_align_up(c->smem, 64), rg = cgc_align_up(c->regs, 64), ws = sm + rg + cgc_align_up(c->scratch, 64);

@@ -591,14 +591,14 @@ static const cgc_ew cgc_ew_table[] = {
     {TILE_I_CAST, CGC_ARITH, "x", "x", "x"},
     {TILE_I_NEG, CGC_ARITH, "-x", "-x", "(int64_t)(0 - (uint64_t)x)"},
     {TILE_I_ABS, CGC_ARITH, "fabs(x)", "fabsf(x)", "x < 0 ? (int64_t)(0 - (uint64_t)x) : x"},
-    {TILE_I_EXP, CGC_ARITH, "(double)expf((float)x)", "expf(x)", NULL},
-    {TILE_I_LOG, CGC_ARITH, "(double)logf((float)x)", "logf(x)", NULL},
+    {TILE_I_EXP, CGC_ARITH, "(double)tsl_expf((float)x)", "tsl_expf(x)", NULL},
+    {TILE_I_LOG, CGC_ARITH, "(double)tsl_logf((float)x)", "tsl_logf(x)", NULL},
     {TILE_I_SQRT, CGC_ARITH, "(double)sqrtf((float)x)", "sqrtf(x)", NULL},
     {TILE_I_RSQRT, CGC_ARITH, "(double)(1.0f / sqrtf((float)x))", "1.0f / sqrtf(x)", NULL},
-    {TILE_I_TANH, CGC_ARITH, "(double)tanhf((float)x)", "tanhf(x)", NULL},
-    {TILE_I_SIGMOID, CGC_ARITH, "(double)(1.0f / (1.0f + expf(-(float)x)))", "1.0f / (1.0f + expf(-x))", NULL},
+    {TILE_I_TANH, CGC_ARITH, "(double)tsl_tanhf((float)x)", "tsl_tanhf(x)", NULL},
+    {TILE_I_SIGMOID, CGC_ARITH, "(double)tsl_sigmoidf((float)x)", "tsl_sigmoidf(x)", NULL},
     {TILE_I_RELU, CGC_ARITH, "x > 0 ? x : 0.0", "x > 0 ? x : 0.0f", "x > 0 ? x : 0"},
-    {TILE_I_ERF, CGC_ARITH, "(double)erff((float)x)", "erff(x)", NULL},
+    {TILE_I_ERF, CGC_ARITH, "(double)tsl_erff((float)x)", "tsl_erff(x)", NULL},
     {TILE_I_ADD, CGC_ARITH, "x + y", "x + y", "(int64_t)((uint64_t)x + (uint64_t)y)"},
     {TILE_I_SUB, CGC_ARITH, "x - y", "x - y", "(int64_t)((uint64_t)x - (uint64_t)y)"},
     {TILE_I_MUL, CGC_ARITH, "x * y", "x * y", "(int64_t)((uint64_t)x * (uint64_t)y)"},
@@ -1228,6 +1228,21 @@ void cgc_emit_broadcast(cgc *c, const tile_stmt *s)
             if (i != dim) xc[r++] = cc[i];
             else if (tx->rank == td->rank) xc[r++] = 0;
         if (!dist_layout_owner(tx->lay, xc, &ot, &ol)) src[k] = ot * tx->nlocals + ol;
+    }
+    /* every result slot the copy of one source slot, or of a source whose
+     * slots all hold one value (a row scalar spread over a chunk in steps):
+     * a fill of that value, no table, no scratch */
+    int64_t one = td->ns ? src[0] : -1;
+    for (int64_t k = 1; k < td->ns && one >= 0; k++)
+        if (src[k] != one && !(c->uniform[x->id] && src[k] >= 0)) one = -1;
+    if (one >= 0 && tile_dtype_eq(d->type.dt, x->type.dt) && !c->ref[d->id]) {
+        free(src);
+        cgc_line(c, "{");
+        cgc_line(c, "    const %s v = %s[%lld];", cgc_reg_ctype(d->type.dt), cgc_rname(c, x), (long long)one);
+        cgc_line(c, "    for (int64_t k = 0; k < %lld; k++) %s[k] = v;", (long long)td->ns, cgc_rname(c, d));
+        cgc_line(c, "}");
+        c->uniform[d->id] = !c->mut[d->id];
+        return;
     }
     const char *tb = cgc_emit_i32_table(c, "broadcast: source slot of each result slot, -1 none", src, td->ns);
     free(src);

@@ -53,6 +53,8 @@ typedef struct cgc {
     int64_t *roff;   /* per value id: byte offset of a register tensor in the register area */
     int *rtab;       /* per value id: its table, -1 none */
     uint8_t *mut;    /* per value id: some instruction writes it in place (-> dst) */
+    uint8_t *uniform; /* per value id: every slot holds the same value (a broadcast
+                       * fill of one slot, never written in place) */
     uint8_t *ref;    /* per value id: a register array read through a pointer that a
                       * load_global points into the global tensor (c_emit_ops.c) */
     int64_t smem, regs, scratch;
@@ -114,6 +116,10 @@ char *cgc_rnd(cgc *c, tile_dtype t, const char *v);
 char *cgc_mem_to_dbl(cgc *c, tile_dtype t, const char *x);
 /* A double `v` as a memory element of dtype t (dtype_store). */
 char *cgc_dbl_to_mem(cgc *c, tile_dtype t, const char *v);
+/* The float32 transcendentals (exp, log, tanh, sigmoid, erf) and float16
+ * rounding as vectorizable C, put at the top of every kernel (c_vmath.c). */
+extern const char cgc_vmath_prelude[];
+
 /* Integer or bool dtype? */
 int cgc_dt_int(tile_dtype t);
 /* Memory element x (dtype m) -> register value of dtype r. */

@@ -4,7 +4,7 @@
  * one thread block (SIMB: the block's threads are simulated, a register
  * tensor is an array [threads * locals] placed by its distributed layout);
  * the entry point runs a range of the flattened grid and the runtime
- * spreads ranges over cores with rt_cpu_parallel_for. The semantics are the
+ * spreads ranges over cores (runtime/target_cpu.c). The semantics are the
  * tile interpreter's (src/tile/interp.c is the oracle); docs/codegen.md
  * lists the rules and the differences. */
 #ifndef TSL_CODEGEN_H
@@ -22,19 +22,21 @@
  * function, named by cg_c_entry_name. */
 tsl_status cg_c_emit(const tile_module *m, const tile_kernel *k, strbuf *out, tsl_diag *d);
 
+/* cg_c_emit, also giving the kernel's run-time error table (in arena a):
+ * a nonzero return i + 1 of the entry means errs[i]; `msg` is a format
+ * taking two long long when `info` is set. */
+typedef struct cg_c_error {
+    tsl_status st;
+    const char *msg;
+    const char *where; /* " (in `statement`)" or "" */
+    int info;
+} cg_c_error;
+tsl_status cg_c_emit_table(const tile_module *m, const tile_kernel *k, tsl_arena *a, strbuf *out,
+                           const cg_c_error **errs, int *nerrs, tsl_diag *d);
+
 /* The entry symbol of kernel `name` in the emitted source:
  * "tsl_kernel_<name>" (characters other than [A-Za-z0-9_] become '_').
  * Writes into buf (n bytes). */
 const char *cg_c_entry_name(const char *name, char *buf, size_t n);
-
-/* Generate, compile (rt_cpu_compile: cached, -O3 -march=native) and run
- * kernel k over its whole grid, blocks in parallel. Arguments as for
- * tile_interp_run (tensors in host memory, outputs written in place).
- * Errors: those of cg_c_emit, binding errors (TSL_ERR_SHAPE/ARG naming the
- * tensor), TSL_ERR_COMPILE / TSL_ERR_UNAVAILABLE from the C compiler, and
- * run-time errors of a block (TSL_ERR_RUNTIME / TSL_ERR_BOUNDS naming the
- * instruction and the block). A grid with no blocks runs nothing. */
-tsl_status cg_c_run(const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
-                    int nargs, tsl_diag *d);
 
 #endif

@@ -1238,6 +1238,12 @@ tsl_status cg_cuda_emit_branches(const tile_module *m, const tile_kernel *k, str
     return generate(m, k, out, NULL, br, d);
 }
 
+tsl_status cg_cuda_emit_info(const tile_module *m, const tile_kernel *k, strbuf *out, cg_cuda_branches *br,
+                             int64_t *smem, tsl_diag *d)
+{
+    return generate(m, k, out, smem, br, d);
+}
+
 int64_t cg_cuda_smem_bytes(const tile_module *m, const tile_kernel *k, tsl_diag *d)
 {
     strbuf sb = {0};

@@ -1,5 +1,5 @@
-/* cuda.h — tile IR -> CUDA C (cuda.c) and running tile kernels on an
- * NVIDIA GPU through src/runtime (cuda_run.c).
+/* cuda.h — tile IR -> CUDA C (cuda.c); kernels run through the compile
+ * driver and the runtime's executor (runtime/target_cuda.c).
  *
  * One `extern "C" __global__` kernel per tile kernel, in two variants:
  * <entry>_i32 (32-bit index arithmetic) and <entry>_i64 (64-bit), both
@@ -55,6 +55,10 @@ int cg_cuda_branch_leaves(const cg_cuda_branches *br, unsigned *keys, int max);
 tsl_status cg_cuda_emit_branches(const tile_module *m, const tile_kernel *k, strbuf *out, cg_cuda_branches *br,
                                  tsl_diag *d);
 
+/* cg_cuda_emit_branches that also gives cg_cuda_smem_bytes (one generation). */
+tsl_status cg_cuda_emit_info(const tile_module *m, const tile_kernel *k, strbuf *out, cg_cuda_branches *br,
+                             int64_t *smem, tsl_diag *d);
+
 /* The NVRTC option that selects the 64-bit index variant. */
 #define CG_CUDA_INDEX64 "-DTSL_INDEX64"
 
@@ -80,27 +84,11 @@ typedef struct cg_cuda_tmap {
     int swizzle;     /* shared swizzle in bytes: 0, 32, 64, 128 */
     int esize;       /* element bytes */
     tile_dtype dtype;
+    int guarded;     /* used only under a size branch that checks the rows are
+                        16-byte aligned: a tensor TMA cannot describe gets a
+                        zero map, which the arm that runs never reads */
 } cg_cuda_tmap;
 /* The kernel's tensor maps (writes up to max; returns how many). */
 int cg_cuda_tmaps(const tile_kernel *k, cg_cuda_tmap *out, int max);
-
-typedef struct cg_cuda_run_opts {
-    int reps;          /* > 0: time `reps` more launches (events) after the checked one */
-    double median_ms;  /* out: the median of those launches; 0 when reps == 0 */
-    int force_i64;     /* use the 64-bit index variant even when 32 bits suffice */
-    int used_i64;      /* out: which variant ran */
-} cg_cuda_run_opts;
-
-/* Generate, compile (NVRTC for the device's arch, cached) and run kernel k
- * over its whole grid on the GPU. Arguments as for tile_interp_run (host
- * DLTensors, outputs written back in place). Errors: those of
- * cg_cuda_emit, binding errors (TSL_ERR_SHAPE/ARG), TSL_ERR_UNAVAILABLE (no
- * driver, NVRTC or device), TSL_ERR_COMPILE (the NVRTC log with the source
- * line), TSL_ERR_RUNTIME (launch), TSL_ERR_NOMEM (naming the bytes). A grid
- * with no blocks launches nothing. */
-tsl_status cg_cuda_run(const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
-                       int nargs, tsl_diag *d);
-tsl_status cg_cuda_run_opt(const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
-                           int nargs, cg_cuda_run_opts *opts, tsl_diag *d);
 
 #endif

@@ -198,8 +198,10 @@ static int tma_geometry(const tile_instr *in, tma_geo *t, char *why, size_t nwhy
 }
 
 /* Every distinct (tensor, box, swizzle) of the kernel's TMA instructions,
- * in program order. */
-static void tmaps_walk(const tile_kernel *k, const tile_block *b, cg_cuda_tmap *out, int max, int *n)
+ * in program order; `guarded` when every use is in the then-arm of an `if`
+ * with an else arm (the pipeline's size branch, whose else arm copies with
+ * cp.async when the rows are not 16-byte aligned). */
+static void tmaps_walk(const tile_kernel *k, const tile_block *b, int guarded, cg_cuda_tmap *out, int max, int *n)
 {
     for (int i = 0; b && i < b->n; i++) {
         const tile_stmt *s = b->items[i];
@@ -219,23 +221,27 @@ static void tmaps_walk(const tile_kernel *k, const tile_block *b, cg_cuda_tmap *
             m.esize = t.esize;
             m.dtype = t.g->type.dt;
             int found = 0;
-            for (int j = 0; j < *n && j < max; j++)
-                if (!memcmp(&out[j], &m, sizeof m)) found = 1;
+            for (int j = 0; j < *n && j < max; j++) {
+                m.guarded = out[j].guarded;
+                if (!memcmp(&out[j], &m, sizeof m)) found = 1, out[j].guarded &= guarded;
+            }
             if (!found) {
+                m.guarded = guarded;
                 if (*n < max) out[*n] = m;
                 (*n)++;
             }
         }
-        tmaps_walk(k, s->body, out, max, n);
-        tmaps_walk(k, s->els, out, max, n);
-        for (int r = 0; r < s->nroles; r++) tmaps_walk(k, s->roles[r].body, out, max, n);
+        int branch = s->kind == TILE_S_IF && s->els && s->els->n > 0;
+        tmaps_walk(k, s->body, guarded || branch, out, max, n);
+        tmaps_walk(k, s->els, guarded, out, max, n);
+        for (int r = 0; r < s->nroles; r++) tmaps_walk(k, s->roles[r].body, guarded, out, max, n);
     }
 }
 
 int cg_cuda_tmaps(const tile_kernel *k, cg_cuda_tmap *out, int max)
 {
     int n = 0;
-    tmaps_walk(k, k->body, out, max, &n);
+    tmaps_walk(k, k->body, 0, out, max, &n);
     return n;
 }
 

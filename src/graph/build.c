@@ -170,11 +170,12 @@ static int operand_of(build *B, const lang_expr *e)
 {
     graph_op *op = B->op;
     for (int i = 1; i < op->noperands; i++) {
-        const graph_operand *o = &op->operands[i];
+        graph_operand *o = &op->operands[i];
         if (o->tensor != e->tensor->index || o->rank != e->nargs) continue;
         bool same = true;
         for (int k = 0; k < o->rank && same; k++)
             same = expr_equal(o->idx[k].src, e->args[k]);
+        if (same && e->guarded) o->affine = o->identity = false, o->guarded = true;
         if (same) return i;
     }
     graph_operand o = {0};
@@ -189,6 +190,8 @@ static int operand_of(build *B, const lang_expr *e)
     }
     o.identity = o.rank == op->niter;
     for (int k = 0; k < o.rank && o.identity; k++) o.identity = o.idx[k].var == k;
+    /* in bounds only under its guard: read it masked, as a gather (lang/guard.c) */
+    if (e->guarded) o.affine = o.identity = false, o.guarded = true;
     ARENA_PUSH(B->a, op->operands, op->noperands, op->cap_operands, o);
     return op->noperands - 1;
 }

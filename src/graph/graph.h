@@ -85,6 +85,8 @@ typedef struct graph_operand {
                            index list */
     uint64_t vars;      /* bit v: var v has a nonzero coefficient somewhere
                            (vars of non-affine indices included) */
+    bool guarded;       /* in bounds only under a ?: / && / || guard (lang
+                           guard.c): then not `affine` (read masked) */
 } graph_operand;
 
 /* ---- the scalar body --------------------------------------------------------- */

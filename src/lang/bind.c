@@ -54,7 +54,7 @@ static int bind_eval(bind_ctx *B, const lang_sexpr *e, size_t offset, const char
     if (m >= 0) {
         diag_error_at(B->d, B->def->src, B->def->size_offsets[m], TSL_ERR_SHAPE,
                       "size '%s' is not known: no input tensor has it; supply its value "
-                      "(e.g. --size %s=N)",
+                      "(tessel run --size %s=N; tsl_args_set_size in C)",
                       B->def->sizes[m], B->def->sizes[m]);
     } else {
         strbuf sb = {0};
@@ -67,63 +67,123 @@ static int bind_eval(bind_ctx *B, const lang_sexpr *e, size_t offset, const char
     return -1;
 }
 
-/* min and max of an affine index over the statement's box */
-static bool bind_index_span(bind_ctx *B, const lang_expr *x, int64_t *mn, int64_t *mx)
+/* floor(x / y), ceil(x / y) for y > 0 */
+static int64_t bind_floordiv(int64_t x, int64_t y) { return x / y - (x % y != 0 && x < 0); }
+static int64_t bind_ceildiv(int64_t x, int64_t y) { return -bind_floordiv(-x, y); }
+
+/* min and max of an affine index over the statement's box, narrowed by the
+ * facts of its guard that concern it (guard.c): one-variable facts bound
+ * that variable, a fact with the index's own variable part bounds the
+ * index. *never: the facts exclude every point (the read never happens). */
+static bool bind_index_span(bind_ctx *B, const lang_expr *x, const lang_facts *facts, int64_t *mn,
+                            int64_t *mx, bool *never)
 {
     int nv = B->st->nvars;
     int64_t *coef = arena_alloc(B->a, sizeof(int64_t) * (size_t)(nv + 1));
+    int64_t *lo = arena_alloc(B->a, sizeof(int64_t) * (size_t)(nv + 1));
+    int64_t *hi = arena_alloc(B->a, sizeof(int64_t) * (size_t)(nv + 1)); /* inclusive */
     const lang_sexpr *off;
+    *never = false;
     if (!ranges_affine(B->a, x, nv, coef, &off)) return false;
     int64_t o;
     if (lang_sexpr_eval(off, B->b->sizes, &o) < 0) return false;
-    int64_t lo = o, hi = o;
+    for (int v = 0; v < nv; v++) lo[v] = B->lo[v], hi[v] = B->hi[v] - 1;
+    int64_t flo = INT64_MIN, fhi = INT64_MAX; /* bounds of the index itself */
+    for (int f = 0; facts && f < facts->n; f++) {
+        const lang_fact *fa = &facts->f[f];
+        if (!guard_concerns(fa, coef, nv)) continue;
+        int64_t k;
+        if (lang_sexpr_eval(fa->off, B->b->sizes, &k) < 0) continue;
+        int nz = 0, u = -1;
+        bool same = true;
+        for (int v = 0; v < nv; v++) {
+            if (fa->coef[v]) nz++, u = v;
+            same = same && fa->coef[v] == coef[v];
+        }
+        if (nz == 1) { /* c u + k >= 0 */
+            int64_t c = fa->coef[u];
+            if (c > 0 && bind_ceildiv(-k, c) > lo[u]) lo[u] = bind_ceildiv(-k, c);
+            if (c < 0 && bind_floordiv(k, -c) < hi[u]) hi[u] = bind_floordiv(k, -c);
+        }
+        /* index = part + o: part + k >= 0 gives index >= o - k; -part + k >= 0, index <= k + o */
+        int64_t t;
+        if (same && !__builtin_sub_overflow(o, k, &t) && t > flo) flo = t;
+        if (!same && !__builtin_add_overflow(o, k, &t) && t < fhi) {
+            bool opp = true;
+            for (int v = 0; v < nv; v++) opp = opp && fa->coef[v] == -coef[v];
+            if (opp) fhi = t;
+        }
+    }
+    int64_t l = o, h = o;
     for (int v = 0; v < nv; v++) {
         int64_t c = coef[v], a, z;
+        if (lo[v] > hi[v]) {
+            *never = true;
+            return true;
+        }
         if (!c) continue;
-        if (__builtin_mul_overflow(c, B->lo[v], &a) || __builtin_mul_overflow(c, B->hi[v] - 1, &z))
-            return false;
-        if (__builtin_add_overflow(lo, a < z ? a : z, &lo) ||
-            __builtin_add_overflow(hi, a < z ? z : a, &hi))
+        if (__builtin_mul_overflow(c, lo[v], &a) || __builtin_mul_overflow(c, hi[v], &z)) return false;
+        if (__builtin_add_overflow(l, a < z ? a : z, &l) || __builtin_add_overflow(h, a < z ? z : a, &h))
             return false;
     }
-    *mn = lo;
-    *mx = hi;
+    *mn = l > flo ? l : flo;
+    *mx = h < fhi ? h : fhi;
+    if (*mn > *mx) *never = true;
     return true;
 }
 
-/* Prove every affine and quasi-affine access in e in bounds. */
-static int bind_check_access(bind_ctx *B, const lang_expr *e)
+typedef struct bind_walk {
+    bind_ctx *B;
+    int failed;
+} bind_walk;
+
+/* Prove one access in bounds (guard_walk's callback): its affine and quasi-affine indices
+ * over the box, a guarded one's narrowed by its guard's facts. */
+static void bind_access(void *ctx, lang_expr *e, const lang_facts *facts)
 {
-    for (int k = 0; k < e->nargs; k++)
-        if (bind_check_access(B, e->args[k]) < 0) return -1;
-    if (e->kind != LANG_E_ACCESS) return 0;
+    bind_walk *W = ctx;
+    bind_ctx *B = W->B;
+    if (W->failed) return;
     const int64_t *shape = B->b->shapes[e->tensor->index];
     for (int k = 0; k < e->nargs; k++) {
         const lang_expr *x = e->args[k];
         if (!x->affine && !x->quasi) continue;
         int64_t mn, mx;
+        bool never;
         strbuf sb = {0};
         lang_print_expr(&sb, B->def, B->st, x);
-        bool ok = x->affine ? bind_index_span(B, x, &mn, &mx)
-                            : quasi_span(x, B->st->nvars, B->lo, B->hi, B->b->sizes, &mn, &mx);
+        bool ok = x->affine ? bind_index_span(B, x, e->guarded ? facts : NULL, &mn, &mx, &never)
+                            : (never = false, quasi_span(x, B->st->nvars, B->lo, B->hi, B->b->sizes, &mn, &mx));
         if (!ok) {
             diag_error_at(B->d, B->def->src, x->offset, TSL_ERR_RANGE,
                           "index %d of '%s' (%s) overflows 64 bits", k, e->tensor->name, sb_str(&sb));
             sb_free(&sb);
-            return -1;
+            W->failed = 1;
+            return;
         }
-        if (mn < 0 || mx >= shape[k]) {
+        if (!never && (mn < 0 || mx >= shape[k])) {
             diag_error_at(B->d, B->def->src, x->offset, TSL_ERR_RANGE,
-                          "access out of bounds: index %d of '%s' (%s) ranges over [%lld, %lld] "
-                          "but dimension %d of '%s' has extent %lld",
-                          k, e->tensor->name, sb_str(&sb), (long long)mn, (long long)mx, k,
-                          e->tensor->name, (long long)shape[k]);
+                          "access out of bounds: index %d of '%s' (%s) ranges over [%lld, %lld]%s "
+                          "but dimension %d of '%s' has extent %lld%s",
+                          k, e->tensor->name, sb_str(&sb), (long long)mn, (long long)mx,
+                          e->guarded ? " where its guard holds" : "", k, e->tensor->name,
+                          (long long)shape[k],
+                          e->guarded ? "" : " (a read behind a guard such as `i >= 1 && i <= N ? X(i - 1) : 0` "
+                                            "is proven under it)");
             sb_free(&sb);
-            return -1;
+            W->failed = 1;
+            return;
         }
         sb_free(&sb);
     }
-    return 0;
+}
+
+/* Prove every affine and quasi-affine access in e in bounds. */
+static int bind_check_access(bind_ctx *B, lang_expr *e)
+{
+    bind_walk W = {B, 0};
+    guard_walk(B->a, e, B->st->nvars, bind_access, &W);
+    return W.failed ? -1 : 0;
 }
 
 static int bind_stmt(bind_ctx *B, int s)

@@ -169,6 +169,8 @@ struct lang_expr {
     int64_t ival;     /* LANG_E_INT */
     double fval;      /* LANG_E_FLOAT */
     lang_tensor *tensor; /* LANG_E_ACCESS / LANG_E_SCALAR */
+    bool guarded;     /* LANG_E_ACCESS: in bounds only by the ?: / && / || guard
+                         around it (guard.c): read under that guard only */
     lang_expr **args;
     int nargs;
     size_t offset; /* byte offset of the node in the source */

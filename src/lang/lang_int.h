@@ -158,4 +158,26 @@ bool quasi_span(const lang_expr *e, int nvars, const int64_t *lo, const int64_t 
                 int64_t *mn, int64_t *mx);
 int quasi_check(const lang_def *def, const lang_expr *e, tsl_diag *d);
 
+/* Guards (guard.c): what holds where a read is evaluated. A fact is
+ * sum coef[v] * var v + off >= 0. */
+typedef struct lang_fact {
+    int64_t *coef; /* nvars */
+    const lang_sexpr *off;
+} lang_fact;
+typedef struct lang_facts {
+    lang_fact *f;
+    int n, cap;
+} lang_facts;
+typedef void (*guard_fn)(void *ctx, lang_expr *access, const lang_facts *facts);
+/* Call fn for every access of e (nested ones first) with the facts that
+ * hold where it is evaluated (the conditions of the ?: arms and the left
+ * operands of && and || around it). */
+void guard_walk(tsl_arena *a, lang_expr *e, int nvars, guard_fn fn, void *ctx);
+/* Does fact f concern the index whose variable part is coef (one
+ * variable of the index bounded by sizes and constants, or the index's
+ * own variable part, or its negation)? 0 when not; else which way it
+ * bounds the index: GUARD_LOWER (from below), GUARD_UPPER (from above). */
+enum { GUARD_LOWER = 1, GUARD_UPPER = 2 };
+int guard_concerns(const lang_fact *f, const int64_t *coef, int nvars);
+
 #endif

@@ -126,6 +126,8 @@ typedef struct ranges_item {
     int64_t *coef;
     const lang_sexpr *off;
     int64_t div;          /* the index is (coef . vars + off) / div: 1 when affine */
+    int guard;            /* GUARD_LOWER / GUARD_UPPER: a guard, not the box,
+                             keeps the index above 0 / below the extent there */
 } ranges_item;
 
 typedef struct ranges_ctx {
@@ -134,16 +136,20 @@ typedef struct ranges_ctx {
     lang_stmt *st;
     ranges_item *items;
     int n, cap;
+    bool *guard_var; /* nvars: used in an index only a guard keeps in bounds */
 } ranges_ctx;
 
-/* Every access in e (nested ones too); marks each argument affine,
- * quasi-affine or neither. An affine argument is a constraint, and so is a
- * quasi-affine `A / c` with A affine: A must lie in [0, c * D). */
-static void ranges_collect(ranges_ctx *R, lang_expr *e)
+/* One access (guard_walk's callback): marks each argument affine,
+ * quasi-affine or neither, the access guarded or not, and takes its affine
+ * dims as constraints, each only in the direction no guard protects
+ * (`i < N ? A(i) : B(i - N)` must not make i's range N, `i >= 1 ? h(i) : 0`
+ * still gives i h's); a quasi-affine `A / c` with A affine is a constraint
+ * too: A must lie in [0, c * D). */
+static void ranges_access(void *ctx, lang_expr *e, const lang_facts *facts)
 {
-    for (int k = 0; k < e->nargs; k++) ranges_collect(R, e->args[k]);
-    if (e->kind != LANG_E_ACCESS) return;
+    ranges_ctx *R = ctx;
     int nv = R->st->nvars;
+    e->guarded = false;
     for (int k = 0; k < e->nargs; k++) {
         lang_expr *x = e->args[k];
         ranges_item it = {.t = e->tensor, .dim = k, .idx = x, .div = 1};
@@ -153,8 +159,16 @@ static void ranges_collect(ranges_ctx *R, lang_expr *e)
         int64_t c;
         if (x->quasi && x->op == LANG_DIV && quasi_divisor(x, &c) && ranges_affine(R->a, x->args[0], nv, it.coef, &it.off))
             it.div = c;
+        for (int f = 0; x->affine && f < facts->n; f++) it.guard |= guard_concerns(&facts->f[f], it.coef, nv);
+        e->guarded = e->guarded || it.guard;
         if ((x->affine || it.div > 1) && e->tensor->shape) ARENA_PUSH(R->a, R->items, R->n, R->cap, it);
     }
+}
+
+/* Every access in e (nested ones too). */
+static void ranges_collect(ranges_ctx *R, lang_expr *e)
+{
+    guard_walk(R->a, e, R->st->nvars, ranges_access, R);
 }
 
 /* lo/hi of the sum of terms c*u over resolved u, plus off. */
@@ -187,6 +201,7 @@ static int ranges_stmt(ranges_ctx *R, tsl_diag *d, bool report)
     int nv = st->nvars;
     R->n = 0;
     if (quasi_check(R->def, st->rhs, d) < 0) return -1;
+    R->guard_var = arena_alloc(a, sizeof(bool) * (size_t)(nv + 1));
     ranges_collect(R, st->rhs);
     bool lhs_known = lhs->shape != NULL;
     if (lhs_known) {
@@ -217,8 +232,13 @@ static int ranges_stmt(ranges_ctx *R, tsl_diag *d, bool report)
                 }
             if (nun != 1) continue;
             const lang_sexpr *rmin, *rmax, *hi;
-            ranges_bounds_of(R, it, v, &rmin, &rmax);
             int64_t c = it->coef[v];
+            /* c > 0 bounds v by index <= D - 1, c < 0 by index >= 0: not where a guard keeps it so */
+            if (it->guard & (c > 0 ? GUARD_UPPER : GUARD_LOWER)) {
+                R->guard_var[v] = true;
+                continue;
+            }
+            ranges_bounds_of(R, it, v, &rmin, &rmax);
             const lang_sexpr *D = it->t->shape[it->dim];
             if (it->div > 1) D = sexpr_bin(a, LANG_SX_MUL, sexpr_const(a, it->div), D);
             if (c > 0) {
@@ -272,8 +292,10 @@ static int ranges_stmt(ranges_ctx *R, tsl_diag *d, bool report)
         else
             diag_error_at(d, R->def->src, var->offset, TSL_ERR_RANGE,
                           "cannot infer the range of '%s': it is not used in an affine index of "
-                          "a tensor whose shape is known; add 'where %s in 0:<hi>'",
-                          var->name, var->name);
+                          "a tensor whose shape is known%s; add 'where %s in 0:<hi>'",
+                          var->name,
+                          R->guard_var[v] ? " (the reads behind a guard on it do not bound it)" : "",
+                          var->name);
         sb_free(&others);
         return 1;
     }
@@ -315,6 +337,22 @@ int ranges_infer(tsl_arena *a, lang_def *def, tsl_diag *d)
                     ranges_stmt(&R, d, true);
                     return -1;
                 }
+        }
+    }
+    /* a range empty whatever the sizes (constant dims, as in float(3) I
+     * convolved with float(5) K) is reported now, not at the first run */
+    for (int s = 0; s < def->nstmts; s++) {
+        const lang_stmt *st = &def->stmts[s];
+        for (int v = 0; v < st->nvars; v++) {
+            const lang_range *r = &st->vars[v].range;
+            if (st->vars[v].from_where || !r->lo || !r->hi || r->lo->kind != LANG_SX_CONST ||
+                r->hi->kind != LANG_SX_CONST || r->hi->value > r->lo->value)
+                continue;
+            diag_error_at(d, def->src, st->vars[v].offset, TSL_ERR_RANGE,
+                          "empty range for '%s': it is [%lld, %lld) for any sizes (the inputs' constant "
+                          "dims are too small)",
+                          st->vars[v].name, (long long)r->lo->value, (long long)r->hi->value);
+            return -1;
         }
     }
     return 0;

@@ -25,6 +25,7 @@ typedef struct sema {
     int cvars;
     bool *used;     /* per var (grows with vars) */
     int cused;
+    const char *where_var; /* the where clause whose bounds are being read */
 } sema;
 
 static void sema_err(sema *S, size_t offset, tsl_status st, const char *fmt, ...)
@@ -509,6 +510,8 @@ static void sema_collect_vars(sema *S, const parse_node *p, bool in_index)
     for (int k = 0; k < p->nargs; k++) sema_collect_vars(S, p->args[k], idx);
 }
 
+static bool sema_is_stmt_index(sema *S, const parse_stmt *ps, const char *name);
+
 /* A where bound: affine in size symbols and constants (plus min/max). */
 static const lang_sexpr *sema_bound(sema *S, const parse_node *p)
 {
@@ -517,6 +520,16 @@ static const lang_sexpr *sema_bound(sema *S, const parse_node *p)
     case P_IDENT: {
         int slot = sema_size(S, p->name);
         if (slot >= 0) return sexpr_sym(S->a, slot);
+        if (S->ps && sema_is_stmt_index(S, S->ps, p->name)) {
+            const char *w = S->where_var ? S->where_var : "j";
+            sema_err(S, p->offset, TSL_ERR_SEMANTIC,
+                     "'%s' is an index variable: a where bound must be a size expression (size symbols "
+                     "and integer constants), the same for every point; for a range that depends on "
+                     "'%s', give '%s' its whole range and mask the term instead, e.g. 'where %s in 0:N' "
+                     "with '%s <= %s ? ... : 0' (the masked-off reads never happen)",
+                     p->name, p->name, w, w, w, p->name);
+            return NULL;
+        }
         sema_err(S, p->offset, TSL_ERR_SEMANTIC,
                  "'%s' cannot appear in a where bound: bounds use size symbols and integer constants",
                  p->name);
@@ -652,9 +665,17 @@ static bool sema_stmt(sema *S, const parse_stmt *ps, lang_stmt *st)
                 return false;
             }
         int v = sema_var_add(S, pw->var, pw->offset);
+        S->where_var = pw->var;
         const lang_sexpr *lo = sema_bound(S, pw->lo);
         const lang_sexpr *hi = lo ? sema_bound(S, pw->hi) : NULL;
+        S->where_var = NULL;
         if (!hi) return false;
+        if (lo->kind == LANG_SX_CONST && hi->kind == LANG_SX_CONST && hi->value <= lo->value) {
+            sema_err(S, pw->offset, TSL_ERR_RANGE, "empty range for '%s': %lld:%lld is [%lld, %lld) for any sizes",
+                     pw->var, (long long)lo->value, (long long)hi->value, (long long)lo->value,
+                     (long long)hi->value);
+            return false;
+        }
         st->vars[v].range.lo = lo;
         st->vars[v].range.hi = hi;
         st->vars[v].from_where = true;
@@ -789,23 +810,52 @@ static bool sema_outputs(sema *S, const parse_def *pd)
     return true;
 }
 
-/* Every identifier of a where bound that names no tensor is a size symbol
- * (sema_bound reports misuse). Recursion follows the capped parse tree. */
-static void sema_bound_names(sema *S, const parse_node *p)
+/* Is `name` used as an index in p: inside the arguments of a tensor
+ * access (at any depth)? Recursion follows the capped parse tree. */
+static bool sema_in_index(sema *S, const parse_node *p, const char *name, bool in_index)
 {
-    if (p->kind == P_IDENT && !sema_tensor(S, p->name)) sema_size_add(S, p->name, p->offset);
-    for (int k = 0; k < p->nargs; k++) sema_bound_names(S, p->args[k]);
+    if (p->kind == P_IDENT) return in_index && !strcmp(p->name, name);
+    if (p->kind == P_CALL) {
+        lang_tensor *t = sema_tensor(S, p->name);
+        if (t && !t->is_scalar) in_index = true;
+    }
+    for (int k = 0; k < p->nargs; k++)
+        if (sema_in_index(S, p->args[k], name, in_index)) return true;
+    return false;
+}
+
+/* An index variable of statement ps: an LHS index, a where variable, or
+ * a name used as an index on the right-hand side. */
+static bool sema_is_stmt_index(sema *S, const parse_stmt *ps, const char *name)
+{
+    for (int k = 0; k < ps->nidx; k++)
+        if (ps->idx[k]->kind == P_IDENT && !strcmp(ps->idx[k]->name, name)) return true;
+    for (int w = 0; w < ps->nwheres; w++)
+        if (!strcmp(ps->wheres[w].var, name)) return true;
+    return ps->rhs && sema_in_index(S, ps->rhs, name, false);
+}
+
+/* Every identifier of a where bound that names no tensor and is no index
+ * variable of the statement is a size symbol (sema_bound reports misuse).
+ * Recursion follows the capped parse tree. */
+static void sema_bound_names(sema *S, const parse_stmt *ps, const parse_node *p)
+{
+    if (p->kind == P_IDENT && !sema_tensor(S, p->name) && !sema_is_stmt_index(S, ps, p->name))
+        sema_size_add(S, p->name, p->offset);
+    for (int k = 0; k < p->nargs; k++) sema_bound_names(S, ps, p->args[k]);
 }
 
 /* Size symbols that only where bounds name, and temporaries. */
 static bool sema_prepass(sema *S, const parse_def *pd)
 {
+    /* (temporaries second: a where bound naming one is an error sema_bound
+     * reports, not a size) */
     for (int s = 0; s < pd->nstmts; s++) {
         const parse_stmt *ps = &pd->stmts[s];
         for (int w = 0; w < ps->nwheres; w++) {
             const parse_node *bounds[2] = {ps->wheres[w].lo, ps->wheres[w].hi};
             for (int b = 0; b < 2; b++) {
-                sema_bound_names(S, bounds[b]);
+                sema_bound_names(S, ps, bounds[b]);
             }
         }
     }

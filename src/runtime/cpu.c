@@ -1,10 +1,13 @@
 /* cpu.c — the CPU runtime's compile path: find the system C compiler at run
- * time, compile generated C into a shared object kept in the per-user cache
- * (cpu/<key>.so), and dlopen it. The key hashes the source, the compiler's
- * identity (its `--version` first line, asked once per process) and the
- * flags, so a second compile of the same source runs no compiler. A cached
- * object that fails to load (truncated, foreign) is deleted and rebuilt
- * once. The thread pool lives in pool.c. */
+ * time, compile generated C in a private folder into a shared object kept
+ * in the per-user cache (cache.c, kind "cpu"), and load it from a memory
+ * file only this process holds. The key hashes the source, the compiler's
+ * identity (its `--version` first line, asked once per process), the flags
+ * and the CPU's instruction-set level, so a second compile of the same
+ * source runs no compiler and a cache shared between machines never runs
+ * instructions a CPU lacks. A cached object that is damaged or incomplete
+ * is a miss (with the cache's warning) and is rebuilt. The thread pool
+ * lives in pool.c. */
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -13,6 +16,7 @@
 #include <spawn.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,8 +25,11 @@
 
 extern char **environ;
 
-/* The flags every kernel is built with; part of the cache key. */
-static const char *const cpu_flags[] = {"-O3", "-march=native", "-fPIC", "-shared", "-std=c11"};
+/* The flags every kernel is built with; part of the cache key.
+ * -fno-math-errno: kernels never read errno, and with it sqrtf is an
+ * instruction the compiler vectorizes (sqrt and rsqrt loops; c_vmath.c
+ * has exp, log, tanh, sigmoid and erf). */
+static const char *const cpu_flags[] = {"-O3", "-march=native", "-fno-math-errno", "-fPIC", "-shared", "-std=c11"};
 static const char *const cpu_link_flags[] = {"-lm"};
 
 enum { CPU_MAX_ARGS = 64, CPU_MSG_MAX = 4000 };
@@ -30,6 +37,7 @@ enum { CPU_MAX_ARGS = 64, CPU_MSG_MAX = 4000 };
 struct rt_cpu_module {
     void *handle;
     char *path;
+    int fd; /* the memory file it was loaded from: held while loaded (below) */
 };
 
 static _Atomic long cpu_compiles;
@@ -173,11 +181,11 @@ static tsl_status cpu_find_cc(cpu_cc *cc, tsl_diag *d)
 }
 
 /* The first line of `<cc> --version`, remembered per command for the life
- * of the process and on disk in the cache folder as cpu/cc-<key>.id, the
- * key hashing the command and the compiler file's identity (device, inode,
- * size, mtime), so a cache hit in a new process spawns nothing. Gives a
+ * of the process and in the cache (kind "ccid"), the key hashing the
+ * command and the compiler file's identity (device, inode, size, mtime), so
+ * a cache hit in a new process spawns nothing. Gives a
  * malloc'd string ("unknown" if the compiler cannot tell). */
-static char *cpu_cc_identity(const cpu_cc *cc, const char *dir)
+static char *cpu_cc_identity(const cpu_cc *cc)
 {
     static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     static struct {
@@ -194,23 +202,16 @@ static char *cpu_cc_identity(const cpu_cc *cc, const char *dir)
     }
     pthread_mutex_unlock(&mu);
 
-    char *id = NULL, *id_path = NULL;
+    char *id = NULL, key[33] = "";
     struct stat st;
     if (stat(cc->words[0], &st) == 0) {
         int64_t fid[5] = {(int64_t)st.st_dev, (int64_t)st.st_ino, (int64_t)st.st_size,
                           (int64_t)st.st_mtim.tv_sec, (int64_t)st.st_mtim.tv_nsec};
         rt_key_part parts[] = {{cc->text, strlen(cc->text)}, {fid, sizeof fid}};
-        char key[33];
         rt_cache_key(parts, 2, key);
-        strbuf b = {0};
-        sb_printf(&b, "%s/cc-%s.id", dir, key);
-        id_path = sb_take(&b);
-        size_t n = 0;
-        id = file_read_all(id_path, &n);
-        if (id && (n == 0 || strchr(id, '\n'))) { /* not one written by us */
-            free(id);
-            id = NULL;
-        }
+        rt_cache_entry e;
+        if (rt_cache_get("ccid", key, &e) && e.note && *e.note && !strchr(e.note, '\n')) id = strdup(e.note);
+        rt_cache_entry_free(&e);
     }
     if (!id) {
         char *argv[CPU_MAX_ARGS];
@@ -224,13 +225,12 @@ static char *cpu_cc_identity(const cpu_cc *cc, const char *dir)
         size_t len = strcspn(s, "\n");
         if (rc == 0 && len > 0) {
             id = strndup(s, len);
-            if (id_path) rt_cache_write(id_path, id, len, NULL); /* best effort */
+            if (*key) rt_cache_put("ccid", key, cc->text, NULL, id, NULL, 0);
         } else {
             id = strdup("unknown");
         }
         sb_free(&out);
     }
-    free(id_path);
 
     pthread_mutex_lock(&mu);
     if (nmemo < (int)TSL_COUNTOF(memo)) {
@@ -240,6 +240,48 @@ static char *cpu_cc_identity(const cpu_cc *cc, const char *dir)
     }
     pthread_mutex_unlock(&mu);
     return id;
+}
+
+/* ---- the instruction-set level ---------------------------------------- */
+
+/* Kernels are built with -march=native, so a binary is only good on a CPU
+ * with the same instruction set: the level is part of every CPU cache key
+ * (a cache shared between machines never runs instructions a CPU lacks).
+ * It is the machine and the hash of the kernel's feature flags (the first
+ * `flags`/`Features` line of /proc/cpuinfo), with the vector level spelled
+ * out for people: "x86_64 avx512 5b1c..." */
+static char cpu_isa_text[96];
+
+static void cpu_isa_probe(void)
+{
+    const char *machine = "?";
+#if defined(__x86_64__)
+    machine = "x86_64";
+#elif defined(__aarch64__)
+    machine = "aarch64";
+#endif
+    const char *level = "";
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    level = __builtin_cpu_supports("avx512f") ? "avx512" : __builtin_cpu_supports("avx2") ? "avx2"
+            : __builtin_cpu_supports("avx") ? "avx" : "sse";
+#endif
+    uint64_t h = HASH_SEED;
+    size_t n = 0;
+    char *info = file_read_all("/proc/cpuinfo", &n);
+    const char *line = NULL;
+    for (const char *p = info; p && *p && !line; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, "flags", 5) || !strncmp(p, "Features", 8)) line = p;
+    if (line) h = hash_bytes(h, line, strcspn(line, "\n"));
+    free(info);
+    snprintf(cpu_isa_text, sizeof cpu_isa_text, "%s %s %016llx", machine, level, (unsigned long long)h);
+}
+
+const char *rt_cpu_isa(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, cpu_isa_probe);
+    return cpu_isa_text;
 }
 
 /* ---- compile errors ---------------------------------------------------- */
@@ -313,96 +355,191 @@ static void cpu_compile_error(tsl_diag *d, const cpu_cc *cc, int rc, const char 
 
 /* ---- compile ------------------------------------------------------------ */
 
-/* Whether the file at `path` is a whole 64-bit ELF object: every program
- * segment and the section header table lie inside the file. dlopen maps
- * segments past the end of a truncated file and then faults (SIGBUS) on
- * touching them, so a cached object is checked before it is loaded. */
-static int cpu_elf_complete(const char *path)
+/* Whether `data` is a whole 64-bit ELF object: every program segment and
+ * the section header table lie inside it. dlopen maps segments past the
+ * end of a truncated file and then faults (SIGBUS) on touching them, so
+ * every object is checked before it is loaded. */
+static int cpu_elf_complete(const void *data, size_t size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    struct stat st;
     Elf64_Ehdr eh;
-    int ok = fstat(fd, &st) == 0 && pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
-             memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-             eh.e_phentsize == sizeof(Elf64_Phdr);
-    uint64_t size = ok ? (uint64_t)st.st_size : 0;
+    if (size < sizeof eh) return 0;
+    memcpy(&eh, data, sizeof eh);
+    int ok = memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+             eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phoff <= size &&
+             (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) <= size - eh.e_phoff;
     if (ok && eh.e_shnum > 0)
         ok = eh.e_shoff <= size && (uint64_t)eh.e_shnum * eh.e_shentsize <= size - eh.e_shoff;
     for (int i = 0; ok && i < eh.e_phnum; i++) {
         Elf64_Phdr ph;
-        ok = pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) ==
-                 (ssize_t)sizeof ph &&
-             ph.p_offset <= size && ph.p_filesz <= size - ph.p_offset;
+        memcpy(&ph, (const char *)data + eh.e_phoff + (uint64_t)i * sizeof ph, sizeof ph);
+        ok = ph.p_offset <= size && ph.p_filesz <= size - ph.p_offset;
     }
-    close(fd);
     return ok;
 }
 
-static tsl_status cpu_dlopen(const char *path, rt_cpu_module **out)
+/* A whole regular file (what the compiler wrote); NULL otherwise. */
+static void *cpu_read_file(const char *path, size_t *n)
 {
-    if (!cpu_elf_complete(path)) return TSL_ERR_RUNTIME;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        buf = malloc((size_t)st.st_size);
+        size_t got = 0;
+        while (buf && got < (size_t)st.st_size) {
+            ssize_t r = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            got += (size_t)r;
+        }
+        if (buf && got == (size_t)st.st_size) {
+            *n = got;
+        } else {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    close(fd);
+    return buf;
+}
+
+tsl_status rt_cpu_load(const void *so, size_t size, const char *name, rt_cpu_module **out, tsl_diag *d)
+{
+    *out = NULL;
+    if (!cpu_elf_complete(so, size)) {
+        diag_error(d, TSL_ERR_RUNTIME, "cannot load the compiled kernel %s: it is not a complete ELF object",
+                   name ? name : "");
+        return TSL_ERR_RUNTIME;
+    }
+    /* The object is loaded from a file only this process holds: an
+     * anonymous memory file, so nothing on disk can be swapped in between
+     * the check and the load. */
+    int fd = memfd_create("tessel-kernel", MFD_CLOEXEC);
+    if (fd < 0) {
+        diag_error(d, TSL_ERR_RUNTIME, "cannot load the compiled kernel %s: memfd_create: %s", name ? name : "",
+                   strerror(errno));
+        return TSL_ERR_RUNTIME;
+    }
+    const char *p = so;
+    size_t left = size;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            diag_error(d, TSL_ERR_RUNTIME, "cannot load the compiled kernel %s: write: %s", name ? name : "",
+                       strerror(errno));
+            close(fd);
+            return TSL_ERR_RUNTIME;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    /* The fd stays open while the object is loaded: the loader knows an
+     * object by its path, and a closed fd's number (so its path) is handed
+     * to the next memfd, which dlopen would take for the one loaded. */
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return TSL_ERR_RUNTIME;
+    if (!h) {
+        close(fd);
+        const char *err = dlerror();
+        diag_error(d, TSL_ERR_RUNTIME, "cannot load the compiled kernel %s: %s", name ? name : "",
+                   err ? err : "unknown dlopen error");
+        return TSL_ERR_RUNTIME;
+    }
     rt_cpu_module *m = calloc(1, sizeof *m);
+    if (!m) {
+        dlclose(h);
+        close(fd);
+        diag_error(d, TSL_ERR_NOMEM, "out of memory");
+        return TSL_ERR_NOMEM;
+    }
     m->handle = h;
-    m->path = strdup(path);
+    m->fd = fd;
+    m->path = strdup(name ? name : "kernel");
     *out = m;
     return TSL_OK;
 }
 
-/* Run the compiler on `c_path` into the cache's `so_path` (through a temp
- * file renamed into place). */
-static tsl_status cpu_build(const cpu_cc *cc, const char *c_path, const char *so_path,
-                            const char *name, const char *source, tsl_diag *d)
+/* Compile `source` in a folder of this process's own (so nothing another
+ * process or user does to the cache can interfere, and deleting the cache
+ * mid-run breaks nothing) into a shared object's bytes. */
+static tsl_status cpu_build(const cpu_cc *cc, const char *name, const char *source, void **so, size_t *size,
+                            tsl_diag *d)
 {
-    static _Atomic unsigned long seq;
+    const char *tmpdir = getenv("TMPDIR");
     strbuf b = {0};
-    sb_printf(&b, "%s.tmp.%ld.%lu", so_path, (long)getpid(), (unsigned long)++seq);
-    char *tmp = sb_take(&b);
-    char *argv[CPU_MAX_ARGS];
-    int argc = 0;
-    for (int i = 0; i < cc->nwords; i++) argv[argc++] = cc->words[i];
-    for (size_t i = 0; i < TSL_COUNTOF(cpu_flags); i++) argv[argc++] = (char *)cpu_flags[i];
-    argv[argc++] = "-o";
-    argv[argc++] = tmp;
-    argv[argc++] = (char *)c_path;
-    for (size_t i = 0; i < TSL_COUNTOF(cpu_link_flags); i++)
-        argv[argc++] = (char *)cpu_link_flags[i];
-    argv[argc] = NULL;
-
-    strbuf out = {0};
-    atomic_fetch_add(&cpu_compiles, 1);
-    int rc = cpu_run(argv, &out);
+    sb_printf(&b, "%s/tessel-build-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    char *dir = sb_take(&b);
+    if (!mkdtemp(dir)) {
+        diag_error(d, TSL_ERR_IO, "cannot make a build folder '%s': %s", dir, strerror(errno));
+        free(dir);
+        return TSL_ERR_IO;
+    }
+    sb_printf(&b, "%s/kernel.c", dir);
+    char *c_path = sb_take(&b);
+    sb_printf(&b, "%s/kernel.so", dir);
+    char *so_path = sb_take(&b);
     tsl_status st = TSL_OK;
-    if (rc < 0) {
-        diag_error(d, TSL_ERR_UNAVAILABLE, "cannot run the C compiler '%s': %s", cc->text,
-                   strerror(errno));
-        st = TSL_ERR_UNAVAILABLE;
-    } else if (rc != 0) {
-        char *msg = cpu_replace_all(sb_str(&out), c_path, name);
-        cpu_compile_error(d, cc, rc, msg, name, source);
-        free(msg);
-        st = TSL_ERR_COMPILE;
-    } else if (rename(tmp, so_path) != 0) {
-        diag_error(d, TSL_ERR_IO, "kernel cache: cannot rename '%s' to '%s': %s", tmp, so_path,
-                   strerror(errno));
+    int fd = open(c_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    size_t len = strlen(source), off = 0;
+    while (fd >= 0 && off < len) {
+        ssize_t w = write(fd, source + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) break;
+        off += (size_t)w;
+    }
+    if (fd < 0 || off < len || close(fd) != 0) {
+        diag_error(d, TSL_ERR_IO, "cannot write the kernel source '%s': %s", c_path, strerror(errno));
         st = TSL_ERR_IO;
     }
-    if (st != TSL_OK) unlink(tmp);
-    sb_free(&out);
-    free(tmp);
+    if (!st) {
+        char *argv[CPU_MAX_ARGS];
+        int argc = 0;
+        for (int i = 0; i < cc->nwords; i++) argv[argc++] = cc->words[i];
+        for (size_t i = 0; i < TSL_COUNTOF(cpu_flags); i++) argv[argc++] = (char *)cpu_flags[i];
+        argv[argc++] = "-o";
+        argv[argc++] = so_path;
+        argv[argc++] = c_path;
+        for (size_t i = 0; i < TSL_COUNTOF(cpu_link_flags); i++) argv[argc++] = (char *)cpu_link_flags[i];
+        argv[argc] = NULL;
+        strbuf out = {0};
+        atomic_fetch_add(&cpu_compiles, 1);
+        int rc = cpu_run(argv, &out);
+        if (rc < 0) {
+            diag_error(d, TSL_ERR_UNAVAILABLE, "cannot run the C compiler '%s': %s", cc->text, strerror(errno));
+            st = TSL_ERR_UNAVAILABLE;
+        } else if (rc != 0) {
+            char *msg = cpu_replace_all(sb_str(&out), c_path, name);
+            cpu_compile_error(d, cc, rc, msg, name, source);
+            free(msg);
+            st = TSL_ERR_COMPILE;
+        } else if (!(*so = cpu_read_file(so_path, size)) || !cpu_elf_complete(*so, *size)) {
+            free(*so);
+            *so = NULL;
+            diag_error(d, TSL_ERR_RUNTIME, "the C compiler's output for %s is not a complete shared object", name);
+            st = TSL_ERR_RUNTIME;
+        }
+        sb_free(&out);
+    }
+    unlink(so_path);
+    unlink(c_path);
+    rmdir(dir);
+    free(so_path);
+    free(c_path);
+    free(dir);
     return st;
 }
 
-tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_module **out,
-                          tsl_diag *d)
+tsl_status rt_cpu_build(const char *source, const char *name_hint, void **so, size_t *size, tsl_diag *d)
 {
     tsl_diag scratch = {0};
     if (!d) d = &scratch;
-    *out = NULL;
+    *so = NULL;
+    *size = 0;
     if (!source) {
-        diag_error(d, TSL_ERR_ARG, "rt_cpu_compile: source is NULL");
+        diag_error(d, TSL_ERR_ARG, "rt_cpu_build: source is NULL");
         diag_free(&scratch);
         return TSL_ERR_ARG;
     }
@@ -413,53 +550,72 @@ tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_modu
         diag_free(&scratch);
         return st;
     }
-    char *dir = NULL, *so_path = NULL, *c_path = NULL;
-    st = rt_cache_dir("cpu", &dir, d);
-    if (st != TSL_OK) goto done;
-    char *id = cpu_cc_identity(&cc, dir);
+    char *id = cpu_cc_identity(&cc);
     strbuf flags = {0};
     for (size_t i = 0; i < TSL_COUNTOF(cpu_flags); i++) sb_printf(&flags, "%s ", cpu_flags[i]);
-    for (size_t i = 0; i < TSL_COUNTOF(cpu_link_flags); i++)
-        sb_printf(&flags, "%s ", cpu_link_flags[i]);
+    for (size_t i = 0; i < TSL_COUNTOF(cpu_link_flags); i++) sb_printf(&flags, "%s ", cpu_link_flags[i]);
+    const char *isa = rt_cpu_isa();
     rt_key_part parts[] = {
-        {source, strlen(source)},
-        {id, strlen(id)},
-        {cc.text, strlen(cc.text)},
-        {sb_str(&flags), flags.len},
+        {source, strlen(source)}, {id, strlen(id)}, {cc.text, strlen(cc.text)}, {sb_str(&flags), flags.len},
+        {isa, strlen(isa)},
     };
     char key[33];
     rt_cache_key(parts, (int)TSL_COUNTOF(parts), key);
     sb_free(&flags);
+    /* the cache's copy, checksummed and checked whole; else compile */
+    rt_cache_entry e;
+    int hit = rt_cache_get("cpu", key, &e);
+    if (hit && !cpu_elf_complete(e.data, e.size)) {
+        rt_warn("kernel cache entry cpu/%s is not a complete shared object; rebuilding it", key);
+        hit = 0;
+    }
+    if (hit) {
+        *so = e.data;
+        *size = e.size;
+        e.data = NULL;
+    } else {
+        st = cpu_build(&cc, name, source, so, size, d);
+        if (!st) rt_cache_put("cpu", key, name, source, id, *so, *size);
+    }
+    rt_cache_entry_free(&e);
     free(id);
-
-    strbuf b = {0};
-    sb_printf(&b, "%s/%s.so", dir, key);
-    so_path = sb_take(&b);
-    sb_printf(&b, "%s/%s.c", dir, key);
-    c_path = sb_take(&b);
-
-    if (access(so_path, F_OK) == 0) {
-        if (cpu_dlopen(so_path, out) == TSL_OK) goto done;
-        /* A cached object that does not load is garbage: rebuild it once. */
-        (void)dlerror();
-        unlink(so_path);
-    }
-    st = rt_cache_write(c_path, source, strlen(source), d);
-    if (st != TSL_OK) goto done;
-    st = cpu_build(&cc, c_path, so_path, name, source, d);
-    if (st != TSL_OK) goto done;
-    if (cpu_dlopen(so_path, out) != TSL_OK) {
-        const char *err = dlerror();
-        diag_error(d, TSL_ERR_RUNTIME, "cannot load the compiled kernel '%s' (from %s): %s",
-                   so_path, name, err ? err : "unknown dlopen error");
-        st = TSL_ERR_RUNTIME;
-    }
-done:
-    free(dir);
-    free(so_path);
-    free(c_path);
     cpu_cc_free(&cc);
     diag_free(&scratch);
+    return st;
+}
+
+const char *rt_cpu_toolchain(void)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static char *memo;
+    pthread_mutex_lock(&mu);
+    if (!memo) {
+        cpu_cc cc;
+        strbuf b = {0};
+        if (cpu_find_cc(&cc, NULL) == TSL_OK) {
+            char *id = cpu_cc_identity(&cc);
+            sb_printf(&b, "%s\n%s\n", cc.text, id);
+            free(id);
+            cpu_cc_free(&cc);
+        } else {
+            sb_puts(&b, "no compiler\n");
+        }
+        for (size_t i = 0; i < TSL_COUNTOF(cpu_flags); i++) sb_printf(&b, "%s ", cpu_flags[i]);
+        sb_printf(&b, "\n%s", rt_cpu_isa());
+        memo = sb_take(&b);
+    }
+    pthread_mutex_unlock(&mu);
+    return memo ? memo : "";
+}
+
+tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_module **out, tsl_diag *d)
+{
+    *out = NULL;
+    void *so = NULL;
+    size_t n = 0;
+    tsl_status st = rt_cpu_build(source, name_hint, &so, &n, d);
+    if (!st) st = rt_cpu_load(so, n, name_hint && *name_hint ? name_hint : "kernel.c", out, d);
+    free(so);
     return st;
 }
 
@@ -485,6 +641,7 @@ void rt_cpu_module_free(rt_cpu_module *m)
 {
     if (!m) return;
     dlclose(m->handle);
+    close(m->fd);
     free(m->path);
     free(m);
 }

@@ -348,27 +348,22 @@ static int cuda_is_elf(const void *p, size_t n)
 }
 
 /* Look the key up in the cache: the cubin and (when asked) its log. */
-static int cuda_cache_get(const char *cubin_path, const char *log_path, void **cubin,
-                          size_t *size, char **log)
+/* The cache's cubin for key (checksummed by the cache, and an ELF image)
+ * and, when asked, its NVRTC log; 0 on a miss. */
+static int cuda_cache_get(const char *key, void **cubin, size_t *size, char **log)
 {
-    size_t n = 0;
-    char *data = file_read_all(cubin_path, &n);
-    if (!data) return 0;
-    if (!cuda_is_elf(data, n)) {
-        free(data);
-        unlink(cubin_path);
+    rt_cache_entry e;
+    if (!rt_cache_get("cuda", key, &e)) return 0;
+    if (!cuda_is_elf(e.data, e.size)) {
+        rt_warn("kernel cache entry cuda/%s is not a cubin; rebuilding it", key);
+        rt_cache_entry_free(&e);
         return 0;
     }
-    if (log) {
-        size_t ln;
-        *log = file_read_all(log_path, &ln);
-        if (!*log) {
-            free(data);
-            return 0;
-        }
-    }
-    *cubin = data;
-    *size = n;
+    *cubin = e.data;
+    *size = e.size;
+    if (log) *log = e.note ? e.note : strdup("");
+    else free(e.note);
+    free(e.source);
     return 1;
 }
 
@@ -471,16 +466,9 @@ tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_o
     rt_cache_key(parts, np, key);
     sb_free(&allopts);
 
-    char *dir = NULL, *cubin_path = NULL, *log_path = NULL;
     nvrtcProgram prog = NULL;
     char *logtext = NULL, *bin = NULL;
-    if ((st = rt_cache_dir("cuda", &dir, d)) != TSL_OK) goto done;
-    strbuf pb = {0};
-    sb_printf(&pb, "%s/%s.cubin", dir, key);
-    cubin_path = sb_take(&pb);
-    sb_printf(&pb, "%s/%s.log", dir, key);
-    log_path = sb_take(&pb);
-    if (cuda_cache_get(cubin_path, log_path, cubin, cubin_size, log)) goto done;
+    if (cuda_cache_get(key, cubin, cubin_size, log)) goto done;
 
     atomic_fetch_add(&cuda_compiles, 1);
     if ((st = NV_TRY(d, CreateProgram(&prog, source, name, 0, NULL, NULL))) != TSL_OK) goto done;
@@ -503,9 +491,7 @@ tsl_status rt_cuda_compile(const char *source, const char *arch, const rt_cuda_o
         }
         goto done;
     }
-    /* The log first: a reader that finds the cubin then finds its log. */
-    if ((st = rt_cache_write(log_path, logtext, strlen(logtext), d)) != TSL_OK) goto done;
-    if ((st = rt_cache_write(cubin_path, bin, n, d)) != TSL_OK) goto done;
+    rt_cache_put("cuda", key, name, source, logtext, bin, n);
     *cubin = bin;
     *cubin_size = n;
     bin = NULL;
@@ -517,9 +503,6 @@ done:
     if (prog) nv.DestroyProgram(&prog);
     free(bin);
     free(logtext);
-    free(dir);
-    free(cubin_path);
-    free(log_path);
     free(opts);
 done_early:
     diag_free(&scratch);

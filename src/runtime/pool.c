@@ -24,8 +24,9 @@ static struct {
     pthread_t *threads;
     int nthreads;       /* workers + the caller; 0 = not started */
     int stop;
-    uint64_t generation;
+    uint64_t generation, start_generation;
     int active;         /* workers not yet finished with this generation */
+    int limit;          /* threads (the caller included) that take chunks this generation */
     rt_cpu_range_fn fn; /* the current job */
     void *ctx;
     int64_t n, chunk, nchunks;
@@ -63,17 +64,22 @@ static void pool_run_chunks(void)
     }
 }
 
+/* Worker `idx` (1.. nthreads-1; the caller is 0) takes chunks of a
+ * generation only when idx < the generation's thread limit. The first
+ * generation it waits past is the one current when the pool started. */
 static void *pool_worker(void *arg)
 {
-    uint64_t seen = (uint64_t)(uintptr_t)arg;
+    int idx = (int)(uintptr_t)arg;
     pool_inside = 1;
     pthread_mutex_lock(&pool.mu);
+    uint64_t seen = pool.start_generation;
     for (;;) {
         while (!pool.stop && pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.mu);
         if (pool.stop) break;
         seen = pool.generation;
+        int take = idx < pool.limit;
         pthread_mutex_unlock(&pool.mu);
-        pool_run_chunks();
+        if (take) pool_run_chunks();
         pthread_mutex_lock(&pool.mu);
         if (--pool.active == 0) pthread_cond_signal(&pool.done);
     }
@@ -100,10 +106,10 @@ static void pool_start(void)
     pool.threads = want > 1 ? calloc((size_t)want - 1, sizeof(pthread_t)) : NULL;
     int made = 0;
     pthread_mutex_lock(&pool.mu);
-    uint64_t gen = pool.generation;
+    pool.start_generation = pool.generation;
     pthread_mutex_unlock(&pool.mu);
     for (int i = 0; pool.threads && i < want - 1; i++) {
-        if (pthread_create(&pool.threads[made], NULL, pool_worker, (void *)(uintptr_t)gen) != 0)
+        if (pthread_create(&pool.threads[made], NULL, pool_worker, (void *)(uintptr_t)(made + 1)) != 0)
             break;
         made++;
     }
@@ -112,20 +118,26 @@ static void pool_start(void)
 
 void rt_cpu_parallel_for(int64_t n, rt_cpu_range_fn fn, void *ctx)
 {
+    rt_cpu_parallel_for_max(n, fn, ctx, 0);
+}
+
+void rt_cpu_parallel_for_max(int64_t n, rt_cpu_range_fn fn, void *ctx, int max_threads)
+{
     if (n <= 0) return;
-    if (pool_inside) {
+    if (pool_inside || max_threads == 1) {
         fn(ctx, 0, n);
         return;
     }
     pthread_mutex_lock(&pool_submit_mu);
     if (pool.nthreads == 0) pool_start();
+    int limit = max_threads > 0 && max_threads < pool.nthreads ? max_threads : pool.nthreads;
     int workers = pool.nthreads - 1;
     if (workers == 0 || n == 1) {
         pthread_mutex_unlock(&pool_submit_mu);
         fn(ctx, 0, n);
         return;
     }
-    int64_t maxchunks = (int64_t)pool.nthreads * POOL_CHUNKS_PER_THREAD;
+    int64_t maxchunks = (int64_t)limit * POOL_CHUNKS_PER_THREAD;
     int64_t nchunks = n < maxchunks ? n : maxchunks;
     pthread_mutex_lock(&pool.mu);
     pool.fn = fn;
@@ -134,7 +146,8 @@ void rt_cpu_parallel_for(int64_t n, rt_cpu_range_fn fn, void *ctx)
     pool.chunk = n / nchunks + (n % nchunks != 0);
     pool.nchunks = (n + pool.chunk - 1) / pool.chunk;
     atomic_store(&pool.next, 0);
-    pool.active = workers;
+    pool.active = workers; /* every worker wakes; those past the limit take nothing */
+    pool.limit = limit;
     pool.generation++;
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.mu);

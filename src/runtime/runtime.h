@@ -4,7 +4,7 @@
  *   rt_cuda_*  CUDA C -> NVRTC -> cached cubin -> driver API (module, launch,
  *              memory, events). libcuda and NVRTC are dlopen'd at first use,
  *              so tessel builds and runs on machines with neither;
- *   rt_cache_* the per-user cache directory both runtimes write into.
+ *   rt_cache_* the per-user cache (SQLite) both runtimes keep binaries in.
  * Every fallible call returns a tsl_status and, on failure, appends a
  * message to the caller's tsl_diag (which may be NULL to discard it). */
 #ifndef TSL_RUNTIME_H
@@ -15,14 +15,22 @@
 
 #include "base/base.h"
 
-/* ---- cache directory (cache_dir.c) ------------------------------------ */
-/* $TESSEL_CACHE_DIR, else $XDG_CACHE_HOME/tessel, else $HOME/.cache/tessel,
- * else /tmp/tessel-$UID; `sub` ("cpu", "cuda") is appended and the whole
- * path created (mode 0700). Gives a malloc'd path. */
-tsl_status rt_cache_dir(const char *sub, char **out, tsl_diag *d);
-/* Write `data` to `path` atomically: a unique temp file in the same folder,
- * then rename(2). Readers never see a partial file. */
-tsl_status rt_cache_write(const char *path, const void *data, size_t n, tsl_diag *d);
+/* ---- warnings (cache.c) -------------------------------------------------- */
+/* What the runtime reports without failing (a damaged cache entry, a cache
+ * it cannot use): "tessel: warning: ..." on stderr unless a handler is set. */
+typedef void (*rt_warning_fn)(void *ctx, const char *msg);
+void rt_set_warning_handler(rt_warning_fn fn, void *ctx); /* NULL: stderr */
+void rt_warn(const char *fmt, ...) TSL_PRINTF(1, 2);
+long rt_warning_count(void); /* warnings so far in this process (tests) */
+
+/* ---- the cache (cache.c) --------------------------------------------------- */
+/* One SQLite database per user, in $TESSEL_CACHE_DIR, else
+ * $XDG_CACHE_HOME/tessel, else $HOME/.cache/tessel, else /tmp/tessel-$UID
+ * (created 0700; refused when not the user's own or writable by others).
+ * Rows are (kind, key) -> source text, a note, a blob, each with a
+ * checksum verified on every read. Errors never fail a caller: a damaged
+ * row or database is a miss and a warning, and is rebuilt. */
+
 /* 128-bit content key as 32 hex digits + NUL, from a list of strings and
  * byte ranges hashed in order (each prefixed by its length). */
 typedef struct rt_key_part {
@@ -30,6 +38,45 @@ typedef struct rt_key_part {
     size_t n;
 } rt_key_part;
 void rt_cache_key(const rt_key_part *parts, int nparts, char out[33]);
+
+typedef struct rt_cache_entry {
+    char *source, *note; /* NULL when the row has none */
+    void *data;
+    size_t size;
+} rt_cache_entry;
+/* 1 and *out (malloc'd; rt_cache_entry_free) on a verified hit, else 0. */
+int rt_cache_get(const char *kind, const char *key, rt_cache_entry *out);
+void rt_cache_entry_free(rt_cache_entry *e);
+/* Store (replacing the row of that kind and key); best effort. */
+void rt_cache_put(const char *kind, const char *key, const char *name, const char *source, const char *note,
+                  const void *data, size_t size);
+
+/* The folder `sub` inside the cache folder (created 0700, checked as the
+ * cache folder is); gives a malloc'd path. */
+tsl_status rt_cache_dir(const char *sub, char **out, tsl_diag *d);
+/* The database's path (static), or NULL with a message. */
+const char *rt_cache_path(tsl_diag *d);
+
+/* Every row of `kind` (NULL: all) whose key starts with key_prefix ("" or
+ * NULL: all), oldest first; intact says whether its checksum matches. */
+typedef struct rt_cache_row {
+    const char *kind, *key, *name, *source, *note;
+    const void *data;
+    size_t size;
+    int64_t created; /* seconds since the epoch */
+    int intact;
+} rt_cache_row;
+typedef void (*rt_cache_row_fn)(void *ctx, const rt_cache_row *r);
+tsl_status rt_cache_each(const char *kind, const char *key_prefix, rt_cache_row_fn fn, void *ctx, tsl_diag *d);
+/* Remove every row (of kind; NULL: all); *removed gets the count. */
+tsl_status rt_cache_clear(const char *kind, int *removed, tsl_diag *d);
+/* Copy intact rows (of kind; NULL: all) into the SQLite file `file`
+ * (created if missing), or from it into the cache (rows the cache has
+ * are kept); damaged ones are counted in *skipped. */
+tsl_status rt_cache_export(const char *file, const char *kind, int *copied, int *skipped, tsl_diag *d);
+tsl_status rt_cache_import(const char *file, const char *kind, int *copied, int *skipped, tsl_diag *d);
+/* Close the database (the next use opens it again). */
+void rt_cache_reset(void);
 
 /* ---- CPU runtime (cpu.c) ---------------------------------------------- */
 typedef struct rt_cpu_module rt_cpu_module;
@@ -44,6 +91,19 @@ typedef struct rt_cpu_module rt_cpu_module;
  * TSL_ERR_IO (cache), TSL_ERR_RUNTIME (dlopen). */
 tsl_status rt_cpu_compile(const char *source, const char *name_hint, rt_cpu_module **out,
                           tsl_diag *d);
+/* rt_cpu_compile in two steps: the shared object's bytes (compiled, or
+ * from the cache), then loaded from a file only this process holds (a
+ * memfd), after checking that it is a whole ELF object. `name` names it
+ * in messages. */
+tsl_status rt_cpu_build(const char *source, const char *name_hint, void **so, size_t *size, tsl_diag *d);
+tsl_status rt_cpu_load(const void *so, size_t size, const char *name, rt_cpu_module **out, tsl_diag *d);
+/* The instruction-set level this machine's kernels are built for
+ * (-march=native): "x86_64 avx512 <hash of the CPU's feature flags>". Part
+ * of every CPU cache key. Static. */
+const char *rt_cpu_isa(void);
+/* What CPU binaries depend on, for keys of things built from them: the
+ * compiler's command and identity, the flags, the ISA level. Static. */
+const char *rt_cpu_toolchain(void);
 /* A symbol of a loaded module, or NULL with a dlerror() message in d. */
 void *rt_cpu_symbol(rt_cpu_module *m, const char *name, tsl_diag *d);
 void rt_cpu_module_free(rt_cpu_module *m); /* NULL allowed */
@@ -59,6 +119,9 @@ long rt_cpu_compile_count(void);
  * calling thread; calls from several threads at once are serialized. */
 typedef void (*rt_cpu_range_fn)(void *ctx, int64_t begin, int64_t end);
 void rt_cpu_parallel_for(int64_t n, rt_cpu_range_fn fn, void *ctx);
+/* The same on at most max_threads threads, the caller included (<= 0: all
+ * of the pool's; 1: the caller alone). */
+void rt_cpu_parallel_for_max(int64_t n, rt_cpu_range_fn fn, void *ctx, int max_threads);
 int rt_cpu_num_threads(void);
 /* Resize the pool (n <= 0: back to the default). Must not be called from
  * inside a parallel_for. */
@@ -68,6 +131,11 @@ void rt_cpu_set_num_threads(int n);
 void rt_cpu_shutdown(void);
 
 /* ---- CUDA: NVRTC (cuda.c; needs only libnvrtc) ------------------------ */
+/* The NVRTC option that selects a kernel's 64-bit index variant and the
+ * name of a size branch's arm macro (codegen/cuda.h's CG_CUDA_INDEX64 and
+ * TSL_IF<n>: the unit tests hold the two spellings equal). */
+#define RT_CUDA_INDEX64 "-DTSL_INDEX64"
+#define RT_CUDA_BRANCH_FMT "-DTSL_IF%d=%u"
 typedef struct rt_cuda_options {
     const char *name;              /* source name in messages; NULL: "kernel.cu" */
     const char *const *extra;      /* more NVRTC options, e.g. "-DTILE=64" */

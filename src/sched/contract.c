@@ -59,9 +59,8 @@ static const ct_shape CT_FMA = {128, 128, 16, 0, 0, 256};
  * L1 while the 16 A panels of the column stream past it. Measured on the
  * 2-core EPYC VM (docs/sched.md): 96x128x256 beat 96x128x128, 96x256x128,
  * 96x256x256, 192x128x256, 192x256x256, 96x64x256, 64x192x256 (4x24). */
-static const ct_shape CT_CPU = {96, 128, 256, 0, 0, 128};
-#define CT_CPU_TM 6
-#define CT_CPU_TN 16
+/* (sched/options.c holds it, and CT_MMA's and CT_FMA's values, as the
+ * defaults of the contract.cpu, .mma and .fma options.) */
 
 typedef struct ct {
     const graph *g;
@@ -92,6 +91,7 @@ typedef struct ct {
     int sm90;              /* the sm_90a plan: TMA ring, wgmma, warpgroups (ct_sm90) */
     int em, en, ethreads;  /* the epilogue's tile of C and the threads it spans:
                             * the block's, or one consumer warpgroup's (sm90) */
+    const sched_options *opt; /* the plan's choices (sched/options.h) */
 } ct;
 
 /* ---- recognition -------------------------------------------------------------------- */
@@ -209,41 +209,31 @@ static int recognise(ct *c)
     c->tm = CT_FMA_TM;
     c->tn = CT_FMA_TN;
     if (c->cpu && !c->mma) {
-        /* TESSEL_CONTRACT_CPU="BM,BN,BK,TM,TN,STAGES" overrides the CPU plan */
-        const char *ce = getenv("TESSEL_CONTRACT_CPU");
-        ct_shape o = CT_CPU;
-        int tm = CT_CPU_TM, tn = CT_CPU_TN, st = 1;
-        if (!ce || sscanf(ce, "%d,%d,%d,%d,%d,%d", &o.bm, &o.bn, &o.bk, &tm, &tn, &st) != 6 || tm < 1 || tn < 1 ||
-            o.bm % tm || o.bn % tn || o.bk < 1 || st < 1 || st > 4 || (o.bm / tm) * (o.bn / tn) > 1024 ||
-            ((o.bm / tm) * (o.bn / tn)) % 16 || o.bm % 16 || o.bn % 16) {
-            o = CT_CPU;
-            tm = CT_CPU_TM, tn = CT_CPU_TN, st = 1;
-        }
-        o.threads = (o.bm / tm) * (o.bn / tn);
+        /* the CPU plan: options.h's contract.cpu (checked by the caller;
+         * its defaults are CT_CPU) */
+        const sched_contract_options *co = &c->opt->cpu;
+        ct_shape o = {co->bm, co->bn, co->bk, 0, 0, (co->bm / co->tm) * (co->bn / co->tn)};
         c->sh = o;
-        c->tm = tm;
-        c->tn = tn;
-        c->pad = 16;
-        c->stages = st;
+        c->tm = co->tm;
+        c->tn = co->tn;
+        c->pad = co->pad;
+        c->stages = co->stages;
         for (int i = grp->first; i < grp->first + grp->nops; i++)
             if (i != grp->anchor && !side_op_ok(c, &g->ops[i])) return 0;
         return 1;
     }
     c->sm90 = c->want_sm90 && c->mma;
-    /* TESSEL_CONTRACT="BM,BN,BK,WM,WN,PAD[,STAGES]" overrides the mma plan
-     * (experiments; the tuner's space later) */
-    const char *env = getenv("TESSEL_CONTRACT");
-    ct_shape o = c->sh;
-    int pad = c->pad, stages = 3;
-    c->stages = 3;
-    int got = env ? sscanf(env, "%d,%d,%d,%d,%d,%d,%d", &o.bm, &o.bn, &o.bk, &o.wm, &o.wn, &pad, &stages) : 0;
-    if (c->mma && got >= 6 && o.wm > 0 && o.wn > 0 && o.bm % (16 * o.wm) == 0 && o.bn % (8 * o.wn) == 0 &&
-        o.bk % 16 == 0 && pad >= 0 && stages >= 1 && stages <= 8) {
-        o.threads = 32 * o.wm * o.wn;
-        c->sh = o;
-        c->pad = pad;
-        c->stages = stages;
+    /* the GPU plans: options.h's contract.mma (f16/bf16) and contract.fma
+     * (f32), checked by the caller; their defaults are CT_MMA and CT_FMA */
+    const sched_contract_options *co = c->mma ? &c->opt->mma : &c->opt->fma;
+    if (c->mma) c->sh = (ct_shape){co->bm, co->bn, co->bk, co->wm, co->wn, 32 * co->wm * co->wn};
+    else c->sh = (ct_shape){co->bm, co->bn, co->bk, 0, 0, (co->bm / co->tm) * (co->bn / co->tn)};
+    if (!c->mma) {
+        c->tm = co->tm;
+        c->tn = co->tn;
     }
+    c->pad = co->pad;
+    c->stages = co->stages;
     for (int i = grp->first; i < grp->first + grp->nops; i++)
         if (i != grp->anchor && !side_op_ok(c, &g->ops[i])) return 0;
     return 1;
@@ -444,8 +434,8 @@ static void emit_mainloop(ct *c, strbuf *b)
         sb_printf(b, "      c_bb = broadcast c_b -> register f32[%d, %d] layout %s dim 0\n", s->bm, s->bn, c->lc);
         sb_puts(b, "      c_p = mul c_ab, c_bb\n");
         /* on the CPU the k loop asks for the f32 micro-kernel atom
-         * (target/cpu.c; TESSEL_CPU_NO_UKR=1 leaves the generic loop) */
-        sb_printf(b, "      add c_acc, c_p -> c_acc%s\n", c->cpu && !getenv("TESSEL_CPU_NO_UKR") ? " atom cpu.ukr.f32" : "");
+         * (target/cpu.c; the option cpu.micro_kernels=0 leaves the generic loop) */
+        sb_printf(b, "      add c_acc, c_p -> c_acc%s\n", c->cpu && c->opt->micro_kernels ? " atom cpu.ukr.f32" : "");
         sb_puts(b, "    }\n");
     }
     sb_puts(b, "  }\n");
@@ -739,6 +729,7 @@ static const char *unary_name(int b)
     case LANG_TANH: return "tanh";
     case LANG_SIGMOID: return "sigmoid";
     case LANG_ABS: return "abs";
+    case LANG_ERF: return "erf";
     default: return NULL;
     }
 }
@@ -1060,7 +1051,7 @@ static char *contract_text(ct *c, const char *kname)
 /* Parse and verify a kernel's text into the plan's arena (the text stays
  * there: kernel positions refer to it). NULL when it does not verify: an
  * internal shortcoming of the strategy, which then leaves the group to the
- * generic one (TESSEL_DEBUG_CONTRACT shows why). */
+ * generic one; the plan's notes say why (`--emit=tile` prints them). */
 static tile_kernel *parse_kernel(sched_plan *p, char *text, const char *kname)
 {
     tsl_arena *a = p->m->arena;
@@ -1077,12 +1068,13 @@ static tile_kernel *parse_kernel(sched_plan *p, char *text, const char *kname)
     tsl_status st = tile_parse(a, src, &d, &m);
     if (!st) st = tile_verify(m, src, &d);
     if (st || !m || m->nkernels != 1 || tile_module_find(p->m, kname)) {
-        if (getenv("TESSEL_DEBUG_CONTRACT")) fprintf(stderr, "contract: %s\n%s", sb_str(&d.msg), keep);
+        const char *why = sb_str(&d.msg);
+        sched_note(p, "the contraction plan '%s' does not verify; the group falls back: %.*s", kname,
+                   (int)strcspn(why, "\n"), *why ? why : "a kernel of that name exists");
         diag_free(&d);
         return NULL;
     }
     diag_free(&d);
-    if (getenv("TESSEL_DEBUG_CONTRACT")) fprintf(stderr, "%s", keep);
     return m->kernels[0];
 }
 
@@ -1201,6 +1193,7 @@ int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp)
     c.def = g->def;
     c.grp = grp;
     c.cpu = p->target == TSL_TARGET_CPU;
+    c.opt = p->opt;
     char kname[160], kname9[176];
     snprintf(kname, sizeof kname, "%s_g%d_contract", g->def->name, grp->index);
     snprintf(kname9, sizeof kname9, "%s_wgmma", kname);

@@ -19,6 +19,7 @@
  * verifies; every kernel parameter has a sched_arg saying where its value
  * comes from. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -704,7 +705,7 @@ static tile_value *rb_reg1(lower *L, tile_op op, const char *name, tsl_dtype dt,
 static int lower_rblk(lower *L, const graph_op *op)
 {
     rb_shape sh;
-    if (getenv("TESSEL_CPU_NO_RBLK") || !rb_match(L, op, &sh)) return 0;
+    if (!L->p->opt->conv || !rb_match(L, op, &sh)) return 0;
     const lang_stmt *st = op->stmt;
     const graph_operand *oa = &op->operands[sh.a], *ob = &op->operands[sh.b];
     enum { TH_M = RB_M / RB_TM, TH_N = RB_N / RB_TN };
@@ -807,8 +808,8 @@ static int lower_rblk(lower *L, const graph_op *op)
     tile_instr_arg(L->m, &c->instr, tile_operand_tensor(p));
     tile_instr_dst(&c->instr, tile_operand_tensor(acc));
     /* the loop asks for the gathered f32 micro-kernel atom (target/cpu.c;
-     * TESSEL_CPU_NO_UKR=1 leaves the generic loop) */
-    if (!getenv("TESSEL_CPU_NO_UKR")) c->instr.atom = "cpu.ukr.f32.gather";
+     * the option cpu.micro_kernels=0 leaves the generic loop) */
+    if (L->p->opt->micro_kernels) c->instr.atom = "cpu.ukr.f32.gather";
     tile_build_pop(&L->b);
 
     tile_stmt *sc = tile_build_instr(&L->b, TILE_I_SCATTER, NULL);
@@ -993,7 +994,7 @@ static int lower_full(lower *L, const graph_op *op)
     const lang_stmt *st = op->stmt;
     if (op->niter != 0 || op->nvars == 0 || st->lhs->rank != 0) return 0;
     if (op->assign != LANG_ADD_EQ && op->assign != LANG_MAX_EQ && op->assign != LANG_MIN_EQ) return 0;
-    if (getenv("TESSEL_NO_FULLRED")) return 0;
+    if (!L->p->opt->full_reductions) return 0;
     fr_cfg cf = fr_config(L);
     int T = cf.threads, LOC = cf.locals, W = T * LOC;
     tsl_dtype lt = st->lhs->dtype, bt = op->body->src->type;
@@ -1287,11 +1288,31 @@ int sched_sm_of_arch(const char *arch)
 
 sched_plan *sched_lower_sm(tsl_arena *a, const graph *g, tsl_target target, int sm, tsl_diag *d)
 {
+    return sched_lower_opt(a, g, target, sm, NULL, d);
+}
+
+void sched_note(sched_plan *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf b = {0};
+    if (p->notes) sb_puts(&b, p->notes);
+    sb_vprintf(&b, fmt, ap);
+    sb_putc(&b, '\n');
+    va_end(ap);
+    p->notes = arena_strdup(p->m->arena, sb_str(&b));
+    sb_free(&b);
+}
+
+sched_plan *sched_lower_opt(tsl_arena *a, const graph *g, tsl_target target, int sm, const sched_options *opt,
+                            tsl_diag *d)
+{
     (void)d;
     if (!g) return NULL;
     sched_plan *p = arena_alloc(a, sizeof *p);
     p->def = g->def;
     p->target = target;
+    p->opt = opt ? opt : &sched_options_defaults;
     p->sm = target == TSL_TARGET_CPU ? 0 : sm;
     p->m = tile_module_new(a);
     lower L;
@@ -1367,6 +1388,8 @@ void sched_print(strbuf *b, const sched_plan *p)
 {
     sb_printf(b, "// tessel schedule of '%s': %d kernel%s, run in this order\n", p->def->name, p->nlaunches,
               p->nlaunches == 1 ? "" : "s");
+    for (const char *n = p->notes; n && *n; n += strcspn(n, "\n") + 1)
+        sb_printf(b, "// note: %.*s\n", (int)strcspn(n, "\n"), n);
     for (int i = 0; i < p->nlaunches; i++) {
         const sched_launch *l = &p->launches[i];
         sb_printf(b, "// %s: statement %d (%s)", l->k->name, l->stmt, p->def->stmts[l->stmt].lhs->name);

@@ -354,7 +354,25 @@ static tile_value *rr_memo_get(rr *R, int key, int id, rr_shape sh)
 
 static tile_value *rr_memo_put(rr *R, int key, int id, rr_shape sh, tile_value *v)
 {
-    rr_memo m = {key, id, R->sub, sh, R->b.cur, v};
+    rr_memo m = {key, id, R->sub, sh, R->b.cur, v, NULL};
+    ARENA_PUSH(R->m->arena, R->memo, R->nmemo, R->capmemo, m);
+    return v;
+}
+
+/* The memo of a chunk value made from row scalars for expression ex
+ * (key 50: the expression spread; 51: 1 / its divisor spread). */
+static tile_value *rr_memo_get_ex(rr *R, int key, const void *ex)
+{
+    for (int i = R->nmemo - 1; i >= 0; i--)
+        if (R->memo[i].key == key && R->memo[i].ex == ex && R->memo[i].sub == R->sub &&
+            rr_block_open(R, R->memo[i].blk))
+            return R->memo[i].v;
+    return NULL;
+}
+
+static tile_value *rr_memo_put_ex(rr *R, int key, const void *ex, tile_value *v)
+{
+    rr_memo m = {key, 0, R->sub, RR_ROW, R->b.cur, v, ex};
     ARENA_PUSH(R->m->arena, R->memo, R->nmemo, R->capmemo, m);
     return v;
 }
@@ -576,13 +594,18 @@ static rv rr_expr(rr *R, int i, const graph_expr *e, rr_shape sh)
     const lang_expr *s = e->src;
     int compound = e->kind == LANG_E_UNARY || e->kind == LANG_E_BINARY || e->kind == LANG_E_SELECT ||
                    e->kind == LANG_E_CALL || e->kind == LANG_E_CAST;
-    if (sh == RR_ROW && compound && rr_float(s->type) && rr_rowscalar(R, i, e))
-        return (rv){.t = rr_spread(R, rr_as_tile(R, rr_num(R, rr_expr_at(R, i, e, RR_ONE)), RR_ONE))};
+    if (sh == RR_ROW && compound && rr_float(s->type) && rr_rowscalar(R, i, e)) {
+        tile_value *v = rr_memo_get_ex(R, 50, e);
+        return (rv){.t = v ? v : rr_spread(R, rr_as_tile(R, rr_num(R, rr_expr_at(R, i, e, RR_ONE)), RR_ONE))};
+    }
     if (sh == RR_ROW && e->kind == LANG_E_BINARY && s->op == LANG_DIV && rr_float(s->optype) &&
         rr_rowscalar(R, i, e->args[1])) {
-        tile_value *y = rr_as_tile(R, rr_num(R, rr_expr_at(R, i, e->args[1], RR_ONE)), RR_ONE);
-        rv r = rr_bin(R, TILE_I_DIV, (rv){.s = tile_expr_float(R->m, 1.0)}, (rv){.t = y}, RR_ONE);
-        return rr_bin(R, TILE_I_MUL, rr_expr(R, i, e->args[0], sh), (rv){.t = rr_spread(R, r.t)}, sh);
+        tile_value *inv = rr_memo_get_ex(R, 51, e);
+        if (!inv) {
+            tile_value *y = rr_as_tile(R, rr_num(R, rr_expr_at(R, i, e->args[1], RR_ONE)), RR_ONE);
+            inv = rr_spread(R, rr_bin(R, TILE_I_DIV, (rv){.s = tile_expr_float(R->m, 1.0)}, (rv){.t = y}, RR_ONE).t);
+        }
+        return rr_bin(R, TILE_I_MUL, rr_expr(R, i, e->args[0], sh), (rv){.t = inv}, sh);
     }
     return rr_expr_at(R, i, e, sh);
 }
@@ -806,6 +829,48 @@ static tile_value *rr_pass_loop(rr *R, int i, int reduce, tile_value *acc, tile_
     return last;
 }
 
+/* The CPU plan's streaming passes: the row-scalar parts of what op i
+ * computes per chunk (a row scalar spread over the chunk, the 1 / s of
+ * x / s, a float subexpression of row scalars), and those of the internal
+ * ops it recomputes, are the same in every chunk: made once before the
+ * chunk loop (memoized for it), so that the loop is the per-element work
+ * alone. Softmax 4096^2 had six broadcasts and a division per chunk of
+ * 128 elements. */
+static void rr_hoist(rr *R, int i, const graph_expr *e)
+{
+    const graph_op *op = &R->g->ops[R->grp->first + i];
+    const lang_expr *s = e->src;
+    int compound = e->kind == LANG_E_UNARY || e->kind == LANG_E_BINARY || e->kind == LANG_E_SELECT ||
+                   e->kind == LANG_E_CALL || e->kind == LANG_E_CAST;
+    if (compound && rr_float(s->type) && rr_rowscalar(R, i, e)) {
+        if (!rr_memo_get_ex(R, 50, e))
+            rr_memo_put_ex(R, 50, e, rr_spread(R, rr_as_tile(R, rr_num(R, rr_expr_at(R, i, e, RR_ONE)), RR_ONE)));
+        return;
+    }
+    if (e->kind == LANG_E_BINARY && s->op == LANG_DIV && rr_float(s->optype) && rr_rowscalar(R, i, e->args[1])) {
+        if (!rr_memo_get_ex(R, 51, e)) {
+            tile_value *y = rr_as_tile(R, rr_num(R, rr_expr_at(R, i, e->args[1], RR_ONE)), RR_ONE);
+            rv r = rr_bin(R, TILE_I_DIV, (rv){.s = tile_expr_float(R->m, 1.0)}, (rv){.t = y}, RR_ONE);
+            rr_memo_put_ex(R, 51, e, rr_spread(R, r.t));
+        }
+        rr_hoist(R, i, e->args[0]);
+        return;
+    }
+    if (e->kind == LANG_E_ACCESS) {
+        const graph_operand *o = &op->operands[e->operand];
+        int w = rr_writer_before(R, o->tensor, i);
+        if (w >= 0 && R->kind[w] != RR_FULL) {
+            rr_value(R, w, RR_ROW);
+        } else if (w >= 0) {
+            rr_hoist(R, w, R->g->ops[R->grp->first + w].body);
+        } else if (rr_pattern(R, op, o) == RR_PAT_ROW && !rr_memo_get(R, 20, o->tensor, RR_ROW)) {
+            rr_memo_put(R, 20, o->tensor, RR_ROW, rr_spread(R, rr_load_one(R, o->tensor)));
+        }
+        return;
+    }
+    for (int k = 0; k < e->nargs; k++) rr_hoist(R, i, e->args[k]);
+}
+
 /* One pass of op i over the row: a store of its chunks (acc NULL) or the
  * accumulation of its body into acc (tail lanes give the identity). The
  * streaming path loops over groups of SCHED_RR_UNROLL chunks, their loads
@@ -821,6 +886,7 @@ static tile_value *rr_pass(rr *R, int i, int reduce, tile_value *acc)
     R->pass++;
     int loop = !R->flat && !R->chunked && !R->single, U = loop ? SCHED_RR_UNROLL : 1;
     tile_expr *base = R->off;
+    if (loop && !R->gpu) rr_hoist(R, i, R->g->ops[R->grp->first + i].body);
     if (loop) {
         tile_expr *w = tile_expr_int(R->m, (int64_t)R->width * U);
         tile_expr *n = tile_expr_bin(R->m, TILE_OP_CDIV, R->colext, w);

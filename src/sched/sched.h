@@ -23,6 +23,7 @@
 
 #include "base/base.h"
 #include "graph/graph.h"
+#include "sched/options.h"
 #include "tile/interp.h"
 #include "tile/tile.h"
 
@@ -99,11 +100,15 @@ typedef struct sched_plan {
     int sm;                 /* CUDA: the compute capability x 10 the plan is
                              * for: 80 (mma.sync, cp.async; the default) or
                              * 90 (sm_90a: TMA, wgmma, warpgroups) */
+    const sched_options *opt; /* the strategies' choices (never NULL) */
     tile_module *m;
     sched_launch *launches; /* in execution order */
     int nlaunches, caplaunches;
     sched_scratch *scratch; /* buffers between launches */
     int nscratch, capscratch;
+    char *notes;            /* why a strategy declined a group it matched
+                             * (its own plan did not verify), one line each;
+                             * NULL when none */
 } sched_plan;
 
 /* Lower every group of g (built from def) to tile IR. The module verifies
@@ -117,6 +122,12 @@ sched_plan *sched_lower_for(tsl_arena *a, const graph *g, tsl_target target, tsl
 /* The same for a CUDA arch: sm = 80 or 90 (sm_90a). sched_lower_for is
  * this with sm = 80. */
 sched_plan *sched_lower_sm(tsl_arena *a, const graph *g, tsl_target target, int sm, tsl_diag *d);
+/* The same with the strategies' options (NULL: sched_options_defaults);
+ * the caller checks them first (sched_options_check). */
+sched_plan *sched_lower_opt(tsl_arena *a, const graph *g, tsl_target target, int sm, const sched_options *opt,
+                            tsl_diag *d);
+/* Record why a strategy declined (sched_plan.notes). */
+void sched_note(sched_plan *p, const char *fmt, ...) TSL_PRINTF(2, 3);
 /* The compute capability x 10 of an arch spelling ("sm_90a" -> 90); 80 for
  * NULL or anything unknown. */
 int sched_sm_of_arch(const char *arch);
@@ -147,18 +158,6 @@ int sched_tensor_used(const sched_plan *p, int t);
 /* The number of lanes of a launch's box under bound sizes (0: nothing
  * runs, also when the launch's guard says so). */
 int64_t sched_launch_lanes(const sched_plan *p, const sched_launch *l, const lang_bound *b);
-
-/* Run kernel k of m with args (tile_interp_run's convention): cg_c_run, or
- * the tile interpreter. */
-typedef tsl_status (*sched_kernel_fn)(void *ctx, const tile_module *m, const tile_kernel *k,
-                                      const tile_interp_arg *args, int nargs, tsl_diag *d);
-
-/* Run the plan (run.c): tensors[i] is def->tensors[i]'s host storage in C
- * order with the bound shape (NULL for scalars; NULL for a temporary makes
- * the run allocate it zeroed), scalars[i] the value of a scalar parameter.
- * Launches run in order through fn; an empty box runs nothing. */
-tsl_status sched_run(const sched_plan *p, const lang_bound *b, DLTensor *const *tensors, const double *scalars,
-                     sched_kernel_fn fn, void *ctx, tsl_diag *d);
 
 /* The plan as `//` comment lines (one per launch: kernel, statements,
  * arguments and their sources), then the module's tile text: the whole is

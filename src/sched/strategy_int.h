@@ -15,6 +15,7 @@ typedef struct rr_memo {
     rr_shape sh;
     tile_block *blk;     /* where it was emitted (visible while open) */
     tile_value *v;
+    const void *ex;      /* keys 50/51: the expression it is the value of */
 } rr_memo;
 
 typedef struct rr {

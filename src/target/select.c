@@ -789,9 +789,10 @@ tsl_status target_select(tile_module *m, tile_kernel *k, const target *t, const 
     selector S = {.m = m, .t = t, .src = src, .d = d};
     S.vis = (tile_decomp_visitor){.ctx = &S, .scalar = sv_ok, .indices = sv_ok, .branch = sv_walk_arms,
                                   .loop = sv_walk_arms, .collective = sv_collective, .move = sv_move, .fail = sv_fail};
-    for (int i = 0; i < m->nkernels; i++) {
-        if (k && m->kernels[i] != k) continue;
-        S.k = m->kernels[i];
+    /* k alone when given (it need not be one of m's: a caller may hold
+     * the kernel of another copy of the module), else every kernel of m */
+    for (int i = 0; i < (k ? 1 : m->nkernels); i++) {
+        S.k = k ? k : m->kernels[i];
         S.threads = S.k->threads;
         select_block(&S, S.k->body, NULL);
     }

@@ -9,7 +9,11 @@
  *     tracking (missing `sync`) and cp.async groups whose data lands only
  *     when the group completes (missing `wait`);
  *   - global loads/stores are masked to the tensor bounds;
- *   - an instruction with a decomposition runs its decomposition.
+ *   - an instruction with a decomposition runs its decomposition;
+ *   - warpgroup instances run interleaved as tasks, ordered only by
+ *     mbarriers; TMA lands at its barrier phase's completion, wgmma
+ *     results exist only after the wait that completes them, and a
+ *     missing wait, fence or arrive is a located hazard or deadlock.
  * Errors never abort: a located message goes to the diag and a status is
  * returned. */
 #ifndef TSL_TILE_INTERP_H
@@ -33,8 +37,9 @@ typedef struct tile_interp_arg {
 tile_interp_arg tile_interp_arg_float(const char *name, double v);
 
 typedef struct tile_interp_opts {
-    int shuffle_blocks;  /* run blocks in a shuffled order (catches inter-block deps) */
-    uint64_t seed;       /* for the shuffle */
+    int shuffle_blocks;  /* run blocks in a shuffled order (catches inter-block deps),
+                          * and interleave warpgroup instances at random */
+    uint64_t seed;       /* for the shuffles */
     int64_t smem_budget; /* bytes; 0 = the kernel's stated budget or 228 KiB */
     FILE *print_to;      /* `print` output; NULL = stdout */
 } tile_interp_opts;

@@ -29,7 +29,7 @@ typedef struct hop_bar {
 /* A TMA load in flight (issued, its phase not completed). */
 typedef struct hop_load {
     size_t pos;
-    int task, bar, live;
+    int task, bar;
     const char *name;      /* the shared tensor */
     const rt_tensor *t;
     uint32_t *offs;        /* per element: its shared byte offset */
@@ -59,7 +59,6 @@ typedef struct hop_aread {
 typedef struct hop_task {
     const char *role;      /* NULL: the block */
     int inst;
-    int64_t tbase, nthreads;
     uint64_t fence_seq;    /* interp.seq at its last wgmma_fence */
     int wg_group, bulk_group; /* the id its next wgmma_commit / bulk_commit gives */
     int wait_bar;          /* the barrier it is blocked on, -1 */
@@ -75,6 +74,8 @@ struct ihop {
     hop_aread *areads;
     int nareads, capareads;
     hop_task tasks[IMEM_MAX_TASKS];
+    int next_task;         /* the task id the next instance gets */
+    int live_first;        /* the first task id of the running warpgroups */
     /* set by the last statement, read by the scheduler */
     int blocked, block_bar, block_parity; /* an mbar_wait that cannot pass yet */
     int completed;         /* a barrier phase completed */

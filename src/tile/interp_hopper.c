@@ -7,8 +7,8 @@
  *               waiters (vector clocks, interp_mem.c);
  *   TMA         tma_load reads its box at issue (zeros outside the global
  *               tensor), counts its bytes at once and lands in shared
- *               memory when its barrier phase completes — no earlier than
- *               the hardware may; tma_store reads shared memory at issue
+ *               memory when its barrier phase completes — the latest the
+ *               hardware may; tma_store reads shared memory at issue
  *               and holds it until the bulk_wait that covers it;
  *   wgmma       issue records the operation (operands held, accumulator
  *               busy); commit closes the group; wait completes groups, and
@@ -37,8 +37,8 @@ static void reset(interp *I)
     for (size_t i = 0; i < h->nbar_at; i++) h->bar_at[i] = -1;
     memset(h->tasks, 0, sizeof h->tasks);
     for (int t = 0; t < IMEM_MAX_TASKS; t++) h->tasks[t].wait_bar = -1;
-    h->tasks[0].nthreads = I->k->threads;
     h->blocked = h->completed = 0;
+    h->next_task = 1;
 }
 
 tsl_status interp_hop_begin(interp *I)
@@ -138,6 +138,12 @@ static int off_coord(const rt_tensor *t, size_t off, int64_t *c)
 
 /* ---- hazards -------------------------------------------------------------------------- */
 
+/* Is task `agent` an instance of a warpgroups statement that has ended? */
+static int finished(const interp *I, int agent)
+{
+    return agent > 0 && agent < IMEM_MAX_TASKS && (I->task == 0 || agent < I->hop->live_first);
+}
+
 tsl_status interp_hazard_ext(interp *I, size_t pos, imem_hazard h, const char *subj, const char *name,
                              const int64_t *c, int rank, int write)
 {
@@ -165,6 +171,10 @@ tsl_status interp_hazard_ext(interp *I, size_t pos, imem_hazard h, const char *s
     case IMEM_XRAW:
     case IMEM_XWAW:
         interp_thread_name(I, w->other, agent, oth, sizeof oth);
+        if (finished(I, agent))
+            return interp_err(I, pos, TSL_ERR_RUNTIME,
+                              "hazard: %s %s %s[%s], which %s wrote in an earlier warpgroups statement with no block "
+                              "sync after it (missing sync?)", subj, verb, name, e, oth);
         if (w->nosync)
             return interp_err(I, pos, TSL_ERR_RUNTIME,
                               "hazard: %s %s %s[%s], which %s wrote with no sync of its warpgroup before the "
@@ -175,6 +185,10 @@ tsl_status interp_hazard_ext(interp *I, size_t pos, imem_hazard h, const char *s
                           "mbar_wait, or mbar_arrive too early?)", subj, verb, name, e, oth);
     case IMEM_XWAR:
         interp_task_name(I, agent, tn, sizeof tn);
+        if (finished(I, agent))
+            return interp_err(I, pos, TSL_ERR_RUNTIME,
+                              "hazard: %s writes %s[%s], which %s read in an earlier warpgroups statement with no "
+                              "block sync after it (missing sync?)", subj, name, e, tn);
         if (w->nosync)
             return interp_err(I, pos, TSL_ERR_RUNTIME,
                               "hazard: %s writes %s[%s], which a thread of %s read with no sync of its warpgroup "
@@ -266,6 +280,9 @@ static tsl_status bar_elems(interp *I, const tile_operand *o, const char *opn, s
         return TSL_OK;
     }
     for (int i = 0; i < t->rank; i++) numel *= t->dims[i];
+    if (numel > 1 && max == 1)
+        return interp_err(I, o->pos, TSL_ERR_SEMANTIC, "%s: '%s' holds %lld barriers; name one (%s[i])", opn, vw.name,
+                          (long long)numel, vw.name);
     if (numel > max)
         return interp_err(I, o->pos, TSL_ERR_UNAVAILABLE, "%s: '%s' holds %lld barriers; the interpreter tracks at most %d",
                           opn, vw.name, (long long)numel, max);
@@ -381,7 +398,6 @@ static tsl_status land(interp *I, hop_load *l, uint32_t phase)
     free(l->data);
     l->offs = NULL;
     l->data = NULL;
-    l->live = 0;
     return TSL_OK;
 }
 
@@ -545,7 +561,7 @@ static tsl_status exec_tma_load(interp *I, const tile_stmt *s)
         return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
     int id = h->nloads++;
     hop_load *l = &h->loads[id];
-    *l = (hop_load){.pos = s->pos, .task = I->task, .bar = b, .live = 1, .name = sv.name, .t = sv.t, .n = n, .eb = eb};
+    *l = (hop_load){.pos = s->pos, .task = I->task, .bar = b, .name = sv.name, .t = sv.t, .n = n, .eb = eb};
     l->offs = malloc((size_t)(n ? n : 1) * sizeof *l->offs);
     l->data = malloc((size_t)(n ? n : 1) * (size_t)eb);
     if (!l->offs || !l->data) return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
@@ -779,6 +795,9 @@ static tsl_status exec_wgmma(interp *I, const tile_stmt *s)
         return interp_err(I, in->args[1].pos, TSL_ERR_SEMANTIC, "wgmma: B must be a shared tensor of rank >= 2");
     int rb = bv.rank;
     K = bv.t->dims[rb - 2];
+    if (K < 16 || K % 16)
+        return interp_err(I, in->args[1].pos, TSL_ERR_SHAPE, "wgmma: K = %lld is not a positive multiple of 16",
+                          (long long)K);
     wg_desc db, da;
     if ((st = wg_operand(I, &in->args[1], &bv, rb - 1, rb - 2, N, K, &db))) return st;
     const tile_value *av_v = in->args[0].v;

@@ -470,9 +470,15 @@ imem_hazard imem_async_read(imem_shared *s, size_t off, size_t n, int32_t op, vo
 
 void imem_async_done(imem_shared *s, size_t off, size_t n)
 {
-    if (!s->x || !in_bounds(s, off, n)) return;
-    for (size_t i = off; i < off + n; i++)
-        if (s->x->acount[i]) s->x->acount[i]--;
+    imem_ext *x = s->x;
+    if (!x || !in_bounds(s, off, n)) return;
+    /* the read ends now: a write by another task must be ordered after this
+     * point, not merely after the issue */
+    uint32_t rc = 2 * (s->tasks[s->cur].vc.c[s->cur] + 1);
+    for (size_t i = off; i < off + n; i++) {
+        if (x->acount[i]) x->acount[i]--;
+        x->rclock[(size_t)s->cur * s->size + i] = rc;
+    }
 }
 
 imem_hazard imem_tma_issue(imem_shared *s, size_t off, size_t n, int32_t id)

@@ -182,7 +182,8 @@ void imem_acquire(imem_shared *s, const imem_vc *from);
 /* fence_async of the running task. */
 void imem_fence_async(imem_shared *s);
 /* An async read (wgmma, tma_store; op is its id) of n bytes at off by the
- * running task: checked, then held until imem_async_done. out may be NULL. */
+ * running task: checked, then held until imem_async_done (called in the
+ * same task; the read counts as made then). out may be NULL. */
 imem_hazard imem_async_read(imem_shared *s, size_t off, size_t n, int32_t op, void *out);
 void imem_async_done(imem_shared *s, size_t off, size_t n);
 /* A TMA load (id) issued by the running task into n bytes at off: checked

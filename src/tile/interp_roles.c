@@ -291,9 +291,14 @@ tsl_status interp_exec_warpgroups(interp *I, const tile_stmt *s)
     if (n * 128 != I->nthreads)
         return interp_err(I, s->pos, TSL_ERR_SHAPE, "warpgroups: the roles have %d warpgroups (%d threads) but the block has %d",
                           n, n * 128, I->nthreads);
-    if (n + 1 > IMEM_MAX_TASKS)
-        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "warpgroups: the interpreter runs at most %d warpgroups",
-                          IMEM_MAX_TASKS - 1);
+    /* every instance of the block gets its own task id, so messages name
+     * the instance that made an access even after it finished */
+    int first = I->hop->next_task;
+    if (first + n > IMEM_MAX_TASKS)
+        return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE,
+                          "warpgroups: the interpreter runs at most %d warpgroup instances per block", IMEM_MAX_TASKS - 1);
+    I->hop->next_task += n;
+    I->hop->live_first = first;
     rsched S = {0};
     S.slots = I->slots;
     S.tensors = I->tensors;
@@ -302,14 +307,14 @@ tsl_status interp_exec_warpgroups(interp *I, const tile_stmt *s)
     S.t = calloc((size_t)n, sizeof *S.t);
     tsl_status st = S.t ? TSL_OK : interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
     size_t nv = (size_t)I->k->nvalues + 1;
-    for (int r = 0, id = 1; r < s->nroles && !st; r++)
+    for (int r = 0, id = first; r < s->nroles && !st; r++)
         for (int j = 0; j < s->roles[r].count && !st; j++, id++) {
             rtask *t = &S.t[S.n++];
             const tile_role *role = &s->roles[r];
             t->id = id;
             t->role = role;
             t->inst = j;
-            t->tbase = (int64_t)(id - 1) * 128;
+            t->tbase = (int64_t)(id - first) * 128;
             t->slots = malloc(nv * sizeof *t->slots);
             t->tensors = calloc(nv, sizeof *t->tensors);
             if (!t->slots || !t->tensors) {
@@ -320,7 +325,7 @@ tsl_status interp_exec_warpgroups(interp *I, const tile_stmt *s)
             if (role->index) t->slots[role->index->id].ival = j;
             /* values its body defines get the task's own storage when they run */
             hop_task *h = &I->hop->tasks[id];
-            *h = (hop_task){.role = role->name, .inst = j, .tbase = t->tbase, .nthreads = 128, .wait_bar = -1};
+            *h = (hop_task){.role = role->name, .inst = j, .wait_bar = -1};
             imem_task_spawn(&I->sm, id, (int)t->tbase);
             st = push(I, t, role->pos, (rframe){.b = role->body});
         }

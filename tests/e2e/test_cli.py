@@ -421,6 +421,55 @@ def test_compile_emit(what):
     assert "tbmm" in one.stdout
 
 
+@pytest.mark.parametrize("what,want", [("tile", "kernel "), ("expand", "kernel "), ("select", "kernel "),
+                                       ("plan", "launch 0:")])
+def test_compile_emit_stages(what, want):
+    """Every stage of the compile driver prints, for the chosen target."""
+    for target in ("cpu", "cuda"):
+        proc = run_cli("compile", "examples/softmax.tc", "--target", target, f"--emit={what}")
+        assert proc.returncode == 0, proc.stderr
+        assert want in proc.stdout, proc.stdout[:400]
+
+
+def test_tessel_dump_stages():
+    """TESSEL_DUMP (read by the CLI) prints the asked stages on stderr, in
+    pass order, and the run still happens; an unknown stage is a usage error."""
+    env = dict(os.environ, TESSEL_DUMP="plan,tile,source")
+    proc = run_cli("run", "examples/softmax.tc", "--target", "cpu", "--size", "N=3", "--size", "D=5", env=env)
+    assert proc.returncode == 0, proc.stderr
+    heads = re.findall(r"== TESSEL_DUMP (\w+):cpu of 'softmax' ==", proc.stderr)
+    assert heads == ["tile", "source", "plan"], heads
+    assert "tsl_kernel_softmax" in proc.stderr and "Y(3,5)" in proc.stdout
+    env["TESSEL_DUMP"] = "tile,nonsense"
+    bad = run_cli("compile", "examples/softmax.tc", "--emit=c", env=env)
+    assert bad.returncode == 2 and "unknown stage 'nonsense'" in bad.stderr, bad.stderr
+
+
+def test_options_reach_the_plan(tmp_path):
+    """--options and TESSEL_OPTIONS (and the older TESSEL_CONTRACT_CPU) set
+    the strategies' choices; the run with them matches NumPy; a bad key is
+    a usage error naming it; a combination the plan cannot build says why."""
+    tile = run_cli("compile", "examples/matmul.tc", "--target", "cpu", "--emit=tile",
+                   "--options", "contract.cpu.bm=64,contract.cpu.tm=4")
+    assert tile.returncode == 0, tile.stderr
+    assert "grid(cdiv(M, 64), cdiv(N, 128))" in tile.stdout
+    env = dict(os.environ, TESSEL_CONTRACT_CPU="48,64,64,3,16,1")
+    legacy = run_cli("compile", "examples/matmul.tc", "--target", "cpu", "--emit=tile", env=env)
+    assert "grid(cdiv(M, 48), cdiv(N, 64))" in legacy.stdout, legacy.stderr
+    rng = np.random.default_rng()
+    a = rng.uniform(-1, 1, (37, 53)).astype(np.float32)
+    b = rng.uniform(-1, 1, (53, 71)).astype(np.float32)
+    env = dict(os.environ, TESSEL_OPTIONS="contract.cpu.bn=64,cpu.threads=1")
+    res = run_tc(tmp_path, "examples/matmul.tc", inputs={"A": a, "B": b}, outputs=["C"],
+                 extra=["--target", "cpu", "--options", "contract.cpu.bk=64"], env=env)
+    np.testing.assert_allclose(res.outputs["C"], a @ b, rtol=1e-4, atol=1e-4)
+    bad = run_cli("run", "examples/matmul.tc", "--target", "cpu", "--options", "contract.cpu.bogus=3")
+    assert bad.returncode == 2 and "no such key" in bad.stderr, bad.stderr
+    rej = run_cli("run", "examples/matmul.tc", "--target", "cpu", "--size", "M=3", "--size", "K=3",
+                  "--size", "N=3", "--options", "contract.cpu.tm=5")
+    assert rej.returncode == 1 and "not a whole number of 5x16 thread tiles" in rej.stderr, rej.stderr
+
+
 def test_compile_bad_program(tmp_path):
     path = write(tmp_path, "bad.tc", "def f(float(N) A) -> (B) {\n  B(i) = A(i) +\n}\n")
     proc = run_cli("compile", path, "--emit=ast")

@@ -2,10 +2,13 @@
 tile interpreter through the CLI and compared with NumPy, on fresh random
 data and sizes that are not tile multiples; mutated programs (wrong layout,
 wrong decomposition, missing wait or barrier) must fail visibly."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, run_cli
+from conftest import EXAMPLES, ROOT, TESSEL, run_cli
 
 TILE = EXAMPLES / "tile"
 
@@ -46,12 +49,18 @@ def test_examples_check_and_round_trip(tmp_path):
         again = tmp_path / f.name
         again.write_text(printed.stdout)
         assert run_cli("tile", "print", again).stdout == printed.stdout
-        expanded = run_cli("tile", "expand", f)
-        assert expanded.returncode == 0, expanded.stderr
-        assert "pipeline(" not in expanded.stdout
-        exp = tmp_path / f"exp_{f.name}"
-        exp.write_text(expanded.stdout)
-        assert run_cli("tile", "check", exp).returncode == 0
+        # both forms of the pipelines: cp.async (sm_80) and TMA (sm_90a); a
+        # pipeline for several consumer warpgroups exists in the TMA form only
+        for arch in ([], ["--arch", "sm_90a"]):
+            expanded = run_cli("tile", "expand", f, *arch)
+            if not arch and "needs the TMA form" in expanded.stderr:
+                assert f"{f}:" in expanded.stderr  # located
+                continue
+            assert expanded.returncode == 0, expanded.stderr
+            assert "pipeline(grid" not in expanded.stdout
+            exp = tmp_path / f"exp_{f.name}"
+            exp.write_text(expanded.stdout)
+            assert run_cli("tile", "check", exp).returncode == 0
 
 
 def test_ldmatrix_move(tmp_path, rng):
@@ -87,6 +96,59 @@ def test_gemm(tmp_path, rng, program, mnk):
         assert c.dtype == np.float32 and c.shape == (m, n)
         mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
         assert np.all(np.abs(c - gemm_ref(a, b)) <= 1e-5 * mag + 1e-6), f"{program} {m}x{n}x{k} {extra}"
+
+
+@pytest.mark.parametrize("mnk", [(67, 72, 40), (67, 45, 40), (1, 8, 8), "random"])
+def test_gemm_pipelined_sm90a(tmp_path, rng, mnk):
+    """The TMA form (`--arch sm_90a`) gives the bits of the cp.async form
+    and of the unexpanded pipeline: rows 16-byte aligned (TMA) or not (the
+    cp.async arm of its size branch)."""
+    m, n, k = mnk if mnk != "random" else tuple(int(v) for v in rng.integers(1, 140, 3))
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    got = {}
+    for extra in ([], ["--expand"], ["--arch", "sm_90a", "--shuffle"]):
+        _, out = run_tile(tmp_path, TILE / "gemm_pipelined.tile", {"a": a, "b": b}, ["c"], extra)
+        got[" ".join(extra)] = out["c"]
+    mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    for key, c in got.items():
+        assert np.all(np.abs(c - gemm_ref(a, b)) <= 1e-5 * mag + 1e-6), key
+        np.testing.assert_array_equal(c, got[""])
+
+
+def test_expand_sm90a_shows_the_tma_ring():
+    proc = run_cli("tile", "expand", TILE / "gemm_wgmma_pipeline.tile", "--arch", "sm_90a")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for want in ("mbar_init pipe0_full, 1", "mbar_init pipe0_empty, 2", "role producer(1) regs(40) {\n      let pipe0_T",
+                 "mbar_arrive pipe0_full[pipe0_ps] bytes 49152", "tma_load B[pipe0_i * 64, block_idx.y * 256]",
+                 "mbar_wait pipe0_full[pipe0_slot], pipe0_j / 4 % 2"):
+        assert want in out, want
+    assert "copy_async" not in out
+
+
+@pytest.mark.parametrize("mnk", [(100, 264, 520), (1, 8, 8)])
+def test_gemm_wgmma_pipeline(tmp_path, rng, mnk):
+    """examples/tile/gemm_wgmma_pipeline.tile: the warp-specialised GEMM as
+    a pipeline, expanded for sm_90a, against NumPy (f16 out)."""
+    m, n, k = mnk
+    a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (k, n)).astype(np.float16)
+    _, got = run_tile(tmp_path, TILE / "gemm_wgmma_pipeline.tile", {"A": a, "B": b}, ["C"],
+                      ["--arch", "sm_90a", "--shuffle"])
+    ref = gemm_ref(a, b)
+    mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert np.all(np.abs(got["C"] - ref) <= 4.9e-4 * np.abs(ref) + 1e-5 * mag + 1e-6)
+
+
+def test_pipeline_gpu_script_runs_on_the_interpreter():
+    """bench/tile_pipeline_gpu.py (the lead's GPU step) checks itself on the
+    interpreter, so it does not rot between GPU runs."""
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "tile_pipeline_gpu.py"), "--target", "interp",
+                           "--tessel", str(TESSEL), "--only", "bias_add"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "6 passed, 0 failed" in proc.stdout, proc.stdout
 
 
 @pytest.mark.parametrize("cut,want", [

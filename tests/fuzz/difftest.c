@@ -6,7 +6,7 @@
  * program of each distinct failure message in a run; commit them).
  *
  * Build (scripts/difftest.sh does this; there is no Makefile rule):
- *   cc -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Isrc -Itests tests/fuzz/difftest.c tests/fuzz/gen.c build/libtessel.a -ldl -lm -lpthread -o build/difftest
+ *   cc -std=c11 -D_GNU_SOURCE -O1 -g -Iinclude -Isrc -Itests tests/fuzz/difftest.c tests/fuzz/gen.c build/libtessel.a -lsqlite3 -ldl -lm -lpthread -o build/difftest
  *
  * Usage:
  *   build/difftest [-n N] [-s SEED] [-e MAX_ELEMS] [-t MAX_STMTS] [--gemm PERCENT] [--target cpu|cuda|interp]

@@ -14,23 +14,42 @@
 #include "sched_runners.h"
 #include "test.h"
 
-tsl_status test_run_tile_interp(void *ctx, const tile_module *m, const tile_kernel *k,
-                                const tile_interp_arg *args, int nargs, tsl_diag *d)
-{
-    (void)ctx;
-    (void)m;
-    tile_interp_opts o;
-    memset(&o, 0, sizeof o);
-    o.shuffle_blocks = 1;
-    o.seed = test_rand();
-    return tile_interp_run(k, NULL, args, nargs, &o, d);
-}
+static const drv_target *emu_target(void);
+static const test_runner runners[] = {
+    {&drv_target_tile_interp, 1, 0}, {&drv_target_cpu, 0, 0}, {&drv_target_cuda, 0, 0}, {NULL, 0, 1}};
+const test_runner *const test_run_tile_interp = &runners[0], *const test_run_cpu = &runners[1],
+                         *const test_run_gpu = &runners[2], *const test_run_cuda_emu = &runners[3];
 
-tsl_status test_run_cpu(void *ctx, const tile_module *m, const tile_kernel *k,
-                        const tile_interp_arg *args, int nargs, tsl_diag *d)
+tsl_status test_plan_run(const sched_plan *p, const lang_bound *b, DLTensor *const *tensors, const double *scalars,
+                         const test_runner *r, tsl_diag *d)
 {
-    (void)ctx;
-    return cg_c_run(m, k, args, nargs, d);
+    const lang_def *def = p->def;
+    interp_tensor *views = calloc((size_t)def->ntensors + 1, sizeof *views);
+    if (!views) return TSL_ERR_NOMEM;
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *t = def->tensors[i];
+        views[i].dtype = t->dtype;
+        if (t->is_scalar) views[i].scalar = scalars[i];
+        if (t->is_scalar || (t->flags & LANG_TENSOR_TEMP) || !tensors[i]) continue;
+        views[i].base = tensors[i]->data;
+        views[i].rank = t->rank;
+        int64_t stride = 1;
+        for (int k = t->rank - 1; k >= 0; k--) {
+            views[i].shape[k] = b->shapes[i][k];
+            views[i].stride[k] = stride;
+            stride *= b->shapes[i][k];
+        }
+    }
+    tile_interp_opts o = {.shuffle_blocks = r->shuffle, .seed = test_rand()};
+    rt_cuda_device *dev = NULL;
+    const drv_target *t = r->emulated ? emu_target() : r->t;
+    void *devp = t == &drv_target_tile_interp ? (void *)&o : NULL;
+    tsl_status st = t == &drv_target_cuda ? rt_cuda_open(&dev, d) : TSL_OK;
+    if (dev) devp = dev;
+    if (!st) st = drv_plan_run(def, p, b, views, t, devp, d);
+    rt_cuda_close(dev);
+    free(views);
+    return st;
 }
 
 /* ---- the CUDA generator in the host emulation ------------------------------------ */
@@ -92,24 +111,6 @@ out:
     return h;
 }
 
-typedef struct emu_syms {
-    const tile_kernel *k;
-    const int64_t *symv;
-    const tile_interp_arg *args;
-    int nargs;
-} emu_syms;
-
-static int64_t emu_lookup(void *ctx, const tile_value *v, int *ok)
-{
-    const emu_syms *e = ctx;
-    for (int i = 0; i < e->k->nsyms; i++)
-        if (e->k->syms[i] == v) return e->symv[i];
-    for (int i = 0; i < e->nargs; i++)
-        if (!e->args[i].t && e->args[i].name && !strcmp(e->args[i].name, v->name)) return e->args[i].ival;
-    *ok = 0;
-    return 0;
-}
-
 static tsl_status emu_fail(tsl_diag *d, tsl_status st, const char *fmt, ...) TSL_PRINTF(3, 4);
 static tsl_status emu_fail(tsl_diag *d, tsl_status st, const char *fmt, ...)
 {
@@ -122,99 +123,170 @@ static tsl_status emu_fail(tsl_diag *d, tsl_status st, const char *fmt, ...)
     return st;
 }
 
+/* The emulation as a target of the one executor: the "binary" is the
+ * CUDA source with the size arms of its variant defined; loading builds it
+ * with the host C++ compiler (cached) and finds <entry>_emu; a launch
+ * packs the CUDA ABI and runs the grid on host threads. Memory is host
+ * memory; index errors come back in the kernel's record, as on a GPU. */
 typedef int (*emu_launch_fn)(void (*)(void **), void **, const unsigned *, unsigned, unsigned);
 
-tsl_status test_run_cuda_emu(void *ctx, const tile_module *m, const tile_kernel *k,
-                             const tile_interp_arg *args, int nargs, tsl_diag *d)
+typedef struct emu_module {
+    void *h;
+    void (*fn)(void **);
+    emu_launch_fn launch;
+} emu_module;
+
+static const char *emu_arch(void *dev)
 {
-    (void)ctx;
-    enum { MAXV = 512 };
-    int64_t symv[64] = {0};
-    if (k->nsyms > 64 || k->nparams > 48) return emu_fail(d, TSL_ERR_UNAVAILABLE, "emulation: kernel too large");
-    tsl_status st = tile_interp_bind_symbols(k, args, nargs, NULL, NULL, 0, symv, d);
-    if (st) return st;
-    emu_syms es = {k, symv, args, nargs};
-    strbuf src = {0}, full = {0};
-    cg_cuda_branches br;
-    if ((st = cg_cuda_emit_branches(m, k, &src, &br, d))) {
-        sb_free(&src);
-        return st;
-    }
-    /* the arms these sizes take, as the CUDA runtime compiles them */
-    for (int b = 0; b < br.n; b++) {
-        int ok = 1;
-        int64_t v = tile_expr_eval(br.cond[b], emu_lookup, &es, NULL, -1, &ok);
-        if (ok) sb_printf(&full, "#define TSL_IF%d %d\n", b, v ? 1 : 0);
-    }
-    sb_puts(&full, sb_str(&src));
-    sb_free(&src);
-    void *h = test_emu_build(sb_str(&full), k->name);
-    sb_free(&full);
+    (void)dev;
+    return "host-emulation";
+}
+
+static tsl_status emu_compile(const char *arch, const rt_kernel *k, unsigned variant, void **bin, size_t *size,
+                              tsl_diag *d)
+{
+    (void)arch;
+    (void)d;
+    strbuf full = {0};
+    for (int b = 0; b < k->nbranches; b++) sb_printf(&full, "#define TSL_IF%d %u\n", b, (variant >> (b + 1)) & 1u);
+    sb_puts(&full, k->source);
+    *size = full.len + 1;
+    *bin = sb_take(&full);
+    return TSL_OK;
+}
+
+static tsl_status emu_load(void *dev, const rt_kernel *k, unsigned variant, const void *bin, size_t size,
+                           void **module, void **fn, tsl_diag *d)
+{
+    (void)dev;
+    (void)variant;
+    (void)size;
+    void *h = test_emu_build(bin, k->name);
     if (!h) return emu_fail(d, TSL_ERR_COMPILE, "kernel '%s': the emulation does not build", k->name);
-    char entry[160], sym[200];
-    cg_cuda_entry_name(k->name, entry, sizeof entry);
-    snprintf(sym, sizeof sym, "%s_emu", entry);
-    void (*fn)(void **) = (void (*)(void **))dlsym(h, sym);
-    emu_launch_fn launch = (emu_launch_fn)dlsym(h, "tsl_emu_launch");
+    char sym[300];
+    snprintf(sym, sizeof sym, "%s_emu", k->entry);
+    emu_module *m = calloc(1, sizeof *m);
+    m->h = h;
+    m->fn = (void (*)(void **))dlsym(h, sym);
+    m->launch = (emu_launch_fn)dlsym(h, "tsl_emu_launch");
+    if (!m->fn || !m->launch) {
+        dlclose(h);
+        free(m);
+        return emu_fail(d, TSL_ERR_INTERNAL, "emulation: no entry '%s'", sym);
+    }
+    *module = m;
+    *fn = m;
+    return TSL_OK;
+}
+
+static void emu_unload(void *module)
+{
+    emu_module *m = module;
+    if (!m) return;
+    dlclose(m->h);
+    free(m);
+}
+
+static tsl_status emu_launch(void *dev, void *fn, const rt_bound *b, rt_fault *fault, tsl_diag *d)
+{
+    (void)dev;
+    (void)fault;
+    const emu_module *m = fn;
+    const rt_kernel *k = b->k;
+    enum { MAXV = 512 };
     long long vals[MAXV];
     void *params[MAXV];
     int nv = 0;
-    for (int p = 0; p < k->nparams && !st; p++) {
-        const tile_value *v = k->params[p];
-        const tile_interp_arg *a = NULL;
-        for (int i = 0; i < nargs; i++)
-            if (args[i].name && !strcmp(args[i].name, v->name)) a = &args[i];
-        if (!a) {
-            st = emu_fail(d, TSL_ERR_ARG, "emulation: parameter '%s' is not bound", v->name);
-            break;
-        }
-        if (v->kind == TILE_V_SCALAR) { /* int, or a float typed scalar's double bits */
-            vals[nv] = a->ival;
+    for (int q = 0; q < k->nparams; q++) {
+        const rt_param *pa = &k->params[q];
+        if (!pa->is_tensor) { /* an int, or a float typed scalar's double bits */
+            vals[nv] = b->word[q];
             params[nv] = &vals[nv];
             nv++;
             continue;
         }
-        const DLTensor *t = a->t;
-        vals[nv] = (long long)(uintptr_t)t->data;
+        vals[nv] = (long long)b->ptr[q];
         params[nv] = &vals[nv];
         nv++;
-        int64_t stride = 1;
-        for (int i = t->ndim - 1; i >= 0; i--) {
-            vals[nv + 2 * i] = t->shape[i];
-            vals[nv + 2 * i + 1] = t->strides ? t->strides[i] : stride;
-            stride *= t->shape[i];
+        for (int i = 0; i < pa->rank; i++) {
+            vals[nv] = b->shape[q][i];
+            params[nv] = &vals[nv];
+            vals[nv + 1] = b->stride[q][i];
+            params[nv + 1] = &vals[nv + 1];
+            nv += 2;
         }
-        for (int i = 0; i < 2 * t->ndim; i++) params[nv + i] = &vals[nv + i];
-        nv += 2 * t->ndim;
     }
     for (int s2 = 0; s2 < k->nsyms; s2++) {
-        vals[nv] = symv[s2];
+        vals[nv] = b->syms[s2];
         params[nv] = &vals[nv];
         nv++;
     }
-    unsigned long long err[8] = {0};
-    vals[nv] = (long long)(uintptr_t)err;
+    vals[nv] = (long long)b->err;
     params[nv] = &vals[nv];
     nv++;
-    unsigned grid[3] = {1, 1, 1};
-    for (int i = 0; i < k->ngrid && !st; i++) {
-        int ok = 1;
-        int64_t g = tile_expr_eval(k->grid[i], emu_lookup, &es, NULL, -1, &ok);
-        if (!ok || g < 0) st = emu_fail(d, TSL_ERR_SHAPE, "emulation: grid %d does not evaluate", i);
-        else grid[i] = (unsigned)g;
+    unsigned grid[3] = {(unsigned)b->grid[0], (unsigned)b->grid[1], (unsigned)b->grid[2]};
+    if (m->launch(m->fn, params, grid, (unsigned)k->threads, (unsigned)k->smem))
+        return emu_fail(d, TSL_ERR_RUNTIME, "emulation: the launch of '%s' failed", k->name);
+    return TSL_OK;
+}
+
+/* memory and timing: the CPU target's (host memory) */
+static tsl_status emu_alloc(void *dev, size_t n, rt_ptr *out, tsl_diag *d) { return rt_target_cpu.alloc(dev, n, out, d); }
+static void emu_free(void *dev, rt_ptr p) { rt_target_cpu.free(dev, p); }
+static tsl_status emu_copy(void *dev, rt_ptr a, rt_ptr b, size_t n, rt_copy_kind k, tsl_diag *d)
+{
+    return rt_target_cpu.copy(dev, a, b, n, k, d);
+}
+static tsl_status emu_memset(void *dev, rt_ptr p, int v, size_t n, tsl_diag *d) { return rt_target_cpu.memset(dev, p, v, n, d); }
+static tsl_status emu_sync(void *dev, tsl_diag *d) { return rt_target_cpu.sync(dev, d); }
+static tsl_status emu_ev_create(void *dev, void **ev, tsl_diag *d) { return rt_target_cpu.event_create(dev, ev, d); }
+static tsl_status emu_ev_record(void *dev, void *ev, tsl_diag *d) { return rt_target_cpu.event_record(dev, ev, d); }
+static tsl_status emu_ev_elapsed(void *dev, void *a, void *b, double *ms, tsl_diag *d)
+{
+    return rt_target_cpu.event_elapsed(dev, a, b, ms, d);
+}
+static void emu_ev_destroy(void *dev, void *ev) { rt_target_cpu.event_destroy(dev, ev); }
+static int emu_units(void *dev)
+{
+    (void)dev;
+    return 4;
+}
+
+static const rt_target emu_rt = {
+    .name = "cuda-emulation",
+    .host_memory = 1,
+    .index_variants = 1,
+    .fault_records = 1,
+    .arch = emu_arch,
+    .toolchain = emu_arch,
+    .units = emu_units,
+    .compile = emu_compile,
+    .load = emu_load,
+    .unload = emu_unload,
+    .launch = emu_launch,
+    .alloc = emu_alloc,
+    .free = emu_free,
+    .copy = emu_copy,
+    .memset = emu_memset,
+    .sync = emu_sync,
+    .event_create = emu_ev_create,
+    .event_record = emu_ev_record,
+    .event_elapsed = emu_ev_elapsed,
+    .event_destroy = emu_ev_destroy,
+};
+
+/* The CUDA target with the emulation for a runtime (its emit is CUDA's). */
+static const drv_target *emu_target(void)
+{
+    static drv_target t;
+    static int made;
+    if (!made) {
+        t = drv_target_cuda;
+        t.name = "cuda-emulation";
+        t.rt = &emu_rt;
+        made = 1;
     }
-    int64_t smem = st ? 0 : cg_cuda_smem_bytes(m, k, d);
-    if (!st && smem < 0) st = TSL_ERR_INTERNAL;
-    if (!st && (!fn || !launch)) st = emu_fail(d, TSL_ERR_INTERNAL, "emulation: no entry '%s'", sym);
-    if (!st && grid[0] && grid[1] && grid[2]) {
-        if (launch(fn, params, grid, (unsigned)k->threads, (unsigned)smem))
-            st = emu_fail(d, TSL_ERR_RUNTIME, "emulation: the launch of '%s' failed", k->name);
-        else if (err[0])
-            st = emu_fail(d, TSL_ERR_BOUNDS, "kernel '%s': index %lld out of range (param %llu, dim %llu)", k->name,
-                            (long long)err[3], err[1], err[2]);
-    }
-    dlclose(h);
-    return st;
+    return &t;
 }
 
 tsl_status test_nvrtc_arms(const tile_module *m, const tile_kernel *k, const char *arch, rt_ptxas_report *worst,
@@ -261,9 +333,9 @@ tsl_status test_nvrtc_arms(const tile_module *m, const tile_kernel *k, const cha
 }
 
 /* Run def on sizes sz with the reference interpreter and the plan through
- * fn; compare every output. */
+ * on r's target; compare every output. */
 void test_compare_plan(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
-                        sched_kernel_fn fn, const char *what)
+                       const test_runner *r, const char *what)
 {
     tsl_diag d = {0};
     lang_bound *b = NULL;
@@ -317,7 +389,7 @@ void test_compare_plan(tsl_arena *a, const lang_def *def, const sched_plan *p, c
     st = interp_run(b, views, &d);
     CHECK_MSG(st == TSL_OK, "%s: reference run failed: %s", def->name, sb_str(&d.msg));
     diag_reset(&d);
-    tsl_status st2 = st ? st : sched_run(p, b, dls, scal, fn, NULL, &d);
+    tsl_status st2 = st ? st : test_plan_run(p, b, dls, scal, r, &d);
     CHECK_MSG(st2 == TSL_OK, "%s (%s): run failed: %s", def->name, what, sb_str(&d.msg));
     diag_free(&d);
     if (st || st2) return;
@@ -360,7 +432,7 @@ static int64_t draw_load_int(tsl_dtype t, const void *p)
 }
 
 int test_compare_plan_draw(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
-                           sched_kernel_fn fn, const char *what, const test_draw *dr)
+                           const test_runner *fn, const char *what, const test_draw *dr)
 {
     tsl_diag d = {0};
     lang_bound *b = NULL;
@@ -390,7 +462,7 @@ int test_compare_plan_draw(tsl_arena *a, const lang_def *def, const sched_plan *
         for (int k = 0; k < t->rank; k++) cnt[i] *= b->shapes[i][k];
         size_t es = tsl_dtype_size(t->dtype);
         ref[i] = arena_alloc(a, (size_t)cnt[i] * es + 1);
-        got[i] = arena_alloc(a, (size_t)cnt[i] * es + 1);
+        got[i] = dr && dr->alloc ? dr->alloc((size_t)cnt[i] * es, dr->ctx) : arena_alloc(a, (size_t)cnt[i] * es + 1);
         int isf = dtype_info_of(t->dtype)->is_float;
         for (int64_t e = 0; e < cnt[i]; e++) {
             char *at = (char *)ref[i] + (size_t)e * es;
@@ -426,7 +498,7 @@ int test_compare_plan_draw(tsl_arena *a, const lang_def *def, const sched_plan *
     st = interp_run(b, views, &d);
     CHECK_MSG(st == TSL_OK, "%s: the interpreter fails: %s", def->name, sb_str(&d.msg));
     diag_reset(&d);
-    tsl_status st2 = st ? st : sched_run(p, b, dls, scal, fn, NULL, &d);
+    tsl_status st2 = st ? st : test_plan_run(p, b, dls, scal, fn, &d);
     CHECK_MSG(st2 == TSL_OK, "%s (%s): %s", def->name, what, sb_str(&d.msg));
     diag_free(&d);
     if (st || st2) return 1;

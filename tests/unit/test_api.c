@@ -370,6 +370,50 @@ out:
     tsl_context_free(ctx);
 }
 
+/* A size only a `where` bound uses (one-hot's class count) is listed by
+ * tsl_program_size_name and bound with tsl_args_set_size; a name that is
+ * no size is an error listing the sizes; constant dims have extents. */
+static void test_where_only_size(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, "def onehot(int64(N) L, float(N,3) W) -> (Y) {\n"
+                                  "  Y(n,c) = L(n) == c ? W(n,1) : 0.0 where c in 0:C\n}\n");
+    if (!p) goto out;
+    CHECK_EQ_INT(tsl_program_size_count(p), 2);
+    CHECK(tsl_program_size_name(p, 0) && tsl_program_size_name(p, 1) && !tsl_program_size_name(p, 2));
+    CHECK(!strcmp(tsl_program_size_name(p, 0), "N") && !strcmp(tsl_program_size_name(p, 1), "C"));
+    int64_t ext[TSL_MAX_RANK];
+    CHECK_EQ_INT(tsl_program_param_extents(p, 1, ext), TSL_OK);
+    CHECK(ext[0] == -1 && ext[1] == 3);
+    int64_t N = test_rand_int(1, 9), C = test_rand_int(2, 9), shape[2] = {N, 3};
+    DLTensor *L = tsl_tensor_alloc(TSL_DTYPE_I64, 1, &N), *W = tsl_tensor_alloc(TSL_DTYPE_F32, 2, shape);
+    for (int64_t i = 0; i < N; i++) ((int64_t *)L->data)[i] = test_rand_int(0, C - 1);
+    for (int64_t i = 0; i < 3 * N; i++) ((float *)W->data)[i] = (float)test_rand_double(0.5, 1.5);
+    for (int t = 0; t < 2; t++) {
+        tsl_target target = t ? TSL_TARGET_CPU : TSL_TARGET_INTERP;
+        tsl_args *a = tsl_args_create(p);
+        CHECK_EQ_INT(tsl_args_set_tensor(a, "L", L), TSL_OK);
+        CHECK_EQ_INT(tsl_args_set_tensor(a, "W", W), TSL_OK);
+        CHECK_ERR(tsl_args_infer(a), TSL_ERR_SHAPE, "tsl_args_set_size");
+        CHECK_ERR(tsl_args_set_size(a, "K", 3), TSL_ERR_ARG, "its sizes: N, C");
+        CHECK_ERR(tsl_args_set_size(a, "C", -1), TSL_ERR_ARG, "non-negative");
+        CHECK_EQ_INT(tsl_args_set_size(a, "C", C), TSL_OK);
+        CHECK_MSG(tsl_program_run(p, a, target) == TSL_OK, "%s", tsl_context_error(ctx));
+        const DLTensor *Y = tsl_args_output(a, "Y");
+        CHECK(Y && Y->ndim == 2 && Y->shape[0] == N && Y->shape[1] == C);
+        for (int64_t i = 0; Y && i < N; i++)
+            for (int64_t c = 0; c < C; c++)
+                CHECK(((float *)Y->data)[i * C + c] ==
+                      (((int64_t *)L->data)[i] == c ? ((float *)W->data)[i * 3 + 1] : 0.0f));
+        tsl_args_free(a);
+    }
+    tsl_tensor_free(L);
+    tsl_tensor_free(W);
+    tsl_program_free(p);
+out:
+    tsl_context_free(ctx);
+}
+
 /* Descriptors are borrowed: a change made to one after binding is seen by
  * the next run (shapes re-inferred, owned outputs resized, a rank that no
  * longer matches is an error naming the parameter). */
@@ -412,6 +456,7 @@ TEST_SUITE(api) = {
     {"output_overlap", test_output_overlap},
     {"inout_binding", test_inout_binding},
     {"size_symbols_set", test_size_symbols_set},
+    {"where_only_size", test_where_only_size},
     {"descriptor_changed_after_binding", test_descriptor_changed_after_binding},
     {0},
 };

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "codegen/codegen.h"
+#include "driver/driver.h"
 #include "runtime/runtime.h"
 #include "test.h"
 #include "tile/interp.h"
@@ -132,7 +133,7 @@ static int compare(const tile_module *m, const tile_kernel *k, int64_t maxsize, 
         result = 0;
         goto done;
     }
-    tsl_status s2 = cg_c_run(m, k, a2, k->nparams, &d2);
+    tsl_status s2 = drv_kernel_run(&drv_target_cpu, m, k, a2, k->nparams, NULL, &d2);
     if (s2) {
         snprintf(why, nwhy, "C back end: %s", sb_str(&d2.msg));
         result = -1;
@@ -274,7 +275,7 @@ static void test_sched_ops(void)
         iargs[2].t = y2;
         tsl_status ist = tile_interp_run(m->kernels[0], NULL, iargs, 5, NULL, &d);
         CHECK_MSG(ist == TSL_OK, "sched_ops on the interpreter: %s", sb_str(&d.msg));
-        tsl_status st = cg_c_run(m, m->kernels[0], args, 5, &d);
+        tsl_status st = drv_kernel_run(&drv_target_cpu, m, m->kernels[0], args, 5, NULL, &d);
         CHECK_MSG(st == TSL_OK, "sched_ops: %s", sb_str(&d.msg));
         for (int64_t f = 0; f < n && !st && !ist; f++)
             CHECK_CLOSE(((float *)y->data)[f], ((float *)y2->data)[f], 1e-6);
@@ -304,7 +305,7 @@ static void test_sched_ops(void)
     ((int32_t *)jj->data)[bad] = (int32_t)(n + test_rand_int(0, 5));
     tile_interp_arg ga[3] = {{.name = "X", .t = x}, {.name = "J", .t = jj}, {.name = "Y", .t = y}};
     tsl_diag d = {0};
-    tsl_status st = g ? cg_c_run(g, g->kernels[0], ga, 3, &d) : TSL_ERR_INTERNAL;
+    tsl_status st = g ? drv_kernel_run(&drv_target_cpu, g, g->kernels[0], ga, 3, NULL, &d) : TSL_ERR_INTERNAL;
     char want[64];
     snprintf(want, sizeof want, "index %d in dim 0 is outside [0, %lld)", ((int32_t *)jj->data)[bad], (long long)n);
     CHECK_MSG(st == TSL_ERR_BOUNDS && strstr(sb_str(&d.msg), want) && strstr(sb_str(&d.msg), "gather of 'X'"),
@@ -490,7 +491,7 @@ static void test_zero_grid(void)
     for (int i = 0; i < 32; i++) ((float *)y->data)[i] = NAN;
     tile_interp_arg args[2] = {{.name = "X", .t = x}, {.name = "Y", .t = y}};
     tsl_diag d = {0};
-    CHECK(m && cg_c_run(m, m->kernels[0], args, 2, &d) == TSL_OK);
+    CHECK(m && drv_kernel_run(&drv_target_cpu, m, m->kernels[0], args, 2, NULL, &d) == TSL_OK);
     for (int i = 0; i < 32; i++) CHECK(isnan(((float *)y->data)[i]));
     /* one block: the fill value everywhere */
     int64_t n1 = 1;
@@ -498,7 +499,7 @@ static void test_zero_grid(void)
     x = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n1);
     ((float *)x->data)[0] = (float)test_rand_double(2, 3);
     args[0].t = x;
-    CHECK(m && cg_c_run(m, m->kernels[0], args, 2, &d) == TSL_OK);
+    CHECK(m && drv_kernel_run(&drv_target_cpu, m, m->kernels[0], args, 2, NULL, &d) == TSL_OK);
     CHECK(((float *)y->data)[0] == ((float *)x->data)[0]);
     for (int i = 1; i < 32; i++) CHECK(((float *)y->data)[i] == 1.0f);
     tsl_tensor_free(x);
@@ -523,18 +524,18 @@ static void test_runtime_errors(void)
     memset(x->data, 0, 160);
     tile_interp_arg args[2] = {{.name = "X", .t = x}, {.name = "n", .ival = 1}};
     tsl_diag d = {0};
-    tsl_status st = m ? cg_c_run(m, m->kernels[0], args, 2, &d) : TSL_ERR_INTERNAL;
+    tsl_status st = m ? drv_kernel_run(&drv_target_cpu, m, m->kernels[0], args, 2, NULL, &d) : TSL_ERR_INTERNAL;
     CHECK_MSG(st == TSL_ERR_BOUNDS && strstr(sb_str(&d.msg), "store_shared") && strstr(sb_str(&d.msg), "block 1"),
               "status %d: %s", st, sb_str(&d.msg));
     diag_reset(&d);
     /* block 0 divides by zero before block 1 writes out of shape: the
      * lowest failing block is reported, as the interpreter's order gives */
     args[1].ival = 3;
-    st = m ? cg_c_run(m, m->kernels[0], args, 2, &d) : TSL_ERR_INTERNAL;
+    st = m ? drv_kernel_run(&drv_target_cpu, m, m->kernels[0], args, 2, NULL, &d) : TSL_ERR_INTERNAL;
     CHECK_MSG(st == TSL_ERR_RUNTIME && strstr(sb_str(&d.msg), "block 0"), "status %d: %s", st, sb_str(&d.msg));
     diag_reset(&d);
     args[1].ival = 0;
-    st = m ? cg_c_run(m, m->kernels[0], args, 2, &d) : TSL_ERR_INTERNAL;
+    st = m ? drv_kernel_run(&drv_target_cpu, m, m->kernels[0], args, 2, NULL, &d) : TSL_ERR_INTERNAL;
     CHECK_MSG(st == TSL_OK, "status %d: %s", st, sb_str(&d.msg));
     tsl_tensor_free(x);
     diag_free(&d);
@@ -543,7 +544,7 @@ static void test_runtime_errors(void)
     ar = arena_create();
     m = parse_text(ar, "kernel e(n: int) grid(1) threads(1) {\n  let q = 5 / (n - 3)\n}\n");
     tile_interp_arg a1 = {.name = "n", .ival = 3};
-    st = m ? cg_c_run(m, m->kernels[0], &a1, 1, &d) : TSL_ERR_INTERNAL;
+    st = m ? drv_kernel_run(&drv_target_cpu, m, m->kernels[0], &a1, 1, NULL, &d) : TSL_ERR_INTERNAL;
     CHECK_MSG(st == TSL_ERR_RUNTIME && strstr(sb_str(&d.msg), "division by zero"), "status %d: %s", st,
               sb_str(&d.msg));
     diag_free(&d);
@@ -570,7 +571,7 @@ static void test_load_by_ref(void)
     DLTensor *x = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n), *y = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n);
     for (int i = 0; i < n; i++) ((float *)x->data)[i] = (float)test_rand_double(-4, 4);
     tile_interp_arg args[2] = {{.name = "X", .t = x}, {.name = "Y", .t = y}};
-    CHECK(m && cg_c_run(m, m->kernels[0], args, 2, &d) == TSL_OK);
+    CHECK(m && drv_kernel_run(&drv_target_cpu, m, m->kernels[0], args, 2, NULL, &d) == TSL_OK);
     for (int i = 0; i < n; i++) CHECK(((float *)y->data)[i] == 2 * ((float *)x->data)[i]);
     CHECK(strstr(sb_str(&sb), "TSL_PREFETCH((") == NULL); /* not in a loop over rows */
     sb_free(&sb);
@@ -588,7 +589,7 @@ static void test_load_by_ref(void)
     DLTensor *a = tsl_tensor_alloc(TSL_DTYPE_F32, 2, sh), *sum = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &sh[1]);
     for (int i = 0; i < 7 * 32; i++) ((float *)a->data)[i] = (float)(i % 5);
     tile_interp_arg cargs[2] = {{.name = "A", .t = a}, {.name = "S", .t = sum}};
-    CHECK(cs && cg_c_run(cs, cs->kernels[0], cargs, 2, &d) == TSL_OK);
+    CHECK(cs && drv_kernel_run(&drv_target_cpu, cs, cs->kernels[0], cargs, 2, NULL, &d) == TSL_OK);
     for (int j = 0; j < 32; j++) {
         float want = 0;
         for (int i = 0; i < 7; i++) want += (float)((i * 32 + j) % 5);

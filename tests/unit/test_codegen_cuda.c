@@ -21,6 +21,7 @@
 #include "../sched_runners.h"
 #include "../test.h"
 #include "codegen/cuda.h"
+#include "driver/driver.h"
 #include "graph/graph.h"
 #include "lang/lang.h"
 #include "sched/sched.h"
@@ -361,14 +362,14 @@ static void test_gpu_matches_interp(void)
                     break;
                 }
                 tsl_diag d = {0};
-                cg_cuda_run_opts o = {0};
+                drv_kernel_opts o = {0};
                 o.reps = round == 2 ? 10 : 0;
-                o.force_i64 = round == 1;
+                o.force_wide = round == 1;
                 /* device printf of kernels that `print` would flood the log */
                 fflush(stdout);
                 int saved = dup(1), null = open("/dev/null", O_WRONLY);
                 if (null >= 0) dup2(null, 1);
-                tsl_status st = cg_cuda_run_opt(p.m, k, got.args, got.n, &o, &d);
+                tsl_status st = drv_kernel_run(&drv_target_cuda, p.m, k, got.args, got.n, &o, &d);
                 fflush(stdout);
                 if (saved >= 0) dup2(saved, 1), close(saved);
                 if (null >= 0) close(null);
@@ -383,7 +384,7 @@ static void test_gpu_matches_interp(void)
                 char bad[256] = "";
                 if (st == TSL_OK)
                     CHECK_MSG(compare_sets(k, &want, &got, bad, sizeof bad), "%s:%s (sizes %s, i%s): %s", base,
-                              k->name, round == 0 ? "1" : "odd", o.used_i64 ? "64" : "32", bad);
+                              k->name, round == 0 ? "1" : "odd", o.used_wide ? "64" : "32", bad);
                 if (st == TSL_OK && round == 2)
                     printf("    time %s:%s: %.4f ms (median of 10)\n", base, k->name, o.median_ms);
                 diag_free(&d);
@@ -431,9 +432,9 @@ static void test_gpu_gemm_4096(void)
                                    {.name = k->params[1]->name, .t = b},
                                    {.name = k->params[2]->name, .t = c}};
         tsl_diag d = {0};
-        cg_cuda_run_opts o = {0};
+        drv_kernel_opts o = {0};
         o.reps = 10;
-        tsl_status st = cg_cuda_run_opt(p.m, k, args, 3, &o, &d);
+        tsl_status st = drv_kernel_run(&drv_target_cuda, p.m, k, args, 3, &o, &d);
         CHECK_MSG(st == TSL_OK, "%s 4096^3: %s", names[g], sb_str(&d.msg));
         if (st == TSL_OK) {
             int bad = 0;
@@ -831,7 +832,7 @@ static void test_run_errors(void)
     int bad = (int)test_rand_int(0, 31);
     ((int32_t *)i->data)[bad] = 32 + (int32_t)test_rand_int(0, 5);
     tile_interp_arg args[3] = {{.name = "X", .t = x}, {.name = "I", .t = i}, {.name = "Y", .t = y}};
-    tsl_status st = m ? cg_cuda_run(m, m->kernels[0], args, 3, &d) : TSL_ERR_INTERNAL;
+    tsl_status st = m ? drv_kernel_run(&drv_target_cuda, m, m->kernels[0], args, 3, NULL, &d) : TSL_ERR_INTERNAL;
     if (!have_gpu()) {
         CHECK_EQ_INT(st, TSL_ERR_UNAVAILABLE);
         CHECK(sb_str(&d.msg)[0] != 0);

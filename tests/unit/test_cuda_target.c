@@ -532,8 +532,42 @@ static void test_zero_size_on_gpu(void)
     tsl_context_free(ctx);
 }
 
+/* The sm_90a plan through the public API's emit (the compile driver's
+ * passes: schedule, expand, select, emit): every layout's kernels carry
+ * wgmma and TMA, and their PTX (NVRTC, when present) has them too. */
+static void test_sm90_emit_through_driver(void)
+{
+    static const char src[] =
+        "def nn(float16(M,K) A, float16(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n"
+        "def tt(bfloat16(K,M) A, bfloat16(N,K) B) -> (C) {\n  C(m,n) +=! A(k,m) * B(n,k)\n}\n";
+    tsl_context *ctx = tsl_context_create();
+    const char *defs[] = {"nn", "tt"};
+    tsl_diag d = {0};
+    int ptx = rt_cuda_nvrtc_available(&d) == TSL_OK;
+    diag_free(&d);
+    for (int i = 0; i < 2; i++) {
+        tsl_program *p = NULL;
+        CHECK_MSG(tsl_program_compile(ctx, src, "sm90.tc", defs[i], &p) == TSL_OK, "%s", tsl_context_error(ctx));
+        char *out = NULL;
+        CHECK_MSG(p && tsl_program_emit(p, "cuda:sm_90a", &out) == TSL_OK, "%s: %s", defs[i], tsl_context_error(ctx));
+        CHECK_MSG(out && strstr(out, "wgmma.mma_async") && strstr(out, "TSL_TMA_LOAD(") && strstr(out, "setmaxnreg"),
+                  "%s: the sm_90a CUDA lacks wgmma, TMA or setmaxnreg", defs[i]);
+        free(out);
+        out = NULL;
+        if (ptx) {
+            CHECK_MSG(tsl_program_emit(p, "ptx:sm_90a", &out) == TSL_OK, "%s ptx: %s", defs[i], tsl_context_error(ctx));
+            CHECK_MSG(out && strstr(out, "wgmma.mma_async.sync.aligned.m64n") && strstr(out, "cp.async.bulk.tensor"),
+                      "%s: the sm_90a PTX lacks wgmma or cp.async.bulk.tensor", defs[i]);
+            free(out);
+        }
+        tsl_program_free(p);
+    }
+    tsl_context_free(ctx);
+}
+
 TEST_SUITE(cuda_target) = {
     {"examples_compile_nvrtc", test_examples_compile_nvrtc},
+    {"sm90_emit_through_driver", test_sm90_emit_through_driver},
     {"no_device_is_clear", test_no_device_is_clear},
     {"examples_on_gpu", test_examples_on_gpu},
     {"second_run_compiles_nothing", test_second_run_compiles_nothing},

@@ -100,7 +100,7 @@ static void ix_compare(tsl_arena *a, const lang_def *def, const int64_t *sz, tsl
     if (!p) return;
     char what[96];
     snprintf(what, sizeof what, "%s, %s inputs", ix_name(target), mode == IX_EXTREME ? "extreme" : "all-negative");
-    test_draw dr = {ix_draw, NULL, &mode, 0};
+    test_draw dr = {.int_value = ix_draw, .ctx = &mode};
     test_compare_plan_draw(a, def, p, sz, target == TSL_TARGET_CPU ? test_run_cpu : test_run_cuda_emu, what, &dr);
 }
 

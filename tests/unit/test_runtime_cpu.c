@@ -1,5 +1,5 @@
 /* test_runtime_cpu.c — the CPU runtime: compile + dlopen + run a kernel,
- * the cache (hits run no compiler, a truncated object is rebuilt), compiler
+ * the cache (hits run no compiler, a damaged object is rebuilt), compiler
  * errors, a missing compiler, and the thread pool's coverage. Every test
  * uses its own fresh cache directory under /tmp. */
 #include <math.h>
@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "runtime/runtime.h"
 #include "test.h"
@@ -48,6 +50,27 @@ static char *saxpy_source(unsigned long salt)
 
 typedef void (*saxpy_fn)(int64_t, float, const float *, float *);
 
+static void count_row(void *ctx, const rt_cache_row *r)
+{
+    (void)r;
+    (*(int *)ctx)++;
+}
+
+typedef struct row_copy {
+    char key[64];
+    void *data;
+    size_t size;
+} row_copy;
+
+static void copy_row(void *ctx, const rt_cache_row *r)
+{
+    row_copy *c = ctx;
+    snprintf(c->key, sizeof c->key, "%s", r->key);
+    c->data = malloc(r->size);
+    memcpy(c->data, r->data, r->size);
+    c->size = r->size;
+}
+
 static void check_saxpy(saxpy_fn f, int64_t n)
 {
     float *x = malloc(sizeof(float) * (size_t)(n + 1));
@@ -86,8 +109,11 @@ static void test_compile_run_and_cache_hit(void)
         for (size_t i = 0; f && i < TSL_COUNTOF(sizes); i++) check_saxpy(f, sizes[i]);
         CHECK(rt_cpu_symbol(m, "no_such_symbol", &d) == NULL);
         CHECK(strstr(sb_str(&d.msg), "no_such_symbol") != NULL);
-        /* the object is in the cache folder */
-        CHECK(strncmp(rt_cpu_module_path(m), dir, strlen(dir)) == 0);
+        /* the object is in the cache in that folder */
+        const char *db = rt_cache_path(NULL);
+        CHECK(db && strncmp(db, dir, strlen(dir)) == 0);
+        int rows = 0;
+        CHECK(rt_cache_each("cpu", "", count_row, &rows, NULL) == TSL_OK && rows == 1);
         rt_cpu_module_free(m);
     }
     /* second compile of the same source: a hit, no compiler run */
@@ -106,7 +132,10 @@ static void test_compile_run_and_cache_hit(void)
     remove_cache(dir);
 }
 
-static void test_truncated_cache_rebuilt(void)
+/* A cached object damaged in the database (its checksum fails), and one
+ * stored whole-checksummed but truncated (not a complete ELF object): each
+ * a warning and a rebuild, and the rebuilt kernel runs right. */
+static void test_damaged_cache_rebuilt(void)
 {
     char *dir = use_fresh_cache();
     char *src = saxpy_source((unsigned long)test_rand());
@@ -114,23 +143,39 @@ static void test_truncated_cache_rebuilt(void)
     rt_cpu_module *m = NULL;
     long before = rt_cpu_compile_count();
     CHECK(rt_cpu_compile(src, NULL, &m, &d) == TSL_OK);
-    char *path = m ? strdup(rt_cpu_module_path(m)) : NULL;
     rt_cpu_module_free(m);
     m = NULL;
-    struct stat st;
-    CHECK(path && stat(path, &st) == 0 && st.st_size > 100);
-    if (path) CHECK(truncate(path, st.st_size / 3) == 0);
-    tsl_status s = rt_cpu_compile(src, NULL, &m, &d);
-    CHECK_MSG(s == TSL_OK, "%s", sb_str(&d.msg));
-    CHECK_EQ_INT(d.nerr, 0); /* warning-free */
-    CHECK_EQ_INT(rt_cpu_compile_count(), before + 2);
-    if (m) {
-        saxpy_fn f = (saxpy_fn)rt_cpu_symbol(m, "saxpy", &d);
-        CHECK(f != NULL);
-        if (f) check_saxpy(f, 101);
+    for (int round = 0; round < 2; round++) {
+        long warned = rt_warning_count();
+        if (round == 0) {
+            /* a byte of the stored object flipped behind the cache's back */
+            sqlite3 *db = NULL;
+            CHECK(sqlite3_open(rt_cache_path(NULL), &db) == SQLITE_OK);
+            CHECK(sqlite3_exec(db,
+                               "UPDATE entries_v1 SET data = substr(data, 1, 200) || x'5a' || substr(data, 202) "
+                               "WHERE kind = 'cpu'",
+                               NULL, NULL, NULL) == SQLITE_OK);
+            sqlite3_close(db);
+        } else {
+            /* a truncated object stored with a checksum of its own */
+            row_copy rc = {0};
+            CHECK(rt_cache_each("cpu", "", copy_row, &rc, NULL) == TSL_OK && rc.key[0]);
+            rt_cache_put("cpu", rc.key, "saxpy", src, "cc", rc.data, rc.size / 3);
+            free(rc.data);
+        }
+        tsl_status s = rt_cpu_compile(src, NULL, &m, &d);
+        CHECK_MSG(s == TSL_OK, "%s", sb_str(&d.msg));
+        CHECK_EQ_INT(d.nerr, 0);
+        CHECK(rt_warning_count() > warned);
+        CHECK_EQ_INT(rt_cpu_compile_count(), before + 2 + round);
+        if (m) {
+            saxpy_fn f = (saxpy_fn)rt_cpu_symbol(m, "saxpy", &d);
+            CHECK(f != NULL);
+            if (f) check_saxpy(f, 101);
+        }
+        rt_cpu_module_free(m);
+        m = NULL;
     }
-    rt_cpu_module_free(m);
-    free(path);
     free(src);
     diag_free(&d);
     remove_cache(dir);
@@ -317,7 +362,7 @@ static void test_parallel_compiled_kernel(void)
 
 TEST_SUITE(runtime_cpu) = {
     {"compile_run_and_cache_hit", test_compile_run_and_cache_hit},
-    {"truncated_cache_rebuilt", test_truncated_cache_rebuilt},
+    {"damaged_cache_rebuilt", test_damaged_cache_rebuilt},
     {"syntax_error", test_syntax_error},
     {"no_compiler", test_no_compiler},
     {"parallel_for_cover", test_parallel_for_cover},

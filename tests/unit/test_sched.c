@@ -160,7 +160,7 @@ static double tolerance(tsl_dtype t)
 
 /* Run def on one size set with the reference interpreter and with the plan
  * through `fn`; compare every output. Returns 1 when it ran. */
-static int compare_run(tsl_arena *a, const lang_def *def, const sched_plan *p, int set, sched_kernel_fn fn,
+static int compare_run(tsl_arena *a, const lang_def *def, const sched_plan *p, int set, const test_runner *fn,
                        const char *what)
 {
     int64_t minsize = 1;
@@ -211,7 +211,7 @@ static int compare_run(tsl_arena *a, const lang_def *def, const sched_plan *p, i
     }
     CHECK_MSG(st == TSL_OK, "%s: reference run failed: %s", def->name, sb_str(&d.msg));
     diag_reset(&d);
-    tsl_status st2 = st ? st : sched_run(p, b, dls, scal, fn, NULL, &d);
+    tsl_status st2 = st ? st : test_plan_run(p, b, dls, scal, fn, &d);
     CHECK_MSG(st2 == TSL_OK, "%s (%s, set %d): run failed: %s", def->name, what, set, sb_str(&d.msg));
     diag_free(&d);
     if (st || st2) return 1;
@@ -445,7 +445,7 @@ static void test_gather_out_of_range(void)
         DLTensor *ts[3] = {&tx, &ti, &tz};
         double scal[3] = {0};
         diag_reset(&d);
-        CHECK_EQ_INT(sched_run(p, b, ts, scal, test_run_tile_interp, NULL, &d), TSL_ERR_BOUNDS);
+        CHECK_EQ_INT(test_plan_run(p, b, ts, scal, test_run_tile_interp, &d), TSL_ERR_BOUNDS);
         const char *msg = sb_str(&d.msg);
         CHECK_MSG(strstr(msg, "index 9") && strstr(msg, "dimension 0") && strstr(msg, "'X'") && strstr(msg, "5"),
                   "tile interpreter: %s", msg);

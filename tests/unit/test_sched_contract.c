@@ -95,13 +95,6 @@ static const ct_case cases[] = {
      0},
 };
 
-static tsl_status run_gpu(void *ctx, const tile_module *m, const tile_kernel *k, const tile_interp_arg *args,
-                          int nargs, tsl_diag *d)
-{
-    (void)ctx;
-    return cg_cuda_run(m, k, args, nargs, d);
-}
-
 static int gpu_state = -1; /* -1 unknown, 0 none, 1 present */
 
 static int have_gpu(void)
@@ -267,7 +260,7 @@ static void test_gpu_timing(void)
         sched_plan *p = mod ? lower_checked(a, mod->defs[0], 1) : NULL;
         if (p) {
             int64_t small[3] = {67, 40, 45};
-            test_compare_plan(a, mod->defs[0], p, small, run_gpu, "gpu");
+            test_compare_plan(a, mod->defs[0], p, small, test_run_gpu, "gpu");
             DLTensor t[3];
             int64_t shp[3][2] = {{n, n}, {n, n}, {n, n}};
             void *buf[3];
@@ -289,9 +282,9 @@ static void test_gpu_timing(void)
                 args[j].name = l->args[j].name;
                 args[j].t = &t[l->args[j].tensor];
             }
-            cg_cuda_run_opts o = {0};
+            drv_kernel_opts o = {0};
             o.reps = 10;
-            tsl_status st = cg_cuda_run_opt(p->m, l->k, args, l->nargs, &o, &d);
+            tsl_status st = drv_kernel_run(&drv_target_cuda, p->m, l->k, args, l->nargs, &o, &d);
             CHECK_MSG(st == TSL_OK, "%s: %s", mod->defs[0]->name, sb_str(&d.msg));
             if (st == TSL_OK)
                 printf("    %s %lld^3: %.3f ms, %.1f TFLOP/s\n", mod->defs[0]->name, (long long)n, o.median_ms,
@@ -314,7 +307,7 @@ static void each_case_gpu(void)
         diag_free(&d);
         sched_plan *p = mod ? lower_checked(a, mod->defs[0], cases[c].ncontract) : NULL;
         for (int s = 0; p && s < 3; s++)
-            if (cases[c].sets[s][0]) test_compare_plan(a, mod->defs[0], p, cases[c].sets[s], run_gpu, "gpu");
+            if (cases[c].sets[s][0]) test_compare_plan(a, mod->defs[0], p, cases[c].sets[s], test_run_gpu, "gpu");
         arena_free(a);
     }
 }
@@ -322,7 +315,7 @@ static void each_case_gpu(void)
 static void test_tile_interp_matches(void) { each_case(1, 0); }
 static void test_cpu_matches(void) { each_case(0, 1); }
 
-/* TESSEL_SCHED=generic turns the strategy off (same program, no
+/* The option sched.generic=1 turns the strategy off (same program, no
  * contraction kernel). */
 static void test_generic_switch(void)
 {
@@ -331,15 +324,11 @@ static void test_generic_switch(void)
     tsl_diag d = {0};
     lang_module *mod = lang_parse_check(a, &src, &d);
     CHECK(mod != NULL);
-    const char *old = getenv("TESSEL_SCHED");
-    char *keep = old ? strdup(old) : NULL;
-    setenv("TESSEL_SCHED", "generic", 1);
+    sched_options o = sched_options_defaults;
+    CHECK(sched_options_parse("sched.generic=1", &o, &d) == TSL_OK);
     graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
-    sched_plan *p = g ? sched_lower(a, g, &d) : NULL;
+    sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, 80, &o, &d) : NULL;
     CHECK(p != NULL && count_contract(p) == 0);
-    if (keep) setenv("TESSEL_SCHED", keep, 1);
-    else unsetenv("TESSEL_SCHED");
-    free(keep);
     diag_free(&d);
     arena_free(a);
 }

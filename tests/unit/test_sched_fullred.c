@@ -71,7 +71,7 @@ static int64_t fr_index(tsl_dtype t, void *ctx)
 }
 
 /* Sizes: M, N (other symbols 3); gathers index [0, N). */
-static void fr_run(const char *which, tsl_target target, sched_kernel_fn fn, const char *what, int64_t M, int64_t N)
+static void fr_run(const char *which, tsl_target target, const test_runner *fn, const char *what, int64_t M, int64_t N)
 {
     tsl_arena *a = arena_create();
     tsl_source ts = {"fullred.tc", fr_src};
@@ -92,7 +92,7 @@ static void fr_run(const char *which, tsl_target target, sched_kernel_fn fn, con
         for (int s = 0; s < def->nsizes && s < 8; s++)
             sz[s] = !strcmp(def->sizes[s], "M") ? M : !strcmp(def->sizes[s], "N") ? N : 3;
         if (!strcmp(def->name, "win") && N < 3) continue; /* (its range would be empty) */
-        test_draw dr = {NULL, fr_pos, NULL, 0};
+        test_draw dr = {.float_value = fr_pos};
         int64_t nidx = N;
         if (!strcmp(def->name, "gath")) dr.int_value = fr_index, dr.ctx = &nidx;
         test_compare_plan_draw(a, def, p, sz, fn, what, &dr);
@@ -196,7 +196,7 @@ static void test_accuracy(void)
         for (int i = 0; i < mod->defs[0]->ntensors; i++)
             t[i] = !strcmp(mod->defs[0]->tensors[i]->name, "X") ? &tx : &ts0;
         double sc[4] = {0};
-        CHECK_MSG(b && sched_run(p, b, t, sc, test_run_cpu, NULL, &d) == TSL_OK, "%s", sb_str(&d.msg));
+        CHECK_MSG(b && test_plan_run(p, b, t, sc, test_run_cpu, &d) == TSL_OK, "%s", sb_str(&d.msg));
         double rel = fabs((double)s - exact) / exact;
         printf("    float32 sum of %lld values in [0, 1): relative error %.2g\n", (long long)n, rel);
         CHECK_MSG(rel < 1e-7, "relative error %.3g (sum %.9g, exact %.9g)", rel, (double)s, exact);

@@ -88,7 +88,7 @@ static const lang_def *exact_def(tsl_arena *a, const char *src)
  * [-1, 1]; Y poisoned. Runs the reference (on xdef, the float32 form of
  * def) and the plan through fn, and compares. */
 static void compare(tsl_arena *a, const lang_def *def, const lang_def *xdef, const sched_plan *p, const int64_t *sz,
-                    sched_kernel_fn fn, const char *what)
+                    const test_runner *fn, const char *what)
 {
     tsl_diag d = {0};
     lang_bound *b = NULL;
@@ -154,7 +154,7 @@ static void compare(tsl_arena *a, const lang_def *def, const lang_def *xdef, con
     if (!st) st = interp_run(xb, xviews, &d);
     CHECK_MSG(st == TSL_OK, "%s: reference run failed: %s", def->name, sb_str(&d.msg));
     diag_reset(&d);
-    tsl_status st2 = st ? st : sched_run(p, b, dls, NULL, fn, NULL, &d);
+    tsl_status st2 = st ? st : test_plan_run(p, b, dls, NULL, fn, &d);
     CHECK_MSG(st2 == TSL_OK, "%s (%s): run failed: %s", def->name, what, sb_str(&d.msg));
     diag_free(&d);
     if (st || st2) return;

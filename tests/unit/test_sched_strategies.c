@@ -141,7 +141,7 @@ static int lower_prog(const struct prog *pr, const char *dt, lowered *out)
 
 /* Run with N = rows, D = len (every other size 1) through fn and through
  * the reference interpreter; compare every output. */
-static void compare(const lowered *L, int64_t rows, int64_t len, sched_kernel_fn fn, const char *what)
+static void compare(const lowered *L, int64_t rows, int64_t len, const test_runner *fn, const char *what)
 {
     const lang_def *def = L->def;
     tsl_arena *a = arena_create();
@@ -194,7 +194,7 @@ static void compare(const lowered *L, int64_t rows, int64_t len, sched_kernel_fn
     }
     if (st == TSL_OK) st = interp_run(b, views, &d);
     CHECK_MSG(st == TSL_OK, "%s: reference: %s", def->name, sb_str(&d.msg));
-    if (st == TSL_OK) st = sched_run(L->p, b, dls, scal, fn, NULL, &d);
+    if (st == TSL_OK) st = test_plan_run(L->p, b, dls, scal, fn, &d);
     CHECK_MSG(st == TSL_OK, "%s (%s, N=%lld D=%lld): %s", def->name, what, (long long)rows, (long long)len,
               sb_str(&d.msg));
     for (int i = 0; st == TSL_OK && i < n; i++) {
@@ -223,7 +223,7 @@ static const char *const dtypes[] = {"float32", "float16"};
  * and its masked tail). Both runners simulate every thread of a block, so
  * the whole grid each run would take minutes; over runs every pair is
  * covered. Boxes over max_elems are skipped. */
-static void each(sched_kernel_fn fn, const char *what, int per, int64_t max_elems)
+static void each(const test_runner *fn, const char *what, int per, int64_t max_elems)
 {
     for (size_t pi = 0; pi < TSL_COUNTOF(progs); pi++)
         for (int di = 0; di < 2; di++) {

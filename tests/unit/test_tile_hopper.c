@@ -112,6 +112,26 @@ static void test_mem_async_proxy(void)
     imem_async_done(&s, 128, 8);
     CHECK_EQ_INT(imem_write(&s, 132, 1, 129, src, &other), IMEM_OK);
     CHECK_EQ_INT(imem_async_read(&s, 200, 4, 4, NULL), IMEM_UNWRITTEN);
+    /* an async read counts as made when it completes: a release between
+     * its issue and its completion does not order it */
+    imem_task_spawn(&s, 2, 256);
+    imem_vc rel;
+    memset(&rel, 0, sizeof rel);
+    CHECK_EQ_INT(imem_async_read(&s, 64, 4, 6, NULL), IMEM_OK);
+    imem_release(&s, &rel);
+    imem_async_done(&s, 64, 4);
+    imem_task_switch(&s, 2);
+    imem_acquire(&s, &rel);
+    CHECK_EQ_INT(imem_tma_issue(&s, 64, 4, 7), IMEM_XWAR);
+    imem_task_switch(&s, 1);
+    imem_release(&s, &rel);
+    imem_task_switch(&s, 2);
+    imem_acquire(&s, &rel);
+    CHECK_EQ_INT(imem_tma_issue(&s, 64, 4, 7), IMEM_OK);
+    CHECK_EQ_INT(imem_tma_land(&s, 64, 4, 5, 9, src), IMEM_OK);
+    imem_task_switch(&s, 1);
+    ph.c[IMEM_VC_BAR(5)] = 10; /* task 1 waits on that phase */
+    imem_acquire(&s, &ph);
     /* a TMA load (issued by thread 0) over another thread's read needs a sync */
     CHECK_EQ_INT(imem_read(&s, 64, 4, 131, got, &other), IMEM_OK);
     CHECK_EQ_INT(imem_tma_issue(&s, 64, 4, 5), IMEM_WAR);
@@ -250,6 +270,14 @@ static void prog_free(prog *p)
     free(p->msg);
 }
 
+/* Tensor k as doubles (malloc'd). */
+static double *as_doubles(const prog *p, int k, int64_t n)
+{
+    double *r = malloc((size_t)(n ? n : 1) * sizeof *r);
+    for (int64_t i = 0; i < n; i++) r[i] = at(p, k, i);
+    return r;
+}
+
 /* C (f16 or f32) against the float64 product of A [M, K] and B [K, N]:
  * f32 accumulation, then the rounding of C's dtype. */
 static int check_matmul(const prog *p, const char *what)
@@ -257,11 +285,13 @@ static int check_matmul(const prog *p, const char *what)
     int ia = find(p, "A"), ib = find(p, "B"), ic = find(p, "C");
     int64_t M = p->t[ia]->shape[0], K = p->t[ia]->shape[1], N = p->t[ib]->shape[1];
     double rel = p->dt[ic] == TSL_DTYPE_F16 ? 4.9e-4 : 1e-6;
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
+    double *a = as_doubles(p, ia, M * K), *b = as_doubles(p, ib, K * N);
+    int ok = 1;
+    for (int64_t i = 0; i < M && ok; i++)
+        for (int64_t j = 0; j < N && ok; j++) {
             double want = 0, mag = 0;
             for (int64_t k = 0; k < K; k++) {
-                double x = at(p, ia, i * K + k) * at(p, ib, k * N + j);
+                double x = a[i * K + k] * b[k * N + j];
                 want += x;
                 mag += fabs(x);
             }
@@ -269,10 +299,12 @@ static int check_matmul(const prog *p, const char *what)
             if (!(fabs(got - want) <= rel * fabs(want) + 1e-5 * mag + 1e-6)) {
                 CHECK_MSG(0, "%s %lldx%lldx%lld: C[%lld,%lld] = %.7g, want %.7g", what, (long long)M, (long long)N,
                           (long long)K, (long long)i, (long long)j, got, want);
-                return 0;
+                ok = 0;
             }
         }
-    return 1;
+    free(a);
+    free(b);
+    return ok;
 }
 
 static void gemm_case(const char *text, int64_t M, int64_t N, int64_t K, int shuffle)
@@ -343,6 +375,12 @@ static void test_programs(void)
         for (int64_t i = 0; i < 32 * 64; i++) CHECK_CLOSE(at(&p, iy, i), at(&p, ix, i), 0);
     }
     prog_free(&p);
+    hopper_prog(&p, "two_phases.tile", 1); /* Y = 3 X across two warpgroups statements */
+    if (p.st == TSL_OK) {
+        int ix = find(&p, "X"), iy = find(&p, "Y");
+        for (int64_t i = 0; i < 32 * 64; i++) CHECK_CLOSE(at(&p, iy, i), (float)(3 * at(&p, ix, i)), 0);
+    }
+    prog_free(&p);
 }
 
 /* Every hazard program fails with exactly its expected located message
@@ -356,7 +394,7 @@ static void test_hazards(void)
         "hz_tma_into_wgmma.tile",      "hz_unaligned_rows.tile",       "hz_no_init.tile",
         "hz_init_not_visible.tile",    "hz_init_in_use.tile",          "hz_arrive_too_early.tile",
         "hz_read_in_flight.tile",      "hz_unwaited_wgmma.tile",       "hz_unwaited_store.tile",
-        "hz_arrive_without_sync.tile",
+        "hz_arrive_without_sync.tile", "hz_no_sync_between.tile",
     };
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
         char *text = read_text("tests/tile_hopper", files[i]);
@@ -386,9 +424,17 @@ static void test_sm90_plan(void)
         int64_t sets[4][4]; /* size slots in declaration order */
     } cases[] = {
         {"def hmm(float16(M,K) A, float16(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n",
-         {{100, 520, 264}, {200, 72, 40}, {1, 8, 8}, {67, 45, 40}}},
+         {{70, 200, 264}, {200, 72, 40}, {1, 8, 8}, {67, 45, 40}}},
         {"def hbmm(float16(B,M,K) X, float16(B,K,N) Y) -> (Z) {\n  Z(b,m,n) +=! X(b,m,k) * Y(b,k,n)\n}\n",
          {{2, 33, 136, 24}, {1, 130, 16, 8}, {0}, {0}}},
+        /* both operands transposed (views of the TMA stages) */
+        {"def htt(float16(K,M) A, float16(N,K) B) -> (C) {\n  C(m,n) +=! A(k,m) * B(n,k)\n}\n",
+         {{40, 136, 72}, {24, 37, 264}, {0}, {0}}},
+        /* an epilogue: bias, GELU (erf), a residual; BN 128 */
+        {"def hgelu(float16(M,K) A, float16(N,K) W, float16(N) bias, float16(M,N) R) -> (C) {\n"
+         "  C(m,n) +=! A(m,k) * W(n,k)\n  C(m,n) = C(m,n) + bias(n)\n"
+         "  C(m,n) = 0.5 * C(m,n) * (1 + erf(C(m,n) * 0.7071067811865476)) + R(m,n)\n}\n",
+         {{150, 40, 136}, {37, 24, 200}, {0}, {0}}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         tsl_arena *a = arena_create();

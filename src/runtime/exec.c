@@ -1,0 +1,419 @@
+/* exec.c — the one executor: runs an rt_plan (plan.h) on any rt_target.
+ *
+ * Requires a plan whose indices are in range (the driver builds them;
+ * rt_plan_read checks a cached one). Guarantees, for every target alike:
+ * launches run in plan order; a launch whose statement has no lanes or
+ * whose grid has a zero dim runs nothing; each launch's arguments are
+ * bound once, here — tensors by the plan's mapping (flat ones as 1-D of
+ * all their elements, C-order strides unless the run gives strides),
+ * scalars as words (a double's bits for float dtypes), sizes as ints —
+ * the kernel's size symbols bound from argument dims and every dim checked
+ * against the kernel's declaration; temporaries some launch takes live on
+ * the device, grown when sizes grow and zeroed per run (as the reference
+ * interpreter has them). On a target with index variants the 32-bit
+ * variant runs unless an extent, stride, span or int argument passes 2^30,
+ * and each size branch's arm is chosen from the sizes; a variant is
+ * compiled and loaded the first time a launch needs it. The plan's scratch
+ * buffers are allocated once, their contents undefined at a run's start;
+ * a units argument is the device's multiprocessor count. A launch with a
+ * guard (`when`, over the program's sizes) runs only where it holds. */
+#include <string.h>
+
+#include "runtime/plan.h"
+
+static const int64_t EX_I32_LIMIT = (int64_t)1 << 30;
+
+typedef struct ex_variant {
+    unsigned key;
+    void *module, *fn;
+    rt_binary bin; /* data owned when `owned` */
+    int owned;
+} ex_variant;
+
+typedef struct ex_kernel {
+    ex_variant *v;
+    int n, cap;
+} ex_kernel;
+
+struct rt_exec {
+    const rt_plan *p;
+    const rt_target *t;
+    void *dev;
+    ex_kernel *k;      /* [nkernels] */
+    rt_ptr err;        /* [nlaunches][RT_ERR_WORDS] u64 (fault_records targets) */
+    rt_ptr *temp;      /* [ntensors] */
+    rt_ptr *scratch;   /* [nscratch] */
+    size_t *temp_cap;  /* [ntensors] */
+    int *last_variant; /* [nlaunches] */
+    int last_launches;
+    int force_wide;
+    int threads;
+    rt_bound *b; /* scratch */
+};
+
+static tsl_status ex_nomem(tsl_diag *d)
+{
+    diag_error(d, TSL_ERR_NOMEM, "out of memory");
+    return TSL_ERR_NOMEM;
+}
+
+/* The variant `key` of kernel ki: loaded already, or from a binary the
+ * plan carries, or compiled now. */
+static tsl_status ex_variant_get(rt_exec *x, int ki, unsigned key, void **fn, tsl_diag *d)
+{
+    ex_kernel *ek = &x->k[ki];
+    const rt_kernel *k = &x->p->kernels[ki];
+    for (int i = 0; i < ek->n; i++)
+        if (ek->v[i].key == key) {
+            *fn = ek->v[i].fn;
+            return TSL_OK;
+        }
+    if (ek->n == ek->cap) {
+        int cap = ek->cap ? 2 * ek->cap : 2;
+        ex_variant *v = realloc(ek->v, sizeof *v * (size_t)cap);
+        if (!v) return ex_nomem(d);
+        ek->v = v;
+        ek->cap = cap;
+    }
+    ex_variant v = {.key = key};
+    for (int i = 0; i < k->nbins && !v.bin.data; i++)
+        if (k->bins[i].variant == key) v.bin = k->bins[i];
+    tsl_status st = TSL_OK;
+    if (!v.bin.data) {
+        st = x->t->compile(x->t->arch(x->dev), k, key, &v.bin.data, &v.bin.size, d);
+        v.bin.variant = key;
+        v.owned = 1;
+    }
+    if (!st) st = x->t->load(x->dev, k, key, v.bin.data, v.bin.size, &v.module, &v.fn, d);
+    if (st) {
+        if (v.owned) free(v.bin.data);
+        return st;
+    }
+    ek->v[ek->n++] = v;
+    *fn = v.fn;
+    return TSL_OK;
+}
+
+tsl_status rt_exec_create(const rt_plan *p, const rt_target *t, void *dev, rt_exec **out, tsl_diag *d)
+{
+    *out = NULL;
+    rt_exec *x = calloc(1, sizeof *x);
+    if (x) {
+        x->p = p;
+        x->t = t;
+        x->dev = dev;
+        x->k = calloc((size_t)p->nkernels + 1, sizeof *x->k);
+        x->temp = calloc((size_t)p->ntensors + 1, sizeof *x->temp);
+        x->temp_cap = calloc((size_t)p->ntensors + 1, sizeof *x->temp_cap);
+        x->last_variant = calloc((size_t)p->nlaunches + 1, sizeof *x->last_variant);
+        x->b = calloc(1, sizeof *x->b);
+        x->scratch = calloc((size_t)p->nscratch + 1, sizeof *x->scratch);
+    }
+    if (!x || !x->k || !x->temp || !x->temp_cap || !x->last_variant || !x->b || !x->scratch) {
+        rt_exec_free(x);
+        return ex_nomem(d);
+    }
+    tsl_status st = TSL_OK;
+    for (int ki = 0; !st && ki < p->nkernels; ki++) {
+        const rt_kernel *k = &p->kernels[ki];
+        void *fn;
+        for (int i = 0; !st && i < k->nbins; i++) st = ex_variant_get(x, ki, k->bins[i].variant, &fn, d);
+        /* the plain variant (no size branches, 32-bit index): the one most runs take */
+        if (!st && k->nbranches == 0) st = ex_variant_get(x, ki, 0, &fn, d);
+    }
+    if (!st && t->fault_records && p->nlaunches)
+        st = t->alloc(dev, (size_t)p->nlaunches * RT_ERR_WORDS * 8, &x->err, d);
+    for (int i = 0; !st && i < p->nscratch; i++)
+        st = t->alloc(dev, (size_t)p->scratch[i].count * tsl_dtype_size((tsl_dtype)p->scratch[i].dtype) + 8,
+                      &x->scratch[i], d);
+    if (st) {
+        rt_exec_free(x);
+        return st;
+    }
+    *out = x;
+    return TSL_OK;
+}
+
+void rt_exec_free(rt_exec *x)
+{
+    if (!x) return;
+    for (int ki = 0; x->k && ki < x->p->nkernels; ki++) {
+        for (int i = 0; i < x->k[ki].n; i++) {
+            x->t->unload(x->k[ki].v[i].module);
+            if (x->k[ki].v[i].owned) free(x->k[ki].v[i].bin.data);
+        }
+        free(x->k[ki].v);
+    }
+    for (int i = 0; x->temp && i < x->p->ntensors; i++)
+        if (x->temp[i]) x->t->free(x->dev, x->temp[i]);
+    if (x->err) x->t->free(x->dev, x->err);
+    for (int i = 0; x->scratch && i < x->p->nscratch; i++)
+        if (x->scratch[i]) x->t->free(x->dev, x->scratch[i]);
+    free(x->scratch);
+    free(x->k);
+    free(x->temp);
+    free(x->temp_cap);
+    free(x->last_variant);
+    free(x->b);
+    free(x);
+}
+
+int rt_exec_launches_run(const rt_exec *x) { return x ? x->last_launches : 0; }
+int rt_exec_variant(const rt_exec *x, int launch) { return x->last_variant[launch]; }
+void rt_exec_force_wide(rt_exec *x, int on) { x->force_wide = on; }
+void rt_exec_set_threads(rt_exec *x, int threads) { x->threads = threads; }
+int rt_exec_nbinaries(const rt_exec *x, int k) { return x->k[k].n; }
+const rt_binary *rt_exec_binary(const rt_exec *x, int k, int i) { return &x->k[k].v[i].bin; }
+const rt_target *rt_exec_target(const rt_exec *x) { return x->t; }
+void *rt_exec_device(const rt_exec *x) { return x->dev; }
+
+static int64_t ex_numel(const rt_tensor *t, const int64_t *shape)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) n *= shape[i];
+    return n;
+}
+
+/* Device storage for every temporary some launch takes, zeroed. Those a
+ * fused kernel keeps in registers get none: zeroing them cost a quarter
+ * of softmax's kernel time on an H200. */
+static tsl_status ex_temps(rt_exec *x, const rt_run *r, tsl_diag *d)
+{
+    const rt_plan *p = x->p;
+    for (int i = 0; i < p->ntensors; i++) {
+        const rt_tensor *t = &p->tensors[i];
+        if (!(t->flags & RT_T_TEMP) || !rt_plan_tensor_used(p, i)) continue;
+        size_t bytes = (size_t)ex_numel(t, r->shape[i]) * tsl_dtype_size((tsl_dtype)t->dtype);
+        if (bytes > x->temp_cap[i]) {
+            if (x->temp[i]) x->t->free(x->dev, x->temp[i]);
+            x->temp[i] = 0;
+            x->temp_cap[i] = 0;
+            tsl_status st = x->t->alloc(x->dev, bytes, &x->temp[i], d);
+            if (st) {
+                diag_error(d, st, "device memory for the temporary '%s' (%zu bytes)", t->name, bytes);
+                return st;
+            }
+            x->temp_cap[i] = bytes;
+        }
+        if (bytes) {
+            tsl_status st = x->t->memset(x->dev, x->temp[i], 0, bytes, d);
+            if (st) return st;
+        }
+    }
+    return TSL_OK;
+}
+
+/* Bind launch li's arguments into x->b and pick its variant. *skip: the
+ * grid is empty. */
+static tsl_status ex_bind(rt_exec *x, int li, const rt_run *r, unsigned *key, int *skip, tsl_diag *d)
+{
+    const rt_plan *p = x->p;
+    const rt_launch *l = &p->launches[li];
+    const rt_kernel *k = &p->kernels[l->kernel];
+    rt_bound *b = x->b;
+    int64_t vals[2 * RT_MAX_PARAMS];
+    int nv = k->nsyms + k->nparams, need64 = x->force_wide;
+    memset(vals, 0, sizeof vals);
+    b->k = k;
+    b->threads = x->threads;
+    *skip = 0;
+    for (int q = 0; q < k->nparams; q++) {
+        const rt_param *pa = &k->params[q];
+        const rt_arg *a = &l->args[q];
+        if (!pa->is_tensor) {
+            int64_t w = a->kind == RT_ARG_SIZE    ? r->sizes[a->index]
+                        : a->kind == RT_ARG_UNITS ? x->t->units(x->dev)
+                                                  : r->words[a->index];
+            b->word[q] = w;
+            vals[k->nsyms + q] = w;
+            if (!pa->is_float && (w > EX_I32_LIMIT || w < -EX_I32_LIMIT)) need64 = 1;
+            continue;
+        }
+        if (a->kind == RT_ARG_SCRATCH) {
+            b->ptr[q] = x->scratch[a->index];
+            b->shape[q][0] = p->scratch[a->index].count;
+            b->stride[q][0] = 1;
+            continue;
+        }
+        const rt_tensor *t = &p->tensors[a->index];
+        b->ptr[q] = (t->flags & RT_T_TEMP) ? x->temp[a->index] : r->data[a->index];
+        const int64_t *sh = r->shape[a->index];
+        const int64_t *sd = r->strides ? r->strides[a->index] : NULL;
+        if (a->flat) {
+            b->shape[q][0] = ex_numel(t, sh);
+            b->stride[q][0] = 1;
+        } else if (a->bytes || a->rows.n) {
+            /* packed storage as bytes (compact C order), dim 0 maybe cut */
+            int64_t acc = 1;
+            for (int i = t->rank - 1; i >= 0; i--) {
+                b->shape[q][i] = sh[i];
+                if (a->bytes && i == t->rank - 1) b->shape[q][i] = sh[i] * tsl_dtype_bits((tsl_dtype)t->dtype) / 8;
+                b->stride[q][i] = a->bytes || !sd ? acc : sd[i];
+                acc *= b->shape[q][i];
+            }
+            if (a->rows.n && t->rank) {
+                int ok = 1;
+                int64_t hi = rt_expr_eval(&a->rows, r->sizes, p->nsizes, &ok);
+                if (!ok) {
+                    diag_error(d, TSL_ERR_INTERNAL, "kernel '%s': the rows of '%s' do not evaluate", k->name, t->name);
+                    return TSL_ERR_INTERNAL;
+                }
+                if (hi < b->shape[q][0]) b->shape[q][0] = hi < 0 ? 0 : hi;
+            }
+        } else {
+            int64_t acc = 1;
+            for (int i = t->rank - 1; i >= 0; i--) {
+                b->shape[q][i] = sh[i];
+                b->stride[q][i] = sd ? sd[i] : acc;
+                acc *= sh[i];
+            }
+        }
+        int64_t span = 1, zero = 0;
+        for (int i = 0; i < pa->rank; i++) {
+            int64_t e = b->shape[q][i], s = b->stride[q][i];
+            if (e > EX_I32_LIMIT || s > EX_I32_LIMIT) need64 = 1;
+            if (e == 0) zero = 1;
+            span += (e > 0 ? e - 1 : 0) * s;
+        }
+        if (!zero && span > EX_I32_LIMIT) need64 = 1;
+    }
+    for (int s = 0; s < k->nsyms; s++) {
+        vals[s] = b->shape[k->sym_param[s]][k->sym_dim[s]];
+        b->syms[s] = vals[s];
+        if (vals[s] > EX_I32_LIMIT) need64 = 1;
+    }
+    for (int q = 0; q < k->nparams; q++) {
+        const rt_param *pa = &k->params[q];
+        for (int i = 0; pa->is_tensor && i < pa->rank; i++) {
+            int ok = 1;
+            int64_t want = rt_expr_eval(&pa->dims[i], vals, nv, &ok);
+            if (!ok || want != b->shape[q][i]) {
+                diag_error(d, TSL_ERR_SHAPE, "kernel '%s': tensor '%s' dim %d is %lld; the kernel says %lld", k->name,
+                           pa->name, i, (long long)b->shape[q][i], (long long)want);
+                return TSL_ERR_SHAPE;
+            }
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        int ok = 1;
+        int64_t g = i < k->ngrid ? rt_expr_eval(&k->grid[i], vals, nv, &ok) : 1;
+        if (!ok) {
+            diag_error(d, TSL_ERR_RUNTIME, "kernel '%s': grid dimension %d cannot be evaluated", k->name, i);
+            return TSL_ERR_RUNTIME;
+        }
+        if (g <= 0) *skip = 1;
+        b->grid[i] = g;
+    }
+    *key = 0;
+    if (!x->t->index_variants) return TSL_OK;
+    *key = (unsigned)need64;
+    for (int i = 0; i < k->nbranches; i++) {
+        int ok = 1;
+        int64_t c = rt_expr_eval(&k->branches[i], vals, nv, &ok);
+        if (!ok) {
+            diag_error(d, TSL_ERR_INTERNAL, "kernel '%s': a size branch does not evaluate", k->name);
+            return TSL_ERR_INTERNAL;
+        }
+        if (c) *key |= 1u << (i + 1);
+    }
+    return TSL_OK;
+}
+
+/* A fault a CPU launch reported, in the kernel's words. */
+static tsl_status ex_fault(const rt_bound *b, const rt_fault *f, tsl_diag *d)
+{
+    const rt_kernel *k = b->k;
+    if (f->code <= 0 || f->code > k->nerrs) {
+        diag_error(d, TSL_ERR_NOMEM, "kernel '%s': out of memory for a block's workspace", k->name);
+        return TSL_ERR_NOMEM;
+    }
+    const rt_kerr *e = &k->errs[f->code - 1];
+    char msg[1024];
+    if (e->info) {
+        /* the message is the generator's: a format with two %lld */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+        snprintf(msg, sizeof msg, e->msg, (long long)f->info[0], (long long)f->info[1]);
+#pragma GCC diagnostic pop
+    } else {
+        snprintf(msg, sizeof msg, "%s", e->msg);
+    }
+    int64_t gx = b->grid[0] > 0 ? b->grid[0] : 1, gy = b->grid[1] > 0 ? b->grid[1] : 1, bl = f->block;
+    diag_error(d, (tsl_status)e->st, "kernel '%s': %s%s (block %lld,%lld,%lld)", k->name, msg, e->where,
+               (long long)(bl % gx), (long long)(bl / gx % gy), (long long)(bl / (gx * gy)));
+    return (tsl_status)e->st;
+}
+
+/* After a checked run on a fault-record target: the first launch whose
+ * record says an index was out of range. */
+static tsl_status ex_check_records(rt_exec *x, const rt_run *r, tsl_diag *d)
+{
+    const rt_plan *p = x->p;
+    int nl = p->nlaunches;
+    uint64_t *rec = calloc((size_t)nl * RT_ERR_WORDS + 1, sizeof *rec);
+    if (!rec) return ex_nomem(d);
+    tsl_status st = x->t->copy(x->dev, (rt_ptr)(uintptr_t)rec, x->err, (size_t)nl * RT_ERR_WORDS * 8, RT_COPY_DTOH, d);
+    for (int li = 0; !st && li < nl; li++) {
+        const uint64_t *w = &rec[li * RT_ERR_WORDS];
+        if (!w[0]) continue;
+        const rt_launch *l = &p->launches[li];
+        const rt_kernel *k = &p->kernels[l->kernel];
+        const rt_arg *a = w[1] < (uint64_t)k->nparams ? &l->args[w[1]] : NULL;
+        const rt_tensor *t = a && a->kind == RT_ARG_TENSOR ? &p->tensors[a->index] : NULL;
+        int dim = (int)w[2];
+        long long extent = -1;
+        if (t) extent = a->flat ? (long long)ex_numel(t, r->shape[a->index])
+                        : dim >= 0 && dim < t->rank ? (long long)r->shape[a->index][dim] : -1;
+        diag_error(d, TSL_ERR_BOUNDS,
+                   "kernel '%s': index %lld out of range for dimension %d of '%s' (size %lld) "
+                   "(thread %llu, block %llu,%llu,%llu)",
+                   k->name, (long long)w[3], dim, t ? t->name : "?", extent, (unsigned long long)w[4],
+                   (unsigned long long)w[5], (unsigned long long)w[6], (unsigned long long)w[7]);
+        st = TSL_ERR_BOUNDS;
+    }
+    free(rec);
+    return st;
+}
+
+tsl_status rt_exec_run(rt_exec *x, const rt_run *r, int check, tsl_diag *d)
+{
+    const rt_plan *p = x->p;
+    x->last_launches = 0;
+    tsl_status st = ex_temps(x, r, d);
+    int records = x->t->fault_records && p->nlaunches;
+    if (!st && check && records)
+        st = x->t->memset(x->dev, x->err, 0, (size_t)p->nlaunches * RT_ERR_WORDS * 8, d);
+    for (int li = 0; !st && li < p->nlaunches; li++) {
+        const rt_launch *l = &p->launches[li];
+        x->last_variant[li] = -1;
+        if (r->lanes && r->lanes[l->stmt] == 0) continue;
+        if (l->when.n) { /* the launch's guard on the sizes (one of a group's exclusive plans) */
+            int ok = 1;
+            int64_t w = rt_expr_eval(&l->when, r->sizes, p->nsizes, &ok);
+            if (!ok) {
+                diag_error(d, TSL_ERR_INTERNAL, "launch %d: its guard does not evaluate", li);
+                st = TSL_ERR_INTERNAL;
+                break;
+            }
+            if (!w) continue;
+        }
+        unsigned key = 0;
+        int skip = 0;
+        void *fn = NULL;
+        st = ex_bind(x, li, r, &key, &skip, d);
+        if (st || skip) continue;
+        st = ex_variant_get(x, l->kernel, key, &fn, d);
+        if (st) break;
+        x->b->err = records ? x->err + (rt_ptr)li * RT_ERR_WORDS * 8 : 0;
+        rt_fault f = {0};
+        st = x->t->launch(x->dev, fn, x->b, &f, d);
+        if (st == TSL_ERR_RUNTIME && f.code) st = ex_fault(x->b, &f, d);
+        if (!st) {
+            x->last_launches++;
+            x->last_variant[li] = (int)key;
+        }
+    }
+    if (!st && check) st = x->t->sync(x->dev, d);
+    if (!st && check && records) st = ex_check_records(x, r, d);
+    return st;
+}

@@ -1,0 +1,174 @@
+/* options.c — the tuning space as one table (options.h): every parameter
+ * of every strategy with its default, its values and its range; the
+ * canonical text; the validity check. The defaults are the plans the
+ * strategies chose before they had options (contract.c explains each). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sched/options.h"
+
+const sched_options sched_options_defaults = {
+    .generic = 0,
+    .conv = 1,
+    .full_reductions = 1,
+    .micro_kernels = 1,
+    .threads = 0,
+    .cpu = {.bm = 96, .bn = 128, .bk = 256, .tm = 6, .tn = 16, .pad = 16, .stages = 1},
+    .fma = {.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8, .pad = 4, .stages = 3},
+    .mma = {.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 4, .pad = 8, .stages = 3},
+};
+
+#define CPU (1u << TSL_TARGET_CPU)
+#define GPU (1u << TSL_TARGET_CUDA)
+#define V(...) (const int[]){__VA_ARGS__}, (int)(sizeof((const int[]){__VA_ARGS__}) / sizeof(int))
+#define F(field) offsetof(sched_options, field)
+
+static const sched_option params[] = {
+    {"sched.generic", "all", CPU | GPU, F(generic), V(0, 1), 0, 1, "1: every group through the generic strategy"},
+    {"cpu.threads", "all", CPU, F(threads), V(0, 1, 2, 4, 8, 16, 32, 64), 0, 1024, "CPU threads a run uses (0: all)"},
+    {"cpu.micro_kernels", "contract", CPU, F(micro_kernels), V(0, 1), 0, 1, "register-tile f32 micro-kernels"},
+    {"conv.cpu", "conv", CPU, F(conv), V(0, 1), 0, 1, "the CPU plan for two-operand f32 reductions"},
+    {"sched.full_reductions", "fullred", CPU | GPU, F(full_reductions), V(0, 1), 0, 1,
+     "the two-launch plan of reductions to a scalar"},
+    {"contract.cpu.bm", "contract", CPU, F(cpu.bm), V(16, 32, 48, 64, 96, 128, 192, 256), 16, 1024, "block rows of C"},
+    {"contract.cpu.bn", "contract", CPU, F(cpu.bn), V(16, 32, 64, 128, 256), 16, 1024, "block columns of C"},
+    {"contract.cpu.bk", "contract", CPU, F(cpu.bk), V(32, 64, 128, 256, 512), 1, 4096, "depth of a k step"},
+    {"contract.cpu.tm", "contract", CPU, F(cpu.tm), V(1, 2, 3, 4, 6, 8), 1, 64, "a thread's rows"},
+    {"contract.cpu.tn", "contract", CPU, F(cpu.tn), V(4, 8, 16, 32), 1, 64, "a thread's columns"},
+    {"contract.cpu.stages", "contract", CPU, F(cpu.stages), V(1, 2), 1, 4, "copy pipeline stages"},
+    {"contract.fma.bm", "contract", GPU, F(fma.bm), V(32, 64, 128, 256), 8, 512, "block rows of C"},
+    {"contract.fma.bn", "contract", GPU, F(fma.bn), V(32, 64, 128, 256), 8, 512, "block columns of C"},
+    {"contract.fma.bk", "contract", GPU, F(fma.bk), V(8, 16, 32), 4, 256, "depth of a k step"},
+    {"contract.fma.tm", "contract", GPU, F(fma.tm), V(2, 4, 8), 1, 16, "a thread's rows"},
+    {"contract.fma.tn", "contract", GPU, F(fma.tn), V(4, 8), 1, 16, "a thread's columns"},
+    {"contract.fma.stages", "contract", GPU, F(fma.stages), V(2, 3, 4), 1, 8, "cp.async pipeline stages"},
+    {"contract.mma.bm", "contract", GPU, F(mma.bm), V(64, 128, 256), 16, 512, "block rows of C"},
+    {"contract.mma.bn", "contract", GPU, F(mma.bn), V(64, 128, 256), 8, 512, "block columns of C"},
+    {"contract.mma.bk", "contract", GPU, F(mma.bk), V(16, 32, 64), 16, 256, "depth of a k step"},
+    {"contract.mma.wm", "contract", GPU, F(mma.wm), V(1, 2, 4), 1, 16, "warps along m"},
+    {"contract.mma.wn", "contract", GPU, F(mma.wn), V(1, 2, 4, 8), 1, 16, "warps along n"},
+    {"contract.mma.pad", "contract", GPU, F(mma.pad), V(0, 8), 0, 64, "padding per shared row (elements)"},
+    {"contract.mma.stages", "contract", GPU, F(mma.stages), V(2, 3, 4), 1, 8, "cp.async pipeline stages"},
+};
+
+const sched_option *sched_option_table(int *n)
+{
+    *n = (int)TSL_COUNTOF(params);
+    return params;
+}
+
+const sched_option *sched_option_find(const char *key, size_t len)
+{
+    for (size_t i = 0; i < TSL_COUNTOF(params); i++)
+        if (strlen(params[i].key) == len && !strncmp(params[i].key, key, len)) return &params[i];
+    return NULL;
+}
+
+int sched_option_get(const sched_options *o, const sched_option *p) { return *(const int *)((const char *)o + p->offset); }
+
+void sched_option_set(sched_options *o, const sched_option *p, int v) { *(int *)((char *)o + p->offset) = v; }
+
+void sched_options_text(strbuf *out, const sched_options *o)
+{
+    int first = 1;
+    for (size_t i = 0; i < TSL_COUNTOF(params); i++) {
+        int v = sched_option_get(o, &params[i]);
+        if (v == sched_option_get(&sched_options_defaults, &params[i])) continue;
+        sb_printf(out, "%s%s=%d", first ? "" : ",", params[i].key, v);
+        first = 0;
+    }
+}
+
+static const char *skip_space(const char *p)
+{
+    while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+    return p;
+}
+
+tsl_status sched_options_parse(const char *text, sched_options *o, tsl_diag *d)
+{
+    for (const char *p = text ? text : ""; *(p = skip_space(p));) {
+        size_t n = strcspn(p, ",");
+        const char *eq = memchr(p, '=', n);
+        size_t klen = eq ? (size_t)(eq - p) : n;
+        while (klen && (p[klen - 1] == ' ' || p[klen - 1] == '\t')) klen--;
+        const sched_option *sp = sched_option_find(p, klen);
+        if (!sp || !eq) {
+            diag_error(d, TSL_ERR_ARG, "option '%.*s': %s (options are key=value; `tessel tune --space` lists the keys)",
+                       (int)n, p, sp ? "needs a value" : "no such key");
+            return TSL_ERR_ARG;
+        }
+        const char *v = skip_space(eq + 1);
+        char *end;
+        errno = 0;
+        long val = strtol(v, &end, 10);
+        end = (char *)skip_space(end);
+        if (end == v || errno || (end != p + n && *end != ',') || val < sp->lo || val > sp->hi) {
+            diag_error(d, TSL_ERR_ARG, "option %s=%.*s: the value must be an integer in [%d, %d]", sp->key,
+                       (int)(p + n - v), v, sp->lo, sp->hi);
+            return TSL_ERR_ARG;
+        }
+        sched_option_set(o, sp, (int)val);
+        p += n;
+        if (*p == ',') p++;
+    }
+    return TSL_OK;
+}
+
+/* The f32 plans (CPU and GPU): threads from the micro-tile. */
+static int check_f32(const char *name, const sched_contract_options *c, int cpu, char *why, size_t n)
+{
+    if (c->bm % c->tm || c->bn % c->tn) {
+        snprintf(why, n, "contract.%s: the block %dx%d is not a whole number of %dx%d thread tiles", name, c->bm,
+                 c->bn, c->tm, c->tn);
+        return 1;
+    }
+    int threads = (c->bm / c->tm) * (c->bn / c->tn), unit = cpu ? 16 : 32;
+    if (threads < unit || threads > 1024 || threads % unit) {
+        snprintf(why, n, "contract.%s: %d threads ((bm/tm)(bn/tn)) is not a multiple of %d in [%d, 1024]", name,
+                 threads, unit, unit);
+        return 1;
+    }
+    if (cpu && (c->bm % 16 || c->bn % 16)) {
+        snprintf(why, n, "contract.cpu: bm %d and bn %d must be multiples of 16", c->bm, c->bn);
+        return 1;
+    }
+    if (!cpu && c->bk % 4) {
+        snprintf(why, n, "contract.fma: bk %d must be a multiple of 4 (16-byte copies)", c->bk);
+        return 1;
+    }
+    return 0;
+}
+
+int sched_options_check(const sched_options *o, tsl_target t, char *why, size_t n)
+{
+    for (size_t i = 0; i < TSL_COUNTOF(params); i++) {
+        int v = sched_option_get(o, &params[i]);
+        if (v < params[i].lo || v > params[i].hi) {
+            snprintf(why, n, "%s=%d is outside [%d, %d]", params[i].key, v, params[i].lo, params[i].hi);
+            return 1;
+        }
+    }
+    if (t == TSL_TARGET_CPU) return check_f32("cpu", &o->cpu, 1, why, n);
+    if (t != TSL_TARGET_CUDA) return 0;
+    if (check_f32("fma", &o->fma, 0, why, n)) return 1;
+    const sched_contract_options *m = &o->mma;
+    if (m->bm % (16 * m->wm) || m->bn % (8 * m->wn) || m->bk % 16) {
+        snprintf(why, n, "contract.mma: bm %d must be a multiple of 16*wm (%d), bn %d of 8*wn (%d), bk %d of 16",
+                 m->bm, 16 * m->wm, m->bn, 8 * m->wn, m->bk);
+        return 1;
+    }
+    if (32 * m->wm * m->wn > 1024) {
+        snprintf(why, n, "contract.mma: %d warps is more than a block's 32", m->wm * m->wn);
+        return 1;
+    }
+    /* the stages' shared tiles, f16: what pipeline expansion would refuse anyway */
+    long smem = (long)m->stages * ((long)m->bm * (m->bk + m->pad) + (long)m->bk * (m->bn + m->pad)) * 2;
+    if (smem > 227L * 1024) {
+        snprintf(why, n, "contract.mma: %ld bytes of shared memory for %d stages (at most 232448 on sm_90)", smem,
+                 m->stages);
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,73 @@
+/* options.h — the strategies' options: the tuning space as data
+ * (DESIGN.md §3, §6). Each strategy that has choices has an options struct;
+ * one table (options.c) describes every parameter — its key, the
+ * strategy and targets it applies to, its default and the values a search
+ * draws from —; a validity check says why a candidate is rejected; a
+ * canonical text (only what differs from the defaults, keys in table
+ * order) is what the cache key holds. The library reads no environment:
+ * the CLI, the API and the tuner pass options. */
+#ifndef TSL_SCHED_OPTIONS_H
+#define TSL_SCHED_OPTIONS_H
+
+#include <stddef.h>
+
+#include "base/base.h"
+
+/* The contraction strategy's block plan (contract.c). bm x bn is the block
+ * tile of C, bk the depth of a k step; the f32 plans give each thread a
+ * tm x tn micro-tile (threads = (bm/tm)(bn/tn)), the mma plan has wm x wn
+ * warps; pad elements per shared row; stages of the copy pipeline. */
+typedef struct sched_contract_options {
+    int bm, bn, bk;
+    int tm, tn; /* f32 (cpu, fma) */
+    int wm, wn; /* mma */
+    int pad;    /* mma: elements of padding per shared row */
+    int stages;
+} sched_contract_options;
+
+typedef struct sched_options {
+    int generic;                /* 1: every group through the generic strategy */
+    int conv;                   /* the CPU convolution plan (lower.c) for two-operand f32 reductions */
+    int full_reductions;        /* the two-launch plan of reductions to a scalar (lower.c) */
+    int micro_kernels;          /* the CPU plans ask for the micro-kernel atoms (target/cpu.c) */
+    int threads;                /* CPU: threads a run uses (0: the pool's) */
+    sched_contract_options cpu; /* f32 contraction on the CPU target */
+    sched_contract_options fma; /* f32 contraction on a GPU */
+    sched_contract_options mma; /* f16/bf16 contraction on a GPU (mma.sync) */
+} sched_options;
+
+/* The built-in choices: what every strategy did before it had options. */
+extern const sched_options sched_options_defaults;
+
+/* One parameter of the space. */
+typedef struct sched_option {
+    const char *key;      /* "contract.cpu.bm" */
+    const char *strategy; /* "contract", "conv", ... */
+    unsigned targets;     /* 1 << tsl_target it applies to */
+    size_t offset;        /* of its int in sched_options */
+    const int *values;    /* what a search draws from (TC: powers of two, divisors) */
+    int nvalues;
+    int lo, hi;           /* what a user may set */
+    const char *help;
+} sched_option;
+
+const sched_option *sched_option_table(int *n);
+const sched_option *sched_option_find(const char *key, size_t len);
+int sched_option_get(const sched_options *o, const sched_option *p);
+void sched_option_set(sched_options *o, const sched_option *p, int v);
+
+/* The options as canonical text: "key=value" for each parameter that
+ * differs from the default, in table order, joined by ','; "" for the
+ * defaults. Appends to out. */
+void sched_options_text(strbuf *out, const sched_options *o);
+/* Parse "key=value,key=value" (whitespace allowed around the parts; a key
+ * may repeat, the last wins) onto *o (start from the defaults). A bad key,
+ * value or range is TSL_ERR_ARG naming it. */
+tsl_status sched_options_parse(const char *text, sched_options *o, tsl_diag *d);
+
+/* 0 when o is a plan the strategies can build for target t; else 1 with
+ * the reason in why ("contract.cpu: 48 threads ((bm/tm)(bn/tn)) is not a
+ * multiple of 16"). Parameters of other targets are not judged. */
+int sched_options_check(const sched_options *o, tsl_target t, char *why, size_t n);
+
+#endif
