@@ -285,6 +285,9 @@ static void shape(qm *q)
     q->RG = 16384 / (q->GS * (bnb ? bnb : 1));
     if (q->RG < 1) q->RG = 1;
     if (q->RG > 64) q->RG = 64;
+    /* a stage's row of X is whole 16-byte chunks (its cp.async copy) */
+    int xb = q->def->tensors[q->x.tensor]->dtype == TSL_DTYPE_F32 ? 4 : 2;
+    while ((int64_t)q->RG * q->GS * xb % 16) q->RG++;
     q->RS = q->RG * q->GS;
     q->CH = bnb % 16 == 0 ? 16 : bnb % 8 == 0 ? 8 : bnb % 4 == 0 ? 4 : 0;
 }

@@ -4,9 +4,10 @@
  * scales per group, per column or none, must become the strategy's
  * kernels (the byte-reading one and, for widths whose rows need not be
  * whole bytes, the element-reading one behind the guard), verify, and give
- * the TC interpreter's answer on the tile interpreter and the CPU target,
- * for the CPU and the GPU plans, at sizes no tile divides: M 1 and 3, K
- * 77 and 200 (groups of 32, a partial last group), N 19 and 72 (a partial
+ * the TC interpreter's answer on the tile interpreter and the CPU target
+ * (and the GPU plan's CUDA in the host emulation), for the CPU and the GPU
+ * plans, at sizes no tile divides: M 1 and 3, K 77 and 200 (groups of 32,
+ * and 7, 48, 64, 128: a partial last group), N 19 and 72 (a partial
  * column block; odd N takes the element-reading kernel for odd widths).
  * W covers its whole range (every code), X, S, Z fresh random values,
  * outputs poisoned with NaN. The GPU plans compile with NVRTC for sm_80
@@ -27,21 +28,21 @@
 /* The program for weight dtype `w`: form 0 grouped scales, 1 grouped
  * scales and zero points, 2 per-column scale and zero point, 3 no scale,
  * 4 float32 activations and output, grouped scales. */
-static char *program(const char *w, int form)
+static char *program(const char *w, int form, int gs)
 {
     char *s = NULL;
     switch (form) {
     case 0:
         TSL_ASSERT(asprintf(&s,
                             "def q(float16(M,K) X, %s(K,N) W, float16(G,N) S) -> (Y) {\n"
-                            "  Y(m,n) +=! float16(W(k,n)) * S(k / 32, n) * X(m,k)\n}\n",
-                            w) > 0);
+                            "  Y(m,n) +=! float16(W(k,n)) * S(k / %d, n) * X(m,k)\n}\n",
+                            w, gs) > 0);
         break;
     case 1:
         TSL_ASSERT(asprintf(&s,
                             "def q(float16(M,K) X, %s(K,N) W, float16(G,N) S, float16(G,N) Z) -> (Y) {\n"
-                            "  Y(m,n) +=! X(m,k) * ((float16(W(k,n)) - Z(k / 32, n)) * S(k / 32, n))\n}\n",
-                            w) > 0);
+                            "  Y(m,n) +=! X(m,k) * ((float16(W(k,n)) - Z(k / %d, n)) * S(k / %d, n))\n}\n",
+                            w, gs, gs) > 0);
         break;
     case 2:
         TSL_ASSERT(asprintf(&s,
@@ -58,8 +59,8 @@ static char *program(const char *w, int form)
     default:
         TSL_ASSERT(asprintf(&s,
                             "def q(float(M,K) X, %s(K,N) W, float(G,N) S) -> (Y) {\n"
-                            "  Y(m,n) +=! float(W(k,n)) * S(k / 32, n) * X(m,k)\n}\n",
-                            w) > 0);
+                            "  Y(m,n) +=! float(W(k,n)) * S(k / %d, n) * X(m,k)\n}\n",
+                            w, gs) > 0);
         break;
     }
     return s;
@@ -212,9 +213,9 @@ static int fits_f16(tsl_dtype t)
     return 1;
 }
 
-static void run_dtype(tsl_dtype wt, int form, int tile_interp)
+static void run_dtype(tsl_dtype wt, int form, int tile_interp, int gs, int emu)
 {
-    char *src = program(tsl_dtype_name(wt), form);
+    char *src = program(tsl_dtype_name(wt), form, gs);
     tsl_arena *a = arena_create();
     tsl_source s = {"q.tc", src};
     tsl_diag d = {0};
@@ -238,7 +239,7 @@ static void run_dtype(tsl_dtype wt, int form, int tile_interp)
             sz[lang_def_size_slot(def, "M")] = sets[si][0];
             sz[lang_def_size_slot(def, "K")] = sets[si][1];
             sz[lang_def_size_slot(def, "N")] = sets[si][2];
-            if (lang_def_size_slot(def, "G") >= 0) sz[lang_def_size_slot(def, "G")] = (sets[si][1] + 31) / 32;
+            if (lang_def_size_slot(def, "G") >= 0) sz[lang_def_size_slot(def, "G")] = (sets[si][1] + gs - 1) / gs;
             const char *what = tg ? "gpu plan" : "cpu plan";
             char w1[64], w2[64];
             snprintf(w1, sizeof w1, "%s, C", what);
@@ -247,6 +248,8 @@ static void run_dtype(tsl_dtype wt, int form, int tile_interp)
              * interpreter (and, for a few widths, also as C) */
             if (!tg || tile_interp) compare(a, def, xdef, p, sz, test_run_cpu, w1);
             if (tg) compare(a, def, xdef, p, sz, test_run_tile_interp, w2);
+            /* the GPU plan's CUDA source, every thread a host thread */
+            if (tg && emu && test_have_cxx()) compare(a, def, xdef, p, sz, test_run_cuda_emu, "gpu plan, CUDA emulated");
         }
     }
     arena_free(a);
@@ -262,7 +265,7 @@ static void test_every_width(void)
         if (!weight_dtype(t) || !fits_f16((tsl_dtype)t)) continue;
         int common = t == TSL_DTYPE_U4 || t == TSL_DTYPE_I4 || t == TSL_DTYPE_U3 || t == TSL_DTYPE_U1 ||
                      t == TSL_DTYPE_F6E3M2;
-        run_dtype((tsl_dtype)t, 0, common);
+        run_dtype((tsl_dtype)t, 0, common, 32, 0);
         n++;
     }
     printf("    %d weight dtypes\n", n);
@@ -275,7 +278,23 @@ static void test_forms(void)
     for (size_t i = 0; i < TSL_COUNTOF(ws); i++) {
         tsl_dtype t;
         TSL_ASSERT(dtype_parse(ws[i], strlen(ws[i]), &t) == 0);
-        for (int form = 1; form <= 4; form++) run_dtype(t, form, i < 2);
+        for (int form = 1; form <= 4; form++) run_dtype(t, form, i < 2, 32, 0);
+    }
+}
+
+/* Group sizes that divide neither K nor the kernels' row steps (7, 48)
+ * and the usual 64 and 128 (K 77: one partial group; K 200: a partial
+ * last one), every width class (1, 3, 4, 8 bits, a signed and a float
+ * one), with and without zero points; the GPU plan also as its CUDA
+ * source in the host emulation. */
+static void test_group_sizes(void)
+{
+    static const char *const ws[] = {"uint1", "uint3", "int4", "uint8", "float6e2m3"};
+    static const int gss[] = {7, 48, 64, 128};
+    for (size_t i = 0; i < TSL_COUNTOF(ws); i++) {
+        tsl_dtype t;
+        TSL_ASSERT(dtype_parse(ws[i], strlen(ws[i]), &t) == 0);
+        for (size_t g = 0; g < TSL_COUNTOF(gss); g++) run_dtype(t, (int)((i + g) % 2), 0, gss[g], g == i % 4);
     }
 }
 
@@ -285,12 +304,12 @@ static void test_declined(void)
     static const char *const srcs[] = {
         /* W transposed */
         "def q(float16(M,K) X, uint4(N,K) W, float16(G,N) S) -> (Y) {\n"
-        "  Y(m,n) +=! float16(W(n,k)) * S(k / 32, n) * X(m,k)\n}\n",
+        "  Y(m,n) +=! float16(W(n,k)) * S(k / %d, n) * X(m,k)\n}\n",
         /* a cast that loses values (f16 cannot hold float8e7m0) */
         "def q(float16(M,K) X, float8e7m0(K,N) W) -> (Y) {\n  Y(m,n) +=! float16(W(k,n)) * X(m,k)\n}\n",
         /* two groupings */
         "def q(float16(M,K) X, uint4(K,N) W, float16(G,N) S, float16(H,N) Z) -> (Y) {\n"
-        "  Y(m,n) +=! (float16(W(k,n)) - Z(k / 64, n)) * S(k / 32, n) * X(m,k)\n}\n",
+        "  Y(m,n) +=! (float16(W(k,n)) - Z(k / 64, n)) * S(k / %d, n) * X(m,k)\n}\n",
         /* without ! */
         "def q(float16(M,K) X, uint4(K,N) W, float16(M,N) Y) -> (Y) {\n  Y(m,n) += float16(W(k,n)) * X(m,k)\n}\n",
     };
@@ -321,7 +340,7 @@ static void test_nvrtc(void)
     static const char *const ws[] = {"uint1", "uint2", "uint3", "uint4", "int4", "uint5", "uint6",
                                      "uint7", "uint8", "float6e3m2", "float8e4m3"};
     for (size_t i = 0; i < TSL_COUNTOF(ws); i++) {
-        char *src = program(ws[i], i % 3 == 1 ? 1 : 0);
+        char *src = program(ws[i], i % 3 == 1 ? 1 : 0, 128);
         tsl_arena *a = arena_create();
         tsl_source s = {"q.tc", src};
         tsl_diag d = {0};
@@ -352,6 +371,7 @@ static void test_nvrtc(void)
 TEST_SUITE(sched_qmatmul) = {
     {"every_width", test_every_width},
     {"forms", test_forms},
+    {"group_sizes", test_group_sizes},
     {"declined", test_declined},
     {"nvrtc", test_nvrtc},
     {0},
