@@ -367,6 +367,15 @@ static void spec(strbuf *b, const ct *c, const char *view, int ti, int trans, in
         else sb_printf(b, " layout (%d, %d):(1, %d)", rows, cols, rows + pad);
         return;
     }
+    if (!c->cpu && !c->mma && is_a && !trans) {
+        /* GPU f32: A's block stored k-major too, so a thread's tm rows at
+         * one kk are contiguous (two 16-byte shared loads instead of tm
+         * strided ones, which bound the k loop by shared bandwidth); the
+         * copy in writes 4-byte elements across the transpose */
+        if (c->nb) sb_printf(b, " layout (1, %d, %d):(%d, 1, %d)", rows, cols, cols * (rows + pad), rows + pad);
+        else sb_printf(b, " layout (%d, %d):(1, %d)", rows, cols, rows + pad);
+        return;
+    }
     if (pad && c->nb) sb_printf(b, " layout (1, %d, %d):(%d, %d, 1)", rows, cols, rows * (cols + pad), cols + pad);
     else if (pad) sb_printf(b, " layout (%d, %d):(%d, 1)", rows, cols, cols + pad);
 }

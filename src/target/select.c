@@ -232,12 +232,15 @@ static void view_mults(const tile_operand *o, int rank, int64_t *m)
 
 /* ---- CUDA fits -------------------------------------------------------------------------------- */
 
-/* Are groups of v consecutive locals v consecutive elements of the last
- * dim (and, in shared memory, v consecutive v-aligned offsets for every
- * thread and every anchor the offsets' known divisors allow)? */
-static int vec_fits(const sel_reg *ri, const sel_view *gv, const tile_operand *mo, int lead, int global, int64_t v)
+/* Are groups of v consecutive locals v consecutive elements of dim vd
+ * (and, in shared memory, v consecutive v-aligned offsets for every
+ * thread and every anchor the offsets' known divisors allow)? Global
+ * vectors run along the last dim; shared ones along any dim whose stride
+ * is 1 (a column of a k-major block). */
+static int vec_fits_dim(const sel_reg *ri, const sel_view *gv, const tile_operand *mo, int lead, int global, int64_t v,
+                        int vd)
 {
-    int es = gv->v->type.dt.bits / 8, last = ri->rank - 1;
+    int es = gv->v->type.dt.bits / 8, last = vd;
     if (ri->rank < 1 || !es || v < 2 || v * es < 4 || v * es > 16 || ri->locals % v) return 0;
     int64_t dims[SEL_MAX_RANK], m[SEL_MAX_RANK];
     if (!global && shared_dims(gv->v, dims)) return 0;
@@ -269,12 +272,19 @@ static int vec_fits(const sel_reg *ri, const sel_view *gv, const tile_operand *m
                 int64_t o0 = shared_off(gv->v, dims, co);
                 if (o0 % v) return 0;
                 for (int64_t j = 1; j < v; j++) {
-                    co[gv->rank - 1]++;
+                    co[lead + vd]++;
                     if (shared_off(gv->v, dims, co) != o0 + j) return 0;
                 }
             }
     }
     return 1;
+}
+
+static int vec_fits(const sel_reg *ri, const sel_view *gv, const tile_operand *mo, int lead, int global, int64_t v)
+{
+    for (int vd = ri->rank - 1; vd >= (global ? ri->rank - 1 : 0); vd--)
+        if (vec_fits_dim(ri, gv, mo, lead, global, v, vd)) return 1;
+    return 0;
 }
 
 /* Rows of 8 contiguous, 16-byte aligned elements for every warp, tile slot
@@ -503,8 +513,10 @@ static const target_atom *cuda_transfer(selector *S, const tile_instr *in, const
     unsigned op = tile_op_target(in->op);
     *why = "";
     if (in->op == TILE_I_COPY_ASYNC) {
-        int64_t bytes = in->bytes ? in->bytes : 16;
-        if (cp_async_fits(in, bytes)) {
+        /* the chunk asked for, else narrower ones (a transposing copy
+         * moves 4-byte elements, still asynchronously) */
+        for (int64_t bytes = in->bytes ? in->bytes : 16; bytes >= 4; bytes /= 2) {
+            if (!cp_async_fits(in, bytes)) continue;
             const target_atom *a = cuda_row(S, TARGET_K_CP_ASYNC, op, (int)bytes);
             if (a && (!want || want == a)) return a;
         }
@@ -567,6 +579,8 @@ static void sel_set(tile_instr *in, const target_atom *a)
     /* a spelling that already names this row stays as written */
     if (in->atom && target_atom_of(in) == a) return;
     in->atom = a->name;
+    /* a copy_async the selection narrowed moves the row's chunks */
+    if (in->op == TILE_I_COPY_ASYNC && a->kind == TARGET_K_CP_ASYNC) in->bytes = a->bytes;
 }
 
 static void select_transfer(selector *S, tile_stmt *s)
