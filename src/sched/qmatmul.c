@@ -16,8 +16,10 @@
  *     and X's row stream through a ring of shared stages (cp.async), each
  *     thread multiplies on CUDA cores into f32 partial sums per group,
  *     scales them per group and the block reduces its rows at the end;
- *   - CPU: a block per column chunk, its rows in order (the C generator's
- *     micro-kernel cpu.ukr.dequant, c_emit_dequant.c, runs the row loop vectorized);
+ *   - CPU: a block per 2048 columns of a row of X, its rows in order, per
+ *     group into partial sums then scaled (the row loop asks for the
+ *     micro-kernel cpu.ukr.dequant, c_emit_dequant.c: vectorized
+ *     unpacking; not with the option cpu.micro_kernels=0);
  *   - the launch's guard: W's rows are whole bytes (N * bits % 8 == 0);
  *     otherwise the same kernels read W's elements (packed codes) instead.
  *
@@ -50,6 +52,7 @@ typedef struct qm {
     int bits;         /* W's bits */
     tile_dtype wdt;
     int cpu;
+    int ukr;          /* CPU: ask for cpu.ukr.dequant (the option cpu.micro_kernels) */
     int bytes;        /* W read as bytes (the guarded fast form) */
     /* the kernel's shape */
     int T, BN, TN, TK, EPT, RS, RG, GS, R, S, CH;
@@ -261,16 +264,11 @@ static void shape(qm *q)
 {
     q->T = 256;
     q->EPT = 8;
-    q->BN = q->cpu ? 512 : 64;
+    /* CPU: 2048 columns (1 KB of a uint4 row) per block: W's rows are read in
+     * long runs (a uint4 8192 x 8192 GEMV: 0.8 GB/s a core with 512, 1.6 with
+     * 2048, 2.3 with 4096), with still N / 2048 blocks for the cores */
+    q->BN = q->cpu ? 2048 : 64;
     q->S = 4;
-    const char *env = getenv("TESSEL_QMM"); /* BN,T,STAGES: experiments (the tuner's space later) */
-    int bn, t, st;
-    if (env && sscanf(env, "%d,%d,%d", &bn, &t, &st) == 3 && bn >= 8 && bn % 8 == 0 && t >= bn / 8 && t <= 1024 &&
-        t % (bn / 8) == 0 && st >= 2 && st <= 8) {
-        q->BN = bn;
-        q->T = t;
-        q->S = st;
-    }
     q->TN = q->BN / q->EPT;
     q->TK = q->T / q->TN;
     q->GS = q->gs ? (int)q->gs : 128;
@@ -521,7 +519,7 @@ static char *cpu_text(qm *q, const char *kname)
     }
     sb_printf(o, "      q_xb = broadcast %s -> register f32[%d] layout %s dim 0\n", xf, BN, L);
     sb_puts(o, "      q_p = mul q_wf, q_xb\n");
-    sb_printf(o, "      add %s, q_p -> %s%s\n    }\n", acc, acc, q->bytes ? " atom cpu.ukr.dequant" : "");
+    sb_printf(o, "      add %s, q_p -> %s%s\n    }\n", acc, acc, q->bytes && q->ukr ? " atom cpu.ukr.dequant" : "");
     /* the sum of the rows' x (zero points): a loop of its own, so that the
      * row loop stays the micro-kernel's */
     if (q->z.op >= 0) {
@@ -650,6 +648,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
     q.def = g->def;
     q.grp = grp;
     q.cpu = p->target == TSL_TARGET_CPU;
+    q.ukr = p->opt->micro_kernels;
     if (!recognise(&q)) return 0;
     /* W's rows whole bytes: N * bits a multiple of 8 */
     const lang_sexpr *nw = q.def->tensors[q.w.tensor]->shape[1];

@@ -225,7 +225,9 @@ static void run_dtype(tsl_dtype wt, int form, int tile_interp, int gs, int emu)
     const lang_def *def = mod ? mod->defs[0] : NULL;
     const lang_def *xdef = def ? exact_def(a, src) : NULL;
     /* sizes by slot: M K N (G) */
-    static const int64_t sets[2][3] = {{1, 77, 19}, {3, 200, 72}};
+    /* the third: a whole CPU column block (2048) and a partial one, so the
+     * CPU plan's micro-kernel (cpu.ukr.dequant) runs beside the generic loop */
+    static const int64_t sets[3][3] = {{1, 77, 19}, {3, 200, 72}, {2, 45, 2048 + 24}};
     for (int tg = 0; def && xdef && tg < 2; tg++) {
         int nq = 0;
         sched_plan *p = plan_for(a, def, tg ? TSL_TARGET_CUDA : TSL_TARGET_CPU, &nq);
@@ -233,7 +235,7 @@ static void run_dtype(tsl_dtype wt, int form, int tile_interp, int gs, int emu)
         int odd = dtype_info_of(wt)->bits % 2;
         CHECK_MSG(nq == 2 || (nq == 1 && !odd && tsl_dtype_bits(wt) == 8), "%s form %d: %d qgemv kernels",
                   tsl_dtype_name(wt), form, nq);
-        for (int si = 0; si < 2; si++) {
+        for (int si = 0; si < (tg ? 2 : 3); si++) {
             int64_t sz[8];
             for (int i = 0; i < def->nsizes; i++) sz[i] = -1;
             sz[lang_def_size_slot(def, "M")] = sets[si][0];
@@ -304,12 +306,12 @@ static void test_declined(void)
     static const char *const srcs[] = {
         /* W transposed */
         "def q(float16(M,K) X, uint4(N,K) W, float16(G,N) S) -> (Y) {\n"
-        "  Y(m,n) +=! float16(W(n,k)) * S(k / %d, n) * X(m,k)\n}\n",
+        "  Y(m,n) +=! float16(W(n,k)) * S(k / 32, n) * X(m,k)\n}\n",
         /* a cast that loses values (f16 cannot hold float8e7m0) */
         "def q(float16(M,K) X, float8e7m0(K,N) W) -> (Y) {\n  Y(m,n) +=! float16(W(k,n)) * X(m,k)\n}\n",
         /* two groupings */
         "def q(float16(M,K) X, uint4(K,N) W, float16(G,N) S, float16(H,N) Z) -> (Y) {\n"
-        "  Y(m,n) +=! (float16(W(k,n)) - Z(k / 64, n)) * S(k / %d, n) * X(m,k)\n}\n",
+        "  Y(m,n) +=! (float16(W(k,n)) - Z(k / 64, n)) * S(k / 32, n) * X(m,k)\n}\n",
         /* without ! */
         "def q(float16(M,K) X, uint4(K,N) W, float16(M,N) Y) -> (Y) {\n  Y(m,n) += float16(W(k,n)) * X(m,k)\n}\n",
     };
