@@ -27,6 +27,9 @@ H=tests/tile_hopper
 timeout 120 python3 bench/tile_gpu_vs_interp.py $H/wgmma_rega.tile A=45x32:float16 B=32x40:float16 --out C
 timeout 120 python3 bench/tile_gpu_vs_interp.py $H/wgmma_smem.tile A=37x64:float16 B=64x40:float16 --out C
 timeout 120 python3 bench/tile_gpu_vs_interp.py $H/ring.tile A=64x200:float16 B=200x64:float16 --out C
+# an f16 accumulator: the GPU's per-k16 rounding against the interpreter's
+timeout 120 python3 bench/tile_gpu_vs_interp.py $H/wgmma_f16acc.tile A=37x192:float16 B=192x40:float16 --out C \
+    --tol 5e-3
 timeout 120 python3 bench/tile_gpu_vs_interp.py $H/tma_scale.tile X=50x72:float32 --out Y
 echo "== compute-sanitizer (memcheck, racecheck) on the small tile GEMM"
 for tool in memcheck racecheck; do

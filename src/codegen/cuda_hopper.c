@@ -92,6 +92,7 @@ const char cg_hopper_prelude[] =
     "    asm volatile(\"wgmma.wait_group.sync.aligned %0;\\n\" :: \"n\"(N) : \"memory\");\n"
     "}\n"
     "static __device__ __forceinline__ void tsl_fence_reg(float &x) { asm volatile(\"\" : \"+f\"(x) :: \"memory\"); }\n"
+    "static __device__ __forceinline__ void tsl_fence_reg(unsigned &x) { asm volatile(\"\" : \"+r\"(x) :: \"memory\"); }\n"
     "#endif\n";
 
 /* ---- what a kernel uses ------------------------------------------------------------- */
@@ -404,6 +405,47 @@ static void emit_tma(cg *c, const tile_stmt *s)
     cg_view_free(&gv);
 }
 
+/* f16 accumulators. wgmma keeps two f16 sums in each 32-bit register
+ * (locals 2i and 2i + 1 of the f32 fragment's order), so an f16
+ * accumulator has a packed shadow NAME_hd beside its halves and a flag
+ * NAME_hf: the first wgmma after the halves were last the truth packs
+ * them (hf 0 -> 1); wgmma chains on the shadow while groups are in flight;
+ * wgmma_wait 0 unpacks it (hf 1 -> 0). Between a wgmma and its wait 0 the
+ * program reads and writes the accumulator only through wgmma (the
+ * verifier's and the interpreter's rule), so the halves are the truth
+ * whenever anything else sees them. */
+static int is_f16_acc(const tile_block *b, const tile_value *v)
+{
+    for (int i = 0; b && i < b->n; i++) {
+        const tile_stmt *s = b->items[i];
+        if (s->kind == TILE_S_INSTR && s->instr.op == TILE_I_WGMMA && s->instr.nargs == 3 &&
+            s->instr.args[2].v == v)
+            return 1;
+        if (is_f16_acc(s->body, v) || is_f16_acc(s->els, v)) return 1;
+        for (int r = 0; r < s->nroles; r++)
+            if (is_f16_acc(s->roles[r].body, v)) return 1;
+    }
+    return 0;
+}
+
+void cg_hopper_acc_decl(cg *c, const tile_value *v, int64_t locals)
+{
+    if (v->type.dt.kind != TILE_DT_FLOAT || v->type.dt.bits != 16 || !is_f16_acc(c->k->body, v)) return;
+    if (c->nhaccs >= CG_MAX_ACCS) return (void)cg_err(c, TSL_ERR_UNAVAILABLE, "more than %d f16 wgmma accumulators",
+                                                      CG_MAX_ACCS);
+    c->haccs[c->nhaccs++] = v;
+    const char *n = cg_name(c, v);
+    cg_line(c, "unsigned %s_hd[%lld];", n, (long long)(locals / 2));
+    cg_line(c, "int %s_hf = 0;", n);
+}
+
+static int f16_acc_declared(const cg *c, const tile_value *v)
+{
+    for (int i = 0; i < c->nhaccs; i++)
+        if (c->haccs[i] == v) return 1;
+    return 0;
+}
+
 static void emit_wgmma(cg *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -415,9 +457,13 @@ static void emit_wgmma(cg *c, const tile_stmt *s)
     if (!tile_expr_const(b->type.dims[rb - 2], &K)) return (void)cg_err(c, TSL_ERR_SHAPE, "wgmma: K");
     if (a->type.space == TILE_REGISTER && !tile_expr_const(a->type.dims[1], &K))
         return (void)cg_err(c, TSL_ERR_SHAPE, "wgmma: K");
-    if (cv->type.dt.bits != 32)
-        return (void)cg_err(c, TSL_ERR_UNAVAILABLE, "wgmma: f16 accumulators are not generated yet (use f32)");
     const char *ab = a->type.dt.exp == 8 ? "bf16" : "f16";
+    int h = cv->type.dt.bits == 16;
+    if (h && strcmp(ab, "f16"))
+        return (void)cg_err(c, TSL_ERR_UNAVAILABLE, "wgmma: an f16 accumulator needs f16 operands, not %s", ab);
+    if (h && !f16_acc_declared(c, cv))
+        return (void)cg_err(c, TSL_ERR_UNAVAILABLE,
+                            "wgmma: the f16 accumulator '%s' must be made by an alloc in the kernel", cv->name);
     char why[256];
     tile_wgmma_smem sa, sb_;
     int areg = a->type.space == TILE_REGISTER;
@@ -453,7 +499,14 @@ static void emit_wgmma(cg *c, const tile_stmt *s)
     }
     pb = b->type.layout->v.data;
     pb.sw = (layout_swizzle){0, 0, 0};
-    int nd = (int)(N / 2);
+    int nd = (int)(h ? N / 4 : N / 2);
+    if (h) {
+        cg_line(c, "if (!%s_hf) {", cname);
+        cg_line(c, "    for (int r = 0; r < %d; r++) %s_hd[r] = tsl_pack2(%s[2 * r], %s[2 * r + 1]);", nd, cname,
+                cname, cname);
+        cg_line(c, "    %s_hf = 1;", cname);
+        cg_line(c, "}");
+    }
     for (int64_t ks = 0; ks < K / 16 && !c->st; ks++) {
         int64_t ca[CG_MAX_RANK] = {0}, cb[CG_MAX_RANK] = {0};
         int64_t offa = 0, offb;
@@ -464,7 +517,8 @@ static void emit_wgmma(cg *c, const tile_stmt *s)
         cb[rb - 2] = 16 * ks;
         offb = layout_eval_coord(&pb, cb, rb) - layout_eval_coord(&pb, (int64_t[CG_MAX_RANK]){0}, rb);
         strbuf asmb = {0};
-        sb_printf(&asmb, "asm volatile(\"wgmma.mma_async.sync.aligned.m64n%lldk16.f32.%s.%s {", (long long)N, ab, ab);
+        sb_printf(&asmb, "asm volatile(\"wgmma.mma_async.sync.aligned.m64n%lldk16.%s.%s.%s {", (long long)N,
+                  h ? "f16" : "f32", ab, ab);
         for (int i = 0; i < nd; i++) sb_printf(&asmb, "%s%%%d", i ? ", " : "", i);
         if (areg)
             sb_printf(&asmb, "}, {%%%d, %%%d, %%%d, %%%d}, %%%d, 1, 1, 1, %d;\\n\"", nd, nd + 1, nd + 2, nd + 3, nd + 4,
@@ -472,7 +526,8 @@ static void emit_wgmma(cg *c, const tile_stmt *s)
         else
             sb_printf(&asmb, "}, %%%d, %%%d, 1, 1, 1, %d, %d;\\n\"", nd, nd + 1, sa.mn_major, sb_.mn_major);
         sb_puts(&asmb, " : ");
-        for (int i = 0; i < nd; i++) sb_printf(&asmb, "%s\"+f\"(%s[%d])", i ? ", " : "", cname, i);
+        for (int i = 0; i < nd; i++)
+            sb_printf(&asmb, "%s\"%s\"(%s%s[%d])", i ? ", " : "", h ? "+r" : "+f", cname, h ? "_hd" : "", i);
         sb_puts(&asmb, " : ");
         if (areg) {
             const char *an = cg_name(c, a);
@@ -523,11 +578,24 @@ void cg_hopper_instr(cg *c, const tile_stmt *s)
     case TILE_I_WGMMA_WAIT:
         if (!tile_expr_const(in->args[0].scalar, &n)) n = 0;
         cg_line(c, "tsl_wgmma_wait<%lld>();", (long long)n);
-        /* no read of an accumulator may move above the wait */
+        /* no read of an accumulator may move above the wait; an f16 one
+         * is unpacked once no group is left in flight */
         for (int i = 0; i < c->naccs; i++) {
             int64_t locals = c->accs[i]->type.layout ? c->accs[i]->type.layout->v.dist.locals : 0;
-            cg_line(c, "for (int r = 0; r < %lld; r++) tsl_fence_reg(%s[r]);", (long long)locals,
-                    cg_name(c, c->accs[i]));
+            const char *an = cg_name(c, c->accs[i]);
+            if (c->accs[i]->type.dt.bits != 16) {
+                cg_line(c, "for (int r = 0; r < %lld; r++) tsl_fence_reg(%s[r]);", (long long)locals, an);
+                continue;
+            }
+            cg_line(c, "for (int r = 0; r < %lld; r++) tsl_fence_reg(%s_hd[r]);", (long long)(locals / 2), an);
+            if (n) continue;
+            cg_line(c, "if (%s_hf) {", an);
+            cg_line(c, "    for (int r = 0; r < %lld; r++) {", (long long)(locals / 2));
+            cg_line(c, "        %s[2 * r] = tsl_from_bits<tsl_f16>((unsigned short)(%s_hd[r] & 0xffffu));", an, an);
+            cg_line(c, "        %s[2 * r + 1] = tsl_from_bits<tsl_f16>((unsigned short)(%s_hd[r] >> 16));", an, an);
+            cg_line(c, "    }");
+            cg_line(c, "    %s_hf = 0;", an);
+            cg_line(c, "}");
         }
         break;
     default: cg_err(c, TSL_ERR_INTERNAL, "not a Hopper instruction"); break;

@@ -142,6 +142,7 @@ static void emit_alloc(cg *c, const tile_stmt *s)
             cg_line(c, "for (int l = 0; l < %lld; l++) %s[l] = %s;", (long long)ri.locals, cg_name(c, v),
                     sb_str(&init));
         }
+        cg_hopper_acc_decl(c, v, ri.locals);
         cg_rinfo_free(&ri);
     } else if (v->type.space == TILE_SHARED && in->init) {
         int64_t dims[CG_MAX_RANK], n = 1;

@@ -33,6 +33,8 @@ typedef struct cg {
     int in_role;       /* inside a warpgroups role: sync is the instance's named barrier */
     const tile_value *accs[CG_MAX_ACCS]; /* wgmma accumulators of the role (fenced at wgmma_wait) */
     int naccs;
+    const tile_value *haccs[CG_MAX_ACCS]; /* f16 wgmma accumulators whose packed shadow is declared */
+    int nhaccs;
     int br_parent, br_arm;  /* the size branch arm being emitted (-1: none) */
     int expr_ll;       /* cg_expr computes in long long instead of I (values, not indices) */
 } cg;
@@ -117,6 +119,9 @@ int cg_hopper_used(const tile_kernel *k);
 int cg_hopper_block_used(const tile_block *b);
 int cg_hopper_instances(const tile_kernel *k);
 void cg_hopper_instr(cg *c, const tile_stmt *s);
+/* After the declaration of register tensor v: an f16 wgmma accumulator
+ * gets its packed shadow (cuda_hopper.c, emit_wgmma). */
+void cg_hopper_acc_decl(cg *c, const tile_value *v, int64_t locals);
 void cg_hopper_warpgroups(cg *c, const tile_stmt *s, void (*emit_block)(cg *, const tile_block *));
 
 #endif

@@ -847,7 +847,8 @@ static tsl_status exec_wgmma(interp *I, const tile_stmt *s)
 }
 
 /* D = A B + C now, reading the held shared bytes through the descriptor
- * addresses; f16/bf16 products accumulated in f32. */
+ * addresses; f16/bf16 products accumulated in f32 within each k16 step,
+ * the sum rounded to D's dtype after each step. */
 static tsl_status wgmma_complete(interp *I, hop_aread *r)
 {
     int64_t K = r->K, N = r->N;
@@ -880,7 +881,12 @@ static tsl_status wgmma_complete(interp *I, hop_aread *r)
             frag_d(t, i, &row, &col);
             float acc = (float)C->regs[t * C->nlocals + i];
             const float *ar = a + row * K, *bc = bt + col * K;
-            for (int64_t k = 0; k < K; k++) acc += ar[k] * bc[k];
+            /* one hardware step per k16: an f16 accumulator holds its
+             * sum in f16 between steps */
+            for (int64_t k0 = 0; k0 < K; k0 += 16) {
+                for (int64_t k = k0; k < k0 + 16 && k < K; k++) acc += ar[k] * bc[k];
+                acc = (float)interp_round(D->dt, acc);
+            }
             D->regs[t * D->nlocals + i] = interp_round(D->dt, acc);
         }
     free(a);

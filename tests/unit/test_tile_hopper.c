@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/cuda.h"
 #include "graph/graph.h"
+#include "runtime/runtime.h"
 #include "sched/sched.h"
 #include "sched_runners.h"
 #include "test.h"
@@ -279,12 +281,15 @@ static double *as_doubles(const prog *p, int k, int64_t n)
 }
 
 /* C (f16 or f32) against the float64 product of A [M, K] and B [K, N]:
- * f32 accumulation, then the rounding of C's dtype. */
-static int check_matmul(const prog *p, const char *what)
+ * f32 accumulation, then the rounding of C's dtype; with acc16, an f16
+ * accumulator rounded after every k16 step (K / 16 roundings of partial
+ * sums, each within half an f16 ulp of at most the sum of |products|). */
+static int check_matmul_acc(const prog *p, const char *what, int acc16)
 {
     int ia = find(p, "A"), ib = find(p, "B"), ic = find(p, "C");
     int64_t M = p->t[ia]->shape[0], K = p->t[ia]->shape[1], N = p->t[ib]->shape[1];
     double rel = p->dt[ic] == TSL_DTYPE_F16 ? 4.9e-4 : 1e-6;
+    double magtol = acc16 ? (double)(K / 16 + 1) * 4.9e-4 : 1e-5;
     double *a = as_doubles(p, ia, M * K), *b = as_doubles(p, ib, K * N);
     int ok = 1;
     for (int64_t i = 0; i < M && ok; i++)
@@ -296,7 +301,7 @@ static int check_matmul(const prog *p, const char *what)
                 mag += fabs(x);
             }
             double got = at(p, ic, i * N + j);
-            if (!(fabs(got - want) <= rel * fabs(want) + 1e-5 * mag + 1e-6)) {
+            if (!(fabs(got - want) <= rel * fabs(want) + magtol * mag + 1e-6)) {
                 CHECK_MSG(0, "%s %lldx%lldx%lld: C[%lld,%lld] = %.7g, want %.7g", what, (long long)M, (long long)N,
                           (long long)K, (long long)i, (long long)j, got, want);
                 ok = 0;
@@ -306,6 +311,8 @@ static int check_matmul(const prog *p, const char *what)
     free(b);
     return ok;
 }
+
+static int check_matmul(const prog *p, const char *what) { return check_matmul_acc(p, what, 0); }
 
 static void gemm_case(const char *text, int64_t M, int64_t N, int64_t K, int shuffle)
 {
@@ -361,6 +368,13 @@ static void test_programs(void)
             if (p.st == TSL_OK) check_matmul(&p, mm[i]);
             prog_free(&p);
         }
+    /* an f16 accumulator, chained in flight, then retired and reused */
+    for (int sh = 0; sh < 2; sh++) {
+        prog p;
+        hopper_prog(&p, "wgmma_f16acc.tile", sh);
+        if (p.st == TSL_OK) check_matmul_acc(&p, "wgmma_f16acc.tile", 1);
+        prog_free(&p);
+    }
     prog p;
     hopper_prog(&p, "tma_scale.tile", 1); /* Y = 2 X, masked at the edges */
     if (p.st == TSL_OK) {
@@ -454,7 +468,56 @@ static void test_sm90_plan(void)
     }
 }
 
+/* The f16 accumulator's CUDA: m64nNk16.f16 on a packed shadow, packed
+ * before the first wgmma and unpacked at wgmma_wait 0 only, and it
+ * compiles for sm_90a with NVRTC with no spills. */
+static void test_f16_acc_cuda(void)
+{
+    char *text = read_text("tests/tile_hopper", "wgmma_f16acc.tile");
+    tsl_arena *a = arena_create();
+    tsl_source src = {"wgmma_f16acc.tile", text ? text : ""};
+    tsl_diag d = {0};
+    tile_module *m = NULL;
+    tsl_status st = tile_parse(a, &src, &d, &m);
+    if (!st) st = tile_verify(m, &src, &d);
+    strbuf cu = {0};
+    if (!st) st = cg_cuda_emit(m, m->kernels[0], &cu, &d);
+    CHECK_MSG(st == TSL_OK, "%s", sb_str(&d.msg));
+    const char *t = sb_str(&cu);
+    int unpacks = 0;
+    for (const char *q = t; (q = strstr(q, "_hf = 0;")); q++) unpacks++;
+    CHECK_MSG(!st && strstr(t, "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16") && !strstr(t, "k16.f32"),
+              "the f16 accumulator's wgmma is not .f16");
+    /* the declaration's `int .._hf = 0;` and the two wait 0s: not wait 1 */
+    CHECK_MSG(st || unpacks == 3, "%d places clear the packed flag, want 3 (declaration, two wait 0)", unpacks);
+    tsl_diag d0 = {0};
+    if (!st && rt_cuda_nvrtc_available(&d0) == TSL_OK) {
+        rt_cuda_options o = {0};
+        o.ptxas_verbose = 1;
+        o.name = "wgmma_f16acc.cu";
+        void *cubin = NULL;
+        size_t n = 0;
+        char *log = NULL;
+        tsl_status cs = rt_cuda_compile(t, "sm_90a", &o, &cubin, &n, &log, &d);
+        CHECK_MSG(cs == TSL_OK, "NVRTC: %s", sb_str(&d.msg));
+        rt_ptxas_report r;
+        if (cs == TSL_OK) {
+            rt_cuda_ptxas_parse(log, &r);
+            CHECK_MSG(r.found >= 1 && !r.spill_stores && !r.spill_loads, "spills %d/%d", r.spill_stores,
+                      r.spill_loads);
+        }
+        free(cubin);
+        free(log);
+    }
+    diag_free(&d0);
+    sb_free(&cu);
+    diag_free(&d);
+    arena_free(a);
+    free(text);
+}
+
 TEST_SUITE(tile_hopper) = {
+    {"f16_acc_cuda", test_f16_acc_cuda},
     {"mem_tasks", test_mem_tasks},
     {"mem_async_proxy", test_mem_async_proxy},
     {"gemm_wgmma", test_gemm_wgmma},
