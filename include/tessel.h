@@ -16,6 +16,12 @@
  * (for user errors `file:line:col: error: ...`, the source line and a caret)
  * is kept on the context and read with tsl_context_error(). The library
  * never exits or aborts on user input.
+ *
+ * Threads: a context, the programs compiled with it and their compiled
+ * kernels may be used from several threads at once, each run with its own
+ * tsl_args (one tsl_args is one thread's at a time). Errors are kept per
+ * calling thread: tsl_context_error() returns the calling thread's last
+ * error.
  */
 #ifndef TESSEL_H
 #define TESSEL_H
@@ -122,8 +128,8 @@ const char *tsl_status_name(tsl_status s);         /* "TSL_ERR_SHAPE"; static */
 
 TSL_GIVE tsl_context *tsl_context_create(void);    /* NULL only if out of memory */
 void tsl_context_free(TSL_TAKE tsl_context *ctx);  /* NULL is allowed */
-/* The last error's full message ("" when none). Valid until the next call
- * that takes this context. */
+/* The calling thread's last error's full message ("" when none). Valid
+ * until that thread's next call that takes this context. */
 const char *tsl_context_error(TSL_KEEP const tsl_context *ctx);
 void tsl_context_clear_error(TSL_KEEP tsl_context *ctx);
 
@@ -209,11 +215,23 @@ void tsl_args_free(TSL_TAKE tsl_args *a);
 
 /* Bind a tensor input (or in/out tensor) by parameter name. The descriptor
  * and its data are borrowed until the args are freed; strides NULL means
- * C order; byte_offset is honoured. Only host (kDLCPU) tensors for the
- * interpreter and CPU targets. */
+ * C order; byte_offset is honoured. Host tensors for every target, CUDA
+ * tensors for TSL_TARGET_CUDA (see "devices" below). */
 tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
                                TSL_KEEP const DLTensor *t);
 tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, double v);
+/* Bind every parameter and output at once, by position (what language
+ * bindings call): for parameter i in declaration order (0 <= i <
+ * tsl_program_param_count), tensors[i] for a tensor parameter (as
+ * tsl_args_set_tensor) or scalars[i] for a scalar one (tensors[i] is then
+ * ignored; scalars may be NULL when there is none); then for output j in
+ * `-> (...)` order, tensors[nparams + j]: caller storage (as
+ * tsl_args_set_output, its shape checked when the program runs) or NULL to
+ * have the args allocate it; the entry of an in/out output must be NULL or
+ * its parameter's tensor. Replaces earlier bindings of every parameter and
+ * output (size symbols set by name stay). */
+tsl_status tsl_args_bind(TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *tensors,
+                         TSL_KEEP const double *scalars);
 /* Bind a size symbol's value: one that only `where` bounds use must be
  * bound so; one an input's shape also fixes must agree with it (checked
  * by tsl_args_infer, naming both). tsl_args_set_scalar with a size's name
@@ -237,9 +255,51 @@ int64_t tsl_args_reduction_length(TSL_KEEP tsl_args *a, TSL_KEEP const char *nam
  * tsl_args_output(). */
 tsl_status tsl_args_set_output(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
                                TSL_KEEP const DLTensor *t);
-/* The output's tensor (bound by the caller or owned by the args); valid
- * until the args are freed. NULL if no such output or not yet run. */
+/* The output's tensor (bound by the caller or owned by the args, on the
+ * run's device); valid until the args are freed. NULL if no such output or
+ * not yet run. */
 const DLTensor *tsl_args_output(TSL_KEEP tsl_args *a, TSL_KEEP const char *name);
+
+/* ---- devices, streams and allocation ------------------------------------
+ *
+ * The tensors of a run are all on one device: the host (kDLCPU,
+ * kDLCUDAHost) or one CUDA GPU (kDLCUDA). Tensors on a GPU run on
+ * TSL_TARGET_CUDA where they are: never copied, never moved. They must be
+ * C-contiguous (a dim of extent 1 may have any stride; byte_offset is
+ * honoured): a strided device tensor is TSL_ERR_ARG, not copied. The run is
+ * queued on the args' stream and returns without waiting for it. Outputs
+ * the caller does not bind are allocated on the tensors' device. Errors
+ * (TSL_ERR_ARG, naming the tensors): host and GPU tensors in one run, two
+ * GPUs, a GPU other than tessel's ($TESSEL_CUDA_DEVICE, default 0), GPU
+ * tensors with the interp or cpu target, a stream of another CUDA context.
+ * Host tensors with TSL_TARGET_CUDA are copied to the GPU and back, as
+ * before. */
+
+/* Memory for outputs the args allocate (host or GPU, on `device`) and for
+ * the temporaries of a GPU run: alloc returns `bytes` usable in order on
+ * `stream` (the args' CUstream; NULL on the host), or NULL on failure; free
+ * gives it back in stream order. PyTorch's caching allocator fits
+ * (c10::cuda::CUDACachingAllocator::raw_alloc_with_stream / raw_delete). */
+typedef struct tsl_allocator {
+    void *(*alloc)(void *user, DLDevice device, size_t bytes, void *stream);
+    void (*free)(void *user, DLDevice device, void *data, void *stream);
+    void *user;
+} tsl_allocator;
+
+/* The CUDA stream (a CUstream of the device's primary context, as PyTorch's
+ * streams are) that GPU runs are queued on; NULL (the default) is the
+ * legacy default stream. */
+tsl_status tsl_args_set_stream(TSL_KEEP tsl_args *a, void *stream);
+/* The allocator for outputs and GPU temporaries (copied; the functions and
+ * `user` must outlive the args). NULL: tessel's own (host: aligned_alloc,
+ * zeroed; GPU outputs: cuMemAlloc; GPU temporaries: cuMemAllocAsync on the
+ * stream, so a run can be captured in a CUDA graph). */
+tsl_status tsl_args_set_allocator(TSL_KEEP tsl_args *a, TSL_KEEP const tsl_allocator *al);
+/* GPU runs: 1 waits for the stream after the run and reports an indirect
+ * index out of range (TSL_ERR_BOUNDS naming kernel, tensor, dim, index);
+ * 0 (the default) returns once the run is queued, and an index out of
+ * range then reads 0 unreported. Host runs always check. */
+tsl_status tsl_args_set_sync(TSL_KEEP tsl_args *a, int sync);
 
 /* The target used when none is named: $TESSEL_TARGET (interp|cpu|cuda) if
  * set, else CUDA when a device can be opened, else the CPU. */
@@ -252,6 +312,21 @@ int tsl_target_parse(TSL_KEEP const char *name, tsl_target *out); /* 0 if known 
  * output's is TSL_ERR_ARG (a tensor both read and written is declared as a
  * parameter and an output, and bound once with tsl_args_set_tensor). */
 tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target);
+/* tsl_args_bind(a, tensors, scalars) then tsl_program_run(p, a, target):
+ * the one call a language binding makes per function call. */
+tsl_status tsl_program_call(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *tensors,
+                            TSL_KEEP const double *scalars, tsl_target target);
+
+/* ---- layouts ----------------------------------------------------------- */
+
+/* Evaluate a layout expression (docs/layout.md: `(4,2):(1,8)`,
+ * `local(2,1).spatial(8,4)`, `compose(A,B)`, ...) and print it as `tessel
+ * layout` does: a header line and the mapping as a grid (json 0), or one
+ * JSON object (json 1), into a malloc'd string the caller frees. A bad
+ * expression is TSL_ERR_SYNTAX (or the algebra's status) with
+ * `<layout>:1:COL: error: ...`, the expression and a caret. */
+tsl_status tsl_layout_table(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *expr, int json,
+                            TSL_GIVE char **out);
 
 /* ---- numpy files (used by the CLI; handy for tests) -------------------- */
 

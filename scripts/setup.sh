@@ -10,6 +10,8 @@ command -v clang >/dev/null 2>&1 || need_apt+=(clang)
 [ -f /usr/include/dlpack/dlpack.h ] || need_apt+=(libdlpack-dev)
 [ -f /usr/include/sqlite3.h ] || need_apt+=(libsqlite3-dev)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-pip)
+# venv with pip: tests/python/test_install.py installs the package into one
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 if ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
     need_apt+=(libclang-rt-dev)
 fi

@@ -46,6 +46,9 @@ stage unit-asan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 if ls tests/e2e/test_*.py >/dev/null 2>&1; then
     stage e2e python3 -m pytest -q -p no:cacheprovider tests/e2e
 fi
+# the Python package over build/libtessel.so (torch tests skip without torch,
+# CUDA ones without a GPU)
+stage python python3 -m pytest -q -p no:cacheprovider tests/python
 if ls tests/fuzz/fuzz_*.c >/dev/null 2>&1; then
     stage fuzz scripts/fuzz_smoke.sh "$FUZZ_SECONDS"
 fi

@@ -4,16 +4,25 @@
 #ifndef TSL_API_H
 #define TSL_API_H
 
+#include <pthread.h>
+
 #include "base/base.h"
 #include "lang/lang.h"
 #include "sched/options.h"
 
-/* A context holds the last error. Programs compiled with it keep a
- * borrowed pointer to it (args and run errors land there), so a context
- * must outlive its programs. */
+/* A context holds each thread's last error (context.c). Programs compiled
+ * with it keep a borrowed pointer to it (args and run errors land there),
+ * so a context must outlive its programs. */
+struct api_thread_diag;
 struct tsl_context {
-    tsl_diag diag;
+    pthread_mutex_t mu;               /* guards threads */
+    uint64_t serial;                  /* unique per context made */
+    struct api_thread_diag *threads;  /* one diag per thread that used it */
+    tsl_diag oom_diag;                /* when a thread's entry cannot be made */
 };
+
+/* The calling thread's error of ctx: every message of a call lands here. */
+tsl_diag *api_diag(tsl_context *ctx);
 
 /* A compiled def. Everything it points at lives in its arena, including
  * a copy of the source text and file name (diagnostics quote them). */
@@ -34,12 +43,16 @@ tsl_status api_error(tsl_context *ctx, tsl_status st, const char *fmt, ...) TSL_
  * or the product overflows int64. */
 int64_t api_shape_numel(int rank, const int64_t *shape);
 
-/* Check a caller's tensor descriptor: non-NULL, host memory, rank within
- * TSL_MAX_RANK, dims >= 0, a dtype tessel knows, data present when it has
- * elements. `what` names it in messages ("tensor 'A'"). On success the
- * dtype goes to *dtype. */
+/* Check a caller's tensor descriptor: non-NULL, host memory (kDLCPU,
+ * kDLCUDAHost), rank within TSL_MAX_RANK, dims >= 0, a dtype tessel knows,
+ * data present when it has elements. `what` names it in messages ("tensor
+ * 'A'"). On success the dtype goes to *dtype. */
 tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *what,
                             tsl_dtype *dtype);
+/* The same, also accepting CUDA tensors (kDLCUDA), which must then be
+ * C-contiguous (a dim of extent 1 may have any stride). With ctx NULL only
+ * the status (no message; `what` is not read). */
+tsl_status api_tensor_check_device(tsl_context *ctx, const DLTensor *t, const char *what, tsl_dtype *dtype);
 
 /* Element strides of t (C order when t->strides is NULL). */
 void api_tensor_strides(const DLTensor *t, int64_t strides[TSL_MAX_RANK]);
@@ -60,5 +73,18 @@ void api_compiled_forget(void);
 int api_compiled_emit_kind(const char *what);
 tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound *b,
                             const struct interp_tensor *views, tsl_diag *d);
+/* TSL_TARGET_CUDA on tensors already on GPU device_id: views hold device
+ * addresses of dense C-order tensors; everything is queued on `stream`
+ * (a CUstream of the device's primary context; NULL the legacy default
+ * stream); temporaries and scratch come per run from `al` (NULL:
+ * cuMemAllocAsync on the stream); with `sync` the run waits for the stream
+ * and reports an index out of range (TSL_ERR_BOUNDS), else it returns once
+ * queued. */
+tsl_status api_compiled_run_device(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
+                                   int device_id, void *stream, const tsl_allocator *al, int sync, tsl_diag *d);
+/* Device memory on GPU device_id for an output the args own (cuMemAlloc),
+ * and its release. */
+tsl_status api_cuda_alloc(int device_id, size_t bytes, void **out, tsl_diag *d);
+void api_cuda_free(void *p);
 
 #endif

@@ -21,17 +21,46 @@ typedef struct args_slot {
     int has_scalar;           /* scalar parameters */
     double scalar;
     const DLTensor *user_out; /* outputs bound with tsl_args_set_output: borrowed */
-    DLTensor *owned_out;      /* outputs allocated by the args at run: owned */
+    struct args_out *owned_out; /* outputs allocated by the args at run: owned */
 } args_slot;
+
+/* An output the args allocated, on the run's device: through the caller's
+ * allocator when one is set, else aligned_alloc (host, zeroed) or
+ * cuMemAlloc (CUDA, via compiled.c). */
+typedef struct args_out {
+    DLTensor t; /* first member: what tsl_args_output returns */
+    int64_t shape[TSL_MAX_RANK];
+    tsl_allocator al; /* al.alloc NULL: tessel's own */
+    void *stream;
+} args_out;
 
 struct tsl_args {
     tsl_program *p;
     args_slot *slot;  /* def->ntensors */
     int64_t *size_set; /* def->nsizes: value given with set_scalar, or -1 */
-    tsl_arena *bind;  /* holds `bound`; recreated by every infer */
-    lang_bound *bound; /* NULL until tsl_args_infer succeeds */
+    tsl_arena *bind;  /* holds `made` and `made_sizes`; recreated by an infer with other sizes */
+    lang_bound *bound; /* NULL until tsl_args_infer succeeds (and after a binding changes) */
+    lang_bound *made;  /* the last binding made, kept for an infer with the same sizes */
+    int64_t *made_sizes; /* def->nsizes: the sizes `made` is for */
     int ran;          /* a run succeeded since the last binding change */
+    void *stream;     /* device runs: the caller's CUstream (NULL: legacy default) */
+    tsl_allocator al; /* al.alloc NULL: tessel's own allocation */
+    int sync;         /* device runs: wait for the stream and report index errors */
 };
+
+static void args_out_free(args_out *o)
+{
+    if (!o) return;
+    if (o->t.data) {
+        if (o->al.alloc)
+            o->al.free(o->al.user, o->t.device, o->t.data, o->stream);
+        else if (o->t.device.device_type == kDLCUDA)
+            api_cuda_free(o->t.data);
+        else
+            free(o->t.data);
+    }
+    free(o);
+}
 
 TSL_GIVE tsl_args *tsl_args_create(TSL_KEEP tsl_program *p)
 {
@@ -53,7 +82,7 @@ void tsl_args_free(TSL_TAKE tsl_args *a)
 {
     if (!a) return;
     if (a->slot)
-        for (int i = 0; i < a->p->def->ntensors; i++) tsl_tensor_free(a->slot[i].owned_out);
+        for (int i = 0; i < a->p->def->ntensors; i++) args_out_free(a->slot[i].owned_out);
     free(a->slot);
     free(a->size_set);
     arena_free(a->bind);
@@ -61,12 +90,21 @@ void tsl_args_free(TSL_TAKE tsl_args *a)
 }
 
 /* Drop inferred shapes after a binding changed. */
+/* A binding changed: the sizes must be inferred again (tsl_args_infer
+ * keeps the last binding made when they come out the same). */
 static void args_invalidate(tsl_args *a)
+{
+    a->bound = NULL;
+    a->ran = 0;
+}
+
+static void args_unmake(tsl_args *a)
 {
     arena_free(a->bind);
     a->bind = NULL;
-    a->bound = NULL;
-    a->ran = 0;
+    a->made = NULL;
+    a->made_sizes = NULL;
+    args_invalidate(a);
 }
 
 /* "float32(M,K)": a parameter's declaration, for messages. */
@@ -115,6 +153,18 @@ static const lang_tensor *args_find(tsl_args *a, const char *name, const char *f
     return t;
 }
 
+/* api_tensor_check_device, the message ("tensor 'A'") formatted only when
+ * there is an error: binding runs on every call of a language binding,
+ * and formatting the name cost two thirds of it. */
+static tsl_status args_check_tensor(tsl_context *ctx, const DLTensor *t, const char *kind, const char *name,
+                                    tsl_dtype *dt)
+{
+    if (api_tensor_check_device(NULL, t, NULL, dt) == TSL_OK) return TSL_OK;
+    char what[160];
+    snprintf(what, sizeof what, "%s '%s'", kind, name);
+    return api_tensor_check_device(ctx, t, what, dt);
+}
+
 /* Check a caller's tensor against parameter lt's declaration (host memory,
  * dtype, rank). Run at binding and again at every infer, since the
  * descriptor is borrowed and may have been changed in between. */
@@ -123,10 +173,8 @@ static tsl_status args_check_input(tsl_args *a, const lang_tensor *lt, const DLT
     tsl_context *ctx = a->p->ctx;
     const char *name = lt->name;
     tsl_status st;
-    char what[160];
-    snprintf(what, sizeof what, "tensor '%s'", name);
     tsl_dtype dt;
-    if ((st = api_tensor_check(ctx, t, what, &dt))) return st;
+    if ((st = args_check_tensor(ctx, t, "tensor", name, &dt))) return st;
     if (dt != lt->dtype)
         return api_error(ctx, TSL_ERR_ARG, "parameter '%s' is %s but the tensor given is %s",
                          name, tsl_dtype_name(lt->dtype), tsl_dtype_name(dt));
@@ -188,6 +236,49 @@ tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, 
     a->slot[lt->index].scalar = v;
     a->slot[lt->index].has_scalar = 1;
     a->ran = 0;
+    return TSL_OK;
+}
+
+tsl_status tsl_args_bind(TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *tensors,
+                         TSL_KEEP const double *scalars)
+{
+    if (!a) return TSL_ERR_ARG;
+    tsl_context *ctx = a->p->ctx;
+    const lang_def *def = a->p->def;
+    if (!tensors) return api_error(ctx, TSL_ERR_ARG, "tsl_args_bind: tensors is NULL");
+    tsl_status st;
+    for (int i = 0; i < def->nparams; i++) {
+        const lang_tensor *lt = def->params[i];
+        if (lt->is_scalar) {
+            if (!scalars)
+                return api_error(ctx, TSL_ERR_ARG, "tsl_args_bind: scalars is NULL but '%s' has "
+                                 "scalar parameter '%s'", def->name, lt->name);
+            a->slot[lt->index].scalar = scalars[i];
+            a->slot[lt->index].has_scalar = 1;
+        } else {
+            if ((st = args_check_input(a, lt, tensors[i]))) return st;
+            a->slot[lt->index].in = tensors[i];
+        }
+    }
+    for (int j = 0; j < def->noutputs; j++) {
+        const lang_tensor *lt = def->outputs[j];
+        const DLTensor *t = tensors[def->nparams + j];
+        if (lt->flags & LANG_TENSOR_INPUT) {
+            if (t && t != a->slot[lt->index].in)
+                return api_error(ctx, TSL_ERR_ARG, "tsl_args_bind: '%s' is in/out; its output "
+                                 "entry must be NULL (the parameter is its storage)", lt->name);
+            continue;
+        }
+        if (t) {
+            tsl_dtype dt;
+            if ((st = args_check_tensor(ctx, t, "output", lt->name, &dt))) return st;
+            if (dt != lt->dtype)
+                return api_error(ctx, TSL_ERR_ARG, "output '%s' is %s but the tensor given is %s",
+                                 lt->name, tsl_dtype_name(lt->dtype), tsl_dtype_name(dt));
+        }
+        a->slot[lt->index].user_out = t;
+    }
+    args_invalidate(a);
     return TSL_OK;
 }
 
@@ -282,15 +373,27 @@ tsl_status tsl_args_infer(TSL_KEEP tsl_args *a)
         }
     }
     if (st) goto out;
-    if (!(a->bind = arena_create())) {
+    /* the binding of the same sizes is kept (a language binding infers
+     * before every run): lang_bind depends on the def and the sizes alone */
+    if (a->made && !memcmp(a->made_sizes, sizes, sizeof *sizes * (size_t)def->nsizes)) {
+        a->bound = a->made;
+        goto out;
+    }
+    args_unmake(a);
+    if (!(a->bind = arena_create()) ||
+        !(a->made_sizes = arena_alloc(a->bind, sizeof *sizes * ((size_t)def->nsizes + 1)))) {
         st = api_error(ctx, TSL_ERR_NOMEM, "out of memory");
         goto out;
     }
-    diag_reset(&ctx->diag);
-    st = (tsl_status)lang_bind(a->bind, def, sizes, &a->bound, &ctx->diag);
+    memcpy(a->made_sizes, sizes, sizeof *sizes * (size_t)def->nsizes);
+    tsl_diag *d = api_diag(ctx);
+    diag_reset(d);
+    st = (tsl_status)lang_bind(a->bind, def, sizes, &a->bound, d);
     if (st) {
-        if (!ctx->diag.nerr) diag_error(&ctx->diag, st, "binding sizes of '%s' failed", def->name);
-        args_invalidate(a);
+        if (!d->nerr) diag_error(d, st, "binding sizes of '%s' failed", def->name);
+        args_unmake(a);
+    } else {
+        a->made = a->bound;
     }
 out:
     free(sizes);
@@ -365,10 +468,8 @@ int64_t tsl_args_reduction_length(TSL_KEEP tsl_args *a, TSL_KEEP const char *nam
 static tsl_status args_check_output(tsl_args *a, const lang_tensor *lt, const DLTensor *t)
 {
     tsl_context *ctx = a->p->ctx;
-    char what[160];
-    snprintf(what, sizeof what, "output '%s'", lt->name);
     tsl_dtype dt;
-    tsl_status st = api_tensor_check(ctx, t, what, &dt);
+    tsl_status st = args_check_tensor(ctx, t, "output", lt->name, &dt);
     if (st) return st;
     if (dt != lt->dtype)
         return api_error(ctx, TSL_ERR_ARG, "output '%s' is %s but the tensor given is %s",
@@ -412,13 +513,122 @@ const DLTensor *tsl_args_output(TSL_KEEP tsl_args *a, TSL_KEEP const char *name)
     if (!lt || !(lt->flags & LANG_TENSOR_OUTPUT)) return NULL;
     const args_slot *sl = &a->slot[lt->index];
     if (lt->flags & LANG_TENSOR_INPUT) return sl->in;
-    return sl->user_out ? sl->user_out : sl->owned_out;
+    return sl->user_out ? sl->user_out : sl->owned_out ? &sl->owned_out->t : NULL;
+}
+
+tsl_status tsl_args_set_stream(TSL_KEEP tsl_args *a, void *stream)
+{
+    if (!a) return TSL_ERR_ARG;
+    a->stream = stream;
+    return TSL_OK;
+}
+
+tsl_status tsl_args_set_allocator(TSL_KEEP tsl_args *a, TSL_KEEP const tsl_allocator *al)
+{
+    if (!a) return TSL_ERR_ARG;
+    if (al && (!al->alloc || !al->free))
+        return api_error(a->p->ctx, TSL_ERR_ARG, "tsl_args_set_allocator: alloc and free must both be set");
+    memset(&a->al, 0, sizeof a->al);
+    if (al) a->al = *al;
+    return TSL_OK;
+}
+
+tsl_status tsl_args_set_sync(TSL_KEEP tsl_args *a, int sync)
+{
+    if (!a) return TSL_ERR_ARG;
+    a->sync = sync != 0;
+    return TSL_OK;
+}
+
+/* "cuda:1" / "cpu": a device, for messages. */
+static const char *args_device_name(DLDevice dv, char buf[32])
+{
+    if (dv.device_type == kDLCUDA)
+        snprintf(buf, 32, "cuda:%d", dv.device_id);
+    else
+        snprintf(buf, 32, "cpu");
+    return buf;
+}
+
+/* The one device every bound tensor is on (host when there is none):
+ * tensors on the host and on a GPU, or on two GPUs, in one run are an
+ * error naming two of them. */
+static tsl_status args_device(tsl_args *a, DLDevice *out)
+{
+    const lang_def *def = a->p->def;
+    const char *first = NULL;
+    DLDevice dv = {kDLCPU, 0};
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *lt = def->tensors[i];
+        const args_slot *sl = &a->slot[i];
+        const DLTensor *t = (lt->flags & LANG_TENSOR_INPUT) ? sl->in : sl->user_out;
+        if (lt->is_scalar || !t) continue;
+        DLDevice td = t->device;
+        if (td.device_type == kDLCUDAHost) td = (DLDevice){kDLCPU, 0};
+        if (td.device_type == kDLCPU) td.device_id = 0;
+        if (!first) {
+            first = lt->name;
+            dv = td;
+        } else if (td.device_type != dv.device_type || td.device_id != dv.device_id) {
+            char b1[32], b2[32];
+            return api_error(a->p->ctx, TSL_ERR_ARG, "'%s' is on %s but '%s' is on %s: the tensors of a run "
+                             "must be on one device", first, args_device_name(dv, b1), lt->name,
+                             args_device_name(td, b2));
+        }
+    }
+    *out = dv;
+    return TSL_OK;
 }
 
 /* Make sure every output has storage of the inferred shape: the caller's
  * (re-checked, since inputs may have changed since it was bound) or one
  * the args own. */
-static tsl_status args_prepare_outputs(tsl_args *a)
+static tsl_status args_out_alloc(tsl_args *a, const lang_tensor *lt, const int64_t *shape, DLDevice dv,
+                                 args_out **out)
+{
+    args_out *o = calloc(1, sizeof *o);
+    int64_t n = api_shape_numel(lt->rank, shape);
+    tsl_status st = TSL_OK;
+    if (!o || n < 0 || (uint64_t)n > SIZE_MAX / 16) {
+        free(o);
+        st = TSL_ERR_NOMEM;
+    } else {
+        size_t bytes = tsl_dtype_nbytes(lt->dtype, n), alloc = (bytes + 63) / 64 * 64; /* packed: low-bit */
+        if (!alloc) alloc = 64; /* data is never NULL */
+        o->al = a->al;
+        o->stream = a->stream;
+        o->t.device = dv;
+        o->t.ndim = lt->rank;
+        o->t.dtype = tsl_dtype_to_dlpack(lt->dtype);
+        o->t.shape = o->shape;
+        for (int d = 0; d < lt->rank; d++) o->shape[d] = shape[d];
+        if (a->al.alloc) {
+            o->t.data = a->al.alloc(a->al.user, dv, alloc, a->stream);
+        } else if (dv.device_type == kDLCUDA) {
+            st = api_cuda_alloc(dv.device_id, alloc, &o->t.data, api_diag(a->p->ctx));
+        } else if ((o->t.data = aligned_alloc(64, alloc))) {
+            memset(o->t.data, 0, alloc);
+        }
+        if (!st && !o->t.data) st = TSL_ERR_NOMEM;
+        if (st) {
+            free(o);
+            o = NULL;
+        }
+    }
+    if (st == TSL_ERR_NOMEM) {
+        strbuf b = {0};
+        char dn[32];
+        args_describe_shape(&b, lt->rank, shape);
+        st = api_error(a->p->ctx, TSL_ERR_NOMEM, "out of memory allocating output '%s' %s %s on %s%s", lt->name,
+                       tsl_dtype_name(lt->dtype), sb_str(&b), args_device_name(dv, dn),
+                       a->al.alloc ? " (the caller's allocator failed)" : "");
+        sb_free(&b);
+    }
+    *out = o;
+    return st;
+}
+
+static tsl_status args_prepare_outputs(tsl_args *a, DLDevice dv)
 {
     const lang_def *def = a->p->def;
     for (int i = 0; i < def->noutputs; i++) {
@@ -432,20 +642,15 @@ static tsl_status args_prepare_outputs(tsl_args *a)
         }
         const int64_t *shape = a->bound->shapes[lt->index];
         if (sl->owned_out) {
-            int same = 1;
-            for (int d = 0; d < lt->rank; d++) same &= sl->owned_out->shape[d] == shape[d];
+            args_out *o = sl->owned_out;
+            int same = o->t.device.device_type == dv.device_type && o->t.device.device_id == dv.device_id &&
+                       o->al.alloc == a->al.alloc && o->al.user == a->al.user;
+            for (int d = 0; d < lt->rank; d++) same &= o->shape[d] == shape[d];
             if (same) continue;
-            tsl_tensor_free(sl->owned_out);
+            args_out_free(o);
+            sl->owned_out = NULL;
         }
-        sl->owned_out = tsl_tensor_alloc(lt->dtype, lt->rank, shape);
-        if (!sl->owned_out) {
-            strbuf b = {0};
-            args_describe_shape(&b, lt->rank, shape);
-            st = api_error(a->p->ctx, TSL_ERR_NOMEM, "out of memory allocating output '%s' %s %s",
-                           lt->name, tsl_dtype_name(lt->dtype), sb_str(&b));
-            sb_free(&b);
-            return st;
-        }
+        if ((st = args_out_alloc(a, lt, shape, dv, &sl->owned_out))) return st;
     }
     return TSL_OK;
 }
@@ -560,8 +765,20 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         return api_error(ctx, TSL_ERR_ARG, "unknown target %d", (int)target);
     /* infer again even if done: the borrowed descriptors may have changed */
     tsl_status st;
+    DLDevice dv = {kDLCPU, 0};
     if ((st = tsl_args_infer(a))) return st;
-    if ((st = args_prepare_outputs(a))) return st;
+    if ((st = args_device(a, &dv))) return st;
+    if (dv.device_type == kDLCUDA && target != TSL_TARGET_CUDA)
+        return api_error(ctx, TSL_ERR_ARG, "the tensors are on cuda:%d; the %s target takes host tensors (run "
+                         "them on the cuda target)", dv.device_id, tsl_target_name(target));
+    for (int i = 0; dv.device_type == kDLCUDA && i < p->def->ntensors; i++) {
+        const lang_tensor *lt = p->def->tensors[i];
+        /* the kernels take low-bit tensors as carriers unpacked on the host */
+        if (!lt->is_scalar && !(lt->flags & LANG_TENSOR_TEMP) && dtype_carrier(lt->dtype) != lt->dtype)
+            return api_error(ctx, TSL_ERR_ARG, "'%s' is %s: low-bit tensors on the GPU are not taken in place yet "
+                             "(pass host tensors)", lt->name, tsl_dtype_name(lt->dtype));
+    }
+    if ((st = args_prepare_outputs(a, dv))) return st;
     const lang_def *def = p->def;
     interp_tensor *views = calloc((size_t)def->ntensors + 1, sizeof *views);
     if (!views) return api_error(ctx, TSL_ERR_NOMEM, "out of memory");
@@ -574,15 +791,19 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         else if (lt->flags & LANG_TENSOR_INPUT)
             args_view(&views[i], sl->in, lt->dtype);
         else if (lt->flags & LANG_TENSOR_OUTPUT)
-            args_view(&views[i], sl->user_out ? sl->user_out : sl->owned_out, lt->dtype);
+            args_view(&views[i], sl->user_out ? sl->user_out : &sl->owned_out->t, lt->dtype);
     }
     if ((st = args_check_overlap(p, views))) {
         free(views);
         return st;
     }
-    diag_reset(&ctx->diag);
-    if (target == TSL_TARGET_INTERP) {
-        st = interp_run(a->bound, views, &ctx->diag);
+    tsl_diag *d = api_diag(ctx);
+    diag_reset(d);
+    if (dv.device_type == kDLCUDA) {
+        st = api_compiled_run_device(p, a->bound, views, dv.device_id, a->stream, a->al.alloc ? &a->al : NULL, a->sync,
+                                     d);
+    } else if (target == TSL_TARGET_INTERP) {
+        st = interp_run(a->bound, views, d);
     } else {
         interp_tensor *cv = calloc((size_t)def->ntensors + 1, sizeof *cv);
         char **owned = calloc((size_t)def->ntensors + 1, sizeof *owned);
@@ -590,8 +811,8 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         else memcpy(cv, views, (size_t)def->ntensors * sizeof *cv);
         if (!st) st = args_carry(p, cv, owned);
         if (!st) {
-            diag_reset(&ctx->diag);
-            st = api_compiled_run(p, target, a->bound, cv, &ctx->diag);
+            diag_reset(d);
+            st = api_compiled_run(p, target, a->bound, cv, d);
         }
         if (owned) args_uncarry(p, views, owned, st == TSL_OK);
         free(owned);
@@ -600,4 +821,13 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
     free(views);
     if (!st) a->ran = 1;
     return st;
+}
+
+tsl_status tsl_program_call(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *tensors,
+                            TSL_KEEP const double *scalars, tsl_target target)
+{
+    if (!p) return TSL_ERR_ARG;
+    if (!a) return api_error(p->ctx, TSL_ERR_ARG, "tsl_program_call: args is NULL");
+    tsl_status st = tsl_args_bind(a, tensors, scalars);
+    return st ? st : tsl_program_run(p, a, target);
 }

@@ -21,6 +21,13 @@
  * device: TSL_ERR_UNAVAILABLE with the runtime's reason, and the other
  * targets still run. Runs of one target are serialised.
  *
+ * Device tensors (api_compiled_run_device): the same prepared executor on
+ * the tensors' own device addresses, queued on the caller's stream, a
+ * run's temporaries and scratch from the caller's allocator (else
+ * cuMemAllocAsync on the stream); no copy and no wait unless asked. An
+ * executor used while its stream was captured into a CUDA graph is never
+ * freed (the graph holds its kernels): evicted, it is retired, not freed.
+ *
  * Emit: a stage of the same driver — "tile", "expand", "select", "source",
  * "plan", each with ":cpu" or ":cuda" (default the CPU) —, "c" / "cuda"
  * (the source of the CPU / CUDA plan) or "ptx"; the CUDA kinds with an
@@ -101,7 +108,7 @@ int api_compiled_emit_kind(const char *what)
 
 tsl_status api_compiled_emit(tsl_program *p, const char *what, strbuf *out)
 {
-    tsl_diag *d = &p->ctx->diag;
+    tsl_diag *d = api_diag(p->ctx);
     diag_reset(d);
     emit_req r;
     if (emit_parse(what, &r)) {
@@ -136,6 +143,7 @@ enum { PREPARED_MAX = 16 };
 typedef struct prepared {
     char *key; /* "<def name>\n<options>\n<source text>"; NULL: a free slot */
     drv_prepared *p;
+    int captured; /* its kernels were captured into a CUDA graph */
     uint64_t used;
 } prepared;
 
@@ -149,8 +157,26 @@ typedef struct target_state {
 
 static target_state states[2] = {{.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}};
 
+/* Executors whose kernels a CUDA graph captured: a graph may replay them
+ * (modules, error records) at any time, so they are never freed; one per
+ * captured program, kept for the process. Guarded by the CUDA state's lock. */
+static drv_prepared **retired;
+static int nretired, capretired;
+
 static void prepared_drop(prepared *e)
 {
+    if (e->captured && e->p) {
+        if (nretired == capretired) {
+            int cap = capretired ? 2 * capretired : 8;
+            drv_prepared **r = realloc(retired, sizeof *r * (size_t)cap);
+            if (r) {
+                retired = r;
+                capretired = cap;
+            }
+        }
+        if (nretired < capretired) retired[nretired++] = e->p;
+        e->p = NULL; /* (when out of memory: leaked, never freed under a graph) */
+    }
     drv_prepared_free(e->p);
     free(e->key);
     memset(e, 0, sizeof *e);
@@ -202,30 +228,45 @@ void api_compiled_forget(void)
     }
 }
 
-/* The prepared executor of p's def on target t (state s), made on a miss. */
-static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, tsl_diag *d, tsl_status *st)
+/* Is key "<name>\n<options>\n<text>"? (Compared in place: building the
+ * key on every run cost a printf and an allocation of the source's size.) */
+static int key_is(const char *key, const char *name, const char *opt, const char *text)
 {
-    strbuf kb = {0};
-    sb_printf(&kb, "%s\n%s\n%s", p->def->name, p->opt_text, p->src.text);
+    const char *parts[3] = {name, opt, text};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(parts[i]);
+        if (strncmp(key, parts[i], n)) return 0;
+        key += n;
+        if (i < 2 && *key++ != '\n') return 0;
+    }
+    return *key == 0;
+}
+
+/* The prepared executor of p's def on target t (state s), made on a miss;
+ * `captured`: this run is being captured into a CUDA graph (the executor is
+ * then never freed). */
+static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, int captured, tsl_diag *d,
+                        tsl_status *st)
+{
     prepared *slot = &s->plans[0];
     for (int i = 0; i < PREPARED_MAX; i++) {
         prepared *e = &s->plans[i];
-        if (e->key && !strcmp(e->key, sb_str(&kb))) {
+        if (e->key && key_is(e->key, p->def->name, p->opt_text, p->src.text)) {
             e->used = ++s->clock;
-            sb_free(&kb);
+            e->captured |= captured;
             return drv_prepared_exec(e->p);
         }
         if (!e->key ? slot->key != NULL : slot->key && e->used < slot->used) slot = e;
     }
     drv_prepared *pp = NULL;
     *st = prepare_cached(p, t, s->dev, &pp, d);
-    if (*st) {
-        sb_free(&kb);
-        return NULL;
-    }
+    if (*st) return NULL;
+    strbuf kb = {0};
+    sb_printf(&kb, "%s\n%s\n%s", p->def->name, p->opt_text, p->src.text);
     prepared_drop(slot);
     slot->key = sb_take(&kb);
     slot->p = pp;
+    slot->captured = captured;
     slot->used = ++s->clock;
     return drv_prepared_exec(pp);
 }
@@ -278,7 +319,7 @@ tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound 
         if (st) unavailable(t->name, d);
         s->dev = dev;
     }
-    rt_exec *e = st ? NULL : prepare(p, t, s, d, &st);
+    rt_exec *e = st ? NULL : prepare(p, t, s, 0, d, &st);
     if (!st) st = drv_run(e, b, views, d);
     if (st == TSL_ERR_BOUNDS) locate_bounds_error(b, views, d);
     if (st == TSL_ERR_RUNTIME && target == TSL_TARGET_CUDA && s->dev) {
@@ -288,5 +329,114 @@ tsl_status api_compiled_run(tsl_program *p, tsl_target target, const lang_bound 
         s->dev = NULL;
     }
     pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
+/* ---- device tensors ------------------------------------------------------------------------------
+ * Tensors already on the GPU run where they are. The stream is set on the
+ * device for the run and reset after it (host runs use the legacy one). */
+
+/* The caller's allocator (else stream-ordered memory) as the run's rt_mem. */
+typedef struct device_mem {
+    const tsl_allocator *al;
+    DLDevice dev;
+    void *stream;
+    rt_cuda_device *cuda;
+} device_mem;
+
+static rt_ptr device_mem_alloc(void *user, size_t bytes)
+{
+    device_mem *m = user;
+    if (m->al) return (rt_ptr)(uintptr_t)m->al->alloc(m->al->user, m->dev, bytes, m->stream);
+    rt_cuda_ptr p = 0;
+    return rt_cuda_alloc_async(m->cuda, bytes, &p, NULL) == TSL_OK ? p : 0;
+}
+
+static void device_mem_free(void *user, rt_ptr p)
+{
+    device_mem *m = user;
+    if (m->al) m->al->free(m->al->user, m->dev, (void *)(uintptr_t)p, m->stream);
+    else rt_cuda_free_async(m->cuda, p);
+}
+
+/* Open the CUDA device (once; under s->mu) and check that it is GPU
+ * device_id. */
+static tsl_status device_open(target_state *s, int device_id, tsl_diag *d)
+{
+    if (!s->dev) {
+        rt_cuda_device *dev = NULL;
+        tsl_status st = rt_cuda_open(&dev, d);
+        if (st) {
+            unavailable("cuda", d);
+            return st;
+        }
+        s->dev = dev;
+    }
+    int ord = rt_cuda_device_info(s->dev)->ordinal;
+    if (device_id != ord) {
+        diag_error(d, TSL_ERR_ARG,
+                   "the tensors are on cuda:%d but tessel runs on cuda:%d ($TESSEL_CUDA_DEVICE selects the GPU, "
+                   "default 0)", device_id, ord);
+        return TSL_ERR_ARG;
+    }
+    return TSL_OK;
+}
+
+tsl_status api_cuda_alloc(int device_id, size_t bytes, void **out, tsl_diag *d)
+{
+    target_state *s = &states[1];
+    *out = NULL;
+    pthread_mutex_lock(&s->mu);
+    rt_cuda_ptr ptr = 0;
+    tsl_status st = device_open(s, device_id, d);
+    if (!st) st = rt_cuda_alloc(s->dev, bytes, &ptr, d);
+    pthread_mutex_unlock(&s->mu);
+    *out = (void *)(uintptr_t)ptr;
+    return st;
+}
+
+void api_cuda_free(void *p)
+{
+    target_state *s = &states[1];
+    pthread_mutex_lock(&s->mu);
+    if (s->dev && p) rt_cuda_free(s->dev, (rt_cuda_ptr)(uintptr_t)p);
+    pthread_mutex_unlock(&s->mu);
+}
+
+tsl_status api_compiled_run_device(tsl_program *p, const lang_bound *b, const struct interp_tensor *views,
+                                   int device_id, void *stream, const tsl_allocator *al, int sync, tsl_diag *d)
+{
+    const lang_def *def = p->def;
+    int n = def->ntensors;
+    rt_ptr *ptrs = calloc((size_t)n + 1, sizeof *ptrs);
+    double *scalars = calloc((size_t)n + 1, sizeof *scalars);
+    if (!ptrs || !scalars) {
+        free(ptrs);
+        free(scalars);
+        diag_error(d, TSL_ERR_NOMEM, "out of memory");
+        return TSL_ERR_NOMEM;
+    }
+    for (int i = 0; i < n; i++) {
+        if (def->tensors[i]->is_scalar) scalars[i] = views[i].scalar;
+        else ptrs[i] = (rt_ptr)(uintptr_t)views[i].base;
+    }
+    target_state *s = &states[1];
+    pthread_mutex_lock(&s->mu);
+    tsl_status st = device_open(s, device_id, d);
+    if (!st) st = rt_cuda_set_stream(s->dev, stream, d);
+    rt_exec *e = st ? NULL : prepare(p, &drv_target_cuda, s, rt_cuda_stream_capturing(s->dev), d, &st);
+    device_mem m = {al, {kDLCUDA, device_id}, stream, s->dev};
+    rt_mem mem = {device_mem_alloc, device_mem_free, &m};
+    if (!st) st = drv_run_device_mem(e, b, ptrs, scalars, sync, &mem, d);
+    if (s->dev) rt_cuda_set_stream(s->dev, NULL, NULL);
+    if (st == TSL_ERR_RUNTIME && s->dev) {
+        /* a launch error can poison the context: start afresh next run */
+        for (int i = 0; i < PREPARED_MAX; i++) prepared_drop(&s->plans[i]);
+        rt_cuda_close(s->dev);
+        s->dev = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    free(ptrs);
+    free(scalars);
     return st;
 }

@@ -11,12 +11,13 @@
 static const lang_module *program_parse(tsl_context *ctx, tsl_arena *a, const tsl_source *src,
                                         tsl_status *st)
 {
-    diag_reset(&ctx->diag);
-    const lang_module *m = lang_parse_check(a, src, &ctx->diag);
+    tsl_diag *d = api_diag(ctx);
+    diag_reset(d);
+    const lang_module *m = lang_parse_check(a, src, d);
     *st = TSL_OK;
     if (!m) {
-        *st = ctx->diag.nerr ? ctx->diag.first : TSL_ERR_INTERNAL;
-        if (!ctx->diag.nerr) diag_error(&ctx->diag, *st, "internal: the front end failed silently");
+        *st = d->nerr ? d->first : TSL_ERR_INTERNAL;
+        if (!d->nerr) diag_error(d, *st, "internal: the front end failed silently");
     }
     return m;
 }
@@ -91,8 +92,9 @@ tsl_status tsl_program_compile(TSL_KEEP tsl_context *ctx, TSL_KEEP const char *s
     for (int i = 0; i < p->def->ntensors; i++) {
         const lang_tensor *t = p->def->tensors[i];
         if (t->rank > TSL_MAX_RANK) {
-            diag_reset(&ctx->diag);
-            diag_error_at(&ctx->diag, &p->src, t->offset, TSL_ERR_SEMANTIC,
+            tsl_diag *d = api_diag(ctx);
+            diag_reset(d);
+            diag_error_at(d, &p->src, t->offset, TSL_ERR_SEMANTIC,
                           "'%s' has rank %d; at most %d is supported", t->name, t->rank,
                           TSL_MAX_RANK);
             st = TSL_ERR_SEMANTIC;
@@ -146,15 +148,15 @@ tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
     else if (what && !strcmp(what, "graph")) {
         /* the op graph is rebuilt per call, in an arena of its own */
         tsl_arena *ga = arena_create();
-        diag_reset(&p->ctx->diag);
-        graph *g = ga ? graph_build(ga, p->def, &p->ctx->diag) : NULL;
+        tsl_diag *d = api_diag(p->ctx);
+        diag_reset(d);
+        graph *g = ga ? graph_build(ga, p->def, d) : NULL;
         if (!g) {
             arena_free(ga);
             sb_free(&b);
-            if (!p->ctx->diag.nerr)
-                diag_error(&p->ctx->diag, TSL_ERR_INTERNAL, "building the op graph of '%s' failed",
-                           p->def->name);
-            return p->ctx->diag.first;
+            if (!d->nerr)
+                diag_error(d, TSL_ERR_INTERNAL, "building the op graph of '%s' failed", p->def->name);
+            return d->first;
         }
         graph_print(&b, g);
         arena_free(ga);
@@ -180,8 +182,9 @@ tsl_status tsl_program_set_options(TSL_KEEP tsl_program *p, TSL_KEEP const char 
 {
     if (!p) return TSL_ERR_ARG;
     sched_options o = sched_options_defaults;
-    diag_reset(&p->ctx->diag);
-    tsl_status st = sched_options_parse(options, &o, &p->ctx->diag);
+    tsl_diag *d = api_diag(p->ctx);
+    diag_reset(d);
+    tsl_status st = sched_options_parse(options, &o, d);
     if (st) return st;
     strbuf b = {0};
     sched_options_text(&b, &o);

@@ -62,13 +62,14 @@ void tsl_tensor_free(TSL_TAKE DLTensor *t)
 tsl_status api_error(tsl_context *ctx, tsl_status st, const char *fmt, ...)
 {
     if (!ctx) return st;
-    diag_reset(&ctx->diag);
-    ctx->diag.first = st;
-    ctx->diag.nerr = 1;
-    sb_puts(&ctx->diag.msg, "error: ");
+    tsl_diag *d = api_diag(ctx);
+    diag_reset(d);
+    d->first = st;
+    d->nerr = 1;
+    sb_puts(&d->msg, "error: ");
     va_list ap;
     va_start(ap, fmt);
-    sb_vprintf(&ctx->diag.msg, fmt, ap);
+    sb_vprintf(&d->msg, fmt, ap);
     va_end(ap);
     return st;
 }
@@ -76,11 +77,19 @@ tsl_status api_error(tsl_context *ctx, tsl_status st, const char *fmt, ...)
 tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *what,
                             tsl_dtype *dtype)
 {
+    if (t && t->device.device_type == kDLCUDA)
+        return api_error(ctx, TSL_ERR_ARG, "%s: only host (kDLCPU) tensors are accepted here, got a CUDA tensor",
+                         what);
+    return api_tensor_check_device(ctx, t, what, dtype);
+}
+
+tsl_status api_tensor_check_device(tsl_context *ctx, const DLTensor *t, const char *what, tsl_dtype *dtype)
+{
     if (!t) return api_error(ctx, TSL_ERR_ARG, "%s: the tensor descriptor is NULL", what);
-    if (t->device.device_type != kDLCPU && t->device.device_type != kDLCUDAHost)
+    if (t->device.device_type != kDLCPU && t->device.device_type != kDLCUDAHost &&
+        t->device.device_type != kDLCUDA)
         return api_error(ctx, TSL_ERR_ARG,
-                         "%s: only host (kDLCPU) tensors are accepted here, got device "
-                         "type %d",
+                         "%s: device type %d is not supported (host kDLCPU/kDLCUDAHost or kDLCUDA tensors are)",
                          what, (int)t->device.device_type);
     if (t->ndim < 0 || t->ndim > TSL_MAX_RANK)
         return api_error(ctx, TSL_ERR_ARG, "%s: rank %d is outside 0..%d", what, t->ndim,
@@ -107,6 +116,25 @@ tsl_status api_tensor_check(tsl_context *ctx, const DLTensor *t, const char *wha
                                  "stride %lld, not %lld",
                                  what, tsl_dtype_name(*dtype), d, (long long)t->strides[d],
                                  (long long)want);
+            want *= t->shape[d];
+        }
+    }
+    if (t->device.device_type == kDLCUDA && t->strides && n > 1) {
+        /* the CUDA kernels take some tensors as flat 1-D runs: device
+         * tensors must be C-contiguous (no copy is made on the device) */
+        int64_t want = 1;
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            if (t->shape[d] != 1 && t->strides[d] != want) {
+                strbuf b = {0};
+                for (int k = 0; k < t->ndim; k++)
+                    sb_printf(&b, "%s%lld", k ? ", " : "", (long long)t->strides[k]);
+                tsl_status st = api_error(ctx, TSL_ERR_ARG,
+                                          "%s on cuda:%d is not C-contiguous (strides (%s) in elements): device "
+                                          "tensors are used in place and must be contiguous; make a contiguous "
+                                          "copy first", what, t->device.device_id, sb_str(&b));
+                sb_free(&b);
+                return st;
+            }
             want *= t->shape[d];
         }
     }

@@ -150,6 +150,10 @@ tsl_status drv_run(rt_exec *e, const lang_bound *b, const struct interp_tensor *
  * device target returns once everything is queued (timing loops). */
 tsl_status drv_run_device(rt_exec *e, const lang_bound *b, const rt_ptr *data, const double *scalars, int check,
                           tsl_diag *d);
+/* The same with a run's temporaries and scratch from mem (rt_run.mem; NULL:
+ * the executor's own): runs on a caller's stream. */
+tsl_status drv_run_device_mem(rt_exec *e, const lang_bound *b, const rt_ptr *data, const double *scalars, int check,
+                              const rt_mem *mem, tsl_diag *d);
 /* Compile plan sp for target t (dev's arch), run it once on views, free
  * it (tests; the tuner's checks). */
 tsl_status drv_plan_run(const lang_def *def, const struct sched_plan *sp, const lang_bound *b,

@@ -120,6 +120,12 @@ static int64_t scalar_word(tsl_dtype dt, double v)
 tsl_status drv_run_device(rt_exec *e, const lang_bound *b, const rt_ptr *data, const double *scalars, int check,
                           tsl_diag *d)
 {
+    return drv_run_device_mem(e, b, data, scalars, check, NULL, d);
+}
+
+tsl_status drv_run_device_mem(rt_exec *e, const lang_bound *b, const rt_ptr *data, const double *scalars, int check,
+                              const rt_mem *mem, tsl_diag *d)
+{
     run_env v;
     tsl_status st = run_env_make(b, &v, d);
     if (st) return st;
@@ -128,6 +134,7 @@ tsl_status drv_run_device(rt_exec *e, const lang_bound *b, const rt_ptr *data, c
         if (def->tensors[i]->is_scalar) v.words[i] = scalars ? scalar_word(def->tensors[i]->dtype, scalars[i]) : 0;
         else v.data[i] = data[i];
     }
+    v.r.mem = mem;
     st = rt_exec_run(e, &v.r, check, d);
     run_env_free(&v);
     return st;

@@ -247,4 +247,9 @@ tsl_status layout_parse_prefix(const char *s, size_t len, size_t *consumed, layo
                                layout_err *e);
 void layout_value_print(strbuf *sb, const layout_value *v);
 
+/* The value as `tessel layout` prints it (table.c): a header line, then
+ * the mapping as a grid, or with `json` one JSON object. Appends to sb;
+ * too large a table is TSL_ERR_ARG with the reason in e->msg. */
+tsl_status layout_table(strbuf *sb, const layout_value *v, int json, layout_err *e);
+
 #endif

@@ -214,7 +214,9 @@ struct rt_cuda_device {
     rt_cuda_info info;
     CUdevice dev;
     CUcontext ctx;
-    char *poisoned; /* the fault that poisoned the context, or NULL */
+    CUstream stream; /* launches and async calls go here (rt_cuda_set_stream); NULL: legacy default */
+    int capturing;   /* the stream was being captured into a CUDA graph when set */
+    char *poisoned;  /* the fault that poisoned the context, or NULL */
 };
 
 struct rt_cuda_module {
@@ -819,7 +821,7 @@ tsl_status rt_cuda_launch(rt_cuda_device *dev, rt_cuda_function f, const unsigne
     }
     st = CU_TRY(d, dev,
                 LaunchKernel((CUfunction)f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                             shared_bytes, NULL, params, NULL));
+                             shared_bytes, dev->stream, params, NULL));
     if (st != TSL_OK)
         diag_error(d, st, "kernel launch failed (grid %ux%ux%u, block %ux%ux%u, %u bytes shared)",
                    grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes);
@@ -923,4 +925,77 @@ void rt_cuda_event_destroy(rt_cuda_device *dev, rt_cuda_event *e)
 {
     if (!e || dev->poisoned) return;
     if (cu.CtxSetCurrent(dev->ctx) == CUDA_SUCCESS) cu.EventDestroy((CUevent)e);
+}
+
+/* ---- streams --------------------------------------------------------------
+ * The caller's stream (a CUstream of this device's primary context, or NULL
+ * for the legacy default stream) for launches and the async calls below. A
+ * stream of another context is refused: launching on it would fail or run
+ * on the wrong device. The handles 0x1 (legacy) and 0x2 (per-thread default)
+ * belong to whatever context is current, which is this device's. */
+
+tsl_status rt_cuda_set_stream(rt_cuda_device *dev, void *stream, tsl_diag *d)
+{
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK) return st;
+    uintptr_t h = (uintptr_t)stream;
+    int capturing = 0;
+    /* a stream being captured into a graph is asked nothing but whether it
+     * is capturing (a capture-safe query); its context goes unchecked */
+    if (h > 2 && cu.StreamIsCapturing((CUstream)stream, &capturing) != CUDA_SUCCESS) capturing = 0;
+    if (h > 2 && !capturing) {
+        CUcontext c = NULL;
+        CUresult r = cu.StreamGetCtx((CUstream)stream, &c);
+        if (r != CUDA_SUCCESS) return cuda_check(d, dev, r, "cuStreamGetCtx", __FILE__, __LINE__);
+        if (c != dev->ctx) {
+            diag_error(d, TSL_ERR_ARG,
+                       "the CUDA stream %p belongs to another context than device %d's primary context "
+                       "(tessel runs on the primary context of device %d, %s)",
+                       stream, dev->info.ordinal, dev->info.ordinal, dev->info.name);
+            return TSL_ERR_ARG;
+        }
+    }
+    dev->stream = (CUstream)stream;
+    dev->capturing = capturing;
+    return TSL_OK;
+}
+
+void *rt_cuda_stream(const rt_cuda_device *dev) { return dev->stream; }
+int rt_cuda_stream_capturing(const rt_cuda_device *dev) { return dev->capturing; }
+
+tsl_status rt_cuda_stream_synchronize(rt_cuda_device *dev, tsl_diag *d)
+{
+    tsl_status st = cuda_enter(dev, d);
+    return st != TSL_OK ? st : CU_TRY(d, dev, StreamSynchronize(dev->stream));
+}
+
+tsl_status rt_cuda_memset8_async(rt_cuda_device *dev, rt_cuda_ptr dst, unsigned char v, size_t n, tsl_diag *d)
+{
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK || n == 0) return st;
+    return CU_TRY(d, dev, MemsetD8Async(dst, v, n, dev->stream));
+}
+
+tsl_status rt_cuda_alloc_async(rt_cuda_device *dev, size_t bytes, rt_cuda_ptr *out, tsl_diag *d)
+{
+    *out = 0;
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK) return st;
+    CUdeviceptr p = 0;
+    CUresult r = cu.MemAllocAsync(&p, bytes ? bytes : 1, dev->stream);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+        diag_error(d, TSL_ERR_NOMEM,
+                   "out of GPU memory: allocating %zu bytes (%.2f GiB) on device %d (%s) failed",
+                   bytes, (double)bytes / (1u << 30), dev->info.ordinal, dev->info.name);
+        return TSL_ERR_NOMEM;
+    }
+    if ((st = cuda_check(d, dev, r, "cuMemAllocAsync", __FILE__, __LINE__)) != TSL_OK) return st;
+    *out = p;
+    return TSL_OK;
+}
+
+void rt_cuda_free_async(rt_cuda_device *dev, rt_cuda_ptr p)
+{
+    if (!p || dev->poisoned) return;
+    if (cu.CtxSetCurrent(dev->ctx) == CUDA_SUCCESS) cu.MemFreeAsync(p, dev->stream);
 }

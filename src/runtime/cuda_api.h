@@ -99,6 +99,12 @@ enum { NVRTC_SUCCESS = 0, NVRTC_ERROR_COMPILATION = 6 };
     X(MemcpyDtoH, "cuMemcpyDtoH_v2", CUresult, (void *dst, CUdeviceptr src, size_t n)) \
     X(MemcpyDtoD, "cuMemcpyDtoD_v2", CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t n)) \
     X(MemsetD8, "cuMemsetD8_v2", CUresult, (CUdeviceptr dst, unsigned char v, size_t n)) \
+    X(MemsetD8Async, "cuMemsetD8Async", CUresult, (CUdeviceptr dst, unsigned char v, size_t n, CUstream s)) \
+    X(MemAllocAsync, "cuMemAllocAsync", CUresult, (CUdeviceptr * p, size_t bytes, CUstream s)) \
+    X(MemFreeAsync, "cuMemFreeAsync", CUresult, (CUdeviceptr p, CUstream s)) \
+    X(StreamSynchronize, "cuStreamSynchronize", CUresult, (CUstream s)) \
+    X(StreamGetCtx, "cuStreamGetCtx", CUresult, (CUstream s, CUcontext * ctx)) \
+    X(StreamIsCapturing, "cuStreamIsCapturing", CUresult, (CUstream s, int *status)) \
     X(EventCreate, "cuEventCreate", CUresult, (CUevent * e, unsigned flags)) \
     X(EventRecord, "cuEventRecord", CUresult, (CUevent e, CUstream stream)) \
     X(EventSynchronize, "cuEventSynchronize", CUresult, (CUevent e)) \

@@ -14,7 +14,9 @@
  * variant runs unless an extent, stride, span or int argument passes 2^30,
  * and each size branch's arm is chosen from the sizes; a variant is
  * compiled and loaded the first time a launch needs it. The plan's scratch
- * buffers are allocated once, their contents undefined at a run's start;
+ * buffers are allocated once, their contents undefined at a run's start
+ * (a run given memory, rt_run.mem, takes its temporaries and scratch from
+ * it instead and returns them once its launches are queued);
  * a units argument is the device's multiprocessor count. A launch with a
  * guard (`when`, over the program's sizes) runs only where it holds. */
 #include <string.h>
@@ -44,6 +46,8 @@ struct rt_exec {
     rt_ptr *temp;      /* [ntensors] */
     rt_ptr *scratch;   /* [nscratch] */
     size_t *temp_cap;  /* [ntensors] */
+    rt_ptr *run_temp, *run_scratch; /* [ntensors], [nscratch]: a run's own, from rt_run.mem */
+    rt_ptr *cur_temp, *cur_scratch; /* what the run binds: the kept ones or its own */
     int *last_variant; /* [nlaunches] */
     int last_launches;
     int force_wide;
@@ -55,6 +59,11 @@ static tsl_status ex_nomem(tsl_diag *d)
 {
     diag_error(d, TSL_ERR_NOMEM, "out of memory");
     return TSL_ERR_NOMEM;
+}
+
+static size_t ex_scratch_bytes(const rt_scratch *s)
+{
+    return (size_t)s->count * tsl_dtype_size((tsl_dtype)s->dtype) + 8;
 }
 
 /* The variant `key` of kernel ki: loaded already, or from a binary the
@@ -108,8 +117,11 @@ tsl_status rt_exec_create(const rt_plan *p, const rt_target *t, void *dev, rt_ex
         x->last_variant = calloc((size_t)p->nlaunches + 1, sizeof *x->last_variant);
         x->b = calloc(1, sizeof *x->b);
         x->scratch = calloc((size_t)p->nscratch + 1, sizeof *x->scratch);
+        x->run_temp = calloc((size_t)p->ntensors + 1, sizeof *x->run_temp);
+        x->run_scratch = calloc((size_t)p->nscratch + 1, sizeof *x->run_scratch);
     }
-    if (!x || !x->k || !x->temp || !x->temp_cap || !x->last_variant || !x->b || !x->scratch) {
+    if (!x || !x->k || !x->temp || !x->temp_cap || !x->last_variant || !x->b || !x->scratch || !x->run_temp ||
+        !x->run_scratch) {
         rt_exec_free(x);
         return ex_nomem(d);
     }
@@ -124,8 +136,7 @@ tsl_status rt_exec_create(const rt_plan *p, const rt_target *t, void *dev, rt_ex
     if (!st && t->fault_records && p->nlaunches)
         st = t->alloc(dev, (size_t)p->nlaunches * RT_ERR_WORDS * 8, &x->err, d);
     for (int i = 0; !st && i < p->nscratch; i++)
-        st = t->alloc(dev, (size_t)p->scratch[i].count * tsl_dtype_size((tsl_dtype)p->scratch[i].dtype) + 8,
-                      &x->scratch[i], d);
+        st = t->alloc(dev, ex_scratch_bytes(&p->scratch[i]), &x->scratch[i], d);
     if (st) {
         rt_exec_free(x);
         return st;
@@ -150,6 +161,8 @@ void rt_exec_free(rt_exec *x)
     for (int i = 0; x->scratch && i < x->p->nscratch; i++)
         if (x->scratch[i]) x->t->free(x->dev, x->scratch[i]);
     free(x->scratch);
+    free(x->run_temp);
+    free(x->run_scratch);
     free(x->k);
     free(x->temp);
     free(x->temp_cap);
@@ -172,6 +185,47 @@ static int64_t ex_numel(const rt_tensor *t, const int64_t *shape)
     int64_t n = 1;
     for (int i = 0; i < t->rank; i++) n *= shape[i];
     return n;
+}
+
+/* A run's own temporaries and scratch from mem (the temporaries zeroed):
+ * nothing is shared with a run on another stream. */
+static tsl_status ex_mem_take(rt_exec *x, const rt_run *r, tsl_diag *d)
+{
+    const rt_plan *p = x->p;
+    const rt_mem *m = r->mem;
+    for (int i = 0; i < p->ntensors; i++) {
+        const rt_tensor *t = &p->tensors[i];
+        if (!(t->flags & RT_T_TEMP) || !rt_plan_tensor_used(p, i)) continue;
+        size_t bytes = (size_t)ex_numel(t, r->shape[i]) * tsl_dtype_size((tsl_dtype)t->dtype);
+        if (!(x->run_temp[i] = m->alloc(m->user, bytes ? bytes : 1))) {
+            diag_error(d, TSL_ERR_NOMEM, "device memory for the temporary '%s' (%zu bytes): the allocator failed",
+                       t->name, bytes);
+            return TSL_ERR_NOMEM;
+        }
+        tsl_status st = bytes ? x->t->memset(x->dev, x->run_temp[i], 0, bytes, d) : TSL_OK;
+        if (st) return st;
+    }
+    for (int i = 0; i < p->nscratch; i++) {
+        size_t bytes = ex_scratch_bytes(&p->scratch[i]);
+        if (!(x->run_scratch[i] = m->alloc(m->user, bytes))) {
+            diag_error(d, TSL_ERR_NOMEM, "device memory for scratch buffer %d (%zu bytes): the allocator failed", i,
+                       bytes);
+            return TSL_ERR_NOMEM;
+        }
+    }
+    return TSL_OK;
+}
+
+static void ex_mem_return(rt_exec *x, const rt_mem *m)
+{
+    for (int i = 0; i < x->p->ntensors; i++) {
+        if (x->run_temp[i]) m->free(m->user, x->run_temp[i]);
+        x->run_temp[i] = 0;
+    }
+    for (int i = 0; i < x->p->nscratch; i++) {
+        if (x->run_scratch[i]) m->free(m->user, x->run_scratch[i]);
+        x->run_scratch[i] = 0;
+    }
 }
 
 /* Device storage for every temporary some launch takes, zeroed. Those a
@@ -230,13 +284,13 @@ static tsl_status ex_bind(rt_exec *x, int li, const rt_run *r, unsigned *key, in
             continue;
         }
         if (a->kind == RT_ARG_SCRATCH) {
-            b->ptr[q] = x->scratch[a->index];
+            b->ptr[q] = x->cur_scratch[a->index];
             b->shape[q][0] = p->scratch[a->index].count;
             b->stride[q][0] = 1;
             continue;
         }
         const rt_tensor *t = &p->tensors[a->index];
-        b->ptr[q] = (t->flags & RT_T_TEMP) ? x->temp[a->index] : r->data[a->index];
+        b->ptr[q] = (t->flags & RT_T_TEMP) ? x->cur_temp[a->index] : r->data[a->index];
         const int64_t *sh = r->shape[a->index];
         const int64_t *sd = r->strides ? r->strides[a->index] : NULL;
         if (a->flat) {
@@ -379,7 +433,9 @@ tsl_status rt_exec_run(rt_exec *x, const rt_run *r, int check, tsl_diag *d)
 {
     const rt_plan *p = x->p;
     x->last_launches = 0;
-    tsl_status st = ex_temps(x, r, d);
+    x->cur_temp = r->mem ? x->run_temp : x->temp;
+    x->cur_scratch = r->mem ? x->run_scratch : x->scratch;
+    tsl_status st = r->mem ? ex_mem_take(x, r, d) : ex_temps(x, r, d);
     int records = x->t->fault_records && p->nlaunches;
     if (!st && check && records)
         st = x->t->memset(x->dev, x->err, 0, (size_t)p->nlaunches * RT_ERR_WORDS * 8, d);
@@ -413,6 +469,7 @@ tsl_status rt_exec_run(rt_exec *x, const rt_run *r, int check, tsl_diag *d)
             x->last_variant[li] = (int)key;
         }
     }
+    if (r->mem) ex_mem_return(x, r->mem);
     if (!st && check) st = x->t->sync(x->dev, d);
     if (!st && check && records) st = ex_check_records(x, r, d);
     return st;

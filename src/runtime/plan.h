@@ -260,11 +260,22 @@ extern const rt_target rt_target_cuda; /* target_cuda.c; dev is an rt_cuda_devic
 /* ---- the executor (exec.c) ------------------------------------------------ */
 typedef struct rt_exec rt_exec;
 
+/* Device memory for one run's temporaries and scratch buffers (a
+ * caller's allocator, or stream-ordered memory): alloc gives `bytes` usable
+ * in order on the device's current stream (0 on failure), free returns it
+ * in that order. */
+typedef struct rt_mem {
+    rt_ptr (*alloc)(void *user, size_t bytes);
+    void (*free)(void *user, rt_ptr p);
+    void *user;
+} rt_mem;
+
 /* One run's inputs. Per plan tensor: data (a device address; ignored for
  * scalars and temporaries; 0 allowed when it has no elements), shape
  * ([rank]), strides (elements; NULL: C order); words: a scalar's value
  * (a double's bits for a float dtype); sizes: the program's size values;
- * lanes (may be NULL): per statement, 0 when its box is empty. */
+ * lanes (may be NULL): per statement, 0 when its box is empty; mem (may
+ * be NULL): where this run's temporaries and scratch come from. */
 typedef struct rt_run {
     const rt_ptr *data;
     const int64_t *const *shape;
@@ -272,6 +283,7 @@ typedef struct rt_run {
     const int64_t *words;
     const int64_t *sizes;
     const int64_t *lanes;
+    const rt_mem *mem;
 } rt_run;
 
 /* Load every binary the plan carries and compile the kernels' plain
@@ -283,7 +295,12 @@ void rt_exec_free(rt_exec *x); /* NULL allowed */
 /* Every launch in order (empty boxes and grids skipped), temporaries
  * zeroed first. With `check`, waits for the device and reports an index
  * out of range (TSL_ERR_BOUNDS naming kernel, tensor, dim, index, size);
- * without it a device target returns once everything is queued (timing). */
+ * without it a device target returns once everything is queued (timing,
+ * asynchronous runs on a caller's stream). Without r->mem the executor
+ * keeps temporaries and scratch across runs (grown when sizes grow); with
+ * it each run takes them from r->mem and gives them back once its launches
+ * are queued, so runs on different streams share nothing and a run
+ * allocates nothing outside its stream (CUDA graph capture works). */
 tsl_status rt_exec_run(rt_exec *x, const rt_run *r, int check, tsl_diag *d);
 
 /* Launches the last run made, and the variant launch i used (-1: none). */

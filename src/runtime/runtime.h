@@ -205,7 +205,8 @@ tsl_status rt_cuda_module_load(rt_cuda_device *dev, const void *cubin, size_t si
 void rt_cuda_module_free(rt_cuda_module *m); /* NULL allowed */
 tsl_status rt_cuda_function_get(rt_cuda_module *m, const char *name, rt_cuda_function *out,
                                 tsl_diag *d);
-/* Launch on the default stream (asynchronous). params[i] points at the i-th
+/* Launch on the device's stream (rt_cuda_set_stream; the legacy default
+ * stream unless set), asynchronously. params[i] points at the i-th
  * kernel argument's value. shared_bytes above 48 KiB sets the function's
  * max-dynamic-shared attribute first (and is checked against the opt-in
  * limit with a message naming both). */
@@ -239,5 +240,18 @@ tsl_status rt_cuda_event_record(rt_cuda_device *dev, rt_cuda_event *e, tsl_diag 
 tsl_status rt_cuda_event_elapsed(rt_cuda_device *dev, rt_cuda_event *start, rt_cuda_event *end,
                                  float *ms, tsl_diag *d);
 void rt_cuda_event_destroy(rt_cuda_device *dev, rt_cuda_event *e); /* NULL allowed */
+
+/* Streams (cuda.c). Launches and the async calls below go to the stream
+ * set last (NULL: the legacy default stream). A stream of another context
+ * than the device's primary one is TSL_ERR_ARG. */
+tsl_status rt_cuda_set_stream(rt_cuda_device *dev, void *stream, tsl_diag *d);
+void *rt_cuda_stream(const rt_cuda_device *dev);
+/* Whether that stream was being captured into a CUDA graph when set. */
+int rt_cuda_stream_capturing(const rt_cuda_device *dev);
+tsl_status rt_cuda_stream_synchronize(rt_cuda_device *dev, tsl_diag *d);
+tsl_status rt_cuda_memset8_async(rt_cuda_device *dev, rt_cuda_ptr dst, unsigned char v, size_t n, tsl_diag *d);
+/* Stream-ordered memory (cuMemAllocAsync; usable inside graph capture). */
+tsl_status rt_cuda_alloc_async(rt_cuda_device *dev, size_t bytes, rt_cuda_ptr *out, tsl_diag *d);
+void rt_cuda_free_async(rt_cuda_device *dev, rt_cuda_ptr p);
 
 #endif

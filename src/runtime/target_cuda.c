@@ -149,12 +149,18 @@ static tsl_status tcuda_copy(void *dev, rt_ptr dst, rt_ptr src, size_t size, rt_
     return TSL_ERR_INTERNAL;
 }
 
+/* Memsets and launches go to the device's stream (rt_cuda_set_stream: a
+ * caller's, else the legacy default one, which the synchronous copies
+ * order with); a sync waits for that stream alone when a caller set it. */
 static tsl_status tcuda_memset(void *dev, rt_ptr p, int byte, size_t size, tsl_diag *d)
 {
-    return rt_cuda_memset8(dev, p, (unsigned char)byte, size, d);
+    return rt_cuda_memset8_async(dev, p, (unsigned char)byte, size, d);
 }
 
-static tsl_status tcuda_sync(void *dev, tsl_diag *d) { return rt_cuda_synchronize(dev, d); }
+static tsl_status tcuda_sync(void *dev, tsl_diag *d)
+{
+    return rt_cuda_stream(dev) ? rt_cuda_stream_synchronize(dev, d) : rt_cuda_synchronize(dev, d);
+}
 
 static tsl_status tcuda_event_create(void *dev, void **ev, tsl_diag *d)
 {

@@ -1,0 +1,225 @@
+/* test_api_call.c — what language bindings rely on in the C API:
+ * positional binding (tsl_args_bind, tsl_program_call) with scalars, in/out
+ * and allocated outputs, sizes changing between calls; one program run from many threads at once, each thread with its
+ * own args and its own error; tsl_layout_table; emit "ptx". */
+#include <pthread.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "test.h"
+
+static DLTensor *rnd1(int64_t n)
+{
+    DLTensor *t = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n);
+    for (int64_t k = 0; k < n; k++) ((float *)t->data)[k] = (float)test_rand_double(-1, 1);
+    return t;
+}
+
+/* axpy with an in/out accumulator: Z = a X + Y (allocated or bound), S += X. */
+static const char *axpy_src = "def axpy(float(N) X, float a, float(N) Y, float(N) S) -> (Z, S) {\n"
+                              "  Z(i) = a * X(i) + Y(i)\n"
+                              "  S(i) += X(i)\n}\n";
+
+static void test_bind_positional(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    CHECK_MSG(tsl_program_compile(ctx, axpy_src, "axpy.tc", NULL, &p) == TSL_OK, "%s", tsl_context_error(ctx));
+    if (!p) goto out;
+    int64_t N = test_rand_int(1, 40);
+    DLTensor *X = rnd1(N), *Y = rnd1(N), *S = rnd1(N), *Z = rnd1(N);
+    float *s0 = malloc(sizeof(float) * (size_t)N);
+    memcpy(s0, S->data, sizeof(float) * (size_t)N);
+    double a = test_rand_double(-2, 2);
+    double scalars[4] = {0, a, 0, 0};
+    tsl_args *args = tsl_args_create(p);
+    /* Z allocated by the args */
+    const DLTensor *t1[6] = {X, NULL, Y, S, NULL, NULL};
+    CHECK_MSG(tsl_args_bind(args, t1, scalars) == TSL_OK, "%s", tsl_context_error(ctx));
+    CHECK_MSG(tsl_program_run(p, args, TSL_TARGET_CPU) == TSL_OK, "%s", tsl_context_error(ctx));
+    const DLTensor *z = tsl_args_output(args, "Z");
+    CHECK(z && z != Z);
+    for (int64_t i = 0; z && i < N; i++) {
+        float x = ((float *)X->data)[i];
+        CHECK_CLOSE(((float *)z->data)[i], (float)a * x + ((float *)Y->data)[i], 1e-6);
+        CHECK_CLOSE(((float *)S->data)[i], s0[i] + x, 1e-6);
+    }
+    /* Z bound by the caller (poisoned first), S given again as its own output entry */
+    for (int64_t i = 0; i < N; i++) ((float *)Z->data)[i] = 99.0f;
+    const DLTensor *t2[6] = {X, NULL, Y, S, Z, S};
+    CHECK_MSG(tsl_program_call(p, args, t2, scalars, TSL_TARGET_CPU) == TSL_OK, "%s", tsl_context_error(ctx));
+    CHECK(tsl_args_output(args, "Z") == Z);
+    for (int64_t i = 0; i < N; i++) {
+        float x = ((float *)X->data)[i];
+        CHECK_CLOSE(((float *)Z->data)[i], (float)a * x + ((float *)Y->data)[i], 1e-6);
+        CHECK_CLOSE(((float *)S->data)[i], s0[i] + 2 * x, 1e-6);
+    }
+    /* errors name what is wrong */
+    const DLTensor *t3[6] = {X, NULL, Y, S, NULL, Z};
+    CHECK(tsl_args_bind(args, t3, scalars) == TSL_ERR_ARG);
+    CHECK(strstr(tsl_context_error(ctx), "'S' is in/out") != NULL);
+    CHECK(tsl_args_bind(args, t1, NULL) == TSL_ERR_ARG);
+    CHECK(strstr(tsl_context_error(ctx), "scalar parameter 'a'") != NULL);
+    const DLTensor *t4[6] = {X, NULL, NULL, S, NULL, NULL};
+    CHECK(tsl_args_bind(args, t4, scalars) == TSL_ERR_ARG);
+    CHECK(strstr(tsl_context_error(ctx), "tensor 'Y'") != NULL);
+    int64_t n2 = N + 1;
+    DLTensor *Zbad = tsl_tensor_alloc(TSL_DTYPE_F32, 1, &n2);
+    const DLTensor *t5[6] = {X, NULL, Y, S, Zbad, NULL};
+    CHECK_EQ_INT(tsl_args_bind(args, t5, scalars), TSL_OK);
+    CHECK(tsl_program_run(p, args, TSL_TARGET_CPU) == TSL_ERR_SHAPE);
+    CHECK(strstr(tsl_context_error(ctx), "output 'Z' has shape") != NULL);
+    CHECK(tsl_program_call(p, NULL, t5, scalars, TSL_TARGET_CPU) == TSL_ERR_ARG);
+    CHECK(strstr(tsl_context_error(ctx), "tsl_program_call: args is NULL") != NULL);
+    /* other sizes after runs of these (the kept binding is for N only) */
+    DLTensor *X2 = rnd1(n2), *Y2 = rnd1(n2), *S2 = rnd1(n2);
+    float s2 = ((float *)S2->data)[n2 - 1];
+    const DLTensor *t6[6] = {X2, NULL, Y2, S2, Zbad, NULL};
+    CHECK_MSG(tsl_program_call(p, args, t6, scalars, TSL_TARGET_CPU) == TSL_OK, "%s", tsl_context_error(ctx));
+    CHECK_CLOSE(((float *)Zbad->data)[n2 - 1], (float)a * ((float *)X2->data)[n2 - 1] + ((float *)Y2->data)[n2 - 1],
+                1e-6);
+    CHECK_CLOSE(((float *)S2->data)[n2 - 1], s2 + ((float *)X2->data)[n2 - 1], 1e-6);
+    tsl_tensor_free(X2);
+    tsl_tensor_free(Y2);
+    tsl_tensor_free(S2);
+    tsl_tensor_free(Zbad);
+    tsl_args_free(args);
+    free(s0);
+    tsl_tensor_free(X);
+    tsl_tensor_free(Y);
+    tsl_tensor_free(S);
+    tsl_tensor_free(Z);
+    tsl_program_free(p);
+out:
+    tsl_context_free(ctx);
+}
+
+/* Each thread runs the same program on its own inputs, reps times, then
+ * provokes an error of its own and reads it back: no result and no message
+ * of another thread may show up. */
+enum { THREADS = 8, REPS = 20 };
+typedef struct thread_job {
+    tsl_context *ctx;
+    tsl_program *p;
+    DLTensor *X, *Y, *S, *Z;
+    int64_t N;
+    double a;
+    int wrong;    /* elements off, over all reps */
+    int failed;   /* runs that did not return TSL_OK */
+    int err_ok;   /* the provoked error was this thread's */
+} thread_job;
+
+static void *thread_main(void *arg)
+{
+    thread_job *j = arg;
+    tsl_args *args = tsl_args_create(j->p);
+    double scalars[4] = {0, j->a, 0, 0};
+    for (int r = 0; r < REPS; r++) {
+        for (int64_t i = 0; i < j->N; i++) ((float *)j->Z->data)[i] = -77.0f;
+        const DLTensor *t[6] = {j->X, NULL, j->Y, j->S, j->Z, NULL};
+        if (tsl_args_bind(args, t, scalars) || tsl_program_run(j->p, args, TSL_TARGET_CPU)) {
+            j->failed++;
+            continue;
+        }
+        for (int64_t i = 0; i < j->N; i++) {
+            float want = (float)j->a * ((float *)j->X->data)[i] + ((float *)j->Y->data)[i];
+            if (fabsf(((float *)j->Z->data)[i] - want) > 1e-5f * (1 + fabsf(want))) j->wrong++;
+        }
+    }
+    /* an unknown name that only this thread uses */
+    char name[32];
+    snprintf(name, sizeof name, "nope%lld", (long long)j->N);
+    tsl_status st = tsl_args_set_scalar(args, name, 1);
+    j->err_ok = st == TSL_ERR_ARG && strstr(tsl_context_error(j->ctx), name) != NULL;
+    tsl_args_free(args);
+    return NULL;
+}
+
+static void test_threads_one_program(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    CHECK_MSG(tsl_program_compile(ctx, axpy_src, "axpy.tc", NULL, &p) == TSL_OK, "%s", tsl_context_error(ctx));
+    if (!p) goto out;
+    thread_job jobs[THREADS];
+    pthread_t th[THREADS];
+    for (int k = 0; k < THREADS; k++) {
+        thread_job *j = &jobs[k];
+        memset(j, 0, sizeof *j);
+        j->ctx = ctx;
+        j->p = p;
+        j->N = 3 + 7 * k + test_rand_int(0, 6); /* distinct per thread */
+        j->X = rnd1(j->N);
+        j->Y = rnd1(j->N);
+        j->S = rnd1(j->N);
+        j->Z = rnd1(j->N);
+        j->a = test_rand_double(-2, 2);
+    }
+    for (int k = 0; k < THREADS; k++) CHECK(pthread_create(&th[k], NULL, thread_main, &jobs[k]) == 0);
+    for (int k = 0; k < THREADS; k++) pthread_join(th[k], NULL);
+    for (int k = 0; k < THREADS; k++) {
+        thread_job *j = &jobs[k];
+        CHECK_MSG(j->failed == 0 && j->wrong == 0, "thread %d: %d runs failed, %d wrong elements", k, j->failed,
+                  j->wrong);
+        CHECK_MSG(j->err_ok, "thread %d did not read its own error", k);
+        tsl_tensor_free(j->X);
+        tsl_tensor_free(j->Y);
+        tsl_tensor_free(j->S);
+        tsl_tensor_free(j->Z);
+    }
+    /* the main thread's error is untouched by the threads' */
+    CHECK_EQ_STR(tsl_context_error(ctx), "");
+    tsl_program_free(p);
+out:
+    tsl_context_free(ctx);
+}
+
+static void test_layout_table(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    char *text = NULL;
+    CHECK_MSG(tsl_layout_table(ctx, "(2,3):(3,1)", 0, &text) == TSL_OK, "%s", tsl_context_error(ctx));
+    /* the header, then mode 0 down: row i holds 3 i + j */
+    CHECK(text && strstr(text, "size=6 cosize=6") != NULL);
+    CHECK(text && strstr(text, " 1 | 3 | 4 | 5 |") != NULL);
+    free(text);
+    text = NULL;
+    CHECK_MSG(tsl_layout_table(ctx, "(2,3):(3,1)", 1, &text) == TSL_OK, "%s", tsl_context_error(ctx));
+    CHECK(text && strstr(text, "\"map\":[0,3,1,4,2,5]") != NULL);
+    free(text);
+    text = (char *)1;
+    CHECK(tsl_layout_table(ctx, "(4,(2", 0, &text) == TSL_ERR_SYNTAX);
+    CHECK(text == NULL);
+    CHECK(strstr(tsl_context_error(ctx), "<layout>:1:") != NULL);
+    CHECK(strstr(tsl_context_error(ctx), "^") != NULL);
+    CHECK(tsl_layout_table(ctx, "(1000,1000)", 0, &text) == TSL_ERR_ARG);
+    CHECK(strstr(tsl_context_error(ctx), "too large for a table") != NULL);
+    tsl_context_free(ctx);
+}
+
+/* "ptx": NVRTC's PTX of every kernel (needs NVRTC, not a GPU). */
+static void test_emit_ptx(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    CHECK_MSG(tsl_program_compile(ctx, axpy_src, "axpy.tc", NULL, &p) == TSL_OK, "%s", tsl_context_error(ctx));
+    char *s = NULL;
+    tsl_status st = p ? tsl_program_emit(p, "ptx", &s) : TSL_ERR_INTERNAL;
+    if (st == TSL_ERR_UNAVAILABLE) {
+        printf("    skipped: %s\n", tsl_context_error(ctx));
+    } else {
+        CHECK_MSG(st == TSL_OK, "%s", tsl_context_error(ctx));
+        CHECK(s && strstr(s, ".visible .entry") != NULL && strstr(s, ".target sm_") != NULL);
+    }
+    free(s);
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+}
+
+TEST_SUITE(api_call) = {
+    {"emit_ptx", test_emit_ptx},
+    {"bind_positional", test_bind_positional},
+    {"threads_one_program", test_threads_one_program},
+    {"layout_table", test_layout_table},
+    {0, 0},
+};
