@@ -1,7 +1,8 @@
 """anchors.py — the work tessel's GPU benchmarks are judged against, done by
 PyTorch on the same machine in the same run: device-to-device copy, cuBLAS
 GEMM, torch layernorm/softmax, two elementwise programs (scale-bias-relu,
-SiLU), scaled_dot_product_attention.
+SiLU), scaled_dot_product_attention, the quantized GEMV (torch's int4
+kernel and cuBLAS on fp16 weights).
 
 Each result is checked (against float64 / a reference formula) before it is
 timed; timing is CUDA events after warm-up, median of many repetitions, with
@@ -46,6 +47,36 @@ def rotate(make, n):
         state["i"] += 1
         return s
     return nxt
+
+
+def int4_anchor(dev, M, N, K, gs):
+    """torch._weight_int4pack_mm at M x N x K (group gs): (median s, rel. error
+    against the dequantized weights in float64). Weights w = (q - 8) * s + z
+    per group, as the kernel defines them."""
+    def make():
+        q = torch.randint(0, 16, (N, K), dtype=torch.int32, device=dev)
+        try:  # torch >= 2.5: uint8 [N, K / 2], two codes a byte
+            wp = torch._convert_weight_to_int4pack((q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8), 8)
+        except Exception:
+            wp = torch._convert_weight_to_int4pack(q, 8)
+        s = torch.rand(K // gs, N, device=dev) * 0.01 + 0.001
+        z = torch.rand(K // gs, N, device=dev) * 0.01
+        sz = torch.stack([s, z], dim=2).to(torch.bfloat16).contiguous()
+        x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+        return x, wp, sz, q
+    nxt = rotate(make, 4)
+    x, wp, sz, q = nxt()
+    y = torch._weight_int4pack_mm(x, wp, gs, sz)
+    s = sz[..., 0].double().repeat_interleave(gs, 0)   # [K, N]
+    z = sz[..., 1].double().repeat_interleave(gs, 0)
+    w = (q.t().double() - 8) * s + z
+    err = rel_err(y, x.double() @ w)
+    assert err < 2e-2, err
+    def run():
+        a = nxt()
+        return torch._weight_int4pack_mm(a[0], a[1], gs, a[2])
+    t = bench(run)
+    return t, err
 
 
 def main():
@@ -200,6 +231,32 @@ def main():
         t = bench(lambda: torch.nn.functional.scaled_dot_product_attention(*nxt()))
         rows.append((f"attention fp16 B{B} H{H} S{S} D{D} (SDPA)", f"err {err:.1e}",
                      4 * B * H * S * S * D / t / 1e12, "TFLOP/s", t))
+
+    # issue 14: the quantized GEMV's anchors at (N, K) = 8192 x 8192, group
+    # 128 — torch's int4 kernel (tinygemm, bf16 activations) and cuBLAS on
+    # fp16 weights; rates in TB/s of tessel's bytes for the same work (W
+    # packed + fp16 scales) so that the report's ratio is a time ratio
+    for M in (1, 16):
+        N = K = 8192
+        gs = 128
+        work = f"qgemv M={M} uint4 {N}x{K}"
+        if want(work):
+            try:
+                t, err = int4_anchor(dev, M, N, K, gs)
+                rows.append((f"{work} (torch _weight_int4pack_mm)", f"err {err:.1e}",
+                             (N * K // 2 + K // gs * N * 2) / t / 1e12, "TB/s", t))
+            except Exception as e:  # the private op's signature moves between torch versions
+                print(f"{work}: torch _weight_int4pack_mm unavailable: {e}")
+        work = f"qgemv M={M} float16 {N}x{K}"
+        if want(work):
+            nxt = rotate(lambda: (torch.randn(M, K, device=dev, dtype=torch.float16),
+                                  torch.randn(K, N, device=dev, dtype=torch.float16) * 0.05), 4)
+            x, w = nxt()
+            err = rel_err(x @ w, x.double() @ w.double())
+            assert err < 1e-2, err
+            t = bench(lambda: torch.matmul(*nxt()))
+            rows.append((f"{work} (cuBLAS fp16)", f"err {err:.1e}", N * K * 2 / t / 1e12, "TB/s", t))
+            del nxt, x, w
 
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     print(f"{'work':44s} {'check':12s} {'rate':>10s} {'unit':8s} {'median':>10s}")

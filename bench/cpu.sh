@@ -6,8 +6,10 @@
 #   3. tessel through the public API on the CPU target (TESSEL_NUM_THREADS=1
 #      and all cores): copy, transpose, row and column reduction of
 #      4096x4096 f32, matmul f32 1024^3, conv2d N=8 C=64 H=W=56 K=64 3x3
-#      (valid, output 54x54), a sum of 1e8 f32 and a softmax of 4096x4096
-#      f32. Each is checked against the interpreter on a
+#      (valid, output 54x54), a sum of 1e8 f32, a softmax of 4096x4096
+#      f32, and the quantized GEMV Y = (W * S) X with packed uint4 and
+#      uint3 W 8192x8192, fp16 X and scales per 128 rows (rate: W's bytes,
+#      against the copy bandwidth; issue 14 asks >= 50%). Each is checked against the interpreter on a
 #      small size before it is timed; median of 5 timed runs after a warm-up
 #      (fewer when one run takes over ~1 s, and a warm-up over 4 s is the
 #      only run; the table says how many). A phase still running after 150 s is stopped
@@ -103,13 +105,13 @@ table=$(awk -v cores="$cores" '
             if (k in bt) printf "| OpenBLAS sgemm 1024^3 | %s | %.2f | %.1f GFLOP/s | FMA peak x cores %.0f | %.2f |\n", k, bt[k], br[k], fma * k, (fma > 0 ? br[k] / (fma * k) : 0)
             else printf "| OpenBLAS sgemm 1024^3 | %s | n/a | %s | | |\n", k, blasna[k]
         }
-        split("copy transpose row_reduction col_reduction matmul conv2d", ops, " ")
-        split("copy 4096x4096 f32|transpose 4096x4096 f32|row reduction 4096x4096 f32|column reduction 4096x4096 f32|tessel matmul f32 1024^3|tessel conv2d 8x64x56x56, 64x3x3", label, "|")
-        for (o = 1; o <= 6; o++) for (c = 1; c <= (cores > 1 ? 2 : 1); c++) {
+        split("copy transpose row_reduction col_reduction matmul conv2d qgemv_u4 qgemv_u3", ops, " ")
+        split("copy 4096x4096 f32|transpose 4096x4096 f32|row reduction 4096x4096 f32|column reduction 4096x4096 f32|tessel matmul f32 1024^3|tessel conv2d 8x64x56x56, 64x3x3|quantized GEMV M=1 uint4 8192x8192 (W bytes)|quantized GEMV M=1 uint3 8192x8192 (W bytes)", label, "|")
+        for (o = 1; o <= 8; o++) for (c = 1; c <= (cores > 1 ? 2 : 1); c++) {
             k = cs[c]; key = ops[o] SUBSEP k
-            lab = (o <= 4 ? "tessel " : "") label[o]
+            lab = (o <= 4 || o >= 7 ? "tessel " : "") label[o]
             if (key in tt) {
-                if (o <= 4) { ref = bw[k]; refs = sprintf("bandwidth %.1f GB/s", ref) }
+                if (o <= 4 || o >= 7) { ref = bw[k]; refs = sprintf("bandwidth %.1f GB/s", ref) }
                 else { ref = br[k]; refs = sprintf("OpenBLAS %.1f GFLOP/s", ref) }
                 printf "| %s | %s | %.2f%s | %.2f %s | %s | %s |\n", lab, k, tt[key], (tn[key] < 5 ? sprintf(" (%d run%s)", tn[key], tn[key] == 1 ? "" : "s") : ""), tr[key], tu[key], refs, (ref > 0 ? sprintf("%.2f", tr[key] / ref) : "")
             } else if (key in na) printf "| %s | %s | n/a | %s | | |\n", lab, k, na[key]

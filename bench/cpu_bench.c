@@ -8,6 +8,7 @@
  *   cpu_bench blas           sgemm <ms> <GFLOP/s>  (cblas_sgemm 1024^3, median of 7; needs -DHAVE_OPENBLAS)
  *   cpu_bench tessel         op <name> <ms> <rate> <GB/s|GFLOP/s> <runs> | op <name> n/a <why>
  *                            err sum <relative error>  (the full sum against a compensated double sum)
+ *                            (qgemv_u4, qgemv_u3: the quantized GEMV, GB/s of W's packed bytes)
  *
  * The sum's full-size input is $CPU_BENCH_SUM_NPY when set (cpu.sh writes
  * it from bench/cpu_numpy.py, so that NumPy and tessel sum the same
@@ -29,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "tessel.h"
 #ifdef HAVE_OPENBLAS
 #include <cblas.h>
@@ -381,11 +383,112 @@ out:
     tsl_program_free(p);
 }
 
+/* ---- the quantized GEMV (issue 14) ----------------------------------------
+ * Y(m,n) +=! float16(W(k,n)) * S(k / 128, n) * X(m,k), fp16 X and S, W of
+ * `w` bits packed, M = 1, 8192 x 8192: checked against the interpreter at
+ * M 1, K 300, N 200 (relative L2 error under 1e-2), then timed as the
+ * other rows; the rate is W's packed bytes over the time. */
+static tsl_status qgemv_run(tsl_program *p, DLTensor *X, DLTensor *W, DLTensor *S, DLTensor **Y, tsl_target t,
+                            tsl_args **out)
+{
+    tsl_args *a = tsl_args_create(p);
+    *out = a;
+    tsl_status st;
+    if ((st = tsl_args_set_tensor(a, "X", X)) || (st = tsl_args_set_tensor(a, "W", W)) ||
+        (st = tsl_args_set_tensor(a, "S", S)) || (st = tsl_args_infer(a)))
+        return st;
+    if (!*Y) {
+        int rank;
+        int64_t shape[TSL_MAX_RANK];
+        tsl_dtype dt;
+        if ((st = tsl_args_output_shape(a, "Y", &rank, shape, &dt))) return st;
+        *Y = tsl_tensor_alloc(dt, rank, shape);
+        for (int64_t e = 0; e < shape[0] * shape[1]; e++) dtype_set(dt, (*Y)->data, e, NAN);
+    }
+    if ((st = tsl_args_set_output(a, "Y", *Y))) return st;
+    return tsl_program_run(p, a, t);
+}
+
+static void qgemv_inputs(tsl_dtype wt, int64_t M, int64_t K, int64_t N, DLTensor **in)
+{
+    int64_t G = (K + 127) / 128, sx[2] = {M, K}, sw[2] = {K, N}, ss[2] = {G, N};
+    in[0] = tsl_tensor_alloc(TSL_DTYPE_F16, 2, sx);
+    in[1] = tsl_tensor_alloc(wt, 2, sw);
+    in[2] = tsl_tensor_alloc(TSL_DTYPE_F16, 2, ss);
+    for (int64_t e = 0; e < M * K; e++) dtype_set(TSL_DTYPE_F16, in[0]->data, e, rand_unit());
+    unsigned char *w = in[1]->data;
+    for (size_t j = 0; j < tsl_dtype_nbytes(wt, K * N); j++) w[j] = (unsigned char)((int)(fabsf(rand_unit()) * 1e4f) & 255); /* every code */
+    for (int64_t e = 0; e < G * N; e++) dtype_set(TSL_DTYPE_F16, in[2]->data, e, rand_unit() * 0.1);
+}
+
+static void bench_qgemv(tsl_context *ctx, const char *name, tsl_dtype wt)
+{
+    char src[256];
+    snprintf(src, sizeof src,
+             "def qgemv(float16(M,K) X, %s(K,N) W, float16(G,N) S) -> (Y) {\n"
+             "  Y(m,n) +=! float16(W(k,n)) * S(k / 128, n) * X(m,k)\n}\n",
+             tsl_dtype_name(wt));
+    tsl_program *p = NULL;
+    DLTensor *in[3] = {0}, *ref = NULL, *got = NULL;
+    tsl_args *ra = NULL, *ga = NULL;
+    if (tsl_program_compile(ctx, src, name, NULL, &p)) {
+        printf("op %s n/a compile-error: %s\n", name, tsl_context_error(ctx));
+        return;
+    }
+    qgemv_inputs(wt, 1, 300, 200, in);
+    if (qgemv_run(p, in[0], in[1], in[2], &ref, TSL_TARGET_INTERP, &ra) ||
+        qgemv_run(p, in[0], in[1], in[2], &got, TSL_TARGET_CPU, &ga)) {
+        printf("op %s n/a error: %s\n", name, tsl_context_error(ctx));
+        goto out;
+    }
+    double num = 0, den = 0;
+    for (int64_t e = 0; e < 200; e++) {
+        double r = dtype_get(TSL_DTYPE_F16, ref->data, e), x = dtype_get(TSL_DTYPE_F16, got->data, e);
+        num += (x - r) * (x - r);
+        den += r * r;
+    }
+    double rel = sqrt(num / (den > 0 ? den : 1));
+    if (!(rel < 1e-2)) {
+        printf("op %s n/a WRONG: relative L2 error %.3g on the check size\n", name, rel);
+        goto out;
+    }
+    printf("check %s ok (rel. L2 error %.2g)\n", name, rel);
+    fflush(stdout);
+    for (int k = 0; k < 3; k++) tsl_tensor_free(in[k]);
+    tsl_tensor_free(got), got = NULL;
+    tsl_args_free(ga), ga = NULL;
+    const int64_t K = 8192, N = 8192;
+    qgemv_inputs(wt, 1, K, N, in);
+    double t[7];
+    int runs = 7;
+    for (int r = -1; r < runs; r++) {
+        tsl_args_free(ga), ga = NULL;
+        double t0 = now_s();
+        if (qgemv_run(p, in[0], in[1], in[2], &got, TSL_TARGET_CPU, &ga)) {
+            printf("op %s n/a cpu-error at full size: %s\n", name, tsl_context_error(ctx));
+            goto out;
+        }
+        if (r >= 0) t[r] = now_s() - t0;
+    }
+    double m = median(t, runs);
+    printf("op %s %.3f %.2f GB/s %d\n", name, m * 1e3, (double)tsl_dtype_nbytes(wt, K * N) / m / 1e9, runs);
+out:
+    fflush(stdout);
+    tsl_args_free(ra);
+    tsl_args_free(ga);
+    tsl_tensor_free(ref);
+    tsl_tensor_free(got);
+    for (int k = 0; k < 3; k++) tsl_tensor_free(in[k]);
+    tsl_program_free(p);
+}
+
 static int phase_tessel(const char *only)
 {
     tsl_context *ctx = tsl_context_create();
     for (size_t k = 0; k < sizeof bench_ops / sizeof *bench_ops; k++)
         if (!only || !strcmp(only, bench_ops[k].name)) bench_one(ctx, &bench_ops[k]);
+    if (!only || !strcmp(only, "qgemv_u4")) bench_qgemv(ctx, "qgemv_u4", TSL_DTYPE_U4);
+    if (!only || !strcmp(only, "qgemv_u3")) bench_qgemv(ctx, "qgemv_u3", TSL_DTYPE_U3);
     tsl_context_free(ctx);
     return 0;
 }

@@ -612,6 +612,220 @@ done:
     free(src);
 }
 
+/* ---- the weight-only quantized matmul (issue 14) ---------------------------------------
+ * Y(m,n) +=! float16(W(k,n)) * S(k / 128, n) * X(m,k), W of each width,
+ * f16 activations and scales, group 128: the Llama-3.3-70B shapes (N, K)
+ * at M = 1 and 16. Checked at a small size against the interpreter
+ * (tsl_program_run, W's packed bytes), then at full size on 64 sampled
+ * outputs against float64 on the host; the rate is the bytes of W and S
+ * over the time (GB read: compare with the copy's bytes read + written). */
+typedef struct bench_qmm {
+    const char *w;   /* W's dtype */
+    int64_t m, n, k;
+} bench_qmm;
+
+static const char *const bench_qmm_widths[] = {"uint1", "uint2", "uint3",      "uint4",     "uint5", "uint6",
+                                               "uint7", "uint8", "int4",       "float6e3m2", "float8e4m3"};
+
+static char *bench_qmm_source(const char *w)
+{
+    char *s = NULL;
+    if (asprintf(&s,
+                 "def qmm(float16(M,K) X, %s(K,N) W, float16(G,N) S) -> (Y) {\n"
+                 "  Y(m,n) +=! float16(W(k,n)) * S(k / 128, n) * X(m,k)\n}\n",
+                 w) < 0)
+        return NULL;
+    return s;
+}
+
+/* A random code of W's dtype with a finite value. */
+static uint64_t bench_qmm_code(tsl_dtype t)
+{
+    uint8_t b[2] = {0, 0};
+    for (;;) {
+        uint64_t c = (uint64_t)((bench_rand() + 1) / 2 * (double)(1u << tsl_dtype_bits(t))) & ((1u << tsl_dtype_bits(t)) - 1);
+        dtype_set_bits(t, b, 0, c);
+        if (isfinite(dtype_get(t, b, 0))) return c;
+    }
+}
+
+/* Relative L2 error of the CUDA target against the interpreter at M, K, N
+ * (G = K / 128 rounded up); < 0 when a run fails. */
+static double bench_qmm_small(const char *src, tsl_dtype wt, int64_t M, int64_t K, int64_t N)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    double err = -1;
+    int64_t G = (K + 127) / 128, sx[2] = {M, K}, sw[2] = {K, N}, ss[2] = {G, N};
+    DLTensor *X = tsl_tensor_alloc(TSL_DTYPE_F16, 2, sx), *W = tsl_tensor_alloc(wt, 2, sw),
+             *S = tsl_tensor_alloc(TSL_DTYPE_F16, 2, ss);
+    tsl_args *ar[2] = {NULL, NULL};
+    if (!X || !W || !S || tsl_program_compile(ctx, src, "qmm.tc", NULL, &p)) goto done;
+    for (int64_t e = 0; e < M * K; e++) dtype_set(TSL_DTYPE_F16, X->data, e, bench_rand());
+    for (int64_t e = 0; e < K * N; e++) dtype_set_bits(wt, W->data, e, bench_qmm_code(wt));
+    for (int64_t e = 0; e < G * N; e++) dtype_set(TSL_DTYPE_F16, S->data, e, bench_rand() * 0.1);
+    for (int r = 0; r < 2; r++) {
+        ar[r] = tsl_args_create(p);
+        tsl_args_set_tensor(ar[r], "X", X);
+        tsl_args_set_tensor(ar[r], "W", W);
+        tsl_args_set_tensor(ar[r], "S", S);
+        if (tsl_program_run(p, ar[r], r ? TSL_TARGET_CUDA : TSL_TARGET_INTERP)) goto done;
+    }
+    const DLTensor *y0 = tsl_args_output(ar[0], "Y"), *y1 = tsl_args_output(ar[1], "Y");
+    double num = 0, den = 0;
+    for (int64_t e = 0; e < M * N; e++) {
+        double x = dtype_get(TSL_DTYPE_F16, y0->data, e), y = dtype_get(TSL_DTYPE_F16, y1->data, e);
+        num += (y - x) * (y - x);
+        den += x * x;
+    }
+    err = isnan(num) ? INFINITY : sqrt(num / (den > 0 ? den : 1));
+done:
+    if (err < 0) printf("  small-size check failed: %s\n", tsl_context_error(ctx));
+    tsl_args_free(ar[0]);
+    tsl_args_free(ar[1]);
+    tsl_tensor_free(X);
+    tsl_tensor_free(W);
+    tsl_tensor_free(S);
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+    return err;
+}
+
+static void bench_run_qmm(const bench_qmm *q, rt_cuda_device *dev, int quick, bench_row *row)
+{
+    tsl_dtype wt;
+    snprintf(row->work, sizeof row->work, "qgemv M=%lld %s %lldx%lld", (long long)q->m, q->w, (long long)q->n,
+             (long long)q->k);
+    row->unit = "TB/s";
+    if (dtype_parse(q->w, strlen(q->w), &wt)) return;
+    int64_t M = q->m, N = quick ? q->n / 8 : q->n, K = quick ? q->k / 8 : q->k, G = (K + 127) / 128;
+    printf("== %s  (W + S bytes over time)\n", row->work);
+    char *src = bench_qmm_source(q->w);
+    if (!src) return;
+    double small = bench_qmm_small(src, wt, 3, 300, 200);
+    printf("  small-size check (M=3 K=300 N=200) vs interpreter: rel L2 error %.2e (tolerance 1e-02)\n", small);
+    tsl_arena *a = arena_create();
+    tsl_diag d = {0};
+    tsl_source ts = {"qmm.tc", src};
+    drv_prepared *x = NULL;
+    rt_cuda_ptr ptr[BENCH_MAX_SETS][4];
+    memset(ptr, 0, sizeof ptr);
+    void *host[4] = {0};
+    rt_cuda_event *e0 = NULL, *e1 = NULL;
+    double *times = NULL;
+    tsl_status st = TSL_OK;
+    if (small < 0 || !(small < 1e-2)) {
+        snprintf(row->check, sizeof row->check, "FAIL small %.1e", small);
+        goto done;
+    }
+    lang_module *mod = lang_parse_check(a, &ts, &d);
+    const lang_def *def = mod ? lang_module_def(mod, 0) : NULL;
+    if (!def) goto done;
+    int64_t sz[8];
+    for (int i = 0; i < def->nsizes; i++) {
+        const char *n = def->sizes[i];
+        sz[i] = !strcmp(n, "M") ? M : !strcmp(n, "K") ? K : !strcmp(n, "N") ? N : G;
+    }
+    lang_bound *b = NULL;
+    if (lang_bind(a, def, sz, &b, &d)) goto done;
+    graph *g = graph_build(a, def, &d);
+    sched_plan *plan = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, bench_sm, &bench_opts, &d) : NULL;
+    if (!plan) goto done;
+    BENCH_TRY(drv_prepare_plan(def, plan, &drv_target_cuda, dev, &x, &d));
+    printf("  plan: %d launch%s (%s)\n", plan->nlaunches, plan->nlaunches == 1 ? "" : "es", plan->launches[0].k->name);
+    /* X, W, S, Y by def tensor index (the def's order: X W S Y) */
+    size_t bytes[4] = {tsl_dtype_nbytes(TSL_DTYPE_F16, M * K), tsl_dtype_nbytes(wt, K * N),
+                       tsl_dtype_nbytes(TSL_DTYPE_F16, G * N), tsl_dtype_nbytes(TSL_DTYPE_F16, M * N)};
+    double in_bytes = (double)(bytes[0] + bytes[1] + bytes[2]);
+    int nsets = (int)ceil(2 * BENCH_L2_BYTES / in_bytes);
+    if (nsets < 1) nsets = 1;
+    if (nsets > BENCH_MAX_SETS) nsets = BENCH_MAX_SETS;
+    for (int i = 0; i < 4; i++) {
+        host[i] = malloc(bytes[i] + 1);
+        if (!host[i]) goto done;
+    }
+    for (int s = 0; s < nsets; s++) {
+        for (int64_t e = 0; e < M * K; e++) dtype_set(TSL_DTYPE_F16, host[0], e, bench_rand());
+        /* random bytes: every code of the integers; float8e4m3's NaN bytes replaced */
+        for (size_t j = 0; j < bytes[1]; j++) {
+            bench_rng ^= bench_rng << 13;
+            bench_rng ^= bench_rng >> 7;
+            bench_rng ^= bench_rng << 17;
+            unsigned char c = (unsigned char)(bench_rng >> 24);
+            if (wt == TSL_DTYPE_F8E4M3 && (c & 0x7f) == 0x7f) c ^= 1;
+            ((unsigned char *)host[1])[j] = c;
+        }
+        for (int64_t e = 0; e < G * N; e++) dtype_set(TSL_DTYPE_F16, host[2], e, bench_rand() * 0.1);
+        for (int i = 0; i < 3; i++) {
+            BENCH_TRY(rt_cuda_alloc(dev, bytes[i], &ptr[s][i], &d));
+            BENCH_TRY(rt_cuda_copy_htod(dev, ptr[s][i], host[i], bytes[i], &d));
+        }
+        if (s == 0) BENCH_TRY(rt_cuda_alloc(dev, bytes[3], &ptr[0][3], &d));
+        ptr[s][3] = ptr[0][3];
+    }
+    BENCH_TRY(drv_run_device(drv_prepared_exec(x), b, ptr[nsets - 1], NULL, 1, &d));
+    BENCH_TRY(rt_cuda_copy_dtoh(dev, host[3], ptr[nsets - 1][3], bytes[3], &d));
+    bench_err e = {0};
+    for (int smp = 0; smp < 64; smp++) {
+        int64_t m = (int64_t)((bench_rand() + 1) / 2 * (double)M), n = (int64_t)((bench_rand() + 1) / 2 * (double)N);
+        double acc = 0;
+        for (int64_t k = 0; k < K; k++)
+            acc += dtype_get(wt, host[1], k * N + n) * dtype_get(TSL_DTYPE_F16, host[2], (k / 128) * N + n) *
+                   dtype_get(TSL_DTYPE_F16, host[0], m * K + k);
+        bench_err_add(&e, dtype_get(TSL_DTYPE_F16, host[3], m * N + n), acc);
+    }
+    double big = e.nan ? INFINITY : sqrt(e.num / (e.den > 0 ? e.den : 1));
+    printf("  full-size check: 64 sampled outputs vs float64: rel L2 error %.2e\n", big);
+    if (!(big < 1e-2)) {
+        snprintf(row->check, sizeof row->check, "FAIL full %.1e", big);
+        goto done;
+    }
+    BENCH_TRY(rt_cuda_event_create(dev, &e0, &d));
+    BENCH_TRY(rt_cuda_event_create(dev, &e1, &d));
+    float ms = 0;
+    for (int w = 0; w < 3; w++) {
+        BENCH_TRY(rt_cuda_event_record(dev, e0, &d));
+        BENCH_TRY(drv_run_device(drv_prepared_exec(x), b, ptr[w % nsets], NULL, 0, &d));
+        BENCH_TRY(rt_cuda_event_record(dev, e1, &d));
+        BENCH_TRY(rt_cuda_event_elapsed(dev, e0, e1, &ms, &d));
+    }
+    int reps = ms > 0 ? (int)(1500.0 / ms) : 100;
+    if (reps > 300) reps = 300;
+    if (reps < 5) reps = 5;
+    times = calloc((size_t)reps, sizeof *times);
+    for (int r = 0; times && r < reps; r++) {
+        BENCH_TRY(rt_cuda_event_record(dev, e0, &d));
+        BENCH_TRY(drv_run_device(drv_prepared_exec(x), b, ptr[r % nsets], NULL, 0, &d));
+        BENCH_TRY(rt_cuda_event_record(dev, e1, &d));
+        BENCH_TRY(rt_cuda_event_elapsed(dev, e0, e1, &ms, &d));
+        times[r] = ms * 1e-3;
+    }
+    if (!times) goto done;
+    row->median_s = bench_median(times, reps);
+    row->rate = (double)(bytes[1] + bytes[2]) / row->median_s / 1e12;
+    row->ok = 1;
+    snprintf(row->check, sizeof row->check, "err %.1e", big > small ? big : small);
+    printf("  %d reps over %d input sets: median %.2f us -> %.3f TB/s of W + S (%.1f MB)\n", reps, nsets,
+           row->median_s * 1e6, row->rate, (double)(bytes[1] + bytes[2]) / 1e6);
+done:
+    if (st) snprintf(row->check, sizeof row->check, "FAIL %s", tsl_status_name(st));
+    if (!row->ok && !row->check[0]) {
+        snprintf(row->check, sizeof row->check, "FAIL");
+        printf("  %s\n", sb_str(&d.msg));
+    }
+    free(times);
+    rt_cuda_event_destroy(dev, e0);
+    rt_cuda_event_destroy(dev, e1);
+    for (int s = 0; s < BENCH_MAX_SETS; s++)
+        for (int i = 0; i < 4; i++)
+            if (ptr[s][i] && (i < 3 || s == 0)) rt_cuda_free(dev, ptr[s][i]);
+    for (int i = 0; i < 4; i++) free(host[i]);
+    drv_prepared_free(x);
+    diag_free(&d);
+    arena_free(a);
+    free(src);
+}
+
 /* ---- latencies ---------------------------------------------------------------------- */
 
 /* Cold NVRTC compile of the first kernel of matmul: its source with a
@@ -931,7 +1145,7 @@ int main(int argc, char **argv)
     printf("  cached tsl_program_run, matmul fp32 64^3: %.2f ms end to end, %.3f ms on the device: "
            "overhead %.2f ms (target < 5)\n", wall, devms, wall - devms);
     int n = (int)(sizeof bench_cases / sizeof bench_cases[0]), failed = 0;
-    bench_row rows[16];
+    bench_row rows[160];
     memset(rows, 0, sizeof rows);
     int nrows = 0;
     bench_write_json(json, in, quick, cold, wall, devms, rows, nrows);
@@ -943,6 +1157,23 @@ int main(int argc, char **argv)
         bench_write_json(json, in, quick, cold, wall, devms, rows, nrows);
         fflush(stdout);
     }
+    /* the quantized matmul: every width at M = 1 and 16 over the Llama-3.3-70B shapes */
+    static const int64_t qshapes[3][2] = {{8192, 8192}, {57344, 8192}, {8192, 28672}};
+    for (int mi = 0; mi < 2; mi++)
+        for (int si = 0; si < 3; si++)
+            for (size_t wi = 0; wi < sizeof bench_qmm_widths / sizeof bench_qmm_widths[0]; wi++) {
+                bench_qmm q = {bench_qmm_widths[wi], mi ? 16 : 1, qshapes[si][0], qshapes[si][1]};
+                char work[96];
+                snprintf(work, sizeof work, "qgemv M=%lld %s %lldx%lld", (long long)q.m, q.w, (long long)q.n,
+                         (long long)q.k);
+                if (only && !strstr(work, only)) continue;
+                if (!only && nrows >= (int)(sizeof rows / sizeof rows[0])) continue;
+                bench_run_qmm(&q, dev, quick, &rows[nrows]);
+                failed += !rows[nrows].ok;
+                nrows++;
+                bench_write_json(json, in, quick, cold, wall, devms, rows, nrows);
+                fflush(stdout);
+            }
     printf("\ntessel on %s%s\n", in->name, quick ? " (--quick sizes: not the benchmark)" : "");
     printf("%-36s %-16s %10s %-8s %12s\n", "work", "check", "rate", "unit", "median");
     for (int i = 0; i < nrows; i++)

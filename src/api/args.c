@@ -14,6 +14,7 @@
 #include "api/api.h"
 #include "interp/interp.h"
 #include "runtime/runtime.h"
+#include "sched/sched.h"
 
 /* What the args hold for one tensor of the def (def->tensors order). */
 typedef struct args_slot {
@@ -791,16 +792,16 @@ static tsl_status args_check_overlap(tsl_program *p, const interp_tensor *views)
                      (tt->flags & LANG_TENSOR_INPUT) ? "parameter" : "output", tt->name, ot->name);
 }
 
-/* The compiled targets' kernels take low-bit tensors as carriers holding
- * their logical values (sched/lowbit.c): views[i] of such a tensor is
- * replaced by a C-order carrier buffer (owned[i]), unpacked from the
- * caller's packed memory. */
+/* The compiled targets' kernels take low-bit outputs as carriers holding
+ * their logical values (sched/lowbit.c; low-bit inputs they read packed):
+ * views[i] of such a tensor is replaced by a C-order carrier buffer
+ * (owned[i]), unpacked from the caller's packed memory. */
 static tsl_status args_carry(tsl_program *p, interp_tensor *views, char **owned)
 {
     const lang_def *def = p->def;
     for (int i = 0; i < def->ntensors; i++) {
         const lang_tensor *lt = def->tensors[i];
-        tsl_dtype cdt = dtype_carrier(lt->dtype);
+        tsl_dtype cdt = sched_tensor_boundary_dtype(lt);
         if (lt->is_scalar || cdt == lt->dtype || (lt->flags & LANG_TENSOR_TEMP)) continue;
         interp_tensor *v = &views[i];
         int64_t n = 1;

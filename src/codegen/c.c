@@ -149,6 +149,20 @@ static const char cgc_prelude[] =
     "}\n"
     /* the low-bit float conversion, the same text tessel compiles (base/lowbit_conv.h) */
     TSL_LOWBIT_STR(TSL_LOWBIT_CONV_SRC(TSL_HELPER)) "\n"
+    "/* code into packed element e: bits [e * bits, (e + 1) * bits) of p, each\n"
+    " * byte updated atomically (blocks run in parallel; neighbours share bytes) */\n"
+    "TSL_HELPER void tsl_lbput(unsigned char *p, int64_t e, int bits, unsigned code)\n"
+    "{\n"
+    "    uint64_t b = (uint64_t)e * (unsigned)bits;\n"
+    "    unsigned char *q = p + (b >> 3);\n"
+    "    unsigned s = (unsigned)(b & 7u), mm = ((1u << bits) - 1u) << s, v = (code << s) & mm;\n"
+    "    __atomic_fetch_and(q, (unsigned char)~mm, __ATOMIC_RELAXED);\n"
+    "    __atomic_fetch_or(q, (unsigned char)v, __ATOMIC_RELAXED);\n"
+    "    if (s + (unsigned)bits > 8u) {\n"
+    "        __atomic_fetch_and(q + 1, (unsigned char)~(mm >> 8), __ATOMIC_RELAXED);\n"
+    "        __atomic_fetch_or(q + 1, (unsigned char)(v >> 8), __ATOMIC_RELAXED);\n"
+    "    }\n"
+    "}\n"
     "/* a double stored into integer memory: saturated, NaN 0 (tsl_rint) */\n"
     "TSL_HELPER int64_t tsl_sti(double v) { return tsl_rint(v, 64, 1); }\n"
     "TSL_HELPER uint64_t tsl_stu(double v) { return (uint64_t)tsl_rint(v, 64, 0); }\n"
@@ -542,9 +556,10 @@ tsl_status cgc_emit_kernel(const tile_kernel *k, tsl_arena *ar, tsl_diag *d, cgc
         cgc_fail(c, TSL_ERR_SEMANTIC, "%d threads per block (1..1024)", k->threads);
     for (int p = 0; p < k->nparams && !c->st; p++) {
         const tile_value *v = k->params[p];
-        if (v->kind == TILE_V_TENSOR && (!cgc_dt_ok(v->type.dt) || v->type.rank > CGC_MAX_RANK))
-            cgc_fail(c, TSL_ERR_UNAVAILABLE, "parameter '%s': only byte-sized dtypes and rank <= %d here",
-                    v->name, CGC_MAX_RANK);
+        if (v->kind == TILE_V_TENSOR && ((!cgc_dt_ok(v->type.dt) && !cgc_dt_coded(v->type.dt)) ||
+                                         v->type.rank > CGC_MAX_RANK))
+            cgc_fail(c, TSL_ERR_UNAVAILABLE, "parameter '%s': only byte-sized, packed and low-bit float dtypes and "
+                     "rank <= %d here", v->name, CGC_MAX_RANK);
     }
     c->mut = arena_alloc(ar, (size_t)nv);
     c->ref = arena_alloc(ar, (size_t)nv);

@@ -78,8 +78,13 @@ int cgc_dt_ok(tile_dtype t)
     return tile_dtype_to_tsl(t, &x) == 0 && !dtype_is_packed(x) && !dtype_desc_is_lowfloat(t);
 }
 
-/* C type of an element in memory (global, shared). */
-const char *cgc_mem_ctype(tile_dtype t)
+int cgc_dt_coded(tile_dtype t)
+{
+    return dtype_desc_is_lowfloat(t) || ((t.kind == TILE_DT_INT || t.kind == TILE_DT_UINT) && t.bits < 8);
+}
+
+/* The C type of a value of dtype t (sub-byte integers: the next C width). */
+static const char *plain_ctype(tile_dtype t)
 {
     switch (t.kind) {
     case TILE_DT_FLOAT: return t.bits == 16 ? "uint16_t" : t.bits == 32 ? "float" : "double";
@@ -91,11 +96,17 @@ const char *cgc_mem_ctype(tile_dtype t)
     }
 }
 
+/* C type of an element in memory (global, shared); coded dtypes: bytes. */
+const char *cgc_mem_ctype(tile_dtype t)
+{
+    return cgc_dt_coded(t) ? "uint8_t" : plain_ctype(t);
+}
+
 /* C type of a register element (sub-byte integers: the next C width). */
 const char *cgc_reg_ctype(tile_dtype t)
 {
     if (t.kind == TILE_DT_FLOAT) return t.bits == 64 ? "double" : "float";
-    return cgc_mem_ctype(t);
+    return plain_ctype(t);
 }
 
 int64_t cgc_reg_size(tile_dtype t)
@@ -162,9 +173,17 @@ int cgc_dt_int(tile_dtype t)
 
 /* Memory element x (dtype m) -> register value of dtype r. Between
  * integer dtypes through int64 (exact, wrapped as a C conversion; a
- * double holds only 53 bits), otherwise through the number. */
+ * double holds only 53 bits), otherwise through the number. A coded m: x
+ * is the element's code (cgc_global_elem). */
 char *cgc_load_conv(cgc *c, tile_dtype m, tile_dtype r, const char *x)
 {
+    if (cgc_dt_coded(m)) {
+        char *v = m.kind == TILE_DT_FLOAT
+                      ? arena_printf(c->ar, "tsl_lbdec(%s, %d, %d, %d, %d)", x, m.exp, m.man, m.bias, m.special)
+                      : arena_printf(c->ar, "tsl_wrap((int64_t)(%s), %d, %d)", x, m.bits, m.kind == TILE_DT_INT);
+        if (tile_dtype_eq(m, r)) return m.kind == TILE_DT_FLOAT ? v : cgc_wrap(c, r, v);
+        return cgc_rnd(c, r, arena_printf(c->ar, "(double)(%s)", v));
+    }
     if (tile_dtype_eq(m, r)) {
         if (dt_f16(m)) return arena_printf(c->ar, "tsl_h2f(%s)", x);
         if (dt_bf16(m)) return arena_printf(c->ar, "tsl_bf2f(%s)", x);
@@ -176,9 +195,17 @@ char *cgc_load_conv(cgc *c, tile_dtype m, tile_dtype r, const char *x)
 }
 
 /* Register value x (dtype r) -> memory element of dtype m (integers to
- * integers exactly, as cgc_load_conv). */
+ * integers exactly, as cgc_load_conv; a coded m: the element's code, for
+ * tsl_lbput). */
 char *cgc_store_conv(cgc *c, tile_dtype r, tile_dtype m, const char *x)
 {
+    if (cgc_dt_coded(m)) {
+        if (m.kind == TILE_DT_FLOAT)
+            return arena_printf(c->ar, "tsl_lbenc((float)(double)(%s), %d, %d, %d, %d)", x, m.exp, m.man, m.bias,
+                                m.special);
+        if (cgc_dt_int(r)) return arena_printf(c->ar, "(unsigned)((uint64_t)(int64_t)(%s) & 0x%xu)", x, (1u << m.bits) - 1);
+        return arena_printf(c->ar, "(unsigned)((uint64_t)tsl_sti((double)(%s)) & 0x%xu)", x, (1u << m.bits) - 1);
+    }
     if (tile_dtype_eq(m, r)) {
         if (dt_f16(m)) return arena_printf(c->ar, "tsl_f2h(%s)", x);
         if (dt_bf16(m)) return arena_printf(c->ar, "tsl_f2bf(%s)", x);
@@ -750,10 +777,27 @@ char *cgc_global_elem(cgc *c, const cgc_view *vw, char **cs)
 {
     strbuf sb = {0};
     const char *g = cgc_gname(c, vw->v);
-    sb_printf(&sb, "%s[", g);
+    tile_dtype t = vw->v->type.dt;
+    if (cgc_dt_coded(t)) sb_printf(&sb, "tsl_lbget(%s, ", g); /* the code at bit e * bits */
+    else sb_printf(&sb, "%s[", g);
     if (!vw->rank) sb_puts(&sb, "0"); /* rank 0: the one element */
     for (int i = 0; i < vw->rank; i++) sb_printf(&sb, "%s%s * %s_s%d", i ? " + " : "", cs[i], g, i);
-    sb_puts(&sb, "]");
+    if (cgc_dt_coded(t)) sb_printf(&sb, ", %d)", t.bits);
+    else sb_puts(&sb, "]");
+    char *r = arena_strdup(c->ar, sb_str(&sb));
+    sb_free(&sb);
+    return r;
+}
+
+/* A store of code `code` into a coded global element (cs in bounds). */
+char *cgc_global_put(cgc *c, const cgc_view *vw, char **cs, const char *code)
+{
+    strbuf sb = {0};
+    const char *g = cgc_gname(c, vw->v);
+    sb_printf(&sb, "tsl_lbput(%s, ", g);
+    if (!vw->rank) sb_puts(&sb, "0");
+    for (int i = 0; i < vw->rank; i++) sb_printf(&sb, "%s%s * %s_s%d", i ? " + " : "", cs[i], g, i);
+    sb_printf(&sb, ", %d, %s)", vw->v->type.dt.bits, code);
     char *r = arena_strdup(c->ar, sb_str(&sb));
     sb_free(&sb);
     return r;

@@ -18,7 +18,9 @@
 static int flat_begin(cgc *c, const cgc_view *vw, int t)
 {
     const cgc_tab *tb = &c->tabv[t];
-    if (!tb->ident || tb->rank != 1 || vw->v->type.space != TILE_GLOBAL || vw->rank < 1) return 0;
+    if (!tb->ident || tb->rank != 1 || vw->v->type.space != TILE_GLOBAL || vw->rank < 1 ||
+        cgc_dt_coded(vw->v->type.dt))
+        return 0;
     for (int i = 0; i < vw->rank; i++)
         for (int s = 0; s < vw->nchain[i]; s++)
             if (vw->tiler[i][s]) return 0;
@@ -50,7 +52,9 @@ static int flat_begin(cgc *c, const cgc_view *vw, int t)
 static const char *block2_begin(cgc *c, const cgc_view *vw, int t)
 {
     const cgc_tab *tb = &c->tabv[t];
-    if ((!tb->ident && !tb->tident) || tb->rank != 2 || vw->v->type.space != TILE_GLOBAL || vw->rank < 2) return NULL;
+    if ((!tb->ident && !tb->tident) || tb->rank != 2 || vw->v->type.space != TILE_GLOBAL || vw->rank < 2 ||
+        cgc_dt_coded(vw->v->type.dt))
+        return NULL;
     for (int i = 0; i < vw->rank; i++)
         for (int s = 0; s < vw->nchain[i]; s++)
             if (vw->tiler[i][s]) return NULL;
@@ -265,10 +269,16 @@ void cgc_emit_store(cgc *c, const tile_stmt *s)
                 tile_space_name((tile_space)want), dst.v->name, tile_space_name(dst.v->type.space));
         return;
     }
+    int coded = cgc_dt_coded(dst.v->type.dt);
+    if (coded && want != TILE_GLOBAL) {
+        cgc_fail(c, TSL_ERR_UNAVAILABLE, "store_shared: '%s' is a shared tensor of a packed or low-bit float dtype",
+                 dst.v->name);
+        return;
+    }
     int t = cgc_rt(c, r);
     if (!cgc_view_fit(c, &dst, t)) return;
     const cgc_tab *tb = &c->tabv[t];
-    if (want == TILE_GLOBAL && !tb->tident && store_microtiles(c, r, &dst, t)) return;
+    if (want == TILE_GLOBAL && !coded && !tb->tident && store_microtiles(c, r, &dst, t)) return;
     int flat = want == TILE_GLOBAL && flat_begin(c, &dst, t);
     const char *slot2 = want == TILE_GLOBAL && !flat ? block2_begin(c, &dst, t) : NULL;
     if (flat) {
@@ -288,7 +298,9 @@ void cgc_emit_store(cgc *c, const tile_stmt *s)
     cgc_line(c, "if (!(%s)) continue;", cgc_tab_owner(c, t, "i"));
     char **cs = cgc_emit_coords(c, &dst, t, "i", "c");
     char *val = cgc_store_conv(c, r->type.dt, dst.v->type.dt, arena_printf(c->ar, "%s[i]", cgc_rname(c, r)));
-    if (want == TILE_GLOBAL) {
+    if (want == TILE_GLOBAL && coded) {
+        cgc_line(c, "if (%s) %s;", cgc_global_inb(c, &dst, cs), cgc_global_put(c, &dst, cs, val));
+    } else if (want == TILE_GLOBAL) {
         cgc_line(c, "if (%s) %s = %s;", cgc_global_inb(c, &dst, cs), cgc_global_elem(c, &dst, cs), val);
     } else {
         char *e = cgc_shared_elem(c, &dst, cs, 1);
@@ -458,6 +470,11 @@ void cgc_emit_copy_async(cgc *c, const tile_stmt *s)
     if (!cgc_view_of(c, &in->args[0], &src) || !cgc_view_of(c, &in->dst, &dst)) return;
     if (src.v->type.space != TILE_GLOBAL || dst.v->type.space != TILE_SHARED) {
         cgc_fail(c, TSL_ERR_SEMANTIC, "copy_async copies global -> shared");
+        return;
+    }
+    if (cgc_dt_coded(src.v->type.dt)) {
+        cgc_fail(c, TSL_ERR_UNAVAILABLE, "copy_async: '%s' holds packed or low-bit float codes (copy its bytes)",
+                 src.v->name);
         return;
     }
     /* leading dims fixed by an untiled index (S[i, ...]) */
@@ -900,7 +917,7 @@ void cgc_emit_gather(cgc *c, const tile_stmt *s)
     /* gather with scalar leading indices whose last index runs b0, b0 + 1,
      * ... over the slots (checked at run time: an iota, a column block)
      * inside the tensor: one contiguous read, masked lanes 0 */
-    int contig = gather && r >= 1 && tb->ident && tb->ns > 0;
+    int contig = gather && r >= 1 && tb->ident && tb->ns > 0 && !cgc_dt_coded(T->type.dt);
     for (int j = 0; contig && j < r; j++) {
         const tile_operand *o = &in->args[first + j];
         int scalar = !o->v || o->v->kind == TILE_V_SCALAR;
@@ -955,7 +972,10 @@ void cgc_emit_gather(cgc *c, const tile_stmt *s)
         cgc_line(c, "bad |= live & !inb;");
         cgc_line(c, "%s[i] = !(%s) ? %s : live && inb ? %s : 0;", cgc_rname(c, lanes), valid,
                  cgc_pad_value(lanes->type.dt),
-                 cgc_load_conv(c, T->type.dt, lanes->type.dt, arena_printf(c->ar, "%s[%s]", g, sb_str(&off))));
+                 cgc_load_conv(c, T->type.dt, lanes->type.dt,
+                               cgc_dt_coded(T->type.dt)
+                                   ? arena_printf(c->ar, "tsl_lbget(%s, %s, %d)", g, sb_str(&off), T->type.dt.bits)
+                                   : arena_printf(c->ar, "%s[%s]", g, sb_str(&off))));
         c->ind--;
         cgc_line(c, "}");
         cgc_line(c, "if (bad)");
@@ -995,8 +1015,9 @@ void cgc_emit_gather(cgc *c, const tile_stmt *s)
         sb_printf(&off, "%sx%d * %s_s%d", j ? " + " : "", j, g, j);
     }
     if (!r) sb_puts(&off, "0"); /* a rank-0 tensor: its one element */
-    cgc_line(c, "%s[%s] = %s;", g, sb_str(&off),
-             cgc_store_conv(c, lanes->type.dt, T->type.dt, arena_printf(c->ar, "%s[i]", cgc_rname(c, lanes))));
+    char *sv = cgc_store_conv(c, lanes->type.dt, T->type.dt, arena_printf(c->ar, "%s[i]", cgc_rname(c, lanes)));
+    if (cgc_dt_coded(T->type.dt)) cgc_line(c, "tsl_lbput(%s, %s, %d, %s);", g, sb_str(&off), T->type.dt.bits, sv);
+    else cgc_line(c, "%s[%s] = %s;", g, sb_str(&off), sv);
     sb_free(&off);
     c->ind--;
     cgc_line(c, "}");

@@ -54,6 +54,7 @@ int cgc_emit_ukr_for(cgc *c, const tile_stmt *f)
         cgc_fail(c, TSL_ERR_INTERNAL, "the selected %s does not fit its loop: %s", a->name, why);
         return 0;
     }
+    if (a->sem == TARGET_SEM_DEQUANT_ACC) return cgc_emit_dequant_for(c, f, &u);
     return a->space[TARGET_A] == TARGET_SP_SHARED ? cgc_emit_gemm_for(c, f, &u) : cgc_emit_rblk_for(c, f, &u);
 }
 

@@ -94,6 +94,12 @@ typedef struct cgc_result {
 int64_t cgc_align_up(int64_t x, int64_t a);
 /* Is dt one the generator holds (the 13 byte-sized tessel dtypes)? */
 int cgc_dt_ok(tile_dtype t);
+/* Coded dtypes: low-bit floats (any width) and integers of 1..7 bits. A
+ * global tensor of one (a packed or low-bit float input) is read as codes
+ * through a `uint8_t` pointer (cgc_global_elem gives the code at bit
+ * offset e * bits, cgc_load_conv decodes it) and written with
+ * cgc_global_put (byte-atomic read-modify-write: neighbours share bytes). */
+int cgc_dt_coded(tile_dtype t);
 /* C type of an element in memory (global, shared). */
 const char *cgc_mem_ctype(tile_dtype t);
 /* C type of a register element (sub-byte integers: the next C width). */
@@ -168,6 +174,8 @@ char **cgc_emit_coords(cgc *c, const cgc_view *vw, int t, const char *slot, cons
 /* Condition "coordinate inside the global tensor". */
 char *cgc_global_inb(cgc *c, const cgc_view *vw, char **cs);
 char *cgc_global_elem(cgc *c, const cgc_view *vw, char **cs);
+/* A coded global's store (a statement without ';'): tsl_lbput of code. */
+char *cgc_global_put(cgc *c, const cgc_view *vw, char **cs, const char *code);
 /* Shared access: a bounds check returning a run-time error, then the
  * element expression through the tensor's data layout. */
 char *cgc_shared_elem(cgc *c, const cgc_view *vw, char **cs, int write);
@@ -247,6 +255,8 @@ void cgc_emit_ukr(cgc *c, const char *fn, const cgc_ukr *u);
 int cgc_emit_ukr_for(cgc *c, const tile_stmt *f);
 int cgc_emit_gemm_for(cgc *c, const tile_stmt *f, const target_ukr *u);
 int cgc_emit_rblk_for(cgc *c, const tile_stmt *f, const target_ukr *u);
+/* c_emit_dequant.c: the cpu.ukr.dequant row loop, same protocol. */
+int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u);
 /* A rank-2 register table whose every thread holds a contiguous TM x TN
  * row-major micro-tile (local l = i * TN + j at the thread's origin plus
  * (i, j)), every slot inside the tensor: 1 and *tm, *tn. */

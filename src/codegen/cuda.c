@@ -107,16 +107,41 @@ int cg_is_float_math(tile_dtype dt)
     return dt.kind == TILE_DT_FLOAT && dt.bits <= 32;
 }
 
+int cg_dt_coded(tile_dtype dt)
+{
+    return dtype_desc_is_lowfloat(dt) || ((dt.kind == TILE_DT_INT || dt.kind == TILE_DT_UINT) && dt.bits < 8);
+}
+
+const char *cg_mem_ctype(tile_dtype dt)
+{
+    return cg_dt_coded(dt) ? "unsigned char" : cg_ctype(dt);
+}
+
+void cg_coded_read(strbuf *out, tile_dtype md, const char *ptr, const char *off, tile_dtype rd)
+{
+    const char *rt = cg_ctype(rd);
+    if (md.kind == TILE_DT_FLOAT) {
+        sb_printf(out, "tsl_to<%s>::f((double)tsl_lbdec(tsl_lbget(%s, (long long)(%s), %d), %d, %d, %d, %d))", rt, ptr,
+                  off, md.bits, md.exp, md.man, md.bias, md.special);
+        return;
+    }
+    /* the code's value: sign-extended for a signed width */
+    sb_printf(out, "tsl_to<%s>::f((long long)(((int)tsl_lbget(%s, (long long)(%s), %d) ^ %d) - %d))", rt, ptr, off,
+              md.bits, md.kind == TILE_DT_INT ? 1 << (md.bits - 1) : 0, md.kind == TILE_DT_INT ? 1 << (md.bits - 1) : 0);
+}
+
 tsl_status cg_check_dtype(cg *c, const tile_value *v)
 {
     char nb[16];
     if (cg_ctype(v->type.dt) && ((v->type.dt.bits % 8 == 0 && !dtype_desc_is_lowfloat(v->type.dt)) ||
                                  v->kind != TILE_V_TENSOR || v->type.space == TILE_REGISTER))
         return TSL_OK;
+    /* packed and low-bit float inputs are read from global memory as codes */
+    if (cg_ctype(v->type.dt) && v->type.space == TILE_GLOBAL && cg_dt_coded(v->type.dt)) return TSL_OK;
     if (cg_ctype(v->type.dt))
         return cg_err(c, TSL_ERR_UNAVAILABLE,
-                      "'%s' is a %s tensor of %s: the CUDA generator holds sub-byte types in registers only "
-                      "(view packed bytes as them there)",
+                      "'%s' is a %s tensor of %s: the CUDA generator holds sub-byte types in registers and "
+                      "global memory only (view packed bytes as them in registers)",
                       v->name, tile_space_name(v->type.space), tile_dtype_name(v->type.dt, nb));
     return cg_err(c, TSL_ERR_UNAVAILABLE,
                   "'%s' has dtype %s: the CUDA generator handles the byte-sized dtypes only",
@@ -997,7 +1022,7 @@ static void param_list(cg *c, strbuf *sb, int decl)
             sb_printf(sb, "%s%s%s_", SEP(), decl ? (fl ? "double " : "long long ") : "", n);
             continue;
         }
-        sb_printf(sb, "%s%s%s", SEP(), decl ? cg_ctype(v->type.dt) : "", decl ? " *" : "");
+        sb_printf(sb, "%s%s%s", SEP(), decl ? cg_mem_ctype(v->type.dt) : "", decl ? " *" : "");
         sb_puts(sb, n);
         for (int i = 0; i < v->type.rank; i++)
             sb_printf(sb, ", %s%s_d%d_, %s%s_s%d_", decl ? "long long " : "", n, i,
@@ -1107,7 +1132,7 @@ static tsl_status emit_kernel(cg *c)
             i++;
             continue;
         }
-        sb_printf(c->o, "%s(%s *)*(unsigned long long *)p[%d]", i ? ", " : "", cg_ctype(v->type.dt), i);
+        sb_printf(c->o, "%s(%s *)*(unsigned long long *)p[%d]", i ? ", " : "", cg_mem_ctype(v->type.dt), i);
         i++;
         for (int r = 0; r < 2 * v->type.rank; r++, i++) sb_printf(c->o, ", *(long long *)p[%d]", i);
     }

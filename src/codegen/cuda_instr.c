@@ -406,6 +406,15 @@ static void emit_transfer(cg *c, const tile_stmt *s)
                    mv->name, (long long)gv.ext[i], i, (long long)ri.dims[i - lead]);
             goto done;
         }
+    /* packed and low-bit float memory (pure inputs): codes read element by element */
+    int coded = global && cg_dt_coded(mv->type.dt);
+    if (coded && !load) {
+        char nb[16];
+        cg_err(c, TSL_ERR_UNAVAILABLE, "store_global: '%s' is %s memory (packed or low-bit float codes); stores of "
+               "them are not generated (low-bit outputs cross as carriers: sched/lowbit.c)", mv->name,
+               tile_dtype_name(mv->type.dt, nb));
+        goto done;
+    }
     const target_atom *at = selected(c, in);
     if (!at) goto done;
     if (at->kind == TARGET_K_LDMATRIX) {
@@ -420,7 +429,7 @@ static void emit_transfer(cg *c, const tile_stmt *s)
     const char *mt = cg_ctype(mv->type.dt), *rt = cg_ctype(rv->type.dt);
     int same = tile_dtype_eq(mv->type.dt, rv->type.dt);
     int es = cg_esize(mv->type.dt);
-    int64_t vec = at->kind == TARGET_K_VEC && same && es ? at->bytes / es : 1;
+    int64_t vec = at->kind == TARGET_K_VEC && same && es && !coded ? at->bytes / es : 1;
     const char *vt = vec * es == 16 ? "tsl_u128" : vec * es == 8 ? "unsigned long long" : "unsigned";
     const char *mn = cg_name(c, mv);
     char mname[96];
@@ -541,9 +550,21 @@ static void emit_transfer(cg *c, const tile_stmt *s)
                 (void)cop2;
             }
             if (load) {
-                char val[512];
-                if (same) snprintf(val, sizeof val, "%s", sb_str(&r2));
-                else snprintf(val, sizeof val, "tsl_to<%s>::f(%s(%s))", rt, conv_num(mv->type.dt, rv->type.dt), sb_str(&r2));
+                char val[768];
+                if (coded) {
+                    /* r2 is `name[addr]`: the code at element addr */
+                    const char *br = strchr(sb_str(&r2), '[');
+                    strbuf cv = {0}, off = {0};
+                    sb_putn(&off, br + 1, strlen(br + 1) - 1);
+                    cg_coded_read(&cv, mv->type.dt, mname, sb_str(&off), rv->type.dt);
+                    snprintf(val, sizeof val, "%s", sb_str(&cv));
+                    sb_free(&cv);
+                    sb_free(&off);
+                } else if (same) {
+                    snprintf(val, sizeof val, "%s", sb_str(&r2));
+                } else {
+                    snprintf(val, sizeof val, "tsl_to<%s>::f(%s(%s))", rt, conv_num(mv->type.dt, rv->type.dt), sb_str(&r2));
+                }
                 if (global) cg_line(c, "%s[%lld] = (%s) ? %s : fillv;", rn, (long long)e, sb_str(&m2), val);
                 else cg_line(c, "%s[%lld] = %s;", rn, (long long)e, val);
             } else {
@@ -844,6 +865,7 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
             goto done;
         }
         declare(c, s, &rd);
+        if (in->op == TILE_I_CAST && cg_emit_dequant(c, s, xv, dv, &rd)) goto done;
         int bf = tile_dtype_eq(dv->type.dt, tile_dtype_from_tsl(TSL_DTYPE_BF16));
         int half = (bf || tile_dtype_eq(dv->type.dt, tile_dtype_from_tsl(TSL_DTYPE_F16))) &&
                    tile_dtype_eq(xv->type.dt, tile_dtype_from_tsl(TSL_DTYPE_F32)) && rd.locals % 2 == 0;
@@ -991,6 +1013,13 @@ static void emit_gather(cg *c, const tile_stmt *s)
     }
     const tile_value *g = gop->v;
     if (cg_check_dtype(c, g)) return;
+    if (scatter && cg_dt_coded(g->type.dt)) {
+        char nb[16];
+        cg_err(c, TSL_ERR_UNAVAILABLE, "scatter: '%s' is %s memory (packed or low-bit float codes); stores of them "
+               "are not generated (low-bit outputs cross as carriers: sched/lowbit.c)", g->name,
+               tile_dtype_name(g->type.dt, nb));
+        return;
+    }
     int rank = g->type.rank;
     if (in->nargs - 1 != rank) {
         cg_err(c, TSL_ERR_SHAPE, "%s: %d indices for '%s' of rank %d", tile_op_info_of(in->op)->name, in->nargs - 1,
@@ -1072,6 +1101,12 @@ static void emit_gather(cg *c, const tile_stmt *s)
             if (scatter) {
                 cg_line(c, "if (act && inb) %s[%s] = tsl_to<%s>::f(%s(%s[%lld]));", gname, sb_str(&addr),
                         cg_ctype(g->type.dt), conv_num(dv->type.dt, g->type.dt), cg_name(c, dv), (long long)l);
+            } else if (cg_dt_coded(g->type.dt)) {
+                strbuf cv = {0};
+                cg_coded_read(&cv, g->type.dt, gname, sb_str(&addr), dv->type.dt);
+                cg_line(c, "%s[%lld] = (act && inb) ? %s : tsl_to<%s>::f(0.0);", cg_name(c, dv), (long long)l,
+                        sb_str(&cv), cg_ctype(dv->type.dt));
+                sb_free(&cv);
             } else {
                 cg_line(c, "%s[%lld] = (act && inb) ? tsl_to<%s>::f(%s(%s[%s])) : tsl_to<%s>::f(0.0);",
                         cg_name(c, dv), (long long)l, cg_ctype(dv->type.dt), conv_num(g->type.dt, dv->type.dt), gname,
@@ -1119,10 +1154,22 @@ static void emit_view(cg *c, const tile_stmt *s)
             for (int64_t j = lo / bx; j * bx < hi; j++) {
                 int64_t a = j * bx > lo ? j * bx : lo, b = (j + 1) * bx < hi ? (j + 1) * bx : hi;
                 unsigned long long m = (b - a) >= 64 ? ~0ull : ((1ull << (b - a)) - 1);
-                sb_printf(&e, " | (((tsl_bits(%s[%lld]) >> %lld) & 0x%llxull) << %lld)", cg_name(c, xv), (long long)j,
-                          (long long)(a - j * bx), m, (long long)(a - lo));
+                /* a low-bit float register holds its value: its bits are its code */
+                tile_dtype xd = xv->type.dt;
+                if (dtype_desc_is_lowfloat(xd))
+                    sb_printf(&e, " | ((((unsigned long long)tsl_lbenc(%s[%lld], %d, %d, %d, %d)) >> %lld) & 0x%llxull) << %lld)",
+                              cg_name(c, xv), (long long)j, xd.exp, xd.man, xd.bias, xd.special, (long long)(a - j * bx), m,
+                              (long long)(a - lo));
+                else
+                    sb_printf(&e, " | (((tsl_bits(%s[%lld]) >> %lld) & 0x%llxull) << %lld)", cg_name(c, xv), (long long)j,
+                              (long long)(a - j * bx), m, (long long)(a - lo));
             }
-            cg_line(c, "tmp[%lld] = tsl_from_bits<%s>(%s);", (long long)l, cg_ctype(dv->type.dt), sb_str(&e));
+            tile_dtype dd = dv->type.dt;
+            if (dtype_desc_is_lowfloat(dd))
+                cg_line(c, "tmp[%lld] = tsl_lbdec((unsigned)(%s), %d, %d, %d, %d);", (long long)l, sb_str(&e), dd.exp,
+                        dd.man, dd.bias, dd.special);
+            else
+                cg_line(c, "tmp[%lld] = tsl_from_bits<%s>(%s);", (long long)l, cg_ctype(dv->type.dt), sb_str(&e));
             sb_free(&e);
         }
         cg_line(c, "#pragma unroll");

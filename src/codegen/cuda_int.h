@@ -73,6 +73,20 @@ const char *cg_ctype(tile_dtype dt);
 int cg_esize(tile_dtype dt);
 int cg_is_float_math(tile_dtype dt);
 tsl_status cg_check_dtype(cg *c, const tile_value *v);
+/* Coded dtypes: a low-bit float (any width) or an integer of 1..7 bits.
+ * In global memory they are read as codes (packed for the sub-byte ones:
+ * docs/lowbit.md) through an `unsigned char` pointer; registers hold the
+ * value (cg_ctype). cg_mem_ctype: the element type of a global pointer. */
+int cg_dt_coded(tile_dtype dt);
+/* cuda_dequant.c: `cast` of a register tensor xv that a `view` made from
+ * byte (u16, u32) registers, to f32/f16/bf16, read from the words
+ * directly (dv's array declared already). 1 when emitted, 0 when the
+ * pattern does not hold (nothing emitted). */
+int cg_emit_dequant(cg *c, const tile_stmt *s, const tile_value *xv, const tile_value *dv, const rinfo *rd);
+const char *cg_mem_ctype(tile_dtype dt);
+/* The value of coded element `off` of global `ptr` (dtype md) as register
+ * dtype rd, appended to out. */
+void cg_coded_read(strbuf *out, tile_dtype md, const char *ptr, const char *off, tile_dtype rd);
 void cg_expr(cg *c, strbuf *sb, const tile_expr *e);
 void cg_num(cg *c, strbuf *sb, const tile_expr *e);
 void cg_num_to(cg *c, strbuf *sb, tile_dtype t, const tile_expr *e);

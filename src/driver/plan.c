@@ -164,6 +164,39 @@ static tsl_status pb_kernel(const tile_kernel *k, const drv_emitted *em, const c
     return TSL_OK;
 }
 
+/* Size expression e (over the program's size slots) appended to buf[*n]
+ * in postfix; 0 when it does not fit in cap. */
+static int pb_sexpr(const lang_sexpr *e, rt_xins *buf, int *n, int cap)
+{
+    static const int ops[] = {[LANG_SX_ADD] = RT_X_ADD, [LANG_SX_SUB] = RT_X_SUB, [LANG_SX_MUL] = RT_X_MUL,
+                              [LANG_SX_FLOORDIV] = RT_X_DIV, [LANG_SX_MIN] = RT_X_MIN, [LANG_SX_MAX] = RT_X_MAX};
+    if (*n >= cap) return 0;
+    if (e->kind == LANG_SX_CONST || e->kind == LANG_SX_SYM) {
+        buf[(*n)++] = (rt_xins){e->kind == LANG_SX_CONST ? RT_X_CONST : RT_X_VAL,
+                                e->kind == LANG_SX_CONST ? e->value : e->sym};
+        return 1;
+    }
+    if (!pb_sexpr(e->a, buf, n, cap) || !pb_sexpr(e->b, buf, n, cap) || *n >= cap) return 0;
+    buf[(*n)++] = (rt_xins){ops[e->kind], 0};
+    return 1;
+}
+
+/* A `rows` argument's cut (sched.h): the range hi of var v of statement s. */
+static tsl_status pb_rows(const lang_def *def, int s, int v, tsl_arena *a, rt_expr *out, tsl_diag *d)
+{
+    rt_xins buf[RT_EXPR_MAX];
+    int n = 0;
+    if (!def || s < 0 || s >= def->nstmts || v < 0 || v >= def->stmts[s].nvars ||
+        !pb_sexpr(def->stmts[s].vars[v].range.hi, buf, &n, RT_EXPR_MAX)) {
+        diag_error(d, TSL_ERR_INTERNAL, "internal: a launch argument's rows are not an expression of the sizes");
+        return TSL_ERR_INTERNAL;
+    }
+    out->n = n;
+    out->ins = arena_alloc(a, sizeof *out->ins * (size_t)n);
+    memcpy(out->ins, buf, sizeof *out->ins * (size_t)n);
+    return TSL_OK;
+}
+
 /* A launch's guard (sched.h) as an expression over the program's sizes:
  * the conjunction of its terms, negated when the guard says so. */
 static tsl_status pb_guard(const sched_guard *g, tsl_arena *a, rt_expr *out, tsl_diag *d)
@@ -206,8 +239,9 @@ tsl_status drv_plan_build(const lang_def *def, const sched_plan *sp, const tile_
             const lang_tensor *lt = def->tensors[i];
             rt_tensor *rt = &p->tensors[i];
             rt->name = arena_strdup(pa, lt->name);
-            /* a low-bit tensor crosses into kernels as its carrier (sched/lowbit.c) */
-            rt->dtype = lt->is_scalar ? lt->dtype : dtype_carrier(lt->dtype);
+            /* a low-bit tensor crosses into kernels packed (a pure input)
+             * or as its carrier (sched/lowbit.c) */
+            rt->dtype = lt->is_scalar ? lt->dtype : sched_tensor_boundary_dtype(lt);
             rt->rank = lt->is_scalar ? 0 : lt->rank;
             rt->flags = (lt->is_scalar ? RT_T_SCALAR : 0) | (lt->flags & LANG_TENSOR_INPUT ? RT_T_INPUT : 0) |
                         (lt->flags & LANG_TENSOR_OUTPUT ? RT_T_OUTPUT : 0) |
@@ -284,6 +318,9 @@ tsl_status drv_plan_build(const lang_def *def, const sched_plan *sp, const tile_
                         : sa->kind == SCHED_ARG_SMS     ? 0
                                                         : sa->tensor;
             ra->flat = sa->flat;
+            ra->bytes = sa->bytes;
+            if (sa->rows) st = pb_rows(def, sl->stmt, sa->rows - 1, pa, &ra->rows, d);
+            if (st) break;
             const rt_param *rp = &p->kernels[of[li]].params[q];
             int tensor_arg = ra->kind == RT_ARG_TENSOR || ra->kind == RT_ARG_SCRATCH;
             int rank = ra->kind == RT_ARG_SCRATCH || ra->flat ? 1 : tensor_arg ? p->tensors[ra->index].rank : 0;

@@ -219,8 +219,10 @@ tsl_status drv_run(rt_exec *e, const lang_bound *b, const interp_tensor *views, 
         }
         if (t->flags & LANG_TENSOR_TEMP) continue;
         run_buf *rb = &bufs[i];
-        rb->bytes = tsl_dtype_size(views[i].dtype); /* a low-bit tensor: its carrier (api/args.c) */
-        for (int k = 0; k < t->rank; k++) rb->bytes *= (size_t)b->shapes[i][k];
+        /* a low-bit tensor: packed (a pure input, compact) or its carrier (api/args.c) */
+        int64_t ne = 1;
+        for (int k = 0; k < t->rank; k++) ne *= b->shapes[i][k];
+        rb->bytes = tsl_dtype_nbytes(views[i].dtype, ne);
         if (rt->host_memory) {
             v.data[i] = (rt_ptr)(uintptr_t)views[i].base;
             if (!view_dense(&views[i])) {

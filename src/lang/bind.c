@@ -3,7 +3,8 @@
  * sizes: no range is empty (unless a size is 0: then a box may be empty,
  * nothing of it runs and outputs are empty or keep their identity), a statement that updates an existing tensor
  * covers it exactly where its range was inferred, and every affine access
- * (RHS, nested, and LHS) stays inside its tensor over the statement's box.
+ * (RHS, nested, and LHS) and every quasi-affine one (k / 128: quasi.c)
+ * stays inside its tensor over the statement's box.
  * Gathers and other non-affine indices are the interpreter's to check.
  */
 #include <string.h>
@@ -136,7 +137,7 @@ typedef struct bind_walk {
     int failed;
 } bind_walk;
 
-/* Prove one access in bounds (guard_walk's callback): its affine indices
+/* Prove one access in bounds (guard_walk's callback): its affine and quasi-affine indices
  * over the box, a guarded one's narrowed by its guard's facts. */
 static void bind_access(void *ctx, lang_expr *e, const lang_facts *facts)
 {
@@ -146,12 +147,14 @@ static void bind_access(void *ctx, lang_expr *e, const lang_facts *facts)
     const int64_t *shape = B->b->shapes[e->tensor->index];
     for (int k = 0; k < e->nargs; k++) {
         const lang_expr *x = e->args[k];
-        if (!x->affine) continue;
+        if (!x->affine && !x->quasi) continue;
         int64_t mn, mx;
         bool never;
         strbuf sb = {0};
         lang_print_expr(&sb, B->def, B->st, x);
-        if (!bind_index_span(B, x, e->guarded ? facts : NULL, &mn, &mx, &never)) {
+        bool ok = x->affine ? bind_index_span(B, x, e->guarded ? facts : NULL, &mn, &mx, &never)
+                            : (never = false, quasi_span(x, B->st->nvars, B->lo, B->hi, B->b->sizes, &mn, &mx));
+        if (!ok) {
             diag_error_at(B->d, B->def->src, x->offset, TSL_ERR_RANGE,
                           "index %d of '%s' (%s) overflows 64 bits", k, e->tensor->name, sb_str(&sb));
             sb_free(&sb);
@@ -175,7 +178,7 @@ static void bind_access(void *ctx, lang_expr *e, const lang_facts *facts)
     }
 }
 
-/* Prove every affine access in e in bounds. */
+/* Prove every affine and quasi-affine access in e in bounds. */
 static int bind_check_access(bind_ctx *B, lang_expr *e)
 {
     bind_walk W = {B, 0};

@@ -38,9 +38,10 @@
  *    true. Math builtins on integer operands compute in float32 (sema
  *    inserted the promotion into the call's type). Casts convert like C
  *    (float to int truncates; out-of-range saturates in the interpreter).
- *  - Indices: affine index expressions (expr->affine) were proven in bounds
- *    by lang_bind; any other index expression (a gather, i*j, i%2) must be
- *    checked at run time: error naming tensor, dimension, index, bound.
+ *  - Indices: affine and quasi-affine index expressions (expr->affine,
+ *    expr->quasi: k / 128, k % 128) were proven in bounds by lang_bind; any
+ *    other index expression (a gather, i*j, i/N) must be checked at run
+ *    time: error naming tensor, dimension, index, bound.
  */
 #ifndef TSL_LANG_H
 #define TSL_LANG_H
@@ -160,6 +161,9 @@ struct lang_expr {
     bool affine;      /* index args of an access: affine in index variables
                          (constant coefficients) and sizes, so lang_bind proved it
                          in bounds; false (gathers, i*j, i%2): check at run time */
+    bool quasi;       /* index args that are not affine: quasi-affine (affine parts,
+                         `/` and `%` by positive constants: k / 128, k % 128), so
+                         lang_bind proved it in bounds too (src/lang/quasi.c) */
     int op;           /* lang_unop, lang_binop or lang_builtin */
     int slot;         /* LANG_E_INDEX / LANG_E_SIZE */
     int64_t ival;     /* LANG_E_INT */

@@ -151,6 +151,19 @@ bool sexpr_equal(const lang_sexpr *x, const lang_sexpr *y);
 bool ranges_affine(tsl_arena *a, const lang_expr *e, int nvars, int64_t *coef,
                    const lang_sexpr **off);
 
+/* Quasi-affine indices (quasi.c): affine parts, division and modulo by
+ * positive integer constants. quasi_is: e is one (over the statement's
+ * nvars variables). quasi_divisor: e is `x / c` or `x % c` with c a
+ * positive constant (in *c). quasi_span: e's interval over the box [lo, hi)
+ * with concrete sizes (false on overflow or an unknown size).
+ * quasi_check: a located error for `/` or `%` by a constant <= 0 anywhere
+ * in an index expression of e (a statement's RHS); -1 after reporting. */
+bool quasi_is(const lang_expr *e, int nvars);
+bool quasi_divisor(const lang_expr *e, int64_t *c);
+bool quasi_span(const lang_expr *e, int nvars, const int64_t *lo, const int64_t *hi, const int64_t *sizes,
+                int64_t *mn, int64_t *mx);
+int quasi_check(const lang_def *def, const lang_expr *e, tsl_diag *d);
+
 /* Guards (guard.c): what holds where a read is evaluated. A fact is
  * sum coef[v] * var v + off >= 0. */
 typedef struct lang_fact {

@@ -18,7 +18,9 @@
  *     c < 0:  v <= min R / -c            so  hi = floor(min R / -c) + 1
  * Several bounds on one variable give their min. Variables bounded in a
  * round become resolved for the next one. No progress with variables left
- * is an error naming the variable and suggesting a where clause. lo >= 0
+ * is an error naming the variable and suggesting a where clause. A
+ * quasi-affine index A / c (quasi.c) bounds A by [0, c*D) the same way.
+ * lo >= 0
  * requirements (min R >= 0) are checked with the concrete sizes by
  * lang_bind, like every affine access.
  */
@@ -123,6 +125,7 @@ typedef struct ranges_item {
     const lang_expr *idx; /* NULL for the LHS */
     int64_t *coef;
     const lang_sexpr *off;
+    int64_t div;          /* the index is (coef . vars + off) / div: 1 when affine */
     int guard;            /* GUARD_LOWER / GUARD_UPPER: a guard, not the box,
                              keeps the index above 0 / below the extent there */
 } ranges_item;
@@ -136,10 +139,12 @@ typedef struct ranges_ctx {
     bool *guard_var; /* nvars: used in an index only a guard keeps in bounds */
 } ranges_ctx;
 
-/* One access (guard_walk's callback): marks each argument affine or not,
- * the access guarded or not, and takes its affine dims as constraints,
- * each only in the direction no guard protects (`i < N ? A(i) : B(i - N)`
- * must not make i's range N, `i >= 1 ? h(i) : 0` still gives i h's). */
+/* One access (guard_walk's callback): marks each argument affine,
+ * quasi-affine or neither, the access guarded or not, and takes its affine
+ * dims as constraints, each only in the direction no guard protects
+ * (`i < N ? A(i) : B(i - N)` must not make i's range N, `i >= 1 ? h(i) : 0`
+ * still gives i h's); a quasi-affine `A / c` with A affine is a constraint
+ * too: A must lie in [0, c * D). */
 static void ranges_access(void *ctx, lang_expr *e, const lang_facts *facts)
 {
     ranges_ctx *R = ctx;
@@ -147,12 +152,16 @@ static void ranges_access(void *ctx, lang_expr *e, const lang_facts *facts)
     e->guarded = false;
     for (int k = 0; k < e->nargs; k++) {
         lang_expr *x = e->args[k];
-        ranges_item it = {.t = e->tensor, .dim = k, .idx = x};
+        ranges_item it = {.t = e->tensor, .dim = k, .idx = x, .div = 1};
         it.coef = arena_alloc(R->a, sizeof(int64_t) * (size_t)(nv + 1));
         x->affine = ranges_affine(R->a, x, nv, it.coef, &it.off);
+        x->quasi = !x->affine && quasi_is(x, nv);
+        int64_t c;
+        if (x->quasi && x->op == LANG_DIV && quasi_divisor(x, &c) && ranges_affine(R->a, x->args[0], nv, it.coef, &it.off))
+            it.div = c;
         for (int f = 0; x->affine && f < facts->n; f++) it.guard |= guard_concerns(&facts->f[f], it.coef, nv);
         e->guarded = e->guarded || it.guard;
-        if (x->affine && e->tensor->shape) ARENA_PUSH(R->a, R->items, R->n, R->cap, it);
+        if ((x->affine || it.div > 1) && e->tensor->shape) ARENA_PUSH(R->a, R->items, R->n, R->cap, it);
     }
 }
 
@@ -191,6 +200,7 @@ static int ranges_stmt(ranges_ctx *R, tsl_diag *d, bool report)
     lang_tensor *lhs = st->lhs;
     int nv = st->nvars;
     R->n = 0;
+    if (quasi_check(R->def, st->rhs, d) < 0) return -1;
     R->guard_var = arena_alloc(a, sizeof(bool) * (size_t)(nv + 1));
     ranges_collect(R, st->rhs);
     bool lhs_known = lhs->shape != NULL;
@@ -230,6 +240,7 @@ static int ranges_stmt(ranges_ctx *R, tsl_diag *d, bool report)
             }
             ranges_bounds_of(R, it, v, &rmin, &rmax);
             const lang_sexpr *D = it->t->shape[it->dim];
+            if (it->div > 1) D = sexpr_bin(a, LANG_SX_MUL, sexpr_const(a, it->div), D);
             if (c > 0) {
                 /* floor((D - 1 - max R) / c) + 1 */
                 const lang_sexpr *num = sexpr_bin(a, LANG_SX_SUB, sexpr_bin(a, LANG_SX_SUB, D, sexpr_const(a, 1)), rmax);

@@ -298,6 +298,24 @@ static tsl_status ex_bind(rt_exec *x, int li, const rt_run *r, unsigned *key, in
         if (a->flat) {
             b->shape[q][0] = ex_numel(t, sh);
             b->stride[q][0] = 1;
+        } else if (a->bytes || a->rows.n) {
+            /* packed storage as bytes (compact C order), dim 0 maybe cut */
+            int64_t acc = 1;
+            for (int i = t->rank - 1; i >= 0; i--) {
+                b->shape[q][i] = sh[i];
+                if (a->bytes && i == t->rank - 1) b->shape[q][i] = sh[i] * tsl_dtype_bits((tsl_dtype)t->dtype) / 8;
+                b->stride[q][i] = a->bytes || !sd ? acc : sd[i];
+                acc *= b->shape[q][i];
+            }
+            if (a->rows.n && t->rank) {
+                int ok = 1;
+                int64_t hi = rt_expr_eval(&a->rows, r->sizes, p->nsizes, &ok);
+                if (!ok) {
+                    diag_error(d, TSL_ERR_INTERNAL, "kernel '%s': the rows of '%s' do not evaluate", k->name, t->name);
+                    return TSL_ERR_INTERNAL;
+                }
+                if (hi < b->shape[q][0]) b->shape[q][0] = hi < 0 ? 0 : hi;
+            }
         } else {
             int64_t acc = 1;
             for (int i = t->rank - 1; i >= 0; i--) {

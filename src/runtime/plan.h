@@ -149,6 +149,12 @@ typedef struct rt_arg {
     int kind;
     int index;
     int flat;
+    int bytes;   /* TENSOR: a packed low-bit tensor passed as its storage: u8
+                    of the same rank, the last extent in bytes (extent * bits
+                    / 8, which the launch's guard makes whole) */
+    rt_expr rows; /* TENSOR, over the program's sizes (n == 0: none): dim 0
+                    cut to min(extent, max(0, rows)) (a quantized matmul's
+                    reduction range, shorter than W when S has fewer groups) */
 } rt_arg;
 
 typedef struct rt_launch {

@@ -1,7 +1,7 @@
 /* plan_io.c — an rt_plan as bytes (what the cache stores) and back, and
  * as text for people.
  *
- * Format: the magic "TSLPLAN3" (bumped with every change of layout), then
+ * Format: the magic "TSLPLAN5" (bumped with every change of layout), then
  * every field in a fixed order as
  * little-endian i64 (counts, enums and values alike) or length-prefixed
  * bytes (strings, binaries). The reader trusts nothing: every count has a
@@ -12,7 +12,7 @@
 
 #include "runtime/plan.h"
 
-static const char plan_magic[8] = {'T', 'S', 'L', 'P', 'L', 'A', 'N', '3'};
+static const char plan_magic[8] = {'T', 'S', 'L', 'P', 'L', 'A', 'N', '5'};
 
 /* ---- writing ---------------------------------------------------------------- */
 
@@ -118,7 +118,8 @@ void rt_plan_write(strbuf *o, const rt_plan *p)
         for (int j = 0; j < na; j++) {
             w_i64(o, l->args[j].kind);
             w_i64(o, l->args[j].index);
-            w_i64(o, l->args[j].flat);
+            w_i64(o, l->args[j].flat | l->args[j].bytes << 1);
+            w_expr(o, &l->args[j].rows);
         }
     }
 }
@@ -323,17 +324,22 @@ tsl_status rt_plan_read(const void *data, size_t n, rt_plan **out, tsl_diag *d)
             const rt_param *pa = &k->params[j];
             a->kind = r_count(&r, RT_ARG_UNITS, "an argument kind is bad");
             a->index = r_count(&r, 1 << 16, "an argument index is bad");
-            a->flat = r_count(&r, 1, "an argument kind is bad");
+            int fl = (int)r_count(&r, 3, "an argument kind is bad");
+            a->flat = fl & 1;
+            a->bytes = fl >> 1;
+            r_expr_opt(&r, &a->rows, p->nsizes, 1);
             if (r.bad) break;
             const rt_tensor *t =
                 (a->kind == RT_ARG_TENSOR || a->kind == RT_ARG_SCALAR) && a->index < p->ntensors ? &p->tensors[a->index]
                                                                                               : NULL;
             int ok = pa->is_tensor ? (a->kind == RT_ARG_TENSOR && t && !(t->flags & RT_T_SCALAR) &&
-                                      (a->flat ? pa->rank == 1 : pa->rank == t->rank)) ||
+                                      (a->flat ? pa->rank == 1 : pa->rank == t->rank) &&
+                                      (!a->bytes || (!a->flat && dtype_carrier((tsl_dtype)t->dtype) != (tsl_dtype)t->dtype))) ||
                                          (a->kind == RT_ARG_SCRATCH && a->index < p->nscratch && pa->rank == 1)
                    : a->kind == RT_ARG_SCALAR ? t && (t->flags & RT_T_SCALAR)
                    : a->kind == RT_ARG_SIZE   ? a->index < p->nsizes
                                               : a->kind == RT_ARG_UNITS;
+            if (ok && !pa->is_tensor && (a->bytes || a->rows.n)) ok = 0;
             if (!ok) r.bad = "an argument does not match its parameter";
         }
     }
@@ -372,7 +378,7 @@ void rt_plan_describe(strbuf *o, const rt_plan *p)
             else if (a->kind == RT_ARG_SCRATCH) sb_printf(o, "scratch %d", a->index);
             else if (a->kind == RT_ARG_UNITS) sb_puts(o, "multiprocessors");
             else sb_printf(o, "%s%s%s", a->kind == RT_ARG_SCALAR ? "scalar " : "", p->tensors[a->index].name,
-                           a->flat ? " (flat)" : "");
+                           a->flat ? " (flat)" : a->bytes ? " (bytes)" : "");
         }
         sb_putc(o, '\n');
     }

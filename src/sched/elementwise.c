@@ -118,6 +118,7 @@ int sched_lower_elementwise(sched_plan *p, const graph *g, const graph_group *gr
 int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp)
 {
     if (p->opt->generic) return 0;
+    if (sched_lower_qmatmul(p, g, grp)) return 1;
     if (grp->strategy == GRAPH_ROW_REDUCTION) return sched_lower_rowred(p, g, grp);
     if (grp->strategy == GRAPH_ELEMENTWISE) return sched_lower_elementwise(p, g, grp);
     if (grp->strategy == GRAPH_CONTRACTION) return sched_lower_contract(p, g, grp);

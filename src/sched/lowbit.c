@@ -1,19 +1,57 @@
 /* lowbit.c — low-bit tensors at the kernels' boundary (docs/lowbit.md).
  *
- * The scheduler's kernels do not yet read packed memory themselves: a
- * low-bit tensor reaches them as a *carrier* (base's dtype_carrier: int8
- * or uint8 for the packed integers, float32 for the low-bit floats)
- * holding its exact logical values, which the API unpacks before a
- * compiled run and packs after it (the same conversion as the
- * interpreters, so every target agrees bit for bit). This pass retypes a
- * plan's tile IR to match: every tensor of a low-bit dtype takes the
- * carrier dtype, and a `cast` *to* a low-bit dtype becomes a cast to that
- * dtype (the rounding: nearest even and saturation for floats, the width
- * for integers) followed by a cast to the carrier, so values keep their
- * low-bit meaning. Registers of a low-bit dtype thus appear only between
- * those two casts. */
+ * A low-bit tensor that is only read (a pure input: a quantized weight)
+ * reaches the kernels as its packed bytes with its logical dtype
+ * (sched_tensor_packed): the generators read packed and low-bit float
+ * memory as codes, and a strategy may take its bytes (SCHED_ARG_TENSOR
+ * with `bytes`: the quantized matmul, qmatmul.c) and dequantize in
+ * registers. Every other low-bit tensor (outputs, in/outs, temporaries)
+ * crosses as a *carrier* (base's dtype_carrier: int8 or uint8 for the
+ * packed integers, float32 for the low-bit floats) holding its exact
+ * logical values, which the API packs after a compiled run (the same
+ * conversion as the interpreters, so every target agrees bit for bit).
+ *
+ * This pass retypes a plan's tile IR to match: every tensor of a low-bit
+ * dtype takes the carrier dtype, except the parameters bound to packed
+ * tensors and the results of `view`s across dtypes (bits reinterpreted in
+ * registers: a strategy's dequantization, which casts them itself). A load or gather of
+ * a packed parameter keeps the low-bit dtype and is followed by a cast to
+ * the carrier; a `cast` *to* a low-bit dtype becomes a cast to that dtype
+ * (the rounding: nearest even and saturation for floats, the width for
+ * integers) followed by a cast to the carrier, so values keep their
+ * low-bit meaning. */
 #include "sched/sched.h"
 #include "tile/tile.h"
+
+int sched_tensor_packed(const lang_tensor *t)
+{
+    return !t->is_scalar && dtype_carrier(t->dtype) != t->dtype &&
+           (t->flags & (LANG_TENSOR_INPUT | LANG_TENSOR_OUTPUT | LANG_TENSOR_TEMP)) == LANG_TENSOR_INPUT;
+}
+
+tsl_dtype sched_tensor_boundary_dtype(const lang_tensor *t)
+{
+    return sched_tensor_packed(t) ? t->dtype : dtype_carrier(t->dtype);
+}
+
+void sched_arg_view(const sched_plan *p, const sched_launch *l, const sched_arg *sa, const lang_bound *b,
+                    const DLTensor *t, DLTensor *out, int64_t *shape)
+{
+    const lang_tensor *lt = p->def->tensors[sa->tensor];
+    int r = t->ndim;
+    for (int d = 0; d < r; d++) shape[d] = t->shape[d];
+    if (sa->bytes && r >= 1) shape[r - 1] = shape[r - 1] * tsl_dtype_bits(lt->dtype) / 8;
+    if (sa->rows && r >= 1) {
+        int64_t hi = b->stmts[l->stmt].hi[sa->rows - 1];
+        if (hi < shape[0]) shape[0] = hi < 0 ? 0 : hi;
+    }
+    *out = *t;
+    if (sa->bytes) {
+        out->dtype = tsl_dtype_to_dlpack(TSL_DTYPE_U8);
+        out->strides = NULL;
+    }
+    out->shape = shape;
+}
 
 static int is_low(tile_dtype dt)
 {
@@ -97,16 +135,78 @@ static void split_casts(tile_module *m, tile_kernel *k, tile_block *b)
     }
 }
 
+/* After every load or gather of a packed parameter (keep[id] set) in b:
+ * the instruction's result becomes a new low-bit value and the old one
+ * its cast (retyped to the carrier by the caller). */
+static void split_loads(tile_module *m, tile_kernel *k, tile_block *b, const char *keep)
+{
+    if (!b) return;
+    for (int i = 0; i < b->n; i++) {
+        tile_stmt *s = b->items[i];
+        split_loads(m, k, s->body, keep);
+        split_loads(m, k, s->els, keep);
+        if (s->kind == TILE_S_PIPELINE) split_loads(m, k, s->pipe.body, keep);
+        if (s->kind != TILE_S_INSTR) continue;
+        tile_instr *in = &s->instr;
+        if ((in->op != TILE_I_LOAD_GLOBAL && in->op != TILE_I_GATHER) || !in->nargs || !in->args[0].v ||
+            !keep[in->args[0].v->id])
+            continue;
+        tile_value *x = in->result;
+        /* no result: `load_global W[...] -> x` into an existing tensor (not
+         * made by the strategies); a load of bytes (a strategy's view of W's
+         * storage as u8) is already in its carrier */
+        if (!x || !is_low(x->type.dt)) continue;
+        tile_value *pk = tile_kernel_new_value(m, k, TILE_V_TENSOR, TILE_O_DEF, arena_printf(m->arena, "%s_pk", x->name));
+        pk->type = x->type;
+        pk->pos = x->pos;
+        pk->def = s;
+        in->result = pk;
+        tile_stmt *s2 = arena_alloc(m->arena, sizeof *s2);
+        s2->kind = TILE_S_INSTR;
+        s2->pos = s->pos;
+        s2->instr.op = TILE_I_CAST;
+        s2->instr.dim = -1;
+        s2->instr.result = x;
+        tile_instr_arg(m, &s2->instr, tile_operand_tensor(pk));
+        x->def = s2;
+        tile_stmt *none = NULL;
+        ARENA_PUSH(m->arena, b->items, b->n, b->cap, none);
+        for (int j = b->n - 1; j > i + 1; j--) b->items[j] = b->items[j - 1];
+        b->items[i + 1] = s2;
+        i++;
+    }
+}
+
 void sched_lowbit_carry(sched_plan *p)
 {
     tile_module *m = p->m;
     for (int ki = 0; ki < m->nkernels; ki++) {
         tile_kernel *k = m->kernels[ki];
-        int nvalues = k->nvalues; /* the split adds values: those keep their dtype */
+        /* values that keep their dtype: parameters bound to packed tensors
+         * (by the launches that run the kernel) and views */
+        char *keep = arena_alloc(m->arena, (size_t)k->nvalues + 1);
+        for (int li = 0; li < p->nlaunches; li++) {
+            const sched_launch *l = &p->launches[li];
+            if (l->k != k) continue;
+            for (int j = 0; j < l->nargs && j < k->nparams; j++)
+                if (l->args[j].kind == SCHED_ARG_TENSOR && sched_tensor_packed(p->def->tensors[l->args[j].tensor]))
+                    keep[k->params[j]->id] = 1;
+        }
+        for (int v = 0; v < k->nvalues; v++) {
+            const tile_value *x = k->values[v];
+            const tile_stmt *d = x->def;
+            /* a view across dtypes (packed bytes seen as low-bit values);
+             * a same-dtype view (a relabelling) follows its source */
+            if (d && d->kind == TILE_S_INSTR && d->instr.op == TILE_I_VIEW && d->instr.result == x &&
+                d->instr.nargs && d->instr.args[0].v && !tile_dtype_eq(d->instr.args[0].v->type.dt, x->type.dt))
+                keep[v] = 1;
+        }
+        int nvalues = k->nvalues; /* the splits add values: those keep their dtype */
+        split_loads(m, k, k->body, keep);
         split_casts(m, k, k->body);
         for (int v = 0; v < nvalues; v++) {
             tile_value *x = k->values[v];
-            if (x->kind == TILE_V_TENSOR && is_low(x->type.dt)) x->type.dt = carrier_of(x->type.dt);
+            if (x->kind == TILE_V_TENSOR && !keep[v] && is_low(x->type.dt)) x->type.dt = carrier_of(x->type.dt);
         }
     }
 }

@@ -1422,8 +1422,9 @@ void sched_print(strbuf *b, const sched_plan *p)
             const char *what = a->kind == SCHED_ARG_SMS    ? "the multiprocessor count"
                                : a->kind == SCHED_ARG_SIZE ? p->def->sizes[a->sym]
                                                            : p->def->tensors[a->tensor]->name;
-            sb_printf(b, "%s %s=%s%s", j ? "," : ";", a->name,
-                      a->kind == SCHED_ARG_SIZE ? "size " : a->kind == SCHED_ARG_SCALAR ? "scalar " : "", what);
+            sb_printf(b, "%s %s=%s%s%s", j ? "," : ";", a->name,
+                      a->kind == SCHED_ARG_SIZE ? "size " : a->kind == SCHED_ARG_SCALAR ? "scalar " : "", what,
+                      a->kind == SCHED_ARG_TENSOR && a->bytes ? " (packed bytes)" : "");
         }
         sb_putc(b, '\n');
     }

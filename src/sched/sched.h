@@ -47,6 +47,13 @@ typedef struct sched_arg {
     sched_arg_kind kind;
     int tensor;       /* TENSOR, SCALAR */
     int flat;         /* TENSOR: passed as 1-D of all its elements (C order) */
+    int bytes;        /* TENSOR: a packed tensor (sched_tensor_packed) passed as
+                         its storage, u8 of the same rank with the last extent
+                         in bytes (extent * bits / 8: the launch's guard makes it
+                         whole) */
+    int rows;         /* TENSOR: 1 + v: dim 0's extent is cut to the range hi of
+                         var v of the launch's statement (a prefix of rows: the
+                         reduction box of a quantized matmul); 0: the tensor's */
     int sym;          /* SIZE */
     int scratch;      /* SCRATCH */
 } sched_arg;
@@ -127,8 +134,20 @@ void sched_note(sched_plan *p, const char *fmt, ...) TSL_PRINTF(2, 3);
 int sched_sm_of_arch(const char *arch);
 
 /* Retype p's tile IR so that low-bit tensors cross the kernels' boundary
- * as their carriers (lowbit.c; sched_lower_for runs it). */
+ * as their carriers, except packed inputs (lowbit.c; sched_lower_for runs
+ * it after every strategy). */
 void sched_lowbit_carry(sched_plan *p);
+/* A low-bit tensor that only is read (a parameter, not an output) crosses
+ * the kernels' boundary packed, with its logical dtype; every other
+ * low-bit tensor as its carrier (dtype_carrier). The dtype the run paths
+ * hand the kernels for def tensor t: */
+int sched_tensor_packed(const lang_tensor *t);
+tsl_dtype sched_tensor_boundary_dtype(const lang_tensor *t);
+/* The view a `bytes` or `rows` argument passes (lowbit.c): *out is t with
+ * its dim 0 cut, as u8 bytes when `bytes`; shape written into shape[]
+ * (rank entries). */
+void sched_arg_view(const sched_plan *p, const sched_launch *l, const sched_arg *sa, const lang_bound *b,
+                    const DLTensor *t, DLTensor *out, int64_t *shape);
 
 /* An int argument's value under bound sizes (SIZE). */
 int64_t sched_arg_int(const sched_plan *p, const sched_arg *arg, const lang_bound *b);

@@ -35,6 +35,12 @@ int sched_lower_elementwise(sched_plan *p, const graph *g, const graph_group *gr
  * f32 FMA micro-tiles for f32 (docs/sched.md, "The contraction strategy"). */
 int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp);
 
+/* qmatmul.c: the weight-only quantized matmul Y(m,n) +=! T(W(k,n)) *
+ * S(k / G, n) * X(m,k) (optional zero points Z) with W low-bit and packed:
+ * W's bytes streamed once, dequantized in registers (docs/sched.md, "The
+ * quantized matmul"). */
+int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp);
+
 /* The dispatch lower.c calls per group: the group's strategy, else 0.
  * TESSEL_SCHED=generic in the environment turns the fast strategies off
  * (comparisons, bisecting). */

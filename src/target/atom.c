@@ -13,7 +13,7 @@ static const char *const kind_names[] = {"mma", "wgmma", "ldmatrix", "stmatrix",
                                          "vector",  "copy",     "micro-kernel", "scalar"};
 _Static_assert(TSL_COUNTOF(kind_names) == TARGET_K_COUNT, "one name per kind");
 static const char *const sem_names[] = {"move", "async move", "mma", "wgmma", "ldmatrix", "stmatrix", "tma",
-                                        "outer-product accumulation"};
+                                        "outer-product accumulation", "dequantize and accumulate"};
 _Static_assert(TSL_COUNTOF(sem_names) == TARGET_SEM_COUNT, "one name per semantics");
 
 const char *target_kind_name(target_kind k)

@@ -2,9 +2,10 @@
  * C loops (the compiler vectorises them), the f32 vector registers of the
  * widths the generated C may be compiled for (chosen by the preprocessor
  * when the C is compiled), and the register-blocked f32 micro-kernel
- * (codegen/c_emit_ukr.c) in its two addressings, which a CPU plan asks
- * for by writing the atom on the accumulating `add` that closes its loop
- * body. The C generator also runs the sm80 collective atoms (mma.sync,
+ * (codegen/c_emit_ukr.c) in its two addressings, and the dequantizing
+ * row loop of the quantized matmul (c_emit_dequant.c), which a CPU plan
+ * asks for by writing the atom on the accumulating `add` that closes its
+ * loop body. The C generator also runs the sm80 collective atoms (mma.sync,
  * ldmatrix) by their semantics: those rows carry a C form (target_has). */
 #include "target/target.h"
 
@@ -41,5 +42,11 @@ const target_atom target_cpu_atoms[] = {
      .dtype = {F32, F32, F32, F32}, .c = "tsl_rbk (c_emit_ukr.c)",
      .what = "the same micro-kernel over a `for j` whose body gathers a column of a flat global A and loads a "
              "run of a flat global B, with the per-step offsets tabulated in chunks"},
+    {.name = "cpu.ukr.dequant", .kind = TARGET_K_UKR, .sem = TARGET_SEM_DEQUANT_ACC, .ops = TARGET_OP_ACC_STEP,
+     .threads = 1, .m = 1, .n = 4096, .regs = 4096, .space = {G, G, R, R}, .dtype = {ANY, ANY, F32, F32},
+     .c = "tsl_dq (c_emit_dequant.c)",
+     .what = "a `for r` whose body loads a row of packed bytes, views them as a low-bit dtype, casts to f32 and "
+             "adds their product with one element of X (broadcast) to acc: the fields unpacked by shifts and masks "
+             "on 64-bit words (vector lanes), converted and multiply-added per row, the rows contiguous in memory"},
 };
 const int target_cpu_natoms = (int)TSL_COUNTOF(target_cpu_atoms);

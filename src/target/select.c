@@ -663,7 +663,7 @@ static void select_acc_step(selector *S, tile_stmt *s, const tile_stmt *loop)
     int named = 0;
     const target_atom *a = target_atom_resolve(in->atom, NULL, &named);
     if (!a || a->kind != TARGET_K_UKR) {
-        sel_err(S, s->pos, TSL_ERR_SEMANTIC, "add: %s atom '%s' (an add takes cpu.ukr.f32 or cpu.ukr.f32.gather)",
+        sel_err(S, s->pos, TSL_ERR_SEMANTIC, "add: %s atom '%s' (an add takes a cpu.ukr micro-kernel)",
                 named ? "no add" : "unknown", in->atom);
         return;
     }

@@ -34,7 +34,7 @@ tsl_status target_select(tile_module *m, tile_kernel *k, const target *t, const 
  * it has no atom or the name does not resolve. */
 const target_atom *target_atom_of(const tile_instr *in);
 
-/* ---- the micro-kernel (cpu.ukr.f32, cpu.ukr.f32.gather) ------------------------------
+/* ---- the micro-kernels (cpu.ukr.f32, cpu.ukr.f32.gather, cpu.ukr.dequant) ---------------
  * A CPU plan asks for the micro-kernel by writing its atom on the `add acc,
  * p -> acc` that ends a `for` body; target_ukr_match checks the loop is the
  * atom's pattern (select.c's comment gives both) and gives the generator
@@ -52,6 +52,11 @@ typedef struct target_ukr {
     /* cpu.ukr.f32.gather: `ai = add KB, OFF`, the gather, the load of B */
     const tile_stmt *sai, *sga, *slb;
     const tile_value *kb, *kl, *af, *bf;
+    /* cpu.ukr.dequant: the byte row's load (of WB, global u8 rank 2), the
+     * view's low-bit dtype, X's load (global, rank 2, f16/bf16/f32) */
+    const tile_stmt *sw, *sx;
+    const tile_value *wb, *xg;
+    tile_dtype qdt;
 } target_ukr;
 
 /* Is `for` loop f (its body's last statement carrying the atom) the

@@ -46,6 +46,7 @@ typedef enum target_sem {
     TARGET_SEM_STMATRIX,   /* collective: the fragment of layout[3] in, lane rows out */
     TARGET_SEM_TMA,        /* a box that lands when its mbarrier's transaction count completes */
     TARGET_SEM_OUTER_ACC,  /* micro-kernel: acc += a (column) x b (row) per loop step */
+    TARGET_SEM_DEQUANT_ACC,/* micro-kernel: acc += dequantize(packed bytes) * x per loop step */
     TARGET_SEM_COUNT
 } target_sem;
 

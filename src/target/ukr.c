@@ -27,7 +27,20 @@
  *     add acc, p -> acc atom cpu.ukr.f32.gather
  * with the same micro-tile rule, a and b holding every coordinate, and
  * ai, a, b, ab, bb, p read nowhere else: acc[s] += AF[KB[row(s)] + OFF] *
- * BF[BOFF + col(s)] (masked rows and reads past BF's end: 0). */
+ * BF[BOFF + col(s)] (masked rows and reads past BF's end: 0).
+ *
+ * cpu.ukr.dequant — a `for r` whose body is exactly
+ *     w8 = load_global WB[ROW, COL] -> register u8[BN * N / 8]   WB: global u8, rank 2
+ *     q  = view w8 -> register DT[BN]         DT: 1..8-bit integer or low-bit float
+ *     wf = cast q -> register f32[BN]
+ *     x  = load_global X[XR, XC] -> register f16|bf16|f32[1]   X: global, rank 2
+ *     xf = cast x -> register f32[1]          (absent when X is f32)
+ *     xb = broadcast xf -> register f32[BN] dim 0
+ *     p  = mul wf, xb          (either order)
+ *     add acc, p -> acc atom cpu.ukr.dequant
+ * with every tensor one thread's run (slot i is element i) and the
+ * temporaries read nowhere else: acc[i] += value(field i of WB's row) *
+ * X[XR, XC] per r, in r order (the quantized matmul's CPU plan). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -404,6 +417,80 @@ static int match_gather(matcher *M, const tile_stmt *f, target_ukr *u)
     return 1;
 }
 
+/* ---- cpu.ukr.dequant -------------------------------------------------------------------------- */
+
+/* A 1-D register tensor of n elements whose slot i (one thread) is element i. */
+static int run_of(matcher *M, const tile_value *v, int64_t n)
+{
+    const ktab *t = tab_of(M, v);
+    if (!t || t->rank != 1 || t->nthreads != 1 || t->dims[0] != n || t->ns != n) return 0;
+    for (int64_t i = 0; i < n; i++)
+        if (t->coord[i] != i) return 0;
+    return 1;
+}
+
+static int match_dequant(matcher *M, const tile_stmt *f, target_ukr *u)
+{
+    const tile_block *b = f->body;
+    if (!b || (b->n != 7 && b->n != 8)) return no(M, "the loop body is not the seven or eight statements of a row");
+    const tile_stmt *const *it = (const tile_stmt *const *)b->items;
+    int cx = b->n == 8; /* X converted to f32 */
+    const tile_stmt *sxb = it[4 + cx], *smul = it[5 + cx], *sadd = it[6 + cx];
+    if (!is_instr(it[0], TILE_I_LOAD_GLOBAL) || !is_instr(it[1], TILE_I_VIEW) || !is_instr(it[2], TILE_I_CAST) ||
+        !is_instr(it[3], TILE_I_LOAD_GLOBAL) || (cx && !is_instr(it[4], TILE_I_CAST)) ||
+        !is_instr(sxb, TILE_I_BROADCAST) || !is_instr(smul, TILE_I_MUL) || !is_instr(sadd, TILE_I_ADD))
+        return no(M, "the body is not load_global, view, cast, load_global, [cast,] broadcast, mul, add");
+    for (int i = 0; i < b->n - 1; i++)
+        if (!it[i]->instr.result) return no(M, "a step statement has no result");
+    const tile_value *w8 = it[0]->instr.result, *wq = it[1]->instr.result, *wf = it[2]->instr.result;
+    const tile_operand *ow = &it[0]->instr.args[0];
+    u->wb = ow->v;
+    if (!u->wb || u->wb->type.space != TILE_GLOBAL || u->wb->type.rank != 2 || u->wb->type.dt.kind != TILE_DT_UINT ||
+        u->wb->type.dt.bits != 8 || ow->nsteps != 1 || ow->steps[0].kind != TILE_STEP_INDEX || it[0]->instr.init)
+        return no(M, "the first load is not of a row of a rank-2 u8 global");
+    u->qdt = wq->type.dt;
+    int qb = u->qdt.bits;
+    if (!(dtype_desc_is_lowfloat(u->qdt) || ((u->qdt.kind == TILE_DT_UINT || u->qdt.kind == TILE_DT_INT) && qb <= 8)))
+        return no(M, "the view is not of a dtype of 1 to 8 bits");
+    const ktab *tq = tab_of(M, wq);
+    if (!tq || tq->rank != 1) return no(M, "the view is not 1-D");
+    u->bn = tq->dims[0];
+    if (u->bn % 8 || !run_of(M, w8, u->bn * qb / 8) || !run_of(M, wq, u->bn) || !run_of(M, wf, u->bn) ||
+        whole_reg(&it[1]->instr.args[0]) != w8 || whole_reg(&it[2]->instr.args[0]) != wq || !is_f32(wf->type.dt))
+        return no(M, "the bytes, the view and the cast are not one thread's run of BN elements (BN a multiple of 8)");
+    const tile_operand *ox = &it[3]->instr.args[0];
+    const tile_value *x1 = it[3]->instr.result, *xf = cx ? it[4]->instr.result : x1;
+    u->xg = ox->v;
+    tile_dtype xd = u->xg ? u->xg->type.dt : u->qdt;
+    if (!u->xg || u->xg->type.space != TILE_GLOBAL || u->xg->type.rank != 2 || xd.kind != TILE_DT_FLOAT ||
+        (xd.bits != 16 && xd.bits != 32) || ox->nsteps != 1 || ox->steps[0].kind != TILE_STEP_INDEX ||
+        it[3]->instr.init || !run_of(M, x1, 1) || !run_of(M, xf, 1) || !is_f32(xf->type.dt) ||
+        (cx && whole_reg(&it[4]->instr.args[0]) != x1))
+        return no(M, "the second load is not of one element of a rank-2 f16/bf16/f32 global X");
+    const tile_value *xb = sxb->instr.result, *p = smul->instr.result;
+    if (sxb->instr.dim != 0 || whole_reg(&sxb->instr.args[0]) != xf || !run_of(M, xb, u->bn) || !run_of(M, p, u->bn))
+        return no(M, "the broadcast is not of X's element over the run");
+    const tile_value *m0 = whole_reg(&smul->instr.args[0]), *m1 = whole_reg(&smul->instr.args[1]);
+    if (!((m0 == wf && m1 == xb) || (m0 == xb && m1 == wf))) return no(M, "mul does not multiply the weights by x");
+    const tile_value *acc = whole_reg(&sadd->instr.args[0]);
+    if (sadd->instr.result || !sadd->instr.has_dst || sadd->instr.dst.nsteps || sadd->instr.dst.v != acc ||
+        whole_reg(&sadd->instr.args[1]) != p || !acc || !is_f32(acc->type.dt) || !run_of(M, acc, u->bn))
+        return no(M, "the add is not `add acc, p -> acc` over the run in f32");
+    const tile_value *tmp[7] = {w8, wq, wf, x1, xf, xb, p};
+    for (int i = 0; i < 7; i++)
+        if (tmp[i] == acc) return no(M, "acc is a temporary of the step");
+    if (mentions(M->k->body, f, tmp, 7)) return no(M, "a temporary of the step is read outside the loop");
+    u->sw = it[0];
+    u->sx = it[3];
+    u->acc = acc;
+    u->bm = 1;
+    u->tm = 1;
+    u->tn = u->bn;
+    u->nthr = 1;
+    u->nloc = u->bn;
+    return 1;
+}
+
 int target_ukr_match(const tile_kernel *k, const tile_stmt *f, target_ukr *u, char *why, size_t nwhy)
 {
     memset(u, 0, sizeof *u);
@@ -417,8 +504,13 @@ int target_ukr_match(const tile_kernel *k, const tile_stmt *f, target_ukr *u, ch
         no(&M, "the loop's last statement does not ask for a micro-kernel");
     } else {
         u->row = row;
-        ok = row->space[TARGET_A] == TARGET_SP_SHARED ? match_shared(&M, f, u) : match_gather(&M, f, u);
-        if (ok) ok = tile_ok(&M, row, u->acc, u);
+        if (row->sem == TARGET_SEM_DEQUANT_ACC) {
+            ok = match_dequant(&M, f, u);
+            if (ok && u->bn > row->n) ok = no(&M, "the run is longer than the micro-kernel takes");
+        } else {
+            ok = row->space[TARGET_A] == TARGET_SP_SHARED ? match_shared(&M, f, u) : match_gather(&M, f, u);
+            if (ok) ok = tile_ok(&M, row, u->acc, u);
+        }
     }
     matcher_free(&M);
     return ok;

@@ -433,6 +433,84 @@ out:
     lt_done();
 }
 
+/* Quasi-affine indices: `/` and `%` of affine forms by positive constants
+ * (a weight's per-group scale S(k / 128, n)) are inferred, proven in
+ * bounds at bind time, and a zero or negative divisor is a located error. */
+static void test_quasi_affine(void)
+{
+    const lang_def *d = lt_def("def q(float(K,N) W, float(G,N) S, float(M,K) X) -> (Y, Z) {\n"
+                               "  Y(m,n) +=! W(k,n) * S(k / 128, n) * X(m,k)\n"
+                               "  Z(j) = S(j / 4, 0) + S(j % 2, (j + 3) / 2)\n"
+                               "}\n",
+                               NULL);
+    if (!d) goto out;
+    const lang_expr *r = d->stmts[0].rhs; /* (W * S) * X */
+    const lang_expr *sa = r->args[0]->args[1];
+    CHECK_EQ_INT(sa->kind, LANG_E_ACCESS);
+    CHECK(!sa->args[0]->affine && sa->args[0]->quasi);
+    CHECK(sa->args[1]->affine);
+    const char *rr = lt_ranges(d);
+    /* k is bounded by W (K) and by S (k / 128 < G: k < 128 * G) */
+    CHECK(lt_has(rr, "k in 0:min(min(K, 128*G), K)  reduction"));
+    /* j from j / 4 < G and (j + 3) / 2 < N (the modulo bounds nothing) */
+    CHECK(lt_has(rr, "j in 0:min(4*G, 2*N - 3)\n"));
+    int64_t g = test_rand_int(2, 5), k = 128 * (g - 1) + test_rand_int(1, 128), n = 2 * g + test_rand_int(0, 9);
+    int64_t v[4] = {k, n, g, test_rand_int(1, 4)};
+    lang_bound *b = lt_bind(d, "K N G M", v, 4);
+    if (b) {
+        CHECK_RANGE(b, 0, d, "k", 0, k);
+        CHECK_RANGE(b, 1, d, "j", 0, 4 * g < 2 * n - 3 ? 4 * g : 2 * n - 3);
+    }
+    /* a where range past what (j + 3) / 2 may reach */
+    d = lt_def("def q(float(K,N) W, float(G,N) S, float(M,K) X) -> (Y, Z) {\n"
+               "  Y(m,n) +=! W(k,n) * S(k / 128, n) * X(m,k)\n"
+               "  Z(j) = S(j / 4, 0) + S(j % 2, (j + 3) / 2) where j in 0:4*G\n"
+               "}\n",
+               NULL);
+    if (!d) goto out;
+    int64_t sizes[4];
+    for (int i = 0; i < 4; i++) sizes[i] = -1;
+    sizes[lang_def_size_slot(d, "K")] = k;
+    sizes[lang_def_size_slot(d, "N")] = 2 * g + 1;
+    sizes[lang_def_size_slot(d, "G")] = g;
+    sizes[lang_def_size_slot(d, "M")] = 1;
+    lang_bound *bb = NULL;
+    diag_reset(&lt_diag);
+    CHECK(lang_bind(lt_arena, d, sizes, &bb, &lt_diag) == TSL_ERR_RANGE);
+    char want[160];
+    snprintf(want, sizeof want, "test.tc:3:34: error: access out of bounds: index 1 of 'S' ((j + 3) / 2) ranges over [1, %lld]",
+             (long long)(2 * g + 1));
+    CHECK(lt_has(sb_str(&lt_diag.msg), want));
+    /* a modulo the extent cannot hold */
+    d = lt_def("def f(float(G) S) -> (Y) {\n  Y(i) = S(i % 4) where i in 0:10\n}\n", NULL);
+    if (!d) goto out;
+    int64_t three[1] = {3};
+    diag_reset(&lt_diag);
+    CHECK(lang_bind(lt_arena, d, three, &bb, &lt_diag) == TSL_ERR_RANGE);
+    CHECK(lt_has(sb_str(&lt_diag.msg), "index 0 of 'S' (i % 4) ranges over [0, 3] but dimension 0 of 'S' has extent 3"));
+    int64_t four[1] = {4};
+    b = lt_bind(d, "G", four, 1);
+    /* a short run of a modulo is proven exactly: 5 % 8 .. 7 % 8 */
+    d = lt_def("def f(float(G) S) -> (Y) {\n  Y(i) = S((i + 5) % 8) where i in 0:3\n}\n", NULL);
+    if (!d) goto out;
+    int64_t eight[1] = {8};
+    b = lt_bind(d, "G", eight, 1);
+    /* zero and negative divisors in an index, at the divisor */
+    CHECK(lt_has(lt_error("def f(float(N) X) -> (Y) {\n  Y(i) = X(i / 0) where i in 0:N\n}\n"),
+                 "test.tc:2:16: error: division by 0 in an index: an index may divide only by a positive constant"));
+    CHECK(lt_has(lt_error("def f(float(N) X) -> (Y) {\n  Y(i) = X(i % (1 - 4)) where i in 0:N\n}\n"),
+                 "test.tc:2:17: error: modulo by -3 in an index"));
+    CHECK(lt_has(lt_error("def f(float(N) X, int32(N) I) -> (Y) {\n  Y(i) = X(I(i / -2))\n}\n"),
+                 "test.tc:2:18: error: division by -2 in an index"));
+    /* outside an index, an integer division by zero stays a run-time matter */
+    CHECK(lt_def("def f(int32(N) X) -> (Y) {\n  Y(i) = X(i) / 0\n}\n", NULL) != NULL);
+    /* a size divisor is not quasi-affine: checked at run time */
+    d = lt_def("def f(float(N) X) -> (Y) {\n  Y(i) = X(i / N) where i in 0:N\n}\n", NULL);
+    if (d) CHECK(!d->stmts[0].rhs->args[0]->affine && !d->stmts[0].rhs->args[0]->quasi);
+out:
+    lt_done();
+}
+
 static void test_limits(void)
 {
     /* deep nesting is an error, not a stack overflow */
@@ -497,6 +575,7 @@ TEST_SUITE(lang) = {
     {"types", test_types},
     {"symbolic_offsets", test_symbolic_offsets},
     {"where_size_symbol", test_where_size_symbol},
+    {"quasi_affine", test_quasi_affine},
     {"limits", test_limits},
     {"several_errors", test_several_errors},
     {0},

@@ -20,7 +20,8 @@
 
 /* Programs beyond the examples: every lowering path (dtypes, comparisons,
  * guarded gathers, && ||, integer / and %, casts, integer max/min, scalars,
- * where-clause offsets, constant indices, in/out, non-bang reductions). */
+ * where-clause offsets, constant indices, in/out, non-bang reductions,
+ * quasi-affine indices k / 4, k % 3). */
 static const char extra_src[] =
     "def ops(float(N) x, float(N) y, float alpha) -> (z, w) {\n"
     "  z(i) = x(i) > y(i) ? pow(abs(x(i)), 1.5) + erf(y(i)) : alpha * fmaxf(x(i), 0) - y(i) % 0.3\n"
@@ -45,6 +46,10 @@ static const char extra_src[] =
     "}\n"
     "def inout(float(N,M) acc, float(N,M) x) -> (acc) {\n"
     "  acc(i,j) += x(i,j) * x(i,0)\n"
+    "}\n"
+    "def quasi(float(K,N) W, float(G,N) S, float(M,K) X) -> (Y, Z) {\n"
+    "  Y(m,n) +=! W(k,n) * S(k / 4, n) * X(m,k)\n"
+    "  Z(k,n) = W(k,n) * S(k % 3, (n + 1) / 2) - S((2 * k + 1) / 5, n)\n"
     "}\n";
 
 /* ---- helpers ------------------------------------------------------------------------- */

@@ -1,0 +1,684 @@
+/* qmatmul.c — the weight-only quantized matmul strategy (docs/sched.md,
+ * "The quantized matmul"): a group of one statement
+ *
+ *     Y(m, n) +=! T(W(k, n)) * S(k / G, n) * X(m, k)
+ *     Y(m, n) +=! (T(W(k, n)) - Z(k / G, n)) * S(k / G, n) * X(m, k)
+ *
+ * (factors in any order; W any low-bit dtype or int8/uint8, read as a
+ * packed input; T a float cast every value of W converts to exactly, or
+ * none; S and Z per group of G rows or per column, or absent; X, S, Y
+ * f16/bf16/f32) becomes kernels that stream W's packed bytes once and
+ * dequantize them in registers (`view` of the bytes as the low-bit dtype,
+ * then `cast`: the generators' dequantization atoms):
+ *
+ *   - GPU, small M (the GEMV, memory-bound): a block per 64 columns (and
+ *     per row of X), 256 threads of 8 columns x every 32nd row; W's bytes
+ *     and X's row stream through a ring of shared stages (cp.async), each
+ *     thread multiplies on CUDA cores into f32 partial sums per group,
+ *     scales them per group and the block reduces its rows at the end;
+ *   - CPU: a block per 2048 columns of a row of X, its rows in order, per
+ *     group into partial sums then scaled (the row loop asks for the
+ *     micro-kernel cpu.ukr.dequant, c_emit_dequant.c: vectorized
+ *     unpacking; not with the option cpu.micro_kernels=0);
+ *   - the launch's guard: W's rows are whole bytes (N * bits % 8 == 0);
+ *     otherwise the same kernels read W's elements (packed codes) instead.
+ *
+ * W is passed as its storage (sched_arg.bytes) cut to the reduction's rows
+ * (sched_arg.rows: TC's range inference may shorten k below W's rows when
+ * S has fewer groups). The kernels are written as tile text and parsed,
+ * as contract.c does; a group not of this shape returns 0 first. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/strategy.h"
+
+/* One read factor of the product: operand o, under a cast to `cast` or not. */
+typedef struct qm_read {
+    int op;         /* operand index of the anchor, -1 when absent */
+    int tensor;
+    int grouped;    /* S, Z: indexed (k / G, n) (1) or (n) (0) */
+} qm_read;
+
+typedef struct qm {
+    const graph *g;
+    const lang_def *def;
+    const graph_group *grp;
+    const graph_op *an;
+    int vm, vn, vk;
+    qm_read x, w, s, z;
+    int ty;
+    int64_t gs;       /* the group size G (0: no grouped tensor) */
+    int bits;         /* W's bits */
+    tile_dtype wdt;
+    int cpu;
+    int ukr;          /* CPU: ask for cpu.ukr.dequant (the option cpu.micro_kernels) */
+    int bytes;        /* W read as bytes (the guarded fast form) */
+    /* the kernel's shape */
+    int T, BN, TN, TK, EPT, RS, RG, GS, R, S, CH;
+    strbuf b;
+} qm;
+
+/* ---- recognition ------------------------------------------------------------------- */
+
+static int is_io_dt(tsl_dtype t) { return t == TSL_DTYPE_F16 || t == TSL_DTYPE_BF16 || t == TSL_DTYPE_F32; }
+
+/* A weight dtype: a low-bit one or int8/uint8. */
+static int is_weight_dt(tsl_dtype t)
+{
+    return dtype_carrier(t) != t || t == TSL_DTYPE_I8 || t == TSL_DTYPE_U8;
+}
+
+/* Every value of w converts to t exactly (so a cast of W to t loses nothing
+ * and the kernel may dequantize in f32). */
+static int exact_in(tsl_dtype w, tsl_dtype t)
+{
+    const dtype_info *d = dtype_info_of(w);
+    if (d->bits > 8) return 0;
+    uint8_t buf[2] = {0, 0};
+    for (uint64_t c = 0; c < (1u << d->bits); c++) {
+        dtype_set_bits(w, buf, 0, c);
+        double v = dtype_get(w, buf, 0);
+        if (v != v) continue; /* NaN stays NaN */
+        if (dtype_round(t, v) != v) return 0;
+    }
+    return 1;
+}
+
+static int extent_plain(const lang_sexpr *e) { return e->kind == LANG_SX_SYM || e->kind == LANG_SX_CONST; }
+
+/* Box var v of op is [0, extent of tensor t's dim d). */
+static int covers(const graph_op *op, int v, const lang_tensor *t, int d)
+{
+    const lang_range *r = &op->box[v];
+    return r->lo->kind == LANG_SX_CONST && r->lo->value == 0 && graph_sexpr_equal(r->hi, t->shape[d]) &&
+           extent_plain(t->shape[d]);
+}
+
+/* e is a read (an access, or a float cast of one): its operand. */
+static int read_of(const graph_expr *e, int *op, tsl_dtype *cast)
+{
+    *cast = TSL_DTYPE_COUNT;
+    if (e->kind == LANG_E_CAST) {
+        if (!dtype_info_of(e->src->type)->is_float || e->args[0]->kind != LANG_E_ACCESS) return 0;
+        *cast = e->src->type;
+        e = e->args[0];
+    }
+    if (e->kind != LANG_E_ACCESS) return 0;
+    *op = e->operand;
+    return 1;
+}
+
+/* Index d of operand o is the bare var v. */
+static int ix_var(const graph_operand *o, int d, int v) { return o->idx[d].kind == GRAPH_IX_AFFINE && o->idx[d].var == v; }
+
+/* Index d of operand o is `k / G` (G > 0): G. */
+static int64_t ix_group(const qm *q, const graph_operand *o, int d)
+{
+    const lang_expr *e = o->idx[d].src;
+    if (e->kind != LANG_E_BINARY || e->op != LANG_DIV || e->args[0]->kind != LANG_E_INDEX ||
+        e->args[0]->slot != q->vk || e->args[1]->kind != LANG_E_INT || e->args[1]->ival <= 0)
+        return 0;
+    return e->args[1]->ival;
+}
+
+/* A scale or zero-point read: (k / G, n) or (n), of an f16/bf16/f32 (or,
+ * for Z, any numeric) tensor. */
+static int group_read(qm *q, int op, qm_read *r, int any_dt)
+{
+    const graph_operand *o = &q->an->operands[op];
+    const lang_tensor *t = q->def->tensors[o->tensor];
+    if (t->is_scalar || (!any_dt && !is_io_dt(t->dtype)) || t->dtype == TSL_DTYPE_BOOL) return 0;
+    if (o->rank == 1 && ix_var(o, 0, q->vn) && covers(q->an, q->vn, t, 0)) {
+        *r = (qm_read){op, o->tensor, 0};
+        return 1;
+    }
+    if (o->rank != 2 || !ix_var(o, 1, q->vn) || !covers(q->an, q->vn, t, 1) || !extent_plain(t->shape[0])) return 0;
+    int64_t G = ix_group(q, o, 0);
+    if (!G || (q->gs && q->gs != G)) return 0;
+    q->gs = G;
+    *r = (qm_read){op, o->tensor, 1};
+    return 1;
+}
+
+/* The weight factor: T(W(k, n)), W(k, n), or that minus Z. */
+static int weight_factor(qm *q, const graph_expr *e)
+{
+    if (e->kind == LANG_E_BINARY && e->src->op == LANG_SUB && dtype_info_of(e->src->optype)->is_float) {
+        int zop;
+        tsl_dtype zc;
+        if (!read_of(e->args[1], &zop, &zc) || !group_read(q, zop, &q->z, 1)) return 0;
+        e = e->args[0];
+    }
+    int op;
+    tsl_dtype cast;
+    if (!read_of(e, &op, &cast)) return 0;
+    const graph_operand *o = &q->an->operands[op];
+    const lang_tensor *W = q->def->tensors[o->tensor];
+    int input = (W->flags & (LANG_TENSOR_INPUT | LANG_TENSOR_OUTPUT | LANG_TENSOR_TEMP)) == LANG_TENSOR_INPUT;
+    if (!is_weight_dt(W->dtype) || !input || W->is_scalar || o->rank != 2 || !ix_var(o, 0, q->vk) ||
+        !ix_var(o, 1, q->vn) || !covers(q->an, q->vn, W, 1) || !extent_plain(W->shape[0]))
+        return 0;
+    /* the cast (or the product's type, which converts it) keeps every value */
+    tsl_dtype t = cast != TSL_DTYPE_COUNT ? cast : e->src->type;
+    if (!dtype_info_of(t)->is_float || !exact_in(W->dtype, t)) return 0;
+    if (q->w.op >= 0) return 0;
+    q->w = (qm_read){op, o->tensor, 0};
+    return 1;
+}
+
+/* Factors of a product (float multiplications). */
+static int factors(qm *q, const graph_expr *e)
+{
+    if (e->kind == LANG_E_BINARY && e->src->op == LANG_MUL && dtype_info_of(e->src->optype)->is_float)
+        return factors(q, e->args[0]) && factors(q, e->args[1]);
+    int op;
+    tsl_dtype cast;
+    if (read_of(e, &op, &cast)) {
+        const graph_operand *o = &q->an->operands[op];
+        const lang_tensor *t = q->def->tensors[o->tensor];
+        if (o->rank == 2 && ix_var(o, 0, q->vm) && ix_var(o, 1, q->vk) && is_io_dt(t->dtype) &&
+            covers(q->an, q->vm, t, 0) && extent_plain(t->shape[1])) {
+            if (q->x.op >= 0) return 0;
+            q->x = (qm_read){op, o->tensor, 0};
+            return 1;
+        }
+        if (is_weight_dt(t->dtype)) return weight_factor(q, e);
+        if (q->s.op >= 0) return 0;
+        return group_read(q, op, &q->s, 0);
+    }
+    return weight_factor(q, e);
+}
+
+static int recognise(qm *q)
+{
+    const graph_group *grp = q->grp;
+    if (grp->nops != 1) return 0;
+    const graph_op *an = &q->g->ops[grp->first];
+    q->an = an;
+    if (an->assign != LANG_ADD_EQ || !an->bang || an->reads_lhs || an->niter != 2 || an->nvars != 3) return 0;
+    q->vm = 0, q->vn = 1, q->vk = 2;
+    const graph_operand *oy = &an->operands[0];
+    if (!oy->identity) return 0;
+    q->ty = oy->tensor;
+    const lang_tensor *Y = q->def->tensors[q->ty];
+    if (!is_io_dt(Y->dtype) || !covers(an, 0, Y, 0) || !covers(an, 1, Y, 1)) return 0;
+    const lang_range *rk = &an->box[q->vk];
+    if (rk->lo->kind != LANG_SX_CONST || rk->lo->value != 0) return 0;
+    q->x.op = q->w.op = q->s.op = q->z.op = -1;
+    if (!factors(q, an->body) || q->x.op < 0 || q->w.op < 0) return 0;
+    /* scale and zero point: both per group (one G) or both per column */
+    if (q->s.op >= 0 && q->z.op >= 0 && q->s.grouped != q->z.grouped) return 0;
+    /* every read is one of these (nothing else in the body) */
+    for (int i = 1; i < an->noperands; i++)
+        if (i != q->x.op && i != q->w.op && i != q->s.op && i != q->z.op) return 0;
+    const lang_tensor *W = q->def->tensors[q->w.tensor];
+    q->bits = tsl_dtype_bits(W->dtype);
+    q->wdt = tile_dtype_from_tsl(W->dtype);
+    return 1;
+}
+
+/* ---- names ------------------------------------------------------------------------------ */
+
+/* Kernel-visible name of a def tensor or size symbol: internal names start
+ * with "q_", so a def name only changes when it is reserved or starts so. */
+static void pname(char *buf, size_t n, const char *name)
+{
+    if (tile_name_reserved(name) || !strncmp(name, "q_", 2)) snprintf(buf, n, "%s_p", name);
+    else snprintf(buf, n, "%s", name);
+}
+
+static const char *tname(const qm *q, int t, char *buf, size_t n)
+{
+    pname(buf, n, q->def->tensors[t]->name);
+    return buf;
+}
+
+static void sexpr_text(strbuf *b, const qm *q, const lang_sexpr *e)
+{
+    char nb[160];
+    if (e->kind == LANG_SX_CONST) sb_printf(b, "%lld", (long long)e->value);
+    else sb_printf(b, "%s", (pname(nb, sizeof nb, q->def->sizes[e->sym]), nb));
+}
+
+static const char *dtn(tsl_dtype t, char *buf) { return tile_dtype_name(tile_dtype_from_tsl(t), buf); }
+
+/* `NAME: global DT[d0, d1]` of def tensor t. */
+static void param(strbuf *h, const qm *q, int t, int *np)
+{
+    const lang_tensor *T = q->def->tensors[t];
+    char nb[160], db[16];
+    sb_printf(h, "%s%s: global %s[", (*np)++ ? ", " : "", tname(q, t, nb, sizeof nb), dtn(T->dtype, db));
+    for (int d = 0; d < T->rank; d++) {
+        if (d) sb_puts(h, ", ");
+        sexpr_text(h, q, T->shape[d]);
+    }
+    sb_puts(h, "]");
+}
+
+/* ---- the kernels ---------------------------------------------------------------------------- */
+
+/* The shape: T threads of EPT (8) columns by every TK-th row; a block of
+ * BN = TN * EPT columns; stages of RS = RG * GS rows, about 16 KB of W. */
+static void shape(qm *q)
+{
+    q->T = 256;
+    q->EPT = 8;
+    /* CPU: 2048 columns (1 KB of a uint4 row) per block: W's rows are read in
+     * long runs (a uint4 8192 x 8192 GEMV: 0.8 GB/s a core with 512, 1.6 with
+     * 2048, 2.3 with 4096), with still N / 2048 blocks for the cores */
+    q->BN = q->cpu ? 2048 : 64;
+    q->S = 4;
+    q->TN = q->BN / q->EPT;
+    q->TK = q->T / q->TN;
+    q->GS = q->gs ? (int)q->gs : 128;
+    /* rows of one group a thread takes; a group not a multiple of TK
+     * rows: TK that divides it */
+    while (q->GS % q->TK && q->TK > 1) {
+        q->TK /= 2;
+        q->T = q->TK * q->TN;
+    }
+    q->R = q->GS / q->TK;
+    int bnb = q->BN * q->bits / 8;
+    q->RG = 16384 / (q->GS * (bnb ? bnb : 1));
+    if (q->RG < 1) q->RG = 1;
+    if (q->RG > 64) q->RG = 64;
+    /* a stage's row of X is whole 16-byte chunks (its cp.async copy) */
+    int xb = q->def->tensors[q->x.tensor]->dtype == TSL_DTYPE_F32 ? 4 : 2;
+    while ((int64_t)q->RG * q->GS * xb % 16) q->RG++;
+    q->RS = q->RG * q->GS;
+    q->CH = bnb % 16 == 0 ? 16 : bnb % 8 == 0 ? 8 : bnb % 4 == 0 ? 4 : 0;
+}
+
+/* The GPU GEMV kernel (see the file's head). */
+static char *gemv_text(qm *q, const char *kname)
+{
+    char nx[160], nw[160], ns[160], nz[160], ny[160], db[16], lw[160], ls[160], lx[160], lxc[160], lr[160];
+    const lang_tensor *X = q->def->tensors[q->x.tensor], *Y = q->def->tensors[q->ty];
+    tname(q, q->x.tensor, nx, sizeof nx);
+    tname(q, q->w.tensor, nw, sizeof nw);
+    tname(q, q->ty, ny, sizeof ny);
+    if (q->s.op >= 0) tname(q, q->s.tensor, ns, sizeof ns);
+    if (q->z.op >= 0) tname(q, q->z.tensor, nz, sizeof nz);
+    int T = q->T, BN = q->BN, TN = q->TN, TK = q->TK, E = q->EPT, b = q->bits, BNB = BN * b / 8;
+    int grouped = (q->s.op >= 0 && q->s.grouped) || (q->z.op >= 0 && q->z.grouped);
+    char lay[96];
+    snprintf(lay, sizeof lay, "spatial(%d, %d).local(1, %d)", TK, TN, E);
+    snprintf(lw, sizeof lw, "spatial(%d, %d).local(1, %d)", TK, TN, b);
+    snprintf(ls, sizeof ls, "replicate(%d).spatial(1, %d).local(1, %d)", TK, TN, E); /* [1, BN]: per column */
+    snprintf(lx, sizeof lx, "spatial(1, %d).replicate(%d)", TK, TN);                 /* [1, TK]: x per row */
+    snprintf(lxc, sizeof lxc, "spatial(%d, 1).replicate(%d)", TK, TN);               /* [TK, 1] */
+    snprintf(lr, sizeof lr, "replicate(%d).spatial(%d).local(%d)", TK, TN, E);       /* [BN] */
+    strbuf h = {0}, *o = &q->b;
+    /* header */
+    int np = 0;
+    sb_printf(&h, "kernel %s(", kname);
+    param(&h, q, q->x.tensor, &np);
+    char wdt[16];
+    tile_dtype_name(q->wdt, wdt);
+    if (q->bytes) sb_printf(&h, ", q_wb: global u8[q_kr, q_nb]");
+    else sb_printf(&h, ", q_w: global %s[q_kr, q_wn]", wdt);
+    np++;
+    if (q->s.op >= 0) param(&h, q, q->s.tensor, &np);
+    if (q->z.op >= 0 && q->z.tensor != q->s.tensor) param(&h, q, q->z.tensor, &np);
+    param(&h, q, q->ty, &np);
+    strbuf nn = {0}, mm = {0};
+    sexpr_text(&nn, q, Y->shape[1]);
+    sexpr_text(&mm, q, Y->shape[0]);
+    const char *xdt = dtn(X->dtype, db);
+    char xd[16];
+    snprintf(xd, sizeof xd, "%s", xdt);
+    int64_t smem = (int64_t)q->S * q->RS * ((q->bytes ? BNB : 0) + 2 * (X->dtype == TSL_DTYPE_F32 ? 2 : 1)) + 1024;
+    sb_printf(&h, ") grid(cdiv(%s, %d), %s) threads(%d) smem_budget(%lld) min_blocks(3) {\n", sb_str(&nn), BN, sb_str(&mm), T,
+              (long long)smem);
+    /* the ring of stages */
+    sb_printf(o, "  q_acc = alloc register f32[%d, %d] layout %s init 0.0\n", TK, BN, lay);
+    if (q->z.op >= 0 && !grouped) sb_printf(o, "  q_sxt = alloc register f32[%d, 1] layout %s init 0.0\n", TK, lxc);
+    if (q->bytes) sb_printf(o, "  q_ws = alloc shared u8[%d, %d, %d]\n", q->S, q->RS, BNB);
+    sb_printf(o, "  q_xs = alloc shared %s[%d, 1, %d]\n", xd, q->S, q->RS);
+    sb_printf(o, "  let q_nk = cdiv(q_kr, %d)\n", q->RS);
+    /* issue stage `it` into its slot */
+#define ISSUE(it)                                                                                                   \
+    do {                                                                                                            \
+        if (q->bytes)                                                                                               \
+            sb_printf(o, "      copy_async q_wb[(%s) * %d, block_idx.x * %d] -> q_ws[(%s) %% %d] bytes %d\n", it,     \
+                      q->RS, BNB, it, q->S, q->CH);                                                                  \
+        sb_printf(o, "      copy_async %s[block_idx.y, (%s) * %d] -> q_xs[(%s) %% %d] bytes 16\n", nx, it, q->RS, it,  \
+                  q->S);                                                                                            \
+    } while (0)
+    sb_printf(o, "  for q_s in 0 : %d {\n    if q_s < q_nk {\n", q->S - 1);
+    ISSUE("q_s");
+    sb_puts(o, "    }\n    commit\n  }\n");
+    sb_puts(o, "  for q_kb in 0 : q_nk {\n");
+    sb_printf(o, "    wait %d\n    sync\n", q->S - 2);
+    sb_printf(o, "    if q_kb + %d < q_nk {\n", q->S - 1);
+    char nxt[64];
+    snprintf(nxt, sizeof nxt, "q_kb + %d", q->S - 1);
+    ISSUE(nxt);
+#undef ISSUE
+    sb_puts(o, "    }\n    commit\n");
+    sb_printf(o, "    let q_slot = q_kb %% %d\n", q->S);
+    sb_printf(o, "    for q_g in 0 : %d {\n", q->RG);
+    const char *acc = "q_acc";
+    if (grouped) {
+        sb_printf(o, "      q_pacc = alloc register f32[%d, %d] layout %s init 0.0\n", TK, BN, lay);
+        acc = "q_pacc";
+    }
+    if (q->z.op >= 0 && grouped) sb_printf(o, "      q_sx = alloc register f32[%d, 1] layout %s init 0.0\n", TK, lxc);
+    sb_printf(o, "      for q_r in 0 : %d {\n", q->R);
+    sb_printf(o, "        let q_row = q_g * %d + q_r * %d\n", q->GS, TK);
+    if (q->bytes) {
+        sb_printf(o, "        q_w8 = load_shared q_ws[q_slot, q_row, 0] -> register u8[%d, %d] layout %s\n", TK, BNB, lw);
+        sb_printf(o, "        q_wq = view q_w8 -> register %s[%d, %d] layout %s\n", wdt, TK, BN, lay);
+    } else {
+        sb_printf(o, "        q_wq = load_global q_w[q_kb * %d + q_row, block_idx.x * %d] -> register %s[%d, %d] layout %s\n",
+                  q->RS, BN, wdt, TK, BN, lay);
+    }
+    sb_printf(o, "        q_wf = cast q_wq -> register f32[%d, %d] layout %s\n", TK, BN, lay);
+    sb_printf(o, "        q_x0 = load_shared q_xs[q_slot, 0, q_row] -> register %s[1, %d] layout %s\n", xd, TK, lx);
+    sb_printf(o, "        q_x1 = view q_x0 -> register %s[%d, 1] layout %s\n", xd, TK, lxc);
+    const char *xf = "q_x1";
+    if (X->dtype != TSL_DTYPE_F32) {
+        sb_printf(o, "        q_x2 = cast q_x1 -> register f32[%d, 1] layout %s\n", TK, lxc);
+        xf = "q_x2";
+    }
+    sb_printf(o, "        q_xb = broadcast %s -> register f32[%d, %d] layout %s dim 1\n", xf, TK, BN, lay);
+    sb_puts(o, "        q_p = mul q_wf, q_xb\n");
+    sb_printf(o, "        add %s, q_p -> %s\n", acc, acc);
+    if (q->z.op >= 0) sb_printf(o, "        add %s, %s -> %s\n", grouped ? "q_sx" : "q_sxt", xf, grouped ? "q_sx" : "q_sxt");
+    sb_puts(o, "      }\n");
+    /* a tensor of the group's (or the column's) values, broadcast over the tile */
+#define COLVALS(nm, t, rowexpr, out)                                                                                \
+    do {                                                                                                            \
+        const lang_tensor *T_ = q->def->tensors[t];                                                                 \
+        char d_[16];                                                                                                \
+        if (T_->rank == 2) {                                                                                        \
+            sb_printf(o, "      %s_0 = load_global %s[%s, block_idx.x * %d] -> register %s[1, %d] layout %s\n", out, nm, \
+                      rowexpr, BN, dtn(T_->dtype, d_), BN, ls);                                                     \
+            sb_printf(o, "      %s_1 = cast %s_0 -> register f32[1, %d] layout %s\n", out, out, BN, ls);           \
+        } else {                                                                                                    \
+            sb_printf(o, "      %s_0 = load_global %s[block_idx.x * %d] -> register %s[%d] layout %s\n", out, nm, BN,  \
+                      dtn(T_->dtype, d_), BN, lr);                                                                  \
+            sb_printf(o, "      %s_1 = cast %s_0 -> register f32[%d] layout %s\n", out, out, BN, lr);              \
+        }                                                                                                           \
+        sb_printf(o, "      %s = broadcast %s_1 -> register f32[%d, %d] layout %s dim 0\n", out, out, TK, BN, lay);    \
+    } while (0)
+    if (grouped) {
+        sb_printf(o, "      let q_gi = q_kb * %d + q_g\n", q->RG);
+        const char *v = "q_pacc";
+        if (q->z.op >= 0) {
+            COLVALS(nz, q->z.tensor, "q_gi", "q_zb");
+            sb_printf(o, "      q_sxb = broadcast q_sx -> register f32[%d, %d] layout %s dim 1\n", TK, BN, lay);
+            sb_puts(o, "      q_zx = mul q_zb, q_sxb\n      q_pz = sub q_pacc, q_zx\n");
+            v = "q_pz";
+        }
+        if (q->s.op >= 0) {
+            COLVALS(ns, q->s.tensor, "q_gi", "q_sb");
+            sb_printf(o, "      q_ps = mul %s, q_sb\n", v);
+            v = "q_ps";
+        }
+        sb_printf(o, "      add q_acc, %s -> q_acc\n", v);
+    }
+    sb_puts(o, "    }\n  }\n");
+    /* per-column zero point and scale on the thread's sums */
+    const char *v = "q_acc";
+    if (!grouped && q->z.op >= 0) {
+        COLVALS(nz, q->z.tensor, "0", "q_zb");
+        sb_printf(o, "      q_sxb = broadcast q_sxt -> register f32[%d, %d] layout %s dim 1\n", TK, BN, lay);
+        sb_puts(o, "      q_zx = mul q_zb, q_sxb\n      q_az = sub q_acc, q_zx\n");
+        v = "q_az";
+    }
+    if (!grouped && q->s.op >= 0) {
+        COLVALS(ns, q->s.tensor, "0", "q_sb");
+        sb_printf(o, "      q_as = mul %s, q_sb\n", v);
+        v = "q_as";
+    }
+#undef COLVALS
+    /* the block's rows: first inside each warp (shuffles), then across
+     * the warps (through shared memory): one reduce over all TK rows
+     * through shared memory issues TK loads per column at once */
+    int B = TN < 32 && 32 % TN == 0 ? 32 / TN : 1;
+    if (B > 1 && TK % B == 0 && TK > B) {
+        int A = TK / B;
+        sb_printf(o, "  q_r3 = view %s -> register f32[%d, %d, %d] layout spatial(%d, %d, %d).local(1, 1, %d)\n", v, A, B,
+                  BN, A, B, TN, E);
+        sb_printf(o, "  q_r2 = reduce.sum q_r3 -> register f32[%d, %d] layout spatial(%d, 1).replicate(%d).spatial(1, %d)"
+                     ".local(1, %d) dim 1\n", A, BN, A, B, TN, E);
+        v = "q_r2";
+    }
+    sb_printf(o, "  q_red = reduce.sum %s -> register f32[%d] layout %s dim 0\n", v, BN, lr);
+    const char *res = "q_red";
+    if (Y->dtype != TSL_DTYPE_F32) {
+        char yd[16];
+        sb_printf(o, "  q_out = cast q_red -> register %s[%d] layout %s\n", dtn(Y->dtype, yd), BN, lr);
+        res = "q_out";
+    }
+    sb_printf(o, "  store_global %s -> %s[block_idx.y, block_idx.x * %d]\n}\n", res, ny, BN);
+    sb_puts(&h, sb_str(o));
+    sb_free(o);
+    sb_free(&nn);
+    sb_free(&mm);
+    return sb_take(&h);
+}
+
+/* The CPU kernel: a block (one thread) per BN columns of a row of X; per
+ * group, the group's rows in order through the dequantizing micro-kernel
+ * (cpu.ukr.dequant: W's row of bytes unpacked, times x, into the group's
+ * partial sums), then scaled into the block's sums. */
+static char *cpu_text(qm *q, const char *kname)
+{
+    char nx[160], ns[160], nz[160], ny[160], xd[16], wdt[16];
+    const lang_tensor *X = q->def->tensors[q->x.tensor], *Y = q->def->tensors[q->ty];
+    tname(q, q->x.tensor, nx, sizeof nx);
+    tname(q, q->ty, ny, sizeof ny);
+    if (q->s.op >= 0) tname(q, q->s.tensor, ns, sizeof ns);
+    if (q->z.op >= 0) tname(q, q->z.tensor, nz, sizeof nz);
+    dtn(X->dtype, xd);
+    tile_dtype_name(q->wdt, wdt);
+    int BN = q->BN, b = q->bits, BNB = BN * b / 8, GS = q->GS;
+    int grouped = (q->s.op >= 0 && q->s.grouped) || (q->z.op >= 0 && q->z.grouped);
+    strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0};
+    int np = 0;
+    sb_printf(&h, "kernel %s(", kname);
+    param(&h, q, q->x.tensor, &np);
+    if (q->bytes) sb_printf(&h, ", q_wb: global u8[q_kr, q_nb]");
+    else sb_printf(&h, ", q_w: global %s[q_kr, q_wn]", wdt);
+    np++;
+    if (q->s.op >= 0) param(&h, q, q->s.tensor, &np);
+    if (q->z.op >= 0 && q->z.tensor != q->s.tensor) param(&h, q, q->z.tensor, &np);
+    param(&h, q, q->ty, &np);
+    sexpr_text(&nn, q, Y->shape[1]);
+    sexpr_text(&mm, q, Y->shape[0]);
+    sb_printf(&h, ") grid(cdiv(%s, %d), %s) threads(1) {\n", sb_str(&nn), BN, sb_str(&mm));
+    char L[32], L1[16] = "local(1)";
+    snprintf(L, sizeof L, "local(%d)", BN);
+    sb_printf(o, "  q_acc = alloc register f32[%d] layout %s init 0.0\n", BN, L);
+    if (q->z.op >= 0 && !grouped) sb_printf(o, "  q_sxt = alloc register f32[1] layout %s init 0.0\n", L1);
+    sb_printf(o, "  for q_g in 0 : cdiv(q_kr, %d) {\n", GS);
+    sb_printf(o, "    let q_nr = min(%d, q_kr - q_g * %d)\n", GS, GS);
+    const char *acc = "q_acc";
+    if (grouped) {
+        sb_printf(o, "    q_pacc = alloc register f32[%d] layout %s init 0.0\n", BN, L);
+        acc = "q_pacc";
+    }
+    sb_puts(o, "    for q_r in 0 : q_nr {\n");
+    if (q->bytes) {
+        sb_printf(o, "      q_w8 = load_global q_wb[q_g * %d + q_r, block_idx.x * %d] -> register u8[%d] layout local(%d)\n",
+                  GS, BNB, BNB, BNB);
+        sb_printf(o, "      q_wq = view q_w8 -> register %s[%d] layout %s\n", wdt, BN, L);
+    } else {
+        sb_printf(o, "      q_wq = load_global q_w[q_g * %d + q_r, block_idx.x * %d] -> register %s[%d] layout %s\n", GS,
+                  BN, wdt, BN, L);
+    }
+    sb_printf(o, "      q_wf = cast q_wq -> register f32[%d] layout %s\n", BN, L);
+    sb_printf(o, "      q_x = load_global %s[block_idx.y, q_g * %d + q_r] -> register %s[1] layout %s\n", nx, GS, xd, L1);
+    const char *xf = "q_x";
+    if (X->dtype != TSL_DTYPE_F32) {
+        sb_printf(o, "      q_xf = cast q_x -> register f32[1] layout %s\n", L1);
+        xf = "q_xf";
+    }
+    sb_printf(o, "      q_xb = broadcast %s -> register f32[%d] layout %s dim 0\n", xf, BN, L);
+    sb_puts(o, "      q_p = mul q_wf, q_xb\n");
+    sb_printf(o, "      add %s, q_p -> %s%s\n    }\n", acc, acc, q->bytes && q->ukr ? " atom cpu.ukr.dequant" : "");
+    /* the sum of the rows' x (zero points): a loop of its own, so that the
+     * row loop stays the micro-kernel's */
+    if (q->z.op >= 0) {
+        const char *sx = grouped ? "q_sx" : "q_sxt";
+        if (grouped) sb_printf(o, "    q_sx = alloc register f32[1] layout %s init 0.0\n", L1);
+        sb_puts(o, "    for q_r in 0 : q_nr {\n");
+        sb_printf(o, "      q_x = load_global %s[block_idx.y, q_g * %d + q_r] -> register %s[1] layout %s\n", nx, GS, xd,
+                  L1);
+        if (X->dtype != TSL_DTYPE_F32) sb_printf(o, "      q_xf = cast q_x -> register f32[1] layout %s\n", L1);
+        sb_printf(o, "      add %s, %s -> %s\n    }\n", sx, xf, sx);
+    }
+#define COLS(nm, t, rowexpr, out)                                                                                    \
+    do {                                                                                                             \
+        const lang_tensor *T_ = q->def->tensors[t];                                                                  \
+        char d_[16];                                                                                                 \
+        if (T_->rank == 2)                                                                                           \
+            sb_printf(o, "    %s_0 = load_global %s[%s, block_idx.x * %d] -> register %s[%d] layout %s\n", out, nm,   \
+                      rowexpr, BN, dtn(T_->dtype, d_), BN, L);                                                       \
+        else                                                                                                         \
+            sb_printf(o, "    %s_0 = load_global %s[block_idx.x * %d] -> register %s[%d] layout %s\n", out, nm, BN,   \
+                      dtn(T_->dtype, d_), BN, L);                                                                    \
+        sb_printf(o, "    %s = cast %s_0 -> register f32[%d] layout %s\n", out, out, BN, L);                         \
+    } while (0)
+    if (grouped) {
+        const char *v = "q_pacc";
+        if (q->z.op >= 0) {
+            COLS(nz, q->z.tensor, "q_g", "q_zb");
+            sb_printf(o, "    q_sxb = broadcast q_sx -> register f32[%d] layout %s dim 0\n", BN, L);
+            sb_puts(o, "    q_zx = mul q_zb, q_sxb\n    q_pz = sub q_pacc, q_zx\n");
+            v = "q_pz";
+        }
+        if (q->s.op >= 0) {
+            COLS(ns, q->s.tensor, "q_g", "q_sb");
+            sb_printf(o, "    q_ps = mul %s, q_sb\n", v);
+            v = "q_ps";
+        }
+        sb_printf(o, "    add q_acc, %s -> q_acc\n", v);
+    }
+    sb_puts(o, "  }\n");
+    const char *v = "q_acc";
+    if (!grouped && q->z.op >= 0) {
+        COLS(nz, q->z.tensor, "0", "q_zb");
+        sb_printf(o, "    q_sxb = broadcast q_sxt -> register f32[%d] layout %s dim 0\n", BN, L);
+        sb_puts(o, "    q_zx = mul q_zb, q_sxb\n    q_az = sub q_acc, q_zx\n");
+        v = "q_az";
+    }
+    if (!grouped && q->s.op >= 0) {
+        COLS(ns, q->s.tensor, "0", "q_sb");
+        sb_printf(o, "    q_as = mul %s, q_sb\n", v);
+        v = "q_as";
+    }
+#undef COLS
+    if (Y->dtype != TSL_DTYPE_F32) {
+        char yd[16];
+        sb_printf(o, "  q_out = cast %s -> register %s[%d] layout %s\n", v, dtn(Y->dtype, yd), BN, L);
+        v = "q_out";
+    }
+    sb_printf(o, "  store_global %s -> %s[block_idx.y, block_idx.x * %d]\n}\n", v, ny, BN);
+    sb_puts(&h, sb_str(o));
+    sb_free(o);
+    sb_free(&nn);
+    sb_free(&mm);
+    return sb_take(&h);
+}
+
+/* ---- plan ------------------------------------------------------------------------------------- */
+
+/* Parse and verify a kernel's text into the plan's arena. NULL when it
+ * does not verify (an internal shortcoming: the group then goes to the
+ * generic lowering; TESSEL_DEBUG_QMM shows why). */
+static tile_kernel *parse_kernel(sched_plan *p, char *text, const char *kname)
+{
+    tsl_arena *a = p->m->arena;
+    size_t n = strlen(text);
+    char *keep = arena_alloc(a, n + 1);
+    memcpy(keep, text, n + 1);
+    free(text);
+    tsl_source *src = arena_alloc(a, sizeof *src);
+    src->name = "<qmatmul strategy>";
+    src->text = keep;
+    tsl_diag d;
+    memset(&d, 0, sizeof d);
+    tile_module *m = NULL;
+    tsl_status st = tile_parse(a, src, &d, &m);
+    if (!st) st = tile_verify(m, src, &d);
+    if (st || !m || m->nkernels != 1 || tile_module_find(p->m, kname)) {
+        if (getenv("TESSEL_DEBUG_QMM")) fprintf(stderr, "qmatmul: %s\n%s", sb_str(&d.msg), keep);
+        diag_free(&d);
+        return NULL;
+    }
+    diag_free(&d);
+    if (getenv("TESSEL_DEBUG_QMM")) fprintf(stderr, "%s", keep);
+    return m->kernels[0];
+}
+
+/* The launch of kernel k: its tensor parameters in header order, then a
+ * size argument for every kernel symbol no tensor binds... (none: every
+ * symbol is an extent of some parameter). */
+static void push_launch(sched_plan *p, const qm *q, tile_kernel *k, const sched_guard *guard)
+{
+    tsl_arena *a = p->m->arena;
+    ARENA_PUSH(a, p->m->kernels, p->m->nkernels, p->m->capkernels, k);
+    sched_launch ln = {.k = k, .stmt = q->grp->first, .nstmts = 1};
+    if (guard) ln.guard = *guard;
+    ARENA_PUSH(a, p->launches, p->nlaunches, p->caplaunches, ln);
+    sched_launch *l = &p->launches[p->nlaunches - 1];
+    int ts[5] = {q->x.tensor, q->w.tensor, q->s.op >= 0 ? q->s.tensor : -1,
+                 q->z.op >= 0 && q->z.tensor != q->s.tensor ? q->z.tensor : -1, q->ty};
+    for (int i = 0; i < 5; i++) {
+        if (ts[i] < 0) continue;
+        sched_arg arg = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_TENSOR, .tensor = ts[i]};
+        if (i == 1) {
+            arg.bytes = q->bytes;
+            arg.rows = 1 + q->vk;
+        }
+        ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
+    }
+    TSL_ASSERT(l->nargs == k->nparams);
+}
+
+int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
+{
+    qm q;
+    memset(&q, 0, sizeof q);
+    q.g = g;
+    q.def = g->def;
+    q.grp = grp;
+    q.cpu = p->target == TSL_TARGET_CPU;
+    q.ukr = p->opt->micro_kernels;
+    if (!recognise(&q)) return 0;
+    /* W's rows whole bytes: N * bits a multiple of 8 */
+    const lang_sexpr *nw = q.def->tensors[q.w.tensor]->shape[1];
+    int step = 8;
+    for (int b = q.bits; b % 2 == 0 && step > 1; b /= 2) step /= 2;
+    sched_guard guard = {0};
+    int both = 1;
+    if (nw->kind == LANG_SX_CONST) both = 0, q.bytes = nw->value % step == 0;
+    else if (step > 1) guard = (sched_guard){.n = 1, .sym = {nw->sym}, .op = {SCHED_GUARD_MOD}, .val = {step}};
+    else both = 0, q.bytes = 1;
+    char kname[192];
+    tile_kernel *ks[2] = {NULL, NULL};
+    qm qs[2];
+    for (int v = 0; v < 2; v++) {
+        qs[v] = q;
+        if (both) qs[v].bytes = v == 0;
+        else if (v) break;
+        shape(&qs[v]);
+        if (qs[v].bytes && !qs[v].CH) qs[v].bytes = 0;
+        snprintf(kname, sizeof kname, "%s_g%d_qgemv%s", g->def->name, grp->index, qs[v].bytes ? "" : "_codes");
+        char *t = q.cpu ? cpu_text(&qs[v], kname) : gemv_text(&qs[v], kname);
+        ks[v] = t ? parse_kernel(p, t, kname) : NULL;
+        if (!ks[v]) return 0;
+    }
+    if (!both) {
+        push_launch(p, &qs[0], ks[0], NULL);
+        return 1;
+    }
+    push_launch(p, &qs[0], ks[0], &guard);
+    guard.negate = 1;
+    push_launch(p, &qs[1], ks[1], &guard);
+    return 1;
+}

@@ -1,0 +1,380 @@
+/* test_sched_qmatmul.c — the weight-only quantized matmul strategy
+ * (src/sched/qmatmul.c): Y(m,n) +=! T(W(k,n)) * S(k / G, n) * X(m,k) with
+ * W of every low-bit width (and int8/uint8), with and without zero points,
+ * scales per group, per column or none, must become the strategy's
+ * kernels (the byte-reading one and, for widths whose rows need not be
+ * whole bytes, the element-reading one behind the guard), verify, and give
+ * the TC interpreter's answer on the tile interpreter and the CPU target
+ * (and the GPU plan's CUDA in the host emulation), for the CPU and the GPU
+ * plans, at sizes no tile divides: M 1 and 3, K 77 and 200 (groups of 32,
+ * and 7, 48, 64, 128: a partial last group), N 19 and 72 (a partial
+ * column block; odd N takes the element-reading kernel for odd widths).
+ * W covers its whole range (every code), X, S, Z fresh random values,
+ * outputs poisoned with NaN. The GPU plans compile with NVRTC for sm_80
+ * and sm_90a without spills. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "graph/graph.h"
+#include "interp/interp.h"
+#include "runtime/runtime.h"
+#include "sched/sched.h"
+#include "sched_runners.h"
+#include "test.h"
+#include "tessel.h"
+
+/* The program for weight dtype `w`: form 0 grouped scales, 1 grouped
+ * scales and zero points, 2 per-column scale and zero point, 3 no scale,
+ * 4 float32 activations and output, grouped scales. */
+static char *program(const char *w, int form, int gs)
+{
+    char *s = NULL;
+    switch (form) {
+    case 0:
+        TSL_ASSERT(asprintf(&s,
+                            "def q(float16(M,K) X, %s(K,N) W, float16(G,N) S) -> (Y) {\n"
+                            "  Y(m,n) +=! float16(W(k,n)) * S(k / %d, n) * X(m,k)\n}\n",
+                            w, gs) > 0);
+        break;
+    case 1:
+        TSL_ASSERT(asprintf(&s,
+                            "def q(float16(M,K) X, %s(K,N) W, float16(G,N) S, float16(G,N) Z) -> (Y) {\n"
+                            "  Y(m,n) +=! X(m,k) * ((float16(W(k,n)) - Z(k / %d, n)) * S(k / %d, n))\n}\n",
+                            w, gs, gs) > 0);
+        break;
+    case 2:
+        TSL_ASSERT(asprintf(&s,
+                            "def q(float16(M,K) X, %s(K,N) W, float16(N) S, float16(N) Z) -> (Y) {\n"
+                            "  Y(m,n) +=! S(n) * (float16(W(k,n)) - Z(n)) * X(m,k)\n}\n",
+                            w) > 0);
+        break;
+    case 3:
+        TSL_ASSERT(asprintf(&s,
+                            "def q(float16(M,K) X, %s(K,N) W) -> (Y) {\n"
+                            "  Y(m,n) +=! float16(W(k,n)) * X(m,k)\n}\n",
+                            w) > 0);
+        break;
+    default:
+        TSL_ASSERT(asprintf(&s,
+                            "def q(float(M,K) X, %s(K,N) W, float(G,N) S) -> (Y) {\n"
+                            "  Y(m,n) +=! float(W(k,n)) * S(k / %d, n) * X(m,k)\n}\n",
+                            w, gs) > 0);
+        break;
+    }
+    return s;
+}
+
+/* The same program computing in float32 (the casts of W to float32): the
+ * reference interpreter on it gives the products unrounded, which is what
+ * the kernels compute (exact products, f32 sums); on the float16 program
+ * it rounds every product to float16, and with values up to 255 and
+ * cancelling sums that rounding alone can exceed any fair tolerance. */
+static const lang_def *exact_def(tsl_arena *a, const char *src)
+{
+    char *t = arena_strdup(a, src);
+    for (char *p = strstr(t, "float16(W"); p; p = strstr(p, "float16(W")) memcpy(p, "float32", 7);
+    tsl_source *s = arena_alloc(a, sizeof *s);
+    s->name = "exact.tc";
+    s->text = t;
+    tsl_diag d = {0};
+    lang_module *mod = lang_parse_check(a, s, &d);
+    CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
+    diag_free(&d);
+    return mod ? mod->defs[0] : NULL;
+}
+
+/* Fresh inputs; W every code of its dtype (finite), the others in
+ * [-1, 1]; Y poisoned. Runs the reference (on xdef, the float32 form of
+ * def) and the plan through fn, and compares. */
+static void compare(tsl_arena *a, const lang_def *def, const lang_def *xdef, const sched_plan *p, const int64_t *sz,
+                    const test_runner *fn, const char *what)
+{
+    tsl_diag d = {0};
+    lang_bound *b = NULL;
+    tsl_status st = lang_bind(a, def, sz, &b, &d);
+    CHECK_MSG(st == TSL_OK, "%s: binding sizes failed: %s", def->name, sb_str(&d.msg));
+    if (st) {
+        diag_free(&d);
+        return;
+    }
+    int n = def->ntensors;
+    void **ref = arena_alloc(a, sizeof *ref * (size_t)(n + 1));
+    void **got = arena_alloc(a, sizeof *got * (size_t)(n + 1));
+    DLTensor **dls = arena_alloc(a, sizeof *dls * (size_t)(n + 1));
+    DLTensor *dlv = arena_alloc(a, sizeof *dlv * (size_t)(n + 1));
+    interp_tensor *views = arena_alloc(a, sizeof *views * (size_t)(n + 1));
+    int64_t *cnt = arena_alloc(a, sizeof *cnt * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        const lang_tensor *t = def->tensors[i];
+        views[i].dtype = t->dtype;
+        cnt[i] = 1;
+        for (int k = 0; k < t->rank; k++) cnt[i] *= b->shapes[i][k];
+        size_t bytes = tsl_dtype_nbytes(t->dtype, cnt[i]);
+        ref[i] = arena_alloc(a, bytes + 1);
+        got[i] = arena_alloc(a, bytes + 1);
+        const dtype_info *di = dtype_info_of(t->dtype);
+        for (int64_t e = 0; e < cnt[i]; e++) {
+            if (!(t->flags & LANG_TENSOR_INPUT)) {
+                dtype_set(t->dtype, ref[i], e, NAN);
+            } else if (di->bits <= 8) {
+                uint64_t c = (uint64_t)test_rand_int(0, (1 << di->bits) - 1);
+                dtype_set_bits(t->dtype, ref[i], e, c);
+                if (!isfinite(dtype_get(t->dtype, ref[i], e))) dtype_set_bits(t->dtype, ref[i], e, 1);
+            } else {
+                dtype_set(t->dtype, ref[i], e, test_rand_double(-1.0, 1.0));
+            }
+        }
+        memcpy(got[i], ref[i], bytes);
+        views[i].base = ref[i];
+        views[i].rank = t->rank;
+        int64_t stride = 1;
+        for (int k = t->rank - 1; k >= 0; k--) {
+            views[i].shape[k] = b->shapes[i][k];
+            views[i].stride[k] = stride;
+            stride *= b->shapes[i][k];
+        }
+        dlv[i].data = got[i];
+        dlv[i].device.device_type = kDLCPU;
+        dlv[i].ndim = t->rank;
+        dlv[i].dtype = tsl_dtype_to_dlpack(t->dtype);
+        dlv[i].shape = b->shapes[i];
+        dls[i] = &dlv[i];
+    }
+    /* the reference: xdef on the same inputs, its float32 Y */
+    lang_bound *xb = NULL;
+    st = lang_bind(a, xdef, sz, &xb, &d);
+    const lang_tensor *Y = def->outputs[0], *XY = xdef->outputs[0];
+    int i = Y->index;
+    void *xref = arena_alloc(a, tsl_dtype_nbytes(XY->dtype, cnt[i]) + 1);
+    interp_tensor *xviews = arena_alloc(a, sizeof *xviews * (size_t)(n + 1));
+    memcpy(xviews, views, sizeof *xviews * (size_t)n);
+    xviews[i].dtype = XY->dtype;
+    xviews[i].base = xref;
+    if (!st) st = interp_run(xb, xviews, &d);
+    CHECK_MSG(st == TSL_OK, "%s: reference run failed: %s", def->name, sb_str(&d.msg));
+    diag_reset(&d);
+    tsl_status st2 = st ? st : test_plan_run(p, b, dls, NULL, fn, &d);
+    CHECK_MSG(st2 == TSL_OK, "%s (%s): run failed: %s", def->name, what, sb_str(&d.msg));
+    diag_free(&d);
+    if (st || st2) return;
+    /* Y rounded to its dtype (f16: 2^-11 relative) after f32 sums of
+     * exact products (a few 2^-24 of the sum of |products|, some times
+     * the largest |Y|) */
+    double tol = Y->dtype == TSL_DTYPE_F16 ? 1e-3 : 1e-5, scale = 0;
+    for (int64_t e = 0; e < cnt[i]; e++) scale = fmax(scale, fabs(dtype_get(XY->dtype, xref, e)));
+    int bad = 0;
+    for (int64_t e = 0; e < cnt[i] && bad < 3; e++) {
+        double x = dtype_get(XY->dtype, xref, e), y = dtype_get(Y->dtype, got[i], e);
+        int ok = !isnan(y) && fabs(x - y) <= tol * fabs(x) + 1e-5 * scale + 1e-6;
+        /* past float16's largest value (float8e5m2 weights): infinity */
+        if (Y->dtype == TSL_DTYPE_F16 && fabs(x) >= 65504) ok = isinf(y) || fabs(y) >= 65000;
+        if (!ok) bad++;
+        CHECK_MSG(ok, "%s (%s, M %lld K %lld N %lld): Y[%lld] = %.9g, reference %.9g\n%s", tsl_dtype_name(def->tensors[1]->dtype),
+                  what, (long long)b->shapes[0][0], (long long)b->shapes[0][1], (long long)b->shapes[i][1],
+                  (long long)e, y, x, def->src->text);
+    }
+}
+
+static sched_plan *plan_for(tsl_arena *a, const lang_def *def, tsl_target tg, int *nq)
+{
+    tsl_diag d = {0};
+    graph *g = graph_build(a, def, &d);
+    sched_plan *p = g ? sched_lower_for(a, g, tg, &d) : NULL;
+    CHECK_MSG(p != NULL, "lowering failed: %s", sb_str(&d.msg));
+    if (p) {
+        tsl_status st = tile_verify(p->m, NULL, &d);
+        CHECK_MSG(st == TSL_OK, "the plan does not verify: %s", sb_str(&d.msg));
+    }
+    diag_free(&d);
+    *nq = 0;
+    for (int i = 0; p && i < p->nlaunches; i++) *nq += strstr(p->launches[i].k->name, "_qgemv") != NULL;
+    return p;
+}
+
+/* The dtypes of W: every low-bit one, and int8/uint8. */
+static int weight_dtype(int t)
+{
+    const dtype_info *d = dtype_info_of((tsl_dtype)t);
+    return (d->bits < 8 || (d->is_float && d->bits <= 8) || t == TSL_DTYPE_I8 || t == TSL_DTYPE_U8) &&
+           t != TSL_DTYPE_BOOL;
+}
+
+/* Can float16 hold every value of W (the program's cast)? */
+static int fits_f16(tsl_dtype t)
+{
+    uint8_t buf[2] = {0, 0};
+    for (uint64_t c = 0; c < (1u << tsl_dtype_bits(t)); c++) {
+        dtype_set_bits(t, buf, 0, c);
+        double v = dtype_get(t, buf, 0);
+        if (v == v && dtype_round(TSL_DTYPE_F16, v) != v) return 0;
+    }
+    return 1;
+}
+
+static void run_dtype(tsl_dtype wt, int form, int tile_interp, int gs, int emu)
+{
+    char *src = program(tsl_dtype_name(wt), form, gs);
+    tsl_arena *a = arena_create();
+    tsl_source s = {"q.tc", src};
+    tsl_diag d = {0};
+    lang_module *mod = lang_parse_check(a, &s, &d);
+    CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
+    diag_free(&d);
+    const lang_def *def = mod ? mod->defs[0] : NULL;
+    const lang_def *xdef = def ? exact_def(a, src) : NULL;
+    /* sizes by slot: M K N (G) */
+    /* the third: a whole CPU column block (2048) and a partial one, so the
+     * CPU plan's micro-kernel (cpu.ukr.dequant) runs beside the generic loop */
+    static const int64_t sets[3][3] = {{1, 77, 19}, {3, 200, 72}, {2, 45, 2048 + 24}};
+    for (int tg = 0; def && xdef && tg < 2; tg++) {
+        int nq = 0;
+        sched_plan *p = plan_for(a, def, tg ? TSL_TARGET_CUDA : TSL_TARGET_CPU, &nq);
+        if (!p) break;
+        int odd = dtype_info_of(wt)->bits % 2;
+        CHECK_MSG(nq == 2 || (nq == 1 && !odd && tsl_dtype_bits(wt) == 8), "%s form %d: %d qgemv kernels",
+                  tsl_dtype_name(wt), form, nq);
+        for (int si = 0; si < (tg ? 2 : 3); si++) {
+            int64_t sz[8];
+            for (int i = 0; i < def->nsizes; i++) sz[i] = -1;
+            sz[lang_def_size_slot(def, "M")] = sets[si][0];
+            sz[lang_def_size_slot(def, "K")] = sets[si][1];
+            sz[lang_def_size_slot(def, "N")] = sets[si][2];
+            if (lang_def_size_slot(def, "G") >= 0) sz[lang_def_size_slot(def, "G")] = (sets[si][1] + gs - 1) / gs;
+            const char *what = tg ? "gpu plan" : "cpu plan";
+            char w1[64], w2[64];
+            snprintf(w1, sizeof w1, "%s, C", what);
+            snprintf(w2, sizeof w2, "%s, tile interpreter", what);
+            /* the CPU plan on the CPU target; the GPU plan on the tile
+             * interpreter (and, for a few widths, also as C) */
+            if (!tg || tile_interp) compare(a, def, xdef, p, sz, test_run_cpu, w1);
+            if (tg) compare(a, def, xdef, p, sz, test_run_tile_interp, w2);
+            /* the GPU plan's CUDA source, every thread a host thread */
+            if (tg && emu && test_have_cxx()) compare(a, def, xdef, p, sz, test_run_cuda_emu, "gpu plan, CUDA emulated");
+        }
+    }
+    arena_free(a);
+    free(src);
+}
+
+/* Every width, grouped scales, on the CPU target's C for both plans, and
+ * the tile interpreter for the common widths. */
+static void test_every_width(void)
+{
+    int n = 0;
+    for (int t = 0; t < TSL_DTYPE_COUNT; t++) {
+        if (!weight_dtype(t) || !fits_f16((tsl_dtype)t)) continue;
+        int common = t == TSL_DTYPE_U4 || t == TSL_DTYPE_I4 || t == TSL_DTYPE_U3 || t == TSL_DTYPE_U1 ||
+                     t == TSL_DTYPE_F6E3M2;
+        run_dtype((tsl_dtype)t, 0, common, 32, 0);
+        n++;
+    }
+    printf("    %d weight dtypes\n", n);
+}
+
+/* Zero points (grouped, per column), no scale, float32 I/O. */
+static void test_forms(void)
+{
+    static const char *const ws[] = {"uint4", "int4", "uint3", "uint8", "float8e4m3", "uint1"};
+    for (size_t i = 0; i < TSL_COUNTOF(ws); i++) {
+        tsl_dtype t;
+        TSL_ASSERT(dtype_parse(ws[i], strlen(ws[i]), &t) == 0);
+        for (int form = 1; form <= 4; form++) run_dtype(t, form, i < 2, 32, 0);
+    }
+}
+
+/* Group sizes that divide neither K nor the kernels' row steps (7, 48)
+ * and the usual 64 and 128 (K 77: one partial group; K 200: a partial
+ * last one), every width class (1, 3, 4, 8 bits, a signed and a float
+ * one), with and without zero points; the GPU plan also as its CUDA
+ * source in the host emulation. */
+static void test_group_sizes(void)
+{
+    static const char *const ws[] = {"uint1", "uint3", "int4", "uint8", "float6e2m3"};
+    static const int gss[] = {7, 48, 64, 128};
+    for (size_t i = 0; i < TSL_COUNTOF(ws); i++) {
+        tsl_dtype t;
+        TSL_ASSERT(dtype_parse(ws[i], strlen(ws[i]), &t) == 0);
+        for (size_t g = 0; g < TSL_COUNTOF(gss); g++) run_dtype(t, (int)((i + g) % 2), 0, gss[g], g == i % 4);
+    }
+}
+
+/* Shapes the strategy does not take go to the other strategies, still right. */
+static void test_declined(void)
+{
+    static const char *const srcs[] = {
+        /* W transposed */
+        "def q(float16(M,K) X, uint4(N,K) W, float16(G,N) S) -> (Y) {\n"
+        "  Y(m,n) +=! float16(W(n,k)) * S(k / 32, n) * X(m,k)\n}\n",
+        /* a cast that loses values (f16 cannot hold float8e7m0) */
+        "def q(float16(M,K) X, float8e7m0(K,N) W) -> (Y) {\n  Y(m,n) +=! float16(W(k,n)) * X(m,k)\n}\n",
+        /* two groupings */
+        "def q(float16(M,K) X, uint4(K,N) W, float16(G,N) S, float16(H,N) Z) -> (Y) {\n"
+        "  Y(m,n) +=! (float16(W(k,n)) - Z(k / 64, n)) * S(k / 32, n) * X(m,k)\n}\n",
+        /* without ! */
+        "def q(float16(M,K) X, uint4(K,N) W, float16(M,N) Y) -> (Y) {\n  Y(m,n) += float16(W(k,n)) * X(m,k)\n}\n",
+    };
+    for (size_t i = 0; i < TSL_COUNTOF(srcs); i++) {
+        tsl_arena *a = arena_create();
+        tsl_source s = {"q.tc", srcs[i]};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &s, &d);
+        CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
+        diag_free(&d);
+        int nq = 0;
+        if (mod) plan_for(a, mod->defs[0], TSL_TARGET_CUDA, &nq);
+        CHECK_MSG(nq == 0, "case %zu: taken", i);
+        arena_free(a);
+    }
+}
+
+/* The GPU plans' CUDA compiles for sm_80 and sm_90a, with no spills. */
+static void test_nvrtc(void)
+{
+    tsl_diag nd = {0};
+    tsl_status av = rt_cuda_nvrtc_available(&nd);
+    diag_free(&nd);
+    if (av) {
+        printf("    skipped: no NVRTC\n");
+        return;
+    }
+    static const char *const ws[] = {"uint1", "uint2", "uint3", "uint4", "int4", "uint5", "uint6",
+                                     "uint7", "uint8", "float6e3m2", "float8e4m3"};
+    for (size_t i = 0; i < TSL_COUNTOF(ws); i++) {
+        char *src = program(ws[i], i % 3 == 1 ? 1 : 0, 128);
+        tsl_arena *a = arena_create();
+        tsl_source s = {"q.tc", src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &s, &d);
+        int nq = 0;
+        sched_plan *p = mod ? plan_for(a, mod->defs[0], TSL_TARGET_CUDA, &nq) : NULL;
+        for (int li = 0; p && li < p->nlaunches; li++) {
+            const tile_kernel *k = p->launches[li].k;
+            for (int arch = 0; arch < 2; arch++) {
+                rt_ptxas_report r;
+                int narms = 0;
+                diag_reset(&d);
+                tsl_status st = test_nvrtc_arms(p->m, k, arch ? "sm_90a" : "sm_80", &r, &narms, &d);
+                CHECK_MSG(st == TSL_OK, "%s %s: %s", ws[i], k->name, sb_str(&d.msg));
+                if (st) continue;
+                CHECK_MSG(r.spill_stores == 0 && r.stack_frame == 0, "%s %s %s: spills %d, stack %d", ws[i], k->name,
+                          arch ? "sm_90a" : "sm_80", r.spill_stores, r.stack_frame);
+                printf("    %s %s %s: %d registers, spills %d/%d, stack %d\n", ws[i], k->name, arch ? "sm_90a" : "sm_80",
+                       r.registers, r.spill_stores, r.spill_loads, r.stack_frame);
+            }
+        }
+        diag_free(&d);
+        arena_free(a);
+        free(src);
+    }
+}
+
+TEST_SUITE(sched_qmatmul) = {
+    {"every_width", test_every_width},
+    {"forms", test_forms},
+    {"group_sizes", test_group_sizes},
+    {"declined", test_declined},
+    {"nvrtc", test_nvrtc},
+    {0},
+};
