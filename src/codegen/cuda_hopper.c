@@ -464,6 +464,13 @@ static void emit_wgmma(cg *c, const tile_stmt *s)
     if (h && !f16_acc_declared(c, cv))
         return (void)cg_err(c, TSL_ERR_UNAVAILABLE,
                             "wgmma: the f16 accumulator '%s' must be made by an alloc in the kernel", cv->name);
+    /* the row selection gave it (target/sm90.c) is what prints */
+    const target_atom *at = target_atom_of(in);
+    if (!at || at->kind != TARGET_K_WGMMA || at->n != N || !at->ptx ||
+        at->dtype[TARGET_D] != (h ? TSL_DTYPE_F16 : TSL_DTYPE_F32) ||
+        at->dtype[TARGET_A] != (strcmp(ab, "f16") ? TSL_DTYPE_BF16 : TSL_DTYPE_F16))
+        return (void)cg_err(c, TSL_ERR_INTERNAL, "wgmma: %s", at ? "the selected row does not fit it"
+                                                                  : "no atom was selected for it");
     char why[256];
     tile_wgmma_smem sa, sb_;
     int areg = a->type.space == TILE_REGISTER;
@@ -517,8 +524,7 @@ static void emit_wgmma(cg *c, const tile_stmt *s)
         cb[rb - 2] = 16 * ks;
         offb = layout_eval_coord(&pb, cb, rb) - layout_eval_coord(&pb, (int64_t[CG_MAX_RANK]){0}, rb);
         strbuf asmb = {0};
-        sb_printf(&asmb, "asm volatile(\"wgmma.mma_async.sync.aligned.m64n%lldk16.%s.%s.%s {", (long long)N,
-                  h ? "f16" : "f32", ab, ab);
+        sb_printf(&asmb, "asm volatile(\"%s {", at->ptx);
         for (int i = 0; i < nd; i++) sb_printf(&asmb, "%s%%%d", i ? ", " : "", i);
         if (areg)
             sb_printf(&asmb, "}, {%%%d, %%%d, %%%d, %%%d}, %%%d, 1, 1, 1, %d;\\n\"", nd, nd + 1, nd + 2, nd + 3, nd + 4,
