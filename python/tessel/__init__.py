@@ -100,11 +100,12 @@ from __future__ import annotations
 
 from .errors import (ArgumentError, BoundsError, CompileError, Error, FileError, InternalError,
                      OutOfMemoryError, RuntimeError, ShapeError, UnavailableError)
-from .function import Function, Param, compile, compile_file, layout, options_space
+from .function import Function, Param, TuneResult, compile, compile_file, layout, options_space
 from ._lib import library_path
 
 __version__ = "0.1.0"
 
-__all__ = ["compile", "compile_file", "layout", "options_space", "Function", "Param", "Error", "CompileError",
+__all__ = ["compile", "compile_file", "layout", "options_space", "Function", "Param", "TuneResult", "Error",
+           "CompileError",
            "ShapeError", "ArgumentError", "BoundsError", "UnavailableError", "RuntimeError",
            "OutOfMemoryError", "FileError", "InternalError", "library_path", "__version__"]

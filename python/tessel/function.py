@@ -97,6 +97,40 @@ class _Args:
             self.ptr = None
 
 
+_PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
+
+
+class _TuneConfig(ctypes.Structure):
+    """tsl_tune_config (tessel.h)."""
+    _fields_ = [("budget_s", ctypes.c_double), ("generations", ctypes.c_int), ("population", ctypes.c_int),
+                ("random_search", ctypes.c_int), ("workers", ctypes.c_int),
+                ("devices", ctypes.POINTER(ctypes.c_int)), ("compilers", ctypes.c_int),
+                ("candidate_ms", ctypes.c_double), ("timeout_s", ctypes.c_double),
+                ("seed", ctypes.c_ulonglong), ("progress", _PROGRESS_FN), ("progress_ctx", ctypes.c_void_p)]
+
+
+class _TuneResult(ctypes.Structure):
+    """tsl_tune_result (tessel.h)."""
+    _fields_ = [("default_ms", ctypes.c_double), ("best_ms", ctypes.c_double),
+                ("best_options", ctypes.c_char * 400), ("best_device", ctypes.c_int),
+                ("tried", ctypes.c_int), ("failed", ctypes.c_int), ("rejected", ctypes.c_int),
+                ("generations", ctypes.c_int), ("workers", ctypes.c_int),
+                ("timed_by", ctypes.c_int * 16), ("device_of", ctypes.c_int * 16),
+                ("wall_s", ctypes.c_double), ("recorded", ctypes.c_int)]
+
+
+class TuneResult(NamedTuple):
+    """What ``Function.tune`` found (tsl_tune_result)."""
+    default_ms: float   # the built-in plan's median time
+    best_ms: float      # the fastest candidate's
+    options: str        # its options as canonical text ("" the defaults)
+    tried: int          # candidates timed or failed
+    failed: int         # failed to compile, were wrong, faulted or timed out
+    generations: int
+    wall_s: float
+    recorded: bool      # stored for these shapes: later calls use it
+
+
 class Param(NamedTuple):
     """A parameter or output of a compiled def."""
     name: str
@@ -281,6 +315,61 @@ class Function:
                 times.append((time.perf_counter() - t0) * 1e3)
         times.sort()
         return times[len(times) // 2]
+
+    def tune(self, *args: Any, budget: float = 60.0, generations: int = 0, population: int = 0,
+             search: str = "genetic", workers: int = 0, seed: int = 0, progress: Any = None,
+             **kwargs: Any) -> TuneResult:
+        """Search the strategies' options for the fastest plan at these
+        arguments' shapes (tsl_program_tune; ``tessel tune`` on the command
+        line): candidates are compiled in parallel, checked against the
+        interpreter on these inputs, then timed. The best is recorded in
+        the cache for (program, shapes, arch), and later calls at those
+        shapes use it unless this function's options were set. ``budget``
+        in seconds; ``generations``/``population``/``workers`` 0 take the
+        defaults; ``search`` is ``"genetic"`` or ``"random"``; ``progress``
+        is called with one line per generation. On CUDA, call it before
+        the process has used CUDA (the workers fork)."""
+        if search not in ("genetic", "random"):
+            raise ArgumentError(f"tune: search is 'genetic' or 'random', not {search!r}")
+        if not budget > 0:
+            raise ArgumentError(f"tune: budget must be > 0 seconds, got {budget!r}")
+        n = self._nparams
+        args, sizes = self._bind_general(args, kwargs)
+        a = self._sized_args(sizes) if sizes else _Args(self._prog, self._nslots, self._nparams)
+        keep = []
+        dev_type = -1
+        for i in self._scalar_idx:
+            try:
+                a.scalars[i] = float(args[i])
+            except (TypeError, ValueError):
+                raise ArgumentError(f"{self._what[i]} is a scalar ({self.params[i].dtype}); "
+                                    f"got {type(args[i]).__name__}") from None
+        for i, write in self._tensor_idx:
+            ptr, k, _, dt, _ = _describe_any(args[i], a.slots[i], write, self._what[i])
+            a.tensors[i] = ptr
+            keep.append(k)
+            if dev_type < 0:
+                dev_type = dt
+        for j in range(len(self.outputs)):
+            a.tensors[n + j] = None  # the args allocate them
+        st = _L.tsl_args_bind(a.ptr, a.tensors, a.scalars)
+        if st:
+            raise self._ctx.error(st)
+        if self._target_code >= 0:
+            target = self._target_code
+        else:
+            target = 2 if dev_type == _kDLCUDA else 1
+        cb = _PROGRESS_FN(lambda _ctx, line: progress(line.decode(errors="replace"))) if progress else _PROGRESS_FN()
+        cfg = _TuneConfig(budget_s=float(budget), generations=int(generations), population=int(population),
+                          random_search=int(search == "random"), workers=int(workers), seed=int(seed),
+                          progress=cb)
+        res = _TuneResult()
+        st = _L.tsl_program_tune(self._prog.ptr, a.ptr, target, ctypes.byref(cfg), ctypes.byref(res))
+        del keep
+        if st:
+            raise self._ctx.error(st)
+        return TuneResult(res.default_ms, res.best_ms, res.best_options.decode(errors="replace"), res.tried,
+                          res.failed, res.generations, res.wall_s, bool(res.recorded))
 
     def output_shapes(self, *shapes: Sequence[int], **sizes: int) -> list:
         """[(shape, dtype)] of every output (``-> (...)`` order) when the
