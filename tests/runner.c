@@ -1,6 +1,7 @@
 /* runner.c — runs every TEST_SUITE (or those named on the command line,
  * as `suite` or `suite.test` substrings) and ends with `N passed, N failed`. */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -53,6 +54,40 @@ const char *test_root(void)
 {
     const char *r = getenv("TESSEL_ROOT");
     return r ? r : ".";
+}
+
+char *test_read_text(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/%s", test_root(), dir, name);
+    FILE *f = fopen(path, "rb");
+    char *t = NULL;
+    long n = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (t = malloc((size_t)n + 1)) && fread(t, 1, (size_t)n, f) == (size_t)n) {
+        t[n] = 0;
+    } else {
+        free(t);
+        t = NULL;
+        test_fail(__FILE__, __LINE__, "cannot read %s", path);
+    }
+    if (f) fclose(f);
+    return t;
+}
+
+char *test_header(const char *text, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "// %s: ", key);
+    const char *at = strstr(text, pat);
+    if (!at) return NULL;
+    at += strlen(pat);
+    size_t n = strcspn(at, "\n");
+    char *r = malloc(n + 1);
+    if (!r) return NULL;
+    memcpy(r, at, n);
+    r[n] = 0;
+    return r;
 }
 
 static uint64_t hash_name(const char *a, const char *b)

@@ -56,5 +56,10 @@ long test_rand_int(long lo, long hi);
 double test_rand_double(double lo, double hi);
 /* Path of the repository root (tests read examples/ and tests/errors/). */
 const char *test_root(void);
+/* The text of test_root()/dir/name (malloc'd; NULL after a failed check). */
+char *test_read_text(const char *dir, const char *name);
+/* In a test program's text, what follows `// KEY: ` up to the line's end
+ * (malloc'd), or NULL. */
+char *test_header(const char *text, const char *key);
 
 #endif

@@ -144,31 +144,6 @@ static void test_mem_async_proxy(void)
 
 /* ---- programs ------------------------------------------------------------------------- */
 
-static char *read_text(const char *dir, const char *name)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s/%s", test_root(), dir, name);
-    size_t n;
-    char *t = file_read_all(path, &n);
-    CHECK_MSG(t != NULL, "cannot read %s", path);
-    return t;
-}
-
-/* The text after `// KEY: ` up to the line's end (malloc'd), or NULL. */
-static char *header(const char *text, const char *key)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "// %s: ", key);
-    const char *at = strstr(text, pat);
-    if (!at) return NULL;
-    at += strlen(pat);
-    size_t n = strcspn(at, "\n");
-    char *r = malloc(n + 1);
-    memcpy(r, at, n);
-    r[n] = 0;
-    return r;
-}
-
 #define MAXT 8
 
 typedef struct prog {
@@ -331,7 +306,7 @@ static void gemm_case(const char *text, int64_t M, int64_t N, int64_t K, int shu
  * wrapping several times, sizes no tile divides, M = 1. */
 static void test_gemm_wgmma(void)
 {
-    char *text = read_text("examples/tile", "gemm_wgmma.tile");
+    char *text = test_read_text("examples/tile", "gemm_wgmma.tile");
     gemm_case(text, 100, 264, 520, 0);
     gemm_case(text, 1, 8, 8, 0);
     gemm_case(text, test_rand_int(1, 200), 8 * test_rand_int(1, 50), 8 * test_rand_int(1, 90), 0);
@@ -341,7 +316,7 @@ static void test_gemm_wgmma(void)
 /* Other interleavings of the producer and the consumers, same answer. */
 static void test_gemm_wgmma_shuffled(void)
 {
-    char *text = read_text("examples/tile", "gemm_wgmma.tile");
+    char *text = test_read_text("examples/tile", "gemm_wgmma.tile");
     gemm_case(text, 100, 264, 520, 1);
     gemm_case(text, test_rand_int(1, 140), 8 * test_rand_int(1, 40), 8 * test_rand_int(1, 70), 1);
     free(text);
@@ -350,8 +325,8 @@ static void test_gemm_wgmma_shuffled(void)
 /* A program of tests/tile_hopper/ run at its `// sizes:`. */
 static void hopper_prog(prog *p, const char *name, int shuffle)
 {
-    char *text = read_text("tests/tile_hopper", name);
-    char *sizes = text ? header(text, "sizes") : NULL;
+    char *text = test_read_text("tests/tile_hopper", name);
+    char *sizes = text ? test_header(text, "sizes") : NULL;
     prog_run(p, name, text ? text : "", sizes, shuffle, test_rand());
     CHECK_MSG(p->st == TSL_OK, "%s: %s", name, p->msg);
     free(sizes);
@@ -411,9 +386,9 @@ static void test_hazards(void)
         "hz_arrive_without_sync.tile", "hz_no_sync_between.tile",
     };
     for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-        char *text = read_text("tests/tile_hopper", files[i]);
+        char *text = test_read_text("tests/tile_hopper", files[i]);
         if (!text) continue;
-        char *sizes = header(text, "sizes"), *want = header(text, "expect");
+        char *sizes = test_header(text, "sizes"), *want = test_header(text, "expect");
         CHECK_MSG(want != NULL, "%s has no '// expect:' line", files[i]);
         prog p;
         prog_run(&p, files[i], text, sizes, 0, 0);
@@ -473,7 +448,7 @@ static void test_sm90_plan(void)
  * compiles for sm_90a with NVRTC with no spills. */
 static void test_f16_acc_cuda(void)
 {
-    char *text = read_text("tests/tile_hopper", "wgmma_f16acc.tile");
+    char *text = test_read_text("tests/tile_hopper", "wgmma_f16acc.tile");
     tsl_arena *a = arena_create();
     tsl_source src = {"wgmma_f16acc.tile", text ? text : ""};
     tsl_diag d = {0};

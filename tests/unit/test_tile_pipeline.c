@@ -35,31 +35,6 @@ static tile_pipeline_opts opts_of(int mode)
     return o;
 }
 
-static char *read_text(const char *dir, const char *name)
-{
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s/%s", test_root(), dir, name);
-    size_t n;
-    char *t = file_read_all(path, &n);
-    CHECK_MSG(t != NULL, "cannot read %s", path);
-    return t;
-}
-
-/* The text after `// KEY: ` up to the line's end (malloc'd), or NULL. */
-static char *header(const char *text, const char *key)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, "// %s: ", key);
-    const char *at = strstr(text, pat);
-    if (!at) return NULL;
-    at += strlen(pat);
-    size_t n = strcspn(at, "\n");
-    char *r = malloc(n + 1);
-    memcpy(r, at, n);
-    r[n] = 0;
-    return r;
-}
-
 /* A program as it runs: parsed, expanded in `mode`, verified, printed and
  * parsed again (the printed text is the program). */
 typedef struct built {
@@ -370,7 +345,7 @@ static void run_case(int pi, const char *text, const char *sizes_in, int random)
 static void test_programs(void)
 {
     for (size_t pi = 0; pi < TSL_COUNTOF(progs); pi++) {
-        char *text = read_text(progs[pi].dir, progs[pi].file);
+        char *text = test_read_text(progs[pi].dir, progs[pi].file);
         if (!text) continue;
         for (int s = 0; s < 4; s++) run_case((int)pi, text, progs[pi].sizes[s], 0);
         /* random sizes, aligned and any */
@@ -406,7 +381,7 @@ static void test_shapes(void)
         {"tests/tile_pipeline", "err_never_aligned.tile", TMA, "copy_async X[", "tma_load"},
     };
     for (size_t i = 0; i < TSL_COUNTOF(cases); i++) {
-        char *text = read_text(cases[i].dir, cases[i].file);
+        char *text = test_read_text(cases[i].dir, cases[i].file);
         if (!text) continue;
         built b;
         build(&b, cases[i].file, text, cases[i].mode);
@@ -451,7 +426,7 @@ static void test_mutations(void)
          "      if pipe0_j + 1 == pipe0_T", "hazard: "},
     };
     for (size_t i = 0; i < TSL_COUNTOF(cases); i++) {
-        char *text = read_text(cases[i].dir, cases[i].file);
+        char *text = test_read_text(cases[i].dir, cases[i].file);
         if (!text) continue;
         built b;
         build(&b, cases[i].file, text, TMA);
@@ -493,9 +468,9 @@ static void test_errors(void)
         "err_stages.tile",          "err_shared_out_roles.tile",
     };
     for (size_t i = 0; i < TSL_COUNTOF(files); i++) {
-        char *text = read_text("tests/tile_pipeline", files[i]);
+        char *text = test_read_text("tests/tile_pipeline", files[i]);
         if (!text) continue;
-        char *mode = header(text, "mode"), *want = header(text, "expect");
+        char *mode = test_header(text, "mode"), *want = test_header(text, "expect");
         CHECK_MSG(mode && want, "%s needs '// mode:' and '// expect:' lines", files[i]);
         int m = !mode ? TMA : !strcmp(mode, "cp_async") ? CP_ASYNC : !strcmp(mode, "tma_only") ? TMA_ONLY : TMA;
         built b;
@@ -525,7 +500,7 @@ static void test_compile_sm90a(void)
     }
     diag_free(&d0);
     for (size_t pi = 0; pi < TSL_COUNTOF(progs); pi++) {
-        char *text = read_text(progs[pi].dir, progs[pi].file);
+        char *text = test_read_text(progs[pi].dir, progs[pi].file);
         if (!text) continue;
         built b;
         build(&b, progs[pi].file, text, TMA);
@@ -570,7 +545,7 @@ static void test_compile_sm90a(void)
 static void test_tmaps_guarded(void)
 {
     for (size_t pi = 0; pi < TSL_COUNTOF(progs); pi++) {
-        char *text = read_text(progs[pi].dir, progs[pi].file);
+        char *text = test_read_text(progs[pi].dir, progs[pi].file);
         if (!text) continue;
         int producer = progs[pi].modes == 1u << TMA;
         for (int mode = TMA; mode <= TMA_ONLY; mode++) {
