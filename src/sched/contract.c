@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/kbuild.h"
 #include "sched/strategy.h"
 #include "target/target.h"
 
@@ -1061,34 +1062,11 @@ static char *contract_text(ct *c, const char *kname)
     return sb_take(&h);
 }
 
-/* Parse and verify a kernel's text into the plan's arena (the text stays
- * there: kernel positions refer to it). NULL when it does not verify: an
- * internal shortcoming of the strategy, which then leaves the group to the
- * generic one; the plan's notes say why (`--emit=tile` prints them). */
+/* The shared text-IR parse step (kbuild.c) until this file moves onto the
+ * tile builder. */
 static tile_kernel *parse_kernel(sched_plan *p, char *text, const char *kname)
 {
-    tsl_arena *a = p->m->arena;
-    size_t n = strlen(text);
-    char *keep = arena_alloc(a, n + 1);
-    memcpy(keep, text, n + 1);
-    free(text);
-    tsl_source *src = arena_alloc(a, sizeof *src);
-    src->name = "<contract strategy>";
-    src->text = keep;
-    tsl_diag d;
-    memset(&d, 0, sizeof d);
-    tile_module *m = NULL;
-    tsl_status st = tile_parse(a, src, &d, &m);
-    if (!st) st = tile_verify(m, src, &d);
-    if (st || !m || m->nkernels != 1 || tile_module_find(p->m, kname)) {
-        const char *why = sb_str(&d.msg);
-        sched_note(p, "the contraction plan '%s' does not verify; the group falls back: %.*s", kname,
-                   (int)strcspn(why, "\n"), *why ? why : "a kernel of that name exists");
-        diag_free(&d);
-        return NULL;
-    }
-    diag_free(&d);
-    return m->kernels[0];
+    return sched_kb_parse(p, text, kname, "contraction");
 }
 
 /* Append kernel k as a launch of the plan, its arguments in the kernel's

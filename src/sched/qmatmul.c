@@ -25,12 +25,16 @@
  *
  * W is passed as its storage (sched_arg.bytes) cut to the reduction's rows
  * (sched_arg.rows: TC's range inference may shorten k below W's rows when
- * S has fewer groups). The kernels are written as tile text and parsed,
- * as contract.c does; a group not of this shape returns 0 first. */
+ * S has fewer groups). The kernels are written as tile text and parsed
+ * by kbuild.c's sched_kb_parse, as contract.c's are (a kernel that does
+ * not verify leaves the group to the others with a plan note; the driver's
+ * --emit=tile / TESSEL_DUMP show the kernels); a group not of this shape
+ * returns 0 first. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/kbuild.h"
 #include "sched/strategy.h"
 
 /* One read factor of the product: operand o, under a cast to `cast` or not. */
@@ -587,34 +591,6 @@ static char *cpu_text(qm *q, const char *kname)
 
 /* ---- plan ------------------------------------------------------------------------------------- */
 
-/* Parse and verify a kernel's text into the plan's arena. NULL when it
- * does not verify (an internal shortcoming: the group then goes to the
- * generic lowering; TESSEL_DEBUG_QMM shows why). */
-static tile_kernel *parse_kernel(sched_plan *p, char *text, const char *kname)
-{
-    tsl_arena *a = p->m->arena;
-    size_t n = strlen(text);
-    char *keep = arena_alloc(a, n + 1);
-    memcpy(keep, text, n + 1);
-    free(text);
-    tsl_source *src = arena_alloc(a, sizeof *src);
-    src->name = "<qmatmul strategy>";
-    src->text = keep;
-    tsl_diag d;
-    memset(&d, 0, sizeof d);
-    tile_module *m = NULL;
-    tsl_status st = tile_parse(a, src, &d, &m);
-    if (!st) st = tile_verify(m, src, &d);
-    if (st || !m || m->nkernels != 1 || tile_module_find(p->m, kname)) {
-        if (getenv("TESSEL_DEBUG_QMM")) fprintf(stderr, "qmatmul: %s\n%s", sb_str(&d.msg), keep);
-        diag_free(&d);
-        return NULL;
-    }
-    diag_free(&d);
-    if (getenv("TESSEL_DEBUG_QMM")) fprintf(stderr, "%s", keep);
-    return m->kernels[0];
-}
-
 /* The launch of kernel k: its tensor parameters in header order, then a
  * size argument for every kernel symbol no tensor binds... (none: every
  * symbol is an extent of some parameter). */
@@ -670,7 +646,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         if (qs[v].bytes && !qs[v].CH) qs[v].bytes = 0;
         snprintf(kname, sizeof kname, "%s_g%d_qgemv%s", g->def->name, grp->index, qs[v].bytes ? "" : "_codes");
         char *t = q.cpu ? cpu_text(&qs[v], kname) : gemv_text(&qs[v], kname);
-        ks[v] = t ? parse_kernel(p, t, kname) : NULL;
+        ks[v] = t ? sched_kb_parse(p, t, kname, "quantized matmul") : NULL;
         if (!ks[v]) return 0;
     }
     if (!both) {
