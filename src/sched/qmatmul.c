@@ -36,6 +36,7 @@
 
 #include "sched/kbuild.h"
 #include "sched/strategy.h"
+#include "target/target.h"
 
 /* One read factor of the product: operand o, under a cast to `cast` or not. */
 typedef struct qm_read {
@@ -465,6 +466,128 @@ static char *gemv_text(qm *q, const char *kname)
     return sb_take(&h);
 }
 
+/* ---- the GPU kernel for M >= 16: tensor cores --------------------------------------------- */
+
+enum { TC_BM = 16, TC_BN = 64, TC_T = 128, TC_STAGES = 4 };
+
+/* The depth of a k step (the tensor-core kernel's BK): whole groups of the
+ * scale (a group is whole steps), 32 or 16; 0 when
+ * the kernel does not apply: the CPU, W read as codes, zero points (the
+ * rows past W's the step pads with code 0 would add -Z * S * x), X not
+ * f16 (mma.m16n8k16's operands), a scale of another dtype than f16/f32. */
+static int tc_depth(const qm *q)
+{
+    if (q->cpu || !q->bytes || q->z.op >= 0) return 0;
+    if (q->def->tensors[q->x.tensor]->dtype != TSL_DTYPE_F16) return 0;
+    int grouped = q->s.op >= 0 && q->s.grouped;
+    if (!grouped) return 32;
+    return q->gs % 32 == 0 ? 32 : q->gs % 16 == 0 ? 16 : 0;
+}
+
+/* A block per 16 rows of X and 64 columns (128 for 1, 3, 5, 7 bits: whole
+ * 16-byte chunks of W), 4 warps side by side (16 x 16 or 16 x 32 of Y
+ * each: m16n8k16 atoms); per k step of BK rows a
+ * TC_STAGES-deep cp.async pipeline brings X's 16 x BK block and W's BK
+ * rows of 64 columns as bytes; every thread dequantizes 64 * BK / 128 of
+ * them (view, cast to f16: the f16 dequantization rows, exact) into a
+ * shared f16 tile, from which the warps load B fragments (ldmatrix.trans)
+ * beside A's and multiply on tensor cores into f32 sums: per group (a
+ * group is G / BK steps), scaled by the group's S at its last step into
+ * the accumulators, as the GEMV does (no rounding of W * S); a scale per
+ * column multiplies the sums at the end. */
+static char *gemm_text(qm *q, const char *kname, int BK)
+{
+    char nx[160], ns[160] = "", ny[160], wdt[16], sd[16], yd[16];
+    const lang_tensor *Y = q->def->tensors[q->ty];
+    tname(q, q->x.tensor, nx, sizeof nx);
+    tname(q, q->ty, ny, sizeof ny);
+    if (q->s.op >= 0) tname(q, q->s.tensor, ns, sizeof ns);
+    tile_dtype_name(q->wdt, wdt);
+    /* 64 columns, or 128 where 64 columns' bytes are not whole 16-byte
+     * chunks (the pipeline's cp.async) */
+    int BN = TC_BN * q->bits / 8 % 16 ? 2 * TC_BN : TC_BN;
+    int BNB = BN * q->bits / 8, TR = TC_T / BK, E = BN / TR; /* TR threads per row, E columns each */
+    int tn = BN / (8 * 4), ka = BK / 16;
+    const target_atom *row = target_mma_resolve("m16n8k16", TSL_DTYPE_F16, TSL_DTYPE_F32, NULL);
+    strbuf f[3] = {{0}};
+    if (!row || target_frag_text(&f[0], row, TARGET_A, 0) || target_frag_text(&f[1], row, TARGET_B, 0) ||
+        target_frag_text(&f[2], row, TARGET_C, 0)) {
+        for (int i = 0; i < 3; i++) sb_free(&f[i]);
+        return NULL;
+    }
+    char lc[256], la[256], lb[256], lw[96], lc1[256], lc0[256];
+    snprintf(lc, sizeof lc, "spatial(1, 4).local(1, %d).%s", tn, sb_str(&f[2]));
+    /* lc without its rows: [1, BN] (a row of scales per thread's columns), [BN] */
+    snprintf(lc1, sizeof lc1, "spatial(1, 4).local(1, %d).local(1, 1).replicate(8).spatial(1, 4).local(1, 2)", tn);
+    snprintf(lc0, sizeof lc0, "spatial(4).local(%d).local(1).replicate(8).spatial(4).local(2)", tn);
+    snprintf(la, sizeof la, "replicate(4).local(1, %d).%s", ka, sb_str(&f[0]));
+    snprintf(lb, sizeof lb, "spatial(1, 4).local(%d, %d).%s", ka, tn, sb_str(&f[1]));
+    for (int i = 0; i < 3; i++) sb_free(&f[i]);
+    snprintf(lw, sizeof lw, "spatial(%d, %d).local(1, %d)", BK, TR, E);
+    strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0};
+    int np = 0;
+    sb_printf(&h, "kernel %s(", kname);
+    param(&h, q, q->x.tensor, &np);
+    sb_printf(&h, ", q_wb: global u8[q_kr, q_nb]");
+    np++;
+    if (q->s.op >= 0) param(&h, q, q->s.tensor, &np);
+    param(&h, q, q->ty, &np);
+    sexpr_text(&nn, q, Y->shape[1]);
+    sexpr_text(&mm, q, Y->shape[0]);
+    int64_t smem = (int64_t)TC_STAGES * (TC_BM * (BK + 8) * 2 + BK * BNB) + BK * (BN + 8) * 2 + 1024;
+    sb_printf(&h, ") grid(cdiv(%s, %d), cdiv(%s, %d)) threads(%d) smem_budget(%lld) {\n", sb_str(&nn), BN,
+              sb_str(&mm), TC_BM, TC_T, (long long)smem);
+    sb_printf(o, "  q_acc = alloc register f32[%d, %d] layout %s init 0.0\n", TC_BM, BN, lc);
+    sb_printf(o, "  q_wf = alloc shared f16[%d, %d] layout (%d, %d):(%d, 1)\n", BK, BN, BK, BN, BN + 8);
+    if (q->s.op >= 0 && q->s.grouped)
+        sb_printf(o, "  q_pacc = alloc register f32[%d, %d] layout %s init 0.0\n", TC_BM, BN, lc);
+    sb_printf(o,
+              "  pipeline(grid=(q_k: cdiv(q_kr, %d)), stages=%d, in=[q_xs = %s[%d, %d] at (block_idx.y, q_k) shared "
+              "layout (%d, %d):(%d, 1), q_ws = q_wb[%d, %d] at (q_k, block_idx.x) shared], out=[]) {\n",
+              BK, TC_STAGES, nx, TC_BM, BK, TC_BM, BK, BK + 8, BK, BNB);
+    /* dequantize the step's W into the shared f16 tile */
+    sb_printf(o, "    q_w8 = load_shared q_ws[0, 0] -> register u8[%d, %d] layout spatial(%d, %d).local(1, %d)\n", BK, BNB,
+              BK, TR, BNB / TR);
+    sb_printf(o, "    q_wq = view q_w8 -> register %s[%d, %d] layout %s\n", wdt, BK, BN, lw);
+    sb_printf(o, "    q_wh = cast q_wq -> register f16[%d, %d] layout %s\n", BK, BN, lw);
+    sb_puts(o, "    store_shared q_wh -> q_wf[0, 0]\n    sync\n");
+    sb_printf(o, "    q_ra = load_shared q_xs[0, 0] -> register f16[%d, %d] layout %s\n", TC_BM, BK, la);
+    sb_printf(o, "    q_rb = load_shared q_wf[0, 0] -> register f16[%d, %d] layout %s\n", BK, BN, lb);
+    const lang_tensor *S = q->s.op >= 0 ? q->def->tensors[q->s.tensor] : NULL;
+    int grouped = S && q->s.grouped;
+    sb_printf(o, "    mma q_ra, q_rb, %s -> %s\n", grouped ? "q_pacc" : "q_acc", grouped ? "q_pacc" : "q_acc");
+    if (grouped) {
+        /* a group's last step (or the last step): its sums times its scales */
+        int R = (int)(q->gs / BK);
+        sb_printf(o, "    if (q_k + 1) %% %d == 0 || q_k + 1 == cdiv(q_kr, %d) {\n", R, BK);
+        sb_printf(o, "      q_s0 = load_global %s[q_k / %d, block_idx.x * %d] -> register %s[1, %d] layout %s\n", ns, R, BN,
+                  dtn(S->dtype, sd), BN, lc1);
+        sb_printf(o, "      q_s1 = cast q_s0 -> register f32[1, %d] layout %s\n", BN, lc1);
+        sb_printf(o, "      q_sb = broadcast q_s1 -> register f32[%d, %d] layout %s dim 0\n", TC_BM, BN, lc);
+        sb_puts(o, "      q_ps = mul q_pacc, q_sb\n      add q_acc, q_ps -> q_acc\n      mul q_pacc, 0.0 -> q_pacc\n    }\n");
+    }
+    sb_puts(o, "    sync\n  }\n");
+    const char *res = "q_acc";
+    if (S && !grouped) { /* per column */
+        sb_printf(o, "  q_s0 = load_global %s[block_idx.x * %d] -> register %s[%d] layout %s\n", ns, BN, dtn(S->dtype, sd),
+                  BN, lc0);
+        sb_printf(o, "  q_s1 = cast q_s0 -> register f32[%d] layout %s\n", BN, lc0);
+        sb_printf(o, "  q_sb = broadcast q_s1 -> register f32[%d, %d] layout %s dim 0\n", TC_BM, BN, lc);
+        sb_puts(o, "  q_as = mul q_acc, q_sb\n");
+        res = "q_as";
+    }
+    if (Y->dtype != TSL_DTYPE_F32) {
+        sb_printf(o, "  q_out = cast %s -> register %s[%d, %d] layout %s\n", res, dtn(Y->dtype, yd), TC_BM, BN, lc);
+        res = "q_out";
+    }
+    sb_printf(o, "  store_global %s -> %s[block_idx.y * %d, block_idx.x * %d]\n}\n", res, ny, TC_BM, BN);
+    sb_puts(&h, sb_str(o));
+    sb_free(o);
+    sb_free(&nn);
+    sb_free(&mm);
+    return sb_take(&h);
+}
+
 /* The CPU kernel: a block (one thread) per BN columns of a row of X; per
  * group, the group's rows in order through the dequantizing micro-kernel
  * (cpu.ukr.dequant: W's row of bytes unpacked, times x, into the group's
@@ -649,12 +772,33 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         ks[v] = t ? sched_kb_parse(p, t, kname, "quantized matmul") : NULL;
         if (!ks[v]) return 0;
     }
-    if (!both) {
-        push_launch(p, &qs[0], ks[0], NULL);
-        return 1;
+    /* GPU, M >= 16: the tensor-core kernel instead of the byte-reading
+     * GEMV (a static choice when M is a constant, else a guard on M) */
+    tile_kernel *kt = NULL;
+    int BK = qs[0].bytes ? tc_depth(&qs[0]) : 0;
+    const lang_sexpr *me = q.def->tensors[q.ty]->shape[0];
+    if (BK && (me->kind == LANG_SX_SYM || me->value >= 16)) {
+        snprintf(kname, sizeof kname, "%s_g%d_qgemm", g->def->name, grp->index);
+        char *t = gemm_text(&qs[0], kname, BK);
+        kt = t ? sched_kb_parse(p, t, kname, "quantized matmul") : NULL;
     }
-    push_launch(p, &qs[0], ks[0], &guard);
-    guard.negate = 1;
-    push_launch(p, &qs[1], ks[1], &guard);
+    sched_guard gm = guard;
+    if (kt && me->kind == LANG_SX_SYM) {
+        sched_guard small = guard;
+        small.sym[small.n] = gm.sym[gm.n] = me->sym;
+        small.op[small.n] = SCHED_GUARD_LE;
+        gm.op[gm.n] = SCHED_GUARD_GT;
+        small.val[small.n++] = gm.val[gm.n++] = 15;
+        push_launch(p, &qs[0], ks[0], &small);
+        push_launch(p, &qs[0], kt, &gm);
+    } else if (kt) {
+        push_launch(p, &qs[0], kt, both ? &guard : NULL);
+    } else {
+        push_launch(p, &qs[0], ks[0], both ? &guard : NULL);
+    }
+    if (both) {
+        guard.negate = 1;
+        push_launch(p, &qs[1], ks[1], &guard);
+    }
     return 1;
 }
