@@ -363,6 +363,22 @@ static char *gemv_text(qm *q, const char *kname)
 #undef ISSUE
     sb_puts(o, "    }\n    commit\n");
     sb_printf(o, "    let q_slot = q_kb %% %d\n", q->S);
+    /* a tensor of the group's (or the column's) values, broadcast over the tile */
+#define COLVALS(nm, t, rowexpr, out)                                                                                \
+    do {                                                                                                            \
+        const lang_tensor *T_ = q->def->tensors[t];                                                                 \
+        char d_[16];                                                                                                \
+        if (T_->rank == 2) {                                                                                        \
+            sb_printf(o, "      %s_0 = load_global %s[%s, block_idx.x * %d] -> register %s[1, %d] layout %s\n", out, nm, \
+                      rowexpr, BN, dtn(T_->dtype, d_), BN, ls);                                                     \
+            sb_printf(o, "      %s_1 = cast %s_0 -> register f32[1, %d] layout %s\n", out, out, BN, ls);           \
+        } else {                                                                                                    \
+            sb_printf(o, "      %s_0 = load_global %s[block_idx.x * %d] -> register %s[%d] layout %s\n", out, nm, BN,  \
+                      dtn(T_->dtype, d_), BN, lr);                                                                  \
+            sb_printf(o, "      %s_1 = cast %s_0 -> register f32[%d] layout %s\n", out, out, BN, lr);              \
+        }                                                                                                           \
+        sb_printf(o, "      %s = broadcast %s_1 -> register f32[%d, %d] layout %s dim 0\n", out, out, TK, BN, lay);    \
+    } while (0)
     sb_printf(o, "    for q_g in 0 : %d {\n", q->RG);
     const char *acc = "q_acc";
     if (grouped) {
@@ -370,6 +386,14 @@ static char *gemv_text(qm *q, const char *kname)
         acc = "q_pacc";
     }
     if (q->z.op >= 0 && grouped) sb_printf(o, "      q_sx = alloc register f32[%d, 1] layout %s init 0.0\n", TK, lxc);
+    if (grouped) {
+        /* the group's scales and zero points first: their loads' latency
+         * then overlaps the rows (loaded after the rows, every group waited
+         * on one: H100, u4 8192 x 8192 GEMV, 61 us at any width) */
+        sb_printf(o, "      let q_gi = q_kb * %d + q_g\n", q->RG);
+        if (q->z.op >= 0) COLVALS(nz, q->z.tensor, "q_gi", "q_zb");
+        if (q->s.op >= 0) COLVALS(ns, q->s.tensor, "q_gi", "q_sb");
+    }
     sb_printf(o, "      for q_r in 0 : %d {\n", q->R);
     sb_printf(o, "        let q_row = q_g * %d + q_r * %d\n", q->GS, TK);
     if (q->bytes) {
@@ -392,33 +416,14 @@ static char *gemv_text(qm *q, const char *kname)
     sb_printf(o, "        add %s, q_p -> %s\n", acc, acc);
     if (q->z.op >= 0) sb_printf(o, "        add %s, %s -> %s\n", grouped ? "q_sx" : "q_sxt", xf, grouped ? "q_sx" : "q_sxt");
     sb_puts(o, "      }\n");
-    /* a tensor of the group's (or the column's) values, broadcast over the tile */
-#define COLVALS(nm, t, rowexpr, out)                                                                                \
-    do {                                                                                                            \
-        const lang_tensor *T_ = q->def->tensors[t];                                                                 \
-        char d_[16];                                                                                                \
-        if (T_->rank == 2) {                                                                                        \
-            sb_printf(o, "      %s_0 = load_global %s[%s, block_idx.x * %d] -> register %s[1, %d] layout %s\n", out, nm, \
-                      rowexpr, BN, dtn(T_->dtype, d_), BN, ls);                                                     \
-            sb_printf(o, "      %s_1 = cast %s_0 -> register f32[1, %d] layout %s\n", out, out, BN, ls);           \
-        } else {                                                                                                    \
-            sb_printf(o, "      %s_0 = load_global %s[block_idx.x * %d] -> register %s[%d] layout %s\n", out, nm, BN,  \
-                      dtn(T_->dtype, d_), BN, lr);                                                                  \
-            sb_printf(o, "      %s_1 = cast %s_0 -> register f32[%d] layout %s\n", out, out, BN, lr);              \
-        }                                                                                                           \
-        sb_printf(o, "      %s = broadcast %s_1 -> register f32[%d, %d] layout %s dim 0\n", out, out, TK, BN, lay);    \
-    } while (0)
     if (grouped) {
-        sb_printf(o, "      let q_gi = q_kb * %d + q_g\n", q->RG);
         const char *v = "q_pacc";
         if (q->z.op >= 0) {
-            COLVALS(nz, q->z.tensor, "q_gi", "q_zb");
             sb_printf(o, "      q_sxb = broadcast q_sx -> register f32[%d, %d] layout %s dim 1\n", TK, BN, lay);
             sb_puts(o, "      q_zx = mul q_zb, q_sxb\n      q_pz = sub q_pacc, q_zx\n");
             v = "q_pz";
         }
         if (q->s.op >= 0) {
-            COLVALS(ns, q->s.tensor, "q_gi", "q_sb");
             sb_printf(o, "      q_ps = mul %s, q_sb\n", v);
             v = "q_ps";
         }
@@ -471,7 +476,7 @@ static char *gemv_text(qm *q, const char *kname)
 enum { TC_BM = 16, TC_BN = 64, TC_T = 128, TC_STAGES = 4 };
 
 /* The depth of a k step (the tensor-core kernel's BK): whole groups of the
- * scale (a group is whole steps), 32 or 16; 0 when
+ * scale (a group is whole steps), 128 down to 16; 0 when
  * the kernel does not apply: the CPU, W read as codes, zero points (the
  * rows past W's the step pads with code 0 would add -Z * S * x), X not
  * f16 (mma.m16n8k16's operands), a scale of another dtype than f16/f32. */
@@ -479,9 +484,13 @@ static int tc_depth(const qm *q)
 {
     if (q->cpu || !q->bytes || q->z.op >= 0) return 0;
     if (q->def->tensors[q->x.tensor]->dtype != TSL_DTYPE_F16) return 0;
+    /* deep steps: a block streams all of K, so its bytes in flight are
+     * its stages (H100, u4 8192 x 8192 at M = 16: 371 us with BK = 32) */
     int grouped = q->s.op >= 0 && q->s.grouped;
-    if (!grouped) return 32;
-    return q->gs % 32 == 0 ? 32 : q->gs % 16 == 0 ? 16 : 0;
+    if (!grouped) return 128;
+    for (int bk = 128; bk >= 16; bk /= 2)
+        if (q->gs % bk == 0) return bk;
+    return 0;
 }
 
 /* A block per 16 rows of X and 64 columns (128 for 1, 3, 5, 7 bits: whole
@@ -545,6 +554,11 @@ static char *gemm_text(qm *q, const char *kname, int BK)
               "  pipeline(grid=(q_k: cdiv(q_kr, %d)), stages=%d, in=[q_xs = %s[%d, %d] at (block_idx.y, q_k) shared "
               "layout (%d, %d):(%d, 1), q_ws = q_wb[%d, %d] at (q_k, block_idx.x) shared], out=[]) {\n",
               BK, TC_STAGES, nx, TC_BM, BK, TC_BM, BK, BK + 8, BK, BNB);
+    const lang_tensor *S = q->s.op >= 0 ? q->def->tensors[q->s.tensor] : NULL;
+    int grouped = S && q->s.grouped;
+    if (grouped) /* the group's scales, loaded first so that the step hides their latency */
+        sb_printf(o, "    q_s0 = load_global %s[q_k / %d, block_idx.x * %d] -> register %s[1, %d] layout %s\n", ns,
+                  (int)(q->gs / BK), BN, dtn(S->dtype, sd), BN, lc1);
     /* dequantize the step's W into the shared f16 tile */
     sb_printf(o, "    q_w8 = load_shared q_ws[0, 0] -> register u8[%d, %d] layout spatial(%d, %d).local(1, %d)\n", BK, BNB,
               BK, TR, BNB / TR);
@@ -553,15 +567,11 @@ static char *gemm_text(qm *q, const char *kname, int BK)
     sb_puts(o, "    store_shared q_wh -> q_wf[0, 0]\n    sync\n");
     sb_printf(o, "    q_ra = load_shared q_xs[0, 0] -> register f16[%d, %d] layout %s\n", TC_BM, BK, la);
     sb_printf(o, "    q_rb = load_shared q_wf[0, 0] -> register f16[%d, %d] layout %s\n", BK, BN, lb);
-    const lang_tensor *S = q->s.op >= 0 ? q->def->tensors[q->s.tensor] : NULL;
-    int grouped = S && q->s.grouped;
     sb_printf(o, "    mma q_ra, q_rb, %s -> %s\n", grouped ? "q_pacc" : "q_acc", grouped ? "q_pacc" : "q_acc");
     if (grouped) {
         /* a group's last step (or the last step): its sums times its scales */
         int R = (int)(q->gs / BK);
         sb_printf(o, "    if (q_k + 1) %% %d == 0 || q_k + 1 == cdiv(q_kr, %d) {\n", R, BK);
-        sb_printf(o, "      q_s0 = load_global %s[q_k / %d, block_idx.x * %d] -> register %s[1, %d] layout %s\n", ns, R, BN,
-                  dtn(S->dtype, sd), BN, lc1);
         sb_printf(o, "      q_s1 = cast q_s0 -> register f32[1, %d] layout %s\n", BN, lc1);
         sb_printf(o, "      q_sb = broadcast q_s1 -> register f32[%d, %d] layout %s dim 0\n", TC_BM, BN, lc);
         sb_puts(o, "      q_ps = mul q_pacc, q_sb\n      add q_acc, q_ps -> q_acc\n      mul q_pacc, 0.0 -> q_pacc\n    }\n");
