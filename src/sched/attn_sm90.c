@@ -6,17 +6,20 @@
  *
  * A block takes BM = 128 query rows of one batch entry and runs three
  * warpgroups. The producer loads the block's Q once and streams K and V
- * blocks of BN = 128 rows through a ring of two stages with TMA (the full
- * barrier counts the bytes, the empty barrier the two consumers'
- * releases). Each consumer owns 64 query rows: per K/V block it computes
- * S = Q K^T with wgmma (K read K-major through a transposed view of its
- * stage), drops the columns past Tk (and, causal, past the row) on the
- * blocks that have any, and runs the online softmax: the running row max
- * m and sum l, and the output accumulator, are rescaled by exp(m_old -
- * m_new). P = exp(S - m) is rounded to the input dtype and reinterpreted as
- * wgmma's register A operand (the accumulator and A fragments hold a
- * thread's elements in the same order), so O += P V never leaves
- * registers. A causal block stops streaming at its diagonal block. */
+ * blocks of BN = 128 rows through a ring of three stages with TMA (the
+ * full barrier counts the bytes, the empty barrier the two consumers'
+ * releases). Each consumer owns 64 query rows. Per K/V block j it issues
+ * S_j = Q K_j^T (K read K-major through a transposed view of its stage)
+ * and, behind it, O += P_{j-1} V_{j-1}; once S_j is in, it runs the
+ * online softmax of S_j while the second product runs on the tensor
+ * cores (FlashAttention-3's intra-warpgroup overlap): the columns past Tk
+ * (and, causal, past the row) are set to -inf on the blocks that have
+ * any; the running row max m and sum l are rescaled by exp(m_old - m_new),
+ * and so is O once its product is done. P = exp(S - m) is rounded to the
+ * input dtype and reinterpreted as wgmma's register A operand (the
+ * accumulator and A fragments hold a thread's elements in the same
+ * order), so P never leaves registers. A causal block stops streaming at
+ * its diagonal block. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +27,11 @@
 #include "base/base.h"
 #include "sched/attn_sm90.h"
 
-enum { BM = 128, BN = 128, STAGES = 2 };
+enum { BM = 128, BN = 128, STAGES = 3 };
 
 #define ACC(n) "spatial(4,1).local(1," n ").local(2,1).spatial(8,4).local(1,2)"
 #define ROWS "spatial(4,1).local(2,1).spatial(8,1).replicate(4)"
+#define AREG(n) "spatial(4,1).local(1," n ").column_local(2,2).spatial(8,4).local(1,2)"
 
 int sched_attn_sm90_fits(const sched_attn_sm90 *a, const char **why)
 {
@@ -65,6 +69,48 @@ static void transposed(strbuf *b, int stages, int rows, int cols)
     else sb_printf(b, "(64,%d),%d):(%d,(1,%d),64))", c, rows, rows * cols, rows * 64);
 }
 
+/* The online softmax of S block J held in accumulator X (names suffixed
+ * with sfx): scale, the columns past Tk and (causal) past the row set to
+ * -inf on the blocks that have any, the running max m and sum l updated,
+ * X = exp(X - m_new) and alpha<sfx> = exp(m_old - m_new) left for the
+ * output's rescale. */
+static void softmax(strbuf *b, const sched_attn_sm90 *a, const char *x, const char *j, const char *sfx,
+                    const char *in)
+{
+    sb_printf(b, "%smul %s, %s -> %s\n", in, x, a->scale, x);
+    sb_printf(b,
+              "%sif (%s + 1) * %d > Tk {\n"
+              "%s  col%s = iota %s * %d -> register i32[64, %d] layout " ACC("%d") " dim 1\n"
+              "%s  ok%s = lt col%s, Tk\n"
+              "%s  select ok%s, %s, -inf -> %s\n"
+              "%s}\n",
+              in, j, BN, in, sfx, j, BN, BN, BN / 8, in, sfx, sfx, in, sfx, x, x, in);
+    if (a->causal)
+        sb_printf(b,
+                  "%sif %s * %d + %d > block_idx.x * %d + wg * 64 {\n"
+                  "%s  cc%s = iota %s * %d -> register i32[64, %d] layout " ACC("%d") " dim 1\n"
+                  "%s  rr%s = iota block_idx.x * %d + wg * 64 -> register i32[64, %d] layout " ACC("%d") " dim 0\n"
+                  "%s  keep%s = le cc%s, rr%s\n"
+                  "%s  select keep%s, %s, -inf -> %s\n"
+                  "%s}\n",
+                  in, j, BN, BN - 1, BM, in, sfx, j, BN, BN, BN / 8, in, sfx, BM, BN, BN / 8, in, sfx, sfx, sfx, in,
+                  sfx, x, x, in);
+    sb_printf(b,
+              "%smx%s = reduce.max %s -> register f32[64, 1] layout " ROWS " dim 1\n"
+              "%smn%s = max m, mx%s\n"
+              "%sdm%s = sub m, mn%s\n"
+              "%salpha%s = exp.approx dm%s\n"
+              "%smb%s = broadcast mn%s -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
+              "%ssub %s, mb%s -> %s\n"
+              "%sexp.approx %s -> %s\n"
+              "%srs%s = reduce.sum %s -> register f32[64, 1] layout " ROWS " dim 1\n"
+              "%smul l, alpha%s -> l\n"
+              "%sadd l, rs%s -> l\n"
+              "%scopy mn%s -> m\n",
+              in, sfx, x, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, BN, BN / 8, in, x, sfx, x, in, x,
+              x, in, sfx, x, in, sfx, in, sfx, in, sfx);
+}
+
 char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
 {
     if (!sched_attn_sm90_fits(a, NULL)) return NULL;
@@ -80,7 +126,7 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "O: global %s[%sTq, %d]",
               kname, ty, lead[nb], d, ty, lead[nb], d, ty, lead[nb], e, ty, lead[nb], e);
     if (param) sb_printf(&b, ", %s: f32", a->scale);
-    sb_printf(&b, ") grid(cdiv(Tq, %d)%s) threads(384) smem_budget(227000) {\n", BM, grid[nb]);
+    sb_printf(&b, ") grid(cdiv(Tq, %d)%s) threads(384) smem_budget(232448) {\n", BM, grid[nb]);
     sb_printf(&b, "  qs = alloc shared %s[%d, %d] layout ", ty, BM, d);
     rowmajor(&b, 0, BM, d);
     sb_printf(&b, "\n  ks = alloc shared %s[%d, %d, %d] layout ", ty, STAGES, BN, d);
@@ -116,53 +162,53 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "      m = alloc register f32[64, 1] layout " ROWS " init -inf\n"
               "      l = alloc register f32[64, 1] layout " ROWS " init 0.0\n"
               "      o = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
+              "      ph = alloc register %s[64, %d] layout " ACC("%d") " init 0.0\n"
+              "      let nb = %s\n"
               "      mbar_wait qbar[0], 0\n"
-              "      for j in 0 : %s {\n"
-              "        let s = j %% %d\n"
-              "        mbar_wait full[s], (j / %d) %% 2\n"
-              "        sc = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
+              "      if nb > 0 {\n"
+              "        mbar_wait full[0], 0\n"
+              "        s0 = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
               "        wgmma_fence\n"
-              "        wgmma qs[wg * 64, 0], kt[s, 0, 0], sc -> sc\n"
+              "        wgmma qs[wg * 64, 0], kt[0, 0, 0], s0 -> s0\n"
               "        wgmma_commit\n"
-              "        wgmma_wait 0\n"
-              "        mul sc, %s -> sc\n"
-              "        if (j + 1) * %d > Tk {\n"
-              "          col = iota j * %d -> register i32[64, %d] layout " ACC("%d") " dim 1\n"
-              "          ok = lt col, Tk\n"
-              "          select ok, sc, -inf -> sc\n"
-              "        }\n",
-              e, e / 8, nblocks, STAGES, STAGES, BN, BN / 8, a->scale, BN, BN, BN, BN / 8);
-    if (a->causal)
-        sb_printf(&b,
-                  "        if j * %d + %d > block_idx.x * %d + wg * 64 {\n"
-                  "          cc = iota j * %d -> register i32[64, %d] layout " ACC("%d") " dim 1\n"
-                  "          rr = iota block_idx.x * %d + wg * 64 -> register i32[64, %d] layout " ACC("%d") " dim 0\n"
-                  "          keep = le cc, rr\n"
-                  "          select keep, sc, -inf -> sc\n"
-                  "        }\n",
-                  BN, BN - 1, BM, BN, BN, BN / 8, BM, BN, BN / 8);
+              "        wgmma_wait 0\n",
+              e, e / 8, ty, BN, BN / 8, nblocks, BN, BN / 8);
+    softmax(&b, a, "s0", "0", "0", "        ");
     sb_printf(&b,
-              "        mx = reduce.max sc -> register f32[64, 1] layout " ROWS " dim 1\n"
-              "        mn = max m, mx\n"
-              "        dm = sub m, mn\n"
-              "        alpha = exp.approx dm\n"
-              "        mb = broadcast mn -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
-              "        sub sc, mb -> sc\n"
-              "        exp.approx sc -> sc\n"
-              "        rs = reduce.sum sc -> register f32[64, 1] layout " ROWS " dim 1\n"
-              "        mul l, alpha -> l\n"
-              "        add l, rs -> l\n"
-              "        copy mn -> m\n"
-              "        ab = broadcast alpha -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
-              "        mul o, ab -> o\n"
-              "        ph = cast sc -> register %s[64, %d] layout " ACC("%d") "\n"
-              "        pa = view ph -> register %s[64, %d] layout "
-              "spatial(4,1).local(1,%d).column_local(2,2).spatial(8,4).local(1,2)\n"
+              "        cast s0 -> ph\n"
+              "      }\n"
+              /* block j's S = Q K_j^T is issued with O += P_{j-1} V_{j-1}
+               * behind it: the softmax of S_j runs while the second
+               * product does */
+              "      for j in 1 : nb {\n"
+              "        let s = j %% %d\n"
+              "        let sp = (j + %d) %% %d\n"
+              "        mbar_wait full[s], (j / %d) %% 2\n"
+              "        sn = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
+              "        pa = view ph -> register %s[64, %d] layout " AREG("%d") "\n"
               "        wgmma_fence\n"
-              "        wgmma pa, vs[s, 0, 0], o -> o\n"
+              "        wgmma qs[wg * 64, 0], kt[s, 0, 0], sn -> sn\n"
+              "        wgmma_commit\n"
+              "        wgmma pa, vs[sp, 0, 0], o -> o\n"
+              "        wgmma_commit\n"
+              "        wgmma_wait 1\n",
+              STAGES, STAGES - 1, STAGES, STAGES, BN, BN / 8, ty, BN, BN / 16);
+    softmax(&b, a, "sn", "j", "1", "        ");
+    sb_printf(&b,
+              "        wgmma_wait 0\n"
+              "        mbar_arrive empty[sp]\n"
+              "        ab = broadcast alpha1 -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
+              "        mul o, ab -> o\n"
+              "        cast sn -> ph\n"
+              "      }\n"
+              "      if nb > 0 {\n"
+              "        let sl = (nb - 1) %% %d\n"
+              "        pl = view ph -> register %s[64, %d] layout " AREG("%d") "\n"
+              "        wgmma_fence\n"
+              "        wgmma pl, vs[sl, 0, 0], o -> o\n"
               "        wgmma_commit\n"
               "        wgmma_wait 0\n"
-              "        mbar_arrive empty[s]\n"
+              "        mbar_arrive empty[sl]\n"
               "      }\n"
               "      lb = broadcast l -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
               "      div o, lb -> o\n"
@@ -171,6 +217,6 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "    }\n"
               "  }\n"
               "}\n",
-              BN, BN / 8, e, e / 8, ty, BN, BN / 8, ty, BN, BN / 16, e, e / 8, ty, e, e / 8, at[nb], BM);
+              e, e / 8, STAGES, ty, BN, BN / 16, e, e / 8, ty, e, e / 8, at[nb], BM);
     return sb_take(&b);
 }
