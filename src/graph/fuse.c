@@ -21,6 +21,9 @@
  *     (pure maps: prologue) or of its accumulator (init) may precede it,
  *     and pointwise ops over exactly its output space (epilogue) follow it.
  * Anything else starts a new group; its inputs go through memory.
+ * Afterwards, the groups a recognised chain of contractions spans
+ * (attention.c: QK^T, score ops, softmax, PV) are merged into one group
+ * whose strategy keeps the intermediates on chip.
  */
 #include <string.h>
 
@@ -366,9 +369,37 @@ static bool reduction_along_rows(const graph_op *op, const graph_operand **why)
     return true;
 }
 
+static const char *attention_reason(tsl_arena *a, const graph *g, const graph_group *gr)
+{
+    graph_attention at;
+    TSL_ASSERT(graph_attention_match(g, gr->first, &at));
+    const graph_op *qk = &g->ops[at.qk], *pv = &g->ops[at.pv];
+    strbuf sb = {0};
+    sb_printf(&sb, "S=%s.%s^T over (%s), %d score op%s, online softmax over (%s), P.%s", g->def->tensors[at.q]->name,
+              g->def->tensors[at.k]->name, qk->stmt->vars[at.nb + 2].name, at.nscore, at.nscore == 1 ? "" : "s",
+              qk->stmt->vars[at.nb + 1].name, g->def->tensors[at.v]->name);
+    sb_printf(&sb, " -> %s(", g->def->tensors[at.o]->name);
+    for (int v = 0; v < pv->niter; v++) sb_printf(&sb, "%s%s", v ? "," : "", pv->stmt->vars[v].name);
+    sb_putc(&sb, ')');
+    if (at.nb) {
+        uint64_t m = 0;
+        for (int z = 0; z < at.nb; z++) m |= (uint64_t)1 << z;
+        sb_puts(&sb, " batch=");
+        vars_list(&sb, qk, m);
+    }
+    const char *s = arena_strdup(a, sb_str(&sb));
+    sb_free(&sb);
+    return s;
+}
+
 static void classify(tsl_arena *a, graph *g, graph_group *gr)
 {
     strbuf sb = {0};
+    if (gr->strategy == GRAPH_ATTENTION) { /* merge_chains set it */
+        gr->anchor = gr->first;
+        gr->reason = attention_reason(a, g, gr);
+        return;
+    }
     int last = gr->first + gr->nops;
     gr->anchor = -1;
     for (int i = gr->first; i < last && gr->anchor < 0; i++)
@@ -490,6 +521,31 @@ static void mark_tensors(tsl_arena *a, graph *g)
     }
 }
 
+/* Merge the consecutive groups a recognised attention chain spans into one
+ * group (its first op starting a group and its last ending one; anything
+ * else keeps the row/contraction grouping). */
+static void merge_chains(graph *g)
+{
+    int out = 0;
+    for (int gi = 0; gi < g->ngroups; gi++) {
+        graph_group gr = g->groups[gi];
+        graph_attention at;
+        if (g->ops[gr.first].contraction && graph_attention_match(g, gr.first, &at)) {
+            int gl = g->ops[at.last].group;
+            if (gl >= gi && g->groups[gl].first + g->groups[gl].nops - 1 == at.last) {
+                gr.nops = at.last - gr.first + 1;
+                gr.rows = at.nb + 1;
+                gr.strategy = GRAPH_ATTENTION;
+                gi = gl;
+            }
+        }
+        gr.index = out;
+        for (int k = gr.first; k < gr.first + gr.nops; k++) g->ops[k].group = out;
+        g->groups[out++] = gr;
+    }
+    g->ngroups = out;
+}
+
 void graph_fuse(tsl_arena *a, graph *g)
 {
     /* build.c adds edges op by op: they are sorted by `to` */
@@ -525,6 +581,7 @@ void graph_fuse(tsl_arena *a, graph *g)
         gr->rows = c.rows;
         g->ops[j].group = gr->index;
     }
+    merge_chains(g);
     for (int i = 0; i < g->ngroups; i++) classify(a, g, &g->groups[i]);
     mark_tensors(a, g);
 }

@@ -145,6 +145,7 @@ typedef struct graph_edge {
     X(GRAPH_ELEMENTWISE, "elementwise")                                        \
     X(GRAPH_ROW_REDUCTION, "row-reduction")                                    \
     X(GRAPH_CONTRACTION, "contraction")                                        \
+    X(GRAPH_ATTENTION, "attention")                                            \
     X(GRAPH_GENERIC, "generic")
 
 typedef enum graph_strategy {
@@ -202,6 +203,26 @@ void graph_print(strbuf *b, const graph *g);
 
 /* One operand as written: "X(I(i,j))", "I(i + x)". */
 void graph_print_operand(strbuf *b, const graph *g, const graph_op *op, const graph_operand *o);
+
+/* ---- chains of contractions (attention.c) ---------------------------------------- */
+
+/* Scaled dot-product attention as a run of ops [first, last] (attention.c
+ * has the accepted forms): op indices by role and the tensors. Batch dims
+ * z are vars [0, nb) of every op; i, j, d, e as in
+ * O(z,i,e) = softmax_j(f(sum_d Q(z,i,d) K(z,j,d))) V(z,j,e). */
+typedef struct graph_attention {
+    int first, last;
+    int nb;                  /* batch dims (0..2) */
+    int qk;                  /* S +=! Q * K */
+    int score_first, nscore; /* the score ops (scale, masks) */
+    int rowmax, exp, sum, pv, div;
+    int q, k, v, o;          /* tensors */
+    int s;                   /* the score tensor the row max reads */
+} graph_attention;
+
+/* Whether ops from `first` on form attention; fills *at (false: *at is
+ * meaningless). */
+bool graph_attention_match(const graph *g, int first, graph_attention *at);
 
 /* ---- internal: build.c calls fuse.c ----------------------------------------------- */
 
