@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "sched/kbuild.h"
+#include "sched/attention.h"
 #include "sched/strategy.h"
 #include "sched/strategy_int.h"
 
@@ -122,5 +123,6 @@ int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp)
     if (grp->strategy == GRAPH_ROW_REDUCTION) return sched_lower_rowred(p, g, grp);
     if (grp->strategy == GRAPH_ELEMENTWISE) return sched_lower_elementwise(p, g, grp);
     if (grp->strategy == GRAPH_CONTRACTION) return sched_lower_contract(p, g, grp);
+    if (grp->strategy == GRAPH_ATTENTION) return sched_lower_attention(p, g, grp);
     return 0;
 }
