@@ -45,6 +45,7 @@ static int const_value(const graph_expr *e, double *v)
     e = uncast(e);
     if (e->kind == LANG_E_FLOAT) return *v = e->src->fval, 1;
     if (e->kind == LANG_E_INT) return *v = (double)e->src->ival, 1;
+    if (e->kind == LANG_E_UNARY && e->src->op == LANG_NEG && const_value(e->args[0], v)) return *v = -*v, 1;
     return 0;
 }
 
