@@ -7,7 +7,7 @@
  * and the CPU plan (generated C), the CUDA plan in the tile interpreter
  * (blocks shuffled) and in the host emulation of the generated CUDA must
  * give the TC interpreter's answer on fresh random inputs, outputs poisoned,
- * at sizes 1, primes and non-multiples of every tile (64 rows, 64/32 keys,
+ * at sizes 1, primes and non-multiples of every tile (128/64 rows, 64/32 keys,
  * 64/32-deep head blocks, 64 value columns). The CUDA kernels compile with
  * NVRTC for sm_80 and sm_90a. */
 #include <math.h>
