@@ -28,7 +28,6 @@
 #include <string.h>
 
 #include "sched/kbuild.h"
-#include "sched/attention.h"
 #include "sched/strategy.h"
 #include "sched/strategy_int.h"
 
