@@ -467,6 +467,19 @@ done:
 
 /* ---- internal temporaries and group interfaces ------------------------------------------- */
 
+bool graph_internal_to(const graph *g, int t, const graph_group *gr)
+{
+    const graph_tensor *gt = &g->tensors[t];
+    if (!gt->internal) return false;
+    if (gt->group == gr->index) return true;
+    int lo = gr->first, hi = gr->first + gr->nops;
+    for (int i = 0; i < gt->nwriters; i++)
+        if (gt->writers[i] < lo || gt->writers[i] >= hi) return false;
+    for (int i = 0; i < gt->nreaders; i++)
+        if (gt->readers[i] < lo || gt->readers[i] >= hi) return false;
+    return true;
+}
+
 static void mark_tensors(tsl_arena *a, graph *g)
 {
     for (int t = 0; t < g->ntensors; t++) {
@@ -481,14 +494,20 @@ static void mark_tensors(tsl_arena *a, graph *g)
     }
     /* per group, only the tensors its ops name (in index order) */
     int *stamp = arena_alloc(a, sizeof(int) * (size_t)(g->ntensors + 1)), *ts = NULL, nts = 0, cap = 0;
-    for (int gi = 0; gi < g->ngroups; gi++) {
+    /* (a part's tensors: its own interface, the chain's intermediates
+     * included, as if it were not merged) */
+    for (int gi = 0, part = -1; gi < g->ngroups; part < 0 ? gi++ : 0) {
+        /* each group, then each of its parts */
         graph_group *gr = &g->groups[gi];
+        if (part >= 0) gr = &gr->parts[part];
+        part = part + 1 < g->groups[gi].nparts ? part + 1 : -1;
+        int tag = gr->index + 1;
         nts = 0;
         for (int i = gr->first; i < gr->first + gr->nops; i++)
             for (int k = 0; k < g->ops[i].noperands; k++) {
                 int t = g->ops[i].operands[k].tensor;
-                if (stamp[t] == gi + 1) continue;
-                stamp[t] = gi + 1;
+                if (stamp[t] == tag) continue;
+                stamp[t] = tag;
                 ARENA_PUSH(a, ts, nts, cap, t);
                 for (int at = nts - 1; at > 0 && ts[at - 1] > ts[at]; at--) {
                     int x = ts[at];
@@ -498,7 +517,7 @@ static void mark_tensors(tsl_arena *a, graph *g)
         for (int q = 0; q < nts; q++) {
             int t = ts[q];
             const graph_tensor *gt = &g->tensors[t];
-            if (gt->internal || gt->kind == GRAPH_T_SCALAR) continue;
+            if (graph_internal_to(g, t, gr) || gt->kind == GRAPH_T_SCALAR) continue;
             /* an input when some op reads it (or accumulates into it
              * without `!`) before the group's first write of it */
             int first_w = -1;
@@ -524,9 +543,9 @@ static void mark_tensors(tsl_arena *a, graph *g)
 /* Merge the consecutive groups a recognised attention chain spans into one
  * group (its first op starting a group and its last ending one; anything
  * else keeps the row/contraction grouping). */
-static void merge_chains(graph *g)
+static void merge_chains(tsl_arena *a, graph *g)
 {
-    int out = 0;
+    int out = 0, nparts = 0;
     for (int gi = 0; gi < g->ngroups; gi++) {
         graph_group gr = g->groups[gi];
         graph_attention at;
@@ -536,6 +555,12 @@ static void merge_chains(graph *g)
                 gr.nops = at.last - gr.first + 1;
                 gr.rows = at.nb + 1;
                 gr.strategy = GRAPH_ATTENTION;
+                gr.nparts = gl - gi + 1;
+                gr.parts = arena_alloc(a, sizeof *gr.parts * (size_t)gr.nparts);
+                for (int k = 0; k < gr.nparts; k++) {
+                    gr.parts[k] = g->groups[gi + k];
+                    gr.parts[k].index = g->ngroups + nparts++; /* distinct kernel names */
+                }
                 gi = gl;
             }
         }
@@ -581,7 +606,10 @@ void graph_fuse(tsl_arena *a, graph *g)
         gr->rows = c.rows;
         g->ops[j].group = gr->index;
     }
-    merge_chains(g);
-    for (int i = 0; i < g->ngroups; i++) classify(a, g, &g->groups[i]);
+    merge_chains(a, g);
+    for (int i = 0; i < g->ngroups; i++) {
+        classify(a, g, &g->groups[i]);
+        for (int k = 0; k < g->groups[i].nparts; k++) classify(a, g, &g->groups[i].parts[k]);
+    }
     mark_tensors(a, g);
 }

@@ -173,6 +173,12 @@ typedef struct graph_group {
     const char *reason; /* short text for the printer */
     int *inputs, ninputs, cap_in;    /* materialized tensors read (not written earlier in the group) */
     int *outputs, noutputs, cap_out; /* materialized tensors written */
+    /* A merged chain (attention): the groups it was merged from, classified
+     * and with their own inputs and outputs (the chain's intermediates among
+     * them), indexed from the graph's ngroups up; what the scheduler lowers
+     * when no plan of the chain's strategy takes the group. */
+    struct graph_group *parts;
+    int nparts;
 } graph_group;
 
 typedef struct graph {
@@ -223,6 +229,11 @@ typedef struct graph_attention {
 /* Whether ops from `first` on form attention; fills *at (false: *at is
  * meaningless). */
 bool graph_attention_match(const graph *g, int first, graph_attention *at);
+
+/* Whether tensor t is internal to group gr: a temporary whose every reader
+ * and writer is one of gr's ops (for a part of a merged chain, its own ops:
+ * the chain's other intermediates are its interface). */
+bool graph_internal_to(const graph *g, int t, const graph_group *gr);
 
 /* ---- internal: build.c calls fuse.c ----------------------------------------------- */
 

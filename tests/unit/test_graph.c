@@ -306,6 +306,18 @@ static void test_attention(void)
         CHECK(fx_tensor(&f, "p")->internal);
         CHECK(fx_tensor(&f, "denom")->internal);
         CHECK_EQ_INT(f.g->groups[0].rows, 2);
+        /* the groups before the merge, for the scheduler's fallback */
+        const graph_group *gr = &f.g->groups[0];
+        CHECK_EQ_INT(gr->nparts, 3);
+        if (gr->nparts == 3) {
+            CHECK(gr->parts[0].strategy == GRAPH_CONTRACTION && gr->parts[0].nops == 2);
+            CHECK(gr->parts[1].strategy == GRAPH_ROW_REDUCTION && gr->parts[1].nops == 3);
+            CHECK(gr->parts[2].strategy == GRAPH_CONTRACTION && gr->parts[2].nops == 2);
+            CHECK(graph_internal_to(f.g, fx_tensor(&f, "rowmax")->lt->index, &gr->parts[1]));
+            CHECK(!graph_internal_to(f.g, fx_tensor(&f, "p")->lt->index, &gr->parts[1]));
+            CHECK(graph_internal_to(f.g, fx_tensor(&f, "p")->lt->index, gr));
+            CHECK_EQ_INT(gr->parts[1].noutputs, 2); /* p, denom */
+        }
     }
     fx_close(&f);
     /* heads as a second batch dim, a causal mask and an additive mask

@@ -266,7 +266,36 @@ static void test_generic_switch(void)
     arena_free(a);
 }
 
+/* sched.attention=0: the groups before the merge (a kernel or more
+ * each, their intermediates stored), same answers. */
+static void test_parts_fallback(void)
+{
+    for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
+        tsl_arena *a = arena_create();
+        lang_def *def = parse_case(a, c);
+        tsl_diag d = {0};
+        sched_options o = sched_options_defaults;
+        CHECK(sched_options_parse("sched.attention=0", &o, &d) == TSL_OK);
+        graph *g = def ? graph_build(a, def, &d) : NULL;
+        for (int t = 0; g && t < 2; t++) {
+            tsl_target target = t ? TSL_TARGET_CUDA : TSL_TARGET_CPU;
+            sched_plan *p = sched_lower_opt(a, g, target, 80, &o, &d);
+            CHECK(p != NULL);
+            if (!p) continue;
+            CHECK_EQ_INT(count_attn(p), 0);
+            CHECK_MSG(g->ngroups == 1 && g->groups[0].nparts >= 2 && p->nlaunches >= g->groups[0].nparts,
+                      "%s: %d launches", def->name, p->nlaunches);
+            CHECK(tile_verify(p->m, NULL, &d) == TSL_OK);
+            test_compare_plan(a, def, p, cases[c].sets[1], t ? test_run_tile_interp : test_run_cpu,
+                              t ? "cuda plan of the parts, tile interpreter" : "cpu plan of the parts");
+        }
+        diag_free(&d);
+        arena_free(a);
+    }
+}
+
 TEST_SUITE(sched_attention) = {
+    {"parts_fallback", test_parts_fallback},
     {"recognised", test_recognised},
     {"cpu_matches", test_cpu_matches},
     {"cuda_plan_interp", test_cuda_plan_interp},
