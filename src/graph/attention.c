@@ -9,6 +9,9 @@
  *   O(z,i,e)  +=! p(z,i,j) * V(z,j,e)          }
  *   O(z,i,e)   = O(z,i,e) / l(z,i)
  *
+ * or, normalising P first: l, then pn(z,i,j) = p(z,i,j) / l(z,i), then
+ * O(z,i,e) +=! pn(z,i,j) * V(z,j,e) (no divide after).
+ *
  * A score op is pointwise over S's box and reads the current score tensor
  * at its own index list; it may read index vars (a causal mask `j <= i ?
  * s : -1e30`), scalar parameters, sizes (`/ sqrt(D)`) and tensors the run
@@ -205,9 +208,10 @@ bool graph_attention_match(const graph *g, int first, graph_attention *at)
     at->exp = i++;
     int p = ex->operands[0].tensor;
 
-    /* l +=! p and O +=! p * V, in either order */
-    at->sum = at->pv = -1;
-    for (int n = 0; n < 2 && i < g->nops; n++, i++) {
+    /* l +=! p and O +=! p * V, in either order; or l, pn = p / l, O +=! pn * V */
+    at->sum = at->pv = at->norm = at->div = -1;
+    int pin = p; /* what PV reads */
+    for (int n = 0; n < 3 && i < g->nops && (at->pv < 0 || at->sum < 0); n++, i++) {
         const graph_op *op = &g->ops[i];
         if (at->sum < 0 && op->assign == LANG_ADD_EQ && op->bang && op->niter == nb + 1 && op->nvars == nb + 2) {
             const graph_operand *o = access_of(op, op->body);
@@ -215,12 +219,25 @@ bool graph_attention_match(const graph *g, int first, graph_attention *at)
             at->sum = i;
             continue;
         }
+        if (at->sum >= 0 && at->norm < 0 && op->pointwise && op->assign == LANG_ASSIGN && op->nvars == nb + 2) {
+            e = uncast(op->body);
+            const graph_operand *nn = e->kind == LANG_E_BINARY && e->src->op == LANG_DIV ? access_of(op, e->args[0]) : NULL;
+            const graph_operand *nd = nn ? access_of(op, e->args[1]) : NULL;
+            if (!nd || nn->tensor != p || !nn->identity || nd->tensor != g->ops[at->sum].operands[0].tensor ||
+                !reads_at(nd, rowv, nb + 1))
+                return false;
+            for (int v = 0; v < nb + 2; v++)
+                if (!graph_sexpr_equal(op->box[v].hi, qk->box[v].hi)) return false;
+            at->norm = i;
+            pin = op->operands[0].tensor;
+            continue;
+        }
         if (at->pv >= 0 || !op->contraction || !op->bang || op->niter != nb + 2 || op->nvars != nb + 3) return false;
         const graph_expr *pr = uncast(op->body);
         if (pr->kind != LANG_E_BINARY || pr->src->op != LANG_MUL) return false;
         const graph_operand *a = access_of(op, pr->args[0]), *b = access_of(op, pr->args[1]);
         if (!a || !b) return false;
-        if (a->tensor != p) {
+        if (a->tensor != pin) {
             const graph_operand *t = a;
             a = b, b = t;
         }
@@ -228,7 +245,7 @@ bool graph_attention_match(const graph *g, int first, graph_attention *at)
         for (int z = 0; z < nb; z++) pv_[z] = vv[z] = z;
         pv_[nb] = nb, pv_[nb + 1] = nb + 2; /* p(z, i, j): j is the reduction var */
         vv[nb] = nb + 2, vv[nb + 1] = nb + 1;
-        if (a->tensor != p || !reads_at(a, pv_, nb + 2) || !reads_at(b, vv, nb + 2)) return false;
+        if (a->tensor != pin || !reads_at(a, pv_, nb + 2) || !reads_at(b, vv, nb + 2)) return false;
         const lang_tensor *V = g->def->tensors[b->tensor];
         for (int z = 0; z < nb; z++)
             if (!var_covers(op, z, V, z)) return false;
@@ -239,19 +256,27 @@ bool graph_attention_match(const graph *g, int first, graph_attention *at)
         at->v = b->tensor;
         at->o = op->operands[0].tensor;
     }
-    if (at->sum < 0 || at->pv < 0 || i >= g->nops) return false;
+    if (at->sum < 0 || at->pv < 0) return false;
     int l = g->ops[at->sum].operands[0].tensor;
-
-    /* O = O / l */
-    const graph_op *dv = &g->ops[i];
-    if (!dv->pointwise || dv->assign != LANG_ASSIGN || dv->operands[0].tensor != at->o || dv->nvars != nb + 2) return false;
-    e = uncast(dv->body);
-    if (e->kind != LANG_E_BINARY || e->src->op != LANG_DIV) return false;
-    const graph_operand *dn = access_of(dv, e->args[0]), *dd = access_of(dv, e->args[1]);
-    if (!dn || !dd || dn->tensor != at->o || !dn->identity || dd->tensor != l || !reads_at(dd, rowv, nb + 1)) return false;
-    at->div = i;
     at->first = first;
-    at->last = i;
+    if (at->norm >= 0) {
+        if (at->pv < at->norm) return false;
+        at->last = at->pv;
+        if (!private_temp(g, pin, first, at->last)) return false;
+    } else {
+        /* O = O / l */
+        if (i >= g->nops) return false;
+        const graph_op *dv = &g->ops[i];
+        if (!dv->pointwise || dv->assign != LANG_ASSIGN || dv->operands[0].tensor != at->o || dv->nvars != nb + 2)
+            return false;
+        e = uncast(dv->body);
+        if (e->kind != LANG_E_BINARY || e->src->op != LANG_DIV) return false;
+        const graph_operand *dn = access_of(dv, e->args[0]), *dd = access_of(dv, e->args[1]);
+        if (!dn || !dd || dn->tensor != at->o || !dn->identity || dd->tensor != l || !reads_at(dd, rowv, nb + 1))
+            return false;
+        at->div = i;
+        at->last = i;
+    }
 
     /* the intermediates stay inside; O is written only here */
     for (int k = first; k < at->rowmax; k++)

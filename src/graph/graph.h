@@ -221,7 +221,8 @@ typedef struct graph_attention {
     int nb;                  /* batch dims (0..2) */
     int qk;                  /* S +=! Q * K */
     int score_first, nscore; /* the score ops (scale, masks) */
-    int rowmax, exp, sum, pv, div;
+    int rowmax, exp, sum, pv, div; /* div: O / l after PV, or -1 when norm */
+    int norm;                /* pn = p / l before PV, or -1 */
     int q, k, v, o;          /* tensors */
     int s;                   /* the score tensor the row max reads */
 } graph_attention;

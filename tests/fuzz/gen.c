@@ -923,7 +923,8 @@ static char *gen_gemm_program(gen *g, uint64_t seed)
 /* An attention chain (graph/attention.c, the attention strategy): 0-2
  * batch dims, a scale (constant, size or scalar), a mask (none, causal,
  * strict causal with its fully masked first row, an additive or a boolean
- * mask tensor), the row sum before or after PV, Tq != Tk. Masked scores
+ * mask tensor), the row sum before or after PV or P normalised before
+ * PV, Tq != Tk. Masked scores
  * are -1e30 (-60000 in float16, whose range ends at 65504) so a fully
  * masked row is defined: the mean of V. Sizes past every tile of the
  * strategy (64/128 rows, 32/64 keys) within the element cap. */
@@ -968,6 +969,11 @@ static char *gen_attention_program(gen *g, uint64_t seed)
     sb_printf(&b, "  m(%si) max=! t(%si,j)\n  p(%si,j) = exp(t(%si,j) - m(%si))\n", bi, bi, bi, bi, bi);
     const char *sum = gen_str(g, "  l(%si) +=! p(%si,j)\n", bi, bi);
     const char *pv = gen_str(g, "  O(%si,e) +=! p(%si,j) * V(%sj,e)\n", bi, bi, bi);
+    if (sum_first && gen_p(g, 40)) { /* P normalised before PV */
+        sb_printf(&b, "%s  q(%si,j) = p(%si,j) / l(%si)\n  O(%si,e) +=! q(%si,j) * V(%sj,e)\n}\n", sum, bi, bi, bi, bi,
+                  bi, bi);
+        return sb_take(&b);
+    }
     sb_printf(&b, "%s%s", sum_first ? sum : pv, sum_first ? pv : sum);
     sb_printf(&b, "  O(%si,e) = O(%si,e) / l(%si)\n}\n", bi, bi, bi);
     return sb_take(&b);

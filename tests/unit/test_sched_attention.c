@@ -82,6 +82,13 @@ static const at_case cases[] = {
      SCHED_ATTN_MASK_GENERAL,
      {{1, 1, 1, 1, 1}, {2, 67, 13, 128, 128}},
      0},
+    /* P normalised before PV, written as users often do */
+    {"def pnorm(float(B,Tq,D) Q, float(B,Tk,D) K, float(B,Tk,E) V) -> (O) {\n"
+     "  s(b,i,j) +=! Q(b,i,d) * K(b,j,d)\n  m(b,i) max=! s(b,i,j)\n  p(b,i,j) = exp(s(b,i,j) - m(b,i))\n"
+     "  l(b,i) +=! p(b,i,j)\n  pn(b,i,j) = p(b,i,j) / l(b,i)\n  O(b,i,e) +=! pn(b,i,j) * V(b,j,e)\n}\n",
+     SCHED_ATTN_MASK_NONE,
+     {{1, 1, 1, 1, 1}, {2, 67, 71, 37, 65}},
+     1},
     /* no batch dim */
     {"def nob(float(Tq,D) Q, float(Tk,D) K, float(Tk,E) V) -> (O) {\n"
      "  s(i,j) +=! Q(i,d) * K(j,d)\n  m(i) max=! s(i,j)\n  p(i,j) = exp(s(i,j) - m(i))\n"
