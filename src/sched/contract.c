@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/kbuild.h"
 #include "sched/strategy.h"
+#include "sched/tiletext.h"
 #include "target/target.h"
 
 /* One plan of block/warp shape. */
@@ -1062,11 +1062,11 @@ static char *contract_text(ct *c, const char *kname)
     return sb_take(&h);
 }
 
-/* The shared text-IR parse step (kbuild.c) until this file moves onto the
+/* The shared text-IR parse step (tiletext.c) until this file moves onto the
  * tile builder. */
 static tile_kernel *parse_kernel(sched_plan *p, char *text, const char *kname)
 {
-    return sched_kb_parse(p, text, kname, "contraction");
+    return tt_parse_kernel(p, text, kname, "contraction");
 }
 
 /* Append kernel k as a launch of the plan, its arguments in the kernel's

@@ -1,6 +1,5 @@
 /* kbuild.c — names, folded int expressions, launch arguments and size
  * symbols for the kernels the strategies build (kbuild.h). */
-#include <stdlib.h>
 #include <string.h>
 
 #include "sched/kbuild.h"
@@ -101,31 +100,4 @@ tile_value *sched_kb_tensor(tile_module *m, tile_kernel *k, sched_launch *l, con
                                              t->rank, dims);
     sched_kb_add_arg(m, l, (sched_arg){.name = v->name, .kind = SCHED_ARG_TENSOR, .tensor = ti});
     return v;
-}
-
-tile_kernel *sched_kb_parse(sched_plan *p, char *text, const char *kname, const char *what)
-{
-    tsl_arena *a = p->m->arena;
-    char *keep = arena_strdup(a, text);
-    free(text);
-    tsl_source *src = arena_alloc(a, sizeof *src);
-    strbuf nm = {0};
-    sb_printf(&nm, "<%s strategy>", what);
-    src->name = arena_strdup(a, sb_str(&nm));
-    sb_free(&nm);
-    src->text = keep;
-    tsl_diag d;
-    memset(&d, 0, sizeof d);
-    tile_module *m = NULL;
-    tsl_status st = tile_parse(a, src, &d, &m);
-    if (!st) st = tile_verify(m, src, &d);
-    if (st || !m || m->nkernels != 1 || tile_module_find(p->m, kname)) {
-        const char *why = sb_str(&d.msg);
-        sched_note(p, "the %s plan '%s' does not verify; the group falls back: %.*s", what, kname,
-                   (int)strcspn(why, "\n"), *why ? why : "a kernel of that name exists");
-        diag_free(&d);
-        return NULL;
-    }
-    diag_free(&d);
-    return m->kernels[0];
 }

@@ -39,16 +39,6 @@ tile_value *sched_kb_tensor(tile_module *m, tile_kernel *k, sched_launch *l, con
  * the fast forms' few f32 ulp lie far under that rounding. */
 int sched_kb_approx_ok(tsl_dtype lhs, tsl_dtype math);
 
-/* Parse and verify a strategy's kernel, written as tile text, into the
- * plan's arena (the text stays there: kernel positions refer to it; `text`
- * is taken and freed). NULL when it does not verify or a kernel named
- * `kname` exists: an internal shortcoming of the strategy `what` (e.g.
- * "contraction"), which then leaves the group to another strategy; the
- * plan's notes say why (`--emit=tile` prints them, and the kernel itself
- * when it verifies). Shared by contract.c and qmatmul.c until both build
- * their kernels with the tile builder instead of text. */
-tile_kernel *sched_kb_parse(sched_plan *p, char *text, const char *kname, const char *what);
-
 /* A float literal of TC dtype t as the value its dtype holds (2.1 in a
  * float16 expression is half(2.1), whatever dtype the expression then
  * computes in: docs/language.md); float32 and float64 are left as written

@@ -16,6 +16,9 @@
  *     and X's row stream through a ring of shared stages (cp.async), each
  *     thread multiplies on CUDA cores into f32 partial sums per group,
  *     scales them per group and the block reduces its rows at the end;
+ *   - GPU, M >= 16 (f16 X, no zero points; a guard on M): tensor cores,
+ *     W's tile dequantized to f16 into shared memory, mma.m16n8k16 into
+ *     f32 sums per group (gemm_text);
  *   - CPU: a block per 2048 columns of a row of X, its rows in order, per
  *     group into partial sums then scaled (the row loop asks for the
  *     micro-kernel cpu.ukr.dequant, c_emit_dequant.c: vectorized
@@ -26,16 +29,16 @@
  * W is passed as its storage (sched_arg.bytes) cut to the reduction's rows
  * (sched_arg.rows: TC's range inference may shorten k below W's rows when
  * S has fewer groups). The kernels are written as tile text and parsed
- * by kbuild.c's sched_kb_parse, as contract.c's are (a kernel that does
- * not verify leaves the group to the others with a plan note; the driver's
- * --emit=tile / TESSEL_DUMP show the kernels); a group not of this shape
- * returns 0 first. */
+ * by tiletext.c's tt_parse_kernel, as contract.c's and attention.c's are
+ * (a kernel that does not verify leaves the group to the others with a
+ * plan note; the driver's --emit=tile / TESSEL_DUMP show the kernels); a
+ * group not of this shape returns 0 first. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/kbuild.h"
 #include "sched/strategy.h"
+#include "sched/tiletext.h"
 #include "target/target.h"
 
 /* One read factor of the product: operand o, under a cast to `cast` or not. */
@@ -779,7 +782,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         if (qs[v].bytes && !qs[v].CH) qs[v].bytes = 0;
         snprintf(kname, sizeof kname, "%s_g%d_qgemv%s", g->def->name, grp->index, qs[v].bytes ? "" : "_codes");
         char *t = q.cpu ? cpu_text(&qs[v], kname) : gemv_text(&qs[v], kname);
-        ks[v] = t ? sched_kb_parse(p, t, kname, "quantized matmul") : NULL;
+        ks[v] = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
         if (!ks[v]) return 0;
     }
     /* GPU, M >= 16: the tensor-core kernel instead of the byte-reading
@@ -790,7 +793,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
     if (BK && (me->kind == LANG_SX_SYM || me->value >= 16)) {
         snprintf(kname, sizeof kname, "%s_g%d_qgemm", g->def->name, grp->index);
         char *t = gemm_text(&qs[0], kname, BK);
-        kt = t ? sched_kb_parse(p, t, kname, "quantized matmul") : NULL;
+        kt = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
     }
     sched_guard gm = guard;
     if (kt && me->kind == LANG_SX_SYM) {
