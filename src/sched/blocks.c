@@ -74,7 +74,24 @@ static void blk_header(sched_blk *kb)
         kb->zv[i] = blk_size_bound(kb, kb->size[i]) ? tile_kernel_symbol(kb->m, kb->k, n)
                                                      : tile_kernel_param_scalar(kb->m, kb->k, n);
     }
+    if (kb->scratch) {
+        tile_expr *n = tile_expr_int(kb->m, kb->scratch_count);
+        kb->scv = tile_kernel_param_tensor(kb->m, kb->k, "c_ws", tile_dtype_from_tsl(kb->scratch_dt), 1, &n);
+    }
     if (kb->sms) kb->smsv = tile_kernel_param_scalar(kb->m, kb->k, "c_nsm");
+}
+
+tile_value *sched_blk_scratch(sched_blk *kb, int si, tsl_dtype dt, int64_t count)
+{
+    if (!kb->scratch) {
+        TSL_ASSERT(kb->pass == 0);
+        kb->scratch = 1 + si;
+        kb->scratch_dt = dt;
+        kb->scratch_count = count;
+        tile_expr *n = tile_expr_int(kb->m, count);
+        kb->scv = tile_kernel_param_tensor(kb->m, kb->k, "c_ws", tile_dtype_from_tsl(dt), 1, &n);
+    }
+    return kb->scv;
 }
 
 tile_value *sched_blk_tensor(sched_blk *kb, int ti)
@@ -208,6 +225,10 @@ void sched_blk_add(sched_blk *kb, tile_kernel *k, int stmt, int nstmts, const sc
     for (int i = 0; i < kb->nsize; i++) {
         if (kb->zv[i]->origin != TILE_O_PARAM) continue;
         sched_arg arg = {.name = kb->zv[i]->name, .kind = SCHED_ARG_SIZE, .sym = kb->size[i]};
+        ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
+    }
+    if (kb->scratch) {
+        sched_arg arg = {.name = kb->scv->name, .kind = SCHED_ARG_SCRATCH, .scratch = kb->scratch - 1};
         ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
     }
     if (kb->sms) {

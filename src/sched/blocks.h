@@ -29,7 +29,8 @@
  *
  * The kernel is built twice (sched_blk_build): a first pass records which
  * tensors, scalars and sizes the body uses, the second writes the header
- * in parameter order (tensors, typed scalars, int sizes, the SM count) and
+ * in parameter order (tensors, typed scalars, int sizes, a scratch buffer,
+ * the SM count) and
  * then the body, so a strategy names a parameter where it needs it and
  * never writes or parses tile text. Builder misuse (a layout text that
  * does not parse) is recorded and the kernel declined, never a crash. */
@@ -54,6 +55,10 @@ typedef struct sched_blk {
     int scal[SCHED_BLK_MAX_PARAMS]; /* def scalars (typed) */
     int size[SCHED_BLK_MAX_PARAMS]; /* size slots used as values */
     tile_value *tv[SCHED_BLK_MAX_PARAMS], *sv[SCHED_BLK_MAX_PARAMS], *zv[SCHED_BLK_MAX_PARAMS];
+    int scratch;       /* 1 + the plan scratch buffer it takes (one at most); 0: none */
+    tsl_dtype scratch_dt;
+    int64_t scratch_count;
+    tile_value *scv;
     int sms;           /* the kernel takes the SM count (a persistent grid) */
     tile_value *smsv;
     char why[200];     /* the first builder error; "" when none */
@@ -87,6 +92,9 @@ tile_expr *sched_blk_scalar(sched_blk *kb, int ti);
 tile_expr *sched_blk_size(sched_blk *kb, int slot);
 /* A plain extent (a size symbol or a constant) as an int expression. */
 tile_expr *sched_blk_extent(sched_blk *kb, const lang_sexpr *e);
+/* Plan scratch buffer si (p->scratch[si]: count elements of dt) as a 1-D
+ * global parameter `c_ws` (after the sizes). */
+tile_value *sched_blk_scratch(sched_blk *kb, int si, tsl_dtype dt, int64_t count);
 /* The SM count (an int parameter the run binds; 1 off the GPU). */
 tile_expr *sched_blk_sms(sched_blk *kb);
 /* The header: grid (ngrid exprs), threads, shared budget (0: none). */

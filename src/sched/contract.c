@@ -85,6 +85,8 @@ typedef struct ct {
     const sched_options *opt; /* the plan's choices (sched/options.h) */
     sched_blk *kb;         /* the kernel being built */
     sched_blk_ring ring;   /* sm90: the ring's values (the tile's origin) */
+    int split;             /* split-K: 1 the slices' kernel, 2 the sum's (ct_build) */
+    int split_ws;          /* split-K: the plan's workspace (scratch index) */
 } ct;
 
 /* The sm_90a plan (blocks_mma.c, "the sm_90a ring"): BM = 128 rows a tile,
@@ -307,6 +309,8 @@ static int ct_scale(ct *c, sched_blk_tile *T, const graph_expr *e, sched_blk_val
     return 1;
 }
 
+static tile_expr *ct_split_s(sched_blk *kb, const ct *c);
+
 /* The header: grid, threads and shared budget. */
 static void ct_header(sched_blk *kb, ct *c, const sched_blk_gemm *g)
 {
@@ -324,6 +328,12 @@ static void ct_header(sched_blk *kb, ct *c, const sched_blk_gemm *g)
         return;
     }
     tile_expr *grid[3] = {gm, gn, c->nb ? sched_blk_extent(kb, C->shape[0]) : NULL};
+    if (c->split == 1) { /* z: the slices */
+        grid[2] = ct_split_s(kb, c);
+    } else if (c->split == 2) { /* the sum: no shared memory */
+        sched_blk_grid(kb, 2, grid, s->threads, 0);
+        return;
+    }
     int bytes = c->mma ? 2 : 4;
     int64_t ra = c->a_trans ? s->bk : s->bm, ca = c->a_trans ? s->bm : s->bk;
     int64_t rb = c->b_trans ? s->bn : s->bk, cb = c->b_trans ? s->bk : s->bn;
@@ -333,69 +343,48 @@ static void ct_header(sched_blk *kb, ct *c, const sched_blk_gemm *g)
     /* (x 5/4: the tile interpreter's shared_bytes counts n * (bits + 7) / 8,
      * 4.875 bytes per f32; the budget only bounds, the C target uses what
      * the tensors need) */
-    sched_blk_grid(kb, c->nb ? 3 : 2, grid, s->threads, smem);
+    sched_blk_grid(kb, c->nb || c->split ? 3 : 2, grid, s->threads, smem);
 }
 
-/* The kernel (sched_blk_fn): header, main loop, init ops, the scaled
- * product, epilogue ops, the store. */
-static int ct_build(sched_blk *kb, void *ctx)
+/* The accumulator's start (init ops, C's old value) and the product's
+ * scalar factors; 0 when a body is not one the blocks lower. */
+static int ct_start(ct *c, sched_blk_tile *T, sched_blk_val *start, sched_blk_val *fac, int *nfac)
 {
-    ct *c = ctx;
     const graph *g = c->g;
     const graph_group *grp = c->grp;
-    c->kb = kb;
-    sched_blk_tile T = {.kb = kb, .tc = c->tc, .rows = c->em, .cols = c->en, .threads = c->ethreads, .lay = c->lc,
-                        .nb = c->nb, .vm = c->vm, .vn = c->vn, .origin = ct_origin, .covers = ct_covers, .ctx = c};
-    sched_blk_gemm gm = ct_gemm(kb, c); /* A, B, then C: the parameters' order */
-    tile_value *C = sched_blk_tensor(kb, c->tc);
-    const lang_tensor *Ct = c->def->tensors[c->tc];
-    memset(&c->ring, 0, sizeof c->ring);
-    c->ring.em = c->em;
-    c->ring.en = c->en;
-    c->ring.cdt = Ct->dtype;
-    c->ring.tma_store = c->sm90 && (Ct->dtype == TSL_DTYPE_F16 || Ct->dtype == TSL_DTYPE_BF16);
-    ct_header(kb, c, &gm);
-    tile_value *acc = NULL;
-    if (c->sm90) {
-        /* the main loop first: C's start value (init ops, C's old value) is
-         * computed after it, so that no tile beside the 128-register
-         * accumulator lives across the loop (C is written only at the end) */
-        const lang_tensor *Cd = Ct;
-        sched_blk_ring_open(kb, &gm, &c->ring, sched_blk_extent(kb, Cd->shape[c->nb]),
-                            sched_blk_extent(kb, Cd->shape[c->nb + 1]), c->nb ? sched_blk_extent(kb, Cd->shape[0]) : NULL,
-                            CT_SM90_GROUP);
-        acc = sched_blk_ring_mainloop(kb, &gm, &c->ring);
-    }
-    /* init ops: the accumulator's start value */
     for (int i = grp->first; i < grp->anchor; i++) {
         sched_blk_val v;
-        if (!sched_blk_body(&T, &g->ops[i], g->ops[i].body, &v)) return 0;
-        T.cur = sched_blk_as_tile(&T, v);
+        if (!sched_blk_body(T, &g->ops[i], g->ops[i].body, &v)) return 0;
+        T->cur = sched_blk_as_tile(T, v);
     }
-    sched_blk_val start = {NULL, NULL};
-    if (c->anchor->bang) start.scalar = sched_blk_float(kb, 0.0, "0.0");
-    else start.tile = sched_blk_load_c(&T);
-    /* the product sum, scaled */
-    sched_blk_val fac[16];
-    int nfac = 0;
-    if (!ct_scale(c, &T, c->anchor->body, fac, &nfac)) return 0;
-    if (!c->sm90) {
-        acc = sched_blk_alloc(kb, "c_acc", sched_blk_tile_type(&T, TSL_DTYPE_F32), sched_blk_float(kb, 0.0, "0.0"));
-        sched_blk_mainloop(kb, &gm, acc);
-    }
+    *start = (sched_blk_val){NULL, NULL};
+    if (c->anchor->bang) start->scalar = sched_blk_float(T->kb, 0.0, "0.0");
+    else start->tile = sched_blk_load_c(T);
+    *nfac = 0;
+    return ct_scale(c, T, c->anchor->body, fac, nfac);
+}
+
+/* start + factors * acc, the epilogue ops, the cast and the store. */
+static int ct_finish(ct *c, sched_blk_tile *T, tile_value *acc, sched_blk_val start, const sched_blk_val *fac, int nfac,
+                     tile_value *C)
+{
+    sched_blk *kb = T->kb;
+    const graph *g = c->g;
+    const graph_group *grp = c->grp;
+    const lang_tensor *Ct = c->def->tensors[c->tc];
     sched_blk_val sum = {acc, NULL};
-    for (int i = 0; i < nfac; i++) sum = sched_blk_binary(&T, TILE_I_MUL, sum, fac[i]);
+    for (int i = 0; i < nfac; i++) sum = sched_blk_binary(T, TILE_I_MUL, sum, fac[i]);
     sched_blk_val res = sum;
-    if (!c->anchor->bang || start.tile) res = sched_blk_binary(&T, TILE_I_ADD, start, sum);
-    T.cur = res.tile;
+    if (!c->anchor->bang || start.tile) res = sched_blk_binary(T, TILE_I_ADD, start, sum);
+    T->cur = res.tile;
     /* epilogue ops on the tile */
     for (int i = grp->anchor + 1; i < grp->first + grp->nops; i++) {
         sched_blk_val v;
-        if (!sched_blk_body(&T, &g->ops[i], g->ops[i].body, &v)) return 0;
-        T.cur = sched_blk_as_tile(&T, v);
+        if (!sched_blk_body(T, &g->ops[i], g->ops[i].body, &v)) return 0;
+        T->cur = sched_blk_as_tile(T, v);
     }
-    tile_value *out = T.cur;
-    if (Ct->dtype != TSL_DTYPE_F32) out = sched_blk_cast(kb, "c_out", out, sched_blk_tile_type(&T, Ct->dtype));
+    tile_value *out = T->cur;
+    if (Ct->dtype != TSL_DTYPE_F32) out = sched_blk_cast(kb, "c_out", out, sched_blk_tile_type(T, Ct->dtype));
     int vars[3] = {0, 1, 2};
     tile_expr *at[3];
     for (int d = 0; d < Ct->rank; d++) at[d] = ct_origin(c, vars[d]);
@@ -404,11 +393,167 @@ static int ct_build(sched_blk *kb, void *ctx)
     return 1;
 }
 
+/* ---- split-K (small M on the GPU) ---------------------------------------------------------------
+ * With M <= 64 a GEMM has cdiv(N, BN) output tiles, far fewer than the
+ * multiprocessors (16 x 8192 x 8192 fp16: 64 tiles on 132 SMs, 0.79x
+ * cuBLAS). The split plan is two launches: `_splitk` runs grid
+ * (tiles(M), tiles(N), S), slice z accumulating k steps [z KP, (z+1) KP)
+ * (KP = cdiv(cdiv(K, BK), S)) and scattering its f32 tile into the
+ * workspace c_ws[(z M + m) N + n]; `_splitk_sum` adds the S slices in a
+ * fixed order (deterministic) and runs the epilogue. S is computed in both
+ * kernels from the sizes: the option contract.splitk when set, else
+ * 2 x SMs / tiles, at most CT_SPLIT_MAX and at most what the workspace
+ * (CT_SPLIT_WS f32) holds; with S = 1 the first kernel runs the epilogue
+ * itself and the second does nothing. */
+#define CT_SPLIT_MAX 16
+#define CT_SPLIT_WS ((int64_t)1 << 22) /* 16 MiB of f32 partials */
+#define CT_SPLIT_M 64                   /* M at most this: the split plan */
+
+/* S as an int expression (the same in both kernels). */
+static tile_expr *ct_split_s(sched_blk *kb, const ct *c)
+{
+    const lang_tensor *Ct = c->def->tensors[c->tc];
+    tile_expr *M = sched_blk_extent(kb, Ct->shape[0]), *N = sched_blk_extent(kb, Ct->shape[1]);
+    tile_expr *mn = sched_blk_bin(kb, TILE_OP_MAX, sched_blk_bin(kb, TILE_OP_MUL, M, N), sched_blk_int(kb, 1));
+    tile_expr *fit = sched_blk_bin(kb, TILE_OP_DIV, sched_blk_int(kb, CT_SPLIT_WS), mn);
+    tile_expr *want;
+    if (c->opt->splitk > 1) {
+        want = sched_blk_int(kb, c->opt->splitk);
+    } else {
+        tile_expr *tiles = sched_blk_bin(kb, TILE_OP_MUL, sched_blk_bin(kb, TILE_OP_CDIV, M, sched_blk_int(kb, c->sh.bm)),
+                                         sched_blk_bin(kb, TILE_OP_CDIV, N, sched_blk_int(kb, c->sh.bn)));
+        want = sched_blk_bin(kb, TILE_OP_MIN, sched_blk_int(kb, CT_SPLIT_MAX),
+                             sched_blk_bin(kb, TILE_OP_DIV, sched_blk_bin(kb, TILE_OP_MUL, sched_blk_sms(kb), sched_blk_int(kb, 2)),
+                                           sched_blk_bin(kb, TILE_OP_MAX, tiles, sched_blk_int(kb, 1))));
+    }
+    return sched_blk_bin(kb, TILE_OP_MAX, sched_blk_int(kb, 1), sched_blk_bin(kb, TILE_OP_MIN, want, fit));
+}
+
+/* The flat workspace offsets of slice z's tile and its in-range mask. */
+static void ct_split_index(sched_blk *kb, ct *c, sched_blk_tile *T, tile_expr *z, tile_value **idx, tile_value **mask)
+{
+    const lang_tensor *Ct = c->def->tensors[c->tc];
+    tile_expr *M = sched_blk_extent(kb, Ct->shape[0]), *N = sched_blk_extent(kb, Ct->shape[1]);
+    tile_type it = sched_blk_tile_type(T, TSL_DTYPE_I64);
+    tile_operand off = tile_operand_scalar(ct_origin(c, c->vm));
+    tile_stmt *s = sched_blk_op(kb, TILE_I_IOTA, "c_im", 1, &off, &it, NULL);
+    s->instr.dim = 0;
+    tile_value *im = s->instr.result;
+    off = tile_operand_scalar(ct_origin(c, c->vn));
+    s = sched_blk_op(kb, TILE_I_IOTA, "c_in", 1, &off, &it, NULL);
+    s->instr.dim = 1;
+    tile_value *in = s->instr.result;
+    tile_operand sm = tile_operand_scalar(M), sn = tile_operand_scalar(N);
+    tile_value *mok = sched_blk_ew(kb, TILE_I_LT, "c_mok", tile_operand_tensor(im), &sm);
+    tile_value *nok = sched_blk_ew(kb, TILE_I_LT, "c_nok", tile_operand_tensor(in), &sn);
+    tile_operand o = tile_operand_tensor(nok);
+    *mask = sched_blk_ew(kb, TILE_I_AND, "c_ok", tile_operand_tensor(mok), &o);
+    tile_operand zm = tile_operand_scalar(sched_blk_bin(kb, TILE_OP_MUL, z, M));
+    tile_value *r = sched_blk_ew(kb, TILE_I_ADD, "c_ir", tile_operand_tensor(im), &zm);
+    r = sched_blk_ew(kb, TILE_I_MUL, "c_irn", tile_operand_tensor(r), &sn);
+    o = tile_operand_tensor(in);
+    *idx = sched_blk_ew(kb, TILE_I_ADD, "c_ix", tile_operand_tensor(r), &o);
+}
+
+/* The kernel (sched_blk_fn): header, main loop, init ops, the scaled
+ * product, epilogue ops, the store; or one of the split-K pair. */
+static int ct_build(sched_blk *kb, void *ctx)
+{
+    ct *c = ctx;
+    c->kb = kb;
+    sched_blk_tile T = {.kb = kb, .tc = c->tc, .rows = c->em, .cols = c->en, .threads = c->ethreads, .lay = c->lc,
+                        .nb = c->nb, .vm = c->vm, .vn = c->vn, .origin = ct_origin, .covers = ct_covers, .ctx = c};
+    /* A, B, then C: the parameters' order (the split-K sum reads neither A nor B) */
+    sched_blk_gemm gm = c->split == 2 ? (sched_blk_gemm){0} : ct_gemm(kb, c);
+    tile_value *C = sched_blk_tensor(kb, c->tc);
+    const lang_tensor *Ct = c->def->tensors[c->tc];
+    memset(&c->ring, 0, sizeof c->ring);
+    c->ring.em = c->em;
+    c->ring.en = c->en;
+    c->ring.cdt = Ct->dtype;
+    c->ring.tma_store = c->sm90 && (Ct->dtype == TSL_DTYPE_F16 || Ct->dtype == TSL_DTYPE_BF16);
+    ct_header(kb, c, &gm);
+    sched_blk_val start, fac[16];
+    int nfac;
+    if (c->split) {
+        tile_value *ws = sched_blk_scratch(kb, c->split_ws, TSL_DTYPE_F32, CT_SPLIT_WS);
+        tile_value *S = sched_blk_let(kb, "c_S", ct_split_s(kb, c));
+        tile_expr *one = sched_blk_int(kb, 1);
+        tile_value *acc;
+        if (c->split == 1) {
+            tile_value *nk = sched_blk_let(kb, "c_nk", sched_blk_bin(kb, TILE_OP_CDIV, gm.kext, sched_blk_int(kb, gm.bk)));
+            tile_value *kp = sched_blk_let(kb, "c_kp", sched_blk_bin(kb, TILE_OP_CDIV, sched_blk_v(kb, nk), sched_blk_v(kb, S)));
+            tile_value *k0 = sched_blk_let(kb, "c_k0", sched_blk_bin(kb, TILE_OP_MUL, sched_blk_bidx(kb, 2), sched_blk_v(kb, kp)));
+            gm.k0 = sched_blk_v(kb, k0);
+            gm.kblocks = sched_blk_bin(kb, TILE_OP_MAX, sched_blk_int(kb, 0),
+                                       sched_blk_bin(kb, TILE_OP_MIN, sched_blk_v(kb, kp),
+                                                     sched_blk_bin(kb, TILE_OP_SUB, sched_blk_v(kb, nk), sched_blk_v(kb, k0))));
+            acc = sched_blk_alloc(kb, "c_acc", sched_blk_tile_type(&T, TSL_DTYPE_F32), sched_blk_float(kb, 0.0, "0.0"));
+            sched_blk_mainloop(kb, &gm, acc);
+            /* S = 1: this kernel is the whole product */
+            sched_blk_if(kb, sched_blk_bin(kb, TILE_OP_EQ, sched_blk_v(kb, S), one));
+            if (!ct_start(c, &T, &start, fac, &nfac) || !ct_finish(c, &T, acc, start, fac, nfac, C)) return 0;
+            sched_blk_end(kb);
+            sched_blk_if(kb, sched_blk_bin(kb, TILE_OP_GT, sched_blk_v(kb, S), one));
+            tile_value *idx, *mask;
+            ct_split_index(kb, c, &T, sched_blk_bidx(kb, 2), &idx, &mask);
+            tile_operand args[2] = {tile_operand_tensor(acc), tile_operand_tensor(idx)};
+            tile_operand dst = tile_operand_tensor(ws);
+            sched_blk_op(kb, TILE_I_SCATTER, NULL, 2, args, NULL, &dst)->instr.mask = mask;
+            sched_blk_end(kb);
+            return 1;
+        }
+        /* the sum of the slices, in slice order, then the epilogue */
+        sched_blk_if(kb, sched_blk_bin(kb, TILE_OP_GT, sched_blk_v(kb, S), one));
+        acc = sched_blk_alloc(kb, "c_acc", sched_blk_tile_type(&T, TSL_DTYPE_F32), sched_blk_float(kb, 0.0, "0.0"));
+        tile_stmt *f = sched_blk_for(kb, "c_z", sched_blk_int(kb, 0), sched_blk_v(kb, S), NULL);
+        tile_value *idx, *mask;
+        ct_split_index(kb, c, &T, sched_blk_v(kb, f->v), &idx, &mask);
+        tile_operand args[2] = {tile_operand_tensor(ws), tile_operand_tensor(idx)};
+        tile_type ft = sched_blk_tile_type(&T, TSL_DTYPE_F32);
+        tile_stmt *gs = sched_blk_op(kb, TILE_I_GATHER, "c_part", 2, args, &ft, NULL);
+        gs->instr.mask = mask;
+        tile_operand a2[2] = {tile_operand_tensor(acc), tile_operand_tensor(gs->instr.result)};
+        tile_operand dacc = tile_operand_tensor(acc);
+        sched_blk_op(kb, TILE_I_ADD, NULL, 2, a2, NULL, &dacc);
+        sched_blk_end(kb);
+        if (!ct_start(c, &T, &start, fac, &nfac) || !ct_finish(c, &T, acc, start, fac, nfac, C)) return 0;
+        sched_blk_end(kb);
+        return 1;
+    }
+    tile_value *acc = NULL;
+    if (c->sm90) {
+        /* the main loop first: C's start value (init ops, C's old value) is
+         * computed after it, so that no tile beside the 128-register
+         * accumulator lives across the loop (C is written only at the end) */
+        sched_blk_ring_open(kb, &gm, &c->ring, sched_blk_extent(kb, Ct->shape[c->nb]),
+                            sched_blk_extent(kb, Ct->shape[c->nb + 1]), c->nb ? sched_blk_extent(kb, Ct->shape[0]) : NULL,
+                            CT_SM90_GROUP);
+        acc = sched_blk_ring_mainloop(kb, &gm, &c->ring);
+    }
+    if (!ct_start(c, &T, &start, fac, &nfac)) return 0;
+    if (!c->sm90) {
+        acc = sched_blk_alloc(kb, "c_acc", sched_blk_tile_type(&T, TSL_DTYPE_F32), sched_blk_float(kb, 0.0, "0.0"));
+        sched_blk_mainloop(kb, &gm, acc);
+    }
+    return ct_finish(c, &T, acc, start, fac, nfac, C);
+}
+
 /* The plan's shapes and accumulator layout for the group; 0 when the group
  * is not this strategy's shape. */
 static int ct_plan(ct *c)
 {
     if (!recognise(c)) return 0;
+    if (c->split) {
+        /* M <= 64: 32-row blocks (16 x 8192: a 128-row block's mma work
+         * is 7/8 padding), the warps side by side along n */
+        c->sh.bm = 32;
+        if (c->mma) c->sh.wm = 1, c->sh.wn = 8;
+        else c->tm = 2;
+        if (c->mma && c->sh.bn % 64) return 0; /* bn = 8 warps x 8 columns x tn */
+        c->sh.threads = c->mma ? 256 : (c->sh.bm / c->tm) * (c->sh.bn / c->tn);
+        if (!c->mma && (c->sh.threads % 32 || c->sh.threads > 1024)) return 0;
+    }
     c->em = c->sh.bm;
     c->en = c->sh.bn;
     c->ethreads = c->sh.threads;
@@ -479,6 +624,39 @@ static sched_guard guard_and(sched_guard g, int sym, sched_guard_op op, int64_t 
     return g;
 }
 
+/* May the group take the split-K pair (CUDA, no batch, option not 1),
+ * and under which M? *always set when M is a constant <= CT_SPLIT_M. */
+static int split_ok(const ct *base, int *always)
+{
+    ct c = *base;
+    if (c.cpu || c.opt->splitk == 1 || !recognise(&c) || c.nb) return 0;
+    const lang_sexpr *m = c.def->tensors[c.tc]->shape[0];
+    *always = m->kind == LANG_SX_CONST;
+    return m->kind == LANG_SX_SYM || m->value <= CT_SPLIT_M;
+}
+
+/* The split-K pair (ct_build), both under guard (NULL: always); 0 when
+ * either does not build (nothing added). */
+static int split_plan(sched_plan *p, const ct *base, const char *kname, const sched_guard *guard)
+{
+    ct cs[2];
+    sched_blk kbs[2];
+    tile_kernel *ks[2];
+    for (int w = 0; w < 2; w++) {
+        cs[w] = *base;
+        cs[w].want_sm90 = 0;
+        cs[w].split = w + 1;
+        cs[w].split_ws = p->nscratch;
+        const char *name = arena_printf(p->m->arena, "%s_splitk%s", kname, w ? "_sum" : "");
+        ks[w] = ct_kernel(p, &cs[w], &kbs[w], name);
+        if (!ks[w]) return 0;
+    }
+    sched_scratch sc = {TSL_DTYPE_F32, CT_SPLIT_WS};
+    ARENA_PUSH(p->m->arena, p->scratch, p->nscratch, p->capscratch, sc);
+    for (int w = 0; w < 2; w++) sched_blk_add(&kbs[w], ks[w], cs[w].grp->first, cs[w].grp->nops, guard);
+    return 1;
+}
+
 /* The sm_90a launches of the group (see sched_lower_contract); 0 when the
  * group is not theirs (nothing pushed). */
 static int sm90_plans(sched_plan *p, const ct *base, const char *kname)
@@ -502,12 +680,20 @@ static int sm90_plans(sched_plan *p, const ct *base, const char *kname)
     sched_blk kb8;
     tile_kernel *k8 = align.n ? ct_kernel(p, &c8, &kb8, kname) : NULL;
     if (align.n && !k8) return 0;
+    /* M <= 64 (aligned): the split-K pair rather than the narrow plan;
+     * its guard needs two terms beside the alignment's */
+    int always = 0, split = split_ok(base, &always) && align.n + 2 <= SCHED_MAX_GUARD;
+    if (split) {
+        sched_guard sg = always ? align : guard_and(align, m->sym, SCHED_GUARD_LE, CT_SPLIT_M);
+        split = split_plan(p, base, kname, sg.n ? &sg : NULL);
+    }
     if (m->kind == LANG_SX_CONST) {
         int w = m->value <= 128;
-        sched_blk_add(&kbs[w], ks[w], cs[w].grp->first, cs[w].grp->nops, align.n ? &align : NULL);
+        if (!(split && always)) sched_blk_add(&kbs[w], ks[w], cs[w].grp->first, cs[w].grp->nops, align.n ? &align : NULL);
     } else {
         sched_guard wide = guard_and(align, m->sym, SCHED_GUARD_GT, 128);
         sched_guard narrow = guard_and(align, m->sym, SCHED_GUARD_LE, 128);
+        if (split) narrow = guard_and(narrow, m->sym, SCHED_GUARD_GT, CT_SPLIT_M);
         sched_blk_add(&kbs[0], ks[0], cs[0].grp->first, cs[0].grp->nops, &wide);
         sched_blk_add(&kbs[1], ks[1], cs[1].grp->first, cs[1].grp->nops, &narrow);
     }
@@ -532,6 +718,23 @@ int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp)
      * one and, for M <= 128, a narrow one (64 columns a block); the
      * mma.sync plan for the sizes TMA cannot take */
     if (!c.cpu && p->sm >= 90 && sm90_plans(p, &c, kname)) return 1;
+    /* the GPU with M <= 64: the split-K pair, the one-kernel plan above */
+    int always = 0;
+    if (split_ok(&c, &always)) {
+        const lang_sexpr *m = g->def->tensors[grp->anchor >= 0 ? g->ops[grp->anchor].operands[0].tensor : 0]->shape[0];
+        sched_guard sg = {0};
+        if (!always) sg = guard_and(sg, m->sym, SCHED_GUARD_LE, CT_SPLIT_M);
+        sched_blk kb;
+        ct c1 = c;
+        tile_kernel *k = always ? NULL : ct_kernel(p, &c1, &kb, kname);
+        if ((always || k) && split_plan(p, &c, kname, always ? NULL : &sg)) {
+            if (k) {
+                sg.negate = 1;
+                sched_blk_add(&kb, k, grp->first, grp->nops, &sg);
+            }
+            return 1;
+        }
+    }
     sched_blk kb;
     tile_kernel *k = ct_kernel(p, &c, &kb, kname);
     if (!k) return 0;
