@@ -624,15 +624,15 @@ static sched_guard guard_and(sched_guard g, int sym, sched_guard_op op, int64_t 
     return g;
 }
 
-/* May the group take the split-K pair (CUDA, no batch, option not 1),
- * and under which M? *always set when M is a constant <= CT_SPLIT_M. */
-static int split_ok(const ct *base, int *always)
+/* May the group take the split-K pair (CUDA, no batch, option not 1)?
+ * *m is C's M extent: a constant takes the pair alone (when <= CT_SPLIT_M),
+ * a size symbol under the guard M <= CT_SPLIT_M. */
+static int split_ok(const ct *base, const lang_sexpr **m)
 {
     ct c = *base;
     if (c.cpu || c.opt->splitk == 1 || !recognise(&c) || c.nb) return 0;
-    const lang_sexpr *m = c.def->tensors[c.tc]->shape[0];
-    *always = m->kind == LANG_SX_CONST;
-    return m->kind == LANG_SX_SYM || m->value <= CT_SPLIT_M;
+    *m = c.def->tensors[c.tc]->shape[0];
+    return (*m)->kind == LANG_SX_SYM || (*m)->value <= CT_SPLIT_M;
 }
 
 /* The split-K pair (ct_build), both under guard (NULL: always); 0 when
@@ -642,17 +642,24 @@ static int split_plan(sched_plan *p, const ct *base, const char *kname, const sc
     ct cs[2];
     sched_blk kbs[2];
     tile_kernel *ks[2];
+    /* one workspace for every group's pair: launches run in order and a
+     * pair's partials live only from its first launch to its second (as a
+     * full reduction's do in a buffer of that size) */
+    int ws = 0;
+    while (ws < p->nscratch && !(p->scratch[ws].dtype == TSL_DTYPE_F32 && p->scratch[ws].count == CT_SPLIT_WS)) ws++;
     for (int w = 0; w < 2; w++) {
         cs[w] = *base;
         cs[w].want_sm90 = 0;
         cs[w].split = w + 1;
-        cs[w].split_ws = p->nscratch;
+        cs[w].split_ws = ws;
         const char *name = arena_printf(p->m->arena, "%s_splitk%s", kname, w ? "_sum" : "");
         ks[w] = ct_kernel(p, &cs[w], &kbs[w], name);
         if (!ks[w]) return 0;
     }
-    sched_scratch sc = {TSL_DTYPE_F32, CT_SPLIT_WS};
-    ARENA_PUSH(p->m->arena, p->scratch, p->nscratch, p->capscratch, sc);
+    if (ws == p->nscratch) {
+        sched_scratch sc = {TSL_DTYPE_F32, CT_SPLIT_WS};
+        ARENA_PUSH(p->m->arena, p->scratch, p->nscratch, p->capscratch, sc);
+    }
     for (int w = 0; w < 2; w++) sched_blk_add(&kbs[w], ks[w], cs[w].grp->first, cs[w].grp->nops, guard);
     return 1;
 }
@@ -682,7 +689,8 @@ static int sm90_plans(sched_plan *p, const ct *base, const char *kname)
     if (align.n && !k8) return 0;
     /* M <= 64 (aligned): the split-K pair rather than the narrow plan;
      * its guard needs two terms beside the alignment's */
-    int always = 0, split = split_ok(base, &always) && align.n + 2 <= SCHED_MAX_GUARD;
+    const lang_sexpr *sm = NULL;
+    int split = split_ok(base, &sm) && align.n + 2 <= SCHED_MAX_GUARD, always = split && sm->kind == LANG_SX_CONST;
     if (split) {
         sched_guard sg = always ? align : guard_and(align, m->sym, SCHED_GUARD_LE, CT_SPLIT_M);
         split = split_plan(p, base, kname, sg.n ? &sg : NULL);
@@ -719,9 +727,9 @@ int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp)
      * mma.sync plan for the sizes TMA cannot take */
     if (!c.cpu && p->sm >= 90 && sm90_plans(p, &c, kname)) return 1;
     /* the GPU with M <= 64: the split-K pair, the one-kernel plan above */
-    int always = 0;
-    if (split_ok(&c, &always)) {
-        const lang_sexpr *m = g->def->tensors[grp->anchor >= 0 ? g->ops[grp->anchor].operands[0].tensor : 0]->shape[0];
+    const lang_sexpr *m = NULL;
+    if (split_ok(&c, &m)) {
+        int always = m->kind == LANG_SX_CONST;
         sched_guard sg = {0};
         if (!always) sg = guard_and(sg, m->sym, SCHED_GUARD_LE, CT_SPLIT_M);
         sched_blk kb;
