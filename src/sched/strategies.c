@@ -19,6 +19,7 @@ static const sched_strategy strategies[] = {
     {"rowred", 0, GRAPH_ROW_REDUCTION, sched_lower_rowred},
     {"elementwise", 0, GRAPH_ELEMENTWISE, sched_lower_elementwise},
     {"contract", 0, GRAPH_CONTRACTION, sched_lower_contract},
+    {"attention", 0, GRAPH_ATTENTION, sched_lower_attention},
 };
 
 int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp)
