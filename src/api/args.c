@@ -697,6 +697,11 @@ static tsl_status args_check_memory(tsl_args *a)
         if (__builtin_add_overflow(need, bytes, &need)) need = INT64_MAX;
         if (bytes > most) most = bytes, big = i;
     }
+    /* reading /proc/meminfo and the cgroup's files costs ~20 us, more than
+     * a whole cached run of a small kernel: under 1 MiB of new memory a
+     * run cannot be what pushes a machine into swap, and its allocations
+     * still report TSL_ERR_NOMEM themselves */
+    if (need < ((int64_t)1 << 20)) return TSL_OK;
     int64_t avail = mem_available();
     if (avail < 0 || need <= avail) return TSL_OK;
     const lang_tensor *lt = def->tensors[big];
