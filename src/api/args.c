@@ -55,7 +55,10 @@ const lang_bound *api_args_bound(const tsl_args *a) { return a->bound; }
 
 void api_args_set_used(tsl_args *a, const char *options, int tuned)
 {
-    snprintf(a->used, sizeof a->used, "%s", options ? options : "");
+    /* per run: a copy, not snprintf (printf costs ~0.2 us a call here) */
+    size_t n = options ? strnlen(options, sizeof a->used - 1) : 0;
+    memcpy(a->used, options ? options : "", n);
+    a->used[n] = 0;
     a->used_tuned = tuned;
 }
 

@@ -392,7 +392,11 @@ static void tuned_find(tsl_program *p, const drv_target *t, void *dev, const lan
 {
     pthread_mutex_lock(&tuned_mu);
     int hit = tuned_last_is(p, t, dev, b);
-    if (hit) snprintf(buf, n, "%s", p->tuned.options);
+    if (hit) { /* per run: a copy, not snprintf */
+        size_t len = strnlen(p->tuned.options, n - 1);
+        memcpy(buf, p->tuned.options, len);
+        buf[len] = 0;
+    }
     pthread_mutex_unlock(&tuned_mu);
     if (hit) return;
     char *canon = drv_program_canonical(p->def);
