@@ -146,6 +146,16 @@ class Param(NamedTuple):
 _DESCRIBERS: dict = {np.ndarray: _tensors.describe_numpy}
 
 
+_torch_kind = None  # the module, once a torch tensor was met
+
+
+def _import_torch_kind():
+    global _torch_kind
+    from . import _torch_kind as tk
+    _torch_kind = tk
+    return tk
+
+
 def _describe_any(x: Any, slot: _tensors.Slot, write: bool, what: str):
     fn = _DESCRIBERS.get(type(x))
     if fn is not None:
@@ -474,8 +484,16 @@ class Function:
             kind, dev_type, dev_id = _NUMPY, _kDLCPU, 0
         if out is not None and self._single_out >= 0 and not isinstance(out, (tuple, list, dict)):
             j = n + self._single_out
-            ptr, k, _, _, _ = _describe_any(out, slots[j], True, self._what[j])
-            tensors[j] = ptr
+            k = None
+            if type(out) is _ndarray:  # inline; legacy DLPack refuses a read-only array
+                try:
+                    k = out.__dlpack__()
+                    tensors[j] = _get_pointer(k, b"dltensor")
+                except (BufferError, TypeError):
+                    k = None
+            if k is None:
+                ptr, k, _, _, _ = _describe_any(out, slots[j], True, self._what[j])
+                tensors[j] = ptr
             keep.append(k)
             results = [out]
         else:
@@ -551,11 +569,11 @@ class Function:
     def _cuda_setup(self, a: _Args, kind: Any, dev_id: int) -> None:
         """The stream, allocator and sync mode of a GPU run on a's C args."""
         stream = 0
-        if getattr(kind, "name", "") == "torch":
-            from . import _torch_kind
-            stream = _torch_kind.current_stream(dev_id)
+        if kind.name == "torch":
+            tk = _torch_kind or _import_torch_kind()
+            stream = tk.current_stream(dev_id)
             if a.allocator is None:
-                al = _torch_kind.allocator()
+                al = tk.allocator()
                 st = _L.tsl_args_set_allocator(a.ptr, ctypes.byref(al.struct))
                 if st:
                     raise self._ctx.error(st)
@@ -616,6 +634,7 @@ def _output_shapes(f: "Function", shapes: Sequence[Sequence[int]], sizes: Option
         shape = tuple(int(d) for d in shape)
         code, bits = _tensors.DL_CODES[f.params[i].dtype]  # every dtype the library has
         slot = a.slots[i]
+        slot.last = None  # written here: no describer's memo of it holds
         r = len(shape)
         if r > _lib.MAX_RANK:
             raise ArgumentError(f"{f._what[i]}: rank {r} is more than {_lib.MAX_RANK}")
