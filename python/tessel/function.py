@@ -69,6 +69,7 @@ class _Program:
     def __init__(self, ctx: _Context, ptr: int) -> None:
         self.ctx = ctx
         self.ptr = ptr
+        self.handle = ctypes.c_void_p(ptr)  # for tsl_program_call_direct
 
     def __del__(self, _free=_L.tsl_program_free) -> None:
         if getattr(self, "ptr", None):
@@ -84,6 +85,7 @@ class _Args:
         self.ptr = _L.tsl_args_create(prog.ptr)
         if not self.ptr:
             raise MemoryError("tessel: tsl_args_create failed")
+        self.handle = ctypes.c_void_p(self.ptr)  # for tsl_program_call_direct
         self.tensors = (ctypes.c_void_p * max(nslots, 1))()
         self.scalars = (ctypes.c_double * max(nparams, 1))()
         self.slots = [_tensors.Slot() for _ in range(nslots)]
@@ -498,13 +500,12 @@ class Function:
             results = [out]
         else:
             results = self._outputs(a, args, out, kind, keep, sizes)
-        ap = a.ptr
         if dev_type == _kDLCUDA:
             self._cuda_setup(a, kind, dev_id)
             target = self._target_code if self._target_code >= 0 else 2
         else:
             target = self._target_code if self._target_code >= 0 else 1
-        st = _L.tsl_program_call(self._prog.ptr, ap, tensors, a.scalars, target)
+        st = _L.tsl_program_call_direct(self._prog.handle, a.handle, tensors, a.scalars, target)
         if st:
             raise self._ctx.error(st)
         del keep
