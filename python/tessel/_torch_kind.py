@@ -60,17 +60,21 @@ def describe(x: torch.Tensor, slot: _tensors.Slot, write: bool, what: str):
     strides, device): a call on the same tensors (or on tensors that
     look the same) writes nothing. Those fields are the whole DLTensor,
     so a hit describes x exactly."""
-    if x.layout is not _strided:
-        raise ArgumentError(f"{what}: only strided (dense) tensors are accepted, not {x.layout}")
+    try:
+        ptr = x.data_ptr()
+        stride = x.stride()
+    except RuntimeError:  # no storage or strides (sparse): the checks below say why
+        ptr, stride = 0, None
     dtype = x.dtype
-    ptr = x.data_ptr()
     shape = x.shape
-    stride = x.stride()
     cuda = x.is_cuda
     last = slot.last
-    if (last is not None and last[0] == ptr and last[1] is dtype and last[2] == shape and last[3] == stride
-            and last[4] is cuda and (not cuda or last[6] == x.get_device()) and not x.is_neg()):
+    # (a CUDA address names its GPU: one address space for all of them)
+    if (ptr and last is not None and last[0] == ptr and last[1] is dtype and last[2] == shape
+            and last[3] == stride and last[4] is cuda and (cuda or x.is_cpu) and not x.is_neg()):
         return slot.addr, x, last[5], last[7], last[6]
+    if x.layout is not _strided:
+        raise ArgumentError(f"{what}: only strided (dense) tensors are accepted, not {x.layout}")
     dl = DL_OF.get(dtype)
     if dl is None:  # complex dtypes too (so no lazily conjugated tensor gets here)
         raise ArgumentError(f"{what}: torch dtype {dtype} is not a tessel dtype")
@@ -96,7 +100,7 @@ def describe(x: torch.Tensor, slot: _tensors.Slot, write: bool, what: str):
     addr = slot.addr
     _structs[r].pack_into(slot.buf, 0, ptr, dev_type, dev_id, r, dl[0], dl[1], 1,
                           addr + 48, addr + 112, 0, *shape, *stride)
-    slot.last = (ptr, dtype, shape, stride, cuda, kind, dev_id, dev_type) if cuda is not None else None
+    slot.last = (ptr, dtype, shape, stride, cuda, kind, dev_id, dev_type) if cuda is not None and ptr else None
     return addr, x, kind, dev_type, dev_id
 
 

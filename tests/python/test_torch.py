@@ -103,6 +103,10 @@ def test_cpu_errors():
         f(torch.randn(3, 4), torch.randn(5, 3))
     with pytest.raises(tessel.ArgumentError, match="only strided"):
         f(torch.randn(3, 3).to_sparse(), torch.randn(3, 3))
+    E = torch.empty(0, 3)  # no memory (address 0) ...
+    assert f(E, torch.randn(3, 3)).shape == (0, 3)
+    with pytest.raises(tessel.ArgumentError, match="device 'meta'"):  # ... nor here, after it
+        f(torch.empty(0, 3, device="meta"), torch.randn(3, 3))
 
 
 def test_cpu_repeated_calls_follow_changed_tensors():
