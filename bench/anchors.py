@@ -118,7 +118,7 @@ def main():
              ("fp16", torch.float16, 8192, 8192, 8192), ("bf16", torch.bfloat16, 4096, 4096, 4096),
              ("bf16", torch.bfloat16, 8192, 8192, 8192), ("fp16", torch.float16, 4096, 14336, 4096),
              ("fp16", torch.float16, 4096, 4096, 14336), ("fp16", torch.float16, 128, 8192, 8192),
-             ("fp16", torch.float16, 16, 8192, 8192)]
+             ("fp16", torch.float16, 16, 8192, 8192), ("fp16", torch.float16, 1, 8192, 8192)]
     for name, dtype, M, N, K in gemms:
         work = f"GEMM {name} {M}^3" if M == N == K else f"GEMM {name} {M}x{N}x{K}"
         if not want(work):

@@ -112,6 +112,8 @@ static const bench_case bench_cases[] = {
      "M=128,K=136,N=264", "TFLOP/s"},
     {"GEMM fp16 16x8192x8192", "matmul.tc", "float16", REF_MATMUL, "M=16,N=8192,K=8192", "M=5,K=72,N=264",
      "M=16,K=136,N=264", "TFLOP/s"},
+    {"GEMM fp16 1x8192x8192", "matmul.tc", "float16", REF_MATMUL, "M=1,N=8192,K=8192", "M=1,K=131,N=264",
+     "M=1,K=8192,N=264", "TFLOP/s"},
     {"GEMM+bias+GELU fp16 4096^3", "gemm_gelu", "float16", REF_GEMM_GELU, "M=4096,K=4096,N=4096", "M=130,K=72,N=264",
      "M=257,K=136,N=264", "TFLOP/s"},
     {"bmm fp16 B512 384x384x64", "bmm", "float16", REF_BMM, "B=512,M=384,N=384,K=64", "B=3,M=130,N=72,K=40",
