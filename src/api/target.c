@@ -1,7 +1,8 @@
 /* target.c — which target a run uses when the caller names none: CUDA when
- * a device opens, else the CPU; $TESSEL_TARGET overrides both. */
+ * a device opens, else the CPU; the TESSEL_TARGET setting overrides both. */
 #include <string.h>
 
+#include "api/env.h"
 #include "runtime/runtime.h"
 
 static const char *const target_names[] = {"interp", "cpu", "cuda"};
@@ -26,7 +27,8 @@ tsl_target tsl_target_default(void)
 {
     static int probed = -1; /* the device probe costs a driver init: once */
     tsl_target t;
-    const char *env = getenv("TESSEL_TARGET");
+    api_settings_load();
+    const char *env = rt_settings_get()->target;
     if (env && *env && tsl_target_parse(env, &t) == 0) return t;
     if (probed < 0) {
         rt_cuda_device *dev = NULL;

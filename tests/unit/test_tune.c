@@ -29,7 +29,7 @@ static char *fresh_cache(void)
     char tmpl[] = "/tmp/tessel-test-tune-XXXXXX";
     char *dir = mkdtemp(tmpl);
     if (!dir) return NULL;
-    setenv("TESSEL_CACHE_DIR", dir, 1);
+    TEST_SETTING(cache_dir, dir);
     rt_cache_reset();
     return strdup(dir);
 }
@@ -40,8 +40,7 @@ static void drop_cache(char *dir, const char *old)
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "rm failed\n");
-    if (old) setenv("TESSEL_CACHE_DIR", old, 1);
-    else unsetenv("TESSEL_CACHE_DIR");
+    TEST_SETTING(cache_dir, old);
     free(dir);
 }
 
@@ -49,7 +48,7 @@ static void drop_cache(char *dir, const char *old)
  * matmul (2MNK operations, the three tensors' bytes), sane timings. */
 static void test_bench_cpu(void)
 {
-    const char *old = getenv("TESSEL_CACHE_DIR");
+    const char *old = rt_settings_get()->cache_dir;
     char *keep = old ? strdup(old) : NULL;
     char *dir = fresh_cache();
     tsl_context *ctx = tsl_context_create();
@@ -136,7 +135,7 @@ static void progress_line(void *ctx, const char *line)
  * and computes the right answer. */
 static void test_tune_then_run(void)
 {
-    const char *old = getenv("TESSEL_CACHE_DIR");
+    const char *old = rt_settings_get()->cache_dir;
     char *keep = old ? strdup(old) : NULL;
     char *dir = fresh_cache();
     tsl_context *ctx = tsl_context_create();
@@ -202,7 +201,7 @@ static void fault_hook(void *ctx, int worker, const char *options)
 
 static void test_two_workers_split_and_survive_a_fault(void)
 {
-    const char *old = getenv("TESSEL_CACHE_DIR");
+    const char *old = rt_settings_get()->cache_dir;
     char *keep = old ? strdup(old) : NULL;
     char *dir = fresh_cache();
     tsl_context *ctx = tsl_context_create();
