@@ -40,6 +40,7 @@ tsl_status tsl_program_bench(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_
     tsl_context *ctx = p->ctx;
     if (!out) return api_error(ctx, TSL_ERR_ARG, "tsl_program_bench: out is NULL");
     memset(out, 0, sizeof *out);
+    if (api_target_check(ctx, target, "tsl_program_bench")) return TSL_ERR_ARG;
     const drv_target *t = drv_target_of(target);
     if (!t) return api_error(ctx, TSL_ERR_ARG, "tsl_program_bench: target %s is not a compiled target",
                              tsl_target_name(target));
