@@ -345,9 +345,13 @@ static tsl_status dispatch(session *s, int lo, int hi, const int *idx, int n, do
  * timed again by worker 0, interleaved over TUNE_ROUNDS rounds (a busy
  * machine or a clock change during the search cannot crown a candidate
  * that was timed once at a lucky moment); the fastest of each's rounds
- * decides. The search's own times stay in `ms`: each candidate was timed
- * there once, by one worker. */
+ * decides, and the default stays unless a candidate beats it by
+ * TUNE_MARGIN (on a shared 2-core machine a copy "tuned" 1.06x in the
+ * search ran 0.37x the default in a bench after: a win inside the noise
+ * is no win). The search's own times stay in `ms`: each candidate was
+ * timed there once, by one worker. */
 enum { TUNE_CONFIRM = 3, TUNE_ROUNDS = 3 };
+#define TUNE_MARGIN 0.03
 static void confirm(session *s)
 {
     tune_report *rep = s->rep;
@@ -375,6 +379,9 @@ static void confirm(session *s)
     for (int j = 0; j < n; j++)
         if (rep->hist[pick[j]].confirm_ms > 0 && (best < 0 || rep->hist[pick[j]].confirm_ms < rep->hist[best].confirm_ms))
             best = pick[j];
+    const double def_ms = rep->def >= 0 ? rep->hist[rep->def].confirm_ms : 0;
+    if (best >= 0 && best != rep->def && def_ms > 0 && rep->hist[best].confirm_ms > def_ms * (1 - TUNE_MARGIN))
+        best = rep->def;
     if (best >= 0) rep->best = best;
     rep->confirmed = best >= 0;
     if (!s->cfg->progress || best < 0) return;
