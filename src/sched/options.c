@@ -14,6 +14,8 @@ const sched_options sched_options_defaults = {
     .full_reductions = 1,
     .micro_kernels = 1,
     .threads = 0,
+    .splitk = 0,
+    .attention = 1,
     .cpu = {.bm = 96, .bn = 128, .bk = 256, .tm = 6, .tn = 16, .pad = 16, .stages = 1},
     .fma = {.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8, .pad = 4, .stages = 3},
     .mma = {.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 4, .pad = 8, .stages = 3},
@@ -26,6 +28,8 @@ const sched_options sched_options_defaults = {
 
 static const sched_option params[] = {
     {"sched.generic", "all", CPU | GPU, F(generic), V(0, 1), 0, 1, "1: every group through the generic strategy"},
+    {"sched.attention", "attention", CPU | GPU, F(attention), V(0, 1), 0, 1,
+     "0: attention chains as separate kernels (the groups before the merge)"},
     {"cpu.threads", "all", CPU, F(threads), V(0, 1, 2, 4, 8, 16, 32, 64), 0, 1024, "CPU threads a run uses (0: all)"},
     {"cpu.micro_kernels", "contract", CPU, F(micro_kernels), V(0, 1), 0, 1, "register-tile f32 micro-kernels"},
     {"conv.cpu", "conv", CPU, F(conv), V(0, 1), 0, 1, "the CPU plan for two-operand f32 reductions"},
@@ -37,6 +41,8 @@ static const sched_option params[] = {
     {"contract.cpu.tm", "contract", CPU, F(cpu.tm), V(1, 2, 3, 4, 6, 8), 1, 64, "a thread's rows"},
     {"contract.cpu.tn", "contract", CPU, F(cpu.tn), V(4, 8, 16, 32), 1, 64, "a thread's columns"},
     {"contract.cpu.stages", "contract", CPU, F(cpu.stages), V(1, 2), 1, 4, "copy pipeline stages"},
+    {"contract.splitk", "contract", GPU, F(splitk), V(0, 1, 2, 4, 8, 16), 0, 32,
+     "M <= 64: K split in S slices, summed by a second kernel (0: S from the SM count, 1: never)"},
     {"contract.fma.bm", "contract", GPU, F(fma.bm), V(32, 64, 128, 256), 8, 512, "block rows of C"},
     {"contract.fma.bn", "contract", GPU, F(fma.bn), V(32, 64, 128, 256), 8, 512, "block columns of C"},
     {"contract.fma.bk", "contract", GPU, F(fma.bk), V(8, 16, 32), 4, 256, "depth of a k step"},
