@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/env.h"
 #include "runtime/runtime.h"
 
 static const char *smoke_source =
@@ -59,6 +60,7 @@ static int cmp_float(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    api_settings_load(); /* TESSEL_NVRTC, TESSEL_CUDA_DEVICE, TESSEL_CACHE_DIR */
     int small = argc > 1 && strcmp(argv[1], "--small") == 0;
     rng ^= (uint64_t)time(NULL) * 0x2545f4914f6cdd1dull;
     tsl_diag d = {0};

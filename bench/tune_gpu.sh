@@ -7,11 +7,20 @@
 #      worker 1 ends only its candidate; prints PASS or FAIL.
 #   2. cli: `tessel tune --devices 0,0` of a small f32 matmul: the progress
 #      line shows both workers.
-#   3. table: for GEMM fp16 4096^3 and attention fp16 (B32, S384, D64; the
-#      gpu_bench rows, heads folded into B) — `tessel bench` with the
-#      defaults pinned, `tessel tune` (one worker, TUNE_BUDGET, default
-#      120s), `tessel bench` again (the tuned options, it says so): the
-#      tuned-vs-default row and the tuning wall time.
+#   3. table: bench/gpu.sh's rows (bench/gpu_bench.c; heads folded into
+#      B), in ROWS' order — `tessel bench` with the defaults pinned,
+#      `tessel tune` (one worker, TUNE_BUDGET, default 120s), `tessel
+#      bench` again (the tuned options, it says so) — printed as
+#      bench/tune_cpu.sh's table (default ms, tuned ms, speedup, tuning
+#      wall s, options) into $OUT/tune-gpu-table.md. A row starts only
+#      when ROW_S (default TUNE_BUDGET + 75 s: the first generation's
+#      NVRTC compiles and the confirmation run past the budget) is left of
+#      TUNE_GPU_TOTAL (default 460 s: a row started with L s left ends
+#      within L + 80 s, so one call stays under 9 minutes); rows it cannot
+#      fit say "not run".
+#   TUNE_GPU_SKIP="fault cli" skips steps 1 and 2.
+# One call of at most 9 minutes, 5 rows (the lead's):
+#   run(command="TUNE_BUDGET=30s bench/tune_gpu.sh", carry=["build"], timeout_s=560)
 # The GPU machine has no SQLite headers: build here, carry build/.
 #   here:   make -s -j2 all && bench/tune_gpu.sh --build
 #   there:  bench/tune_gpu.sh          (carry ["build"], timeout_s=600)
@@ -30,37 +39,95 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export TESSEL_ROOT=$PWD TESSEL_CACHE_DIR=${TESSEL_CACHE_DIR:-/tmp/tessel-cache}
 BUDGET=${TUNE_BUDGET:-120s}
+budget_s=${BUDGET%s}
+budget_s=${budget_s%.*}
+case $budget_s in *m) budget_s=$((${budget_s%m} * 60)) ;; esac
+ROW_S=${ROW_S:-$((budget_s + 75))}
+DEADLINE=$((SECONDS + ${TUNE_GPU_TOTAL:-460}))
+ROWS=${ROWS:-gemm-fp16-4096 attention-fp16 softmax-fp16-12288x1024 layernorm-fp16-12288x1024 gemm-fp16-128x8192x8192 gemm-bf16-4096 gemm-fp32-4096 softmax-fp16-8192x8192 layernorm-fp16-8192x8192 gemm-fp16-16x8192x8192 gemm-fp16-8192}
+SKIP=${TUNE_GPU_SKIP:-}
 failed=0
 
-echo "== fault (two workers, ordinals 0 0)"
-timeout 200 build/tune_fault cuda 0 0 2>&1 | tee "$OUT/tune-fault.txt"
-[ "${PIPESTATUS[0]}" -eq 0 ] || failed=$((failed + 1))
+if [[ " $SKIP " != *" fault "* ]]; then
+    echo "== fault (two workers, ordinals 0 0)"
+    timeout 200 build/tune_fault cuda 0 0 2>&1 | tee "$OUT/tune-fault.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || failed=$((failed + 1))
+fi
 
-echo "== cli (tessel tune --devices 0,0)"
-timeout 120 build/tessel tune examples/matmul.tc --target cuda --size M=257 --size K=128 --size N=193 \
-    --devices 0,0 --generations 2 --population 8 --budget 90s 2>&1 | tee "$OUT/tune-cli.txt"
-[ "${PIPESTATUS[0]}" -eq 0 ] || failed=$((failed + 1))
+if [[ " $SKIP " != *" cli "* ]]; then
+    echo "== cli (tessel tune --devices 0,0)"
+    timeout 120 build/tessel tune examples/matmul.tc --target cuda --size M=257 --size K=128 --size N=193 \
+        --devices 0,0 --generations 2 --population 8 --budget 90s 2>&1 | tee "$OUT/tune-cli.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || failed=$((failed + 1))
+fi
 
 f16() { sed 's/float(/float16(/g' "$1" > "$2"; }
+bf16() { sed 's/float(/bfloat16(/g' "$1" > "$2"; }
 f16 examples/matmul.tc /tmp/tune-mm16.tc
+bf16 examples/matmul.tc /tmp/tune-mmbf16.tc
+cp examples/matmul.tc /tmp/tune-mm32.tc
 f16 examples/attention.tc /tmp/tune-att16.tc
-row() { # NAME FILE SIZES...
-    local name=$1 file=$2
-    shift 2
+f16 examples/softmax.tc /tmp/tune-sm16.tc
+f16 examples/layernorm.tc /tmp/tune-ln16.tc
+spec() { # NAME -> FILE and sizes (bench/gpu_bench.c's rows, heads folded into B)
+    case $1 in
+    gemm-fp16-4096) echo "/tmp/tune-mm16.tc M=4096 K=4096 N=4096" ;;
+    attention-fp16) echo "/tmp/tune-att16.tc B=512 Tq=384 Tk=384 D=64 E=64" ;;
+    softmax-fp16-12288x1024) echo "/tmp/tune-sm16.tc N=12288 D=1024" ;;
+    layernorm-fp16-12288x1024) echo "/tmp/tune-ln16.tc N=12288 D=1024" ;;
+    gemm-fp16-128x8192x8192) echo "/tmp/tune-mm16.tc M=128 N=8192 K=8192" ;;
+    gemm-bf16-4096) echo "/tmp/tune-mmbf16.tc M=4096 K=4096 N=4096" ;;
+    gemm-fp32-4096) echo "/tmp/tune-mm32.tc M=4096 K=4096 N=4096" ;;
+    softmax-fp16-8192x8192) echo "/tmp/tune-sm16.tc N=8192 D=8192" ;;
+    layernorm-fp16-8192x8192) echo "/tmp/tune-ln16.tc N=8192 D=8192" ;;
+    gemm-fp16-16x8192x8192) echo "/tmp/tune-mm16.tc M=16 N=8192 K=8192" ;;
+    gemm-fp16-8192) echo "/tmp/tune-mm16.tc M=8192 K=8192 N=8192" ;;
+    *) return 1 ;;
+    esac
+}
+table="$OUT/tune-gpu-table.md"
+{
+    echo "| program | default ms | tuned ms | speedup | tuning s | options |"
+    echo "| --- | --- | --- | --- | --- | --- |"
+} > "$table"
+for name in $ROWS; do
+    sp=$(spec "$name") || { echo "unknown row $name"; continue; }
+    left=$((DEADLINE - SECONDS))
+    if [ "$left" -lt "$ROW_S" ]; then
+        echo "== $name: not run ($left s left of TUNE_GPU_TOTAL, a row takes about $ROW_S s)"
+        echo "| $name | not run (time) | | | | |" >> "$table"
+        continue
+    fi
+    set -- $sp
+    file=$1
+    shift
+    sizes=()
+    for z in "$@"; do sizes+=(--size "$z"); done
+    log="$OUT/tune-$name.txt"
     echo "== $name"
     {
         echo "-- default"
-        timeout 60 build/tessel bench "$file" --target cuda "$@" --options sched.generic=0 --budget 2
+        timeout 60 build/tessel bench "$file" --target cuda "${sizes[@]}" --options sched.generic=0 --budget 2 > "$OUT/$name.default" 2>&1
+        cat "$OUT/$name.default"
         echo "-- tune"
-        timeout 300 build/tessel tune "$file" --target cuda "$@" --workers 1 --budget "$BUDGET"
+        t0=$SECONDS
+        lim=$((left - 40 < budget_s + 240 ? left - 40 : budget_s + 240))
+        [ "$lim" -ge 10 ] || lim=10
+        timeout "$lim" build/tessel tune "$file" --target cuda "${sizes[@]}" --workers 1 --budget "$BUDGET"
+        echo "tuning wall $((SECONDS - t0)) s"
         echo "-- tuned"
-        timeout 60 build/tessel bench "$file" --target cuda "$@" --budget 2
-    } 2>&1 | tee "$OUT/tune-$name.txt"
-}
-row gemm-fp16-4096 /tmp/tune-mm16.tc --size M=4096 --size K=4096 --size N=4096
-row attention-fp16 /tmp/tune-att16.tc --size B=512 --size Tq=384 --size Tk=384 --size D=64 --size E=64
+        timeout 60 build/tessel bench "$file" --target cuda "${sizes[@]}" --budget 2 > "$OUT/$name.tuned" 2>&1
+        cat "$OUT/$name.tuned"
+    } 2>&1 | tee "$log"
+    d=$(awk '/median/ {print $2; exit}' "$OUT/$name.default")
+    t=$(awk '/median/ {print $2; exit}' "$OUT/$name.tuned")
+    tt=$(sed -n 's/^tuning wall \([0-9]*\) s/\1/p' "$log")
+    o=$(sed -n 's/^  options *//p' "$OUT/$name.tuned" | head -n1)
+    x=$(awk -v d="${d:-0}" -v t="${t:-0}" 'BEGIN { if (t > 0) printf "%.2fx", d / t; else print "-" }')
+    echo "| $name | ${d:--} | ${t:--} | $x | ${tt:--} | ${o:--} |" >> "$table"
+done
 echo
-echo "== summary"
-grep -h -E "^(==|--)|median|tuned .* best|options" "$OUT"/tune-gemm*.txt "$OUT"/tune-att*.txt 2>/dev/null
-grep -h -E "PASS|FAIL" "$OUT/tune-fault.txt"
+echo "== summary ($SECONDS s)"
+grep -h -E "PASS|FAIL" "$OUT/tune-fault.txt" 2>/dev/null
+cat "$table"
 exit $failed

@@ -89,6 +89,7 @@ typedef enum tsl_dtype {
 } tsl_dtype;
 
 typedef enum tsl_target {
+    TSL_TARGET_INVALID = -1, /* tsl_target_default's answer to a bad $TESSEL_TARGET */
     TSL_TARGET_INTERP, /* the reference interpreter (float64 accumulation) */
     TSL_TARGET_CPU,    /* generated C, compiled by the system C compiler */
     TSL_TARGET_CUDA    /* generated CUDA C, compiled by NVRTC */
@@ -326,8 +327,12 @@ tsl_status tsl_args_set_allocator(TSL_KEEP tsl_args *a, TSL_KEEP const tsl_alloc
 tsl_status tsl_args_set_sync(TSL_KEEP tsl_args *a, int sync);
 
 /* The target used when none is named: $TESSEL_TARGET (interp|cpu|cuda) if
- * set, else CUDA when a device can be opened, else the CPU. */
+ * set, else CUDA when a device can be opened, else the CPU. A
+ * $TESSEL_TARGET that names no target gives TSL_TARGET_INVALID, which
+ * tsl_program_run, _bench and _tune refuse (TSL_ERR_ARG naming the
+ * variable and its values); tsl_target_choose says so at once. */
 tsl_target tsl_target_default(void);
+tsl_status tsl_target_choose(TSL_KEEP tsl_context *ctx, tsl_target *out);
 const char *tsl_target_name(tsl_target t);                 /* "cpu"; static */
 int tsl_target_parse(TSL_KEEP const char *name, tsl_target *out); /* 0 if known */
 

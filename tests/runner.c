@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/env.h"
 #include "test.h"
 
 typedef struct suite {
@@ -110,6 +111,7 @@ static int selected(const char *suite_name, const char *test_name, int argc, cha
 
 int main(int argc, char **argv)
 {
+    api_settings_load(); /* the library's settings, as every API user gets them */
     const char *s = getenv("TESSEL_SEED");
     uint64_t seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     printf("unit tests, seed %llu (TESSEL_SEED to repeat)\n", (unsigned long long)seed);

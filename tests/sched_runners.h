@@ -7,6 +7,7 @@
 #define TSL_TEST_SCHED_RUNNERS_H
 
 #include "driver/driver.h"
+#include "interp/interp.h"
 #include "runtime/runtime.h"
 #include "sched/sched.h"
 
@@ -37,6 +38,37 @@ int test_have_cxx(void);
 /* Compile an emulated CUDA source into a cached shared object and dlopen
  * it; NULL (with the compiler's output shown) when it does not build. */
 void *test_emu_build(const char *source, const char *tag);
+
+/* One plan against the interpreter, the data both run on: per def
+ * tensor the interpreter's storage (ref; its views) and the plan's (got;
+ * its DLTensors), both C order, filled alike: inputs by fill->input
+ * (NULL: floats uniform in [-1, 1), integers in [1, 9]), outputs poisoned
+ * (floats NaN, integers 0xA5 bytes), scalars in [0.5, 1.5). Temporaries
+ * and scalars have no storage. Every compare-plan loop of the scheduler's
+ * tests is made of these. */
+typedef struct test_plan_fill {
+    void (*input)(const lang_tensor *t, void *data, int64_t n, void *ctx); /* n elements of data */
+    void *(*alloc)(size_t bytes, void *ctx); /* the plan's storage (NULL: the arena) */
+    void *ctx;
+} test_plan_fill;
+typedef struct test_plan_data {
+    const lang_def *def;
+    lang_bound *b;
+    void **ref, **got;
+    int64_t *cnt;         /* elements of each tensor */
+    DLTensor **dls;       /* the plan's tensors (NULL: scalars, temporaries) */
+    double *scal;
+    interp_tensor *views; /* the interpreter's */
+} test_plan_data;
+void test_plan_data_make(tsl_arena *a, const lang_def *def, lang_bound *b, const test_plan_fill *f,
+                         test_plan_data *out);
+/* The plan on got through r (CHECKs a failure naming label); TSL_OK when it ran. */
+tsl_status test_plan_data_run(test_plan_data *c, const sched_plan *p, const test_runner *r, const char *label);
+/* Output i of got against ref: floats within tol x (1 + |ref|) (equal,
+ * or both NaN, passes), integers bit for bit; CHECKs each bad element
+ * (at most maxbad) as "LABEL: NAME[e] (DTYPE) is GOT, the interpreter's
+ * REF". Returns the elements found bad. */
+int test_plan_data_compare(const test_plan_data *c, int i, double tol, int maxbad, const char *label);
 
 /* Runs def at sizes sz (one per size slot) with the reference interpreter
  * and plan p on r's target on fresh random inputs (outputs poisoned with NaN),

@@ -50,6 +50,16 @@ void test_fail(const char *file, int line, const char *fmt, ...)
             test_fail(__FILE__, __LINE__, "%s ~= %s (%.9g vs %.9g)", #a, #b, a_, b_); \
     } while (0)
 
+/* Set one of the runtime's settings (runtime.h RT_SETTINGS: the field of
+ * a variable, e.g. cache_dir for TESSEL_CACHE_DIR) as that variable in the
+ * environment would; NULL unsets it. Needs runtime/runtime.h. */
+#define TEST_SETTING(field, value)                                             \
+    do {                                                                       \
+        rt_settings s_ = *rt_settings_get();                                   \
+        s_.field = (value);                                                    \
+        rt_settings_set(&s_);                                                  \
+    } while (0)
+
 /* Fresh randomness: uniform 64-bit, integer in [lo, hi], double in [lo, hi). */
 uint64_t test_rand(void);
 long test_rand_int(long lo, long hi);

@@ -131,7 +131,7 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
 {
     memset(o, 0, sizeof *o);
     o->target = TSL_TARGET_INTERP;
-    o->target_name = NULL; /* none named: `run` asks tsl_target_default() */
+    o->target_name = NULL; /* none named: `run` asks tsl_target_choose() */
     size_t cap = (size_t)argc + 1;
     o->inputs = calloc(cap, sizeof(cli_kv));
     o->sets = calloc(cap, sizeof(cli_kv));
@@ -493,16 +493,17 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
     return 0;
 }
 
-/* The library ignores a $TESSEL_TARGET it does not know (it has no
- * error to give from tsl_target_default); the CLI refuses it rather than
- * run elsewhere than the user asked. 0 when unset or known. */
-static int env_target_bad(const char *cmd)
+/* The target when none is named (tsl_target_choose: $TESSEL_TARGET, else
+ * CUDA when a device opens, else the CPU) into *t: 0, or 1 after saying
+ * why $TESSEL_TARGET names no target. */
+static int default_target(const char *cmd, tsl_target *t)
 {
-    const char *env = getenv("TESSEL_TARGET");
-    tsl_target t;
-    if (!env || !*env || tsl_target_parse(env, &t) == 0) return 0;
-    fprintf(stderr, "tessel %s: TESSEL_TARGET=%s is not a target (interp, cpu or cuda)\n", cmd, env);
-    return 1;
+    tsl_context *ctx = tsl_context_create();
+    tsl_status st = ctx ? tsl_target_choose(ctx, t) : TSL_ERR_NOMEM;
+    const char *msg = ctx ? tsl_context_error(ctx) : "out of memory";
+    if (st) fprintf(stderr, "tessel %s: %s\n", cmd, strncmp(msg, "error: ", 7) ? msg : msg + 7);
+    tsl_context_free(ctx);
+    return st != TSL_OK;
 }
 
 int cmd_compile(int argc, char **argv)
@@ -517,11 +518,11 @@ int cmd_compile(int argc, char **argv)
     char emit_kind[32];
     if (o.emit && (!strcmp(o.emit, "tile") || !strcmp(o.emit, "expand") || !strcmp(o.emit, "select") ||
                    !strcmp(o.emit, "plan"))) {
-        if (!o.target_name && env_target_bad("compile")) {
+        tsl_target t = o.target;
+        if (!o.target_name && default_target("compile", &t)) {
             free_opts(&o);
             return 1;
         }
-        tsl_target t = o.target_name ? o.target : tsl_target_default();
         snprintf(emit_kind, sizeof emit_kind, "%s:%s", o.emit, t == TSL_TARGET_CUDA ? "cuda" : "cpu");
         o.emit = emit_kind;
     }
@@ -1459,9 +1460,8 @@ int cmd_run(int argc, char **argv)
     memset(&s, 0, sizeof s);
     int rc = parse_opts(argc, argv, run_usage,
                         "entry input set output size target check seed print verbose packed options", &s.o);
-    if (rc == 0 && !s.o.target_name && env_target_bad("run")) rc = 1;
     if (rc == 0 && !s.o.target_name) {
-        s.o.target = tsl_target_default();
+        rc = default_target("run", &s.o.target);
         s.o.target_name = tsl_target_name(s.o.target);
     }
     if (rc == 0) rc = run_main(&s);
@@ -1484,7 +1484,7 @@ int cli_program_bind(int argc, char **argv, const char *usage, const char *allow
     out->state = s;
     int rc = parse_opts(argc, argv, usage, allowed, &s->o);
     if (rc == 0 && !s->o.target_name) {
-        s->o.target = tsl_target_default();
+        rc = default_target(argv[0], &s->o.target);
         s->o.target_name = tsl_target_name(s->o.target);
     }
     if (rc == 0 && s->o.target == TSL_TARGET_INTERP) {

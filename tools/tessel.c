@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/env.h"
 #include "cli.h"
 #include "tessel.h"
 
@@ -43,6 +44,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    api_settings_load(); /* the library's settings (src/api/env.c), before any command */
     if (argc < 2) {
         usage(stderr);
         return 2;

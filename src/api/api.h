@@ -49,6 +49,11 @@ struct tsl_program {
 /* Replace the context's error with "error: <msg>" and return st. */
 tsl_status api_error(tsl_context *ctx, tsl_status st, const char *fmt, ...) TSL_PRINTF(3, 4);
 
+/* TSL_OK for a target tsl_program_run knows, else TSL_ERR_ARG in ctx from
+ * fn (NULL: no prefix): TSL_TARGET_INVALID (tsl_target_default's answer to a bad
+ * TESSEL_TARGET) names the variable and its accepted values. */
+tsl_status api_target_check(tsl_context *ctx, tsl_target t, const char *fn);
+
 /* Number of elements of a shape (1 for rank 0); -1 when a dim is negative
  * or the product overflows int64. */
 int64_t api_shape_numel(int rank, const int64_t *shape);

@@ -925,8 +925,8 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
 {
     if (!p) return TSL_ERR_ARG;
     tsl_context *ctx = p->ctx;
-    if (target != TSL_TARGET_INTERP && target != TSL_TARGET_CPU && target != TSL_TARGET_CUDA)
-        return api_error(ctx, TSL_ERR_ARG, "unknown target %d", (int)target);
+    tsl_status tst = api_target_check(ctx, target, "tsl_program_run");
+    if (tst) return tst;
     interp_tensor *views = NULL;
     DLDevice dv = {kDLCPU, 0};
     tsl_status st = args_views_on(p, a, target, &views, &dv);

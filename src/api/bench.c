@@ -27,11 +27,6 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The interpreter answers at the case's sizes when its work is at most
- * this many operations (a few seconds); else the check runs at sizes cut
- * to BENCH_CUT. */
-#define BENCH_INTERP_OPS 2e9
-#define BENCH_CUT 67
 
 tsl_status tsl_program_bench(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target,
                              const tsl_bench_config *cfg, tsl_bench_result *out)
@@ -40,6 +35,7 @@ tsl_status tsl_program_bench(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_
     tsl_context *ctx = p->ctx;
     if (!out) return api_error(ctx, TSL_ERR_ARG, "tsl_program_bench: out is NULL");
     memset(out, 0, sizeof *out);
+    if (api_target_check(ctx, target, "tsl_program_bench")) return TSL_ERR_ARG;
     const drv_target *t = drv_target_of(target);
     if (!t) return api_error(ctx, TSL_ERR_ARG, "tsl_program_bench: target %s is not a compiled target",
                              tsl_target_name(target));
@@ -95,14 +91,14 @@ tsl_status tsl_program_bench(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_
     rt_exec *e = pp ? drv_prepared_exec(pp) : NULL;
     tune_case tc = {p->def, b, cv};
     if (!st) {
-        if (tune_ref_affordable(&tc, BENCH_INTERP_OPS)) {
+        if (tune_ref_affordable(&tc, TUNE_INTERP_OPS)) {
             tune_ref ref;
             st = tune_ref_make(&tc, &ref, d);
             if (!st) st = tune_check(e, &tc, &ref, &out->check_error, d);
             tune_ref_free(&ref);
         } else {
             out->check_reduced = 1;
-            st = tune_check_reduced(e, p->def, b, BENCH_CUT, &out->check_error, d);
+            st = tune_check_reduced(e, p->def, b, TUNE_CUT, TUNE_INTERP_OPS, &out->check_error, d);
         }
     }
     tune_bufs *bufs = NULL;

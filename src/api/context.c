@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "api/api.h"
+#include "api/env.h"
 
 typedef struct api_thread_diag {
     struct api_thread_diag *next;
@@ -29,6 +30,7 @@ static _Thread_local struct {
 
 TSL_GIVE tsl_context *tsl_context_create(void)
 {
+    api_settings_load(); /* the environment, read once (env.c) */
     tsl_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return NULL;
     if (pthread_mutex_init(&ctx->mu, NULL)) {

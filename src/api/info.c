@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "api/api.h"
+#include "api/env.h"
 #include "runtime/runtime.h"
 
 #if !defined(TSL_COMMIT) && defined(__has_include)
@@ -20,6 +21,7 @@ const char *tsl_version(void) { return TSL_VERSION_STRING; }
 
 char *tsl_build_info(void)
 {
+    api_settings_load();
     strbuf b = {0};
     sb_printf(&b, "tessel %s (commit %s)\n", TSL_VERSION_STRING, TSL_COMMIT);
     tsl_diag d = {0};

@@ -16,6 +16,7 @@ tsl_status tsl_program_tune(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_t
     tsl_context *ctx = p->ctx;
     if (!out) return api_error(ctx, TSL_ERR_ARG, "tsl_program_tune: out is NULL");
     memset(out, 0, sizeof *out);
+    if (api_target_check(ctx, target, "tsl_program_tune")) return TSL_ERR_ARG;
     if (!drv_target_of(target))
         return api_error(ctx, TSL_ERR_ARG, "tsl_program_tune: target %s is not a compiled target",
                          tsl_target_name(target));

@@ -67,7 +67,12 @@ tsl_status drv_executable_read(const void *data, size_t size, drv_executable **o
     }
     x->target = f[0][0] == '2' ? TSL_TARGET_CUDA : TSL_TARGET_CPU;
     memcpy(x->arch, f[1], n[1]);
-    tsl_status st = rt_plan_read(f[4], n[4], &x->plan, d);
+    /* the run's CPU threads are the options' (not a field of their own):
+     * an executable served by the cache runs as one compiled here would */
+    sched_options o = sched_options_defaults;
+    tsl_status st = sched_options_parse(x->options, &o, d);
+    x->threads = x->target == TSL_TARGET_CPU ? o.threads : 0;
+    if (!st) st = rt_plan_read(f[4], n[4], &x->plan, d);
     if (st) {
         drv_executable_free(x);
         return st;

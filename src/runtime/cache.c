@@ -109,9 +109,8 @@ static int cache_mkdirs(char *path)
 static char *cache_root(const char **from)
 {
     strbuf b = {0};
-    const char *env = getenv("TESSEL_CACHE_DIR");
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
+    const rt_settings *set = rt_settings_get();
+    const char *env = set->cache_dir, *xdg = set->xdg_cache_home, *home = set->home;
     if (env && *env) {
         sb_puts(&b, env);
         *from = "TESSEL_CACHE_DIR";

@@ -58,7 +58,7 @@ long rt_cpu_compile_count(void)
  * a compiler that never returns must not hang the caller forever). */
 static double cpu_deadline_s(void)
 {
-    const char *e = getenv("TESSEL_CC_TIMEOUT");
+    const char *e = rt_settings_get()->cc_timeout;
     char *end;
     double s = e ? strtod(e, &end) : 0;
     return e && *e && !*end && s > 0 ? s : 600;
@@ -143,7 +143,7 @@ static int cpu_is_executable(const char *path)
 static char *cpu_which(const char *name)
 {
     if (strchr(name, '/')) return cpu_is_executable(name) ? strdup(name) : NULL;
-    const char *path = getenv("PATH");
+    const char *path = rt_settings_get()->path;
     if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
     while (*path) {
         const char *colon = strchr(path, ':');
@@ -179,7 +179,7 @@ static void cpu_cc_free(cpu_cc *cc)
 static tsl_status cpu_find_cc(cpu_cc *cc, tsl_diag *d)
 {
     memset(cc, 0, sizeof *cc);
-    const char *env = getenv("TESSEL_CC");
+    const char *env = rt_settings_get()->cc;
     if (env && *env) {
         const char *p = env;
         while (*p && cc->nwords < (int)TSL_COUNTOF(cc->words)) {
@@ -210,7 +210,7 @@ static tsl_status cpu_find_cc(cpu_cc *cc, tsl_diag *d)
             if (full) cc->words[cc->nwords++] = full;
         }
         if (cc->nwords == 0) {
-            const char *path = getenv("PATH");
+            const char *path = rt_settings_get()->path;
             diag_error(d, TSL_ERR_UNAVAILABLE,
                        "no C compiler found: tried cc, gcc and clang on PATH (%s); install one "
                        "or set TESSEL_CC to a C compiler's path",
@@ -529,7 +529,7 @@ tsl_status rt_cpu_load(const void *so, size_t size, const char *name, rt_cpu_mod
 static tsl_status cpu_build(const cpu_cc *cc, const char *name, const char *source, void **so, size_t *size,
                             tsl_diag *d)
 {
-    const char *tmpdir = getenv("TMPDIR");
+    const char *tmpdir = rt_settings_get()->tmpdir;
     strbuf b = {0};
     sb_printf(&b, "%s/tessel-build-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
     char *dir = sb_take(&b);

@@ -77,7 +77,7 @@ static tsl_status cuda_load_driver(tsl_diag *d)
     pthread_mutex_lock(&cuda_load_mu);
     tsl_status st = TSL_OK;
     if (cu.handle) goto out;
-    const char *lib = getenv("TESSEL_LIBCUDA");
+    const char *lib = rt_settings_get()->libcuda;
     if (!lib || !*lib) lib = "libcuda.so.1";
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
@@ -156,7 +156,7 @@ static tsl_status cuda_load_nvrtc(tsl_diag *d)
     void *h = NULL;
     /* An explicit TESSEL_NVRTC is the only library tried: a typo there
      * should be an error, not a silent fallback to another NVRTC. */
-    const char *env = getenv("TESSEL_NVRTC");
+    const char *env = rt_settings_get()->nvrtc;
     int explicit = env && *env;
     if (explicit) {
         h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
@@ -612,7 +612,7 @@ tsl_status rt_cuda_open_ordinal(int ordinal, rt_cuda_device **out, tsl_diag *d)
     *out = NULL;
     tsl_status st = cuda_load_driver(d);
     if (st != TSL_OK) goto done;
-    const char *env = ordinal < 0 ? getenv("TESSEL_CUDA_DEVICE") : NULL;
+    const char *env = ordinal < 0 ? rt_settings_get()->cuda_device : NULL;
     if (ordinal < 0) ordinal = 0;
     if (env && *env) {
         char *end;

@@ -42,7 +42,7 @@ static _Thread_local int pool_inside;
 
 static int pool_default_threads(void)
 {
-    const char *env = getenv("TESSEL_NUM_THREADS");
+    const char *env = rt_settings_get()->num_threads;
     if (env && *env) {
         char *end;
         long v = strtol(env, &end, 10);
@@ -55,7 +55,7 @@ static int pool_default_threads(void)
 
 tsl_status rt_cpu_check_env(tsl_diag *d)
 {
-    const char *env = getenv("TESSEL_NUM_THREADS");
+    const char *env = rt_settings_get()->num_threads;
     if (!env || !*env) return TSL_OK;
     char *end;
     long v = strtol(env, &end, 10);

@@ -15,6 +15,49 @@
 
 #include "base/base.h"
 
+/* ---- settings (settings.c) ------------------------------------------------
+ * The runtime reads no environment: what the environment says is one
+ * struct, filled in once per process at the API boundary (api/env.c's
+ * api_settings_load, the library's one reader of the environment;
+ * docs/driver.md "Settings") and read here. A field is the variable's text,
+ * NULL when unset or empty (then the built-in default holds); each part
+ * checks its own fields where it uses them, with a message naming the
+ * variable. The table lists them in one place: */
+#define RT_SETTINGS(X)                                                                               \
+    X(target, "TESSEL_TARGET", "the target a run uses when none is named: interp, cpu or cuda")       \
+    X(num_threads, "TESSEL_NUM_THREADS", "the CPU target's threads (default: one per online CPU)")    \
+    X(cc, "TESSEL_CC", "the CPU target's C compiler and its leading arguments (default: cc, gcc, clang)") \
+    X(cc_timeout, "TESSEL_CC_TIMEOUT", "seconds one C compiler run may take (default 600)")          \
+    X(path, "PATH", "where the C compiler is looked for")                                            \
+    X(tmpdir, "TMPDIR", "where the CPU target builds (default /tmp)")                                \
+    X(cache_dir, "TESSEL_CACHE_DIR", "the cache folder")                                             \
+    X(xdg_cache_home, "XDG_CACHE_HOME", "the cache folder's parent when TESSEL_CACHE_DIR is unset")  \
+    X(home, "HOME", "the cache folder's grandparent (~/.cache/tessel) when both are unset")          \
+    X(libcuda, "TESSEL_LIBCUDA", "the CUDA driver library (default libcuda.so.1)")                   \
+    X(nvrtc, "TESSEL_NVRTC", "the NVRTC library (default: libnvrtc.so[.13|.12] on the usual paths)") \
+    X(cuda_device, "TESSEL_CUDA_DEVICE", "the CUDA device runs use (default 0)")
+
+typedef struct rt_settings {
+#define X(field, var, meaning) const char *field;
+    RT_SETTINGS(X)
+#undef X
+} rt_settings;
+
+typedef struct rt_setting_var {
+    const char *var;     /* "TESSEL_CC" */
+    size_t offset;       /* of its field in rt_settings */
+    const char *meaning;
+} rt_setting_var;
+extern const rt_setting_var rt_setting_vars[];
+extern const int rt_setting_var_count;
+
+/* The process's settings (never NULL; all NULL until set). */
+const rt_settings *rt_settings_get(void);
+/* Replace them with a copy of *s (the strings are copied; s may point into
+ * the current settings). At start-up and in tests: not while other
+ * threads run kernels. */
+void rt_settings_set(const rt_settings *s);
+
 /* ---- warnings (cache.c) -------------------------------------------------- */
 /* What the runtime reports without failing (a damaged cache entry, a cache
  * it cannot use): "tessel: warning: ..." on stderr unless a handler is set. */

@@ -238,14 +238,48 @@ tsl_status tune_check(rt_exec *e, const tune_case *c, const tune_ref *r, double 
     return st;
 }
 
-tsl_status tune_check_reduced(rt_exec *e, const lang_def *def, const lang_bound *b, int64_t cap, double *err,
-                              tsl_diag *d)
+/* Sizes every one at most cap, then the largest that still binds halved
+ * until the work is at most max_ops (conv2d's N=8 C=64 H=W=56 K=64 is
+ * 1.7e9 operations under a cap of 67: minutes of the interpreter). */
+static tsl_status reduce_sizes(tsl_arena *a, const lang_def *def, const lang_bound *b, int64_t cap, double max_ops,
+                               lang_bound **out, tsl_diag *d)
 {
-    tsl_arena *a = arena_create();
     int64_t *sz = arena_alloc(a, sizeof *sz * (size_t)(def->nsizes + 1));
-    for (int i = 0; i < def->nsizes; i++) sz[i] = b->sizes[i] < cap ? b->sizes[i] : cap;
+    char *fixed = arena_alloc(a, (size_t)def->nsizes + 1); /* halving it does not bind */
+    for (int i = 0; i < def->nsizes; i++) {
+        sz[i] = b->sizes[i] < cap ? b->sizes[i] : cap;
+        fixed[i] = 0;
+    }
+    tsl_status st = lang_bind(a, def, sz, out, d);
+    for (int guard = 0; !st && guard < 64 * (def->nsizes + 1); guard++) {
+        double f, by;
+        tune_work(def, *out, &f, &by);
+        if (f <= max_ops) break;
+        int big = -1;
+        for (int i = 0; i < def->nsizes; i++)
+            if (!fixed[i] && sz[i] > 1 && (big < 0 || sz[i] > sz[big])) big = i;
+        if (big < 0) break; /* nothing left to halve: check at these */
+        int64_t was = sz[big];
+        sz[big] = (was + 1) / 2;
+        tsl_diag scratch = {0};
+        lang_bound *nb = NULL;
+        if (lang_bind(a, def, sz, &nb, &scratch) == TSL_OK) {
+            *out = nb;
+        } else {
+            sz[big] = was;
+            fixed[big] = 1;
+        }
+        diag_free(&scratch);
+    }
+    return st;
+}
+
+tsl_status tune_case_reduce(tsl_arena *a, const lang_def *def, const lang_bound *b, int64_t cap, double max_ops,
+                            tune_case *out, tsl_diag *d)
+{
     lang_bound *rb = NULL;
-    tsl_status st = lang_bind(a, def, sz, &rb, d);
+    tsl_status st = reduce_sizes(a, def, b, cap, max_ops, &rb, d);
+    const int64_t *sz = rb ? rb->sizes : b->sizes;
     interp_tensor *v = arena_alloc(a, sizeof *v * (size_t)(def->ntensors + 1));
     uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)v;
     int64_t small = 4; /* integers stay below every size: a gather's indices are in range */
@@ -275,7 +309,16 @@ tsl_status tune_check_reduced(rt_exec *e, const lang_def *def, const lang_bound 
             dtype_set(dt, v[i].base, k, dtype_is_float(dt) ? 2 * u - 1 : (double)(int64_t)(u * (double)small));
         }
     }
-    tune_case rc = {def, rb, v};
+    *out = (tune_case){def, rb, v};
+    return st;
+}
+
+tsl_status tune_check_reduced(rt_exec *e, const lang_def *def, const lang_bound *b, int64_t cap, double max_ops,
+                              double *err, tsl_diag *d)
+{
+    tsl_arena *a = arena_create();
+    tune_case rc = {0};
+    tsl_status st = tune_case_reduce(a, def, b, cap, max_ops, &rc, d);
     tune_ref r = {0};
     if (!st) st = tune_ref_make(&rc, &r, d);
     if (!st) st = tune_check(e, &rc, &r, err, d);

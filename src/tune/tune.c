@@ -14,8 +14,9 @@
  * compilers, for the device's arch) open their device after the fork (a
  * CUDA context does not survive one), so the session never touches CUDA.
  *
- * Every candidate is checked against the interpreter's answer (at the
- * case's sizes when affordable, else at sizes cut to 67) before it is
+ * Every candidate is checked against the interpreter's answer, made once
+ * (at the case's sizes when affordable, else on a reduced case:
+ * tune_case_reduce) before it is
  * timed, and is timed once, by one worker: times are comparable within a
  * device, and the report says which device timed each. */
 #include <errno.h>
@@ -32,8 +33,6 @@
 
 #include "tune/tune.h"
 
-#define TUNE_INTERP_OPS 2e9
-#define TUNE_CUT 67
 
 typedef struct req {
     int idx;
@@ -61,7 +60,9 @@ typedef struct session {
     const tune_config *cfg;
     const drv_target *t;
     tune_case c;
-    tune_ref ref;
+    tune_case check;   /* what candidates are checked on: c, or a reduced case of it */
+    tsl_arena *check_arena; /* the reduced case's */
+    tune_ref ref;      /* the interpreter's answer for `check` */
     int have_ref;
     tune_report *rep;
     worker w[2 * TUNE_MAX_WORKERS];
@@ -113,8 +114,7 @@ static void worker_candidate(session *s, void *dev, const req *q, res *r)
         snprintf(r->msg, sizeof r->msg, "compile: %s", sb_str(&d.msg));
     } else if (!q->compile_only) {
         rt_exec *e = drv_prepared_exec(pp);
-        st = s->have_ref ? tune_check(e, &s->c, &s->ref, &r->err, &d)
-                         : tune_check_reduced(e, s->c.def, s->c.b, TUNE_CUT, &r->err, &d);
+        st = tune_check(e, &s->check, &s->ref, &r->err, &d);
         if (st) snprintf(r->msg, sizeof r->msg, "check: %s", sb_str(&d.msg));
         tune_bufs *bufs = NULL;
         tune_timing tm = {0};
@@ -345,9 +345,13 @@ static tsl_status dispatch(session *s, int lo, int hi, const int *idx, int n, do
  * timed again by worker 0, interleaved over TUNE_ROUNDS rounds (a busy
  * machine or a clock change during the search cannot crown a candidate
  * that was timed once at a lucky moment); the fastest of each's rounds
- * decides. The search's own times stay in `ms`: each candidate was timed
- * there once, by one worker. */
+ * decides, and the default stays unless a candidate beats it by
+ * TUNE_MARGIN (on a shared 2-core machine a copy "tuned" 1.06x in the
+ * search ran 0.37x the default in a bench after: a win inside the noise
+ * is no win). The search's own times stay in `ms`: each candidate was
+ * timed there once, by one worker. */
 enum { TUNE_CONFIRM = 3, TUNE_ROUNDS = 3 };
+#define TUNE_MARGIN 0.03
 static void confirm(session *s)
 {
     tune_report *rep = s->rep;
@@ -375,6 +379,9 @@ static void confirm(session *s)
     for (int j = 0; j < n; j++)
         if (rep->hist[pick[j]].confirm_ms > 0 && (best < 0 || rep->hist[pick[j]].confirm_ms < rep->hist[best].confirm_ms))
             best = pick[j];
+    const double def_ms = rep->def >= 0 ? rep->hist[rep->def].confirm_ms : 0;
+    if (best >= 0 && best != rep->def && def_ms > 0 && rep->hist[best].confirm_ms > def_ms * (1 - TUNE_MARGIN))
+        best = rep->def;
     if (best >= 0) rep->best = best;
     rep->confirmed = best >= 0;
     if (!s->cfg->progress || best < 0) return;
@@ -507,10 +514,16 @@ tsl_status tune_run(const tune_config *cfg_in, const lang_def *def, const lang_b
     session s = {.cfg = &cfg, .t = t, .c = {def, b, views}, .rep = rep};
     for (int i = 0; i < 2 * TUNE_MAX_WORKERS; i++) s.w[i].fd = -1;
     tsl_status st = TSL_OK;
-    if (tune_ref_affordable(&s.c, TUNE_INTERP_OPS)) {
-        st = tune_ref_make(&s.c, &s.ref, d);
-        s.have_ref = !st;
+    /* the interpreter's answer, made once (at the case's sizes or at
+     * reduced ones): it must not eat the budget, nor run per candidate */
+    s.check = s.c;
+    if (!tune_ref_affordable(&s.c, TUNE_INTERP_OPS)) {
+        s.check_arena = arena_create();
+        st = s.check_arena ? tune_case_reduce(s.check_arena, def, b, TUNE_CUT, TUNE_INTERP_OPS, &s.check, d)
+                           : TSL_ERR_NOMEM;
     }
+    if (!st) st = tune_ref_make(&s.check, &s.ref, d);
+    s.have_ref = !st;
     /* workers [0, workers) time; [workers, workers + compilers) compile.
      * A GPU counted by default (/dev/nvidiaN) that does not open — hidden
      * from this process, say — is left out with a warning; a device the
@@ -605,6 +618,7 @@ tsl_status tune_run(const tune_config *cfg_in, const lang_def *def, const lang_b
     free(scored);
     tune_search_free(&g);
     if (s.have_ref) tune_ref_free(&s.ref);
+    if (s.check_arena) arena_free(s.check_arena);
     return st;
 }
 

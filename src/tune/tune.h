@@ -53,11 +53,20 @@ int tune_ref_affordable(const tune_case *c, double limit);
  * with r; *err gets the worst of (error / tolerance), TSL_OK with *err <=
  * 1 when right. `what` names the run in the message of a wrong result. */
 tsl_status tune_check(rt_exec *e, const tune_case *c, const tune_ref *r, double *err, tsl_diag *d);
-/* The same at reduced sizes (every size symbol at most `cap`, fresh
- * random inputs, the interpreter's answer): for cases too large for the
- * interpreter. */
-tsl_status tune_check_reduced(rt_exec *e, const lang_def *def, const lang_bound *b, int64_t cap, double *err,
-                              tsl_diag *d);
+/* The interpreter answers at a case's sizes when its work is at most
+ * TUNE_INTERP_OPS operations (it does about 4e7 a second: a few seconds);
+ * else checks run on a reduced case. */
+#define TUNE_INTERP_OPS 2e8
+#define TUNE_CUT 67
+/* A reduced case of def for checking, in arena a: every size symbol at
+ * most `cap`, then the largest halved (while the program still binds)
+ * until the work is at most max_ops; fresh random inputs (integers below
+ * every size, so gathers stay in range). */
+tsl_status tune_case_reduce(tsl_arena *a, const lang_def *def, const lang_bound *b, int64_t cap, double max_ops,
+                            tune_case *out, tsl_diag *d);
+/* tune_check on such a reduced case against the interpreter's answer. */
+tsl_status tune_check_reduced(rt_exec *e, const lang_def *def, const lang_bound *b, int64_t cap, double max_ops,
+                              double *err, tsl_diag *d);
 
 /* ---- measuring (measure.c) ---------------------------------------------------------------- */
 typedef struct tune_bufs tune_bufs;

@@ -621,3 +621,16 @@ def test_default_target_and_override():
     proc = run_cli("run", "examples/softmax.tc", "--size", "N=2", "--size", "D=5", env=env)
     assert proc.returncode == 0, proc.stderr
     assert " on interp in " in proc.stdout
+
+
+@pytest.mark.parametrize("cmd", [["run"], ["bench", "--budget", "0.1"], ["tune", "--budget", "1"],
+                                 ["compile", "--emit", "tile"]])
+def test_bad_tessel_target_is_an_error(cmd):
+    # a TESSEL_TARGET that names no target is refused by every command that
+    # takes the default target (bench and tune ran on the CPU before)
+    env = dict(os.environ, TESSEL_TARGET="gpux")
+    sizes = [] if cmd[0] == "compile" else ["--size", "N=2", "--size", "D=5"]
+    proc = run_cli(cmd[0], "examples/softmax.tc", *cmd[1:], *sizes, env=env)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert f"tessel {cmd[0]}: TESSEL_TARGET=gpux is not a target (interp, cpu or cuda" in proc.stderr
+    assert proc.stdout == ""

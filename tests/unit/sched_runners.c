@@ -334,82 +334,7 @@ tsl_status test_nvrtc_arms(const tile_module *m, const tile_kernel *k, const cha
 
 /* Run def on sizes sz with the reference interpreter and the plan through
  * on r's target; compare every output. */
-void test_compare_plan(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
-                       const test_runner *r, const char *what)
-{
-    tsl_diag d = {0};
-    lang_bound *b = NULL;
-    tsl_status st = lang_bind(a, def, sz, &b, &d);
-    CHECK_MSG(st == TSL_OK, "%s: binding sizes failed: %s", def->name, sb_str(&d.msg));
-    if (st) {
-        diag_free(&d);
-        return;
-    }
-    int n = def->ntensors;
-    void **ref = arena_alloc(a, sizeof *ref * (size_t)(n + 1));
-    void **got = arena_alloc(a, sizeof *got * (size_t)(n + 1));
-    DLTensor **dls = arena_alloc(a, sizeof *dls * (size_t)(n + 1));
-    DLTensor *dlv = arena_alloc(a, sizeof *dlv * (size_t)(n + 1));
-    double *scal = arena_alloc(a, sizeof *scal * (size_t)(n + 1));
-    interp_tensor *views = arena_alloc(a, sizeof *views * (size_t)(n + 1));
-    int64_t *cnt = arena_alloc(a, sizeof *cnt * (size_t)(n + 1));
-    for (int i = 0; i < n; i++) {
-        const lang_tensor *t = def->tensors[i];
-        views[i].dtype = t->dtype;
-        if (t->is_scalar) {
-            scal[i] = views[i].scalar = test_rand_double(0.5, 1.5);
-            continue;
-        }
-        if (t->flags & LANG_TENSOR_TEMP) continue;
-        cnt[i] = 1;
-        for (int k = 0; k < t->rank; k++) cnt[i] *= b->shapes[i][k];
-        size_t bytes = (size_t)cnt[i] * tsl_dtype_size(t->dtype);
-        ref[i] = arena_alloc(a, bytes + 1);
-        got[i] = arena_alloc(a, bytes + 1);
-        for (int64_t e = 0; e < cnt[i]; e++) {
-            double v = (t->flags & LANG_TENSOR_INPUT) ? test_rand_double(-1.0, 1.0) : NAN;
-            dtype_store(t->dtype, (char *)ref[i] + (size_t)e * tsl_dtype_size(t->dtype), v);
-        }
-        memcpy(got[i], ref[i], bytes);
-        views[i].base = ref[i];
-        views[i].rank = t->rank;
-        int64_t stride = 1;
-        for (int k = t->rank - 1; k >= 0; k--) {
-            views[i].shape[k] = b->shapes[i][k];
-            views[i].stride[k] = stride;
-            stride *= b->shapes[i][k];
-        }
-        dlv[i].data = got[i];
-        dlv[i].device.device_type = kDLCPU;
-        dlv[i].ndim = t->rank;
-        dlv[i].dtype = tsl_dtype_to_dlpack(t->dtype);
-        dlv[i].shape = b->shapes[i];
-        dls[i] = &dlv[i];
-    }
-    st = interp_run(b, views, &d);
-    CHECK_MSG(st == TSL_OK, "%s: reference run failed: %s", def->name, sb_str(&d.msg));
-    diag_reset(&d);
-    tsl_status st2 = st ? st : test_plan_run(p, b, dls, scal, r, &d);
-    CHECK_MSG(st2 == TSL_OK, "%s (%s): run failed: %s", def->name, what, sb_str(&d.msg));
-    diag_free(&d);
-    if (st || st2) return;
-    for (int i = 0; i < n; i++) {
-        const lang_tensor *t = def->tensors[i];
-        if (!(t->flags & LANG_TENSOR_OUTPUT)) continue;
-        double tol = t->dtype == TSL_DTYPE_F16 ? 2e-2 : t->dtype == TSL_DTYPE_BF16 ? 5e-2 : 2e-4;
-        int bad = 0;
-        for (int64_t e = 0; e < cnt[i] && bad < 3; e++) {
-            double x = dtype_load(t->dtype, (char *)ref[i] + (size_t)e * tsl_dtype_size(t->dtype));
-            double y = dtype_load(t->dtype, (char *)got[i] + (size_t)e * tsl_dtype_size(t->dtype));
-            int ok = !isnan(y) && fabs(x - y) <= tol * (1.0 + fabs(x));
-            if (!ok) bad++;
-            CHECK_MSG(ok, "%s (%s, sizes %lld %lld %lld): %s[%lld] = %.9g, reference %.9g", def->name, what,
-                      (long long)sz[0], (long long)sz[1], (long long)sz[2], t->name, (long long)e, y, x);
-        }
-    }
-}
-
-/* ---- comparisons with chosen inputs and exact integers -------------------------- */
+/* ---- one plan against the interpreter (sched_runners.h) ------------------------ */
 
 static void draw_store_int(tsl_dtype t, void *p, int64_t v)
 {
@@ -431,105 +356,184 @@ static int64_t draw_load_int(tsl_dtype t, const void *p)
     return (int64_t)u;
 }
 
-int test_compare_plan_draw(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
-                           const test_runner *fn, const char *what, const test_draw *dr)
+void test_plan_data_make(tsl_arena *a, const lang_def *def, lang_bound *b, const test_plan_fill *f,
+                         test_plan_data *c)
+{
+    int n = def->ntensors;
+    *c = (test_plan_data){.def = def, .b = b};
+    c->ref = arena_alloc(a, sizeof *c->ref * (size_t)(n + 1));
+    c->got = arena_alloc(a, sizeof *c->got * (size_t)(n + 1));
+    c->cnt = arena_alloc(a, sizeof *c->cnt * (size_t)(n + 1));
+    c->dls = arena_alloc(a, sizeof *c->dls * (size_t)(n + 1));
+    c->scal = arena_alloc(a, sizeof *c->scal * (size_t)(n + 1));
+    c->views = arena_alloc(a, sizeof *c->views * (size_t)(n + 1));
+    DLTensor *dlv = arena_alloc(a, sizeof *dlv * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        const lang_tensor *t = def->tensors[i];
+        c->views[i].dtype = t->dtype;
+        if (t->is_scalar) {
+            c->scal[i] = c->views[i].scalar = test_rand_double(0.5, 1.5);
+            continue;
+        }
+        if (t->flags & LANG_TENSOR_TEMP) continue;
+        c->cnt[i] = 1;
+        for (int k = 0; k < t->rank; k++) c->cnt[i] *= b->shapes[i][k];
+        size_t bytes = tsl_dtype_nbytes(t->dtype, c->cnt[i]);
+        int in = (t->flags & LANG_TENSOR_INPUT) != 0;
+        c->ref[i] = arena_alloc(a, bytes + 1);
+        c->got[i] = f && f->alloc ? f->alloc(bytes, f->ctx) : arena_alloc(a, bytes + 1);
+        int isf = dtype_info_of(t->dtype)->is_float;
+        if (in && f && f->input) {
+            f->input(t, c->ref[i], c->cnt[i], f->ctx);
+        } else if (in) {
+            for (int64_t e = 0; e < c->cnt[i]; e++)
+                dtype_set(t->dtype, c->ref[i], e, isf ? test_rand_double(-1.0, 1.0) : (double)test_rand_int(1, 9));
+        } else if (isf) { /* poison */
+            for (int64_t e = 0; e < c->cnt[i]; e++) dtype_set(t->dtype, c->ref[i], e, NAN);
+        } else {
+            memset(c->ref[i], 0xA5, bytes);
+        }
+        memcpy(c->got[i], c->ref[i], bytes);
+        c->views[i].base = c->ref[i];
+        c->views[i].rank = t->rank;
+        int64_t stride = 1;
+        for (int k = t->rank - 1; k >= 0; k--) {
+            c->views[i].shape[k] = b->shapes[i][k];
+            c->views[i].stride[k] = stride;
+            stride *= b->shapes[i][k];
+        }
+        dlv[i].data = c->got[i];
+        dlv[i].device.device_type = kDLCPU;
+        dlv[i].ndim = t->rank;
+        dlv[i].dtype = tsl_dtype_to_dlpack(t->dtype);
+        dlv[i].shape = b->shapes[i];
+        c->dls[i] = &dlv[i];
+    }
+}
+
+tsl_status test_plan_data_run(test_plan_data *c, const sched_plan *p, const test_runner *r, const char *label)
+{
+    tsl_diag d = {0};
+    tsl_status st = test_plan_run(p, c->b, c->dls, c->scal, r, &d);
+    CHECK_MSG(st == TSL_OK, "%s: run failed: %s", label, sb_str(&d.msg));
+    diag_free(&d);
+    return st;
+}
+
+int test_plan_data_compare(const test_plan_data *c, int i, double tol, int maxbad, const char *label)
+{
+    const lang_tensor *t = c->def->tensors[i];
+    size_t es = tsl_dtype_size(t->dtype);
+    int isf = dtype_info_of(t->dtype)->is_float || es == 0; /* packed low-bit: by value */
+    int bad = 0;
+    for (int64_t e = 0; e < c->cnt[i] && bad < maxbad; e++) {
+        int ok;
+        char msg[160];
+        if (isf) {
+            double x = dtype_get(t->dtype, c->ref[i], e), y = dtype_get(t->dtype, c->got[i], e);
+            ok = (isnan(x) && isnan(y)) || x == y || fabs(x - y) <= tol * (1.0 + fabs(x));
+            snprintf(msg, sizeof msg, "%.9g, the interpreter's %.9g", y, x);
+        } else {
+            int64_t x = draw_load_int(t->dtype, (const char *)c->ref[i] + (size_t)e * es);
+            int64_t y = draw_load_int(t->dtype, (const char *)c->got[i] + (size_t)e * es);
+            ok = x == y;
+            snprintf(msg, sizeof msg, "%lld (0x%llx), the interpreter's %lld (0x%llx)", (long long)y,
+                     (unsigned long long)y, (long long)x, (unsigned long long)x);
+        }
+        if (ok) continue;
+        bad++;
+        CHECK_MSG(0, "%s: %s[%lld] (%s) is %s", label, t->name, (long long)e, tsl_dtype_name(t->dtype), msg);
+    }
+    return bad;
+}
+
+/* Bind def at sz (a failure CHECKed); NULL when it does not bind. */
+static lang_bound *bind_checked(tsl_arena *a, const lang_def *def, const int64_t *sz)
 {
     tsl_diag d = {0};
     lang_bound *b = NULL;
     tsl_status st = lang_bind(a, def, sz, &b, &d);
     CHECK_MSG(st == TSL_OK, "%s: binding sizes failed: %s", def->name, sb_str(&d.msg));
-    if (st) {
-        diag_free(&d);
-        return 1;
-    }
-    int n = def->ntensors;
-    void **ref = arena_alloc(a, sizeof *ref * (size_t)(n + 1));
-    void **got = arena_alloc(a, sizeof *got * (size_t)(n + 1));
-    int64_t *cnt = arena_alloc(a, sizeof *cnt * (size_t)(n + 1));
-    DLTensor **dls = arena_alloc(a, sizeof *dls * (size_t)(n + 1));
-    DLTensor *dlv = arena_alloc(a, sizeof *dlv * (size_t)(n + 1));
-    double *scal = arena_alloc(a, sizeof *scal * (size_t)(n + 1));
-    interp_tensor *views = arena_alloc(a, sizeof *views * (size_t)(n + 1));
-    for (int i = 0; i < n; i++) {
-        const lang_tensor *t = def->tensors[i];
-        views[i].dtype = t->dtype;
-        if (t->is_scalar) {
-            scal[i] = views[i].scalar = test_rand_double(0.5, 1.5);
-            continue;
-        }
-        if (t->flags & LANG_TENSOR_TEMP) continue;
-        cnt[i] = 1;
-        for (int k = 0; k < t->rank; k++) cnt[i] *= b->shapes[i][k];
-        size_t es = tsl_dtype_size(t->dtype);
-        ref[i] = arena_alloc(a, (size_t)cnt[i] * es + 1);
-        got[i] = dr && dr->alloc ? dr->alloc((size_t)cnt[i] * es, dr->ctx) : arena_alloc(a, (size_t)cnt[i] * es + 1);
-        int isf = dtype_info_of(t->dtype)->is_float;
-        for (int64_t e = 0; e < cnt[i]; e++) {
-            char *at = (char *)ref[i] + (size_t)e * es;
-            if (!(t->flags & LANG_TENSOR_INPUT)) { /* poison */
-                if (isf) dtype_store(t->dtype, at, NAN);
-                else memset(at, 0xA5, es);
-            } else if (isf) {
-                double v = dr && dr->float_value ? dr->float_value(t->dtype, dr->ctx)
-                                                 : (test_rand_int(0, 1) ? 1 : -1) * test_rand_double(0.1, 1.0);
-                dtype_store(t->dtype, at, v);
-            } else {
-                int64_t v = dr && dr->int_value ? dr->int_value(t->dtype, dr->ctx) : test_rand_int(1, 9);
-                if (!(dr && dr->int_value) && dtype_info_of(t->dtype)->is_signed && test_rand_int(0, 1)) v = -v;
-                draw_store_int(t->dtype, at, v);
-            }
-        }
-        memcpy(got[i], ref[i], (size_t)cnt[i] * es);
-        views[i].base = ref[i];
-        views[i].rank = t->rank;
-        int64_t stride = 1;
-        for (int k = t->rank - 1; k >= 0; k--) {
-            views[i].shape[k] = b->shapes[i][k];
-            views[i].stride[k] = stride;
-            stride *= b->shapes[i][k];
-        }
-        dlv[i].data = got[i];
-        dlv[i].device.device_type = kDLCPU;
-        dlv[i].ndim = t->rank;
-        dlv[i].dtype = tsl_dtype_to_dlpack(t->dtype);
-        dlv[i].shape = b->shapes[i];
-        dls[i] = &dlv[i];
-    }
-    st = interp_run(b, views, &d);
-    CHECK_MSG(st == TSL_OK, "%s: the interpreter fails: %s", def->name, sb_str(&d.msg));
-    diag_reset(&d);
-    tsl_status st2 = st ? st : test_plan_run(p, b, dls, scal, fn, &d);
-    CHECK_MSG(st2 == TSL_OK, "%s (%s): %s", def->name, what, sb_str(&d.msg));
     diag_free(&d);
-    if (st || st2) return 1;
+    return st ? NULL : b;
+}
+
+/* The interpreter on c's ref (a failure CHECKed); TSL_OK when it ran. */
+static tsl_status reference_checked(test_plan_data *c)
+{
+    tsl_diag d = {0};
+    tsl_status st = interp_run(c->b, c->views, &d);
+    CHECK_MSG(st == TSL_OK, "%s: reference run failed: %s", c->def->name, sb_str(&d.msg));
+    diag_free(&d);
+    return st;
+}
+
+void test_compare_plan(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
+                       const test_runner *r, const char *what)
+{
+    lang_bound *b = bind_checked(a, def, sz);
+    if (!b) return;
+    test_plan_data c;
+    test_plan_data_make(a, def, b, NULL, &c);
+    char label[256];
+    snprintf(label, sizeof label, "%s (%s, sizes %lld %lld %lld)", def->name, what, (long long)sz[0],
+             (long long)(def->nsizes > 1 ? sz[1] : 0), (long long)(def->nsizes > 2 ? sz[2] : 0));
+    if (reference_checked(&c) || test_plan_data_run(&c, p, r, label)) return;
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *t = def->tensors[i];
+        if (t->flags & LANG_TENSOR_OUTPUT)
+            test_plan_data_compare(&c, i, t->dtype == TSL_DTYPE_F16 ? 2e-2 : t->dtype == TSL_DTYPE_BF16 ? 5e-2 : 2e-4,
+                                   3, label);
+    }
+}
+
+/* test_compare_plan_draw's inputs: dr's hooks per element, else floats
+ * +-[0.1, 1] and integers +-[1, 9] (unsigned [1, 9]). */
+static void draw_input(const lang_tensor *t, void *data, int64_t n, void *ctx)
+{
+    const test_draw *dr = ctx;
+    size_t es = tsl_dtype_size(t->dtype);
+    int isf = dtype_info_of(t->dtype)->is_float;
+    for (int64_t e = 0; e < n; e++) {
+        char *at = (char *)data + (size_t)e * es;
+        if (isf) {
+            double v = dr && dr->float_value ? dr->float_value(t->dtype, dr->ctx)
+                                             : (test_rand_int(0, 1) ? 1 : -1) * test_rand_double(0.1, 1.0);
+            dtype_store(t->dtype, at, v);
+        } else {
+            int64_t v = dr && dr->int_value ? dr->int_value(t->dtype, dr->ctx) : test_rand_int(1, 9);
+            if (!(dr && dr->int_value) && dtype_info_of(t->dtype)->is_signed && test_rand_int(0, 1)) v = -v;
+            draw_store_int(t->dtype, at, v);
+        }
+    }
+}
+
+static void *draw_alloc(size_t bytes, void *ctx)
+{
+    const test_draw *dr = ctx;
+    return dr->alloc(bytes, dr->ctx);
+}
+
+int test_compare_plan_draw(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
+                           const test_runner *fn, const char *what, const test_draw *dr)
+{
+    lang_bound *b = bind_checked(a, def, sz);
+    if (!b) return 1;
+    test_draw none = {0};
+    test_plan_fill f = {.input = draw_input, .alloc = dr && dr->alloc ? draw_alloc : NULL, .ctx = (void *)(dr ? dr : &none)};
+    test_plan_data c;
+    test_plan_data_make(a, def, b, &f, &c);
+    char label[256];
+    snprintf(label, sizeof label, "%s (%s, sizes %lld %lld %lld)", def->name, what, (long long)sz[0],
+             (long long)(def->nsizes > 1 ? sz[1] : 0), (long long)(def->nsizes > 2 ? sz[2] : 0));
+    if (reference_checked(&c) || test_plan_data_run(&c, p, fn, label)) return 1;
     int bad = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < def->ntensors; i++) {
         const lang_tensor *t = def->tensors[i];
         if (!(t->flags & LANG_TENSOR_OUTPUT)) continue;
-        size_t es = tsl_dtype_size(t->dtype);
-        int isf = dtype_info_of(t->dtype)->is_float;
         double tol = dr && dr->tol > 0 ? dr->tol
                      : t->dtype == TSL_DTYPE_F16 ? 2e-3 : t->dtype == TSL_DTYPE_BF16 ? 1e-2 : 1e-6;
-        for (int64_t e = 0; e < cnt[i]; e++) {
-            const char *rp = (const char *)ref[i] + (size_t)e * es, *gp = (const char *)got[i] + (size_t)e * es;
-            int ok;
-            char msg[160];
-            if (isf) {
-                double x = dtype_load(t->dtype, rp), y = dtype_load(t->dtype, gp);
-                ok = (isnan(x) && isnan(y)) || fabs(x - y) <= tol * (1.0 + fabs(x)) || x == y;
-                snprintf(msg, sizeof msg, "%.9g, the interpreter's %.9g", y, x);
-            } else {
-                int64_t x = draw_load_int(t->dtype, rp), y = draw_load_int(t->dtype, gp);
-                ok = x == y;
-                snprintf(msg, sizeof msg, "%lld (0x%llx), the interpreter's %lld (0x%llx)", (long long)y,
-                         (unsigned long long)y, (long long)x, (unsigned long long)x);
-            }
-            if (ok) continue;
-            CHECK_MSG(0, "%s (%s, sizes %lld %lld %lld): %s[%lld] (%s) is %s", def->name, what, (long long)sz[0],
-                      (long long)sz[1], (long long)sz[2], t->name, (long long)e, tsl_dtype_name(t->dtype), msg);
-            bad++;
-            break;
-        }
+        bad += test_plan_data_compare(&c, i, tol, 1, label) > 0;
     }
     return bad;
 }

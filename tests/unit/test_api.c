@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "runtime/runtime.h"
 #include "test.h"
 
 static const char *mm_src = "def mm(float(M,K) A, float(K,N) B) -> (C) {\n"
@@ -498,7 +499,55 @@ out:
     tsl_context_free(ctx);
 }
 
+/* A TESSEL_TARGET that names no target is an error from every API call
+ * that takes the default target, naming the variable and its values (it
+ * was ignored: the run went to the default). The setting stands for the
+ * variable (runtime.h; api/env.c reads it). */
+static void test_bad_target_setting(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = compile(ctx, mm_src);
+    tsl_args *a = tsl_args_create(p);
+    DLTensor *A = rnd_f32(2, test_rand_int(1, 9), 7), *B = rnd_f32(2, 7, test_rand_int(1, 9));
+    CHECK(tsl_args_set_tensor(a, "A", A) == TSL_OK && tsl_args_set_tensor(a, "B", B) == TSL_OK);
+    const char *old = rt_settings_get()->target;
+    char *keep = old ? strdup(old) : NULL;
+    static const char *const bad[] = {"gpux", "CPU", "cuda ", "interp,cpu"};
+    const char *want = "TESSEL_TARGET=";
+    for (size_t i = 0; i < TSL_COUNTOF(bad); i++) {
+        TEST_SETTING(target, bad[i]);
+        CHECK_EQ_INT(tsl_target_default(), TSL_TARGET_INVALID);
+        tsl_target t = TSL_TARGET_CPU;
+        CHECK_ERR(tsl_target_choose(ctx, &t), TSL_ERR_ARG, want);
+        CHECK_ERR(tsl_target_choose(ctx, &t), TSL_ERR_ARG, bad[i]);
+        CHECK_ERR(tsl_target_choose(ctx, &t), TSL_ERR_ARG, "is not a target (interp, cpu or cuda");
+        CHECK_EQ_INT(t, TSL_TARGET_INVALID);
+        CHECK_ERR(tsl_program_run(p, a, tsl_target_default()), TSL_ERR_ARG, "tsl_program_run: TESSEL_TARGET=");
+        tsl_bench_result br;
+        CHECK_ERR(tsl_program_bench(p, a, tsl_target_default(), NULL, &br), TSL_ERR_ARG, want);
+        tsl_tune_result tr;
+        CHECK_ERR(tsl_program_tune(p, a, tsl_target_default(), NULL, &tr), TSL_ERR_ARG, want);
+    }
+    /* a good one is taken; unset gives the CPU or CUDA */
+    TEST_SETTING(target, "interp");
+    tsl_target t = TSL_TARGET_INVALID;
+    CHECK_EQ_INT(tsl_target_choose(ctx, &t), TSL_OK);
+    CHECK_EQ_INT(t, TSL_TARGET_INTERP);
+    CHECK_EQ_INT(tsl_program_run(p, a, tsl_target_default()), TSL_OK);
+    TEST_SETTING(target, NULL);
+    CHECK(tsl_target_default() == TSL_TARGET_CPU || tsl_target_default() == TSL_TARGET_CUDA);
+    CHECK_ERR(tsl_program_run(p, a, (tsl_target)7), TSL_ERR_ARG, "unknown target 7");
+    TEST_SETTING(target, keep);
+    free(keep);
+    tsl_tensor_free(A);
+    tsl_tensor_free(B);
+    tsl_args_free(a);
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+}
+
 TEST_SUITE(api) = {
+    {"bad_target_setting", test_bad_target_setting},
     {"compile_errors", test_compile_errors},
     {"introspection_emit", test_introspection_emit},
     {"bind_errors", test_bind_errors},

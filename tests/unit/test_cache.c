@@ -21,7 +21,7 @@ static char *fresh_dir(void)
     char *dir = mkdtemp(tmpl);
     if (!dir) dir = mkdtemp(tmpl2);
     if (!dir) return NULL;
-    setenv("TESSEL_CACHE_DIR", dir, 1);
+    TEST_SETTING(cache_dir, dir);
     rt_cache_reset();
     return strdup(dir);
 }
@@ -32,7 +32,7 @@ static void drop_dir(char *dir)
     char cmd[300];
     snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
     if (system(cmd) != 0) fprintf(stderr, "rm failed\n");
-    unsetenv("TESSEL_CACHE_DIR");
+    TEST_SETTING(cache_dir, NULL);
     free(dir);
 }
 
@@ -218,7 +218,7 @@ static void test_unsafe_folder_refused(void)
     char tmpl[] = "/tmp/tessel-test-open-XXXXXX";
     char *dir = mkdtemp(tmpl);
     CHECK(dir && chmod(dir, 0777) == 0);
-    setenv("TESSEL_CACHE_DIR", dir, 1);
+    TEST_SETTING(cache_dir, dir);
     rt_cache_reset();
     rt_set_warning_handler(count_warning, NULL);
     long before = warnings;

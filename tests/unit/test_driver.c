@@ -203,14 +203,23 @@ static void test_plan_damaged(void)
 }
 
 /* The executable (options, arch, tile text, plan with binaries) as bytes
- * and back; damaged bytes refused. */
+ * and back, its CPU threads with it (the tuner times executables the cache
+ * serves: cpu.threads=4 ran on every core there, 1.00 ms, and 2.67 ms in
+ * the bench after); damaged bytes refused. */
 static void test_executable_round_trip(void)
 {
     tsl_arena *a = arena_create();
     const lang_def *def = parse_def(a, softmax_src);
     drv_executable *x = NULL, *y = NULL;
     tsl_diag d = {0};
-    CHECK(def && drv_compile(def, &drv_target_cpu, rt_target_cpu.arch(NULL), NULL, &x, &d) == TSL_OK);
+    sched_options o = sched_options_defaults;
+    int threads = (int)test_rand_int(2, 7);
+    char text[32];
+    snprintf(text, sizeof text, "cpu.threads=%d", threads);
+    CHECK(sched_options_parse(text, &o, &d) == TSL_OK);
+    drv_options dopt = {.sched = &o};
+    CHECK(def && drv_compile(def, &drv_target_cpu, rt_target_cpu.arch(NULL), &dopt, &x, &d) == TSL_OK);
+    CHECK(x && x->threads == threads);
     strbuf b1 = {0}, b2 = {0};
     if (x) drv_executable_write(&b1, x);
     CHECK(x && drv_executable_read(b1.buf, b1.len, &y, &d) == TSL_OK);
@@ -220,6 +229,7 @@ static void test_executable_round_trip(void)
         CHECK_EQ_STR(y->arch, x->arch);
         CHECK_EQ_STR(y->tile, x->tile);
         CHECK(y->target == TSL_TARGET_CPU && y->plan->kernels[0].nbins == 1);
+        CHECK_EQ_INT(y->threads, threads);
     }
     drv_executable_free(y);
     y = NULL;

@@ -15,12 +15,16 @@
 #include "test.h"
 
 /* Point TESSEL_CACHE_DIR at a new empty folder; gives its malloc'd path. */
+static char *prior_cache_dir; /* the setting before the fresh cache */
+
 static char *use_fresh_cache(void)
 {
     char tmpl[] = "/tmp/tessel-test-cache-XXXXXX";
     char *dir = mkdtemp(tmpl);
     if (!dir) return NULL;
-    setenv("TESSEL_CACHE_DIR", dir, 1);
+    free(prior_cache_dir);
+    prior_cache_dir = rt_settings_get()->cache_dir ? strdup(rt_settings_get()->cache_dir) : NULL;
+    TEST_SETTING(cache_dir, dir);
     return strdup(dir);
 }
 
@@ -31,7 +35,7 @@ static void remove_cache(char *dir)
     if (asprintf(&cmd, "rm -rf '%s'", dir) > 0 && system(cmd) != 0) fprintf(stderr, "rm failed\n");
     free(cmd);
     free(dir);
-    unsetenv("TESSEL_CACHE_DIR");
+    TEST_SETTING(cache_dir, prior_cache_dir); /* the run's own cache again */
 }
 
 /* A saxpy with a salt in its source so that each run compiles afresh. */
@@ -206,9 +210,9 @@ static void test_syntax_error(void)
 static void test_no_compiler(void)
 {
     char *dir = use_fresh_cache();
-    const char *old = getenv("TESSEL_CC");
+    const char *old = rt_settings_get()->cc;
     char *saved = old ? strdup(old) : NULL;
-    setenv("TESSEL_CC", "/nonexistent/cc", 1);
+    TEST_SETTING(cc, "/nonexistent/cc");
     tsl_diag d = {0};
     rt_cpu_module *m = NULL;
     tsl_status st = rt_cpu_compile("int f(void) { return 1; }\n", NULL, &m, &d);
@@ -218,16 +222,16 @@ static void test_no_compiler(void)
     CHECK_MSG(strstr(sb_str(&d.msg), "TESSEL_CC") != NULL, "%s", sb_str(&d.msg));
     diag_free(&d);
     /* an empty PATH with no TESSEL_CC: the message lists what was tried */
-    unsetenv("TESSEL_CC");
-    char *path = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
-    setenv("PATH", "/nonexistent-bin", 1);
+    TEST_SETTING(cc, NULL);
+    char *path = rt_settings_get()->path ? strdup(rt_settings_get()->path) : NULL;
+    TEST_SETTING(path, "/nonexistent-bin");
     st = rt_cpu_compile("int f(void) { return 1; }\n", NULL, &m, &d);
     CHECK_EQ_INT(st, TSL_ERR_UNAVAILABLE);
     CHECK_MSG(strstr(sb_str(&d.msg), "cc, gcc and clang") != NULL, "%s", sb_str(&d.msg));
     CHECK_MSG(strstr(sb_str(&d.msg), "TESSEL_CC") != NULL, "%s", sb_str(&d.msg));
-    if (path) setenv("PATH", path, 1);
+    TEST_SETTING(path, path);
     free(path);
-    if (saved) setenv("TESSEL_CC", saved, 1);
+    TEST_SETTING(cc, saved);
     free(saved);
     diag_free(&d);
     remove_cache(dir);

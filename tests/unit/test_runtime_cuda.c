@@ -13,12 +13,16 @@
 #include "runtime/runtime.h"
 #include "test.h"
 
+static char *prior_cache_dir; /* the setting before the fresh cache */
+
 static char *fresh_cache(void)
 {
     char tmpl[] = "/tmp/tessel-test-cuda-XXXXXX";
     char *dir = mkdtemp(tmpl);
     if (!dir) return NULL;
-    setenv("TESSEL_CACHE_DIR", dir, 1);
+    free(prior_cache_dir);
+    prior_cache_dir = rt_settings_get()->cache_dir ? strdup(rt_settings_get()->cache_dir) : NULL;
+    TEST_SETTING(cache_dir, dir);
     return strdup(dir);
 }
 
@@ -29,7 +33,7 @@ static void drop_cache(char *dir)
     if (asprintf(&cmd, "rm -rf '%s'", dir) > 0 && system(cmd) != 0) fprintf(stderr, "rm failed\n");
     free(cmd);
     free(dir);
-    unsetenv("TESSEL_CACHE_DIR");
+    TEST_SETTING(cache_dir, prior_cache_dir); /* the run's own cache again */
 }
 
 static int have_nvrtc(void)

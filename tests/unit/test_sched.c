@@ -61,13 +61,6 @@ typedef struct arr {
     size_t bytes;
 } arr;
 
-static int64_t numel(const lang_def *def, const lang_bound *b, int i)
-{
-    int64_t n = 1;
-    for (int k = 0; k < def->tensors[i]->rank; k++) n *= b->shapes[i][k];
-    return n;
-}
-
 /* Lower def; check it verifies and that print -> parse -> print is exact. */
 static sched_plan *lower_checked(tsl_arena *a, const lang_def *def)
 {
@@ -141,12 +134,6 @@ static void fill_random(void *p, tsl_dtype t, int64_t n, int64_t intmax)
     }
 }
 
-static void poison(void *p, tsl_dtype t, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        dtype_store(t, (char *)p + (size_t)i * tsl_dtype_size(t), dtype_info_of(t)->is_float ? NAN : 99);
-}
-
 static double tolerance(tsl_dtype t)
 {
     switch (t) {
@@ -158,6 +145,13 @@ static double tolerance(tsl_dtype t)
     }
 }
 
+/* Inputs for compare_run: integers below the smallest size (ctx), so that
+ * gathers stay in range. */
+static void fill_input(const lang_tensor *t, void *data, int64_t n, void *ctx)
+{
+    fill_random(data, t->dtype, n, *(const int64_t *)ctx);
+}
+
 /* Run def on one size set with the reference interpreter and with the plan
  * through `fn`; compare every output. Returns 1 when it ran. */
 static int compare_run(tsl_arena *a, const lang_def *def, const sched_plan *p, int set, const test_runner *fn,
@@ -166,70 +160,22 @@ static int compare_run(tsl_arena *a, const lang_def *def, const sched_plan *p, i
     int64_t minsize = 1;
     lang_bound *b = bind_sizes(a, def, set, &minsize);
     if (!b) return 0;
-    int n = def->ntensors;
-    void **ref = arena_alloc(a, sizeof *ref * (size_t)(n + 1));
-    void **got = arena_alloc(a, sizeof *got * (size_t)(n + 1));
-    DLTensor **dls = arena_alloc(a, sizeof *dls * (size_t)(n + 1));
-    DLTensor *dlv = arena_alloc(a, sizeof *dlv * (size_t)(n + 1));
-    double *scal = arena_alloc(a, sizeof *scal * (size_t)(n + 1));
-    interp_tensor *views = arena_alloc(a, sizeof *views * (size_t)(n + 1));
-    for (int i = 0; i < n; i++) {
-        const lang_tensor *t = def->tensors[i];
-        views[i].dtype = t->dtype;
-        if (t->is_scalar) {
-            scal[i] = views[i].scalar = test_rand_double(0.5, 1.5);
-            continue;
-        }
-        if (t->flags & LANG_TENSOR_TEMP) continue;
-        int64_t cnt = numel(def, b, i);
-        size_t bytes = (size_t)cnt * tsl_dtype_size(t->dtype);
-        ref[i] = arena_alloc(a, bytes + 1);
-        got[i] = arena_alloc(a, bytes + 1);
-        if (t->flags & LANG_TENSOR_INPUT) fill_random(ref[i], t->dtype, cnt, minsize);
-        else poison(ref[i], t->dtype, cnt);
-        memcpy(got[i], ref[i], bytes);
-        views[i].base = ref[i];
-        views[i].rank = t->rank;
-        int64_t stride = 1;
-        for (int k = t->rank - 1; k >= 0; k--) {
-            views[i].shape[k] = b->shapes[i][k];
-            views[i].stride[k] = stride;
-            stride *= b->shapes[i][k];
-        }
-        dlv[i].data = got[i];
-        dlv[i].device.device_type = kDLCPU;
-        dlv[i].ndim = t->rank;
-        dlv[i].dtype = tsl_dtype_to_dlpack(t->dtype);
-        dlv[i].shape = b->shapes[i];
-        dls[i] = &dlv[i];
-    }
+    test_plan_fill f = {.input = fill_input, .ctx = &minsize};
+    test_plan_data c;
+    test_plan_data_make(a, def, b, &f, &c);
     tsl_diag d = {0};
-    tsl_status st = interp_run(b, views, &d);
+    tsl_status st = interp_run(b, c.views, &d);
     if (set == 2 && st == TSL_ERR_BOUNDS) { /* indices into an empty tensor: nothing to compare */
         diag_free(&d);
         return 0;
     }
     CHECK_MSG(st == TSL_OK, "%s: reference run failed: %s", def->name, sb_str(&d.msg));
-    diag_reset(&d);
-    tsl_status st2 = st ? st : test_plan_run(p, b, dls, scal, fn, &d);
-    CHECK_MSG(st2 == TSL_OK, "%s (%s, set %d): run failed: %s", def->name, what, set, sb_str(&d.msg));
     diag_free(&d);
-    if (st || st2) return 1;
-    for (int i = 0; i < n; i++) {
-        const lang_tensor *t = def->tensors[i];
-        if (!(t->flags & LANG_TENSOR_OUTPUT)) continue;
-        int64_t cnt = numel(def, b, i);
-        double tol = tolerance(t->dtype);
-        int bad = 0;
-        for (int64_t e = 0; e < cnt && bad < 3; e++) {
-            double x = dtype_load(t->dtype, (char *)ref[i] + (size_t)e * tsl_dtype_size(t->dtype));
-            double y = dtype_load(t->dtype, (char *)got[i] + (size_t)e * tsl_dtype_size(t->dtype));
-            int ok = (isnan(x) && isnan(y)) || x == y || fabs(x - y) <= tol * (1.0 + fabs(x));
-            if (!ok) bad++;
-            CHECK_MSG(ok, "%s (%s, set %d): %s[%lld] = %.9g, reference %.9g", def->name, what, set, t->name,
-                      (long long)e, y, x);
-        }
-    }
+    char label[200];
+    snprintf(label, sizeof label, "%s (%s, set %d)", def->name, what, set);
+    if (st || test_plan_data_run(&c, p, fn, label)) return 1;
+    for (int i = 0; i < def->ntensors; i++)
+        if (def->tensors[i]->flags & LANG_TENSOR_OUTPUT) test_plan_data_compare(&c, i, tolerance(def->tensors[i]->dtype), 3, label);
     return 1;
 }
 

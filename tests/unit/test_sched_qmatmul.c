@@ -91,9 +91,24 @@ static const lang_def *exact_def(tsl_arena *a, const char *src)
     return mod ? mod->defs[0] : NULL;
 }
 
-/* Fresh inputs; W every code of its dtype (finite), the others in
- * [-1, 1]; Y poisoned. Runs the reference (on xdef, the float32 form of
- * def) and the plan through fn, and compares. */
+/* W every code of its dtype (finite), the other inputs in [-1, 1]. */
+static void fill_input(const lang_tensor *t, void *data, int64_t n, void *ctx)
+{
+    (void)ctx;
+    const dtype_info *di = dtype_info_of(t->dtype);
+    for (int64_t e = 0; e < n; e++) {
+        if (di->bits <= 8) {
+            uint64_t c = (uint64_t)test_rand_int(0, (1 << di->bits) - 1);
+            dtype_set_bits(t->dtype, data, e, c);
+            if (!isfinite(dtype_get(t->dtype, data, e))) dtype_set_bits(t->dtype, data, e, 1);
+        } else {
+            dtype_set(t->dtype, data, e, test_rand_double(-1.0, 1.0));
+        }
+    }
+}
+
+/* Fresh inputs (fill_input); Y poisoned. Runs the reference (on xdef, the
+ * float32 form of def) and the plan through fn, and compares. */
 static void compare(tsl_arena *a, const lang_def *def, const lang_def *xdef, const sched_plan *p, const int64_t *sz,
                     const test_runner *fn, const char *what)
 {
@@ -106,73 +121,33 @@ static void compare(tsl_arena *a, const lang_def *def, const lang_def *xdef, con
         return;
     }
     int n = def->ntensors;
-    void **ref = arena_alloc(a, sizeof *ref * (size_t)(n + 1));
-    void **got = arena_alloc(a, sizeof *got * (size_t)(n + 1));
-    DLTensor **dls = arena_alloc(a, sizeof *dls * (size_t)(n + 1));
-    DLTensor *dlv = arena_alloc(a, sizeof *dlv * (size_t)(n + 1));
-    interp_tensor *views = arena_alloc(a, sizeof *views * (size_t)(n + 1));
-    int64_t *cnt = arena_alloc(a, sizeof *cnt * (size_t)(n + 1));
-    for (int i = 0; i < n; i++) {
-        const lang_tensor *t = def->tensors[i];
-        views[i].dtype = t->dtype;
-        cnt[i] = 1;
-        for (int k = 0; k < t->rank; k++) cnt[i] *= b->shapes[i][k];
-        size_t bytes = tsl_dtype_nbytes(t->dtype, cnt[i]);
-        ref[i] = arena_alloc(a, bytes + 1);
-        got[i] = arena_alloc(a, bytes + 1);
-        const dtype_info *di = dtype_info_of(t->dtype);
-        for (int64_t e = 0; e < cnt[i]; e++) {
-            if (!(t->flags & LANG_TENSOR_INPUT)) {
-                dtype_set(t->dtype, ref[i], e, NAN);
-            } else if (di->bits <= 8) {
-                uint64_t c = (uint64_t)test_rand_int(0, (1 << di->bits) - 1);
-                dtype_set_bits(t->dtype, ref[i], e, c);
-                if (!isfinite(dtype_get(t->dtype, ref[i], e))) dtype_set_bits(t->dtype, ref[i], e, 1);
-            } else {
-                dtype_set(t->dtype, ref[i], e, test_rand_double(-1.0, 1.0));
-            }
-        }
-        memcpy(got[i], ref[i], bytes);
-        views[i].base = ref[i];
-        views[i].rank = t->rank;
-        int64_t stride = 1;
-        for (int k = t->rank - 1; k >= 0; k--) {
-            views[i].shape[k] = b->shapes[i][k];
-            views[i].stride[k] = stride;
-            stride *= b->shapes[i][k];
-        }
-        dlv[i].data = got[i];
-        dlv[i].device.device_type = kDLCPU;
-        dlv[i].ndim = t->rank;
-        dlv[i].dtype = tsl_dtype_to_dlpack(t->dtype);
-        dlv[i].shape = b->shapes[i];
-        dls[i] = &dlv[i];
-    }
+    test_plan_fill f = {.input = fill_input};
+    test_plan_data c;
+    test_plan_data_make(a, def, b, &f, &c);
     /* the reference: xdef on the same inputs, its float32 Y */
     lang_bound *xb = NULL;
     st = lang_bind(a, xdef, sz, &xb, &d);
     const lang_tensor *Y = def->outputs[0], *XY = xdef->outputs[0];
     int i = Y->index;
-    void *xref = arena_alloc(a, tsl_dtype_nbytes(XY->dtype, cnt[i]) + 1);
+    void *xref = arena_alloc(a, tsl_dtype_nbytes(XY->dtype, c.cnt[i]) + 1);
     interp_tensor *xviews = arena_alloc(a, sizeof *xviews * (size_t)(n + 1));
-    memcpy(xviews, views, sizeof *xviews * (size_t)n);
+    memcpy(xviews, c.views, sizeof *xviews * (size_t)n);
     xviews[i].dtype = XY->dtype;
     xviews[i].base = xref;
     if (!st) st = interp_run(xb, xviews, &d);
     CHECK_MSG(st == TSL_OK, "%s: reference run failed: %s", def->name, sb_str(&d.msg));
-    diag_reset(&d);
-    tsl_status st2 = st ? st : test_plan_run(p, b, dls, NULL, fn, &d);
-    CHECK_MSG(st2 == TSL_OK, "%s (%s): run failed: %s", def->name, what, sb_str(&d.msg));
     diag_free(&d);
-    if (st || st2) return;
+    char label[160];
+    snprintf(label, sizeof label, "%s (%s)", def->name, what);
+    if (st || test_plan_data_run(&c, p, fn, label)) return;
     /* Y rounded to its dtype (f16: 2^-11 relative) after f32 sums of
      * exact products (a few 2^-24 of the sum of |products|, some times
      * the largest |Y|) */
     double tol = Y->dtype == TSL_DTYPE_F16 ? 1e-3 : 1e-5, scale = 0;
-    for (int64_t e = 0; e < cnt[i]; e++) scale = fmax(scale, fabs(dtype_get(XY->dtype, xref, e)));
+    for (int64_t e = 0; e < c.cnt[i]; e++) scale = fmax(scale, fabs(dtype_get(XY->dtype, xref, e)));
     int bad = 0;
-    for (int64_t e = 0; e < cnt[i] && bad < 3; e++) {
-        double x = dtype_get(XY->dtype, xref, e), y = dtype_get(Y->dtype, got[i], e);
+    for (int64_t e = 0; e < c.cnt[i] && bad < 3; e++) {
+        double x = dtype_get(XY->dtype, xref, e), y = dtype_get(Y->dtype, c.got[i], e);
         int ok = !isnan(y) && fabs(x - y) <= tol * fabs(x) + 1e-5 * scale + 1e-6;
         /* past float16's largest value (float8e5m2 weights): infinity */
         if (Y->dtype == TSL_DTYPE_F16 && fabs(x) >= 65504) ok = isinf(y) || fabs(y) >= 65000;

@@ -23,42 +23,69 @@ static DLTensor *random_tensor(int64_t r, int64_t c)
     return t;
 }
 
-/* A private cache for the test (the run's own cache stays untouched). */
-static char *fresh_cache(void)
+/* The set-up every test here shares: a private cache (the run's own stays
+ * untouched; `fresh` 0 keeps the run's), a context, the matmul compiled,
+ * random A (M x K) and B (K x N) bound into args. */
+typedef struct mm_fixture {
+    char *dir, *keep; /* the private cache and the setting it replaced */
+    tsl_context *ctx;
+    tsl_program *p;
+    tsl_args *a;
+    DLTensor *A, *B;
+    int64_t M, K, N;
+} mm_fixture;
+
+static void mm_setup(mm_fixture *f, int fresh, int64_t M, int64_t K, int64_t N)
 {
-    char tmpl[] = "/tmp/tessel-test-tune-XXXXXX";
-    char *dir = mkdtemp(tmpl);
-    if (!dir) return NULL;
-    setenv("TESSEL_CACHE_DIR", dir, 1);
-    rt_cache_reset();
-    return strdup(dir);
+    memset(f, 0, sizeof *f);
+    if (fresh) {
+        const char *old = rt_settings_get()->cache_dir;
+        f->keep = old ? strdup(old) : NULL;
+        char tmpl[] = "/tmp/tessel-test-tune-XXXXXX";
+        if (mkdtemp(tmpl)) {
+            f->dir = strdup(tmpl);
+            TEST_SETTING(cache_dir, f->dir);
+            rt_cache_reset();
+        }
+        CHECK(f->dir != NULL);
+    }
+    f->ctx = tsl_context_create();
+    CHECK(tsl_program_compile(f->ctx, mm_src, "mm.tc", NULL, &f->p) == TSL_OK);
+    f->M = M, f->K = K, f->N = N;
+    f->A = random_tensor(M, K);
+    f->B = random_tensor(K, N);
+    f->a = tsl_args_create(f->p);
+    CHECK(tsl_args_set_tensor(f->a, "A", f->A) == TSL_OK && tsl_args_set_tensor(f->a, "B", f->B) == TSL_OK);
 }
 
-static void drop_cache(char *dir, const char *old)
+static void mm_teardown(mm_fixture *f)
 {
-    rt_cache_reset();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "rm failed\n");
-    if (old) setenv("TESSEL_CACHE_DIR", old, 1);
-    else unsetenv("TESSEL_CACHE_DIR");
-    free(dir);
+    tsl_args_free(f->a);
+    tsl_tensor_free(f->A);
+    tsl_tensor_free(f->B);
+    tsl_program_free(f->p);
+    tsl_context_free(f->ctx);
+    if (f->dir) {
+        rt_cache_reset();
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+        if (system(cmd) != 0) fprintf(stderr, "rm failed\n");
+        TEST_SETTING(cache_dir, f->keep);
+        free(f->dir);
+    }
+    free(f->keep);
 }
 
 /* tsl_program_bench on the CPU: right answer checked, the work of a
  * matmul (2MNK operations, the three tensors' bytes), sane timings. */
 static void test_bench_cpu(void)
 {
-    const char *old = getenv("TESSEL_CACHE_DIR");
-    char *keep = old ? strdup(old) : NULL;
-    char *dir = fresh_cache();
-    tsl_context *ctx = tsl_context_create();
-    tsl_program *p = NULL;
-    CHECK(tsl_program_compile(ctx, mm_src, "mm.tc", NULL, &p) == TSL_OK);
-    int64_t M = test_rand_int(1, 97), K = test_rand_int(1, 131), N = test_rand_int(1, 149);
-    DLTensor *A = random_tensor(M, K), *B = random_tensor(K, N);
-    tsl_args *a = tsl_args_create(p);
-    CHECK(tsl_args_set_tensor(a, "A", A) == TSL_OK && tsl_args_set_tensor(a, "B", B) == TSL_OK);
+    mm_fixture f;
+    mm_setup(&f, 1, test_rand_int(1, 97), test_rand_int(1, 131), test_rand_int(1, 149));
+    tsl_context *ctx = f.ctx;
+    tsl_program *p = f.p;
+    tsl_args *a = f.a;
+    int64_t M = f.M, K = f.K, N = f.N;
     tsl_bench_config cfg = {.budget_s = 0.05, .min_reps = 3, .max_reps = 50};
     tsl_bench_result r;
     tsl_status st = tsl_program_bench(p, a, TSL_TARGET_CPU, &cfg, &r);
@@ -76,34 +103,20 @@ static void test_bench_cpu(void)
     /* not a compiled target: a clear error */
     CHECK_EQ_INT(tsl_program_bench(p, a, TSL_TARGET_INTERP, &cfg, &r), TSL_ERR_ARG);
     CHECK_MSG(strstr(tsl_context_error(ctx), "not a compiled target"), "%s", tsl_context_error(ctx));
-    tsl_args_free(a);
-    tsl_tensor_free(A);
-    tsl_tensor_free(B);
-    tsl_program_free(p);
-    tsl_context_free(ctx);
-    drop_cache(dir, keep);
-    free(keep);
+    mm_teardown(&f);
 }
 
 /* Options set by the caller are the ones used and are not "tuned". */
 static void test_run_says_options_used(void)
 {
-    tsl_context *ctx = tsl_context_create();
-    tsl_program *p = NULL;
-    CHECK(tsl_program_compile(ctx, mm_src, "mm.tc", NULL, &p) == TSL_OK);
-    DLTensor *A = random_tensor(5, 7), *B = random_tensor(7, 3);
-    tsl_args *a = tsl_args_create(p);
-    CHECK(tsl_args_set_tensor(a, "A", A) == TSL_OK && tsl_args_set_tensor(a, "B", B) == TSL_OK);
-    CHECK(tsl_program_set_options(p, "cpu.threads=1") == TSL_OK);
-    CHECK(tsl_program_run(p, a, TSL_TARGET_CPU) == TSL_OK);
+    mm_fixture f;
+    mm_setup(&f, 0, 5, 7, 3);
+    CHECK(tsl_program_set_options(f.p, "cpu.threads=1") == TSL_OK);
+    CHECK(tsl_program_run(f.p, f.a, TSL_TARGET_CPU) == TSL_OK);
     int tuned = -1;
-    CHECK_EQ_STR(tsl_args_options_used(a, &tuned), "cpu.threads=1");
+    CHECK_EQ_STR(tsl_args_options_used(f.a, &tuned), "cpu.threads=1");
     CHECK_EQ_INT(tuned, 0);
-    tsl_args_free(a);
-    tsl_tensor_free(A);
-    tsl_tensor_free(B);
-    tsl_program_free(p);
-    tsl_context_free(ctx);
+    mm_teardown(&f);
 }
 
 /* C matches the interpreter on a's inputs (a ran on the CPU). */
@@ -136,16 +149,13 @@ static void progress_line(void *ctx, const char *line)
  * and computes the right answer. */
 static void test_tune_then_run(void)
 {
-    const char *old = getenv("TESSEL_CACHE_DIR");
-    char *keep = old ? strdup(old) : NULL;
-    char *dir = fresh_cache();
-    tsl_context *ctx = tsl_context_create();
-    tsl_program *p = NULL;
-    CHECK(tsl_program_compile(ctx, mm_src, "mm.tc", NULL, &p) == TSL_OK);
-    int64_t M = test_rand_int(33, 97), K = test_rand_int(1, 131), N = test_rand_int(17, 149);
-    DLTensor *A = random_tensor(M, K), *B = random_tensor(K, N);
-    tsl_args *a = tsl_args_create(p);
-    CHECK(tsl_args_set_tensor(a, "A", A) == TSL_OK && tsl_args_set_tensor(a, "B", B) == TSL_OK);
+    mm_fixture f;
+    mm_setup(&f, 1, test_rand_int(33, 97), test_rand_int(1, 131), test_rand_int(17, 149));
+    tsl_context *ctx = f.ctx;
+    tsl_program *p = f.p;
+    tsl_args *a = f.a;
+    DLTensor *A = f.A, *B = f.B;
+    int64_t M = f.M, K = f.K, N = f.N;
     tsl_tune_config cfg = {.budget_s = 60, .generations = 2, .population = 5, .compilers = 2, .candidate_ms = 10,
                            .seed = test_rand() | 1, .progress = progress_line};
     tsl_tune_result r;
@@ -170,13 +180,7 @@ static void test_tune_then_run(void)
     CHECK_EQ_STR(tsl_args_options_used(b, &tuned), "");
     CHECK_EQ_INT(tuned, 0);
     tsl_args_free(b);
-    tsl_args_free(a);
-    tsl_tensor_free(A);
-    tsl_tensor_free(B);
-    tsl_program_free(p);
-    tsl_context_free(ctx);
-    drop_cache(dir, keep);
-    free(keep);
+    mm_teardown(&f);
 }
 
 /* Issue 16 on the CPU: two workers split the candidates; every candidate
@@ -202,22 +206,17 @@ static void fault_hook(void *ctx, int worker, const char *options)
 
 static void test_two_workers_split_and_survive_a_fault(void)
 {
-    const char *old = getenv("TESSEL_CACHE_DIR");
-    char *keep = old ? strdup(old) : NULL;
-    char *dir = fresh_cache();
-    tsl_context *ctx = tsl_context_create();
-    tsl_program *p = NULL;
-    CHECK(tsl_program_compile(ctx, mm_src, "mm.tc", NULL, &p) == TSL_OK);
-    int64_t M = test_rand_int(1, 61), K = test_rand_int(1, 67), N = test_rand_int(1, 71);
-    DLTensor *A = random_tensor(M, K), *B = random_tensor(K, N);
-    tsl_args *a = tsl_args_create(p);
-    CHECK(tsl_args_set_tensor(a, "A", A) == TSL_OK && tsl_args_set_tensor(a, "B", B) == TSL_OK);
+    mm_fixture f;
+    mm_setup(&f, 1, test_rand_int(1, 61), test_rand_int(1, 67), test_rand_int(1, 71));
+    tsl_program *p = f.p;
+    tsl_args *a = f.a;
+    const char *dir = f.dir ? f.dir : "/nonexistent";
     CHECK(tsl_args_infer(a) == TSL_OK);
     /* the session at the internal level, where a test may plant a fault */
     char marker[64];
     snprintf(marker, sizeof marker, "%s/sleep-once", dir);
-    FILE *f = fopen(marker, "w");
-    if (f) fclose(f);
+    FILE *mf = fopen(marker, "w");
+    if (mf) fclose(mf);
     tune_config cfg = {.target = TSL_TARGET_CPU, .budget_s = 120, .generations = 2, .population = 10,
                        .workers = 2, .compilers = 2, .candidate_ms = 5, .timeout_s = 5, .seed = test_rand() | 1,
                        .progress = progress_line, .before_run = fault_hook, .hook_ctx = marker};
@@ -260,13 +259,7 @@ static void test_two_workers_split_and_survive_a_fault(void)
     diag_free(&d);
     api_args_uncarry(p, views, cv, owned, 0);
     free(views);
-    tsl_args_free(a);
-    tsl_program_free(p);
-    tsl_tensor_free(A);
-    tsl_tensor_free(B);
-    tsl_context_free(ctx);
-    drop_cache(dir, keep);
-    free(keep);
+    mm_teardown(&f);
 }
 
 TEST_SUITE(tune) = {
