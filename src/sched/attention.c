@@ -251,7 +251,7 @@ int sched_attn_plan_tile(sched_plan *p, const sched_attn *a)
 int sched_lower_attention(sched_plan *p, const graph *g, const graph_group *grp)
 {
     sched_attn a;
-    if (!p->opt->attention || !sched_attn_recognise(g, grp, &a)) return 0;
+    if (!p->opt->chains || !sched_attn_recognise(g, grp, &a)) return 0;
     if (p->target != TSL_TARGET_CPU && p->sm >= 90 && sched_attn_plan_sm90(p, &a)) return 1;
     return sched_attn_plan_tile(p, &a);
 }

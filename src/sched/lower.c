@@ -1338,17 +1338,28 @@ sched_plan *sched_lower_opt(tsl_arena *a, const graph *g, tsl_target target, int
     for (int i = 0; i < g->nops; i++) {
         /* a group a fast strategy lowers (strategy.h) is one kernel */
         const graph_group *gr = &g->groups[g->ops[i].group];
-        if (gr->first == i && sched_lower_strategy(p, g, gr)) {
-            i += gr->nops - 1;
-            continue;
-        }
-        if (gr->first == i && gr->nparts) {
-            /* a merged chain no plan took: its groups as before the merge */
+        int nl0 = p->nlaunches, took = gr->first == i && sched_lower_strategy(p, g, gr);
+        /* a merged chain's plan for some sizes only (one guarded launch),
+         * or no plan: its groups as before the merge, for the other sizes */
+        if (gr->first == i && gr->nparts && (!took || (p->nlaunches == nl0 + 1 && p->launches[nl0].guard.n))) {
+            sched_guard other = {0};
+            if (took) {
+                other = p->launches[nl0].guard;
+                other.negate = !other.negate;
+            }
+            int nl1 = p->nlaunches;
             for (int k = 0; k < gr->nparts; k++) {
                 const graph_group *part = &gr->parts[k];
                 if (sched_lower_strategy(p, g, part)) continue;
                 for (int j = part->first; j < part->first + part->nops; j++) lower_op(&L, &g->ops[j]);
             }
+            for (int k = nl1; k < p->nlaunches && took; k++) {
+                TSL_ASSERT(!p->launches[k].guard.n); /* the chain's plans decline where parts have guards */
+                p->launches[k].guard = other;
+            }
+            took = 1;
+        }
+        if (took) {
             i += gr->nops - 1;
             continue;
         }
