@@ -15,6 +15,7 @@
 #include "codegen/cuda.h"
 #include "graph/graph.h"
 #include "runtime/runtime.h"
+#include "sched/attn_sm90.h"
 #include "sched/sched.h"
 #include "sched_runners.h"
 #include "test.h"
@@ -491,6 +492,129 @@ static void test_f16_acc_cuda(void)
     free(text);
 }
 
+/* ---- the sm_90a flash-attention kernel (sched/attn_sm90.c) ------------------------ */
+
+/* O against a float64 softmax(Q K^T * scale) V over the unmasked columns,
+ * per batch entry (the batch dims flattened). P is rounded to the input
+ * dtype before the second product, O to the output's: a few ulps of it. */
+static int check_attention(const prog *p, const sched_attn_sm90 *a, double scale, const char *what)
+{
+    int iq = find(p, "Q"), ik = find(p, "K"), iv = find(p, "V"), io = find(p, "O");
+    const DLTensor *q = p->t[iq], *k = p->t[ik];
+    int r = q->ndim;
+    int64_t tq = q->shape[r - 2], tk = k->shape[r - 2], nb = 1;
+    for (int i = 0; i < r - 2; i++) nb *= q->shape[i];
+    double tol = a->dt == TSL_DTYPE_BF16 ? 2e-2 : 3e-3;
+    double *s = malloc((size_t)(tk ? tk : 1) * sizeof *s);
+    int ok = 1;
+    for (int64_t b = 0; b < nb && ok; b++)
+        for (int64_t i = 0; i < tq && ok; i++) {
+            double mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < tk; j++) {
+                double x = 0;
+                for (int c = 0; c < a->d; c++)
+                    x += at(p, iq, (b * tq + i) * a->d + c) * at(p, ik, (b * tk + j) * a->d + c);
+                s[j] = a->causal && j > i ? -INFINITY : x * scale;
+                if (s[j] > mx) mx = s[j];
+            }
+            for (int64_t j = 0; j < tk; j++) sum += s[j] = exp(s[j] - mx);
+            for (int c = 0; c < a->e && ok; c++) {
+                double want = 0;
+                for (int64_t j = 0; j < tk; j++) want += s[j] / sum * at(p, iv, (b * tk + j) * a->e + c);
+                double got = at(p, io, (b * tq + i) * a->e + c);
+                if (!(fabs(got - want) <= tol)) {
+                    CHECK_MSG(0, "%s: O[%lld, %lld, %d] = %.6g, want %.6g", what, (long long)b, (long long)i, c, got,
+                              want);
+                    ok = 0;
+                }
+            }
+        }
+    free(s);
+    return ok;
+}
+
+/* The kernel for each shape it takes (batch ranks 0..2, head dims 64 and
+ * 128 and mixed, f16 and bf16, causal or not) verifies and, in the tile
+ * interpreter at sizes no block divides (Tq, Tk = 1, primes, a block and
+ * one over), matches the float64 softmax; the scale given as a literal. */
+static void test_attn_sm90(void)
+{
+    static const struct {
+        sched_attn_sm90 a;
+        const char *sizes;
+    } cases[] = {
+        {{0, 64, 64, TSL_DTYPE_F16, 0, "0.125"}, "Tq=1 Tk=1"},
+        {{1, 64, 64, TSL_DTYPE_F16, 0, "0.125"}, "B0=2 Tq=131 Tk=257"},
+        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125"}, "B0=1 Tq=200 Tk=200"},
+        {{2, 128, 128, TSL_DTYPE_F16, 0, "0.08838834764831845"}, "B0=1 B1=2 Tq=67 Tk=129"},
+        {{1, 128, 128, TSL_DTYPE_BF16, 1, "0.08838834764831845"}, "B0=1 Tq=129 Tk=140"},
+        {{1, 64, 128, TSL_DTYPE_BF16, 0, "0.125"}, "B0=1 Tq=37 Tk=300"},
+        {{0, 128, 64, TSL_DTYPE_F16, 1, "0.08838834764831845"}, "Tq=17 Tk=5"},
+    };
+    for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
+        const sched_attn_sm90 *a = &cases[c].a;
+        char *text = sched_attn_sm90_text(a, "attn");
+        CHECK_MSG(text != NULL, "case %d: no kernel", (int)c);
+        if (!text) continue;
+        char what[96];
+        snprintf(what, sizeof what, "attention case %d (%s)", (int)c, cases[c].sizes);
+        prog p;
+        prog_run(&p, "attn.tile", text, cases[c].sizes, (int)(c & 1), test_rand());
+        CHECK_MSG(p.st == TSL_OK, "%s: %s\n%s", what, p.msg, text);
+        if (p.st == TSL_OK) check_attention(&p, a, strtod(a->scale, NULL), what);
+        prog_free(&p);
+        free(text);
+    }
+    sched_attn_sm90 bad = {3, 64, 64, TSL_DTYPE_F16, 0, "0.1"};
+    const char *why = NULL;
+    CHECK(!sched_attn_sm90_fits(&bad, &why) && why && strstr(why, "batch"));
+    bad.nbatch = 1, bad.d = 96;
+    CHECK(!sched_attn_sm90_fits(&bad, &why) && strstr(why, "head dims") && !sched_attn_sm90_text(&bad, "x"));
+}
+
+/* The attention strategy's sm_90a plan (sched/attn_sm90.c) run through the
+ * tile interpreter against the TC interpreter: TC attention as users write
+ * it (scale by 1/sqrt(D) or a scalar parameter, a causal mask j <= i with
+ * -1e30), f16 and bf16, batch and heads leading, Tq != Tk, sizes no block
+ * divides; head dims 64 and 128 take the wgmma kernels, others the
+ * fallback plan the guards leave them to. */
+static void test_attn_sm90_plan(void)
+{
+    static const struct {
+        const char *src;
+        int64_t sets[3][6]; /* size slots in declaration order */
+    } cases[] = {
+        {"def ca(float16(B,H,Tq,D) Q, float16(B,H,Tk,D) K, float16(B,H,Tk,E) V) -> (O) {\n"
+         "  S(b,h,i,j) +=! Q(b,h,i,d) * K(b,h,j,d)\n  S(b,h,i,j) = S(b,h,i,j) / sqrt(D)\n"
+         "  S(b,h,i,j) = j <= i ? S(b,h,i,j) : -1e30\n  m(b,h,i) max=! S(b,h,i,j)\n"
+         "  P(b,h,i,j) = exp(S(b,h,i,j) - m(b,h,i))\n  l(b,h,i) +=! P(b,h,i,j)\n"
+         "  O(b,h,i,e) +=! P(b,h,i,j) * V(b,h,j,e)\n  O(b,h,i,e) = O(b,h,i,e) / l(b,h,i)\n}\n",
+         {{1, 2, 67, 64, 67, 64}, {1, 1, 37, 128, 150, 64}, {1, 1, 5, 32, 7, 48}}},
+        {"def sa(bfloat16(B,Tq,D) Q, bfloat16(B,Tk,D) K, bfloat16(B,Tk,E) V, float c) -> (O) {\n"
+         "  S(b,i,j) +=! Q(b,i,d) * K(b,j,d)\n  S(b,i,j) = S(b,i,j) * c\n  m(b,i) max=! S(b,i,j)\n"
+         "  P(b,i,j) = exp(S(b,i,j) - m(b,i))\n  l(b,i) +=! P(b,i,j)\n"
+         "  O(b,i,e) +=! P(b,i,j) * V(b,j,e)\n  O(b,i,e) = O(b,i,e) / l(b,i)\n}\n",
+         {{2, 1, 128, 1, 128}, {1, 131, 64, 257, 128}, {0}}},
+    };
+    for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
+        tsl_arena *a = arena_create();
+        tsl_source src = {"attn90.tc", cases[c].src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &src, &d);
+        graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
+        sched_plan *p = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, 90, &d) : NULL;
+        CHECK_MSG(p != NULL, "%s", sb_str(&d.msg));
+        int wg = 0;
+        for (int l = 0; p && l < p->nlaunches; l++) wg += strstr(p->launches[l].k->name, "_sm90_") != NULL;
+        CHECK_MSG(!p || wg == 4, "case %d: %d sm_90a launches, want 4 (one per head-dim pair)", (int)c, wg);
+        for (int i = 0; p && i < 3; i++)
+            if (cases[c].sets[i][0])
+                test_compare_plan(a, mod->defs[0], p, cases[c].sets[i], test_run_tile_interp, "tile interp sm_90a");
+        diag_free(&d);
+        arena_free(a);
+    }
+}
+
 TEST_SUITE(tile_hopper) = {
     {"f16_acc_cuda", test_f16_acc_cuda},
     {"mem_tasks", test_mem_tasks},
@@ -500,5 +624,7 @@ TEST_SUITE(tile_hopper) = {
     {"programs", test_programs},
     {"hazards", test_hazards},
     {"sm90_plan", test_sm90_plan},
+    {"attn_sm90", test_attn_sm90},
+    {"attn_sm90_plan", test_attn_sm90_plan},
     {0, 0},
 };
