@@ -4,7 +4,7 @@
  *   h1(b,o) +=! X(b,i) * W1(o,i)        or W1(i,o)
  *   h1(b,o)  = f1(h1(b,o), bias(o), ...) 0+ epilogue ops
  *   h2(b,o) +=! h1(b,i) * W2(o,i)
- *   ...                                 2..GRAPH_MAX_CHAIN layers
+ *   ...                                 2..GRAPH_MAX_CHAIN (32) layers
  *
  * Every layer but the last writes a temporary read only by its epilogue
  * and the next layer's product, so a kernel may keep it on chip; the

@@ -236,7 +236,7 @@ bool graph_attention_match(const graph *g, int first, graph_attention *at);
  *   h1(b,o) +=! X(b,i) * W1(o,i)      (or W1(i,o)); epilogue ops on h1
  *   h2(b,o) +=! h1(b,i) * W2(o,i)     ...; the last layer's h is the result
  * layer k's ops are [layer[k], layer[k + 1]) (layer[nlayers] = last + 1). */
-#define GRAPH_MAX_CHAIN 16
+#define GRAPH_MAX_CHAIN 32 /* Graphene's MLP has 20 layers */
 typedef struct graph_gemm_chain {
     int first, last;
     int nlayers;
