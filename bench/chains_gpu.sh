@@ -4,6 +4,8 @@
 # `tessel bench` with the chain's plan and with `sched.chains=0` (the
 # groups before the merge: one kernel per layer, or QK^T / softmax rows /
 # PV), then compute-sanitizer (memcheck) over a small checked run of each.
+#   - (the chain row sets contract.splitk=1: the layers' split-K plans carry
+#     guards, and with them the chain plan steps back)
 #   - mlp16: 16 layers 8192 x 128 fp16, bias + ReLU (scaled by 1/8 so the
 #     values stay in range): sched/chain.c's kernel (FMA, f32 accumulate)
 #     against the per-layer mma.sync contraction kernels;
@@ -36,7 +38,7 @@ row() { # NAME FILE SIZES...
     local name=$1 file=$2; shift 2
     local sz=()
     for s in "$@"; do sz+=(--size "$s"); done
-    for o in sched.chains=1 sched.chains=0; do
+    for o in sched.chains=1,contract.splitk=1 sched.chains=0; do
         echo "== $name ($o)"
         timeout 300 $T bench "$file" --target cuda "${sz[@]}" --options $o --budget 2 2>&1 |
             grep -E "check|median|throughput|error"

@@ -75,7 +75,12 @@ static sched_plan *lower_checked(tsl_arena *a, const lang_def *def, tsl_target t
 {
     tsl_diag d = {0};
     graph *g = graph_build(a, def, &d);
-    sched_plan *p = g ? sched_lower_for(a, g, target, &d) : NULL;
+    /* on CUDA the layers' contraction plans have split-K launches guarded
+     * by M; guards do not combine, so with them the chain plan steps back
+     * (lower.c): contract.splitk=1 (never) keeps it */
+    sched_options o = sched_options_defaults;
+    CHECK(sched_options_parse("contract.splitk=1", &o, &d) == TSL_OK);
+    sched_plan *p = g ? sched_lower_opt(a, g, target, 80, &o, &d) : NULL;
     CHECK_MSG(p != NULL, "%s: lowering failed: %s", def->name, sb_str(&d.msg));
     if (!p) {
         diag_free(&d);
@@ -127,6 +132,23 @@ static void test_cuda_plan_emulated(void)
 {
     if (!test_have_cxx()) return;
     each_case(TSL_TARGET_CUDA, test_run_cuda_emu, "cuda plan, emulated", 1);
+}
+
+/* With split-K (the default on CUDA): the layers' kernels only, right. */
+static void test_cuda_splitk_parts(void)
+{
+    tsl_arena *a = arena_create();
+    lang_def *def = parse_case(a, 0);
+    tsl_diag d = {0};
+    graph *g = def ? graph_build(a, def, &d) : NULL;
+    sched_plan *p = g ? sched_lower_for(a, g, TSL_TARGET_CUDA, &d) : NULL;
+    CHECK(p != NULL);
+    if (p) {
+        CHECK_EQ_INT(count_chain(p), 0);
+        test_compare_plan(a, def, p, cases[0].sets[1], test_run_tile_interp, "cuda plan with split-K parts");
+    }
+    diag_free(&d);
+    arena_free(a);
 }
 
 static void test_nvrtc(void)
@@ -183,6 +205,7 @@ TEST_SUITE(sched_chain) = {
     {"cpu_matches", test_cpu_matches},
     {"cuda_plan_interp", test_cuda_plan_interp},
     {"cuda_plan_emulated", test_cuda_plan_emulated},
+    {"cuda_splitk_parts", test_cuda_splitk_parts},
     {"nvrtc", test_nvrtc},
     {"off", test_off},
     {0},
