@@ -70,9 +70,8 @@ def attention_ref(a):
 def attention_causal_ref(a):
     dd = a["Q"].shape[2]
     s = np.einsum("bid,bjd->bij", a["Q"], a["K"]) / np.sqrt(dd)
-    i = np.arange(s.shape[1])[:, None]
-    j = np.arange(s.shape[2])[None, :]
-    s = np.where(j <= i, s, -1e30)  # rows with no key (Tq > Tk) weigh all keys alike
+    tq, tk = s.shape[1], s.shape[2]
+    s = np.where(np.arange(tk)[None, None, :] <= np.arange(tq)[None, :, None], s, -1e30)
     return {"O": np.einsum("bij,bje->bie", softmax_ref(s), a["V"])}
 
 
@@ -197,8 +196,8 @@ SPECS = {
                            "V": f32(r, s["B"], s["Tk"], s["E"])},
         ref=attention_ref),
     ("attention_causal.tc", "attention_causal"): dict(
-        shapes=[dict(B=1, Tq=5, Tk=1, D=7, E=3), dict(B=2, Tq=67, Tk=70, D=5, E=3),
-                dict(B=3, Tq=17, Tk=13, D=5, E=1)],
+        shapes=[dict(B=1, Tq=5, Tk=1, D=7, E=3), dict(B=2, Tq=13, Tk=13, D=4, E=6),
+                dict(B=3, Tq=17, Tk=29, D=5, E=1)],
         make=lambda r, s: {"Q": f32(r, s["B"], s["Tq"], s["D"]),
                            "K": f32(r, s["B"], s["Tk"], s["D"]),
                            "V": f32(r, s["B"], s["Tk"], s["E"])},
