@@ -113,9 +113,7 @@ static bool score_expr_ok(const graph *g, const graph_op *op, const graph_expr *
     return true;
 }
 
-/* A score op on current score tensor s (nb batch dims, box of qk's first
- * nb + 2 vars). */
-static bool score_op(const graph *g, const graph_op *op, const graph_op *qk, int s, int first)
+bool graph_tile_epilogue(const graph *g, const graph_op *op, const graph_op *qk, int s, int first)
 {
     int nb2 = qk->niter;
     if (!op->pointwise || op->nvars != nb2 || op->assign != LANG_ASSIGN) return false;
@@ -177,7 +175,7 @@ bool graph_attention_match(const graph *g, int first, graph_attention *at)
     /* score ops, then the row max */
     int s = qk->operands[0].tensor, i = first + 1;
     at->score_first = i;
-    while (i < g->nops && score_op(g, &g->ops[i], qk, s, first)) s = g->ops[i++].operands[0].tensor;
+    while (i < g->nops && graph_tile_epilogue(g, &g->ops[i], qk, s, first)) s = g->ops[i++].operands[0].tensor;
     at->nscore = i - at->score_first;
     at->s = s;
     if (i >= g->nops) return false;

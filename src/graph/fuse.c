@@ -22,8 +22,9 @@
  *     and pointwise ops over exactly its output space (epilogue) follow it.
  * Anything else starts a new group; its inputs go through memory.
  * Afterwards, the groups a recognised chain of contractions spans
- * (attention.c: QK^T, score ops, softmax, PV) are merged into one group
- * whose strategy keeps the intermediates on chip.
+ * (attention.c: QK^T, score ops, softmax, PV; chain.c: GEMMs with
+ * epilogues, an MLP) are merged into one group whose strategy keeps the
+ * intermediates on chip.
  */
 #include <string.h>
 
@@ -400,6 +401,15 @@ static void classify(tsl_arena *a, graph *g, graph_group *gr)
         gr->reason = attention_reason(a, g, gr);
         return;
     }
+    if (gr->strategy == GRAPH_GEMM_CHAIN) {
+        graph_gemm_chain ch;
+        TSL_ASSERT(graph_gemm_chain_match(g, gr->first, &ch));
+        gr->anchor = gr->first;
+        sb_printf(&sb, "%d GEMMs, hidden", ch.nlayers);
+        for (int k = 0; k + 1 < ch.nlayers; k++) sb_printf(&sb, "%s %s", k ? "," : "", g->def->tensors[ch.h[k]]->name);
+        sb_printf(&sb, " on chip -> %s", g->def->tensors[ch.h[ch.nlayers - 1]]->name);
+        goto done;
+    }
     int last = gr->first + gr->nops;
     gr->anchor = -1;
     for (int i = gr->first; i < last && gr->anchor < 0; i++)
@@ -540,8 +550,8 @@ static void mark_tensors(tsl_arena *a, graph *g)
     }
 }
 
-/* Merge the consecutive groups a recognised attention chain spans into one
- * group (its first op starting a group and its last ending one; anything
+/* Merge the consecutive groups a recognised chain (attention, GEMMs)
+ * spans into one group (its first op starting a group and its last ending one; anything
  * else keeps the row/contraction grouping). */
 static void merge_chains(tsl_arena *a, graph *g)
 {
@@ -549,12 +559,19 @@ static void merge_chains(tsl_arena *a, graph *g)
     for (int gi = 0; gi < g->ngroups; gi++) {
         graph_group gr = g->groups[gi];
         graph_attention at;
-        if (g->ops[gr.first].contraction && graph_attention_match(g, gr.first, &at)) {
-            int gl = g->ops[at.last].group;
-            if (gl >= gi && g->groups[gl].first + g->groups[gl].nops - 1 == at.last) {
-                gr.nops = at.last - gr.first + 1;
-                gr.rows = at.nb + 1;
-                gr.strategy = GRAPH_ATTENTION;
+        graph_gemm_chain ch;
+        int last = -1, rows = 0;
+        graph_strategy st = GRAPH_GENERIC;
+        if (g->ops[gr.first].contraction && graph_attention_match(g, gr.first, &at))
+            last = at.last, rows = at.nb + 1, st = GRAPH_ATTENTION;
+        else if (g->ops[gr.first].contraction && graph_gemm_chain_match(g, gr.first, &ch))
+            last = ch.last, rows = 1, st = GRAPH_GEMM_CHAIN;
+        if (last >= 0) {
+            int gl = g->ops[last].group;
+            if (gl > gi && g->groups[gl].first + g->groups[gl].nops - 1 == last) {
+                gr.nops = last - gr.first + 1;
+                gr.rows = rows;
+                gr.strategy = st;
                 gr.nparts = gl - gi + 1;
                 gr.parts = arena_alloc(a, sizeof *gr.parts * (size_t)gr.nparts);
                 for (int k = 0; k < gr.nparts; k++) {

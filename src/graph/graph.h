@@ -146,6 +146,7 @@ typedef struct graph_edge {
     X(GRAPH_ROW_REDUCTION, "row-reduction")                                    \
     X(GRAPH_CONTRACTION, "contraction")                                        \
     X(GRAPH_ATTENTION, "attention")                                            \
+    X(GRAPH_GEMM_CHAIN, "gemm-chain")                                          \
     X(GRAPH_GENERIC, "generic")
 
 typedef enum graph_strategy {
@@ -230,6 +231,28 @@ typedef struct graph_attention {
 /* Whether ops from `first` on form attention; fills *at (false: *at is
  * meaningless). */
 bool graph_attention_match(const graph *g, int first, graph_attention *at);
+
+/* A chain of GEMMs with pointwise epilogues (chain.c), an MLP:
+ *   h1(b,o) +=! X(b,i) * W1(o,i)      (or W1(i,o)); epilogue ops on h1
+ *   h2(b,o) +=! h1(b,i) * W2(o,i)     ...; the last layer's h is the result
+ * layer k's ops are [layer[k], layer[k + 1]) (layer[nlayers] = last + 1). */
+#define GRAPH_MAX_CHAIN 32 /* Graphene's MLP has 20 layers */
+typedef struct graph_gemm_chain {
+    int first, last;
+    int nlayers;
+    int layer[GRAPH_MAX_CHAIN + 1]; /* the contraction op of each layer */
+    int w[GRAPH_MAX_CHAIN];         /* the weight tensor of each layer */
+    int wtrans[GRAPH_MAX_CHAIN];    /* W stored (o, i) (1) or (i, o) (0) */
+    int h[GRAPH_MAX_CHAIN];         /* each layer's result tensor */
+    int x;                          /* the first layer's input */
+} graph_gemm_chain;
+
+bool graph_gemm_chain_match(const graph *g, int first, graph_gemm_chain *ch);
+
+/* op is a pointwise op over anchor's parallel box that reads tensor t at
+ * its own index list, other tensors not written since op `first` at plain
+ * increasing vars, in a body the tile-text lowering takes (attention.c). */
+bool graph_tile_epilogue(const graph *g, const graph_op *op, const graph_op *anchor, int t, int first);
 
 /* Whether tensor t is internal to group gr: a temporary whose every reader
  * and writer is one of gr's ops (for a part of a merged chain, its own ops:

@@ -245,7 +245,7 @@ int sched_attn_plan_tile(sched_plan *p, const sched_attn *a, const sched_guard *
 int sched_lower_attention(sched_plan *p, const graph *g, const graph_group *grp)
 {
     sched_attn a;
-    if (!p->opt->attention || !sched_attn_recognise(g, grp, &a)) return 0;
+    if (!p->opt->chains || !sched_attn_recognise(g, grp, &a)) return 0;
     if (p->target != TSL_TARGET_CPU && p->sm >= 90) {
         int before = p->nlaunches, kbefore = p->m->nkernels;
         sched_guard rest;

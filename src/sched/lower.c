@@ -1313,6 +1313,17 @@ void sched_note(sched_plan *p, const char *fmt, ...)
     sb_free(&b);
 }
 
+/* The groups a merged chain was made of (graph_group.parts), each by its
+ * own strategy or generically. */
+static void lower_parts(lower *L, sched_plan *p, const graph *g, const graph_group *gr)
+{
+    for (int k = 0; k < gr->nparts; k++) {
+        const graph_group *part = &gr->parts[k];
+        if (sched_lower_strategy(p, g, part)) continue;
+        for (int j = part->first; j < part->first + part->nops; j++) lower_op(L, &g->ops[j]);
+    }
+}
+
 sched_plan *sched_lower_opt(tsl_arena *a, const graph *g, tsl_target target, int sm, const sched_options *opt,
                             tsl_diag *d)
 {
@@ -1338,17 +1349,30 @@ sched_plan *sched_lower_opt(tsl_arena *a, const graph *g, tsl_target target, int
     for (int i = 0; i < g->nops; i++) {
         /* a group a fast strategy lowers (strategy.h) is one kernel */
         const graph_group *gr = &g->groups[g->ops[i].group];
-        if (gr->first == i && sched_lower_strategy(p, g, gr)) {
-            i += gr->nops - 1;
-            continue;
-        }
-        if (gr->first == i && gr->nparts) {
-            /* a merged chain no plan took: its groups as before the merge */
-            for (int k = 0; k < gr->nparts; k++) {
-                const graph_group *part = &gr->parts[k];
-                if (sched_lower_strategy(p, g, part)) continue;
-                for (int j = part->first; j < part->first + part->nops; j++) lower_op(&L, &g->ops[j]);
+        int nl0 = p->nlaunches, nk0 = p->m->nkernels, took = gr->first == i && sched_lower_strategy(p, g, gr);
+        /* a merged chain's plan for some sizes only (one guarded launch),
+         * or no plan: its groups as before the merge, for the other sizes */
+        if (gr->first == i && gr->nparts && (!took || (p->nlaunches == nl0 + 1 && p->launches[nl0].guard.n))) {
+            sched_guard other = {0};
+            if (took) {
+                other = p->launches[nl0].guard;
+                other.negate = !other.negate;
             }
+            int nl1 = p->nlaunches, guarded = 0;
+            lower_parts(&L, p, g, gr);
+            for (int k = nl1; k < p->nlaunches; k++) guarded |= p->launches[k].guard.n;
+            if (took && guarded) {
+                /* a part has guarded plans of its own (split-K, sm_90a):
+                 * two guards do not combine, so the parts run alone */
+                p->nlaunches = nl0;
+                p->m->nkernels = nk0;
+                lower_parts(&L, p, g, gr);
+            } else {
+                for (int k = nl1; k < p->nlaunches && took; k++) p->launches[k].guard = other;
+            }
+            took = 1;
+        }
+        if (took) {
             i += gr->nops - 1;
             continue;
         }

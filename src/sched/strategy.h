@@ -45,6 +45,12 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp);
  * never stores the scores (docs/sched.md, "The attention strategy"). */
 int sched_lower_attention(sched_plan *p, const graph *g, const graph_group *grp);
 
+/* chain.c: a merged GEMM chain (an MLP) as one kernel, activations kept
+ * on chip (docs/sched.md, "The GEMM-chain strategy"); its launch may be
+ * guarded by the hidden widths (lower.c then adds the layers' own
+ * kernels under the negated guard). */
+int sched_lower_gemm_chain(sched_plan *p, const graph *g, const graph_group *grp);
+
 /* The dispatch lower.c calls per group (strategies.c: one table row per
  * strategy, tried in order): the group's strategy, else 0. The option
  * sched.generic=1 turns the fast strategies off (comparisons, bisecting). */

@@ -913,7 +913,9 @@ static char *gen_gemm_program(gen *g, uint64_t seed)
     }
     if (mlp) {
         double scale = dt == TSL_DTYPE_F16 ? 1.0 / 64 : 1; /* |C| <= K; |D| <= K N / 64 */
-        sb_printf(&b, "  D(%si, l) +=! C(%si, r) * %.17g * W2(r, l)\n", bi, bi, scale);
+        /* (unscaled, an unbatched one is a GEMM chain: graph/chain.c) */
+        if (scale == 1) sb_printf(&b, "  D(%si, l) +=! C(%si, r) * W2(r, l)\n", bi, bi);
+        else sb_printf(&b, "  D(%si, l) +=! C(%si, r) * %.17g * W2(r, l)\n", bi, bi, scale);
         if (gen_p(g, 50)) sb_printf(&b, "  D(%si, l) = fmaxf(D(%si, l), 0)\n", bi, bi);
     }
     sb_puts(&b, "}\n");

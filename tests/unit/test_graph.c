@@ -358,10 +358,26 @@ static void test_mlp(void)
                     "  h2(b,o) = fmaxf(h2(b,o) + B2(o), 0)\n"
                     "  Y(b,o) +=! h2(b,i) * W3(o,i)\n"
                     "  Y(b,o) = fmaxf(Y(b,o) + B3(o), 0)\n}\n", NULL)) {
-        check_groups(&f, "contraction:2 contraction:2 contraction:2");
-        CHECK(!fx_tensor(&f, "h1")->internal && !fx_tensor(&f, "h2")->internal);
+        /* one gemm-chain group (chain.c), made of the three layers */
+        check_groups(&f, "gemm-chain:6");
+        CHECK(fx_tensor(&f, "h1")->internal && fx_tensor(&f, "h2")->internal);
         CHECK(fx_tensor(&f, "h1")->kind == GRAPH_T_TEMP);
+        CHECK(reason_has(&f, 0, "3 GEMMs, hidden h1, h2 on chip -> Y"));
+        const graph_group *gr = &f.g->groups[0];
+        CHECK_EQ_INT(gr->nparts, 3);
+        for (int k = 0; k < gr->nparts && k < 3; k++) {
+            CHECK(gr->parts[k].strategy == GRAPH_CONTRACTION && gr->parts[k].nops == 2);
+            CHECK(!graph_internal_to(f.g, fx_tensor(&f, "h1")->lt->index, &gr->parts[k]));
+        }
+        graph_gemm_chain ch;
+        CHECK(graph_gemm_chain_match(f.g, 0, &ch) && ch.nlayers == 3 && ch.wtrans[0] && ch.layer[2] == 4);
     }
+    fx_close(&f);
+    /* h1 also returned: the layers stay apart */
+    if (fx_open(&f, "def mlp2(float(B,I) X, float(H,I) W1, float(O,H) W2) -> (Y, h1) {\n"
+                    "  h1(b,o) +=! X(b,i) * W1(o,i)\n"
+                    "  Y(b,o) +=! h1(b,i) * W2(o,i)\n}\n", NULL))
+        check_groups(&f, "contraction:1 contraction:1");
     fx_close(&f);
 }
 

@@ -273,7 +273,7 @@ static void test_generic_switch(void)
     arena_free(a);
 }
 
-/* sched.attention=0: the groups before the merge (a kernel or more
+/* sched.chains=0: the groups before the merge (a kernel or more
  * each, their intermediates stored), same answers. */
 static void test_parts_fallback(void)
 {
@@ -282,7 +282,7 @@ static void test_parts_fallback(void)
         lang_def *def = parse_case(a, c);
         tsl_diag d = {0};
         sched_options o = sched_options_defaults;
-        CHECK(sched_options_parse("sched.attention=0", &o, &d) == TSL_OK);
+        CHECK(sched_options_parse("sched.chains=0", &o, &d) == TSL_OK);
         graph *g = def ? graph_build(a, def, &d) : NULL;
         for (int t = 0; g && t < 2; t++) {
             tsl_target target = t ? TSL_TARGET_CUDA : TSL_TARGET_CPU;
