@@ -1422,9 +1422,10 @@ void cgc_emit_mma(cgc *c, const tile_stmt *s)
       (long long)tc->nlocals, (long long)nc);
     cgc_line(c, "for (int64_t k = 0; k < %lld; k++)", (long long)kt);
     cgc_line(c, "    tsl_mma_frag(%s, %lld, %s[2 * (e * %lld + k)], %lld, %s, %s, %lld, %s[2 * (e * %lld + k) + 1], %lld, %s, "
-                "%s, %d, w, fc);",
+                "%s, %d, w, fc, %d);",
       cgc_rname(c, a), (long long)ta_->nlocals, tab, (long long)kt, (long long)na, fa, cgc_rname(c, b),
-      (long long)tb->nlocals, tab, (long long)kt, (long long)nb, fb, fc, at->k);
+      (long long)tb->nlocals, tab, (long long)kt, (long long)nb, fb, fc, at->k,
+      (at->tf32 ? 1 : 0) | (at->dtype[TARGET_D] == TSL_DTYPE_F16 ? 2 : 0));
     cgc_line(c, "for (int l = 0; l < 32; l++)");
     cgc_line(c, "    for (int i = 0; i < %lld; i++) res[(w * 32 + l) * %lld + ct * %lld + i] = %s;", (long long)nc,
       (long long)tc->nlocals, (long long)nc, cgc_rnd(c, d->type.dt, "fc[l][i]"));

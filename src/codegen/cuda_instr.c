@@ -1485,6 +1485,19 @@ static void emit_shuffle(cg *c, const tile_stmt *s)
 
 /* ---- mma ---------------------------------------------------------------------------------- */
 
+/* Locals base .. base + n - 1 of register array `nm` as an mma operand's
+ * 32-bit registers: pairs packed when the elements are 16-bit. */
+static void frag_regs(strbuf *sb, const char *nm, int64_t base, int n, int bits)
+{
+    for (int i = 0; i < n; i += bits == 16 ? 2 : 1) {
+        if (bits == 16)
+            sb_printf(sb, "%stsl_pack2(%s[%lld], %s[%lld])", i ? ", " : "", nm, (long long)(base + i), nm,
+                      (long long)(base + i + 1));
+        else
+            sb_printf(sb, "%s%s[%lld]", i ? ", " : "", nm, (long long)(base + i));
+    }
+}
+
 /* The selected mma row through its plan (target/frag.c): per C fragment
  * and k step one call of the row's helper on the A and B fragments the
  * plan names, the fragments' registers packed in pairs. 1 when emitted. */
@@ -1506,13 +1519,12 @@ static int mma_fast(cg *c, const target_atom *at, const rinfo *ra, const rinfo *
             int64_t la = p.a[t * p.ksteps + kt] * p.per[0], lb = p.b[t * p.ksteps + kt] * p.per[1],
                     ld = t * p.per[2];
             strbuf l1 = {0}, l2 = {0}, l3 = {0};
-            for (int i = 0; i < p.per[2]; i++) sb_printf(&l1, "%s%s[%lld]", i ? ", " : "", dn, (long long)(ld + i));
-            for (int i = 0; i < p.per[0]; i += 2)
-                sb_printf(&l2, "%stsl_pack2(%s[%lld], %s[%lld])", i ? ", " : "", an, (long long)(la + i), an,
-                          (long long)(la + i + 1));
-            for (int i = 0; i < p.per[1]; i += 2)
-                sb_printf(&l3, "%stsl_pack2(%s[%lld], %s[%lld])", i ? ", " : "", bn, (long long)(lb + i), bn,
-                          (long long)(lb + i + 1));
+            /* D by reference (a half's bits when 16-bit), A and B a 32-bit
+             * register each: 16-bit elements packed in pairs */
+            for (int i = 0; i < p.per[2]; i++)
+                sb_printf(&l1, "%s%s[%lld]%s", i ? ", " : "", dn, (long long)(ld + i), rd->v->type.dt.bits == 16 ? ".x" : "");
+            frag_regs(&l2, an, la, p.per[0], a->type.dt.bits);
+            frag_regs(&l3, bn, lb, p.per[1], b->type.dt.bits);
             cg_line(c, "%s(%s,", at->cu, sb_str(&l1));
             cg_line(c, "    %s,", sb_str(&l2));
             cg_line(c, "    %s);", sb_str(&l3));

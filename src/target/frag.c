@@ -103,7 +103,7 @@ int target_ldmatrix_plan_make(target_ldmatrix_plan *p, const target_atom *ld, co
      * generator prints, in table order */
     for (int i = 0; i < target_atom_count(); i++) {
         const target_atom *mma = target_atom_at(i);
-        if (mma->kind != TARGET_K_MMA || !mma->cu) continue;
+        if (mma->kind != TARGET_K_MMA || !mma->cu || mma->tf32) continue; /* ldmatrix moves 16-bit elements */
         for (int op = TARGET_A; op <= TARGET_B; op++) {
             const dist_layout *F = target_atom_layout(mma, op);
             dist_layout R;

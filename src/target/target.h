@@ -90,6 +90,9 @@ typedef struct target_atom {
     int count;          /* ldmatrix/stmatrix: matrices (x1/x2/x4); tma: tensor rank */
     int trans;          /* ldmatrix/stmatrix .trans */
     int regs;           /* micro-kernel: accumulators it may hold (m x n at most this) */
+    int tf32;           /* mma: A and B are f32 registers rounded to tf32 (cvt.rna.tf32.f32: 10 fraction
+                           bits, to nearest, ties away from zero) before the product; chosen only by
+                           its exact name, never for a plain f32 mma */
     unsigned space[TARGET_NOPER];     /* TARGET_SP_* per operand (0: none) */
     int dtype[TARGET_NOPER];          /* tsl_dtype per operand, or TARGET_DT_ANY */
     const char *layout[TARGET_NOPER]; /* per-group operand layouts (distributed), or NULL */
@@ -185,9 +188,17 @@ const dist_layout *target_atom_layout(const target_atom *a, int operand);
 
 /* Row of the fragment-level mma a (kind MMA): d[lane][i] = sum_k A*B + C
  * with the fragments placed by the row's layouts; products of 16-bit
- * values are exact in f32 and summed in k order. Arrays hold one warp:
+ * values (and of tf32 values: a tf32 row rounds A and B first) are exact
+ * in f32 and summed in k order; an f16 D is rounded to f16 once per
+ * instruction, as the hardware writes it. Arrays hold one warp:
  * a[32][slots of A], b[32][slots of B], c and d [32][slots of C]. */
 void target_mma_ref(const target_atom *a, const double *fa, const double *fb, const double *fc, double *fd);
+
+/* x rounded to tf32 as cvt.rna.tf32.f32 does (PTX ISA): the 13 low fraction
+ * bits dropped, rounding to nearest with ties away from zero; NaN and
+ * infinity unchanged, a finite value may round up to infinity. The value
+ * stays an f32 (tf32 has f32's exponent range). */
+float target_tf32_rna(float x);
 
 /* ldmatrix (kind LDMATRIX): lane l < 8 * count supplies the address of row
  * l % 8 of matrix l / 8 (rows[l][0..7]); lane l receives in register m <
