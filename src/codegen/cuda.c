@@ -860,6 +860,36 @@ static const char prelude[] =
     "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"
     "                 : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3) : \"r\"(a));\n"
     "}\n"
+    "/* stmatrix (sm_90): lanes 8i..8i+7 give the row addresses of matrix i, registers as ldmatrix delivers them */\n"
+    "#if __CUDA_ARCH__ >= 900\n"
+    "static __device__ __forceinline__ void tsl_stsm_x1(void *p, unsigned r0) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"stmatrix.sync.aligned.m8n8.x1.shared.b16 [%0], {%1};\\n\" :: \"r\"(a), \"r\"(r0) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_stsm_x2(void *p, unsigned r0, unsigned r1) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1,%2};\\n\" :: \"r\"(a), \"r\"(r0), \"r\"(r1) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_stsm_x4(void *p, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\\n\"\n"
+    "                 :: \"r\"(a), \"r\"(r0), \"r\"(r1), \"r\"(r2), \"r\"(r3) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_stsm_x1_trans(void *p, unsigned r0) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%0], {%1};\\n\" :: \"r\"(a), \"r\"(r0) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_stsm_x2_trans(void *p, unsigned r0, unsigned r1) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1,%2};\\n\"\n"
+    "                 :: \"r\"(a), \"r\"(r0), \"r\"(r1) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_stsm_x4_trans(void *p, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};\\n\"\n"
+    "                 :: \"r\"(a), \"r\"(r0), \"r\"(r1), \"r\"(r2), \"r\"(r3) : \"memory\");\n"
+    "}\n"
+    "#endif\n"
     "/* f16 accumulators: c0..c3 are halves, packed in pairs (c0 low) */\n"
     "static __device__ __forceinline__ void tsl_mma_f16_f16(unsigned short &d0, unsigned short &d1, unsigned short &d2,\n"
     "                                                       unsigned short &d3, unsigned a0, unsigned a1, unsigned a2,\n"
@@ -1259,7 +1289,7 @@ static tsl_status generate(const tile_module *m, const tile_kernel *k, strbuf *o
      * driver runs it between pipeline expansion and emission: a kernel
      * with Hopper instructions is sm_90a's, any other sm_80's (which every
      * later GPU runs) */
-    tsl_status sel = target_select(sm, (tile_kernel *)k, cg_hopper_used(k) ? &target_sm90a : &target_sm80, NULL, d);
+    tsl_status sel = target_select(sm, (tile_kernel *)k, cg_cuda_select_target(k), NULL, d);
     if (sel) {
         arena_free(ar);
         return sel;
@@ -1302,7 +1332,7 @@ tsl_status cg_cuda_emit_branches(const tile_module *m, const tile_kernel *k, str
 
 const struct target *cg_cuda_select_target(const tile_kernel *k)
 {
-    return cg_hopper_used(k) ? &target_sm90a : &target_sm80;
+    return cg_sm90_needed(k) ? &target_sm90a : &target_sm80;
 }
 
 tsl_status cg_cuda_emit_info(const tile_module *m, const tile_kernel *k, strbuf *out, cg_cuda_branches *br,

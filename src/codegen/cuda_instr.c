@@ -199,19 +199,20 @@ static void lane_term(strbuf *sb, int bit, int64_t step)
 static int emit_ldmatrix(cg *c, const tile_stmt *s, const rinfo *ri, const gview *gv, const target_atom *at)
 {
     target_ldmatrix_plan p;
-    if (s->instr.op != TILE_I_LOAD_SHARED || ri->rank != 2 || gv->rank < 2 || ri->lead || !at->cu ||
-        target_ldmatrix_plan_make(&p, at, ri->L, ri->threads))
+    int store = at->kind == TARGET_K_STMATRIX;
+    if (s->instr.op != (store ? TILE_I_STORE_SHARED : TILE_I_LOAD_SHARED) || ri->rank != 2 || gv->rank < 2 ||
+        ri->lead || !at->cu || target_ldmatrix_plan_make(&p, at, ri->L, ri->threads))
         return 0;
     int64_t per = p.per, slots = p.slots;
     const char *rn = cg_name(c, ri->v);
     char rname[96];
     snprintf(rname, sizeof rname, "%s", rn);
-    declare(c, s, ri);
+    if (!store) declare(c, s, ri);
     cg_line(c, "{");
     c->ind++;
-    const char *suffix = !strncmp(at->name, "ldmatrix.", 9) ? at->name + 9 : at->name;
-    cg_line(c, "/* ldmatrix: %s (%s) fragments, %lld tile slot(s) per thread */", p.operand == TARGET_A ? "A" : "B",
-            suffix, (long long)slots);
+    const char *dot = strchr(at->name, '.'), *suffix = dot ? dot + 1 : at->name;
+    cg_line(c, "/* %s: %s (%s) fragments, %lld tile slot(s) per thread */", store ? "stmatrix" : "ldmatrix",
+            p.operand == TARGET_A ? "A" : "B", suffix, (long long)slots);
     cg_line(c, "const I wb = tid & ~(I)31, lane = tid & 31;");
     for (int d = 0; d < 2; d++) {
         strbuf tp = {0}, w = {0};
@@ -250,14 +251,22 @@ static int emit_ldmatrix(cg *c, const tile_stmt *s, const rinfo *ri, const gview
         cg_shared_off(c, &off, gv->v, co);
         cg_line(c, "{");
         c->ind++;
-        cg_line(c, "const %s *p = (const %s *)(tsl_smem + %lld) + %s;", cg_ctype(gv->v->type.dt),
-                cg_ctype(gv->v->type.dt), (long long)c->soff[gv->v->id], sb_str(&off));
+        cg_line(c, "%s%s *p = (%s%s *)(tsl_smem + %lld) + %s;", store ? "" : "const ", cg_ctype(gv->v->type.dt),
+                store ? "" : "const ", cg_ctype(gv->v->type.dt), (long long)c->soff[gv->v->id], sb_str(&off));
         for (int r = 0; r < at->count; r++) sb_printf(&regs, "%sr%d", r ? ", " : "", r);
-        cg_line(c, "unsigned %s;", sb_str(&regs));
-        cg_line(c, "%s(%s, p);", at->cu, sb_str(&regs));
-        for (int64_t j = 0; j < per; j++)
-            cg_line(c, "%s[%lld] = tsl_from_bits<%s>((r%lld >> %d) & 0xffffu);", rname, (long long)(sl * per + j),
-                    cg_ctype(ri->v->type.dt), (long long)(j / 2), (int)(j % 2) * 16);
+        if (store) {
+            /* register m of the instruction: the slot's locals 2m (low half) and 2m + 1 */
+            for (int r = 0; r < at->count; r++)
+                cg_line(c, "const unsigned r%d = tsl_pack2(%s[%lld], %s[%lld]);", r, rname,
+                        (long long)(sl * per + 2 * r), rname, (long long)(sl * per + 2 * r + 1));
+            cg_line(c, "%s(p, %s);", at->cu, sb_str(&regs));
+        } else {
+            cg_line(c, "unsigned %s;", sb_str(&regs));
+            cg_line(c, "%s(%s, p);", at->cu, sb_str(&regs));
+            for (int64_t j = 0; j < per; j++)
+                cg_line(c, "%s[%lld] = tsl_from_bits<%s>((r%lld >> %d) & 0xffffu);", rname, (long long)(sl * per + j),
+                        cg_ctype(ri->v->type.dt), (long long)(j / 2), (int)(j % 2) * 16);
+        }
         c->ind--;
         cg_line(c, "}");
         sb_free(&off);
@@ -417,7 +426,7 @@ static void emit_transfer(cg *c, const tile_stmt *s)
     }
     const target_atom *at = selected(c, in);
     if (!at) goto done;
-    if (at->kind == TARGET_K_LDMATRIX) {
+    if (at->kind == TARGET_K_LDMATRIX || at->kind == TARGET_K_STMATRIX) {
         if (!emit_ldmatrix(c, s, &ri, &gv, at))
             cg_err(c, TSL_ERR_INTERNAL, "%s: the selected %s does not fit its operands", tile_op_info_of(in->op)->name,
                    at->name);

@@ -117,6 +117,9 @@ tsl_status cg_shared_off_plain(cg *c, strbuf *sb, const tile_value *v, char *con
 extern const char cg_hopper_prelude[];
 int cg_hopper_used(const tile_kernel *k);
 int cg_hopper_block_used(const tile_block *b);
+/* Hopper instructions, warpgroups, or a named sm_90 row (stmatrix): the
+ * kernel is selected and compiled for sm_90a. */
+int cg_sm90_needed(const tile_kernel *k);
 int cg_hopper_instances(const tile_kernel *k);
 void cg_hopper_instr(cg *c, const tile_stmt *s);
 /* After the declaration of register tensor v: an f16 wgmma accumulator

@@ -98,7 +98,9 @@ static int frag_is_matrices(const target_atom *ld, const dist_layout *F, target_
 int target_ldmatrix_plan_make(target_ldmatrix_plan *p, const target_atom *ld, const dist_layout *L, int64_t threads)
 {
     memset(p, 0, sizeof *p);
-    if (!ld || ld->kind != TARGET_K_LDMATRIX || !L || L->rank != 2 || threads % ld->threads) return -1;
+    if (!ld || (ld->kind != TARGET_K_LDMATRIX && ld->kind != TARGET_K_STMATRIX) || !L || L->rank != 2 ||
+        threads % ld->threads)
+        return -1;
     /* the fragments it can deliver: an operand of an mma row the CUDA
      * generator prints, in table order */
     for (int i = 0; i < target_atom_count(); i++) {

@@ -241,8 +241,9 @@ int target_mma_plan_make(target_mma_plan *p, const target_atom *row, const dist_
 void target_mma_plan_free(target_mma_plan *p);
 
 /* ldmatrix row `ld` delivering a register tensor laid out L (rank 2) on
- * `threads` threads: L = R.F with F an operand fragment of an mma row the
- * CUDA generator prints, whose locals are ld's count matrices in register
+ * `threads` threads (or a stmatrix row storing one: the same plan, the
+ * lanes' addresses receiving the rows instead of giving them): L = R.F
+ * with F an operand fragment of an mma row the CUDA generator prints, whose locals are ld's count matrices in register
  * order, each matrix m the ldmatrix fragment (layout[3]) moved to org[m].
  * Lane l < 8 * count gives the address of the tile's row org[l / 8][0] +
  * l % 8, columns org[l / 8][1] ... + 7. Matrix origins are linear in the

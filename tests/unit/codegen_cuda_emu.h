@@ -351,6 +351,56 @@ static inline void tsl_ldsm_x4_trans(unsigned &r0, unsigned &r1, unsigned &r2, u
     r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
 }
 
+/* stmatrix (PTX ISA): lanes 8i..8i+7 give the row addresses of matrix i;
+ * lane L's register i holds (row L/4, cols 2(L%4), +1) of matrix i, with
+ * .trans (rows 2(L%4), +1; col L/4), low half first. */
+static inline void tsl_stsm(int n, int trans, const unsigned *r, void *p)
+{
+    tsl_warp *w = tsl_my_warp();
+    unsigned lane = threadIdx.x % 32;
+    w->slot[lane][7] = (unsigned long long)(uintptr_t)p;
+    for (int i = 0; i < n; i++) w->slot[lane][1 + i] = r[i];
+    pthread_barrier_wait(&w->bar);
+    if (lane == 0)
+        for (int l = 0; l < 32; l++) {
+            int g = l / 4, t = l % 4;
+            for (int i = 0; i < n; i++) {
+                unsigned v = (unsigned)w->slot[l][1 + i];
+                unsigned short lo = (unsigned short)(v & 0xffff), hi = (unsigned short)(v >> 16);
+                if (!trans) {
+                    unsigned short *row = (unsigned short *)(uintptr_t)w->slot[8 * i + g][7];
+                    row[2 * t] = lo, row[2 * t + 1] = hi;
+                } else {
+                    ((unsigned short *)(uintptr_t)w->slot[8 * i + 2 * t][7])[g] = lo;
+                    ((unsigned short *)(uintptr_t)w->slot[8 * i + 2 * t + 1][7])[g] = hi;
+                }
+            }
+        }
+    pthread_barrier_wait(&w->bar);
+}
+static inline void tsl_stsm_x1(void *p, unsigned r0) { tsl_stsm(1, 0, &r0, p); }
+static inline void tsl_stsm_x2(void *p, unsigned r0, unsigned r1)
+{
+    unsigned r[2] = {r0, r1};
+    tsl_stsm(2, 0, r, p);
+}
+static inline void tsl_stsm_x4(void *p, unsigned r0, unsigned r1, unsigned r2, unsigned r3)
+{
+    unsigned r[4] = {r0, r1, r2, r3};
+    tsl_stsm(4, 0, r, p);
+}
+static inline void tsl_stsm_x1_trans(void *p, unsigned r0) { tsl_stsm(1, 1, &r0, p); }
+static inline void tsl_stsm_x2_trans(void *p, unsigned r0, unsigned r1)
+{
+    unsigned r[2] = {r0, r1};
+    tsl_stsm(2, 1, r, p);
+}
+static inline void tsl_stsm_x4_trans(void *p, unsigned r0, unsigned r1, unsigned r2, unsigned r3)
+{
+    unsigned r[4] = {r0, r1, r2, r3};
+    tsl_stsm(4, 1, r, p);
+}
+
 /* ---- the launcher ---------------------------------------------------------------- */
 
 struct tsl_emu_thread {
