@@ -1517,6 +1517,10 @@ static int mma_fast(cg *c, const target_atom *at, const rinfo *ra, const rinfo *
     if (!at->cu || ra->lead || rb->lead || rc->lead || !dist_layout_equal(rc->L, rd->L) ||
         target_mma_plan_make(&p, at, ra->L, rb->L, rc->L, c->threads))
         return 0;
+    if (!p.uniform) {
+        target_mma_plan_free(&p);
+        return 0;
+    }
     const char *an = cg_name(c, a), *bn = cg_name(c, b);
     char dn[96];
     snprintf(dn, sizeof dn, "%s", cg_name(c, rd->v));

@@ -426,9 +426,10 @@ static int mma_fits(int threads, const tile_instr *in, const target_atom *row)
     for (int i = 0; ok && i < 4; i++)
         if (rs[i].rank != 2 || rs[i].lead) ok = 0;
     if (ok && !dist_layout_equal(rs[2].L, rs[3].L)) ok = 0;
-    target_mma_plan p;
+    target_mma_plan p = {0};
     if (ok && target_mma_plan_make(&p, row, rs[0].L, rs[1].L, rs[2].L, threads)) ok = 0;
-    if (ok) target_mma_plan_free(&p);
+    if (ok && !p.uniform) ok = 0;
+    target_mma_plan_free(&p);
     for (int i = 0; i < 4; i++) free(rs[i].lc);
     return ok;
 }

@@ -226,12 +226,20 @@ const char *target_sem_name(target_sem s);
  * the row selection chose), so neither spells a fragment out. */
 
 /* mma row `row` over A, B, C laid out La, Lb, Lc on `threads` threads:
- * every warp holds C fragment t's A and B fragments at k step kt in the
- * same tile slots, a[t * ksteps + kt] and b[...]. */
+ * warp w holds C fragment t's A and B fragments at k step kt in tile slots
+ * a[(w * tiles + t) * ksteps + kt] and b[...]. uniform: the slots are the
+ * same for every warp (warp 0's, the first tiles * ksteps entries, serve
+ * all), which the CUDA generator needs (it indexes registers by
+ * constants); the C generator and the interpreter take any plan. */
 typedef struct target_mma_plan {
     int64_t warps, tiles, ksteps; /* warps; C fragments per warp; k steps (A's column tiles) */
     int per[3];                   /* locals of one A, B, C fragment (the row's layouts) */
-    int64_t *a, *b;               /* [tiles * ksteps] tile slots, malloc'd */
+    int64_t *a, *b;               /* [warps * tiles * ksteps] tile slots, malloc'd */
+    int uniform;
+    /* missing: make failed because a warp lacks a tile it needs (the
+     * layouts divided): the warp, whether A's, and the tile's coordinates */
+    int missing, miss_a;
+    int64_t miss_warp, miss[2];
 } target_mma_plan;
 
 /* 0 and *p filled when the row runs over the three layouts (the dtypes are
