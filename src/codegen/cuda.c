@@ -18,9 +18,10 @@
  *     warp shuffles when the reduced dim lives inside warps; everything
  *     else that moves data between threads goes through a shared scratch
  *     area (the generic fallback), placed after the allocations.
- * Decompositions (`decomp { }`) are not lowered one by one: the outer
- * instruction says what they compute and the generator emits that, with
- * the decomposition's text in a comment. */
+ * Decompositions (`decomp { }`) print as what each thread runs, through
+ * the decomposition walk the interpreter and the C generator share
+ * (cuda_decomp.c): collective atoms (ldmatrix) as their rows'
+ * instructions, other moves element by element. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -595,7 +596,7 @@ static void comment_instr(cg *c, const tile_instr *in)
         sb_printf(&sb, " dim %d", in->dim);
     if (in->bytes) sb_printf(&sb, " bytes %lld", (long long)in->bytes);
     if (in->atom) sb_printf(&sb, " atom %s", in->atom);
-    if (in->decomp) sb_puts(&sb, " decomp { ... } (emitted as the outer instruction)");
+    if (in->decomp) sb_puts(&sb, " decomp { ... }");
     /* keep the comment a comment */
     char *t = sb_take(&sb);
     for (char *p = t; *p; p++)

@@ -1649,9 +1649,22 @@ static void emit_print(cg *c, const tile_stmt *s)
 
 /* ---- dispatch ------------------------------------------------------------------------------- */
 
+static void declare_result(cg *c, const tile_stmt *s)
+{
+    rinfo ri;
+    memset(&ri, 0, sizeof ri);
+    if (cg_rinfo(c, s->instr.result, &ri)) return;
+    declare(c, s, &ri);
+    cg_rinfo_free(&ri);
+}
+
 void cg_instr(cg *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
+    if (in->decomp && !tile_op_is_hopper(in->op)) {
+        cg_decomp(c, s, declare_result);
+        return;
+    }
     if (tile_op_is_hopper(in->op)) {
         cg_hopper_instr(c, s);
         return;

@@ -796,6 +796,31 @@ static void test_emit_shape(void)
     diag_free(&d);
 }
 
+/* A decomposition prints as itself: the atoms it names are the
+ * instructions emitted (the emulated runs above check the values). */
+static void test_decomp_printed(void)
+{
+    char *path = NULL;
+    CHECK(asprintf(&path, "%s/tests/tile_golden/ldmatrix_x1x2.tile", test_root()) > 0);
+    prog p;
+    if (load_prog(path, &p)) {
+        static const char *const want[] = {"tsl_ldsm_x1(r0, p);", "tsl_ldsm_x2(r0, r1, p);",
+                                           "tsl_ldsm_x2_trans(r0, r1, p);"};
+        CHECK_EQ_INT(p.m->nkernels, 3);
+        for (int i = 0; i < p.m->nkernels && i < 3; i++) {
+            strbuf sb = {0};
+            tsl_diag d = {0};
+            CHECK_EQ_INT(cg_cuda_emit(p.m, p.m->kernels[i], &sb, &d), TSL_OK);
+            CHECK_MSG(strstr(sb_str(&sb), want[i]) && strstr(sb_str(&sb), "decomposed: the body per thread"),
+                      "%s: no %s", p.m->kernels[i]->name, want[i]);
+            sb_free(&sb);
+            diag_free(&d);
+        }
+    }
+    free_prog(&p);
+    free(path);
+}
+
 /* Every mma / ldmatrix row the table says the CUDA generator prints (its
  * `cu` helper) has that helper in the CUDA preamble, issuing the row's PTX:
  * the table and the printed instruction cannot drift apart. */
@@ -885,6 +910,7 @@ TEST_SUITE(codegen_cuda) = {
     {"run_errors", test_run_errors},
     {"emit_shape", test_emit_shape},
     {"table_helpers", test_table_helpers},
+    {"decomp_printed", test_decomp_printed},
     {"emit_errors", test_emit_errors},
     {"compile_all", test_compile_all},
     {"emulated_matches_interp", test_emulated_matches_interp},
