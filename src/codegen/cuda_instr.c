@@ -658,6 +658,10 @@ static void emit_copy_async(cg *c, const tile_stmt *s)
     /* cp.async (16: .cg, 8 and 4: .ca) as selected, else element by element */
     int64_t bytes = in->bytes ? in->bytes : 16, vec = esz ? bytes / esz : 1;
     int vector = at->kind == TARGET_K_CP_ASYNC;
+    if (vector && !at->cu) {
+        cg_err(c, TSL_ERR_INTERNAL, "copy_async: the selected %s has no CUDA helper", at->name);
+        goto done;
+    }
     if (vector && at->bytes != bytes) {
         cg_err(c, TSL_ERR_INTERNAL, "copy_async: the selected %s moves %d bytes, not %lld", at->name, at->bytes,
                (long long)bytes);
@@ -716,13 +720,13 @@ static void emit_copy_async(cg *c, const tile_stmt *s)
     cg_line(c, "const %s *rp = %s + (rowok ? %s : (I)0);", gt, gn, sb_str(&gaddr));
     if (vector) {
         cg_line(c, "if (!rowok || cl >= %s_d%d) {", gn, L);
-        cg_line(c, "    tsl_cp_async%lld(sp, %s, 0);", (long long)bytes, gn);
+        cg_line(c, "    %s(sp, %s, 0);", at->cu, gn);
         /* a chunk the row's end cuts goes element by element: cp.async
          * with a short source size still reads the whole chunk (memcheck
          * reports it past the allocation's end: mlp3 f16, 41x29 weights) */
         cg_line(c, "} else if (cl >= 0 && cl + %lld <= %s_d%d && %s_s%d == 1 && ((unsigned long long)(rp + cl) %% %lld) == 0) {",
                 (long long)vec, gn, L, gn, L, (long long)bytes);
-        cg_line(c, "    tsl_cp_async%lld(sp, rp + cl, %lld);", (long long)bytes, (long long)bytes);
+        cg_line(c, "    %s(sp, rp + cl, %lld);", at->cu, (long long)bytes);
         cg_line(c, "} else {");
         cg_line(c, "    #pragma unroll");
         cg_line(c, "    for (int j = 0; j < %lld; j++)", (long long)vec);

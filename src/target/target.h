@@ -99,9 +99,9 @@ typedef struct target_atom {
     int sm;             /* minimum CUDA architecture (80, 90); 0: not a CUDA instruction */
     int sm_a;           /* needs the arch-specific target (sm_90a) */
     const char *ptx;    /* CUDA: the PTX it prints, or NULL */
-    const char *cu;     /* CUDA, mma and ldmatrix rows: the helper (codegen/cuda.c's preamble) the CUDA
-                           generator calls for it; NULL: it does not print the row yet, so selection
-                           never chooses it there */
+    const char *cu;     /* CUDA, mma, ldmatrix, stmatrix and cp.async rows: the helper (codegen/cuda.c's
+                           preamble) the CUDA generator calls for it; NULL (mma, ldmatrix, stmatrix):
+                           it does not print the row yet, so selection never chooses it there */
     const char *c;      /* CPU: the C it prints (helper or template), or NULL */
     const char *cond;   /* CPU: the preprocessor condition under which it exists, or NULL */
     const char *what;   /* one line: what it does */
