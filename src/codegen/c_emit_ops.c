@@ -1367,8 +1367,9 @@ void cgc_emit_mma(cgc *c, const tile_stmt *s)
     target_mma_plan p;
     if (target_mma_plan_make(&p, at, ta_->lay, tb->lay, tc->lay, rc.threads * at->threads)) {
         if (p.missing)
-            cgc_fail(c, TSL_ERR_SHAPE, "mma: warp %lld computes a C tile but does not hold %s tile (%lld,%lld)",
-                     (long long)p.miss_warp, p.miss_a ? "A" : "B", (long long)p.miss[0], (long long)p.miss[1]);
+            cgc_fail(c, TSL_ERR_SHAPE, "mma: warp %lld computes C tile (%lld,%lld) but does not hold %s tile (%lld,%lld)",
+                     (long long)p.miss_warp, (long long)p.miss_c[0], (long long)p.miss_c[1], p.miss_a ? "A" : "B",
+                     (long long)p.miss[0], (long long)p.miss[1]);
         else
             cgc_fail(c, TSL_ERR_SHAPE, "mma: the operands' layouts are not %s's fragments over the same warps",
                      at->name);

@@ -57,6 +57,7 @@ int target_mma_plan_make(target_mma_plan *p, const target_atom *row, const dist_
                 if (sa < 0 || sb < 0) {
                     ok = 0;
                     p->missing = 1, p->miss_warp = w, p->miss_a = sa < 0, p->miss[0] = sa < 0 ? tc[0] : kt;
+                    p->miss_c[0] = tc[0], p->miss_c[1] = tc[1];
                     p->miss[1] = sa < 0 ? kt : tc[1];
                     break;
                 }

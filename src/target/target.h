@@ -237,9 +237,10 @@ typedef struct target_mma_plan {
     int64_t *a, *b;               /* [warps * tiles * ksteps] tile slots, malloc'd */
     int uniform;
     /* missing: make failed because a warp lacks a tile it needs (the
-     * layouts divided): the warp, whether A's, and the tile's coordinates */
+     * layouts divided): the warp, whether A's, the tile's coordinates and
+     * those of the C tile that needs it */
     int missing, miss_a;
-    int64_t miss_warp, miss[2];
+    int64_t miss_warp, miss[2], miss_c[2];
 } target_mma_plan;
 
 /* 0 and *p filled when the row runs over the three layouts (the dtypes are
