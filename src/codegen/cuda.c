@@ -737,6 +737,17 @@ static void emit_stmt(cg *c, const tile_stmt *s)
 static void emit_block(cg *c, const tile_block *b)
 {
     for (int i = 0; i < b->n && !c->st; i++) emit_stmt(c, b->items[i]);
+    /* the wgmma accumulators declared in b go out of scope with it: later
+     * wgmma_waits must not fence them */
+    for (int i = 0; i < b->n; i++) {
+        const tile_stmt *s = b->items[i];
+        if (s->kind != TILE_S_INSTR || !s->instr.result) continue;
+        for (int j = 0; j < c->naccs; j++)
+            if (c->accs[j] == s->instr.result) {
+                c->accs[j] = c->accs[--c->naccs];
+                break;
+            }
+    }
 }
 
 /* ---- shared-memory plan ------------------------------------------------------- */

@@ -109,6 +109,7 @@ static int block_uses_hopper(const tile_block *b, int atoms)
         const target_atom *at =
             atoms && s->kind == TILE_S_INSTR && s->instr.atom ? target_atom_by_name(s->instr.atom) : NULL;
         if (at && at->sm >= 90) return 1;
+        if (s->kind == TILE_S_INSTR && block_uses_hopper(s->instr.decomp, atoms)) return 1;
         if (block_uses_hopper(s->body, atoms) || block_uses_hopper(s->els, atoms)) return 1;
         if (s->kind == TILE_S_PIPELINE && block_uses_hopper(s->pipe.body, atoms)) return 1;
     }

@@ -21,6 +21,9 @@
  *     (pure maps: prologue) or of its accumulator (init) may precede it,
  *     and pointwise ops over exactly its output space (epilogue) follow it.
  * Anything else starts a new group; its inputs go through memory.
+ * Afterwards, the groups a recognised chain of contractions spans
+ * (attention.c: QK^T, score ops, softmax, PV) are merged into one group
+ * whose strategy keeps the intermediates on chip.
  */
 #include <string.h>
 
@@ -366,9 +369,37 @@ static bool reduction_along_rows(const graph_op *op, const graph_operand **why)
     return true;
 }
 
+static const char *attention_reason(tsl_arena *a, const graph *g, const graph_group *gr)
+{
+    graph_attention at;
+    TSL_ASSERT(graph_attention_match(g, gr->first, &at));
+    const graph_op *qk = &g->ops[at.qk], *pv = &g->ops[at.pv];
+    strbuf sb = {0};
+    sb_printf(&sb, "S=%s.%s^T over (%s), %d score op%s, online softmax over (%s), P.%s", g->def->tensors[at.q]->name,
+              g->def->tensors[at.k]->name, qk->stmt->vars[at.nb + 2].name, at.nscore, at.nscore == 1 ? "" : "s",
+              qk->stmt->vars[at.nb + 1].name, g->def->tensors[at.v]->name);
+    sb_printf(&sb, " -> %s(", g->def->tensors[at.o]->name);
+    for (int v = 0; v < pv->niter; v++) sb_printf(&sb, "%s%s", v ? "," : "", pv->stmt->vars[v].name);
+    sb_putc(&sb, ')');
+    if (at.nb) {
+        uint64_t m = 0;
+        for (int z = 0; z < at.nb; z++) m |= (uint64_t)1 << z;
+        sb_puts(&sb, " batch=");
+        vars_list(&sb, qk, m);
+    }
+    const char *s = arena_strdup(a, sb_str(&sb));
+    sb_free(&sb);
+    return s;
+}
+
 static void classify(tsl_arena *a, graph *g, graph_group *gr)
 {
     strbuf sb = {0};
+    if (gr->strategy == GRAPH_ATTENTION) { /* merge_chains set it */
+        gr->anchor = gr->first;
+        gr->reason = attention_reason(a, g, gr);
+        return;
+    }
     int last = gr->first + gr->nops;
     gr->anchor = -1;
     for (int i = gr->first; i < last && gr->anchor < 0; i++)
@@ -436,6 +467,19 @@ done:
 
 /* ---- internal temporaries and group interfaces ------------------------------------------- */
 
+bool graph_internal_to(const graph *g, int t, const graph_group *gr)
+{
+    const graph_tensor *gt = &g->tensors[t];
+    if (!gt->internal) return false;
+    if (gt->group == gr->index) return true;
+    int lo = gr->first, hi = gr->first + gr->nops;
+    for (int i = 0; i < gt->nwriters; i++)
+        if (gt->writers[i] < lo || gt->writers[i] >= hi) return false;
+    for (int i = 0; i < gt->nreaders; i++)
+        if (gt->readers[i] < lo || gt->readers[i] >= hi) return false;
+    return true;
+}
+
 static void mark_tensors(tsl_arena *a, graph *g)
 {
     for (int t = 0; t < g->ntensors; t++) {
@@ -450,14 +494,20 @@ static void mark_tensors(tsl_arena *a, graph *g)
     }
     /* per group, only the tensors its ops name (in index order) */
     int *stamp = arena_alloc(a, sizeof(int) * (size_t)(g->ntensors + 1)), *ts = NULL, nts = 0, cap = 0;
-    for (int gi = 0; gi < g->ngroups; gi++) {
+    /* (a part's tensors: its own interface, the chain's intermediates
+     * included, as if it were not merged) */
+    for (int gi = 0, part = -1; gi < g->ngroups; part < 0 ? gi++ : 0) {
+        /* each group, then each of its parts */
         graph_group *gr = &g->groups[gi];
+        if (part >= 0) gr = &gr->parts[part];
+        part = part + 1 < g->groups[gi].nparts ? part + 1 : -1;
+        int tag = gr->index + 1;
         nts = 0;
         for (int i = gr->first; i < gr->first + gr->nops; i++)
             for (int k = 0; k < g->ops[i].noperands; k++) {
                 int t = g->ops[i].operands[k].tensor;
-                if (stamp[t] == gi + 1) continue;
-                stamp[t] = gi + 1;
+                if (stamp[t] == tag) continue;
+                stamp[t] = tag;
                 ARENA_PUSH(a, ts, nts, cap, t);
                 for (int at = nts - 1; at > 0 && ts[at - 1] > ts[at]; at--) {
                     int x = ts[at];
@@ -467,7 +517,7 @@ static void mark_tensors(tsl_arena *a, graph *g)
         for (int q = 0; q < nts; q++) {
             int t = ts[q];
             const graph_tensor *gt = &g->tensors[t];
-            if (gt->internal || gt->kind == GRAPH_T_SCALAR) continue;
+            if (graph_internal_to(g, t, gr) || gt->kind == GRAPH_T_SCALAR) continue;
             /* an input when some op reads it (or accumulates into it
              * without `!`) before the group's first write of it */
             int first_w = -1;
@@ -488,6 +538,37 @@ static void mark_tensors(tsl_arena *a, graph *g)
             if (out) ARENA_PUSH(a, gr->outputs, gr->noutputs, gr->cap_out, t);
         }
     }
+}
+
+/* Merge the consecutive groups a recognised attention chain spans into one
+ * group (its first op starting a group and its last ending one; anything
+ * else keeps the row/contraction grouping). */
+static void merge_chains(tsl_arena *a, graph *g)
+{
+    int out = 0, nparts = 0;
+    for (int gi = 0; gi < g->ngroups; gi++) {
+        graph_group gr = g->groups[gi];
+        graph_attention at;
+        if (g->ops[gr.first].contraction && graph_attention_match(g, gr.first, &at)) {
+            int gl = g->ops[at.last].group;
+            if (gl >= gi && g->groups[gl].first + g->groups[gl].nops - 1 == at.last) {
+                gr.nops = at.last - gr.first + 1;
+                gr.rows = at.nb + 1;
+                gr.strategy = GRAPH_ATTENTION;
+                gr.nparts = gl - gi + 1;
+                gr.parts = arena_alloc(a, sizeof *gr.parts * (size_t)gr.nparts);
+                for (int k = 0; k < gr.nparts; k++) {
+                    gr.parts[k] = g->groups[gi + k];
+                    gr.parts[k].index = g->ngroups + nparts++; /* distinct kernel names */
+                }
+                gi = gl;
+            }
+        }
+        gr.index = out;
+        for (int k = gr.first; k < gr.first + gr.nops; k++) g->ops[k].group = out;
+        g->groups[out++] = gr;
+    }
+    g->ngroups = out;
 }
 
 void graph_fuse(tsl_arena *a, graph *g)
@@ -525,6 +606,10 @@ void graph_fuse(tsl_arena *a, graph *g)
         gr->rows = c.rows;
         g->ops[j].group = gr->index;
     }
-    for (int i = 0; i < g->ngroups; i++) classify(a, g, &g->groups[i]);
+    merge_chains(a, g);
+    for (int i = 0; i < g->ngroups; i++) {
+        classify(a, g, &g->groups[i]);
+        for (int k = 0; k < g->groups[i].nparts; k++) classify(a, g, &g->groups[i].parts[k]);
+    }
     mark_tensors(a, g);
 }

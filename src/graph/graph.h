@@ -145,6 +145,7 @@ typedef struct graph_edge {
     X(GRAPH_ELEMENTWISE, "elementwise")                                        \
     X(GRAPH_ROW_REDUCTION, "row-reduction")                                    \
     X(GRAPH_CONTRACTION, "contraction")                                        \
+    X(GRAPH_ATTENTION, "attention")                                            \
     X(GRAPH_GENERIC, "generic")
 
 typedef enum graph_strategy {
@@ -172,6 +173,12 @@ typedef struct graph_group {
     const char *reason; /* short text for the printer */
     int *inputs, ninputs, cap_in;    /* materialized tensors read (not written earlier in the group) */
     int *outputs, noutputs, cap_out; /* materialized tensors written */
+    /* A merged chain (attention): the groups it was merged from, classified
+     * and with their own inputs and outputs (the chain's intermediates among
+     * them), indexed from the graph's ngroups up; what the scheduler lowers
+     * when no plan of the chain's strategy takes the group. */
+    struct graph_group *parts;
+    int nparts;
 } graph_group;
 
 typedef struct graph {
@@ -202,6 +209,32 @@ void graph_print(strbuf *b, const graph *g);
 
 /* One operand as written: "X(I(i,j))", "I(i + x)". */
 void graph_print_operand(strbuf *b, const graph *g, const graph_op *op, const graph_operand *o);
+
+/* ---- chains of contractions (attention.c) ---------------------------------------- */
+
+/* Scaled dot-product attention as a run of ops [first, last] (attention.c
+ * has the accepted forms): op indices by role and the tensors. Batch dims
+ * z are vars [0, nb) of every op; i, j, d, e as in
+ * O(z,i,e) = softmax_j(f(sum_d Q(z,i,d) K(z,j,d))) V(z,j,e). */
+typedef struct graph_attention {
+    int first, last;
+    int nb;                  /* batch dims (0..2) */
+    int qk;                  /* S +=! Q * K */
+    int score_first, nscore; /* the score ops (scale, masks) */
+    int rowmax, exp, sum, pv, div; /* div: O / l after PV, or -1 when norm */
+    int norm;                /* pn = p / l before PV, or -1 */
+    int q, k, v, o;          /* tensors */
+    int s;                   /* the score tensor the row max reads */
+} graph_attention;
+
+/* Whether ops from `first` on form attention; fills *at (false: *at is
+ * meaningless). */
+bool graph_attention_match(const graph *g, int first, graph_attention *at);
+
+/* Whether tensor t is internal to group gr: a temporary whose every reader
+ * and writer is one of gr's ops (for a part of a merged chain, its own ops:
+ * the chain's other intermediates are its interface). */
+bool graph_internal_to(const graph *g, int t, const graph_group *gr);
 
 /* ---- internal: build.c calls fuse.c ----------------------------------------------- */
 

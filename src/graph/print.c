@@ -181,6 +181,14 @@ void graph_print(strbuf *b, const graph *g)
         sb_puts(b, "; writes");
         print_names(b, g, gr->outputs, gr->noutputs);
         sb_putc(b, '\n');
+        if (gr->nparts) {
+            /* what the scheduler lowers when no plan of the chain takes it */
+            sb_puts(b, "  merged from:");
+            for (int k = 0; k < gr->nparts; k++)
+                sb_printf(b, "%s %s (ops %d..%d)", k ? "," : "", graph_strategy_name(gr->parts[k].strategy),
+                          gr->parts[k].first, gr->parts[k].first + gr->parts[k].nops - 1);
+            sb_putc(b, '\n');
+        }
         for (int i = gr->first; i < gr->first + gr->nops; i++) print_op(b, g, &g->ops[i]);
     }
     static const char *const kinds[] = {"input", "output", "in/out", "temp", "scalar"};

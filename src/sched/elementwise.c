@@ -122,5 +122,6 @@ int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp)
     if (grp->strategy == GRAPH_ROW_REDUCTION) return sched_lower_rowred(p, g, grp);
     if (grp->strategy == GRAPH_ELEMENTWISE) return sched_lower_elementwise(p, g, grp);
     if (grp->strategy == GRAPH_CONTRACTION) return sched_lower_contract(p, g, grp);
+    if (grp->strategy == GRAPH_ATTENTION) return sched_lower_attention(p, g, grp);
     return 0;
 }

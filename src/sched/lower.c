@@ -1342,6 +1342,16 @@ sched_plan *sched_lower_opt(tsl_arena *a, const graph *g, tsl_target target, int
             i += gr->nops - 1;
             continue;
         }
+        if (gr->first == i && gr->nparts) {
+            /* a merged chain no plan took: its groups as before the merge */
+            for (int k = 0; k < gr->nparts; k++) {
+                const graph_group *part = &gr->parts[k];
+                if (sched_lower_strategy(p, g, part)) continue;
+                for (int j = part->first; j < part->first + part->nops; j++) lower_op(&L, &g->ops[j]);
+            }
+            i += gr->nops - 1;
+            continue;
+        }
         lower_op(&L, &g->ops[i]);
     }
     sched_lowbit_carry(p);

@@ -14,6 +14,7 @@ const sched_options sched_options_defaults = {
     .full_reductions = 1,
     .micro_kernels = 1,
     .threads = 0,
+    .attention = 1,
     .cpu = {.bm = 96, .bn = 128, .bk = 256, .tm = 6, .tn = 16, .pad = 16, .stages = 1},
     .fma = {.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8, .pad = 4, .stages = 3},
     .mma = {.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 4, .pad = 8, .stages = 3},
@@ -26,6 +27,8 @@ const sched_options sched_options_defaults = {
 
 static const sched_option params[] = {
     {"sched.generic", "all", CPU | GPU, F(generic), V(0, 1), 0, 1, "1: every group through the generic strategy"},
+    {"sched.attention", "attention", CPU | GPU, F(attention), V(0, 1), 0, 1,
+     "0: attention chains as separate kernels (the groups before the merge)"},
     {"cpu.threads", "all", CPU, F(threads), V(0, 1, 2, 4, 8, 16, 32, 64), 0, 1024, "CPU threads a run uses (0: all)"},
     {"cpu.micro_kernels", "contract", CPU, F(micro_kernels), V(0, 1), 0, 1, "register-tile f32 micro-kernels"},
     {"conv.cpu", "conv", CPU, F(conv), V(0, 1), 0, 1, "the CPU plan for two-operand f32 reductions"},

@@ -784,8 +784,8 @@ static int rr_last_writer(const rr *R, int i)
 
 static int rr_materialized(const rr *R, int i)
 {
-    const graph_tensor *t = &R->g->tensors[R->g->ops[R->grp->first + i].operands[0].tensor];
-    return !t->internal && rr_last_writer(R, i);
+    /* (a part of a merged chain stores what the chain kept internal) */
+    return !graph_internal_to(R->g, R->g->ops[R->grp->first + i].operands[0].tensor, R->grp) && rr_last_writer(R, i);
 }
 
 static void rr_store(rr *R, tile_value *x, int ti, rr_pat pt)

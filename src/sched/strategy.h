@@ -41,6 +41,10 @@ int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp);
  * quantized matmul"). */
 int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp);
 
+/* attention.c (attention.h): a merged attention group as one kernel that
+ * never stores the scores (docs/sched.md, "The attention strategy"). */
+int sched_lower_attention(sched_plan *p, const graph *g, const graph_group *grp);
+
 /* The dispatch lower.c calls per group: the group's strategy, else 0.
  * TESSEL_SCHED=generic in the environment turns the fast strategies off
  * (comparisons, bisecting). */

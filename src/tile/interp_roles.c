@@ -22,20 +22,7 @@
 
 /* ---- does the kernel need the task model? ------------------------------------ */
 
-int interp_uses_hopper(const tile_block *b)
-{
-    if (!b) return 0;
-    for (int i = 0; i < b->n; i++) {
-        const tile_stmt *s = b->items[i];
-        if (s->kind == TILE_S_WARPGROUPS) return 1;
-        if (s->kind == TILE_S_INSTR && (tile_op_is_hopper(s->instr.op) || interp_uses_hopper(s->instr.decomp)))
-            return 1;
-        if (interp_uses_hopper(s->body) || interp_uses_hopper(s->els) ||
-            (s->kind == TILE_S_PIPELINE && interp_uses_hopper(s->pipe.body)))
-            return 1;
-    }
-    return 0;
-}
+int interp_uses_hopper(const tile_block *b) { return tile_block_uses_hopper(b); }
 
 /* ---- tasks -------------------------------------------------------------------- */
 

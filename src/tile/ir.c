@@ -92,6 +92,21 @@ int tile_op_is_elementwise_ext(tile_op op) { return op >= TILE_I_ERF && op <= TI
 int tile_op_is_compare(tile_op op) { return op >= TILE_I_LT && op <= TILE_I_NE; }
 int tile_op_is_hopper(tile_op op) { return op >= TILE_I_MBAR_INIT && op <= TILE_I_WGMMA_WAIT; }
 
+int tile_block_uses_hopper(const tile_block *b)
+{
+    if (!b) return 0;
+    for (int i = 0; i < b->n; i++) {
+        const tile_stmt *s = b->items[i];
+        if (s->kind == TILE_S_WARPGROUPS) return 1;
+        if (s->kind == TILE_S_INSTR && (tile_op_is_hopper(s->instr.op) || tile_block_uses_hopper(s->instr.decomp)))
+            return 1;
+        if (tile_block_uses_hopper(s->body) || tile_block_uses_hopper(s->els) ||
+            (s->kind == TILE_S_PIPELINE && tile_block_uses_hopper(s->pipe.body)))
+            return 1;
+    }
+    return 0;
+}
+
 /* ---- expressions ---------------------------------------------------------- */
 
 static tile_expr *expr_new(tile_module *m, tile_expr_kind kind)

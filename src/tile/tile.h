@@ -576,6 +576,9 @@ void tile_build_begin(tile_builder *b, tile_module *m, tile_kernel *k); /* at k-
 void tile_build_push(tile_builder *b, tile_block *blk);
 void tile_build_pop(tile_builder *b);
 tile_block *tile_block_new(tile_module *m);
+/* Whether b holds warpgroups or a Hopper instruction anywhere (such a
+ * kernel exists for sm_90a only). */
+int tile_block_uses_hopper(const tile_block *b);
 tile_stmt *tile_build_stmt(tile_builder *b, tile_stmt_kind kind);
 /* An instruction; `result` names a new value (NULL for none). Operands and
  * attributes are then set with the helpers below or on ->instr directly. */

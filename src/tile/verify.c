@@ -1261,6 +1261,19 @@ static void check_warpgroups(verifier *V, const tile_stmt *s)
     if (total * 128 != V->k->threads)
         verr(V, s->pos, "warpgroups: the roles have %d warpgroups (%d threads) but the kernel runs threads(%d)",
              total, total * 128, V->k->threads);
+    /* setmaxnreg moves registers between the warpgroups of one block: the
+     * block's 65,536 must cover every role's request (a role without regs
+     * keeps its launch share), or the increasing warpgroups wait forever */
+    int asked = 0, any = 0, share = V->k->threads > 0 ? (65536 / V->k->threads) & ~7 : 0;
+    for (int i = 0; i < s->nroles; i++) {
+        any |= s->roles[i].regs != 0;
+        asked += s->roles[i].count * 128 * (s->roles[i].regs ? s->roles[i].regs : share);
+    }
+    if (any && asked > 65536)
+        verr(V, s->pos,
+             "warpgroups: the roles ask for %d registers in all (count x 128 x regs) but a block has 65536: "
+             "setmaxnreg would wait forever",
+             asked);
     int saved = V->threads;
     V->threads = 128;
     V->in_roles++;

@@ -920,6 +920,65 @@ static char *gen_gemm_program(gen *g, uint64_t seed)
     return sb_take(&b);
 }
 
+/* An attention chain (graph/attention.c, the attention strategy): 0-2
+ * batch dims, a scale (constant, size or scalar), a mask (none, causal,
+ * strict causal with its fully masked first row, an additive or a boolean
+ * mask tensor), the row sum before or after PV or P normalised before
+ * PV, Tq != Tk. Masked scores
+ * are -1e30 (-60000 in float16, whose range ends at 65504) so a fully
+ * masked row is defined: the mean of V. Sizes past every tile of the
+ * strategy (64/128 rows, 32/64 keys) within the element cap. */
+static char *gen_attention_program(gen *g, uint64_t seed)
+{
+    static const int64_t sz[] = {1, 3, 17, 33, 67, 131};
+    int nb = gen_rand(g, 0, 2);
+    int64_t cap = g->o->max_elems * 5, B, H, T, S, D, E;
+    for (;;) {
+        B = sz[gen_rand(g, 0, 1)] + 1, H = sz[gen_rand(g, 0, 1)];
+        T = sz[gen_rand(g, 0, 5)], S = sz[gen_rand(g, 0, 5)], D = sz[gen_rand(g, 0, 3)], E = sz[gen_rand(g, 0, 3)];
+        int64_t bh = (nb > 0 ? B : 1) * (nb > 1 ? H : 1);
+        if (bh * T * S <= cap && bh * T * D <= cap && bh * S * E <= cap) break;
+    }
+    int r = gen_rand(g, 0, 9);
+    tsl_dtype dt = r < 6 ? TSL_DTYPE_F32 : r < 8 ? TSL_DTYPE_F16 : TSL_DTYPE_BF16;
+    if (dt == TSL_DTYPE_F16) D = D > 33 ? 33 : D; /* the interpreter rounds the scores to f16 */
+    const char *ty = tsl_dtype_name(dt), *fill = dt == TSL_DTYPE_F16 ? "-60000.0" : "-1e30";
+    int scale = gen_rand(g, 0, 3), mask = gen_rand(g, 0, 4), sum_first = gen_p(g, 50);
+    const char *bd = nb == 0 ? "" : nb == 1 ? "B," : "B,H,", *bi = nb == 0 ? "" : nb == 1 ? "b," : "b,h,";
+    strbuf b = {0};
+    sb_printf(&b, "# difftest seed=0x%llx (attention)\n# sizes: T=%lld S=%lld D=%lld E=%lld", (unsigned long long)seed,
+              (long long)T, (long long)S, (long long)D, (long long)E);
+    if (nb > 0) sb_printf(&b, " B=%lld", (long long)B);
+    if (nb > 1) sb_printf(&b, " H=%lld", (long long)H);
+    sb_printf(&b, "\ndef f(%s(%sT,D) Q, %s(%sS,D) K, %s(%sS,E) V", ty, bd, ty, bd, ty, bd);
+    if (mask == 3) sb_printf(&b, ", %s(T,S) M", ty);
+    if (mask == 4) sb_printf(&b, ", bool(%sT,S) A", bd);
+    if (scale == 2) sb_puts(&b, ", float sc");
+    sb_puts(&b, ") -> (O) {\n");
+    sb_printf(&b, "  s(%si,j) +=! Q(%si,d) * K(%sj,d)\n", bi, bi, bi);
+    const char *sc = scale == 0 ? "s(%si,j)" : scale == 1 ? "s(%si,j) / sqrt(D)" : scale == 2 ? "s(%si,j) * sc"
+                                                                                             : "s(%si,j) * 0.25";
+    const char *sv = gen_str(g, sc, bi);
+    switch (mask) {
+    case 0: sb_printf(&b, "  t(%si,j) = %s\n", bi, sv); break;
+    case 1: sb_printf(&b, "  t(%si,j) = j <= i ? %s : %s\n", bi, sv, fill); break;
+    case 2: sb_printf(&b, "  t(%si,j) = j < i ? %s : %s\n", bi, sv, fill); break;
+    case 3: sb_printf(&b, "  t(%si,j) = %s + M(i,j)\n", bi, sv); break;
+    default: sb_printf(&b, "  t(%si,j) = A(%si,j) ? %s : %s\n", bi, bi, sv, fill); break;
+    }
+    sb_printf(&b, "  m(%si) max=! t(%si,j)\n  p(%si,j) = exp(t(%si,j) - m(%si))\n", bi, bi, bi, bi, bi);
+    const char *sum = gen_str(g, "  l(%si) +=! p(%si,j)\n", bi, bi);
+    const char *pv = gen_str(g, "  O(%si,e) +=! p(%si,j) * V(%sj,e)\n", bi, bi, bi);
+    if (sum_first && gen_p(g, 40)) { /* P normalised before PV */
+        sb_printf(&b, "%s  q(%si,j) = p(%si,j) / l(%si)\n  O(%si,e) +=! q(%si,j) * V(%sj,e)\n}\n", sum, bi, bi, bi, bi,
+                  bi, bi);
+        return sb_take(&b);
+    }
+    sb_printf(&b, "%s%s", sum_first ? sum : pv, sum_first ? pv : sum);
+    sb_printf(&b, "  O(%si,e) = O(%si,e) / l(%si)\n}\n", bi, bi, bi);
+    return sb_take(&b);
+}
+
 /* ---- the whole program ------------------------------------------------- */
 
 char *dt_gen_program(uint64_t seed, const dt_opts *o)
@@ -933,7 +992,8 @@ char *dt_gen_program(uint64_t seed, const dt_opts *o)
     g->rng = gen_next(&s0);
     g->o = o;
     if (gen_p(g, o->gemm_percent)) {
-        char *text = gen_gemm_program(g, seed);
+        /* a quarter of the contraction programs: attention chains */
+        char *text = gen_p(g, 25) ? gen_attention_program(g, seed) : gen_gemm_program(g, seed);
         for (int k = 0; k < g->nstrs; k++) free(g->strs[k]);
         free(g->strs);
         free(g);

@@ -284,11 +284,9 @@ static void test_gather(void)
     fx_close(&f);
 }
 
-/* attention: three groups — QK^T with its scaling (contraction), the
- * softmax rows max/exp/sum (row reduction, rowmax internal), and PV with
- * the division by the row sum as epilogue (contraction). scores, p and
- * denom cross groups and are materialized; a flash-attention strategy that
- * fuses all three is a later step. */
+/* attention: one group (graph/attention.c) — QK^T, its scaling, the
+ * softmax rows and PV with the division by the row sum; every
+ * intermediate internal (the strategy keeps them on chip). */
 static void test_attention(void)
 {
     fixture f;
@@ -300,14 +298,51 @@ static void test_attention(void)
                     "  denom(b,i) +=! p(b,i,j)\n"
                     "  O(b,i,e) +=! p(b,i,j) * V(b,j,e)\n"
                     "  O(b,i,e) = O(b,i,e) / denom(b,i)\n}\n", NULL)) {
-        check_groups(&f, "contraction:2 row-reduction:3 contraction:2");
-        CHECK(reason_has(&f, 0, "batched GEMM"));
+        check_groups(&f, "attention:7");
         CHECK(reason_has(&f, 0, "batch=(b)"));
+        CHECK(reason_has(&f, 0, "1 score op"));
         CHECK(fx_tensor(&f, "rowmax")->internal);
-        CHECK(!fx_tensor(&f, "scores")->internal);
-        CHECK(!fx_tensor(&f, "p")->internal);
-        CHECK(!fx_tensor(&f, "denom")->internal);
-        CHECK_EQ_INT(f.g->groups[1].rows, 2);
+        CHECK(fx_tensor(&f, "scores")->internal);
+        CHECK(fx_tensor(&f, "p")->internal);
+        CHECK(fx_tensor(&f, "denom")->internal);
+        CHECK_EQ_INT(f.g->groups[0].rows, 2);
+        /* the groups before the merge, for the scheduler's fallback */
+        const graph_group *gr = &f.g->groups[0];
+        CHECK_EQ_INT(gr->nparts, 3);
+        if (gr->nparts == 3) {
+            CHECK(gr->parts[0].strategy == GRAPH_CONTRACTION && gr->parts[0].nops == 2);
+            CHECK(gr->parts[1].strategy == GRAPH_ROW_REDUCTION && gr->parts[1].nops == 3);
+            CHECK(gr->parts[2].strategy == GRAPH_CONTRACTION && gr->parts[2].nops == 2);
+            CHECK(graph_internal_to(f.g, fx_tensor(&f, "rowmax")->lt->index, &gr->parts[1]));
+            CHECK(!graph_internal_to(f.g, fx_tensor(&f, "p")->lt->index, &gr->parts[1]));
+            CHECK(graph_internal_to(f.g, fx_tensor(&f, "p")->lt->index, gr));
+            CHECK_EQ_INT(gr->parts[1].noutputs, 2); /* p, denom */
+        }
+    }
+    fx_close(&f);
+    /* heads as a second batch dim, a causal mask and an additive mask
+     * tensor, PV before the row sum: still one group */
+    if (fx_open(&f, "def mha(float(B,H,T,D) Q, float(B,H,S,D) K, float(B,H,S,D) V, float(T,S) M, float sc) -> (O) {\n"
+                    "  s(b,h,i,j) +=! Q(b,h,i,d) * K(b,h,j,d)\n"
+                    "  t(b,h,i,j) = j <= i ? s(b,h,i,j) * sc + M(i,j) : -1e30\n"
+                    "  m(b,h,i) max=! t(b,h,i,j)\n"
+                    "  p(b,h,i,j) = exp(t(b,h,i,j) - m(b,h,i))\n"
+                    "  O(b,h,i,e) +=! p(b,h,i,j) * V(b,h,j,e)\n"
+                    "  l(b,h,i) +=! p(b,h,i,j)\n"
+                    "  O(b,h,i,e) = O(b,h,i,e) / l(b,h,i)\n}\n", NULL)) {
+        check_groups(&f, "attention:7");
+        CHECK(reason_has(&f, 0, "batch=(b,h)"));
+    }
+    fx_close(&f);
+    /* the scores read after the softmax (returned): not merged */
+    if (fx_open(&f, "def att2(float(B,Tq,D) Q, float(B,Tk,D) K, float(B,Tk,E) V) -> (O, p) {\n"
+                    "  s(b,i,j) +=! Q(b,i,d) * K(b,j,d)\n"
+                    "  m(b,i) max=! s(b,i,j)\n"
+                    "  p(b,i,j) = exp(s(b,i,j) - m(b,i))\n"
+                    "  l(b,i) +=! p(b,i,j)\n"
+                    "  O(b,i,e) +=! p(b,i,j) * V(b,j,e)\n"
+                    "  O(b,i,e) = O(b,i,e) / l(b,i)\n}\n", NULL)) {
+        check_groups(&f, "contraction:1 row-reduction:3 contraction:2");
     }
     fx_close(&f);
 }

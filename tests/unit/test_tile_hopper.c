@@ -15,6 +15,7 @@
 #include "codegen/cuda.h"
 #include "graph/graph.h"
 #include "runtime/runtime.h"
+#include "sched/attn_sm90.h"
 #include "sched/sched.h"
 #include "sched_runners.h"
 #include "test.h"
@@ -491,6 +492,86 @@ static void test_f16_acc_cuda(void)
     free(text);
 }
 
+/* ---- the sm_90a flash-attention kernel (sched/attn_sm90.c) ------------------------ */
+
+/* O against a float64 softmax(Q K^T * scale) V over the unmasked columns,
+ * per batch entry (the batch dims flattened). P is rounded to the input
+ * dtype before the second product, O to the output's: a few ulps of it. */
+static int check_attention(const prog *p, const sched_attn_sm90 *a, double scale, const char *what)
+{
+    int iq = find(p, "Q"), ik = find(p, "K"), iv = find(p, "V"), io = find(p, "O");
+    const DLTensor *q = p->t[iq], *k = p->t[ik];
+    int r = q->ndim;
+    int64_t tq = q->shape[r - 2], tk = k->shape[r - 2], nb = 1;
+    for (int i = 0; i < r - 2; i++) nb *= q->shape[i];
+    double tol = a->dt == TSL_DTYPE_BF16 ? 2e-2 : 3e-3;
+    double *s = malloc((size_t)(tk ? tk : 1) * sizeof *s);
+    int ok = 1;
+    for (int64_t b = 0; b < nb && ok; b++)
+        for (int64_t i = 0; i < tq && ok; i++) {
+            double mx = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < tk; j++) {
+                double x = 0;
+                for (int c = 0; c < a->d; c++)
+                    x += at(p, iq, (b * tq + i) * a->d + c) * at(p, ik, (b * tk + j) * a->d + c);
+                s[j] = a->causal && j > i ? -INFINITY : x * scale;
+                if (s[j] > mx) mx = s[j];
+            }
+            for (int64_t j = 0; j < tk; j++) sum += s[j] = exp(s[j] - mx);
+            for (int c = 0; c < a->e && ok; c++) {
+                double want = 0;
+                for (int64_t j = 0; j < tk; j++) want += s[j] / sum * at(p, iv, (b * tk + j) * a->e + c);
+                double got = at(p, io, (b * tq + i) * a->e + c);
+                if (!(fabs(got - want) <= tol)) {
+                    CHECK_MSG(0, "%s: O[%lld, %lld, %d] = %.6g, want %.6g", what, (long long)b, (long long)i, c, got,
+                              want);
+                    ok = 0;
+                }
+            }
+        }
+    free(s);
+    return ok;
+}
+
+/* The kernel for each shape it takes (batch ranks 0..2, head dims 64 and
+ * 128 and mixed, f16 and bf16, causal or not) verifies and, in the tile
+ * interpreter at sizes no block divides (Tq, Tk = 1, primes, a block and
+ * one over), matches the float64 softmax; the scale given as a literal. */
+static void test_attn_sm90(void)
+{
+    static const struct {
+        sched_attn_sm90 a;
+        const char *sizes;
+    } cases[] = {
+        {{0, 64, 64, TSL_DTYPE_F16, 0, "0.125"}, "Tq=1 Tk=1"},
+        {{1, 64, 64, TSL_DTYPE_F16, 0, "0.125"}, "B0=2 Tq=131 Tk=257"},
+        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125"}, "B0=1 Tq=200 Tk=200"},
+        {{2, 128, 128, TSL_DTYPE_F16, 0, "0.08838834764831845"}, "B0=1 B1=2 Tq=67 Tk=129"},
+        {{1, 128, 128, TSL_DTYPE_BF16, 1, "0.08838834764831845"}, "B0=1 Tq=129 Tk=140"},
+        {{1, 64, 128, TSL_DTYPE_BF16, 0, "0.125"}, "B0=1 Tq=37 Tk=300"},
+        {{0, 128, 64, TSL_DTYPE_F16, 1, "0.08838834764831845"}, "Tq=17 Tk=5"},
+    };
+    for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
+        const sched_attn_sm90 *a = &cases[c].a;
+        char *text = sched_attn_sm90_text(a, "attn");
+        CHECK_MSG(text != NULL, "case %d: no kernel", (int)c);
+        if (!text) continue;
+        char what[96];
+        snprintf(what, sizeof what, "attention case %d (%s)", (int)c, cases[c].sizes);
+        prog p;
+        prog_run(&p, "attn.tile", text, cases[c].sizes, (int)(c & 1), test_rand());
+        CHECK_MSG(p.st == TSL_OK, "%s: %s\n%s", what, p.msg, text);
+        if (p.st == TSL_OK) check_attention(&p, a, strtod(a->scale, NULL), what);
+        prog_free(&p);
+        free(text);
+    }
+    sched_attn_sm90 bad = {3, 64, 64, TSL_DTYPE_F16, 0, "0.1"};
+    const char *why = NULL;
+    CHECK(!sched_attn_sm90_fits(&bad, &why) && why && strstr(why, "batch"));
+    bad.nbatch = 1, bad.d = 96;
+    CHECK(!sched_attn_sm90_fits(&bad, &why) && strstr(why, "head dims") && !sched_attn_sm90_text(&bad, "x"));
+}
+
 TEST_SUITE(tile_hopper) = {
     {"f16_acc_cuda", test_f16_acc_cuda},
     {"mem_tasks", test_mem_tasks},
@@ -500,5 +581,6 @@ TEST_SUITE(tile_hopper) = {
     {"programs", test_programs},
     {"hazards", test_hazards},
     {"sm90_plan", test_sm90_plan},
+    {"attn_sm90", test_attn_sm90},
     {0, 0},
 };

@@ -405,6 +405,10 @@ static const bad_case verify_cases[] = {
     {"roles do not add up",
      HDR1 "  warpgroups {\n    role p(1) {\n    }\n  }\n}\n",
      "bad.tile:2:3: error:", "the roles have 1 warpgroups (128 threads) but the kernel runs threads(32)"},
+    {"roles ask for more registers than a block has",
+     "kernel k(A: global f32[4]) grid(1) threads(384) {\n  warpgroups {\n    role p(1) regs(40) {\n    }\n"
+     "    role c(2) regs(240) {\n    }\n  }\n}\n",
+     "bad.tile:2:3: error:", "the roles ask for 66560 registers in all (count x 128 x regs) but a block has 65536"},
     {"barrier dtype",
      HDR1 "  b = alloc shared u32[2]\n  mbar_init b, 1\n}\n",
      "bad.tile:3:13: error:", "the barrier 'b' must be a shared u64 tensor"},

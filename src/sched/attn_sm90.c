@@ -1,0 +1,222 @@
+/* attn_sm90.c — the sm_90a flash-attention kernel (docs/sched.md,
+ * "Attention on Hopper"), written as tile IR text from its shape
+ * (attn_sm90.h). The hand-written original is
+ * examples/tile/flash_attn_wgmma.tile; this is that program for any batch
+ * rank, head dims 64 and 128, f16 and bf16, with or without a causal mask.
+ *
+ * A block takes BM = 128 query rows of one batch entry and runs three
+ * warpgroups. The producer loads the block's Q once and streams K and V
+ * blocks of BN = 128 rows through a ring of three stages with TMA (the
+ * full barrier counts the bytes, the empty barrier the two consumers'
+ * releases). Each consumer owns 64 query rows. Per K/V block j it issues
+ * S_j = Q K_j^T (K read K-major through a transposed view of its stage)
+ * and, behind it, O += P_{j-1} V_{j-1}; once S_j is in, it runs the
+ * online softmax of S_j while the second product runs on the tensor
+ * cores (FlashAttention-3's intra-warpgroup overlap): the columns past Tk
+ * (and, causal, past the row) are set to -inf on the blocks that have
+ * any; the running row max m and sum l are rescaled by exp(m_old - m_new),
+ * and so is O once its product is done. P = exp(S - m) is rounded to the
+ * input dtype and reinterpreted as wgmma's register A operand (the
+ * accumulator and A fragments hold a thread's elements in the same
+ * order), so P never leaves registers. A causal block stops streaming at
+ * its diagonal block. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "sched/attn_sm90.h"
+
+enum { BM = 128, BN = 128, STAGES = 3 };
+
+#define ACC(n) "spatial(4,1).local(1," n ").local(2,1).spatial(8,4).local(1,2)"
+#define ROWS "spatial(4,1).local(2,1).spatial(8,1).replicate(4)"
+#define AREG(n) "spatial(4,1).local(1," n ").column_local(2,2).spatial(8,4).local(1,2)"
+
+int sched_attn_sm90_fits(const sched_attn_sm90 *a, const char **why)
+{
+    const char *w = NULL;
+    if (a->nbatch < 0 || a->nbatch > 2) w = "more than two batch dims";
+    else if ((a->d != 64 && a->d != 128) || (a->e != 64 && a->e != 128)) w = "head dims other than 64 and 128";
+    else if (a->dt != TSL_DTYPE_F16 && a->dt != TSL_DTYPE_BF16) w = "inputs that are not f16 or bf16";
+    else if (!a->scale || !*a->scale) w = "no scale";
+    if (why) *why = w;
+    return w == NULL;
+}
+
+/* The data layout of a [lead..., rows, cols] shared block whose rows are
+ * cut into 64-element (128-byte) chunks, each chunk a swizzled 64-wide
+ * block of all rows (TMA writes one box per chunk). */
+static void rowmajor(strbuf *b, int stages, int rows, int cols)
+{
+    int c = cols / 64;
+    sb_puts(b, "swizzle(3,3,3,(");
+    if (stages) sb_printf(b, "%d,", stages);
+    if (c == 1) sb_printf(b, "%d,64):(", rows);
+    else sb_printf(b, "%d,(64,%d)):(", rows, c);
+    if (stages) sb_printf(b, "%d,", rows * cols);
+    if (c == 1) sb_puts(b, "64,1))");
+    else sb_printf(b, "64,(1,%d)))", rows * 64);
+}
+
+/* The same bytes seen transposed: [stages, cols, rows] (K^T as wgmma's
+ * K-major B operand). */
+static void transposed(strbuf *b, int stages, int rows, int cols)
+{
+    int c = cols / 64;
+    sb_printf(b, "swizzle(3,3,3,(%d,", stages);
+    if (c == 1) sb_printf(b, "64,%d):(%d,1,64))", rows, rows * cols);
+    else sb_printf(b, "(64,%d),%d):(%d,(1,%d),64))", c, rows, rows * cols, rows * 64);
+}
+
+/* The online softmax of S block J held in accumulator X (names suffixed
+ * with sfx): scale, the columns past Tk and (causal) past the row set to
+ * -inf on the blocks that have any, the running max m and sum l updated,
+ * X = exp(X - m_new) and alpha<sfx> = exp(m_old - m_new) left for the
+ * output's rescale. */
+static void softmax(strbuf *b, const sched_attn_sm90 *a, const char *x, const char *j, const char *sfx,
+                    const char *in)
+{
+    sb_printf(b, "%smul %s, %s -> %s\n", in, x, a->scale, x);
+    sb_printf(b,
+              "%sif (%s + 1) * %d > Tk {\n"
+              "%s  col%s = iota %s * %d -> register i32[64, %d] layout " ACC("%d") " dim 1\n"
+              "%s  ok%s = lt col%s, Tk\n"
+              "%s  select ok%s, %s, -inf -> %s\n"
+              "%s}\n",
+              in, j, BN, in, sfx, j, BN, BN, BN / 8, in, sfx, sfx, in, sfx, x, x, in);
+    if (a->causal)
+        sb_printf(b,
+                  "%sif %s * %d + %d > block_idx.x * %d + wg * 64 {\n"
+                  "%s  cc%s = iota %s * %d -> register i32[64, %d] layout " ACC("%d") " dim 1\n"
+                  "%s  rr%s = iota block_idx.x * %d + wg * 64 -> register i32[64, %d] layout " ACC("%d") " dim 0\n"
+                  "%s  keep%s = le cc%s, rr%s\n"
+                  "%s  select keep%s, %s, -inf -> %s\n"
+                  "%s}\n",
+                  in, j, BN, BN - 1, BM, in, sfx, j, BN, BN, BN / 8, in, sfx, BM, BN, BN / 8, in, sfx, sfx, sfx, in,
+                  sfx, x, x, in);
+    sb_printf(b,
+              "%smx%s = reduce.max %s -> register f32[64, 1] layout " ROWS " dim 1\n"
+              "%smn%s = max m, mx%s\n"
+              "%sdm%s = sub m, mn%s\n"
+              "%salpha%s = exp.approx dm%s\n"
+              "%smb%s = broadcast mn%s -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
+              "%ssub %s, mb%s -> %s\n"
+              "%sexp.approx %s -> %s\n"
+              "%srs%s = reduce.sum %s -> register f32[64, 1] layout " ROWS " dim 1\n"
+              "%smul l, alpha%s -> l\n"
+              "%sadd l, rs%s -> l\n"
+              "%scopy mn%s -> m\n",
+              in, sfx, x, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, BN, BN / 8, in, x, sfx, x, in, x,
+              x, in, sfx, x, in, sfx, in, sfx, in, sfx);
+}
+
+char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
+{
+    if (!sched_attn_sm90_fits(a, NULL)) return NULL;
+    const char *ty = a->dt == TSL_DTYPE_BF16 ? "bf16" : "f16";
+    int d = a->d, e = a->e, nb = a->nbatch;
+    static const char *const lead[] = {"", "B0, ", "B0, B1, "};
+    static const char *const at[] = {"", "block_idx.y, ", "block_idx.z, block_idx.y, "};
+    static const char *const grid[] = {"", ", B0", ", B1, B0"};
+    int param = !((a->scale[0] >= '0' && a->scale[0] <= '9') || a->scale[0] == '.' || a->scale[0] == '-');
+    strbuf b = {0};
+    sb_printf(&b,
+              "kernel %s(Q: global %s[%sTq, %d], K: global %s[%sTk, %d], V: global %s[%sTk, %d], "
+              "O: global %s[%sTq, %d]",
+              kname, ty, lead[nb], d, ty, lead[nb], d, ty, lead[nb], e, ty, lead[nb], e);
+    if (param) sb_printf(&b, ", %s: f32", a->scale);
+    sb_printf(&b, ") grid(cdiv(Tq, %d)%s) threads(384) smem_budget(232448) {\n", BM, grid[nb]);
+    sb_printf(&b, "  qs = alloc shared %s[%d, %d] layout ", ty, BM, d);
+    rowmajor(&b, 0, BM, d);
+    sb_printf(&b, "\n  ks = alloc shared %s[%d, %d, %d] layout ", ty, STAGES, BN, d);
+    rowmajor(&b, STAGES, BN, d);
+    sb_printf(&b, "\n  kt = view ks -> shared %s[%d, %d, %d] layout ", ty, STAGES, d, BN);
+    transposed(&b, STAGES, BN, d);
+    sb_printf(&b, "\n  vs = alloc shared %s[%d, %d, %d] layout ", ty, STAGES, BN, e);
+    rowmajor(&b, STAGES, BN, e);
+    sb_printf(&b,
+              "\n  qbar = alloc shared u64[1]\n  full = alloc shared u64[%d]\n  empty = alloc shared u64[%d]\n"
+              "  mbar_init qbar, 1\n  mbar_init full, 1\n  mbar_init empty, 2\n  sync\n",
+              STAGES, STAGES);
+    /* the K/V blocks this query block reads: all, or up to its diagonal */
+    char nblocks[96];
+    if (a->causal) snprintf(nblocks, sizeof nblocks, "min(cdiv(Tk, %d), block_idx.x + 1)", BN);
+    else snprintf(nblocks, sizeof nblocks, "cdiv(Tk, %d)", BN);
+    sb_printf(&b,
+              "  warpgroups {\n"
+              "    role producer(1) regs(24) {\n"
+              "      mbar_arrive qbar[0] bytes %d\n"
+              "      tma_load Q[%sblock_idx.x * %d, 0], qbar[0] -> qs\n"
+              "      for j in 0 : %s {\n"
+              "        let s = j %% %d\n"
+              "        mbar_wait empty[s], (j / %d + 1) %% 2\n"
+              "        mbar_arrive full[s] bytes %d\n"
+              "        tma_load K[%sj * %d, 0], full[s] -> ks[s]\n"
+              "        tma_load V[%sj * %d, 0], full[s] -> vs[s]\n"
+              "      }\n"
+              "    }\n",
+              BM * d * 2, at[nb], BM, nblocks, STAGES, STAGES, BN * (d + e) * 2, at[nb], BN, at[nb], BN);
+    sb_printf(&b,
+              "    role consumer(2, wg) regs(240) {\n"
+              "      m = alloc register f32[64, 1] layout " ROWS " init -inf\n"
+              "      l = alloc register f32[64, 1] layout " ROWS " init 0.0\n"
+              "      o = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
+              "      ph = alloc register %s[64, %d] layout " ACC("%d") " init 0.0\n"
+              "      let nb = %s\n"
+              "      mbar_wait qbar[0], 0\n"
+              "      if nb > 0 {\n"
+              "        mbar_wait full[0], 0\n"
+              "        s0 = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
+              "        wgmma_fence\n"
+              "        wgmma qs[wg * 64, 0], kt[0, 0, 0], s0 -> s0\n"
+              "        wgmma_commit\n"
+              "        wgmma_wait 0\n",
+              e, e / 8, ty, BN, BN / 8, nblocks, BN, BN / 8);
+    softmax(&b, a, "s0", "0", "0", "        ");
+    sb_printf(&b,
+              "        cast s0 -> ph\n"
+              "      }\n"
+              /* block j's S = Q K_j^T is issued with O += P_{j-1} V_{j-1}
+               * behind it: the softmax of S_j runs while the second
+               * product does */
+              "      for j in 1 : nb {\n"
+              "        let s = j %% %d\n"
+              "        let sp = (j + %d) %% %d\n"
+              "        mbar_wait full[s], (j / %d) %% 2\n"
+              "        sn = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
+              "        pa = view ph -> register %s[64, %d] layout " AREG("%d") "\n"
+              "        wgmma_fence\n"
+              "        wgmma qs[wg * 64, 0], kt[s, 0, 0], sn -> sn\n"
+              "        wgmma_commit\n"
+              "        wgmma pa, vs[sp, 0, 0], o -> o\n"
+              "        wgmma_commit\n"
+              "        wgmma_wait 1\n",
+              STAGES, STAGES - 1, STAGES, STAGES, BN, BN / 8, ty, BN, BN / 16);
+    softmax(&b, a, "sn", "j", "1", "        ");
+    sb_printf(&b,
+              "        wgmma_wait 0\n"
+              "        mbar_arrive empty[sp]\n"
+              "        ab = broadcast alpha1 -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
+              "        mul o, ab -> o\n"
+              "        cast sn -> ph\n"
+              "      }\n"
+              "      if nb > 0 {\n"
+              "        let sl = (nb - 1) %% %d\n"
+              "        pl = view ph -> register %s[64, %d] layout " AREG("%d") "\n"
+              "        wgmma_fence\n"
+              "        wgmma pl, vs[sl, 0, 0], o -> o\n"
+              "        wgmma_commit\n"
+              "        wgmma_wait 0\n"
+              "        mbar_arrive empty[sl]\n"
+              "      }\n"
+              "      lb = broadcast l -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
+              "      div o, lb -> o\n"
+              "      res = cast o -> register %s[64, %d] layout " ACC("%d") "\n"
+              "      store_global res -> O[%sblock_idx.x * %d + wg * 64, 0]\n"
+              "    }\n"
+              "  }\n"
+              "}\n",
+              e, e / 8, STAGES, ty, BN, BN / 16, e, e / 8, ty, e, e / 8, at[nb], BM);
+    return sb_take(&b);
+}
