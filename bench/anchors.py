@@ -118,7 +118,7 @@ def main():
              ("fp16", torch.float16, 8192, 8192, 8192), ("bf16", torch.bfloat16, 4096, 4096, 4096),
              ("bf16", torch.bfloat16, 8192, 8192, 8192), ("fp16", torch.float16, 4096, 14336, 4096),
              ("fp16", torch.float16, 4096, 4096, 14336), ("fp16", torch.float16, 128, 8192, 8192),
-             ("fp16", torch.float16, 16, 8192, 8192)]
+             ("fp16", torch.float16, 16, 8192, 8192), ("fp16", torch.float16, 1, 8192, 8192)]
     for name, dtype, M, N, K in gemms:
         work = f"GEMM {name} {M}^3" if M == N == K else f"GEMM {name} {M}x{N}x{K}"
         if not want(work):
@@ -231,6 +231,42 @@ def main():
         t = bench(lambda: torch.nn.functional.scaled_dot_product_attention(*nxt()))
         rows.append((f"attention fp16 B{B} H{H} S{S} D{D} (SDPA)", f"err {err:.1e}",
                      4 * B * H * S * S * D / t / 1e12, "TFLOP/s", t))
+
+    # issue 15: long sequences at head dim 128, with and without the causal
+    # mask (TFLOP/s of the half computed), and decode (TB/s of K and V)
+    for causal in (False, True):
+        name = f"attention {'causal ' if causal else ''}fp16 B4 H32 S4096 D128"
+        if not want(name):
+            continue
+        B, H, S, D = 4, 32, 4096, 128
+        nxt = rotate(lambda: tuple(torch.randn(B, H, S, D, device=dev, dtype=torch.float16)
+                                   for _ in range(3)), 2)
+        q, k, v = nxt()
+        o = torch.nn.functional.scaled_dot_product_attention(q[:1, :2], k[:1, :2], v[:1, :2], is_causal=causal)
+        qd, kd, vd = q[:1, :2].double(), k[:1, :2].double(), v[:1, :2].double()
+        sc = qd @ kd.transpose(-1, -2) / D**0.5
+        if causal:
+            sc = sc.masked_fill(torch.ones(S, S, device=dev, dtype=torch.bool).triu(1), float("-inf"))
+        err = rel_err(o, torch.softmax(sc, dim=-1) @ vd)
+        assert err < 1e-2, err
+        t = bench(lambda: torch.nn.functional.scaled_dot_product_attention(*nxt(), is_causal=causal))
+        rows.append((f"{name} (SDPA)", f"err {err:.1e}",
+                     4 * B * H * S * S * D / t / 1e12 * (0.5 if causal else 1.0), "TFLOP/s", t))
+        del nxt, q, k, v, o
+    if want("attention decode fp16 B32 H32 Tq1 KV8192 D128"):
+        B, H, T, D = 32, 32, 8192, 128
+        nxt = rotate(lambda: (torch.randn(B, H, 1, D, device=dev, dtype=torch.float16),
+                              torch.randn(B, H, T, D, device=dev, dtype=torch.float16),
+                              torch.randn(B, H, T, D, device=dev, dtype=torch.float16)), 2)
+        q, k, v = nxt()
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        qd, kd, vd = q[:2].double(), k[:2].double(), v[:2].double()
+        err = rel_err(o[:2], torch.softmax(qd @ kd.transpose(-1, -2) / D**0.5, dim=-1) @ vd)
+        assert err < 1e-2, err
+        t = bench(lambda: torch.nn.functional.scaled_dot_product_attention(*nxt()))
+        rows.append(("attention decode fp16 B32 H32 Tq1 KV8192 D128 (SDPA)", f"err {err:.1e}",
+                     2 * 2 * B * H * T * D / t / 1e12, "TB/s", t))
+        del nxt, q, k, v, o
 
     # issue 14: the quantized GEMV's anchors at (N, K) = 8192 x 8192, group
     # 128 — torch's int4 kernel (tinygemm, bf16 activations) and cuBLAS on

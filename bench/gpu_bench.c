@@ -80,7 +80,7 @@ static double bench_median(double *v, int n)
 
 /* ---- the programs ---------------------------------------------------------------------- */
 
-typedef enum { REF_MATMUL, REF_LAYERNORM, REF_SOFTMAX, REF_ATTENTION, REF_SCALEBIAS, REF_SILU, REF_BMM, REF_GEMM_GELU, REF_SUM } bench_ref;
+typedef enum { REF_MATMUL, REF_LAYERNORM, REF_SOFTMAX, REF_ATTENTION, REF_ATTN_CAUSAL, REF_ATTN_DECODE, REF_SCALEBIAS, REF_SILU, REF_BMM, REF_GEMM_GELU, REF_SUM } bench_ref;
 
 typedef struct bench_case {
     const char *work;    /* the row's name; bench/anchors.py names the same work */
@@ -112,6 +112,8 @@ static const bench_case bench_cases[] = {
      "M=128,K=136,N=264", "TFLOP/s"},
     {"GEMM fp16 16x8192x8192", "matmul.tc", "float16", REF_MATMUL, "M=16,N=8192,K=8192", "M=5,K=72,N=264",
      "M=16,K=136,N=264", "TFLOP/s"},
+    {"GEMM fp16 1x8192x8192", "matmul.tc", "float16", REF_MATMUL, "M=1,N=8192,K=8192", "M=1,K=131,N=264",
+     "M=1,K=8192,N=264", "TFLOP/s"},
     {"GEMM+bias+GELU fp16 4096^3", "gemm_gelu", "float16", REF_GEMM_GELU, "M=4096,K=4096,N=4096", "M=130,K=72,N=264",
      "M=257,K=136,N=264", "TFLOP/s"},
     {"bmm fp16 B512 384x384x64", "bmm", "float16", REF_BMM, "B=512,M=384,N=384,K=64", "B=3,M=130,N=72,K=40",
@@ -126,6 +128,17 @@ static const bench_case bench_cases[] = {
      "N=31,D=8192", "TB/s"},
     {"attention fp16 B32 H16 S384 D64", "attention.tc", "float16", REF_ATTENTION,
      "B=512,Tq=384,Tk=384,D=64,E=64", "B=3,Tq=17,Tk=23,D=64,E=64", "B=4,Tq=384,Tk=384,D=64,E=64", "TFLOP/s"},
+    /* issue 15: long sequences, head dim 128 (heads folded into B), with
+     * and without the causal mask (its TFLOP/s count the half computed),
+     * and decode (one query against a long KV: TB/s of the K and V bytes) */
+    {"attention fp16 B4 H32 S4096 D128", "attention.tc", "float16", REF_ATTENTION,
+     "B=128,Tq=4096,Tk=4096,D=128,E=128", "B=2,Tq=17,Tk=131,D=128,E=128", "B=2,Tq=1024,Tk=1024,D=128,E=128",
+     "TFLOP/s"},
+    {"attention causal fp16 B4 H32 S4096 D128", "attention_causal.tc", "float16", REF_ATTN_CAUSAL,
+     "B=128,Tq=4096,Tk=4096,D=128,E=128", "B=2,Tq=131,Tk=131,D=128,E=128", "B=2,Tq=1024,Tk=1024,D=128,E=128",
+     "TFLOP/s"},
+    {"attention decode fp16 B32 H32 Tq1 KV8192 D128", "attention.tc", "float16", REF_ATTN_DECODE,
+     "B=1024,Tq=1,Tk=8192,D=128,E=128", "B=2,Tq=1,Tk=300,D=128,E=128", "B=64,Tq=1,Tk=8192,D=128,E=128", "TB/s"},
     {"scale-bias-relu fp16 8192x8192", "scalebiasrelu", "float16", REF_SCALEBIAS, "N=8192,D=8192", "N=13,D=1031",
      "N=31,D=8192", "TB/s"},
     {"silu fp16 8192x8192", "silu", "float16", REF_SILU, "N=8192,D=8192", "N=13,D=1031", "N=31,D=8192", "TB/s"},
@@ -382,7 +395,7 @@ static double bench_sample_check(const bench_case *bc, const bench_host *h)
                 double acc = 0;
                 for (int64_t d = 0; d < D; d++)
                     acc += bench_at(h, "Q", (bb * Tq + i) * D + d) * bench_at(h, "K", (bb * Tk + j) * D + d);
-                p[j] = acc / sqrt((double)D);
+                p[j] = bc->ref == REF_ATTN_CAUSAL && j > i ? -INFINITY : acc / sqrt((double)D);
                 if (p[j] > mx) mx = p[j];
             }
             for (int64_t j = 0; j < Tk; j++) den += (p[j] = exp(p[j] - mx));
@@ -549,10 +562,14 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
         work = 2;
         for (int i = 0; i < def->nsizes; i++) work *= (double)b->sizes[i];
     }
-    else if (bc->ref == REF_ATTENTION) {
+    else if (bc->ref == REF_ATTENTION || bc->ref == REF_ATTN_CAUSAL) {
         int iq = bench_index(def, "Q"), ik = bench_index(def, "K");
         work = 4.0 * (double)b->shapes[iq][0] * (double)b->shapes[iq][1] * (double)b->shapes[ik][1] *
-               (double)b->shapes[iq][2];
+               (double)b->shapes[iq][2] * (bc->ref == REF_ATTN_CAUSAL ? 0.5 : 1.0);
+    } else if (bc->ref == REF_ATTN_DECODE) { /* the K and V bytes (fp16) */
+        int ik = bench_index(def, "K"), iv = bench_index(def, "V");
+        work = 2.0 * ((double)b->shapes[ik][0] * (double)b->shapes[ik][1] * (double)b->shapes[ik][2] +
+                      (double)b->shapes[iv][0] * (double)b->shapes[iv][1] * (double)b->shapes[iv][2]);
     } else if (bc->ref == REF_SUM) {
         work = 4.0 * (double)b->shapes[bench_index(def, "X")][0]; /* X read once: f32 */
     } else {

@@ -217,13 +217,7 @@ static char *plan_text(tt *k, const sched_attn *a, const char *kname, int be, in
     return text;
 }
 
-int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a)
-{
-    (void)p, (void)a;
-    return 0; /* the lead's wgmma + TMA flash-attention plan goes here */
-}
-
-int sched_attn_plan_tile(sched_plan *p, const sched_attn *a)
+int sched_attn_plan_tile(sched_plan *p, const sched_attn *a, const sched_guard *guard)
 {
     /* CPU: 128 x 64 score tiles, 128 "threads" of 8 x 8 (the micro-kernel's
      * register tile), 64-deep Q/K blocks: against 64 x 64 (4 x 8 a thread)
@@ -244,7 +238,7 @@ int sched_attn_plan_tile(sched_plan *p, const sched_attn *a)
     if (!text) return 0;
     tile_kernel *kern = tt_parse_kernel(p, text, kname, "attention");
     if (!kern) return 0;
-    tt_push_launch(&k, kern, a->grp, NULL);
+    tt_push_launch(&k, kern, a->grp, guard);
     return 1;
 }
 
@@ -252,6 +246,16 @@ int sched_lower_attention(sched_plan *p, const graph *g, const graph_group *grp)
 {
     sched_attn a;
     if (!p->opt->attention || !sched_attn_recognise(g, grp, &a)) return 0;
-    if (p->target != TSL_TARGET_CPU && p->sm >= 90 && sched_attn_plan_sm90(p, &a)) return 1;
-    return sched_attn_plan_tile(p, &a);
+    if (p->target != TSL_TARGET_CPU && p->sm >= 90) {
+        int before = p->nlaunches, kbefore = p->m->nkernels;
+        sched_guard rest;
+        if (sched_attn_plan_sm90(p, &a, &rest)) {
+            if (!rest.n) return 1; /* every size has its kernel */
+            if (sched_attn_plan_tile(p, &a, &rest)) return 1;
+            p->nlaunches = before; /* the fallback declined: neither runs */
+            p->m->nkernels = kbefore;
+            return 0;
+        }
+    }
+    return sched_attn_plan_tile(p, &a, NULL);
 }

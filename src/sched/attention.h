@@ -10,8 +10,11 @@
  * 1 when it appended its launch(es), 0 to decline (the next plan, finally
  * the generic lowering, takes the group):
  *
- *   sched_attn_plan_sm90   sm_90a flash attention (wgmma + TMA): the lead's,
- *                          not yet written (declines)
+ *   sched_attn_plan_sm90   sm_90a flash attention (wgmma + TMA; attn_sm90.c):
+ *                          f16/bf16, head dims 64 and 128, no mask or j <= i;
+ *                          one launch per head-dim pair, guarded by the sizes,
+ *                          and *rest the guard of the sizes it leaves to the
+ *                          next plan (n == 0: none)
  *   sched_attn_plan_tile   CPU and generic CUDA: FMA outer products in f32
  *                          on register tiles, K/V blocks through shared
  */
@@ -52,8 +55,8 @@ typedef struct sched_attn {
 /* Fill *a from an attention group; 0 when the group is not one. */
 int sched_attn_recognise(const graph *g, const graph_group *grp, sched_attn *a);
 
-int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a);
-int sched_attn_plan_tile(sched_plan *p, const sched_attn *a);
+int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest);
+int sched_attn_plan_tile(sched_plan *p, const sched_attn *a, const sched_guard *guard);
 
 /* The dispatch entry (strategy.h): recognise, then the plans in order. */
 int sched_lower_attention(sched_plan *p, const graph *g, const graph_group *grp);

@@ -24,8 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
+
 #include "base/base.h"
+#include "sched/attention.h"
 #include "sched/attn_sm90.h"
+#include "sched/tiletext.h"
 
 enum { BM = 128, BN = 128, STAGES = 3 };
 
@@ -219,4 +223,110 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "}\n",
               e, e / 8, STAGES, ty, BN, BN / 16, e, e / 8, ty, e, e / 8, at[nb], BM);
     return sb_take(&b);
+}
+
+/* ---- the plan: the attention strategy's sm_90a launches ----------------------------------- */
+
+/* Head dim x (a size of the def): the values a kernel may be written for
+ * (64, 128) that x can take; *sym its size symbol when it is one, else -1.
+ * 0 when it is neither a constant nor a plain size symbol. */
+static int head_dims(const lang_sexpr *x, int vals[2], int *sym)
+{
+    *sym = -1;
+    if (x->kind == LANG_SX_CONST) {
+        if (x->value != 64 && x->value != 128) return 0;
+        vals[0] = (int)x->value;
+        return 1;
+    }
+    if (x->kind != LANG_SX_SYM) return 0;
+    *sym = x->sym;
+    vals[0] = 64, vals[1] = 128;
+    return 2;
+}
+
+static void guard_eq(sched_guard *g, int sym, int v)
+{
+    if (sym < 0) return;
+    g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_LE, g->val[g->n++] = v;
+    g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_GT, g->val[g->n++] = v - 1;
+}
+
+/* sym in {64, 128}: sym % 64 == 0 && 0 < sym <= 128 */
+static void guard_in(sched_guard *g, int sym)
+{
+    if (sym < 0) return;
+    g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_MOD, g->val[g->n++] = 64;
+    g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_GT, g->val[g->n++] = 0;
+    g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_LE, g->val[g->n++] = 128;
+}
+
+int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)
+{
+    const lang_def *def = a->g->def;
+    memset(rest, 0, sizeof *rest);
+    if (!a->simple) return 0;
+    /* the kernel drops a masked column exactly (-inf); a TC mask value is
+     * the same only when it is far below any score (f16/bf16 inputs) */
+    if (a->mask == SCHED_ATTN_MASK_CAUSAL && (a->causal_off != 0 || !(a->mask_fill <= -1e30))) {
+        sched_note(p, "attention sm_90a: only j <= i masks with a fill <= -1e30");
+        return 0;
+    }
+    if (a->mask != SCHED_ATTN_MASK_NONE && a->mask != SCHED_ATTN_MASK_CAUSAL) {
+        sched_note(p, "attention sm_90a: mask tensors are not written yet");
+        return 0;
+    }
+    tsl_dtype dt = a->dq;
+    if ((dt != TSL_DTYPE_F16 && dt != TSL_DTYPE_BF16) || a->dk != dt || a->dv != dt || a->dout != dt) return 0;
+    const int ts[4] = {a->at.q, a->at.k, a->at.v, a->at.o};
+    for (int i = 0; i < 4; i++)
+        if (def->tensors[ts[i]]->rank != a->nb + 2) return 0;
+    int dv[2], ev[2], ds, es;
+    int nd = head_dims(a->d, dv, &ds), ne = head_dims(a->e, ev, &es);
+    if (!nd || !ne) return 0;
+    /* a scale by 1/sqrt(size) is a constant once the head dims are fixed */
+    if (a->scale_rsqrt_size >= 0 && a->scale_rsqrt_size != ds && a->scale_rsqrt_size != es) return 0;
+    if (a->scale_scalar >= 0 && (a->scale != 1 || a->scale_rsqrt_size >= 0)) return 0;
+    tsl_arena *ar = p->m->arena;
+    int before = p->nlaunches, kbefore = p->m->nkernels;
+    for (int i = 0; i < nd; i++)
+        for (int j = 0; j < ne; j++) {
+            char scale[64];
+            if (a->scale_scalar >= 0) snprintf(scale, sizeof scale, "a_scale");
+            else {
+                double s = a->scale;
+                if (a->scale_rsqrt_size >= 0) s /= sqrt((double)(a->scale_rsqrt_size == ds ? dv[i] : ev[j]));
+                snprintf(scale, sizeof scale, "%.17g", s);
+                if (!strchr("0123456789-.", scale[0])) goto fail; /* inf, nan */
+            }
+            sched_attn_sm90 sh = {a->nb, dv[i], ev[j], dt, a->mask == SCHED_ATTN_MASK_CAUSAL, scale};
+            const char *kname =
+                arena_printf(ar, "%s_g%d_attention_sm90_d%d_e%d", def->name, a->grp->index, dv[i], ev[j]);
+            char *text = sched_attn_sm90_text(&sh, kname);
+            tile_kernel *k = text ? tt_parse_kernel(p, text, kname, "attention sm_90a") : NULL;
+            if (!k) goto fail;
+            ARENA_PUSH(ar, p->m->kernels, p->m->nkernels, p->m->capkernels, k);
+            sched_launch ln = {.k = k, .stmt = a->grp->first, .nstmts = a->grp->nops};
+            guard_eq(&ln.guard, ds, dv[i]);
+            guard_eq(&ln.guard, es, ev[j]);
+            ARENA_PUSH(ar, p->launches, p->nlaunches, p->caplaunches, ln);
+            sched_launch *l = &p->launches[p->nlaunches - 1];
+            for (int t = 0; t < 4; t++) {
+                sched_arg arg = {.name = k->params[t]->name, .kind = SCHED_ARG_TENSOR, .tensor = ts[t]};
+                ARENA_PUSH(ar, l->args, l->nargs, l->capargs, arg);
+            }
+            if (a->scale_scalar >= 0) {
+                sched_arg arg = {.name = k->params[4]->name, .kind = SCHED_ARG_SCALAR, .tensor = a->scale_scalar};
+                ARENA_PUSH(ar, l->args, l->nargs, l->capargs, arg);
+            }
+            TSL_ASSERT(l->nargs == k->nparams);
+        }
+    /* the sizes no kernel here takes: d or e outside {64, 128} */
+    guard_in(rest, ds);
+    guard_in(rest, es);
+    rest->negate = rest->n > 0;
+    return 1;
+fail:
+    p->nlaunches = before;
+    p->m->nkernels = kbefore;
+    return 0;
 }

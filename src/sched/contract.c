@@ -21,16 +21,15 @@
  *     memory), the scale s multiplies the product sum, epilogue ops run on
  *     the tile in registers; one masked store of C.
  *
- * The kernel is written as tile text and parsed (the text is what
- * --emit=tile prints, so the strategy's output reads like the examples);
- * anything outside this shape returns 0 before the plan is touched and the
- * generic strategy lowers the group. */
+ * The kernel is built from the strategies' building blocks (blocks.h: the
+ * kernel shell, a statement body on the tile, blocks_mma.h: the main
+ * loops, the sm_90a ring); anything outside this shape returns 0 before
+ * the plan is touched and the generic strategy lowers the group. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/strategy.h"
-#include "target/target.h"
+#include "sched/blocks_mma.h"
 
 /* One plan of block/warp shape. */
 typedef struct ct_shape {
@@ -78,22 +77,25 @@ typedef struct ct {
     int stages;            /* pipeline depth */
     int cpu;               /* f32 plan for the CPU target (CT_CPU) */
     int tm, tn;            /* f32: the thread's micro-tile */
-    strbuf body;           /* the kernel's statements */
-    int nparam_t;          /* tensor params so far */
-    int ptensor[64];       /* def tensor of each tensor param */
-    int nscalar;
-    int pscalar[64];       /* def tensor of each typed scalar param */
-    int psize[64];         /* size slots passed as int params */
-    int nsize;
-    int tmp;               /* fresh value counter */
-    char cur[96];          /* the tile holding C's value, or "" (in memory) */
     char lc[256];          /* the accumulator layout */
     int want_sm90;         /* asked for the sm_90a plan: 1 wide, 2 narrow (small M) */
     int sm90;              /* the sm_90a plan: TMA ring, wgmma, warpgroups (ct_sm90) */
     int em, en, ethreads;  /* the epilogue's tile of C and the threads it spans:
                             * the block's, or one consumer warpgroup's (sm90) */
     const sched_options *opt; /* the plan's choices (sched/options.h) */
+    sched_blk *kb;         /* the kernel being built */
+    sched_blk_ring ring;   /* sm90: the ring's values (the tile's origin) */
+    int split;             /* split-K: 1 the slices' kernel, 2 the sum's (ct_build) */
+    int split_ws;          /* split-K: the plan's workspace (scratch index) */
 } ct;
+
+/* The sm_90a plan (blocks_mma.c, "the sm_90a ring"): BM = 128 rows a tile,
+ * two consumer warpgroups of 64 rows, 64-deep k blocks; the tiles visited
+ * CT_SM90_GROUP down M before moving right. The rows of A, B and C must be
+ * 16-byte aligned for TMA (K and N multiples of 8): the launch is guarded,
+ * and the mma.sync plan runs otherwise. */
+#define CT_SM90_GROUP 8
+static const ct_shape CT_SM90 = {128, 256, 64, 0, 0, 384};
 
 /* ---- recognition -------------------------------------------------------------------- */
 
@@ -240,773 +242,97 @@ static int recognise(ct *c)
     return 1;
 }
 
-/* ---- names and parameters ------------------------------------------------------------ */
+/* ---- the kernel ------------------------------------------------------------------------------------ */
 
-/* Kernel-visible name of a def tensor or size symbol: internal values all
- * start with "c_", so a def name only changes when it is reserved or
- * starts so. */
-static void pname(char *buf, size_t n, const char *name)
+/* The block product of the plan (blocks_mma.h). */
+static sched_blk_gemm ct_gemm(sched_blk *kb, const ct *c)
 {
-    if (tile_name_reserved(name) || !strncmp(name, "c_", 2)) snprintf(buf, n, "%s_p", name);
-    else snprintf(buf, n, "%s", name);
-}
-
-static void use_tensor(ct *c, int ti)
-{
-    for (int i = 0; i < c->nparam_t; i++)
-        if (c->ptensor[i] == ti) return;
-    if (c->nparam_t < 64) c->ptensor[c->nparam_t++] = ti;
-}
-
-static void use_scalar(ct *c, int ti)
-{
-    for (int i = 0; i < c->nscalar; i++)
-        if (c->pscalar[i] == ti) return;
-    if (c->nscalar < 64) c->pscalar[c->nscalar++] = ti;
-}
-
-/* Size slot `sym` is some tensor parameter's bare extent (then the kernel
- * binds it from the array). */
-static int size_bound(const ct *c, int sym)
-{
-    for (int i = 0; i < c->nparam_t; i++) {
-        const lang_tensor *t = c->def->tensors[c->ptensor[i]];
-        for (int d = 0; d < t->rank; d++)
-            if (t->shape[d]->kind == LANG_SX_SYM && t->shape[d]->sym == sym) return 1;
-    }
-    return 0;
-}
-
-static void sexpr_text(strbuf *b, const ct *c, const lang_sexpr *e)
-{
-    char nb[160];
-    if (e->kind == LANG_SX_CONST) {
-        sb_printf(b, "%lld", (long long)e->value);
-    } else {
-        pname(nb, sizeof nb, c->def->sizes[e->sym]);
-        sb_puts(b, nb);
-    }
-}
-
-static const char *dt_name(tsl_dtype t)
-{
-    char buf[16];
-    static const char *names[] = {"f16", "bf16", "f32"};
-    const char *s = tile_dtype_name(tile_dtype_from_tsl(t), buf);
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(s, names[i])) return names[i];
-    return "f32";
-}
-
-/* Offsets of C's tile in a tensor whose dims are vars `vars` (rank r). */
-static void tile_at(strbuf *b, const ct *c, const int *vars, int r)
-{
-    for (int d = 0; d < r; d++) {
-        sb_puts(b, d ? ", " : "[");
-        if (c->sm90) { /* the persistent loop's tile */
-            if (vars[d] == c->vm) sb_printf(b, "c_tm * %d + c_wg * %d", c->sh.bm, c->em);
-            else if (vars[d] == c->vn) sb_printf(b, "c_tn * %d", c->sh.bn);
-            else sb_puts(b, "c_tb");
-        } else if (vars[d] == c->vm) sb_printf(b, "block_idx.x * %d", c->sh.bm);
-        else if (vars[d] == c->vn) sb_printf(b, "block_idx.y * %d", c->sh.bn);
-        else sb_puts(b, "block_idx.z");
-    }
-    sb_puts(b, "]");
-}
-
-/* ---- layouts ---------------------------------------------------------------------------- */
-
-/* mma fragments for the block: warps WM x WN, each warp TM x TN atoms of C
- * and KA atoms deep (gemm.tile's forms, generalised), over the fragments of
- * the table's m16n8k16 row (target/frags.h; only the block part R is
- * written here). Transposed forms list the same factors with rows and
- * columns swapped (spatial <-> column_spatial, local <-> column_local), so
- * a thread holds the same elements in the same local order and `view`
- * turns one into the other. */
-static void mma_layouts(const ct *c, char *la, char *lat, char *lb, char *lbt, char *lcc, size_t n)
-{
-    const ct_shape *s = &c->sh;
-    int tm = s->bm / (16 * s->wm), tn = s->bn / (8 * s->wn), ka = s->bk / 16;
-    const target_atom *row = target_mma_resolve("m16n8k16", TSL_DTYPE_F16, TSL_DTYPE_F32, NULL);
-    strbuf f[5] = {{0}};
-    int bad = !row || target_frag_text(&f[0], row, TARGET_A, 0) || target_frag_text(&f[1], row, TARGET_A, 1) ||
-              target_frag_text(&f[2], row, TARGET_B, 0) || target_frag_text(&f[3], row, TARGET_B, 1) ||
-              target_frag_text(&f[4], row, TARGET_C, 0);
-    TSL_ASSERT(!bad); /* the sm80 table's m16n8k16 row has its three layouts */
-    snprintf(lcc, n, "spatial(%d, %d).local(%d, %d).%s", s->wm, s->wn, tm, tn, sb_str(&f[4]));
-    snprintf(la, n, "spatial(%d, 1).replicate(%d).local(%d, %d).%s", s->wm, s->wn, tm, ka, sb_str(&f[0]));
-    snprintf(lat, n, "column_spatial(1, %d).replicate(%d).column_local(%d, %d).%s", s->wm, s->wn, ka, tm,
-             sb_str(&f[1]));
-    snprintf(lb, n, "replicate(%d).spatial(1, %d).local(%d, %d).%s", s->wm, s->wn, ka, tn, sb_str(&f[2]));
-    snprintf(lbt, n, "replicate(%d).column_spatial(%d, 1).column_local(%d, %d).%s", s->wm, s->wn, tn, ka,
-             sb_str(&f[3]));
-    for (int i = 0; i < 5; i++) sb_free(&f[i]);
-}
-
-/* ---- the main loop ------------------------------------------------------------------------ */
-
-static void spec(strbuf *b, const ct *c, const char *view, int ti, int trans, int is_a)
-{
-    char nb[160];
-    pname(nb, sizeof nb, c->def->tensors[ti]->name);
-    /* block shape and index map in the tensor's own dim order */
-    int rows = is_a ? c->sh.bm : c->sh.bk, cols = is_a ? c->sh.bk : c->sh.bn;
-    const char *ir = is_a ? "block_idx.x" : "k", *ic = is_a ? "k" : "block_idx.y";
-    if (trans) {
-        int t = rows;
-        rows = cols, cols = t;
-        const char *u = ir;
-        ir = ic, ic = u;
-    }
-    sb_printf(b, "%s = %s[%s%d, %d] at (%s%s, %s) shared", view, nb, c->nb ? "1, " : "", rows, cols,
-              c->nb ? "block_idx.z, " : "", ir, ic);
-    /* rows padded by 16 bytes: the 8 rows one ldmatrix (or one warp's
-     * column reads) touches fall in 8 different 16-byte bank groups */
-    int pad = c->pad;
-    if (c->cpu && !c->mma && !is_a && trans) {
-        /* CPU: B^T stored k-major, so the micro-kernel's vector reads of
-         * B's row at one kk are contiguous (A stays as stored: its reads
-         * are broadcasts, and a transposing copy costs more than it saves) */
-        if (c->nb) sb_printf(b, " layout (1, %d, %d):(%d, 1, %d)", rows, cols, cols * (rows + pad), rows + pad);
-        else sb_printf(b, " layout (%d, %d):(1, %d)", rows, cols, rows + pad);
-        return;
-    }
-    if (!c->cpu && !c->mma && is_a && !trans) {
-        /* GPU f32: A's block stored k-major too, so a thread's tm rows at
-         * one kk are contiguous (two 16-byte shared loads instead of tm
-         * strided ones, which bound the k loop by shared bandwidth); the
-         * copy in writes 4-byte elements across the transpose */
-        if (c->nb) sb_printf(b, " layout (1, %d, %d):(%d, 1, %d)", rows, cols, cols * (rows + pad), rows + pad);
-        else sb_printf(b, " layout (%d, %d):(1, %d)", rows, cols, rows + pad);
-        return;
-    }
-    if (pad && c->nb) sb_printf(b, " layout (1, %d, %d):(%d, %d, 1)", rows, cols, rows * (cols + pad), cols + pad);
-    else if (pad) sb_printf(b, " layout (%d, %d):(%d, 1)", rows, cols, cols + pad);
-}
-
-static void emit_mainloop(ct *c, strbuf *b)
-{
-    const ct_shape *s = &c->sh;
     const lang_tensor *A = c->def->tensors[c->ta];
-    char kext[160];
-    strbuf kb = {0};
-    sexpr_text(&kb, c, A->shape[c->nb + (c->a_trans ? 0 : 1)]);
-    snprintf(kext, sizeof kext, "%s", sb_str(&kb));
-    sb_free(&kb);
-    sb_printf(b, "  pipeline(grid=(k: cdiv(%s, %d)), stages=%d, in=[", kext, s->bk, c->stages);
-    spec(b, c, "c_ta", c->ta, c->a_trans, 1);
-    sb_puts(b, ", ");
-    spec(b, c, "c_tb", c->tb, c->b_trans, 0);
-    sb_puts(b, "], out=[]) {\n");
-    const char *z = c->nb ? "0, " : "";
-    const char *in = dt_name(A->dtype);
-    if (c->mma) {
-        char la[256], lat[256], lb[256], lbt[256], lcc[256];
-        mma_layouts(c, la, lat, lb, lbt, lcc, sizeof la);
-        if (c->a_trans) {
-            sb_printf(b, "    c_ra0 = load_shared c_ta[%s0, 0] -> register %s[%d, %d] layout %s\n", z, in, s->bk, s->bm,
-                      lat);
-            sb_printf(b, "    c_ra = view c_ra0 -> register %s[%d, %d] layout %s\n", in, s->bm, s->bk, la);
-        } else {
-            sb_printf(b, "    c_ra = load_shared c_ta[%s0, 0] -> register %s[%d, %d] layout %s\n", z, in, s->bm, s->bk,
-                      la);
-        }
-        if (c->b_trans) {
-            sb_printf(b, "    c_rb0 = load_shared c_tb[%s0, 0] -> register %s[%d, %d] layout %s\n", z, in, s->bn, s->bk,
-                      lbt);
-            sb_printf(b, "    c_rb = view c_rb0 -> register %s[%d, %d] layout %s\n", in, s->bk, s->bn, lb);
-        } else {
-            sb_printf(b, "    c_rb = load_shared c_tb[%s0, 0] -> register %s[%d, %d] layout %s\n", z, in, s->bk, s->bn,
-                      lb);
-        }
-        sb_puts(b, "    mma c_ra, c_rb, c_acc -> c_acc\n");
-    } else {
-        /* one k at a time: column kk of A's block and row kk of B's block,
-         * broadcast over the thread's tm x tn micro-tile (P x Q threads) */
-        char cl[4][96];
-        int P = s->bm / c->tm, Q = s->bn / c->tn;
-        snprintf(cl[0], sizeof cl[0], "spatial(%d, 1).replicate(%d).local(%d, 1)", P, Q, c->tm); /* A column */
-        snprintf(cl[1], sizeof cl[1], "replicate(%d).spatial(1, %d).local(1, %d)", P, Q, c->tn); /* B row */
-        snprintf(cl[2], sizeof cl[2], "replicate(%d).spatial(%d, 1).local(%d, 1)", P, Q, c->tn); /* B^T column */
-        snprintf(cl[3], sizeof cl[3], "spatial(1, %d).replicate(%d).local(1, %d)", P, Q, c->tm); /* A^T row */
-        const char *lcol = cl[0], *lrow = cl[1], *lcolb = cl[2], *lrowa = cl[3];
-        sb_printf(b, "    for c_kk in 0 : %d {\n", s->bk);
-        if (c->a_trans) {
-            sb_printf(b, "      c_a0 = load_shared c_ta[%sc_kk, 0] -> register f32[1, %d] layout %s\n", z, s->bm, lrowa);
-            sb_printf(b, "      c_a = view c_a0 -> register f32[%d, 1] layout %s\n", s->bm, lcol);
-        } else {
-            sb_printf(b, "      c_a = load_shared c_ta[%s0, c_kk] -> register f32[%d, 1] layout %s\n", z, s->bm, lcol);
-        }
-        if (c->b_trans) {
-            sb_printf(b, "      c_b0 = load_shared c_tb[%s0, c_kk] -> register f32[%d, 1] layout %s\n", z, s->bn, lcolb);
-            sb_printf(b, "      c_b = view c_b0 -> register f32[1, %d] layout %s\n", s->bn, lrow);
-        } else {
-            sb_printf(b, "      c_b = load_shared c_tb[%sc_kk, 0] -> register f32[1, %d] layout %s\n", z, s->bn, lrow);
-        }
-        sb_printf(b, "      c_ab = broadcast c_a -> register f32[%d, %d] layout %s dim 1\n", s->bm, s->bn, c->lc);
-        sb_printf(b, "      c_bb = broadcast c_b -> register f32[%d, %d] layout %s dim 0\n", s->bm, s->bn, c->lc);
-        sb_puts(b, "      c_p = mul c_ab, c_bb\n");
-        /* on the CPU the k loop asks for the f32 micro-kernel atom
-         * (target/cpu.c; the option cpu.micro_kernels=0 leaves the generic loop) */
-        sb_printf(b, "      add c_acc, c_p -> c_acc%s\n", c->cpu && c->opt->micro_kernels ? " atom cpu.ukr.f32" : "");
-        sb_puts(b, "    }\n");
-    }
-    sb_puts(b, "  }\n");
+    sched_blk_gemm g = {
+        .a = sched_blk_tensor(kb, c->ta),
+        .b = sched_blk_tensor(kb, c->tb),
+        .in = A->dtype,
+        .a_trans = c->a_trans,
+        .b_trans = c->b_trans,
+        .nb = c->nb,
+        .bm = c->sh.bm,
+        .bn = c->sh.bn,
+        .bk = c->sh.bk,
+        .wm = c->sh.wm,
+        .wn = c->sh.wn,
+        .tm = c->tm,
+        .tn = c->tn,
+        .threads = c->sh.threads,
+        .pad = c->pad,
+        .stages = c->stages,
+        .mma = c->mma,
+        .cpu = c->cpu,
+        .ukr = c->cpu && c->opt->micro_kernels,
+        .kext = sched_blk_extent(kb, A->shape[c->nb + (c->a_trans ? 0 : 1)]),
+        .lc = c->lc,
+    };
+    return g;
 }
 
-/* ---- the sm_90a plan --------------------------------------------------------------------------
- * A persistent grid (one block per multiprocessor, c_nsm) loops over the
- * output tiles of C (BM x BN, BM = 128), grouped 8 tiles down M so that
- * consecutive tiles share B's columns in L2. Warpgroup 0 (the producer, 40
- * registers) streams 64-deep k blocks of A (128 x 64, K-major) and B
- * (64 x BN, N-major, 64-wide TMA boxes) through a ring of shared stages,
- * across tiles: it waits until a stage is empty, announces its bytes on the
- * stage's full barrier and issues the TMA copies, so the next tile's blocks
- * arrive while the consumers run the epilogue. Warpgroups 1 and 2 (the
- * consumers, 232 registers) each own 64 rows: they wait until a stage is
- * full, run wgmma over it with one group in flight, and release the stage
- * before. After a tile's loop the epilogue runs on each consumer's 64 x BN
- * f32 tile in the wgmma accumulator layout (init ops, C's old value, the
- * scale, epilogue ops); a 16-bit C goes out through shared memory and a TMA
- * store (elements past C's edge are not written), others by masked stores.
- * The rows of A, B and C must be 16-byte aligned for TMA (K and N multiples
- * of 8): the launch is guarded, and the mma.sync plan runs otherwise. */
-#define CT_SM90_SMEM (220 * 1024) /* the stages, C's staging tiles and the barriers */
-#define CT_SM90_GROUP 8          /* tiles down M visited before moving right */
-static const ct_shape CT_SM90 = {128, 256, 64, 0, 0, 384};
-
-/* C leaves through shared memory and TMA (a 16-bit C). */
-static int sm90_tma_store(const ct *c)
+/* The tile's first coordinate along box var v (sched_blk_tile.origin). */
+static tile_expr *ct_origin(void *ctx, int v)
 {
-    tsl_dtype t = c->def->tensors[c->tc]->dtype;
-    return t == TSL_DTYPE_F16 || t == TSL_DTYPE_BF16;
+    ct *c = ctx;
+    sched_blk *kb = c->kb;
+    if (c->sm90) { /* the persistent loop's tile */
+        if (v == c->vm)
+            return sched_blk_bin(kb, TILE_OP_ADD, sched_blk_bin(kb, TILE_OP_MUL, sched_blk_v(kb, c->ring.tm), sched_blk_int(kb, c->sh.bm)),
+                                 sched_blk_bin(kb, TILE_OP_MUL, sched_blk_v(kb, c->ring.wg), sched_blk_int(kb, c->em)));
+        if (v == c->vn) return sched_blk_bin(kb, TILE_OP_MUL, sched_blk_v(kb, c->ring.tn), sched_blk_int(kb, c->sh.bn));
+        return sched_blk_v(kb, c->ring.tb);
+    }
+    if (v == c->vm) return sched_blk_bin(kb, TILE_OP_MUL, sched_blk_bidx(kb, 0), sched_blk_int(kb, c->sh.bm));
+    if (v == c->vn) return sched_blk_bin(kb, TILE_OP_MUL, sched_blk_bidx(kb, 1), sched_blk_int(kb, c->sh.bn));
+    return sched_blk_bidx(kb, 2);
 }
 
-/* The ring's depth for the block shape (what is left beside C's tiles). */
-static int sm90_stages(const ct *c)
+static int ct_covers(void *ctx, const graph_op *op, int v, int ti, int d)
 {
-    int stage = (c->sh.bm * c->sh.bk + c->sh.bk * c->sh.bn) * 2;
-    int ctile = sm90_tma_store(c) ? c->sh.bm * c->sh.bn * 2 : 0;
-    int n = (CT_SM90_SMEM - ctile - 2048) / stage;
-    return n > 8 ? 8 : n;
+    ct *c = ctx;
+    return covers(op, v, c->def->tensors[ti], d);
 }
 
-/* The size text of tensor t's dim d. */
-static void dim_text(char *buf, size_t n, const ct *c, int t, int d)
-{
-    strbuf kb = {0};
-    sexpr_text(&kb, c, c->def->tensors[t]->shape[d]);
-    snprintf(buf, n, "%s", sb_str(&kb));
-    sb_free(&kb);
-}
-
-/* The tile loop of a role: c_t over this block's tiles, c_tm / c_tn (/ c_tb)
- * its coordinates (grouped order). Opens one brace. */
-static void sm90_tile_loop(const ct *c, strbuf *b)
-{
-    char M[160], N[160], B[160];
-    dim_text(M, sizeof M, c, c->tc, c->nb);
-    dim_text(N, sizeof N, c, c->tc, c->nb + 1);
-    if (c->nb) dim_text(B, sizeof B, c, c->tc, 0);
-    sb_printf(b, "      let c_gm = cdiv(%s, %d)\n      let c_gn = cdiv(%s, %d)\n", M, c->sh.bm, N, c->sh.bn);
-    sb_printf(b, "      let c_ntiles = c_gm * c_gn%s%s\n", c->nb ? " * " : "", c->nb ? B : "");
-    sb_puts(b, "      for c_t in block_idx.x : c_ntiles : min(c_ntiles, c_nsm) {\n");
-    if (c->nb) sb_puts(b, "        let c_tb = c_t / (c_gm * c_gn)\n        let c_r = c_t % (c_gm * c_gn)\n");
-    else sb_puts(b, "        let c_r = c_t\n");
-    sb_printf(b, "        let c_g0 = c_r / (%d * c_gn) * %d\n", CT_SM90_GROUP, CT_SM90_GROUP);
-    sb_printf(b, "        let c_gs = min(c_gm - c_g0, %d)\n", CT_SM90_GROUP);
-    sb_printf(b, "        let c_tm = c_g0 + c_r %% (%d * c_gn) %% c_gs\n", CT_SM90_GROUP);
-    sb_printf(b, "        let c_tn = c_r %% (%d * c_gn) / c_gs\n", CT_SM90_GROUP);
-}
-
-static void emit_sm90_open(ct *c, strbuf *b)
-{
-    const ct_shape *s = &c->sh;
-    const char *in = dt_name(c->def->tensors[c->ta]->dtype);
-    int S = sm90_stages(c);
-    /* the stages in the global tensors' own dim order (TMA boxes), 128-byte
-     * swizzled rows of 64; a transposed operand is seen by wgmma through a
-     * shared view (the same bytes) with its dims in [M, K] / [K, N] order */
-    int SA = s->bm * s->bk, SB = s->bk * s->bn;
-    if (!c->a_trans)
-        sb_printf(b, "  c_as = alloc shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,%d):(%d,%d,1))\n", in, S, s->bm,
-                  s->bk, S, s->bm, s->bk, SA, s->bk);
-    else {
-        sb_printf(b, "  c_at = alloc shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,(64,%d)):(%d,64,(1,%d)))\n", in,
-                  S, s->bk, s->bm, S, s->bk, s->bm / 64, SA, 64 * s->bk);
-        sb_printf(b, "  c_as = view c_at -> shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,(64,%d),%d):(%d,(1,%d),64))\n",
-                  in, S, s->bm, s->bk, S, s->bm / 64, s->bk, SA, 64 * s->bk);
-    }
-    if (!c->b_trans)
-        sb_printf(b, "  c_bs = alloc shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,(64,%d)):(%d,64,(1,%d)))\n", in,
-                  S, s->bk, s->bn, S, s->bk, s->bn / 64, SB, 64 * s->bk);
-    else {
-        sb_printf(b, "  c_bt = alloc shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,%d):(%d,%d,1))\n", in, S, s->bn,
-                  s->bk, S, s->bn, s->bk, SB, s->bk);
-        sb_printf(b, "  c_bs = view c_bt -> shared %s[%d, %d, %d] layout swizzle(3,3,3,(%d,%d,%d):(%d,1,%d))\n", in, S,
-                  s->bk, s->bn, S, s->bk, s->bn, SB, s->bk);
-    }
-    if (sm90_tma_store(c))
-        sb_printf(b, "  c_cs = alloc shared %s[2, %d, %d] layout swizzle(3,3,3,(2,%d,(64,%d)):(%d,64,(1,%d)))\n",
-                  dt_name(c->def->tensors[c->tc]->dtype), c->em, s->bn, c->em, s->bn / 64, c->em * s->bn, 64 * c->em);
-    sb_printf(b, "  c_full = alloc shared u64[%d]\n  c_empty = alloc shared u64[%d]\n", S, S);
-    sb_puts(b, "  mbar_init c_full, 1\n  mbar_init c_empty, 2\n  sync\n  warpgroups {\n");
-    char kext[160], na[160], nb[160];
-    dim_text(kext, sizeof kext, c, c->ta, c->nb + (c->a_trans ? 0 : 1));
-    pname(na, sizeof na, c->def->tensors[c->ta]->name);
-    pname(nb, sizeof nb, c->def->tensors[c->tb]->name);
-    const char *z = c->nb ? "c_tb, " : "";
-    sb_puts(b, "    role producer(1) regs(40) {\n      var c_it = 0\n");
-    sm90_tile_loop(c, b);
-    sb_printf(b, "        for c_k in 0 : cdiv(%s, %d) {\n", kext, s->bk);
-    sb_printf(b, "          let c_s = c_it %% %d\n", S);
-    sb_printf(b, "          mbar_wait c_empty[c_s], (c_it / %d + 1) %% 2\n", S);
-    sb_printf(b, "          mbar_arrive c_full[c_s] bytes %d\n", (s->bm * s->bk + s->bk * s->bn) * 2);
-    if (!c->a_trans)
-        sb_printf(b, "          tma_load %s[%sc_tm * %d, c_k * %d], c_full[c_s] -> c_as[c_s]\n", na, z, s->bm, s->bk);
-    else
-        sb_printf(b, "          tma_load %s[%sc_k * %d, c_tm * %d], c_full[c_s] -> c_at[c_s]\n", na, z, s->bk, s->bm);
-    if (!c->b_trans)
-        sb_printf(b, "          tma_load %s[%sc_k * %d, c_tn * %d], c_full[c_s] -> c_bs[c_s]\n", nb, z, s->bk, s->bn);
-    else
-        sb_printf(b, "          tma_load %s[%sc_tn * %d, c_k * %d], c_full[c_s] -> c_bt[c_s]\n", nb, z, s->bn, s->bk);
-    sb_puts(b, "          set c_it = c_it + 1\n        }\n      }\n    }\n");
-    sb_puts(b, "    role consumer(2, c_wg) regs(232) {\n      var c_it = 0\n");
-    sm90_tile_loop(c, b);
-}
-
-static void emit_sm90_mainloop(ct *c, strbuf *b)
-{
-    const ct_shape *s = &c->sh;
-    char kext[160];
-    dim_text(kext, sizeof kext, c, c->ta, c->nb + (c->a_trans ? 0 : 1));
-    int S = sm90_stages(c);
-    /* one wgmma group in flight: step k's products run while the
-     * consumer waits for step k-1's and releases its stage; the tile's
-     * last stage is released after the final wait */
-    sb_printf(b, "  c_acc = alloc register f32[%d, %d] layout %s init 0.0\n", c->em, c->en, c->lc);
-    sb_printf(b, "  let c_nk = cdiv(%s, %d)\n", kext, s->bk);
-    sb_puts(b, "  for c_k in 0 : c_nk {\n");
-    sb_printf(b, "    let c_s = c_it %% %d\n", S);
-    sb_printf(b, "    mbar_wait c_full[c_s], (c_it / %d) %% 2\n", S);
-    sb_puts(b, "    wgmma_fence\n");
-    sb_printf(b, "    wgmma c_as[c_s, c_wg * %d, 0], c_bs[c_s, 0, 0], c_acc -> c_acc\n", c->em);
-    sb_puts(b, "    wgmma_commit\n    wgmma_wait 1\n");
-    sb_printf(b, "    if c_k > 0 {\n      mbar_arrive c_empty[(c_it + %d) %% %d]\n    }\n", S - 1, S);
-    sb_puts(b, "    set c_it = c_it + 1\n  }\n  wgmma_wait 0\n");
-    sb_printf(b, "  if c_nk > 0 {\n    mbar_arrive c_empty[(c_it + %d) %% %d]\n  }\n", S - 1, S);
-}
-
-/* The tile's store: through shared memory and TMA, or masked stores. */
-static void emit_sm90_store(ct *c, strbuf *b, const char *out, const char *cname)
-{
-    int vars[3] = {0, 1, 2};
-    const lang_tensor *C = c->def->tensors[c->tc];
-    if (!sm90_tma_store(c)) {
-        sb_printf(b, "  store_global %s -> %s", out, cname);
-        tile_at(b, c, vars, C->rank);
-        sb_puts(b, "\n");
-        return;
-    }
-    /* the previous tile's TMA store has read c_cs[c_wg]: then write it,
-     * make the writes visible to the copy engine, store */
-    sb_puts(b, "  bulk_wait 0\n");
-    sb_printf(b, "  store_shared %s -> c_cs[c_wg, 0, 0]\n  fence_async\n  sync\n", out);
-    sb_printf(b, "  tma_store c_cs[c_wg] -> %s", cname);
-    tile_at(b, c, vars, C->rank);
-    sb_puts(b, "\n  bulk_commit\n");
-}
-
-/* ---- pointwise ops on the tile ------------------------------------------------------------ */
-
-/* A value of an expression: a register tile (f32[BM, BN], layout lc) or a
- * scalar operand text (a literal or a typed scalar parameter). */
-typedef struct cv {
-    int tile;
-    char text[96];
-} cv;
-
-static cv cv_tile(ct *c)
-{
-    cv v = {.tile = 1};
-    snprintf(v.text, sizeof v.text, "c_v%d", c->tmp++);
-    return v;
-}
-
-/* x as a tile (a scalar filled in). */
-static cv as_tile(ct *c, cv x)
-{
-    if (x.tile) return x;
-    cv r = cv_tile(c);
-    sb_printf(&c->body, "  %s = alloc register f32[%d, %d] layout %s init %s\n", r.text, c->em, c->en, c->lc,
-              x.text);
-    return r;
-}
-
-/* The current value of C at the tile: the register value, or loaded. */
-static cv load_c(ct *c)
-{
-    cv r = {.tile = 1};
-    if (c->cur[0]) {
-        snprintf(r.text, sizeof r.text, "%s", c->cur);
-        return r;
-    }
-    use_tensor(c, c->tc);
-    const lang_tensor *C = c->def->tensors[c->tc];
-    char nb[160];
-    pname(nb, sizeof nb, C->name);
-    r = cv_tile(c);
-    int vars[3] = {0, 1, 2};
-    strbuf at = {0};
-    tile_at(&at, c, vars, C->rank);
-    sb_printf(&c->body, "  %s = load_global %s%s -> register %s[%d, %d] layout %s\n", r.text, nb, sb_str(&at),
-              dt_name(C->dtype), c->em, c->en, c->lc);
-    sb_free(&at);
-    if (C->dtype != TSL_DTYPE_F32) {
-        cv f = cv_tile(c);
-        sb_printf(&c->body, "  %s = cast %s -> register f32[%d, %d] layout %s\n", f.text, r.text, c->em, c->en,
-                  c->lc);
-        r = f;
-    }
-    return r;
-}
-
-/* A read of tensor T (not C) in a side op: every index a pure parallel
- * var, in the order (batch?, m?, n?) with m or n present. Loaded and
- * broadcast over the tile. */
-static int load_other(ct *c, const graph_op *op, const graph_operand *o, cv *out)
-{
-    const lang_tensor *T = c->def->tensors[o->tensor];
-    if (!o->affine || !is_io_dt(T->dtype) || o->rank < 1 || o->rank > 3) return 0;
-    int vars[3], has_m = 0, has_n = 0, prev = -1;
-    for (int d = 0; d < o->rank; d++) {
-        int v = o->idx[d].var;
-        if (v < 0 || v >= op->niter || v <= prev || !covers(op, v, T, d)) return 0;
-        prev = v;
-        vars[d] = v;
-        has_m |= v == c->vm;
-        has_n |= v == c->vn;
-    }
-    if (!has_m && !has_n) return 0;
-    if (c->nb && vars[0] != 0) return 0; /* a batch-indexed tensor must have the batch first */
-    use_tensor(c, o->tensor);
-    char nb[160];
-    pname(nb, sizeof nb, T->name);
-    strbuf at = {0};
-    tile_at(&at, c, vars, o->rank);
-        cv r = cv_tile(c);
-    const char *dt = dt_name(T->dtype);
-    if (has_m && has_n) {
-        sb_printf(&c->body, "  %s = load_global %s%s -> register %s[%d, %d] layout %s\n", r.text, nb, sb_str(&at), dt,
-                  c->em, c->en, c->lc);
-    } else {
-        /* a vector along n (bias(o)) or along m (denom(b, i)): 16
-         * threads hold len/16 contiguous elements each, the other
-         * threads replicate them; then broadcast over the tile */
-        int len = has_n ? c->en : c->em;
-        char lay[96];
-        snprintf(lay, sizeof lay, "replicate(%d).spatial(16).local(%d)", c->ethreads / 16, len / 16);
-        cv v1 = cv_tile(c);
-        sb_printf(&c->body, "  %s = load_global %s%s -> register %s[%d] layout %s\n", v1.text, nb, sb_str(&at), dt, len,
-                  lay);
-        if (T->dtype != TSL_DTYPE_F32) {
-            cv f = cv_tile(c);
-            sb_printf(&c->body, "  %s = cast %s -> register f32[%d] layout %s\n", f.text, v1.text, len, lay);
-            v1 = f;
-        }
-        sb_printf(&c->body, "  %s = broadcast %s -> register f32[%d, %d] layout %s dim %d\n", r.text, v1.text, c->em,
-                  c->en, c->lc, has_n ? 0 : 1);
-        sb_free(&at);
-        *out = r;
-        return 1;
-    }
-    sb_free(&at);
-    if (T->dtype != TSL_DTYPE_F32) {
-        cv f = cv_tile(c);
-        sb_printf(&c->body, "  %s = cast %s -> register f32[%d, %d] layout %s\n", f.text, r.text, c->em, c->en, c->lc);
-        r = f;
-    }
-    *out = r;
-    return 1;
-}
-
-static int side_expr(ct *c, const graph_op *op, const graph_expr *e, cv *out);
-
-static const char *unary_name(int b)
-{
-    switch (b) {
-    case LANG_EXP: return "exp";
-    case LANG_LOG: return "log";
-    case LANG_SQRT: return "sqrt";
-    case LANG_RSQRT: return "rsqrt";
-    case LANG_TANH: return "tanh";
-    case LANG_SIGMOID: return "sigmoid";
-    case LANG_ABS: return "abs";
-    case LANG_ERF: return "erf";
-    default: return NULL;
-    }
-}
-
-static int side_binary(ct *c, const char *opname, cv x, cv y, cv *out)
-{
-    if (!x.tile && !y.tile) x = as_tile(c, x);
-    if (!x.tile) {
-        /* a scalar first operand: commutative ops swap, others fill a tile */
-        if (!strcmp(opname, "add") || !strcmp(opname, "mul") || !strcmp(opname, "max") || !strcmp(opname, "min")) {
-            cv t = x;
-            x = y;
-            y = t;
-        } else {
-            x = as_tile(c, x);
-        }
-    }
-    cv r = cv_tile(c);
-    sb_printf(&c->body, "  %s = %s %s, %s\n", r.text, opname, x.text, y.text);
-    *out = r;
-    return 1;
-}
-
-/* The scalar body of a side op as tile instructions, all in f32. */
-static int side_expr(ct *c, const graph_op *op, const graph_expr *e, cv *out)
-{
-    const lang_expr *src = e->src;
-    switch (e->kind) {
-    case LANG_E_INT:
-        *out = (cv){0};
-        snprintf(out->text, sizeof out->text, "%lld.0", (long long)src->ival);
-        return 1;
-    case LANG_E_FLOAT:
-        *out = (cv){0};
-        snprintf(out->text, sizeof out->text, "%.17g", src->fval);
-        if (!strpbrk(out->text, ".eEn")) strcat(out->text, ".0");
-        return 1;
-    case LANG_E_SCALAR: {
-        if (!dtype_info_of(src->tensor->dtype)->is_float) return 0;
-        use_scalar(c, src->tensor->index);
-        *out = (cv){0};
-        pname(out->text, sizeof out->text, src->tensor->name);
-        return 1;
-    }
-    case LANG_E_SIZE: {
-        /* an int size in float arithmetic: a tile filled with it */
-        int slot = src->slot, known = 0;
-        for (int i = 0; i < c->nsize; i++) known |= c->psize[i] == slot;
-        if (!known && c->nsize < 64) c->psize[c->nsize++] = slot;
-        cv s = {0};
-        pname(s.text, sizeof s.text, c->def->sizes[slot]);
-        *out = as_tile(c, s);
-        return 1;
-    }
-    case LANG_E_ACCESS: {
-        const graph_operand *o = &op->operands[e->operand];
-        if (o->tensor == c->tc) {
-            if (!o->identity) return 0;
-            *out = load_c(c);
-            return 1;
-        }
-        return load_other(c, op, o, out);
-    }
-    case LANG_E_UNARY: {
-        if (src->op != LANG_NEG) return 0;
-        cv x;
-        if (!side_expr(c, op, e->args[0], &x)) return 0;
-        x = as_tile(c, x);
-        cv r = cv_tile(c);
-        sb_printf(&c->body, "  %s = neg %s\n", r.text, x.text);
-        *out = r;
-        return 1;
-    }
-    case LANG_E_BINARY: {
-        const char *name = src->op == LANG_ADD   ? "add"
-                           : src->op == LANG_SUB ? "sub"
-                           : src->op == LANG_MUL ? "mul"
-                           : src->op == LANG_DIV ? "div"
-                                                 : NULL;
-        if (!name || !dtype_info_of(src->optype)->is_float) return 0;
-        cv x, y;
-        if (!side_expr(c, op, e->args[0], &x) || !side_expr(c, op, e->args[1], &y)) return 0;
-        return side_binary(c, name, x, y, out);
-    }
-    case LANG_E_CALL: {
-        if (!dtype_info_of(src->type)->is_float) return 0;
-        if (e->nargs == 2) {
-            if (src->op != LANG_MAX && src->op != LANG_MIN) return 0;
-            cv x, y;
-            if (!side_expr(c, op, e->args[0], &x) || !side_expr(c, op, e->args[1], &y)) return 0;
-            return side_binary(c, src->op == LANG_MAX ? "max" : "min", x, y, out);
-        }
-        const char *name = unary_name(src->op);
-        cv x;
-        if (!name || !side_expr(c, op, e->args[0], &x)) return 0;
-        x = as_tile(c, x);
-        cv r = cv_tile(c);
-        sb_printf(&c->body, "  %s = %s %s\n", r.text, name, x.text);
-        *out = r;
-        return 1;
-    }
-    case LANG_E_CAST:
-        if (!dtype_info_of(src->type)->is_float) return 0;
-        return side_expr(c, op, e->args[0], out);
-    default: return 0;
-    }
-}
-
-/* The anchor's scalar factors (its body without the two reads), as a
- * scalar operand text; "" when none. */
-static int scale_text(ct *c, const graph_expr *e, strbuf *out, int *nfac)
+/* The anchor's scalar factors (its body without the two reads), in
+ * order; 0 when one is not a scalar. */
+static int ct_scale(ct *c, sched_blk_tile *T, const graph_expr *e, sched_blk_val *fac, int *nfac)
 {
     if (e->kind == LANG_E_ACCESS || e->kind == LANG_E_CAST) return 1; /* the reads (product_ok) */
-    if (e->kind == LANG_E_BINARY) return scale_text(c, e->args[0], out, nfac) && scale_text(c, e->args[1], out, nfac);
-    cv v;
-    if (!side_expr(c, c->anchor, e, &v) || v.tile) return 0;
-    if (*nfac) sb_puts(out, "|");
-    sb_puts(out, v.text);
-    (*nfac)++;
+    if (e->kind == LANG_E_BINARY) return ct_scale(c, T, e->args[0], fac, nfac) && ct_scale(c, T, e->args[1], fac, nfac);
+    sched_blk_val v;
+    if (*nfac == 16 || !sched_blk_body(T, c->anchor, e, &v) || v.tile) return 0;
+    fac[(*nfac)++] = v;
     return 1;
 }
 
-/* ---- the kernel text ----------------------------------------------------------------------- */
+static tile_expr *ct_split_s(sched_blk *kb, const ct *c);
 
-static int build_body(ct *c)
-{
-    const graph *g = c->g;
-    const graph_group *grp = c->grp;
-    const ct_shape *s = &c->sh;
-    strbuf *b = &c->body;
-    use_tensor(c, c->ta);
-    use_tensor(c, c->tb);
-    use_tensor(c, c->tc);
-    if (c->sm90) {
-        /* the main loop first: C's start value (init ops, C's old value) is
-         * computed after it, so that no tile beside the 128-register
-         * accumulator lives across the loop (C is written only at the end) */
-        emit_sm90_open(c, b);
-        emit_sm90_mainloop(c, b);
-    }
-    /* init ops: the accumulator's start value */
-    for (int i = grp->first; i < grp->anchor; i++) {
-        cv v;
-        if (!side_expr(c, &g->ops[i], g->ops[i].body, &v)) return 0;
-        v = as_tile(c, v);
-        snprintf(c->cur, sizeof c->cur, "%s", v.text);
-    }
-    cv start = {.tile = 1};
-    if (c->anchor->bang) {
-        snprintf(start.text, sizeof start.text, "0.0");
-        start.tile = 0;
-    } else {
-        start = load_c(c);
-    }
-    /* the product sum, scaled */
-    strbuf sc = {0};
-    int nfac = 0;
-    if (!scale_text(c, c->anchor->body, &sc, &nfac)) {
-        sb_free(&sc);
-        return 0;
-    }
-    if (!c->sm90) {
-        sb_printf(b, "  c_acc = alloc register f32[%d, %d] layout %s init 0.0\n", c->em, c->en, c->lc);
-        emit_mainloop(c, b);
-    }
-    cv sum = {.tile = 1};
-    snprintf(sum.text, sizeof sum.text, "c_acc");
-    /* factors joined by '|' */
-    char *f = sb_take(&sc);
-    for (char *tok = f; nfac && tok && *tok;) {
-        char *bar = strchr(tok, '|');
-        if (bar) *bar = 0;
-        cv fv = {0};
-        snprintf(fv.text, sizeof fv.text, "%s", tok);
-        side_binary(c, "mul", sum, fv, &sum);
-        tok = bar ? bar + 1 : NULL;
-    }
-    free(f);
-    cv res = sum;
-    if (!c->anchor->bang || start.tile) side_binary(c, "add", start, sum, &res);
-    snprintf(c->cur, sizeof c->cur, "%s", res.text);
-    /* epilogue ops on the tile */
-    for (int i = grp->anchor + 1; i < grp->first + grp->nops; i++) {
-        cv v;
-        if (!side_expr(c, &g->ops[i], g->ops[i].body, &v)) return 0;
-        v = as_tile(c, v);
-        snprintf(c->cur, sizeof c->cur, "%s", v.text);
-    }
-    const lang_tensor *C = c->def->tensors[c->tc];
-    const char *out = c->cur;
-    if (C->dtype != TSL_DTYPE_F32) {
-        sb_printf(b, "  c_out = cast %s -> register %s[%d, %d] layout %s\n", out, dt_name(C->dtype), c->em, c->en,
-                  c->lc);
-        out = "c_out";
-    }
-    char nb[160];
-    pname(nb, sizeof nb, C->name);
-    if (c->sm90) {
-        emit_sm90_store(c, b, out, nb);
-        if (sm90_tma_store(c)) sb_puts(b, "      }\n      bulk_wait 0\n    }\n  }\n");
-        else sb_puts(b, "      }\n    }\n  }\n");
-        return 1;
-    }
-    int vars[3] = {0, 1, 2};
-    sb_printf(b, "  store_global %s -> %s", out, nb);
-    tile_at(b, c, vars, C->rank);
-    sb_puts(b, "\n");
-    (void)s;
-    return 1;
-}
-
-static void header(ct *c, strbuf *h, const char *kname)
+/* The header: grid, threads and shared budget. */
+static void ct_header(sched_blk *kb, ct *c, const sched_blk_gemm *g)
 {
     const ct_shape *s = &c->sh;
     const lang_tensor *C = c->def->tensors[c->tc];
-    char nb[160];
-    sb_printf(h, "kernel %s(", kname);
-    int np = 0;
-    for (int i = 0; i < c->nparam_t; i++) {
-        const lang_tensor *t = c->def->tensors[c->ptensor[i]];
-        pname(nb, sizeof nb, t->name);
-        sb_printf(h, "%s%s: global %s[", np++ ? ", " : "", nb, dt_name(t->dtype));
-        for (int d = 0; d < t->rank; d++) {
-            if (d) sb_puts(h, ", ");
-            sexpr_text(h, c, t->shape[d]);
-        }
-        sb_puts(h, "]");
-    }
-    for (int i = 0; i < c->nscalar; i++) {
-        const lang_tensor *t = c->def->tensors[c->pscalar[i]];
-        char db[16];
-        pname(nb, sizeof nb, t->name);
-        sb_printf(h, "%s%s: %s", np++ ? ", " : "", nb, tile_dtype_name(tile_dtype_from_tsl(t->dtype), db));
-    }
-    for (int i = 0; i < c->nsize; i++) {
-        if (size_bound(c, c->psize[i])) continue;
-        pname(nb, sizeof nb, c->def->sizes[c->psize[i]]);
-        sb_printf(h, "%s%s: int", np++ ? ", " : "", nb);
-    }
+    tile_expr *M = sched_blk_extent(kb, C->shape[c->nb]), *N = sched_blk_extent(kb, C->shape[c->nb + 1]);
+    tile_expr *gm = sched_blk_bin(kb, TILE_OP_CDIV, M, sched_blk_int(kb, s->bm));
+    tile_expr *gn = sched_blk_bin(kb, TILE_OP_CDIV, N, sched_blk_int(kb, s->bn));
     if (c->sm90) {
         /* a persistent grid: min(tiles, multiprocessors) blocks */
-        sb_printf(h, "%sc_nsm: int) grid(min(cdiv(", np++ ? ", " : "");
-        sexpr_text(h, c, C->shape[c->nb]);
-        sb_printf(h, ", %d) * cdiv(", s->bm);
-        sexpr_text(h, c, C->shape[c->nb + 1]);
-        sb_printf(h, ", %d)", s->bn);
-        if (c->nb) {
-            sb_puts(h, " * ");
-            sexpr_text(h, c, C->shape[0]);
-        }
-        /* the stages, C's staging tiles, the barriers, the 1024-byte alignments */
-        int64_t smem = (int64_t)sm90_stages(c) * (s->bm * s->bk + s->bk * s->bn) * 2 +
-                       (sm90_tma_store(c) ? s->bm * s->bn * 2 : 0) + 4096;
-        sb_printf(h, ", c_nsm)) threads(%d) smem_budget(%lld) {\n", s->threads, (long long)smem);
+        tile_expr *t = sched_blk_bin(kb, TILE_OP_MUL, gm, gn);
+        if (c->nb) t = sched_blk_bin(kb, TILE_OP_MUL, t, sched_blk_extent(kb, C->shape[0]));
+        tile_expr *grid = sched_blk_bin(kb, TILE_OP_MIN, t, sched_blk_sms(kb));
+        sched_blk_grid(kb, 1, &grid, s->threads, sched_blk_ring_smem(g, c->ring.tma_store));
         return;
     }
-    sb_puts(h, ") grid(cdiv(");
-    sexpr_text(h, c, C->shape[c->nb]);
-    sb_printf(h, ", %d), cdiv(", s->bm);
-    sexpr_text(h, c, C->shape[c->nb + 1]);
-    sb_printf(h, ", %d)", s->bn);
-    if (c->nb) {
-        sb_puts(h, ", ");
-        sexpr_text(h, c, C->shape[0]);
+    tile_expr *grid[3] = {gm, gn, c->nb ? sched_blk_extent(kb, C->shape[0]) : NULL};
+    if (c->split == 1) { /* z: the slices */
+        grid[2] = ct_split_s(kb, c);
+    } else if (c->split == 2) { /* the sum: no shared memory */
+        sched_blk_grid(kb, 2, grid, s->threads, 0);
+        return;
     }
     int bytes = c->mma ? 2 : 4;
     int64_t ra = c->a_trans ? s->bk : s->bm, ca = c->a_trans ? s->bm : s->bk;
@@ -1017,14 +343,217 @@ static void header(ct *c, strbuf *h, const char *kname)
     /* (x 5/4: the tile interpreter's shared_bytes counts n * (bits + 7) / 8,
      * 4.875 bytes per f32; the budget only bounds, the C target uses what
      * the tensors need) */
-    sb_printf(h, ") threads(%d) smem_budget(%lld) {\n", s->threads, (long long)smem);
+    sched_blk_grid(kb, c->nb || c->split ? 3 : 2, grid, s->threads, smem);
 }
 
-/* The kernel's text for the group, or NULL when the group is not this
- * strategy's shape. malloc'd. */
-static char *contract_text(ct *c, const char *kname)
+/* The accumulator's start (init ops, C's old value) and the product's
+ * scalar factors; 0 when a body is not one the blocks lower. */
+static int ct_start(ct *c, sched_blk_tile *T, sched_blk_val *start, sched_blk_val *fac, int *nfac)
 {
-    if (!recognise(c)) return NULL;
+    const graph *g = c->g;
+    const graph_group *grp = c->grp;
+    for (int i = grp->first; i < grp->anchor; i++) {
+        sched_blk_val v;
+        if (!sched_blk_body(T, &g->ops[i], g->ops[i].body, &v)) return 0;
+        T->cur = sched_blk_as_tile(T, v);
+    }
+    *start = (sched_blk_val){NULL, NULL};
+    if (c->anchor->bang) start->scalar = sched_blk_float(T->kb, 0.0, "0.0");
+    else start->tile = sched_blk_load_c(T);
+    *nfac = 0;
+    return ct_scale(c, T, c->anchor->body, fac, nfac);
+}
+
+/* start + factors * acc, the epilogue ops, the cast and the store. */
+static int ct_finish(ct *c, sched_blk_tile *T, tile_value *acc, sched_blk_val start, const sched_blk_val *fac, int nfac,
+                     tile_value *C)
+{
+    sched_blk *kb = T->kb;
+    const graph *g = c->g;
+    const graph_group *grp = c->grp;
+    const lang_tensor *Ct = c->def->tensors[c->tc];
+    sched_blk_val sum = {acc, NULL};
+    for (int i = 0; i < nfac; i++) sum = sched_blk_binary(T, TILE_I_MUL, sum, fac[i]);
+    sched_blk_val res = sum;
+    if (!c->anchor->bang || start.tile) res = sched_blk_binary(T, TILE_I_ADD, start, sum);
+    T->cur = res.tile;
+    /* epilogue ops on the tile */
+    for (int i = grp->anchor + 1; i < grp->first + grp->nops; i++) {
+        sched_blk_val v;
+        if (!sched_blk_body(T, &g->ops[i], g->ops[i].body, &v)) return 0;
+        T->cur = sched_blk_as_tile(T, v);
+    }
+    tile_value *out = T->cur;
+    if (Ct->dtype != TSL_DTYPE_F32) out = sched_blk_cast(kb, "c_out", out, sched_blk_tile_type(T, Ct->dtype));
+    int vars[3] = {0, 1, 2};
+    tile_expr *at[3];
+    for (int d = 0; d < Ct->rank; d++) at[d] = ct_origin(c, vars[d]);
+    if (c->sm90) sched_blk_ring_store(kb, &c->ring, out, C, Ct->rank, at);
+    else sched_blk_store_global(kb, out, sched_blk_at(kb, C, Ct->rank, at));
+    return 1;
+}
+
+/* ---- split-K (small M on the GPU) ---------------------------------------------------------------
+ * With M <= 64 a GEMM has cdiv(N, BN) output tiles, far fewer than the
+ * multiprocessors (16 x 8192 x 8192 fp16: 64 tiles on 132 SMs, 0.79x
+ * cuBLAS). The split plan is two launches: `_splitk` runs grid
+ * (tiles(M), tiles(N), S), slice z accumulating k steps [z KP, (z+1) KP)
+ * (KP = cdiv(cdiv(K, BK), S)) and scattering its f32 tile into the
+ * workspace c_ws[(z M + m) N + n]; `_splitk_sum` adds the S slices in a
+ * fixed order (deterministic) and runs the epilogue. S is computed in both
+ * kernels from the sizes: the option contract.splitk when set, else
+ * 2 x SMs / tiles, at most CT_SPLIT_MAX and at most what the workspace
+ * (CT_SPLIT_WS f32) holds; with S = 1 the first kernel runs the epilogue
+ * itself and the second does nothing. */
+#define CT_SPLIT_MAX 16
+#define CT_SPLIT_WS ((int64_t)1 << 22) /* 16 MiB of f32 partials */
+#define CT_SPLIT_M 64                   /* M at most this: the split plan */
+
+/* S as an int expression (the same in both kernels). */
+static tile_expr *ct_split_s(sched_blk *kb, const ct *c)
+{
+    const lang_tensor *Ct = c->def->tensors[c->tc];
+    tile_expr *M = sched_blk_extent(kb, Ct->shape[0]), *N = sched_blk_extent(kb, Ct->shape[1]);
+    tile_expr *mn = sched_blk_bin(kb, TILE_OP_MAX, sched_blk_bin(kb, TILE_OP_MUL, M, N), sched_blk_int(kb, 1));
+    tile_expr *fit = sched_blk_bin(kb, TILE_OP_DIV, sched_blk_int(kb, CT_SPLIT_WS), mn);
+    tile_expr *want;
+    if (c->opt->splitk > 1) {
+        want = sched_blk_int(kb, c->opt->splitk);
+    } else {
+        tile_expr *tiles = sched_blk_bin(kb, TILE_OP_MUL, sched_blk_bin(kb, TILE_OP_CDIV, M, sched_blk_int(kb, c->sh.bm)),
+                                         sched_blk_bin(kb, TILE_OP_CDIV, N, sched_blk_int(kb, c->sh.bn)));
+        want = sched_blk_bin(kb, TILE_OP_MIN, sched_blk_int(kb, CT_SPLIT_MAX),
+                             sched_blk_bin(kb, TILE_OP_DIV, sched_blk_bin(kb, TILE_OP_MUL, sched_blk_sms(kb), sched_blk_int(kb, 2)),
+                                           sched_blk_bin(kb, TILE_OP_MAX, tiles, sched_blk_int(kb, 1))));
+    }
+    return sched_blk_bin(kb, TILE_OP_MAX, sched_blk_int(kb, 1), sched_blk_bin(kb, TILE_OP_MIN, want, fit));
+}
+
+/* The flat workspace offsets of slice z's tile and its in-range mask. */
+static void ct_split_index(sched_blk *kb, ct *c, sched_blk_tile *T, tile_expr *z, tile_value **idx, tile_value **mask)
+{
+    const lang_tensor *Ct = c->def->tensors[c->tc];
+    tile_expr *M = sched_blk_extent(kb, Ct->shape[0]), *N = sched_blk_extent(kb, Ct->shape[1]);
+    tile_type it = sched_blk_tile_type(T, TSL_DTYPE_I64);
+    tile_operand off = tile_operand_scalar(ct_origin(c, c->vm));
+    tile_stmt *s = sched_blk_op(kb, TILE_I_IOTA, "c_im", 1, &off, &it, NULL);
+    s->instr.dim = 0;
+    tile_value *im = s->instr.result;
+    off = tile_operand_scalar(ct_origin(c, c->vn));
+    s = sched_blk_op(kb, TILE_I_IOTA, "c_in", 1, &off, &it, NULL);
+    s->instr.dim = 1;
+    tile_value *in = s->instr.result;
+    tile_operand sm = tile_operand_scalar(M), sn = tile_operand_scalar(N);
+    tile_value *mok = sched_blk_ew(kb, TILE_I_LT, "c_mok", tile_operand_tensor(im), &sm);
+    tile_value *nok = sched_blk_ew(kb, TILE_I_LT, "c_nok", tile_operand_tensor(in), &sn);
+    tile_operand o = tile_operand_tensor(nok);
+    *mask = sched_blk_ew(kb, TILE_I_AND, "c_ok", tile_operand_tensor(mok), &o);
+    tile_operand zm = tile_operand_scalar(sched_blk_bin(kb, TILE_OP_MUL, z, M));
+    tile_value *r = sched_blk_ew(kb, TILE_I_ADD, "c_ir", tile_operand_tensor(im), &zm);
+    r = sched_blk_ew(kb, TILE_I_MUL, "c_irn", tile_operand_tensor(r), &sn);
+    o = tile_operand_tensor(in);
+    *idx = sched_blk_ew(kb, TILE_I_ADD, "c_ix", tile_operand_tensor(r), &o);
+}
+
+/* The kernel (sched_blk_fn): header, main loop, init ops, the scaled
+ * product, epilogue ops, the store; or one of the split-K pair. */
+static int ct_build(sched_blk *kb, void *ctx)
+{
+    ct *c = ctx;
+    c->kb = kb;
+    sched_blk_tile T = {.kb = kb, .tc = c->tc, .rows = c->em, .cols = c->en, .threads = c->ethreads, .lay = c->lc,
+                        .nb = c->nb, .vm = c->vm, .vn = c->vn, .origin = ct_origin, .covers = ct_covers, .ctx = c};
+    /* A, B, then C: the parameters' order (the split-K sum reads neither A nor B) */
+    sched_blk_gemm gm = c->split == 2 ? (sched_blk_gemm){0} : ct_gemm(kb, c);
+    tile_value *C = sched_blk_tensor(kb, c->tc);
+    const lang_tensor *Ct = c->def->tensors[c->tc];
+    memset(&c->ring, 0, sizeof c->ring);
+    c->ring.em = c->em;
+    c->ring.en = c->en;
+    c->ring.cdt = Ct->dtype;
+    c->ring.tma_store = c->sm90 && (Ct->dtype == TSL_DTYPE_F16 || Ct->dtype == TSL_DTYPE_BF16);
+    ct_header(kb, c, &gm);
+    sched_blk_val start, fac[16];
+    int nfac;
+    if (c->split) {
+        tile_value *ws = sched_blk_scratch(kb, c->split_ws, TSL_DTYPE_F32, CT_SPLIT_WS);
+        tile_value *S = sched_blk_let(kb, "c_S", ct_split_s(kb, c));
+        tile_expr *one = sched_blk_int(kb, 1);
+        tile_value *acc;
+        if (c->split == 1) {
+            tile_value *nk = sched_blk_let(kb, "c_nk", sched_blk_bin(kb, TILE_OP_CDIV, gm.kext, sched_blk_int(kb, gm.bk)));
+            tile_value *kp = sched_blk_let(kb, "c_kp", sched_blk_bin(kb, TILE_OP_CDIV, sched_blk_v(kb, nk), sched_blk_v(kb, S)));
+            tile_value *k0 = sched_blk_let(kb, "c_k0", sched_blk_bin(kb, TILE_OP_MUL, sched_blk_bidx(kb, 2), sched_blk_v(kb, kp)));
+            gm.k0 = sched_blk_v(kb, k0);
+            gm.kblocks = sched_blk_bin(kb, TILE_OP_MAX, sched_blk_int(kb, 0),
+                                       sched_blk_bin(kb, TILE_OP_MIN, sched_blk_v(kb, kp),
+                                                     sched_blk_bin(kb, TILE_OP_SUB, sched_blk_v(kb, nk), sched_blk_v(kb, k0))));
+            acc = sched_blk_alloc(kb, "c_acc", sched_blk_tile_type(&T, TSL_DTYPE_F32), sched_blk_float(kb, 0.0, "0.0"));
+            sched_blk_mainloop(kb, &gm, acc);
+            /* S = 1: this kernel is the whole product */
+            sched_blk_if(kb, sched_blk_bin(kb, TILE_OP_EQ, sched_blk_v(kb, S), one));
+            if (!ct_start(c, &T, &start, fac, &nfac) || !ct_finish(c, &T, acc, start, fac, nfac, C)) return 0;
+            sched_blk_end(kb);
+            sched_blk_if(kb, sched_blk_bin(kb, TILE_OP_GT, sched_blk_v(kb, S), one));
+            tile_value *idx, *mask;
+            ct_split_index(kb, c, &T, sched_blk_bidx(kb, 2), &idx, &mask);
+            tile_operand args[2] = {tile_operand_tensor(acc), tile_operand_tensor(idx)};
+            tile_operand dst = tile_operand_tensor(ws);
+            sched_blk_op(kb, TILE_I_SCATTER, NULL, 2, args, NULL, &dst)->instr.mask = mask;
+            sched_blk_end(kb);
+            return 1;
+        }
+        /* the sum of the slices, in slice order, then the epilogue */
+        sched_blk_if(kb, sched_blk_bin(kb, TILE_OP_GT, sched_blk_v(kb, S), one));
+        acc = sched_blk_alloc(kb, "c_acc", sched_blk_tile_type(&T, TSL_DTYPE_F32), sched_blk_float(kb, 0.0, "0.0"));
+        tile_stmt *f = sched_blk_for(kb, "c_z", sched_blk_int(kb, 0), sched_blk_v(kb, S), NULL);
+        tile_value *idx, *mask;
+        ct_split_index(kb, c, &T, sched_blk_v(kb, f->v), &idx, &mask);
+        tile_operand args[2] = {tile_operand_tensor(ws), tile_operand_tensor(idx)};
+        tile_type ft = sched_blk_tile_type(&T, TSL_DTYPE_F32);
+        tile_stmt *gs = sched_blk_op(kb, TILE_I_GATHER, "c_part", 2, args, &ft, NULL);
+        gs->instr.mask = mask;
+        tile_operand a2[2] = {tile_operand_tensor(acc), tile_operand_tensor(gs->instr.result)};
+        tile_operand dacc = tile_operand_tensor(acc);
+        sched_blk_op(kb, TILE_I_ADD, NULL, 2, a2, NULL, &dacc);
+        sched_blk_end(kb);
+        if (!ct_start(c, &T, &start, fac, &nfac) || !ct_finish(c, &T, acc, start, fac, nfac, C)) return 0;
+        sched_blk_end(kb);
+        return 1;
+    }
+    tile_value *acc = NULL;
+    if (c->sm90) {
+        /* the main loop first: C's start value (init ops, C's old value) is
+         * computed after it, so that no tile beside the 128-register
+         * accumulator lives across the loop (C is written only at the end) */
+        sched_blk_ring_open(kb, &gm, &c->ring, sched_blk_extent(kb, Ct->shape[c->nb]),
+                            sched_blk_extent(kb, Ct->shape[c->nb + 1]), c->nb ? sched_blk_extent(kb, Ct->shape[0]) : NULL,
+                            CT_SM90_GROUP);
+        acc = sched_blk_ring_mainloop(kb, &gm, &c->ring);
+    }
+    if (!ct_start(c, &T, &start, fac, &nfac)) return 0;
+    if (!c->sm90) {
+        acc = sched_blk_alloc(kb, "c_acc", sched_blk_tile_type(&T, TSL_DTYPE_F32), sched_blk_float(kb, 0.0, "0.0"));
+        sched_blk_mainloop(kb, &gm, acc);
+    }
+    return ct_finish(c, &T, acc, start, fac, nfac, C);
+}
+
+/* The plan's shapes and accumulator layout for the group; 0 when the group
+ * is not this strategy's shape. */
+static int ct_plan(ct *c)
+{
+    if (!recognise(c)) return 0;
+    if (c->split) {
+        /* M <= 64: 32-row blocks (16 x 8192: a 128-row block's mma work
+         * is 7/8 padding), the warps side by side along n */
+        c->sh.bm = 32;
+        if (c->mma) c->sh.wm = 1, c->sh.wn = 8;
+        else c->tm = 2;
+        if (c->mma && c->sh.bn % 64) return 0; /* bn = 8 warps x 8 columns x tn */
+        c->sh.threads = c->mma ? 256 : (c->sh.bm / c->tm) * (c->sh.bn / c->tn);
+        if (!c->mma && (c->sh.threads % 32 || c->sh.threads > 1024)) return 0;
+    }
     c->em = c->sh.bm;
     c->en = c->sh.bn;
     c->ethreads = c->sh.threads;
@@ -1044,82 +573,21 @@ static char *contract_text(ct *c, const char *kname)
         tile_wgmma_acc_layout(c->en, c->lc, sizeof c->lc);
     } else if (c->mma) {
         char la[256], lat[256], lb[256], lbt[256];
-        mma_layouts(c, la, lat, lb, lbt, c->lc, sizeof c->lc);
+        sched_blk_gemm g = {.bm = c->sh.bm, .bn = c->sh.bn, .bk = c->sh.bk, .wm = c->sh.wm, .wn = c->sh.wn};
+        sched_blk_mma_layouts(&g, la, lat, lb, lbt, c->lc, sizeof c->lc);
     } else {
         snprintf(c->lc, sizeof c->lc, "spatial(%d, %d).local(%d, %d)", c->sh.bm / c->tm, c->sh.bn / c->tn, c->tm,
                  c->tn);
     }
-    if (!build_body(c)) {
-        sb_free(&c->body);
-        return NULL;
-    }
-    strbuf h = {0};
-    header(c, &h, kname);
-    sb_puts(&h, sb_str(&c->body));
-    sb_puts(&h, "}\n");
-    sb_free(&c->body);
-    return sb_take(&h);
+    return 1;
 }
 
-/* Parse and verify a kernel's text into the plan's arena (the text stays
- * there: kernel positions refer to it). NULL when it does not verify: an
- * internal shortcoming of the strategy, which then leaves the group to the
- * generic one; the plan's notes say why (`--emit=tile` prints them). */
-static tile_kernel *parse_kernel(sched_plan *p, char *text, const char *kname)
+/* The group's kernel under plan c, or NULL (not its shape, or it does not
+ * verify: noted on the plan). */
+static tile_kernel *ct_kernel(sched_plan *p, ct *c, sched_blk *kb, const char *kname)
 {
-    tsl_arena *a = p->m->arena;
-    size_t n = strlen(text);
-    char *keep = arena_alloc(a, n + 1);
-    memcpy(keep, text, n + 1);
-    free(text);
-    tsl_source *src = arena_alloc(a, sizeof *src);
-    src->name = "<contract strategy>";
-    src->text = keep;
-    tsl_diag d;
-    memset(&d, 0, sizeof d);
-    tile_module *m = NULL;
-    tsl_status st = tile_parse(a, src, &d, &m);
-    if (!st) st = tile_verify(m, src, &d);
-    if (st || !m || m->nkernels != 1 || tile_module_find(p->m, kname)) {
-        const char *why = sb_str(&d.msg);
-        sched_note(p, "the contraction plan '%s' does not verify; the group falls back: %.*s", kname,
-                   (int)strcspn(why, "\n"), *why ? why : "a kernel of that name exists");
-        diag_free(&d);
-        return NULL;
-    }
-    diag_free(&d);
-    return m->kernels[0];
-}
-
-/* Append kernel k as a launch of the plan, its arguments in the kernel's
- * parameter order (header's order). */
-static void push_launch(sched_plan *p, const ct *c, tile_kernel *k, const sched_guard *guard)
-{
-    tsl_arena *a = p->m->arena;
-    const graph_group *grp = c->grp;
-    ARENA_PUSH(a, p->m->kernels, p->m->nkernels, p->m->capkernels, k);
-    sched_launch ln = {.k = k, .stmt = grp->first, .nstmts = grp->nops};
-    if (guard) ln.guard = *guard;
-    ARENA_PUSH(a, p->launches, p->nlaunches, p->caplaunches, ln);
-    sched_launch *l = &p->launches[p->nlaunches - 1];
-    for (int i = 0; i < c->nparam_t; i++) {
-        sched_arg arg = {.name = k->params[i]->name, .kind = SCHED_ARG_TENSOR, .tensor = c->ptensor[i]};
-        ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
-    }
-    for (int i = 0; i < c->nscalar; i++) {
-        sched_arg arg = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SCALAR, .tensor = c->pscalar[i]};
-        ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
-    }
-    for (int i = 0; i < c->nsize; i++) {
-        if (size_bound(c, c->psize[i])) continue;
-        sched_arg arg = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SIZE, .sym = c->psize[i]};
-        ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
-    }
-    if (c->sm90) {
-        sched_arg arg = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SMS};
-        ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
-    }
-    TSL_ASSERT(l->nargs == k->nparams);
+    if (!ct_plan(c)) return NULL;
+    return sched_blk_build(kb, p, c->def, kname, ct_build, c);
 }
 
 /* The sizes the sm_90a plan's TMA needs to be multiples of 8 (16-byte
@@ -1156,44 +624,94 @@ static sched_guard guard_and(sched_guard g, int sym, sched_guard_op op, int64_t 
     return g;
 }
 
+/* May the group take the split-K pair (CUDA, no batch, option not 1)?
+ * *m is C's M extent: a constant takes the pair alone (when <= CT_SPLIT_M),
+ * a size symbol under the guard M <= CT_SPLIT_M. */
+static int split_ok(const ct *base, const lang_sexpr **m)
+{
+    ct c = *base;
+    if (c.cpu || c.opt->splitk == 1 || !recognise(&c) || c.nb) return 0;
+    *m = c.def->tensors[c.tc]->shape[0];
+    return (*m)->kind == LANG_SX_SYM || (*m)->value <= CT_SPLIT_M;
+}
+
+/* The split-K pair (ct_build), both under guard (NULL: always); 0 when
+ * either does not build (nothing added). */
+static int split_plan(sched_plan *p, const ct *base, const char *kname, const sched_guard *guard)
+{
+    ct cs[2];
+    sched_blk kbs[2];
+    tile_kernel *ks[2];
+    /* one workspace for every group's pair: launches run in order and a
+     * pair's partials live only from its first launch to its second (as a
+     * full reduction's do in a buffer of that size) */
+    int ws = 0;
+    while (ws < p->nscratch && !(p->scratch[ws].dtype == TSL_DTYPE_F32 && p->scratch[ws].count == CT_SPLIT_WS)) ws++;
+    for (int w = 0; w < 2; w++) {
+        cs[w] = *base;
+        cs[w].want_sm90 = 0;
+        cs[w].split = w + 1;
+        cs[w].split_ws = ws;
+        const char *name = arena_printf(p->m->arena, "%s_splitk%s", kname, w ? "_sum" : "");
+        ks[w] = ct_kernel(p, &cs[w], &kbs[w], name);
+        if (!ks[w]) return 0;
+    }
+    if (ws == p->nscratch) {
+        sched_scratch sc = {TSL_DTYPE_F32, CT_SPLIT_WS};
+        ARENA_PUSH(p->m->arena, p->scratch, p->nscratch, p->capscratch, sc);
+    }
+    for (int w = 0; w < 2; w++) sched_blk_add(&kbs[w], ks[w], cs[w].grp->first, cs[w].grp->nops, guard);
+    return 1;
+}
+
 /* The sm_90a launches of the group (see sched_lower_contract); 0 when the
  * group is not theirs (nothing pushed). */
 static int sm90_plans(sched_plan *p, const ct *base, const char *kname)
 {
     const char *names[2];
     ct cs[2];
+    sched_blk kbs[2];
     tile_kernel *ks[2] = {NULL, NULL};
     sched_guard align;
     for (int w = 0; w < 2; w++) {
         cs[w] = *base;
         cs[w].want_sm90 = w + 1;
         names[w] = arena_printf(p->m->arena, "%s_wgmma%s", kname, w ? "_narrow" : "");
-        char *t = contract_text(&cs[w], names[w]);
-        if (!t || !cs[w].sm90 || !sm90_guard(&cs[w], &align)) {
-            free(t);
-            return 0;
-        }
-        ks[w] = parse_kernel(p, t, names[w]);
+        if (!ct_plan(&cs[w]) || !cs[w].sm90 || !sm90_guard(&cs[w], &align)) return 0;
+        ks[w] = sched_blk_build(&kbs[w], p, cs[w].def, names[w], ct_build, &cs[w]);
         if (!ks[w]) return 0;
     }
     /* M's size symbol picks wide or narrow; a constant M picks one now */
     const lang_sexpr *m = base->def->tensors[cs[0].tc]->shape[cs[0].nb];
     ct c8 = *base;
-    char *t8 = align.n ? contract_text(&c8, kname) : NULL;
-    tile_kernel *k8 = t8 ? parse_kernel(p, t8, kname) : NULL;
+    sched_blk kb8;
+    tile_kernel *k8 = align.n ? ct_kernel(p, &c8, &kb8, kname) : NULL;
     if (align.n && !k8) return 0;
+    /* M <= 64 (aligned): the split-K pair rather than the narrow plan
+     * only when the options ask for S > 1 (the tuner tries it): the
+     * narrow wgmma plan is what was measured (16 x 8192 x 8192 fp16 at
+     * 0.99x cuBLAS on an H100), the pair on mma.sync not yet. Its guard
+     * needs two terms beside the alignment's */
+    const lang_sexpr *sm = NULL;
+    int split = base->opt->splitk > 1 && split_ok(base, &sm) && align.n + 2 <= SCHED_MAX_GUARD,
+        always = split && sm->kind == LANG_SX_CONST;
+    if (split) {
+        sched_guard sg = always ? align : guard_and(align, m->sym, SCHED_GUARD_LE, CT_SPLIT_M);
+        split = split_plan(p, base, kname, sg.n ? &sg : NULL);
+    }
     if (m->kind == LANG_SX_CONST) {
         int w = m->value <= 128;
-        push_launch(p, &cs[w], ks[w], align.n ? &align : NULL);
+        if (!(split && always)) sched_blk_add(&kbs[w], ks[w], cs[w].grp->first, cs[w].grp->nops, align.n ? &align : NULL);
     } else {
         sched_guard wide = guard_and(align, m->sym, SCHED_GUARD_GT, 128);
         sched_guard narrow = guard_and(align, m->sym, SCHED_GUARD_LE, 128);
-        push_launch(p, &cs[0], ks[0], &wide);
-        push_launch(p, &cs[1], ks[1], &narrow);
+        if (split) narrow = guard_and(narrow, m->sym, SCHED_GUARD_GT, CT_SPLIT_M);
+        sched_blk_add(&kbs[0], ks[0], cs[0].grp->first, cs[0].grp->nops, &wide);
+        sched_blk_add(&kbs[1], ks[1], cs[1].grp->first, cs[1].grp->nops, &narrow);
     }
     if (k8) {
         align.negate = 1;
-        push_launch(p, &c8, k8, &align);
+        sched_blk_add(&kb8, k8, c8.grp->first, c8.grp->nops, &align);
     }
     return 1;
 }
@@ -1212,10 +730,26 @@ int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp)
      * one and, for M <= 128, a narrow one (64 columns a block); the
      * mma.sync plan for the sizes TMA cannot take */
     if (!c.cpu && p->sm >= 90 && sm90_plans(p, &c, kname)) return 1;
-    char *text = contract_text(&c, kname);
-    if (!text) return 0;
-    tile_kernel *k = parse_kernel(p, text, kname);
+    /* the GPU with M <= 64: the split-K pair, the one-kernel plan above */
+    const lang_sexpr *m = NULL;
+    if (split_ok(&c, &m)) {
+        int always = m->kind == LANG_SX_CONST;
+        sched_guard sg = {0};
+        if (!always) sg = guard_and(sg, m->sym, SCHED_GUARD_LE, CT_SPLIT_M);
+        sched_blk kb;
+        ct c1 = c;
+        tile_kernel *k = always ? NULL : ct_kernel(p, &c1, &kb, kname);
+        if ((always || k) && split_plan(p, &c, kname, always ? NULL : &sg)) {
+            if (k) {
+                sg.negate = 1;
+                sched_blk_add(&kb, k, grp->first, grp->nops, &sg);
+            }
+            return 1;
+        }
+    }
+    sched_blk kb;
+    tile_kernel *k = ct_kernel(p, &c, &kb, kname);
     if (!k) return 0;
-    push_launch(p, &c, k, NULL);
+    sched_blk_add(&kb, k, grp->first, grp->nops, NULL);
     return 1;
 }

@@ -114,14 +114,3 @@ int sched_lower_elementwise(sched_plan *p, const graph *g, const graph_group *gr
     if (niter >= 2 && sched_rr_lower(p, g, grp, niter - 1, 0, "elementwise")) return 1;
     return 0;
 }
-
-int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp)
-{
-    if (p->opt->generic) return 0;
-    if (sched_lower_qmatmul(p, g, grp)) return 1;
-    if (grp->strategy == GRAPH_ROW_REDUCTION) return sched_lower_rowred(p, g, grp);
-    if (grp->strategy == GRAPH_ELEMENTWISE) return sched_lower_elementwise(p, g, grp);
-    if (grp->strategy == GRAPH_CONTRACTION) return sched_lower_contract(p, g, grp);
-    if (grp->strategy == GRAPH_ATTENTION) return sched_lower_attention(p, g, grp);
-    return 0;
-}

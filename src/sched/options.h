@@ -31,6 +31,8 @@ typedef struct sched_options {
     int full_reductions;        /* the two-launch plan of reductions to a scalar (lower.c) */
     int micro_kernels;          /* the CPU plans ask for the micro-kernel atoms (target/cpu.c) */
     int threads;                /* CPU: threads a run uses (0: the pool's) */
+    int splitk;                 /* GPU contraction with M <= 64: K split in this many
+                                 * slices (0: from the SM count at run time, 1: never) */
     int attention;              /* 0: attention chains as the groups before the merge (attention.c) */
     sched_contract_options cpu; /* f32 contraction on the CPU target */
     sched_contract_options fma; /* f32 contraction on a GPU */

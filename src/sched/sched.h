@@ -63,7 +63,7 @@ typedef struct sched_arg {
  * rows need 16-byte strides), at most val[i] (LE) or above it (GT: small-M
  * and large-M plans); `negate` runs the launch exactly when that fails (a
  * fallback plan). Several launches of one group have exclusive guards. */
-#define SCHED_MAX_GUARD 4
+#define SCHED_MAX_GUARD 8
 typedef enum { SCHED_GUARD_MOD, SCHED_GUARD_LE, SCHED_GUARD_GT } sched_guard_op;
 typedef struct sched_guard {
     int n;

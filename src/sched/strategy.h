@@ -45,9 +45,9 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp);
  * never stores the scores (docs/sched.md, "The attention strategy"). */
 int sched_lower_attention(sched_plan *p, const graph *g, const graph_group *grp);
 
-/* The dispatch lower.c calls per group: the group's strategy, else 0.
- * TESSEL_SCHED=generic in the environment turns the fast strategies off
- * (comparisons, bisecting). */
+/* The dispatch lower.c calls per group (strategies.c: one table row per
+ * strategy, tried in order): the group's strategy, else 0. The option
+ * sched.generic=1 turns the fast strategies off (comparisons, bisecting). */
 int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp);
 
 /* The GPU plans (sched_plan.target == TSL_TARGET_CUDA; docs/sched.md):

@@ -572,6 +572,49 @@ static void test_attn_sm90(void)
     CHECK(!sched_attn_sm90_fits(&bad, &why) && strstr(why, "head dims") && !sched_attn_sm90_text(&bad, "x"));
 }
 
+/* The attention strategy's sm_90a plan (sched/attn_sm90.c) run through the
+ * tile interpreter against the TC interpreter: TC attention as users write
+ * it (scale by 1/sqrt(D) or a scalar parameter, a causal mask j <= i with
+ * -1e30), f16 and bf16, batch and heads leading, Tq != Tk, sizes no block
+ * divides; head dims 64 and 128 take the wgmma kernels, others the
+ * fallback plan the guards leave them to. */
+static void test_attn_sm90_plan(void)
+{
+    static const struct {
+        const char *src;
+        int64_t sets[3][6]; /* size slots in declaration order */
+    } cases[] = {
+        {"def ca(float16(B,H,Tq,D) Q, float16(B,H,Tk,D) K, float16(B,H,Tk,E) V) -> (O) {\n"
+         "  S(b,h,i,j) +=! Q(b,h,i,d) * K(b,h,j,d)\n  S(b,h,i,j) = S(b,h,i,j) / sqrt(D)\n"
+         "  S(b,h,i,j) = j <= i ? S(b,h,i,j) : -1e30\n  m(b,h,i) max=! S(b,h,i,j)\n"
+         "  P(b,h,i,j) = exp(S(b,h,i,j) - m(b,h,i))\n  l(b,h,i) +=! P(b,h,i,j)\n"
+         "  O(b,h,i,e) +=! P(b,h,i,j) * V(b,h,j,e)\n  O(b,h,i,e) = O(b,h,i,e) / l(b,h,i)\n}\n",
+         {{1, 2, 67, 64, 67, 64}, {1, 1, 37, 128, 150, 64}, {1, 1, 5, 32, 7, 48}}},
+        {"def sa(bfloat16(B,Tq,D) Q, bfloat16(B,Tk,D) K, bfloat16(B,Tk,E) V, float c) -> (O) {\n"
+         "  S(b,i,j) +=! Q(b,i,d) * K(b,j,d)\n  S(b,i,j) = S(b,i,j) * c\n  m(b,i) max=! S(b,i,j)\n"
+         "  P(b,i,j) = exp(S(b,i,j) - m(b,i))\n  l(b,i) +=! P(b,i,j)\n"
+         "  O(b,i,e) +=! P(b,i,j) * V(b,j,e)\n  O(b,i,e) = O(b,i,e) / l(b,i)\n}\n",
+         {{2, 1, 128, 1, 128}, {1, 131, 64, 257, 128}, {0}}},
+    };
+    for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
+        tsl_arena *a = arena_create();
+        tsl_source src = {"attn90.tc", cases[c].src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &src, &d);
+        graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
+        sched_plan *p = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, 90, &d) : NULL;
+        CHECK_MSG(p != NULL, "%s", sb_str(&d.msg));
+        int wg = 0;
+        for (int l = 0; p && l < p->nlaunches; l++) wg += strstr(p->launches[l].k->name, "_sm90_") != NULL;
+        CHECK_MSG(!p || wg == 4, "case %d: %d sm_90a launches, want 4 (one per head-dim pair)", (int)c, wg);
+        for (int i = 0; p && i < 3; i++)
+            if (cases[c].sets[i][0])
+                test_compare_plan(a, mod->defs[0], p, cases[c].sets[i], test_run_tile_interp, "tile interp sm_90a");
+        diag_free(&d);
+        arena_free(a);
+    }
+}
+
 TEST_SUITE(tile_hopper) = {
     {"f16_acc_cuda", test_f16_acc_cuda},
     {"mem_tasks", test_mem_tasks},
@@ -582,5 +625,6 @@ TEST_SUITE(tile_hopper) = {
     {"hazards", test_hazards},
     {"sm90_plan", test_sm90_plan},
     {"attn_sm90", test_attn_sm90},
+    {"attn_sm90_plan", test_attn_sm90_plan},
     {0, 0},
 };

@@ -1,0 +1,395 @@
+/* blocks_mma.c — the block product's building blocks (blocks_mma.h): the
+ * sm_80 / CPU pipelined main loop and the sm_90a TMA ring with wgmma
+ * consumers, written through the tile builder (blocks.c). The plans'
+ * figures are in docs/sched.md, "The contraction strategy". */
+#include <stdio.h>
+#include <string.h>
+
+#include "sched/blocks_mma.h"
+#include "target/target.h"
+
+#define B_(e) sched_blk_bin(kb, TILE_OP_##e
+#define I_(x) sched_blk_int(kb, (x))
+#define V_(x) sched_blk_v(kb, (x))
+
+/* ---- layouts ------------------------------------------------------------------------------------
+ * mma fragments for the block: warps WM x WN, each warp TM x TN atoms of C
+ * and KA atoms deep (gemm.tile's forms, generalised), over the fragments of
+ * the table's m16n8k16 row (target/frags.h; only the block part is written
+ * here). Transposed forms list the same factors with rows and columns
+ * swapped (spatial <-> column_spatial, local <-> column_local), so a
+ * thread holds the same elements in the same local order and `view` turns
+ * one into the other. */
+void sched_blk_mma_layouts(const sched_blk_gemm *g, char *la, char *lat, char *lb, char *lbt, char *lcc, size_t n)
+{
+    int tm = g->bm / (16 * g->wm), tn = g->bn / (8 * g->wn), ka = g->bk / 16;
+    const target_atom *row = target_mma_resolve("m16n8k16", TSL_DTYPE_F16, TSL_DTYPE_F32, NULL);
+    strbuf f[5] = {{0}};
+    int bad = !row || target_frag_text(&f[0], row, TARGET_A, 0) || target_frag_text(&f[1], row, TARGET_A, 1) ||
+              target_frag_text(&f[2], row, TARGET_B, 0) || target_frag_text(&f[3], row, TARGET_B, 1) ||
+              target_frag_text(&f[4], row, TARGET_C, 0);
+    TSL_ASSERT(!bad); /* the sm80 table's m16n8k16 row has its three layouts */
+    snprintf(lcc, n, "spatial(%d, %d).local(%d, %d).%s", g->wm, g->wn, tm, tn, sb_str(&f[4]));
+    snprintf(la, n, "spatial(%d, 1).replicate(%d).local(%d, %d).%s", g->wm, g->wn, tm, ka, sb_str(&f[0]));
+    snprintf(lat, n, "column_spatial(1, %d).replicate(%d).column_local(%d, %d).%s", g->wm, g->wn, ka, tm,
+             sb_str(&f[1]));
+    snprintf(lb, n, "replicate(%d).spatial(1, %d).local(%d, %d).%s", g->wm, g->wn, ka, tn, sb_str(&f[2]));
+    snprintf(lbt, n, "replicate(%d).column_spatial(%d, 1).column_local(%d, %d).%s", g->wm, g->wn, tn, ka,
+             sb_str(&f[3]));
+    for (int i = 0; i < 5; i++) sb_free(&f[i]);
+}
+
+/* ---- the sm_80 / CPU main loop ------------------------------------------------------------------ */
+
+/* A's (is_a) or B's block spec of the pipeline: the block in the tensor's
+ * own dim order, at (batch?, row, col) in blocks. */
+static tile_value *blk_spec(sched_blk *kb, const sched_blk_gemm *g, tile_stmt *pipe, const char *view, int is_a,
+                            tile_expr *k)
+{
+    int trans = is_a ? g->a_trans : g->b_trans;
+    int64_t rows = is_a ? g->bm : g->bk, cols = is_a ? g->bk : g->bn;
+    tile_expr *ir = is_a ? sched_blk_bidx(kb, 0) : k, *ic = is_a ? k : sched_blk_bidx(kb, 1);
+    if (trans) {
+        int64_t t = rows;
+        rows = cols, cols = t;
+        tile_expr *u = ir;
+        ir = ic, ic = u;
+    }
+    int64_t blk[3];
+    tile_expr *idx[3];
+    int r = 0;
+    if (g->nb) {
+        blk[r] = 1;
+        idx[r++] = sched_blk_bidx(kb, 2);
+    }
+    blk[r] = rows, idx[r++] = ir;
+    blk[r] = cols, idx[r++] = ic;
+    /* rows padded by 16 bytes: the 8 rows one ldmatrix (or one warp's
+     * column reads) touches fall in 8 different 16-byte bank groups */
+    int pad = g->pad;
+    tile_layout *lay = NULL;
+    if ((g->cpu && !g->mma && !is_a && trans) || (!g->cpu && !g->mma && is_a && !trans)) {
+        /* CPU: B^T stored k-major, so the micro-kernel's vector reads of
+         * B's row at one kk are contiguous (A stays as stored: its reads
+         * are broadcasts, and a transposing copy costs more than it saves).
+         * GPU f32: A's block stored k-major too, so a thread's tm rows at
+         * one kk are contiguous (two 16-byte shared loads instead of tm
+         * strided ones, which bound the k loop by shared bandwidth); the
+         * copy in writes 4-byte elements across the transpose */
+        if (g->nb)
+            lay = sched_blk_layout(kb, "(1, %lld, %lld):(%lld, 1, %lld)", (long long)rows, (long long)cols,
+                                   (long long)(cols * (rows + pad)), (long long)(rows + pad));
+        else lay = sched_blk_layout(kb, "(%lld, %lld):(1, %lld)", (long long)rows, (long long)cols, (long long)(rows + pad));
+    } else if (pad && g->nb) {
+        lay = sched_blk_layout(kb, "(1, %lld, %lld):(%lld, %lld, 1)", (long long)rows, (long long)cols,
+                               (long long)(rows * (cols + pad)), (long long)(cols + pad));
+    } else if (pad) {
+        lay = sched_blk_layout(kb, "(%lld, %lld):(%lld, 1)", (long long)rows, (long long)cols, (long long)(cols + pad));
+    }
+    return sched_blk_pipe_in(kb, pipe, view, is_a ? g->a : g->b, r, blk, idx, lay);
+}
+
+/* The shared block's element (z?, i, j) as an operand. */
+static tile_operand blk_sh(sched_blk *kb, const sched_blk_gemm *g, tile_value *v, tile_expr *i, tile_expr *j)
+{
+    tile_expr *idx[3];
+    int r = 0;
+    if (g->nb) idx[r++] = I_(0);
+    idx[r++] = i;
+    idx[r++] = j;
+    return sched_blk_at(kb, v, r, idx);
+}
+
+static tile_type blk_reg2(sched_blk *kb, tsl_dtype dt, int64_t d0, int64_t d1, const char *lay)
+{
+    return sched_blk_type2(kb, TILE_REGISTER, dt, d0, d1, sched_blk_layout(kb, "%s", lay));
+}
+
+void sched_blk_mainloop(sched_blk *kb, const sched_blk_gemm *g, tile_value *acc)
+{
+    tile_value *kv;
+    tile_expr *steps = g->kblocks ? g->kblocks : B_(CDIV), g->kext, I_(g->bk));
+    tile_stmt *pipe = sched_blk_pipe(kb, "k", steps, g->stages, &kv);
+    tile_expr *k = g->k0 ? B_(ADD), V_(kv), g->k0) : V_(kv);
+    tile_value *ta = blk_spec(kb, g, pipe, "c_ta", 1, k);
+    tile_value *tb = blk_spec(kb, g, pipe, "c_tb", 0, k);
+    sched_blk_pipe_open(kb, pipe);
+    tsl_dtype in = g->in;
+    tile_operand dacc = tile_operand_tensor(acc);
+    if (g->mma) {
+        char la[256], lat[256], lb[256], lbt[256], lcc[256];
+        sched_blk_mma_layouts(g, la, lat, lb, lbt, lcc, sizeof la);
+        tile_value *ra, *rb;
+        if (g->a_trans) {
+            tile_value *ra0 = sched_blk_load_shared(kb, "c_ra0", blk_sh(kb, g, ta, I_(0), I_(0)), blk_reg2(kb, in, g->bk, g->bm, lat));
+            ra = sched_blk_view(kb, "c_ra", ra0, blk_reg2(kb, in, g->bm, g->bk, la));
+        } else {
+            ra = sched_blk_load_shared(kb, "c_ra", blk_sh(kb, g, ta, I_(0), I_(0)), blk_reg2(kb, in, g->bm, g->bk, la));
+        }
+        if (g->b_trans) {
+            tile_value *rb0 = sched_blk_load_shared(kb, "c_rb0", blk_sh(kb, g, tb, I_(0), I_(0)), blk_reg2(kb, in, g->bn, g->bk, lbt));
+            rb = sched_blk_view(kb, "c_rb", rb0, blk_reg2(kb, in, g->bk, g->bn, lb));
+        } else {
+            rb = sched_blk_load_shared(kb, "c_rb", blk_sh(kb, g, tb, I_(0), I_(0)), blk_reg2(kb, in, g->bk, g->bn, lb));
+        }
+        tile_operand args[3] = {tile_operand_tensor(ra), tile_operand_tensor(rb), tile_operand_tensor(acc)};
+        sched_blk_op(kb, TILE_I_MMA, NULL, 3, args, NULL, &dacc);
+    } else {
+        /* one k at a time: column kk of A's block and row kk of B's block,
+         * broadcast over the thread's tm x tn micro-tile (P x Q threads) */
+        char lcol[96], lrow[96], lcolb[96], lrowa[96];
+        int P = g->bm / g->tm, Q = g->bn / g->tn;
+        snprintf(lcol, sizeof lcol, "spatial(%d, 1).replicate(%d).local(%d, 1)", P, Q, g->tm);  /* A column */
+        snprintf(lrow, sizeof lrow, "replicate(%d).spatial(1, %d).local(1, %d)", P, Q, g->tn);  /* B row */
+        snprintf(lcolb, sizeof lcolb, "replicate(%d).spatial(%d, 1).local(%d, 1)", P, Q, g->tn); /* B^T column */
+        snprintf(lrowa, sizeof lrowa, "spatial(1, %d).replicate(%d).local(1, %d)", P, Q, g->tm); /* A^T row */
+        tile_stmt *f = sched_blk_for(kb, "c_kk", I_(0), I_(g->bk), NULL);
+        tile_expr *kk = V_(f->v);
+        tile_value *a, *b;
+        if (g->a_trans) {
+            tile_value *a0 = sched_blk_load_shared(kb, "c_a0", blk_sh(kb, g, ta, kk, I_(0)), blk_reg2(kb, TSL_DTYPE_F32, 1, g->bm, lrowa));
+            a = sched_blk_view(kb, "c_a", a0, blk_reg2(kb, TSL_DTYPE_F32, g->bm, 1, lcol));
+        } else {
+            a = sched_blk_load_shared(kb, "c_a", blk_sh(kb, g, ta, I_(0), kk), blk_reg2(kb, TSL_DTYPE_F32, g->bm, 1, lcol));
+        }
+        if (g->b_trans) {
+            tile_value *b0 = sched_blk_load_shared(kb, "c_b0", blk_sh(kb, g, tb, I_(0), kk), blk_reg2(kb, TSL_DTYPE_F32, g->bn, 1, lcolb));
+            b = sched_blk_view(kb, "c_b", b0, blk_reg2(kb, TSL_DTYPE_F32, 1, g->bn, lrow));
+        } else {
+            b = sched_blk_load_shared(kb, "c_b", blk_sh(kb, g, tb, kk, I_(0)), blk_reg2(kb, TSL_DTYPE_F32, 1, g->bn, lrow));
+        }
+        tile_value *ab = sched_blk_broadcast(kb, "c_ab", a, blk_reg2(kb, TSL_DTYPE_F32, g->bm, g->bn, g->lc), 1);
+        tile_value *bb = sched_blk_broadcast(kb, "c_bb", b, blk_reg2(kb, TSL_DTYPE_F32, g->bm, g->bn, g->lc), 0);
+        tile_operand ob = tile_operand_tensor(bb);
+        tile_value *p = sched_blk_ew(kb, TILE_I_MUL, "c_p", tile_operand_tensor(ab), &ob);
+        /* on the CPU the k loop asks for the f32 micro-kernel atom
+         * (target/cpu.c; the option cpu.micro_kernels=0 leaves the generic loop) */
+        tile_operand args[2] = {tile_operand_tensor(acc), tile_operand_tensor(p)};
+        tile_stmt *s = sched_blk_op(kb, TILE_I_ADD, NULL, 2, args, NULL, &dacc);
+        if (g->cpu && g->ukr) s->instr.atom = "cpu.ukr.f32";
+        sched_blk_end(kb);
+    }
+    sched_blk_end(kb);
+}
+
+/* ---- the sm_90a ring --------------------------------------------------------------------------------
+ * A persistent grid (one block per multiprocessor, c_nsm) loops over the
+ * output tiles of C (BM x BN), grouped `group` tiles down M so that
+ * consecutive tiles share B's columns in L2. Warpgroup 0 (the producer, 40
+ * registers) streams BK-deep k blocks of A (BM x BK, K-major) and B
+ * (BK x BN, N-major, 64-wide TMA boxes) through a ring of shared stages,
+ * across tiles: it waits until a stage is empty, announces its bytes on the
+ * stage's full barrier and issues the TMA copies, so the next tile's blocks
+ * arrive while the consumers run the epilogue. Warpgroups 1 and 2 (the
+ * consumers, 232 registers) each own BM/2 rows: they wait until a stage is
+ * full, run wgmma over it with one group in flight, and release the stage
+ * before. */
+#define BLK_RING_SMEM (220 * 1024) /* the stages, C's staging tiles and the barriers */
+
+int sched_blk_ring_stages(const sched_blk_gemm *g, int tma_store)
+{
+    int stage = (g->bm * g->bk + g->bk * g->bn) * 2;
+    int ctile = tma_store ? g->bm * g->bn * 2 : 0;
+    int n = (BLK_RING_SMEM - ctile - 2048) / stage;
+    return n > 8 ? 8 : n;
+}
+
+int64_t sched_blk_ring_smem(const sched_blk_gemm *g, int tma_store)
+{
+    /* the stages, C's staging tiles, the barriers, the 1024-byte alignments */
+    return (int64_t)sched_blk_ring_stages(g, tma_store) * (g->bm * g->bk + g->bk * g->bn) * 2 +
+           (tma_store ? g->bm * g->bn * 2 : 0) + 4096;
+}
+
+/* The tile loop of a role: c_t over this block's tiles, c_tm / c_tn (/ c_tb)
+ * its coordinates (grouped order). Opens the loop. */
+static void blk_tile_loop(sched_blk *kb, sched_blk_ring *r, const sched_blk_gemm *g, tile_expr *M, tile_expr *N,
+                          tile_expr *B, int group)
+{
+    tile_value *gm = sched_blk_let(kb, "c_gm", B_(CDIV), M, I_(g->bm)));
+    tile_value *gn = sched_blk_let(kb, "c_gn", B_(CDIV), N, I_(g->bn)));
+    tile_expr *nt = B_(MUL), V_(gm), V_(gn));
+    tile_value *ntiles = sched_blk_let(kb, "c_ntiles", B ? B_(MUL), nt, B) : nt);
+    tile_stmt *f = sched_blk_for(kb, "c_t", sched_blk_bidx(kb, 0), V_(ntiles), B_(MIN), V_(ntiles), sched_blk_sms(kb)));
+    tile_value *rr;
+    r->tb = NULL;
+    if (B) {
+        r->tb = sched_blk_let(kb, "c_tb", B_(DIV), V_(f->v), B_(MUL), V_(gm), V_(gn))));
+        rr = sched_blk_let(kb, "c_r", B_(MOD), V_(f->v), B_(MUL), V_(gm), V_(gn))));
+    } else {
+        rr = sched_blk_let(kb, "c_r", V_(f->v));
+    }
+    tile_value *g0 = sched_blk_let(kb, "c_g0", B_(MUL), B_(DIV), V_(rr), B_(MUL), I_(group), V_(gn))), I_(group)));
+    tile_value *gs = sched_blk_let(kb, "c_gs", B_(MIN), B_(SUB), V_(gm), V_(g0)), I_(group)));
+    r->tm = sched_blk_let(kb, "c_tm", B_(ADD), V_(g0), B_(MOD), B_(MOD), V_(rr), B_(MUL), I_(group), V_(gn))), V_(gs))));
+    r->tn = sched_blk_let(kb, "c_tn", B_(DIV), B_(MOD), V_(rr), B_(MUL), I_(group), V_(gn))), V_(gs)));
+}
+
+static tile_operand blk_at3(sched_blk *kb, tile_value *v, tile_expr *a, tile_expr *b, tile_expr *c)
+{
+    tile_expr *idx[3] = {a, b, c};
+    return sched_blk_at(kb, v, 3, idx);
+}
+
+/* A global operand's box origin (batch?, i, j). */
+static tile_operand blk_g(sched_blk *kb, tile_value *v, tile_value *tb, tile_expr *i, tile_expr *j)
+{
+    tile_expr *idx[3];
+    int n = 0;
+    if (tb) idx[n++] = V_(tb);
+    idx[n++] = i;
+    idx[n++] = j;
+    return sched_blk_at(kb, v, n, idx);
+}
+
+static void blk_mbar(sched_blk *kb, tile_op op, tile_operand bar, tile_expr *x, int64_t bytes)
+{
+    tile_operand args[2] = {bar, tile_operand_scalar(x)};
+    tile_stmt *s = sched_blk_op(kb, op, NULL, x ? 2 : 1, args, NULL, NULL);
+    s->instr.bytes = bytes;
+}
+
+static void blk_op0(sched_blk *kb, tile_op op) { sched_blk_op(kb, op, NULL, 0, NULL, NULL, NULL); }
+
+static void blk_op_n(sched_blk *kb, tile_op op, int64_t n)
+{
+    tile_operand a = tile_operand_scalar(I_(n));
+    sched_blk_op(kb, op, NULL, 1, &a, NULL, NULL);
+}
+
+void sched_blk_ring_open(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring *r, tile_expr *M, tile_expr *N,
+                         tile_expr *B, int group)
+{
+    int S = r->stages = sched_blk_ring_stages(g, r->tma_store);
+    tsl_dtype in = g->in;
+    /* the stages in the global tensors' own dim order (TMA boxes), 128-byte
+     * swizzled rows of 64; a transposed operand is seen by wgmma through a
+     * shared view (the same bytes) with its dims in [M, K] / [K, N] order */
+    int SA = g->bm * g->bk, SB = g->bk * g->bn;
+    int64_t da[3] = {S, g->bm, g->bk}, dat[3] = {S, g->bk, g->bm}, db[3] = {S, g->bk, g->bn}, dbt[3] = {S, g->bn, g->bk};
+    tile_value *at = NULL, *bt = NULL;
+    if (!g->a_trans) {
+        r->as = sched_blk_alloc(kb, "c_as", sched_blk_type(kb, TILE_SHARED, in, 3, da,
+                                sched_blk_layout(kb, "swizzle(3,3,3,(%d,%d,%d):(%d,%d,1))", S, g->bm, g->bk, SA, g->bk)), NULL);
+    } else {
+        at = sched_blk_alloc(kb, "c_at", sched_blk_type(kb, TILE_SHARED, in, 3, dat,
+                             sched_blk_layout(kb, "swizzle(3,3,3,(%d,%d,(64,%d)):(%d,64,(1,%d)))", S, g->bk, g->bm / 64, SA, 64 * g->bk)), NULL);
+        r->as = sched_blk_view(kb, "c_as", at, sched_blk_type(kb, TILE_SHARED, in, 3, da,
+                               sched_blk_layout(kb, "swizzle(3,3,3,(%d,(64,%d),%d):(%d,(1,%d),64))", S, g->bm / 64, g->bk, SA, 64 * g->bk)));
+    }
+    if (!g->b_trans) {
+        r->bs = sched_blk_alloc(kb, "c_bs", sched_blk_type(kb, TILE_SHARED, in, 3, db,
+                                sched_blk_layout(kb, "swizzle(3,3,3,(%d,%d,(64,%d)):(%d,64,(1,%d)))", S, g->bk, g->bn / 64, SB, 64 * g->bk)), NULL);
+    } else {
+        bt = sched_blk_alloc(kb, "c_bt", sched_blk_type(kb, TILE_SHARED, in, 3, dbt,
+                             sched_blk_layout(kb, "swizzle(3,3,3,(%d,%d,%d):(%d,%d,1))", S, g->bn, g->bk, SB, g->bk)), NULL);
+        r->bs = sched_blk_view(kb, "c_bs", bt, sched_blk_type(kb, TILE_SHARED, in, 3, db,
+                               sched_blk_layout(kb, "swizzle(3,3,3,(%d,%d,%d):(%d,1,%d))", S, g->bk, g->bn, SB, g->bk)));
+    }
+    r->cs = NULL;
+    if (r->tma_store) {
+        int64_t dc[3] = {2, r->em, g->bn};
+        r->cs = sched_blk_alloc(kb, "c_cs", sched_blk_type(kb, TILE_SHARED, r->cdt, 3, dc,
+                                sched_blk_layout(kb, "swizzle(3,3,3,(2,%d,(64,%d)):(%d,64,(1,%d)))", r->em, g->bn / 64, r->em * g->bn, 64 * r->em)), NULL);
+    }
+    int64_t ns = S;
+    r->full = sched_blk_alloc(kb, "c_full", sched_blk_type(kb, TILE_SHARED, TSL_DTYPE_U64, 1, &ns, NULL), NULL);
+    r->empty = sched_blk_alloc(kb, "c_empty", sched_blk_type(kb, TILE_SHARED, TSL_DTYPE_U64, 1, &ns, NULL), NULL);
+    blk_mbar(kb, TILE_I_MBAR_INIT, tile_operand_tensor(r->full), I_(1), 0);
+    blk_mbar(kb, TILE_I_MBAR_INIT, tile_operand_tensor(r->empty), I_(2), 0);
+    sched_blk_sync(kb);
+    r->wgs = sched_blk_warpgroups(kb);
+    tile_expr *kext = g->kext;
+    /* the producer */
+    sched_blk_role(kb, r->wgs, "producer", 1, NULL, 40);
+    tile_value *it = sched_blk_var(kb, "c_it", I_(0));
+    blk_tile_loop(kb, r, g, M, N, B, group);
+    tile_stmt *fk = sched_blk_for(kb, "c_k", I_(0), B_(CDIV), kext, I_(g->bk)), NULL);
+    tile_value *s = sched_blk_let(kb, "c_s", B_(MOD), V_(it), I_(S)));
+    blk_mbar(kb, TILE_I_MBAR_WAIT, sched_blk_at1(kb, r->empty, V_(s)), B_(MOD), B_(ADD), B_(DIV), V_(it), I_(S)), I_(1)), I_(2)), 0);
+    blk_mbar(kb, TILE_I_MBAR_ARRIVE, sched_blk_at1(kb, r->full, V_(s)), NULL, (int64_t)(SA + SB) * 2);
+    tile_expr *ck = V_(fk->v);
+    tile_operand fb = sched_blk_at1(kb, r->full, V_(s));
+    tile_operand args[2];
+    tile_operand dst;
+    if (!g->a_trans) {
+        args[0] = blk_g(kb, g->a, r->tb, B_(MUL), V_(r->tm), I_(g->bm)), B_(MUL), ck, I_(g->bk)));
+        dst = sched_blk_at1(kb, r->as, V_(s));
+    } else {
+        args[0] = blk_g(kb, g->a, r->tb, B_(MUL), ck, I_(g->bk)), B_(MUL), V_(r->tm), I_(g->bm)));
+        dst = sched_blk_at1(kb, at, V_(s));
+    }
+    args[1] = fb;
+    sched_blk_op(kb, TILE_I_TMA_LOAD, NULL, 2, args, NULL, &dst);
+    if (!g->b_trans) {
+        args[0] = blk_g(kb, g->b, r->tb, B_(MUL), ck, I_(g->bk)), B_(MUL), V_(r->tn), I_(g->bn)));
+        dst = sched_blk_at1(kb, r->bs, V_(s));
+    } else {
+        args[0] = blk_g(kb, g->b, r->tb, B_(MUL), V_(r->tn), I_(g->bn)), B_(MUL), ck, I_(g->bk)));
+        dst = sched_blk_at1(kb, bt, V_(s));
+    }
+    args[1] = fb;
+    sched_blk_op(kb, TILE_I_TMA_LOAD, NULL, 2, args, NULL, &dst);
+    sched_blk_set(kb, it, B_(ADD), V_(it), I_(1)));
+    sched_blk_end(kb); /* k */
+    sched_blk_end(kb); /* tiles */
+    sched_blk_end(kb); /* role */
+    /* the consumers */
+    r->wg = sched_blk_role(kb, r->wgs, "consumer", 2, "c_wg", 232);
+    r->it = sched_blk_var(kb, "c_it", I_(0));
+    blk_tile_loop(kb, r, g, M, N, B, group);
+}
+
+tile_value *sched_blk_ring_mainloop(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring *r)
+{
+    int S = r->stages;
+    tile_value *it = r->it;
+    /* one wgmma group in flight: step k's products run while the consumer
+     * waits for step k-1's and releases its stage; the tile's last stage
+     * is released after the final wait */
+    tile_value *acc = sched_blk_alloc(kb, "c_acc", blk_reg2(kb, TSL_DTYPE_F32, r->em, r->en, g->lc), sched_blk_float(kb, 0.0, "0.0"));
+    tile_value *nk = sched_blk_let(kb, "c_nk", B_(CDIV), g->kext, I_(g->bk)));
+    tile_stmt *fk = sched_blk_for(kb, "c_k", I_(0), V_(nk), NULL);
+    tile_value *s = sched_blk_let(kb, "c_s", B_(MOD), V_(it), I_(S)));
+    blk_mbar(kb, TILE_I_MBAR_WAIT, sched_blk_at1(kb, r->full, V_(s)), B_(MOD), B_(DIV), V_(it), I_(S)), I_(2)), 0);
+    blk_op0(kb, TILE_I_WGMMA_FENCE);
+    tile_operand args[3] = {blk_at3(kb, r->as, V_(s), B_(MUL), V_(r->wg), I_(r->em)), I_(0)),
+                            blk_at3(kb, r->bs, V_(s), I_(0), I_(0)), tile_operand_tensor(acc)};
+    tile_operand dacc = tile_operand_tensor(acc);
+    sched_blk_op(kb, TILE_I_WGMMA, NULL, 3, args, NULL, &dacc);
+    blk_op0(kb, TILE_I_WGMMA_COMMIT);
+    blk_op_n(kb, TILE_I_WGMMA_WAIT, 1);
+    sched_blk_if(kb, B_(GT), V_(fk->v), I_(0)));
+    blk_mbar(kb, TILE_I_MBAR_ARRIVE, sched_blk_at1(kb, r->empty, B_(MOD), B_(ADD), V_(it), I_(S - 1)), I_(S))), NULL, 0);
+    sched_blk_end(kb);
+    sched_blk_set(kb, it, B_(ADD), V_(it), I_(1)));
+    sched_blk_end(kb); /* k */
+    blk_op_n(kb, TILE_I_WGMMA_WAIT, 0);
+    sched_blk_if(kb, B_(GT), V_(nk), I_(0)));
+    blk_mbar(kb, TILE_I_MBAR_ARRIVE, sched_blk_at1(kb, r->empty, B_(MOD), B_(ADD), V_(it), I_(S - 1)), I_(S))), NULL, 0);
+    sched_blk_end(kb);
+    return acc;
+}
+
+void sched_blk_ring_store(sched_blk *kb, sched_blk_ring *r, tile_value *out, tile_value *c, int n, tile_expr **at)
+{
+    tile_operand dst = sched_blk_at(kb, c, n, at);
+    if (!r->tma_store) {
+        sched_blk_store_global(kb, out, dst);
+    } else {
+        /* the previous tile's TMA store has read c_cs[c_wg]: then write it,
+         * make the writes visible to the copy engine, store */
+        blk_op_n(kb, TILE_I_BULK_WAIT, 0);
+        tile_operand x = tile_operand_tensor(out);
+        tile_operand cs = blk_at3(kb, r->cs, V_(r->wg), I_(0), I_(0));
+        sched_blk_op(kb, TILE_I_STORE_SHARED, NULL, 1, &x, NULL, &cs);
+        blk_op0(kb, TILE_I_FENCE_ASYNC);
+        sched_blk_sync(kb);
+        tile_operand src = sched_blk_at1(kb, r->cs, V_(r->wg));
+        sched_blk_op(kb, TILE_I_TMA_STORE, NULL, 1, &src, NULL, &dst);
+        blk_op0(kb, TILE_I_BULK_COMMIT);
+    }
+    sched_blk_end(kb); /* tiles */
+    if (r->tma_store) blk_op_n(kb, TILE_I_BULK_WAIT, 0);
+    sched_blk_end(kb); /* role */
+}

@@ -1,0 +1,78 @@
+/* blocks_mma.h — the block product's building blocks (blocks_mma.c; see
+ * blocks.h for the library): the pipelined main loop that accumulates
+ * C[BM, BN] += A[BM, K] B[K, BN] of one block, on sm_80 (cp.async
+ * pipeline, mma.sync or f32 FMA micro-tiles), on the CPU (the f32
+ * micro-kernel) and on sm_90a (a TMA ring filled by a producer warpgroup,
+ * wgmma consumers, a persistent grouped tile loop), and the sm_90a
+ * epilogue store. A contraction, attention's two products or a quantized
+ * matmul's dequantized B describe their operands in a sched_blk_gemm. */
+#ifndef TSL_SCHED_BLOCKS_MMA_H
+#define TSL_SCHED_BLOCKS_MMA_H
+
+#include "sched/blocks.h"
+
+/* One block product. A is stored (batch?, M, K), or (batch?, K, M) when
+ * a_trans; B (batch?, K, N), or (batch?, N, K) when b_trans. */
+typedef struct sched_blk_gemm {
+    tile_value *a, *b;     /* the global operands */
+    tsl_dtype in;          /* their dtype */
+    int a_trans, b_trans;
+    int nb;                /* batch dims (0 or 1) */
+    int bm, bn, bk;        /* block tile of C, depth of a k step */
+    int wm, wn;            /* mma: warps along m and n */
+    int tm, tn;            /* f32: the thread's micro-tile */
+    int threads;
+    int pad;               /* elements of padding per shared row */
+    int stages;            /* pipeline depth */
+    int mma;               /* f16/bf16 tensor cores (else f32 FMA) */
+    int cpu;               /* the CPU target's f32 plan */
+    int ukr;               /* CPU: ask for the f32 micro-kernel atom */
+    tile_expr *kext;       /* K (elements) */
+    tile_expr *kblocks;    /* k steps of this block: NULL = cdiv(K, bk) */
+    tile_expr *k0;         /* the first k step: NULL = 0 (split-K slices) */
+    const char *lc;        /* the accumulator's layout */
+} sched_blk_gemm;
+
+/* The mma.m16n8k16 fragments of the block (warps wm x wn, each warp
+ * (bm/wm) x (bn/wn) of C): A, A stored transposed, B, B stored
+ * transposed, and C, as layout text of at most n bytes each. */
+void sched_blk_mma_layouts(const sched_blk_gemm *g, char *la, char *lat, char *lb, char *lbt, char *lc, size_t n);
+
+/* The sm_80 / CPU main loop: pipeline(grid=(k: steps), stages) over A's
+ * and B's blocks (at block_idx.x, .y, .z), the product accumulated into
+ * acc (f32[bm, bn] in g->lc). */
+void sched_blk_mainloop(sched_blk *kb, const sched_blk_gemm *g, tile_value *acc);
+
+/* ---- sm_90a --------------------------------------------------------------------------------------- */
+/* The persistent warp-specialised kernel: values the epilogue uses. */
+typedef struct sched_blk_ring {
+    int stages;
+    int em, en;             /* each consumer's tile of C */
+    int tma_store;          /* C leaves through shared memory and TMA */
+    tsl_dtype cdt;          /* C's dtype */
+    tile_value *as, *bs;    /* the stages as wgmma sees them: [S, BM, BK], [S, BK, BN] */
+    tile_value *full, *empty, *cs;
+    tile_value *wg;         /* the consumer's number */
+    tile_value *it;         /* the consumer's stage counter */
+    tile_value *tm, *tn, *tb; /* the tile's coordinates (tb: batch, or NULL) */
+    tile_stmt *wgs;
+} sched_blk_ring;
+
+/* The ring's depth for the block shape (what is left beside C's tiles). */
+int sched_blk_ring_stages(const sched_blk_gemm *g, int tma_store);
+/* The shared bytes the ring asks for (the header's budget). */
+int64_t sched_blk_ring_smem(const sched_blk_gemm *g, int tma_store);
+/* Allocate the ring, open warpgroups, write the producer role, open the
+ * consumer role and its tile loop over C (M x N [x batch], tiles
+ * bm x bn, `group` tiles down M before moving right). */
+void sched_blk_ring_open(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring *r, tile_expr *M, tile_expr *N,
+                         tile_expr *B, int group);
+/* The consumer's k loop: acc (f32[em, en] in g->lc) += its 64 rows of A
+ * times B, one wgmma group in flight. Returns acc. */
+tile_value *sched_blk_ring_mainloop(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring *r);
+/* The consumer's tile store of out to C at `at` (indices), through shared
+ * memory and TMA when r->tma_store, else masked; then closes the tile
+ * loop, the role and warpgroups. */
+void sched_blk_ring_store(sched_blk *kb, sched_blk_ring *r, tile_value *out, tile_value *c, int n, tile_expr **at);
+
+#endif
