@@ -47,9 +47,27 @@ step() {
 [ -f build/libtessel.so ] || { echo "gpu_python.sh: build/libtessel.so is missing: run make -s -j2 all here first"; exit 1; }
 VENV=${TMPDIR:-/tmp}/tessel-venv
 step device 30 nvidia-smi --query-gpu=name,driver_version --format=csv
-step install 120 bash -c "rm -rf $VENV && python3 -m venv --system-site-packages $VENV &&
-    TESSEL_LIB=$PWD/build/libtessel.so $VENV/bin/python -m pip install -q --no-index --no-deps ./python &&
-    cd / && $VENV/bin/python -c 'import tessel, torch; print(tessel.library_path, torch.__version__, torch.cuda.is_available())'"
+# The GPU machine's python3 is itself a venv (/opt/torch/.venv: NumPy and
+# torch), and --system-site-packages exposes the BASE interpreter's
+# packages, not that venv's: a .pth file in the fresh venv adds python3's
+# own site-packages after the venv's (offline; the install is still real:
+# tessel comes from the venv, the test below checks where it loads from).
+venv_install() {
+    rm -rf "$VENV" && python3 -m venv --system-site-packages "$VENV" || return 1
+    local parent mine
+    parent=$(python3 -c 'import site, sysconfig; print("\n".join(dict.fromkeys([*site.getsitepackages(), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])))') || return 1
+    mine=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || return 1
+    printf '%s\n' "$parent" > "$mine/tessel-parent-env.pth"
+    echo "parent environment's site-packages (in $mine/tessel-parent-env.pth):"; sed 's/^/  /' "$mine/tessel-parent-env.pth"
+    TESSEL_LIB=$PWD/build/libtessel.so "$VENV/bin/python" -m pip install -q --no-index --no-deps ./python || return 1
+    (cd / && "$VENV/bin/python" -c 'import tessel, numpy; print(tessel.__file__, tessel.library_path, "numpy", numpy.__version__)
+try:
+    import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())
+except ImportError: print("no torch")
+import sys; sys.exit(0 if tessel.__file__.startswith(sys.prefix) else "tessel was not imported from the venv")')
+}
+export -f venv_install; export VENV
+step install 120 bash -c venv_install
 # the installed package; without a venv (no ensurepip there) the source tree's
 PY=$VENV/bin/python INSTALLED=1
 if ! "$PY" -c 'import tessel' >/dev/null 2>&1; then PY=python3 INSTALLED=0; export PYTHONPATH=$PWD/python; fi

@@ -66,11 +66,12 @@ def c_run_only(f, *tensors):
         ptr, k, _, dev_type, _ = _function._describe_any(t, a.slots[i], i == len(tensors) - 1, "x")
         a.tensors[i] = ptr
         keep.append(k)
-    prog, ap, arr, scalars = f._prog.ptr, a.ptr, a.tensors, a.scalars
+    prog, ap, arr, scalars = f._prog.handle, a.handle, a.tensors, a.scalars
     target = 2 if dev_type == 2 else 1
+    call = L.tsl_program_call_direct  # as the package calls it
 
     def run():
-        if L.tsl_program_call(prog, ap, arr, scalars, target):
+        if call(prog, ap, arr, scalars, target):
             raise RuntimeError(L.tsl_context_error(f._ctx.ptr).decode())
     run.keep = keep
     return run
@@ -86,6 +87,7 @@ class _StubRun:
         nop.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
         nop.restype = ctypes.c_int
         self.tsl_program_call = lambda p, a, ts, sc, t: nop(p, a, 0)
+        self.tsl_program_call_direct = self.tsl_program_call
 
     def __getattr__(self, name):
         return getattr(self._lib, name)

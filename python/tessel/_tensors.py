@@ -65,11 +65,12 @@ _SLOT_STRUCTS = [struct.Struct("<QiiiBBHQQQ%dq%dx%dq" % (r, (8 - r) * 8, r)) for
 
 class Slot:
     """Scratch memory for one DLTensor that this package fills itself."""
-    __slots__ = ("buf", "addr")
+    __slots__ = ("buf", "addr", "last")
 
     def __init__(self) -> None:
         self.buf = ctypes.create_string_buffer(SLOT_BYTES)
         self.addr = ctypes.addressof(self.buf)
+        self.last = None  # what a describer last wrote here (_torch_kind.describe)
 
 
 class Kind:

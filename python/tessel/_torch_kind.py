@@ -54,32 +54,53 @@ def kind_for_device(index: int) -> TorchKind:
 
 
 def describe(x: torch.Tensor, slot: _tensors.Slot, write: bool, what: str):
-    """Write x's DLTensor into slot: (address, keep-alive, kind, device type, id)."""
-    dl = DL_OF.get(x.dtype)
-    if dl is None:
-        raise ArgumentError(f"{what}: torch dtype {x.dtype} is not a tessel dtype")
+    """Write x's DLTensor into slot: (address, keep-alive, kind, device type, id).
+
+    The slot remembers what it last held (data pointer, dtype, shape,
+    strides, device): a call on the same tensors (or on tensors that
+    look the same) writes nothing. Those fields are the whole DLTensor,
+    so a hit describes x exactly."""
+    try:
+        ptr = x.data_ptr()
+        stride = x.stride()
+    except RuntimeError:  # no storage or strides (sparse): the checks below say why
+        ptr, stride = 0, None
+    dtype = x.dtype
+    shape = x.shape
+    cuda = x.is_cuda
+    last = slot.last
+    # (a CUDA address names its GPU: one address space for all of them)
+    if (ptr and last is not None and last[0] == ptr and last[1] is dtype and last[2] == shape
+            and last[3] == stride and last[4] is cuda and (cuda or x.is_cpu) and not x.is_neg()):
+        return slot.addr, x, last[5], last[7], last[6]
     if x.layout is not _strided:
         raise ArgumentError(f"{what}: only strided (dense) tensors are accepted, not {x.layout}")
+    dl = DL_OF.get(dtype)
+    if dl is None:  # complex dtypes too (so no lazily conjugated tensor gets here)
+        raise ArgumentError(f"{what}: torch dtype {dtype} is not a tessel dtype")
     if x.is_cpu:
         dev_type, dev_id, kind = _tensors.kDLCPU, 0, _CPU
-    elif x.is_cuda:
+    elif cuda:
         dev_type, dev_id = _tensors.kDLCUDA, x.get_device()
         kind = kind_for_device(dev_id)
         if not write and not x.is_contiguous():
             # device tensors are used in place and must be dense: torch makes
             # one contiguous copy of a strided input, on the current stream
+            # (not remembered: the copy is new each call)
             x = x.contiguous()
+            ptr, stride = x.data_ptr(), x.stride()
+            cuda = None
     else:
         raise ArgumentError(f"{what}: tensors on device '{x.device}' are not supported (cpu and cuda are)")
-    if x.is_conj() or x.is_neg():
-        raise ArgumentError(f"{what}: a lazily conjugated or negated view; call .resolve_conj()/.resolve_neg()")
-    shape = x.shape
+    if x.is_neg():
+        raise ArgumentError(f"{what}: a lazily negated view; call .resolve_neg()")
     r = len(shape)
     if r > 8:
         raise ArgumentError(f"{what}: rank {r} is more than 8")
     addr = slot.addr
-    _structs[r].pack_into(slot.buf, 0, x.data_ptr(), dev_type, dev_id, r, dl[0], dl[1], 1,
-                          addr + 48, addr + 112, 0, *shape, *x.stride())
+    _structs[r].pack_into(slot.buf, 0, ptr, dev_type, dev_id, r, dl[0], dl[1], 1,
+                          addr + 48, addr + 112, 0, *shape, *stride)
+    slot.last = (ptr, dtype, shape, stride, cuda, kind, dev_id, dev_type) if cuda is not None and ptr else None
     return addr, x, kind, dev_type, dev_id
 
 

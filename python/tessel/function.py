@@ -69,6 +69,7 @@ class _Program:
     def __init__(self, ctx: _Context, ptr: int) -> None:
         self.ctx = ctx
         self.ptr = ptr
+        self.handle = ctypes.c_void_p(ptr)  # for tsl_program_call_direct
 
     def __del__(self, _free=_L.tsl_program_free) -> None:
         if getattr(self, "ptr", None):
@@ -84,6 +85,7 @@ class _Args:
         self.ptr = _L.tsl_args_create(prog.ptr)
         if not self.ptr:
             raise MemoryError("tessel: tsl_args_create failed")
+        self.handle = ctypes.c_void_p(self.ptr)  # for tsl_program_call_direct
         self.tensors = (ctypes.c_void_p * max(nslots, 1))()
         self.scalars = (ctypes.c_double * max(nparams, 1))()
         self.slots = [_tensors.Slot() for _ in range(nslots)]
@@ -144,6 +146,16 @@ class Param(NamedTuple):
 
 # type -> describer, filled as types are met (subclasses included)
 _DESCRIBERS: dict = {np.ndarray: _tensors.describe_numpy}
+
+
+_torch_kind = None  # the module, once a torch tensor was met
+
+
+def _import_torch_kind():
+    global _torch_kind
+    from . import _torch_kind as tk
+    _torch_kind = tk
+    return tk
 
 
 def _describe_any(x: Any, slot: _tensors.Slot, write: bool, what: str):
@@ -474,19 +486,26 @@ class Function:
             kind, dev_type, dev_id = _NUMPY, _kDLCPU, 0
         if out is not None and self._single_out >= 0 and not isinstance(out, (tuple, list, dict)):
             j = n + self._single_out
-            ptr, k, _, _, _ = _describe_any(out, slots[j], True, self._what[j])
-            tensors[j] = ptr
+            k = None
+            if type(out) is _ndarray:  # inline; legacy DLPack refuses a read-only array
+                try:
+                    k = out.__dlpack__()
+                    tensors[j] = _get_pointer(k, b"dltensor")
+                except (BufferError, TypeError):
+                    k = None
+            if k is None:
+                ptr, k, _, _, _ = _describe_any(out, slots[j], True, self._what[j])
+                tensors[j] = ptr
             keep.append(k)
             results = [out]
         else:
             results = self._outputs(a, args, out, kind, keep, sizes)
-        ap = a.ptr
         if dev_type == _kDLCUDA:
             self._cuda_setup(a, kind, dev_id)
             target = self._target_code if self._target_code >= 0 else 2
         else:
             target = self._target_code if self._target_code >= 0 else 1
-        st = _L.tsl_program_call(self._prog.ptr, ap, tensors, a.scalars, target)
+        st = _L.tsl_program_call_direct(self._prog.handle, a.handle, tensors, a.scalars, target)
         if st:
             raise self._ctx.error(st)
         del keep
@@ -551,11 +570,11 @@ class Function:
     def _cuda_setup(self, a: _Args, kind: Any, dev_id: int) -> None:
         """The stream, allocator and sync mode of a GPU run on a's C args."""
         stream = 0
-        if getattr(kind, "name", "") == "torch":
-            from . import _torch_kind
-            stream = _torch_kind.current_stream(dev_id)
+        if kind.name == "torch":
+            tk = _torch_kind or _import_torch_kind()
+            stream = tk.current_stream(dev_id)
             if a.allocator is None:
-                al = _torch_kind.allocator()
+                al = tk.allocator()
                 st = _L.tsl_args_set_allocator(a.ptr, ctypes.byref(al.struct))
                 if st:
                     raise self._ctx.error(st)
@@ -616,6 +635,7 @@ def _output_shapes(f: "Function", shapes: Sequence[Sequence[int]], sizes: Option
         shape = tuple(int(d) for d in shape)
         code, bits = _tensors.DL_CODES[f.params[i].dtype]  # every dtype the library has
         slot = a.slots[i]
+        slot.last = None  # written here: no describer's memo of it holds
         r = len(shape)
         if r > _lib.MAX_RANK:
             raise ArgumentError(f"{f._what[i]}: rank {r} is more than {_lib.MAX_RANK}")

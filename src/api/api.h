@@ -36,6 +36,14 @@ struct tsl_program {
     char *opt_text;    /* their canonical text, in the arena ("" for the defaults) */
     int opt_explicit;  /* set by the caller: no tuned options are looked up */
     tsl_run_stats last; /* of the last tsl_program_run (tsl_program_run_stats) */
+    struct {            /* the last tuned-options lookup (compiled.c; under its lock) */
+        int target;
+        void *dev;
+        uint64_t gen;
+        int64_t *shapes; /* the tensor parameters' dims, in order */
+        int nshapes;
+        char *options;   /* what it found, "" for none; NULL: no lookup yet */
+    } tuned;
 };
 
 /* Replace the context's error with "error: <msg>" and return st. */
@@ -96,6 +104,8 @@ tsl_status api_prepare_cached(tsl_program *p, const struct drv_target *t, void *
                               const char *opt_text, struct drv_prepared **out, tsl_diag *d);
 /* Forget the tuned options looked up so far (after a tuning session). */
 void api_compiled_forget_tuned(void);
+/* Free p's remembered tuned-options lookup (tsl_program_free). */
+void api_program_forget_tuned(tsl_program *p);
 /* Drop every prepared plan of this process (tests: the next run takes the
  * executable from the cache, as a new process would). */
 void api_compiled_forget(void);

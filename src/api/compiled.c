@@ -329,11 +329,76 @@ static struct {
 static int tuned_next;
 static pthread_mutex_t tuned_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* The tuned options of p's def at b's shapes on target t (dev's arch),
- * into *opt and *text; 0 when there are none. */
-static int tuned_lookup(tsl_program *p, const drv_target *t, void *dev, const lang_bound *b, sched_options *opt,
-                        strbuf *text)
+static uint64_t tuned_generation; /* bumped when a tuning records options */
+
+/* Is p's last lookup (p->tuned) for this target, device, generation and
+ * these shapes? Under tuned_mu. */
+static int tuned_last_is(const tsl_program *p, const drv_target *t, void *dev, const lang_bound *b)
 {
+    if (!p->tuned.options || p->tuned.target != (int)t->id || p->tuned.dev != dev ||
+        p->tuned.gen != tuned_generation)
+        return 0;
+    int w = 0;
+    for (int i = 0; i < p->def->nparams; i++) {
+        const lang_tensor *lt = p->def->params[i];
+        if (lt->is_scalar) continue;
+        for (int k = 0; k < lt->rank; k++, w++)
+            if (w >= p->tuned.nshapes || p->tuned.shapes[w] != b->shapes[lt->index][k]) return 0;
+    }
+    return w == p->tuned.nshapes;
+}
+
+/* Remember this lookup's result on p (under tuned_mu); out of memory it
+ * is just not remembered. */
+static void tuned_last_set(tsl_program *p, const drv_target *t, void *dev, const lang_bound *b, const char *options)
+{
+    int n = 0;
+    for (int i = 0; i < p->def->nparams; i++)
+        if (!p->def->params[i]->is_scalar) n += p->def->params[i]->rank;
+    int64_t *shapes = malloc(sizeof *shapes * (size_t)(n + 1));
+    char *o = strdup(options);
+    if (!shapes || !o) {
+        free(shapes);
+        free(o);
+        return;
+    }
+    int w = 0;
+    for (int i = 0; i < p->def->nparams; i++) {
+        const lang_tensor *lt = p->def->params[i];
+        if (lt->is_scalar) continue;
+        for (int k = 0; k < lt->rank; k++) shapes[w++] = b->shapes[lt->index][k];
+    }
+    api_program_forget_tuned(p);
+    p->tuned.target = (int)t->id;
+    p->tuned.dev = dev;
+    p->tuned.gen = tuned_generation;
+    p->tuned.shapes = shapes;
+    p->tuned.nshapes = n;
+    p->tuned.options = o;
+}
+
+void api_program_forget_tuned(tsl_program *p)
+{
+    free(p->tuned.shapes);
+    free(p->tuned.options);
+    memset(&p->tuned, 0, sizeof p->tuned);
+}
+
+/* The options found at these shapes: the program's last lookup when it was
+ * at the same ones (a cached run then builds no key: the canonical text,
+ * the shapes' text and the hash cost more than the rest of a tiny run),
+ * else the memo, else the cache; into buf ("" when none). */
+static void tuned_find(tsl_program *p, const drv_target *t, void *dev, const lang_bound *b, char *buf, size_t n)
+{
+    pthread_mutex_lock(&tuned_mu);
+    int hit = tuned_last_is(p, t, dev, b);
+    if (hit) { /* per run: a copy, not snprintf */
+        size_t len = strnlen(p->tuned.options, n - 1);
+        memcpy(buf, p->tuned.options, len);
+        buf[len] = 0;
+    }
+    pthread_mutex_unlock(&tuned_mu);
+    if (hit) return;
     char *canon = drv_program_canonical(p->def);
     strbuf shapes = {0};
     drv_shapes_text(p->def, b, &shapes);
@@ -343,7 +408,6 @@ static int tuned_lookup(tsl_program *p, const drv_target *t, void *dev, const la
     free(canon);
     sb_free(&shapes);
     const char *found = NULL;
-    char copy[512] = "";
     pthread_mutex_lock(&tuned_mu);
     for (int i = 0; i < TUNED_MEMO && !found; i++)
         if (tuned_memo[i].options && !strcmp(tuned_memo[i].key, mk)) found = tuned_memo[i].options;
@@ -357,9 +421,19 @@ static int tuned_lookup(tsl_program *p, const drv_target *t, void *dev, const la
         tuned_memo[slot].options = o;
         found = o;
     }
-    snprintf(copy, sizeof copy, "%s", found ? found : "");
+    snprintf(buf, n, "%s", found ? found : "");
+    tuned_last_set(p, t, dev, b, buf);
     pthread_mutex_unlock(&tuned_mu);
-    found = copy;
+}
+
+/* The tuned options of p's def at b's shapes on target t (dev's arch),
+ * into *opt and *text; 0 when there are none. */
+static int tuned_lookup(tsl_program *p, const drv_target *t, void *dev, const lang_bound *b, sched_options *opt,
+                        strbuf *text)
+{
+    char copy[512] = "";
+    tuned_find(p, t, dev, b, copy, sizeof copy);
+    const char *found = copy;
     if (!*found) return 0;
     sched_options o = sched_options_defaults;
     char why[256];
@@ -379,6 +453,7 @@ void api_compiled_forget_tuned(void)
         free(tuned_memo[i].options);
         tuned_memo[i].options = NULL;
     }
+    tuned_generation++;
     pthread_mutex_unlock(&tuned_mu);
 }
 

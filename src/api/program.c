@@ -133,6 +133,7 @@ tsl_status tsl_program_compile_file(TSL_KEEP tsl_context *ctx, TSL_KEEP const ch
 void tsl_program_free(TSL_TAKE tsl_program *p)
 {
     if (!p) return;
+    api_program_forget_tuned(p);
     arena_free(p->arena);
     free(p);
 }

@@ -16,6 +16,9 @@
  *     and X's row stream through a ring of shared stages (cp.async), each
  *     thread multiplies on CUDA cores into f32 partial sums per group,
  *     scales them per group and the block reduces its rows at the end;
+ *   - GPU, M >= 16 (f16 X, no zero points; a guard on M): tensor cores,
+ *     W's tile dequantized to f16 into shared memory, mma.m16n8k16 into
+ *     f32 sums per group (gemm_text);
  *   - CPU: a block per 2048 columns of a row of X, its rows in order, per
  *     group into partial sums then scaled (the row loop asks for the
  *     micro-kernel cpu.ukr.dequant, c_emit_dequant.c: vectorized
@@ -25,13 +28,18 @@
  *
  * W is passed as its storage (sched_arg.bytes) cut to the reduction's rows
  * (sched_arg.rows: TC's range inference may shorten k below W's rows when
- * S has fewer groups). The kernels are written as tile text and parsed,
- * as contract.c does; a group not of this shape returns 0 first. */
+ * S has fewer groups). The kernels are written as tile text and parsed
+ * by tiletext.c's tt_parse_kernel, as contract.c's and attention.c's are
+ * (a kernel that does not verify leaves the group to the others with a
+ * plan note; the driver's --emit=tile / TESSEL_DUMP show the kernels); a
+ * group not of this shape returns 0 first. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sched/strategy.h"
+#include "sched/tiletext.h"
+#include "target/target.h"
 
 /* One read factor of the product: operand o, under a cast to `cast` or not. */
 typedef struct qm_read {
@@ -358,6 +366,22 @@ static char *gemv_text(qm *q, const char *kname)
 #undef ISSUE
     sb_puts(o, "    }\n    commit\n");
     sb_printf(o, "    let q_slot = q_kb %% %d\n", q->S);
+    /* a tensor of the group's (or the column's) values, broadcast over the tile */
+#define COLVALS(nm, t, rowexpr, out)                                                                                \
+    do {                                                                                                            \
+        const lang_tensor *T_ = q->def->tensors[t];                                                                 \
+        char d_[16];                                                                                                \
+        if (T_->rank == 2) {                                                                                        \
+            sb_printf(o, "      %s_0 = load_global %s[%s, block_idx.x * %d] -> register %s[1, %d] layout %s\n", out, nm, \
+                      rowexpr, BN, dtn(T_->dtype, d_), BN, ls);                                                     \
+            sb_printf(o, "      %s_1 = cast %s_0 -> register f32[1, %d] layout %s\n", out, out, BN, ls);           \
+        } else {                                                                                                    \
+            sb_printf(o, "      %s_0 = load_global %s[block_idx.x * %d] -> register %s[%d] layout %s\n", out, nm, BN,  \
+                      dtn(T_->dtype, d_), BN, lr);                                                                  \
+            sb_printf(o, "      %s_1 = cast %s_0 -> register f32[%d] layout %s\n", out, out, BN, lr);              \
+        }                                                                                                           \
+        sb_printf(o, "      %s = broadcast %s_1 -> register f32[%d, %d] layout %s dim 0\n", out, out, TK, BN, lay);    \
+    } while (0)
     sb_printf(o, "    for q_g in 0 : %d {\n", q->RG);
     const char *acc = "q_acc";
     if (grouped) {
@@ -365,6 +389,14 @@ static char *gemv_text(qm *q, const char *kname)
         acc = "q_pacc";
     }
     if (q->z.op >= 0 && grouped) sb_printf(o, "      q_sx = alloc register f32[%d, 1] layout %s init 0.0\n", TK, lxc);
+    if (grouped) {
+        /* the group's scales and zero points first: their loads' latency
+         * then overlaps the rows (loaded after the rows, every group waited
+         * on one: H100, u4 8192 x 8192 GEMV, 61 us at any width) */
+        sb_printf(o, "      let q_gi = q_kb * %d + q_g\n", q->RG);
+        if (q->z.op >= 0) COLVALS(nz, q->z.tensor, "q_gi", "q_zb");
+        if (q->s.op >= 0) COLVALS(ns, q->s.tensor, "q_gi", "q_sb");
+    }
     sb_printf(o, "      for q_r in 0 : %d {\n", q->R);
     sb_printf(o, "        let q_row = q_g * %d + q_r * %d\n", q->GS, TK);
     if (q->bytes) {
@@ -387,33 +419,14 @@ static char *gemv_text(qm *q, const char *kname)
     sb_printf(o, "        add %s, q_p -> %s\n", acc, acc);
     if (q->z.op >= 0) sb_printf(o, "        add %s, %s -> %s\n", grouped ? "q_sx" : "q_sxt", xf, grouped ? "q_sx" : "q_sxt");
     sb_puts(o, "      }\n");
-    /* a tensor of the group's (or the column's) values, broadcast over the tile */
-#define COLVALS(nm, t, rowexpr, out)                                                                                \
-    do {                                                                                                            \
-        const lang_tensor *T_ = q->def->tensors[t];                                                                 \
-        char d_[16];                                                                                                \
-        if (T_->rank == 2) {                                                                                        \
-            sb_printf(o, "      %s_0 = load_global %s[%s, block_idx.x * %d] -> register %s[1, %d] layout %s\n", out, nm, \
-                      rowexpr, BN, dtn(T_->dtype, d_), BN, ls);                                                     \
-            sb_printf(o, "      %s_1 = cast %s_0 -> register f32[1, %d] layout %s\n", out, out, BN, ls);           \
-        } else {                                                                                                    \
-            sb_printf(o, "      %s_0 = load_global %s[block_idx.x * %d] -> register %s[%d] layout %s\n", out, nm, BN,  \
-                      dtn(T_->dtype, d_), BN, lr);                                                                  \
-            sb_printf(o, "      %s_1 = cast %s_0 -> register f32[%d] layout %s\n", out, out, BN, lr);              \
-        }                                                                                                           \
-        sb_printf(o, "      %s = broadcast %s_1 -> register f32[%d, %d] layout %s dim 0\n", out, out, TK, BN, lay);    \
-    } while (0)
     if (grouped) {
-        sb_printf(o, "      let q_gi = q_kb * %d + q_g\n", q->RG);
         const char *v = "q_pacc";
         if (q->z.op >= 0) {
-            COLVALS(nz, q->z.tensor, "q_gi", "q_zb");
             sb_printf(o, "      q_sxb = broadcast q_sx -> register f32[%d, %d] layout %s dim 1\n", TK, BN, lay);
             sb_puts(o, "      q_zx = mul q_zb, q_sxb\n      q_pz = sub q_pacc, q_zx\n");
             v = "q_pz";
         }
         if (q->s.op >= 0) {
-            COLVALS(ns, q->s.tensor, "q_gi", "q_sb");
             sb_printf(o, "      q_ps = mul %s, q_sb\n", v);
             v = "q_ps";
         }
@@ -454,6 +467,133 @@ static char *gemv_text(qm *q, const char *kname)
         res = "q_out";
     }
     sb_printf(o, "  store_global %s -> %s[block_idx.y, block_idx.x * %d]\n}\n", res, ny, BN);
+    sb_puts(&h, sb_str(o));
+    sb_free(o);
+    sb_free(&nn);
+    sb_free(&mm);
+    return sb_take(&h);
+}
+
+/* ---- the GPU kernel for M >= 16: tensor cores --------------------------------------------- */
+
+enum { TC_BM = 16, TC_BN = 64, TC_T = 128, TC_STAGES = 4 };
+
+/* The depth of a k step (the tensor-core kernel's BK): whole groups of the
+ * scale (a group is whole steps), 128 down to 16; 0 when
+ * the kernel does not apply: the CPU, W read as codes, zero points (the
+ * rows past W's the step pads with code 0 would add -Z * S * x), X not
+ * f16 (mma.m16n8k16's operands), a scale of another dtype than f16/f32. */
+static int tc_depth(const qm *q)
+{
+    if (q->cpu || !q->bytes || q->z.op >= 0) return 0;
+    if (q->def->tensors[q->x.tensor]->dtype != TSL_DTYPE_F16) return 0;
+    /* deep steps: a block streams all of K, so its bytes in flight are
+     * its stages (H100, u4 8192 x 8192 at M = 16: 371 us with BK = 32) */
+    int grouped = q->s.op >= 0 && q->s.grouped;
+    if (!grouped) return 128;
+    for (int bk = 128; bk >= 16; bk /= 2)
+        if (q->gs % bk == 0) return bk;
+    return 0;
+}
+
+/* A block per 16 rows of X and 64 columns (128 for 1, 3, 5, 7 bits: whole
+ * 16-byte chunks of W), 4 warps side by side (16 x 16 or 16 x 32 of Y
+ * each: m16n8k16 atoms); per k step of BK rows a
+ * TC_STAGES-deep cp.async pipeline brings X's 16 x BK block and W's BK
+ * rows of 64 columns as bytes; every thread dequantizes 64 * BK / 128 of
+ * them (view, cast to f16: the f16 dequantization rows, exact) into a
+ * shared f16 tile, from which the warps load B fragments (ldmatrix.trans)
+ * beside A's and multiply on tensor cores into f32 sums: per group (a
+ * group is G / BK steps), scaled by the group's S at its last step into
+ * the accumulators, as the GEMV does (no rounding of W * S); a scale per
+ * column multiplies the sums at the end. */
+static char *gemm_text(qm *q, const char *kname, int BK)
+{
+    char nx[160], ns[160] = "", ny[160], wdt[16], sd[16], yd[16];
+    const lang_tensor *Y = q->def->tensors[q->ty];
+    tname(q, q->x.tensor, nx, sizeof nx);
+    tname(q, q->ty, ny, sizeof ny);
+    if (q->s.op >= 0) tname(q, q->s.tensor, ns, sizeof ns);
+    tile_dtype_name(q->wdt, wdt);
+    /* 64 columns, or 128 where 64 columns' bytes are not whole 16-byte
+     * chunks (the pipeline's cp.async) */
+    int BN = TC_BN * q->bits / 8 % 16 ? 2 * TC_BN : TC_BN;
+    int BNB = BN * q->bits / 8, TR = TC_T / BK, E = BN / TR; /* TR threads per row, E columns each */
+    int tn = BN / (8 * 4), ka = BK / 16;
+    const target_atom *row = target_mma_resolve("m16n8k16", TSL_DTYPE_F16, TSL_DTYPE_F32, NULL);
+    strbuf f[3] = {{0}};
+    if (!row || target_frag_text(&f[0], row, TARGET_A, 0) || target_frag_text(&f[1], row, TARGET_B, 0) ||
+        target_frag_text(&f[2], row, TARGET_C, 0)) {
+        for (int i = 0; i < 3; i++) sb_free(&f[i]);
+        return NULL;
+    }
+    char lc[256], la[256], lb[256], lw[96], lc1[256], lc0[256];
+    snprintf(lc, sizeof lc, "spatial(1, 4).local(1, %d).%s", tn, sb_str(&f[2]));
+    /* lc without its rows: [1, BN] (a row of scales per thread's columns), [BN] */
+    snprintf(lc1, sizeof lc1, "spatial(1, 4).local(1, %d).local(1, 1).replicate(8).spatial(1, 4).local(1, 2)", tn);
+    snprintf(lc0, sizeof lc0, "spatial(4).local(%d).local(1).replicate(8).spatial(4).local(2)", tn);
+    snprintf(la, sizeof la, "replicate(4).local(1, %d).%s", ka, sb_str(&f[0]));
+    snprintf(lb, sizeof lb, "spatial(1, 4).local(%d, %d).%s", ka, tn, sb_str(&f[1]));
+    for (int i = 0; i < 3; i++) sb_free(&f[i]);
+    snprintf(lw, sizeof lw, "spatial(%d, %d).local(1, %d)", BK, TR, E);
+    strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0};
+    int np = 0;
+    sb_printf(&h, "kernel %s(", kname);
+    param(&h, q, q->x.tensor, &np);
+    sb_printf(&h, ", q_wb: global u8[q_kr, q_nb]");
+    np++;
+    if (q->s.op >= 0) param(&h, q, q->s.tensor, &np);
+    param(&h, q, q->ty, &np);
+    sexpr_text(&nn, q, Y->shape[1]);
+    sexpr_text(&mm, q, Y->shape[0]);
+    int64_t smem = (int64_t)TC_STAGES * (TC_BM * (BK + 8) * 2 + BK * BNB) + BK * (BN + 8) * 2 + 1024;
+    sb_printf(&h, ") grid(cdiv(%s, %d), cdiv(%s, %d)) threads(%d) smem_budget(%lld) {\n", sb_str(&nn), BN,
+              sb_str(&mm), TC_BM, TC_T, (long long)smem);
+    sb_printf(o, "  q_acc = alloc register f32[%d, %d] layout %s init 0.0\n", TC_BM, BN, lc);
+    sb_printf(o, "  q_wf = alloc shared f16[%d, %d] layout (%d, %d):(%d, 1)\n", BK, BN, BK, BN, BN + 8);
+    if (q->s.op >= 0 && q->s.grouped)
+        sb_printf(o, "  q_pacc = alloc register f32[%d, %d] layout %s init 0.0\n", TC_BM, BN, lc);
+    sb_printf(o,
+              "  pipeline(grid=(q_k: cdiv(q_kr, %d)), stages=%d, in=[q_xs = %s[%d, %d] at (block_idx.y, q_k) shared "
+              "layout (%d, %d):(%d, 1), q_ws = q_wb[%d, %d] at (q_k, block_idx.x) shared], out=[]) {\n",
+              BK, TC_STAGES, nx, TC_BM, BK, TC_BM, BK, BK + 8, BK, BNB);
+    const lang_tensor *S = q->s.op >= 0 ? q->def->tensors[q->s.tensor] : NULL;
+    int grouped = S && q->s.grouped;
+    if (grouped) /* the group's scales, loaded first so that the step hides their latency */
+        sb_printf(o, "    q_s0 = load_global %s[q_k / %d, block_idx.x * %d] -> register %s[1, %d] layout %s\n", ns,
+                  (int)(q->gs / BK), BN, dtn(S->dtype, sd), BN, lc1);
+    /* dequantize the step's W into the shared f16 tile */
+    sb_printf(o, "    q_w8 = load_shared q_ws[0, 0] -> register u8[%d, %d] layout spatial(%d, %d).local(1, %d)\n", BK, BNB,
+              BK, TR, BNB / TR);
+    sb_printf(o, "    q_wq = view q_w8 -> register %s[%d, %d] layout %s\n", wdt, BK, BN, lw);
+    sb_printf(o, "    q_wh = cast q_wq -> register f16[%d, %d] layout %s\n", BK, BN, lw);
+    sb_puts(o, "    store_shared q_wh -> q_wf[0, 0]\n    sync\n");
+    sb_printf(o, "    q_ra = load_shared q_xs[0, 0] -> register f16[%d, %d] layout %s\n", TC_BM, BK, la);
+    sb_printf(o, "    q_rb = load_shared q_wf[0, 0] -> register f16[%d, %d] layout %s\n", BK, BN, lb);
+    sb_printf(o, "    mma q_ra, q_rb, %s -> %s\n", grouped ? "q_pacc" : "q_acc", grouped ? "q_pacc" : "q_acc");
+    if (grouped) {
+        /* a group's last step (or the last step): its sums times its scales */
+        int R = (int)(q->gs / BK);
+        sb_printf(o, "    if (q_k + 1) %% %d == 0 || q_k + 1 == cdiv(q_kr, %d) {\n", R, BK);
+        sb_printf(o, "      q_s1 = cast q_s0 -> register f32[1, %d] layout %s\n", BN, lc1);
+        sb_printf(o, "      q_sb = broadcast q_s1 -> register f32[%d, %d] layout %s dim 0\n", TC_BM, BN, lc);
+        sb_puts(o, "      q_ps = mul q_pacc, q_sb\n      add q_acc, q_ps -> q_acc\n      mul q_pacc, 0.0 -> q_pacc\n    }\n");
+    }
+    sb_puts(o, "    sync\n  }\n");
+    const char *res = "q_acc";
+    if (S && !grouped) { /* per column */
+        sb_printf(o, "  q_s0 = load_global %s[block_idx.x * %d] -> register %s[%d] layout %s\n", ns, BN, dtn(S->dtype, sd),
+                  BN, lc0);
+        sb_printf(o, "  q_s1 = cast q_s0 -> register f32[%d] layout %s\n", BN, lc0);
+        sb_printf(o, "  q_sb = broadcast q_s1 -> register f32[%d, %d] layout %s dim 0\n", TC_BM, BN, lc);
+        sb_puts(o, "  q_as = mul q_acc, q_sb\n");
+        res = "q_as";
+    }
+    if (Y->dtype != TSL_DTYPE_F32) {
+        sb_printf(o, "  q_out = cast %s -> register %s[%d, %d] layout %s\n", res, dtn(Y->dtype, yd), TC_BM, BN, lc);
+        res = "q_out";
+    }
+    sb_printf(o, "  store_global %s -> %s[block_idx.y * %d, block_idx.x * %d]\n}\n", res, ny, TC_BM, BN);
     sb_puts(&h, sb_str(o));
     sb_free(o);
     sb_free(&nn);
@@ -587,34 +727,6 @@ static char *cpu_text(qm *q, const char *kname)
 
 /* ---- plan ------------------------------------------------------------------------------------- */
 
-/* Parse and verify a kernel's text into the plan's arena. NULL when it
- * does not verify (an internal shortcoming: the group then goes to the
- * generic lowering; TESSEL_DEBUG_QMM shows why). */
-static tile_kernel *parse_kernel(sched_plan *p, char *text, const char *kname)
-{
-    tsl_arena *a = p->m->arena;
-    size_t n = strlen(text);
-    char *keep = arena_alloc(a, n + 1);
-    memcpy(keep, text, n + 1);
-    free(text);
-    tsl_source *src = arena_alloc(a, sizeof *src);
-    src->name = "<qmatmul strategy>";
-    src->text = keep;
-    tsl_diag d;
-    memset(&d, 0, sizeof d);
-    tile_module *m = NULL;
-    tsl_status st = tile_parse(a, src, &d, &m);
-    if (!st) st = tile_verify(m, src, &d);
-    if (st || !m || m->nkernels != 1 || tile_module_find(p->m, kname)) {
-        if (getenv("TESSEL_DEBUG_QMM")) fprintf(stderr, "qmatmul: %s\n%s", sb_str(&d.msg), keep);
-        diag_free(&d);
-        return NULL;
-    }
-    diag_free(&d);
-    if (getenv("TESSEL_DEBUG_QMM")) fprintf(stderr, "%s", keep);
-    return m->kernels[0];
-}
-
 /* The launch of kernel k: its tensor parameters in header order, then a
  * size argument for every kernel symbol no tensor binds... (none: every
  * symbol is an extent of some parameter). */
@@ -670,15 +782,36 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         if (qs[v].bytes && !qs[v].CH) qs[v].bytes = 0;
         snprintf(kname, sizeof kname, "%s_g%d_qgemv%s", g->def->name, grp->index, qs[v].bytes ? "" : "_codes");
         char *t = q.cpu ? cpu_text(&qs[v], kname) : gemv_text(&qs[v], kname);
-        ks[v] = t ? parse_kernel(p, t, kname) : NULL;
+        ks[v] = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
         if (!ks[v]) return 0;
     }
-    if (!both) {
-        push_launch(p, &qs[0], ks[0], NULL);
-        return 1;
+    /* GPU, M >= 16: the tensor-core kernel instead of the byte-reading
+     * GEMV (a static choice when M is a constant, else a guard on M) */
+    tile_kernel *kt = NULL;
+    int BK = qs[0].bytes ? tc_depth(&qs[0]) : 0;
+    const lang_sexpr *me = q.def->tensors[q.ty]->shape[0];
+    if (BK && (me->kind == LANG_SX_SYM || me->value >= 16)) {
+        snprintf(kname, sizeof kname, "%s_g%d_qgemm", g->def->name, grp->index);
+        char *t = gemm_text(&qs[0], kname, BK);
+        kt = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
     }
-    push_launch(p, &qs[0], ks[0], &guard);
-    guard.negate = 1;
-    push_launch(p, &qs[1], ks[1], &guard);
+    sched_guard gm = guard;
+    if (kt && me->kind == LANG_SX_SYM) {
+        sched_guard small = guard;
+        small.sym[small.n] = gm.sym[gm.n] = me->sym;
+        small.op[small.n] = SCHED_GUARD_LE;
+        gm.op[gm.n] = SCHED_GUARD_GT;
+        small.val[small.n++] = gm.val[gm.n++] = 15;
+        push_launch(p, &qs[0], ks[0], &small);
+        push_launch(p, &qs[0], kt, &gm);
+    } else if (kt) {
+        push_launch(p, &qs[0], kt, both ? &guard : NULL);
+    } else {
+        push_launch(p, &qs[0], ks[0], both ? &guard : NULL);
+    }
+    if (both) {
+        guard.negate = 1;
+        push_launch(p, &qs[1], ks[1], &guard);
+    }
     return 1;
 }

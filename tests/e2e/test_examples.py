@@ -67,6 +67,14 @@ def attention_ref(a):
     return {"O": np.einsum("bij,bje->bie", softmax_ref(s), a["V"])}
 
 
+def attention_causal_ref(a):
+    dd = a["Q"].shape[2]
+    s = np.einsum("bid,bjd->bij", a["Q"], a["K"]) / np.sqrt(dd)
+    tq, tk = s.shape[1], s.shape[2]
+    s = np.where(np.arange(tk)[None, None, :] <= np.arange(tq)[None, :, None], s, -1e30)
+    return {"O": np.einsum("bij,bje->bie", softmax_ref(s), a["V"])}
+
+
 def layernorm_ref(a):
     x = a["X"]
     mu = x.mean(axis=1, keepdims=True)
@@ -187,6 +195,13 @@ SPECS = {
                            "K": f32(r, s["B"], s["Tk"], s["D"]),
                            "V": f32(r, s["B"], s["Tk"], s["E"])},
         ref=attention_ref),
+    ("attention_causal.tc", "attention_causal"): dict(
+        shapes=[dict(B=1, Tq=5, Tk=1, D=7, E=3), dict(B=2, Tq=13, Tk=13, D=4, E=6),
+                dict(B=3, Tq=17, Tk=29, D=5, E=1)],
+        make=lambda r, s: {"Q": f32(r, s["B"], s["Tq"], s["D"]),
+                           "K": f32(r, s["B"], s["Tk"], s["D"]),
+                           "V": f32(r, s["B"], s["Tk"], s["E"])},
+        ref=attention_causal_ref),
 }
 
 CASES = [pytest.param(key, i, id=f"{key[1]}-{i}")

@@ -103,6 +103,50 @@ def test_cpu_errors():
         f(torch.randn(3, 4), torch.randn(5, 3))
     with pytest.raises(tessel.ArgumentError, match="only strided"):
         f(torch.randn(3, 3).to_sparse(), torch.randn(3, 3))
+    E = torch.empty(0, 3)  # no memory (address 0) ...
+    assert f(E, torch.randn(3, 3)).shape == (0, 3)
+    with pytest.raises(tessel.ArgumentError, match="device 'meta'"):  # ... nor here, after it
+        f(torch.empty(0, 3, device="meta"), torch.randn(3, 3))
+
+
+def test_cpu_repeated_calls_follow_changed_tensors():
+    """A call's DLTensor is kept per argument slot while the tensor looks
+    the same: the same objects changed in place, views over the same
+    memory and a negated view must each be seen afresh."""
+    f = tessel.compile("def g(float(N,K) A, float(N,K) B) -> (C) {\n  C(n,k) = A(n,k) * 2 + B(n,k)\n}")
+    N, K = 7, 5
+    A, B = torch.randn(N, K), torch.randn(N, K)
+    C = torch.full((N, K), float("nan"))
+    for _ in range(3):  # the same objects again: the same answer
+        f(A, B, out=C)
+        torch.testing.assert_close(C, A * 2 + B, rtol=1e-6, atol=1e-6)
+    A.copy_(torch.randn(N, K))  # new values, same memory
+    f(A, B, out=C)
+    torch.testing.assert_close(C, A * 2 + B, rtol=1e-6, atol=1e-6)
+    At = torch.randn(K, N).t()  # same shape, other strides
+    f(At, B, out=C)
+    torch.testing.assert_close(C, At * 2 + B, rtol=1e-6, atol=1e-6)
+    A.resize_(N + 2, K)  # the same object, a new shape (and maybe memory)
+    A.normal_()
+    B2, C2 = torch.randn(N + 2, K), torch.full((N + 2, K), float("nan"))
+    f(A, B2, out=C2)
+    torch.testing.assert_close(C2, A * 2 + B2, rtol=1e-6, atol=1e-6)
+    A.set_(torch.randn(N, K))  # the same object over other storage
+    f(A, B, out=C)
+    torch.testing.assert_close(C, A * 2 + B, rtol=1e-6, atol=1e-6)
+    A.data = A.data.view(torch.int32)  # the same object and memory, another dtype
+    with pytest.raises(tessel.ArgumentError, match="float32 but the tensor given is int32"):
+        f(A, B, out=C)
+    z = torch.randn(N, K, dtype=torch.complex64)
+    X = z.real.clone()
+    f(z.imag, B, out=C)  # a view of the imaginary parts ...
+    torch.testing.assert_close(C, z.imag * 2 + B, rtol=1e-6, atol=1e-6)
+    neg = z.conj().imag  # ... then a negated view (is_neg) of the same memory
+    assert neg.is_neg() and neg.data_ptr() == z.imag.data_ptr() and neg.stride() == z.imag.stride()
+    with pytest.raises(tessel.ArgumentError, match="negated"):
+        f(neg, B, out=C)
+    f(X, B, out=C)
+    torch.testing.assert_close(C, X * 2 + B, rtol=1e-6, atol=1e-6)
 
 
 def test_torch_allocator_callbacks_on_host():

@@ -56,6 +56,12 @@ static char *program(const char *w, int form, int gs)
                             "  Y(m,n) +=! float16(W(k,n)) * X(m,k)\n}\n",
                             w) > 0);
         break;
+    case 5:
+        TSL_ASSERT(asprintf(&s,
+                            "def q(float16(M,K) X, %s(K,N) W, float16(N) S) -> (Y) {\n"
+                            "  Y(m,n) +=! S(n) * float16(W(k,n)) * X(m,k)\n}\n",
+                            w) > 0);
+        break;
     default:
         TSL_ASSERT(asprintf(&s,
                             "def q(float(M,K) X, %s(K,N) W, float(G,N) S) -> (Y) {\n"
@@ -193,6 +199,14 @@ static sched_plan *plan_for(tsl_arena *a, const lang_def *def, tsl_target tg, in
     return p;
 }
 
+/* The plan's tensor-core kernel (qgemm), if any. */
+static int has_qgemm(const sched_plan *p)
+{
+    int n = 0;
+    for (int i = 0; p && i < p->nlaunches; i++) n += strstr(p->launches[i].k->name, "_qgemm") != NULL;
+    return n;
+}
+
 /* The dtypes of W: every low-bit one, and int8/uint8. */
 static int weight_dtype(int t)
 {
@@ -227,7 +241,9 @@ static void run_dtype(tsl_dtype wt, int form, int tile_interp, int gs, int emu)
     /* sizes by slot: M K N (G) */
     /* the third: a whole CPU column block (2048) and a partial one, so the
      * CPU plan's micro-kernel (cpu.ukr.dequant) runs beside the generic loop */
-    static const int64_t sets[3][3] = {{1, 77, 19}, {3, 200, 72}, {2, 45, 2048 + 24}};
+    /* the GPU plan also at M 17 (the tensor-core kernel: a partial second
+     * block of 16 rows) */
+    static const int64_t sets[4][3] = {{1, 77, 19}, {3, 200, 72}, {2, 45, 2048 + 24}, {17, 200, 72}};
     for (int tg = 0; def && xdef && tg < 2; tg++) {
         int nq = 0;
         sched_plan *p = plan_for(a, def, tg ? TSL_TARGET_CUDA : TSL_TARGET_CPU, &nq);
@@ -235,7 +251,8 @@ static void run_dtype(tsl_dtype wt, int form, int tile_interp, int gs, int emu)
         int odd = dtype_info_of(wt)->bits % 2;
         CHECK_MSG(nq == 2 || (nq == 1 && !odd && tsl_dtype_bits(wt) == 8), "%s form %d: %d qgemv kernels",
                   tsl_dtype_name(wt), form, nq);
-        for (int si = 0; si < (tg ? 2 : 3); si++) {
+        for (int si = 0; si < (tg ? 4 : 3); si++) {
+            if (tg && si == 2) continue;
             int64_t sz[8];
             for (int i = 0; i < def->nsizes; i++) sz[i] = -1;
             sz[lang_def_size_slot(def, "M")] = sets[si][0];
@@ -370,11 +387,59 @@ static void test_nvrtc(void)
     }
 }
 
+/* The tensor-core kernel (M >= 16 on the GPU): taken for f16 X without
+ * zero points, for every width class, scales per group (G 32, 48: steps of
+ * 16 rows, 64, 128), per column and none; declined (the GEMV per row) for
+ * f32 X and zero points. At M 16, 17 (a partial block), 40; K not a
+ * multiple of the step or the group; N a partial column block; the plan on
+ * the tile interpreter and as CUDA in the host emulation. */
+static void test_tensor_cores(void)
+{
+    static const struct { const char *w; int form, gs, want; } cs[] = {
+        {"uint4", 0, 128, 1}, {"int4", 0, 32, 1},  {"uint3", 0, 64, 1},     {"uint8", 0, 48, 1},
+        {"uint1", 3, 32, 1},  {"int2", 5, 32, 1},  {"float6e3m2", 0, 32, 1}, {"float8e4m3", 0, 128, 1},
+        {"uint5", 0, 32, 1},  {"uint4", 1, 32, 0}, {"uint4", 4, 32, 0},     {"int8", 0, 7, 0},
+    };
+    static const int64_t sets[3][3] = {{16, 128, 64}, {17, 200, 72}, {40, 77, 136}};
+    for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
+        tsl_dtype wt;
+        TSL_ASSERT(dtype_parse(cs[i].w, strlen(cs[i].w), &wt) == 0);
+        char *src = program(cs[i].w, cs[i].form, cs[i].gs);
+        tsl_arena *a = arena_create();
+        tsl_source s = {"q.tc", src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &s, &d);
+        CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
+        diag_free(&d);
+        const lang_def *def = mod ? mod->defs[0] : NULL;
+        const lang_def *xdef = def ? exact_def(a, src) : NULL;
+        int nq = 0;
+        sched_plan *p = def ? plan_for(a, def, TSL_TARGET_CUDA, &nq) : NULL;
+        CHECK_MSG(has_qgemm(p) == cs[i].want, "%s form %d G %d: qgemm kernels %d, want %d", cs[i].w, cs[i].form,
+                  cs[i].gs, has_qgemm(p), cs[i].want);
+        for (int si = 0; p && xdef && si < 3; si++) {
+            int64_t sz[8];
+            for (int k = 0; k < def->nsizes; k++) sz[k] = -1;
+            sz[lang_def_size_slot(def, "M")] = sets[si][0];
+            sz[lang_def_size_slot(def, "K")] = sets[si][1];
+            sz[lang_def_size_slot(def, "N")] = sets[si][2];
+            if (lang_def_size_slot(def, "G") >= 0)
+                sz[lang_def_size_slot(def, "G")] = (sets[si][1] + cs[i].gs - 1) / cs[i].gs;
+            compare(a, def, xdef, p, sz, test_run_tile_interp, "gpu plan M >= 16, tile interpreter");
+            if (test_have_cxx() && (si == 1 || i % 3 == 0))
+                compare(a, def, xdef, p, sz, test_run_cuda_emu, "gpu plan M >= 16, CUDA emulated");
+        }
+        arena_free(a);
+        free(src);
+    }
+}
+
 TEST_SUITE(sched_qmatmul) = {
     {"every_width", test_every_width},
     {"forms", test_forms},
     {"group_sizes", test_group_sizes},
     {"declined", test_declined},
+    {"tensor_cores", test_tensor_cores},
     {"nvrtc", test_nvrtc},
     {0},
 };
