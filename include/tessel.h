@@ -187,6 +187,17 @@ tsl_status tsl_program_emit(TSL_KEEP tsl_program *p, TSL_KEEP const char *what,
  * combination a target cannot build (say a block that is not a whole
  * number of thread tiles) is TSL_ERR_ARG from the run, saying why. */
 tsl_status tsl_program_set_options(TSL_KEEP tsl_program *p, TSL_KEEP const char *options);
+/* tf32 tensor cores for f32 contractions (default 0: f32 programs stay
+ * exact float32). 1 lets the CUDA target compute an f32 contraction with
+ * tf32 tensor-core mma (mma.sync m16n8k8 .tf32): A and B are rounded to
+ * 10 fraction bits (cvt.rna.tf32.f32, to nearest, ties away from zero)
+ * before each product, accumulation stays f32; expect a relative error
+ * near 2^-11 per product. The CPU target is unaffected. Not touched by
+ * tsl_program_set_options unless its text names allow_tf32=0|1; part of
+ * the options text (a trailing "allow_tf32=1") and so of the cache key.
+ * The CLI's --allow-tf32, Python's compile(..., allow_tf32=True). */
+tsl_status tsl_program_set_allow_tf32(TSL_KEEP tsl_program *p, int allow);
+int tsl_program_allow_tf32(TSL_KEEP const tsl_program *p);
 /* The options in effect as canonical text: only what differs from the
  * defaults, in the space's order ("" for the defaults). Owned by p. */
 const char *tsl_program_options(TSL_KEEP const tsl_program *p);

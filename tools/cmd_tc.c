@@ -35,6 +35,9 @@ static const char run_usage[] =
     "  --check               also run the interpreter and compare every output\n"
     "  --options K=V,...     the strategies' options (`tessel tune --space` lists\n"
     "                        them; TESSEL_OPTIONS in the environment too)\n"
+    "  --allow-tf32          let f32 contractions on CUDA use tf32 tensor cores\n"
+    "                        (A and B rounded to 10 fraction bits; default: exact\n"
+    "                        float32); --check then allows tf32's error\n"
     "  --seed N              seed for the random inputs (default: fresh)\n"
     "  --print               print small outputs whole\n"
     "  --verbose             say where the time went: planning, generating code,\n"
@@ -52,7 +55,7 @@ static const char run_usage[] =
 
 static const char compile_usage[] =
     "usage: tessel compile FILE.tc [--entry NAME] [--target cpu|cuda] [--arch sm_80|sm_90a]\n"
-    "                      [--options K=V,...] --emit=KIND [--kernel NAME]\n"
+    "                      [--options K=V,...] [--allow-tf32] --emit=KIND [--kernel NAME]\n"
     "  Print, for every def unless --entry names one, one stage of compiling it:\n"
     "    ast      the checked program        ranges  every inferred range\n"
     "    graph    the op graph               tile    the scheduled tile IR and launch plan\n"
@@ -65,7 +68,8 @@ static const char compile_usage[] =
     "  mma.sync and cp.async; sm_90a: TMA, wgmma and warp specialisation;\n"
     "  default sm_80). c, cuda and ptx print each kernel once; --kernel NAME\n"
     "  prints that one (--emit=tile names them). --options sets the strategies'\n"
-    "  choices (`tessel tune --space`). TESSEL_DUMP=tile,source,... (or all)\n"
+    "  choices (`tessel tune --space`); --allow-tf32 lets f32 contractions on\n"
+    "  CUDA use tf32 tensor cores. TESSEL_DUMP=tile,source,... (or all)\n"
     "  prints those stages on stderr during `tessel run` and `tessel compile`.\n";
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
@@ -96,7 +100,7 @@ typedef struct run_opts {
     int ninputs, nsets, noutputs, nsizes;
     tsl_target target;
     const char *target_name;
-    int check, print, has_seed, packed, verbose;
+    int check, print, has_seed, packed, verbose, allow_tf32;
     uint64_t seed;
 } run_opts;
 
@@ -168,10 +172,11 @@ static int parse_opts(int argc, char **argv, const char *usage, const char *allo
                     (hit[nlen] == ' ' || hit[nlen] == 0);
         if (!known) return usage_error(usage, "unknown option '%s'", a);
         int is_flag = !strcmp(name, "check") || !strcmp(name, "print") || !strcmp(name, "packed") ||
-                      !strcmp(name, "verbose");
+                      !strcmp(name, "verbose") || !strcmp(name, "allow-tf32");
         if (is_flag) {
             if (inline_val) return usage_error(usage, "option '%s' takes no value", a);
-            if (name[0] == 'c') o->check = 1;
+            if (name[0] == 'a') o->allow_tf32 = 1;
+            else if (name[0] == 'c') o->check = 1;
             else if (name[0] == 'v') o->verbose = 1;
             else if (name[1] == 'r') o->print = 1;
             else o->packed = 1;
@@ -387,8 +392,9 @@ int cmd_check(int argc, char **argv)
 /* The environment's options (cli_env.c), then --options (the last value of
  * a key wins), onto p. 0, or 2 after the library's message (a bad key or
  * value is a usage error). */
-static int apply_options(tsl_program *p, tsl_context *ctx, const char *cli)
+static int apply_options(tsl_program *p, tsl_context *ctx, const char *cli, int allow_tf32)
 {
+    if (allow_tf32) tsl_program_set_allow_tf32(p, 1);
     char text[2048] = "";
     if (cli_env_options(text, sizeof text)) return 2;
     if (cli && *cli) {
@@ -446,7 +452,7 @@ static int dump_stages(tsl_program *p, tsl_context *ctx, tsl_target t)
 /* ---- tessel compile ------------------------------------------------------ */
 
 static int emit_one(tsl_context *ctx, const char *src, const char *path, const char *entry,
-                    const char *what, const char *options)
+                    const char *what, const char *options, int allow_tf32)
 {
     tsl_program *p = NULL;
     tsl_status st = tsl_program_compile(ctx, src, path, entry, &p);
@@ -454,7 +460,7 @@ static int emit_one(tsl_context *ctx, const char *src, const char *path, const c
         report(ctx, st, "compile");
         return 1;
     }
-    int rc = apply_options(p, ctx, options);
+    int rc = apply_options(p, ctx, options, allow_tf32);
     if (rc) {
         tsl_program_free(p);
         return rc;
@@ -509,7 +515,7 @@ static int default_target(const char *cmd, tsl_target *t)
 int cmd_compile(int argc, char **argv)
 {
     run_opts o;
-    int rc = parse_opts(argc, argv, compile_usage, "entry emit target arch options kernel", &o);
+    int rc = parse_opts(argc, argv, compile_usage, "entry emit target arch options kernel allow-tf32", &o);
     if (rc) {
         free_opts(&o);
         return rc < 0 ? 0 : rc;
@@ -552,7 +558,7 @@ int cmd_compile(int argc, char **argv)
         report(ctx, TSL_ERR_SYNTAX, "check");
         rc = 1;
     } else if (o.entry) {
-        rc = emit_one(ctx, src, o.file, o.entry, o.emit, o.options);
+        rc = emit_one(ctx, src, o.file, o.entry, o.emit, o.options, o.allow_tf32);
     } else if (o.kernel) {
         /* the def whose kernels are named after it: `<def>_...` (the longest such name) */
         char **names;
@@ -562,14 +568,14 @@ int cmd_compile(int argc, char **argv)
             if (!strncmp(o.kernel, names[i], l) && o.kernel[l] == '_' && (best < 0 || l > strlen(names[best])))
                 best = i;
         }
-        rc = emit_one(ctx, src, o.file, best >= 0 ? names[best] : n ? names[0] : NULL, o.emit, o.options);
+        rc = emit_one(ctx, src, o.file, best >= 0 ? names[best] : n ? names[0] : NULL, o.emit, o.options, o.allow_tf32);
         free_names(names, n);
     } else {
         char **names;
         int n = scan_defs(src, &names);
         for (int i = 0; i < n && !rc; i++) {
             if (i) fputc('\n', stdout);
-            rc = emit_one(ctx, src, o.file, names[i], o.emit, o.options);
+            rc = emit_one(ctx, src, o.file, names[i], o.emit, o.options, o.allow_tf32);
         }
         free_names(names, n);
     }
@@ -1364,9 +1370,12 @@ static int check_against_interp(run_state *s)
         }
         double err = cli_tensor_max_rel_error(got, ref);
         int64_t len = tsl_args_reduction_length(s->args, name);
-        double tol = cli_dtype_tolerance(dt, len);
+        /* tf32: 10 fraction bits instead of 23, so 2^-9 where f32 has 1e-5 */
+        int tf32 = s->o.allow_tf32 && dt == TSL_DTYPE_F32 && s->o.target == TSL_TARGET_CUDA;
+        double tol = cli_dtype_tolerance(dt, len) * (tf32 ? ldexp(1.0, -9) / 1e-5 : 1.0);
         int ok = err <= tol;
-        printf("check %s: max rel error %.3g vs interp (tolerance %.1e: %s", name, err, tol, tsl_dtype_name(dt));
+        printf("check %s: max rel error %.3g vs interp (tolerance %.1e: %s%s", name, err, tol, tsl_dtype_name(dt),
+               tf32 ? " via tf32" : "");
         if (len > 1) printf(", reductions of %lld", (long long)len);
         printf("): %s\n", ok ? "ok" : "FAILED");
         bad |= !ok;
@@ -1395,7 +1404,7 @@ static int run_setup(run_state *s)
         read_packed_inputs(s) || bind_scalars(s))
         return 1;
     if (s->o.target != TSL_TARGET_INTERP) {
-        int rc = apply_options(s->prog, s->ctx, s->o.options);
+        int rc = apply_options(s->prog, s->ctx, s->o.options, s->o.allow_tf32);
         if (!rc) rc = dump_stages(s->prog, s->ctx, s->o.target);
         if (rc) return rc;
     }
@@ -1459,7 +1468,7 @@ int cmd_run(int argc, char **argv)
     run_state s;
     memset(&s, 0, sizeof s);
     int rc = parse_opts(argc, argv, run_usage,
-                        "entry input set output size target check seed print verbose packed options", &s.o);
+                        "entry input set output size target check seed print verbose packed options allow-tf32", &s.o);
     if (rc == 0 && !s.o.target_name) {
         rc = default_target("run", &s.o.target);
         s.o.target_name = tsl_target_name(s.o.target);

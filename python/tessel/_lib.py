@@ -112,6 +112,7 @@ _PROTOS = {
     "tsl_args_output": (c_void_p, [c_void_p, c_char_p]),
     "tsl_program_set_options": (c_int, [c_void_p, c_char_p]),
     "tsl_program_options": (c_char_p, [c_void_p]),
+    "tsl_program_set_allow_tf32": (c_int, [c_void_p, c_int]),
     "tsl_options_space": (c_void_p, []),
     "tsl_program_tune": (c_int, [c_void_p, c_void_p, c_int, c_void_p, c_void_p]),
 }

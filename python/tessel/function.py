@@ -682,7 +682,8 @@ def _options_text(options: Union[str, dict, None]) -> str:
 
 
 def compile(src: str, entry: Optional[str] = None, target: Optional[str] = None, *,
-            options: Union[str, dict, None] = None, filename: str = "<tc>") -> Function:
+            options: Union[str, dict, None] = None, allow_tf32: bool = False,
+            filename: str = "<tc>") -> Function:
     """Compile one ``def`` of Tensor Comprehensions source.
 
     Args:
@@ -694,6 +695,10 @@ def compile(src: str, entry: Optional[str] = None, target: Optional[str] = None,
             dict (``{"cpu.threads": 1}``); ``tessel.options_space()`` lists
             every key, its default and its values. None: the built-in plans.
             A bad key or value raises ``ArgumentError`` naming it.
+        allow_tf32: let f32 contractions on CUDA use tf32 tensor cores (A
+            and B rounded to 10 fraction bits before each product, f32
+            accumulation; ``tsl_program_set_allow_tf32``). Default False:
+            float32 programs stay exact float32.
         filename: the name diagnostics give the source.
 
     Returns a ``Function``. Errors in the source raise ``CompileError`` whose
@@ -710,6 +715,8 @@ def compile(src: str, entry: Optional[str] = None, target: Optional[str] = None,
     opts = _options_text(options)
     if "\0" in opts:
         raise ArgumentError("tessel.compile: the options contain a NUL character")
+    if not isinstance(allow_tf32, bool):
+        raise ArgumentError(f"tessel.compile: allow_tf32 must be a bool, not {type(allow_tf32).__name__}")
     ctx = _context()
     out = ctypes.c_void_p()
     st = _L.tsl_program_compile(ctx.ptr, src.encode(), filename.encode(),
@@ -717,6 +724,10 @@ def compile(src: str, entry: Optional[str] = None, target: Optional[str] = None,
     if st:
         raise ctx.error(st)
     prog = _Program(ctx, out.value)
+    if allow_tf32:
+        st = _L.tsl_program_set_allow_tf32(prog.ptr, 1)
+        if st:
+            raise ctx.error(st)
     if opts:
         st = _L.tsl_program_set_options(prog.ptr, opts.encode())
         if st:

@@ -461,7 +461,14 @@ int api_run_options(tsl_program *p, const drv_target *t, void *dev, const lang_b
                     strbuf *text)
 {
     *opt = p->opt;
-    if (!p->opt_explicit && tuned_lookup(p, t, dev, b, opt, text)) return 1;
+    if (!p->opt_explicit && tuned_lookup(p, t, dev, b, opt, text)) {
+        /* tuning chose the plan, not the numerics: tf32 stays as the program says */
+        if (p->opt.allow_tf32 > 0) {
+            opt->allow_tf32 = 1;
+            sb_puts(text, text->len ? ",allow_tf32=1" : "allow_tf32=1");
+        }
+        return 1;
+    }
     sb_puts(text, p->opt_text);
     return 0;
 }

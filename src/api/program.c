@@ -187,10 +187,12 @@ tsl_status tsl_program_set_options(TSL_KEEP tsl_program *p, TSL_KEEP const char 
 {
     if (!p) return TSL_ERR_ARG;
     sched_options o = sched_options_defaults;
+    o.allow_tf32 = -1; /* not named: stays as tsl_program_set_allow_tf32 left it */
     tsl_diag *d = api_diag(p->ctx);
     diag_reset(d);
     tsl_status st = sched_options_parse(options, &o, d);
     if (st) return st;
+    if (o.allow_tf32 < 0) o.allow_tf32 = p->opt.allow_tf32;
     strbuf b = {0};
     sched_options_text(&b, &o);
     p->opt = o;
@@ -201,6 +203,19 @@ tsl_status tsl_program_set_options(TSL_KEEP tsl_program *p, TSL_KEEP const char 
 }
 
 const char *tsl_program_options(TSL_KEEP const tsl_program *p) { return p ? p->opt_text : NULL; }
+
+tsl_status tsl_program_set_allow_tf32(TSL_KEEP tsl_program *p, int allow)
+{
+    if (!p) return TSL_ERR_ARG;
+    p->opt.allow_tf32 = allow != 0;
+    strbuf b = {0};
+    sched_options_text(&b, &p->opt);
+    p->opt_text = arena_strdup(p->arena, sb_str(&b));
+    sb_free(&b);
+    return TSL_OK;
+}
+
+int tsl_program_allow_tf32(TSL_KEEP const tsl_program *p) { return p && p->opt.allow_tf32 > 0; }
 
 char *tsl_options_space(void)
 {

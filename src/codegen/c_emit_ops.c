@@ -1314,15 +1314,6 @@ static int mma_split(cgc *c, const tile_value *t, const target_atom *at, int whi
     return 1;
 }
 
-static int64_t warp_tile(const dist_layout *r, int64_t w, int64_t i, int64_t j)
-{
-    int64_t cc[2] = {i, j}, th[64], lo[64];
-    int64_t n = dist_layout_owners(r, cc, th, lo, 64);
-    for (int64_t x = 0; x < n && x < 64; x++)
-        if (th[x] == w) return lo[x];
-    return -1;
-}
-
 /* The (row, col) of every (lane, slot) of one operand's fragment, as a table. */
 static const char *frag_table(cgc *c, const target_atom *at, int which)
 {
@@ -1371,40 +1362,34 @@ void cgc_emit_mma(cgc *c, const tile_stmt *s)
     }
     int64_t na = target_atom_layout(at, TARGET_A)->locals, nb = target_atom_layout(at, TARGET_B)->locals,
             nc = target_atom_layout(at, TARGET_C)->locals;
-    int64_t kt = ra.shape[1], nct = 0;
-    int64_t *ctile = malloc(sizeof(int64_t) * (size_t)(2 * rc.threads * rc.locals + 2));
-    int64_t *ab = malloc(sizeof(int64_t) * (size_t)(2 * rc.threads * rc.locals * (kt ? kt : 1) + 2));
+    /* the row's fragment plan (target/frag.c, which the CUDA generator
+     * prints too): per warp, C tile and k step, the A and B tile slots */
+    target_mma_plan p;
+    if (target_mma_plan_make(&p, at, ta_->lay, tb->lay, tc->lay, rc.threads * at->threads)) {
+        if (p.missing)
+            cgc_fail(c, TSL_ERR_SHAPE, "mma: warp %lld computes C tile (%lld,%lld) but does not hold %s tile (%lld,%lld)",
+                     (long long)p.miss_warp, (long long)p.miss_c[0], (long long)p.miss_c[1], p.miss_a ? "A" : "B",
+                     (long long)p.miss[0], (long long)p.miss[1]);
+        else
+            cgc_fail(c, TSL_ERR_SHAPE, "mma: the operands' layouts are not %s's fragments over the same warps",
+                     at->name);
+        return;
+    }
+    int64_t kt = p.ksteps, nct = p.warps * p.tiles;
+    int64_t *ctile = malloc(sizeof(int64_t) * (size_t)(2 * nct + 2));
+    int64_t *ab = malloc(sizeof(int64_t) * (size_t)(2 * nct * kt + 2));
     if (!ctile || !ab) {
         free(ctile);
         free(ab);
+        target_mma_plan_free(&p);
         cgc_fail(c, TSL_ERR_NOMEM, "out of memory");
         return;
     }
-    for (int64_t w = 0; w < rc.threads && !c->st; w++)
-        for (int64_t ct = 0; ct < rc.locals && !c->st; ct++) {
-            int64_t tcd2[2];
-            if (dist_layout_map(&rc, w, ct, tcd2)) continue;
-            for (int64_t k = 0; k < kt; k++) {
-                int64_t at_ = warp_tile(&ra, w, tcd2[0], k), bt = warp_tile(&rb, w, k, tcd2[1]);
-                if (at_ < 0 || bt < 0) {
-                    cgc_fail(c, TSL_ERR_SHAPE,
-                            "mma: warp %lld computes C tile (%lld,%lld) but does not hold %s tile (%lld,%lld)",
-                            (long long)w, (long long)tcd2[0], (long long)tcd2[1], at_ < 0 ? "A" : "B",
-                            (long long)(at_ < 0 ? tcd2[0] : k), (long long)(at_ < 0 ? k : tcd2[1]));
-                    break;
-                }
-                ab[2 * (nct * kt + k)] = at_;
-                ab[2 * (nct * kt + k) + 1] = bt;
-            }
-            ctile[2 * nct] = w;
-            ctile[2 * nct + 1] = ct;
-            nct++;
-        }
-    if (c->st) {
-        free(ctile);
-        free(ab);
-        return;
+    for (int64_t e = 0; e < nct; e++) {
+        ctile[2 * e] = e / p.tiles, ctile[2 * e + 1] = e % p.tiles;
+        for (int64_t k = 0; k < kt; k++) ab[2 * (e * kt + k)] = p.a[e * kt + k], ab[2 * (e * kt + k) + 1] = p.b[e * kt + k];
     }
+    target_mma_plan_free(&p);
     const char *tcn = cgc_emit_i32_table(c, "mma: (warp, C tile slot) per C tile", ctile, 2 * nct);
     const char *tab = cgc_emit_i32_table(c, "mma: (A tile slot, B tile slot) per C tile and k step", ab, 2 * nct * kt);
     free(ctile);
@@ -1422,9 +1407,10 @@ void cgc_emit_mma(cgc *c, const tile_stmt *s)
       (long long)tc->nlocals, (long long)nc);
     cgc_line(c, "for (int64_t k = 0; k < %lld; k++)", (long long)kt);
     cgc_line(c, "    tsl_mma_frag(%s, %lld, %s[2 * (e * %lld + k)], %lld, %s, %s, %lld, %s[2 * (e * %lld + k) + 1], %lld, %s, "
-                "%s, %d, w, fc);",
+                "%s, %d, w, fc, %d);",
       cgc_rname(c, a), (long long)ta_->nlocals, tab, (long long)kt, (long long)na, fa, cgc_rname(c, b),
-      (long long)tb->nlocals, tab, (long long)kt, (long long)nb, fb, fc, at->k);
+      (long long)tb->nlocals, tab, (long long)kt, (long long)nb, fb, fc, at->k,
+      (at->tf32 ? 1 : 0) | (at->dtype[TARGET_D] == TSL_DTYPE_F16 ? 2 : 0));
     cgc_line(c, "for (int l = 0; l < 32; l++)");
     cgc_line(c, "    for (int i = 0; i < %lld; i++) res[(w * 32 + l) * %lld + ct * %lld + i] = %s;", (long long)nc,
       (long long)tc->nlocals, (long long)nc, cgc_rnd(c, d->type.dt, "fc[l][i]"));

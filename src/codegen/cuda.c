@@ -18,9 +18,10 @@
  *     warp shuffles when the reduced dim lives inside warps; everything
  *     else that moves data between threads goes through a shared scratch
  *     area (the generic fallback), placed after the allocations.
- * Decompositions (`decomp { }`) are not lowered one by one: the outer
- * instruction says what they compute and the generator emits that, with
- * the decomposition's text in a comment. */
+ * Decompositions (`decomp { }`) print as what each thread runs, through
+ * the decomposition walk the interpreter and the C generator share
+ * (cuda_decomp.c): collective atoms (ldmatrix) as their rows'
+ * instructions, other moves element by element. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -595,7 +596,7 @@ static void comment_instr(cg *c, const tile_instr *in)
         sb_printf(&sb, " dim %d", in->dim);
     if (in->bytes) sb_printf(&sb, " bytes %lld", (long long)in->bytes);
     if (in->atom) sb_printf(&sb, " atom %s", in->atom);
-    if (in->decomp) sb_puts(&sb, " decomp { ... } (emitted as the outer instruction)");
+    if (in->decomp) sb_puts(&sb, " decomp { ... }");
     /* keep the comment a comment */
     char *t = sb_take(&sb);
     for (char *p = t; *p; p++)
@@ -852,6 +853,94 @@ static const char prelude[] =
     "static __device__ __forceinline__ void tsl_ldsm_x2_trans(unsigned &r0, unsigned &r1, const void *p) {\n"
     "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
     "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\\n\" : \"=r\"(r0), \"=r\"(r1) : \"r\"(a));\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_ldsm_x1(unsigned &r0, const void *p) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\\n\" : \"=r\"(r0) : \"r\"(a));\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_ldsm_x2(unsigned &r0, unsigned &r1, const void *p) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\\n\" : \"=r\"(r0), \"=r\"(r1) : \"r\"(a));\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_ldsm_x1_trans(unsigned &r0, const void *p) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\\n\" : \"=r\"(r0) : \"r\"(a));\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_ldsm_x4_trans(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3,\n"
+    "                                                         const void *p) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\\n\"\n"
+    "                 : \"=r\"(r0), \"=r\"(r1), \"=r\"(r2), \"=r\"(r3) : \"r\"(a));\n"
+    "}\n"
+    "/* stmatrix (sm_90): lanes 8i..8i+7 give the row addresses of matrix i, registers as ldmatrix delivers them */\n"
+    "#if __CUDA_ARCH__ >= 900\n"
+    "static __device__ __forceinline__ void tsl_stsm_x1(void *p, unsigned r0) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"stmatrix.sync.aligned.m8n8.x1.shared.b16 [%0], {%1};\\n\" :: \"r\"(a), \"r\"(r0) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_stsm_x2(void *p, unsigned r0, unsigned r1) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1,%2};\\n\" :: \"r\"(a), \"r\"(r0), \"r\"(r1) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_stsm_x4(void *p, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\\n\"\n"
+    "                 :: \"r\"(a), \"r\"(r0), \"r\"(r1), \"r\"(r2), \"r\"(r3) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_stsm_x1_trans(void *p, unsigned r0) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%0], {%1};\\n\" :: \"r\"(a), \"r\"(r0) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_stsm_x2_trans(void *p, unsigned r0, unsigned r1) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1,%2};\\n\"\n"
+    "                 :: \"r\"(a), \"r\"(r0), \"r\"(r1) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_stsm_x4_trans(void *p, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(p);\n"
+    "    asm volatile(\"stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};\\n\"\n"
+    "                 :: \"r\"(a), \"r\"(r0), \"r\"(r1), \"r\"(r2), \"r\"(r3) : \"memory\");\n"
+    "}\n"
+    "#endif\n"
+    "/* f16 accumulators: c0..c3 are halves, packed in pairs (c0 low) */\n"
+    "static __device__ __forceinline__ void tsl_mma_f16_f16(unsigned short &d0, unsigned short &d1, unsigned short &d2,\n"
+    "                                                       unsigned short &d3, unsigned a0, unsigned a1, unsigned a2,\n"
+    "                                                       unsigned a3, unsigned b0, unsigned b1) {\n"
+    "    unsigned c0 = (unsigned)d0 | ((unsigned)d1 << 16), c1 = (unsigned)d2 | ((unsigned)d3 << 16);\n"
+    "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};\\n\"\n"
+    "                 : \"+r\"(c0), \"+r\"(c1) : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n"
+    "    d0 = (unsigned short)c0, d1 = (unsigned short)(c0 >> 16), d2 = (unsigned short)c1, d3 = (unsigned short)(c1 >> 16);\n"
+    "}\n"
+    "/* m16n8k8: a 2 x b32 (4 halves), b 1 x b32 */\n"
+    "static __device__ __forceinline__ void tsl_mma_k8_f16(float &d0, float &d1, float &d2, float &d3, unsigned a0,\n"
+    "                                                      unsigned a1, unsigned b0) {\n"
+    "    asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\\n\"\n"
+    "                 : \"+f\"(d0), \"+f\"(d1), \"+f\"(d2), \"+f\"(d3) : \"r\"(a0), \"r\"(a1), \"r\"(b0));\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_mma_k8_bf16(float &d0, float &d1, float &d2, float &d3, unsigned a0,\n"
+    "                                                       unsigned a1, unsigned b0) {\n"
+    "    asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\\n\"\n"
+    "                 : \"+f\"(d0), \"+f\"(d1), \"+f\"(d2), \"+f\"(d3) : \"r\"(a0), \"r\"(a1), \"r\"(b0));\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_mma_k8_f16_f16(unsigned short &d0, unsigned short &d1, unsigned short &d2,\n"
+    "                                                          unsigned short &d3, unsigned a0, unsigned a1, unsigned b0) {\n"
+    "    unsigned c0 = (unsigned)d0 | ((unsigned)d1 << 16), c1 = (unsigned)d2 | ((unsigned)d3 << 16);\n"
+    "    asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3}, {%4}, {%0,%1};\\n\"\n"
+    "                 : \"+r\"(c0), \"+r\"(c1) : \"r\"(a0), \"r\"(a1), \"r\"(b0));\n"
+    "    d0 = (unsigned short)c0, d1 = (unsigned short)(c0 >> 16), d2 = (unsigned short)c1, d3 = (unsigned short)(c1 >> 16);\n"
+    "}\n"
+    "/* tf32: each f32 operand rounded by cvt.rna.tf32.f32 (the interpreter's target_tf32_rna), one a register */\n"
+    "static __device__ __forceinline__ unsigned tsl_tf32(float x) {\n"
+    "    unsigned r;\n"
+    "    asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(x));\n"
+    "    return r;\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_mma_tf32(float &d0, float &d1, float &d2, float &d3, float a0, float a1,\n"
+    "                                                    float a2, float a3, float b0, float b1) {\n"
+    "    asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\\n\"\n"
+    "                 : \"+f\"(d0), \"+f\"(d1), \"+f\"(d2), \"+f\"(d3)\n"
+    "                 : \"r\"(tsl_tf32(a0)), \"r\"(tsl_tf32(a1)), \"r\"(tsl_tf32(a2)), \"r\"(tsl_tf32(a3)), \"r\"(tsl_tf32(b0)),\n"
+    "                   \"r\"(tsl_tf32(b1)));\n"
     "}\n"
     "#endif\n"
     "\n"
@@ -1212,7 +1301,7 @@ static tsl_status generate(const tile_module *m, const tile_kernel *k, strbuf *o
      * driver runs it between pipeline expansion and emission: a kernel
      * with Hopper instructions is sm_90a's, any other sm_80's (which every
      * later GPU runs) */
-    tsl_status sel = target_select(sm, (tile_kernel *)k, cg_hopper_used(k) ? &target_sm90a : &target_sm80, NULL, d);
+    tsl_status sel = target_select(sm, (tile_kernel *)k, cg_cuda_select_target(k), NULL, d);
     if (sel) {
         arena_free(ar);
         return sel;
@@ -1255,7 +1344,7 @@ tsl_status cg_cuda_emit_branches(const tile_module *m, const tile_kernel *k, str
 
 const struct target *cg_cuda_select_target(const tile_kernel *k)
 {
-    return cg_hopper_used(k) ? &target_sm90a : &target_sm80;
+    return cg_sm90_needed(k) ? &target_sm90a : &target_sm80;
 }
 
 tsl_status cg_cuda_emit_info(const tile_module *m, const tile_kernel *k, strbuf *out, cg_cuda_branches *br,

@@ -97,20 +97,28 @@ const char cg_hopper_prelude[] =
 
 /* ---- what a kernel uses ------------------------------------------------------------- */
 
-static int block_uses_hopper(const tile_block *b)
+/* Hopper instructions or warpgroups; with `atoms`, also an instruction
+ * naming an sm_90 row (stmatrix), which needs sm_90a but none of the
+ * Hopper machinery. */
+static int block_uses_hopper(const tile_block *b, int atoms)
 {
     for (int i = 0; b && i < b->n; i++) {
         const tile_stmt *s = b->items[i];
         if (s->kind == TILE_S_WARPGROUPS) return 1;
         if (s->kind == TILE_S_INSTR && tile_op_is_hopper(s->instr.op)) return 1;
-        if (block_uses_hopper(s->body) || block_uses_hopper(s->els)) return 1;
-        if (s->kind == TILE_S_PIPELINE && block_uses_hopper(s->pipe.body)) return 1;
+        const target_atom *at =
+            atoms && s->kind == TILE_S_INSTR && s->instr.atom ? target_atom_by_name(s->instr.atom) : NULL;
+        if (at && at->sm >= 90) return 1;
+        if (s->kind == TILE_S_INSTR && block_uses_hopper(s->instr.decomp, atoms)) return 1;
+        if (block_uses_hopper(s->body, atoms) || block_uses_hopper(s->els, atoms)) return 1;
+        if (s->kind == TILE_S_PIPELINE && block_uses_hopper(s->pipe.body, atoms)) return 1;
     }
     return 0;
 }
 
-int cg_hopper_used(const tile_kernel *k) { return block_uses_hopper(k->body); }
-int cg_hopper_block_used(const tile_block *b) { return block_uses_hopper(b); }
+int cg_hopper_used(const tile_kernel *k) { return block_uses_hopper(k->body, 0); }
+int cg_hopper_block_used(const tile_block *b) { return block_uses_hopper(b, 0); }
+int cg_sm90_needed(const tile_kernel *k) { return block_uses_hopper(k->body, 1); }
 
 /* Warpgroup instances of the kernel (1 when it has no warpgroups): each has
  * its own scratch area. */

@@ -199,19 +199,20 @@ static void lane_term(strbuf *sb, int bit, int64_t step)
 static int emit_ldmatrix(cg *c, const tile_stmt *s, const rinfo *ri, const gview *gv, const target_atom *at)
 {
     target_ldmatrix_plan p;
-    if (s->instr.op != TILE_I_LOAD_SHARED || ri->rank != 2 || gv->rank < 2 || ri->lead || !at->cu ||
-        target_ldmatrix_plan_make(&p, at, ri->L, ri->threads))
+    int store = at->kind == TARGET_K_STMATRIX;
+    if (s->instr.op != (store ? TILE_I_STORE_SHARED : TILE_I_LOAD_SHARED) || ri->rank != 2 || gv->rank < 2 ||
+        ri->lead || !at->cu || target_ldmatrix_plan_make(&p, at, ri->L, ri->threads))
         return 0;
     int64_t per = p.per, slots = p.slots;
     const char *rn = cg_name(c, ri->v);
     char rname[96];
     snprintf(rname, sizeof rname, "%s", rn);
-    declare(c, s, ri);
+    if (!store) declare(c, s, ri);
     cg_line(c, "{");
     c->ind++;
-    const char *suffix = !strncmp(at->name, "ldmatrix.", 9) ? at->name + 9 : at->name;
-    cg_line(c, "/* ldmatrix: %s (%s) fragments, %lld tile slot(s) per thread */", p.operand == TARGET_A ? "A" : "B",
-            suffix, (long long)slots);
+    const char *dot = strchr(at->name, '.'), *suffix = dot ? dot + 1 : at->name;
+    cg_line(c, "/* %s: %s (%s) fragments, %lld tile slot(s) per thread */", store ? "stmatrix" : "ldmatrix",
+            p.operand == TARGET_A ? "A" : "B", suffix, (long long)slots);
     cg_line(c, "const I wb = tid & ~(I)31, lane = tid & 31;");
     for (int d = 0; d < 2; d++) {
         strbuf tp = {0}, w = {0};
@@ -250,14 +251,22 @@ static int emit_ldmatrix(cg *c, const tile_stmt *s, const rinfo *ri, const gview
         cg_shared_off(c, &off, gv->v, co);
         cg_line(c, "{");
         c->ind++;
-        cg_line(c, "const %s *p = (const %s *)(tsl_smem + %lld) + %s;", cg_ctype(gv->v->type.dt),
-                cg_ctype(gv->v->type.dt), (long long)c->soff[gv->v->id], sb_str(&off));
+        cg_line(c, "%s%s *p = (%s%s *)(tsl_smem + %lld) + %s;", store ? "" : "const ", cg_ctype(gv->v->type.dt),
+                store ? "" : "const ", cg_ctype(gv->v->type.dt), (long long)c->soff[gv->v->id], sb_str(&off));
         for (int r = 0; r < at->count; r++) sb_printf(&regs, "%sr%d", r ? ", " : "", r);
-        cg_line(c, "unsigned %s;", sb_str(&regs));
-        cg_line(c, "%s(%s, p);", at->cu, sb_str(&regs));
-        for (int64_t j = 0; j < per; j++)
-            cg_line(c, "%s[%lld] = tsl_from_bits<%s>((r%lld >> %d) & 0xffffu);", rname, (long long)(sl * per + j),
-                    cg_ctype(ri->v->type.dt), (long long)(j / 2), (int)(j % 2) * 16);
+        if (store) {
+            /* register m of the instruction: the slot's locals 2m (low half) and 2m + 1 */
+            for (int r = 0; r < at->count; r++)
+                cg_line(c, "const unsigned r%d = tsl_pack2(%s[%lld], %s[%lld]);", r, rname,
+                        (long long)(sl * per + 2 * r), rname, (long long)(sl * per + 2 * r + 1));
+            cg_line(c, "%s(p, %s);", at->cu, sb_str(&regs));
+        } else {
+            cg_line(c, "unsigned %s;", sb_str(&regs));
+            cg_line(c, "%s(%s, p);", at->cu, sb_str(&regs));
+            for (int64_t j = 0; j < per; j++)
+                cg_line(c, "%s[%lld] = tsl_from_bits<%s>((r%lld >> %d) & 0xffffu);", rname, (long long)(sl * per + j),
+                        cg_ctype(ri->v->type.dt), (long long)(j / 2), (int)(j % 2) * 16);
+        }
         c->ind--;
         cg_line(c, "}");
         sb_free(&off);
@@ -417,7 +426,7 @@ static void emit_transfer(cg *c, const tile_stmt *s)
     }
     const target_atom *at = selected(c, in);
     if (!at) goto done;
-    if (at->kind == TARGET_K_LDMATRIX) {
+    if (at->kind == TARGET_K_LDMATRIX || at->kind == TARGET_K_STMATRIX) {
         if (!emit_ldmatrix(c, s, &ri, &gv, at))
             cg_err(c, TSL_ERR_INTERNAL, "%s: the selected %s does not fit its operands", tile_op_info_of(in->op)->name,
                    at->name);
@@ -649,6 +658,10 @@ static void emit_copy_async(cg *c, const tile_stmt *s)
     /* cp.async (16: .cg, 8 and 4: .ca) as selected, else element by element */
     int64_t bytes = in->bytes ? in->bytes : 16, vec = esz ? bytes / esz : 1;
     int vector = at->kind == TARGET_K_CP_ASYNC;
+    if (vector && !at->cu) {
+        cg_err(c, TSL_ERR_INTERNAL, "copy_async: the selected %s has no CUDA helper", at->name);
+        goto done;
+    }
     if (vector && at->bytes != bytes) {
         cg_err(c, TSL_ERR_INTERNAL, "copy_async: the selected %s moves %d bytes, not %lld", at->name, at->bytes,
                (long long)bytes);
@@ -707,13 +720,13 @@ static void emit_copy_async(cg *c, const tile_stmt *s)
     cg_line(c, "const %s *rp = %s + (rowok ? %s : (I)0);", gt, gn, sb_str(&gaddr));
     if (vector) {
         cg_line(c, "if (!rowok || cl >= %s_d%d) {", gn, L);
-        cg_line(c, "    tsl_cp_async%lld(sp, %s, 0);", (long long)bytes, gn);
+        cg_line(c, "    %s(sp, %s, 0);", at->cu, gn);
         /* a chunk the row's end cuts goes element by element: cp.async
          * with a short source size still reads the whole chunk (memcheck
          * reports it past the allocation's end: mlp3 f16, 41x29 weights) */
         cg_line(c, "} else if (cl >= 0 && cl + %lld <= %s_d%d && %s_s%d == 1 && ((unsigned long long)(rp + cl) %% %lld) == 0) {",
                 (long long)vec, gn, L, gn, L, (long long)bytes);
-        cg_line(c, "    tsl_cp_async%lld(sp, rp + cl, %lld);", (long long)bytes, (long long)bytes);
+        cg_line(c, "    %s(sp, rp + cl, %lld);", at->cu, (long long)bytes);
         cg_line(c, "} else {");
         cg_line(c, "    #pragma unroll");
         cg_line(c, "    for (int j = 0; j < %lld; j++)", (long long)vec);
@@ -1485,6 +1498,19 @@ static void emit_shuffle(cg *c, const tile_stmt *s)
 
 /* ---- mma ---------------------------------------------------------------------------------- */
 
+/* Locals base .. base + n - 1 of register array `nm` as an mma operand's
+ * 32-bit registers: pairs packed when the elements are 16-bit. */
+static void frag_regs(strbuf *sb, const char *nm, int64_t base, int n, int bits)
+{
+    for (int i = 0; i < n; i += bits == 16 ? 2 : 1) {
+        if (bits == 16)
+            sb_printf(sb, "%stsl_pack2(%s[%lld], %s[%lld])", i ? ", " : "", nm, (long long)(base + i), nm,
+                      (long long)(base + i + 1));
+        else
+            sb_printf(sb, "%s%s[%lld]", i ? ", " : "", nm, (long long)(base + i));
+    }
+}
+
 /* The selected mma row through its plan (target/frag.c): per C fragment
  * and k step one call of the row's helper on the A and B fragments the
  * plan names, the fragments' registers packed in pairs. 1 when emitted. */
@@ -1495,6 +1521,10 @@ static int mma_fast(cg *c, const target_atom *at, const rinfo *ra, const rinfo *
     if (!at->cu || ra->lead || rb->lead || rc->lead || !dist_layout_equal(rc->L, rd->L) ||
         target_mma_plan_make(&p, at, ra->L, rb->L, rc->L, c->threads))
         return 0;
+    if (!p.uniform) {
+        target_mma_plan_free(&p);
+        return 0;
+    }
     const char *an = cg_name(c, a), *bn = cg_name(c, b);
     char dn[96];
     snprintf(dn, sizeof dn, "%s", cg_name(c, rd->v));
@@ -1506,13 +1536,12 @@ static int mma_fast(cg *c, const target_atom *at, const rinfo *ra, const rinfo *
             int64_t la = p.a[t * p.ksteps + kt] * p.per[0], lb = p.b[t * p.ksteps + kt] * p.per[1],
                     ld = t * p.per[2];
             strbuf l1 = {0}, l2 = {0}, l3 = {0};
-            for (int i = 0; i < p.per[2]; i++) sb_printf(&l1, "%s%s[%lld]", i ? ", " : "", dn, (long long)(ld + i));
-            for (int i = 0; i < p.per[0]; i += 2)
-                sb_printf(&l2, "%stsl_pack2(%s[%lld], %s[%lld])", i ? ", " : "", an, (long long)(la + i), an,
-                          (long long)(la + i + 1));
-            for (int i = 0; i < p.per[1]; i += 2)
-                sb_printf(&l3, "%stsl_pack2(%s[%lld], %s[%lld])", i ? ", " : "", bn, (long long)(lb + i), bn,
-                          (long long)(lb + i + 1));
+            /* D by reference (a half's bits when 16-bit), A and B a 32-bit
+             * register each: 16-bit elements packed in pairs */
+            for (int i = 0; i < p.per[2]; i++)
+                sb_printf(&l1, "%s%s[%lld]%s", i ? ", " : "", dn, (long long)(ld + i), rd->v->type.dt.bits == 16 ? ".x" : "");
+            frag_regs(&l2, an, la, p.per[0], a->type.dt.bits);
+            frag_regs(&l3, bn, lb, p.per[1], b->type.dt.bits);
             cg_line(c, "%s(%s,", at->cu, sb_str(&l1));
             cg_line(c, "    %s,", sb_str(&l2));
             cg_line(c, "    %s);", sb_str(&l3));
@@ -1624,9 +1653,22 @@ static void emit_print(cg *c, const tile_stmt *s)
 
 /* ---- dispatch ------------------------------------------------------------------------------- */
 
+static void declare_result(cg *c, const tile_stmt *s)
+{
+    rinfo ri;
+    memset(&ri, 0, sizeof ri);
+    if (cg_rinfo(c, s->instr.result, &ri)) return;
+    declare(c, s, &ri);
+    cg_rinfo_free(&ri);
+}
+
 void cg_instr(cg *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
+    if (in->decomp && !tile_op_is_hopper(in->op)) {
+        cg_decomp(c, s, declare_result);
+        return;
+    }
     if (tile_op_is_hopper(in->op)) {
         cg_hopper_instr(c, s);
         return;

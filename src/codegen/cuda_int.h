@@ -113,10 +113,17 @@ void cg_sync(cg *c);
 /* Element offset of shared v at `co` without the layout's swizzle. */
 tsl_status cg_shared_off_plain(cg *c, strbuf *sb, const tile_value *v, char *const *co);
 
+/* cuda_decomp.c: an instruction with a decomposition, its body per
+ * thread; declare(c, s) declares the instruction's register result. */
+void cg_decomp(cg *c, const tile_stmt *s, void (*declare)(cg *, const tile_stmt *));
+
 /* cuda_hopper.c */
 extern const char cg_hopper_prelude[];
 int cg_hopper_used(const tile_kernel *k);
 int cg_hopper_block_used(const tile_block *b);
+/* Hopper instructions, warpgroups, or a named sm_90 row (stmatrix): the
+ * kernel is selected and compiled for sm_90a. */
+int cg_sm90_needed(const tile_kernel *k);
 int cg_hopper_instances(const tile_kernel *k);
 void cg_hopper_instr(cg *c, const tile_stmt *s);
 /* After the declaration of register tensor v: an f16 wgmma accumulator

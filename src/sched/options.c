@@ -84,7 +84,10 @@ void sched_options_text(strbuf *out, const sched_options *o)
         sb_printf(out, "%s%s=%d", first ? "" : ",", params[i].key, v);
         first = 0;
     }
+    if (o->allow_tf32 > 0) sb_puts(out, first ? "allow_tf32=1" : ",allow_tf32=1");
 }
+
+static const char tf32_key[] = "allow_tf32";
 
 static const char *skip_space(const char *p)
 {
@@ -99,6 +102,18 @@ tsl_status sched_options_parse(const char *text, sched_options *o, tsl_diag *d)
         const char *eq = memchr(p, '=', n);
         size_t klen = eq ? (size_t)(eq - p) : n;
         while (klen && (p[klen - 1] == ' ' || p[klen - 1] == '\t')) klen--;
+        if (klen == sizeof tf32_key - 1 && !strncmp(p, tf32_key, klen) && eq) {
+            const char *v = skip_space(eq + 1);
+            const char *e = skip_space(v + 1);
+            if ((*v != '0' && *v != '1') || (e != p + n && *e != ',')) {
+                diag_error(d, TSL_ERR_ARG, "option allow_tf32=%.*s: the value must be 0 or 1", (int)(p + n - v), v);
+                return TSL_ERR_ARG;
+            }
+            o->allow_tf32 = *v == '1';
+            p += n;
+            if (*p == ',') p++;
+            continue;
+        }
         const sched_option *sp = sched_option_find(p, klen);
         if (!sp || !eq) {
             diag_error(d, TSL_ERR_ARG, "option '%.*s': %s (options are key=value; `tessel tune --space` lists the keys)",

@@ -37,6 +37,12 @@ typedef struct sched_options {
     sched_contract_options cpu; /* f32 contraction on the CPU target */
     sched_contract_options fma; /* f32 contraction on a GPU */
     sched_contract_options mma; /* f16/bf16 contraction on a GPU (mma.sync) */
+    /* Not a tuning choice but a numerics one, so not in the table the tuner
+     * searches: 1 lets f32 contractions on CUDA use tf32 tensor cores (A and
+     * B rounded to 10 fraction bits). Off by default: f32 stays f32. Set by
+     * tsl_program_set_allow_tf32 (the CLI's --allow-tf32); in the canonical
+     * text, and so in the cache key, as a trailing "allow_tf32=1". */
+    int allow_tf32;
 } sched_options;
 
 /* The built-in choices: what every strategy did before it had options. */
@@ -65,7 +71,8 @@ void sched_option_set(sched_options *o, const sched_option *p, int v);
 void sched_options_text(strbuf *out, const sched_options *o);
 /* Parse "key=value,key=value" (whitespace allowed around the parts; a key
  * may repeat, the last wins) onto *o (start from the defaults). A bad key,
- * value or range is TSL_ERR_ARG naming it. */
+ * value or range is TSL_ERR_ARG naming it. "allow_tf32=0|1" sets
+ * o->allow_tf32 (not a table parameter). */
 tsl_status sched_options_parse(const char *text, sched_options *o, tsl_diag *d);
 
 /* 0 when o is a plan the strategies can build for target t; else 1 with

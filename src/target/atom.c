@@ -244,6 +244,18 @@ int target_frag_coord(const target_atom *a, int operand, int lane, int slot, int
 
 enum { MAX_MN = 16 }; /* m, n, k of a warp-level mma row */
 
+float target_tf32_rna(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7f800000u) == 0x7f800000u) return x; /* NaN, infinity */
+    /* ties away from zero on the magnitude: add half of the dropped unit,
+     * then drop it (a carry into the exponent is the right rounding up) */
+    u = (u + 0x1000u) & ~0x1fffu;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
 void target_mma_ref(const target_atom *a, const double *fa, const double *fb, const double *fc, double *fd)
 {
     const dist_layout *la = target_atom_layout(a, TARGET_A), *lb = target_atom_layout(a, TARGET_B),
@@ -260,12 +272,18 @@ void target_mma_ref(const target_atom *a, const double *fa, const double *fb, co
         for (int i = 0; i < nc; i++)
             if (!target_frag_coord(a, TARGET_C, l, i, &r, &c)) C[r][c] = fc[l * nc + i];
     }
+    if (a->tf32)
+        for (int i = 0; i < a->m; i++)
+            for (int kk = 0; kk < a->k; kk++) A[i][kk] = target_tf32_rna((float)A[i][kk]);
+    if (a->tf32)
+        for (int kk = 0; kk < a->k; kk++)
+            for (int j = 0; j < a->n; j++) B[kk][j] = target_tf32_rna((float)B[kk][j]);
     for (int l = 0; l < a->threads; l++)
         for (int i = 0; i < nc; i++) {
             if (target_frag_coord(a, TARGET_C, l, i, &r, &c)) continue;
             float acc = (float)C[r][c];
             for (int kk = 0; kk < a->k; kk++) acc += (float)A[r][kk] * (float)B[kk][c];
-            fd[l * nc + i] = acc;
+            fd[l * nc + i] = a->dtype[TARGET_D] == TSL_DTYPE_F16 ? f16_to_f32(f32_to_f16(acc)) : acc;
         }
 }
 

@@ -42,24 +42,34 @@ int target_mma_plan_make(target_mma_plan *p, const target_atom *row, const dist_
     }
     int64_t W = f[2].threads, KT = f[0].shape[1], nl = f[2].locals;
     if (f[0].threads != W || f[1].threads != W || W * row->threads != threads || nl < 1 || KT < 1) return -1;
-    p->warps = W, p->tiles = nl, p->ksteps = KT;
-    p->a = malloc(sizeof *p->a * (size_t)(nl * KT));
-    p->b = malloc(sizeof *p->b * (size_t)(nl * KT));
+    p->warps = W, p->tiles = nl, p->ksteps = KT, p->uniform = 1;
+    p->a = malloc(sizeof *p->a * (size_t)(W * nl * KT));
+    p->b = malloc(sizeof *p->b * (size_t)(W * nl * KT));
     int ok = p->a && p->b;
-    /* every warp must hold the A and B tiles of its C tile at the same
-     * slots: the printed code indexes registers by constants */
+    /* every warp must hold the A and B tiles of each of its C tiles */
     for (int64_t w = 0; ok && w < W; w++)
         for (int64_t t = 0; ok && t < nl; t++) {
             int64_t tc[2];
             dist_layout_map(&f[2], w, t, tc);
             for (int64_t kt = 0; ok && kt < KT; kt++) {
                 int64_t sa = warp_slot(&f[0], w, tc[0], kt), sb = warp_slot(&f[1], w, kt, tc[1]);
-                if (sa < 0 || sb < 0) ok = 0;
-                else if (w == 0) p->a[t * KT + kt] = sa, p->b[t * KT + kt] = sb;
-                else if (p->a[t * KT + kt] != sa || p->b[t * KT + kt] != sb) ok = 0;
+                int64_t i = (w * nl + t) * KT + kt;
+                if (sa < 0 || sb < 0) {
+                    ok = 0;
+                    p->missing = 1, p->miss_warp = w, p->miss_a = sa < 0, p->miss[0] = sa < 0 ? tc[0] : kt;
+                    p->miss_c[0] = tc[0], p->miss_c[1] = tc[1];
+                    p->miss[1] = sa < 0 ? kt : tc[1];
+                    break;
+                }
+                p->a[i] = sa, p->b[i] = sb;
+                if (w && (p->a[t * KT + kt] != sa || p->b[t * KT + kt] != sb)) p->uniform = 0;
             }
         }
-    if (!ok) target_mma_plan_free(p);
+    if (!ok) {
+        free(p->a);
+        free(p->b);
+        p->a = p->b = NULL;
+    }
     return ok ? 0 : -1;
 }
 
@@ -98,12 +108,14 @@ static int frag_is_matrices(const target_atom *ld, const dist_layout *F, target_
 int target_ldmatrix_plan_make(target_ldmatrix_plan *p, const target_atom *ld, const dist_layout *L, int64_t threads)
 {
     memset(p, 0, sizeof *p);
-    if (!ld || ld->kind != TARGET_K_LDMATRIX || !L || L->rank != 2 || threads % ld->threads) return -1;
+    if (!ld || (ld->kind != TARGET_K_LDMATRIX && ld->kind != TARGET_K_STMATRIX) || !L || L->rank != 2 ||
+        threads % ld->threads)
+        return -1;
     /* the fragments it can deliver: an operand of an mma row the CUDA
      * generator prints, in table order */
     for (int i = 0; i < target_atom_count(); i++) {
         const target_atom *mma = target_atom_at(i);
-        if (mma->kind != TARGET_K_MMA || !mma->cu) continue;
+        if (mma->kind != TARGET_K_MMA || !mma->cu || mma->tf32) continue; /* ldmatrix moves 16-bit elements */
         for (int op = TARGET_A; op <= TARGET_B; op++) {
             const dist_layout *F = target_atom_layout(mma, op);
             dist_layout R;

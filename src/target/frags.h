@@ -11,6 +11,9 @@
  *            C (16x8)  c_i: row g + 8(i/2), col 2q + i%2
  *   m16n8k8  A (16x8)  a_i: row g + 8(i/2), col 2q + i%2
  *            B (8x8)   b_i: row 2q + i, col g
+ *   m16n8k8 .tf32 (one 32-bit element a register):
+ *            A (16x8)  a_i: row g + 8(i%2), col q + 4(i/2)
+ *            B (8x8)   b_i: row q + 4i, col g
  * ldmatrix / stmatrix: lane l holds in register m the pair (row l/4, cols
  * 2(l%4), +1) of matrix m; with .trans (rows 2(l%4), +1; col l/4).
  * tests/unit/test_target.c checks each against these formulas, written
@@ -23,6 +26,8 @@
 #define TARGET_FRAG_M16N8_C "local(2,1).spatial(8,4).local(1,2)"
 #define TARGET_FRAG_M16N8K8_A "local(2,1).spatial(8,4).local(1,2)"
 #define TARGET_FRAG_M16N8K8_B "column_spatial(4,8).local(2,1)"
+#define TARGET_FRAG_M16N8K8_TF32_A "column_local(2,2).spatial(8,4)"
+#define TARGET_FRAG_M16N8K8_TF32_B "local(2,1).column_spatial(4,8)"
 #define TARGET_FRAG_8X8 "spatial(8,4).local(1,2)"
 #define TARGET_FRAG_8X8_T "column_spatial(4,8).local(2,1)"
 

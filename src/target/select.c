@@ -330,19 +330,20 @@ static int ldmatrix_rows_ok(const sel_reg *ri, const sel_view *gv, const tile_op
     return 1;
 }
 
-/* The ldmatrix row a block-level load_shared fits, or NULL: the first the
- * target has and the CUDA generator prints whose plan exists and whose
+/* The ldmatrix row a block-level load_shared fits (kind LDMATRIX), or the
+ * stmatrix row a store_shared fits (STMATRIX, sm_90), or NULL: the first
+ * the target has and the CUDA generator prints whose plan exists and whose
  * rows are contiguous and aligned. */
-static const target_atom *ldmatrix_fit(const target *t, int threads, const sel_reg *ri, const sel_view *gv,
-                                       const tile_operand *mo)
+static const target_atom *ldmatrix_fit(const target *t, target_kind kind, int threads, const sel_reg *ri,
+                                       const sel_view *gv, const tile_operand *mo)
 {
     if (ri->rank != 2 || gv->rank < 2 || ri->lead || gv->v->type.dt.bits != 16 ||
         !tile_dtype_eq(gv->v->type.dt, ri->v->type.dt) || threads % 32)
         return NULL;
     target_query q = target_query_any();
-    q.op = TARGET_OP_LD_SHARED;
+    q.op = kind == TARGET_K_LDMATRIX ? TARGET_OP_LD_SHARED : TARGET_OP_ST_SHARED;
     const target_atom *rows[16];
-    int n = target_atom_find(t, TARGET_K_LDMATRIX, &q, rows, 16);
+    int n = target_atom_find(t, kind, &q, rows, 16);
     for (int i = 0; i < n; i++) {
         target_ldmatrix_plan p;
         if (rows[i]->cu && !target_ldmatrix_plan_make(&p, rows[i], ri->L, threads) &&
@@ -425,9 +426,10 @@ static int mma_fits(int threads, const tile_instr *in, const target_atom *row)
     for (int i = 0; ok && i < 4; i++)
         if (rs[i].rank != 2 || rs[i].lead) ok = 0;
     if (ok && !dist_layout_equal(rs[2].L, rs[3].L)) ok = 0;
-    target_mma_plan p;
+    target_mma_plan p = {0};
     if (ok && target_mma_plan_make(&p, row, rs[0].L, rs[1].L, rs[2].L, threads)) ok = 0;
-    if (ok) target_mma_plan_free(&p);
+    if (ok && !p.uniform) ok = 0;
+    target_mma_plan_free(&p);
     for (int i = 0; i < 4; i++) free(rs[i].lc);
     return ok;
 }
@@ -513,9 +515,10 @@ static const target_atom *cuda_transfer(selector *S, const tile_instr *in, const
     if (mo && rv && !reg_info(S->threads, rv, &ri)) {
         if (!view_of(mo, &gv) && (int)gv.v->type.space == (global ? TILE_GLOBAL : TILE_SHARED) && gv.rank >= ri.rank) {
             int lead = gv.rank - ri.rank;
-            if (!global && load) got = ldmatrix_fit(S->t, S->threads, &ri, &gv, mo);
-            if (want && want->kind == TARGET_K_LDMATRIX && got != want) {
-                *why = "the register layout is not the m16n8k16 fragment it loads, or its shared rows are not "
+            if (!global)
+                got = ldmatrix_fit(S->t, load ? TARGET_K_LDMATRIX : TARGET_K_STMATRIX, S->threads, &ri, &gv, mo);
+            if (want && (want->kind == TARGET_K_LDMATRIX || want->kind == TARGET_K_STMATRIX) && got != want) {
+                *why = "the register layout is not the mma fragment it moves, or its shared rows are not "
                        "contiguous and 16-byte aligned";
                 got = NULL;
                 free(ri.lc);

@@ -17,6 +17,8 @@
 #define M16N8_C TARGET_FRAG_M16N8_C
 #define M16N8K8_A TARGET_FRAG_M16N8K8_A
 #define M16N8K8_B TARGET_FRAG_M16N8K8_B
+#define M16N8K8_TF32_A TARGET_FRAG_M16N8K8_TF32_A
+#define M16N8K8_TF32_B TARGET_FRAG_M16N8K8_TF32_B
 #define LDSM_FRAG TARGET_FRAG_8X8
 #define LDSM_FRAG_T TARGET_FRAG_8X8_T
 
@@ -36,7 +38,7 @@
 #define MMA(NAME, ALIAS, MM, NN, KK, LA, LB, AT, CT, PTXNAME, CU)                                               \
     {.name = NAME, .alias = ALIAS, .kind = TARGET_K_MMA, .sem = TARGET_SEM_MMA, .ops = TARGET_OP_MMA,          \
      .threads = 32, .m = MM, .n = NN, .k = KK, .space = {R, R, R, R}, .dtype = {AT, AT, CT, CT},               \
-     .layout = {LA, LB, M16N8_C, M16N8_C}, .sm = 80, .ptx = PTXNAME, .cu = CU, .c = "tsl_mma16816",           \
+     .layout = {LA, LB, M16N8_C, M16N8_C}, .sm = 80, .ptx = PTXNAME, .cu = CU, .c = "tsl_mma_frag",           \
      .what = "one warp's D = A.B + C on register fragments"}
 
 /* the fallback: dot products through shared scratch; its operands are
@@ -62,33 +64,45 @@ const target_atom target_sm80_atoms[] = {
     VEC("st.shared.u32", TARGET_OP_ST_SHARED, R, S, 4, "4 contiguous, aligned bytes to shared memory"),
     {.name = "cp.async.cg.shared.global", .kind = TARGET_K_CP_ASYNC, .sem = TARGET_SEM_ASYNC,
      .ops = TARGET_OP_CP_ASYNC, .threads = 1, .bytes = 16, .space = {G, S}, .dtype = DT_ANY, .sm = 80,
-     .ptx = "cp.async.cg.shared.global [%0], [%1], 16, %2;",
+     .ptx = "cp.async.cg.shared.global [%0], [%1], 16, %2;", .cu = "tsl_cp_async16",
      .what = "16 bytes global -> shared, bypassing L1, zero-filled past the source size"},
     {.name = "cp.async.ca.shared.global", .kind = TARGET_K_CP_ASYNC, .sem = TARGET_SEM_ASYNC,
      .ops = TARGET_OP_CP_ASYNC, .threads = 1, .bytes = 8, .space = {G, S}, .dtype = DT_ANY, .sm = 80,
-     .ptx = "cp.async.ca.shared.global [%0], [%1], 8, %2;", .what = "8 bytes global -> shared through L1"},
+     .ptx = "cp.async.ca.shared.global [%0], [%1], 8, %2;", .cu = "tsl_cp_async8",
+     .what = "8 bytes global -> shared through L1"},
     {.name = "cp.async.ca.shared.global", .kind = TARGET_K_CP_ASYNC, .sem = TARGET_SEM_ASYNC,
      .ops = TARGET_OP_CP_ASYNC, .threads = 1, .bytes = 4, .space = {G, S}, .dtype = DT_ANY, .sm = 80,
-     .ptx = "cp.async.ca.shared.global [%0], [%1], 4, %2;", .what = "4 bytes global -> shared through L1"},
+     .ptx = "cp.async.ca.shared.global [%0], [%1], 4, %2;", .cu = "tsl_cp_async4",
+     .what = "4 bytes global -> shared through L1"},
     LDSM("ldmatrix.x4", 4, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "tsl_ldsm_x4"),
-    LDSM("ldmatrix.x2", 2, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x2.shared.b16", NULL),
-    LDSM("ldmatrix.x1", 1, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x1.shared.b16", NULL),
-    LDSM("ldmatrix.x4.trans", 4, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", NULL),
+    LDSM("ldmatrix.x2", 2, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x2.shared.b16", "tsl_ldsm_x2"),
+    LDSM("ldmatrix.x1", 1, 0, LDSM_FRAG, "ldmatrix.sync.aligned.m8n8.x1.shared.b16", "tsl_ldsm_x1"),
+    LDSM("ldmatrix.x4.trans", 4, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+         "tsl_ldsm_x4_trans"),
     LDSM("ldmatrix.x2.trans", 2, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16",
          "tsl_ldsm_x2_trans"),
-    LDSM("ldmatrix.x1.trans", 1, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16", NULL),
+    LDSM("ldmatrix.x1.trans", 1, 1, LDSM_FRAG_T, "ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16",
+         "tsl_ldsm_x1_trans"),
     MMA("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "m16n8k16", 16, 8, 16, M16N8K16_A, M16N8K16_B,
         TSL_DTYPE_F16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "tsl_mma_f16"),
     MMA("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "m16n8k16", 16, 8, 16, M16N8K16_A, M16N8K16_B,
         TSL_DTYPE_BF16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "tsl_mma_bf16"),
     MMA("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", "m16n8k16", 16, 8, 16, M16N8K16_A, M16N8K16_B,
-        TSL_DTYPE_F16, TSL_DTYPE_F16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", NULL),
+        TSL_DTYPE_F16, TSL_DTYPE_F16, "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", "tsl_mma_f16_f16"),
     MMA("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", "m16n8k8", 16, 8, 8, M16N8K8_A, M16N8K8_B,
-        TSL_DTYPE_F16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", NULL),
+        TSL_DTYPE_F16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", "tsl_mma_k8_f16"),
     MMA("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", "m16n8k8", 16, 8, 8, M16N8K8_A, M16N8K8_B,
-        TSL_DTYPE_BF16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", NULL),
+        TSL_DTYPE_BF16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", "tsl_mma_k8_bf16"),
     MMA("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", "m16n8k8", 16, 8, 8, M16N8K8_A, M16N8K8_B,
-        TSL_DTYPE_F16, TSL_DTYPE_F16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", NULL),
+        TSL_DTYPE_F16, TSL_DTYPE_F16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", "tsl_mma_k8_f16_f16"),
+    /* f32 through the tensor cores: only by its exact name (no alias), which
+     * a plan writes only when the user allowed tf32 (--allow-tf32) */
+    {.name = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", .kind = TARGET_K_MMA, .sem = TARGET_SEM_MMA,
+     .ops = TARGET_OP_MMA, .threads = 32, .m = 16, .n = 8, .k = 8, .tf32 = 1, .space = {R, R, R, R},
+     .dtype = {TSL_DTYPE_F32, TSL_DTYPE_F32, TSL_DTYPE_F32, TSL_DTYPE_F32},
+     .layout = {M16N8K8_TF32_A, M16N8K8_TF32_B, M16N8_C, M16N8_C}, .sm = 80,
+     .ptx = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", .cu = "tsl_mma_tf32", .c = "tsl_mma_frag",
+     .what = "one warp's D = A.B + C, A and B f32 rounded to tf32 (cvt.rna) first"},
     /* the fallbacks, last: chosen only when nothing above fits, and then
      * written into the IR */
     {.name = "scalar.ld.global", .kind = TARGET_K_SCALAR, .sem = TARGET_SEM_MOVE, .ops = TARGET_OP_LD_GLOBAL,

@@ -67,10 +67,10 @@
      .ptx = "cp.async.bulk.tensor." #D "d.global.shared::cta.tile.bulk_group",                                  \
      .what = "a " #D "-D box shared -> global through a tensor map (complete at cp.async.bulk.wait_group)"},
 
-#define STSM(NAME, N, T, FRAG, PTX)                                                                             \
+#define STSM(NAME, N, T, FRAG, PTX, CU)                                                                         \
     {.name = NAME, .kind = TARGET_K_STMATRIX, .sem = TARGET_SEM_STMATRIX, .ops = TARGET_OP_ST_SHARED,          \
      .threads = 32, .bytes = 16, .count = N, .trans = T, .space = {R, S}, .dtype = DT_ANY,                     \
-     .layout = {NULL, NULL, NULL, FRAG}, .sm = 90, .ptx = PTX,                                                 \
+     .layout = {NULL, NULL, NULL, FRAG}, .sm = 90, .ptx = PTX, .cu = CU,                                       \
      .what = "a warp's fragments of N 8x8 16-bit matrices into shared memory"},
 
 #define STSM_FRAG TARGET_FRAG_8X8
@@ -79,12 +79,12 @@
 const target_atom target_sm90_atoms[] = {
     WGMMA_NS(WGMMA_ROWS)
     TMA_LOAD(1) TMA_LOAD(2) TMA_LOAD(3) TMA_LOAD(4) TMA_LOAD(5)
-    STSM("stmatrix.x4", 4, 0, STSM_FRAG, "stmatrix.sync.aligned.m8n8.x4.shared.b16")
-    STSM("stmatrix.x2", 2, 0, STSM_FRAG, "stmatrix.sync.aligned.m8n8.x2.shared.b16")
-    STSM("stmatrix.x1", 1, 0, STSM_FRAG, "stmatrix.sync.aligned.m8n8.x1.shared.b16")
-    STSM("stmatrix.x4.trans", 4, 1, STSM_FRAG_T, "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16")
-    STSM("stmatrix.x2.trans", 2, 1, STSM_FRAG_T, "stmatrix.sync.aligned.m8n8.x2.trans.shared.b16")
-    STSM("stmatrix.x1.trans", 1, 1, STSM_FRAG_T, "stmatrix.sync.aligned.m8n8.x1.trans.shared.b16")
+    STSM("stmatrix.x4", 4, 0, STSM_FRAG, "stmatrix.sync.aligned.m8n8.x4.shared.b16", "tsl_stsm_x4")
+    STSM("stmatrix.x2", 2, 0, STSM_FRAG, "stmatrix.sync.aligned.m8n8.x2.shared.b16", "tsl_stsm_x2")
+    STSM("stmatrix.x1", 1, 0, STSM_FRAG, "stmatrix.sync.aligned.m8n8.x1.shared.b16", "tsl_stsm_x1")
+    STSM("stmatrix.x4.trans", 4, 1, STSM_FRAG_T, "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "tsl_stsm_x4_trans")
+    STSM("stmatrix.x2.trans", 2, 1, STSM_FRAG_T, "stmatrix.sync.aligned.m8n8.x2.trans.shared.b16", "tsl_stsm_x2_trans")
+    STSM("stmatrix.x1.trans", 1, 1, STSM_FRAG_T, "stmatrix.sync.aligned.m8n8.x1.trans.shared.b16", "tsl_stsm_x1_trans")
 };
 const int target_sm90_natoms = (int)TSL_COUNTOF(target_sm90_atoms);
 _Static_assert(TSL_COUNTOF(target_sm90_atoms) == 32 * 3 + 5 * 3 + 6, "32 N x 3 wgmma, 5 x 3 TMA, 6 stmatrix");

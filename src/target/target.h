@@ -90,15 +90,18 @@ typedef struct target_atom {
     int count;          /* ldmatrix/stmatrix: matrices (x1/x2/x4); tma: tensor rank */
     int trans;          /* ldmatrix/stmatrix .trans */
     int regs;           /* micro-kernel: accumulators it may hold (m x n at most this) */
+    int tf32;           /* mma: A and B are f32 registers rounded to tf32 (cvt.rna.tf32.f32: 10 fraction
+                           bits, to nearest, ties away from zero) before the product; chosen only by
+                           its exact name, never for a plain f32 mma */
     unsigned space[TARGET_NOPER];     /* TARGET_SP_* per operand (0: none) */
     int dtype[TARGET_NOPER];          /* tsl_dtype per operand, or TARGET_DT_ANY */
     const char *layout[TARGET_NOPER]; /* per-group operand layouts (distributed), or NULL */
     int sm;             /* minimum CUDA architecture (80, 90); 0: not a CUDA instruction */
     int sm_a;           /* needs the arch-specific target (sm_90a) */
     const char *ptx;    /* CUDA: the PTX it prints, or NULL */
-    const char *cu;     /* CUDA, mma and ldmatrix rows: the helper (codegen/cuda.c's preamble) the CUDA
-                           generator calls for it; NULL: it does not print the row yet, so selection
-                           never chooses it there */
+    const char *cu;     /* CUDA, mma, ldmatrix, stmatrix and cp.async rows: the helper (codegen/cuda.c's
+                           preamble) the CUDA generator calls for it; NULL (mma, ldmatrix, stmatrix):
+                           it does not print the row yet, so selection never chooses it there */
     const char *c;      /* CPU: the C it prints (helper or template), or NULL */
     const char *cond;   /* CPU: the preprocessor condition under which it exists, or NULL */
     const char *what;   /* one line: what it does */
@@ -185,9 +188,17 @@ const dist_layout *target_atom_layout(const target_atom *a, int operand);
 
 /* Row of the fragment-level mma a (kind MMA): d[lane][i] = sum_k A*B + C
  * with the fragments placed by the row's layouts; products of 16-bit
- * values are exact in f32 and summed in k order. Arrays hold one warp:
+ * values (and of tf32 values: a tf32 row rounds A and B first) are exact
+ * in f32 and summed in k order; an f16 D is rounded to f16 once per
+ * instruction, as the hardware writes it. Arrays hold one warp:
  * a[32][slots of A], b[32][slots of B], c and d [32][slots of C]. */
 void target_mma_ref(const target_atom *a, const double *fa, const double *fb, const double *fc, double *fd);
+
+/* x rounded to tf32 as cvt.rna.tf32.f32 does (PTX ISA): the 13 low fraction
+ * bits dropped, rounding to nearest with ties away from zero; NaN and
+ * infinity unchanged, a finite value may round up to infinity. The value
+ * stays an f32 (tf32 has f32's exponent range). */
+float target_tf32_rna(float x);
 
 /* ldmatrix (kind LDMATRIX): lane l < 8 * count supplies the address of row
  * l % 8 of matrix l / 8 (rows[l][0..7]); lane l receives in register m <
@@ -215,12 +226,21 @@ const char *target_sem_name(target_sem s);
  * the row selection chose), so neither spells a fragment out. */
 
 /* mma row `row` over A, B, C laid out La, Lb, Lc on `threads` threads:
- * every warp holds C fragment t's A and B fragments at k step kt in the
- * same tile slots, a[t * ksteps + kt] and b[...]. */
+ * warp w holds C fragment t's A and B fragments at k step kt in tile slots
+ * a[(w * tiles + t) * ksteps + kt] and b[...]. uniform: the slots are the
+ * same for every warp (warp 0's, the first tiles * ksteps entries, serve
+ * all), which the CUDA generator needs (it indexes registers by
+ * constants); the C generator and the interpreter take any plan. */
 typedef struct target_mma_plan {
     int64_t warps, tiles, ksteps; /* warps; C fragments per warp; k steps (A's column tiles) */
     int per[3];                   /* locals of one A, B, C fragment (the row's layouts) */
-    int64_t *a, *b;               /* [tiles * ksteps] tile slots, malloc'd */
+    int64_t *a, *b;               /* [warps * tiles * ksteps] tile slots, malloc'd */
+    int uniform;
+    /* missing: make failed because a warp lacks a tile it needs (the
+     * layouts divided): the warp, whether A's, the tile's coordinates and
+     * those of the C tile that needs it */
+    int missing, miss_a;
+    int64_t miss_warp, miss[2], miss_c[2];
 } target_mma_plan;
 
 /* 0 and *p filled when the row runs over the three layouts (the dtypes are
@@ -230,8 +250,9 @@ int target_mma_plan_make(target_mma_plan *p, const target_atom *row, const dist_
 void target_mma_plan_free(target_mma_plan *p);
 
 /* ldmatrix row `ld` delivering a register tensor laid out L (rank 2) on
- * `threads` threads: L = R.F with F an operand fragment of an mma row the
- * CUDA generator prints, whose locals are ld's count matrices in register
+ * `threads` threads (or a stmatrix row storing one: the same plan, the
+ * lanes' addresses receiving the rows instead of giving them): L = R.F
+ * with F an operand fragment of an mma row the CUDA generator prints, whose locals are ld's count matrices in register
  * order, each matrix m the ldmatrix fragment (layout[3]) moved to org[m].
  * Lane l < 8 * count gives the address of the tile's row org[l / 8][0] +
  * l % 8, columns org[l / 8][1] ... + 7. Matrix origins are linear in the

@@ -1,7 +1,7 @@
 /* decomp.h — the one walk over a decomposition (Graphene's specs, docs/
  * tile-ir.md §4) that the verifier (coverage), the tile interpreter
- * (interp_spec.c) and the C generator (c_emit_decomp.c) share: which
- * statements may appear, what each inner instruction is (a collective
+ * (interp_spec.c), the C generator (c_emit_decomp.c) and the CUDA
+ * generator (cuda_decomp.c) share: which statements may appear, what each inner instruction is (a collective
  * atom of the target table, run per group after every thread recorded its
  * part; or a per-thread move), the thread-group indices, the collective's
  * destination slots and the move's extents — and the one set of messages

@@ -36,16 +36,6 @@ static tsl_status mma_split(interp *I, size_t pos, const rt_tensor *t, const cha
     return TSL_OK;
 }
 
-/* The tile slot of R that warp w holds at tile coordinate (i, j); -1 if none. */
-static int64_t warp_tile(const dist_layout *r, int64_t w, int64_t i, int64_t j)
-{
-    int64_t c[2] = {i, j}, th[64], lo[64];
-    int64_t n = dist_layout_owners(r, c, th, lo, 64);
-    for (int64_t x = 0; x < n && x < 64; x++)
-        if (th[x] == w) return lo[x];
-    return -1;
-}
-
 /* The row of an mma instruction: its atom for the operands' dtypes. */
 static tsl_status mma_row(interp *I, const tile_stmt *s, const rt_tensor *a, const rt_tensor *c,
                           const target_atom **out)
@@ -85,33 +75,36 @@ tsl_status interp_exec_mma(interp *I, const tile_stmt *s)
     /* slots per lane of each operand's fragment */
     int na = (int)target_atom_layout(at, TARGET_A)->locals, nb = (int)target_atom_layout(at, TARGET_B)->locals,
         nc = (int)target_atom_layout(at, TARGET_C)->locals, W = at->threads;
-    int64_t ktiles = ra.shape[1];
+    /* the row's fragment plan (target/frag.c), which both generators run
+     * too: per warp, C tile and k step, the A and B tile slots */
+    target_mma_plan p;
+    if (target_mma_plan_make(&p, at, a->rlay, b->rlay, c->rlay, rc.threads * at->threads)) {
+        if (p.missing)
+            return interp_err(I, s->pos, TSL_ERR_SHAPE,
+                              "mma: warp %lld computes C tile (%lld,%lld) but does not hold %s tile (%lld,%lld)",
+                              (long long)p.miss_warp, (long long)p.miss_c[0], (long long)p.miss_c[1],
+                              p.miss_a ? "A" : "B", (long long)p.miss[0], (long long)p.miss[1]);
+        return interp_err(I, s->pos, TSL_ERR_SHAPE, "mma: the operands' layouts are not %s's fragments over the same "
+                          "warps", at->name);
+    }
+    int64_t ktiles = p.ksteps;
     int64_t total = c->nthreads * c->nlocals;
     double *res = malloc((size_t)total * sizeof *res);
     double *fa = malloc(sizeof(double) * (size_t)(W * (na + nb + 2 * nc)));
     if (!res || !fa) {
         free(res);
         free(fa);
+        target_mma_plan_free(&p);
         return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory in mma");
     }
     double *fb = fa + W * na, *fc = fb + W * nb, *fd = fc + W * nc;
     memcpy(res, c->regs, (size_t)total * sizeof *res);
-    for (int64_t w = 0; w < rc.threads; w++)
-        for (int64_t ct = 0; ct < rc.locals; ct++) {
-            int64_t tc[2];
-            if (dist_layout_map(&rc, w, ct, tc)) continue;
+    for (int64_t w = 0; w < p.warps; w++)
+        for (int64_t ct = 0; ct < p.tiles; ct++) {
             for (int l = 0; l < W; l++)
                 for (int i = 0; i < nc; i++) fc[l * nc + i] = res[(w * W + l) * c->nlocals + ct * nc + i];
             for (int64_t kt = 0; kt < ktiles; kt++) {
-                int64_t at_ = warp_tile(&ra, w, tc[0], kt), bt = warp_tile(&rb, w, kt, tc[1]);
-                if (at_ < 0 || bt < 0) {
-                    free(res);
-                    free(fa);
-                    return interp_err(I, s->pos, TSL_ERR_SHAPE,
-                                "mma: warp %lld computes C tile (%lld,%lld) but does not hold %s tile (%lld,%lld)",
-                                (long long)w, (long long)tc[0], (long long)tc[1], at_ < 0 ? "A" : "B",
-                                (long long)(at_ < 0 ? tc[0] : kt), (long long)(at_ < 0 ? kt : tc[1]));
-                }
+                int64_t at_ = p.a[(w * p.tiles + ct) * ktiles + kt], bt = p.b[(w * p.tiles + ct) * ktiles + kt];
                 for (int l = 0; l < W; l++) {
                     for (int i = 0; i < na; i++) fa[l * na + i] = a->regs[(w * W + l) * a->nlocals + at_ * na + i];
                     for (int i = 0; i < nb; i++) fb[l * nb + i] = b->regs[(w * W + l) * b->nlocals + bt * nb + i];
@@ -126,6 +119,7 @@ tsl_status interp_exec_mma(interp *I, const tile_stmt *s)
     memcpy(d->regs, res, (size_t)total * sizeof *res);
     free(res);
     free(fa);
+    target_mma_plan_free(&p);
     return TSL_OK;
 }
 

@@ -370,13 +370,22 @@ static void check_mma(verifier *V, const tile_instr *in, size_t pos)
 {
     const target_atom *at = target_mma_resolve(in->atom, TARGET_DT_ANY, TARGET_DT_ANY, NULL);
     if (!at) {
-        verr(V, pos, "mma: unknown atom '%s' (known: m16n8k16, m16n8k8)", in->atom);
+        verr(V, pos, "mma: unknown atom '%s' (known: m16n8k16, m16n8k8, mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32)",
+             in->atom);
         return;
     }
     const tile_value *a = reg_operand(V, &in->args[0], "mma", "A operand");
     const tile_value *b = reg_operand(V, &in->args[1], "mma", "B operand");
     const tile_value *c = reg_operand(V, &in->args[2], "mma", "C operand");
     if (!a || !b || !c) return;
+    {
+        /* the row of the operands' dtypes: its fragments are the ones to check */
+        tsl_dtype xa, xc;
+        const target_atom *r = tile_dtype_to_tsl(a->type.dt, &xa) || tile_dtype_to_tsl(c->type.dt, &xc)
+                                   ? NULL
+                                   : target_mma_resolve(in->atom, (int)xa, (int)xc, NULL);
+        if (r) at = r;
+    }
     int64_t da[16], db[16], dc[16];
     char t1[128], t2[128], t3[128];
     if (a->type.rank != 2 || b->type.rank != 2 || c->type.rank != 2 || !const_dims(&a->type, da) ||
@@ -398,8 +407,14 @@ static void check_mma(verifier *V, const tile_instr *in, size_t pos)
         verr(V, pos, "mma: A is %s but B is %s", type_str(&a->type, t1, sizeof t1), type_str(&b->type, t2, sizeof t2));
         dt_ok = 0;
     }
-    if (a->type.dt.kind != TILE_DT_FLOAT || a->type.dt.bits != 16) {
-        verr(V, pos, "mma: atom %s takes f16 or bf16 A and B, not %s", atom_short(at), type_str(&a->type, t1, sizeof t1));
+    if (at->tf32 && (a->type.dt.kind != TILE_DT_FLOAT || a->type.dt.bits != 32 || c->type.dt.bits != 32)) {
+        verr(V, pos, "mma: atom %s takes f32 A, B and C (rounded to tf32), not %s", atom_short(at),
+             type_str(&a->type, t1, sizeof t1));
+        dt_ok = 0;
+    } else if (!at->tf32 && (a->type.dt.kind != TILE_DT_FLOAT || a->type.dt.bits != 16)) {
+        verr(V, pos, "mma: atom %s takes f16 or bf16 A and B, not %s (f32 on the tensor cores: the tf32 atom "
+             "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, by name)",
+             atom_short(at), type_str(&a->type, t1, sizeof t1));
         dt_ok = 0;
     }
     if (c->type.dt.kind != TILE_DT_FLOAT || (c->type.dt.bits != 32 && c->type.dt.bits != 16)) {

@@ -495,6 +495,21 @@ def test_options_reach_the_plan(tmp_path):
     assert rej.returncode == 1 and "not a whole number of 5x16 thread tiles" in rej.stderr, rej.stderr
 
 
+def test_allow_tf32_flag(tmp_path):
+    """--allow-tf32 is accepted by compile and run, takes no value, and on
+    the CPU leaves f32 exact (--check at f32's tolerance still passes)."""
+    rng = np.random.default_rng()
+    a = rng.uniform(-1, 1, (23, 41)).astype(np.float32)
+    b = rng.uniform(-1, 1, (41, 17)).astype(np.float32)
+    res = run_tc(tmp_path, "examples/matmul.tc", inputs={"A": a, "B": b}, outputs=["C"],
+                 extra=["--target", "cpu", "--allow-tf32", "--check"])
+    np.testing.assert_allclose(res.outputs["C"], a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    tile = run_cli("compile", "examples/matmul.tc", "--target", "cpu", "--allow-tf32", "--emit=tile")
+    assert tile.returncode == 0, tile.stderr
+    bad = run_cli("run", "examples/matmul.tc", "--allow-tf32=1")
+    assert bad.returncode == 2 and "takes no value" in bad.stderr, bad.stderr
+
+
 def test_compile_bad_program(tmp_path):
     path = write(tmp_path, "bad.tc", "def f(float(N) A) -> (B) {\n  B(i) = A(i) +\n}\n")
     proc = run_cli("compile", path, "--emit=ast")

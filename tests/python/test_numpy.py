@@ -362,6 +362,21 @@ def test_options(rng):
         h(A, B)
 
 
+def test_allow_tf32(rng):
+    """allow_tf32 is off by default, shows in f.options (the cache key's
+    text) when on, is kept when options are set, and leaves the CPU's f32
+    exact; a non-bool is refused."""
+    assert tessel.compile(MM).options == ""
+    f = tessel.compile(MM, allow_tf32=True, target="cpu")
+    assert f.options == "allow_tf32=1"
+    g = tessel.compile(MM, allow_tf32=True, options={"cpu.threads": 1}, target="cpu")
+    assert g.options == "cpu.threads=1,allow_tf32=1"
+    A, B = rand(rng, (29, 13)), rand(rng, (13, 7))
+    np.testing.assert_allclose(f(A, B), A.astype(np.float64) @ B, rtol=1e-5, atol=1e-6)
+    with pytest.raises(tessel.ArgumentError, match="allow_tf32 must be a bool"):
+        tessel.compile(MM, allow_tf32=1)
+
+
 def test_bench(rng):
     f = tessel.compile(MM)
     A, B = rand(rng, (17, 5)), rand(rng, (5, 3))

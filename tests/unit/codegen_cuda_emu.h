@@ -195,6 +195,110 @@ static inline void tsl_mma_bf16(float &d0, float &d1, float &d2, float &d3, unsi
     tsl_mma(1, d0, d1, d2, d3, a0, a1, a2, a3, b0, b1);
 }
 
+/* cvt.rna.tf32.f32 as arithmetic: 11 significant bits (the leading one and
+ * 10 fraction bits), the unit of the last kept bit 2^(e - 11) with f32's
+ * smallest normal exponent as the floor, halves rounded away from zero. */
+static inline float tsl_emu_tf32(float x)
+{
+    if (!std::isfinite(x) || x == 0.0f) return x;
+    int e;
+    (void)frexpf(fabsf(x), &e);
+    if (e < -125) e = -125;
+    double q = ldexp(1.0, e - 11), m = floor(fabs((double)x) / q + 0.5) * q;
+    return (float)(x < 0 ? -m : m);
+}
+
+/* The other mma.sync rows (PTX ISA "Matrix Fragments for mma.m16n8k8 /
+ * m16n8k16"), g = lane/4, t = lane%4, h the half of a packed register:
+ *   k16 f16/bf16: a_r (g + 8(r&1), 2t + 8(r>>1) + h); b_r (2t + 8r + h, g)
+ *   k8 f16/bf16:  a_r (g + 8r, 2t + h);                b_0 (2t + h, g)
+ *   k8 tf32:      a_r (g + 8(r&1), t + 4(r>>1));       b_r (t + 4r, g)
+ *   C/D: c_i (g + 8(i/2), 2t + i%2); f16 D rounded once per instruction.
+ * ty: 0 f16, 1 bf16, 2 tf32 (the registers hold f32 bits). */
+static inline void tsl_emu_mma(int kk, int ty, int f16d, float *d[4], const unsigned *a, int na, const unsigned *b,
+                               int nb)
+{
+    tsl_warp *w = tsl_my_warp();
+    unsigned lane = threadIdx.x % 32;
+    for (int r = 0; r < na; r++) w->slot[lane][1 + r] = a[r];
+    for (int r = 0; r < nb; r++) w->slot[lane][1 + na + r] = b[r];
+    pthread_barrier_wait(&w->bar);
+    float A[16][16], B[16][8];
+    auto half = [ty](unsigned u, int h) {
+        unsigned short x = (unsigned short)(h ? u >> 16 : u & 0xffff);
+        return ty == 1 ? __uint_as_float((unsigned)x << 16) : tsl_cvt_f16_f32(x);
+    };
+    for (int l = 0; l < 32; l++) {
+        int g = l / 4, t = l % 4;
+        const unsigned long long *sl = w->slot[l];
+        for (int r = 0; r < na; r++) {
+            unsigned u = (unsigned)sl[1 + r];
+            if (ty == 2) A[g + 8 * (r & 1)][t + 4 * (r >> 1)] = tsl_emu_from<float>(u);
+            else
+                for (int h = 0; h < 2; h++) {
+                    if (kk == 16) A[g + 8 * (r & 1)][2 * t + 8 * (r >> 1) + h] = half(u, h);
+                    else A[g + 8 * r][2 * t + h] = half(u, h);
+                }
+        }
+        for (int r = 0; r < nb; r++) {
+            unsigned u = (unsigned)sl[1 + na + r];
+            if (ty == 2) B[t + 4 * r][g] = tsl_emu_from<float>(u);
+            else
+                for (int h = 0; h < 2; h++) B[2 * t + 8 * r + h][g] = half(u, h);
+        }
+    }
+    pthread_barrier_wait(&w->bar);
+    int g = lane / 4, t = lane % 4;
+    for (int i = 0; i < 4; i++) {
+        int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+        float acc = *d[i];
+        for (int k = 0; k < kk; k++) acc += A[row][k] * B[k][col];
+        *d[i] = f16d ? tsl_cvt_f16_f32(tsl_cvt_f32_f16(acc)) : acc;
+    }
+}
+static inline void tsl_mma_f16_f16(unsigned short &d0, unsigned short &d1, unsigned short &d2, unsigned short &d3,
+                                   unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1)
+{
+    unsigned short *h[4] = {&d0, &d1, &d2, &d3};
+    float f[4], *d[4];
+    for (int i = 0; i < 4; i++) f[i] = tsl_cvt_f16_f32(*h[i]), d[i] = &f[i];
+    unsigned a[4] = {a0, a1, a2, a3}, b[2] = {b0, b1};
+    tsl_emu_mma(16, 0, 1, d, a, 4, b, 2);
+    for (int i = 0; i < 4; i++) *h[i] = tsl_cvt_f32_f16(f[i]);
+}
+static inline void tsl_mma_k8_f16(float &d0, float &d1, float &d2, float &d3, unsigned a0, unsigned a1, unsigned b0)
+{
+    float *d[4] = {&d0, &d1, &d2, &d3};
+    unsigned a[2] = {a0, a1};
+    tsl_emu_mma(8, 0, 0, d, a, 2, &b0, 1);
+}
+static inline void tsl_mma_k8_bf16(float &d0, float &d1, float &d2, float &d3, unsigned a0, unsigned a1, unsigned b0)
+{
+    float *d[4] = {&d0, &d1, &d2, &d3};
+    unsigned a[2] = {a0, a1};
+    tsl_emu_mma(8, 1, 0, d, a, 2, &b0, 1);
+}
+static inline void tsl_mma_k8_f16_f16(unsigned short &d0, unsigned short &d1, unsigned short &d2, unsigned short &d3,
+                                      unsigned a0, unsigned a1, unsigned b0)
+{
+    unsigned short *h[4] = {&d0, &d1, &d2, &d3};
+    float f[4], *d[4];
+    for (int i = 0; i < 4; i++) f[i] = tsl_cvt_f16_f32(*h[i]), d[i] = &f[i];
+    unsigned a[2] = {a0, a1};
+    tsl_emu_mma(8, 0, 1, d, a, 2, &b0, 1);
+    for (int i = 0; i < 4; i++) *h[i] = tsl_cvt_f32_f16(f[i]);
+}
+static inline void tsl_mma_tf32(float &d0, float &d1, float &d2, float &d3, float a0, float a1, float a2, float a3,
+                                float b0, float b1)
+{
+    float *d[4] = {&d0, &d1, &d2, &d3};
+    unsigned a[4], b[2];
+    float av[4] = {a0, a1, a2, a3}, bv[2] = {b0, b1};
+    for (int i = 0; i < 4; i++) a[i] = (unsigned)tsl_emu_bits(tsl_emu_tf32(av[i]));
+    for (int i = 0; i < 2; i++) b[i] = (unsigned)tsl_emu_bits(tsl_emu_tf32(bv[i]));
+    tsl_emu_mma(8, 2, 0, d, a, 4, b, 2);
+}
+
 /* ldmatrix (PTX ISA): lanes 8i..8i+7 give the row addresses of 8x8 b16
  * matrix i; lane L receives of matrix i (row L/4, cols 2(L%4), +1), or
  * with .trans (rows 2(L%4), +1; col L/4), low half first. */
@@ -230,6 +334,71 @@ static inline void tsl_ldsm_x2_trans(unsigned &r0, unsigned &r1, const void *p)
     unsigned r[2];
     tsl_ldsm(2, 1, r, p);
     r0 = r[0], r1 = r[1];
+}
+
+static inline void tsl_ldsm_x1(unsigned &r0, const void *p) { tsl_ldsm(1, 0, &r0, p); }
+static inline void tsl_ldsm_x2(unsigned &r0, unsigned &r1, const void *p)
+{
+    unsigned r[2];
+    tsl_ldsm(2, 0, r, p);
+    r0 = r[0], r1 = r[1];
+}
+static inline void tsl_ldsm_x1_trans(unsigned &r0, const void *p) { tsl_ldsm(1, 1, &r0, p); }
+static inline void tsl_ldsm_x4_trans(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3, const void *p)
+{
+    unsigned r[4];
+    tsl_ldsm(4, 1, r, p);
+    r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+}
+
+/* stmatrix (PTX ISA): lanes 8i..8i+7 give the row addresses of matrix i;
+ * lane L's register i holds (row L/4, cols 2(L%4), +1) of matrix i, with
+ * .trans (rows 2(L%4), +1; col L/4), low half first. */
+static inline void tsl_stsm(int n, int trans, const unsigned *r, void *p)
+{
+    tsl_warp *w = tsl_my_warp();
+    unsigned lane = threadIdx.x % 32;
+    w->slot[lane][7] = (unsigned long long)(uintptr_t)p;
+    for (int i = 0; i < n; i++) w->slot[lane][1 + i] = r[i];
+    pthread_barrier_wait(&w->bar);
+    if (lane == 0)
+        for (int l = 0; l < 32; l++) {
+            int g = l / 4, t = l % 4;
+            for (int i = 0; i < n; i++) {
+                unsigned v = (unsigned)w->slot[l][1 + i];
+                unsigned short lo = (unsigned short)(v & 0xffff), hi = (unsigned short)(v >> 16);
+                if (!trans) {
+                    unsigned short *row = (unsigned short *)(uintptr_t)w->slot[8 * i + g][7];
+                    row[2 * t] = lo, row[2 * t + 1] = hi;
+                } else {
+                    ((unsigned short *)(uintptr_t)w->slot[8 * i + 2 * t][7])[g] = lo;
+                    ((unsigned short *)(uintptr_t)w->slot[8 * i + 2 * t + 1][7])[g] = hi;
+                }
+            }
+        }
+    pthread_barrier_wait(&w->bar);
+}
+static inline void tsl_stsm_x1(void *p, unsigned r0) { tsl_stsm(1, 0, &r0, p); }
+static inline void tsl_stsm_x2(void *p, unsigned r0, unsigned r1)
+{
+    unsigned r[2] = {r0, r1};
+    tsl_stsm(2, 0, r, p);
+}
+static inline void tsl_stsm_x4(void *p, unsigned r0, unsigned r1, unsigned r2, unsigned r3)
+{
+    unsigned r[4] = {r0, r1, r2, r3};
+    tsl_stsm(4, 0, r, p);
+}
+static inline void tsl_stsm_x1_trans(void *p, unsigned r0) { tsl_stsm(1, 1, &r0, p); }
+static inline void tsl_stsm_x2_trans(void *p, unsigned r0, unsigned r1)
+{
+    unsigned r[2] = {r0, r1};
+    tsl_stsm(2, 1, r, p);
+}
+static inline void tsl_stsm_x4_trans(void *p, unsigned r0, unsigned r1, unsigned r2, unsigned r3)
+{
+    unsigned r[4] = {r0, r1, r2, r3};
+    tsl_stsm(4, 1, r, p);
 }
 
 /* ---- the launcher ---------------------------------------------------------------- */

@@ -298,7 +298,8 @@ static void test_compile_all(void)
             CHECK_MSG(st == TSL_OK, "%s:%s: emit: %s", base, k->name, sb_str(&d.msg));
             /* Hopper kernels (warpgroups, TMA, wgmma) exist for sm_90a only */
             static const char *const archs[] = {"sm_80", "sm_90a"};
-            for (int a = tile_block_uses_hopper(k->body); st == TSL_OK && a < 2; a++) {
+            /* a Hopper kernel, or one naming an sm_90 row (stmatrix), is compiled for sm_90a only */
+            for (int a = cg_cuda_select_target(k)->sm >= 90; st == TSL_OK && a < 2; a++) {
                 rt_cuda_options o = {0};
                 o.ptxas_verbose = 1;
                 o.name = k->name;
@@ -801,6 +802,31 @@ static void test_emit_shape(void)
     diag_free(&d);
 }
 
+/* A decomposition prints as itself: the atoms it names are the
+ * instructions emitted (the emulated runs above check the values). */
+static void test_decomp_printed(void)
+{
+    char *path = NULL;
+    CHECK(asprintf(&path, "%s/tests/tile_golden/ldmatrix_x1x2.tile", test_root()) > 0);
+    prog p;
+    if (load_prog(path, &p)) {
+        static const char *const want[] = {"tsl_ldsm_x1(r0, p);", "tsl_ldsm_x2(r0, r1, p);",
+                                           "tsl_ldsm_x2_trans(r0, r1, p);"};
+        CHECK_EQ_INT(p.m->nkernels, 3);
+        for (int i = 0; i < p.m->nkernels && i < 3; i++) {
+            strbuf sb = {0};
+            tsl_diag d = {0};
+            CHECK_EQ_INT(cg_cuda_emit(p.m, p.m->kernels[i], &sb, &d), TSL_OK);
+            CHECK_MSG(strstr(sb_str(&sb), want[i]) && strstr(sb_str(&sb), "decomposed: the body per thread"),
+                      "%s: no %s", p.m->kernels[i]->name, want[i]);
+            sb_free(&sb);
+            diag_free(&d);
+        }
+    }
+    free_prog(&p);
+    free(path);
+}
+
 /* Every mma / ldmatrix row the table says the CUDA generator prints (its
  * `cu` helper) has that helper in the CUDA preamble, issuing the row's PTX:
  * the table and the printed instruction cannot drift apart. */
@@ -828,7 +854,8 @@ static void test_table_helpers(void)
         const char *ptx = strstr(at, a->ptx);
         CHECK_MSG(ptx && (!next || ptx < next), "%s: helper %s does not issue %s", a->name, a->cu, a->ptx);
     }
-    CHECK(n == 4); /* m16n8k16 f16 / bf16 with f32 accumulators, ldmatrix.x4, ldmatrix.x2.trans */
+    CHECK(n == 22); /* the 7 mma.sync rows (m16n8k16 / m16n8k8, f32 and f16 accumulators, tf32), 6 ldmatrix, 6 stmatrix,
+                       3 cp.async */
     sb_free(&sb);
     diag_free(&d);
 }
@@ -890,6 +917,7 @@ TEST_SUITE(codegen_cuda) = {
     {"run_errors", test_run_errors},
     {"emit_shape", test_emit_shape},
     {"table_helpers", test_table_helpers},
+    {"decomp_printed", test_decomp_printed},
     {"emit_errors", test_emit_errors},
     {"compile_all", test_compile_all},
     {"emulated_matches_interp", test_emulated_matches_interp},

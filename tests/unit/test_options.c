@@ -131,6 +131,70 @@ static void test_options_change_the_plan(void)
     tsl_context_free(ctx);
 }
 
+/* allow_tf32: a numerics switch beside the table (never searched), off by
+ * default, in the canonical text (so the cache key) as a trailing
+ * "allow_tf32=1", kept by set_options unless its text names it. */
+static void test_allow_tf32(void)
+{
+    sched_options o = sched_options_defaults;
+    CHECK(o.allow_tf32 == 0);
+    tsl_diag d = {0};
+    CHECK(sched_options_parse("contract.fma.bm=64, allow_tf32 = 1", &o, &d) == TSL_OK);
+    strbuf b = {0};
+    sched_options_text(&b, &o);
+    CHECK_EQ_STR(sb_str(&b), "contract.fma.bm=64,allow_tf32=1");
+    sched_options r = sched_options_defaults;
+    CHECK(sched_options_parse(sb_str(&b), &r, &d) == TSL_OK && r.allow_tf32 == 1 && r.fma.bm == 64);
+    sb_free(&b);
+    CHECK(sched_options_parse("allow_tf32=2", &o, &d) == TSL_ERR_ARG);
+    CHECK(strstr(sb_str(&d.msg), "allow_tf32=2") && strstr(sb_str(&d.msg), "0 or 1"));
+    diag_free(&d);
+    int n = 0;
+    const sched_option *t = sched_option_table(&n);
+    for (int i = 0; i < n; i++) CHECK(!strstr(t[i].key, "tf32")); /* the tuner never draws it */
+
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    const char *src = "def mm(float(M,K) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n";
+    CHECK(tsl_program_compile(ctx, src, "mm.tc", NULL, &p) == TSL_OK);
+    CHECK(!tsl_program_allow_tf32(p));
+    CHECK(tsl_program_set_allow_tf32(p, 1) == TSL_OK && tsl_program_allow_tf32(p));
+    CHECK_EQ_STR(tsl_program_options(p), "allow_tf32=1");
+    CHECK(tsl_program_set_options(p, "contract.cpu.bm=64") == TSL_OK);
+    CHECK_EQ_STR(tsl_program_options(p), "contract.cpu.bm=64,allow_tf32=1");
+    CHECK(tsl_program_set_options(p, "") == TSL_OK);
+    CHECK_EQ_STR(tsl_program_options(p), "allow_tf32=1");
+    /* a run uses (and keys its executable by) the text with the switch;
+     * on the CPU the result is exact f32 all the same */
+    int64_t M = test_rand_int(1, 40), K = test_rand_int(1, 70), N = test_rand_int(1, 40);
+    int64_t sa[2] = {M, K}, sb2[2] = {K, N};
+    DLTensor *A = tsl_tensor_alloc(TSL_DTYPE_F32, 2, sa), *B = tsl_tensor_alloc(TSL_DTYPE_F32, 2, sb2);
+    for (int64_t i = 0; i < M * K; i++) ((float *)A->data)[i] = (float)test_rand_double(-1, 1);
+    for (int64_t i = 0; i < K * N; i++) ((float *)B->data)[i] = (float)test_rand_double(-1, 1);
+    tsl_args *a = tsl_args_create(p);
+    CHECK(tsl_args_set_tensor(a, "A", A) == TSL_OK && tsl_args_set_tensor(a, "B", B) == TSL_OK);
+    CHECK(tsl_program_run(p, a, TSL_TARGET_CPU) == TSL_OK);
+    CHECK_EQ_STR(tsl_args_options_used(a, NULL), "allow_tf32=1");
+    const DLTensor *C = tsl_args_output(a, "C");
+    for (int64_t i = 0; C && i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double want = 0;
+            for (int64_t k = 0; k < K; k++)
+                want += (double)((float *)A->data)[i * K + k] * ((float *)B->data)[k * N + j];
+            double got = ((const float *)C->data)[i * N + j];
+            CHECK_MSG(fabs(got - want) <= 1e-5 * (1 + fabs(want)), "C[%lld,%lld] = %.9g, want %.9g", (long long)i,
+                      (long long)j, got, want);
+        }
+    tsl_args_free(a);
+    tsl_tensor_free(A);
+    tsl_tensor_free(B);
+    CHECK(tsl_program_set_options(p, "allow_tf32=0") == TSL_OK && !tsl_program_allow_tf32(p));
+    CHECK_EQ_STR(tsl_program_options(p), "");
+    CHECK(tsl_program_set_allow_tf32(NULL, 1) == TSL_ERR_ARG);
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+}
+
 /* Random candidates the check accepts compute what the interpreter does
  * (matmul on the CPU at sizes that are not tile multiples). */
 static void test_valid_candidates_run(void)
@@ -187,6 +251,7 @@ static void test_valid_candidates_run(void)
 TEST_SUITE(options) = {
     {"defaults_and_round_trip", test_defaults_and_round_trip},
     {"parse_errors", test_parse_errors},
+    {"allow_tf32", test_allow_tf32},
     {"check_says_why", test_check_says_why},
     {"options_change_the_plan", test_options_change_the_plan},
     {"valid_candidates_run", test_valid_candidates_run},

@@ -114,10 +114,28 @@ static void test_cuda_mma(void)
     check_atom(t, "d = mma", "m16n8k16");
     free(t);
     free(msg);
-    /* f16 accumulators: the explicit fallback, recorded in the IR */
+    /* f16 accumulators: their row (printed through tsl_mma_f16_f16) */
     t = selected_text(GEMM_FRAGS("f16", ""), &target_sm80, &msg);
     CHECK_MSG(t != NULL, "%s", msg);
-    check_atom(t, "d = mma", "scalar.mma.m16n8k16");
+    check_atom(t, "d = mma", "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16");
+    free(t);
+    free(msg);
+    /* f32 operands: the tf32 row only by its exact name, never silently */
+    const char *f32mma = "kernel g(C: global f32[16, 8]) grid(1) threads(32) {\n"
+                         "  a = alloc register f32[16, 8] layout column_local(2,2).spatial(8,4) init 1\n"
+                         "  b = alloc register f32[8, 8] layout local(2,1).column_spatial(4,8) init 1\n"
+                         "  c = alloc register f32[16, 8] layout local(2,1).spatial(8,4).local(1,2) init 0\n"
+                         "  d = mma a, b, c%s\n"
+                         "  store_global d -> C[0, 0]\n}\n";
+    char f32t[1024];
+    snprintf(f32t, sizeof f32t, f32mma, "");
+    check_error(f32t, &target_sm80, "sel.tile:5:", "mma");
+    snprintf(f32t, sizeof f32t, f32mma, " atom m16n8k8");
+    check_error(f32t, &target_sm80, "sel.tile:5:", "mma");
+    snprintf(f32t, sizeof f32t, f32mma, " atom mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
+    t = selected_text(f32t, &target_sm80, &msg);
+    CHECK_MSG(t != NULL, "%s", msg);
+    check_atom(t, "d = mma", "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
     free(t);
     free(msg);
     /* on the CPU the mma is its warp-level row (emulated) */
@@ -126,9 +144,10 @@ static void test_cuda_mma(void)
     check_atom(t, "d = mma", "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16");
     free(t);
     free(msg);
-    /* an exact name is binding: no fallback behind it */
-    check_error(GEMM_FRAGS("f16", " atom mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"), &target_sm80,
-                "sel.tile:12:3: error:", "the CUDA generator does not print it yet");
+    /* an exact name is binding: no fallback behind it (the f16 row, whose
+     * operands are bf16 here, does not exist for them) */
+    check_error(GEMM_FRAGS("f32", " atom mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"), &target_sm80,
+                "sel.tile:12:3: error:", "mma");
     /* warp 1 computes C tile row 0 but holds A's row 1 */
     const char *wrong = "kernel g(C: global f32[32, 8]) grid(1) threads(64) {\n"
                         "  a = alloc register f16[32, 16] layout spatial(2,1).column_local(2,2).spatial(8,4).local(1,2) init 1\n"

@@ -4,6 +4,7 @@
  * name, alias, PTX spelling, kind + shape + dtypes + arch), the targets'
  * availability rules, and the reference semantics of the collective atoms
  * against a plain matrix product / transpose. */
+#include <math.h>
 #include <string.h>
 
 #include "target/target.h"
@@ -81,6 +82,15 @@ static void ptx_m16n8k8(int op, int l, int i, int64_t *r, int64_t *c)
     else *r = g + 8 * (i / 2), *c = 2 * q + i % 2;
 }
 
+/* m16n8k8 with .tf32 A and B (one 32-bit element a register) */
+static void ptx_m16n8k8_tf32(int op, int l, int i, int64_t *r, int64_t *c)
+{
+    int g = l / 4, q = l % 4;
+    if (op == TARGET_A) *r = g + 8 * (i % 2), *c = q + 4 * (i / 2);
+    else if (op == TARGET_B) *r = q + 4 * i, *c = g;
+    else *r = g + 8 * (i / 2), *c = 2 * q + i % 2;
+}
+
 static void check_frag(const target_atom *a, int op, int slots,
                        void (*want)(int op, int l, int i, int64_t *r, int64_t *c))
 {
@@ -119,6 +129,65 @@ static void test_mma_fragments(void)
         check_frag(a, TARGET_A, 4, ptx_m16n8k8);
         check_frag(a, TARGET_B, 2, ptx_m16n8k8);
         check_frag(a, TARGET_C, 4, ptx_m16n8k8);
+    }
+    const target_atom *t = named("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
+    CHECK(t && t->tf32);
+    if (t) {
+        check_frag(t, TARGET_A, 4, ptx_m16n8k8_tf32);
+        check_frag(t, TARGET_B, 2, ptx_m16n8k8_tf32);
+        check_frag(t, TARGET_C, 4, ptx_m16n8k8_tf32);
+    }
+    /* never chosen for a plain f32 mma: no alias resolves to it */
+    CHECK(target_mma_resolve("m16n8k8", TSL_DTYPE_F32, TSL_DTYPE_F32, NULL) == NULL);
+    CHECK(target_mma_resolve(NULL, TSL_DTYPE_F32, TSL_DTYPE_F32, NULL) == NULL);
+}
+
+/* cvt.rna.tf32.f32: 10 fraction bits kept, to nearest, ties away from zero */
+static float from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void test_tf32_rna(void)
+{
+    struct {
+        uint32_t in, want;
+    } cases[] = {
+        {0x3f800000u, 0x3f800000u}, /* 1 */
+        {0x3f801000u, 0x3f802000u}, /* 1 + 2^-11: a tie, away from zero */
+        {0xbf801000u, 0xbf802000u}, /* its negative: away from zero too */
+        {0x3f800fffu, 0x3f800000u}, /* just below the tie: down */
+        {0x3f803000u, 0x3f804000u}, /* a tie with an odd kept part: up under either rule */
+        {0x3f805000u, 0x3f806000u}, /* 1 + 5 * 2^-11: a tie; to even would give 1 + 2 * 2^-10 */
+        {0x3fffffffu, 0x40000000u}, /* carry into the exponent */
+        {0x7f7fffffu, 0x7f800000u}, /* the largest float rounds to infinity (no .satfinite) */
+        {0x7f800000u, 0x7f800000u}, /* infinity */
+        {0x00001fffu, 0x00002000u}, /* a subnormal rounds at the same bit */
+        {0x00000fffu, 0x00000000u},
+        {0x80000000u, 0x80000000u}, /* -0 */
+    };
+    for (size_t i = 0; i < TSL_COUNTOF(cases); i++) {
+        float got = target_tf32_rna(from_bits(cases[i].in));
+        uint32_t g;
+        memcpy(&g, &got, 4);
+        CHECK_MSG(g == cases[i].want, "tf32(0x%08x) = 0x%08x, want 0x%08x", cases[i].in, g, cases[i].want);
+    }
+    float nan = target_tf32_rna(from_bits(0x7fc00001u));
+    CHECK(nan != nan);
+    /* random values: the result has no bit below the 10th fraction bit and
+     * is the nearer of the two tf32 neighbours */
+    for (int i = 0; i < 1000; i++) {
+        float x = (float)test_rand_double(-1e6, 1e6);
+        float y = target_tf32_rna(x);
+        uint32_t u, v;
+        memcpy(&u, &x, 4);
+        memcpy(&v, &y, 4);
+        CHECK((v & 0x1fffu) == 0);
+        uint32_t lo = u & ~0x1fffu, hi = lo + 0x2000u;
+        double dl = fabs((double)x - from_bits(lo)), dh = fabs((double)from_bits(hi) - x);
+        CHECK_MSG(v == (dh <= dl ? hi : lo), "tf32(%.9g) = %.9g", x, y);
     }
 }
 
@@ -223,6 +292,40 @@ static void test_mma_ref(void)
                 CHECK_MSG(fd[l * 4 + i] == want, "%s lane %d reg %d: %.9g, want %.9g", a->name, l, i, fd[l * 4 + i], want);
             }
     }
+}
+
+/* The tf32 row's reference: A and B rounded to tf32 (checked above), then
+ * exact products summed in f32 in k order; f32 inputs with low bits set,
+ * so an unrounded product differs. */
+static void test_mma_ref_tf32(void)
+{
+    const target_atom *a = named("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
+    if (!a) return;
+    double A[16][8], B[8][8], C[16][8], fa[32 * 4], fb[32 * 2], fc[32 * 4], fd[32 * 4];
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 8; j++) A[i][j] = (float)test_rand_double(-2, 2), C[i][j] = (float)test_rand_double(-2, 2);
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) B[i][j] = (float)test_rand_double(-2, 2);
+    for (int l = 0; l < 32; l++) {
+        int g = l / 4, q = l % 4;
+        for (int i = 0; i < 4; i++) fa[l * 4 + i] = A[g + 8 * (i % 2)][q + 4 * (i / 2)];
+        for (int i = 0; i < 2; i++) fb[l * 2 + i] = B[q + 4 * i][g];
+        for (int i = 0; i < 4; i++) fc[l * 4 + i] = C[g + 8 * (i / 2)][2 * q + i % 2];
+    }
+    target_mma_ref(a, fa, fb, fc, fd);
+    int differs = 0;
+    for (int l = 0; l < 32; l++)
+        for (int i = 0; i < 4; i++) {
+            int g = l / 4, q = l % 4, r = g + 8 * (i / 2), c = 2 * q + i % 2;
+            float want = (float)C[r][c], plain = want;
+            for (int k = 0; k < 8; k++) {
+                want += target_tf32_rna((float)A[r][k]) * target_tf32_rna((float)B[k][c]);
+                plain += (float)A[r][k] * (float)B[k][c];
+            }
+            CHECK_MSG(fd[l * 4 + i] == want, "tf32 lane %d reg %d: %.9g, want %.9g", l, i, fd[l * 4 + i], want);
+            differs += want != plain;
+        }
+    CHECK(differs > 0);
 }
 
 /* ---- lookups ------------------------------------------------------------------------- */
@@ -409,6 +512,8 @@ TEST_SUITE(target) = {
     {"wgmma_fragments", test_wgmma_fragments},
     {"ldmatrix_maps", test_ldmatrix_maps},
     {"mma_ref", test_mma_ref},
+    {"mma_ref_tf32", test_mma_ref_tf32},
+    {"tf32_rna", test_tf32_rna},
     {"lookups", test_lookups},
     {"targets", test_targets},
     {"mma_plan", test_mma_plan},
