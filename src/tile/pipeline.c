@@ -465,7 +465,11 @@ static void issue_cp_async(pexp *X, pin *ins, int nin, tile_block *b, tile_expr 
         dst.pos = bs->pos;
         pipe_add_slot(X, &dst, pipe_bin(X, TILE_OP_MOD, pipe_val(X, ins[i].n), pipe_int(X, S)));
         tile_instr_dst(&c->instr, dst);
-        c->instr.bytes = 16;
+        /* 16-byte chunks when they divide the block's rows; else no
+         * chunk size: selection narrows to 8 or 4 bytes, or to element
+         * copies (a row of 65 f16 is 130 bytes) */
+        int64_t row = (int64_t)bs->tensor->type.dt.bits / 8 * (bs->rank ? bs->block[bs->rank - 1] : 1);
+        c->instr.bytes = row > 0 && row % 16 == 0 ? 16 : 0;
         pipe_set(X, then, ins[i].n, pipe_bin(X, TILE_OP_ADD, pipe_val(X, ins[i].n), pipe_int(X, 1)), bs->pos);
     }
 }
