@@ -7,7 +7,11 @@
 # in build-fuzz/ (crash-*, leak-*, timeout-*). The last line is
 # "N passed, M failed" (one count per target).
 # The long run on demand: scripts/fuzz_smoke.sh 3600 fuzz_tile
+# FUZZ_TIMEOUT (seconds, default 10) is libFuzzer's limit for one input; a
+# long run beside other work wants more (under load a 1.2 s input once
+# took 68 s of wall time): FUZZ_TIMEOUT=120 scripts/fuzz_smoke.sh 3600
 secs=${1:-30}
+timeout_s=${FUZZ_TIMEOUT:-10}
 [ $# -gt 0 ] && shift
 targets=${*:-fuzz_parse fuzz_tile fuzz_layout}
 cd "$(dirname "$0")/.." || exit 1
@@ -42,7 +46,7 @@ for t in $targets; do
     log=build-fuzz/$t.log
     # shellcheck disable=SC2086
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        "build-fuzz/$t" -max_total_time="$share" -timeout=10 -rss_limit_mb=2048 $opts \
+        "build-fuzz/$t" -max_total_time="$share" -timeout="$timeout_s" -rss_limit_mb=2048 $opts \
         -artifact_prefix="build-fuzz/$t-" -print_final_stats=1 "$work" >"$log" 2>&1
     rc=$?
     echo "--- $t ($share s): $(grep -m1 '^stat::number_of_executed_units' "$log" | awk '{print $2}') executions"
