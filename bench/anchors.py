@@ -115,6 +115,7 @@ def main():
     # row-major, no TF32 (cuBLAS through torch.mm)
     torch.backends.cuda.matmul.allow_tf32 = False
     gemms = [("fp16", torch.float16, 4096, 4096, 4096), ("fp32", torch.float32, 4096, 4096, 4096),
+             ("tf32", torch.float32, 4096, 4096, 4096),
              ("fp16", torch.float16, 8192, 8192, 8192), ("bf16", torch.bfloat16, 4096, 4096, 4096),
              ("bf16", torch.bfloat16, 8192, 8192, 8192), ("fp16", torch.float16, 4096, 14336, 4096),
              ("fp16", torch.float16, 4096, 4096, 14336), ("fp16", torch.float16, 128, 8192, 8192),
@@ -123,7 +124,9 @@ def main():
         work = f"GEMM {name} {M}^3" if M == N == K else f"GEMM {name} {M}x{N}x{K}"
         if not want(work):
             continue
-        tol = 1e-4 if dtype == torch.float32 else 1e-2
+        # the tf32 row: cuBLAS with TF32 allowed, as tessel's allow_tf32=1
+        torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
+        tol = 5e-3 if name == "tf32" else 1e-4 if dtype == torch.float32 else 1e-2
         sets = max(2, min(8, int(2 * 60e6 / ((M * K + K * N) * (4 if dtype == torch.float32 else 2))) + 1))
         nxt = rotate(lambda: (torch.randn(M, K, device=dev, dtype=dtype),
                               torch.randn(K, N, device=dev, dtype=dtype)), sets)
@@ -133,6 +136,7 @@ def main():
         t = bench(lambda: torch.mm(*nxt()))
         rows.append((f"{work} (cuBLAS)", f"err {err:.1e}", 2 * M * N * K / t / 1e12, "TFLOP/s", t))
         del nxt, a, b
+    torch.backends.cuda.matmul.allow_tf32 = False
 
     if want("GEMM+bias+GELU fp16 4096^3"):
         # cuBLASLt's fused epilogue (bias + GELU, tanh form) through torch

@@ -85,7 +85,8 @@ typedef enum { REF_MATMUL, REF_LAYERNORM, REF_SOFTMAX, REF_ATTENTION, REF_ATTN_C
 typedef struct bench_case {
     const char *work;    /* the row's name; bench/anchors.py names the same work */
     const char *file;    /* examples/FILE, or a program of bench_inline */
-    const char *dtype;   /* "float16" or "float32": replaces `float(` in the source */
+    const char *dtype;   /* "float16", "float32"...: replaces `float(` in the source;
+                          * "tf32": float32 with the option allow_tf32=1 */
     bench_ref ref;
     const char *big;     /* sizes "M=4096,K=4096,N=4096" */
     const char *small;   /* the interpreter check's sizes */
@@ -97,6 +98,8 @@ static const bench_case bench_cases[] = {
     {"GEMM fp16 4096^3", "matmul.tc", "float16", REF_MATMUL, "M=4096,K=4096,N=4096", "M=67,K=131,N=45",
      "M=257,K=131,N=129", "TFLOP/s"},
     {"GEMM fp32 4096^3", "matmul.tc", "float32", REF_MATMUL, "M=4096,K=4096,N=4096", "M=67,K=131,N=45",
+     "M=257,K=131,N=129", "TFLOP/s"},
+    {"GEMM tf32 4096^3", "matmul.tc", "tf32", REF_MATMUL, "M=4096,K=4096,N=4096", "M=67,K=131,N=45",
      "M=257,K=131,N=129", "TFLOP/s"},
     {"GEMM fp16 8192^3", "matmul.tc", "float16", REF_MATMUL, "M=8192,K=8192,N=8192", "M=130,K=72,N=264",
      "M=257,K=136,N=264", "TFLOP/s"},
@@ -216,7 +219,7 @@ static int64_t bench_size(const char *list, const char *name)
 
 /* Relative L2 error of the CUDA target against the interpreter on fresh
  * inputs at `sizes`; < 0 (message printed) when a run fails. */
-static double bench_check_small(const char *src, const char *sizes)
+static double bench_check_small(const char *src, const char *sizes, int tf32)
 {
     tsl_context *ctx = tsl_context_create();
     tsl_program *p = NULL;
@@ -226,6 +229,7 @@ static double bench_check_small(const char *src, const char *sizes)
     int nowned = 0;
     if (tsl_program_compile(ctx, src, "bench.tc", NULL, &p)) goto done;
     if (getenv("TESSEL_OPTIONS") && tsl_program_set_options(p, getenv("TESSEL_OPTIONS"))) goto done;
+    if (tf32 && tsl_program_set_allow_tf32(p, 1)) goto done;
     ar[0] = tsl_args_create(p);
     ar[1] = tsl_args_create(p);
     for (int i = 0; i < tsl_program_param_count(p) && nowned < BENCH_MAX_TENSORS; i++) {
@@ -435,14 +439,16 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
     row->unit = bc->unit;
     const char *sizes = quick ? bc->quick : bc->big;
     printf("== %s  (examples/%s as %s, %s)\n", bc->work, bc->file, bc->dtype, sizes);
-    char *src = bench_source(bc->file, bc->dtype);
+    int tf32 = !strcmp(bc->dtype, "tf32");
+    char *src = bench_source(bc->file, tf32 ? "float32" : bc->dtype);
     if (!src) {
         snprintf(row->check, sizeof row->check, "no source");
         printf("  cannot read examples/%s (run from the repository root)\n", bc->file);
         return;
     }
-    double tol = strcmp(bc->dtype, "float32") ? 1e-2 : 1e-4;
-    double small_err = bench_check_small(src, bc->small);
+    /* tf32 rounds A and B to 11 significant bits: 2^-11 a product */
+    double tol = tf32 ? 5e-3 : strcmp(bc->dtype, "float32") ? 1e-2 : 1e-4;
+    double small_err = bench_check_small(src, bc->small, tf32);
     printf("  small-size check (%s) vs interpreter: rel L2 error %.2e (tolerance %.0e)\n", bc->small, small_err, tol);
     if (small_err < 0 || !(small_err < tol)) {
         snprintf(row->check, sizeof row->check, "FAIL small %.1e", small_err);
@@ -474,7 +480,9 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
         goto done;
     }
     graph *g = graph_build(a, def, &d);
-    sched_plan *plan = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, bench_sm, &bench_opts, &d) : NULL;
+    sched_options opts = bench_opts;
+    if (tf32) opts.allow_tf32 = 1;
+    sched_plan *plan = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, bench_sm, &opts, &d) : NULL;
     if (!plan) {
         printf("  scheduling: %s\n", sb_str(&d.msg));
         goto done;

@@ -20,15 +20,19 @@
  * swapped (spatial <-> column_spatial, local <-> column_local), so a
  * thread holds the same elements in the same local order and `view` turns
  * one into the other. */
+const char *sched_blk_mma_row(const sched_blk_gemm *g) { return g->tf32 ? SCHED_BLK_TF32_ROW : "m16n8k16"; }
+
 void sched_blk_mma_layouts(const sched_blk_gemm *g, char *la, char *lat, char *lb, char *lbt, char *lcc, size_t n)
 {
-    int tm = g->bm / (16 * g->wm), tn = g->bn / (8 * g->wn), ka = g->bk / 16;
-    const target_atom *row = target_mma_resolve("m16n8k16", TSL_DTYPE_F16, TSL_DTYPE_F32, NULL);
+    const target_atom *row = g->tf32 ? target_mma_resolve(SCHED_BLK_TF32_ROW, TSL_DTYPE_F32, TSL_DTYPE_F32, NULL)
+                                     : target_mma_resolve("m16n8k16", TSL_DTYPE_F16, TSL_DTYPE_F32, NULL);
+    TSL_ASSERT(row); /* the sm80 table has both rows */
+    int tm = g->bm / (row->m * g->wm), tn = g->bn / (row->n * g->wn), ka = g->bk / row->k;
     strbuf f[5] = {{0}};
-    int bad = !row || target_frag_text(&f[0], row, TARGET_A, 0) || target_frag_text(&f[1], row, TARGET_A, 1) ||
+    int bad = target_frag_text(&f[0], row, TARGET_A, 0) || target_frag_text(&f[1], row, TARGET_A, 1) ||
               target_frag_text(&f[2], row, TARGET_B, 0) || target_frag_text(&f[3], row, TARGET_B, 1) ||
               target_frag_text(&f[4], row, TARGET_C, 0);
-    TSL_ASSERT(!bad); /* the sm80 table's m16n8k16 row has its three layouts */
+    TSL_ASSERT(!bad); /* the rows have their three layouts */
     snprintf(lcc, n, "spatial(%d, %d).local(%d, %d).%s", g->wm, g->wn, tm, tn, sb_str(&f[4]));
     snprintf(la, n, "spatial(%d, 1).replicate(%d).local(%d, %d).%s", g->wm, g->wn, tm, ka, sb_str(&f[0]));
     snprintf(lat, n, "column_spatial(1, %d).replicate(%d).column_local(%d, %d).%s", g->wm, g->wn, ka, tm,
@@ -67,6 +71,12 @@ static tile_value *blk_spec(sched_blk *kb, const sched_blk_gemm *g, tile_stmt *p
     /* rows padded by 16 bytes: the 8 rows one ldmatrix (or one warp's
      * column reads) touches fall in 8 different 16-byte bank groups */
     int pad = g->pad;
+    /* tf32 fragments read one f32 a lane (no ldmatrix): lanes lane/4 walk
+     * the rows of a k-contiguous block (row stride bk + pad words, pad = 4:
+     * 8 rows in 8 different groups of 4 banks), lanes lane%4 the rows of an
+     * m- or n-contiguous one, which wants the stride 8 mod 32 (4 rows in 4
+     * groups of 8 banks): twice the pad there */
+    if (g->tf32 && is_a == trans) pad = 2 * g->pad;
     tile_layout *lay = NULL;
     if ((g->cpu && !g->mma && !is_a && trans) || (!g->cpu && !g->mma && is_a && !trans)) {
         /* CPU: B^T stored k-major, so the micro-kernel's vector reads of
@@ -133,7 +143,9 @@ void sched_blk_mainloop(sched_blk *kb, const sched_blk_gemm *g, tile_value *acc)
             rb = sched_blk_load_shared(kb, "c_rb", blk_sh(kb, g, tb, I_(0), I_(0)), blk_reg2(kb, in, g->bk, g->bn, lb));
         }
         tile_operand args[3] = {tile_operand_tensor(ra), tile_operand_tensor(rb), tile_operand_tensor(acc)};
-        sched_blk_op(kb, TILE_I_MMA, NULL, 3, args, NULL, &dacc);
+        tile_stmt *s = sched_blk_op(kb, TILE_I_MMA, NULL, 3, args, NULL, &dacc);
+        /* f32 on the tensor cores only through the tf32 row, by name */
+        if (g->tf32) s->instr.atom = SCHED_BLK_TF32_ROW;
     } else {
         /* one k at a time: column kk of A's block and row kk of B's block,
          * broadcast over the thread's tm x tn micro-tile (P x Q threads) */

@@ -24,7 +24,9 @@ typedef struct sched_blk_gemm {
     int threads;
     int pad;               /* elements of padding per shared row */
     int stages;            /* pipeline depth */
-    int mma;               /* f16/bf16 tensor cores (else f32 FMA) */
+    int mma;               /* tensor cores: f16/bf16, or f32 with tf32 (else f32 FMA) */
+    int tf32;              /* mma on f32 operands through the m16n8k8 .tf32 row
+                            * (the user allowed tf32: never chosen otherwise) */
     int cpu;               /* the CPU target's f32 plan */
     int ukr;               /* CPU: ask for the f32 micro-kernel atom */
     tile_expr *kext;       /* K (elements) */
@@ -33,9 +35,12 @@ typedef struct sched_blk_gemm {
     const char *lc;        /* the accumulator's layout */
 } sched_blk_gemm;
 
-/* The mma.m16n8k16 fragments of the block (warps wm x wn, each warp
- * (bm/wm) x (bn/wn) of C): A, A stored transposed, B, B stored
+/* The mma fragments of the block (warps wm x wn, each warp (bm/wm) x
+ * (bn/wn) of C) over the row sched_blk_mma_row names (m16n8k16, or the
+ * m16n8k8 .tf32 row when g->tf32): A, A stored transposed, B, B stored
  * transposed, and C, as layout text of at most n bytes each. */
+#define SCHED_BLK_TF32_ROW "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+const char *sched_blk_mma_row(const sched_blk_gemm *g);
 void sched_blk_mma_layouts(const sched_blk_gemm *g, char *la, char *lat, char *lb, char *lbt, char *lc, size_t n);
 
 /* The sm_80 / CPU main loop: pipeline(grid=(k: steps), stages) over A's

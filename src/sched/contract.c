@@ -72,7 +72,9 @@ typedef struct ct {
     int ta, tb, tc;        /* tensors */
     int a_trans, b_trans;  /* A stored (k, m), B stored (n, k) */
     ct_shape sh;
-    int mma;
+    int mma;               /* tensor cores: f16/bf16, or f32 as tf32 (tf32) */
+    int tf32;              /* f32 through the m16n8k8 .tf32 row: only when
+                            * the options allow tf32 (never silently) */
     int pad;               /* elements of padding per shared row */
     int stages;            /* pipeline depth */
     int cpu;               /* f32 plan for the CPU target (CT_CPU) */
@@ -207,6 +209,10 @@ static int recognise(ct *c)
         if (!covers(an, ob->idx[d].var, B, d)) return 0;
     if (A->dtype != B->dtype || !is_io_dt(A->dtype) || !is_io_dt(C->dtype)) return 0;
     c->mma = is_mma_dt(A->dtype);
+    /* f32 on CUDA: tf32 tensor cores when the user allowed them (the
+     * sm_80 mma.sync plan with the .tf32 row), else FMA micro-tiles */
+    c->tf32 = !c->cpu && A->dtype == TSL_DTYPE_F32 && c->opt->allow_tf32 > 0;
+    if (c->tf32) c->mma = 1;
     c->sh = c->mma ? CT_MMA : CT_FMA;
     c->pad = c->mma ? 8 : 4;
     c->tm = CT_FMA_TM;
@@ -225,7 +231,7 @@ static int recognise(ct *c)
             if (i != grp->anchor && !side_op_ok(c, &g->ops[i])) return 0;
         return 1;
     }
-    c->sm90 = c->want_sm90 && c->mma;
+    c->sm90 = c->want_sm90 && c->mma && !c->tf32; /* wgmma's tf32 takes K-major B only */
     /* the GPU plans: options.h's contract.mma (f16/bf16) and contract.fma
      * (f32), checked by the caller; their defaults are CT_MMA and CT_FMA */
     const sched_contract_options *co = c->mma ? &c->opt->mma : &c->opt->fma;
@@ -235,7 +241,8 @@ static int recognise(ct *c)
         c->tm = co->tm;
         c->tn = co->tn;
     }
-    c->pad = co->pad;
+    /* (contract.mma.pad counts 16-bit elements: the same bytes in f32) */
+    c->pad = c->tf32 ? co->pad / 2 : co->pad;
     c->stages = co->stages;
     for (int i = grp->first; i < grp->first + grp->nops; i++)
         if (i != grp->anchor && !side_op_ok(c, &g->ops[i])) return 0;
@@ -266,6 +273,7 @@ static sched_blk_gemm ct_gemm(sched_blk *kb, const ct *c)
         .pad = c->pad,
         .stages = c->stages,
         .mma = c->mma,
+        .tf32 = c->tf32,
         .cpu = c->cpu,
         .ukr = c->cpu && c->opt->micro_kernels,
         .kext = sched_blk_extent(kb, A->shape[c->nb + (c->a_trans ? 0 : 1)]),
@@ -334,10 +342,11 @@ static void ct_header(sched_blk *kb, ct *c, const sched_blk_gemm *g)
         sched_blk_grid(kb, 2, grid, s->threads, 0);
         return;
     }
-    int bytes = c->mma ? 2 : 4;
+    int bytes = c->mma && !c->tf32 ? 2 : 4;
     int64_t ra = c->a_trans ? s->bk : s->bm, ca = c->a_trans ? s->bm : s->bk;
     int64_t rb = c->b_trans ? s->bn : s->bk, cb = c->b_trans ? s->bk : s->bn;
-    int64_t smem = c->stages * (ra * (ca + c->pad) + rb * (cb + c->pad)) * bytes;
+    int pad = c->tf32 ? 2 * c->pad : c->pad; /* (blk_spec doubles some tf32 pads: bound by the larger) */
+    int64_t smem = c->stages * (ra * (ca + pad) + rb * (cb + pad)) * bytes;
     if (c->cpu && !c->mma) /* k-major operands are padded along the other dim */
         smem = c->stages * (ra * (ca + c->pad) + s->bk * (s->bn + c->pad)) * bytes * 5 / 4;
     /* (x 5/4: the tile interpreter's shared_bytes counts n * (bits + 7) / 8,
@@ -573,7 +582,7 @@ static int ct_plan(ct *c)
         tile_wgmma_acc_layout(c->en, c->lc, sizeof c->lc);
     } else if (c->mma) {
         char la[256], lat[256], lb[256], lbt[256];
-        sched_blk_gemm g = {.bm = c->sh.bm, .bn = c->sh.bn, .bk = c->sh.bk, .wm = c->sh.wm, .wn = c->sh.wn};
+        sched_blk_gemm g = {.bm = c->sh.bm, .bn = c->sh.bn, .bk = c->sh.bk, .wm = c->sh.wm, .wn = c->sh.wn, .tf32 = c->tf32};
         sched_blk_mma_layouts(&g, la, lat, lb, lbt, c->lc, sizeof c->lc);
     } else {
         snprintf(c->lc, sizeof c->lc, "spatial(%d, %d).local(%d, %d)", c->sh.bm / c->tm, c->sh.bn / c->tn, c->tm,

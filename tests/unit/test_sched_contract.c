@@ -335,6 +335,58 @@ static void test_generic_switch(void)
     arena_free(a);
 }
 
+/* ---- tf32 (the option allow_tf32=1) ---- */
+
+/* tf32 rounds A and B to 11 significant bits: each product is off by up
+ * to ~2^-10 of itself, so K terms of +-[0.1, 1] stay well inside 1e-2 x
+ * (1 + |ref|); a wrong fragment element is off by O(1). */
+static int tf32_count(const sched_plan *p)
+{
+    char *t = tile_print(p->m);
+    int n = 0;
+    for (const char *q = t; (q = strstr(q, "f32.tf32.tf32.f32")); q++) n++;
+    free(t);
+    return n;
+}
+
+/* With allow_tf32=1, f32 contractions on CUDA (sm_80 and sm_90a) run the
+ * mma.sync plan on the m16n8k8 .tf32 row; without it, none does (never
+ * silently). Every f32 case through the tile interpreter and the emulated
+ * CUDA at odd sizes, against the TC interpreter. */
+static void test_tf32_plan(void)
+{
+    static const int f32_cases[] = {0, 1, 2, 3, 4, 6};
+    test_draw dr = {.tol = 1e-2};
+    for (size_t ci = 0; ci < sizeof f32_cases / sizeof f32_cases[0]; ci++) {
+        const ct_case *cc = &cases[f32_cases[ci]];
+        tsl_arena *a = arena_create();
+        tsl_source src = {"tf32.tc", cc->src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &src, &d);
+        CHECK_MSG(mod != NULL, "case %zu: %s", ci, sb_str(&d.msg));
+        graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
+        for (int sm = 80; g && sm <= 90; sm += 10) {
+            sched_options o = sched_options_defaults;
+            sched_plan *p0 = sched_lower_opt(a, g, TSL_TARGET_CUDA, sm, &o, &d);
+            CHECK_MSG(p0 && tf32_count(p0) == 0, "%s sm_%d: tf32 without allow_tf32", mod->defs[0]->name, sm);
+            o.allow_tf32 = 1;
+            sched_plan *p = sched_lower_opt(a, g, TSL_TARGET_CUDA, sm, &o, &d);
+            CHECK_MSG(p != NULL, "%s sm_%d: %s", mod->defs[0]->name, sm, sb_str(&d.msg));
+            if (!p) continue;
+            CHECK_MSG(tf32_count(p) >= 1, "%s sm_%d: no tf32 mma with allow_tf32=1", mod->defs[0]->name, sm);
+            CHECK_MSG(tile_verify(p->m, NULL, &d) == TSL_OK, "%s sm_%d: %s", mod->defs[0]->name, sm, sb_str(&d.msg));
+            for (int s = 0; s < 3; s++) {
+                if (!cc->sets[s][0] || (cc->big && s > 0 && (s == 2 || !cc->sets[s + 1][0]))) continue;
+                test_compare_plan_draw(a, mod->defs[0], p, cc->sets[s], test_run_tile_interp, "tf32 tile interpreter", &dr);
+                if (sm == 80)
+                    test_compare_plan_draw(a, mod->defs[0], p, cc->sets[s], test_run_cuda_emu, "tf32 emulated cuda", &dr);
+            }
+        }
+        diag_free(&d);
+        arena_free(a);
+    }
+}
+
 /* ---- the CPU plan (sched_lower_for TSL_TARGET_CPU) and the C generator's
  * micro-kernel (src/codegen/c_emit_gemm.c) ---- */
 
@@ -480,6 +532,7 @@ TEST_SUITE(sched_contract) = {
     {"tile_interp_matches", test_tile_interp_matches},
     {"cpu_matches", test_cpu_matches},
     {"generic_switch", test_generic_switch},
+    {"tf32_plan", test_tf32_plan},
     {"nvrtc_no_spills", test_nvrtc_no_spills},
     {"gpu_matches", test_gpu_matches},
     {"gpu_timing", test_gpu_timing},
