@@ -82,11 +82,12 @@ def int4_anchor(dev, M, N, K, gs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
-    ap.add_argument("--only", help="run only the works whose name contains this (the copy always runs)")
+    ap.add_argument("--only", help="run only the works whose name contains this, or one of several "
+                    "separated by '|' (the copy always runs)")
     args = ap.parse_args()
 
     def want(work):
-        return not args.only or args.only in work
+        return not args.only or any(o in work for o in args.only.split("|"))
     dev = torch.device("cuda")
     rows = []
 

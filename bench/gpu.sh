@@ -20,6 +20,8 @@
 #   3. here:   cp <files_at>/gpu-*.md bench/results/ (the lead commits it)
 # Each step prints a `== step` header and runs under its own time limit; a
 # failing step is reported and the rest go on; the table prints last.
+# GPU_SH_ONLY="GEMM fp32|qgemv M=1" runs only the bench and anchor rows
+# whose names contain one of those substrings (both take --only);
 # GPU_SH_SKIP="unit e2e sanitizer" skips steps by name; GPU_SH_QUICK=1 runs
 # gpu_bench at small sizes (a smoke run, not the benchmark); GPU_SH_BUDGET
 # (default 570 s) bounds the whole run, each step cut to what is left.
@@ -100,9 +102,11 @@ done
 
 QUICK=()
 [ -n "${GPU_SH_QUICK:-}" ] && QUICK=(--quick)
-[ -x build/gpu_bench ] && step bench 300 build/gpu_bench "${QUICK[@]}" --json "$OUT/tessel.json"
+ONLY=()
+[ -n "${GPU_SH_ONLY:-}" ] && ONLY=(--only "$GPU_SH_ONLY")
+[ -x build/gpu_bench ] && step bench 300 build/gpu_bench "${QUICK[@]}" "${ONLY[@]}" --json "$OUT/tessel.json"
 
-step anchors 240 env PYTHONUNBUFFERED=1 python3 bench/anchors.py --json "$OUT/anchors.json"
+step anchors 240 env PYTHONUNBUFFERED=1 python3 bench/anchors.py "${ONLY[@]}" --json "$OUT/anchors.json"
 
 # the CUDA suites run kernels on the GPU here (and compile every example
 # def's kernels for sm_80 and sm_90a: cache hits after `precompile`)

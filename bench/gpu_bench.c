@@ -1115,6 +1115,20 @@ static void bench_write_json(const char *path, const rt_cuda_info *in, int quick
     fclose(f);
 }
 
+/* Does work name one of the '|'-separated substrings of only (NULL: all)? */
+static int bench_wanted(const char *only, const char *work)
+{
+    if (!only) return 1;
+    for (const char *p = only;;) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        for (const char *w = work; n && *w; w++)
+            if (!strncmp(w, p, n)) return 1;
+        if (!bar) return 0;
+        p = bar + 1;
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *json = NULL, *only = NULL;
@@ -1136,7 +1150,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--precompile")) precompile = 1;
         else {
-            fprintf(stderr, "usage: gpu_bench [--quick] [--only SUBSTRING] [--json PATH] | --precompile\n");
+            fprintf(stderr, "usage: gpu_bench [--quick] [--only SUBSTRING[|SUBSTRING...]] [--json PATH] | --precompile\n");
             return 2;
         }
     }
@@ -1175,7 +1189,7 @@ int main(int argc, char **argv)
     int nrows = 0;
     bench_write_json(json, in, quick, cold, wall, devms, rows, nrows);
     for (int i = 0; i < n; i++) {
-        if (only && !strstr(bench_cases[i].work, only)) continue;
+        if (!bench_wanted(only, bench_cases[i].work)) continue;
         bench_run_case(&bench_cases[i], dev, quick, &rows[nrows]);
         failed += !rows[nrows].ok;
         nrows++;
@@ -1191,7 +1205,7 @@ int main(int argc, char **argv)
                 char work[96];
                 snprintf(work, sizeof work, "qgemv M=%lld %s %lldx%lld", (long long)q.m, q.w, (long long)q.n,
                          (long long)q.k);
-                if (only && !strstr(work, only)) continue;
+                if (!bench_wanted(only, work)) continue;
                 if (!only && nrows >= (int)(sizeof rows / sizeof rows[0])) continue;
                 bench_run_qmm(&q, dev, quick, &rows[nrows]);
                 failed += !rows[nrows].ok;
