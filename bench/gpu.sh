@@ -110,7 +110,9 @@ step anchors 240 env PYTHONUNBUFFERED=1 python3 bench/anchors.py "${ONLY[@]}" --
 
 # the CUDA suites run kernels on the GPU here (and compile every example
 # def's kernels for sm_80 and sm_90a: cache hits after `precompile`)
-step unit 300 build/unit_tests runtime_cuda codegen_cuda cuda_target
+# (GPU_SH_UNIT names other suites or cases instead, e.g. the GPU cases of
+# a strategy just changed: "sched_contract.gpu_matches sched_chain")
+step unit 300 build/unit_tests ${GPU_SH_UNIT:-runtime_cuda codegen_cuda cuda_target}
 
 step e2e 240 python3 -m pytest -q -p no:cacheprovider tests/e2e/test_cuda_target.py tests/e2e/test_cookbook.py tests/e2e/test_semantics.py -k 'not test_cookbook or cuda'
 
