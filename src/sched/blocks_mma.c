@@ -176,6 +176,9 @@ void sched_blk_mainloop(sched_blk *kb, const sched_blk_gemm *g, tile_value *acc)
         char lc[256], lcol[256], lrow[256], lcolb[256], lrowa[256];
         sched_blk_fma_layouts(g, lc, lcol, lrow, lcolb, lrowa, sizeof lc);
         tile_stmt *f = sched_blk_for(kb, "c_kk", I_(0), I_(g->bk), NULL);
+        /* GPU: unrolled, so that the compiler loads k+1's fragments while
+         * k's FMAs run (a rolled loop waits on its shared loads each k) */
+        f->unroll = !g->cpu && g->bk <= TILE_MAX_UNROLL;
         tile_expr *kk = V_(f->v);
         tile_value *a, *b;
         if (g->a_trans) {
