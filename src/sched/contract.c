@@ -14,9 +14,10 @@
  *     (BN/WN) of C; a transposed operand is loaded in the transposed
  *     fragment layout and `view`ed as the fragment (same registers, no
  *     data movement);
- *   - f32 inputs: per-thread FMA outer products, each thread a contiguous
- *     4 x 8 micro-tile of C (the layout the C generator should turn into a
- *     register-blocked micro-kernel);
+ *   - f32 inputs: per-thread FMA outer products, each thread a tm x tn
+ *     micro-tile of C: on the GPU 4 x 4 sub-tiles spread over the block
+ *     (float4 shared loads without bank conflicts), on the CPU one
+ *     contiguous block (the C generator's register-blocked micro-kernel);
  *   - init ops compute the accumulator's start (reading C's old values from
  *     memory), the scale s multiplies the product sum, epilogue ops run on
  *     the tile in registers; one masked store of C.
@@ -585,8 +586,9 @@ static int ct_plan(ct *c)
         sched_blk_gemm g = {.bm = c->sh.bm, .bn = c->sh.bn, .bk = c->sh.bk, .wm = c->sh.wm, .wn = c->sh.wn, .tf32 = c->tf32};
         sched_blk_mma_layouts(&g, la, lat, lb, lbt, c->lc, sizeof c->lc);
     } else {
-        snprintf(c->lc, sizeof c->lc, "spatial(%d, %d).local(%d, %d)", c->sh.bm / c->tm, c->sh.bn / c->tn, c->tm,
-                 c->tn);
+        char l[4][256];
+        sched_blk_gemm g = {.bm = c->sh.bm, .bn = c->sh.bn, .tm = c->tm, .tn = c->tn, .cpu = c->cpu};
+        sched_blk_fma_layouts(&g, c->lc, l[0], l[1], l[2], l[3], sizeof c->lc);
     }
     return 1;
 }
