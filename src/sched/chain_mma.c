@@ -243,19 +243,15 @@ static int cm_build(sched_blk *kb, void *ctx)
         sched_blk_sync(kb);
         tile_value *s = sched_blk_let(kb, "c_s", B_(MOD), V_(c->j), I_(2)));
         tile_value *s1 = sched_blk_let(kb, "c_s1", B_(SUB), I_(1), V_(s)));
-        tile_expr *more_k = B_(LT), B_(ADD), k, I_(1)), V_(kt));
-        tile_expr *last_k = B_(EQ), B_(ADD), k, I_(1)), V_(kt));
-        tile_expr *more_n = B_(LT), B_(ADD), V_(c->n), I_(1)), V_(nt));
-        /* the next step: this tile's next k, the next tile's first, or the
-         * next layer's first */
-        sched_blk_if(kb, more_k);
-        cm_issue(kb, c, l, V_(c->n), B_(ADD), k, I_(1)), V_(s1));
-        sched_blk_end(kb);
-        sched_blk_if(kb, B_(AND), last_k, more_n));
-        cm_issue(kb, c, l, B_(ADD), V_(c->n), I_(1)), I_(0), V_(s1));
+        /* the next step: this tile's next k or the next tile's first (one
+         * copy site: the copies' code is most of a layer's), else the next
+         * layer's first */
+        tile_value *q = sched_blk_let(kb, "c_q", B_(ADD), B_(MUL), V_(c->n), V_(kt)), B_(ADD), k, I_(1))));
+        sched_blk_if(kb, B_(LT), V_(q), B_(MUL), V_(nt), V_(kt))));
+        cm_issue(kb, c, l, B_(DIV), V_(q), V_(kt)), B_(MOD), V_(q), V_(kt)), V_(s1));
         sched_blk_end(kb);
         if (l + 1 < ch->nlayers) {
-            sched_blk_if(kb, B_(AND), B_(EQ), B_(ADD), k, I_(1)), V_(kt)), B_(EQ), B_(ADD), V_(c->n), I_(1)), V_(nt))));
+            sched_blk_if(kb, B_(EQ), V_(q), B_(MUL), V_(nt), V_(kt))));
             cm_issue(kb, c, l + 1, I_(0), I_(0), V_(s1));
             sched_blk_end(kb);
         }
