@@ -1352,10 +1352,12 @@ sched_plan *sched_lower_opt(tsl_arena *a, const graph *g, tsl_target target, int
         int nl0 = p->nlaunches, nk0 = p->m->nkernels, took = gr->first == i && sched_lower_strategy(p, g, gr);
         /* a merged chain's plan for some sizes only (one guarded launch),
          * or no plan: its groups as before the merge, for the other sizes */
-        if (gr->first == i && gr->nparts && (!took || (p->nlaunches == nl0 + 1 && p->launches[nl0].guard.n))) {
+        int partial = took && ((p->nlaunches == nl0 + 1 && p->launches[nl0].guard.n) || p->partial);
+        sched_guard chain = !partial ? (sched_guard){0} : p->partial ? p->covered : p->launches[nl0].guard;
+        p->partial = 0;
+        if (gr->first == i && gr->nparts && (!took || partial)) {
             /* each part's launch runs unless the merged plan's guard holds
              * (beside its own guard: split-K, sm_90a) */
-            sched_guard chain = took ? p->launches[nl0].guard : (sched_guard){0};
             int nl1 = p->nlaunches, fits = 1;
             lower_parts(&L, p, g, gr);
             for (int k = nl1; k < p->nlaunches && took; k++) fits &= sched_guard_unless(&p->launches[k].guard, &chain);

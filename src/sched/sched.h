@@ -67,7 +67,7 @@ typedef struct sched_arg {
  * its fast plan's condition holds; a part of a merged chain that has
  * guarded plans of its own runs them unless the chain's condition holds.
  * Several launches of one group have exclusive guards. */
-#define SCHED_MAX_GUARD 8
+#define SCHED_MAX_GUARD 16
 typedef enum { SCHED_GUARD_MOD, SCHED_GUARD_LE, SCHED_GUARD_GT } sched_guard_op;
 typedef struct sched_guard {
     int n;
@@ -123,6 +123,10 @@ typedef struct sched_plan {
     char *notes;            /* why a strategy declined a group it matched
                              * (its own plan did not verify), one line each;
                              * NULL when none */
+    int partial;            /* set by a strategy whose launches cover only
+                             * the sizes where `covered` (when terms) holds:
+                             * lower.c runs the group's parts unless it */
+    sched_guard covered;
 } sched_plan;
 
 /* Lower every group of g (built from def) to tile IR. The module verifies
