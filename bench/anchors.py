@@ -273,6 +273,41 @@ def main():
                      2 * 2 * B * H * T * D / t / 1e12, "TB/s", t))
         del nxt, q, k, v, o
 
+    # issue 15: Graphene's 20-layer MLP, 8192 x 128 fp16, bias + ReLU (and
+    # the 1/8 tessel's program applies: folded into W and c, so that each
+    # layer is ONE cuBLASLt call with its bias + ReLU epilogue,
+    # torch._addmm_activation); torch.compile of the same loop printed
+    # first (the report pairs tessel's row with the last one: cuBLASLt)
+    if want("MLP20 fp16 8192x128"):
+        L, B, H = 20, 8192, 128
+        nxt = rotate(lambda: (torch.rand(B, H, device=dev, dtype=torch.float16) * 2 - 1,
+                              [(torch.rand(H, H, device=dev, dtype=torch.float16) * 2 - 1) * 0.125 for _ in range(L)],
+                              [(torch.rand(H, device=dev, dtype=torch.float16) * 2 - 1) * 0.125 for _ in range(L)]), 8)
+
+        def mlp(x, ws, cs):
+            for w, c in zip(ws, cs):
+                x = torch._addmm_activation(c, x, w.t())
+            return x
+        x, ws, cs = nxt()
+        ref = x[:64].double()
+        for w, c in zip(ws, cs):
+            ref = torch.relu(ref @ w.double().t() + c.double())
+        err = rel_err(mlp(x, ws, cs)[:64], ref)
+        assert err < 1e-2, err
+        try:
+            cm = torch.compile(mlp)
+            err_c = rel_err(cm(x, ws, cs)[:64], ref)
+            assert err_c < 1e-2, err_c
+            t = bench(lambda: cm(*nxt()))
+            rows.append(("MLP20 fp16 8192x128 (torch.compile)", f"err {err_c:.1e}", 2 * L * B * H * H / t / 1e12,
+                         "TFLOP/s", t))
+        except Exception as e:  # no compiler toolchain on the machine
+            print(f"MLP20: torch.compile unavailable: {e}")
+        t = bench(lambda: mlp(*nxt()))
+        rows.append(("MLP20 fp16 8192x128 (cuBLASLt addmm+relu, layer by layer)", f"err {err:.1e}",
+                     2 * L * B * H * H / t / 1e12, "TFLOP/s", t))
+        del nxt, x, ws, cs
+
     # issue 14: the quantized GEMV's anchors at (N, K) = 8192 x 8192, group
     # 128 — torch's int4 kernel (tinygemm, bf16 activations) and cuBLAS on
     # fp16 weights; rates in TB/s of tessel's bytes for the same work (W

@@ -323,7 +323,7 @@ int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)
     /* the sizes no kernel here takes: d or e outside {64, 128} */
     guard_in(rest, ds);
     guard_in(rest, es);
-    rest->negate = rest->n > 0;
+    sched_guard_negate(rest);
     return 1;
 fail:
     p->nlaunches = before;

@@ -721,7 +721,7 @@ static int sm90_plans(sched_plan *p, const ct *base, const char *kname)
         sched_blk_add(&kbs[1], ks[1], cs[1].grp->first, cs[1].grp->nops, &narrow);
     }
     if (k8) {
-        align.negate = 1;
+        sched_guard_negate(&align);
         sched_blk_add(&kb8, k8, c8.grp->first, c8.grp->nops, &align);
     }
     return 1;
@@ -752,7 +752,7 @@ int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp)
         tile_kernel *k = always ? NULL : ct_kernel(p, &c1, &kb, kname);
         if ((always || k) && split_plan(p, &c, kname, always ? NULL : &sg)) {
             if (k) {
-                sg.negate = 1;
+                sched_guard_negate(&sg);
                 sched_blk_add(&kb, k, grp->first, grp->nops, &sg);
             }
             return 1;

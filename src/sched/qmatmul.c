@@ -810,7 +810,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         push_launch(p, &qs[0], ks[0], both ? &guard : NULL);
     }
     if (both) {
-        guard.negate = 1;
+        sched_guard_negate(&guard);
         push_launch(p, &qs[1], ks[1], &guard);
     }
     return 1;

@@ -604,9 +604,20 @@ static void test_attn_sm90_plan(void)
         graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
         sched_plan *p = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, 90, &d) : NULL;
         CHECK_MSG(p != NULL, "%s", sb_str(&d.msg));
-        int wg = 0;
-        for (int l = 0; p && l < p->nlaunches; l++) wg += strstr(p->launches[l].k->name, "_sm90_") != NULL;
+        int wg = 0, tile = 0, unless = 0;
+        for (int l = 0; p && l < p->nlaunches; l++) {
+            int fl = strstr(p->launches[l].k->name, "_sm90_") != NULL;
+            wg += fl;
+            tile += strstr(p->launches[l].k->name, "_attention") != NULL && !fl;
+            unless += !fl && sched_guard_nunless(&p->launches[l].guard) > 0;
+        }
         CHECK_MSG(!p || wg == 4, "case %d: %d sm_90a launches, want 4 (one per head-dim pair)", (int)c, wg);
+        /* other head dims: the group's parts (wgmma GEMMs, softmax rows),
+         * each unless a flash kernel's head dims hold; not the generic
+         * fused plan (D96 on an H100: 2.84 ms against the parts' 0.81) */
+        CHECK_MSG(!p || (tile == 0 && unless == p->nlaunches - wg && unless >= 3),
+                  "case %d: %d generic attention kernels, %d of %d other launches guarded by unless", (int)c, tile,
+                  unless, p ? p->nlaunches - wg : 0);
         for (int i = 0; p && i < 3; i++)
             if (cases[c].sets[i][0])
                 test_compare_plan(a, mod->defs[0], p, cases[c].sets[i], test_run_tile_interp, "tile interp sm_90a");
