@@ -256,6 +256,18 @@ void tsl_args_free(TSL_TAKE tsl_args *a);
 tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
                                TSL_KEEP const DLTensor *t);
 tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, double v);
+/* A DLTensor carries no buffer size, so tessel cannot know that its shape,
+ * strides and byte_offset stay inside the memory behind `data` (a stride
+ * past it reads or writes someone else's memory). A caller that knows the
+ * allocation vouches for it here: TSL_OK when every element the tensor
+ * addresses (all of its bytes) lies in [buffer, buffer + bytes); else
+ * TSL_ERR_ARG saying whether elements fall before the buffer or past its
+ * end, by how many bytes, which element and which dims take it there.
+ * Negative and zero strides are fine; a tensor with a dim of size 0
+ * addresses nothing and always passes; arithmetic that would overflow is
+ * an error. ctx may be NULL (no message is kept). */
+tsl_status tsl_tensor_check_buffer(TSL_KEEP tsl_context *ctx, TSL_KEEP const DLTensor *t,
+                                   TSL_KEEP const void *buffer, size_t bytes);
 /* Bind every parameter and output at once, by position (what language
  * bindings call): for parameter i in declaration order (0 <= i <
  * tsl_program_param_count), tensors[i] for a tensor parameter (as
