@@ -210,6 +210,8 @@ def make_call(f: Any, general: Callable) -> Callable:
             "            self._cuda_setup(a, _kind_for_device(fs.dev.device_id), fs.dev.device_id)",
             f"            target = {f._target_code if f._target_code >= 0 else 2}",
             "        st = _call(self._prog.handle, a.handle, fs.tref, fs.kinds_t, _AT, a.scalars, target)",
+            "        if st == _ERR_ARG:  # refused before anything ran: the generic path says it in torch's terms",
+            "            return general(self, args, out, kw)",
             "        if st:",
             "            raise self._ctx.error(st)",
             ret,
@@ -231,7 +233,7 @@ def _globals(general: Callable) -> dict:
         from . import _tensors
         _G.update({"general": general, "_ndarray": np.ndarray, "_np_empty": np.empty,
                    "_NP_DTYPES": _tensors.NUMPY_DTYPES, "_call": _call, "_fill": _fill, "_AT": _AT,
-                   "_ITEMS": TUPLE_ITEMS, "_kind_for_device": _kind_for_device, "_Tensor": _NoType,
+                   "_ITEMS": TUPLE_ITEMS, "_ERR_ARG": _lib.STATUS_NAMES.index("TSL_ERR_ARG"), "_kind_for_device": _kind_for_device, "_Tensor": _NoType,
                    "_API": _API, "_torch_empty": None, "_TORCH_DTYPES": {}})
         torch_ready()
     return _G
