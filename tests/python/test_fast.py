@@ -193,3 +193,59 @@ def test_torch_fast_cpu(rng, generic_calls):
     # fast call's argument errors are handed to it, nothing having run)
     with pytest.raises(tessel.ArgumentError, match="complex64"):
         g(A.to(torch.complex64), B)
+
+
+def _cuda_torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    if not hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
+        pytest.skip("this torch has no DLPack exchange API")
+    return torch
+
+
+def test_torch_fast_cuda(generic_calls):
+    """CUDA tensors through the fast call (run by bench/gpu_python.sh): the
+    results, no generic call after the first, the current stream, out=, a
+    strided input (generic: copied), a CUDA graph of fast calls."""
+    torch = _cuda_torch()
+    f = tessel.compile(AXPY)
+    N = 4099
+    X, Y, S = (torch.rand(N, device="cuda") - 0.5 for _ in range(3))
+    f(X, 0.5, Y, S)
+    generic_calls.clear()
+    S1 = S.clone()
+    Z, S_ret = f(X, 0.5, Y, S)
+    assert S_ret is S and Z.is_cuda
+    torch.testing.assert_close(Z, 0.5 * X + Y, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(S, S1 + X, rtol=1e-6, atol=1e-6)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # queued on the side stream, as torch's own ops would be
+        Zo = torch.full((N,), float("nan"), device="cuda")
+        S2 = S.clone()
+        Z2, _ = f(X, 2.0, Y, S, out=(Zo, None))
+    side.synchronize()
+    torch.testing.assert_close(Zo, 2.0 * X + Y, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(S, S2 + X, rtol=1e-6, atol=1e-6)
+    g = tessel.compile("def mm(float(M,K) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}")
+    A, B = torch.rand(33, 17, device="cuda"), torch.rand(17, 65, device="cuda")
+    g(A, B)
+    C = torch.full((33, 65), float("nan"), device="cuda")
+    before = len(generic_calls)
+    assert g(A, B, out=C) is C
+    torch.testing.assert_close(C, A @ B, rtol=1e-4, atol=1e-4)
+    assert len(generic_calls) == before
+    At = torch.rand(17, 33, device="cuda").t()  # strided: the generic path copies it
+    torch.testing.assert_close(g(At, B), At @ B, rtol=1e-4, atol=1e-4)
+    assert len(generic_calls) == before + 1
+    # a CUDA graph of fast calls
+    Cg = torch.empty(33, 65, device="cuda")
+    g(A, B, out=Cg)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        g(A, B, out=Cg)
+    A.copy_(torch.rand(33, 17, device="cuda"))
+    Cg.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(Cg, A @ B, rtol=1e-4, atol=1e-4)
