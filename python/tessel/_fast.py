@@ -159,8 +159,11 @@ def make_call(f: Any, general: Callable) -> Callable:
                   f"            plan = self._shapes.get({key})",
                   "            if plan is None:",
                   "                return general(self, args, out, kw)"]
+            s += ["            try:"]
             for k, j in enumerate(alloc):
-                s += [f"            o{j} = {empty.format(k=k)}"]
+                s += [f"                o{j} = {empty.format(k=k)}"]
+            s += ["            except KeyError:  # a dtype this kind of tensor lacks: the generic path says so",
+                  "                return general(self, args, out, kw)"]
             if single:
                 s += [f"        elif type(out) is {{T}}{{OUT_OK}}:", "            o0 = out"]
             s += ["        else:", "            return general(self, args, out, kw)"]

@@ -118,6 +118,11 @@ def test_fast_errors_keep_their_messages(rng, generic_calls):
         g(X, I)
     assert "g.tc:2:" in str(e.value) and "7" in str(e.value)
     assert len(generic_calls) == before  # the bounds error came from the fast path
+    # an output dtype NumPy lacks, at a shape the fast path knows: the generic path's message
+    h = tessel.compile("def c(float(N) A) -> (B) { B(i) = bfloat16(A(i)) }")
+    for _ in range(2):
+        with pytest.raises(tessel.ArgumentError, match="NumPy has no bfloat16"):
+            h(rand(rng, 6))
     # what the fast path does not take: the generic path's messages
     with pytest.raises(tessel.ArgumentError, match=r"parameter 'B' must be a tensor"):
         f(A, 3.0)
