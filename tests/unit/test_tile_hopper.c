@@ -533,8 +533,8 @@ static int check_attention(const prog *p, const sched_attn_sm90 *a, double scale
     return ok;
 }
 
-/* The kernel for each shape it takes (batch ranks 0..2, head dims 64 and
- * 128 and mixed, f16 and bf16, causal or not) verifies and, in the tile
+/* The kernel for each shape it takes (batch ranks 0..2, head dims 64, 128,
+ * 192, 256 and mixed, f16 and bf16, causal or not) verifies and, in the tile
  * interpreter at sizes no block divides (Tq, Tk = 1, primes, a block and
  * one over), matches the float64 softmax; the scale given as a literal. */
 static void test_attn_sm90(void)
@@ -550,6 +550,14 @@ static void test_attn_sm90(void)
         {{1, 128, 128, TSL_DTYPE_BF16, 1, "0.08838834764831845"}, "B0=1 Tq=129 Tk=140"},
         {{1, 64, 128, TSL_DTYPE_BF16, 0, "0.125"}, "B0=1 Tq=37 Tk=300"},
         {{0, 128, 64, TSL_DTYPE_F16, 1, "0.08838834764831845"}, "Tq=17 Tk=5"},
+        /* head dim 256: K/V blocks of 64 through two stages a ring; the
+         * rings wrap, rows past Tq and columns past Tk masked */
+        {{0, 256, 256, TSL_DTYPE_BF16, 0, "0.0625"}, "Tq=1 Tk=1"},
+        {{1, 256, 256, TSL_DTYPE_BF16, 0, "0.0625"}, "B0=1 Tq=67 Tk=197"},
+        {{0, 256, 256, TSL_DTYPE_F16, 1, "0.0625"}, "Tq=131 Tk=140"},
+        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625"}, "B0=1 Tq=70 Tk=37"},
+        {{0, 64, 256, TSL_DTYPE_F16, 0, "0.125"}, "Tq=5 Tk=131"},
+        {{0, 192, 128, TSL_DTYPE_BF16, 1, "0.07216878364870323"}, "Tq=29 Tk=70"},
     };
     for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
         const sched_attn_sm90 *a = &cases[c].a;
@@ -570,14 +578,16 @@ static void test_attn_sm90(void)
     CHECK(!sched_attn_sm90_fits(&bad, &why) && why && strstr(why, "batch"));
     bad.nbatch = 1, bad.d = 96;
     CHECK(!sched_attn_sm90_fits(&bad, &why) && strstr(why, "head dims") && !sched_attn_sm90_text(&bad, "x"));
+    bad.d = 320;
+    CHECK(!sched_attn_sm90_fits(&bad, &why) && strstr(why, "head dims") && !sched_attn_sm90_text(&bad, "x"));
 }
 
 /* The attention strategy's sm_90a plan (sched/attn_sm90.c) run through the
  * tile interpreter against the TC interpreter: TC attention as users write
  * it (scale by 1/sqrt(D) or a scalar parameter, a causal mask j <= i with
  * -1e30), f16 and bf16, batch and heads leading, Tq != Tk, sizes no block
- * divides; head dims 64 and 128 take the wgmma kernels, others the
- * fallback plan the guards leave them to. */
+ * divides; head dims 64, 128, 192 and 256 take the wgmma kernels, others
+ * the fallback plan the guards leave them to. */
 static void test_attn_sm90_plan(void)
 {
     static const struct {
@@ -594,7 +604,7 @@ static void test_attn_sm90_plan(void)
          "  S(b,i,j) +=! Q(b,i,d) * K(b,j,d)\n  S(b,i,j) = S(b,i,j) * c\n  m(b,i) max=! S(b,i,j)\n"
          "  P(b,i,j) = exp(S(b,i,j) - m(b,i))\n  l(b,i) +=! P(b,i,j)\n"
          "  O(b,i,e) +=! P(b,i,j) * V(b,j,e)\n  O(b,i,e) = O(b,i,e) / l(b,i)\n}\n",
-         {{2, 1, 128, 1, 128}, {1, 131, 64, 257, 128}, {0}}},
+         {{2, 1, 128, 1, 128}, {1, 131, 64, 257, 128}, {1, 37, 256, 67, 256}}},
     };
     for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
         tsl_arena *a = arena_create();
@@ -606,7 +616,7 @@ static void test_attn_sm90_plan(void)
         CHECK_MSG(p != NULL, "%s", sb_str(&d.msg));
         int wg = 0;
         for (int l = 0; p && l < p->nlaunches; l++) wg += strstr(p->launches[l].k->name, "_sm90_") != NULL;
-        CHECK_MSG(!p || wg == 4, "case %d: %d sm_90a launches, want 4 (one per head-dim pair)", (int)c, wg);
+        CHECK_MSG(!p || wg == 16, "case %d: %d sm_90a launches, want 16 (one per head-dim pair)", (int)c, wg);
         for (int i = 0; p && i < 3; i++)
             if (cases[c].sets[i][0])
                 test_compare_plan(a, mod->defs[0], p, cases[c].sets[i], test_run_tile_interp, "tile interp sm_90a");
