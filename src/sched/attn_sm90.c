@@ -270,13 +270,16 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
 
 /* ---- the plan: the attention strategy's sm_90a launches ----------------------------------- */
 
-/* The head dims a kernel is written for: 64, 128, 192, 256. */
-enum { NHEAD = 4 };
-static const int head_vals[NHEAD] = {64, 128, 192, 256};
+/* The head dims a size symbol gets kernels for. The plan compiles every
+ * kernel it lists, so the common dims only (9 pairs, not 16): a constant
+ * head dim may also be 192, and a symbol bound to 192 at run time takes
+ * the tile plan. */
+enum { NHEAD = 3 };
+static const int head_vals[NHEAD] = {64, 128, 256};
 
-/* Head dim x (a size of the def): the values a kernel may be written for
- * that x can take; *sym its size symbol when it is one, else -1. 0 when it
- * is neither a constant nor a plain size symbol. */
+/* Head dim x (a size of the def): the values a kernel is written for that
+ * x can take; *sym its size symbol when it is one, else -1. 0 when it is
+ * neither a constant nor a plain size symbol. */
 static int head_dims(const lang_sexpr *x, int vals[NHEAD], int *sym)
 {
     *sym = -1;
@@ -298,13 +301,14 @@ static void guard_eq(sched_guard *g, int sym, int v)
     g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_GT, g->val[g->n++] = v - 1;
 }
 
-/* sym one of head_vals: sym % 64 == 0 && 0 < sym <= 256 */
+/* sym one of head_vals: sym % 64 == 0 && 0 < sym <= 256 && sym != 192 */
 static void guard_in(sched_guard *g, int sym)
 {
     if (sym < 0) return;
     g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_MOD, g->val[g->n++] = 64;
     g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_GT, g->val[g->n++] = 0;
-    g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_LE, g->val[g->n++] = head_vals[NHEAD - 1];
+    g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_LE, g->val[g->n++] = 256;
+    g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_NE, g->val[g->n++] = 192;
 }
 
 int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)

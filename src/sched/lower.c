@@ -1411,8 +1411,12 @@ int sched_guard_holds(const sched_guard *g, const int64_t *sizes)
     int all = 1;
     for (int i = 0; i < g->n; i++) {
         int64_t v = sizes[g->sym[i]];
-        all &= g->op[i] == SCHED_GUARD_MOD ? v % g->val[i] == 0 : g->op[i] == SCHED_GUARD_LE ? v <= g->val[i]
-                                                                                              : v > g->val[i];
+        switch (g->op[i]) {
+        case SCHED_GUARD_MOD: all &= v % g->val[i] == 0; break;
+        case SCHED_GUARD_LE: all &= v <= g->val[i]; break;
+        case SCHED_GUARD_GT: all &= v > g->val[i]; break;
+        case SCHED_GUARD_NE: all &= v != g->val[i]; break;
+        }
     }
     return all != g->negate;
 }
@@ -1442,8 +1446,9 @@ void sched_print(strbuf *b, const sched_plan *p)
         for (int g = 0; g < l->guard.n; g++) {
             const char *nm = p->def->sizes[l->guard.sym[g]];
             sb_puts(b, g ? " && " : l->guard.negate ? " unless " : " when ");
+            static const char *const rel[] = {[SCHED_GUARD_LE] = "<=", [SCHED_GUARD_GT] = ">", [SCHED_GUARD_NE] = "!="};
             if (l->guard.op[g] == SCHED_GUARD_MOD) sb_printf(b, "%s %% %lld == 0", nm, (long long)l->guard.val[g]);
-            else sb_printf(b, "%s %s %lld", nm, l->guard.op[g] == SCHED_GUARD_LE ? "<=" : ">", (long long)l->guard.val[g]);
+            else sb_printf(b, "%s %s %lld", nm, rel[l->guard.op[g]], (long long)l->guard.val[g]);
         }
         for (int j = 0; j < l->nargs; j++) {
             const sched_arg *a = &l->args[j];

@@ -61,10 +61,11 @@ typedef struct sched_arg {
 /* A launch's condition on the sizes: the conjunction of n terms, each
  * size symbol `sym[i]` a multiple of val[i] (MOD: the sm_90a GEMM's TMA
  * rows need 16-byte strides), at most val[i] (LE) or above it (GT: small-M
- * and large-M plans); `negate` runs the launch exactly when that fails (a
- * fallback plan). Several launches of one group have exclusive guards. */
+ * and large-M plans), or other than val[i] (NE: a head dim no attention
+ * kernel is written for); `negate` runs the launch exactly when that fails
+ * (a fallback plan). Several launches of one group have exclusive guards. */
 #define SCHED_MAX_GUARD 8
-typedef enum { SCHED_GUARD_MOD, SCHED_GUARD_LE, SCHED_GUARD_GT } sched_guard_op;
+typedef enum { SCHED_GUARD_MOD, SCHED_GUARD_LE, SCHED_GUARD_GT, SCHED_GUARD_NE } sched_guard_op;
 typedef struct sched_guard {
     int n;
     int sym[SCHED_MAX_GUARD];

@@ -586,8 +586,9 @@ static void test_attn_sm90(void)
  * tile interpreter against the TC interpreter: TC attention as users write
  * it (scale by 1/sqrt(D) or a scalar parameter, a causal mask j <= i with
  * -1e30), f16 and bf16, batch and heads leading, Tq != Tk, sizes no block
- * divides; head dims 64, 128, 192 and 256 take the wgmma kernels, others
- * the fallback plan the guards leave them to. */
+ * divides; head dims 64, 128 and 256 take the wgmma kernels, others (192
+ * included: a symbol gets no kernel for it) the fallback plan the guards
+ * leave them to. */
 static void test_attn_sm90_plan(void)
 {
     static const struct {
@@ -599,7 +600,7 @@ static void test_attn_sm90_plan(void)
          "  S(b,h,i,j) = j <= i ? S(b,h,i,j) : -1e30\n  m(b,h,i) max=! S(b,h,i,j)\n"
          "  P(b,h,i,j) = exp(S(b,h,i,j) - m(b,h,i))\n  l(b,h,i) +=! P(b,h,i,j)\n"
          "  O(b,h,i,e) +=! P(b,h,i,j) * V(b,h,j,e)\n  O(b,h,i,e) = O(b,h,i,e) / l(b,h,i)\n}\n",
-         {{1, 2, 67, 64, 67, 64}, {1, 1, 37, 128, 150, 64}, {1, 1, 5, 32, 7, 48}}},
+         {{1, 2, 67, 64, 67, 64}, {1, 1, 37, 128, 150, 64}, {1, 1, 5, 192, 7, 64}}},
         {"def sa(bfloat16(B,Tq,D) Q, bfloat16(B,Tk,D) K, bfloat16(B,Tk,E) V, float c) -> (O) {\n"
          "  S(b,i,j) +=! Q(b,i,d) * K(b,j,d)\n  S(b,i,j) = S(b,i,j) * c\n  m(b,i) max=! S(b,i,j)\n"
          "  P(b,i,j) = exp(S(b,i,j) - m(b,i))\n  l(b,i) +=! P(b,i,j)\n"
@@ -616,7 +617,7 @@ static void test_attn_sm90_plan(void)
         CHECK_MSG(p != NULL, "%s", sb_str(&d.msg));
         int wg = 0;
         for (int l = 0; p && l < p->nlaunches; l++) wg += strstr(p->launches[l].k->name, "_sm90_") != NULL;
-        CHECK_MSG(!p || wg == 16, "case %d: %d sm_90a launches, want 16 (one per head-dim pair)", (int)c, wg);
+        CHECK_MSG(!p || wg == 9, "case %d: %d sm_90a launches, want 9 (one per head-dim pair)", (int)c, wg);
         for (int i = 0; p && i < 3; i++)
             if (cases[c].sets[i][0])
                 test_compare_plan(a, mod->defs[0], p, cases[c].sets[i], test_run_tile_interp, "tile interp sm_90a");
