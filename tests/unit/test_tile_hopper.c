@@ -582,6 +582,54 @@ static void test_attn_sm90(void)
     CHECK(!sched_attn_sm90_fits(&bad, &why) && strstr(why, "head dims") && !sched_attn_sm90_text(&bad, "x"));
 }
 
+/* The head-dim-256 kernel's CUDA compiles for sm_90a with NVRTC within its
+ * registers (no spills), and ptxas inserts no warpgroup.arrive of its own
+ * (C7519: the register-A operand P written between a fence and its wgmma,
+ * which serialises the P V chain). */
+static void test_attn_sm90_cuda(void)
+{
+    tsl_diag d0 = {0};
+    if (rt_cuda_nvrtc_available(&d0) != TSL_OK) {
+        diag_free(&d0);
+        return;
+    }
+    diag_free(&d0);
+    sched_attn_sm90 sh = {1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625"};
+    char *text = sched_attn_sm90_text(&sh, "attn256");
+    tsl_arena *a = arena_create();
+    tsl_source src = {"attn256.tile", text ? text : ""};
+    tsl_diag d = {0};
+    tile_module *m = NULL;
+    tsl_status st = tile_parse(a, &src, &d, &m);
+    if (!st) st = tile_verify(m, &src, &d);
+    strbuf cu = {0};
+    if (!st) st = cg_cuda_emit(m, m->kernels[0], &cu, &d);
+    CHECK_MSG(st == TSL_OK, "%s", sb_str(&d.msg));
+    if (!st) {
+        rt_cuda_options o = {0};
+        o.ptxas_verbose = 1;
+        o.name = "attn256.cu";
+        void *cubin = NULL;
+        size_t n = 0;
+        char *log = NULL;
+        tsl_status cs = rt_cuda_compile(sb_str(&cu), "sm_90a", &o, &cubin, &n, &log, &d);
+        CHECK_MSG(cs == TSL_OK, "NVRTC: %s", sb_str(&d.msg));
+        if (cs == TSL_OK) {
+            rt_ptxas_report r;
+            rt_cuda_ptxas_parse(log, &r);
+            CHECK_MSG(r.found >= 1 && !r.spill_stores && !r.spill_loads, "spills %d/%d", r.spill_stores,
+                      r.spill_loads);
+            CHECK_MSG(!log || !strstr(log, "C7519"), "ptxas injected warpgroup.arrive:\n%.600s", log);
+        }
+        free(cubin);
+        free(log);
+    }
+    sb_free(&cu);
+    diag_free(&d);
+    arena_free(a);
+    free(text);
+}
+
 /* The attention strategy's sm_90a plan (sched/attn_sm90.c) run through the
  * tile interpreter against the TC interpreter: TC attention as users write
  * it (scale by 1/sqrt(D) or a scalar parameter, a causal mask j <= i with
@@ -637,5 +685,6 @@ TEST_SUITE(tile_hopper) = {
     {"sm90_plan", test_sm90_plan},
     {"attn_sm90", test_attn_sm90},
     {"attn_sm90_plan", test_attn_sm90_plan},
+    {"attn_sm90_cuda", test_attn_sm90_cuda},
     {0, 0},
 };
