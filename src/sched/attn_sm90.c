@@ -2,13 +2,15 @@
  * "Attention on Hopper"), written as tile IR text from its shape
  * (attn_sm90.h). The hand-written original is
  * examples/tile/flash_attn_wgmma.tile; this is that program for any batch
- * rank, head dims 64 and 128, f16 and bf16, with or without a causal mask.
+ * rank, head dims 64, 128, 192 and 256, f16 and bf16, with or without a
+ * causal mask.
  *
  * A block takes BM = 128 query rows of one batch entry and runs three
  * warpgroups. The producer loads the block's Q once and streams K and V
- * blocks of BN = 128 rows through a ring of three stages with TMA (the
- * full barrier counts the bytes, the empty barrier the two consumers'
- * releases). Each consumer owns 64 query rows. Per K/V block j it issues
+ * blocks of BN rows (attn_shape_of: 128, or 64 past head dim 128) through
+ * rings of two or three stages with TMA, one ring for K and one for V
+ * (the full barriers count the bytes, the empty barriers the two
+ * consumers' releases). Each consumer owns 64 query rows. Per K/V block j it issues
  * S_j = Q K_j^T (K read K-major through a transposed view of its stage)
  * and, behind it, O += P_{j-1} V_{j-1}; once S_j is in, it runs the
  * online softmax of S_j while the second product runs on the tensor
