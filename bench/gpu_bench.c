@@ -140,6 +140,10 @@ static const bench_case bench_cases[] = {
     {"attention causal fp16 B4 H32 S4096 D128", "attention_causal.tc", "float16", REF_ATTN_CAUSAL,
      "B=128,Tq=4096,Tk=4096,D=128,E=128", "B=2,Tq=131,Tk=131,D=128,E=128", "B=2,Tq=1024,Tk=1024,D=128,E=128",
      "TFLOP/s"},
+    /* head dim 256 (bf16): K/V blocks of 64 rows, two stages a ring */
+    {"attention bf16 B4 H16 S4096 D256", "attention.tc", "bfloat16", REF_ATTENTION,
+     "B=64,Tq=4096,Tk=4096,D=256,E=256", "B=2,Tq=17,Tk=131,D=256,E=256", "B=2,Tq=1024,Tk=1024,D=256,E=256",
+     "TFLOP/s"},
     {"attention decode fp16 B32 H32 Tq1 KV8192 D128", "attention.tc", "float16", REF_ATTN_DECODE,
      "B=1024,Tq=1,Tk=8192,D=128,E=128", "B=2,Tq=1,Tk=300,D=128,E=128", "B=64,Tq=1,Tk=8192,D=128,E=128", "TB/s"},
     {"scale-bias-relu fp16 8192x8192", "scalebiasrelu", "float16", REF_SCALEBIAS, "N=8192,D=8192", "N=13,D=1031",

@@ -218,6 +218,10 @@ static tsl_status pb_guard(const sched_guard *g, tsl_arena *a, rt_expr *out, tsl
                 buf[n++] = (rt_xins){RT_X_MOD, 0};
                 buf[n++] = (rt_xins){RT_X_CONST, 0};
                 buf[n++] = (rt_xins){RT_X_EQ, 0};
+            } else if (g->op[i] == SCHED_GUARD_NE) {
+                buf[n++] = (rt_xins){RT_X_CONST, g->val[i]};
+                buf[n++] = (rt_xins){RT_X_EQ, 0};
+                buf[n++] = (rt_xins){RT_X_NOT, 0};
             } else {
                 buf[n++] = (rt_xins){RT_X_CONST, g->val[i]};
                 buf[n++] = (rt_xins){g->op[i] == SCHED_GUARD_LE ? RT_X_LE : RT_X_GT, 0};

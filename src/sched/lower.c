@@ -1418,7 +1418,8 @@ int sched_guard_holds(const sched_guard *g, const int64_t *sizes)
         int64_t v = sizes[g->sym[i]];
         all[g->grp[i]] &= g->op[i] == SCHED_GUARD_MOD ? v % g->val[i] == 0
                           : g->op[i] == SCHED_GUARD_LE ? v <= g->val[i]
-                                                       : v > g->val[i];
+                          : g->op[i] == SCHED_GUARD_GT ? v > g->val[i]
+                                                       : v != g->val[i];
     }
     int ok = all[0];
     for (int u = 1; u <= sched_guard_nunless(g); u++) ok &= !all[u];
@@ -1470,8 +1471,9 @@ void sched_print(strbuf *b, const sched_plan *p)
             const char *nm = p->def->sizes[l->guard.sym[g]];
             int u = l->guard.grp[g];
             sb_puts(b, g && l->guard.grp[g - 1] == u ? " && " : u ? " unless " : " when ");
+            static const char *const rel[] = {[SCHED_GUARD_LE] = "<=", [SCHED_GUARD_GT] = ">", [SCHED_GUARD_NE] = "!="};
             if (l->guard.op[g] == SCHED_GUARD_MOD) sb_printf(b, "%s %% %lld == 0", nm, (long long)l->guard.val[g]);
-            else sb_printf(b, "%s %s %lld", nm, l->guard.op[g] == SCHED_GUARD_LE ? "<=" : ">", (long long)l->guard.val[g]);
+            else sb_printf(b, "%s %s %lld", nm, rel[l->guard.op[g]], (long long)l->guard.val[g]);
         }
         for (int j = 0; j < l->nargs; j++) {
             const sched_arg *a = &l->args[j];

@@ -60,15 +60,16 @@ typedef struct sched_arg {
 
 /* A launch's condition on the sizes: n terms, each size symbol `sym[i]` a
  * multiple of val[i] (MOD: the sm_90a GEMM's TMA rows need 16-byte
- * strides), at most val[i] (LE) or above it (GT: small-M and large-M
- * plans). Term i belongs to group grp[i]: the `when` terms (group 0) must
+ * strides), at most val[i] (LE), above it (GT: small-M and large-M
+ * plans) or other than it (NE: a head dim no attention kernel is written
+ * for). Term i belongs to group grp[i]: the `when` terms (group 0) must
  * all hold, and for each `unless` group u > 0 not all of its terms may
  * hold: "when A && B unless C unless D && E". A fallback plan runs unless
  * its fast plan's condition holds; a part of a merged chain that has
  * guarded plans of its own runs them unless the chain's condition holds.
  * Several launches of one group have exclusive guards. */
 #define SCHED_MAX_GUARD 16
-typedef enum { SCHED_GUARD_MOD, SCHED_GUARD_LE, SCHED_GUARD_GT } sched_guard_op;
+typedef enum { SCHED_GUARD_MOD, SCHED_GUARD_LE, SCHED_GUARD_GT, SCHED_GUARD_NE } sched_guard_op;
 typedef struct sched_guard {
     int n;
     int sym[SCHED_MAX_GUARD];
