@@ -73,6 +73,7 @@ typedef struct qm {
      * split-K workspace (scratch index), -1: not this kernel */
     int E, EB, U, RI, GR, ws;
     int64_t splitk;   /* the option splitk (0: from the SM count) */
+    int f16;          /* the option qmatmul.dequant=16: dequantize through f16 */
     strbuf b;
 } qm;
 
@@ -629,7 +630,12 @@ static char *vec_text(qm *q, const char *kname)
          * words directly, so only of a value not written in place (cuda_dequant.c) */
         sb_printf(o, "    q_w%d = copy q_c%d\n", u, u);
         sb_printf(o, "    q_q%d = view q_w%d -> register %s[%d, %d] layout %s\n", u, u, wdt, TK, BN, lay);
-        sb_printf(o, "    q_f%d = cast q_q%d -> register f32[%d, %d] layout %s\n", u, u, TK, BN, lay);
+        if (q->f16) { /* the f16 rows (exact where taken), then widened */
+            sb_printf(o, "    q_h%d = cast q_q%d -> register f16[%d, %d] layout %s\n", u, u, TK, BN, lay);
+            sb_printf(o, "    q_f%d = cast q_h%d -> register f32[%d, %d] layout %s\n", u, u, TK, BN, lay);
+        } else {
+            sb_printf(o, "    q_f%d = cast q_q%d -> register f32[%d, %d] layout %s\n", u, u, TK, BN, lay);
+        }
         sb_printf(o, "    q_xv%d = view q_x%d -> register %s[%d, 1] layout %s\n", u, u, xd, TK, lxc);
         const char *xf = "q_xv";
         if (X->dtype != TSL_DTYPE_F32) {
@@ -1017,6 +1023,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
     q.splitk = p->opt->splitk;
     q.ws = -1;
     if (!recognise(&q)) return 0;
+    q.f16 = p->opt->qdequant == 16 && exact_in(q.def->tensors[q.w.tensor]->dtype, TSL_DTYPE_F16);
     /* W's rows whole bytes: N * bits a multiple of 8 */
     const lang_sexpr *nw = q.def->tensors[q.w.tensor]->shape[1];
     int step = 8;
