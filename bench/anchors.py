@@ -9,6 +9,7 @@ timed; timing is CUDA events after warm-up, median of many repetitions, with
 inputs rotated so that the 50-60 MB L2 does not serve repeats.
 Prints a table; with --json PATH also writes the figures."""
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -258,6 +259,32 @@ def main():
         rows.append((f"{name} (SDPA)", f"err {err:.1e}",
                      4 * B * H * S * S * D / t / 1e12 * (0.5 if causal else 1.0), "TFLOP/s", t))
         del nxt, q, k, v, o
+    # issue 15: head dim 256 in bf16, SDPA's default (cuDNN on Hopper) and
+    # its flash backend (the issue's target) on the same inputs; the flash
+    # row is a work of its own so that report.py keeps both
+    name = "attention bf16 B4 H16 S4096 D256"
+    if want(name):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        B, H, S, D = 4, 16, 4096, 256
+        nxt = rotate(lambda: tuple(torch.randn(B, H, S, D, device=dev, dtype=torch.bfloat16)
+                                   for _ in range(3)), 2)
+        q, k, v = nxt()
+        qd, kd, vd = q[:1, :2].double(), k[:1, :2].double(), v[:1, :2].double()
+        ref = torch.softmax(qd @ kd.transpose(-1, -2) / D**0.5, dim=-1) @ vd
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        for label, backends in (("SDPA", None), ("SDPA flash backend", [SDPBackend.FLASH_ATTENTION])):
+            ctx = sdpa_kernel(backends) if backends else contextlib.nullcontext()
+            try:
+                with ctx:
+                    err = rel_err(sdpa(q[:1, :2], k[:1, :2], v[:1, :2]), ref)
+                    assert err < 2e-2, err
+                    t = bench(lambda: sdpa(*nxt()))
+            except RuntimeError as e:  # the backend declines the shape
+                print(f"{name} ({label}): unavailable: {e}")
+                continue
+            work = name if backends is None else f"{name}, {label}"
+            rows.append((f"{work} ({label})", f"err {err:.1e}", 4 * B * H * S * S * D / t / 1e12, "TFLOP/s", t))
+        del nxt, q, k, v, qd, kd, vd, ref
     if want("attention decode fp16 B32 H32 Tq1 KV8192 D128"):
         B, H, T, D = 32, 32, 8192, 128
         nxt = rotate(lambda: (torch.randn(B, H, 1, D, device=dev, dtype=torch.float16),
@@ -272,6 +299,41 @@ def main():
         rows.append(("attention decode fp16 B32 H32 Tq1 KV8192 D128 (SDPA)", f"err {err:.1e}",
                      2 * 2 * B * H * T * D / t / 1e12, "TB/s", t))
         del nxt, q, k, v, o
+
+    # issue 15: Graphene's 20-layer MLP, 8192 x 128 fp16, bias + ReLU (and
+    # the 1/8 tessel's program applies: folded into W and c, so that each
+    # layer is ONE cuBLASLt call with its bias + ReLU epilogue,
+    # torch._addmm_activation); torch.compile of the same loop printed
+    # first (the report pairs tessel's row with the last one: cuBLASLt)
+    if want("MLP20 fp16 8192x128"):
+        L, B, H = 20, 8192, 128
+        nxt = rotate(lambda: (torch.rand(B, H, device=dev, dtype=torch.float16) * 2 - 1,
+                              [(torch.rand(H, H, device=dev, dtype=torch.float16) * 2 - 1) * 0.125 for _ in range(L)],
+                              [(torch.rand(H, device=dev, dtype=torch.float16) * 2 - 1) * 0.125 for _ in range(L)]), 8)
+
+        def mlp(x, ws, cs):
+            for w, c in zip(ws, cs):
+                x = torch._addmm_activation(c, x, w.t())
+            return x
+        x, ws, cs = nxt()
+        ref = x[:64].double()
+        for w, c in zip(ws, cs):
+            ref = torch.relu(ref @ w.double().t() + c.double())
+        err = rel_err(mlp(x, ws, cs)[:64], ref)
+        assert err < 1e-2, err
+        try:
+            cm = torch.compile(mlp)
+            err_c = rel_err(cm(x, ws, cs)[:64], ref)
+            assert err_c < 1e-2, err_c
+            t = bench(lambda: cm(*nxt()))
+            rows.append(("MLP20 fp16 8192x128 (torch.compile)", f"err {err_c:.1e}", 2 * L * B * H * H / t / 1e12,
+                         "TFLOP/s", t))
+        except Exception as e:  # no compiler toolchain on the machine
+            print(f"MLP20: torch.compile unavailable: {e}")
+        t = bench(lambda: mlp(*nxt()))
+        rows.append(("MLP20 fp16 8192x128 (cuBLASLt addmm+relu, layer by layer)", f"err {err:.1e}",
+                     2 * L * B * H * H / t / 1e12, "TFLOP/s", t))
+        del nxt, x, ws, cs
 
     # issue 14: the quantized GEMV's anchors at (N, K) = 8192 x 8192, group
     # 128 — torch's int4 kernel (tinygemm, bf16 activations) and cuBLAS on

@@ -47,7 +47,7 @@
 
 #define BENCH_L2_BYTES (60.0 * 1024 * 1024)
 #define BENCH_MAX_SETS 8
-#define BENCH_MAX_TENSORS 16
+#define BENCH_MAX_TENSORS 64 /* mlp20: X, 20 weights, 20 biases, Y, 19 temporaries */
 
 static uint64_t bench_rng = 0x9e3779b97f4a7c15ull;
 
@@ -80,7 +80,7 @@ static double bench_median(double *v, int n)
 
 /* ---- the programs ---------------------------------------------------------------------- */
 
-typedef enum { REF_MATMUL, REF_LAYERNORM, REF_SOFTMAX, REF_ATTENTION, REF_ATTN_CAUSAL, REF_ATTN_DECODE, REF_SCALEBIAS, REF_SILU, REF_BMM, REF_GEMM_GELU, REF_SUM } bench_ref;
+typedef enum { REF_MATMUL, REF_LAYERNORM, REF_SOFTMAX, REF_ATTENTION, REF_ATTN_CAUSAL, REF_ATTN_DECODE, REF_SCALEBIAS, REF_SILU, REF_BMM, REF_GEMM_GELU, REF_SUM, REF_MLP } bench_ref;
 
 typedef struct bench_case {
     const char *work;    /* the row's name; bench/anchors.py names the same work */
@@ -140,11 +140,19 @@ static const bench_case bench_cases[] = {
     {"attention causal fp16 B4 H32 S4096 D128", "attention_causal.tc", "float16", REF_ATTN_CAUSAL,
      "B=128,Tq=4096,Tk=4096,D=128,E=128", "B=2,Tq=131,Tk=131,D=128,E=128", "B=2,Tq=1024,Tk=1024,D=128,E=128",
      "TFLOP/s"},
+    /* head dim 256 (bf16): K/V blocks of 64 rows, two stages a ring */
+    {"attention bf16 B4 H16 S4096 D256", "attention.tc", "bfloat16", REF_ATTENTION,
+     "B=64,Tq=4096,Tk=4096,D=256,E=256", "B=2,Tq=17,Tk=131,D=256,E=256", "B=2,Tq=1024,Tk=1024,D=256,E=256",
+     "TFLOP/s"},
     {"attention decode fp16 B32 H32 Tq1 KV8192 D128", "attention.tc", "float16", REF_ATTN_DECODE,
      "B=1024,Tq=1,Tk=8192,D=128,E=128", "B=2,Tq=1,Tk=300,D=128,E=128", "B=64,Tq=1,Tk=8192,D=128,E=128", "TB/s"},
     {"scale-bias-relu fp16 8192x8192", "scalebiasrelu", "float16", REF_SCALEBIAS, "N=8192,D=8192", "N=13,D=1031",
      "N=31,D=8192", "TB/s"},
     {"silu fp16 8192x8192", "silu", "float16", REF_SILU, "N=8192,D=8192", "N=13,D=1031", "N=31,D=8192", "TB/s"},
+    /* issue 15: Graphene's MLP, 20 layers of 128 with bias + ReLU (scaled
+     * by 1/8: the values stay in range), one chain kernel; TFLOP/s of the
+     * 20 products */
+    {"MLP20 fp16 8192x128", "mlp20", "float16", REF_MLP, "B=8192,H=128", "B=130,H=72", "B=1024,H=128", "TFLOP/s"},
     /* a full reduction to a scalar (issue 10: >= 80% of copy), bytes read */
     {"sum fp32 1e8", "sum", "float32", REF_SUM, "N=100000000", "N=100003", "N=1000003", "TB/s"},
 };
@@ -179,13 +187,33 @@ static int bench_sm = 80;
  * library reads no environment), for plan sweeps. */
 static sched_options bench_opts;
 
+#define BENCH_MLP_LAYERS 20
+
+/* mlp20: h_k(b,o) = max(h_{k-1} W_k^T + c_k, 0) / 8, 20 layers of H. */
+static char *bench_mlp_text(void)
+{
+    strbuf b = {0};
+    sb_puts(&b, "def mlp20(float(B,H) X");
+    for (int k = 1; k <= BENCH_MLP_LAYERS; k++) sb_printf(&b, ", float(H,H) W%d, float(H) c%d", k, k);
+    sb_puts(&b, ") -> (Y) {\n");
+    for (int k = 1; k <= BENCH_MLP_LAYERS; k++) {
+        char h[8], prev[8];
+        snprintf(h, sizeof h, k == BENCH_MLP_LAYERS ? "Y" : "h%d", k);
+        snprintf(prev, sizeof prev, k == 1 ? "X" : "h%d", k - 1);
+        sb_printf(&b, "  %s(b,o) +=! %s(b,i) * W%d(o,i)\n  %s(b,o) = fmaxf(%s(b,o) + c%d(o), 0) * 0.125\n", h, prev, k,
+                  h, h, k);
+    }
+    sb_puts(&b, "}\n");
+    return sb_take(&b);
+}
+
 /* The example's source with `float(` declarations turned into `dtype(`. */
 static char *bench_source(const char *file, const char *dtype)
 {
     char path[512];
     snprintf(path, sizeof path, "examples/%s", file);
     size_t n;
-    char *text = NULL;
+    char *text = !strcmp(file, "mlp20") ? bench_mlp_text() : NULL;
     for (size_t i = 0; i < sizeof bench_inline / sizeof bench_inline[0]; i++)
         if (!strcmp(file, bench_inline[i].name)) text = strdup(bench_inline[i].text);
     if (!text) text = file_read_all(path, &n);
@@ -369,6 +397,28 @@ static double bench_sample_check(const bench_case *bc, const bench_host *h)
             }
         }
         free(row);
+    } else if (bc->ref == REF_MLP) {
+        int64_t R = h->b->shapes[bench_index(def, "X")][0], H = h->b->shapes[bench_index(def, "X")][1];
+        double *x = malloc(sizeof *x * (size_t)H * 2);
+        for (int s = 0; s < 32 && x; s++) {
+            int64_t r = (int64_t)((bench_rand() + 1) / 2 * (double)R);
+            double *cur = x, *nxt = x + H;
+            for (int64_t i = 0; i < H; i++) cur[i] = bench_at(h, "X", r * H + i);
+            for (int k = 1; k <= BENCH_MLP_LAYERS; k++) {
+                char w[8], c[8];
+                snprintf(w, sizeof w, "W%d", k);
+                snprintf(c, sizeof c, "c%d", k);
+                for (int64_t o = 0; o < H; o++) {
+                    double acc = 0;
+                    for (int64_t i = 0; i < H; i++) acc += cur[i] * bench_at(h, w, o * H + i);
+                    nxt[o] = fmax(acc + bench_at(h, c, o), 0) * 0.125;
+                }
+                double *t = cur;
+                cur = nxt, nxt = t;
+            }
+            for (int64_t o = 0; o < H; o++) bench_err_add(&e, bench_at(h, "Y", r * H + o), cur[o]);
+        }
+        free(x);
     } else if (bc->ref == REF_SUM) {
         int64_t N = h->b->shapes[bench_index(def, "X")][0];
         double acc = 0, comp = 0; /* compensated, in double */
@@ -570,7 +620,10 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
         work = 2;
         for (int i = 0; i < def->nsizes; i++) work *= (double)b->sizes[i];
     }
-    else if (bc->ref == REF_ATTENTION || bc->ref == REF_ATTN_CAUSAL) {
+    else if (bc->ref == REF_MLP) {
+        int ix = bench_index(def, "X");
+        work = 2.0 * BENCH_MLP_LAYERS * (double)b->shapes[ix][0] * (double)b->shapes[ix][1] * (double)b->shapes[ix][1];
+    } else if (bc->ref == REF_ATTENTION || bc->ref == REF_ATTN_CAUSAL) {
         int iq = bench_index(def, "Q"), ik = bench_index(def, "K");
         work = 4.0 * (double)b->shapes[iq][0] * (double)b->shapes[iq][1] * (double)b->shapes[ik][1] *
                (double)b->shapes[iq][2] * (bc->ref == REF_ATTN_CAUSAL ? 0.5 : 1.0);

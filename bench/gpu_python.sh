@@ -4,6 +4,8 @@
 # device-tensor suite on the GPU, the Python tests (NumPy, torch CPU and
 # CUDA: streams, CUDA graphs, torch.compile, the profiler), the examples,
 # then bench/py_overhead.py (host overhead of a cached call, CPU and CUDA,
+# through the generated fast call: tests/python/test_fast.py's CUDA case
+# checks that path, its stream, its strided-input fallback and a graph,
 # and the profiler's proof that no copy is on the call path), then the CUDA
 # target's unit suites.
 #
@@ -72,7 +74,7 @@ step install 120 bash -c venv_install
 PY=$VENV/bin/python INSTALLED=1
 if ! "$PY" -c 'import tessel' >/dev/null 2>&1; then PY=python3 INSTALLED=0; export PYTHONPATH=$PWD/python; fi
 step unit-device 120 build/unit_tests api_device api_call
-step pytest 300 env TESSEL_PY_INSTALLED=$INSTALLED "$PY" -m pytest -q -p no:cacheprovider -rs tests/python/test_torch.py tests/python/test_numpy.py
+step pytest 300 env TESSEL_PY_INSTALLED=$INSTALLED "$PY" -m pytest -q -p no:cacheprovider -rs tests/python/test_torch.py tests/python/test_numpy.py tests/python/test_fast.py
 step examples 150 bash -c "for f in examples/python/*.py; do echo \"-- \$f\"; $PY \$f || exit 1; done"
 step overhead 120 "$PY" bench/py_overhead.py
 # the CUDA target's own suites (memsets and syncs on the device's stream)

@@ -7,7 +7,8 @@ On a tiny kernel (C = A + B on 4 elements), after a warm-up call, times:
   c-run     the C part alone: tsl_program_call (bind + run) through ctypes on
             the arrays the last call filled (what the C API costs, kernel included);
   python    call - c-run: what the Python layer adds;
-  py-layer  the call with tsl_program_call replaced by a C no-op (strncmp with
+  py-layer  the call with tsl_program_call (and tsl_program_call_refs, the
+            generated fast call's) replaced by a C no-op (strncmp with
             n = 0) through ctypes: the Python layer measured directly (the
             two rows above are each noisy on a busy machine);
   ctypes-nop  one ctypes call of libc abs, to tell a loaded machine.
@@ -94,12 +95,21 @@ class _StubRun:
 
 
 def py_layer(fn):
+    """fn() with the run made a C no-op, on the generic path (_L) and on
+    the generated fast call (_fast's tsl_program_call_refs)."""
+    import ctypes
+    from tessel import _fast
     real = _function._L
     _function._L = _StubRun(real)
+    nop = ctypes.CDLL(None).strncmp
+    nop.restype = ctypes.c_int
+    real_call = _fast._G.get("_call")
+    _fast._G["_call"] = lambda p, a, refs, kinds, at, sc, t: nop(p, a, 0)
     try:
         return fn()
     finally:
         _function._L = real
+        _fast._G["_call"] = real_call
 
 
 def calibration(n):

@@ -256,6 +256,18 @@ void tsl_args_free(TSL_TAKE tsl_args *a);
 tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
                                TSL_KEEP const DLTensor *t);
 tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, double v);
+/* A DLTensor carries no buffer size, so tessel cannot know that its shape,
+ * strides and byte_offset stay inside the memory behind `data` (a stride
+ * past it reads or writes someone else's memory). A caller that knows the
+ * allocation vouches for it here: TSL_OK when every element the tensor
+ * addresses (all of its bytes) lies in [buffer, buffer + bytes); else
+ * TSL_ERR_ARG saying whether elements fall before the buffer or past its
+ * end, by how many bytes, which element and which dims take it there.
+ * Negative and zero strides are fine; a tensor with a dim of size 0
+ * addresses nothing and always passes; arithmetic that would overflow is
+ * an error. ctx may be NULL (no message is kept). */
+tsl_status tsl_tensor_check_buffer(TSL_KEEP tsl_context *ctx, TSL_KEEP const DLTensor *t,
+                                   TSL_KEEP const void *buffer, size_t bytes);
 /* Bind every parameter and output at once, by position (what language
  * bindings call): for parameter i in declaration order (0 <= i <
  * tsl_program_param_count), tensors[i] for a tensor parameter (as
@@ -356,6 +368,43 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
  * the one call a language binding makes per function call. */
 tsl_status tsl_program_call(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *tensors,
                             TSL_KEEP const double *scalars, tsl_target target);
+
+/* ---- language bindings ------------------------------------------------
+ *
+ * tsl_program_call for a binding whose tensors are described by the
+ * framework's own objects, without a foreign call per tensor. Entry i of
+ * refs (parameters in declaration order, then outputs, as
+ * tsl_args_bind's tensors) is found as kinds[i] says; ref_at is where,
+ * inside a referenced object, the pointer to the DLPack structure lies (a
+ * Python DLPack capsule: its pointer field, offsetof(PyCapsule, pointer),
+ * which the binding checks once against PyCapsule_GetPointer). */
+typedef enum tsl_ref_kind {
+    TSL_REF_NONE = 0,  /* no tensor: a scalar's entry, an output to allocate, an in/out output */
+    TSL_REF_TENSOR,    /* refs[i] is the DLTensor */
+    TSL_REF_MANAGED,   /* refs[i] + ref_at holds a DLManagedTensor* ("dltensor" capsules) */
+    TSL_REF_VERSIONED, /* refs[i] + ref_at holds a DLManagedTensorVersioned* (DLPack 1.0) */
+} tsl_ref_kind;
+tsl_status tsl_program_call_refs(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, TSL_KEEP const void *const *refs,
+                                 TSL_KEEP const uint8_t *kinds, size_t ref_at, TSL_KEEP const double *scalars,
+                                 tsl_target target);
+
+/* Describe n framework tensors at once through the framework's DLPack
+ * exchange API (DLPack 1.2's DLPackExchangeAPI, e.g. what PyTorch's
+ * `torch.Tensor.__dlpack_c_exchange_api__` capsule holds): out[i] from
+ * objects[i] by its dltensor_from_py_object_no_sync, which borrows the
+ * object's own shape and strides (valid while the object lives and is
+ * not resized). The caller holds what the framework needs held (Python's
+ * GIL). *device gets the first tensor's device. Returns 0 when all are
+ * filled, on one device, and device tensors are C-contiguous (what
+ * tsl_program_call takes in place); TSL_DLPACK_OTHER_WAY when all are
+ * filled but not so (mixed devices, a strided device tensor: the binding
+ * describes them its other way, to copy or report them); -1 - i when the
+ * framework refused object i (its error is set: a Python exception);
+ * TSL_DLPACK_UNUSABLE when the API is not a DLPack 1.x exchange API with
+ * that function. */
+enum { TSL_DLPACK_OTHER_WAY = 1, TSL_DLPACK_UNUSABLE = 2 };
+int tsl_dlpack_fill(TSL_KEEP const void *exchange_api, void *const *objects, int n, DLTensor *out,
+                    DLDevice *device);
 
 /* ---- layouts ----------------------------------------------------------- */
 

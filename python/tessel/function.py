@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
+from . import _fast
 from . import _lib
 from . import _tensors
 from .errors import ArgumentError, Error, error_for
@@ -167,6 +168,7 @@ def _describe_any(x: Any, slot: _tensors.Slot, write: bool, what: str):
         from . import _torch_kind
         import torch
         if isinstance(x, torch.Tensor):
+            _fast.torch_ready()  # fast calls of torch tensors from now on
             _DESCRIBERS[t] = _torch_kind.describe
             return _torch_kind.describe(x, slot, write, what)
     if isinstance(x, np.ndarray):
@@ -253,6 +255,12 @@ class Function:
             [inspect.Parameter(q.name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for q in params] +
             [inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)])
         self.__doc__ = f"TC def {self.name}{self._decl()} (compiled by tessel.compile)"
+        if _fast.AVAILABLE:
+            # calls go to a __call__ generated for this def (_fast.py): a
+            # class of its own, since Python looks __call__ up on the type
+            self.__class__ = type("Function", (Function,), {"__call__": _fast.make_call(self, _call_general),
+                                                            "__module__": Function.__module__,
+                                                            "__doc__": Function.__doc__})
 
     # ---- introspection --------------------------------------------------
 
@@ -400,6 +408,12 @@ class Function:
         self._local.args = a
         return a
 
+    def _fast_state(self) -> tuple:
+        """This thread's args and fast-call scratch (made at its first call)."""
+        a = getattr(self._local, "args", None) or self._thread_args()
+        fs = self._local.fast = _fast.FastState(self)
+        return a, fs
+
     def _bind_general(self, args: tuple, kwargs: dict) -> tuple[list, dict]:
         n = self._nparams
         if len(args) > n:
@@ -442,6 +456,11 @@ class Function:
         return [out]
 
     def __call__(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
+        return self._call_general(*args, out=out, **kwargs)
+
+    def _call_general(self, *args: Any, out: Any = None, **kwargs: Any) -> Any:
+        """A call of any arguments (the generated __call__ handles the
+        common cases itself and hands the rest here)."""
         n = self._nparams
         sizes = None
         if kwargs or len(args) != n:
@@ -616,6 +635,10 @@ class Function:
             self._shapes.clear()
         self._shapes[key] = plan
         return plan
+
+
+def _call_general(f: Function, args: tuple, out: Any, kwargs: dict) -> Any:
+    return f._call_general(*args, out=out, **kwargs)
 
 
 def _output_shapes(f: "Function", shapes: Sequence[Sequence[int]], sizes: Optional[dict] = None) -> list:

@@ -49,7 +49,12 @@ struct tsl_args {
     void *stream;     /* device runs: the caller's CUstream (NULL: legacy default) */
     tsl_allocator al; /* al.alloc NULL: tessel's own allocation */
     int sync;         /* device runs: wait for the stream and report index errors */
+    int fresh;        /* tsl_program_call: the descriptors were checked by its bind, just now */
 };
+
+/* Up to this many sizes, tensors, ... a call keeps its scratch on the
+ * stack: a cached call of a small def allocates nothing. */
+enum { ARGS_STACK = 16 };
 
 const lang_bound *api_args_bound(const tsl_args *a) { return a->bound; }
 
@@ -345,8 +350,12 @@ tsl_status tsl_args_infer(TSL_KEEP tsl_args *a)
     tsl_context *ctx = a->p->ctx;
     const lang_def *def = a->p->def;
     args_invalidate(a);
-    int64_t *sizes = calloc((size_t)def->nsizes + 1, sizeof *sizes);
-    args_origin *origin = calloc((size_t)def->nsizes + 1, sizeof *origin);
+    int64_t sizes_here[ARGS_STACK];
+    args_origin origin_here[ARGS_STACK];
+    int heap = def->nsizes > ARGS_STACK;
+    int64_t *sizes = heap ? calloc((size_t)def->nsizes + 1, sizeof *sizes) : sizes_here;
+    args_origin *origin = heap ? calloc((size_t)def->nsizes + 1, sizeof *origin) : origin_here;
+    if (!heap) memset(origin_here, 0, sizeof origin_here);
     tsl_status st = TSL_OK;
     if (!sizes || !origin) {
         st = api_error(ctx, TSL_ERR_NOMEM, "out of memory");
@@ -370,7 +379,7 @@ tsl_status tsl_args_infer(TSL_KEEP tsl_args *a)
             sb_free(&b);
             continue;
         }
-        if ((st = args_check_input(a, lt, sl->in))) continue;
+        if (!a->fresh && (st = args_check_input(a, lt, sl->in))) continue;
         for (int d = 0; d < lt->rank && !st; d++) {
             int64_t v = sl->in->shape[d];
             int sym = lt->dims ? lt->dims[d].sym : -1;
@@ -417,8 +426,10 @@ tsl_status tsl_args_infer(TSL_KEEP tsl_args *a)
         a->made = a->bound;
     }
 out:
-    free(sizes);
-    free(origin);
+    if (heap) {
+        free(sizes);
+        free(origin);
+    }
     return st;
 }
 
@@ -489,9 +500,9 @@ int64_t tsl_args_reduction_length(TSL_KEEP tsl_args *a, TSL_KEEP const char *nam
 static tsl_status args_check_output(tsl_args *a, const lang_tensor *lt, const DLTensor *t)
 {
     tsl_context *ctx = a->p->ctx;
-    tsl_dtype dt;
-    tsl_status st = args_check_tensor(ctx, t, "output", lt->name, &dt);
-    if (!st) {
+    tsl_dtype dt = lt->dtype; /* fresh: tsl_args_bind checked it is */
+    tsl_status st = a->fresh ? TSL_OK : args_check_tensor(ctx, t, "output", lt->name, &dt);
+    if (!st && api_tensor_check_distinct(NULL, t, NULL)) { /* the message formatted only when needed */
         char what[160];
         snprintf(what, sizeof what, "output '%s'", lt->name);
         st = api_tensor_check_distinct(ctx, t, what);
@@ -772,7 +783,8 @@ static int args_span_cmp(const void *x, const void *y)
 static tsl_status args_check_overlap(tsl_program *p, const interp_tensor *views)
 {
     const lang_def *def = p->def;
-    args_span_of *sp = calloc((size_t)def->ntensors + 1, sizeof *sp);
+    args_span_of here[ARGS_STACK];
+    args_span_of *sp = def->ntensors <= ARGS_STACK ? here : calloc((size_t)def->ntensors + 1, sizeof *sp);
     if (!sp) return api_error(p->ctx, TSL_ERR_NOMEM, "out of memory");
     int n = 0;
     for (int i = 0; i < def->ntensors; i++) {
@@ -791,7 +803,7 @@ static tsl_status args_check_overlap(tsl_program *p, const interp_tensor *views)
         if (sp[k].hi > far_all || who_all < 0) far_all = sp[k].hi, who_all = sp[k].t;
         if (is_out && (sp[k].hi > far_out || who_out < 0)) far_out = sp[k].hi, who_out = sp[k].t;
     }
-    free(sp);
+    if (sp != here) free(sp);
     if (o < 0) return TSL_OK;
     const lang_tensor *ot = def->tensors[o], *tt = def->tensors[t];
     return api_error(p->ctx, TSL_ERR_ARG, "output '%s' shares memory with %s '%s': tessel does not "
@@ -829,6 +841,18 @@ static tsl_status args_carry(tsl_program *p, interp_tensor *views, char **owned)
     return TSL_OK;
 }
 
+/* Whether a compiled run needs carriers (a low-bit parameter or output). */
+static int args_needs_carry(const tsl_program *p)
+{
+    const lang_def *def = p->def;
+    for (int i = 0; i < def->ntensors; i++) {
+        const lang_tensor *lt = def->tensors[i];
+        if (!lt->is_scalar && !(lt->flags & LANG_TENSOR_TEMP) && sched_tensor_boundary_dtype(lt) != lt->dtype)
+            return 1;
+    }
+    return 0;
+}
+
 /* After a compiled run: every low-bit output packed from its carrier (the
  * rounding of docs/lowbit.md), the carriers freed. */
 static void args_uncarry(tsl_program *p, const interp_tensor *orig, char **owned, int pack)
@@ -847,8 +871,10 @@ static void args_uncarry(tsl_program *p, const interp_tensor *orig, char **owned
     }
 }
 
-/* The views of a run on `target`; *dvo gets the tensors' device. */
-static tsl_status args_views_on(tsl_program *p, tsl_args *a, tsl_target target, interp_tensor **out, DLDevice *dvo)
+/* The views of a run on `target` (in buf when it has room for every
+ * tensor, else allocated); *dvo gets the tensors' device. */
+static tsl_status args_views_on(tsl_program *p, tsl_args *a, tsl_target target, interp_tensor *buf, int nbuf,
+                                interp_tensor **out, DLDevice *dvo)
 {
     *out = NULL;
     tsl_context *ctx = p->ctx;
@@ -875,8 +901,9 @@ static tsl_status args_views_on(tsl_program *p, tsl_args *a, tsl_target target, 
     if (dv.device_type != kDLCUDA && (st = args_check_memory(a))) return st;
     if ((st = args_prepare_outputs(a, dv))) return st;
     const lang_def *def = p->def;
-    interp_tensor *views = calloc((size_t)def->ntensors + 1, sizeof *views);
+    interp_tensor *views = def->ntensors <= nbuf ? buf : calloc((size_t)def->ntensors + 1, sizeof *views);
     if (!views) return api_error(ctx, TSL_ERR_NOMEM, "out of memory");
+    if (views == buf) memset(buf, 0, sizeof *buf * (size_t)def->ntensors);
     for (int i = 0; i < def->ntensors; i++) {
         const lang_tensor *lt = def->tensors[i];
         const args_slot *sl = &a->slot[i];
@@ -889,7 +916,7 @@ static tsl_status args_views_on(tsl_program *p, tsl_args *a, tsl_target target, 
             args_view(&views[i], sl->user_out ? sl->user_out : &sl->owned_out->t, lt->dtype);
     }
     if ((st = args_check_overlap(p, views))) {
-        free(views);
+        if (views != buf) free(views);
         return st;
     }
     *out = views;
@@ -901,7 +928,7 @@ static tsl_status args_views_on(tsl_program *p, tsl_args *a, tsl_target target, 
 tsl_status api_args_views(tsl_program *p, tsl_args *a, interp_tensor **out)
 {
     DLDevice dv;
-    return args_views_on(p, a, TSL_TARGET_CPU, out, &dv);
+    return args_views_on(p, a, TSL_TARGET_CPU, NULL, 0, out, &dv);
 }
 
 tsl_status api_args_carry(tsl_program *p, const interp_tensor *views, interp_tensor **cv, char ***owned)
@@ -927,9 +954,9 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
     tsl_context *ctx = p->ctx;
     tsl_status tst = api_target_check(ctx, target, "tsl_program_run");
     if (tst) return tst;
-    interp_tensor *views = NULL;
+    interp_tensor *views = NULL, here[ARGS_STACK];
     DLDevice dv = {kDLCPU, 0};
-    tsl_status st = args_views_on(p, a, target, &views, &dv);
+    tsl_status st = args_views_on(p, a, target, here, ARGS_STACK, &views, &dv);
     if (st) return st;
     tsl_diag *d = api_diag(ctx);
     diag_reset(d);
@@ -942,6 +969,8 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
     } else if (target == TSL_TARGET_INTERP) {
         st = interp_run(a->bound, views, d);
         rs->run_ms = rt_now_ms() - t0;
+    } else if (!args_needs_carry(p)) {
+        st = api_compiled_run(p, target, a, views, d);
     } else {
         interp_tensor *cv = NULL;
         char **owned = NULL;
@@ -952,7 +981,7 @@ tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_ta
         }
         api_args_uncarry(p, views, cv, owned, st == TSL_OK);
     }
-    free(views);
+    if (views != here) free(views);
     if (!st) a->ran = 1;
     p->last = (tsl_run_stats){.total_ms = rt_now_ms() - t0, .plan_ms = rs->plan_ms, .codegen_ms = rs->codegen_ms,
                               .compile_ms = rs->compile_ms, .load_ms = rs->load_ms, .run_ms = rs->run_ms,
@@ -975,5 +1004,11 @@ tsl_status tsl_program_call(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, TSL_K
     if (!p) return TSL_ERR_ARG;
     if (!a) return api_error(p->ctx, TSL_ERR_ARG, "tsl_program_call: args is NULL");
     tsl_status st = tsl_args_bind(a, tensors, scalars);
-    return st ? st : tsl_program_run(p, a, target);
+    if (st) return st;
+    /* nothing can change the descriptors between this bind and the run:
+     * each is checked once (the run's infer and output checks skip it) */
+    a->fresh = 1;
+    st = tsl_program_run(p, a, target);
+    a->fresh = 0;
+    return st;
 }

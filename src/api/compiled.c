@@ -592,12 +592,14 @@ tsl_status api_compiled_run_device(tsl_program *p, const lang_bound *b, const st
                                    int device_id, void *stream, const tsl_allocator *al, int sync, tsl_diag *d)
 {
     const lang_def *def = p->def;
-    int n = def->ntensors;
-    rt_ptr *ptrs = calloc((size_t)n + 1, sizeof *ptrs);
-    double *scalars = calloc((size_t)n + 1, sizeof *scalars);
+    int n = def->ntensors, heap = n > 16; /* a small def's call allocates nothing */
+    rt_ptr ptrs_here[16] = {0};
+    double scalars_here[16] = {0};
+    rt_ptr *ptrs = heap ? calloc((size_t)n + 1, sizeof *ptrs) : ptrs_here;
+    double *scalars = heap ? calloc((size_t)n + 1, sizeof *scalars) : scalars_here;
     if (!ptrs || !scalars) {
-        free(ptrs);
-        free(scalars);
+        if (heap) free(ptrs);
+        if (heap) free(scalars);
         diag_error(d, TSL_ERR_NOMEM, "out of memory");
         return TSL_ERR_NOMEM;
     }
@@ -621,7 +623,9 @@ tsl_status api_compiled_run_device(tsl_program *p, const lang_bound *b, const st
         s->dev = NULL;
     }
     pthread_mutex_unlock(&s->mu);
-    free(ptrs);
-    free(scalars);
+    if (heap) {
+        free(ptrs);
+        free(scalars);
+    }
     return st;
 }

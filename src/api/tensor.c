@@ -1,5 +1,7 @@
-/* tensor.c — host tensors owned by tessel (tsl_tensor_alloc/free) and the
- * checks applied to every DLPack descriptor a caller hands in. */
+/* tensor.c — host tensors owned by tessel (tsl_tensor_alloc/free), the
+ * checks applied to every DLPack descriptor a caller hands in, and the
+ * check of a descriptor against the buffer its caller vouches for
+ * (tsl_tensor_check_buffer). */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,4 +208,104 @@ void api_tensor_strides(const DLTensor *t, int64_t strides[TSL_MAX_RANK])
         strides[d] = s;
         s *= t->shape[d];
     }
+}
+
+/* "(5, 3)": shape or strides, for messages. */
+static void tensor_describe_dims(strbuf *b, int rank, const int64_t *v)
+{
+    sb_putc(b, '(');
+    for (int d = 0; d < rank; d++) sb_printf(b, "%s%lld", d ? ", " : "", (long long)v[d]);
+    sb_puts(b, rank == 1 ? ",)" : ")");
+}
+
+/* The element indices (out) that reach furthest back (low) or forward, and
+ * the dims that move them there ("dim 0 (size 4, stride -3)"). */
+static void tensor_describe_corner(strbuf *b, const DLTensor *t, const int64_t *strides, int low)
+{
+    int64_t idx[TSL_MAX_RANK];
+    for (int d = 0; d < t->ndim; d++) idx[d] = (strides[d] < 0) == low ? t->shape[d] - 1 : 0;
+    sb_puts(b, "element ");
+    tensor_describe_dims(b, t->ndim, idx);
+    int any = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] < 2 || !strides[d] || (strides[d] < 0) != low) continue;
+        sb_printf(b, "%s dim %d (size %lld, stride %lld)", any ? "," : ", reached through", d,
+                  (long long)t->shape[d], (long long)strides[d]);
+        any = 1;
+    }
+}
+
+tsl_status tsl_tensor_check_buffer(TSL_KEEP tsl_context *ctx, TSL_KEEP const DLTensor *t,
+                                   TSL_KEEP const void *buffer, size_t bytes)
+{
+    const char *fn = "tsl_tensor_check_buffer";
+    tsl_status st;
+    tsl_dtype dt;
+    if (!t) return api_error(ctx, TSL_ERR_ARG, "%s: the tensor descriptor is NULL", fn);
+    if (t->ndim < 0 || t->ndim > TSL_MAX_RANK)
+        return api_error(ctx, TSL_ERR_ARG, "%s: rank %d is outside 0..%d", fn, t->ndim, TSL_MAX_RANK);
+    if (t->ndim > 0 && !t->shape) return api_error(ctx, TSL_ERR_ARG, "%s: rank %d but shape is NULL", fn, t->ndim);
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] < 0)
+            return api_error(ctx, TSL_ERR_ARG, "%s: dim %d has negative size %lld", fn, d, (long long)t->shape[d]);
+        if (t->shape[d] == 0) return TSL_OK; /* no element: nothing is addressed */
+    }
+    if (api_shape_numel(t->ndim, t->shape) < 0)
+        return api_error(ctx, TSL_ERR_ARG, "%s: the element count overflows", fn);
+    if (tsl_dtype_from_dlpack(t->dtype, &dt) != 0)
+        return api_error(ctx, TSL_ERR_ARG, "%s: unsupported DLPack dtype (code %d, %d bits, %d lanes)", fn,
+                         (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes);
+    int64_t strides[TSL_MAX_RANK];
+    api_tensor_strides(t, strides);
+    /* In bits from data + byte_offset (packed low-bit dtypes address
+     * parts of bytes): the first element's first bit lo, the last's last
+     * bit + 1 hi. Each dim's reach is (size - 1) * stride elements. */
+    const int64_t bits = tsl_dtype_bits(dt), lim = INT64_MAX / 16;
+    int64_t lo = 0, hi = bits;
+    for (int d = 0; d < t->ndim; d++) {
+        int64_t r;
+        if (__builtin_mul_overflow(t->shape[d] - 1, strides[d], &r) || __builtin_mul_overflow(r, bits, &r) ||
+            r > lim || r < -lim || (r < 0 ? lo < -lim - r : hi > lim - r))
+            return api_error(ctx, TSL_ERR_ARG,
+                             "%s: dim %d (size %lld, stride %lld) reaches beyond any buffer (the offset "
+                             "overflows)", fn, d, (long long)t->shape[d], (long long)strides[d]);
+        if (r < 0) lo += r;
+        else hi += r;
+    }
+    /* where data + byte_offset lies from buffer's start, in bytes; a
+     * distance past `cap` (2^56 bytes, beyond any address space) is an
+     * error whatever the strides say */
+    const int64_t cap = lim / 8;
+    uintptr_t start = (uintptr_t)t->data, base = (uintptr_t)buffer;
+    uint64_t off = t->byte_offset;
+    if (bytes > (uint64_t)cap || base + bytes < base)
+        return api_error(ctx, TSL_ERR_ARG, "%s: a buffer of %zu bytes at %p does not fit the address space", fn, bytes,
+                         buffer);
+    uintptr_t dist = start >= base ? start - base : base - start;
+    int far = dist > (uintptr_t)cap || off > (uint64_t)cap;
+    int64_t rel = far ? (start >= base || off > (uint64_t)cap ? cap : -cap) : (start >= base ? (int64_t)dist : -(int64_t)dist) + (int64_t)off;
+    /* bytes [first, end): the lowest byte an element touches, one past the highest */
+    int64_t first = rel + (lo >= 0 ? lo / 8 : -((-lo + 7) / 8)), end = rel + (hi + 7) / 8;
+    if (!far && first >= 0 && (uint64_t)end <= bytes) return TSL_OK;
+    strbuf b = {0};
+    if (!buffer) {
+        sb_puts(&b, "the buffer is NULL but the tensor addresses elements");
+    } else if (first < 0) {
+        sb_printf(&b, "its elements start %lld bytes before the buffer's start: ", (long long)-first);
+        tensor_describe_corner(&b, t, strides, 1);
+    } else {
+        sb_printf(&b, "its elements end %lld bytes past the buffer's end (%zu bytes): ", (long long)(end - (int64_t)bytes),
+                  bytes);
+        tensor_describe_corner(&b, t, strides, 0);
+    }
+    strbuf sh = {0}, sd = {0};
+    tensor_describe_dims(&sh, t->ndim, t->shape);
+    tensor_describe_dims(&sd, t->ndim, strides);
+    st = api_error(ctx, TSL_ERR_ARG, "%s: the %s tensor of shape %s, strides %s%s and byte_offset %llu does not fit its "
+                   "buffer: %s", fn, tsl_dtype_name(dt), sb_str(&sh), sb_str(&sd), t->strides ? "" : " (C order)",
+                   (unsigned long long)off, sb_str(&b));
+    sb_free(&b);
+    sb_free(&sh);
+    sb_free(&sd);
+    return st;
 }

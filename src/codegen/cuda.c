@@ -655,6 +655,7 @@ static void emit_stmt(cg *c, const tile_stmt *s)
         /* a pipeline loop of barriers, TMA and wgmma stays rolled: unrolling
          * buys nothing there and triples ptxas's time (docs/codegen.md) */
         if (cg_hopper_block_used(s->body)) cg_line(c, "#pragma unroll 1");
+        else if (s->unroll) cg_line(c, "#pragma unroll");
         cg_line(c, "for (I %s = %s; %s < %s; %s += %s) {", n, sb_str(&lo), n, sb_str(&hi), n, sb_str(&st));
         sb_free(&lo);
         sb_free(&hi);

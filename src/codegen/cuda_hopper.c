@@ -515,6 +515,18 @@ static void emit_wgmma(cg *c, const tile_stmt *s)
     pb = b->type.layout->v.data;
     pb.sw = (layout_swizzle){0, 0, 0};
     int nd = (int)(h ? N / 4 : N / 2);
+    /* a register A is packed into 32-bit pairs before the asm statements,
+     * then fenced: PTX wants A's registers written before a wgmma.fence,
+     * and a pack between the fence and each wgmma made ptxas insert a
+     * warpgroup.arrive before every one (C7519; each its own scoreboard
+     * group, the chain serialised) */
+    if (areg) {
+        const char *an = cg_name(c, a);
+        cg_line(c, "unsigned %s_ra[%lld];", cname, (long long)(K / 4));
+        cg_line(c, "for (int r = 0; r < %lld; r++) %s_ra[r] = tsl_pack2(%s[2 * r], %s[2 * r + 1]);", (long long)(K / 4),
+                cname, an, an);
+        cg_line(c, "tsl_wgmma_fence();");
+    }
     if (h) {
         cg_line(c, "if (!%s_hf) {", cname);
         cg_line(c, "    for (int r = 0; r < %d; r++) %s_hd[r] = tsl_pack2(%s[2 * r], %s[2 * r + 1]);", nd, cname,
@@ -544,10 +556,7 @@ static void emit_wgmma(cg *c, const tile_stmt *s)
             sb_printf(&asmb, "%s\"%s\"(%s%s[%d])", i ? ", " : "", h ? "+r" : "+f", cname, h ? "_hd" : "", i);
         sb_puts(&asmb, " : ");
         if (areg) {
-            const char *an = cg_name(c, a);
-            for (int r = 0; r < 4; r++)
-                sb_printf(&asmb, "\"r\"(tsl_pack2(%s[%lld], %s[%lld])), ", an, (long long)(8 * ks + 2 * r), an,
-                          (long long)(8 * ks + 2 * r + 1));
+            for (int r = 0; r < 4; r++) sb_printf(&asmb, "\"r\"(%s_ra[%lld]), ", cname, (long long)(4 * ks + r));
         } else {
             sb_printf(&asmb, "\"l\"(da + %lld), ", (long long)(offa * cg_esize(a->type.dt) >> 4));
         }

@@ -692,6 +692,54 @@ static void emit_copy_async(cg *c, const tile_stmt *s)
         if (i >= 0) cg_line(c, "const I g%d = %s;", j, src.off[j]);
         else cg_line(c, "const I g%d = %s;", j, src.off[j]);
     }
+    int L = src.rank - 1;
+    if (vector && box[rank - 1] % vec == 0) {
+        /* the whole box inside the tensor, its last dim contiguous and
+         * every chunk aligned (the interior tiles of a GEMM): one loop of
+         * unconditional copies; the checked loop below is the edges' */
+        strbuf in_box = {0}, base = {0};
+        sb_printf(&in_box, "%s_s%d == 1", gn, L);
+        for (int j = 0; j <= L; j++) {
+            int i = j - slead;
+            int64_t ext = i >= 0 ? box[i] : 1;
+            sb_printf(&in_box, " && g%d >= 0 && g%d + %lld <= %s_d%d", j, j, (long long)ext, gn, j);
+            if (j < L && vec > 1) sb_printf(&in_box, " && %s_s%d %% %lld == 0", gn, j, (long long)vec);
+            sb_printf(&base, "(I)g%d * %s_s%d + ", j, gn, j);
+        }
+        sb_puts(&base, "0");
+        if (vec > 1) sb_printf(&in_box, " && ((unsigned long long)(%s + %s) %% %lld) == 0", gn, sb_str(&base), (long long)bytes);
+        cg_line(c, "if (%s) {", sb_str(&in_box));
+        c->ind++;
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (int it = 0; it < %lld; it++) {", (long long)iters);
+        c->ind++;
+        cg_line(c, "const I ch = tid + (I)it * %d;", T);
+        if (iters * T > nch) cg_line(c, "if (ch < %lld) {", (long long)nch);
+        else cg_line(c, "{");
+        c->ind++;
+        cg_line(c, "I r = ch * %lld;", (long long)vec);
+        for (int i = rank - 1; i >= 0; i--)
+            cg_line(c, "const I x%d = r %% %lld; r /= %lld;", i, (long long)box[i], (long long)box[i]);
+        cg_line(c, "%s *sp = (%s *)(tsl_smem + %lld) + %s;", st, st, (long long)c->soff[svv->id], sb_str(&soff));
+        strbuf ga = {0};
+        for (int j = 0; j <= L; j++) {
+            int i = j - slead;
+            if (i >= 0) sb_printf(&ga, "(I)(g%d + x%d) * %s_s%d + ", j, i, gn, j);
+            else sb_printf(&ga, "(I)g%d * %s_s%d + ", j, gn, j);
+        }
+        sb_puts(&ga, "0");
+        cg_line(c, "%s(sp, %s + (%s), %lld);", at->cu, gn, sb_str(&ga), (long long)bytes);
+        sb_free(&ga);
+        c->ind--;
+        cg_line(c, "}");
+        c->ind--;
+        cg_line(c, "}");
+        c->ind--;
+        cg_line(c, "} else {");
+        c->ind++;
+        sb_free(&in_box);
+        sb_free(&base);
+    }
     cg_line(c, "#pragma unroll");
     cg_line(c, "for (int it = 0; it < %lld; it++) {", (long long)iters);
     c->ind++;
@@ -705,7 +753,6 @@ static void emit_copy_async(cg *c, const tile_stmt *s)
     cg_line(c, "%s *sp = (%s *)(tsl_smem + %lld) + %s;", st, st, (long long)c->soff[svv->id], sb_str(&soff));
     strbuf rowok = {0}, gaddr = {0};
     sb_puts(&rowok, "true");
-    int L = src.rank - 1;
     for (int j = 0; j < L; j++) {
         int i = j - slead;
         char cj[48];
@@ -744,6 +791,10 @@ static void emit_copy_async(cg *c, const tile_stmt *s)
     cg_line(c, "}");
     c->ind--;
     cg_line(c, "}");
+    if (vector && box[rank - 1] % vec == 0) {
+        c->ind--;
+        cg_line(c, "}");
+    }
     c->ind--;
     cg_line(c, "}");
     sb_free(&soff);

@@ -198,7 +198,8 @@ static tsl_status pb_rows(const lang_def *def, int s, int v, tsl_arena *a, rt_ex
 }
 
 /* A launch's guard (sched.h) as an expression over the program's sizes:
- * the conjunction of its terms, negated when the guard says so. */
+ * the conjunction of its when terms and of each unless group's negated
+ * conjunction. */
 static tsl_status pb_guard(const sched_guard *g, tsl_arena *a, rt_expr *out, tsl_diag *d)
 {
     if (g->n > SCHED_MAX_GUARD) {
@@ -206,21 +207,31 @@ static tsl_status pb_guard(const sched_guard *g, tsl_arena *a, rt_expr *out, tsl
         return TSL_ERR_INTERNAL;
     }
     rt_xins buf[8 * SCHED_MAX_GUARD + 2];
-    int n = 0;
-    for (int i = 0; i < g->n; i++) {
-        buf[n++] = (rt_xins){RT_X_VAL, g->sym[i]};
-        if (g->op[i] == SCHED_GUARD_MOD) {
-            buf[n++] = (rt_xins){RT_X_CONST, g->val[i]};
-            buf[n++] = (rt_xins){RT_X_MOD, 0};
-            buf[n++] = (rt_xins){RT_X_CONST, 0};
-            buf[n++] = (rt_xins){RT_X_EQ, 0};
-        } else {
-            buf[n++] = (rt_xins){RT_X_CONST, g->val[i]};
-            buf[n++] = (rt_xins){g->op[i] == SCHED_GUARD_LE ? RT_X_LE : RT_X_GT, 0};
+    int n = 0, groups = 0;
+    for (int u = 0; u <= sched_guard_nunless(g); u++) {
+        int terms = 0;
+        for (int i = 0; i < g->n; i++) {
+            if (g->grp[i] != u) continue;
+            buf[n++] = (rt_xins){RT_X_VAL, g->sym[i]};
+            if (g->op[i] == SCHED_GUARD_MOD) {
+                buf[n++] = (rt_xins){RT_X_CONST, g->val[i]};
+                buf[n++] = (rt_xins){RT_X_MOD, 0};
+                buf[n++] = (rt_xins){RT_X_CONST, 0};
+                buf[n++] = (rt_xins){RT_X_EQ, 0};
+            } else if (g->op[i] == SCHED_GUARD_NE) {
+                buf[n++] = (rt_xins){RT_X_CONST, g->val[i]};
+                buf[n++] = (rt_xins){RT_X_EQ, 0};
+                buf[n++] = (rt_xins){RT_X_NOT, 0};
+            } else {
+                buf[n++] = (rt_xins){RT_X_CONST, g->val[i]};
+                buf[n++] = (rt_xins){g->op[i] == SCHED_GUARD_LE ? RT_X_LE : RT_X_GT, 0};
+            }
+            if (terms++) buf[n++] = (rt_xins){RT_X_AND, 0};
         }
-        if (i) buf[n++] = (rt_xins){RT_X_AND, 0};
+        if (!terms) continue;
+        if (u) buf[n++] = (rt_xins){RT_X_NOT, 0};
+        if (groups++) buf[n++] = (rt_xins){RT_X_AND, 0};
     }
-    if (g->negate) buf[n++] = (rt_xins){RT_X_NOT, 0};
     out->n = n;
     out->ins = arena_alloc(a, sizeof *out->ins * (size_t)n);
     memcpy(out->ins, buf, sizeof *out->ins * (size_t)n);

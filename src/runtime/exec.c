@@ -189,6 +189,27 @@ static int64_t ex_numel(const rt_tensor *t, const int64_t *shape)
     return n;
 }
 
+/* Whether temporary t is taken by a launch that runs under r's sizes (its
+ * guard holds, its box is not empty). A merged chain's plan keeps the
+ * layers' activations on chip while the layers' kernels, which take them,
+ * run only under the other sizes: zeroing 19 unused 2 MB temporaries per
+ * run would cost a 20-layer MLP a third of its time. A guard that does not
+ * evaluate counts as taking it (the launch loop reports the error). */
+static int ex_temp_needed(const rt_plan *p, const rt_run *r, int t)
+{
+    for (int i = 0; i < p->nlaunches; i++) {
+        const rt_launch *l = &p->launches[i];
+        const rt_kernel *k = &p->kernels[l->kernel];
+        int takes = 0;
+        for (int j = 0; j < k->nparams && !takes; j++)
+            takes = k->params[j].is_tensor && l->args[j].kind == RT_ARG_TENSOR && l->args[j].index == t;
+        if (!takes || (r->lanes && r->lanes[l->stmt] == 0)) continue;
+        int ok = 1;
+        if (!l->when.n || rt_expr_eval(&l->when, r->sizes, p->nsizes, &ok) || !ok) return 1;
+    }
+    return 0;
+}
+
 /* A run's own temporaries and scratch from mem (the temporaries zeroed):
  * nothing is shared with a run on another stream. */
 static tsl_status ex_mem_take(rt_exec *x, const rt_run *r, tsl_diag *d)
@@ -197,7 +218,7 @@ static tsl_status ex_mem_take(rt_exec *x, const rt_run *r, tsl_diag *d)
     const rt_mem *m = r->mem;
     for (int i = 0; i < p->ntensors; i++) {
         const rt_tensor *t = &p->tensors[i];
-        if (!(t->flags & RT_T_TEMP) || !rt_plan_tensor_used(p, i)) continue;
+        if (!(t->flags & RT_T_TEMP) || !ex_temp_needed(p, r, i)) continue;
         size_t bytes = (size_t)ex_numel(t, r->shape[i]) * tsl_dtype_size((tsl_dtype)t->dtype);
         if (!(x->run_temp[i] = m->alloc(m->user, bytes ? bytes : 1))) {
             diag_error(d, TSL_ERR_NOMEM, "device memory for the temporary '%s' (%zu bytes): the allocator failed",
@@ -230,15 +251,15 @@ static void ex_mem_return(rt_exec *x, const rt_mem *m)
     }
 }
 
-/* Device storage for every temporary some launch takes, zeroed. Those a
- * fused kernel keeps in registers get none: zeroing them cost a quarter
- * of softmax's kernel time on an H200. */
+/* Device storage for every temporary a launch that runs takes, zeroed.
+ * Those a fused kernel keeps in registers get none: zeroing them cost a
+ * quarter of softmax's kernel time on an H200. */
 static tsl_status ex_temps(rt_exec *x, const rt_run *r, tsl_diag *d)
 {
     const rt_plan *p = x->p;
     for (int i = 0; i < p->ntensors; i++) {
         const rt_tensor *t = &p->tensors[i];
-        if (!(t->flags & RT_T_TEMP) || !rt_plan_tensor_used(p, i)) continue;
+        if (!(t->flags & RT_T_TEMP) || !ex_temp_needed(p, r, i)) continue;
         size_t bytes = (size_t)ex_numel(t, r->shape[i]) * tsl_dtype_size((tsl_dtype)t->dtype);
         if (bytes > x->temp_cap[i]) {
             if (x->temp[i]) x->t->free(x->dev, x->temp[i]);

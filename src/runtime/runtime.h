@@ -175,6 +175,9 @@ void rt_cpu_parallel_for(int64_t n, rt_cpu_range_fn fn, void *ctx);
  * of the pool's; 1: the caller alone). */
 void rt_cpu_parallel_for_max(int64_t n, rt_cpu_range_fn fn, void *ctx, int max_threads);
 int rt_cpu_num_threads(void);
+/* Workers woken for jobs since the process started (a job of c chunks
+ * wakes min(c, threads) - 1 of them): for tests. */
+long rt_cpu_pool_wakeups(void);
 /* TSL_OK when $TESSEL_NUM_THREADS is unset or a positive integer, else
  * TSL_ERR_ARG saying so (the pool itself falls back to one per core). */
 tsl_status rt_cpu_check_env(tsl_diag *d);

@@ -251,6 +251,15 @@ int sched_lower_attention(sched_plan *p, const graph *g, const graph_group *grp)
         sched_guard rest;
         if (sched_attn_plan_sm90(p, &a, &rest)) {
             if (!rest.n) return 1; /* every size has its kernel */
+            if (grp->nparts) {
+                /* other head dims: the group's parts (wgmma GEMMs, softmax
+                 * rows; lower.c), which beat the generic fused plan there
+                 * (D96 on an H100: 0.81 ms against 2.84) */
+                p->covered = rest;
+                for (int i = 0; i < rest.n; i++) p->covered.grp[i] = 0;
+                p->partial = 1;
+                return 1;
+            }
             if (sched_attn_plan_tile(p, &a, &rest)) return 1;
             p->nlaunches = before; /* the fallback declined: neither runs */
             p->m->nkernels = kbefore;

@@ -2,13 +2,15 @@
  * "Attention on Hopper"), written as tile IR text from its shape
  * (attn_sm90.h). The hand-written original is
  * examples/tile/flash_attn_wgmma.tile; this is that program for any batch
- * rank, head dims 64 and 128, f16 and bf16, with or without a causal mask.
+ * rank, head dims 64, 128, 192 and 256, f16 and bf16, with or without a
+ * causal mask.
  *
  * A block takes BM = 128 query rows of one batch entry and runs three
  * warpgroups. The producer loads the block's Q once and streams K and V
- * blocks of BN = 128 rows through a ring of three stages with TMA (the
- * full barrier counts the bytes, the empty barrier the two consumers'
- * releases). Each consumer owns 64 query rows. Per K/V block j it issues
+ * blocks of BN rows (attn_shape_of: 128, or 64 past head dim 128) through
+ * rings of two or three stages with TMA, one ring for K and one for V
+ * (the full barriers count the bytes, the empty barriers the two
+ * consumers' releases). Each consumer owns 64 query rows. Per K/V block j it issues
  * S_j = Q K_j^T (K read K-major through a transposed view of its stage)
  * and, behind it, O += P_{j-1} V_{j-1}; once S_j is in, it runs the
  * online softmax of S_j while the second product runs on the tensor
@@ -31,17 +33,45 @@
 #include "sched/attn_sm90.h"
 #include "sched/tiletext.h"
 
-enum { BM = 128, BN = 128, STAGES = 3 };
+/* BM query rows a block; SMEM the dynamic shared memory a block may take
+ * (sm_90's 227 KB less a KB for the barriers and alignment). */
+enum { BM = 128, SMEM = 232448 - 1024, MAX_STAGES = 3 };
 
 #define ACC(n) "spatial(4,1).local(1," n ").local(2,1).spatial(8,4).local(1,2)"
 #define ROWS "spatial(4,1).local(2,1).spatial(8,1).replicate(4)"
 #define AREG(n) "spatial(4,1).local(1," n ").column_local(2,2).spatial(8,4).local(1,2)"
 
+/* The kernel's shape for a pair of head dims: BN K/V rows a block and the
+ * stages of each ring. A consumer thread holds O (e/2 f32 registers), S
+ * (BN/2) and P (BN/4): BN = 128 while e <= 128 (160 of its 240 registers
+ * at e = 128); past that BN = 64 (176 at e = 256; FlashAttention-3 takes
+ * 80). Then as many stages (2 or 3) as shared memory holds beside Q:
+ * d = e = 128 gets 3 of 128 rows (224 KB), d = e = 256 2 of 64 (192 KB). */
+typedef struct attn_shape {
+    int bn, stages;
+} attn_shape;
+
+static int attn_shape_of(int d, int e, attn_shape *sh)
+{
+    for (int bn = e <= 128 ? 128 : 64; bn >= 64; bn -= 64) {
+        int st = (SMEM - BM * d * 2) / (bn * (d + e) * 2);
+        if (st >= 2) {
+            sh->bn = bn, sh->stages = st < MAX_STAGES ? st : MAX_STAGES;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int head_dim_ok(int x) { return x > 0 && x <= 256 && x % 64 == 0; }
+
 int sched_attn_sm90_fits(const sched_attn_sm90 *a, const char **why)
 {
     const char *w = NULL;
+    attn_shape sh = {0, 0};
     if (a->nbatch < 0 || a->nbatch > 2) w = "more than two batch dims";
-    else if ((a->d != 64 && a->d != 128) || (a->e != 64 && a->e != 128)) w = "head dims other than 64 and 128";
+    else if (!head_dim_ok(a->d) || !head_dim_ok(a->e)) w = "head dims other than 64, 128, 192 and 256";
+    else if (!attn_shape_of(a->d, a->e, &sh)) w = "head dims whose K/V ring does not fit in shared memory";
     else if (a->dt != TSL_DTYPE_F16 && a->dt != TSL_DTYPE_BF16) w = "inputs that are not f16 or bf16";
     else if (!a->scale || !*a->scale) w = "no scale";
     if (why) *why = w;
@@ -78,7 +108,7 @@ static void transposed(strbuf *b, int stages, int rows, int cols)
  * -inf on the blocks that have any, the running max m and sum l updated,
  * X = exp(X - m_new) and alpha<sfx> = exp(m_old - m_new) left for the
  * output's rescale. */
-static void softmax(strbuf *b, const sched_attn_sm90 *a, const char *x, const char *j, const char *sfx,
+static void softmax(strbuf *b, const sched_attn_sm90 *a, int bn, const char *x, const char *j, const char *sfx,
                     const char *in)
 {
     sb_printf(b, "%smul %s, %s -> %s\n", in, x, a->scale, x);
@@ -88,7 +118,7 @@ static void softmax(strbuf *b, const sched_attn_sm90 *a, const char *x, const ch
               "%s  ok%s = lt col%s, Tk\n"
               "%s  select ok%s, %s, -inf -> %s\n"
               "%s}\n",
-              in, j, BN, in, sfx, j, BN, BN, BN / 8, in, sfx, sfx, in, sfx, x, x, in);
+              in, j, bn, in, sfx, j, bn, bn, bn / 8, in, sfx, sfx, in, sfx, x, x, in);
     if (a->causal)
         sb_printf(b,
                   "%sif %s * %d + %d > block_idx.x * %d + wg * 64 {\n"
@@ -97,7 +127,7 @@ static void softmax(strbuf *b, const sched_attn_sm90 *a, const char *x, const ch
                   "%s  keep%s = le cc%s, rr%s\n"
                   "%s  select keep%s, %s, -inf -> %s\n"
                   "%s}\n",
-                  in, j, BN, BN - 1, BM, in, sfx, j, BN, BN, BN / 8, in, sfx, BM, BN, BN / 8, in, sfx, sfx, sfx, in,
+                  in, j, bn, bn - 1, BM, in, sfx, j, bn, bn, bn / 8, in, sfx, BM, bn, bn / 8, in, sfx, sfx, sfx, in,
                   sfx, x, x, in);
     sb_printf(b,
               "%smx%s = reduce.max %s -> register f32[64, 1] layout " ROWS " dim 1\n"
@@ -111,13 +141,16 @@ static void softmax(strbuf *b, const sched_attn_sm90 *a, const char *x, const ch
               "%smul l, alpha%s -> l\n"
               "%sadd l, rs%s -> l\n"
               "%scopy mn%s -> m\n",
-              in, sfx, x, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, BN, BN / 8, in, x, sfx, x, in, x,
+              in, sfx, x, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, bn, bn / 8, in, x, sfx, x, in, x,
               x, in, sfx, x, in, sfx, in, sfx, in, sfx);
 }
 
 char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
 {
     if (!sched_attn_sm90_fits(a, NULL)) return NULL;
+    attn_shape sh = {0, 0};
+    attn_shape_of(a->d, a->e, &sh);
+    const int BN = sh.bn, ST = sh.stages;
     const char *ty = a->dt == TSL_DTYPE_BF16 ? "bf16" : "f16";
     int d = a->d, e = a->e, nb = a->nbatch;
     static const char *const lead[] = {"", "B0, ", "B0, B1, "};
@@ -133,19 +166,25 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
     sb_printf(&b, ") grid(cdiv(Tq, %d)%s) threads(384) smem_budget(232448) {\n", BM, grid[nb]);
     sb_printf(&b, "  qs = alloc shared %s[%d, %d] layout ", ty, BM, d);
     rowmajor(&b, 0, BM, d);
-    sb_printf(&b, "\n  ks = alloc shared %s[%d, %d, %d] layout ", ty, STAGES, BN, d);
-    rowmajor(&b, STAGES, BN, d);
-    sb_printf(&b, "\n  kt = view ks -> shared %s[%d, %d, %d] layout ", ty, STAGES, d, BN);
-    transposed(&b, STAGES, BN, d);
-    sb_printf(&b, "\n  vs = alloc shared %s[%d, %d, %d] layout ", ty, STAGES, BN, e);
-    rowmajor(&b, STAGES, BN, e);
+    sb_printf(&b, "\n  ks = alloc shared %s[%d, %d, %d] layout ", ty, ST, BN, d);
+    rowmajor(&b, ST, BN, d);
+    sb_printf(&b, "\n  kt = view ks -> shared %s[%d, %d, %d] layout ", ty, ST, d, BN);
+    transposed(&b, ST, BN, d);
+    sb_printf(&b, "\n  vs = alloc shared %s[%d, %d, %d] layout ", ty, ST, BN, e);
+    rowmajor(&b, ST, BN, e);
+    /* K and V have rings of their own: K_j's stage is free once S_j is
+     * in, V_j's once P_j V_j is, so the producer can load K_{j+2} while
+     * the consumers still read V_j (with two stages, one ring for both
+     * would hold each load back until a whole block was done) */
     sb_printf(&b,
-              "\n  qbar = alloc shared u64[1]\n  full = alloc shared u64[%d]\n  empty = alloc shared u64[%d]\n"
-              "  mbar_init qbar, 1\n  mbar_init full, 1\n  mbar_init empty, 2\n  sync\n",
-              STAGES, STAGES);
+              "\n  qbar = alloc shared u64[1]\n  kfull = alloc shared u64[%d]\n  kempty = alloc shared u64[%d]\n"
+              "  vfull = alloc shared u64[%d]\n  vempty = alloc shared u64[%d]\n"
+              "  mbar_init qbar, 1\n  mbar_init kfull, 1\n  mbar_init kempty, 2\n"
+              "  mbar_init vfull, 1\n  mbar_init vempty, 2\n  sync\n",
+              ST, ST, ST, ST);
     /* the K/V blocks this query block reads: all, or up to its diagonal */
     char nblocks[96];
-    if (a->causal) snprintf(nblocks, sizeof nblocks, "min(cdiv(Tk, %d), block_idx.x + 1)", BN);
+    if (a->causal) snprintf(nblocks, sizeof nblocks, "min(cdiv(Tk, %d), (block_idx.x + 1) * %d)", BN, BM / BN);
     else snprintf(nblocks, sizeof nblocks, "cdiv(Tk, %d)", BN);
     sb_printf(&b,
               "  warpgroups {\n"
@@ -154,13 +193,15 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "      tma_load Q[%sblock_idx.x * %d, 0], qbar[0] -> qs\n"
               "      for j in 0 : %s {\n"
               "        let s = j %% %d\n"
-              "        mbar_wait empty[s], (j / %d + 1) %% 2\n"
-              "        mbar_arrive full[s] bytes %d\n"
-              "        tma_load K[%sj * %d, 0], full[s] -> ks[s]\n"
-              "        tma_load V[%sj * %d, 0], full[s] -> vs[s]\n"
+              "        mbar_wait kempty[s], (j / %d + 1) %% 2\n"
+              "        mbar_arrive kfull[s] bytes %d\n"
+              "        tma_load K[%sj * %d, 0], kfull[s] -> ks[s]\n"
+              "        mbar_wait vempty[s], (j / %d + 1) %% 2\n"
+              "        mbar_arrive vfull[s] bytes %d\n"
+              "        tma_load V[%sj * %d, 0], vfull[s] -> vs[s]\n"
               "      }\n"
               "    }\n",
-              BM * d * 2, at[nb], BM, nblocks, STAGES, STAGES, BN * (d + e) * 2, at[nb], BN, at[nb], BN);
+              BM * d * 2, at[nb], BM, nblocks, ST, ST, BN * d * 2, at[nb], BN, ST, BN * e * 2, at[nb], BN);
     sb_printf(&b,
               "    role consumer(2, wg) regs(240) {\n"
               "      m = alloc register f32[64, 1] layout " ROWS " init -inf\n"
@@ -170,14 +211,15 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "      let nb = %s\n"
               "      mbar_wait qbar[0], 0\n"
               "      if nb > 0 {\n"
-              "        mbar_wait full[0], 0\n"
+              "        mbar_wait kfull[0], 0\n"
               "        s0 = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
               "        wgmma_fence\n"
               "        wgmma qs[wg * 64, 0], kt[0, 0, 0], s0 -> s0\n"
               "        wgmma_commit\n"
-              "        wgmma_wait 0\n",
+              "        wgmma_wait 0\n"
+              "        mbar_arrive kempty[0]\n",
               e, e / 8, ty, BN, BN / 8, nblocks, BN, BN / 8);
-    softmax(&b, a, "s0", "0", "0", "        ");
+    softmax(&b, a, BN, "s0", "0", "0", "        ");
     sb_printf(&b,
               "        cast s0 -> ph\n"
               "      }\n"
@@ -187,7 +229,8 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "      for j in 1 : nb {\n"
               "        let s = j %% %d\n"
               "        let sp = (j + %d) %% %d\n"
-              "        mbar_wait full[s], (j / %d) %% 2\n"
+              "        mbar_wait kfull[s], (j / %d) %% 2\n"
+              "        mbar_wait vfull[sp], ((j - 1) / %d) %% 2\n"
               "        sn = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
               "        pa = view ph -> register %s[64, %d] layout " AREG("%d") "\n"
               "        wgmma_fence\n"
@@ -195,24 +238,26 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "        wgmma_commit\n"
               "        wgmma pa, vs[sp, 0, 0], o -> o\n"
               "        wgmma_commit\n"
-              "        wgmma_wait 1\n",
-              STAGES, STAGES - 1, STAGES, STAGES, BN, BN / 8, ty, BN, BN / 16);
-    softmax(&b, a, "sn", "j", "1", "        ");
+              "        wgmma_wait 1\n"
+              "        mbar_arrive kempty[s]\n",
+              ST, ST - 1, ST, ST, ST, BN, BN / 8, ty, BN, BN / 16);
+    softmax(&b, a, BN, "sn", "j", "1", "        ");
     sb_printf(&b,
               "        wgmma_wait 0\n"
-              "        mbar_arrive empty[sp]\n"
+              "        mbar_arrive vempty[sp]\n"
               "        ab = broadcast alpha1 -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
               "        mul o, ab -> o\n"
               "        cast sn -> ph\n"
               "      }\n"
               "      if nb > 0 {\n"
               "        let sl = (nb - 1) %% %d\n"
+              "        mbar_wait vfull[sl], ((nb - 1) / %d) %% 2\n"
               "        pl = view ph -> register %s[64, %d] layout " AREG("%d") "\n"
               "        wgmma_fence\n"
               "        wgmma pl, vs[sl, 0, 0], o -> o\n"
               "        wgmma_commit\n"
               "        wgmma_wait 0\n"
-              "        mbar_arrive empty[sl]\n"
+              "        mbar_arrive vempty[sl]\n"
               "      }\n"
               "      lb = broadcast l -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
               "      div o, lb -> o\n"
@@ -221,27 +266,34 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "    }\n"
               "  }\n"
               "}\n",
-              e, e / 8, STAGES, ty, BN, BN / 16, e, e / 8, ty, e, e / 8, at[nb], BM);
+              e, e / 8, ST, ST, ty, BN, BN / 16, e, e / 8, ty, e, e / 8, at[nb], BM);
     return sb_take(&b);
 }
 
 /* ---- the plan: the attention strategy's sm_90a launches ----------------------------------- */
 
-/* Head dim x (a size of the def): the values a kernel may be written for
- * (64, 128) that x can take; *sym its size symbol when it is one, else -1.
- * 0 when it is neither a constant nor a plain size symbol. */
-static int head_dims(const lang_sexpr *x, int vals[2], int *sym)
+/* The head dims a size symbol gets kernels for. The plan compiles every
+ * kernel it lists, so the common dims only (9 pairs, not 16): a constant
+ * head dim may also be 192, and a symbol bound to 192 at run time takes
+ * the tile plan. */
+enum { NHEAD = 3 };
+static const int head_vals[NHEAD] = {64, 128, 256};
+
+/* Head dim x (a size of the def): the values a kernel is written for that
+ * x can take; *sym its size symbol when it is one, else -1. 0 when it is
+ * neither a constant nor a plain size symbol. */
+static int head_dims(const lang_sexpr *x, int vals[NHEAD], int *sym)
 {
     *sym = -1;
     if (x->kind == LANG_SX_CONST) {
-        if (x->value != 64 && x->value != 128) return 0;
+        if (x->value < 0 || x->value > 256 || !head_dim_ok((int)x->value)) return 0;
         vals[0] = (int)x->value;
         return 1;
     }
     if (x->kind != LANG_SX_SYM) return 0;
     *sym = x->sym;
-    vals[0] = 64, vals[1] = 128;
-    return 2;
+    memcpy(vals, head_vals, sizeof head_vals);
+    return NHEAD;
 }
 
 static void guard_eq(sched_guard *g, int sym, int v)
@@ -251,13 +303,14 @@ static void guard_eq(sched_guard *g, int sym, int v)
     g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_GT, g->val[g->n++] = v - 1;
 }
 
-/* sym in {64, 128}: sym % 64 == 0 && 0 < sym <= 128 */
+/* sym one of head_vals: sym % 64 == 0 && 0 < sym <= 256 && sym != 192 */
 static void guard_in(sched_guard *g, int sym)
 {
     if (sym < 0) return;
     g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_MOD, g->val[g->n++] = 64;
     g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_GT, g->val[g->n++] = 0;
-    g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_LE, g->val[g->n++] = 128;
+    g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_LE, g->val[g->n++] = 256;
+    g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_NE, g->val[g->n++] = 192;
 }
 
 int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)
@@ -280,7 +333,7 @@ int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)
     const int ts[4] = {a->at.q, a->at.k, a->at.v, a->at.o};
     for (int i = 0; i < 4; i++)
         if (def->tensors[ts[i]]->rank != a->nb + 2) return 0;
-    int dv[2], ev[2], ds, es;
+    int dv[NHEAD], ev[NHEAD], ds, es;
     int nd = head_dims(a->d, dv, &ds), ne = head_dims(a->e, ev, &es);
     if (!nd || !ne) return 0;
     /* a scale by 1/sqrt(size) is a constant once the head dims are fixed */
@@ -320,10 +373,10 @@ int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)
             }
             TSL_ASSERT(l->nargs == k->nparams);
         }
-    /* the sizes no kernel here takes: d or e outside {64, 128} */
+    /* the sizes no kernel here takes: d or e outside head_vals */
     guard_in(rest, ds);
     guard_in(rest, es);
-    rest->negate = rest->n > 0;
+    sched_guard_negate(rest);
     return 1;
 fail:
     p->nlaunches = before;

@@ -13,7 +13,7 @@
  * The batch extents are shared by the four tensors (symbols B0, B1). */
 typedef struct sched_attn_sm90 {
     int nbatch;        /* 0, 1 or 2 leading batch dims */
-    int d, e;          /* 64 or 128 each */
+    int d, e;          /* 64, 128, 192 or 256 each */
     tsl_dtype dt;      /* TSL_DTYPE_F16 or TSL_DTYPE_BF16 */
     int causal;        /* keep column j of row i only when j <= i */
     const char *scale; /* a float literal, or the name of a typed f32

@@ -43,6 +43,42 @@ void sched_blk_mma_layouts(const sched_blk_gemm *g, char *la, char *lat, char *l
     for (int i = 0; i < 5; i++) sb_free(&f[i]);
 }
 
+/* f32 micro-tiles. The CPU plan (and any shape the GPU form does not fit)
+ * gives each of the P x Q threads a contiguous tm x tn block: the layout
+ * the C generator's micro-kernel reads. On the GPU a thread's tm x tn is
+ * (tm/4) x (tn/4) sub-tiles of 4 x 4, 64 rows/columns apart (4 threads x 4
+ * values x 4 thread rows = 64 when P = 16), and the threads of a warp are
+ * 4 x 8 of the thread grid: the fragments at one k are float4 runs (the
+ * 16-byte shared loads), and the 8 distinct float4 of B that a warp reads
+ * (4 of A, whose block is stored k-major) are one contiguous 128-byte
+ * row: no bank conflicts (8-wide contiguous runs put two threads of a
+ * quarter warp in one bank group), and 4 x 8 threads read 32 rows + 64
+ * columns of the fragments where 2 x 16 read 16 + 128. */
+static int blk_fma_sub(const sched_blk_gemm *g)
+{
+    int P = g->bm / g->tm, Q = g->bn / g->tn;
+    return !g->cpu && g->tm % 4 == 0 && g->tn % 4 == 0 && P % 4 == 0 && Q % 8 == 0;
+}
+
+void sched_blk_fma_layouts(const sched_blk_gemm *g, char *lc, char *lcol, char *lrow, char *lcolb, char *lrowa, size_t n)
+{
+    int P = g->bm / g->tm, Q = g->bn / g->tn;
+    if (!blk_fma_sub(g)) {
+        snprintf(lc, n, "spatial(%d, %d).local(%d, %d)", P, Q, g->tm, g->tn);
+        snprintf(lcol, n, "spatial(%d, 1).replicate(%d).local(%d, 1)", P, Q, g->tm);
+        snprintf(lrow, n, "replicate(%d).spatial(1, %d).local(1, %d)", P, Q, g->tn);
+        snprintf(lcolb, n, "replicate(%d).spatial(%d, 1).local(%d, 1)", P, Q, g->tn);
+        snprintf(lrowa, n, "spatial(1, %d).replicate(%d).local(1, %d)", P, Q, g->tm);
+        return;
+    }
+    int sm = g->tm / 4, sn = g->tn / 4, wp = P / 4, wq = Q / 8;
+    snprintf(lc, n, "local(%d, %d).spatial(%d, %d).spatial(4, 8).local(4, 4)", sm, sn, wp, wq);
+    snprintf(lcol, n, "local(%d, 1).spatial(%d, 1).replicate(%d).spatial(4, 1).replicate(8).local(4, 1)", sm, wp, wq);
+    snprintf(lrow, n, "local(1, %d).replicate(%d).spatial(1, %d).replicate(4).spatial(1, 8).local(1, 4)", sn, wp, wq);
+    snprintf(lcolb, n, "local(%d, 1).replicate(%d).spatial(%d, 1).replicate(4).spatial(8, 1).local(4, 1)", sn, wp, wq);
+    snprintf(lrowa, n, "local(1, %d).spatial(1, %d).replicate(%d).spatial(1, 4).replicate(8).local(1, 4)", sm, wp, wq);
+}
+
 /* ---- the sm_80 / CPU main loop ------------------------------------------------------------------ */
 
 /* A's (is_a) or B's block spec of the pipeline: the block in the tensor's
@@ -148,14 +184,13 @@ void sched_blk_mainloop(sched_blk *kb, const sched_blk_gemm *g, tile_value *acc)
         if (g->tf32) s->instr.atom = SCHED_BLK_TF32_ROW;
     } else {
         /* one k at a time: column kk of A's block and row kk of B's block,
-         * broadcast over the thread's tm x tn micro-tile (P x Q threads) */
-        char lcol[96], lrow[96], lcolb[96], lrowa[96];
-        int P = g->bm / g->tm, Q = g->bn / g->tn;
-        snprintf(lcol, sizeof lcol, "spatial(%d, 1).replicate(%d).local(%d, 1)", P, Q, g->tm);  /* A column */
-        snprintf(lrow, sizeof lrow, "replicate(%d).spatial(1, %d).local(1, %d)", P, Q, g->tn);  /* B row */
-        snprintf(lcolb, sizeof lcolb, "replicate(%d).spatial(%d, 1).local(%d, 1)", P, Q, g->tn); /* B^T column */
-        snprintf(lrowa, sizeof lrowa, "spatial(1, %d).replicate(%d).local(1, %d)", P, Q, g->tm); /* A^T row */
+         * broadcast over the thread's tm x tn micro-tile */
+        char lc[256], lcol[256], lrow[256], lcolb[256], lrowa[256];
+        sched_blk_fma_layouts(g, lc, lcol, lrow, lcolb, lrowa, sizeof lc);
         tile_stmt *f = sched_blk_for(kb, "c_kk", I_(0), I_(g->bk), NULL);
+        /* GPU: unrolled, so that the compiler loads k+1's fragments while
+         * k's FMAs run (a rolled loop waits on its shared loads each k) */
+        f->unroll = !g->cpu && g->bk <= TILE_MAX_UNROLL;
         tile_expr *kk = V_(f->v);
         tile_value *a, *b;
         if (g->a_trans) {
@@ -170,8 +205,8 @@ void sched_blk_mainloop(sched_blk *kb, const sched_blk_gemm *g, tile_value *acc)
         } else {
             b = sched_blk_load_shared(kb, "c_b", blk_sh(kb, g, tb, kk, I_(0)), blk_reg2(kb, TSL_DTYPE_F32, 1, g->bn, lrow));
         }
-        tile_value *ab = sched_blk_broadcast(kb, "c_ab", a, blk_reg2(kb, TSL_DTYPE_F32, g->bm, g->bn, g->lc), 1);
-        tile_value *bb = sched_blk_broadcast(kb, "c_bb", b, blk_reg2(kb, TSL_DTYPE_F32, g->bm, g->bn, g->lc), 0);
+        tile_value *ab = sched_blk_broadcast(kb, "c_ab", a, blk_reg2(kb, TSL_DTYPE_F32, g->bm, g->bn, lc), 1);
+        tile_value *bb = sched_blk_broadcast(kb, "c_bb", b, blk_reg2(kb, TSL_DTYPE_F32, g->bm, g->bn, lc), 0);
         tile_operand ob = tile_operand_tensor(bb);
         tile_value *p = sched_blk_ew(kb, TILE_I_MUL, "c_p", tile_operand_tensor(ab), &ob);
         /* on the CPU the k loop asks for the f32 micro-kernel atom

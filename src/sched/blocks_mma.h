@@ -43,6 +43,11 @@ typedef struct sched_blk_gemm {
 const char *sched_blk_mma_row(const sched_blk_gemm *g);
 void sched_blk_mma_layouts(const sched_blk_gemm *g, char *la, char *lat, char *lb, char *lbt, char *lc, size_t n);
 
+/* The f32 FMA micro-tiles of the block (bm/tm x bn/tn threads, each tm x
+ * tn of C): C's layout, A's column, B's row, B^T's column and A^T's row at
+ * one k, as layout text of at most n bytes each (see blocks_mma.c). */
+void sched_blk_fma_layouts(const sched_blk_gemm *g, char *lc, char *lcol, char *lrow, char *lcolb, char *lrowa, size_t n);
+
 /* The sm_80 / CPU main loop: pipeline(grid=(k: steps), stages) over A's
  * and B's blocks (at block_idx.x, .y, .z), the product accumulated into
  * acc (f32[bm, bn] in g->lc). */

@@ -26,16 +26,21 @@
 
 static int io_dtype(tsl_dtype t) { return t == TSL_DTYPE_F16 || t == TSL_DTYPE_BF16 || t == TSL_DTYPE_F32; }
 
-/* The guard: every hidden width <= CH_HMAX. 0 when it cannot be said. */
-static int hidden_guard(const graph *g, const graph_gemm_chain *ch, sched_guard *gd)
+/* The guard: every hidden width <= CH_HMAX; *hmax the widest a hidden
+ * layer can be (CH_HMAX when one is a size symbol). 0 when it cannot be
+ * said. */
+static int hidden_guard(const graph *g, const graph_gemm_chain *ch, sched_guard *gd, int *hmax)
 {
     memset(gd, 0, sizeof *gd);
+    *hmax = 1;
     for (int k = 0; k + 1 < ch->nlayers; k++) {
         const lang_sexpr *w = g->def->tensors[ch->h[k]]->shape[1];
         if (w->kind == LANG_SX_CONST) {
             if (w->value > CH_HMAX) return 0;
+            if (w->value > *hmax) *hmax = (int)w->value;
             continue;
         }
+        *hmax = CH_HMAX;
         if (w->kind != LANG_SX_SYM) return 0;
         int seen = 0;
         for (int i = 0; i < gd->n; i++) seen |= gd->sym[i] == w->sym;
@@ -132,12 +137,16 @@ int sched_lower_gemm_chain(sched_plan *p, const graph *g, const graph_group *grp
     if (!p->opt->chains || grp->strategy != GRAPH_GEMM_CHAIN || !graph_gemm_chain_match(g, grp->first, &ch) ||
         ch.last != grp->first + grp->nops - 1)
         return 0;
-    if (p->target != TSL_TARGET_CPU && p->sm >= 90) return 0;
     if (!io_dtype(g->def->tensors[ch.x]->dtype) || !io_dtype(g->def->tensors[ch.h[ch.nlayers - 1]]->dtype)) return 0;
     for (int l = 0; l < ch.nlayers; l++)
         if (!io_dtype(g->def->tensors[ch.w[l]]->dtype) || !io_dtype(g->def->tensors[ch.h[l]]->dtype)) return 0;
     sched_guard gd;
-    if (!hidden_guard(g, &ch, &gd)) return 0;
+    int hmax;
+    if (!hidden_guard(g, &ch, &gd, &hmax)) return 0;
+    /* CUDA f16/bf16: the tensor-core plan (chain_mma.c); the FMA plan
+     * below is the CPU's, f32's and sm_80's for what that one declines */
+    if (p->target != TSL_TARGET_CPU && sched_chain_mma(p, g, grp, &ch, &gd, hmax)) return 1;
+    if (p->target != TSL_TARGET_CPU && p->sm >= 90) return 0;
     /* CPU: 64-row blocks, 8 x 8 per emulated thread (the micro-kernel),
      * 64-deep steps; the two activation buffers are 2 x 68 KB. CUDA:
      * 16 rows x 32 columns, 32-deep: the buffers (2 x 17 KB) and the

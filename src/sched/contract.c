@@ -14,9 +14,10 @@
  *     (BN/WN) of C; a transposed operand is loaded in the transposed
  *     fragment layout and `view`ed as the fragment (same registers, no
  *     data movement);
- *   - f32 inputs: per-thread FMA outer products, each thread a contiguous
- *     4 x 8 micro-tile of C (the layout the C generator should turn into a
- *     register-blocked micro-kernel);
+ *   - f32 inputs: per-thread FMA outer products, each thread a tm x tn
+ *     micro-tile of C: on the GPU 4 x 4 sub-tiles spread over the block
+ *     (float4 shared loads without bank conflicts), on the CPU one
+ *     contiguous block (the C generator's register-blocked micro-kernel);
  *   - init ops compute the accumulator's start (reading C's old values from
  *     memory), the scale s multiplies the product sum, epilogue ops run on
  *     the tile in registers; one masked store of C.
@@ -585,8 +586,9 @@ static int ct_plan(ct *c)
         sched_blk_gemm g = {.bm = c->sh.bm, .bn = c->sh.bn, .bk = c->sh.bk, .wm = c->sh.wm, .wn = c->sh.wn, .tf32 = c->tf32};
         sched_blk_mma_layouts(&g, la, lat, lb, lbt, c->lc, sizeof c->lc);
     } else {
-        snprintf(c->lc, sizeof c->lc, "spatial(%d, %d).local(%d, %d)", c->sh.bm / c->tm, c->sh.bn / c->tn, c->tm,
-                 c->tn);
+        char l[4][256];
+        sched_blk_gemm g = {.bm = c->sh.bm, .bn = c->sh.bn, .tm = c->tm, .tn = c->tn, .cpu = c->cpu};
+        sched_blk_fma_layouts(&g, c->lc, l[0], l[1], l[2], l[3], sizeof c->lc);
     }
     return 1;
 }
@@ -719,7 +721,7 @@ static int sm90_plans(sched_plan *p, const ct *base, const char *kname)
         sched_blk_add(&kbs[1], ks[1], cs[1].grp->first, cs[1].grp->nops, &narrow);
     }
     if (k8) {
-        align.negate = 1;
+        sched_guard_negate(&align);
         sched_blk_add(&kb8, k8, c8.grp->first, c8.grp->nops, &align);
     }
     return 1;
@@ -750,7 +752,7 @@ int sched_lower_contract(sched_plan *p, const graph *g, const graph_group *grp)
         tile_kernel *k = always ? NULL : ct_kernel(p, &c1, &kb, kname);
         if ((always || k) && split_plan(p, &c, kname, always ? NULL : &sg)) {
             if (k) {
-                sg.negate = 1;
+                sched_guard_negate(&sg);
                 sched_blk_add(&kb, k, grp->first, grp->nops, &sg);
             }
             return 1;

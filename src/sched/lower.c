@@ -1352,23 +1352,20 @@ sched_plan *sched_lower_opt(tsl_arena *a, const graph *g, tsl_target target, int
         int nl0 = p->nlaunches, nk0 = p->m->nkernels, took = gr->first == i && sched_lower_strategy(p, g, gr);
         /* a merged chain's plan for some sizes only (one guarded launch),
          * or no plan: its groups as before the merge, for the other sizes */
-        if (gr->first == i && gr->nparts && (!took || (p->nlaunches == nl0 + 1 && p->launches[nl0].guard.n))) {
-            sched_guard other = {0};
-            if (took) {
-                other = p->launches[nl0].guard;
-                other.negate = !other.negate;
-            }
-            int nl1 = p->nlaunches, guarded = 0;
+        int partial = took && ((p->nlaunches == nl0 + 1 && p->launches[nl0].guard.n) || p->partial);
+        sched_guard chain = !partial ? (sched_guard){0} : p->partial ? p->covered : p->launches[nl0].guard;
+        p->partial = 0;
+        if (gr->first == i && gr->nparts && (!took || partial)) {
+            /* each part's launch runs unless the merged plan's guard holds
+             * (beside its own guard: split-K, sm_90a) */
+            int nl1 = p->nlaunches, fits = 1;
             lower_parts(&L, p, g, gr);
-            for (int k = nl1; k < p->nlaunches; k++) guarded |= p->launches[k].guard.n;
-            if (took && guarded) {
-                /* a part has guarded plans of its own (split-K, sm_90a):
-                 * two guards do not combine, so the parts run alone */
+            for (int k = nl1; k < p->nlaunches && took; k++) fits &= sched_guard_unless(&p->launches[k].guard, &chain);
+            if (!fits) {
+                /* a guard that does not combine: the parts run alone */
                 p->nlaunches = nl0;
                 p->m->nkernels = nk0;
                 lower_parts(&L, p, g, gr);
-            } else {
-                for (int k = nl1; k < p->nlaunches && took; k++) p->launches[k].guard = other;
             }
             took = 1;
         }
@@ -1405,16 +1402,47 @@ int sched_tensor_used(const sched_plan *p, int t)
     return 0;
 }
 
+int sched_guard_nunless(const sched_guard *g)
+{
+    int u = 0;
+    for (int i = 0; i < g->n; i++) u = g->grp[i] > u ? g->grp[i] : u;
+    return u;
+}
+
 int sched_guard_holds(const sched_guard *g, const int64_t *sizes)
 {
-    if (!g->n) return 1;
-    int all = 1;
+    /* all[u]: every term of group u holds */
+    int all[SCHED_MAX_GUARD + 1];
+    for (int u = 0; u <= SCHED_MAX_GUARD; u++) all[u] = 1;
     for (int i = 0; i < g->n; i++) {
         int64_t v = sizes[g->sym[i]];
-        all &= g->op[i] == SCHED_GUARD_MOD ? v % g->val[i] == 0 : g->op[i] == SCHED_GUARD_LE ? v <= g->val[i]
-                                                                                              : v > g->val[i];
+        all[g->grp[i]] &= g->op[i] == SCHED_GUARD_MOD ? v % g->val[i] == 0
+                          : g->op[i] == SCHED_GUARD_LE ? v <= g->val[i]
+                          : g->op[i] == SCHED_GUARD_GT ? v > g->val[i]
+                                                       : v != g->val[i];
     }
-    return all != g->negate;
+    int ok = all[0];
+    for (int u = 1; u <= sched_guard_nunless(g); u++) ok &= !all[u];
+    return ok;
+}
+
+void sched_guard_negate(sched_guard *g)
+{
+    TSL_ASSERT(sched_guard_nunless(g) == 0);
+    for (int i = 0; i < g->n; i++) g->grp[i] = 1;
+}
+
+int sched_guard_unless(sched_guard *g, const sched_guard *u)
+{
+    if (sched_guard_nunless(u) || g->n + u->n > SCHED_MAX_GUARD) return 0;
+    int grp = sched_guard_nunless(g) + 1;
+    for (int i = 0; i < u->n; i++) {
+        g->sym[g->n] = u->sym[i];
+        g->op[g->n] = u->op[i];
+        g->val[g->n] = u->val[i];
+        g->grp[g->n++] = grp;
+    }
+    return 1;
 }
 
 int64_t sched_launch_lanes(const sched_plan *p, const sched_launch *l, const lang_bound *b)
@@ -1441,9 +1469,11 @@ void sched_print(strbuf *b, const sched_plan *p)
         sb_printf(b, "// %s: statement %d (%s)", l->k->name, l->stmt, p->def->stmts[l->stmt].lhs->name);
         for (int g = 0; g < l->guard.n; g++) {
             const char *nm = p->def->sizes[l->guard.sym[g]];
-            sb_puts(b, g ? " && " : l->guard.negate ? " unless " : " when ");
+            int u = l->guard.grp[g];
+            sb_puts(b, g && l->guard.grp[g - 1] == u ? " && " : u ? " unless " : " when ");
+            static const char *const rel[] = {[SCHED_GUARD_LE] = "<=", [SCHED_GUARD_GT] = ">", [SCHED_GUARD_NE] = "!="};
             if (l->guard.op[g] == SCHED_GUARD_MOD) sb_printf(b, "%s %% %lld == 0", nm, (long long)l->guard.val[g]);
-            else sb_printf(b, "%s %s %lld", nm, l->guard.op[g] == SCHED_GUARD_LE ? "<=" : ">", (long long)l->guard.val[g]);
+            else sb_printf(b, "%s %s %lld", nm, rel[l->guard.op[g]], (long long)l->guard.val[g]);
         }
         for (int j = 0; j < l->nargs; j++) {
             const sched_arg *a = &l->args[j];

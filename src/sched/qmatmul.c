@@ -11,7 +11,11 @@
  * dequantize them in registers (`view` of the bytes as the low-bit dtype,
  * then `cast`: the generators' dequantization atoms):
  *
- *   - GPU, small M (the GEMV, memory-bound): a block per 64 columns (and
+ *   - GPU, small M (the GEMV, memory-bound), W's bytes, no zero points:
+ *     the streaming GEMV (vec_text): W's bytes straight into registers,
+ *     the next step's rows loaded before the current ones are multiplied,
+ *     K split over the multiprocessors and the slices summed in order;
+ *   - GPU, small M otherwise: a block per 64 columns (and
  *     per row of X), 256 threads of 8 columns x every 32nd row; W's bytes
  *     and X's row stream through a ring of shared stages (cp.async), each
  *     thread multiplies on CUDA cores into f32 partial sums per group,
@@ -64,6 +68,12 @@ typedef struct qm {
     int bytes;        /* W read as bytes (the guarded fast form) */
     /* the kernel's shape */
     int T, BN, TN, TK, EPT, RS, RG, GS, R, S, CH;
+    /* the streaming GEMV (vec_shape): E columns of EB bytes a thread per
+     * row, U rows a step (RI = U * TK), GR steps a group; ws the plan's
+     * split-K workspace (scratch index), -1: not this kernel */
+    int E, EB, U, RI, GR, ws;
+    int64_t splitk;   /* the option splitk (0: from the SM count) */
+    int f16;          /* the option qmatmul.dequant=16: dequantize through f16 */
     strbuf b;
 } qm;
 
@@ -474,6 +484,249 @@ static char *gemv_text(qm *q, const char *kname)
     return sb_take(&h);
 }
 
+/* ---- the streaming GEMV (GPU, small M) -------------------------------------------------------
+ * W's packed bytes stream once from global memory straight into registers:
+ * a thread takes E (32; 16 for 8 bits) columns of a row, EB = E * bits / 8
+ * contiguous bytes (16 for 4 and 8 bits: one 16-byte load; 4 * bits bytes
+ * for the others, so a thread's values never straddle its chunk), TN
+ * threads side by side cover at least a 128-byte line of the row, TK = 256
+ * / TN rows of threads; a step is U rows a thread (RI = U * TK rows of the
+ * block, U * EB <= 128 bytes a thread), loaded for the next step before the
+ * current one is dequantized (view, cast: the dequantization atoms) and
+ * multiplied (2U loads in flight). Partial sums per group of G rows (a
+ * group is GR steps) are scaled into the thread's sums at the group's last
+ * step; the block's rows are reduced at the end (shuffles, then shared).
+ * Too few column blocks for the multiprocessors (8192 columns of uint4:
+ * 32 blocks of 256) split K into KS slices of whole groups (grid z): a
+ * slice writes its f32 sums into the plan's workspace and `_qsum` adds the
+ * KS slices in order (deterministic); with KS = 1 the slice kernel stores
+ * Y itself and `_qsum` does nothing. KS = 2 * SMs / blocks (the option
+ * splitk when set), at most QV_SPLIT_MAX, the groups and what the
+ * workspace holds. Taken for the byte-reading form without zero points
+ * when TK divides G (the other shapes keep gemv_text). */
+#define QV_SPLIT_MAX 32
+#define QV_WS ((int64_t)1 << 22) /* f32 partials: contract.c's split-K workspace size, shared */
+
+static int vec_shape(qm *q)
+{
+    if (q->cpu || !q->bytes || q->z.op >= 0) return 0;
+    int b = q->bits;
+    /* 16 columns where their bytes are whole 32-bit words (and 16 bytes at
+     * most), else 32: a thread's sums and scales stay near 16 registers each */
+    q->E = b % 2 == 0 && b >= 4 ? 16 : 32;
+    q->EB = q->E * b / 8;
+    q->TN = 1;
+    while (q->TN * q->EB < 128 && q->TN < 32) q->TN *= 2;
+    q->T = 256;
+    q->TK = q->T / q->TN;
+    q->BN = q->TN * q->E;
+    int grouped = q->s.op >= 0 && q->s.grouped;
+    q->GS = grouped ? (int)q->gs : 128;
+    if (q->GS % q->TK) return 0;
+    int gt = q->GS / q->TK;
+    q->U = 1;
+    for (int u = 1; u <= gt && u <= 16; u++)
+        if (gt % u == 0 && u * q->EB <= 64) q->U = u;
+    q->RI = q->U * q->TK;
+    q->GR = q->GS / q->RI;
+    return 1;
+}
+
+/* KS as an int expression over the sizes and q_nsm (both kernels). */
+static void vec_split(strbuf *o, const qm *q, const char *nn, const char *mm)
+{
+    char want[96];
+    if (q->splitk > 0) snprintf(want, sizeof want, "%lld", (long long)q->splitk);
+    else snprintf(want, sizeof want, "(2 * q_nsm) / (cdiv(%s, %d) * max(%s, 1))", nn, q->BN, mm);
+    sb_printf(o, "max(1, min(min(%s, %d), min(cdiv(q_kr, %d), %lld / (max(%s, 1) * cdiv(%s, %d) * %d))))", want,
+              QV_SPLIT_MAX, q->GS, (long long)QV_WS, mm, nn, q->BN, q->BN);
+}
+
+/* The kernels' common header: X, W's bytes, S, Y, the workspace, the SM count. */
+static void vec_header(strbuf *h, const qm *q, const char *kname)
+{
+    int np = 0;
+    sb_printf(h, "kernel %s(", kname);
+    param(h, q, q->x.tensor, &np);
+    sb_puts(h, ", q_wb: global u8[q_kr, q_nb]");
+    np++;
+    if (q->s.op >= 0) param(h, q, q->s.tensor, &np);
+    param(h, q, q->ty, &np);
+    sb_printf(h, ", q_ws: global f32[%lld], q_nsm: int)", (long long)QV_WS);
+}
+
+static char *vec_text(qm *q, const char *kname)
+{
+    char nx[160], ns[160] = "", ny[160], db[16], wdt[16], sd[16], yd[16];
+    const lang_tensor *X = q->def->tensors[q->x.tensor], *Y = q->def->tensors[q->ty];
+    const lang_tensor *S = q->s.op >= 0 ? q->def->tensors[q->s.tensor] : NULL;
+    tname(q, q->x.tensor, nx, sizeof nx);
+    tname(q, q->ty, ny, sizeof ny);
+    if (S) tname(q, q->s.tensor, ns, sizeof ns);
+    tile_dtype_name(q->wdt, wdt);
+    int T = q->T, BN = q->BN, TN = q->TN, TK = q->TK, E = q->E, EB = q->EB, BNB = TN * EB, U = q->U;
+    int grouped = S && q->s.grouped;
+    char lay[96], lw[96], ls[96], lx[96], lxc[96], lr[96], xd[16];
+    snprintf(lay, sizeof lay, "spatial(%d, %d).local(1, %d)", TK, TN, E);
+    snprintf(lw, sizeof lw, "spatial(%d, %d).local(1, %d)", TK, TN, EB);
+    snprintf(ls, sizeof ls, "replicate(%d).spatial(1, %d).local(1, %d)", TK, TN, E); /* [1, BN] */
+    snprintf(lx, sizeof lx, "spatial(1, %d).replicate(%d)", TK, TN);                 /* [1, TK] */
+    snprintf(lxc, sizeof lxc, "spatial(%d, 1).replicate(%d)", TK, TN);               /* [TK, 1] */
+    snprintf(lr, sizeof lr, "replicate(%d).spatial(%d).local(%d)", TK, TN, E);       /* [BN] */
+    snprintf(xd, sizeof xd, "%s", dtn(X->dtype, db));
+    strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0}, ks = {0};
+    sexpr_text(&nn, q, Y->shape[1]);
+    sexpr_text(&mm, q, Y->shape[0]);
+    vec_split(&ks, q, sb_str(&nn), sb_str(&mm));
+    vec_header(&h, q, kname);
+    /* two blocks a multiprocessor (128 registers) where that spills
+     * nothing: 16 columns a thread below 8 bits (sm_90a) */
+    sb_printf(&h, " grid(cdiv(%s, %d), %s, %s) threads(%d)%s {\n", sb_str(&nn), BN, sb_str(&mm), sb_str(&ks), T,
+              E == 16 && q->bits < 8 ? " min_blocks(2)" : "");
+    /* the slice's steps [q_k0, q_k1): whole groups */
+    sb_printf(o, "  let q_ks = %s\n  let q_ng = cdiv(q_kr, %d)\n  let q_gp = cdiv(q_ng, q_ks)\n", sb_str(&ks), q->GS);
+    sb_printf(o, "  let q_k0 = block_idx.z * q_gp * %d\n  let q_k1 = min(q_ng, block_idx.z * q_gp + q_gp) * %d\n", q->GR,
+              q->GR);
+    sb_printf(o, "  let q_col = block_idx.x * %d\n", BNB);
+    sb_printf(o, "  q_acc = alloc register f32[%d, %d] layout %s init 0.0\n", TK, BN, lay);
+    if (grouped) {
+        sb_printf(o, "  q_pacc = alloc register f32[%d, %d] layout %s init 0.0\n", TK, BN, lay);
+        sb_printf(o, "  q_sc = alloc register %s[1, %d] layout %s init 0.0\n", dtn(S->dtype, sd), BN, ls);
+    }
+    /* the step's rows (q_c*) and the next step's (q_n*), held as 32-bit
+     * words (as bytes every byte took a register) */
+    char lw4[96];
+    snprintf(lw4, sizeof lw4, "spatial(%d, %d).local(1, %d)", TK, TN, EB / 4);
+    for (int u = 0; u < U; u++) {
+        sb_printf(o, "  q_c%d = alloc register u32[%d, %d] layout %s init 0\n", u, TK, BNB / 4, lw4);
+        sb_printf(o, "  q_n%d = alloc register u32[%d, %d] layout %s init 0\n", u, TK, BNB / 4, lw4);
+    }
+#define LOADW(ind, row, dst)                                                                                          \
+    do {                                                                                                             \
+        sb_printf(o, "%sq_l%d = load_global q_wb[%s + %d, q_col] -> register u8[%d, %d] layout %s\n", ind, u, row,     \
+                  u * TK, TK, BNB, lw);                                                                              \
+        sb_printf(o, "%sq_m%d = view q_l%d -> register u32[%d, %d] layout %s\n", ind, u, u, TK, BNB / 4, lw4);        \
+        sb_printf(o, "%scopy q_m%d -> %s%d\n", ind, u, dst, u);                                                       \
+    } while (0)
+    sb_puts(o, "  if q_k0 < q_k1 {\n");
+    char r0[64];
+    snprintf(r0, sizeof r0, "q_k0 * %d", q->RI);
+    for (int u = 0; u < U; u++) LOADW("    ", r0, "q_c");
+    sb_puts(o, "  }\n  for q_s in q_k0 : q_k1 {\n");
+    if (grouped)
+        sb_printf(o, "    if q_s %% %d == 0 {\n      load_global %s[q_s / %d, block_idx.x * %d] -> q_sc\n    }\n", q->GR, ns,
+                  q->GR, BN);
+    sb_puts(o, "    if q_s + 1 < q_k1 {\n");
+    snprintf(r0, sizeof r0, "(q_s + 1) * %d", q->RI);
+    for (int u = 0; u < U; u++) LOADW("      ", r0, "q_n");
+#undef LOADW
+    sb_puts(o, "    }\n");
+    for (int u = 0; u < U; u++)
+        sb_printf(o, "    q_x%d = load_global %s[block_idx.y, q_s * %d + %d] -> register %s[1, %d] layout %s\n", u, nx,
+                  q->RI, u * TK, xd, TK, lx);
+    const char *acc = grouped ? "q_pacc" : "q_acc";
+    for (int u = 0; u < U; u++) {
+        /* a fresh copy of the words: the dequantizing cast reads the view's
+         * words directly, so only of a value not written in place (cuda_dequant.c) */
+        sb_printf(o, "    q_w%d = copy q_c%d\n", u, u);
+        sb_printf(o, "    q_q%d = view q_w%d -> register %s[%d, %d] layout %s\n", u, u, wdt, TK, BN, lay);
+        if (q->f16) { /* the f16 rows (exact where taken), then widened */
+            sb_printf(o, "    q_h%d = cast q_q%d -> register f16[%d, %d] layout %s\n", u, u, TK, BN, lay);
+            sb_printf(o, "    q_f%d = cast q_h%d -> register f32[%d, %d] layout %s\n", u, u, TK, BN, lay);
+        } else {
+            sb_printf(o, "    q_f%d = cast q_q%d -> register f32[%d, %d] layout %s\n", u, u, TK, BN, lay);
+        }
+        sb_printf(o, "    q_xv%d = view q_x%d -> register %s[%d, 1] layout %s\n", u, u, xd, TK, lxc);
+        const char *xf = "q_xv";
+        if (X->dtype != TSL_DTYPE_F32) {
+            sb_printf(o, "    q_xf%d = cast q_xv%d -> register f32[%d, 1] layout %s\n", u, u, TK, lxc);
+            xf = "q_xf";
+        }
+        sb_printf(o, "    q_xb%d = broadcast %s%d -> register f32[%d, %d] layout %s dim 1\n", u, xf, u, TK, BN, lay);
+        sb_printf(o, "    q_p%d = mul q_f%d, q_xb%d\n    add %s, q_p%d -> %s\n", u, u, u, acc, u, acc);
+    }
+    if (grouped) {
+        sb_printf(o, "    if q_s %% %d == %d {\n", q->GR, q->GR - 1);
+        sb_printf(o, "      q_sf = cast q_sc -> register f32[1, %d] layout %s\n", BN, ls);
+        sb_printf(o, "      q_sb = broadcast q_sf -> register f32[%d, %d] layout %s dim 0\n", TK, BN, lay);
+        sb_puts(o, "      q_ps = mul q_pacc, q_sb\n      add q_acc, q_ps -> q_acc\n      mul q_pacc, 0.0 -> q_pacc\n    }\n");
+    }
+    for (int u = 0; u < U; u++) sb_printf(o, "    copy q_n%d -> q_c%d\n", u, u);
+    sb_puts(o, "  }\n");
+    const char *v = "q_acc";
+    if (S && !grouped) { /* a scale per column */
+        sb_printf(o, "  q_s0 = load_global %s[block_idx.x * %d] -> register %s[%d] layout %s\n", ns, BN,
+                  dtn(S->dtype, sd), BN, lr);
+        sb_printf(o, "  q_s1 = cast q_s0 -> register f32[%d] layout %s\n", BN, lr);
+        sb_printf(o, "  q_sb = broadcast q_s1 -> register f32[%d, %d] layout %s dim 0\n", TK, BN, lay);
+        sb_puts(o, "  q_as = mul q_acc, q_sb\n");
+        v = "q_as";
+    }
+    /* the block's rows: inside each warp (shuffles), then across warps */
+    int B = TN < 32 ? 32 / TN : 1;
+    if (B > 1 && TK % B == 0 && TK > B) {
+        int A = TK / B;
+        sb_printf(o, "  q_r3 = view %s -> register f32[%d, %d, %d] layout spatial(%d, %d, %d).local(1, 1, %d)\n", v, A, B,
+                  BN, A, B, TN, E);
+        sb_printf(o,
+                  "  q_r2 = reduce.sum q_r3 -> register f32[%d, %d] layout spatial(%d, 1).replicate(%d).spatial(1, %d)"
+                  ".local(1, %d) dim 1\n",
+                  A, BN, A, B, TN, E);
+        v = "q_r2";
+    }
+    sb_printf(o, "  q_red = reduce.sum %s -> register f32[%d] layout %s dim 0\n", v, BN, lr);
+    sb_puts(o, "  if q_ks == 1 {\n");
+    const char *res = "q_red";
+    if (Y->dtype != TSL_DTYPE_F32) {
+        sb_printf(o, "    q_out = cast q_red -> register %s[%d] layout %s\n", dtn(Y->dtype, yd), BN, lr);
+        res = "q_out";
+    }
+    sb_printf(o, "    store_global %s -> %s[block_idx.y, block_idx.x * %d]\n  }\n", res, ny, BN);
+    /* the slice's sums: workspace row (z * M + m), padded to whole blocks */
+    sb_printf(o, "  if q_ks > 1 {\n    store_global q_red -> q_ws[(block_idx.z * %s + block_idx.y) * cdiv(%s, %d) * %d + "
+                 "block_idx.x * %d]\n  }\n}\n",
+              sb_str(&mm), sb_str(&nn), BN, BN, BN);
+    sb_puts(&h, sb_str(o));
+    sb_free(o);
+    sb_free(&nn);
+    sb_free(&mm);
+    sb_free(&ks);
+    return sb_take(&h);
+}
+
+/* The sum of the KS slices (vec_text), in slice order, cast to Y. */
+static char *vec_sum_text(qm *q, const char *kname)
+{
+    char ny[160], yd[16];
+    const lang_tensor *Y = q->def->tensors[q->ty];
+    tname(q, q->ty, ny, sizeof ny);
+    enum { SB = 1024 };
+    const char *l = "spatial(256).local(4)";
+    strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0}, ks = {0};
+    sexpr_text(&nn, q, Y->shape[1]);
+    sexpr_text(&mm, q, Y->shape[0]);
+    vec_split(&ks, q, sb_str(&nn), sb_str(&mm));
+    vec_header(&h, q, kname);
+    sb_printf(&h, " grid(cdiv(%s, %d), %s) threads(256) {\n", sb_str(&nn), SB, sb_str(&mm));
+    sb_printf(o, "  let q_ks = %s\n  if q_ks > 1 {\n", sb_str(&ks));
+    sb_printf(o, "    q_t = alloc register f32[%d] layout %s init 0.0\n    for q_z in 0 : q_ks {\n", SB, l);
+    sb_printf(o, "      q_v = load_global q_ws[(q_z * %s + block_idx.y) * cdiv(%s, %d) * %d + block_idx.x * %d] -> register "
+                 "f32[%d] layout %s\n      add q_t, q_v -> q_t\n    }\n",
+              sb_str(&mm), sb_str(&nn), q->BN, q->BN, SB, SB, l);
+    const char *res = "q_t";
+    if (Y->dtype != TSL_DTYPE_F32) {
+        sb_printf(o, "    q_out = cast q_t -> register %s[%d] layout %s\n", dtn(Y->dtype, yd), SB, l);
+        res = "q_out";
+    }
+    sb_printf(o, "    store_global %s -> %s[block_idx.y, block_idx.x * %d]\n  }\n}\n", res, ny, SB);
+    sb_puts(&h, sb_str(o));
+    sb_free(o);
+    sb_free(&nn);
+    sb_free(&mm);
+    sb_free(&ks);
+    return sb_take(&h);
+}
+
 /* ---- the GPU kernel for M >= 16: tensor cores --------------------------------------------- */
 
 enum { TC_BM = 16, TC_BN = 64, TC_T = 128, TC_STAGES = 4 };
@@ -749,6 +1002,12 @@ static void push_launch(sched_plan *p, const qm *q, tile_kernel *k, const sched_
         }
         ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
     }
+    if (q->ws >= 0) { /* the streaming GEMV's pair: the workspace, the SM count */
+        sched_arg ws = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SCRATCH, .scratch = q->ws};
+        ARENA_PUSH(a, l->args, l->nargs, l->capargs, ws);
+        sched_arg sm = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SMS};
+        ARENA_PUSH(a, l->args, l->nargs, l->capargs, sm);
+    }
     TSL_ASSERT(l->nargs == k->nparams);
 }
 
@@ -761,7 +1020,10 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
     q.grp = grp;
     q.cpu = p->target == TSL_TARGET_CPU;
     q.ukr = p->opt->micro_kernels;
+    q.splitk = p->opt->splitk;
+    q.ws = -1;
     if (!recognise(&q)) return 0;
+    q.f16 = p->opt->qdequant == 16 && exact_in(q.def->tensors[q.w.tensor]->dtype, TSL_DTYPE_F16);
     /* W's rows whole bytes: N * bits a multiple of 8 */
     const lang_sexpr *nw = q.def->tensors[q.w.tensor]->shape[1];
     int step = 8;
@@ -795,8 +1057,42 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         char *t = gemm_text(&qs[0], kname, BK);
         kt = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
     }
+    /* GPU, the byte-reading form: the streaming GEMV (a slice kernel and
+     * the sum of the slices) instead of gemv_text's where it applies */
+    tile_kernel *kv = NULL, *kvs = NULL;
+    qm qv = qs[0];
+    if (!q.cpu && qs[0].bytes && vec_shape(&qv)) {
+        int ws = 0;
+        while (ws < p->nscratch && !(p->scratch[ws].dtype == TSL_DTYPE_F32 && p->scratch[ws].count == QV_WS)) ws++;
+        qv.ws = ws;
+        snprintf(kname, sizeof kname, "%s_g%d_qgemv_vec", g->def->name, grp->index);
+        char *t = vec_text(&qv, kname);
+        kv = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
+        snprintf(kname, sizeof kname, "%s_g%d_qsum", g->def->name, grp->index);
+        t = kv ? vec_sum_text(&qv, kname) : NULL;
+        kvs = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
+        if (kvs && ws == p->nscratch) {
+            sched_scratch sc = {TSL_DTYPE_F32, QV_WS};
+            ARENA_PUSH(p->m->arena, p->scratch, p->nscratch, p->capscratch, sc);
+        }
+    }
     sched_guard gm = guard;
-    if (kt && me->kind == LANG_SX_SYM) {
+    if (kvs) {
+        /* the GEMV's launches: the slices, then their sum */
+        sched_guard small = guard;
+        if (kt && me->kind == LANG_SX_SYM) {
+            small.sym[small.n] = gm.sym[gm.n] = me->sym;
+            small.op[small.n] = SCHED_GUARD_LE;
+            gm.op[gm.n] = SCHED_GUARD_GT;
+            small.val[small.n++] = gm.val[gm.n++] = 15;
+        }
+        if (!kt || me->kind == LANG_SX_SYM) {
+            int gd = both || small.n > 0;
+            push_launch(p, &qv, kv, gd ? &small : NULL);
+            push_launch(p, &qv, kvs, gd ? &small : NULL);
+        }
+        if (kt) push_launch(p, &qs[0], kt, both || gm.n > 0 ? &gm : NULL);
+    } else if (kt && me->kind == LANG_SX_SYM) {
         sched_guard small = guard;
         small.sym[small.n] = gm.sym[gm.n] = me->sym;
         small.op[small.n] = SCHED_GUARD_LE;
@@ -810,7 +1106,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         push_launch(p, &qs[0], ks[0], both ? &guard : NULL);
     }
     if (both) {
-        guard.negate = 1;
+        sched_guard_negate(&guard);
         push_launch(p, &qs[1], ks[1], &guard);
     }
     return 1;

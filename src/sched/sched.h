@@ -58,22 +58,36 @@ typedef struct sched_arg {
     int scratch;      /* SCRATCH */
 } sched_arg;
 
-/* A launch's condition on the sizes: the conjunction of n terms, each
- * size symbol `sym[i]` a multiple of val[i] (MOD: the sm_90a GEMM's TMA
- * rows need 16-byte strides), at most val[i] (LE) or above it (GT: small-M
- * and large-M plans); `negate` runs the launch exactly when that fails (a
- * fallback plan). Several launches of one group have exclusive guards. */
-#define SCHED_MAX_GUARD 8
-typedef enum { SCHED_GUARD_MOD, SCHED_GUARD_LE, SCHED_GUARD_GT } sched_guard_op;
+/* A launch's condition on the sizes: n terms, each size symbol `sym[i]` a
+ * multiple of val[i] (MOD: the sm_90a GEMM's TMA rows need 16-byte
+ * strides), at most val[i] (LE), above it (GT: small-M and large-M
+ * plans) or other than it (NE: a head dim no attention kernel is written
+ * for). Term i belongs to group grp[i]: the `when` terms (group 0) must
+ * all hold, and for each `unless` group u > 0 not all of its terms may
+ * hold: "when A && B unless C unless D && E". A fallback plan runs unless
+ * its fast plan's condition holds; a part of a merged chain that has
+ * guarded plans of its own runs them unless the chain's condition holds.
+ * Several launches of one group have exclusive guards. */
+#define SCHED_MAX_GUARD 16
+typedef enum { SCHED_GUARD_MOD, SCHED_GUARD_LE, SCHED_GUARD_GT, SCHED_GUARD_NE } sched_guard_op;
 typedef struct sched_guard {
     int n;
     int sym[SCHED_MAX_GUARD];
     sched_guard_op op[SCHED_MAX_GUARD];
     int64_t val[SCHED_MAX_GUARD];
-    int negate;
+    int grp[SCHED_MAX_GUARD];
 } sched_guard;
 /* Whether the guard lets the launch run under the sizes (by slot). */
 int sched_guard_holds(const sched_guard *g, const int64_t *sizes);
+/* The number of unless groups of g (the largest group number). */
+int sched_guard_nunless(const sched_guard *g);
+/* g's when terms as one unless group: runs exactly when g's condition
+ * fails (g must have no unless group). */
+void sched_guard_negate(sched_guard *g);
+/* g && !(u's condition): u's when terms appended as a new unless group.
+ * 0 (g unchanged) when u has unless groups of its own or the terms do not
+ * fit. */
+int sched_guard_unless(sched_guard *g, const sched_guard *u);
 /* A buffer the plan owns: `count` elements of `dtype`, 1-D. Its contents
  * are undefined at the start of a run (the launch that writes it runs
  * before any that reads it). */
@@ -110,6 +124,10 @@ typedef struct sched_plan {
     char *notes;            /* why a strategy declined a group it matched
                              * (its own plan did not verify), one line each;
                              * NULL when none */
+    int partial;            /* set by a strategy whose launches cover only
+                             * the sizes where `covered` (when terms) holds:
+                             * lower.c runs the group's parts unless it */
+    sched_guard covered;
 } sched_plan;
 
 /* Lower every group of g (built from def) to tile IR. The module verifies

@@ -50,6 +50,11 @@ int sched_lower_attention(sched_plan *p, const graph *g, const graph_group *grp)
  * guarded by the hidden widths (lower.c then adds the layers' own
  * kernels under the negated guard). */
 int sched_lower_gemm_chain(sched_plan *p, const graph *g, const graph_group *grp);
+/* chain_mma.c: the chain's tensor-core plan (f16/bf16 on CUDA), its launch
+ * under guard (NULL or no terms: always); hmax bounds every hidden width.
+ * 0 when the chain is not its shape (nothing added). */
+int sched_chain_mma(sched_plan *p, const graph *g, const graph_group *grp, const graph_gemm_chain *ch,
+                    const sched_guard *guard, int hmax);
 
 /* The dispatch lower.c calls per group (strategies.c: one table row per
  * strategy, tried in order): the group's strategy, else 0. The option

@@ -1012,6 +1012,10 @@ static tile_stmt *parse_stmt(parser *P)
         expect(P, ":", "between the loop bounds");
         s->hi = parse_expr(P);
         if (accept(P, ":")) s->step = parse_expr(P);
+        if (is_kw(P, "unroll")) {
+            lex_next(P);
+            s->unroll = 1;
+        }
         int mark = P->nnames;
         s->v = new_value(P, TILE_V_SCALAR, TILE_O_LOOP, name, vpos);
         s->v->def = s;

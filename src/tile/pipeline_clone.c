@@ -111,6 +111,7 @@ static tsl_status stmt(cl *C, const tile_stmt *s, tile_stmt **out)
         c->lo = expr(C, s->lo);
         c->hi = expr(C, s->hi);
         c->step = expr(C, s->step);
+        c->unroll = s->unroll;
         c->v = fresh(C, s->v);
         c->v->def = c;
         return block(C, s->body, &c->body);

@@ -258,6 +258,7 @@ static void print_stmt(strbuf *sb, const tile_stmt *s, int depth)
             sb_puts(sb, " : ");
             tile_print_expr(sb, s->step);
         }
+        if (s->unroll) sb_puts(sb, " unroll");
         sb_putc(sb, ' ');
         print_braced(sb, s->body, depth);
         break;

@@ -408,7 +408,7 @@ typedef enum tile_stmt_kind {
     TILE_S_SET,      /* set v = e (v a var) */
     TILE_S_THREADS,  /* g = threads N [tile T] [reshape [..]] */
     TILE_S_INDICES,  /* let a, b, c = indices g */
-    TILE_S_FOR,      /* for v in lo : hi [: step] { body } */
+    TILE_S_FOR,      /* for v in lo : hi [: step] [unroll] { body } */
     TILE_S_IF,       /* if cond { body } [else { els }] */
     TILE_S_WHILE,    /* while cond { body } */
     TILE_S_PIPELINE, /* pipeline(...) { body } */
@@ -430,6 +430,8 @@ typedef struct tile_role {
     tile_block *body;
 } tile_role;
 
+#define TILE_MAX_UNROLL 64
+
 typedef struct tile_stmt {
     tile_stmt_kind kind;
     size_t pos;
@@ -440,6 +442,9 @@ typedef struct tile_stmt {
     int nvs;
     tile_value *group;      /* INDICES: the thread group */
     tile_expr *lo, *hi, *step; /* FOR; step NULL = 1 */
+    int unroll;             /* FOR: unrolled in the GPU code (constant trip count,
+                             * at most TILE_MAX_UNROLL): the compiler then keeps
+                             * the next iterations' loads in flight */
     tile_block *body;       /* FOR IF WHILE PIPELINE */
     tile_block *els;        /* IF: NULL when no else */
     tile_pipeline pipe;     /* PIPELINE */

@@ -1659,6 +1659,15 @@ static void check_stmt(verifier *V, const tile_stmt *s)
         int64_t st;
         if (s->step && tile_expr_const(s->step, &st) && st <= 0)
             verr(V, s->step->pos, "for: step %lld must be positive", (long long)st);
+        int64_t lo, hi, step = 1;
+        if (s->unroll) {
+            if (!tile_expr_const(s->lo, &lo) || !tile_expr_const(s->hi, &hi) ||
+                (s->step && !tile_expr_const(s->step, &step)))
+                verr(V, s->pos, "for ... unroll: the bounds and step must be constants");
+            else if (step > 0 && hi > lo && (hi - lo + step - 1) / step > TILE_MAX_UNROLL)
+                verr(V, s->pos, "for ... unroll: %lld iterations, more than %d", (long long)((hi - lo + step - 1) / step),
+                     TILE_MAX_UNROLL);
+        }
         uint8_t was = V->visible[s->v->id]; /* the variable is visible in the body only */
         make_visible(V, s->v);
         check_block(V, s->body);

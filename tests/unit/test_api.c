@@ -546,6 +546,101 @@ static void test_bad_target_setting(void)
     tsl_context_free(ctx);
 }
 
+/* tsl_tensor_check_buffer against a brute-force walk over every element's
+ * bytes, on random shapes (size 0 and 1 dims too), strides (negative and
+ * zero), byte offsets, dtypes, data pointers around the buffer and buffer
+ * sizes; the message says "before" or "past" as the walk finds. Then
+ * fixed cases: C order, overflow, a NULL buffer, a packed int4 tensor. */
+static void test_check_buffer(void)
+{
+    static const tsl_dtype dts[] = {TSL_DTYPE_I8, TSL_DTYPE_F16, TSL_DTYPE_F32, TSL_DTYPE_F64};
+    static char buf[512];
+    tsl_context *ctx = tsl_context_create();
+    int ok = 0, before = 0, past = 0;
+    for (int round = 0; round < 400; round++) {
+        tsl_dtype dt = dts[test_rand_int(0, 3)];
+        int64_t esz = (int64_t)tsl_dtype_size(dt), shape[TSL_MAX_RANK], strides[TSL_MAX_RANK];
+        int rank = (int)test_rand_int(0, 4);
+        for (int d = 0; d < rank; d++) {
+            shape[d] = test_rand_int(0, 9) == 0 ? 0 : test_rand_int(1, 5);
+            strides[d] = test_rand_int(-6, 6);
+        }
+        int c_order = test_rand_int(0, 5) == 0;
+        for (int d = rank - 1, c = 1; c_order && d >= 0; c *= (int)shape[d], d--) strides[d] = c;
+        DLTensor t = {.ndim = rank, .shape = shape, .strides = c_order ? NULL : strides,
+                      .dtype = tsl_dtype_to_dlpack(dt), .device = {kDLCPU, 0},
+                      .byte_offset = (uint64_t)test_rand_int(0, 40)};
+        char *b0 = buf + 200;
+        size_t bytes = (size_t)test_rand_int(0, 200);
+        t.data = b0 + test_rand_int(-120, 120); /* within buf: never read */
+        /* the walk: every element's bytes, by counting through the index space */
+        int64_t idx[TSL_MAX_RANK] = {0}, n = 1;
+        for (int d = 0; d < rank; d++) n *= shape[d];
+        int w_before = 0, w_past = 0;
+        for (int64_t e = 0; e < n; e++) {
+            int64_t o = 0;
+            for (int d = 0; d < rank; d++) o += idx[d] * strides[d];
+            const char *at = (const char *)t.data + t.byte_offset + o * esz;
+            w_before |= at < b0;
+            w_past |= at + esz > b0 + bytes;
+            for (int d = rank - 1; d >= 0 && ++idx[d] == shape[d]; d--) idx[d] = 0;
+        }
+        tsl_status st = tsl_tensor_check_buffer(ctx, &t, b0, bytes);
+        const char *msg = tsl_context_error(ctx);
+        CHECK_MSG((st == TSL_OK) == (!w_before && !w_past),
+                  "round %d: rank %d, byte_offset %llu, data at %lld from a buffer of %zu bytes: %s, the walk: %s%s",
+                  round, rank, (unsigned long long)t.byte_offset, (long long)((char *)t.data - b0), bytes,
+                  st ? msg : "ok", w_before ? "before " : "", w_past ? "past" : "");
+        if (st && w_before) CHECK_MSG(strstr(msg, "before the buffer's start"), "round %d: %s", round, msg);
+        if (st && !w_before) CHECK_MSG(strstr(msg, "past the buffer's end"), "round %d: %s", round, msg);
+        ok += st == TSL_OK;
+        before += w_before;
+        past += !w_before && w_past;
+    }
+    CHECK_MSG(ok > 20 && before > 20 && past > 20, "the random cases cover too little: %d ok, %d before, %d past", ok,
+              before, past);
+    /* fixed cases: a 2x3 float32 view of a 24-byte buffer fits exactly */
+    int64_t shape[2] = {2, 3}, strides[2] = {3, 1};
+    DLTensor t = {.data = buf, .ndim = 2, .shape = shape, .strides = NULL,
+                  .dtype = tsl_dtype_to_dlpack(TSL_DTYPE_F32), .device = {kDLCPU, 0}};
+    CHECK_EQ_INT(tsl_tensor_check_buffer(ctx, &t, buf, 24), TSL_OK);
+    CHECK_EQ_INT(tsl_tensor_check_buffer(ctx, &t, buf, 23), TSL_ERR_ARG);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "1 bytes past the buffer's end (23 bytes): element (1, 2)"), "%s",
+              tsl_context_error(ctx));
+    /* a reversed dim names itself */
+    strides[0] = -3;
+    t.strides = strides;
+    CHECK_EQ_INT(tsl_tensor_check_buffer(ctx, &t, buf, 24), TSL_ERR_ARG);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "12 bytes before the buffer's start: element (1, 0), reached through "
+                                             "dim 0 (size 2, stride -3)"), "%s", tsl_context_error(ctx));
+    t.byte_offset = 12;
+    CHECK_EQ_INT(tsl_tensor_check_buffer(ctx, &t, buf, 24), TSL_OK);
+    /* strides that overflow, a buffer that wraps, a NULL buffer: errors, no crash */
+    strides[0] = INT64_MAX / 2;
+    CHECK_EQ_INT(tsl_tensor_check_buffer(ctx, &t, buf, 24), TSL_ERR_ARG);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "overflows"), "%s", tsl_context_error(ctx));
+    strides[0] = 3;
+    t.byte_offset = UINT64_MAX;
+    CHECK_EQ_INT(tsl_tensor_check_buffer(ctx, &t, buf, 24), TSL_ERR_ARG);
+    t.byte_offset = 0;
+    CHECK_EQ_INT(tsl_tensor_check_buffer(ctx, &t, buf, SIZE_MAX), TSL_ERR_ARG);
+    CHECK_EQ_INT(tsl_tensor_check_buffer(ctx, &t, NULL, 24), TSL_ERR_ARG);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "NULL"), "%s", tsl_context_error(ctx));
+    CHECK_EQ_INT(tsl_tensor_check_buffer(NULL, &t, buf, 24), TSL_OK); /* no context: fine */
+    CHECK_EQ_INT(tsl_tensor_check_buffer(ctx, NULL, buf, 24), TSL_ERR_ARG);
+    /* no element: nothing addressed, whatever the pointers */
+    shape[1] = 0;
+    t.data = NULL;
+    CHECK_EQ_INT(tsl_tensor_check_buffer(ctx, &t, NULL, 0), TSL_OK);
+    /* packed int4: 5 elements take 3 bytes */
+    int64_t n5 = 5;
+    DLTensor q = {.data = buf, .ndim = 1, .shape = &n5, .dtype = tsl_dtype_to_dlpack(TSL_DTYPE_I4),
+                  .device = {kDLCPU, 0}};
+    CHECK_EQ_INT(tsl_tensor_check_buffer(ctx, &q, buf, 3), TSL_OK);
+    CHECK_EQ_INT(tsl_tensor_check_buffer(ctx, &q, buf, 2), TSL_ERR_ARG);
+    tsl_context_free(ctx);
+}
+
 TEST_SUITE(api) = {
     {"bad_target_setting", test_bad_target_setting},
     {"compile_errors", test_compile_errors},
@@ -559,5 +654,6 @@ TEST_SUITE(api) = {
     {"size_symbols_set", test_size_symbols_set},
     {"where_only_size", test_where_only_size},
     {"descriptor_changed_after_binding", test_descriptor_changed_after_binding},
+    {"check_buffer", test_check_buffer},
     {0},
 };

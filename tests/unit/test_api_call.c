@@ -2,7 +2,9 @@
  * positional binding (tsl_args_bind, tsl_program_call) with scalars, in/out
  * and allocated outputs, sizes changing between calls; one program run from many threads at once, each thread with its
  * own args and its own error; tsl_layout_table; emit "ptx". */
+#include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "base/base.h"
@@ -216,10 +218,141 @@ static void test_emit_ptx(void)
     tsl_context_free(ctx);
 }
 
+/* tsl_program_call_refs: tensors found through references shaped like a
+ * Python capsule (two header words, then the pointer), DLManagedTensor
+ * and DLManagedTensorVersioned ones, beside plain DLTensors; results as
+ * through tsl_program_call; bad references are errors. */
+typedef struct fake_capsule {
+    void *head[2]; /* what an object header would hold */
+    void *pointer;
+} fake_capsule;
+
+static void test_call_refs(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    CHECK_MSG(tsl_program_compile(ctx, axpy_src, "axpy.tc", NULL, &p) == TSL_OK, "%s", tsl_context_error(ctx));
+    if (!p) goto out;
+    int64_t N = test_rand_int(1, 40);
+    DLTensor *X = rnd1(N), *Y = rnd1(N), *S = rnd1(N), *Z = rnd1(N);
+    float *s0 = malloc(sizeof(float) * (size_t)N);
+    memcpy(s0, S->data, sizeof(float) * (size_t)N);
+    for (int64_t i = 0; i < N; i++) ((float *)Z->data)[i] = NAN; /* poisoned */
+    double a = test_rand_double(-2, 2), scalars[4] = {0, a, 0, 0};
+    /* X as a DLManagedTensor behind a capsule, Y as a versioned one, S and Z plain */
+    DLManagedTensor mx = {.dl_tensor = *X};
+    struct {
+        uint32_t version[2];
+        void *manager_ctx, *deleter;
+        uint64_t flags;
+        DLTensor dl_tensor;
+    } my = {.dl_tensor = *Y};
+    fake_capsule cx = {.pointer = &mx}, cy = {.pointer = &my};
+    const void *refs[6] = {&cx, NULL, &cy, S, Z, NULL};
+    uint8_t kinds[6] = {TSL_REF_MANAGED, TSL_REF_NONE, TSL_REF_VERSIONED, TSL_REF_TENSOR, TSL_REF_TENSOR, TSL_REF_NONE};
+    tsl_args *args = tsl_args_create(p);
+    CHECK_MSG(tsl_program_call_refs(p, args, refs, kinds, offsetof(fake_capsule, pointer), scalars, TSL_TARGET_CPU) ==
+                  TSL_OK, "%s", tsl_context_error(ctx));
+    for (int64_t i = 0; i < N; i++) {
+        float x = ((float *)X->data)[i];
+        CHECK_CLOSE(((float *)Z->data)[i], (float)a * x + ((float *)Y->data)[i], 1e-6);
+        CHECK_CLOSE(((float *)S->data)[i], s0[i] + x, 1e-6);
+    }
+    /* Z allocated by the args this time */
+    kinds[4] = TSL_REF_NONE;
+    CHECK_MSG(tsl_program_call_refs(p, args, refs, kinds, offsetof(fake_capsule, pointer), scalars, TSL_TARGET_CPU) ==
+                  TSL_OK, "%s", tsl_context_error(ctx));
+    const DLTensor *z = tsl_args_output(args, "Z");
+    CHECK(z && z != Z);
+    for (int64_t i = 0; z && i < N; i++) CHECK_EQ_INT(((float *)z->data)[i] == ((float *)Z->data)[i], 1);
+    /* errors: a kind that is none, a reference to nothing, a missing input */
+    kinds[0] = 9;
+    CHECK_EQ_INT(tsl_program_call_refs(p, args, refs, kinds, 16, scalars, TSL_TARGET_CPU), TSL_ERR_ARG);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "kinds[0] is 9"), "%s", tsl_context_error(ctx));
+    kinds[0] = TSL_REF_MANAGED;
+    cx.pointer = NULL;
+    CHECK_EQ_INT(tsl_program_call_refs(p, args, refs, kinds, offsetof(fake_capsule, pointer), scalars, TSL_TARGET_CPU),
+                 TSL_ERR_ARG);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "reference 0 leads to no tensor"), "%s", tsl_context_error(ctx));
+    cx.pointer = &mx;
+    kinds[2] = TSL_REF_NONE;
+    CHECK_EQ_INT(tsl_program_call_refs(p, args, refs, kinds, offsetof(fake_capsule, pointer), scalars, TSL_TARGET_CPU),
+                 TSL_ERR_ARG);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "tensor 'Y'"), "%s", tsl_context_error(ctx));
+    CHECK_EQ_INT(tsl_program_call_refs(p, args, NULL, kinds, 16, scalars, TSL_TARGET_CPU), TSL_ERR_ARG);
+    tsl_args_free(args);
+    free(s0);
+    tsl_tensor_free(X);
+    tsl_tensor_free(Y);
+    tsl_tensor_free(S);
+    tsl_tensor_free(Z);
+    tsl_program_free(p);
+out:
+    tsl_context_free(ctx);
+}
+
+/* tsl_dlpack_fill through a fake exchange API whose objects are
+ * DLTensors to copy (one of them refuses): filled in order, the device
+ * given back, OTHER_WAY for mixed devices and strided device tensors,
+ * UNUSABLE for an API of another version. */
+typedef struct fake_api {
+    uint32_t major, minor;
+    const void *prev;
+    void *fns[3];
+    int (*fill)(void *obj, DLTensor *out);
+    void *stream;
+} fake_api;
+
+static int fake_fill(void *obj, DLTensor *out)
+{
+    if (!obj) return -1; /* the framework's refusal */
+    *out = *(const DLTensor *)obj;
+    return 0;
+}
+
+static void test_dlpack_fill(void)
+{
+    fake_api api = {.major = 1, .minor = 3, .fill = fake_fill};
+    int64_t shape[2] = {test_rand_int(2, 9), test_rand_int(2, 9)}, strides[2] = {1, shape[0]};
+    char mem[8];
+    DLTensor a = {.data = mem, .device = {kDLCPU, 0}, .ndim = 2, .dtype = {kDLFloat, 32, 1}, .shape = shape};
+    DLTensor b = a, c = a;
+    b.strides = strides; /* transposed: fine on the host */
+    c.dtype.bits = 16;
+    void *objs[3] = {&a, &b, &c};
+    DLTensor out[3];
+    memset(out, 0x5a, sizeof out);
+    DLDevice dev = {0, -1};
+    CHECK_EQ_INT(tsl_dlpack_fill(&api, objs, 3, out, &dev), 0);
+    CHECK_EQ_INT(dev.device_type, kDLCPU);
+    CHECK(out[0].data == mem && out[1].strides == strides && out[2].dtype.bits == 16 && out[0].shape == shape);
+    /* on a GPU the transposed one cannot be taken in place */
+    a.device = b.device = c.device = (DLDevice){kDLCUDA, 1};
+    CHECK_EQ_INT(tsl_dlpack_fill(&api, objs, 3, out, &dev), TSL_DLPACK_OTHER_WAY);
+    CHECK_EQ_INT(dev.device_type, kDLCUDA);
+    CHECK_EQ_INT(dev.device_id, 1);
+    b.strides = NULL;
+    CHECK_EQ_INT(tsl_dlpack_fill(&api, objs, 3, out, &dev), 0);
+    c.device.device_id = 0; /* two GPUs */
+    CHECK_EQ_INT(tsl_dlpack_fill(&api, objs, 3, out, &dev), TSL_DLPACK_OTHER_WAY);
+    /* a refusal names the object */
+    objs[1] = NULL;
+    CHECK_EQ_INT(tsl_dlpack_fill(&api, objs, 3, out, &dev), -2);
+    /* not an API this library knows */
+    api.minor = 1;
+    CHECK_EQ_INT(tsl_dlpack_fill(&api, objs, 3, out, &dev), TSL_DLPACK_UNUSABLE);
+    api.minor = 2;
+    api.fill = NULL;
+    CHECK_EQ_INT(tsl_dlpack_fill(&api, objs, 3, out, &dev), TSL_DLPACK_UNUSABLE);
+    CHECK_EQ_INT(tsl_dlpack_fill(NULL, objs, 3, out, &dev), TSL_DLPACK_UNUSABLE);
+}
+
 TEST_SUITE(api_call) = {
     {"emit_ptx", test_emit_ptx},
     {"bind_positional", test_bind_positional},
     {"threads_one_program", test_threads_one_program},
     {"layout_table", test_layout_table},
+    {"call_refs", test_call_refs},
+    {"dlpack_fill", test_dlpack_fill},
     {0, 0},
 };

@@ -290,8 +290,52 @@ static void test_guards_and_tmaps(void)
     arena_free(a);
 }
 
+/* Guards with unless groups (sched.h): a 3-layer f16 MLP on sm_90a is a
+ * chain kernel (when H <= 256) beside the layers' wgmma / mma.sync plans,
+ * each run unless the chain's guard holds. The plan's guard expressions
+ * agree with the scheduler's on random sizes, and exactly one plan runs:
+ * the chain, or one per layer. */
+static void test_guards_unless(void)
+{
+    tsl_arena *a = arena_create();
+    const lang_def *def = parse_def(a, "def mlp(float16(B,H) X, float16(H,H) W1, float16(H,H) W2, float16(H,H) W3) -> (Y) {\n"
+                                       "  h1(b,o) +=! X(b,i) * W1(o,i)\n  h2(b,o) +=! h1(b,i) * W2(o,i)\n"
+                                       "  Y(b,o) +=! h2(b,i) * W3(o,i)\n}\n");
+    graph *g = def ? graph_build(a, def, NULL) : NULL;
+    sched_plan *sp = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, 90, NULL) : NULL;
+    drv_executable *x = NULL;
+    tsl_diag d = {0};
+    drv_options o = {.no_compile = 1};
+    CHECK_MSG(sp && drv_compile(def, &drv_target_cuda, "sm_90a", &o, &x, &d) == TSL_OK, "%s", sb_str(&d.msg));
+    if (x) {
+        rt_plan *p = x->plan;
+        int unless = 0;
+        for (int li = 0; li < sp->nlaunches; li++) unless += sched_guard_nunless(&sp->launches[li].guard) > 0;
+        CHECK(p->nlaunches == sp->nlaunches && strstr(sp->launches[0].k->name, "_gemmchain") && unless == sp->nlaunches - 1);
+        for (int t = 0; t < 500; t++) {
+            int64_t sz[2];
+            for (int i = 0; i < 2; i++) sz[i] = test_rand_int(1, 3) == 1 ? test_rand_int(1, 300) : 8 * test_rand_int(1, 40);
+            int chain = 0, parts = 0;
+            for (int li = 0; li < p->nlaunches; li++) {
+                int ok = 1;
+                const rt_expr *w = &p->launches[li].when;
+                int holds = w->n ? rt_expr_eval(w, sz, 2, &ok) != 0 : 1;
+                CHECK(ok && holds == sched_guard_holds(&sp->launches[li].guard, sz));
+                if (li == 0) chain = holds;
+                else parts += holds && !strstr(sp->launches[li].k->name, "_splitk_sum");
+            }
+            CHECK_MSG(chain == (sz[1] <= 256) && parts == (chain ? 0 : 3), "B=%lld H=%lld: chain %d, %d part plans",
+                      (long long)sz[0], (long long)sz[1], chain, parts);
+        }
+    }
+    drv_executable_free(x);
+    diag_free(&d);
+    arena_free(a);
+}
+
 TEST_SUITE(driver) = {
     {"guards_and_tmaps", test_guards_and_tmaps},
+    {"guards_unless", test_guards_unless},
     {"executable_round_trip", test_executable_round_trip},
     {"variant_spelling", test_variant_spelling},
     {"stage_mask", test_stage_mask},

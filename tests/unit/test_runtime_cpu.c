@@ -285,6 +285,36 @@ static void test_parallel_for_cover(void)
     rt_cpu_shutdown();
 }
 
+/* A job of few blocks wakes only the workers it can use (one block: none,
+ * it runs on the caller), still covers every index once, and a job of
+ * many blocks after it still gets every worker. */
+static void test_parallel_for_few_blocks(void)
+{
+    rt_cpu_set_num_threads(16);
+    check_cover(1000); /* the pool started, every worker has run */
+    int64_t sizes[] = {1, 2, 3, 5, test_rand_int(2, 15)};
+    for (size_t i = 0; i < TSL_COUNTOF(sizes); i++) {
+        long before = rt_cpu_pool_wakeups();
+        check_cover(sizes[i]);
+        long woken = rt_cpu_pool_wakeups() - before;
+        CHECK_MSG(woken == sizes[i] - 1, "a job of %lld blocks on 16 threads woke %ld workers, not %lld",
+                  (long long)sizes[i], woken, (long long)sizes[i] - 1);
+    }
+    long before = rt_cpu_pool_wakeups();
+    check_cover(test_rand_int(16, 5000));
+    CHECK_EQ_INT(rt_cpu_pool_wakeups() - before, 15);
+    /* what a 2-block job costs now (printed, not checked: a shared machine) */
+    cover_ctx c = {0};
+    c.n = 2;
+    c.hits = calloc(2, 1);
+    double t0 = rt_now_ms();
+    for (int r = 0; r < 200; r++) rt_cpu_parallel_for(2, cover_fn, &c);
+    printf("    a 2-block job on a pool of 16 threads: %.1f us\n", (rt_now_ms() - t0) * 1e3 / 200);
+    free(c.hits);
+    rt_cpu_set_num_threads(0);
+    rt_cpu_shutdown();
+}
+
 /* A nested parallel_for runs inline on the worker; the sum is exact. */
 typedef struct nest_ctx {
     _Atomic int64_t sum;
@@ -371,6 +401,7 @@ TEST_SUITE(runtime_cpu) = {
     {"no_compiler", test_no_compiler},
     {"parallel_for_cover", test_parallel_for_cover},
     {"parallel_for_nested", test_parallel_for_nested},
+    {"parallel_for_few_blocks", test_parallel_for_few_blocks},
     {"parallel_compiled_kernel", test_parallel_compiled_kernel},
     {0},
 };

@@ -52,6 +52,23 @@ static const ch_case cases[] = {
      "  h(b,o) +=! X(b,i) * W1(o,i)\n  h(b,o) = fmaxf(h(b,o) - c(o), 0)\n  Y(b,o) +=! h(b,i) * W2(o,i)\n}\n",
      {{1, 1, 1, 1}, {33, 17, 97, 5}},
      0},
+    /* the tensor-core plan (chain_mma.c): f16, weights stored (i, o),
+     * widths 16, 72, 256 against its 128 x 64 tiles, rows 1, 7, 130 */
+    {"def mlp2h(float16(B,I) X, float16(I,H) W1, float16(H,O) W2, float16(H) c1, float16(O) c2) -> (Y) {\n"
+     "  h(b,o) +=! X(b,i) * W1(i,o)\n  h(b,o) = fmaxf(h(b,o) + c1(o), 0)\n"
+     "  Y(b,o) +=! h(b,i) * W2(i,o)\n  Y(b,o) = fmaxf(Y(b,o) + c2(o), 0)\n}\n",
+     {{1, 16, 16, 8}, {7, 37, 72, 29}, {130, 64, 256, 130}},
+     1},
+    /* bf16, GELU (erf) and residual reads of X in the epilogues (scaled:
+     * the values stay O(1), where bf16's rounding of the layers' results,
+     * which the kernel skips, stays within the tolerance) */
+    {"def mlp3g(bfloat16(B,H) X, bfloat16(H,H) W1, bfloat16(H,H) W2, bfloat16(O,H) W3, bfloat16(H) c1) -> (Y) {\n"
+     "  h1(b,o) +=! X(b,i) * W1(o,i)\n"
+     "  h1(b,o) = 0.125 * (h1(b,o) + c1(o)) * (1 + erf((h1(b,o) + c1(o)) * 0.1767767)) + X(b,o)\n"
+     "  h2(b,o) +=! h1(b,i) * W2(o,i)\n  h2(b,o) = h2(b,o) * 0.125 + X(b,o)\n"
+     "  Y(b,o) +=! h2(b,i) * W3(o,i)\n  Y(b,o) = Y(b,o) * 0.125\n}\n",
+     {{1, 16, 3}, {7, 72, 40}, {130, 128, 17}},
+     1},
 };
 
 static int count_chain(const sched_plan *p)
@@ -87,7 +104,7 @@ static sched_plan *lower_checked(tsl_arena *a, const lang_def *def, tsl_target t
         return NULL;
     }
     CHECK_MSG(g->ngroups == 1 && count_chain(p) == 1 && p->launches[0].guard.n >= 1 && p->nlaunches > 1 &&
-                  p->launches[1].guard.negate,
+                  sched_guard_nunless(&p->launches[1].guard) > 0,
               "%s: %d groups, %d launches, %d chain kernels (notes: %s)", def->name, g->ngroups, p->nlaunches,
               count_chain(p), p->notes ? p->notes : "none");
     tsl_status st = tile_verify(p->m, NULL, &d);
@@ -134,20 +151,72 @@ static void test_cuda_plan_emulated(void)
     each_case(TSL_TARGET_CUDA, test_run_cuda_emu, "cuda plan, emulated", 1);
 }
 
-/* With split-K (the default on CUDA): the layers' kernels only, right. */
+/* With split-K (the default on CUDA) and on sm_90a (the layers' wgmma
+ * plans): the parts' launches have guards of their own, and run them
+ * unless the chain's guard holds; the chain stays. Right on both sides. */
 static void test_cuda_splitk_parts(void)
 {
+    const int sms[2] = {80, 90};
+    for (int si = 0; si < 2; si++)
+        for (size_t c = sms[si] == 90 ? 4 : 0; c < TSL_COUNTOF(cases); c += 4) {
+            /* (f32 chains take the FMA plan, not on sm_90a) */
+            tsl_arena *a = arena_create();
+            lang_def *def = parse_case(a, c);
+            tsl_diag d = {0};
+            graph *g = def ? graph_build(a, def, &d) : NULL;
+            sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, sms[si], NULL, &d) : NULL;
+            CHECK(p != NULL);
+            if (p) {
+                CHECK_EQ_INT(count_chain(p), 1);
+                int own = 0;
+                for (int i = 1; i < p->nlaunches; i++) {
+                    const sched_guard *gd = &p->launches[i].guard;
+                    CHECK_MSG(sched_guard_nunless(gd) >= 1 && gd->grp[gd->n - 1] == sched_guard_nunless(gd),
+                              "%s: launch %d runs whatever the chain's guard", def->name, i);
+                    own += gd->grp[0] == 0 || sched_guard_nunless(gd) > 1;
+                }
+                CHECK_MSG(own > 0, "%s sm_%d: no part has a guard of its own", def->name, sms[si]);
+                if (sms[si] == 80)
+                    for (int s = 0; s < 3; s++)
+                        test_compare_plan(a, def, p, cases[c].sets[s], test_run_tile_interp, "cuda plan with split-K parts");
+            }
+            diag_free(&d);
+            arena_free(a);
+        }
+}
+
+/* Graphene's MLP: 20 f16 layers of one width, bias + ReLU (scaled so the
+ * values stay in range), at widths 72 and 128 and rows 7 and 130, in the
+ * tile interpreter: one chain kernel, the interpreter's answer. */
+static void test_mlp20(void)
+{
+    strbuf s = {0};
+    sb_puts(&s, "def mlp20(float16(B,H) X");
+    for (int k = 1; k <= 20; k++) sb_printf(&s, ", float16(H,H) W%d, float16(H) c%d", k, k);
+    sb_puts(&s, ") -> (Y) {\n");
+    for (int k = 1; k <= 20; k++) {
+        char h[8], prev[8];
+        snprintf(h, sizeof h, k == 20 ? "Y" : "h%d", k);
+        snprintf(prev, sizeof prev, k == 1 ? "X" : "h%d", k - 1);
+        sb_printf(&s, "  %s(b,o) +=! %s(b,i) * W%d(o,i)\n  %s(b,o) = fmaxf(%s(b,o) + c%d(o), 0) * 0.25\n", h, prev, k, h,
+                  h, k);
+    }
+    sb_puts(&s, "}\n");
     tsl_arena *a = arena_create();
-    lang_def *def = parse_case(a, 0);
+    tsl_source src = {"mlp20.tc", sb_str(&s)};
     tsl_diag d = {0};
-    graph *g = def ? graph_build(a, def, &d) : NULL;
+    lang_module *mod = lang_parse_check(a, &src, &d);
+    CHECK_MSG(mod && mod->ndefs == 1, "%s", sb_str(&d.msg));
+    graph *g = mod && mod->ndefs == 1 ? graph_build(a, mod->defs[0], &d) : NULL;
     sched_plan *p = g ? sched_lower_for(a, g, TSL_TARGET_CUDA, &d) : NULL;
     CHECK(p != NULL);
     if (p) {
-        CHECK_EQ_INT(count_chain(p), 0);
-        test_compare_plan(a, def, p, cases[0].sets[1], test_run_tile_interp, "cuda plan with split-K parts");
+        CHECK_EQ_INT(count_chain(p), 1);
+        const int64_t sets[2][8] = {{130, 72}, {7, 128}};
+        for (int i = 0; i < 2; i++) test_compare_plan(a, mod->defs[0], p, sets[i], test_run_tile_interp, "mlp20, tile interpreter");
     }
     diag_free(&d);
+    sb_free(&s);
     arena_free(a);
 }
 
@@ -206,6 +275,7 @@ TEST_SUITE(sched_chain) = {
     {"cuda_plan_interp", test_cuda_plan_interp},
     {"cuda_plan_emulated", test_cuda_plan_emulated},
     {"cuda_splitk_parts", test_cuda_splitk_parts},
+    {"mlp20", test_mlp20},
     {"nvrtc", test_nvrtc},
     {"off", test_off},
     {0},

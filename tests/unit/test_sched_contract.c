@@ -5,7 +5,8 @@
  * module must verify and round-trip, and the TILE INTERPRETER and the CPU
  * target (generated C) must give the TC interpreter's answer on fresh
  * random inputs, outputs poisoned with NaN, sizes 1, primes and
- * non-multiples of every tile (67x45x40, 129x257x33). Shapes the strategy
+ * non-multiples of every tile (67x45x40, 129x257x33); the f32 CUDA plan
+ * also through the CUDA generator's host emulation. Shapes the strategy
  * does not take (conv) must fall back to the generic strategy. */
 #include <math.h>
 #include <stdlib.h>
@@ -314,6 +315,44 @@ static void each_case_gpu(void)
     }
 }
 
+/* The f32 CUDA plan through the CUDA generator in the host emulation (its
+ * sub-tiled micro-tiles, the unrolled k steps, the copies' in-box fast
+ * path beside the edge path): the f32 cases' sets, and sizes where whole
+ * 128 x 128 x 16 tiles meet edges that no tile divides. */
+static void test_cuda_emu_f32(void)
+{
+    if (!test_have_cxx()) return;
+    /* size slots in declaration order */
+    static const struct {
+        const char *name;
+        int64_t sz[4];
+    } extra[] = {
+        {"matmul", {257, 35, 131}}, /* M, K, N */
+        {"matmul", {128, 32, 128}},
+        {"tmm", {131, 37, 257}},    /* M, K, N */
+        {"amm", {33, 257, 129}},    /* K, M, N */
+        {"sgemm", {130, 131, 17}},  /* N, M, K */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (strstr(cases[c].src, "float16") || !cases[c].ncontract) continue;
+        tsl_arena *a = arena_create();
+        tsl_source src = {"contract.tc", cases[c].src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &src, &d);
+        diag_free(&d);
+        sched_plan *p = mod ? lower_checked(a, mod->defs[0], cases[c].ncontract) : NULL;
+        for (int s = 0; p && s < 3; s++) {
+            int last = s == 2 || !cases[c].sets[s + 1][0];
+            if (cases[c].sets[s][0] && !(cases[c].big && last && s > 0))
+                test_compare_plan(a, mod->defs[0], p, cases[c].sets[s], test_run_cuda_emu, "cuda plan, emulated");
+        }
+        for (size_t e = 0; p && e < sizeof extra / sizeof extra[0]; e++)
+            if (!strcmp(mod->defs[0]->name, extra[e].name))
+                test_compare_plan(a, mod->defs[0], p, extra[e].sz, test_run_cuda_emu, "cuda plan, emulated");
+        arena_free(a);
+    }
+}
+
 static void test_tile_interp_matches(void) { each_case(1, 0); }
 static void test_cpu_matches(void) { each_case(0, 1); }
 
@@ -531,6 +570,7 @@ TEST_SUITE(sched_contract) = {
     {"chosen_and_verified", test_chosen_and_verified},
     {"tile_interp_matches", test_tile_interp_matches},
     {"cpu_matches", test_cpu_matches},
+    {"cuda_emu_f32", test_cuda_emu_f32},
     {"generic_switch", test_generic_switch},
     {"tf32_plan", test_tf32_plan},
     {"nvrtc_no_spills", test_nvrtc_no_spills},

@@ -409,12 +409,77 @@ static void test_tensor_cores(void)
     }
 }
 
+/* The streaming GEMV (qgemv_vec and its qsum): taken on the GPU for the
+ * byte-reading form without zero points; K split into slices (the option
+ * splitk: 3, and 1 beside it; off the GPU the SM count is 1, so the
+ * default is one slice) whose sums qsum adds; dequantization to f32 and
+ * through f16 (the option qmatmul.dequant=16). K of many groups and a
+ * partial last one, slices of unequal groups (K 1000 at G 128: 8 groups
+ * in 3 slices), N no column block divides; grouped, per-column and no
+ * scales, f32 I/O; the tile interpreter and, for a few, the CUDA source in
+ * the host emulation. */
+static void test_streaming(void)
+{
+    static const struct { const char *w; int form, gs; } cs[] = {
+        {"uint4", 0, 128}, {"uint3", 0, 64},  {"uint1", 0, 128}, {"uint8", 5, 128},
+        {"int4", 3, 128},  {"float6e3m2", 4, 128}, {"uint7", 0, 128}, {"float8e4m3", 0, 64},
+    };
+    static const int64_t sets[3][3] = {{1, 1000, 300}, {3, 515, 72}, {2, 128, 40}};
+    static const char *const opts[] = {"contract.splitk=3", "contract.splitk=1", "contract.splitk=2,qmatmul.dequant=16"};
+    for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
+        char *src = program(cs[i].w, cs[i].form, cs[i].gs);
+        tsl_arena *a = arena_create();
+        tsl_source s = {"q.tc", src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &s, &d);
+        CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
+        const lang_def *def = mod ? mod->defs[0] : NULL;
+        const lang_def *xdef = def ? exact_def(a, src) : NULL;
+        for (int oi = 0; def && xdef && oi < 3; oi++) {
+            sched_options o = sched_options_defaults;
+            diag_reset(&d);
+            CHECK(sched_options_parse(opts[oi], &o, &d) == TSL_OK);
+            graph *g = graph_build(a, def, &d);
+            sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, 80, &o, &d) : NULL;
+            CHECK_MSG(p != NULL, "lowering failed: %s", sb_str(&d.msg));
+            if (!p) continue;
+            CHECK_MSG(tile_verify(p->m, NULL, &d) == TSL_OK, "the plan does not verify: %s", sb_str(&d.msg));
+            int nv = 0, ns = 0;
+            for (int l = 0; l < p->nlaunches; l++) {
+                nv += strstr(p->launches[l].k->name, "_qgemv_vec") != NULL;
+                ns += strstr(p->launches[l].k->name, "_qsum") != NULL;
+            }
+            CHECK_MSG(nv == 1 && ns == 1, "%s form %d: %d streaming kernels, %d sums", cs[i].w, cs[i].form, nv, ns);
+            for (int si = 0; si < 3; si++) {
+                int64_t sz[8];
+                for (int k = 0; k < def->nsizes; k++) sz[k] = -1;
+                sz[lang_def_size_slot(def, "M")] = sets[si][0];
+                sz[lang_def_size_slot(def, "K")] = sets[si][1];
+                sz[lang_def_size_slot(def, "N")] = sets[si][2];
+                if (lang_def_size_slot(def, "G") >= 0)
+                    sz[lang_def_size_slot(def, "G")] = (sets[si][1] + cs[i].gs - 1) / cs[i].gs;
+                char what[64];
+                snprintf(what, sizeof what, "streaming GEMV %s, tile interpreter", opts[oi]);
+                compare(a, def, xdef, p, sz, test_run_tile_interp, what);
+                if (test_have_cxx() && si == 0 && oi == 0 && i % 3 == 0) {
+                    snprintf(what, sizeof what, "streaming GEMV %s, CUDA emulated", opts[oi]);
+                    compare(a, def, xdef, p, sz, test_run_cuda_emu, what);
+                }
+            }
+        }
+        diag_free(&d);
+        arena_free(a);
+        free(src);
+    }
+}
+
 TEST_SUITE(sched_qmatmul) = {
     {"every_width", test_every_width},
     {"forms", test_forms},
     {"group_sizes", test_group_sizes},
     {"declined", test_declined},
     {"tensor_cores", test_tensor_cores},
+    {"streaming", test_streaming},
     {"nvrtc", test_nvrtc},
     {0},
 };

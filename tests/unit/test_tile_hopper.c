@@ -533,8 +533,8 @@ static int check_attention(const prog *p, const sched_attn_sm90 *a, double scale
     return ok;
 }
 
-/* The kernel for each shape it takes (batch ranks 0..2, head dims 64 and
- * 128 and mixed, f16 and bf16, causal or not) verifies and, in the tile
+/* The kernel for each shape it takes (batch ranks 0..2, head dims 64, 128,
+ * 192, 256 and mixed, f16 and bf16, causal or not) verifies and, in the tile
  * interpreter at sizes no block divides (Tq, Tk = 1, primes, a block and
  * one over), matches the float64 softmax; the scale given as a literal. */
 static void test_attn_sm90(void)
@@ -550,6 +550,14 @@ static void test_attn_sm90(void)
         {{1, 128, 128, TSL_DTYPE_BF16, 1, "0.08838834764831845"}, "B0=1 Tq=129 Tk=140"},
         {{1, 64, 128, TSL_DTYPE_BF16, 0, "0.125"}, "B0=1 Tq=37 Tk=300"},
         {{0, 128, 64, TSL_DTYPE_F16, 1, "0.08838834764831845"}, "Tq=17 Tk=5"},
+        /* head dim 256: K/V blocks of 64 through two stages a ring; the
+         * rings wrap, rows past Tq and columns past Tk masked */
+        {{0, 256, 256, TSL_DTYPE_BF16, 0, "0.0625"}, "Tq=1 Tk=1"},
+        {{1, 256, 256, TSL_DTYPE_BF16, 0, "0.0625"}, "B0=1 Tq=67 Tk=197"},
+        {{0, 256, 256, TSL_DTYPE_F16, 1, "0.0625"}, "Tq=131 Tk=140"},
+        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625"}, "B0=1 Tq=70 Tk=37"},
+        {{0, 64, 256, TSL_DTYPE_F16, 0, "0.125"}, "Tq=5 Tk=131"},
+        {{0, 192, 128, TSL_DTYPE_BF16, 1, "0.07216878364870323"}, "Tq=29 Tk=70"},
     };
     for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
         const sched_attn_sm90 *a = &cases[c].a;
@@ -570,14 +578,65 @@ static void test_attn_sm90(void)
     CHECK(!sched_attn_sm90_fits(&bad, &why) && why && strstr(why, "batch"));
     bad.nbatch = 1, bad.d = 96;
     CHECK(!sched_attn_sm90_fits(&bad, &why) && strstr(why, "head dims") && !sched_attn_sm90_text(&bad, "x"));
+    bad.d = 320;
+    CHECK(!sched_attn_sm90_fits(&bad, &why) && strstr(why, "head dims") && !sched_attn_sm90_text(&bad, "x"));
+}
+
+/* The head-dim-256 kernel's CUDA compiles for sm_90a with NVRTC within its
+ * registers (no spills), and ptxas inserts no warpgroup.arrive of its own
+ * (C7519: the register-A operand P written between a fence and its wgmma,
+ * which serialises the P V chain). */
+static void test_attn_sm90_cuda(void)
+{
+    tsl_diag d0 = {0};
+    if (rt_cuda_nvrtc_available(&d0) != TSL_OK) {
+        diag_free(&d0);
+        return;
+    }
+    diag_free(&d0);
+    sched_attn_sm90 sh = {1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625"};
+    char *text = sched_attn_sm90_text(&sh, "attn256");
+    tsl_arena *a = arena_create();
+    tsl_source src = {"attn256.tile", text ? text : ""};
+    tsl_diag d = {0};
+    tile_module *m = NULL;
+    tsl_status st = tile_parse(a, &src, &d, &m);
+    if (!st) st = tile_verify(m, &src, &d);
+    strbuf cu = {0};
+    if (!st) st = cg_cuda_emit(m, m->kernels[0], &cu, &d);
+    CHECK_MSG(st == TSL_OK, "%s", sb_str(&d.msg));
+    if (!st) {
+        rt_cuda_options o = {0};
+        o.ptxas_verbose = 1;
+        o.name = "attn256.cu";
+        void *cubin = NULL;
+        size_t n = 0;
+        char *log = NULL;
+        tsl_status cs = rt_cuda_compile(sb_str(&cu), "sm_90a", &o, &cubin, &n, &log, &d);
+        CHECK_MSG(cs == TSL_OK, "NVRTC: %s", sb_str(&d.msg));
+        if (cs == TSL_OK) {
+            rt_ptxas_report r;
+            rt_cuda_ptxas_parse(log, &r);
+            CHECK_MSG(r.found >= 1 && !r.spill_stores && !r.spill_loads, "spills %d/%d", r.spill_stores,
+                      r.spill_loads);
+            CHECK_MSG(!log || !strstr(log, "C7519"), "ptxas injected warpgroup.arrive:\n%.600s", log);
+        }
+        free(cubin);
+        free(log);
+    }
+    sb_free(&cu);
+    diag_free(&d);
+    arena_free(a);
+    free(text);
 }
 
 /* The attention strategy's sm_90a plan (sched/attn_sm90.c) run through the
  * tile interpreter against the TC interpreter: TC attention as users write
  * it (scale by 1/sqrt(D) or a scalar parameter, a causal mask j <= i with
  * -1e30), f16 and bf16, batch and heads leading, Tq != Tk, sizes no block
- * divides; head dims 64 and 128 take the wgmma kernels, others the
- * fallback plan the guards leave them to. */
+ * divides; head dims 64, 128 and 256 take the wgmma kernels, others (192
+ * included: a symbol gets no kernel for it) the fallback plan the guards
+ * leave them to. */
 static void test_attn_sm90_plan(void)
 {
     static const struct {
@@ -589,12 +648,12 @@ static void test_attn_sm90_plan(void)
          "  S(b,h,i,j) = j <= i ? S(b,h,i,j) : -1e30\n  m(b,h,i) max=! S(b,h,i,j)\n"
          "  P(b,h,i,j) = exp(S(b,h,i,j) - m(b,h,i))\n  l(b,h,i) +=! P(b,h,i,j)\n"
          "  O(b,h,i,e) +=! P(b,h,i,j) * V(b,h,j,e)\n  O(b,h,i,e) = O(b,h,i,e) / l(b,h,i)\n}\n",
-         {{1, 2, 67, 64, 67, 64}, {1, 1, 37, 128, 150, 64}, {1, 1, 5, 32, 7, 48}}},
+         {{1, 2, 67, 64, 67, 64}, {1, 1, 37, 128, 150, 64}, {1, 1, 5, 192, 7, 64}}},
         {"def sa(bfloat16(B,Tq,D) Q, bfloat16(B,Tk,D) K, bfloat16(B,Tk,E) V, float c) -> (O) {\n"
          "  S(b,i,j) +=! Q(b,i,d) * K(b,j,d)\n  S(b,i,j) = S(b,i,j) * c\n  m(b,i) max=! S(b,i,j)\n"
          "  P(b,i,j) = exp(S(b,i,j) - m(b,i))\n  l(b,i) +=! P(b,i,j)\n"
          "  O(b,i,e) +=! P(b,i,j) * V(b,j,e)\n  O(b,i,e) = O(b,i,e) / l(b,i)\n}\n",
-         {{2, 1, 128, 1, 128}, {1, 131, 64, 257, 128}, {0}}},
+         {{2, 1, 128, 1, 128}, {1, 131, 64, 257, 128}, {1, 37, 256, 67, 256}}},
     };
     for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
         tsl_arena *a = arena_create();
@@ -604,9 +663,20 @@ static void test_attn_sm90_plan(void)
         graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
         sched_plan *p = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, 90, &d) : NULL;
         CHECK_MSG(p != NULL, "%s", sb_str(&d.msg));
-        int wg = 0;
-        for (int l = 0; p && l < p->nlaunches; l++) wg += strstr(p->launches[l].k->name, "_sm90_") != NULL;
-        CHECK_MSG(!p || wg == 4, "case %d: %d sm_90a launches, want 4 (one per head-dim pair)", (int)c, wg);
+        int wg = 0, tile = 0, unless = 0;
+        for (int l = 0; p && l < p->nlaunches; l++) {
+            int fl = strstr(p->launches[l].k->name, "_sm90_") != NULL;
+            wg += fl;
+            tile += strstr(p->launches[l].k->name, "_attention") != NULL && !fl;
+            unless += !fl && sched_guard_nunless(&p->launches[l].guard) > 0;
+        }
+        CHECK_MSG(!p || wg == 9, "case %d: %d sm_90a launches, want 9 (one per head-dim pair)", (int)c, wg);
+        /* other head dims: the group's parts (wgmma GEMMs, softmax rows),
+         * each unless a flash kernel's head dims hold; not the generic
+         * fused plan (D96 on an H100: 2.84 ms against the parts' 0.81) */
+        CHECK_MSG(!p || (tile == 0 && unless == p->nlaunches - wg && unless >= 3),
+                  "case %d: %d generic attention kernels, %d of %d other launches guarded by unless", (int)c, tile,
+                  unless, p ? p->nlaunches - wg : 0);
         for (int i = 0; p && i < 3; i++)
             if (cases[c].sets[i][0])
                 test_compare_plan(a, mod->defs[0], p, cases[c].sets[i], test_run_tile_interp, "tile interp sm_90a");
@@ -626,5 +696,6 @@ TEST_SUITE(tile_hopper) = {
     {"sm90_plan", test_sm90_plan},
     {"attn_sm90", test_attn_sm90},
     {"attn_sm90_plan", test_attn_sm90_plan},
+    {"attn_sm90_cuda", test_attn_sm90_cuda},
     {0, 0},
 };

@@ -284,6 +284,10 @@ typedef struct bad_case {
 #define CFRAG "local(2,1).spatial(8,4).local(1,2)"
 
 static const bad_case verify_cases[] = {
+    {"unroll of a size", "kernel k(n: int) grid(1) threads(32) {\n  for i in 0 : n unroll {\n  }\n}\n",
+     "bad.tile:2:3: error:", "for ... unroll: the bounds and step must be constants"},
+    {"unroll too long", "kernel k() grid(1) threads(32) {\n  for i in 0 : 130 : 2 unroll {\n  }\n}\n",
+     "bad.tile:2:3: error:", "for ... unroll: 65 iterations, more than 64"},
     {"shape mismatch",
      HDR1 "  x = alloc register f32[16, 8] layout " CFRAG "\n"
           "  y = alloc register f32[16, 16] layout local(2,2).spatial(8,4).local(1,2)\n"

@@ -1,0 +1,247 @@
+"""The fast call of a compiled def: a ``__call__`` generated per Function.
+
+The generic ``Function.__call__`` binds arguments with loops over the
+def's parameters and describes each tensor with a foreign call (about
+1 us each). For the common cases — every tensor argument a NumPy array,
+or every one a torch tensor, passed by position, outputs allocated or
+given as one ``out=`` — this module writes Python source specialised to
+the def (which parameters are scalars, in/out, how many outputs) and
+compiles it once per Function:
+
+- NumPy: each array's DLPack capsule is made (``__dlpack__``, no copy)
+  and all of them reach C in one call, ``tsl_program_call_refs``, as a
+  tuple whose item array C reads (each capsule's pointer at CAPSULE_AT).
+- torch: ``tsl_dlpack_fill`` describes all the call's tensors at once
+  through torch's DLPack exchange API (``__dlpack_c_exchange_api__``,
+  torch >= 2.10), then ``tsl_program_call_refs`` runs on them.
+
+Anything else (keywords, size symbols, other types, read-only arrays,
+negated torch views, the first call at new shapes, CUDA tensors that
+must be copied) goes to the generic path, which also gives every error
+its full message. The CPython layouts relied on (a tuple's item array, a
+capsule's pointer field) are checked at import against id() and
+PyCapsule_GetPointer; where one does not hold there is no fast call.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+from typing import Any, Callable
+
+from . import _lib
+
+_L = _lib.lib
+_REF_NONE, _REF_TENSOR, _REF_MANAGED = 0, 1, 2
+_DL = 48  # sizeof(DLTensor)
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _layouts() -> tuple:
+    """(offset of a tuple's item array, offset of a capsule's pointer) in
+    this interpreter's objects, checked; (None, None) where they do not
+    hold (another Python implementation, a debug build)."""
+    try:
+        import numpy as np
+        x = np.zeros(3, np.float32)
+        cap = x.__dlpack__()
+        t = (cap, x)
+        word = ctypes.sizeof(ctypes.c_void_p)
+        items = 3 * word  # refcount, type, size, then the items
+        if (ctypes.c_void_p.from_address(id(t) + items).value != id(cap) or
+                ctypes.c_void_p.from_address(id(t) + items + word).value != id(x)):
+            return None, None
+        at = 2 * word  # refcount, type, then the pointer
+        if ctypes.c_void_p.from_address(id(cap) + at).value != _get_pointer(cap, b"dltensor"):
+            return None, None
+        return items, at
+    except Exception:  # noqa: BLE001 (then no fast path, nothing worse)
+        return None, None
+
+
+TUPLE_ITEMS, CAPSULE_AT = _layouts()
+AVAILABLE = TUPLE_ITEMS is not None and hasattr(_L, "tsl_program_call_refs")
+
+if AVAILABLE:
+    # no argtypes: every argument is passed as a ready ctypes object
+    _call = _L["tsl_program_call_refs"]
+    _call.restype = ctypes.c_int
+    # with the GIL held: the exchange API calls into torch, and a Python
+    # exception it sets is raised here by ctypes
+    _fill = ctypes.PyDLL(_lib.library_path)["tsl_dlpack_fill"]
+    _fill.restype = ctypes.c_int
+_AT = ctypes.c_size_t(CAPSULE_AT or 0)
+
+
+class FastState:
+    """One thread's scratch for the fast calls of one Function."""
+
+    def __init__(self, f: Any) -> None:
+        n, nslots = f._nparams, f._nslots
+        self.refs = ctypes.c_void_p()  # per call: where a tuple's items are
+        self.objs = ctypes.c_void_p()
+        self.kinds_np = (ctypes.c_uint8 * max(nslots, 1))()
+        self.kinds_t = (ctypes.c_uint8 * max(nslots, 1))()
+        self.dl = ctypes.create_string_buffer(_DL * max(nslots, 1))  # the DLTensors torch fills
+        self.dl_ref = ctypes.c_void_p(ctypes.addressof(self.dl))
+        self.tref = (ctypes.c_void_p * max(nslots, 1))()  # slot -> its filled DLTensor
+        k = 0
+        for i in range(nslots):
+            none = f._scalar[i] if i < n else f._inout_param[i - n] >= 0
+            self.kinds_np[i] = _REF_NONE if none else _REF_MANAGED
+            self.kinds_t[i] = _REF_NONE if none else _REF_TENSOR
+            if not none:
+                self.tref[i] = ctypes.addressof(self.dl) + _DL * k
+                k += 1
+        self.dev = _lib.DLDevice()
+        self.dev_ref = ctypes.byref(self.dev)
+
+
+class _NoType:
+    """Stands for torch.Tensor until torch is met: no object has this type."""
+
+
+_API = ctypes.c_void_p()  # torch's DLPackExchangeAPI
+
+
+def torch_ready() -> None:
+    """Use torch's exchange API from now on, if this torch has one."""
+    torch = sys.modules.get("torch")
+    if torch is None or not _G or _G["_Tensor"] is not _NoType:
+        return
+    try:
+        cap = torch.Tensor.__dlpack_c_exchange_api__
+        ptr = cap if isinstance(cap, int) else _get_pointer(cap, b"dlpack_exchange_api")
+    except (AttributeError, ValueError, TypeError):
+        return  # an older torch: the generic path describes its tensors
+    from . import _torch_kind
+    _API.value = ptr
+    _G.update({"_torch_empty": torch.empty, "_TORCH_DTYPES": _torch_kind.TORCH_DTYPES, "_Tensor": torch.Tensor})
+
+
+def make_call(f: Any, general: Callable) -> Callable:
+    """The __call__ of Function f: the fast paths above, else general."""
+    n = f._nparams
+    outs = f.outputs
+    x = [f"x{i}" for i in range(n)]
+    tens = [i for i in range(n) if not f._scalar[i]]
+    if not tens:  # nothing to describe: the generic path
+
+        def __call__(self, *args, out=None, **kw):
+            return general(self, args, out, kw)
+        return __call__
+    scal = [i for i in range(n) if f._scalar[i]]
+    alloc = [j for j in range(len(outs)) if f._inout_param[j] < 0]
+    single = len(outs) == 1 and alloc == [0]
+    src = [f"def __call__(self, *args, out=None, **kw):",
+           f"    if kw or len(args) != {n}:",
+           f"        return general(self, args, out, kw)"]
+    if n:
+        src.append(f"    {', '.join(x)}{',' if n == 1 else ''} = args")
+    src += ["    loc = self._local",
+            "    try:",
+            "        a = loc.args",
+            "        fs = loc.fast",
+            "    except AttributeError:",
+            "        a, fs = self._fast_state()"]
+    if scal:
+        src += ["    sc = a.scalars", "    try:"]
+        src += [f"        sc[{i}] = {x[i]}" for i in scal]
+        src += ["    except TypeError:", "        return general(self, args, out, kw)"]
+    key = "(" + "".join(f"{x[i]}.shape, " for i in tens) + ")"
+
+    def outputs(empty: str) -> list:
+        """Source binding every allocated output o<j> (or going general)."""
+        s = []
+        if alloc:
+            s += ["        if out is None:",
+                  f"            plan = self._shapes.get({key})",
+                  "            if plan is None:",
+                  "                return general(self, args, out, kw)"]
+            s += ["            try:"]
+            for k, j in enumerate(alloc):
+                s += [f"                o{j} = {empty.format(k=k)}"]
+            s += ["            except KeyError:  # a dtype this kind of tensor lacks: the generic path says so",
+                  "                return general(self, args, out, kw)"]
+            if single:
+                s += [f"        elif type(out) is {{T}}{{OUT_OK}}:", "            o0 = out"]
+            s += ["        else:", "            return general(self, args, out, kw)"]
+        else:
+            s += ["        if out is not None:", "            return general(self, args, out, kw)"]
+        return s
+
+    res = [f"o{j}" if f._inout_param[j] < 0 else x[f._inout_param[j]] for j in range(len(outs))]
+    ret = f"        return {res[0]}" if len(res) == 1 else f"        return ({', '.join(res)},)"
+    target = f._target_code if f._target_code >= 0 else 1
+    # NumPy arrays
+    src += [f"    if {' and '.join(f'type({x[i]}) is _ndarray' for i in tens)}:"]
+    src += [l.replace("{T}", "_ndarray").replace("{OUT_OK}", "")
+            for l in outputs("_np_empty(plan[{k}][1], _NP_DTYPES[plan[{k}][2]])")]
+    caps = []
+    for i in range(f._nslots):
+        if i < n:
+            caps.append("None" if f._scalar[i] else f"{x[i]}.__dlpack__()")
+        else:
+            j = i - n
+            caps.append("None" if f._inout_param[j] >= 0 else f"o{j}.__dlpack__()")
+    src += ["        try:",
+            f"            refs = ({', '.join(caps)},)",
+            "        except (BufferError, TypeError, KeyError):",
+            "            return general(self, args, out, kw)",
+            "        fs.refs.value = id(refs) + _ITEMS",
+            f"        st = _call(self._prog.handle, a.handle, fs.refs, fs.kinds_np, _AT, a.scalars, {target})",
+            "        if st:",
+            "            raise self._ctx.error(st)",
+            ret]
+    # torch tensors
+    src += [f"    if {' and '.join(f'type({x[i]}) is _Tensor and not {x[i]}.is_neg()' for i in tens)}:"]
+    src += [l.replace("{T}", "_Tensor").replace("{OUT_OK}", " and not out.is_neg()")
+            for l in outputs("_torch_empty(plan[{k}][1], dtype=_TORCH_DTYPES[plan[{k}][2]], "
+                             f"device={x[tens[0]]}.device)")]
+    objs = [x[i] for i in tens] + [f"o{j}" for j in alloc]
+    src += ["        objs = (" + ", ".join(objs) + ",)",
+            "        fs.objs.value = id(objs) + _ITEMS",
+            "        try:",
+            f"            r = _fill(_API, fs.objs, {len(objs)}, fs.dl_ref, fs.dev_ref)",
+            "        except Exception:  # the producer refused one: the generic path says why",
+            "            return general(self, args, out, kw)",
+            "        if r:",
+            "            return general(self, args, out, kw)",
+            f"        target = {target}",
+            "        if fs.dev.device_type == 2:",
+            "            self._cuda_setup(a, _kind_for_device(fs.dev.device_id), fs.dev.device_id)",
+            f"            target = {f._target_code if f._target_code >= 0 else 2}",
+            "        st = _call(self._prog.handle, a.handle, fs.tref, fs.kinds_t, _AT, a.scalars, target)",
+            "        if st == _ERR_ARG:  # refused before anything ran: the generic path says it in torch's terms",
+            "            return general(self, args, out, kw)",
+            "        if st:",
+            "            raise self._ctx.error(st)",
+            ret,
+            "    return general(self, args, out, kw)"]
+    code = compile("\n".join(src), f"<tessel fast call of {f.name}>", "exec")
+    ns: dict = {}
+    exec(code, _globals(general), ns)  # noqa: S102 (our own generated source)
+    fn = ns["__call__"]
+    fn.__tessel_source__ = "\n".join(src)
+    return fn
+
+
+_G: dict = {}  # the generated calls' globals, one dict for all (torch_ready adds torch's)
+
+
+def _globals(general: Callable) -> dict:
+    if not _G:
+        import numpy as np
+        from . import _tensors
+        _G.update({"general": general, "_ndarray": np.ndarray, "_np_empty": np.empty,
+                   "_NP_DTYPES": _tensors.NUMPY_DTYPES, "_call": _call, "_fill": _fill, "_AT": _AT,
+                   "_ITEMS": TUPLE_ITEMS, "_ERR_ARG": _lib.STATUS_NAMES.index("TSL_ERR_ARG"), "_kind_for_device": _kind_for_device, "_Tensor": _NoType,
+                   "_API": _API, "_torch_empty": None, "_TORCH_DTYPES": {}})
+        torch_ready()
+    return _G
+
+
+def _kind_for_device(index: int) -> Any:
+    from . import _torch_kind
+    return _torch_kind.kind_for_device(index)
