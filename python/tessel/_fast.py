@@ -75,10 +75,18 @@ _AT = ctypes.c_size_t(CAPSULE_AT or 0)
 
 
 class FastState:
-    """One thread's scratch for the fast calls of one Function."""
+    """One thread's scratch for the fast calls of one Function, and the
+    handles a call passes (read here as slots, not through attributes of
+    attributes)."""
+    __slots__ = ("owner", "prog", "args", "scalars", "refs", "objs", "kinds_np", "kinds_t", "dl", "dl_ref", "tref",
+                 "dev", "dev_ref")
 
-    def __init__(self, f: Any) -> None:
+    def __init__(self, f: Any, a: Any) -> None:
         n, nslots = f._nparams, f._nslots
+        self.owner = a  # the _Args whose C args and scalars these are: kept alive
+        self.prog = f._prog.handle
+        self.args = a.handle
+        self.scalars = a.scalars
         self.refs = ctypes.c_void_p()  # per call: where a tuple's items are
         self.objs = ctypes.c_void_p()
         self.kinds_np = (ctypes.c_uint8 * max(nslots, 1))()
@@ -139,14 +147,12 @@ def make_call(f: Any, general: Callable) -> Callable:
            f"        return general(self, args, out, kw)"]
     if n:
         src.append(f"    {', '.join(x)}{',' if n == 1 else ''} = args")
-    src += ["    loc = self._local",
-            "    try:",
-            "        a = loc.args",
-            "        fs = loc.fast",
+    src += ["    try:",
+            "        fs = self._local.fast",
             "    except AttributeError:",
-            "        a, fs = self._fast_state()"]
+            "        fs = self._fast_state()"]
     if scal:
-        src += ["    sc = a.scalars", "    try:"]
+        src += ["    sc = fs.scalars", "    try:"]
         src += [f"        sc[{i}] = {x[i]}" for i in scal]
         src += ["    except TypeError:", "        return general(self, args, out, kw)"]
     key = "(" + "".join(f"{x[i]}.shape, " for i in tens) + ")"
@@ -190,7 +196,7 @@ def make_call(f: Any, general: Callable) -> Callable:
             "        except (BufferError, TypeError, KeyError):",
             "            return general(self, args, out, kw)",
             "        fs.refs.value = id(refs) + _ITEMS",
-            f"        st = _call(self._prog.handle, a.handle, fs.refs, fs.kinds_np, _AT, a.scalars, {target})",
+            f"        st = _call(fs.prog, fs.args, fs.refs, fs.kinds_np, _AT, fs.scalars, {target})",
             "        if st:",
             "            raise self._ctx.error(st)",
             ret]
@@ -210,9 +216,9 @@ def make_call(f: Any, general: Callable) -> Callable:
             "            return general(self, args, out, kw)",
             f"        target = {target}",
             "        if fs.dev.device_type == 2:",
-            "            self._cuda_setup(a, _kind_for_device(fs.dev.device_id), fs.dev.device_id)",
+            "            self._cuda_setup(self._local.args, _kind_for_device(fs.dev.device_id), fs.dev.device_id)",
             f"            target = {f._target_code if f._target_code >= 0 else 2}",
-            "        st = _call(self._prog.handle, a.handle, fs.tref, fs.kinds_t, _AT, a.scalars, target)",
+            "        st = _call(fs.prog, fs.args, fs.tref, fs.kinds_t, _AT, fs.scalars, target)",
             "        if st == _ERR_ARG:  # refused before anything ran: the generic path says it in torch's terms",
             "            return general(self, args, out, kw)",
             "        if st:",

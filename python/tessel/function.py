@@ -408,11 +408,11 @@ class Function:
         self._local.args = a
         return a
 
-    def _fast_state(self) -> tuple:
-        """This thread's args and fast-call scratch (made at its first call)."""
+    def _fast_state(self) -> "_fast.FastState":
+        """This thread's fast-call scratch over its args (made at its first call)."""
         a = getattr(self._local, "args", None) or self._thread_args()
-        fs = self._local.fast = _fast.FastState(self)
-        return a, fs
+        fs = self._local.fast = _fast.FastState(self, a)
+        return fs
 
     def _bind_general(self, args: tuple, kwargs: dict) -> tuple[list, dict]:
         n = self._nparams

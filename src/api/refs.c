@@ -25,7 +25,8 @@ tsl_status tsl_program_call_refs(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, 
     tsl_status st = TSL_OK;
     for (int i = 0; i < n && !st; i++) {
         const char *r = refs[i];
-        const char *m = r && kinds[i] > TSL_REF_TENSOR ? *(const char *const *)(r + ref_at) : NULL;
+        int indirect = kinds[i] == TSL_REF_MANAGED || kinds[i] == TSL_REF_VERSIONED;
+        const char *m = r && indirect ? *(const char *const *)(r + ref_at) : NULL;
         switch ((tsl_ref_kind)kinds[i]) {
         case TSL_REF_NONE: ts[i] = NULL; break;
         case TSL_REF_TENSOR: ts[i] = (const DLTensor *)r; break;
