@@ -149,7 +149,7 @@ static void emit_alloc(cg *c, const tile_stmt *s)
         if (cg_shared_dims(c, v, dims)) return;
         for (int i = 0; i < v->type.rank; i++) n *= dims[i];
         char *co[CG_MAX_RANK];
-        char names[CG_MAX_RANK][8];
+        char names[CG_MAX_RANK][16]; /* "x" and an int */
         for (int i = 0; i < v->type.rank; i++) {
             snprintf(names[i], sizeof names[i], "x%d", i);
             co[i] = names[i];
