@@ -104,14 +104,15 @@ static tile_value *blk_spec(sched_blk *kb, const sched_blk_gemm *g, tile_stmt *p
      * column reads) touches fall in 8 different 16-byte bank groups */
     int pad = g->pad;
     tile_layout *lay = NULL;
-    if ((g->cpu && !g->mma && !is_a && trans) || (!g->cpu && !g->mma && is_a && !trans)) {
+    if (!g->mma && ((!is_a && trans) || (!g->cpu && is_a && !trans))) {
         /* CPU: B^T stored k-major, so the micro-kernel's vector reads of
          * B's row at one kk are contiguous (A stays as stored: its reads
          * are broadcasts, and a transposing copy costs more than it saves).
-         * GPU f32: A's block stored k-major too, so a thread's tm rows at
-         * one kk are contiguous (two 16-byte shared loads instead of tm
-         * strided ones, which bound the k loop by shared bandwidth); the
-         * copy in writes 4-byte elements across the transpose */
+         * GPU f32: A's block and B^T's stored k-major too, so a thread's
+         * rows (columns) at one kk are contiguous 16-byte shared loads
+         * (strided ones bound the k loop by shared bandwidth, and B^T's
+         * rows 20 floats apart meet in 2 banks); the copy in writes 4-byte
+         * elements across the transpose */
         if (g->nb)
             lay = sched_blk_layout(kb, "(1, %lld, %lld):(%lld, 1, %lld)", (long long)rows, (long long)cols,
                                    (long long)(cols * (rows + pad)), (long long)(rows + pad));
