@@ -42,9 +42,9 @@ void sched_blk_mma_layouts(const sched_blk_gemm *g, char *la, char *lat, char *l
 /* f32 micro-tiles. The CPU plan (and any shape the GPU form does not fit)
  * gives each of the P x Q threads a contiguous tm x tn block: the layout
  * the C generator's micro-kernel reads. On the GPU a thread's tm x tn is
- * (tm/4) x (tn/4) sub-tiles of 4 x 4, 64 rows/columns apart (4 threads x 4
- * values x 4 thread rows = 64 when P = 16), and the threads of a warp are
- * 4 x 8 of the thread grid: the fragments at one k are float4 runs (the
+ * (tm/4) x (tn/4) sub-tiles of 4 x 4, 4P rows (4Q columns) apart: row
+ * s * 4P + 4p + e for thread row p (64 apart when P = 16), and the
+ * threads of a warp are 4 x 8 of the thread grid: the fragments at one k are float4 runs (the
  * 16-byte shared loads), and the 8 distinct float4 of B that a warp reads
  * (4 of A, whose block is stored k-major) are one contiguous 128-byte
  * row: no bank conflicts (8-wide contiguous runs put two threads of a
