@@ -710,22 +710,45 @@ static void emit_copy_async(cg *c, const tile_stmt *s)
         if (vec > 1) sb_printf(&in_box, " && ((unsigned long long)(%s + %s) %% %lld) == 0", gn, sb_str(&base), (long long)bytes);
         cg_line(c, "if (%s) {", sb_str(&in_box));
         c->ind++;
+        /* rows of whole chunks that the threads cover in equal steps (a
+         * 2-D box, T a multiple of the chunks per row, every round full):
+         * a thread's column and first row are fixed, round `it` moves it
+         * T / cpr rows down, so the addresses are a per-thread base plus
+         * constants (no division per chunk) */
+        int64_t cpr = box[rank - 1] / vec;
+        int rows = rank >= 2 && T % cpr == 0 && nch % T == 0;
+        for (int i = 0; rows && i < rank - 2; i++) rows = box[i] == 1;
+        if (rows) {
+            cg_line(c, "const I xc = (tid %% %lld) * %lld, xr = tid / %lld;", (long long)cpr, (long long)vec,
+                    (long long)cpr);
+        }
         cg_line(c, "#pragma unroll");
         cg_line(c, "for (int it = 0; it < %lld; it++) {", (long long)iters);
         c->ind++;
-        cg_line(c, "const I ch = tid + (I)it * %d;", T);
-        if (iters * T > nch) cg_line(c, "if (ch < %lld) {", (long long)nch);
-        else cg_line(c, "{");
-        c->ind++;
-        cg_line(c, "I r = ch * %lld;", (long long)vec);
-        for (int i = rank - 1; i >= 0; i--)
-            cg_line(c, "const I x%d = r %% %lld; r /= %lld;", i, (long long)box[i], (long long)box[i]);
+        if (rows) {
+            cg_line(c, "{");
+            c->ind++;
+            for (int i = 0; i < rank - 2; i++) cg_line(c, "const I x%d = 0;", i);
+            cg_line(c, "const I x%d = xr + (I)it * %lld;", rank - 2, (long long)(T / cpr));
+            cg_line(c, "const I x%d = xc;", rank - 1);
+        } else {
+            cg_line(c, "const I ch = tid + (I)it * %d;", T);
+            if (iters * T > nch) cg_line(c, "if (ch < %lld) {", (long long)nch);
+            else cg_line(c, "{");
+            c->ind++;
+            cg_line(c, "I r = ch * %lld;", (long long)vec);
+            for (int i = rank - 1; i >= 0; i--)
+                cg_line(c, "const I x%d = r %% %lld; r /= %lld;", i, (long long)box[i], (long long)box[i]);
+        }
         cg_line(c, "%s *sp = (%s *)(tsl_smem + %lld) + %s;", st, st, (long long)c->soff[svv->id], sb_str(&soff));
         strbuf ga = {0};
-        for (int j = 0; j <= L; j++) {
+        for (int j = 0; j <= L; j++) { /* the last stride is 1 here */
             int i = j - slead;
-            if (i >= 0) sb_printf(&ga, "(I)(g%d + x%d) * %s_s%d + ", j, i, gn, j);
-            else sb_printf(&ga, "(I)g%d * %s_s%d + ", j, gn, j);
+            const char *sx = j == L ? "" : " * ";
+            char sv[120];
+            snprintf(sv, sizeof sv, "%s_s%d", gn, j);
+            if (i >= 0) sb_printf(&ga, "(I)(g%d + x%d)%s%s + ", j, i, sx, j == L ? "" : sv);
+            else sb_printf(&ga, "(I)g%d%s%s + ", j, sx, j == L ? "" : sv);
         }
         sb_puts(&ga, "0");
         cg_line(c, "%s(sp, %s + (%s), %lld);", at->cu, gn, sb_str(&ga), (long long)bytes);

@@ -46,9 +46,9 @@ void sched_blk_mma_layouts(const sched_blk_gemm *g, char *la, char *lat, char *l
 /* f32 micro-tiles. The CPU plan (and any shape the GPU form does not fit)
  * gives each of the P x Q threads a contiguous tm x tn block: the layout
  * the C generator's micro-kernel reads. On the GPU a thread's tm x tn is
- * (tm/4) x (tn/4) sub-tiles of 4 x 4, 64 rows/columns apart (4 threads x 4
- * values x 4 thread rows = 64 when P = 16), and the threads of a warp are
- * 4 x 8 of the thread grid: the fragments at one k are float4 runs (the
+ * (tm/4) x (tn/4) sub-tiles of 4 x 4, 4P rows (4Q columns) apart: row
+ * s * 4P + 4p + e for thread row p (64 apart when P = 16), and the
+ * threads of a warp are 4 x 8 of the thread grid: the fragments at one k are float4 runs (the
  * 16-byte shared loads), and the 8 distinct float4 of B that a warp reads
  * (4 of A, whose block is stored k-major) are one contiguous 128-byte
  * row: no bank conflicts (8-wide contiguous runs put two threads of a
@@ -114,14 +114,15 @@ static tile_value *blk_spec(sched_blk *kb, const sched_blk_gemm *g, tile_stmt *p
      * groups of 8 banks): twice the pad there */
     if (g->tf32 && is_a == trans) pad = 2 * g->pad;
     tile_layout *lay = NULL;
-    if ((g->cpu && !g->mma && !is_a && trans) || (!g->cpu && !g->mma && is_a && !trans)) {
+    if (!g->mma && ((!is_a && trans) || (!g->cpu && is_a && !trans))) {
         /* CPU: B^T stored k-major, so the micro-kernel's vector reads of
          * B's row at one kk are contiguous (A stays as stored: its reads
          * are broadcasts, and a transposing copy costs more than it saves).
-         * GPU f32: A's block stored k-major too, so a thread's tm rows at
-         * one kk are contiguous (two 16-byte shared loads instead of tm
-         * strided ones, which bound the k loop by shared bandwidth); the
-         * copy in writes 4-byte elements across the transpose */
+         * GPU f32: A's block and B^T's stored k-major too, so a thread's
+         * rows (columns) at one kk are contiguous 16-byte shared loads
+         * (strided ones bound the k loop by shared bandwidth, and B^T's
+         * rows 20 floats apart meet in 2 banks); the copy in writes 4-byte
+         * elements across the transpose */
         if (g->nb)
             lay = sched_blk_layout(kb, "(1, %lld, %lld):(%lld, 1, %lld)", (long long)rows, (long long)cols,
                                    (long long)(cols * (rows + pad)), (long long)(rows + pad));
