@@ -226,6 +226,25 @@ static void test_mlp20(void)
     arena_free(a);
 }
 
+/* chain.mma.bm=32 (4 warps a block, two blocks an SM): the f16/bf16
+ * cases in the tile interpreter. */
+static void test_mma_bm32(void)
+{
+    for (size_t c = 4; c < TSL_COUNTOF(cases); c++) {
+        tsl_arena *a = arena_create();
+        lang_def *def = parse_case(a, c);
+        tsl_diag d = {0};
+        sched_options o = sched_options_defaults;
+        CHECK(sched_options_parse("chain.mma.bm=32", &o, &d) == TSL_OK);
+        graph *g = def ? graph_build(a, def, &d) : NULL;
+        sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, 90, &o, &d) : NULL;
+        CHECK(p && count_chain(p) == 1 && p->launches[0].k->threads == 128);
+        for (int s = 0; p && s < 3; s++) test_compare_plan(a, def, p, cases[c].sets[s], test_run_tile_interp, "chain.mma.bm=32");
+        diag_free(&d);
+        arena_free(a);
+    }
+}
+
 static void test_nvrtc(void)
 {
     tsl_diag d = {0};
@@ -282,6 +301,7 @@ TEST_SUITE(sched_chain) = {
     {"cuda_plan_emulated", test_cuda_plan_emulated},
     {"cuda_splitk_parts", test_cuda_splitk_parts},
     {"mlp20", test_mlp20},
+    {"mma_bm32", test_mma_bm32},
     {"nvrtc", test_nvrtc},
     {"off", test_off},
     {0},
