@@ -37,18 +37,18 @@ EOF
 done
 sed 's/float(/float16(/g' examples/attention.tc > "$W/attention16.tc"
 echo "== device"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-row() { # NAME FILE SIZES...
+row() { # NAME FILE SIZES...  (OPTS: the option sets to time)
     local name=$1 file=$2; shift 2
     local sz=()
     for s in "$@"; do sz+=(--size "$s"); done
-    for o in sched.chains=1 sched.chains=0; do
+    for o in ${OPTS:-sched.chains=1 sched.chains=0}; do
         echo "== $name ($o)"
         timeout 300 $T bench "$file" --target cuda "${sz[@]}" --options $o --budget 2 2>&1 |
             grep -E "check|median|throughput|error"
     done
 }
 row "mlp16 fp16 8192x128" "$W/mlp16.tc" B=8192 H=128
-row "mlp20 fp16 8192x128" "$W/mlp20.tc" B=8192 H=128
+OPTS="sched.chains=1 chain.mma.bm=32 sched.chains=0" row "mlp20 fp16 8192x128" "$W/mlp20.tc" B=8192 H=128
 row "attention fp16 B32 H16 S384 D64" "$W/attention16.tc" B=512 Tq=384 Tk=384 D=64 E=64
 row "attention fp16 B32 H16 S384 D96 (tile plan)" "$W/attention16.tc" B=512 Tq=384 Tk=384 D=96 E=96
 echo "== compute-sanitizer memcheck, small odd sizes"

@@ -31,12 +31,15 @@
 #define I_(x) sched_blk_int(kb, (x))
 #define V_(x) sched_blk_v(kb, (x))
 
-/* The block: 64 rows, 128 columns a tile, 64-deep k steps, 8 warps of
- * 32 x 32 (2 x 4 m16n8 atoms each: 32 accumulator registers a thread).
- * 8192 rows make 128 blocks: one wave on 132 SMs. Shared memory: two
- * activation buffers [64, 256 + 8], two weight stages [128, 64 + 8], two
- * X stages [64, 64 + 8]: 123 KB (fits sm_80's 163 KB). */
-enum { CM_BM = 64, CM_BN = 128, CM_BK = 64, CM_WM = 2, CM_WN = 4, CM_PAD = 8 };
+/* The block: BM rows (the option chain.mma.bm), 128 columns a tile,
+ * 64-deep k steps, warps of 32 x 32 (2 x 4 m16n8 atoms each: 32
+ * accumulator registers a thread), BM / 32 x 4 of them. BM = 64: 8192 rows
+ * make 128 blocks, one wave on 132 SMs; shared memory: two activation
+ * buffers [64, 256 + 8], two weight stages [128, 64 + 8], two X stages
+ * [64, 64 + 8]: 123 KB (fits sm_80's 163 KB), one block an SM. BM = 32:
+ * 256 blocks of 4 warps in 80 KB, two an SM (one block's epilogue and
+ * waits beside the other's products). */
+enum { CM_BN = 128, CM_BK = 64, CM_WN = 4, CM_PAD = 8 };
 
 typedef struct cm {
     const graph *g;
@@ -46,6 +49,7 @@ typedef struct cm {
     tsl_dtype in;               /* X's, the weights' and the activations' dtype */
     int wtrans;                 /* every W stored (o, i) */
     int hs;                     /* columns of an activation buffer */
+    int bm, wm;                 /* rows a block, warps along them */
     char la[256], lb[256], lbt[256], lc[256], lat[256];
     tile_value *ws, *xs, *hb[2];
     tile_value *j;              /* the step counter */
@@ -82,7 +86,7 @@ static void cm_issue(sched_blk *kb, cm *c, int l, tile_expr *n, tile_expr *k, ti
     cp->instr.bytes = 16;
     if (l) return;
     tile_value *X = sched_blk_tensor(kb, c->ch->x);
-    tile_expr *xi[2] = {B_(MUL), sched_blk_bidx(kb, 0), I_(CM_BM)), B_(MUL), k, I_(CM_BK))};
+    tile_expr *xi[2] = {B_(MUL), sched_blk_bidx(kb, 0), I_(c->bm)), B_(MUL), k, I_(CM_BK))};
     src = sched_blk_at(kb, X, 2, xi);
     dst = sched_blk_at1(kb, c->xs, s);
     cp = sched_blk_op(kb, TILE_I_COPY_ASYNC, NULL, 1, &src, NULL, &dst);
@@ -105,11 +109,11 @@ static void cm_step(sched_blk *kb, cm *c, int l, tile_expr *k, tile_expr *s, til
     tile_value *a;
     if (l == 0) {
         ia[0] = s, ia[1] = I_(0), ia[2] = kk;
-        a = sched_blk_load_shared(kb, "c_ra", sched_blk_at(kb, c->xs, 3, ia), cm_reg(kb, c->in, CM_BM, 16, c->la));
+        a = sched_blk_load_shared(kb, "c_ra", sched_blk_at(kb, c->xs, 3, ia), cm_reg(kb, c->in, c->bm, 16, c->la));
     } else {
         ia[0] = I_(0), ia[1] = B_(ADD), B_(MUL), k, I_(CM_BK)), kk);
         a = sched_blk_load_shared(kb, "c_ra", sched_blk_at(kb, c->hb[(l - 1) % 2], 2, ia),
-                                  cm_reg(kb, c->in, CM_BM, 16, c->la));
+                                  cm_reg(kb, c->in, c->bm, 16, c->la));
     }
     tile_expr *ib[3] = {s, I_(0), kk};
     tile_value *b;
@@ -132,7 +136,7 @@ static tile_expr *cm_origin(void *ctx, int v)
 {
     cm *c = ctx;
     sched_blk *kb = c->kb;
-    if (v == 0) return B_(MUL), sched_blk_bidx(kb, 0), I_(CM_BM));
+    if (v == 0) return B_(MUL), sched_blk_bidx(kb, 0), I_(c->bm));
     return B_(MUL), V_(c->n), I_(CM_BN));
 }
 
@@ -151,8 +155,8 @@ static int cm_epilogue(sched_blk *kb, cm *c, int l, tile_value *acc)
 {
     const graph_gemm_chain *ch = c->ch;
     const graph *g = c->g;
-    sched_blk_tile T = {.kb = kb, .tc = ch->h[l], .cur = acc, .rows = CM_BM, .cols = CM_BN,
-                        .threads = 32 * CM_WM * CM_WN, .lay = c->lc, .nb = 0, .vm = 0, .vn = 1,
+    sched_blk_tile T = {.kb = kb, .tc = ch->h[l], .cur = acc, .rows = c->bm, .cols = CM_BN,
+                        .threads = 32 * c->wm * CM_WN, .lay = c->lc, .nb = 0, .vm = 0, .vn = 1,
                         .origin = cm_origin, .covers = cm_covers, .ctx = c};
     for (int i = ch->layer[l] + 1; i < ch->layer[l + 1]; i++) {
         sched_blk_val v;
@@ -193,14 +197,14 @@ static int cm_build(sched_blk *kb, void *ctx)
     const graph_gemm_chain *ch = c->ch;
     c->kb = kb;
     const lang_tensor *X = c->def->tensors[ch->x];
-    int threads = 32 * CM_WM * CM_WN, esz = 2;
-    int64_t smem = (int64_t)esz * (2 * CM_BM * (c->hs + CM_PAD) + 2 * CM_BN * (CM_BK + CM_PAD) + 2 * CM_BM * (CM_BK + CM_PAD));
-    tile_expr *grid = B_(CDIV), sched_blk_extent(kb, X->shape[0]), I_(CM_BM));
+    int threads = 32 * c->wm * CM_WN, esz = 2;
+    int64_t smem = (int64_t)esz * (2 * c->bm * (c->hs + CM_PAD) + 2 * CM_BN * (CM_BK + CM_PAD) + 2 * c->bm * (CM_BK + CM_PAD));
+    tile_expr *grid = B_(CDIV), sched_blk_extent(kb, X->shape[0]), I_(c->bm));
     sched_blk_grid(kb, 1, &grid, threads, smem);
     /* the ring: [2, BN, BK] (W stored (o, i)) or [2, BK, BN], rows padded
      * by 16 bytes (ldmatrix's 8 rows in 8 bank groups) */
     int64_t wr = c->wtrans ? CM_BN : CM_BK, wc = c->wtrans ? CM_BK : CM_BN;
-    int64_t wd[3] = {2, wr, wc}, xd[3] = {2, CM_BM, CM_BK};
+    int64_t wd[3] = {2, wr, wc}, xd[3] = {2, c->bm, CM_BK};
     c->ws = sched_blk_alloc(kb, "c_ws",
                             sched_blk_type(kb, TILE_SHARED, c->in, 3, wd,
                                            sched_blk_layout(kb, "(2, %lld, %lld):(%lld, %lld, 1)", (long long)wr,
@@ -209,13 +213,13 @@ static int cm_build(sched_blk *kb, void *ctx)
                             NULL);
     c->xs = sched_blk_alloc(kb, "c_xs",
                             sched_blk_type(kb, TILE_SHARED, c->in, 3, xd,
-                                           sched_blk_layout(kb, "(2, %d, %d):(%d, %d, 1)", CM_BM, CM_BK,
-                                                            CM_BM * (CM_BK + CM_PAD), CM_BK + CM_PAD)),
+                                           sched_blk_layout(kb, "(2, %d, %d):(%d, %d, 1)", c->bm, CM_BK,
+                                                            c->bm * (CM_BK + CM_PAD), CM_BK + CM_PAD)),
                             NULL);
     for (int i = 0; i < 2; i++)
         c->hb[i] = sched_blk_alloc(kb, i ? "c_hb1" : "c_hb0",
-                                   sched_blk_type2(kb, TILE_SHARED, c->in, CM_BM, c->hs,
-                                                   sched_blk_layout(kb, "(%d, %d):(%d, 1)", CM_BM, c->hs, c->hs + CM_PAD)),
+                                   sched_blk_type2(kb, TILE_SHARED, c->in, c->bm, c->hs,
+                                                   sched_blk_layout(kb, "(%d, %d):(%d, 1)", c->bm, c->hs, c->hs + CM_PAD)),
                                    sched_blk_float(kb, 0.0, "0.0"));
     /* the first step's copies */
     cm_issue(kb, c, 0, I_(0), I_(0), I_(0));
@@ -232,7 +236,7 @@ static int cm_build(sched_blk *kb, void *ctx)
         tile_value *kt = sched_blk_let(kb, ktn, cm_ksteps(kb, c, l));
         tile_stmt *fn = sched_blk_for(kb, nn, I_(0), V_(nt), NULL);
         c->n = fn->v;
-        tile_value *acc = sched_blk_alloc(kb, "c_acc", cm_reg(kb, TSL_DTYPE_F32, CM_BM, CM_BN, c->lc),
+        tile_value *acc = sched_blk_alloc(kb, "c_acc", cm_reg(kb, TSL_DTYPE_F32, c->bm, CM_BN, c->lc),
                                           sched_blk_float(kb, 0.0, "0.0"));
         tile_stmt *fk = sched_blk_for(kb, kn, I_(0), V_(kt), NULL);
         tile_expr *k = V_(fk->v);
@@ -282,7 +286,9 @@ int sched_chain_mma(sched_plan *p, const graph *g, const graph_group *grp, const
         if (l + 1 < ch->nlayers && def->tensors[ch->h[l]]->dtype != c.in) return 0;
     }
     c.hs = (hmax + CM_BN - 1) / CM_BN * CM_BN;
-    sched_blk_gemm gm = {.bm = CM_BM, .bn = CM_BN, .bk = 16, .wm = CM_WM, .wn = CM_WN};
+    c.bm = p->opt->chain_bm == 32 ? 32 : 64;
+    c.wm = c.bm / 32;
+    sched_blk_gemm gm = {.bm = c.bm, .bn = CM_BN, .bk = 16, .wm = c.wm, .wn = CM_WN};
     sched_blk_mma_layouts(&gm, c.la, c.lat, c.lb, c.lbt, c.lc, sizeof c.la);
     const char *kname = arena_printf(p->m->arena, "%s_g%d_gemmchain", def->name, grp->index);
     sched_blk kb;

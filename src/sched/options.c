@@ -17,6 +17,7 @@ const sched_options sched_options_defaults = {
     .splitk = 0,
     .chains = 1,
     .qdequant = 32,
+    .chain_bm = 64,
     .cpu = {.bm = 96, .bn = 128, .bk = 256, .tm = 6, .tn = 16, .pad = 16, .stages = 1},
     .fma = {.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8, .pad = 4, .stages = 3},
     .mma = {.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 4, .pad = 8, .stages = 3},
@@ -31,6 +32,8 @@ static const sched_option params[] = {
     {"sched.generic", "all", CPU | GPU, F(generic), V(0, 1), 0, 1, "1: every group through the generic strategy"},
     {"sched.chains", "chains", CPU | GPU, F(chains), V(0, 1), 0, 1,
      "0: merged chains (attention, GEMM chains) as the groups before the merge"},
+    {"chain.mma.bm", "chain", GPU, F(chain_bm), V(32, 64), 32, 64,
+     "GEMM chain (f16/bf16): rows a block, 32 (4 warps, two blocks an SM) or 64 (8 warps)"},
     {"cpu.threads", "all", CPU, F(threads), V(0, 1, 2, 4, 8, 16, 32, 64), 0, 1024, "CPU threads a run uses (0: all)"},
     {"cpu.micro_kernels", "contract", CPU, F(micro_kernels), V(0, 1), 0, 1, "register-tile f32 micro-kernels"},
     {"conv.cpu", "conv", CPU, F(conv), V(0, 1), 0, 1, "the CPU plan for two-operand f32 reductions"},
@@ -176,6 +179,10 @@ int sched_options_check(const sched_options *o, tsl_target t, char *why, size_t 
     }
     if (t == TSL_TARGET_CPU) return check_f32("cpu", &o->cpu, 1, why, n);
     if (t != TSL_TARGET_CUDA) return 0;
+    if (o->chain_bm != 32 && o->chain_bm != 64) {
+        snprintf(why, n, "chain.mma.bm: %d rows a block; the plan has 32 or 64", o->chain_bm);
+        return 1;
+    }
     if (check_f32("fma", &o->fma, 0, why, n)) return 1;
     const sched_contract_options *m = &o->mma;
     if (m->bm % (16 * m->wm) || m->bn % (8 * m->wn) || m->bk % 16) {
