@@ -73,7 +73,7 @@ typedef struct qm {
      * split-K workspace (scratch index), -1: not this kernel */
     int E, EB, U, RI, GR, ws;
     int64_t splitk;   /* the option splitk (0: from the SM count) */
-    int f16;          /* the option qmatmul.dequant=16: dequantize through f16 */
+    int f16;          /* dequantize through f16 (the option qmatmul.dequant) */
     int sm;           /* the plan's compute capability x 10 */
     strbuf b;
 } qm;
@@ -1051,7 +1051,12 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
     q.sm = p->sm;
     q.ws = -1;
     if (!recognise(&q)) return 0;
-    q.f16 = p->opt->qdequant == 16 && exact_in(q.def->tensors[q.w.tensor]->dtype, TSL_DTYPE_F16);
+    /* through f16: asked for, or by default for float weights (their f32
+     * row is the generic field decoder, the f16 row shifts the fields into
+     * place and scales by one mul.f16x2); only where f16 holds W exactly */
+    tsl_dtype wt = q.def->tensors[q.w.tensor]->dtype;
+    int qd = p->opt->qdequant;
+    q.f16 = (qd == 16 || (qd == 0 && dtype_info_of(wt)->is_float)) && exact_in(wt, TSL_DTYPE_F16);
     /* W's rows whole bytes: N * bits a multiple of 8 */
     const lang_sexpr *nw = q.def->tensors[q.w.tensor]->shape[1];
     int step = 8;
