@@ -841,6 +841,9 @@ static void bench_run_qmm(const bench_qmm *q, rt_cuda_device *dev, int quick, be
         if (s == 0) BENCH_TRY(rt_cuda_alloc(dev, bytes[3], &ptr[0][3], &d));
         ptr[s][3] = ptr[0][3];
     }
+    /* Y poisoned (0xffff: f16 NaN) so that an output the plan leaves
+     * unwritten fails the check */
+    BENCH_TRY(rt_cuda_memset8(dev, ptr[0][3], 0xff, bytes[3], &d));
     BENCH_TRY(drv_run_device(drv_prepared_exec(x), b, ptr[nsets - 1], NULL, 1, &d));
     BENCH_TRY(rt_cuda_copy_dtoh(dev, host[3], ptr[nsets - 1][3], bytes[3], &d));
     bench_err e = {0};

@@ -34,7 +34,8 @@ typedef struct sched_options {
     int splitk;                 /* GPU contraction with M <= 64: K split in this many
                                  * slices (0: from the SM count at run time, 1: never) */
     int chains;                 /* 0: merged chains (attention, GEMM chains) as the groups before the merge */
-    int qdequant;               /* the quantized GEMV's dequantization: 32 to f32, 16 to f16 pairs first */
+    int qdequant;               /* the quantized GEMV's dequantization: 32 to f32, 16 to f16 pairs first,
+                                 * 0: f16 for float weights, f32 for integers */
     int chain_bm;               /* the GEMM chain's tensor-core plan: rows a block (64: 8 warps,
                                  * one block an SM; 32: 4 warps, 80 KB, two an SM) */
     sched_contract_options cpu; /* f32 contraction on the CPU target */

@@ -73,7 +73,8 @@ typedef struct qm {
      * split-K workspace (scratch index), -1: not this kernel */
     int E, EB, U, RI, GR, ws;
     int64_t splitk;   /* the option splitk (0: from the SM count) */
-    int f16;          /* the option qmatmul.dequant=16: dequantize through f16 */
+    int f16;          /* dequantize through f16 (the option qmatmul.dequant) */
+    int sm;           /* the plan's compute capability x 10 */
     strbuf b;
 } qm;
 
@@ -580,9 +581,10 @@ static char *vec_text(qm *q, const char *kname)
     vec_split(&ks, q, sb_str(&nn), sb_str(&mm));
     vec_header(&h, q, kname);
     /* two blocks a multiprocessor (128 registers) where that spills
-     * nothing: 16 columns a thread below 8 bits (sm_90a) */
+     * nothing: 16 columns a thread below 8 bits, sm_90 (uint4 spilled 4
+     * bytes on sm_80) */
     sb_printf(&h, " grid(cdiv(%s, %d), %s, %s) threads(%d)%s {\n", sb_str(&nn), BN, sb_str(&mm), sb_str(&ks), T,
-              E == 16 && q->bits < 8 ? " min_blocks(2)" : "");
+              E == 16 && q->bits < 8 && q->sm >= 90 ? " min_blocks(2)" : "");
     /* the slice's steps [q_k0, q_k1): whole groups */
     sb_printf(o, "  let q_ks = %s\n  let q_ng = cdiv(q_kr, %d)\n  let q_gp = cdiv(q_ng, q_ks)\n", sb_str(&ks), q->GS);
     sb_printf(o, "  let q_k0 = block_idx.z * q_gp * %d\n  let q_k1 = min(q_ng, block_idx.z * q_gp + q_gp) * %d\n", q->GR,
@@ -591,8 +593,24 @@ static char *vec_text(qm *q, const char *kname)
     sb_printf(o, "  q_acc = alloc register f32[%d, %d] layout %s init 0.0\n", TK, BN, lay);
     if (grouped) {
         sb_printf(o, "  q_pacc = alloc register f32[%d, %d] layout %s init 0.0\n", TK, BN, lay);
-        sb_printf(o, "  q_sc = alloc register %s[1, %d] layout %s init 0.0\n", dtn(S->dtype, sd), BN, ls);
     }
+    /* the group's scales (q_sc) and the next group's (q_sn), as 32-bit
+     * words: loaded with the next step's rows, so a group's last step
+     * never waits on them */
+    int SW = grouped ? E * tsl_dtype_bits(S->dtype) / 32 : 0;
+    char lsw[96];
+    snprintf(lsw, sizeof lsw, "replicate(%d).spatial(1, %d).local(1, %d)", TK, TN, SW);
+    if (grouped) {
+        sb_printf(o, "  q_sc = alloc register u32[1, %d] layout %s init 0\n", TN * SW, lsw);
+        sb_printf(o, "  q_sn = alloc register u32[1, %d] layout %s init 0\n", TN * SW, lsw);
+    }
+#define LOADS(ind, grp, dst)                                                                                          \
+    do {                                                                                                             \
+        sb_printf(o, "%sq_sl = load_global %s[%s, block_idx.x * %d] -> register %s[1, %d] layout %s\n", ind, ns, grp, \
+                  BN, dtn(S->dtype, sd), BN, ls);                                                                    \
+        sb_printf(o, "%sq_sm = view q_sl -> register u32[1, %d] layout %s\n%scopy q_sm -> %s\n", ind, TN * SW, lsw,   \
+                  ind, dst);                                                                                         \
+    } while (0)
     /* the step's rows (q_c*) and the next step's (q_n*), held as 32-bit
      * words (as bytes every byte took a register) */
     char lw4[96];
@@ -612,14 +630,20 @@ static char *vec_text(qm *q, const char *kname)
     char r0[64];
     snprintf(r0, sizeof r0, "q_k0 * %d", q->RI);
     for (int u = 0; u < U; u++) LOADW("    ", r0, "q_c");
+    snprintf(r0, sizeof r0, "q_k0 / %d", q->GR);
+    if (grouped) LOADS("    ", r0, "q_sc");
     sb_puts(o, "  }\n  for q_s in q_k0 : q_k1 {\n");
-    if (grouped)
-        sb_printf(o, "    if q_s %% %d == 0 {\n      load_global %s[q_s / %d, block_idx.x * %d] -> q_sc\n    }\n", q->GR, ns,
-                  q->GR, BN);
     sb_puts(o, "    if q_s + 1 < q_k1 {\n");
     snprintf(r0, sizeof r0, "(q_s + 1) * %d", q->RI);
     for (int u = 0; u < U; u++) LOADW("      ", r0, "q_n");
+    if (grouped) {
+        snprintf(r0, sizeof r0, "(q_s + 1) / %d", q->GR);
+        sb_printf(o, "      if (q_s + 1) %% %d == 0 {\n", q->GR);
+        LOADS("        ", r0, "q_sn");
+        sb_puts(o, "      }\n");
+    }
 #undef LOADW
+#undef LOADS
     sb_puts(o, "    }\n");
     for (int u = 0; u < U; u++)
         sb_printf(o, "    q_x%d = load_global %s[block_idx.y, q_s * %d + %d] -> register %s[1, %d] layout %s\n", u, nx,
@@ -647,9 +671,12 @@ static char *vec_text(qm *q, const char *kname)
     }
     if (grouped) {
         sb_printf(o, "    if q_s %% %d == %d {\n", q->GR, q->GR - 1);
-        sb_printf(o, "      q_sf = cast q_sc -> register f32[1, %d] layout %s\n", BN, ls);
+        sb_printf(o, "      q_sv = copy q_sc\n      q_sh = view q_sv -> register %s[1, %d] layout %s\n", dtn(S->dtype, sd),
+                  BN, ls);
+        sb_printf(o, "      q_sf = cast q_sh -> register f32[1, %d] layout %s\n", BN, ls);
         sb_printf(o, "      q_sb = broadcast q_sf -> register f32[%d, %d] layout %s dim 0\n", TK, BN, lay);
-        sb_puts(o, "      q_ps = mul q_pacc, q_sb\n      add q_acc, q_ps -> q_acc\n      mul q_pacc, 0.0 -> q_pacc\n    }\n");
+        sb_puts(o, "      q_ps = mul q_pacc, q_sb\n      add q_acc, q_ps -> q_acc\n      mul q_pacc, 0.0 -> q_pacc\n");
+        sb_puts(o, "      copy q_sn -> q_sc\n    }\n");
     }
     for (int u = 0; u < U; u++) sb_printf(o, "    copy q_n%d -> q_c%d\n", u, u);
     sb_puts(o, "  }\n");
@@ -1021,9 +1048,15 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
     q.cpu = p->target == TSL_TARGET_CPU;
     q.ukr = p->opt->micro_kernels;
     q.splitk = p->opt->splitk;
+    q.sm = p->sm;
     q.ws = -1;
     if (!recognise(&q)) return 0;
-    q.f16 = p->opt->qdequant == 16 && exact_in(q.def->tensors[q.w.tensor]->dtype, TSL_DTYPE_F16);
+    /* through f16: asked for, or by default for float weights (their f32
+     * row is the generic field decoder, the f16 row shifts the fields into
+     * place and scales by one mul.f16x2); only where f16 holds W exactly */
+    tsl_dtype wt = q.def->tensors[q.w.tensor]->dtype;
+    int qd = p->opt->qdequant;
+    q.f16 = (qd == 16 || (qd == 0 && dtype_info_of(wt)->is_float)) && exact_in(wt, TSL_DTYPE_F16);
     /* W's rows whole bytes: N * bits a multiple of 8 */
     const lang_sexpr *nw = q.def->tensors[q.w.tensor]->shape[1];
     int step = 8;

@@ -321,7 +321,8 @@ static void test_declined(void)
     }
 }
 
-/* The GPU plans' CUDA compiles for sm_80 and sm_90a, with no spills. */
+/* The GPU plans' CUDA compiles with no spills: the sm_80 plan for sm_80,
+ * the sm_90 plan (min_blocks differ) for sm_90a. */
 static void test_nvrtc(void)
 {
     tsl_diag nd = {0};
@@ -340,10 +341,15 @@ static void test_nvrtc(void)
         tsl_diag d = {0};
         lang_module *mod = lang_parse_check(a, &s, &d);
         int nq = 0;
-        sched_plan *p = mod ? plan_for(a, mod->defs[0], TSL_TARGET_CUDA, &nq) : NULL;
-        for (int li = 0; p && li < p->nlaunches; li++) {
-            const tile_kernel *k = p->launches[li].k;
-            for (int arch = 0; arch < 2; arch++) {
+        /* the plans for sm_80 and for sm_90 (min_blocks differ) */
+        sched_plan *ps[2] = {mod ? plan_for(a, mod->defs[0], TSL_TARGET_CUDA, &nq) : NULL, NULL};
+        graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
+        ps[1] = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, 90, &d) : NULL;
+        CHECK_MSG(ps[1] != NULL, "%s: lowering for sm_90 failed: %s", ws[i], sb_str(&d.msg));
+        for (int arch = 0; arch < 2; arch++) {
+            const sched_plan *p = ps[arch];
+            for (int li = 0; p && li < p->nlaunches; li++) {
+                const tile_kernel *k = p->launches[li].k;
                 rt_ptxas_report r;
                 int narms = 0;
                 diag_reset(&d);
