@@ -259,8 +259,10 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "        wgmma_wait 0\n"
               "        mbar_arrive vempty[sl]\n"
               "      }\n"
-              "      lb = broadcast l -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
-              "      div o, lb -> o\n"
+              /* one reciprocal a row, not an IEEE division an element */
+              "      rl = div 1.0, l\n"
+              "      lb = broadcast rl -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
+              "      mul o, lb -> o\n"
               "      res = cast o -> register %s[64, %d] layout " ACC("%d") "\n"
               "      store_global res -> O[%sblock_idx.x * %d + wg * 64, 0]\n"
               "    }\n"
