@@ -76,7 +76,8 @@ int sched_attn_sm90_fits(const sched_attn_sm90 *a, const char **why)
     attn_shape sh = {0, 0};
     if (a->nbatch < 0 || a->nbatch > 2) w = "more than two batch dims";
     else if (!head_dim_ok(a->d) || !head_dim_ok(a->e)) w = "head dims other than 64, 128, 192 and 256";
-    else if (a->bn_wide != 0 && a->bn_wide != 64 && a->bn_wide != 80) w = "K/V blocks past head dim 128 other than 64 or 80 rows";
+    else if (a->bn_wide != 0 && a->bn_wide != 64 && a->bn_wide != 80)
+        w = "K/V blocks past head dim 128 other than 64 or 80 rows";
     else if (!attn_shape_of(a, &sh)) w = "head dims whose K/V ring does not fit in shared memory";
     else if (a->dt != TSL_DTYPE_F16 && a->dt != TSL_DTYPE_BF16) w = "inputs that are not f16 or bf16";
     else if (!a->scale || !*a->scale) w = "no scale";
