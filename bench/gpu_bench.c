@@ -140,7 +140,7 @@ static const bench_case bench_cases[] = {
     {"attention causal fp16 B4 H32 S4096 D128", "attention_causal.tc", "float16", REF_ATTN_CAUSAL,
      "B=128,Tq=4096,Tk=4096,D=128,E=128", "B=2,Tq=131,Tk=131,D=128,E=128", "B=2,Tq=1024,Tk=1024,D=128,E=128",
      "TFLOP/s"},
-    /* head dim 256 (bf16): K/V blocks of 64 rows, two stages a ring */
+    /* head dim 256 (bf16): K/V blocks of 80 rows, two stages a ring */
     {"attention bf16 B4 H16 S4096 D256", "attention.tc", "bfloat16", REF_ATTENTION,
      "B=64,Tq=4096,Tk=4096,D=256,E=256", "B=2,Tq=17,Tk=131,D=256,E=256", "B=2,Tq=1024,Tk=1024,D=256,E=256",
      "TFLOP/s"},

@@ -55,6 +55,9 @@ case_run sbr.tc float16 N=5 D=4099
 case_run attention.tc float16 B=2 Tq=17 Tk=23 D=64 E=64
 case_run attention_causal.tc float16 B=3 Tq=131 Tk=131 D=128 E=128
 case_run attention.tc float16 B=2 Tq=1 Tk=300 D=128 E=64
+# head dim 256: K/V blocks of 80 through two-stage rings
+case_run attention.tc bfloat16 B=2 Tq=131 Tk=67 D=256 E=256
+case_run attention_causal.tc bfloat16 B=1 Tq=140 Tk=197 D=256 E=256
 case_run conv2d.tc float32 B=2 IP=3 H=11 W=13 OP=5 KH=3 KW=3
 case_run mlp3.tc float16 B=5 I=37 H1=29 H2=41 O=17
 echo "$fail failed"

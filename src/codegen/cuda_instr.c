@@ -836,7 +836,7 @@ static const char *ew_text(tile_op op, int fl, int in, int approx)
 {
     /* `.approx` in f32 math: the hardware's ex2 / rcp (a few ulp; the
      * scheduler asks for it where a 16-bit rounding follows) */
-    if (approx && fl && op == TILE_I_EXP) return "__expf(x)";
+    if (approx && fl && op == TILE_I_EXP) return "tsl_ex2_exp(x)";
     if (approx && fl && op == TILE_I_SIGMOID) return "__frcp_rn(1.0f + __expf(-(x)))";
     switch (op) {
     case TILE_I_NEG: return "(-(x))";

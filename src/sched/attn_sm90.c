@@ -44,16 +44,21 @@ enum { BM = 128, SMEM = 232448 - 1024, MAX_STAGES = 3 };
 /* The kernel's shape for a pair of head dims: BN K/V rows a block and the
  * stages of each ring. A consumer thread holds O (e/2 f32 registers), S
  * (BN/2) and P (BN/4): BN = 128 while e <= 128 (160 of its 240 registers
- * at e = 128); past that BN = 64 (176 at e = 256; FlashAttention-3 takes
- * 80). Then as many stages (2 or 3) as shared memory holds beside Q:
- * d = e = 128 gets 3 of 128 rows (224 KB), d = e = 256 2 of 64 (192 KB). */
+ * at e = 128); past that a->bn_wide, 64 (176 at e = 256) or 80 (188;
+ * FlashAttention-3's choice: fewer shared bytes a flop in S = Q K^T).
+ * Then as many stages (2 or 3) as shared memory holds beside Q:
+ * d = e = 128 gets 3 of 128 rows (224 KB), d = e = 256 2 of 64 (192 KB)
+ * or of 80 (224 KB). */
 typedef struct attn_shape {
     int bn, stages;
 } attn_shape;
 
-static int attn_shape_of(int d, int e, attn_shape *sh)
+static int attn_shape_of(const sched_attn_sm90 *a, attn_shape *sh)
 {
-    for (int bn = e <= 128 ? 128 : 64; bn >= 64; bn -= 64) {
+    int d = a->d, e = a->e;
+    const int wide[2] = {a->bn_wide == 80 ? 80 : 64, 64}, narrow[2] = {128, 64};
+    for (int i = 0; i < 2; i++) {
+        int bn = e <= 128 ? narrow[i] : wide[i];
         int st = (SMEM - BM * d * 2) / (bn * (d + e) * 2);
         if (st >= 2) {
             sh->bn = bn, sh->stages = st < MAX_STAGES ? st : MAX_STAGES;
@@ -71,7 +76,9 @@ int sched_attn_sm90_fits(const sched_attn_sm90 *a, const char **why)
     attn_shape sh = {0, 0};
     if (a->nbatch < 0 || a->nbatch > 2) w = "more than two batch dims";
     else if (!head_dim_ok(a->d) || !head_dim_ok(a->e)) w = "head dims other than 64, 128, 192 and 256";
-    else if (!attn_shape_of(a->d, a->e, &sh)) w = "head dims whose K/V ring does not fit in shared memory";
+    else if (a->bn_wide != 0 && a->bn_wide != 64 && a->bn_wide != 80)
+        w = "K/V blocks past head dim 128 other than 64 or 80 rows";
+    else if (!attn_shape_of(a, &sh)) w = "head dims whose K/V ring does not fit in shared memory";
     else if (a->dt != TSL_DTYPE_F16 && a->dt != TSL_DTYPE_BF16) w = "inputs that are not f16 or bf16";
     else if (!a->scale || !*a->scale) w = "no scale";
     if (why) *why = w;
@@ -149,7 +156,7 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
 {
     if (!sched_attn_sm90_fits(a, NULL)) return NULL;
     attn_shape sh = {0, 0};
-    attn_shape_of(a->d, a->e, &sh);
+    attn_shape_of(a, &sh);
     const int BN = sh.bn, ST = sh.stages;
     const char *ty = a->dt == TSL_DTYPE_BF16 ? "bf16" : "f16";
     int d = a->d, e = a->e, nb = a->nbatch;
@@ -184,7 +191,8 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               ST, ST, ST, ST);
     /* the K/V blocks this query block reads: all, or up to its diagonal */
     char nblocks[96];
-    if (a->causal) snprintf(nblocks, sizeof nblocks, "min(cdiv(Tk, %d), (block_idx.x + 1) * %d)", BN, BM / BN);
+    if (a->causal)
+        snprintf(nblocks, sizeof nblocks, "min(cdiv(Tk, %d), cdiv((block_idx.x + 1) * %d, %d))", BN, BM, BN);
     else snprintf(nblocks, sizeof nblocks, "cdiv(Tk, %d)", BN);
     sb_printf(&b,
               "  warpgroups {\n"
@@ -259,8 +267,10 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "        wgmma_wait 0\n"
               "        mbar_arrive vempty[sl]\n"
               "      }\n"
-              "      lb = broadcast l -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
-              "      div o, lb -> o\n"
+              /* one reciprocal a row, not an IEEE division an element */
+              "      rl = div 1.0, l\n"
+              "      lb = broadcast rl -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
+              "      mul o, lb -> o\n"
               "      res = cast o -> register %s[64, %d] layout " ACC("%d") "\n"
               "      store_global res -> O[%sblock_idx.x * %d + wg * 64, 0]\n"
               "    }\n"
@@ -351,7 +361,8 @@ int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)
                 snprintf(scale, sizeof scale, "%.17g", s);
                 if (!strchr("0123456789-.", scale[0])) goto fail; /* inf, nan */
             }
-            sched_attn_sm90 sh = {a->nb, dv[i], ev[j], dt, a->mask == SCHED_ATTN_MASK_CAUSAL, scale};
+            sched_attn_sm90 sh = {a->nb, dv[i], ev[j], dt, a->mask == SCHED_ATTN_MASK_CAUSAL, scale,
+                                  p->opt->attn_bn_wide};
             const char *kname =
                 arena_printf(ar, "%s_g%d_attention_sm90_d%d_e%d", def->name, a->grp->index, dv[i], ev[j]);
             char *text = sched_attn_sm90_text(&sh, kname);

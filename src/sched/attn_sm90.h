@@ -18,6 +18,7 @@ typedef struct sched_attn_sm90 {
     int causal;        /* keep column j of row i only when j <= i */
     const char *scale; /* a float literal, or the name of a typed f32
                           scalar parameter the kernel then takes last */
+    int bn_wide;       /* K/V rows a block when e > 128: 64 (or 0) or 80 */
 } sched_attn_sm90;
 
 /* Whether the kernel can be written for a (0 and a reason in *why when

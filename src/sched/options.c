@@ -21,6 +21,7 @@ const sched_options sched_options_defaults = {
     .cpu = {.bm = 96, .bn = 128, .bk = 256, .tm = 6, .tn = 16, .pad = 16, .stages = 1},
     .fma = {.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8, .pad = 4, .stages = 3},
     .mma = {.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 4, .pad = 8, .stages = 3},
+    .attn_bn_wide = 80,
 };
 
 #define CPU (1u << TSL_TARGET_CPU)
@@ -63,6 +64,8 @@ static const sched_option params[] = {
     {"contract.mma.wn", "contract", GPU, F(mma.wn), V(1, 2, 4, 8), 1, 16, "warps along n"},
     {"contract.mma.pad", "contract", GPU, F(mma.pad), V(0, 8), 0, 64, "padding per shared row (elements)"},
     {"contract.mma.stages", "contract", GPU, F(mma.stages), V(2, 3, 4), 1, 8, "cp.async pipeline stages"},
+    {"attention.sm90.bn_wide", "attention", GPU, F(attn_bn_wide), V(64, 80), 64, 80,
+     "sm_90a attention: K/V rows a block past head dim 128 (64 or 80)"},
 };
 
 const sched_option *sched_option_table(int *n)
@@ -182,6 +185,10 @@ int sched_options_check(const sched_options *o, tsl_target t, char *why, size_t 
     if (t != TSL_TARGET_CUDA) return 0;
     if (o->chain_bm != 32 && o->chain_bm != 64) {
         snprintf(why, n, "chain.mma.bm: %d rows a block; the plan has 32 or 64", o->chain_bm);
+        return 1;
+    }
+    if (o->attn_bn_wide != 64 && o->attn_bn_wide != 80) {
+        snprintf(why, n, "attention.sm90.bn_wide=%d: 64 or 80", o->attn_bn_wide);
         return 1;
     }
     if (check_f32("fma", &o->fma, 0, why, n)) return 1;

@@ -41,6 +41,7 @@ typedef struct sched_options {
     sched_contract_options cpu; /* f32 contraction on the CPU target */
     sched_contract_options fma; /* f32 contraction on a GPU */
     sched_contract_options mma; /* f16/bf16 contraction on a GPU (mma.sync) */
+    int attn_bn_wide;           /* sm_90a attention: K/V rows a block past head dim 128 (64, 80) */
     /* Not a tuning choice but a numerics one, so not in the table the tuner
      * searches: 1 lets f32 contractions on CUDA use tf32 tensor cores (A and
      * B rounded to 10 fraction bits). Off by default: f32 stays f32. Set by
