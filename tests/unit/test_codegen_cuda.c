@@ -157,7 +157,7 @@ static int compare_sets(const tile_kernel *k, const run_set *want, const run_set
         tsl_dtype dt;
         tsl_dtype_from_dlpack(want->t[p]->dtype, &dt);
         double tol = dt == TSL_DTYPE_F16 ? 2e-3 : dt == TSL_DTYPE_BF16 ? 1e-2 : dt == TSL_DTYPE_F32 ? 1e-5
-                     : dt == TSL_DTYPE_F64                               ? 1e-6
+                     : dt == TSL_DTYPE_F64                               ? 1e-12
                                                                          : 0;
         int64_t n = 1;
         for (int i = 0; i < want->t[p]->ndim; i++) n *= want->t[p]->shape[i];
