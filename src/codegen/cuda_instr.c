@@ -982,6 +982,7 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
         if (imath && in->op == TILE_I_MOD)
             text = u64 ? "((y) == 0 ? 0ULL : (x) % (y))" : "((y) == 0 || (y) == -1 ? 0LL : (x) % (y))";
         if (imath && in->op == TILE_I_ABS) text = u64 ? "(x)" : "((x) < 0 ? -(x) : (x))";
+        if (imath && in->op == TILE_I_ABS && odt.kind == TILE_DT_INT && odt.bits < 32) text = "tsl_iabs_narrow(x)";
         strbuf body = {0};
         subst3(&body, text, sb_str(&x[0]), sb_str(&x[1]), sb_str(&x[2]));
         const char *rt = imath ? "long long" : cg_is_float_math(dv->type.dt) ? "float" : "double";
