@@ -232,6 +232,15 @@ tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
     return TSL_OK;
 }
 
+/* A float scalar parameter's value is that of its dtype (`float alpha`
+ * given 0.1 is 0.100000001490116): the interpreter rounds it, so every
+ * target gets it rounded here (the CPU target's float64 arithmetic once
+ * used the double as given, 1e-9 off). */
+static double args_scalar_value(const lang_tensor *lt, double v)
+{
+    return dtype_info_of(lt->dtype)->is_float ? dtype_round(lt->dtype, v) : v;
+}
+
 tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, double v)
 {
     if (!a) return TSL_ERR_ARG;
@@ -254,7 +263,7 @@ tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, 
         return api_error(ctx, TSL_ERR_ARG, "'%s' is a tensor; bind it with %s", name,
                          lt->flags & LANG_TENSOR_INPUT ? "tsl_args_set_tensor"
                                                        : "tsl_args_set_output");
-    a->slot[lt->index].scalar = v;
+    a->slot[lt->index].scalar = args_scalar_value(lt, v);
     a->slot[lt->index].has_scalar = 1;
     a->ran = 0;
     return TSL_OK;
@@ -274,7 +283,7 @@ tsl_status tsl_args_bind(TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *t
             if (!scalars)
                 return api_error(ctx, TSL_ERR_ARG, "tsl_args_bind: scalars is NULL but '%s' has "
                                  "scalar parameter '%s'", def->name, lt->name);
-            a->slot[lt->index].scalar = scalars[i];
+            a->slot[lt->index].scalar = args_scalar_value(lt, scalars[i]);
             a->slot[lt->index].has_scalar = 1;
         } else {
             if ((st = args_check_input(a, lt, tensors[i]))) return st;
