@@ -5,7 +5,8 @@
 # (bench/gpu_bench.c: each program checked, then timed), the PyTorch
 # anchors (bench/anchors.py), the CUDA unit suites and the CUDA end-to-end
 # tests on the real GPU (every example def and cookbook recipe against the
-# interpreter), random programs of every dtype (tests/fuzz/difftest),
+# interpreter), the regression programs and goldens of fixed wrong answers
+# (regress-gpu), random programs of every dtype (tests/fuzz/difftest),
 # compute-sanitizer over the smoke test's small case and over the generated
 # kernels at small sizes (bench/sanitize.sh), and last the merged
 # table (bench/report.py), also written to $OUT/gpu-DATE-DEVICE.md for
@@ -115,6 +116,13 @@ step anchors 240 env PYTHONUNBUFFERED=1 python3 bench/anchors.py "${ONLY[@]}" --
 step unit 300 build/unit_tests ${GPU_SH_UNIT:-runtime_cuda codegen_cuda cuda_target}
 
 step e2e 240 python3 -m pytest -q -p no:cacheprovider tests/e2e/test_cuda_target.py tests/e2e/test_cookbook.py tests/e2e/test_semantics.py -k 'not test_cookbook or cuda'
+
+# the fixed wrong answers: every regression program (tests/fuzz/regress/)
+# and the goldens of f64 math and the int8/int16 minimum's abs
+# (tests/tile_golden/f64_math.tile, abs_narrow.tile) on the GPU against
+# the interpreter
+[ -x build/difftest ] && step regress-gpu 120 bash -c 'build/difftest --target cuda --no-save tests/fuzz/regress/*.tc; a=$?
+    build/unit_tests codegen_cuda.gpu_regress_goldens; b=$?; exit $((a || b))'
 
 # random programs of every dtype and reduction operator (tests/fuzz/gen.c)
 # on the GPU against the interpreter, for as long as the step allows

@@ -298,6 +298,15 @@ tsl_status tsl_args_output_shape(TSL_KEEP tsl_args *a, TSL_KEEP const char *name
  * reduces; -1 on error. Rounding errors grow with it (the CLI's --check
  * scales its tolerance by it). */
 int64_t tsl_args_reduction_length(TSL_KEEP tsl_args *a, TSL_KEEP const char *name);
+/* After tsl_args_infer: the tolerance output `name` of a compiled target is
+ * checked against the interpreter's with (`--check`, the tuner, the
+ * differential tester): max|got - ref| / max(1, max|ref|) must not pass
+ * it. It is that of the narrowest float the output is computed through
+ * (its dtype, the temporaries, float arithmetic and casts behind it:
+ * float64 1e-12, float32 1e-5, float16 and bfloat16 1e-2), grown by
+ * sqrt(len / 256) past 256 terms of tsl_args_reduction_length; 0 for an
+ * output computed in integers only (exact); -1 on error. */
+double tsl_args_tolerance(TSL_KEEP tsl_args *a, TSL_KEEP const char *name);
 /* Bind caller storage for an output (checked against the inferred shape).
  * Outputs not bound are allocated by the args and read with
  * tsl_args_output(). */

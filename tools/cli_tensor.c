@@ -341,23 +341,3 @@ double cli_tensor_max_rel_error(const DLTensor *got, const DLTensor *ref)
     if (exact) return maxdiff;
     return maxdiff / (maxref > 1.0 ? maxref : 1.0);
 }
-
-/* The base tolerance of a dtype, grown with the length of the longest
- * reduction behind the output: past 256 terms, by sqrt(len / 256) (the
- * typical growth of rounding errors that do not cancel: 1e6 f32 terms
- * get 6e-4). Integers: exact. */
-double cli_dtype_tolerance(tsl_dtype t, int64_t len)
-{
-    double base;
-    switch (t) {
-    case TSL_DTYPE_F64: base = 1e-12; break;
-    case TSL_DTYPE_F32: base = 1e-5; break;
-    case TSL_DTYPE_F16:
-    case TSL_DTYPE_BF16: base = 1e-2; break;
-    default: /* a low-bit float: one step of its mantissa */
-        if (!dtype_info_of(t)->is_float) return 0.0;
-        base = ldexp(1.0, -dtype_info_of(t)->desc.man);
-        break;
-    }
-    return len > 256 ? base * sqrt((double)len / 256) : base;
-}

@@ -67,10 +67,6 @@ void cli_tensor_print_summary(FILE *f, const char *name, const DLTensor *t, int 
  * in one but not the other, or a shape mismatch, gives +inf. */
 double cli_tensor_max_rel_error(const DLTensor *got, const DLTensor *ref);
 
-/* The tolerance `--check` uses for a result dtype: f64 1e-12, f32 1e-5,
- * f16/bf16 1e-2, a low-bit float 2^-mantissa bits, integers and bool 0
- * (exact); for an output behind reductions of more than 256 terms
- * (tsl_args_reduction_length), times sqrt(length / 256). */
-double cli_dtype_tolerance(tsl_dtype t, int64_t reduction_length);
+/* (the tolerance `--check` compares this with: tsl_args_tolerance) */
 
 #endif

@@ -1372,7 +1372,7 @@ static int check_against_interp(run_state *s)
         int64_t len = tsl_args_reduction_length(s->args, name);
         /* tf32: 10 fraction bits instead of 23, so 2^-9 where f32 has 1e-5 */
         int tf32 = s->o.allow_tf32 && dt == TSL_DTYPE_F32 && s->o.target == TSL_TARGET_CUDA;
-        double tol = cli_dtype_tolerance(dt, len) * (tf32 ? ldexp(1.0, -9) / 1e-5 : 1.0);
+        double tol = tsl_args_tolerance(s->args, name) * (tf32 ? ldexp(1.0, -9) / 1e-5 : 1.0);
         int ok = err <= tol;
         printf("check %s: max rel error %.3g vs interp (tolerance %.1e: %s%s", name, err, tol, tsl_dtype_name(dt),
                tf32 ? " via tf32" : "");

@@ -237,6 +237,15 @@ tsl_status tsl_args_set_tensor(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
     return TSL_OK;
 }
 
+/* A float scalar parameter's value is that of its dtype (`float alpha`
+ * given 0.1 is 0.100000001490116): the interpreter rounds it, so every
+ * target gets it rounded here (the CPU target's float64 arithmetic once
+ * used the double as given, 1e-9 off). */
+static double args_scalar_value(const lang_tensor *lt, double v)
+{
+    return dtype_info_of(lt->dtype)->is_float ? dtype_round(lt->dtype, v) : v;
+}
+
 tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, double v)
 {
     if (!a) return TSL_ERR_ARG;
@@ -259,7 +268,7 @@ tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, 
         return api_error(ctx, TSL_ERR_ARG, "'%s' is a tensor; bind it with %s", name,
                          lt->flags & LANG_TENSOR_INPUT ? "tsl_args_set_tensor"
                                                        : "tsl_args_set_output");
-    a->slot[lt->index].scalar = v;
+    a->slot[lt->index].scalar = args_scalar_value(lt, v);
     a->slot[lt->index].has_scalar = 1;
     a->ran = 0;
     return TSL_OK;
@@ -279,7 +288,7 @@ tsl_status tsl_args_bind(TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *t
             if (!scalars)
                 return api_error(ctx, TSL_ERR_ARG, "tsl_args_bind: scalars is NULL but '%s' has "
                                  "scalar parameter '%s'", def->name, lt->name);
-            a->slot[lt->index].scalar = scalars[i];
+            a->slot[lt->index].scalar = args_scalar_value(lt, scalars[i]);
             a->slot[lt->index].has_scalar = 1;
         } else {
             if ((st = args_check_input(a, lt, tensors[i]))) return st;
@@ -461,39 +470,24 @@ tsl_status tsl_args_output_shape(TSL_KEEP tsl_args *a, TSL_KEEP const char *name
     return TSL_OK;
 }
 
-/* Mark in `need` every tensor the expression reads. */
-static void args_reads(const lang_expr *e, char *need)
-{
-    if (!e) return;
-    if (e->kind == LANG_E_ACCESS && e->tensor) need[e->tensor->index] = 1;
-    for (int i = 0; i < e->nargs; i++) args_reads(e->args[i], need);
-}
-
 int64_t tsl_args_reduction_length(TSL_KEEP tsl_args *a, TSL_KEEP const char *name)
 {
     if (!a) return -1;
     tsl_status st;
     const lang_tensor *lt = args_find_output(a, name, "tsl_args_reduction_length", &st);
     if (!lt || (!a->bound && tsl_args_infer(a))) return -1;
-    const lang_def *def = a->p->def;
-    char *need = calloc((size_t)def->ntensors + 1, 1);
-    if (!need) return -1;
-    need[lt->index] = 1;
-    int64_t most = 1;
-    /* statements in reverse: one that writes a needed tensor makes what it reads needed */
-    for (int i = def->nstmts - 1; i >= 0; i--) {
-        const lang_stmt *s = &def->stmts[i];
-        if (!need[s->lhs->index]) continue;
-        args_reads(s->rhs, need);
-        int64_t n = 1;
-        for (int v = s->niter; v < s->nvars; v++) {
-            int64_t e = a->bound->stmts[i].hi[v] - a->bound->stmts[i].lo[v];
-            n = e <= 0 ? 0 : n > INT64_MAX / e ? INT64_MAX : n * e;
-        }
-        if (n > most) most = n;
-    }
-    free(need);
-    return most;
+    int64_t len = 1;
+    interp_tolerance(a->bound, lt->index, &len);
+    return len;
+}
+
+double tsl_args_tolerance(TSL_KEEP tsl_args *a, TSL_KEEP const char *name)
+{
+    if (!a) return -1;
+    tsl_status st;
+    const lang_tensor *lt = args_find_output(a, name, "tsl_args_tolerance", &st);
+    if (!lt || (!a->bound && tsl_args_infer(a))) return -1;
+    return interp_tolerance(a->bound, lt->index, NULL);
 }
 
 /* Check a caller's output tensor against the inferred shape and dtype. */

@@ -213,6 +213,10 @@ tsl_dtype dtype_carrier(tsl_dtype t);
 /* Smallest and largest value of an integer dtype of any width <= 63 bits. */
 int64_t dtype_int_min(tsl_dtype t);
 int64_t dtype_int_max(tsl_dtype t);
+/* v converted to integer (or bool) dtype t: the low bits kept, sign
+ * extended for signed types (int8: 300 -> 44, uint16: -1 -> 65535); a
+ * uint64 keeps its bit pattern, bool is v != 0. */
+int64_t dtype_int_wrap(tsl_dtype t, int64_t v);
 uint16_t f32_to_f16(float f);
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);

@@ -229,6 +229,16 @@ tsl_dtype dtype_carrier(tsl_dtype t)
     return t;
 }
 
+int64_t dtype_int_wrap(tsl_dtype t, int64_t v)
+{
+    const dtype_info *d = dtype_info_of(t);
+    if (d->desc.kind == DT_BOOL) return v != 0;
+    if (d->bits >= 64) return v;
+    uint64_t mask = ((uint64_t)1 << d->bits) - 1, u = (uint64_t)v & mask;
+    if (d->desc.kind == DT_INT && (u >> (d->bits - 1)) & 1) u |= ~mask;
+    return (int64_t)u;
+}
+
 int64_t dtype_int_min(tsl_dtype t)
 {
     const dtype_info *d = dtype_info_of(t);

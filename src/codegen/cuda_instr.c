@@ -871,6 +871,25 @@ static const char *ew_text(tile_op op, int fl, int in, int approx)
     }
 }
 
+/* f64 operands: the math functions in double, as the tile interpreter and
+ * the C generator compute them (the float rows above would round through
+ * float32 and lose 9 digits) */
+static const struct {
+    tile_op op;
+    const char *text;
+} ew_f64_rows[] = {
+    {TILE_I_EXP, "exp(x)"},   {TILE_I_LOG, "log(x)"},   {TILE_I_SQRT, "sqrt(x)"},
+    {TILE_I_RSQRT, "(1.0 / sqrt(x))"}, {TILE_I_TANH, "tanh(x)"},
+    {TILE_I_SIGMOID, "(1.0 / (1.0 + exp(-(x))))"}, {TILE_I_ERF, "erf(x)"}, {TILE_I_POW, "pow((x), (y))"},
+};
+
+static const char *ew_text_f64(tile_op op)
+{
+    for (size_t k = 0; k < TSL_COUNTOF(ew_f64_rows); k++)
+        if (ew_f64_rows[k].op == op) return ew_f64_rows[k].text;
+    return NULL;
+}
+
 static void subst3(strbuf *out, const char *pat, const char *x, const char *y, const char *z)
 {
     for (const char *p = pat; *p; p++) {
@@ -1031,6 +1050,7 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
         declare(c, s, &rd);
         const char *mt = u64 ? "unsigned long long" : imath ? "long long" : fl ? "float" : "double";
         const char *text = ew_text(in->op, fl, isint, in->approx);
+        if (odt.kind == TILE_DT_FLOAT && odt.bits == 64 && ew_text_f64(in->op)) text = ew_text_f64(in->op);
         /* C's truncating / and %; x / -1 is a negation (INT64_MIN wraps) */
         if (imath && in->op == TILE_I_DIV)
             text = u64 ? "((y) == 0 ? 0ULL : (x) / (y))"
@@ -1038,6 +1058,7 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
         if (imath && in->op == TILE_I_MOD)
             text = u64 ? "((y) == 0 ? 0ULL : (x) % (y))" : "((y) == 0 || (y) == -1 ? 0LL : (x) % (y))";
         if (imath && in->op == TILE_I_ABS) text = u64 ? "(x)" : "((x) < 0 ? -(x) : (x))";
+        if (imath && in->op == TILE_I_ABS && odt.kind == TILE_DT_INT && odt.bits < 32) text = "tsl_iabs_narrow(x)";
         strbuf body = {0};
         subst3(&body, text, sb_str(&x[0]), sb_str(&x[1]), sb_str(&x[2]));
         const char *rt = imath ? "long long" : cg_is_float_math(dv->type.dt) ? "float" : "double";

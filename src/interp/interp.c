@@ -48,15 +48,7 @@ static int is_float(tsl_dtype t) { return dtype_is_float(t); }
 
 /* Wrap v to the width and signedness of integer dtype t, as a C conversion
  * (any width: the low-bit integers too). */
-static int64_t wrap_int(tsl_dtype t, int64_t v)
-{
-    const dtype_info *d = dtype_info_of(t);
-    if (d->desc.kind == DT_BOOL) return v != 0;
-    if (d->bits >= 64) return v; /* I64; U64 keeps its bit pattern */
-    uint64_t mask = ((uint64_t)1 << d->bits) - 1, u = (uint64_t)v & mask;
-    if (d->desc.kind == DT_INT && (u >> (d->bits - 1)) & 1) u |= ~mask;
-    return (int64_t)u;
-}
+static int64_t wrap_int(tsl_dtype t, int64_t v) { return dtype_int_wrap(t, v); }
 
 /* The smallest and largest value of integer dtype t (U64's max as the bit
  * pattern -1). */

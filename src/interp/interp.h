@@ -34,4 +34,13 @@ typedef struct interp_tensor {
  * status is returned; outputs may then be partly written. */
 tsl_status interp_run(const lang_bound *b, const interp_tensor *tensors, tsl_diag *d);
 
+/* The tolerance of def tensor `out` against the interpreter (tolerance.c):
+ * the base tolerance of the narrowest float the output is computed through
+ * (its own dtype, the temporaries and the float arithmetic and casts of the
+ * statements behind it: float64 1e-12, float32 1e-5, float16 and bfloat16
+ * 1e-2, a low-bit float one mantissa step; integers 0, exact), grown by
+ * sqrt(len / 256) past 256 terms of the longest reduction behind it (len,
+ * also given in *reduction_length when not NULL). */
+double interp_tolerance(const lang_bound *b, int out, int64_t *reduction_length);
+
 #endif

@@ -179,13 +179,15 @@ static tsl_dtype sema_std(tsl_dtype t)
 }
 
 /* Promotion with weak literals: an integer literal takes the other side's
- * type; a float literal takes a float other side's type, else float32. */
+ * type; a float literal takes a float other side's type, else float32.
+ * Two literals give the wider (1 + 4294967296 is int64, as the literal
+ * that does not fit int32). */
 static tsl_dtype sema_promote(tsl_dtype x, bool wx, tsl_dtype y, bool wy, bool *weak)
 {
     x = sema_std(x);
     y = sema_std(y);
     *weak = wx && wy;
-    if (wx && wy) return sema_cat(x) >= sema_cat(y) ? x : y;
+    if (wx && wy) return sema_promote_strong(x, y);
     if (wx || wy) {
         tsl_dtype w = wx ? x : y, s = wx ? y : x;
         if (sema_cat(w) == 2) return sema_cat(s) == 2 ? s : TSL_DTYPE_F32;

@@ -493,7 +493,14 @@ static lval lower_expr(lower *L, const graph_expr *e, tile_value *mask)
     }
     case LANG_E_CAST: {
         lval x = lower_expr(L, e->args[0], mask);
-        if (!x.t && x.isint && !is_float_dt(ty) && ty != TSL_DTYPE_BOOL) return (lval){.s = x.s, .isint = 1, .dt = ty};
+        /* an int scalar cast to an integer dtype wraps to its width
+         * (uint16(-1) is 65535): a constant folds, an int64-wide cast keeps
+         * the bits; a narrower one of a size expression casts on the tile */
+        int64_t cv;
+        if (!x.t && x.isint && !is_float_dt(ty) && ty != TSL_DTYPE_BOOL) {
+            if (tile_expr_const(x.s, &cv)) return (lval){.s = tile_expr_int(L->m, dtype_int_wrap(ty, cv)), .isint = 1, .dt = ty};
+            if (dtype_info_of(ty)->bits >= 64) return (lval){.s = x.s, .isint = 1, .dt = ty};
+        }
         tile_value *t = x.t ? x.t : as_tile(L, x, x.dt);
         return tile_of(cast_to(L, t, ty), ty);
     }

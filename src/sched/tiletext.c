@@ -245,6 +245,14 @@ static tt_val tt_expr_of(tt *k, const graph_expr *e)
         tt_val x = tt_expr_of(k, e->args[0]);
         if (s->type == TSL_DTYPE_BOOL) return is_scalar(x) ? tt_as_tile(k, tt_as_tile(k, x, x.k == TT_SF ? TT_F : TT_I), TT_B)
                                                            : tt_as_tile(k, x, TT_B);
+        if (x.k == TT_SI && !dtype_info_of(s->type)->is_float && dtype_info_of(s->type)->bits < 64) {
+            /* an int cast wraps to its width (uint16(-1) is 65535): a
+             * constant folds; a size expression is declined */
+            char *end;
+            long long v = strtoll(x.t, &end, 10);
+            if (*end || end == x.t) return fail(k);
+            snprintf(x.t, sizeof x.t, "%lld", (long long)dtype_int_wrap(s->type, v));
+        }
         if (is_scalar(x)) return x.k == TT_SI ? tt_as_tile(k, x, TT_F) : x;
         return tt_as_tile(k, x, TT_F);
     }

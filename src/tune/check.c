@@ -1,6 +1,7 @@
 /* check.c — the oracle side of measuring (tune.h): the interpreter's
  * outputs for a case, the comparison a compiled output must pass (the CLI's
- * rule: the dtype's tolerance, grown with the reduction behind the output),
+ * outputs for a case, the comparison a compiled output must pass (the one rule
+ * of interp_tolerance, as `--check` and the differential tester use it),
  * checks at the case's sizes or reduced ones, and the op graph's work. */
 #include <math.h>
 #include <string.h>
@@ -59,53 +60,6 @@ int tune_ref_affordable(const tune_case *c, double limit)
 }
 
 /* ---- tolerance and comparison ------------------------------------------------------------- */
-
-/* The CLI's rule (tools/cli_tensor.c): the dtype's base tolerance, past
- * 256 terms grown by sqrt(len / 256); integers exact. */
-static double tolerance(tsl_dtype t, int64_t len)
-{
-    double base;
-    switch (t) {
-    case TSL_DTYPE_F64: base = 1e-12; break;
-    case TSL_DTYPE_F32: base = 1e-5; break;
-    case TSL_DTYPE_F16:
-    case TSL_DTYPE_BF16: base = 1e-2; break;
-    default:
-        if (!dtype_info_of(t)->is_float) return 0.0;
-        base = ldexp(1.0, -dtype_info_of(t)->desc.man);
-        break;
-    }
-    return len > 256 ? base * sqrt((double)len / 256) : base;
-}
-
-/* The longest reduction behind def tensor `out` (as tsl_args_reduction_length). */
-static void mark_reads(const lang_expr *e, char *need)
-{
-    if (!e) return;
-    if (e->kind == LANG_E_ACCESS && e->tensor) need[e->tensor->index] = 1;
-    for (int i = 0; i < e->nargs; i++) mark_reads(e->args[i], need);
-}
-
-static int64_t reduction_length(const lang_def *def, const lang_bound *b, int out)
-{
-    char *need = calloc((size_t)def->ntensors + 1, 1);
-    if (!need) return 1;
-    need[out] = 1;
-    int64_t most = 1;
-    for (int i = def->nstmts - 1; i >= 0; i--) {
-        const lang_stmt *s = &def->stmts[i];
-        if (!need[s->lhs->index]) continue;
-        mark_reads(s->rhs, need);
-        int64_t n = 1;
-        for (int v = s->niter; v < s->nvars; v++) {
-            int64_t e = b->stmts[i].hi[v] - b->stmts[i].lo[v];
-            n = e <= 0 ? 0 : n > INT64_MAX / e ? INT64_MAX : n * e;
-        }
-        if (n > most) most = n;
-    }
-    free(need);
-    return most;
-}
 
 double tune_compare(tsl_dtype dt, const void *got, const void *ref, int64_t n)
 {
@@ -191,7 +145,7 @@ tsl_status tune_ref_make(const tune_case *c, tune_ref *r, tsl_diag *d)
     if (!st) st = fresh_outputs(c, v, r->out, d);
     if (!st) st = interp_run(c->b, v, d);
     for (int i = 0; !st && i < r->n; i++)
-        if (r->out[i]) r->tol[i] = tolerance(v[i].dtype, reduction_length(def, c->b, i));
+        if (r->out[i]) r->tol[i] = interp_tolerance(c->b, i, NULL);
     free(v);
     if (st) tune_ref_free(r);
     return st;

@@ -254,6 +254,23 @@ def test_check_flag_in_out(tmp_path, rng):
     assert "check C:" in res.proc.stdout and "ok" in res.proc.stdout
 
 
+def test_check_tolerance_follows_narrowest_float(tmp_path, rng):
+    """A float32 temporary feeding a float64 output is as close as float32
+    allows: --check gives it float32's tolerance (tsl_args_tolerance). It
+    used float64's 1e-12 and failed on the CPU's few-ulp expf; an output
+    computed in float64 only keeps 1e-12."""
+    prog = tmp_path / "t.tc"
+    prog.write_text("def f(float64(N) A) -> (Y, Z) {\n"
+                    "  T(i) = exp(float32(A(i))) * tanh(float32(A(i)))\n"
+                    "  Y(i) = T(i) + A(i)\n"
+                    "  Z(i) = A(i) * A(i) + 1\n}\n")
+    a = rng.uniform(-2, 2, size=1009)
+    res = run_tc(tmp_path, str(prog), inputs={"A": a}, extra=["--target", "cpu", "--check"])
+    out = res.proc.stdout
+    assert re.search(r"check Y: .*tolerance 1\.0e-05.*: ok", out), out
+    assert re.search(r"check Z: .*tolerance 1\.0e-12.*: ok", out), out
+
+
 # ---- scalars ---------------------------------------------------------------------------
 
 def test_set_scalars(tmp_path, rng):

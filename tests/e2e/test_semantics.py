@@ -72,6 +72,36 @@ def test_float_to_integer_casts(tmp_path, rng, target):
     np.testing.assert_array_equal(e[big], np.sign(a[big]).astype(np.int32))
 
 
+# Integer constants: a cast wraps to its width (uint16(-1) was -1 on the
+# cpu and cuda targets) and two literals combine in the wider type
+# (1 + 4294967296 was int32 and gave 1).
+CONST_TC = """def k(int32(N) X, float(N) A) -> (Y, Z, W, L) {
+  Y(i) = X(i) + uint16(-1)
+  Z(i) = A(i) + uint8(-255) + int8(300)
+  W(i) = X(i) + int8(N * 100) + uint32(-1)
+  L(i) = 1 + 4294967296 where i in 0:N
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu", "cuda"])
+def test_integer_constants(tmp_path, rng, target):
+    if target == "cuda" and not gpu_present():
+        pytest.skip("no CUDA device (bench/gpu.sh runs this on the GPU)")
+    (tmp_path / "k.tc").write_text(CONST_TC)
+    n = 7
+    x = rng.integers(-1000, 1000, size=n).astype(np.int32)
+    a = rng.uniform(-1, 1, size=n).astype(np.float32)
+    res = run_tc(tmp_path, str(tmp_path / "k.tc"), inputs={"X": x, "A": a}, outputs=["Y", "Z", "W", "L"],
+                 extra=["--target", target])
+    np.testing.assert_array_equal(res.outputs["Y"], x + 65535)
+    np.testing.assert_array_equal(res.outputs["Z"], a + np.float32(1) + np.float32(44))
+    # int8(700) = -68; uint32(-1) with int32 promotes to int64
+    np.testing.assert_array_equal(res.outputs["W"], x.astype(np.int64) - 68 + 4294967295)
+    assert res.outputs["L"].dtype == np.int64
+    np.testing.assert_array_equal(res.outputs["L"], np.full(n, 4294967297, dtype=np.int64))
+
+
 F32_TC = """def f(float(N) A, float(N) B) -> (C, D, E) {
   C(i) = A(i) * A(i) + B(i) * 3 - sqrt(abs(B(i))) * 1.1
   D(i) = (A(i) + B(i)) * (A(i) - B(i)) / (B(i) * B(i) + 0.7)

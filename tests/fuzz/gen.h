@@ -38,7 +38,10 @@ typedef struct dt_opts {
 char *dt_gen_program(uint64_t seed, const dt_opts *o);
 
 typedef enum dt_verdict {
-    DT_PASS,        /* both targets ran and agree within the dtype's tolerance */
+    DT_PASS,        /* both targets ran and agree within the output's tolerance
+                     * (tsl_args_tolerance), or both rejected the sizes or the
+                     * run with the same status (a guarded read the sizes make
+                     * invalid, a gather out of range) */
     DT_PASS_INTERP, /* the interpreter ran clean; the other target is not available yet */
     DT_FAIL         /* mismatch, crash-free error on one side, or an invalid program */
 } dt_verdict;
@@ -50,8 +53,5 @@ typedef enum dt_verdict {
 dt_verdict dt_run(const char *text, const char *filename, uint64_t data_seed, tsl_target other,
                   char *msg, size_t msglen);
 
-/* Tolerance used for an output of dtype t, relative to max |reference| of
- * that output (0 for integers and bool: exact). */
-double dt_tolerance(tsl_dtype t);
 
 #endif

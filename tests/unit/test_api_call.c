@@ -347,7 +347,48 @@ static void test_dlpack_fill(void)
     CHECK_EQ_INT(tsl_dlpack_fill(NULL, objs, 3, out, &dev), TSL_DLPACK_UNUSABLE);
 }
 
+/* tsl_args_tolerance: the narrowest float an output is computed through
+ * (a float32 temporary or cast feeding a float64 output gives float32's),
+ * grown past 256 reduction terms; integers exact. */
+static void test_tolerance(void)
+{
+    static const char src[] = "def f(float64(N) A, int32(N) I, half(N) H) -> (P, Q, R, S, U) {\n"
+                              "  T(i) = float32(A(i)) * 2\n"
+                              "  P(i) = T(i) + A(i)\n"
+                              "  Q(i) = A(i) * A(i)\n"
+                              "  R() +=! A(i) * A(i)\n"
+                              "  S(i) = I(i) * 3\n"
+                              "  U(i) = H(i) * 2.0\n}\n";
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    CHECK_MSG(tsl_program_compile(ctx, src, "t.tc", NULL, &p) == TSL_OK, "%s", tsl_context_error(ctx));
+    tsl_args *a = p ? tsl_args_create(p) : NULL;
+    int64_t n = 1024 + test_rand_int(1, 100);
+    DLTensor *A = tsl_tensor_alloc(TSL_DTYPE_F64, 1, &n), *I = tsl_tensor_alloc(TSL_DTYPE_I32, 1, &n),
+             *H = tsl_tensor_alloc(TSL_DTYPE_F16, 1, &n);
+    if (a && A && I && H) {
+        CHECK_EQ_INT(tsl_args_set_tensor(a, "A", A), TSL_OK);
+        CHECK_EQ_INT(tsl_args_set_tensor(a, "I", I), TSL_OK);
+        CHECK_EQ_INT(tsl_args_set_tensor(a, "H", H), TSL_OK);
+        CHECK_EQ_INT(tsl_args_infer(a), TSL_OK);
+        CHECK_CLOSE(tsl_args_tolerance(a, "P"), 1e-5, 1e-12);
+        CHECK_CLOSE(tsl_args_tolerance(a, "Q"), 1e-12, 1e-20);
+        CHECK_CLOSE(tsl_args_tolerance(a, "R"), 1e-12 * sqrt((double)n / 256), 1e-20);
+        CHECK_EQ_INT(tsl_args_reduction_length(a, "R"), n);
+        CHECK(tsl_args_tolerance(a, "S") == 0);
+        CHECK_CLOSE(tsl_args_tolerance(a, "U"), 1e-2, 1e-12);
+        CHECK(tsl_args_tolerance(a, "nope") < 0);
+    }
+    tsl_tensor_free(A);
+    tsl_tensor_free(I);
+    tsl_tensor_free(H);
+    tsl_args_free(a);
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+}
+
 TEST_SUITE(api_call) = {
+    {"tolerance", test_tolerance},
     {"emit_ptx", test_emit_ptx},
     {"bind_positional", test_bind_positional},
     {"threads_one_program", test_threads_one_program},

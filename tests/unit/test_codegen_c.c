@@ -229,6 +229,8 @@ static void test_golden(void)
     /* packed global tensors: the interpreters hold them, the generators not yet */
     compare_file("tests/tile_golden/dequant.tile", " lowbit_types?", 10);
     compare_file("tests/tile_golden/elementwise.tile", NULL, 700);
+    /* f64 math in double, bit for bit (the CUDA generator once used float) */
+    compare_file("tests/tile_golden/f64_math.tile", NULL, 300);
     compare_file("tests/tile_golden/gemm.tile", NULL, 90);
     /* a swizzled shared block spec: pipeline expansion does not take it yet */
     compare_file("tests/tile_golden/gemm_pipelined.tile", " gemm_pipelined!", 90);

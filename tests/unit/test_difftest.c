@@ -103,17 +103,17 @@ static void test_compare_can_fail(void)
     for (int k = 0; k < 5; k++) r[k] = x[k] = test_rand_double(0.5, 2) * (k % 2 ? -1 : 1);
     DLTensor *a = diff_tensor(TSL_DTYPE_F32, 5, r);
     DLTensor *b = diff_tensor(TSL_DTYPE_F32, 5, x);
-    CHECK_EQ_INT(run_compare("O", a, b, TSL_TARGET_CPU, 0, msg, sizeof msg), 0);
+    CHECK_EQ_INT(run_compare("O", a, b, TSL_TARGET_CPU, 1e-5, 0, msg, sizeof msg), 0);
     /* a relative error of 1e-3 of max|ref| in one element is a mismatch for float32 */
     int k = (int)test_rand_int(0, 4);
     float *bf = b->data;
     bf[k] += 2e-3f;
-    CHECK_EQ_INT(run_compare("O", a, b, TSL_TARGET_CPU, 0, msg, sizeof msg), 1);
+    CHECK_EQ_INT(run_compare("O", a, b, TSL_TARGET_CPU, 1e-5, 0, msg, sizeof msg), 1);
     CHECK_MSG(strstr(msg, "element") != NULL, "%s", msg);
     bf[k] = NAN; /* an element left poisoned */
-    CHECK_EQ_INT(run_compare("O", a, b, TSL_TARGET_CPU, 0, msg, sizeof msg), 1);
+    CHECK_EQ_INT(run_compare("O", a, b, TSL_TARGET_CPU, 1e-5, 0, msg, sizeof msg), 1);
     ((float *)a->data)[k] = NAN; /* the interpreter's own output unwritten */
-    CHECK_EQ_INT(run_compare("O", a, NULL, TSL_TARGET_CPU, 0, msg, sizeof msg), 1);
+    CHECK_EQ_INT(run_compare("O", a, NULL, TSL_TARGET_CPU, 1e-5, 0, msg, sizeof msg), 1);
     CHECK(strstr(msg, "unwritten") != NULL);
     tsl_tensor_free(a);
     tsl_tensor_free(b);
@@ -121,11 +121,11 @@ static void test_compare_can_fail(void)
     for (int j = 0; j < 5; j++) r[j] = x[j] = (double)test_rand_int(1, 100);
     a = diff_tensor(TSL_DTYPE_I32, 5, r);
     b = diff_tensor(TSL_DTYPE_I32, 5, x);
-    CHECK_EQ_INT(run_compare("I", a, b, TSL_TARGET_CPU, 0, msg, sizeof msg), 0);
+    CHECK_EQ_INT(run_compare("I", a, b, TSL_TARGET_CPU, 1e-5, 0, msg, sizeof msg), 0);
     ((int32_t *)b->data)[k] += 1;
-    CHECK_EQ_INT(run_compare("I", a, b, TSL_TARGET_CPU, 0, msg, sizeof msg), 1);
+    CHECK_EQ_INT(run_compare("I", a, b, TSL_TARGET_CPU, 1e-5, 0, msg, sizeof msg), 1);
     ((int32_t *)a->data)[k] = (int32_t)run_poison(TSL_DTYPE_I32, 0);
-    CHECK_EQ_INT(run_compare("I", a, NULL, TSL_TARGET_CPU, 0, msg, sizeof msg), 1);
+    CHECK_EQ_INT(run_compare("I", a, NULL, TSL_TARGET_CPU, 1e-5, 0, msg, sizeof msg), 1);
     tsl_tensor_free(a);
     tsl_tensor_free(b);
 }

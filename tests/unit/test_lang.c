@@ -390,6 +390,17 @@ static void test_types(void)
     CHECK_EQ_INT(sum->type, TSL_DTYPE_F16);
     CHECK_EQ_INT(sum->args[0]->optype, TSL_DTYPE_I32); /* 1 / 2 is integer division */
     CHECK_EQ_INT(sum->args[1]->type, TSL_DTYPE_F16);
+    /* two literals give the wider type: 1 + 4294967296 is int64 (it was
+     * int32, and the interpreter wrapped it to 1) */
+    d = lt_def("def l(float(N) x) -> (a, b, c) {\n"
+               "  a(i) = 1 + 4294967296 where i in 0:N\n"
+               "  b(i) = 4294967296 * 2 + 1 where i in 0:N\n"
+               "  c(i) = 1 + 2.5 where i in 0:N\n}\n",
+               NULL);
+    if (!d) goto out;
+    CHECK_EQ_INT(lang_def_tensor(d, "a")->dtype, TSL_DTYPE_I64);
+    CHECK_EQ_INT(lang_def_tensor(d, "b")->dtype, TSL_DTYPE_I64);
+    CHECK_EQ_INT(lang_def_tensor(d, "c")->dtype, TSL_DTYPE_F32);
 out:
     lt_done();
 }
