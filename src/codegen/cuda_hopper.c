@@ -520,19 +520,21 @@ static void emit_wgmma(cg *c, const tile_stmt *s)
      * and a pack between the fence and each wgmma made ptxas insert a
      * warpgroup.arrive before every one (C7519; each its own scoreboard
      * group, the chain serialised) */
-    if (areg) {
-        const char *an = cg_name(c, a);
-        cg_line(c, "unsigned %s_ra[%lld];", cname, (long long)(K / 4));
-        cg_line(c, "for (int r = 0; r < %lld; r++) %s_ra[r] = tsl_pack2(%s[2 * r], %s[2 * r + 1]);", (long long)(K / 4),
-                cname, an, an);
-        cg_line(c, "tsl_wgmma_fence();");
-    }
+    /* an f16 accumulator's packed shadow is written first: PTX wants
+     * every register a wgmma reads written before its fence */
     if (h) {
         cg_line(c, "if (!%s_hf) {", cname);
         cg_line(c, "    for (int r = 0; r < %d; r++) %s_hd[r] = tsl_pack2(%s[2 * r], %s[2 * r + 1]);", nd, cname,
                 cname, cname);
         cg_line(c, "    %s_hf = 1;", cname);
         cg_line(c, "}");
+    }
+    if (areg) {
+        const char *an = cg_name(c, a);
+        cg_line(c, "unsigned %s_ra[%lld];", cname, (long long)(K / 4));
+        cg_line(c, "for (int r = 0; r < %lld; r++) %s_ra[r] = tsl_pack2(%s[2 * r], %s[2 * r + 1]);", (long long)(K / 4),
+                cname, an, an);
+        cg_line(c, "tsl_wgmma_fence();");
     }
     for (int64_t ks = 0; ks < K / 16 && !c->st; ks++) {
         int64_t ca[CG_MAX_RANK] = {0}, cb[CG_MAX_RANK] = {0};
