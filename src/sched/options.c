@@ -202,8 +202,11 @@ int sched_options_check(const sched_options *o, tsl_target t, char *why, size_t 
         snprintf(why, n, "contract.mma: %d warps is more than a block's 32", m->wm * m->wn);
         return 1;
     }
-    /* the stages' shared tiles, f16: what pipeline expansion would refuse anyway */
-    long smem = (long)m->stages * ((long)m->bm * (m->bk + m->pad) + (long)m->bk * (m->bn + m->pad)) * 2;
+    /* the stages' shared tiles, f16, or f32 when tf32 is allowed (its plan
+     * takes these shapes with 4-byte elements and at most pad of them a
+     * row, contract.c): what pipeline expansion would refuse anyway */
+    long es = o->allow_tf32 > 0 ? 4 : 2;
+    long smem = (long)m->stages * ((long)m->bm * (m->bk + m->pad) + (long)m->bk * (m->bn + m->pad)) * es;
     if (smem > 227L * 1024) {
         snprintf(why, n, "contract.mma: %ld bytes of shared memory for %d stages (at most 232448 on sm_90)", smem,
                  m->stages);
