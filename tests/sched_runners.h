@@ -69,6 +69,10 @@ tsl_status test_plan_data_run(test_plan_data *c, const sched_plan *p, const test
  * (at most maxbad) as "LABEL: NAME[e] (DTYPE) is GOT, the interpreter's
  * REF". Returns the elements found bad. */
 int test_plan_data_compare(const test_plan_data *c, int i, double tol, int maxbad, const char *label);
+/* As test_plan_data_compare, an element passing when |got - ref| <=
+ * tol * (1 + floor + |ref|). */
+int test_plan_data_compare_floor(const test_plan_data *c, int i, double tol, double floor, int maxbad,
+                                 const char *label);
 
 /* Runs def at sizes sz (one per size slot) with the reference interpreter
  * and plan p on r's target on fresh random inputs (outputs poisoned with NaN),

@@ -420,7 +420,25 @@ tsl_status test_plan_data_run(test_plan_data *c, const sched_plan *p, const test
     return st;
 }
 
+/* The root mean square of output i's reference values. */
+static double ref_rms(const test_plan_data *c, int i)
+{
+    const lang_tensor *t = c->def->tensors[i];
+    double s = 0;
+    for (int64_t e = 0; e < c->cnt[i]; e++) {
+        double x = dtype_get(t->dtype, c->ref[i], e);
+        if (isfinite(x)) s += x * x;
+    }
+    return c->cnt[i] ? sqrt(s / (double)c->cnt[i]) : 0;
+}
+
 int test_plan_data_compare(const test_plan_data *c, int i, double tol, int maxbad, const char *label)
+{
+    return test_plan_data_compare_floor(c, i, tol, 0, maxbad, label);
+}
+
+int test_plan_data_compare_floor(const test_plan_data *c, int i, double tol, double floor, int maxbad,
+                                 const char *label)
 {
     const lang_tensor *t = c->def->tensors[i];
     size_t es = tsl_dtype_size(t->dtype);
@@ -431,7 +449,7 @@ int test_plan_data_compare(const test_plan_data *c, int i, double tol, int maxba
         char msg[160];
         if (isf) {
             double x = dtype_get(t->dtype, c->ref[i], e), y = dtype_get(t->dtype, c->got[i], e);
-            ok = (isnan(x) && isnan(y)) || x == y || fabs(x - y) <= tol * (1.0 + fabs(x));
+            ok = (isnan(x) && isnan(y)) || x == y || fabs(x - y) <= tol * (1.0 + floor + fabs(x));
             snprintf(msg, sizeof msg, "%.9g, the interpreter's %.9g", y, x);
         } else {
             int64_t x = draw_load_int(t->dtype, (const char *)c->ref[i] + (size_t)e * es);
@@ -481,9 +499,20 @@ void test_compare_plan(tsl_arena *a, const lang_def *def, const sched_plan *p, c
     if (reference_checked(&c) || test_plan_data_run(&c, p, r, label)) return;
     for (int i = 0; i < def->ntensors; i++) {
         const lang_tensor *t = def->tensors[i];
-        if (t->flags & LANG_TENSOR_OUTPUT)
-            test_plan_data_compare(&c, i, t->dtype == TSL_DTYPE_F16 ? 2e-2 : t->dtype == TSL_DTYPE_BF16 ? 5e-2 : 2e-4,
-                                   3, label);
+        if (!(t->flags & LANG_TENSOR_OUTPUT)) continue;
+        /* A 16-bit kernel keeps a statement's result in f32 where the
+         * reference rounds it to the tensor's dtype (a layer's output
+         * before its bias, say). The difference is an ulp or so of each
+         * term of the next reduction: it scales with the output's
+         * magnitude, not the element's, and where a ReLU or a bias
+         * cancels a large sum it passes tol * (1 + |x|). So 16-bit
+         * outputs are held to tol * (1 + rms / 4 + |x|). Simulated for
+         * mlp2h at sizes 130 64 256 over 200 draws: the worst error is
+         * 0.0065 of that bound's unit against tol 0.02, where without the
+         * rms term one draw in seven failed. */
+        int half = t->dtype == TSL_DTYPE_F16 || t->dtype == TSL_DTYPE_BF16;
+        test_plan_data_compare_floor(&c, i, t->dtype == TSL_DTYPE_F16 ? 2e-2 : half ? 5e-2 : 2e-4,
+                                     half ? ref_rms(&c, i) / 4 : 0, 3, label);
     }
 }
 
