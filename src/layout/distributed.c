@@ -298,24 +298,47 @@ static int dist_axes_commute(dist_axis a, dist_axis b)
     return a.dim != b.dim && a.is_thread != b.is_thread;
 }
 
-/* The chain in a normal form of the function it computes: commuting
- * neighbours sorted by (kind, dim), and two axes of one dim and kind with
- * only commuting axes between them merged into one (their digits are one
- * mixed-radix digit). Returns the axis count. */
+static int dist_axis_key(dist_axis a) { return 2 * (a.dim + 1) + a.is_thread; }
+
+/* ax[0, n) reordered to the lexicographically least chain that computes
+ * the same function: commuting axes may trade places, so the order is a
+ * trace (a partial commutation), and its least representative is found
+ * greedily: the axis of the least (dim, kind) key among those that
+ * commute with every axis still before them goes next. Two axes of one
+ * key never commute, so the choice is unique. */
+static void dist_least_order(dist_axis *ax, int n)
+{
+    dist_axis out[DIST_MAX_AXES];
+    int used[DIST_MAX_AXES] = {0};
+    for (int k = 0; k < n; k++) {
+        int best = -1;
+        for (int j = 0; j < n; j++) {
+            if (used[j]) continue;
+            int free = 1;
+            for (int i = 0; i < j && free; i++)
+                if (!used[i] && !dist_axes_commute(ax[i], ax[j])) free = 0;
+            if (free && (best < 0 || dist_axis_key(ax[j]) < dist_axis_key(ax[best]))) best = j;
+        }
+        out[k] = ax[best];
+        used[best] = 1;
+    }
+    memcpy(ax, out, sizeof(dist_axis) * (size_t)n);
+}
+
+/* The chain in a normal form of the function it computes: axes of extent
+ * 1 dropped (their digit is always 0 and they scale nothing, so
+ * local(3,1) and column_local(3,1) are one function), the least order of
+ * the rest (dist_least_order), and two axes of one dim and kind with only
+ * commuting axes between them merged into one (their digits are one
+ * mixed-radix digit), until nothing changes. Returns the axis count. */
 static int dist_normal_chain(const dist_layout *l, dist_axis *ax)
 {
-    int n = l->naxes;
-    memcpy(ax, l->axis, sizeof(dist_axis) * (size_t)n);
+    int n = 0;
+    for (int i = 0; i < l->naxes; i++)
+        if (l->axis[i].extent != 1) ax[n++] = l->axis[i];
     for (int changed = 1; changed;) {
         changed = 0;
-        for (int i = 0; i + 1 < n; i++) {
-            dist_axis a = ax[i], b = ax[i + 1];
-            int ka = 2 * (a.dim + 1) + a.is_thread, kb = 2 * (b.dim + 1) + b.is_thread;
-            if (dist_axes_commute(a, b) && kb < ka) {
-                ax[i] = b, ax[i + 1] = a;
-                changed = 1;
-            }
-        }
+        dist_least_order(ax, n);
         for (int i = 0; i < n && !changed; i++)
             for (int j = i + 1; j < n; j++) {
                 if (ax[j].dim == ax[i].dim && ax[j].is_thread == ax[i].is_thread) {
