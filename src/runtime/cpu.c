@@ -32,8 +32,14 @@ extern char **environ;
 /* The flags every kernel is built with; part of the cache key.
  * -fno-math-errno: kernels never read errno, and with it sqrtf is an
  * instruction the compiler vectorizes (sqrt and rsqrt loops; c_vmath.c
- * has exp, log, tanh, sigmoid and erf). */
-static const char *const cpu_flags[] = {"-O3", "-march=native", "-fno-math-errno", "-fPIC", "-shared", "-std=c11"};
+ * has exp, log, tanh, sigmoid and erf). -fno-trapping-math: kernels never
+ * read the floating-point exception flags; without it GCC (12) will not
+ * if-convert a float compare that may raise one, so c_vmath's selects
+ * (`x > 88.7f ? inf : y`) stay branches and no loop calling them is
+ * vectorized (softmax 4096^2 f32, 1 core: 362 -> 84 ms). It permits no
+ * reassociation or contraction: results are the same bits. */
+static const char *const cpu_flags[] = {"-O3",   "-march=native", "-fno-math-errno", "-fno-trapping-math",
+                                        "-fPIC", "-shared",       "-std=c11"};
 static const char *const cpu_link_flags[] = {"-lm"};
 
 enum { CPU_MAX_ARGS = 64, CPU_MSG_MAX = 4000 };

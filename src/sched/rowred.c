@@ -700,13 +700,21 @@ static rv rr_expr_at(rr *R, int i, const graph_expr *e, rr_shape sh)
     return (rv){.s = tile_expr_int(R->m, 0)};
 }
 
-/* Mark in `dep` the row-full ops that op e's reads reach in group op i. */
+/* Is op i's value read back from the staging row in the pass being
+ * lowered (rr_plan_stage) instead of recomputed? */
+static int rr_staged(const rr *R, int i)
+{
+    return R->stream && i == R->stage_val && R->pass_op == R->stage_out;
+}
+
+/* Mark in `dep` the row-full ops that op e's reads reach in group op i
+ * (a staged op is loaded: neither it nor its inputs are recomputed). */
 static void rr_mark_expr(const rr *R, int i, const graph_expr *e, unsigned char *dep)
 {
     if (e->kind == LANG_E_ACCESS) {
         const graph_op *op = &R->g->ops[R->grp->first + i];
         int w = rr_writer_before(R, op->operands[e->operand].tensor, i);
-        if (w >= 0 && R->kind[w] == RR_FULL) dep[w] = 1;
+        if (w >= 0 && R->kind[w] == RR_FULL && !rr_staged(R, w)) dep[w] = 1;
         return;
     }
     for (int k = 0; k < e->nargs; k++) rr_mark_expr(R, i, e->args[k], dep);
@@ -743,6 +751,11 @@ static tile_value *rr_value(rr *R, int i, rr_shape sh)
     TSL_ASSERT(sh == RR_ROW);
     tile_value *v = rr_memo_get(R, RR_KEY_PASS(R, 40), i, RR_ROW);
     if (v) return v;
+    if (rr_staged(R, i)) {
+        /* stored in its own dtype (the staging row's), so exactly the value */
+        int y = R->g->ops[R->grp->first + R->stage_out].operands[0].tensor;
+        return rr_memo_put(R, RR_KEY_PASS(R, 40), i, RR_ROW, rr_load_chunk(R, y, RR_PAT_FULL));
+    }
     const unsigned char *dep = rr_deps(R, i);
     for (int j = 0; j < i; j++)
         if (dep[j] && !rr_memo_get(R, RR_KEY_PASS(R, 40), j, RR_ROW)) rr_value_now(R, j);
@@ -841,6 +854,11 @@ static tile_value *rr_pass_chunks(rr *R, int i, int reduce, tile_value *acc, til
         for (int u = 0; u < U; u++) {
             R->sub = u;
             R->off = rr_ibin(R, TILE_OP_ADD, base, tile_expr_int(R->m, (int64_t)u * R->width));
+            if (step == 1 && R->stream && i == R->stage_in) {
+                int y = R->g->ops[R->grp->first + R->stage_out].operands[0].tensor;
+                rr_value(R, R->stage_val, RR_ROW);
+                rr_store(R, rr_memo_get(R, 41, R->stage_val, RR_ROW), y, RR_PAT_FULL);
+            }
             if (step == 0) {
                 rr_prefetch(R, i);
             } else if (!reduce) {
@@ -909,6 +927,8 @@ static void rr_hoist(rr *R, int i, const graph_expr *e)
         int w = rr_writer_before(R, o->tensor, i);
         if (w >= 0 && R->kind[w] != RR_FULL) {
             rr_value(R, w, RR_ROW);
+        } else if (w >= 0 && rr_staged(R, w)) {
+            return;
         } else if (w >= 0) {
             rr_hoist(R, w, R->g->ops[R->grp->first + w].body);
         } else if (rr_pattern(R, op, o) == RR_PAT_ROW && !rr_memo_get(R, 20, o->tensor, RR_ROW)) {
@@ -934,6 +954,8 @@ static tile_value *rr_pass(rr *R, int i, int reduce, tile_value *acc)
     R->pass++;
     int loop = !R->flat && !R->chunked && !R->single, U = loop ? SCHED_RR_UNROLL : 1;
     tile_expr *base = R->off;
+    R->pass_op = i;
+    R->stream = loop && !R->gpu;
     if (loop && !R->gpu) rr_hoist(R, i, R->g->ops[R->grp->first + i].body);
     if (loop) {
         tile_expr *w = tile_expr_int(R->m, (int64_t)R->width * U);
@@ -953,6 +975,8 @@ static tile_value *rr_pass(rr *R, int i, int reduce, tile_value *acc)
         last = rr_pass_chunks(R, i, reduce, acc, base, U);
     }
     R->off = base;
+    R->pass_op = -1;
+    R->stream = 0;
     return acc ? acc : last;
 }
 
@@ -1066,6 +1090,52 @@ static int rr_streams(const rr *R)
     return n;
 }
 
+/* Does e call a builtin other than max / min (exp, log, tanh, pow, ...)? */
+static int rr_calls(const graph_expr *e)
+{
+    if (e->kind == LANG_E_CALL && !(e->nargs == 2 && (e->src->op == LANG_MAX || e->src->op == LANG_MIN))) return 1;
+    for (int k = 0; k < e->nargs; k++)
+        if (rr_calls(e->args[k])) return 1;
+    return 0;
+}
+
+/* The CPU plan's streaming path recomputes an internal row-full value in
+ * every pass that reads it: softmax's e = exp(X - mx) in the sum's pass
+ * and again in Y's, two exps per element. When the group ends with a
+ * materialized row-full op k (Y, the last pass, whose row the kernel
+ * overwrites anyway), the pass j just before it stores such a value i into
+ * Y's row as it computes it, and k's pass loads it back from there (L1 or
+ * L2: the row was just written) instead of recomputing it. Chosen when i's
+ * recomputation calls a transcendental (a store and a load cost less; for
+ * plain arithmetic such as layernorm's X - mean they do not) and i's dtype
+ * is Y's, so the round trip is exact. Outputs never overlap inputs
+ * (api/args.c), so the early store cannot change what later passes read. */
+static void rr_plan_stage(rr *R)
+{
+    R->stage_val = R->stage_in = R->stage_out = -1;
+    int k = R->grp->nops - 1, j = k - 1;
+    if (k < 1 || R->kind[k] != RR_FULL || !rr_materialized(R, k)) return;
+    int y = R->g->ops[R->grp->first + k].operands[0].tensor;
+    if (rr_writer_before(R, y, k) >= 0) return;
+    while (j >= 0 && R->kind[j] == RR_SCALAR) j--;
+    if (j < 0 || (R->kind[j] == RR_FULL && !rr_materialized(R, j))) return;
+    const unsigned char *dk = rr_deps(R, k), *dj = rr_deps(R, j);
+    for (int i = j - 1; i >= 0; i--) {
+        int ti = R->g->ops[R->grp->first + i].operands[0].tensor;
+        if (R->kind[i] != RR_FULL || rr_materialized(R, i) || !dk[i] || !dj[i]) continue;
+        if (R->def->tensors[ti]->dtype != R->def->tensors[y]->dtype) continue;
+        const unsigned char *di = rr_deps(R, i);
+        int calls = rr_calls(R->g->ops[R->grp->first + i].body);
+        for (int d = 0; d < i && !calls; d++)
+            if (di[d]) calls = rr_calls(R->g->ops[R->grp->first + d].body);
+        if (!calls) continue;
+        R->stage_val = i;
+        R->stage_in = j;
+        R->stage_out = k;
+        return;
+    }
+}
+
 /* The size classes of the row forms, tried in order by row length:
  *   if D <= width(class 0) { whole row in registers } else if ... else {
  *   chunk loops of the streaming width }
@@ -1138,6 +1208,7 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
     R->kind = arena_alloc(a, sizeof *R->kind * (size_t)(grp->nops + 1));
     R->one = arena_alloc(a, sizeof *R->one * (size_t)(grp->nops + 1));
     if (!rr_recognise(R)) return 0;
+    R->stage_val = R->stage_in = R->stage_out = R->pass_op = -1;
     R->gpu = p->target == TSL_TARGET_CUDA;
     R->threads = flat ? (R->gpu ? SCHED_EW_THREADS_GPU : SCHED_EW_THREADS)
                       : (R->gpu ? SCHED_RR_THREADS_GPU : SCHED_RR_THREADS);
@@ -1198,6 +1269,7 @@ int sched_rr_lower(sched_plan *p, const graph *g, const graph_group *grp, int ro
         for (int i = 0; i < grp->nops; i++) rr_lower_op(R, i);
     } else if (!R->gpu) {
         static const rr_class cpu[] = {{0, 8}};
+        rr_plan_stage(R);
         rr_lower_paths(R, cpu, (int)TSL_COUNTOF(cpu), SCHED_RR_STREAM_LOCALS_CPU);
     } else {
         /* GPU: short rows a warp each (one row dim only: the tile of G rows

@@ -40,6 +40,12 @@ typedef struct rr {
     int chunked;            /* row form without reductions on the GPU: a block per
                              * chunk of a row (R->off set), no loop */
     int sub;                /* the sub-chunk being lowered (memo key) */
+    int pass_op;            /* the op whose pass is being lowered */
+    int stream;             /* that pass loops over chunks (the CPU's long rows) */
+    int stage_val, stage_in, stage_out; /* CPU streaming: op stage_val's value is
+                             * stored into the row of op stage_out's LHS by
+                             * stage_in's pass and read back by stage_out's,
+                             * not recomputed (rr_plan_stage); -1: none */
     int pass;               /* passes lowered so far: values in f32 are memoized
                              * per pass, their 16-bit sources across passes */
     int threads, locals, width; /* width = threads * locals columns per chunk */
