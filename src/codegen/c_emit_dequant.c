@@ -7,14 +7,20 @@
  * X[XR, XC] — the interpreter's mul then add, here one fused multiply-add.
  * Emitted: a run-time pre-pass over r (step 1; every row and X element in
  * bounds; WB's and X's offsets linear in r; the last strides 1); if it
- * holds, one static function runs the rows: per 8 fields (N bytes) one
- * 64-bit load, broadcast to 8 lanes (a GNU C vector), each lane shifted by
- * its field's offset and masked, converted (an int-to-float conversion, a
- * signed field sign-extended by a shift pair first; a low-bit float
- * through a table of its 2^N values) and multiply-added into 8
- * accumulators (the scalar loop without GNU C); otherwise the generic loop
- * runs. The vector form took a uint4 row 2x faster than the per-field loop
- * GCC left scalar. */
+ * holds, one static function runs the rows, 4 a pass (acc read and
+ * written once per pass; each row still multiply-added in r order, then
+ * the rows left one at a time): per chunk of 8 fields (B bytes) one 4- or
+ * 8-byte load (exactly B bytes for the last chunks, where a whole word
+ * would end past the run), its fields as 8 32-bit lanes of a GNU C vector
+ * (B <= 4: the word in every lane; B > 4: fields 0-3 from the low word,
+ * 4-7 from the word at bit 4B), each lane shifted by its field's offset
+ * and masked, converted (an int-to-float conversion, a signed field
+ * sign-extended by a shift pair first; a low-bit float through a table of
+ * its 2^B values) and multiply-added (the scalar loop without GNU C);
+ * otherwise the generic loop runs. Against the earlier one row a pass of
+ * 64-bit lanes and B-byte loads (a B-byte memcpy, B odd, is assembled
+ * byte by byte and left scalar): uint4 8192 x 8192 at 2048 columns a
+ * block, 0.84 -> 1.5-1.9 GB/s a core, uint3 0.20 -> 1.1 GB/s. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,56 +66,95 @@ int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u)
         snprintf(val, sizeof val, "(float)code");
     }
     const char *xt = xd.bits == 32 ? "float" : "uint16_t";
-    const char *xconv = xd.bits == 32 ? "x[r * xs]" : xd.exp == 8 ? "tsl_bf2f(x[r * xs])" : "tsl_h2f(x[r * xs])";
-    /* the 8 fields of a word as a vector (GNU C): lane t shifted by t * B
-     * and masked, converted, multiply-added; elsewhere the scalar loop */
-    char vconv[256];
-    if (dtype_desc_is_lowfloat(q))
-        snprintf(vconv, sizeof vconv, "%s_f f;\n                for (int t = 0; t < 8; t++) f[t] = %s_lut[ci[t]];", fn, fn);
-    else if (q.kind == TILE_DT_INT)
-        snprintf(vconv, sizeof vconv, "ci = (ci << %d) >> %d;\n                %s_f f = __builtin_convertvector(ci, %s_f);",
-                 32 - B, 32 - B, fn, fn);
+    const char *xconv = xd.bits == 32 ? "x[(r + i) * xs]" : xd.exp == 8 ? "tsl_bf2f(x[(r + i) * xs])" : "tsl_h2f(x[(r + i) * xs])";
+    /* 8 fields (B bytes) as 32-bit lanes: B <= 4, one 32-bit word in
+     * every lane, lane t shifted by t * B; B > 4, fields 0-3 from the low
+     * word, 4-7 from the word at bit 4 * B (8 * B <= 64). A chunk's word is
+     * read whole (4 or 8 bytes: a load of B bytes, B odd, is a byte-by-byte
+     * assembly GCC does not vectorise, 4x slower for uint3) where it ends
+     * inside the run's NB bytes; the last chunks read exactly B bytes. */
+    int lw = B <= 4 ? 4 : 8;
+    int64_t nj = n / 8, jf = nb >= lw ? (nb - lw) / B + 1 : 0;
+    if (jf > nj) jf = nj;
+    char lanes[160], conv[320];
+    if (B <= 4)
+        snprintf(lanes, sizeof lanes, "((%s_u){0} + (uint32_t)v)", fn);
     else
-        snprintf(vconv, sizeof vconv, "%s_f f = __builtin_convertvector(ci, %s_f);", fn, fn);
+        snprintf(lanes, sizeof lanes, "((%s_u){(uint32_t)v, (uint32_t)v, (uint32_t)v, (uint32_t)v, (uint32_t)(v >> %d), "
+                 "(uint32_t)(v >> %d), (uint32_t)(v >> %d), (uint32_t)(v >> %d)})", fn, 4 * B, 4 * B, 4 * B, 4 * B);
+    if (dtype_desc_is_lowfloat(q))
+        snprintf(conv, sizeof conv, "%s_f f;\n    for (int t = 0; t < 8; t++) f[t] = %s_lut[c[t]];\n    return f;", fn, fn);
+    else if (q.kind == TILE_DT_INT)
+        snprintf(conv, sizeof conv, "return __builtin_convertvector(((%s_i)c << %d) >> %d, %s_f);", fn, 32 - B, 32 - B, fn);
+    else
+        snprintf(conv, sizeof conv, "return __builtin_convertvector((%s_i)c, %s_f);", fn, fn);
+    int sh4 = B <= 4 ? 4 : 0; /* lanes 4-7 shift on from lane 3 (one word) or restart (the word at 4 * B) */
     sb_printf(o,
-              "\n/* dequantize and accumulate: %lld fields of %d bits a row, times one x */\n"
+              "\n/* dequantize and accumulate: %lld fields of %d bits a row, times one x per row */\n"
               "#ifndef TSL_GEMM_FN\n"
               "#if defined(__clang__)\n#define TSL_GEMM_FN\n#define TSL_GEMM_CONTRACT _Pragma(\"clang fp contract(fast)\")\n"
               "#elif defined(__GNUC__)\n#define TSL_GEMM_FN __attribute__((optimize(\"fp-contract=fast\")))\n"
               "#define TSL_GEMM_CONTRACT\n#else\n#define TSL_GEMM_FN\n#define TSL_GEMM_CONTRACT\n#endif\n#endif\n"
               "#if defined(__GNUC__)\n"
-              "typedef uint64_t %s_w __attribute__((vector_size(64)));\n"
+              "typedef uint32_t %s_u __attribute__((vector_size(32)));\n"
               "typedef int32_t %s_i __attribute__((vector_size(32)));\n"
               "typedef float %s_f __attribute__((vector_size(32)));\n"
               "typedef float %s_fu __attribute__((vector_size(32), aligned(4)));\n"
+              "/* the 8 fields of chunk word v as f32 lanes */\n"
+              "static inline %s_f %s_fields(uint64_t v)\n{\n"
+              "    const %s_u sh = {0, %d, %d, %d, %d, %d, %d, %d};\n"
+              "    const %s_u c = %s >> sh & 0x%xu;\n"
+              "    %s\n}\n"
+              "/* chunks [j0, j1) of R rows: acc read and written once per chunk, the\n"
+              "   rows multiply-added in order (the generic loop's order) */\n"
+              "static inline __attribute__((always_inline)) void %s_rows(float *restrict acc, const uint8_t *const *wr,\n"
+              "    const float *xv, int R, int64_t j0, int64_t j1, int whole)\n{\n"
+              "    for (int64_t j = j0; j < j1; j++) {\n"
+              "        %s_f a = *(%s_fu *)(acc + j * 8);\n"
+              "        for (int i = 0; i < R; i++) {\n"
+              "            uint64_t v = 0;\n"
+              "            if (whole) memcpy(&v, wr[i] + j * %d, %d);\n"
+              "            else memcpy(&v, wr[i] + j * %d, %d);\n"
+              "            a += %s_fields(v) * xv[i];\n"
+              "        }\n"
+              "        *(%s_fu *)(acc + j * 8) = a;\n"
+              "    }\n}\n"
               "#endif\n"
               "static TSL_GEMM_FN void %s(float *restrict acc, const uint8_t *restrict w, int64_t ws,\n"
               "    const %s *restrict x, int64_t xs, int64_t n)\n{\n    TSL_GEMM_CONTRACT\n"
               "#if defined(__GNUC__)\n"
-              "    const %s_w sh = {0, %d, %d, %d, %d, %d, %d, %d};\n"
-              "#endif\n"
+              "    int64_t r = 0;\n"
+              "    for (; r + 4 <= n; r += 4) {\n"
+              "        const uint8_t *wr[4];\n        float xv[4];\n"
+              "        for (int i = 0; i < 4; i++) { wr[i] = w + (r + i) * ws; xv[i] = %s; }\n"
+              "        %s_rows(acc, wr, xv, 4, 0, %lld, 1);\n"
+              "        %s_rows(acc, wr, xv, 4, %lld, %lld, 0);\n"
+              "    }\n"
+              "    for (; r < n; r++) {\n"
+              "        const int i = 0;\n"
+              "        const uint8_t *wr[1] = {w + r * ws};\n        const float xv[1] = {%s};\n"
+              "        %s_rows(acc, wr, xv, 1, 0, %lld, 1);\n"
+              "        %s_rows(acc, wr, xv, 1, %lld, %lld, 0);\n"
+              "    }\n"
+              "#else\n"
               "    for (int64_t r = 0; r < n; r++) {\n"
+              "        const int i = 0;\n"
               "        const float xv = %s;\n"
               "        const uint8_t *wr = w + r * ws;\n"
               "        for (int64_t j = 0; j < %lld; j++) {\n"
               "            uint64_t v = 0;\n"
               "            memcpy(&v, wr + j * %d, %d);\n"
-              "#if defined(__GNUC__)\n"
-              "            {\n"
-              "                %s_i ci = __builtin_convertvector(((%s_w){0} + v) >> sh & 0x%xu, %s_i);\n"
-              "                %s\n"
-              "                *(%s_fu *)(acc + j * 8) += f * xv;\n"
-              "            }\n"
-              "#else\n"
               "            for (int t = 0; t < 8; t++) {\n"
               "                const uint32_t code = (uint32_t)(v >> (t * %d)) & 0x%xu;\n"
               "                acc[j * 8 + t] += %s * xv;\n"
               "            }\n"
-              "#endif\n"
               "        }\n"
-              "    }\n}\n",
-              (long long)n, B, fn, fn, fn, fn, fn, xt, fn, B, 2 * B, 3 * B, 4 * B, 5 * B, 6 * B, 7 * B, xconv,
-              (long long)(n / 8), B, B, fn, fn, (1u << B) - 1, fn, vconv, fn, B, (1u << B) - 1, val);
+              "    }\n"
+              "#endif\n}\n",
+              (long long)n, B, fn, fn, fn, fn, fn, fn, fn, B, 2 * B, 3 * B, sh4 ? 4 * B : 0,
+              sh4 ? 5 * B : B, sh4 ? 6 * B : 2 * B, sh4 ? 7 * B : 3 * B, fn, lanes, (1u << B) - 1, conv, fn, fn, fn, B, lw,
+              B, B, fn, fn, fn, xt, xconv, fn, (long long)jf, fn, (long long)jf, (long long)nj, xconv, fn, (long long)jf,
+              fn, (long long)jf, (long long)nj, xconv, (long long)nj, B, B, B, (1u << B) - 1, val);
     cgc_line(c, "/* the loop dequantizes %lld fields of %d bits a row (cpu.ukr.dequant) when the pre-pass allows */",
              (long long)n, B);
     cgc_line(c, "int dq%d = step == 1 && hi > lo && %s_s1 == 1 && %s_s1 == 1;", id, cgc_gname(c, u->wb),

@@ -23,7 +23,7 @@
  *   - GPU, M >= 16 (f16 X, no zero points; a guard on M): tensor cores,
  *     W's tile dequantized to f16 into shared memory, mma.m16n8k16 into
  *     f32 sums per group (gemm_text);
- *   - CPU: a block per 2048 columns of a row of X, its rows in order, per
+ *   - CPU: a block per 4096 columns of a row of X, its rows in order, per
  *     group into partial sums then scaled (the row loop asks for the
  *     micro-kernel cpu.ukr.dequant, c_emit_dequant.c: vectorized
  *     unpacking; not with the option cpu.micro_kernels=0);
@@ -277,20 +277,29 @@ static void param(strbuf *h, const qm *q, int t, int *np)
 
 /* ---- the kernels ---------------------------------------------------------------------------- */
 
-/* The shape: T threads of EPT (8) columns by every TK-th row; a block of
- * BN = TN * EPT columns; stages of RS = RG * GS rows, about 16 KB of W. */
+/* The shape: BN columns a block, groups of GS rows, W's row of a block
+ * read in chunks of CH bytes (0: its bytes are not whole words). GPU: T
+ * threads of EPT (8) columns by every TK-th row, BN = TN * EPT; stages
+ * of RS = RG * GS rows, about 16 KB of W. */
 static void shape(qm *q)
 {
+    q->GS = q->gs ? (int)q->gs : 128;
+    /* CPU: 4096 columns (2 KB of a uint4 row; the most cpu.ukr.dequant
+     * takes) per block: W's rows are read in runs as long as the run's f32
+     * sums (16 KB) allow, as the hardware prefetchers stream long runs and
+     * not short strided ones (a uint4 8192 x 8192 GEMV, one core, the
+     * micro-kernel alone: 1.7 GB/s with 1024, 2.6 with 2048, 4.0 with
+     * 4096, 4.6 with whole rows of 8192), with N / 4096 blocks for the
+     * cores */
+    q->BN = q->cpu ? 4096 : 64;
+    int bnb = q->BN * q->bits / 8;
+    q->CH = bnb % 16 == 0 ? 16 : bnb % 8 == 0 ? 8 : bnb % 4 == 0 ? 4 : 0;
+    if (q->cpu) return;
     q->T = 256;
     q->EPT = 8;
-    /* CPU: 2048 columns (1 KB of a uint4 row) per block: W's rows are read in
-     * long runs (a uint4 8192 x 8192 GEMV: 0.8 GB/s a core with 512, 1.6 with
-     * 2048, 2.3 with 4096), with still N / 2048 blocks for the cores */
-    q->BN = q->cpu ? 2048 : 64;
     q->S = 4;
     q->TN = q->BN / q->EPT;
     q->TK = q->T / q->TN;
-    q->GS = q->gs ? (int)q->gs : 128;
     /* rows of one group a thread takes; a group not a multiple of TK
      * rows: TK that divides it */
     while (q->GS % q->TK && q->TK > 1) {
@@ -298,7 +307,6 @@ static void shape(qm *q)
         q->T = q->TK * q->TN;
     }
     q->R = q->GS / q->TK;
-    int bnb = q->BN * q->bits / 8;
     q->RG = 16384 / (q->GS * (bnb ? bnb : 1));
     if (q->RG < 1) q->RG = 1;
     if (q->RG > 64) q->RG = 64;
@@ -306,7 +314,6 @@ static void shape(qm *q)
     int xb = q->def->tensors[q->x.tensor]->dtype == TSL_DTYPE_F32 ? 4 : 2;
     while ((int64_t)q->RG * q->GS * xb % 16) q->RG++;
     q->RS = q->RG * q->GS;
-    q->CH = bnb % 16 == 0 ? 16 : bnb % 8 == 0 ? 8 : bnb % 4 == 0 ? 4 : 0;
 }
 
 /* The GPU GEMV kernel (see the file's head). */

@@ -214,11 +214,11 @@ static void run_dtype(tsl_dtype wt, int form, int tile_interp, int gs, int emu)
     const lang_def *def = mod ? mod->defs[0] : NULL;
     const lang_def *xdef = def ? exact_def(a, src) : NULL;
     /* sizes by slot: M K N (G) */
-    /* the third: a whole CPU column block (2048) and a partial one, so the
+    /* the third: a whole CPU column block (4096) and a partial one, so the
      * CPU plan's micro-kernel (cpu.ukr.dequant) runs beside the generic loop */
     /* the GPU plan also at M 17 (the tensor-core kernel: a partial second
      * block of 16 rows) */
-    static const int64_t sets[4][3] = {{1, 77, 19}, {3, 200, 72}, {2, 45, 2048 + 24}, {17, 200, 72}};
+    static const int64_t sets[4][3] = {{1, 77, 19}, {3, 200, 72}, {2, 45, 4096 + 24}, {17, 200, 72}};
     for (int tg = 0; def && xdef && tg < 2; tg++) {
         int nq = 0;
         sched_plan *p = plan_for(a, def, tg ? TSL_TARGET_CUDA : TSL_TARGET_CPU, &nq);
@@ -479,10 +479,52 @@ static void test_streaming(void)
     }
 }
 
+/* The CPU plan at sizes no block, chunk or group divides, every width 1..8
+ * and the signed and float classes, against the interpreter (Y poisoned):
+ * K and N each 1, 7, 129 and 300 (groups of 128: K 129 and 300 end in a
+ * partial group; a row count no 4-row pass divides), M 1 and 3, and
+ * columns past one 4096-column block (N a multiple of 8, so every width
+ * takes the byte-reading kernel): the first block through cpu.ukr.dequant
+ * (its 4-row passes, the single rows left, the last chunks read exactly),
+ * the partial second one through the generic loop. */
+static void test_cpu_sizes(void)
+{
+    static const char *const ws[] = {"uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7", "uint8",
+                                     "int2", "int3", "int4", "int8", "float4e2m1", "float6e3m2", "float8e4m3"};
+    static const int64_t ext[4] = {1, 7, 129, 300};
+    static const int64_t wide[4][3] = {{1, 129, 4104}, {2, 300, 4096 + 136}, {1, 7, 4096}, {3, 129, 300}};
+    for (size_t i = 0; i < TSL_COUNTOF(ws); i++) {
+        char *src = program(ws[i], 0, 128);
+        tsl_arena *a = arena_create();
+        tsl_source s = {"q.tc", src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &s, &d);
+        CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
+        diag_free(&d);
+        const lang_def *def = mod ? mod->defs[0] : NULL;
+        const lang_def *xdef = def ? exact_def(a, src) : NULL;
+        int nq = 0;
+        sched_plan *p = def && xdef ? plan_for(a, def, TSL_TARGET_CPU, &nq) : NULL;
+        for (int si = 0; p && si < 16 + 4; si++) {
+            int64_t sz[8], m = si < 16 ? 1 : wide[si - 16][0], k = si < 16 ? ext[si / 4] : wide[si - 16][1],
+                           n = si < 16 ? ext[si % 4] : wide[si - 16][2];
+            for (int j = 0; j < def->nsizes; j++) sz[j] = -1;
+            sz[lang_def_size_slot(def, "M")] = m;
+            sz[lang_def_size_slot(def, "K")] = k;
+            sz[lang_def_size_slot(def, "N")] = n;
+            sz[lang_def_size_slot(def, "G")] = (k + 127) / 128;
+            compare(a, def, xdef, p, sz, test_run_cpu, "cpu plan, C");
+        }
+        arena_free(a);
+        free(src);
+    }
+}
+
 TEST_SUITE(sched_qmatmul) = {
     {"every_width", test_every_width},
     {"forms", test_forms},
     {"group_sizes", test_group_sizes},
+    {"cpu_sizes", test_cpu_sizes},
     {"declined", test_declined},
     {"tensor_cores", test_tensor_cores},
     {"streaming", test_streaming},
