@@ -335,6 +335,46 @@ def main():
                      2 * L * B * H * H / t / 1e12, "TFLOP/s", t))
         del nxt, x, ws, cs
 
+    # issue 15: one LSTM cell step, B4096 H1024 I1024 fp16 (examples/lstm.tc's
+    # layout: Wx (4,H,I), Wh (4,H,H)): eager (two GEMMs + pointwise) and
+    # torch.compile (the anchor the issue names), eager printed last
+    if want("LSTM cell fp16 B4096 H1024 I1024"):
+        B, H, I = 4096, 1024, 1024
+        nxt = rotate(lambda: (torch.rand(B, I, device=dev, dtype=torch.float16) * 2 - 1,
+                              torch.rand(B, H, device=dev, dtype=torch.float16) * 2 - 1,
+                              torch.rand(B, H, device=dev, dtype=torch.float16) * 2 - 1,
+                              (torch.rand(4, H, I, device=dev, dtype=torch.float16) * 2 - 1) * 0.03,
+                              (torch.rand(4, H, H, device=dev, dtype=torch.float16) * 2 - 1) * 0.03,
+                              torch.rand(4, H, device=dev, dtype=torch.float16) * 2 - 1), 3)
+
+        def cell(x, hp, cp, wx, wh, bias):
+            g = (x @ wx.reshape(4 * H, I).t() + hp @ wh.reshape(4 * H, H).t() + bias.reshape(4 * H)).view(B, 4, H)
+            cn = torch.sigmoid(g[:, 1]) * cp + torch.sigmoid(g[:, 0]) * torch.tanh(g[:, 2])
+            return torch.sigmoid(g[:, 3]) * torch.tanh(cn), cn
+        args = nxt()
+        d = [a.double() for a in args]
+        d[0], d[1], d[2] = d[0][:64], d[1][:64], d[2][:64]
+        gd = (d[0] @ d[3].reshape(4 * H, I).t() + d[1] @ d[4].reshape(4 * H, H).t() + d[5].reshape(4 * H)).view(64, 4, H)
+        cn_ref = torch.sigmoid(gd[:, 1]) * d[2] + torch.sigmoid(gd[:, 0]) * torch.tanh(gd[:, 2])
+        hn_ref = torch.sigmoid(gd[:, 3]) * torch.tanh(cn_ref)
+        hn, cn = cell(*args)
+        err = rel_err(hn[:64], hn_ref)
+        assert err < 1e-2, err
+        flops = 2 * B * 4 * H * (I + H)
+        try:
+            cc = torch.compile(cell)
+            hc, _ = cc(*args)
+            err_c = rel_err(hc[:64], hn_ref)
+            assert err_c < 1e-2, err_c
+            t = bench(lambda: cc(*nxt()))
+            rows.append(("LSTM cell fp16 B4096 H1024 I1024 (torch.compile)", f"err {err_c:.1e}", flops / t / 1e12,
+                         "TFLOP/s", t))
+        except Exception as e:  # no compiler toolchain on the machine
+            print(f"LSTM: torch.compile unavailable: {e}")
+        t = bench(lambda: cell(*nxt()))
+        rows.append(("LSTM cell fp16 B4096 H1024 I1024 (eager)", f"err {err:.1e}", flops / t / 1e12, "TFLOP/s", t))
+        del nxt, args, d
+
     # issue 14: the quantized GEMV's anchors at (N, K) = 8192 x 8192, group
     # 128 — torch's int4 kernel (tinygemm, bf16 activations) and cuBLAS on
     # fp16 weights; rates in TB/s of tessel's bytes for the same work (W

@@ -80,7 +80,7 @@ static double bench_median(double *v, int n)
 
 /* ---- the programs ---------------------------------------------------------------------- */
 
-typedef enum { REF_MATMUL, REF_LAYERNORM, REF_SOFTMAX, REF_ATTENTION, REF_ATTN_CAUSAL, REF_ATTN_DECODE, REF_SCALEBIAS, REF_SILU, REF_BMM, REF_GEMM_GELU, REF_SUM, REF_MLP } bench_ref;
+typedef enum { REF_MATMUL, REF_LAYERNORM, REF_SOFTMAX, REF_ATTENTION, REF_ATTN_CAUSAL, REF_ATTN_DECODE, REF_SCALEBIAS, REF_SILU, REF_BMM, REF_GEMM_GELU, REF_SUM, REF_MLP, REF_LSTM } bench_ref;
 
 typedef struct bench_case {
     const char *work;    /* the row's name; bench/anchors.py names the same work */
@@ -153,6 +153,11 @@ static const bench_case bench_cases[] = {
      * by 1/8: the values stay in range), one chain kernel; TFLOP/s of the
      * 20 products */
     {"MLP20 fp16 8192x128", "mlp20", "float16", REF_MLP, "B=8192,H=128", "B=130,H=72", "B=1024,H=128", "TFLOP/s"},
+    /* issue 15: one LSTM cell step (examples/lstm.tc), one kernel: the
+     * four gates' GEMM (K = I + H), bias, nonlinearities and cell update;
+     * TFLOP/s of the products (2 B 4H (I + H)) */
+    {"LSTM cell fp16 B4096 H1024 I1024", "lstm.tc", "float16", REF_LSTM, "B=4096,I=1024,H=1024,G=4",
+     "B=130,I=64,H=72,G=4", "B=257,I=256,H=264,G=4", "TFLOP/s"},
     /* a full reduction to a scalar (issue 10: >= 80% of copy), bytes read */
     {"sum fp32 1e8", "sum", "float32", REF_SUM, "N=100000000", "N=100003", "N=1000003", "TB/s"},
 };
@@ -419,6 +424,23 @@ static double bench_sample_check(const bench_case *bc, const bench_host *h)
             for (int64_t o = 0; o < H; o++) bench_err_add(&e, bench_at(h, "Y", r * H + o), cur[o]);
         }
         free(x);
+    } else if (bc->ref == REF_LSTM) {
+        int ix = bench_index(def, "X"), iw = bench_index(def, "Wx");
+        int64_t B = b->shapes[ix][0], I = b->shapes[ix][1], H = b->shapes[iw][1];
+        for (int s = 0; s < 256; s++) {
+            int64_t r = (int64_t)((bench_rand() + 1) / 2 * (double)B), o = (int64_t)((bench_rand() + 1) / 2 * (double)H);
+            double gt[4];
+            for (int c = 0; c < 4; c++) {
+                double acc = bench_at(h, "bias", c * H + o);
+                for (int64_t i = 0; i < I; i++) acc += bench_at(h, "X", r * I + i) * bench_at(h, "Wx", (c * H + o) * I + i);
+                for (int64_t j = 0; j < H; j++)
+                    acc += bench_at(h, "Hprev", r * H + j) * bench_at(h, "Wh", (c * H + o) * H + j);
+                gt[c] = acc;
+            }
+            double cn = 1 / (1 + exp(-gt[1])) * bench_at(h, "Cprev", r * H + o) + 1 / (1 + exp(-gt[0])) * tanh(gt[2]);
+            bench_err_add(&e, bench_at(h, "Cn", r * H + o), cn);
+            bench_err_add(&e, bench_at(h, "Hn", r * H + o), 1 / (1 + exp(-gt[3])) * tanh(cn));
+        }
     } else if (bc->ref == REF_SUM) {
         int64_t N = h->b->shapes[bench_index(def, "X")][0];
         double acc = 0, comp = 0; /* compensated, in double */
@@ -623,6 +645,9 @@ static void bench_run_case(const bench_case *bc, rt_cuda_device *dev, int quick,
     else if (bc->ref == REF_MLP) {
         int ix = bench_index(def, "X");
         work = 2.0 * BENCH_MLP_LAYERS * (double)b->shapes[ix][0] * (double)b->shapes[ix][1] * (double)b->shapes[ix][1];
+    } else if (bc->ref == REF_LSTM) {
+        int ix = bench_index(def, "X"), iw = bench_index(def, "Wx");
+        work = 2.0 * (double)b->shapes[ix][0] * 4 * (double)b->shapes[iw][1] * (double)(b->shapes[ix][1] + b->shapes[iw][1]);
     } else if (bc->ref == REF_ATTENTION || bc->ref == REF_ATTN_CAUSAL) {
         int iq = bench_index(def, "Q"), ik = bench_index(def, "K");
         work = 4.0 * (double)b->shapes[iq][0] * (double)b->shapes[iq][1] * (double)b->shapes[ik][1] *

@@ -23,7 +23,8 @@
  * Anything else starts a new group; its inputs go through memory.
  * Afterwards, the groups a recognised chain of contractions spans
  * (attention.c: QK^T, score ops, softmax, PV; chain.c: GEMMs with
- * epilogues, an MLP) are merged into one group whose strategy keeps the
+ * epilogues, an MLP; lstm.c: an LSTM cell's two products, gate ops and
+ * cell update) are merged into one group whose strategy keeps the
  * intermediates on chip.
  */
 #include <string.h>
@@ -410,6 +411,17 @@ static void classify(tsl_arena *a, graph *g, graph_group *gr)
         sb_printf(&sb, " on chip -> %s", g->def->tensors[ch.h[ch.nlayers - 1]]->name);
         goto done;
     }
+    if (gr->strategy == GRAPH_LSTM) {
+        graph_lstm L;
+        TSL_ASSERT(graph_lstm_match(g, gr->first, &L));
+        gr->anchor = gr->first;
+        lang_tensor *const *t = g->def->tensors;
+        sb_printf(&sb, "LSTM cell: %s = %s.%s^T + %s.%s^T (4 gates), %d gate op%s, %d cell op%s", t[L.gates]->name,
+                  t[L.a[0]]->name, t[L.w[0]]->name, t[L.a[1]]->name, t[L.w[1]]->name, L.tail - L.prod[1] - 1,
+                  L.tail - L.prod[1] - 1 == 1 ? "" : "s", L.last - L.tail + 1, L.last - L.tail ? "s" : "");
+        sb_printf(&sb, ", %s on chip", t[L.gates]->name);
+        goto done;
+    }
     int last = gr->first + gr->nops;
     gr->anchor = -1;
     for (int i = gr->first; i < last && gr->anchor < 0; i++)
@@ -550,7 +562,7 @@ static void mark_tensors(tsl_arena *a, graph *g)
     }
 }
 
-/* Merge the consecutive groups a recognised chain (attention, GEMMs)
+/* Merge the consecutive groups a recognised chain (attention, GEMMs, LSTM)
  * spans into one group (its first op starting a group and its last ending one; anything
  * else keeps the row/contraction grouping). */
 static void merge_chains(tsl_arena *a, graph *g)
@@ -560,12 +572,15 @@ static void merge_chains(tsl_arena *a, graph *g)
         graph_group gr = g->groups[gi];
         graph_attention at;
         graph_gemm_chain ch;
+        graph_lstm lc;
         int last = -1, rows = 0;
         graph_strategy st = GRAPH_GENERIC;
         if (g->ops[gr.first].contraction && graph_attention_match(g, gr.first, &at))
             last = at.last, rows = at.nb + 1, st = GRAPH_ATTENTION;
         else if (g->ops[gr.first].contraction && graph_gemm_chain_match(g, gr.first, &ch))
             last = ch.last, rows = 1, st = GRAPH_GEMM_CHAIN;
+        else if (g->ops[gr.first].contraction && graph_lstm_match(g, gr.first, &lc))
+            last = lc.last, rows = 1, st = GRAPH_LSTM;
         if (last >= 0) {
             int gl = g->ops[last].group;
             if (gl > gi && g->groups[gl].first + g->groups[gl].nops - 1 == last) {

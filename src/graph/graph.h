@@ -147,6 +147,7 @@ typedef struct graph_edge {
     X(GRAPH_CONTRACTION, "contraction")                                        \
     X(GRAPH_ATTENTION, "attention")                                            \
     X(GRAPH_GEMM_CHAIN, "gemm-chain")                                          \
+    X(GRAPH_LSTM, "lstm")                                                      \
     X(GRAPH_GENERIC, "generic")
 
 typedef enum graph_strategy {
@@ -248,6 +249,22 @@ typedef struct graph_gemm_chain {
 } graph_gemm_chain;
 
 bool graph_gemm_chain_match(const graph *g, int first, graph_gemm_chain *ch);
+
+/* One LSTM cell step (lstm.c, examples/lstm.tc): ops [first, last] are
+ *   gates(b,g,h) +=! a[0](b,k) * w[0](g,h,k)     prod[0]
+ *   gates(b,g,h) += a[1](b,j) * w[1](g,h,j)      prod[1]
+ *   gate ops on gates(b,g,h)                     (prod[1], tail)
+ *   tail ops over (b,h) reading gates(b,c,h)    [tail, last], c in 0..3
+ * with G (the weights' dim 0) 4 or a size symbol. */
+typedef struct graph_lstm {
+    int first, last;
+    int prod[2];     /* the two products */
+    int a[2], w[2];  /* their (B,K) and (G,H,K) tensors */
+    int gates;
+    int tail;        /* the first tail op */
+} graph_lstm;
+
+bool graph_lstm_match(const graph *g, int first, graph_lstm *l);
 
 /* op is a pointwise op over anchor's parallel box that reads tensor t at
  * its own index list, other tensors not written since op `first` at plain

@@ -620,6 +620,11 @@ int sched_blk_body(sched_blk_tile *T, const graph_op *op, const graph_expr *e, s
         return 1;
     case LANG_E_ACCESS: {
         const graph_operand *o = &op->operands[e->operand];
+        tile_value *h = T->held ? T->held(T->ctx, op, o) : NULL;
+        if (h) {
+            *out = (sched_blk_val){h, NULL};
+            return 1;
+        }
         if (o->tensor == T->tc) {
             if (!o->identity) return 0;
             *out = (sched_blk_val){sched_blk_load_c(T), NULL};

@@ -181,6 +181,9 @@ typedef struct sched_blk_tile {
     int tmp;            /* the next c_v<N> */
     /* may a tensor be read here? (recognisers' checks: covers the box) */
     int (*covers)(void *ctx, const graph_op *op, int var, int ti, int dim);
+    /* reads the strategy holds on chip (NULL: none): the tile for read o
+     * of op, or NULL for the rules above (an LSTM cell's gates) */
+    tile_value *(*held)(void *ctx, const graph_op *op, const graph_operand *o);
 } sched_blk_tile;
 
 /* The body e of op on the tile; 0 when the body is not one this block

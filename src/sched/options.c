@@ -18,6 +18,10 @@ const sched_options sched_options_defaults = {
     .chains = 1,
     .qdequant = 0,
     .chain_bm = 64,
+    .lstm = 1,
+    .lstm_bm = 128,
+    .lstm_bh = 32,
+    .lstm_cpu_bm = 96,
     .cpu = {.bm = 96, .bn = 128, .bk = 256, .tm = 6, .tn = 16, .pad = 16, .stages = 1},
     .fma = {.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8, .pad = 4, .stages = 3},
     .mma = {.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 4, .pad = 8, .stages = 3},
@@ -35,6 +39,13 @@ static const sched_option params[] = {
      "0: merged chains (attention, GEMM chains) as the groups before the merge"},
     {"chain.mma.bm", "chain", GPU, F(chain_bm), V(32, 64), 32, 64,
      "GEMM chain (f16/bf16): rows a block, 32 (4 warps, two blocks an SM) or 64 (8 warps)"},
+    {"sched.lstm", "lstm", CPU | GPU, F(lstm), V(0, 1), 0, 1,
+     "0: an LSTM cell as its groups before the merge (two products through memory, then the cell update)"},
+    {"lstm.mma.bm", "lstm", GPU, F(lstm_bm), V(64, 128), 64, 128,
+     "LSTM cell (f16/bf16): rows b a block, 64 (4 warps) or 128 (8 warps)"},
+    {"lstm.mma.bh", "lstm", GPU, F(lstm_bh), V(32, 64), 32, 64,
+     "LSTM cell (f16/bf16): columns h a block, each with its four gates (128 or 256 accumulator columns)"},
+    {"lstm.cpu.bm", "lstm", CPU, F(lstm_cpu_bm), V(48, 96), 48, 96, "LSTM cell on the CPU: rows b a block (48 or 96)"},
     {"cpu.threads", "all", CPU, F(threads), V(0, 1, 2, 4, 8, 16, 32, 64), 0, 1024, "CPU threads a run uses (0: all)"},
     {"cpu.micro_kernels", "contract", CPU, F(micro_kernels), V(0, 1), 0, 1, "register-tile f32 micro-kernels"},
     {"conv.cpu", "conv", CPU, F(conv), V(0, 1), 0, 1, "the CPU plan for two-operand f32 reductions"},
@@ -181,10 +192,18 @@ int sched_options_check(const sched_options *o, tsl_target t, char *why, size_t 
             return 1;
         }
     }
+    if (t == TSL_TARGET_CPU && o->lstm_cpu_bm != 48 && o->lstm_cpu_bm != 96) {
+        snprintf(why, n, "lstm.cpu.bm: %d rows a block; the plan has 48 or 96", o->lstm_cpu_bm);
+        return 1;
+    }
     if (t == TSL_TARGET_CPU) return check_f32("cpu", &o->cpu, 1, why, n);
     if (t != TSL_TARGET_CUDA) return 0;
     if (o->chain_bm != 32 && o->chain_bm != 64) {
         snprintf(why, n, "chain.mma.bm: %d rows a block; the plan has 32 or 64", o->chain_bm);
+        return 1;
+    }
+    if ((o->lstm_bm != 64 && o->lstm_bm != 128) || (o->lstm_bh != 32 && o->lstm_bh != 64)) {
+        snprintf(why, n, "lstm.mma: bm=%d bh=%d; the plan has bm 64 or 128, bh 32 or 64", o->lstm_bm, o->lstm_bh);
         return 1;
     }
     if (o->attn_bn_wide != 64 && o->attn_bn_wide != 80) {

@@ -38,6 +38,10 @@ typedef struct sched_options {
                                  * 0: f16 for float weights, f32 for integers */
     int chain_bm;               /* the GEMM chain's tensor-core plan: rows a block (64: 8 warps,
                                  * one block an SM; 32: 4 warps, 80 KB, two an SM) */
+    int lstm;                   /* 0: an LSTM cell as the groups before the merge (also off with chains=0) */
+    int lstm_bm, lstm_bh;       /* the LSTM cell's tensor-core plan: rows b and columns h a block
+                                 * (each h with its four gates: 4 x bh accumulator columns) */
+    int lstm_cpu_bm;            /* the LSTM cell's CPU plan: rows a block (48 or 96) */
     sched_contract_options cpu; /* f32 contraction on the CPU target */
     sched_contract_options fma; /* f32 contraction on a GPU */
     sched_contract_options mma; /* f16/bf16 contraction on a GPU (mma.sync) */

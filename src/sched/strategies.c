@@ -21,6 +21,7 @@ static const sched_strategy strategies[] = {
     {"contract", 0, GRAPH_CONTRACTION, sched_lower_contract},
     {"attention", 0, GRAPH_ATTENTION, sched_lower_attention},
     {"gemm-chain", 0, GRAPH_GEMM_CHAIN, sched_lower_gemm_chain},
+    {"lstm", 0, GRAPH_LSTM, sched_lower_lstm},
 };
 
 int sched_lower_strategy(sched_plan *p, const graph *g, const graph_group *grp)

@@ -56,6 +56,12 @@ int sched_lower_gemm_chain(sched_plan *p, const graph *g, const graph_group *grp
 int sched_chain_mma(sched_plan *p, const graph *g, const graph_group *grp, const graph_gemm_chain *ch,
                     const sched_guard *guard, int hmax);
 
+/* lstm.c: a merged LSTM cell (graph/lstm.c) as one kernel: the four
+ * gates' GEMM (K = I + H) with the bias, the nonlinearities and the cell
+ * update in its epilogue, gates never stored (docs/sched.md, "The
+ * LSTM-cell strategy"); its launch guarded by G == 4 when G is a size. */
+int sched_lower_lstm(sched_plan *p, const graph *g, const graph_group *grp);
+
 /* The dispatch lower.c calls per group (strategies.c: one table row per
  * strategy, tried in order): the group's strategy, else 0. The option
  * sched.generic=1 turns the fast strategies off (comparisons, bisecting). */
