@@ -971,7 +971,11 @@ static tile_value *fr_body(lower *L, tile_expr *base, tile_expr *limit, tile_val
     }
     lval r = lower_expr(L, op->body, mask);
     tsl_dtype bt = op->body->src->type;
-    tile_value *v = as_tile(L, r, bt);
+    /* a float value keeps the precision its arithmetic gave it (float32
+     * for the narrow floats) and is rounded only to a different LHS
+     * dtype, as the interpreter converts it (docs/language.md) */
+    int keep = is_float_dt(bt) && r.t && is_float_dt(r.dt);
+    tile_value *v = keep ? r.t : as_tile(L, r, bt);
     if (bt != lt) v = cast_to(L, v, lt);
     v = cast_to(L, v, at);
     if (live) {
@@ -1260,8 +1264,12 @@ static void lower_op(lower *L, const graph_op *op)
         lval r = lower_expr(L, op->body, mask);
         /* each value converted to the LHS dtype first, as the interpreter
          * does: max= of int64 values into an int8 tensor takes the max of
-         * the wrapped values, not the wrapped max */
-        if (r.t && r.dt != lt) r = tile_of(cast_to(L, r.t, lt), lt);
+         * the wrapped values, not the wrapped max. A float value of the
+         * LHS's own dtype is not converted: it keeps the float32
+         * precision of its arithmetic (a bfloat16 product is not rounded
+         * to bfloat16 before it is summed; docs/language.md) */
+        int keep = is_float_dt(lt) && op->body->src->type == lt && is_float_dt(r.dt);
+        if (r.t && r.dt != lt && !keep) r = tile_of(cast_to(L, r.t, lt), lt);
         tile_operand ro = in_dt(L, r, at);
         tile_stmt *c = tile_build_instr(&L->b, combine_op(op->assign), NULL);
         tile_instr_arg(L->m, &c->instr, tile_operand_tensor(acc));
