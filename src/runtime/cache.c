@@ -312,6 +312,25 @@ static int cache_open_file(const char *path)
     return rc;
 }
 
+/* cache_open_file, retried while the answer may be another process's
+ * open in progress: 16 processes opening one new database at once once
+ * saw "journal_mode=WAL: disk I/O error" while another was setting WAL
+ * up, and the file, which was sound, was moved aside. Busy, locked and
+ * I/O errors are tried again 8 times over about 0.4 s before the file
+ * counts as damaged. */
+static int cache_open_retry(const char *path)
+{
+    int rc = cache_open_file(path);
+    for (int i = 0; rc && i < 8; i++) {
+        int p = rc & 0xff;
+        if (p != SQLITE_BUSY && p != SQLITE_LOCKED && p != SQLITE_IOERR) break;
+        struct timespec ts = {0, (long)(10 + 10 * i) * 1000000L};
+        nanosleep(&ts, NULL);
+        rc = cache_open_file(path);
+    }
+    return rc;
+}
+
 /* The open database for the folder the environment names now, opened (or
  * reopened: the folder changed, or our file was deleted or replaced) on
  * demand; NULL when there is none to use (warned once per folder). Called
@@ -345,7 +364,7 @@ static sqlite3 *cache_db(void)
     strbuf b = {0};
     sb_printf(&b, "%s/%s", root, CACHE_DB);
     char *path = sb_take(&b);
-    int rc = cache_open_file(path);
+    int rc = cache_open_retry(path);
     for (int attempt = 0; rc && attempt < 2; attempt++) {
         /* our folder, so whatever is in the database's place may go */
         char reason[600];
@@ -359,7 +378,7 @@ static sqlite3 *cache_db(void)
         } else {
             cache_move_aside(path, 0, reason);
         }
-        rc = cache_open_file(path);
+        rc = cache_open_retry(path);
     }
     if (rc) {
         rt_warn("the kernel cache '%s' cannot be opened (%s); running without it", path, cache_err);
