@@ -74,6 +74,11 @@ int test_plan_data_compare(const test_plan_data *c, int i, double tol, int maxba
 int test_plan_data_compare_floor(const test_plan_data *c, int i, double tol, double floor, int maxbad,
                                  const char *label);
 
+/* p's tile module verifies, and printing it, parsing that text and
+ * printing again gives the same text; each failure is CHECKed, naming
+ * `name`. TSL_OK when it verifies and parses. */
+tsl_status test_plan_round_trip(tsl_arena *a, const sched_plan *p, const char *name);
+
 /* Runs def at sizes sz (one per size slot) with the reference interpreter
  * and plan p on r's target on fresh random inputs (outputs poisoned with NaN),
  * and checks every output element (tolerance per dtype: f16 2e-2, bf16

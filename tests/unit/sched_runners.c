@@ -420,6 +420,27 @@ tsl_status test_plan_data_run(test_plan_data *c, const sched_plan *p, const test
     return st;
 }
 
+tsl_status test_plan_round_trip(tsl_arena *a, const sched_plan *p, const char *name)
+{
+    tsl_diag d = {0};
+    tsl_status st = tile_verify(p->m, NULL, &d);
+    char *t1 = tile_print(p->m);
+    CHECK_MSG(st == TSL_OK, "%s: the schedule does not verify: %s\n%s", name, sb_str(&d.msg), t1);
+    tsl_source src = {name, t1};
+    tile_module *m2 = NULL;
+    diag_reset(&d);
+    if (!st) st = tile_parse(a, &src, &d, &m2);
+    CHECK_MSG(st == TSL_OK, "%s: the printed schedule does not parse: %s", name, sb_str(&d.msg));
+    if (m2) {
+        char *t2 = tile_print(m2);
+        CHECK_MSG(!strcmp(t1, t2), "%s: print/parse/print differs", name);
+        free(t2);
+    }
+    free(t1);
+    diag_free(&d);
+    return st;
+}
+
 /* The root mean square of output i's reference values. */
 static double ref_rms(const test_plan_data *c, int i)
 {

@@ -135,22 +135,8 @@ static sched_plan *lower_checked_for(tsl_arena *a, const lang_def *def, int want
     }
     CHECK_MSG(count_contract(p) == want, "%s: %d contraction kernels, expected %d", def->name, count_contract(p),
               want);
-    tsl_status st = tile_verify(p->m, NULL, &d);
-    char *t1 = tile_print(p->m);
-    CHECK_MSG(st == TSL_OK, "%s: the schedule does not verify: %s\n%s", def->name, sb_str(&d.msg), t1);
-    tsl_source src = {def->name, t1};
-    tile_module *m2 = NULL;
-    diag_reset(&d);
-    if (!st) st = tile_parse(a, &src, &d, &m2);
-    CHECK_MSG(st == TSL_OK, "%s: the printed schedule does not parse: %s", def->name, sb_str(&d.msg));
-    if (m2) {
-        char *t2 = tile_print(m2);
-        CHECK_MSG(!strcmp(t1, t2), "%s: print/parse/print differs", def->name);
-        free(t2);
-    }
-    free(t1);
     diag_free(&d);
-    return st == TSL_OK ? p : NULL;
+    return test_plan_round_trip(a, p, def->name) == TSL_OK ? p : NULL;
 }
 
 static sched_plan *lower_checked(tsl_arena *a, const lang_def *def, int want)
