@@ -1109,7 +1109,8 @@ static int rr_calls(const graph_expr *e)
  * recomputation calls a transcendental (a store and a load cost less; for
  * plain arithmetic such as layernorm's X - mean they do not) and i's dtype
  * is Y's, so the round trip is exact. Outputs never overlap inputs
- * (api/args.c), so the early store cannot change what later passes read. */
+ * (api/args.c), and a group that reads Y itself (an in/out Y) is not
+ * staged, so the early store cannot change what later passes read. */
 static void rr_plan_stage(rr *R)
 {
     R->stage_val = R->stage_in = R->stage_out = -1;
@@ -1117,6 +1118,11 @@ static void rr_plan_stage(rr *R)
     if (k < 1 || R->kind[k] != RR_FULL || !rr_materialized(R, k)) return;
     int y = R->g->ops[R->grp->first + k].operands[0].tensor;
     if (rr_writer_before(R, y, k) >= 0) return;
+    for (int o = 0; o <= k; o++) {
+        const graph_op *op = &R->g->ops[R->grp->first + o];
+        for (int r = 1; r < op->noperands; r++)
+            if (op->operands[r].tensor == y) return;
+    }
     while (j >= 0 && R->kind[j] == RR_SCALAR) j--;
     if (j < 0 || (R->kind[j] == RR_FULL && !rr_materialized(R, j))) return;
     const unsigned char *dk = rr_deps(R, k), *dj = rr_deps(R, j);
