@@ -91,6 +91,19 @@ static const lang_def *exact_def(tsl_arena *a, const char *src)
     return mod ? mod->defs[0] : NULL;
 }
 
+/* The def of program src (a parse failure CHECKed); NULL when it fails. */
+static const lang_def *parse_def(tsl_arena *a, const char *src)
+{
+    tsl_source *s = arena_alloc(a, sizeof *s);
+    s->name = "q.tc";
+    s->text = src;
+    tsl_diag d = {0};
+    lang_module *mod = lang_parse_check(a, s, &d);
+    CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
+    diag_free(&d);
+    return mod ? mod->defs[0] : NULL;
+}
+
 /* W every code of its dtype (finite), the other inputs in [-1, 1]. */
 static void fill_input(const lang_tensor *t, void *data, int64_t n, void *ctx)
 {
@@ -206,12 +219,7 @@ static void run_dtype(tsl_dtype wt, int form, int tile_interp, int gs, int emu)
 {
     char *src = program(tsl_dtype_name(wt), form, gs);
     tsl_arena *a = arena_create();
-    tsl_source s = {"q.tc", src};
-    tsl_diag d = {0};
-    lang_module *mod = lang_parse_check(a, &s, &d);
-    CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
-    diag_free(&d);
-    const lang_def *def = mod ? mod->defs[0] : NULL;
+    const lang_def *def = parse_def(a, src);
     const lang_def *xdef = def ? exact_def(a, src) : NULL;
     /* sizes by slot: M K N (G) */
     /* the third: a whole CPU column block (4096) and a partial one, so the
@@ -387,12 +395,7 @@ static void test_tensor_cores(void)
         TSL_ASSERT(dtype_parse(cs[i].w, strlen(cs[i].w), &wt) == 0);
         char *src = program(cs[i].w, cs[i].form, cs[i].gs);
         tsl_arena *a = arena_create();
-        tsl_source s = {"q.tc", src};
-        tsl_diag d = {0};
-        lang_module *mod = lang_parse_check(a, &s, &d);
-        CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
-        diag_free(&d);
-        const lang_def *def = mod ? mod->defs[0] : NULL;
+        const lang_def *def = parse_def(a, src);
         const lang_def *xdef = def ? exact_def(a, src) : NULL;
         int nq = 0;
         sched_plan *p = def ? plan_for(a, def, TSL_TARGET_CUDA, &nq) : NULL;
@@ -496,12 +499,7 @@ static void test_cpu_sizes(void)
     for (size_t i = 0; i < TSL_COUNTOF(ws); i++) {
         char *src = program(ws[i], 0, 128);
         tsl_arena *a = arena_create();
-        tsl_source s = {"q.tc", src};
-        tsl_diag d = {0};
-        lang_module *mod = lang_parse_check(a, &s, &d);
-        CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
-        diag_free(&d);
-        const lang_def *def = mod ? mod->defs[0] : NULL;
+        const lang_def *def = parse_def(a, src);
         const lang_def *xdef = def ? exact_def(a, src) : NULL;
         int nq = 0;
         sched_plan *p = def && xdef ? plan_for(a, def, TSL_TARGET_CPU, &nq) : NULL;
