@@ -428,15 +428,19 @@ void rt_cache_entry_free(rt_cache_entry *e)
 }
 
 /* On a miss: is the database damaged in a way SQLite did not notice? The
- * key found by a scan that skips the index, or a row count that differs
- * from the one the triggers kept, says so (reason in cache_err). */
+ * key found by a scan that skips the index but not through it, or a row
+ * count that differs from the one the triggers kept, says so (reason in
+ * cache_err). Every count comes from one statement, so from one snapshot:
+ * another process may store the key between the lookup and this check,
+ * and then both the scan and the index find it, which is no damage. */
 static int cache_miss_damaged(sqlite3 *db, const char *kind, const char *key, int *rc)
 {
     sqlite3_stmt *s = NULL;
     int bad = 0;
     *rc = SQ(sqlite3_prepare_v2(db,
                                 "SELECT (SELECT count(*) FROM entries_v1 NOT INDEXED WHERE kind = ?1 AND key = ?2), "
-                                "(SELECT count(*) FROM entries_v1), (SELECT rows FROM meta_v1)",
+                                "(SELECT count(*) FROM entries_v1), (SELECT rows FROM meta_v1), "
+                                "(SELECT count(*) FROM entries_v1 WHERE kind = ?1 AND key = ?2)",
                                 -1, &s, NULL),
              "check a miss");
     if (!*rc) {
@@ -444,7 +448,7 @@ static int cache_miss_damaged(sqlite3 *db, const char *kind, const char *key, in
         sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
         int step = sqlite3_step(s);
         if (step == SQLITE_ROW) {
-            if (sqlite3_column_int64(s, 0) > 0) {
+            if (sqlite3_column_int64(s, 0) != sqlite3_column_int64(s, 3)) {
                 snprintf(cache_err, sizeof cache_err, "an entry its index no longer finds");
                 bad = 1;
             } else if (sqlite3_column_type(s, 2) == SQLITE_NULL ||
