@@ -351,19 +351,19 @@ def main():
             g = (x @ wx.reshape(4 * H, I).t() + hp @ wh.reshape(4 * H, H).t() + bias.reshape(4 * H)).view(B, 4, H)
             cn = torch.sigmoid(g[:, 1]) * cp + torch.sigmoid(g[:, 0]) * torch.tanh(g[:, 2])
             return torch.sigmoid(g[:, 3]) * torch.tanh(cn), cn
-        args = nxt()
-        d = [a.double() for a in args]
+        ins = nxt()
+        d = [a.double() for a in ins]
         d[0], d[1], d[2] = d[0][:64], d[1][:64], d[2][:64]
         gd = (d[0] @ d[3].reshape(4 * H, I).t() + d[1] @ d[4].reshape(4 * H, H).t() + d[5].reshape(4 * H)).view(64, 4, H)
         cn_ref = torch.sigmoid(gd[:, 1]) * d[2] + torch.sigmoid(gd[:, 0]) * torch.tanh(gd[:, 2])
         hn_ref = torch.sigmoid(gd[:, 3]) * torch.tanh(cn_ref)
-        hn, cn = cell(*args)
+        hn, cn = cell(*ins)
         err = rel_err(hn[:64], hn_ref)
         assert err < 1e-2, err
         flops = 2 * B * 4 * H * (I + H)
         try:
             cc = torch.compile(cell)
-            hc, _ = cc(*args)
+            hc, _ = cc(*ins)
             err_c = rel_err(hc[:64], hn_ref)
             assert err_c < 1e-2, err_c
             t = bench(lambda: cc(*nxt()))
@@ -373,7 +373,7 @@ def main():
             print(f"LSTM: torch.compile unavailable: {e}")
         t = bench(lambda: cell(*nxt()))
         rows.append(("LSTM cell fp16 B4096 H1024 I1024 (eager)", f"err {err:.1e}", flops / t / 1e12, "TFLOP/s", t))
-        del nxt, args, d
+        del nxt, ins, d
 
     # issue 14: the quantized GEMV's anchors at (N, K) = 8192 x 8192, group
     # 128 — torch's int4 kernel (tinygemm, bf16 activations) and cuBLAS on
