@@ -508,11 +508,21 @@ static char *gemv_text(qm *q, const char *kname)
  * 32 blocks of 256) split K into KS slices of whole groups (grid z): a
  * slice writes its f32 sums into the plan's workspace and `_qsum` adds the
  * KS slices in order (deterministic); with KS = 1 the slice kernel stores
- * Y itself and `_qsum` does nothing. KS = 2 * SMs / blocks (the option
- * splitk when set), at most QV_SPLIT_MAX, the groups and what the
+ * Y itself and `_qsum` does nothing. KS = the option splitk, or
+ * QV_SPLIT_DEFAULT, at most QV_SPLIT_MAX, the groups and what the
  * workspace holds. Taken for the byte-reading form without zero points
- * when TK divides G (the other shapes keep gemv_text). */
+ * when TK divides G (the other shapes keep gemv_text).
+ *
+ * KS is a constant of the plan, not a function of the multiprocessor count:
+ * with KS = 2 * SMs / blocks computed in both kernels (an H200, 2026-11-28),
+ * the slice kernel of every width took KS = 1 where the sum kernel took 3
+ * from the same inputs, so the sums overwrote Y with zeros; the same
+ * expression with a constant in place of the SM count passed. Eight slices
+ * give 32 column blocks of uint4 (N = 8192) 256 blocks, about the two
+ * blocks a multiprocessor that formula aimed at on an H100 or H200; the
+ * partial sums are M * N * KS * 4 bytes, a few percent of W's. */
 #define QV_SPLIT_MAX 32
+#define QV_SPLIT_DEFAULT 8
 #define QV_WS ((int64_t)1 << 22) /* f32 partials: contract.c's split-K workspace size, shared */
 
 static int vec_shape(qm *q)
@@ -540,17 +550,15 @@ static int vec_shape(qm *q)
     return 1;
 }
 
-/* KS as an int expression over the sizes and q_nsm (both kernels). */
+/* KS as an int expression over the sizes (both kernels). */
 static void vec_split(strbuf *o, const qm *q, const char *nn, const char *mm)
 {
-    char want[96];
-    if (q->splitk > 0) snprintf(want, sizeof want, "%lld", (long long)q->splitk);
-    else snprintf(want, sizeof want, "(2 * q_nsm) / (cdiv(%s, %d) * max(%s, 1))", nn, q->BN, mm);
-    sb_printf(o, "max(1, min(min(%s, %d), min(cdiv(q_kr, %d), %lld / (max(%s, 1) * cdiv(%s, %d) * %d))))", want,
+    long long want = q->splitk > 0 ? (long long)q->splitk : QV_SPLIT_DEFAULT;
+    sb_printf(o, "max(1, min(min(%lld, %d), min(cdiv(q_kr, %d), %lld / (max(%s, 1) * cdiv(%s, %d) * %d))))", want,
               QV_SPLIT_MAX, q->GS, (long long)QV_WS, mm, nn, q->BN, q->BN);
 }
 
-/* The kernels' common header: X, W's bytes, S, Y, the workspace, the SM count. */
+/* The kernels' common header: X, W's bytes, S, Y, the workspace. */
 static void vec_header(strbuf *h, const qm *q, const char *kname)
 {
     int np = 0;
@@ -560,7 +568,7 @@ static void vec_header(strbuf *h, const qm *q, const char *kname)
     np++;
     if (q->s.op >= 0) param(h, q, q->s.tensor, &np);
     param(h, q, q->ty, &np);
-    sb_printf(h, ", q_ws: global f32[%lld], q_nsm: int)", (long long)QV_WS);
+    sb_printf(h, ", q_ws: global f32[%lld])", (long long)QV_WS);
 }
 
 static char *vec_text(qm *q, const char *kname)
@@ -1036,11 +1044,9 @@ static void push_launch(sched_plan *p, const qm *q, tile_kernel *k, const sched_
         }
         ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
     }
-    if (q->ws >= 0) { /* the streaming GEMV's pair: the workspace, the SM count */
+    if (q->ws >= 0) { /* the streaming GEMV's pair: the workspace */
         sched_arg ws = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SCRATCH, .scratch = q->ws};
         ARENA_PUSH(a, l->args, l->nargs, l->capargs, ws);
-        sched_arg sm = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SMS};
-        ARENA_PUSH(a, l->args, l->nargs, l->capargs, sm);
     }
     TSL_ASSERT(l->nargs == k->nparams);
 }

@@ -419,9 +419,9 @@ static void test_tensor_cores(void)
 }
 
 /* The streaming GEMV (qgemv_vec and its qsum): taken on the GPU for the
- * byte-reading form without zero points; K split into slices (the option
- * splitk: 3, and 1 beside it; off the GPU the SM count is 1, so the
- * default is one slice) whose sums qsum adds; dequantization to f32 and
+ * byte-reading form without zero points; K split into slices (the
+ * default's 8, the option splitk's 3 and 1) whose sums qsum adds; the
+ * emulated cases take the defaults; dequantization to f32 and
  * through f16 (the option qmatmul.dequant=16). K of many groups and a
  * partial last one, slices of unequal groups (K 1000 at G 128: 8 groups
  * in 3 slices), N no column block divides; grouped, per-column and no
@@ -434,7 +434,9 @@ static void test_streaming(void)
         {"int4", 3, 128},  {"float6e3m2", 4, 128}, {"uint7", 0, 128}, {"float8e4m3", 0, 64},
     };
     static const int64_t sets[3][3] = {{1, 1000, 300}, {3, 515, 72}, {2, 128, 40}};
-    static const char *const opts[] = {"contract.splitk=3", "contract.splitk=1", "contract.splitk=2,qmatmul.dequant=16"};
+    /* the defaults first: their split is the one the GPU takes unless told */
+    static const char *const opts[] = {"", "contract.splitk=3", "contract.splitk=1",
+                                       "contract.splitk=2,qmatmul.dequant=16"};
     for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
         char *src = program(cs[i].w, cs[i].form, cs[i].gs);
         tsl_arena *a = arena_create();
@@ -444,7 +446,7 @@ static void test_streaming(void)
         CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
         const lang_def *def = mod ? mod->defs[0] : NULL;
         const lang_def *xdef = def ? exact_def(a, src) : NULL;
-        for (int oi = 0; def && xdef && oi < 3; oi++) {
+        for (int oi = 0; def && xdef && oi < (int)TSL_COUNTOF(opts); oi++) {
             sched_options o = sched_options_defaults;
             diag_reset(&d);
             CHECK(sched_options_parse(opts[oi], &o, &d) == TSL_OK);
