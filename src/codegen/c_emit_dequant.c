@@ -88,6 +88,12 @@ int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u)
         snprintf(conv, sizeof conv, "return __builtin_convertvector(((%s_i)c << %d) >> %d, %s_f);", fn, 32 - B, 32 - B, fn);
     else
         snprintf(conv, sizeof conv, "return __builtin_convertvector((%s_i)c, %s_f);", fn, fn);
+    /* W's rows 4 on (the next pass) are prefetched a cache line ahead of
+     * their use: every pfm + 1 chunks (the largest power of two with
+     * (pfm + 1) * B <= 64, so that no line is skipped) */
+    int pfm = 1;
+    while (2 * pfm * B <= 64) pfm *= 2;
+    pfm--;
     int sh4 = B <= 4 ? 4 : 0; /* lanes 4-7 shift on from lane 3 (one word) or restart (the word at 4 * B) */
     sb_printf(o,
               "\n/* dequantize and accumulate: %lld fields of %d bits a row, times one x per row */\n"
@@ -108,8 +114,10 @@ int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u)
               "/* chunks [j0, j1) of R rows: acc read and written once per chunk, the\n"
               "   rows multiply-added in order (the generic loop's order) */\n"
               "static inline __attribute__((always_inline)) void %s_rows(float *restrict acc, const uint8_t *const *wr,\n"
-              "    const float *xv, int R, int64_t j0, int64_t j1, int whole)\n{\n"
+              "    const float *xv, int R, int64_t j0, int64_t j1, int whole, int64_t pf)\n{\n"
               "    for (int64_t j = j0; j < j1; j++) {\n"
+              "        if ((j & %d) == 0)\n"
+              "            for (int i = 0; i < R; i++) __builtin_prefetch((const void *)((uintptr_t)wr[i] + (uintptr_t)pf + (uintptr_t)(j * %d)));\n"
               "        %s_f a = *(%s_fu *)(acc + j * 8);\n"
               "        for (int i = 0; i < R; i++) {\n"
               "            uint64_t v = 0;\n"
@@ -127,14 +135,14 @@ int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u)
               "    for (; r + 4 <= n; r += 4) {\n"
               "        const uint8_t *wr[4];\n        float xv[4];\n"
               "        for (int i = 0; i < 4; i++) { wr[i] = w + (r + i) * ws; xv[i] = %s; }\n"
-              "        %s_rows(acc, wr, xv, 4, 0, %lld, 1);\n"
-              "        %s_rows(acc, wr, xv, 4, %lld, %lld, 0);\n"
+              "        %s_rows(acc, wr, xv, 4, 0, %lld, 1, 4 * ws);\n"
+              "        %s_rows(acc, wr, xv, 4, %lld, %lld, 0, 4 * ws);\n"
               "    }\n"
               "    for (; r < n; r++) {\n"
               "        const int i = 0;\n"
               "        const uint8_t *wr[1] = {w + r * ws};\n        const float xv[1] = {%s};\n"
-              "        %s_rows(acc, wr, xv, 1, 0, %lld, 1);\n"
-              "        %s_rows(acc, wr, xv, 1, %lld, %lld, 0);\n"
+              "        %s_rows(acc, wr, xv, 1, 0, %lld, 1, 4 * ws);\n"
+              "        %s_rows(acc, wr, xv, 1, %lld, %lld, 0, 4 * ws);\n"
               "    }\n"
               "#else\n"
               "    for (int64_t r = 0; r < n; r++) {\n"
@@ -152,7 +160,7 @@ int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u)
               "    }\n"
               "#endif\n}\n",
               (long long)n, B, fn, fn, fn, fn, fn, fn, fn, B, 2 * B, 3 * B, sh4 ? 4 * B : 0,
-              sh4 ? 5 * B : B, sh4 ? 6 * B : 2 * B, sh4 ? 7 * B : 3 * B, fn, lanes, (1u << B) - 1, conv, fn, fn, fn, B, lw,
+              sh4 ? 5 * B : B, sh4 ? 6 * B : 2 * B, sh4 ? 7 * B : 3 * B, fn, lanes, (1u << B) - 1, conv, fn, pfm, B, fn, fn, B, lw,
               B, B, fn, fn, fn, xt, xconv, fn, (long long)jf, fn, (long long)jf, (long long)nj, xconv, fn, (long long)jf,
               fn, (long long)jf, (long long)nj, xconv, (long long)nj, B, B, B, (1u << B) - 1, val);
     cgc_line(c, "/* the loop dequantizes %lld fields of %d bits a row (cpu.ukr.dequant) when the pre-pass allows */",
