@@ -39,6 +39,81 @@ static char *anchor(cgc *c, const tile_stmt *ls, int64_t ext, const char *ok)
     return arena_printf(c->ar, "%s * %s_s0 + %s", r0, g, r1);
 }
 
+/* The byte path, for B dividing 8 and whole 8-byte chunks, where AVX2
+ * is (its zero-extending load vpmovzxbd; GCC 12 does not make one from
+ * __builtin_convertvector): a chunk of 8 bytes holds F = 64 / B fields,
+ * byte b's S = 8 / B fields at b * S + s; the 8 bytes widened to 8 32-bit
+ * lanes, set s is the lanes shifted by s * B and masked (constant shifts,
+ * no per-lane ones) and lane b of set s is field b * S + s. acc is kept
+ * in that order (set s of chunk j at j * F + s * 8) while the rows run,
+ * permuted on entry and back on exit (twice over acc per call, against
+ * n rows of it). Prints the helpers into o and returns the text that
+ * opens the micro-kernel's body (the byte path, then the 32-bit-lane
+ * path behind #elif; only the latter when the path does not apply). */
+static const char *byte_path(cgc *c, strbuf *o, const char *fn, int B, int64_t nb, const char *conv, const char *xconv)
+{
+    if (8 % B || nb % 8) return "#if defined(__GNUC__)\n";
+    int S = 8 / B, F = 64 / B;
+    int64_t nj = nb / 8;
+    sb_printf(o,
+              "#if defined(__GNUC__) && defined(__AVX2__)\n#include <immintrin.h>\n"
+              "/* f32 lanes of the masked codes c */\n"
+              "static inline %s_f %s_cv(const %s_u c)\n{\n    %s\n}\n",
+              fn, fn, fn, conv);
+    if (S > 1)
+        sb_printf(o,
+                  "/* acc between column order (back 1) and the byte path's (0): field\n"
+                  "   b * %d + s of a %d-field chunk at s * 8 + b */\n"
+                  "static void %s_perm(float *acc, int back)\n{\n"
+                  "    float t[%d];\n"
+                  "    for (int64_t j = 0; j < %lld; j++) {\n"
+                  "        float *p = acc + j * %d;\n"
+                  "        for (int b = 0; b < 8; b++)\n"
+                  "            for (int s = 0; s < %d; s++) {\n"
+                  "                if (back) t[b * %d + s] = p[s * 8 + b];\n"
+                  "                else t[s * 8 + b] = p[b * %d + s];\n"
+                  "            }\n"
+                  "        memcpy(p, t, sizeof t);\n"
+                  "    }\n}\n",
+                  S, F, fn, F, (long long)nj, F, S, S, S);
+    sb_printf(o,
+              "/* every 8-byte chunk of R rows: acc read and written once per chunk,\n"
+              "   the rows multiply-added in order; the next pass's rows prefetched */\n"
+              "static inline __attribute__((always_inline)) void %s_brows(float *restrict acc, const uint8_t *const *wr,\n"
+              "    const float *xv, int R, int64_t pf)\n{\n"
+              "    for (int64_t j = 0; j < %lld; j++) {\n"
+              "        if ((j & 7) == 0)\n"
+              "            for (int i = 0; i < R; i++) __builtin_prefetch((const void *)((uintptr_t)wr[i] + (uintptr_t)pf + (uintptr_t)(j * 8)));\n"
+              "        %s_f a[%d];\n"
+              "        for (int s = 0; s < %d; s++) a[s] = *(%s_fu *)(acc + j * %d + s * 8);\n"
+              "        for (int i = 0; i < R; i++) {\n"
+              "            const %s_u v = (%s_u)_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wr[i] + j * 8)));\n"
+              "            for (int s = 0; s < %d; s++) a[s] += %s_cv(v >> (uint32_t)(s * %d) & 0x%xu) * xv[i];\n"
+              "        }\n"
+              "        for (int s = 0; s < %d; s++) *(%s_fu *)(acc + j * %d + s * 8) = a[s];\n"
+              "    }\n}\n"
+              "#endif\n",
+              fn, (long long)nj, fn, S, S, fn, F, fn, fn, S, fn, B, (1u << B) - 1, S, fn, F);
+    const char *perm0 = S > 1 ? arena_printf(c->ar, "    %s_perm(acc, 0);\n", fn) : "";
+    const char *perm1 = S > 1 ? arena_printf(c->ar, "    %s_perm(acc, 1);\n", fn) : "";
+    return arena_printf(c->ar,
+                        "#if defined(__GNUC__) && defined(__AVX2__)\n"
+                        "%s"
+                        "    for (int64_t r0 = 0; r0 < n; r0 += 4) {\n"
+                        "        const int R = n - r0 < 4 ? (int)(n - r0) : 4;\n"
+                        "        const uint8_t *wr[4];\n        float xv[4];\n"
+                        "        for (int i = 0; i < R; i++) {\n"
+                        "            const int64_t r = r0;\n"
+                        "            wr[i] = w + (r + i) * ws;\n            xv[i] = %s;\n"
+                        "        }\n"
+                        "        if (R == 4) %s_brows(acc, wr, xv, 4, 4 * ws);\n"
+                        "        else for (int i = 0; i < R; i++) %s_brows(acc, wr + i, xv + i, 1, 4 * ws);\n"
+                        "    }\n"
+                        "%s"
+                        "#elif defined(__GNUC__)\n",
+                        perm0, xconv, fn, fn, perm1);
+}
+
 int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u)
 {
     int id = c->tmp++, kv = f->v->id;
@@ -94,7 +169,9 @@ int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u)
     int pfm = 1;
     while (2 * pfm * B <= 64) pfm *= 2;
     pfm--;
-    int sh4 = B <= 4 ? 4 : 0; /* lanes 4-7 shift on from lane 3 (one word) or restart (the word at 4 * B) */
+    int sh4 = B <= 4 ? 4 : 0;
+    strbuf bh = {0};
+    const char *pre = byte_path(c, &bh, fn, B, nb, conv, xconv); /* lanes 4-7 shift on from lane 3 (one word) or restart (the word at 4 * B) */
     sb_printf(o,
               "\n/* dequantize and accumulate: %lld fields of %d bits a row, times one x per row */\n"
               "#ifndef TSL_GEMM_FN\n"
@@ -128,9 +205,10 @@ int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u)
               "        *(%s_fu *)(acc + j * 8) = a;\n"
               "    }\n}\n"
               "#endif\n"
+              "%s"
               "static TSL_GEMM_FN void %s(float *restrict acc, const uint8_t *restrict w, int64_t ws,\n"
               "    const %s *restrict x, int64_t xs, int64_t n)\n{\n    TSL_GEMM_CONTRACT\n"
-              "#if defined(__GNUC__)\n"
+              "%s"
               "    int64_t r = 0;\n"
               "    for (; r + 4 <= n; r += 4) {\n"
               "        const uint8_t *wr[4];\n        float xv[4];\n"
@@ -161,8 +239,9 @@ int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u)
               "#endif\n}\n",
               (long long)n, B, fn, fn, fn, fn, fn, fn, fn, B, 2 * B, 3 * B, sh4 ? 4 * B : 0,
               sh4 ? 5 * B : B, sh4 ? 6 * B : 2 * B, sh4 ? 7 * B : 3 * B, fn, lanes, (1u << B) - 1, conv, fn, pfm, B, fn, fn, B, lw,
-              B, B, fn, fn, fn, xt, xconv, fn, (long long)jf, fn, (long long)jf, (long long)nj, xconv, fn, (long long)jf,
+              B, B, fn, fn, sb_str(&bh), fn, xt, pre, xconv, fn, (long long)jf, fn, (long long)jf, (long long)nj, xconv, fn, (long long)jf,
               fn, (long long)jf, (long long)nj, xconv, (long long)nj, B, B, B, (1u << B) - 1, val);
+    sb_free(&bh);
     cgc_line(c, "/* the loop dequantizes %lld fields of %d bits a row (cpu.ukr.dequant) when the pre-pass allows */",
              (long long)n, B);
     cgc_line(c, "int dq%d = step == 1 && hi > lo && %s_s1 == 1 && %s_s1 == 1;", id, cgc_gname(c, u->wb),
