@@ -8,19 +8,32 @@
  * Emitted: a run-time pre-pass over r (step 1; every row and X element in
  * bounds; WB's and X's offsets linear in r; the last strides 1); if it
  * holds, one static function runs the rows, 4 a pass (acc read and
- * written once per pass; each row still multiply-added in r order, then
- * the rows left one at a time): per chunk of 8 fields (B bytes) one 4- or
- * 8-byte load (exactly B bytes for the last chunks, where a whole word
- * would end past the run), its fields as 8 32-bit lanes of a GNU C vector
- * (B <= 4: the word in every lane; B > 4: fields 0-3 from the low word,
- * 4-7 from the word at bit 4B), each lane shifted by its field's offset
- * and masked, converted (an int-to-float conversion, a signed field
- * sign-extended by a shift pair first; a low-bit float through a table of
- * its 2^B values) and multiply-added (the scalar loop without GNU C);
- * otherwise the generic loop runs. Against the earlier one row a pass of
- * 64-bit lanes and B-byte loads (a B-byte memcpy, B odd, is assembled
- * byte by byte and left scalar): uint4 8192 x 8192 at 2048 columns a
- * block, 0.84 -> 1.5-1.9 GB/s a core, uint3 0.20 -> 1.1 GB/s. */
+ * written once per chunk and pass; each row still multiply-added in r
+ * order, the rows left one at a time), each pass prefetching the next
+ * pass's rows a cache line at a time (the 4 rows of a pass lie a row
+ * stride apart, each run a new page the hardware prefetchers are slow to
+ * follow). Two unpackings:
+ *
+ *   - the byte path (B dividing 8, 8-byte chunks, AVX2 at compile time:
+ *     kernels are built with -march=native): a chunk's 8 bytes widened to
+ *     8 32-bit lanes (vpmovzxbd), set s of its 8 / B fields the lanes
+ *     shifted by s * B and masked (constant shifts); lane b of set s is
+ *     field b * 8 / B + s, so acc is held in that order while the rows
+ *     run and permuted on entry and exit;
+ *   - otherwise (widths 3, 5, 6, 7, or no AVX2) 32-bit lanes: per chunk
+ *     of 8 fields (B bytes) one 4- or 8-byte load (exactly B bytes for the
+ *     last chunks, where a whole word would end past the run), its fields
+ *     as 8 lanes of a GNU C vector (B <= 4: the word in every lane; B > 4:
+ *     fields 0-3 from the low word, 4-7 from the word at bit 4B), each lane
+ *     shifted by its field's offset and masked;
+ *
+ * then converted (an int-to-float conversion, a signed field sign-extended
+ * by a shift pair first; a low-bit float through a table of its 2^B
+ * values) and multiply-added (the scalar loop without GNU C); otherwise the
+ * generic loop runs. The micro-kernel alone (uint4 8192 x 8192, 4096
+ * columns a block, 1 core, thread CPU time on the shared 2-core VM at load
+ * 8-20): 2.8-3.0 GB/s with neither, 3.9-4.1 with the prefetch (then as
+ * fast as with W in cache), 4.8-6.2 with the byte path. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,9 +182,9 @@ int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u)
     int pfm = 1;
     while (2 * pfm * B <= 64) pfm *= 2;
     pfm--;
-    int sh4 = B <= 4 ? 4 : 0;
+    int sh4 = B <= 4 ? 4 : 0; /* lanes 4-7 shift on from lane 3 (one word) or restart (the word at 4 * B) */
     strbuf bh = {0};
-    const char *pre = byte_path(c, &bh, fn, B, nb, conv, xconv); /* lanes 4-7 shift on from lane 3 (one word) or restart (the word at 4 * B) */
+    const char *pre = byte_path(c, &bh, fn, B, nb, conv, xconv);
     sb_printf(o,
               "\n/* dequantize and accumulate: %lld fields of %d bits a row, times one x per row */\n"
               "#ifndef TSL_GEMM_FN\n"
