@@ -490,8 +490,11 @@ static void test_streaming(void)
  * partial group; a row count no 4-row pass divides), M 1 and 3, and
  * columns past one 4096-column block (N a multiple of 8, so every width
  * takes the byte-reading kernel): the first block through cpu.ukr.dequant
- * (its 4-row passes, the single rows left, the last chunks read exactly),
- * the partial second one through the generic loop. */
+ * (its 4-row passes, the single rows left, the last chunks read exactly;
+ * widths dividing 8 through its byte path where the machine has AVX2, K
+ * 129, 300 and 7 leaving 1, 0 and 3 rows past a group's passes, the others
+ * through its 32-bit lanes), the partial second one through the generic
+ * loop. */
 static void test_cpu_sizes(void)
 {
     static const char *const ws[] = {"uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7", "uint8",
