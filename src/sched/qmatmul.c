@@ -14,7 +14,8 @@
  *   - GPU, small M (the GEMV, memory-bound), W's bytes, no zero points:
  *     the streaming GEMV (vec_text): W's bytes straight into registers,
  *     the next step's rows loaded before the current ones are multiplied,
- *     K split over the multiprocessors and the slices summed in order;
+ *     K split into slices (8 unless the option splitk says) and the
+ *     slices summed in order;
  *   - GPU, small M otherwise: a block per 64 columns (and
  *     per row of X), 256 threads of 8 columns x every 32nd row; W's bytes
  *     and X's row stream through a ring of shared stages (cp.async), each
@@ -72,7 +73,7 @@ typedef struct qm {
      * row, U rows a step (RI = U * TK), GR steps a group; ws the plan's
      * split-K workspace (scratch index), -1: not this kernel */
     int E, EB, U, RI, GR, ws;
-    int64_t splitk;   /* the option splitk (0: from the SM count) */
+    int64_t splitk;   /* the option splitk (0: QV_SPLIT_DEFAULT) */
     int f16;          /* dequantize through f16 (the option qmatmul.dequant) */
     int sm;           /* the plan's compute capability x 10 */
     strbuf b;
