@@ -290,6 +290,46 @@ static void test_guards_and_tmaps(void)
     arena_free(a);
 }
 
+/* The quantized matmul's CUDA plans pass W as bytes; for weights of 8 bits
+ * the bytes are the tensor itself. Every weight dtype's plan, on both
+ * architectures, reads back from its bytes and writes the same bytes (the
+ * cache once called the uint8 plan damaged on every read and rebuilt it). */
+static void test_qmatmul_plans_read_back(void)
+{
+    static const char *const wts[] = {"uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7", "uint8",
+                                      "int2", "int4", "int8", "float4e2m1", "float6e3m2", "float8e4m3"};
+    static const char *const arch[] = {"sm_80", "sm_90a"};
+    for (size_t w = 0; w < TSL_COUNTOF(wts); w++)
+        for (size_t ai = 0; ai < TSL_COUNTOF(arch); ai++) {
+            char src[256];
+            snprintf(src, sizeof src,
+                     "def qmm(float16(M,K) X, %s(K,N) W, float16(G,N) S) -> (Y) {\n"
+                     "  Y(m,n) +=! float16(W(k,n)) * S(k / 128, n) * X(m,k)\n}\n",
+                     wts[w]);
+            tsl_arena *a = arena_create();
+            const lang_def *def = parse_def(a, src);
+            drv_executable *x = NULL;
+            tsl_diag d = {0};
+            drv_options o = {.no_compile = 1};
+            CHECK_MSG(def && drv_compile(def, &drv_target_cuda, arch[ai], &o, &x, &d) == TSL_OK, "%s %s: %s", wts[w],
+                      arch[ai], sb_str(&d.msg));
+            if (x) {
+                strbuf b1 = {0}, b2 = {0};
+                rt_plan *p = NULL;
+                rt_plan_write(&b1, x->plan);
+                CHECK_MSG(rt_plan_read(b1.buf, b1.len, &p, &d) == TSL_OK, "%s %s: %s", wts[w], arch[ai], sb_str(&d.msg));
+                if (p) rt_plan_write(&b2, p);
+                CHECK_MSG(p && b1.len == b2.len && !memcmp(b1.buf, b2.buf, b1.len), "%s %s", wts[w], arch[ai]);
+                rt_plan_free(p);
+                sb_free(&b1);
+                sb_free(&b2);
+            }
+            drv_executable_free(x);
+            diag_free(&d);
+            arena_free(a);
+        }
+}
+
 /* Guards with unless groups (sched.h): a 3-layer f16 MLP on sm_90a is a
  * chain kernel (when H <= 256) beside the layers' wgmma / mma.sync plans,
  * each run unless the chain's guard holds. The plan's guard expressions
@@ -336,6 +376,7 @@ static void test_guards_unless(void)
 TEST_SUITE(driver) = {
     {"guards_and_tmaps", test_guards_and_tmaps},
     {"guards_unless", test_guards_unless},
+    {"qmatmul_plans_read_back", test_qmatmul_plans_read_back},
     {"executable_round_trip", test_executable_round_trip},
     {"variant_spelling", test_variant_spelling},
     {"stage_mask", test_stage_mask},
