@@ -498,6 +498,16 @@ static void emit_transfer(cg *c, const tile_stmt *s)
          * wide attempt per group there cost NVRTC a quarter of a GEMM's
          * compile (its epilogue has 64 groups) */
         int grp = vec > 1 && l % vec == 0 && !fast, fallback = 0;
+        /* a global load's group goes through one word w on both paths, so
+         * its locals leave as fields of one value and a later view of them
+         * as wider words folds away (bytes merged from two paths cost a
+         * PRMT each: the quantized GEMV's packed rows) */
+        int gword = grp && global && load;
+        if (gword) {
+            cg_line(c, "{");
+            c->ind++;
+            cg_line(c, "%s w;", vt);
+        }
         if (grp) {
             int L = gv.rank - 1;
             if (global) {
@@ -513,7 +523,9 @@ static void emit_transfer(cg *c, const tile_stmt *s)
                 cg_line(c, "{");
                 c->ind++;
             }
-            if (load) {
+            if (gword) {
+                cg_line(c, "w = *(const %s *)&%s;", vt, sb_str(&ref));
+            } else if (load) {
                 cg_line(c, "const %s w = *(const %s *)&%s;", vt, vt, sb_str(&ref));
                 for (int64_t j = 0; j < vec; j++)
                     cg_line(c, "%s[%lld] = tsl_from_bits<%s>(tsl_vget(w, %lld, %d));", rn, (long long)(l + j), rt,
@@ -529,6 +541,7 @@ static void emit_transfer(cg *c, const tile_stmt *s)
                 cg_line(c, "} else {");
                 c->ind++;
                 fallback = 1;
+                if (gword) cg_line(c, "w = tsl_vzero<%s>();", vt);
             } else {
                 cg_line(c, "}");
             }
@@ -574,7 +587,10 @@ static void emit_transfer(cg *c, const tile_stmt *s)
                 } else {
                     snprintf(val, sizeof val, "tsl_to<%s>::f(%s(%s))", rt, conv_num(mv->type.dt, rv->type.dt), sb_str(&r2));
                 }
-                if (global) cg_line(c, "%s[%lld] = (%s) ? %s : fillv;", rn, (long long)e, sb_str(&m2), val);
+                if (gword)
+                    cg_line(c, "tsl_vset(w, tsl_bits((%s) ? %s : fillv), %lld);", sb_str(&m2), val,
+                            (long long)((e - l) * es * 8));
+                else if (global) cg_line(c, "%s[%lld] = (%s) ? %s : fillv;", rn, (long long)e, sb_str(&m2), val);
                 else cg_line(c, "%s[%lld] = %s;", rn, (long long)e, val);
             } else {
                 char val[256];
@@ -587,6 +603,13 @@ static void emit_transfer(cg *c, const tile_stmt *s)
             sb_free(&m2);
         }
         if (fallback) {
+            c->ind--;
+            cg_line(c, "}");
+        }
+        if (gword) {
+            for (int64_t j = 0; j < vec; j++)
+                cg_line(c, "%s[%lld] = tsl_from_bits<%s>(tsl_vget(w, %lld, %d));", rn, (long long)(l + j), rt,
+                        (long long)(j * es * 8), es * 8);
             c->ind--;
             cg_line(c, "}");
         }
