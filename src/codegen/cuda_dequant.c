@@ -58,7 +58,11 @@ static void emit_f32(cg *c, tile_dtype qd, tile_dtype yd, const char *yn, int64_
         code_text(code, sizeof code, l, b);
         if (lowf)
             snprintf(val, sizeof val, "tsl_lbdec(%s, %d, %d, %d, %d)", code, qd.exp, qd.man, qd.bias, qd.special);
-        else if (qd.kind == TILE_DT_UINT)
+        else if (qd.kind == TILE_DT_UINT && l * b % 32 + b < 32 && l * b / 32 == (l * b + b - 1) / 32)
+            /* a field inside its word: shift, then mask and magic in one lop3 */
+            snprintf(val, sizeof val, "(__uint_as_float(tsl_and_or(tsl_w[%lld] >> %lld, 0x%xu, 0x4B000000u)) - 8388608.0f)",
+                     (long long)(l * b / 32), (long long)(l * b % 32), (1u << b) - 1u);
+        else if (qd.kind == TILE_DT_UINT) /* the top field (its shift is the mask), or straddling two words */
             snprintf(val, sizeof val, "(__uint_as_float(%s | 0x4B000000u) - 8388608.0f)", code);
         else /* sign-extended, then 1.5 * 2^23 + v */
             snprintf(val, sizeof val,

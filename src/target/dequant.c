@@ -30,8 +30,10 @@ const target_dequant target_dequant_rows[] = {
     {"dequant.float.f16x2", TARGET_DQ_FLOAT, FLOATS, W(3) | W(4) | W(5) | W(6) | W(7) | W(8), 16, NULL,
      "mul.f16x2 %0, %1, %2;",
      "sign and exponent|mantissa shifted into f16's fields, times 2^(15 - bias); float8e4m3's NaN code fixed up"},
-    {"dequant.magic.f32", TARGET_DQ_MAGIC32, INTS, W(1) | W(2) | W(3) | W(4) | W(5) | W(6) | W(7) | W(8), 32, NULL,
-     NULL, "the f32 2^23 + c (field | 0x4B000000) minus 2^23; signed: sign-extended, 1.5 * 2^23"},
+    {"dequant.magic.f32", TARGET_DQ_MAGIC32, INTS, W(1) | W(2) | W(3) | W(4) | W(5) | W(6) | W(7) | W(8), 32,
+     "lop3.b32 %0, %1, %2, %3, 0xea;", NULL,
+     "the f32 2^23 + c (field | 0x4B000000: mask and magic in one lop3) minus 2^23; signed: sign-extended, "
+     "1.5 * 2^23"},
     {"dequant.lbdec.f32", TARGET_DQ_DEC32, FLOATS, W(3) | W(4) | W(5) | W(6) | W(7) | W(8), 32, NULL, NULL,
      "lowbit_conv.h's tsl_lbdec: the significand as an integer times a power of two (no f32 subnormal)"},
 };
