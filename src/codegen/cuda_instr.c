@@ -350,6 +350,11 @@ static void transfer_wide_all(cg *c, const rinfo *ri, const gview *gv, int lead,
         sb_free(&ref);
         sb_free(&cond);
     }
+    /* a load's words are declared outside both paths: the element-wise path
+     * sets them too, and the elements are split off after the join (as for
+     * a single group, emit_transfer) */
+    if (load)
+        for (int64_t g = 0; g < n; g++) cg_line(c, "%s w%lld;", vt, (long long)g);
     cg_line(c, "if (%s) {", sb_str(&all));
     sb_free(&all);
     c->ind++;
@@ -364,18 +369,25 @@ static void transfer_wide_all(cg *c, const rinfo *ri, const gview *gv, int lead,
     for (int64_t g = 0; g < n; g++) {
         strbuf ref = {0};
         transfer_ref(ri, gv, lead, g * vec, vec, es, mn, &ref, NULL);
-        if (load) cg_line(c, "const %s w%lld = *(const %s *)&%s;", vt, (long long)g, vt, sb_str(&ref));
+        if (load) cg_line(c, "w%lld = *(const %s *)&%s;", (long long)g, vt, sb_str(&ref));
         else cg_line(c, "*(%s *)&%s = w%lld;", vt, sb_str(&ref), (long long)g);
         sb_free(&ref);
     }
-    if (load)
-        for (int64_t g = 0; g < n; g++)
-            for (int64_t j = 0; j < vec; j++)
-                cg_line(c, "%s[%lld] = tsl_from_bits<%s>(tsl_vget(w%lld, %lld, %d));", rn, (long long)(g * vec + j), rt,
-                        (long long)g, (long long)(j * es * 8), es * 8);
     c->ind--;
     cg_line(c, "} else {");
     c->ind++;
+    if (load)
+        for (int64_t g = 0; g < n; g++) cg_line(c, "w%lld = tsl_vzero<%s>();", (long long)g, vt);
+}
+
+/* After both paths of a wide load (transfer_wide_all): the elements, as
+ * fields of the words. */
+static void transfer_wide_split(cg *c, const rinfo *ri, int64_t vec, int es, const char *rt, const char *rn)
+{
+    for (int64_t g = 0; g < ri->locals / vec; g++)
+        for (int64_t j = 0; j < vec; j++)
+            cg_line(c, "%s[%lld] = tsl_from_bits<%s>(tsl_vget(w%lld, %lld, %d));", rn, (long long)(g * vec + j), rt,
+                    (long long)g, (long long)(j * es * 8), es * 8);
 }
 
 static void emit_transfer(cg *c, const tile_stmt *s)
@@ -590,6 +602,9 @@ static void emit_transfer(cg *c, const tile_stmt *s)
                 if (gword)
                     cg_line(c, "tsl_vset(w, tsl_bits((%s) ? %s : fillv), %lld);", sb_str(&m2), val,
                             (long long)((e - l) * es * 8));
+                else if (fast)
+                    cg_line(c, "tsl_vset(w%lld, tsl_bits((%s) ? %s : fillv), %lld);", (long long)(e / vec), sb_str(&m2),
+                            val, (long long)(e % vec * es * 8));
                 else if (global) cg_line(c, "%s[%lld] = (%s) ? %s : fillv;", rn, (long long)e, sb_str(&m2), val);
                 else cg_line(c, "%s[%lld] = %s;", rn, (long long)e, val);
             } else {
@@ -622,6 +637,7 @@ static void emit_transfer(cg *c, const tile_stmt *s)
     if (fast) {
         c->ind--;
         cg_line(c, "}");
+        if (load) transfer_wide_split(c, &ri, vec, es, rt, rn);
     }
     if (!load) {
         c->ind--;
