@@ -72,25 +72,6 @@ static char *program(const char *w, int form, int gs)
     return s;
 }
 
-/* The same program computing in float32 (the casts of W to float32): the
- * reference interpreter on it gives the products unrounded, which is what
- * the kernels compute (exact products, f32 sums); on the float16 program
- * it rounds every product to float16, and with values up to 255 and
- * cancelling sums that rounding alone can exceed any fair tolerance. */
-static const lang_def *exact_def(tsl_arena *a, const char *src)
-{
-    char *t = arena_strdup(a, src);
-    for (char *p = strstr(t, "float16(W"); p; p = strstr(p, "float16(W")) memcpy(p, "float32", 7);
-    tsl_source *s = arena_alloc(a, sizeof *s);
-    s->name = "exact.tc";
-    s->text = t;
-    tsl_diag d = {0};
-    lang_module *mod = lang_parse_check(a, s, &d);
-    CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
-    diag_free(&d);
-    return mod ? mod->defs[0] : NULL;
-}
-
 /* The def of program src (a parse failure CHECKed); NULL when it fails. */
 static const lang_def *parse_def(tsl_arena *a, const char *src)
 {
@@ -102,6 +83,18 @@ static const lang_def *parse_def(tsl_arena *a, const char *src)
     CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
     diag_free(&d);
     return mod ? mod->defs[0] : NULL;
+}
+
+/* The same program computing in float32 (the casts of W to float32): the
+ * reference interpreter on it gives the products unrounded, which is what
+ * the kernels compute (exact products, f32 sums); on the float16 program
+ * it rounds every product to float16, and with values up to 255 and
+ * cancelling sums that rounding alone can exceed any fair tolerance. */
+static const lang_def *exact_def(tsl_arena *a, const char *src)
+{
+    char *t = arena_strdup(a, src);
+    for (char *p = strstr(t, "float16(W"); p; p = strstr(p, "float16(W")) memcpy(p, "float32", 7);
+    return parse_def(a, t);
 }
 
 /* W every code of its dtype (finite), the other inputs in [-1, 1]. */
