@@ -105,7 +105,7 @@ QUICK=()
 [ -n "${GPU_SH_QUICK:-}" ] && QUICK=(--quick)
 ONLY=()
 [ -n "${GPU_SH_ONLY:-}" ] && ONLY=(--only "$GPU_SH_ONLY")
-[ -x build/gpu_bench ] && step bench 300 build/gpu_bench "${QUICK[@]}" "${ONLY[@]}" --json "$OUT/tessel.json"
+[ -x build/gpu_bench ] && step bench 380 build/gpu_bench "${QUICK[@]}" "${ONLY[@]}" --json "$OUT/tessel.json"
 
 step anchors 240 env PYTHONUNBUFFERED=1 python3 bench/anchors.py "${ONLY[@]}" --json "$OUT/anchors.json"
 
