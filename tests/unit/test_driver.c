@@ -89,6 +89,23 @@ static void test_dumps_in_order(void)
     arena_free(a);
 }
 
+/* Plan written, read back and written again: the read plan (NULL when the
+ * read fails; CHECKed, with what), which must write the same bytes. */
+static rt_plan *plan_reread(const rt_plan *plan, const char *what)
+{
+    strbuf b1 = {0}, b2 = {0};
+    tsl_diag d = {0};
+    rt_plan *p = NULL;
+    rt_plan_write(&b1, plan);
+    CHECK_MSG(rt_plan_read(b1.buf, b1.len, &p, &d) == TSL_OK, "%s: %s", what, sb_str(&d.msg));
+    if (p) rt_plan_write(&b2, p);
+    CHECK_MSG(p && b1.len == b2.len && !memcmp(b1.buf, b2.buf, b1.len), "%s: other bytes the second time", what);
+    sb_free(&b1);
+    sb_free(&b2);
+    diag_free(&d);
+    return p;
+}
+
 /* Compile softmax for this CPU, write the plan, read it back, run the read
  * plan on random rows against the interpreter. */
 static void test_plan_round_trip_runs(void)
@@ -104,12 +121,7 @@ static void test_plan_round_trip_runs(void)
         arena_free(a);
         return;
     }
-    strbuf b1 = {0}, b2 = {0};
-    rt_plan_write(&b1, x->plan);
-    rt_plan *p = NULL;
-    CHECK_EQ_INT(rt_plan_read(b1.buf, b1.len, &p, &d), TSL_OK);
-    if (p) rt_plan_write(&b2, p);
-    CHECK(p && b1.len == b2.len && !memcmp(b1.buf, b2.buf, b1.len));
+    rt_plan *p = plan_reread(x->plan, "softmax");
     int64_t sizes[][2] = {{1, 1}, {7, 1000}, {3, test_rand_int(1025, 3000)}};
     rt_exec *e = NULL;
     CHECK(p && rt_exec_create(p, &rt_target_cpu, NULL, &e, &d) == TSL_OK);
@@ -152,8 +164,6 @@ static void test_plan_round_trip_runs(void)
     }
     rt_exec_free(e);
     rt_plan_free(p);
-    sb_free(&b1);
-    sb_free(&b2);
     drv_executable_free(x);
     diag_free(&d);
     arena_free(a);
@@ -313,17 +323,9 @@ static void test_qmatmul_plans_read_back(void)
             drv_options o = {.no_compile = 1};
             CHECK_MSG(def && drv_compile(def, &drv_target_cuda, arch[ai], &o, &x, &d) == TSL_OK, "%s %s: %s", wts[w],
                       arch[ai], sb_str(&d.msg));
-            if (x) {
-                strbuf b1 = {0}, b2 = {0};
-                rt_plan *p = NULL;
-                rt_plan_write(&b1, x->plan);
-                CHECK_MSG(rt_plan_read(b1.buf, b1.len, &p, &d) == TSL_OK, "%s %s: %s", wts[w], arch[ai], sb_str(&d.msg));
-                if (p) rt_plan_write(&b2, p);
-                CHECK_MSG(p && b1.len == b2.len && !memcmp(b1.buf, b2.buf, b1.len), "%s %s", wts[w], arch[ai]);
-                rt_plan_free(p);
-                sb_free(&b1);
-                sb_free(&b2);
-            }
+            char what[64];
+            snprintf(what, sizeof what, "%s %s", wts[w], arch[ai]);
+            if (x) rt_plan_free(plan_reread(x->plan, what));
             drv_executable_free(x);
             diag_free(&d);
             arena_free(a);
