@@ -149,10 +149,11 @@ typedef struct rt_arg {
     int kind;
     int index;
     int flat;
-    int bytes;   /* TENSOR: a tensor passed as its storage: u8 of the same
-                    rank, the last extent in bytes (extent * bits / 8, which
-                    the launch's guard makes whole); packed low-bit tensors,
-                    and 8-bit weights read by the same kernels */
+    int bytes;   /* TENSOR: a tensor of at most 8 bits passed as its
+                    storage: u8 of the same rank, the last extent in bytes
+                    (extent * bits / 8, which the launch's guard makes
+                    whole); packed low-bit tensors, and 8-bit weights read by
+                    the same kernels */
     rt_expr rows; /* TENSOR, over the program's sizes (n == 0: none): dim 0
                     cut to min(extent, max(0, rows)) (a quantized matmul's
                     reduction range, shorter than W when S has fewer groups) */

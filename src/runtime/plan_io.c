@@ -334,7 +334,7 @@ tsl_status rt_plan_read(const void *data, size_t n, rt_plan **out, tsl_diag *d)
                                                                                               : NULL;
             int ok = pa->is_tensor ? (a->kind == RT_ARG_TENSOR && t && !(t->flags & RT_T_SCALAR) &&
                                       (a->flat ? pa->rank == 1 : pa->rank == t->rank) &&
-                                      (!a->bytes || !a->flat)) ||
+                                      (!a->bytes || (!a->flat && tsl_dtype_bits((tsl_dtype)t->dtype) <= 8))) ||
                                          (a->kind == RT_ARG_SCRATCH && a->index < p->nscratch && pa->rank == 1)
                    : a->kind == RT_ARG_SCALAR ? t && (t->flags & RT_T_SCALAR)
                    : a->kind == RT_ARG_SIZE   ? a->index < p->nsizes

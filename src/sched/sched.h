@@ -47,9 +47,10 @@ typedef struct sched_arg {
     sched_arg_kind kind;
     int tensor;       /* TENSOR, SCALAR */
     int flat;         /* TENSOR: passed as 1-D of all its elements (C order) */
-    int bytes;        /* TENSOR: a packed tensor (sched_tensor_packed) passed as
-                         its storage, u8 of the same rank with the last extent
-                         in bytes (extent * bits / 8: the launch's guard makes it
+    int bytes;        /* TENSOR: a tensor of at most 8 bits (packed, or an
+                         8-bit weight read by the same kernels) passed as its
+                         storage, u8 of the same rank with the last extent in
+                         bytes (extent * bits / 8: the launch's guard makes it
                          whole) */
     int rows;         /* TENSOR: 1 + v: dim 0's extent is cut to the range hi of
                          var v of the launch's statement (a prefix of rows: the

@@ -303,7 +303,8 @@ static void test_guards_and_tmaps(void)
 /* The quantized matmul's CUDA plans pass W as bytes; for weights of 8 bits
  * the bytes are the tensor itself. Every weight dtype's plan, on both
  * architectures, reads back from its bytes and writes the same bytes (the
- * cache once called the uint8 plan damaged on every read and rebuilt it). */
+ * cache once called the uint8 plan damaged on every read and rebuilt it);
+ * the same plan with bytes over a 16-bit tensor is refused. */
 static void test_qmatmul_plans_read_back(void)
 {
     static const char *const wts[] = {"uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7", "uint8",
@@ -326,6 +327,25 @@ static void test_qmatmul_plans_read_back(void)
             char what[64];
             snprintf(what, sizeof what, "%s %s", wts[w], arch[ai]);
             if (x) rt_plan_free(plan_reread(x->plan, what));
+            /* bytes over a 16-bit tensor (X, S or Y) is damage */
+            rt_plan *pl = x ? x->plan : NULL;
+            int marked = 0;
+            for (int li = 0; pl && li < pl->nlaunches && !marked; li++)
+                for (int j = 0; j < pl->kernels[pl->launches[li].kernel].nparams && !marked; j++) {
+                    rt_arg *ar = &pl->launches[li].args[j];
+                    if (ar->kind == RT_ARG_TENSOR && !ar->flat && !ar->bytes &&
+                        tsl_dtype_bits((tsl_dtype)pl->tensors[ar->index].dtype) == 16)
+                        ar->bytes = marked = 1;
+                }
+            if (marked) {
+                strbuf b = {0};
+                rt_plan *p = NULL;
+                rt_plan_write(&b, pl);
+                CHECK_MSG(rt_plan_read(b.buf, b.len, &p, &d) == TSL_ERR_IO, "%s: bytes over a 16-bit tensor read", what);
+                rt_plan_free(p);
+                sb_free(&b);
+            }
+            CHECK_MSG(marked, "%s: no 16-bit tensor argument", what);
             drv_executable_free(x);
             diag_free(&d);
             arena_free(a);
