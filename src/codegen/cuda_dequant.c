@@ -48,19 +48,39 @@ static void code_text(char *buf, size_t n, int64_t l, int b)
                  (long long)j + 1, (long long)(32 - sh), m);
 }
 
+/* Is slot l's field (b bits) inside its 32-bit word and not its top? */
+static int field_inside(int64_t l, int b) { return l * b % 32 + b < 32; }
+
 /* The f32 rows (dequant.magic.f32, dequant.lbdec.f32), then a conversion
- * to y when y is not f32. */
+ * to y when y is not f32. An unsigned field inside its word takes the
+ * magic row's instruction (mask and magic in one lop3: ptxas, given the C,
+ * keeps the two constants in two), printed from the row as tsl_dq_ao. */
 static void emit_f32(cg *c, tile_dtype qd, tile_dtype yd, const char *yn, int64_t locals)
 {
     int b = qd.bits, lowf = dtype_desc_is_lowfloat(qd);
+    const target_dequant *r = NULL;
+    for (int i = 0; i < target_dequant_nrows; i++)
+        if (target_dequant_rows[i].how == TARGET_DQ_MAGIC32) r = &target_dequant_rows[i];
+    int ao = !lowf && qd.kind == TILE_DT_UINT && r && r->ptx && field_inside(0, b);
+    if (ao) {
+        cg_line(c, "/* %s (src/target/dequant.c): (a & m) | c */", r->name);
+        cg_line(c, "#ifndef TSL_EMULATE");
+        cg_line(c, "auto tsl_dq_ao = [](unsigned a, unsigned m, unsigned c) -> unsigned {");
+        cg_line(c, "    unsigned r;");
+        cg_line(c, "    asm(\"%s\" : \"=r\"(r) : \"r\"(a), \"r\"(m), \"r\"(c));", r->ptx);
+        cg_line(c, "    return r;");
+        cg_line(c, "};");
+        cg_line(c, "#else");
+        cg_line(c, "auto tsl_dq_ao = [](unsigned a, unsigned m, unsigned c) -> unsigned { return (a & m) | c; };");
+        cg_line(c, "#endif");
+    }
     for (int64_t l = 0; l < locals; l++) {
         char code[160], val[400];
         code_text(code, sizeof code, l, b);
         if (lowf)
             snprintf(val, sizeof val, "tsl_lbdec(%s, %d, %d, %d, %d)", code, qd.exp, qd.man, qd.bias, qd.special);
-        else if (qd.kind == TILE_DT_UINT && l * b % 32 + b < 32 && l * b / 32 == (l * b + b - 1) / 32)
-            /* a field inside its word: shift, then mask and magic in one lop3 */
-            snprintf(val, sizeof val, "(__uint_as_float(tsl_and_or(tsl_w[%lld] >> %lld, 0x%xu, 0x4B000000u)) - 8388608.0f)",
+        else if (ao && field_inside(l, b))
+            snprintf(val, sizeof val, "(__uint_as_float(tsl_dq_ao(tsl_w[%lld] >> %lld, 0x%xu, 0x4B000000u)) - 8388608.0f)",
                      (long long)(l * b / 32), (long long)(l * b % 32), (1u << b) - 1u);
         else if (qd.kind == TILE_DT_UINT) /* the top field (its shift is the mask), or straddling two words */
             snprintf(val, sizeof val, "(__uint_as_float(%s | 0x4B000000u) - 8388608.0f)", code);

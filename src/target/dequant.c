@@ -8,8 +8,9 @@
  * code's sign and exponent|mantissa bits into f16's fields, which is the
  * value times 2^(bias - 15), and one mul.f16x2 by 2^(15 - bias) scales
  * it back; both steps are exact for every format whose values are all
- * f16s (checked per format, below). f32 keeps the rows the generator has
- * always printed (2^23 magic; tsl_lbdec). Rows are tried in order. */
+ * f16s (checked per format, below). To f32: the 2^23 magic, whose lop3
+ * puts the mask and the magic of an unsigned field inside its word in one
+ * instruction, and tsl_lbdec. Rows are tried in order. */
 #include <string.h>
 
 #include "target/dequant.h"
