@@ -58,10 +58,8 @@ static int field_inside(int64_t l, int b) { return l * b % 32 + b < 32; }
 static void emit_f32(cg *c, tile_dtype qd, tile_dtype yd, const char *yn, int64_t locals)
 {
     int b = qd.bits, lowf = dtype_desc_is_lowfloat(qd);
-    const target_dequant *r = NULL;
-    for (int i = 0; i < target_dequant_nrows; i++)
-        if (target_dequant_rows[i].how == TARGET_DQ_MAGIC32) r = &target_dequant_rows[i];
-    int ao = !lowf && qd.kind == TILE_DT_UINT && r && r->ptx && field_inside(0, b);
+    const target_dequant *r = target_dequant_find(qd, dtype_desc_make(DT_FLOAT, 32, 8, 23));
+    int ao = qd.kind == TILE_DT_UINT && r && r->how == TARGET_DQ_MAGIC32 && r->ptx;
     if (ao) {
         cg_line(c, "/* %s (src/target/dequant.c): (a & m) | c */", r->name);
         cg_line(c, "#ifndef TSL_EMULATE");
