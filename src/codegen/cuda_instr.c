@@ -380,14 +380,24 @@ static void transfer_wide_all(cg *c, const rinfo *ri, const gview *gv, int lead,
         for (int64_t g = 0; g < n; g++) cg_line(c, "w%lld = tsl_vzero<%s>();", (long long)g, vt);
 }
 
+/* Locals first .. first + vec - 1 of rn (C type rt, es bytes each) as the
+ * fields of word w. */
+static void split_word(cg *c, const char *w, const char *rn, const char *rt, int64_t first, int64_t vec, int es)
+{
+    for (int64_t j = 0; j < vec; j++)
+        cg_line(c, "%s[%lld] = tsl_from_bits<%s>(tsl_vget(%s, %lld, %d));", rn, (long long)(first + j), rt, w,
+                (long long)(j * es * 8), es * 8);
+}
+
 /* After both paths of a wide load (transfer_wide_all): the elements, as
  * fields of the words. */
 static void transfer_wide_split(cg *c, const rinfo *ri, int64_t vec, int es, const char *rt, const char *rn)
 {
-    for (int64_t g = 0; g < ri->locals / vec; g++)
-        for (int64_t j = 0; j < vec; j++)
-            cg_line(c, "%s[%lld] = tsl_from_bits<%s>(tsl_vget(w%lld, %lld, %d));", rn, (long long)(g * vec + j), rt,
-                    (long long)g, (long long)(j * es * 8), es * 8);
+    for (int64_t g = 0; g < ri->locals / vec; g++) {
+        char w[32];
+        snprintf(w, sizeof w, "w%lld", (long long)g);
+        split_word(c, w, rn, rt, g * vec, vec, es);
+    }
 }
 
 static void emit_transfer(cg *c, const tile_stmt *s)
@@ -540,9 +550,7 @@ static void emit_transfer(cg *c, const tile_stmt *s)
                 cg_line(c, "w = *(const %s *)&%s;", vt, sb_str(&ref));
             } else if (load) {
                 cg_line(c, "const %s w = *(const %s *)&%s;", vt, vt, sb_str(&ref));
-                for (int64_t j = 0; j < vec; j++)
-                    cg_line(c, "%s[%lld] = tsl_from_bits<%s>(tsl_vget(w, %lld, %d));", rn, (long long)(l + j), rt,
-                            (long long)(j * es * 8), es * 8);
+                split_word(c, "w", rn, rt, l, vec, es);
             } else {
                 cg_line(c, "%s w = tsl_vzero<%s>();", vt, vt);
                 for (int64_t j = 0; j < vec; j++)
@@ -623,9 +631,7 @@ static void emit_transfer(cg *c, const tile_stmt *s)
             cg_line(c, "}");
         }
         if (gword) {
-            for (int64_t j = 0; j < vec; j++)
-                cg_line(c, "%s[%lld] = tsl_from_bits<%s>(tsl_vget(w, %lld, %d));", rn, (long long)(l + j), rt,
-                        (long long)(j * es * 8), es * 8);
+            split_word(c, "w", rn, rt, l, vec, es);
             c->ind--;
             cg_line(c, "}");
         }
