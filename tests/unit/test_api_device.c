@@ -382,8 +382,11 @@ static void test_device_run(void)
         tsl_args_set_tensor(wa, "W", &tW);
         for (int rep = 0; rep < 2; rep++)
             CHECK_MSG(tsl_program_run(w, wa, TSL_TARGET_CUDA) == TSL_OK, "%s", tsl_context_error(ctx));
-        /* Y and S once (kept), T and the partials per run (given back) */
-        CHECK_MSG(c.allocs == 2 + 2 * 2 && c.frees == 2 * 2, "allocs %d frees %d", c.allocs, c.frees);
+        /* Y and S once (kept); per run the same temporaries and scratch
+         * (T, the partials, a split's workspace: how many depends on
+         * the plan for these sizes), each given back by the run */
+        CHECK_MSG(c.frees >= 2 * 2 && c.frees % 2 == 0 && c.allocs == 2 + c.frees, "allocs %d frees %d", c.allocs,
+                  c.frees);
         const DLTensor *Y = tsl_args_output(wa, "Y"), *S = tsl_args_output(wa, "S");
         float *hy = malloc((size_t)(sx[0] * sw[1]) * 4 + 4), hs = 0;
         CHECK(Y && S && rt_cuda_copy_dtoh(dev, hy, (rt_cuda_ptr)(uintptr_t)Y->data, (size_t)(sx[0] * sw[1]) * 4, &d) == TSL_OK);
