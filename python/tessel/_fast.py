@@ -125,7 +125,8 @@ def torch_ready() -> None:
         return  # an older torch: the generic path describes its tensors
     from . import _torch_kind
     _API.value = ptr
-    _G.update({"_torch_empty": torch.empty, "_TORCH_DTYPES": _torch_kind.TORCH_DTYPES, "_Tensor": torch.Tensor})
+    _G.update({"_torch_empty": torch.empty, "_TORCH_DTYPES": _torch_kind.TORCH_DTYPES, "_Tensor": torch.Tensor,
+               "_stream_of": _torch_kind.raw_stream_of()})
 
 
 def make_call(f: Any, general: Callable) -> Callable:
@@ -216,7 +217,11 @@ def make_call(f: Any, general: Callable) -> Callable:
             "            return general(self, args, out, kw)",
             f"        target = {target}",
             "        if fs.dev.device_type == 2:",
-            "            self._cuda_setup(self._local.args, _kind_for_device(fs.dev.device_id), fs.dev.device_id)",
+            "            d = fs.dev.device_id",
+            "            a = fs.owner",
+            "            # the stream, allocator and sync mode are set already: nothing to do",
+            "            if a.allocator is None or a.sync != self.sync or a.stream != _stream_of(d):",
+            "                self._cuda_setup(a, _kind_for_device(d), d)",
             f"            target = {f._target_code if f._target_code >= 0 else 2}",
             "        st = _call(fs.prog, fs.args, fs.tref, fs.kinds_t, _AT, fs.scalars, target)",
             "        if st == _ERR_ARG:  # refused before anything ran: the generic path says it in torch's terms",
@@ -243,7 +248,7 @@ def _globals(general: Callable) -> dict:
         _G.update({"general": general, "_ndarray": np.ndarray, "_np_empty": np.empty,
                    "_NP_DTYPES": _tensors.NUMPY_DTYPES, "_call": _call, "_fill": _fill, "_AT": _AT,
                    "_ITEMS": TUPLE_ITEMS, "_ERR_ARG": _lib.STATUS_NAMES.index("TSL_ERR_ARG"), "_kind_for_device": _kind_for_device, "_Tensor": _NoType,
-                   "_API": _API, "_torch_empty": None, "_TORCH_DTYPES": {}})
+                   "_API": _API, "_torch_empty": None, "_TORCH_DTYPES": {}, "_stream_of": None})
         torch_ready()
     return _G
 
