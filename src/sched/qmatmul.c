@@ -500,9 +500,10 @@ static char *gemv_text(qm *q, const char *kname)
  * for the others, so a thread's values never straddle its chunk), TN
  * threads side by side cover at least a 128-byte line of the row, TK = 256
  * / TN rows of threads; a step is U rows a thread (RI = U * TK rows of the
- * block, U * EB <= 128 bytes a thread), loaded for the next step before the
- * current one is dequantized (view, cast: the dequantization atoms) and
- * multiplied (2U loads in flight). Partial sums per group of G rows (a
+ * block, U * EB <= 64 bytes a thread) as one register tile, loaded for the
+ * next step before the current one is dequantized (view, cast: the
+ * dequantization atoms), multiplied and its rows summed in registers (2U
+ * runs in flight). Partial sums per group of G rows (a
  * group is GR steps) are scaled into the thread's sums at the group's last
  * step; the block's rows are reduced at the end (shuffles, then shared).
  * Too few column blocks for the multiprocessors (8192 columns of uint4:
@@ -628,31 +629,53 @@ static char *vec_text(qm *q, const char *kname)
         sb_printf(o, "%sq_sm = view q_sl -> register u32[1, %d] layout %s\n%scopy q_sm -> %s\n", ind, TN * SW, lsw,   \
                   ind, dst);                                                                                         \
     } while (0)
-    /* the step's rows (q_c*) and the next step's (q_n*), held as 32-bit
-     * words (as bytes every byte took a register) */
-    char lw4[96];
-    snprintf(lw4, sizeof lw4, "spatial(%d, %d).local(1, %d)", TK, TN, EB / 4);
-    for (int u = 0; u < U; u++) {
-        sb_printf(o, "  q_c%d = alloc register u32[%d, %d] layout %s init 0\n", u, TK, BNB / 4, lw4);
-        sb_printf(o, "  q_n%d = alloc register u32[%d, %d] layout %s init 0\n", u, TK, BNB / 4, lw4);
+    /* A step's U rows a thread (rows u * TK + its row, u < U) are one
+     * register tile, the step's (q_c) and the next step's (q_n), held as
+     * 32-bit words (as bytes every byte took a register): one load takes
+     * them all, so one bounds and alignment test covers the U runs of a
+     * thread (U loads of their own each paid about 30 instructions for
+     * theirs: an eighth of a uint4 step, ncu on an H200). */
+    /* A step's U rows a thread (rows u * TK + its row, u < U) are one
+     * register tile, the step's (q_c) and the next step's (q_n), held as
+     * 32-bit words (as bytes every byte took a register): one load takes
+     * them all, so one bounds and alignment test covers the thread's U
+     * runs, where a load per row paid about 30 instructions for its own.
+     * On an H200 (2026-11-29, M = 1, one run against the load per row):
+     * uint8 8192^2 1.22 -> 1.35 TB/s, uint4 57344x8192 1.18 -> 1.31,
+     * uint3 0.53 -> 0.58, uint4 and uint6 8192^2 +1-4%; two tiles of U/2
+     * rows, or four, were no faster. */
+    char pre[32] = "", pre1[32] = "", pre3[32] = "";
+    if (U > 1) {
+        snprintf(pre, sizeof pre, "local(%d, 1).", U);   /* [RI, *] */
+        snprintf(pre1, sizeof pre1, "local(1, %d).", U); /* [1, RI] */
+        snprintf(pre3, sizeof pre3, "local(%d, 1, 1).", U);
     }
+    int RI = q->RI;
+    char lw4[96], lwu[128], layu[128], lxu[128], lxcu[128];
+    snprintf(lw4, sizeof lw4, "%sspatial(%d, %d).local(1, %d)", pre, TK, TN, EB / 4);
+    snprintf(lwu, sizeof lwu, "%s%s", pre, lw);
+    snprintf(layu, sizeof layu, "%s%s", pre, lay);
+    snprintf(lxu, sizeof lxu, "%s%s", pre1, lx);
+    snprintf(lxcu, sizeof lxcu, "%s%s", pre, lxc);
+    sb_printf(o, "  q_c = alloc register u32[%d, %d] layout %s init 0\n", RI, BNB / 4, lw4);
+    sb_printf(o, "  q_n = alloc register u32[%d, %d] layout %s init 0\n", RI, BNB / 4, lw4);
 #define LOADW(ind, row, dst)                                                                                          \
     do {                                                                                                             \
-        sb_printf(o, "%sq_l%d = load_global q_wb[%s + %d, q_col] -> register u8[%d, %d] layout %s\n", ind, u, row,     \
-                  u * TK, TK, BNB, lw);                                                                              \
-        sb_printf(o, "%sq_m%d = view q_l%d -> register u32[%d, %d] layout %s\n", ind, u, u, TK, BNB / 4, lw4);        \
-        sb_printf(o, "%scopy q_m%d -> %s%d\n", ind, u, dst, u);                                                       \
+        sb_printf(o, "%sq_l = load_global q_wb[%s, q_col] -> register u8[%d, %d] layout %s\n", ind, row, RI, BNB,     \
+                  lwu);                                                                                              \
+        sb_printf(o, "%sq_m = view q_l -> register u32[%d, %d] layout %s\n", ind, RI, BNB / 4, lw4);                  \
+        sb_printf(o, "%scopy q_m -> %s\n", ind, dst);                                                                \
     } while (0)
     sb_puts(o, "  if q_k0 < q_k1 {\n");
     char r0[64];
-    snprintf(r0, sizeof r0, "q_k0 * %d", q->RI);
-    for (int u = 0; u < U; u++) LOADW("    ", r0, "q_c");
+    snprintf(r0, sizeof r0, "q_k0 * %d", RI);
+    LOADW("    ", r0, "q_c");
     snprintf(r0, sizeof r0, "q_k0 / %d", q->GR);
     if (grouped) LOADS("    ", r0, "q_sc");
     sb_puts(o, "  }\n  for q_s in q_k0 : q_k1 {\n");
     sb_puts(o, "    if q_s + 1 < q_k1 {\n");
-    snprintf(r0, sizeof r0, "(q_s + 1) * %d", q->RI);
-    for (int u = 0; u < U; u++) LOADW("      ", r0, "q_n");
+    snprintf(r0, sizeof r0, "(q_s + 1) * %d", RI);
+    LOADW("      ", r0, "q_n");
     if (grouped) {
         snprintf(r0, sizeof r0, "(q_s + 1) / %d", q->GR);
         sb_printf(o, "      if (q_s + 1) %% %d == 0 {\n", q->GR);
@@ -662,29 +685,34 @@ static char *vec_text(qm *q, const char *kname)
 #undef LOADW
 #undef LOADS
     sb_puts(o, "    }\n");
-    for (int u = 0; u < U; u++)
-        sb_printf(o, "    q_x%d = load_global %s[block_idx.y, q_s * %d + %d] -> register %s[1, %d] layout %s\n", u, nx,
-                  q->RI, u * TK, xd, TK, lx);
+    sb_printf(o, "    q_x = load_global %s[block_idx.y, q_s * %d] -> register %s[1, %d] layout %s\n", nx, RI, xd, RI,
+              lxu);
     const char *acc = grouped ? "q_pacc" : "q_acc";
-    for (int u = 0; u < U; u++) {
-        /* a fresh copy of the words: the dequantizing cast reads the view's
-         * words directly, so only of a value not written in place (cuda_dequant.c) */
-        sb_printf(o, "    q_w%d = copy q_c%d\n", u, u);
-        sb_printf(o, "    q_q%d = view q_w%d -> register %s[%d, %d] layout %s\n", u, u, wdt, TK, BN, lay);
-        if (q->f16) { /* the f16 rows (exact where taken), then widened */
-            sb_printf(o, "    q_h%d = cast q_q%d -> register f16[%d, %d] layout %s\n", u, u, TK, BN, lay);
-            sb_printf(o, "    q_f%d = cast q_h%d -> register f32[%d, %d] layout %s\n", u, u, TK, BN, lay);
-        } else {
-            sb_printf(o, "    q_f%d = cast q_q%d -> register f32[%d, %d] layout %s\n", u, u, TK, BN, lay);
-        }
-        sb_printf(o, "    q_xv%d = view q_x%d -> register %s[%d, 1] layout %s\n", u, u, xd, TK, lxc);
-        const char *xf = "q_xv";
-        if (X->dtype != TSL_DTYPE_F32) {
-            sb_printf(o, "    q_xf%d = cast q_xv%d -> register f32[%d, 1] layout %s\n", u, u, TK, lxc);
-            xf = "q_xf";
-        }
-        sb_printf(o, "    q_xb%d = broadcast %s%d -> register f32[%d, %d] layout %s dim 1\n", u, xf, u, TK, BN, lay);
-        sb_printf(o, "    q_p%d = mul q_f%d, q_xb%d\n    add %s, q_p%d -> %s\n", u, u, u, acc, u, acc);
+    /* a fresh copy of the words: the dequantizing cast reads the view's
+     * words directly, so only of a value not written in place (cuda_dequant.c) */
+    sb_puts(o, "    q_w = copy q_c\n");
+    sb_printf(o, "    q_q = view q_w -> register %s[%d, %d] layout %s\n", wdt, RI, BN, layu);
+    if (q->f16) { /* the f16 rows (exact where taken), then widened */
+        sb_printf(o, "    q_h = cast q_q -> register f16[%d, %d] layout %s\n", RI, BN, layu);
+        sb_printf(o, "    q_f = cast q_h -> register f32[%d, %d] layout %s\n", RI, BN, layu);
+    } else {
+        sb_printf(o, "    q_f = cast q_q -> register f32[%d, %d] layout %s\n", RI, BN, layu);
+    }
+    sb_printf(o, "    q_xv = view q_x -> register %s[%d, 1] layout %s\n", xd, RI, lxcu);
+    const char *xf = "q_xv";
+    if (X->dtype != TSL_DTYPE_F32) {
+        sb_printf(o, "    q_xf = cast q_xv -> register f32[%d, 1] layout %s\n", RI, lxcu);
+        xf = "q_xf";
+    }
+    sb_printf(o, "    q_xb = broadcast %s -> register f32[%d, %d] layout %s dim 1\n", xf, RI, BN, layu);
+    sb_puts(o, "    q_p = mul q_f, q_xb\n");
+    if (U > 1) { /* the U rows of each thread summed in its registers */
+        sb_printf(o, "    q_pt = view q_p -> register f32[%d, %d, %d] layout %sspatial(1, %d, %d).local(1, 1, %d)\n", U,
+                  TK, BN, pre3, TK, TN, E);
+        sb_printf(o, "    q_pu = reduce.sum q_pt -> register f32[%d, %d] layout %s dim 0\n", TK, BN, lay);
+        sb_printf(o, "    add %s, q_pu -> %s\n", acc, acc);
+    } else {
+        sb_printf(o, "    add %s, q_p -> %s\n", acc, acc);
     }
     if (grouped) {
         sb_printf(o, "    if q_s %% %d == %d {\n", q->GR, q->GR - 1);
@@ -695,7 +723,7 @@ static char *vec_text(qm *q, const char *kname)
         sb_puts(o, "      q_ps = mul q_pacc, q_sb\n      add q_acc, q_ps -> q_acc\n      mul q_pacc, 0.0 -> q_pacc\n");
         sb_puts(o, "      copy q_sn -> q_sc\n    }\n");
     }
-    for (int u = 0; u < U; u++) sb_printf(o, "    copy q_n%d -> q_c%d\n", u, u);
+    sb_puts(o, "    copy q_n -> q_c\n");
     sb_puts(o, "  }\n");
     const char *v = "q_acc";
     if (S && !grouped) { /* a scale per column */

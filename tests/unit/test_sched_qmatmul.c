@@ -357,8 +357,14 @@ static void test_nvrtc(void)
                 tsl_status st = test_nvrtc_arms(p->m, k, arch ? "sm_90a" : "sm_80", &r, &narms, &d);
                 CHECK_MSG(st == TSL_OK, "%s %s: %s", ws[i], k->name, sb_str(&d.msg));
                 if (st) continue;
-                CHECK_MSG(r.spill_stores == 0 && r.stack_frame == 0, "%s %s %s: spills %d, stack %d", ws[i], k->name,
-                          arch ? "sm_90a" : "sm_80", r.spill_stores, r.stack_frame);
+                /* the streaming GEMV runs two blocks an SM on sm_90 (128
+                 * registers); ptxas keeps up to 12 bytes of a uint4 step on
+                 * the stack there, and that form measured fastest on an H200
+                 * (2026-11-29, against a load per row and against two or
+                 * four tiles a step). More than 16 bytes is a regression. */
+                int allow = arch && strstr(k->name, "qgemv_vec") ? 16 : 0;
+                CHECK_MSG(r.spill_stores <= allow && r.stack_frame <= allow, "%s %s %s: spills %d, stack %d", ws[i],
+                          k->name, arch ? "sm_90a" : "sm_80", r.spill_stores, r.stack_frame);
                 printf("    %s %s %s: %d registers, spills %d/%d, stack %d\n", ws[i], k->name, arch ? "sm_90a" : "sm_80",
                        r.registers, r.spill_stores, r.spill_loads, r.stack_frame);
             }
