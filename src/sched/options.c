@@ -53,7 +53,7 @@ static const sched_option params[] = {
      "the two-launch plan of reductions to a scalar"},
     {"qmatmul.dequant", "qmatmul", GPU, F(qdequant), V(0, 16, 32), 0, 32,
      "the streaming quantized GEMV's dequantization: 32 straight to f32, 16 through f16 pairs (lop3), "
-     "0: f16 for float weights, f32 for integers"},
+     "0: f16 for float weights, uint2 and uint4, f32 for the other integers"},
     {"contract.cpu.bm", "contract", CPU, F(cpu.bm), V(16, 32, 48, 64, 96, 128, 192, 256), 16, 1024, "block rows of C"},
     {"contract.cpu.bn", "contract", CPU, F(cpu.bn), V(16, 32, 64, 128, 256), 16, 1024, "block columns of C"},
     {"contract.cpu.bk", "contract", CPU, F(cpu.bk), V(32, 64, 128, 256, 512), 1, 4096, "depth of a k step"},

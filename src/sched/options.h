@@ -35,7 +35,7 @@ typedef struct sched_options {
                                  * slices (0: from the SM count at run time, 1: never) */
     int chains;                 /* 0: merged chains (attention, GEMM chains) as the groups before the merge */
     int qdequant;               /* the quantized GEMV's dequantization: 32 to f32, 16 to f16 pairs first,
-                                 * 0: f16 for float weights, f32 for integers */
+                                 * 0: f16 for float weights, uint2 and uint4, f32 for the other integers */
     int chain_bm;               /* the GEMM chain's tensor-core plan: rows a block (64: 8 warps,
                                  * one block an SM; 32: 4 warps, 80 KB, two an SM) */
     int lstm;                   /* 0: an LSTM cell as the groups before the merge (also off with chains=0) */

@@ -358,11 +358,12 @@ static void test_nvrtc(void)
                 CHECK_MSG(st == TSL_OK, "%s %s: %s", ws[i], k->name, sb_str(&d.msg));
                 if (st) continue;
                 /* the streaming GEMV runs two blocks an SM on sm_90 (128
-                 * registers); ptxas keeps up to 12 bytes of a uint4 step on
-                 * the stack there, and that form measured fastest on an H200
-                 * (2026-11-29, against a load per row and against two or
-                 * four tiles a step). More than 16 bytes is a regression. */
-                int allow = arch && strstr(k->name, "qgemv_vec") ? 16 : 0;
+                 * registers); ptxas keeps up to 20 bytes of a uint4 step on
+                 * the stack there (24 with the frame), and that form
+                 * measured fastest on an H200 (2026-11-29: against a load
+                 * per row, two or four tiles a step, and f32 dequantization).
+                 * More than 32 bytes is a regression. */
+                int allow = arch && strstr(k->name, "qgemv_vec") ? 32 : 0;
                 CHECK_MSG(r.spill_stores <= allow && r.stack_frame <= allow, "%s %s %s: spills %d, stack %d", ws[i],
                           k->name, arch ? "sm_90a" : "sm_80", r.spill_stores, r.stack_frame);
                 printf("    %s %s %s: %d registers, spills %d/%d, stack %d\n", ws[i], k->name, arch ? "sm_90a" : "sm_80",
