@@ -400,6 +400,157 @@ static void transfer_wide_split(cg *c, const rinfo *ri, int64_t vec, int es, con
     }
 }
 
+/* One load or store between a register tile and memory (emit_transfer):
+ * what its per-element and per-group emitters share. */
+typedef struct xfer {
+    cg *c;
+    const rinfo *ri;
+    const gview *gv;
+    const tile_value *mv, *rv;
+    int lead, load, global, coded, same, es;
+    int64_t vec;
+    const char *vt, *mt, *rt, *mn, *rn; /* word, memory and register C types; the names */
+} xfer;
+
+/* Local e's memory reference and (global) its in-bounds test, as C text. */
+static void xfer_ref(const xfer *x, int64_t e, strbuf *ref, strbuf *mask)
+{
+    const gview *gv = x->gv;
+    char co[CG_MAX_RANK][64];
+    char *cop[CG_MAX_RANK];
+    for (int i = 0; i < gv->rank; i++) {
+        int64_t K = i >= x->lead ? x->ri->lc[e * x->ri->rank + i - x->lead] : 0;
+        if (K) snprintf(co[i], sizeof co[i], "b%d + %lld", i, (long long)K);
+        else snprintf(co[i], sizeof co[i], "b%d", i);
+        cop[i] = co[i];
+    }
+    strbuf addr = {0};
+    if (x->global) {
+        for (int i = 0; i < gv->rank; i++) {
+            sb_printf(&addr, "%s(I)(%s) * %s_s%d", i ? " + " : "", co[i], x->mn, i);
+            sb_printf(mask, "%s(%s) >= 0 && (%s) < %s_d%d", i ? " && " : "", co[i], co[i], x->mn, i);
+        }
+        if (!gv->rank) {
+            sb_puts(&addr, "0");
+            sb_puts(mask, "true");
+        }
+        sb_printf(ref, "%s[%s]", x->mn, sb_str(&addr));
+    } else {
+        cg_shared_off(x->c, &addr, x->mv, cop);
+        sb_printf(ref, "((%s *)(tsl_smem + %lld))[%s]", x->mt, (long long)x->c->soff[x->mv->id], sb_str(&addr));
+    }
+    sb_free(&addr);
+}
+
+/* Local e moved on its own. A global load's value goes into word `word`
+ * (at its field e % vec) when the caller builds words, else into the
+ * tile; a global access is masked by its bounds. */
+static void xfer_elem(const xfer *x, int64_t e, const char *word)
+{
+    cg *c = x->c;
+    strbuf ref = {0}, mask = {0};
+    xfer_ref(x, e, &ref, &mask);
+    if (x->load) {
+        char val[768];
+        if (x->coded) {
+            /* ref is `name[addr]`: the code at element addr */
+            const char *br = strchr(sb_str(&ref), '[');
+            strbuf cv = {0}, off = {0};
+            sb_putn(&off, br + 1, strlen(br + 1) - 1);
+            cg_coded_read(&cv, x->mv->type.dt, x->mn, sb_str(&off), x->rv->type.dt);
+            snprintf(val, sizeof val, "%s", sb_str(&cv));
+            sb_free(&cv);
+            sb_free(&off);
+        } else if (x->same) {
+            snprintf(val, sizeof val, "%s", sb_str(&ref));
+        } else {
+            snprintf(val, sizeof val, "tsl_to<%s>::f(%s(%s))", x->rt, conv_num(x->mv->type.dt, x->rv->type.dt),
+                     sb_str(&ref));
+        }
+        if (word)
+            cg_line(c, "tsl_vset(%s, tsl_bits((%s) ? %s : fillv), %lld);", word, sb_str(&mask), val,
+                    (long long)(e % x->vec * x->es * 8));
+        else if (x->global) cg_line(c, "%s[%lld] = (%s) ? %s : fillv;", x->rn, (long long)e, sb_str(&mask), val);
+        else cg_line(c, "%s[%lld] = %s;", x->rn, (long long)e, val);
+    } else {
+        char val[256];
+        if (x->same) snprintf(val, sizeof val, "%s[%lld]", x->rn, (long long)e);
+        else
+            snprintf(val, sizeof val, "tsl_to<%s>::f(%s(%s[%lld]))", x->mt, conv_num(x->rv->type.dt, x->mv->type.dt),
+                     x->rn, (long long)e);
+        if (x->global) cg_line(c, "if (%s) %s = %s;", sb_str(&mask), sb_str(&ref), val);
+        else cg_line(c, "%s = %s;", sb_str(&ref), val);
+    }
+    sb_free(&ref);
+    sb_free(&mask);
+}
+
+/* Locals l .. l + vec - 1 as one wide access. Shared: always (the
+ * layout keeps a group contiguous and aligned). Global: when the group is
+ * in bounds, contiguous and aligned, else element by element; a load's
+ * group goes through one word w on both paths, so its locals leave as
+ * fields of one value and a later view of them as wider words folds away
+ * (bytes merged from two paths cost a PRMT each: the quantized GEMV's
+ * packed rows). */
+static void xfer_group(const xfer *x, int64_t l)
+{
+    cg *c = x->c;
+    const gview *gv = x->gv;
+    int L = gv->rank - 1, gword = x->global && x->load;
+    strbuf ref = {0}, mask = {0};
+    xfer_ref(x, l, &ref, &mask);
+    if (gword) {
+        cg_line(c, "{");
+        c->ind++;
+        cg_line(c, "%s w;", x->vt);
+    }
+    if (x->global) {
+        char co[CG_MAX_RANK][64];
+        for (int i = 0; i < gv->rank; i++) {
+            int64_t K = i >= x->lead ? x->ri->lc[l * x->ri->rank + i - x->lead] : 0;
+            if (K) snprintf(co[i], sizeof co[i], "b%d + %lld", i, (long long)K);
+            else snprintf(co[i], sizeof co[i], "b%d", i);
+        }
+        strbuf vc = {0};
+        sb_puts(&vc, "true");
+        for (int i = 0; i < L; i++) sb_printf(&vc, " && (%s) >= 0 && (%s) < %s_d%d", co[i], co[i], x->mn, i);
+        sb_printf(&vc, " && (%s) >= 0 && (%s) + %lld < %s_d%d && %s_s%d == 1 && ((unsigned long long)&%s %% %lld) == 0",
+                  co[L], co[L], (long long)(x->vec - 1), x->mn, L, x->mn, L, sb_str(&ref), (long long)(x->vec * x->es));
+        cg_line(c, "if (%s) {", sb_str(&vc));
+        sb_free(&vc);
+    } else {
+        cg_line(c, "{");
+    }
+    c->ind++;
+    if (gword) {
+        cg_line(c, "w = *(const %s *)&%s;", x->vt, sb_str(&ref));
+    } else if (x->load) {
+        cg_line(c, "const %s w = *(const %s *)&%s;", x->vt, x->vt, sb_str(&ref));
+        split_word(c, "w", x->rn, x->rt, l, x->vec, x->es);
+    } else {
+        cg_line(c, "%s w = tsl_vzero<%s>();", x->vt, x->vt);
+        for (int64_t j = 0; j < x->vec; j++)
+            cg_line(c, "tsl_vset(w, tsl_bits(%s[%lld]), %lld);", x->rn, (long long)(l + j), (long long)(j * x->es * 8));
+        cg_line(c, "*(%s *)&%s = w;", x->vt, sb_str(&ref));
+    }
+    c->ind--;
+    if (x->global) {
+        cg_line(c, "} else {");
+        c->ind++;
+        if (gword) cg_line(c, "w = tsl_vzero<%s>();", x->vt);
+        for (int64_t e = l; e < l + x->vec; e++) xfer_elem(x, e, gword ? "w" : NULL);
+        c->ind--;
+    }
+    cg_line(c, "}");
+    if (gword) {
+        split_word(c, "w", x->rn, x->rt, l, x->vec, x->es);
+        c->ind--;
+        cg_line(c, "}");
+    }
+    sb_free(&ref);
+    sb_free(&mask);
+}
+
 static void emit_transfer(cg *c, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
@@ -488,158 +639,24 @@ static void emit_transfer(cg *c, const tile_stmt *s)
     const char *rn0 = cg_name(c, rv);
     char rn[96];
     snprintf(rn, sizeof rn, "%s", rn0);
+    xfer x = {c, &ri, &gv, mv, rv, lead, load, global, coded, same, es, vec, vt, mt, rt, mname, rn};
+    /* Several groups in global memory: one test for all of them
+     * (transfer_wide_all), and behind it element by element: that path runs
+     * only at edges and for unaligned tensors, and a wide attempt per group
+     * there cost NVRTC a quarter of a GEMM's compile (its epilogue has 64
+     * groups). Otherwise wide groups one at a time (xfer_group), or single
+     * elements (vec 1). */
     int fast = global && vec > 1 && ri.locals / vec >= 2;
     if (fast) transfer_wide_all(c, &ri, &gv, lead, vec, es, load, vt, rt, mname, rn);
     for (int64_t l = 0; l < ri.locals && !c->st; l++) {
-        char co[CG_MAX_RANK][64];
-        char *cop[CG_MAX_RANK];
-        for (int i = 0; i < gv.rank; i++) {
-            int64_t K = i >= lead ? ri.lc[l * ri.rank + i - lead] : 0;
-            if (K) snprintf(co[i], sizeof co[i], "b%d + %lld", i, (long long)K);
-            else snprintf(co[i], sizeof co[i], "b%d", i);
-            cop[i] = co[i];
-        }
-        strbuf addr = {0}, mask = {0}, ref = {0};
-        if (global) {
-            for (int i = 0; i < gv.rank; i++) {
-                sb_printf(&addr, "%s(I)(%s) * %s_s%d", i ? " + " : "", co[i], mname, i);
-                sb_printf(&mask, "%s(%s) >= 0 && (%s) < %s_d%d", i ? " && " : "", co[i], co[i], mname, i);
-            }
-            if (!gv.rank) {
-                sb_puts(&addr, "0");
-                sb_puts(&mask, "true");
-            }
-            sb_printf(&ref, "%s[%s]", mname, sb_str(&addr));
+        char word[32];
+        if (fast && load) snprintf(word, sizeof word, "w%lld", (long long)(l / vec));
+        if (vec > 1 && !fast) {
+            xfer_group(&x, l);
+            l += vec - 1;
         } else {
-            cg_shared_off(c, &addr, mv, cop);
-            sb_printf(&ref, "((%s *)(tsl_smem + %lld))[%s]", mt, (long long)c->soff[mv->id], sb_str(&addr));
+            xfer_elem(&x, l, fast && load ? word : NULL);
         }
-        /* a group of vec locals: one wide access (global: when the whole
-         * group is in bounds, contiguous and aligned; else element-wise).
-         * Behind the all-groups test (fast) the general path is element by
-         * element: it runs only at edges and for unaligned tensors, and a
-         * wide attempt per group there cost NVRTC a quarter of a GEMM's
-         * compile (its epilogue has 64 groups) */
-        int grp = vec > 1 && l % vec == 0 && !fast, fallback = 0;
-        /* a global load's group goes through one word w on both paths, so
-         * its locals leave as fields of one value and a later view of them
-         * as wider words folds away (bytes merged from two paths cost a
-         * PRMT each: the quantized GEMV's packed rows) */
-        int gword = grp && global && load;
-        if (gword) {
-            cg_line(c, "{");
-            c->ind++;
-            cg_line(c, "%s w;", vt);
-        }
-        if (grp) {
-            int L = gv.rank - 1;
-            if (global) {
-                strbuf vc = {0};
-                sb_puts(&vc, "true");
-                for (int i = 0; i < L; i++) sb_printf(&vc, " && (%s) >= 0 && (%s) < %s_d%d", co[i], co[i], mname, i);
-                sb_printf(&vc, " && (%s) >= 0 && (%s) + %lld < %s_d%d && %s_s%d == 1 && ((unsigned long long)&%s %% %lld) == 0",
-                          co[L], co[L], (long long)(vec - 1), mname, L, mname, L, sb_str(&ref), (long long)(vec * es));
-                cg_line(c, "if (%s) {", sb_str(&vc));
-                sb_free(&vc);
-                c->ind++;
-            } else {
-                cg_line(c, "{");
-                c->ind++;
-            }
-            if (gword) {
-                cg_line(c, "w = *(const %s *)&%s;", vt, sb_str(&ref));
-            } else if (load) {
-                cg_line(c, "const %s w = *(const %s *)&%s;", vt, vt, sb_str(&ref));
-                split_word(c, "w", rn, rt, l, vec, es);
-            } else {
-                cg_line(c, "%s w = tsl_vzero<%s>();", vt, vt);
-                for (int64_t j = 0; j < vec; j++)
-                    cg_line(c, "tsl_vset(w, tsl_bits(%s[%lld]), %lld);", rn, (long long)(l + j), (long long)(j * es * 8));
-                cg_line(c, "*(%s *)&%s = w;", vt, sb_str(&ref));
-            }
-            c->ind--;
-            if (global) {
-                cg_line(c, "} else {");
-                c->ind++;
-                fallback = 1;
-                if (gword) cg_line(c, "w = tsl_vzero<%s>();", vt);
-            } else {
-                cg_line(c, "}");
-            }
-        }
-        int64_t upto = grp ? (global ? l + vec : l) : l + 1;
-        for (int64_t e = l; e < upto; e++) {
-            /* element e: its reference differs from l's by (e - l) in the last dim */
-            strbuf r2 = {0}, m2 = {0};
-            if (e == l) {
-                sb_puts(&r2, sb_str(&ref));
-                sb_puts(&m2, sb_str(&mask));
-            } else {
-                char co2[CG_MAX_RANK][64];
-                char *cop2[CG_MAX_RANK];
-                for (int i = 0; i < gv.rank; i++) {
-                    int64_t K = i >= lead ? ri.lc[e * ri.rank + i - lead] : 0;
-                    if (K) snprintf(co2[i], sizeof co2[i], "b%d + %lld", i, (long long)K);
-                    else snprintf(co2[i], sizeof co2[i], "b%d", i);
-                    cop2[i] = co2[i];
-                }
-                strbuf a2 = {0};
-                for (int i = 0; i < gv.rank; i++) {
-                    sb_printf(&a2, "%s(I)(%s) * %s_s%d", i ? " + " : "", co2[i], mname, i);
-                    sb_printf(&m2, "%s(%s) >= 0 && (%s) < %s_d%d", i ? " && " : "", co2[i], co2[i], mname, i);
-                }
-                sb_printf(&r2, "%s[%s]", mname, sb_str(&a2));
-                sb_free(&a2);
-                (void)cop2;
-            }
-            if (load) {
-                char val[768];
-                if (coded) {
-                    /* r2 is `name[addr]`: the code at element addr */
-                    const char *br = strchr(sb_str(&r2), '[');
-                    strbuf cv = {0}, off = {0};
-                    sb_putn(&off, br + 1, strlen(br + 1) - 1);
-                    cg_coded_read(&cv, mv->type.dt, mname, sb_str(&off), rv->type.dt);
-                    snprintf(val, sizeof val, "%s", sb_str(&cv));
-                    sb_free(&cv);
-                    sb_free(&off);
-                } else if (same) {
-                    snprintf(val, sizeof val, "%s", sb_str(&r2));
-                } else {
-                    snprintf(val, sizeof val, "tsl_to<%s>::f(%s(%s))", rt, conv_num(mv->type.dt, rv->type.dt), sb_str(&r2));
-                }
-                if (gword)
-                    cg_line(c, "tsl_vset(w, tsl_bits((%s) ? %s : fillv), %lld);", sb_str(&m2), val,
-                            (long long)((e - l) * es * 8));
-                else if (fast)
-                    cg_line(c, "tsl_vset(w%lld, tsl_bits((%s) ? %s : fillv), %lld);", (long long)(e / vec), sb_str(&m2),
-                            val, (long long)(e % vec * es * 8));
-                else if (global) cg_line(c, "%s[%lld] = (%s) ? %s : fillv;", rn, (long long)e, sb_str(&m2), val);
-                else cg_line(c, "%s[%lld] = %s;", rn, (long long)e, val);
-            } else {
-                char val[256];
-                if (same) snprintf(val, sizeof val, "%s[%lld]", rn, (long long)e);
-                else snprintf(val, sizeof val, "tsl_to<%s>::f(%s(%s[%lld]))", mt, conv_num(rv->type.dt, mv->type.dt), rn, (long long)e);
-                if (global) cg_line(c, "if (%s) %s = %s;", sb_str(&m2), sb_str(&r2), val);
-                else cg_line(c, "%s = %s;", sb_str(&r2), val);
-            }
-            sb_free(&r2);
-            sb_free(&m2);
-        }
-        if (fallback) {
-            c->ind--;
-            cg_line(c, "}");
-        }
-        if (gword) {
-            split_word(c, "w", rn, rt, l, vec, es);
-            c->ind--;
-            cg_line(c, "}");
-        }
-        if (grp && !global) l += vec - 1; /* the group is done */
-        if (grp && global) l += vec - 1;
-        sb_free(&addr);
-        sb_free(&mask);
-        sb_free(&ref);
     }
     if (fast) {
         c->ind--;
