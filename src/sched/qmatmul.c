@@ -73,6 +73,7 @@ typedef struct qm {
      * row, U rows a step (RI = U * TK), GR steps a group; ws the plan's
      * split-K workspace (scratch index), -1: not this kernel */
     int E, EB, U, RI, GR, ws;
+    int two; /* the streaming GEMV runs two blocks a multiprocessor (min_blocks(2)) */
     int64_t splitk;   /* the option splitk (0: QV_SPLIT_DEFAULT) */
     int f16;          /* dequantize through f16 (the option qmatmul.dequant) */
     int sm;           /* the plan's compute capability x 10 */
@@ -544,9 +545,20 @@ static int vec_shape(qm *q)
     q->GS = grouped ? (int)q->gs : 128;
     if (q->GS % q->TK) return 0;
     int gt = q->GS / q->TK;
+    /* Two blocks a multiprocessor on sm_90 (128 registers): 16 columns a
+     * thread, and 32 columns whose run is more than 16 bytes (uint5,
+     * uint7) with a step of one row, which fits without spills. On an
+     * H200 (2026-11-29, M = 1, two runs each; 8192^2 and 57344x8192):
+     * uint5 0.65 -> 0.71 and 0.78 -> 0.89 TB/s, uint7 0.87 -> 0.97 and
+     * 1.04 -> 1.21; uint3 (12 bytes) was slower that way (0.58 -> 0.41),
+     * and one row a step without the second block slower for all three.
+     * 8-bit weights gained most of the 16-column widths: uint8 0.97 ->
+     * 1.23 TB/s at 8192^2. */
+    q->two = q->sm >= 90 && (q->E == 16 || q->EB > 16);
+    int cap = q->E == 32 && q->two ? q->EB : 64; /* bytes a thread a step */
     q->U = 1;
     for (int u = 1; u <= gt && u <= 16; u++)
-        if (gt % u == 0 && u * q->EB <= 64) q->U = u;
+        if (gt % u == 0 && u * q->EB <= cap) q->U = u;
     q->RI = q->U * q->TK;
     q->GR = q->GS / q->RI;
     return 1;
@@ -597,12 +609,9 @@ static char *vec_text(qm *q, const char *kname)
     sexpr_text(&mm, q, Y->shape[0]);
     vec_split(&ks, q, sb_str(&nn), sb_str(&mm));
     vec_header(&h, q, kname);
-    /* two blocks a multiprocessor (128 registers) where that spills
-     * nothing: 16 columns a thread, sm_90 (uint4 spilled 4 bytes on sm_80;
-     * 32 columns spill 108-268 bytes). 8-bit weights gained most: uint8 on
-     * an H200 (2026-11-29), 0.97 -> 1.23 TB/s at 8192^2 */
+    /* two blocks a multiprocessor where vec_shape chose it */
     sb_printf(&h, " grid(cdiv(%s, %d), %s, %s) threads(%d)%s {\n", sb_str(&nn), BN, sb_str(&mm), sb_str(&ks), T,
-              E == 16 && q->sm >= 90 ? " min_blocks(2)" : "");
+              q->two ? " min_blocks(2)" : "");
     /* the slice's steps [q_k0, q_k1): whole groups */
     sb_printf(o, "  let q_ks = %s\n  let q_ng = cdiv(q_kr, %d)\n  let q_gp = cdiv(q_ng, q_ks)\n", sb_str(&ks), q->GS);
     sb_printf(o, "  let q_k0 = block_idx.z * q_gp * %d\n  let q_k1 = min(q_ng, block_idx.z * q_gp + q_gp) * %d\n", q->GR,
