@@ -641,12 +641,6 @@ static char *vec_text(qm *q, const char *kname)
     /* A step's U rows a thread (rows u * TK + its row, u < U) are one
      * register tile, the step's (q_c) and the next step's (q_n), held as
      * 32-bit words (as bytes every byte took a register): one load takes
-     * them all, so one bounds and alignment test covers the U runs of a
-     * thread (U loads of their own each paid about 30 instructions for
-     * theirs: an eighth of a uint4 step, ncu on an H200). */
-    /* A step's U rows a thread (rows u * TK + its row, u < U) are one
-     * register tile, the step's (q_c) and the next step's (q_n), held as
-     * 32-bit words (as bytes every byte took a register): one load takes
      * them all, so one bounds and alignment test covers the thread's U
      * runs, where a load per row paid about 30 instructions for its own.
      * On an H200 (2026-11-29, M = 1, one run against the load per row):
