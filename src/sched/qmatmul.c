@@ -318,6 +318,22 @@ static void shape(qm *q)
     q->RS = q->RG * q->GS;
 }
 
+/* X's [1, rows] tile `x` as a column, widened to f32 and broadcast over
+ * BN columns (q_xb, layout lay), at indent ind: both GEMVs' multiply
+ * takes it. Gives the name of the f32 column. */
+static const char *x_broadcast(strbuf *o, const char *ind, const char *x, tsl_dtype xt, const char *xd, int rows,
+                               int BN, const char *lxc, const char *lay)
+{
+    sb_printf(o, "%sq_xv = view %s -> register %s[%d, 1] layout %s\n", ind, x, xd, rows, lxc);
+    const char *xf = "q_xv";
+    if (xt != TSL_DTYPE_F32) {
+        sb_printf(o, "%sq_xf = cast q_xv -> register f32[%d, 1] layout %s\n", ind, rows, lxc);
+        xf = "q_xf";
+    }
+    sb_printf(o, "%sq_xb = broadcast %s -> register f32[%d, %d] layout %s dim 1\n", ind, xf, rows, BN, lay);
+    return xf;
+}
+
 /* The GPU GEMV kernel (see the file's head). */
 static char *gemv_text(qm *q, const char *kname)
 {
@@ -428,13 +444,7 @@ static char *gemv_text(qm *q, const char *kname)
     }
     sb_printf(o, "        q_wf = cast q_wq -> register f32[%d, %d] layout %s\n", TK, BN, lay);
     sb_printf(o, "        q_x0 = load_shared q_xs[q_slot, 0, q_row] -> register %s[1, %d] layout %s\n", xd, TK, lx);
-    sb_printf(o, "        q_x1 = view q_x0 -> register %s[%d, 1] layout %s\n", xd, TK, lxc);
-    const char *xf = "q_x1";
-    if (X->dtype != TSL_DTYPE_F32) {
-        sb_printf(o, "        q_x2 = cast q_x1 -> register f32[%d, 1] layout %s\n", TK, lxc);
-        xf = "q_x2";
-    }
-    sb_printf(o, "        q_xb = broadcast %s -> register f32[%d, %d] layout %s dim 1\n", xf, TK, BN, lay);
+    const char *xf = x_broadcast(o, "        ", "q_x0", X->dtype, xd, TK, BN, lxc, lay);
     sb_puts(o, "        q_p = mul q_wf, q_xb\n");
     sb_printf(o, "        add %s, q_p -> %s\n", acc, acc);
     if (q->z.op >= 0) sb_printf(o, "        add %s, %s -> %s\n", grouped ? "q_sx" : "q_sxt", xf, grouped ? "q_sx" : "q_sxt");
@@ -701,13 +711,7 @@ static char *vec_text(qm *q, const char *kname)
     } else {
         sb_printf(o, "    q_f = cast q_q -> register f32[%d, %d] layout %s\n", RI, BN, layu);
     }
-    sb_printf(o, "    q_xv = view q_x -> register %s[%d, 1] layout %s\n", xd, RI, lxcu);
-    const char *xf = "q_xv";
-    if (X->dtype != TSL_DTYPE_F32) {
-        sb_printf(o, "    q_xf = cast q_xv -> register f32[%d, 1] layout %s\n", RI, lxcu);
-        xf = "q_xf";
-    }
-    sb_printf(o, "    q_xb = broadcast %s -> register f32[%d, %d] layout %s dim 1\n", xf, RI, BN, layu);
+    x_broadcast(o, "    ", "q_x", X->dtype, xd, RI, BN, lxcu, layu);
     sb_puts(o, "    q_p = mul q_f, q_xb\n");
     if (U > 1) { /* the U rows of each thread summed in its registers */
         sb_printf(o, "    q_pt = view q_p -> register f32[%d, %d, %d] layout %sspatial(1, %d, %d).local(1, 1, %d)\n", U,
