@@ -1227,7 +1227,11 @@ static tsl_status emit_kernel(cg *c)
      * the 64-bit one is needed only for sizes past 2^30 (CG_CUDA_INDEX64) */
     for (int v = 0; v < 2; v++) {
         sb_printf(c->o, "#if defined(TSL_EMULATE) || %sdefined(TSL_INDEX64)\n", v ? "" : "!");
-        sb_printf(c->o, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s_%s(%s)\n{\n", k->threads,
+        /* a cluster's size is the kernel's own (__cluster_dims__): a plain
+         * launch with grid x a multiple of it runs it */
+        char cl[80] = "";
+        if (k->cluster > 1) snprintf(cl, sizeof cl, "\n#ifndef TSL_EMULATE\n__cluster_dims__(%d, 1, 1)\n#endif\n", k->cluster);
+        sb_printf(c->o, "extern \"C\" __global__ void %s__launch_bounds__(%d, %d) %s_%s(%s)\n{\n", cl, k->threads,
                   k->min_blocks > 0 ? k->min_blocks : 1,
                   entry, v ? "i64" : "i32", sb_str(&kl));
         sb_printf(c->o, "    tsl_body_%s<%s>(%s);\n}\n#endif\n\n", entry, v ? "long long" : "int", sb_str(&al));

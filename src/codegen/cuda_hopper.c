@@ -45,6 +45,15 @@ const char cg_hopper_prelude[] =
     "static __device__ __forceinline__ void tsl_mbar_arrive_tx(unsigned bar, unsigned bytes) {\n"
     "    asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n\" :: \"r\"(bar), \"r\"(bytes) : \"memory\");\n"
     "}\n"
+    "/* clusters: an arrive on the barrier at the same place in block `cta`\n"
+    " * of the cluster, and the barrier every thread of the cluster passes */\n"
+    "static __device__ __forceinline__ void tsl_mbar_arrive_cta(unsigned bar, unsigned cta) {\n"
+    "    asm volatile(\"{\\n\\t.reg .b32 ra;\\n\\tmapa.shared::cluster.u32 ra, %0, %1;\\n\\t\"\n"
+    "                 \"mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\\n}\\n\" :: \"r\"(bar), \"r\"(cta) : \"memory\");\n"
+    "}\n"
+    "static __device__ __forceinline__ void tsl_cluster_sync() {\n"
+    "    asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\\n\" ::: \"memory\");\n"
+    "}\n"
     "static __device__ __forceinline__ void tsl_mbar_wait(unsigned bar, unsigned parity) {\n"
     "    asm volatile(\"{\\n\\t.reg .pred p;\\n\\tTSL_MBAR_WAIT_%=:\\n\\t\"\n"
     "                 \"mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\\n\\t\"\n"
@@ -62,6 +71,14 @@ const char cg_hopper_prelude[] =
     "#define TSL_TMA_STORE(D, SRC, TM, ...) asm volatile(\"cp.async.bulk.tensor.\" #D \"d.global.shared::cta\"\\\n"
     "    \".bulk_group [%0, {\" TSL_TMA_S##D \"}], [%1];\\n\"\\\n"
     "    :: \"l\"((unsigned long long)&(TM)), \"r\"(SRC), __VA_ARGS__ : \"memory\")\n"
+    "#define TSL_TMA_LOAD_MC(D, DST, TM, BAR, MASK, ...) asm volatile(\"cp.async.bulk.tensor.\" #D \"d.shared::cluster\"\\\n"
+    "    \".global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {\" TSL_TMA_M##D \"}], [%2], %3;\\n\"\\\n"
+    "    :: \"r\"(DST), \"l\"((unsigned long long)&(TM)), \"r\"(BAR), \"h\"((unsigned short)(MASK)), __VA_ARGS__ : \"memory\")\n"
+    "#define TSL_TMA_M1 \"%4\"\n"
+    "#define TSL_TMA_M2 \"%4, %5\"\n"
+    "#define TSL_TMA_M3 \"%4, %5, %6\"\n"
+    "#define TSL_TMA_M4 \"%4, %5, %6, %7\"\n"
+    "#define TSL_TMA_M5 \"%4, %5, %6, %7, %8\"\n"
     "#define TSL_TMA_C1 \"%3\"\n"
     "#define TSL_TMA_C2 \"%3, %4\"\n"
     "#define TSL_TMA_C3 \"%3, %4, %5\"\n"
@@ -346,8 +363,9 @@ static void emit_tma(cg *c, const tile_stmt *s)
     gview gv;
     if (cg_view(c, t.gop, &gv)) return;
     int load = in->op == TILE_I_TMA_LOAD;
-    strbuf bar = {0};
+    strbuf bar = {0}, mask = {0};
     if (load) bar_addr(c, &bar, &in->args[1]);
+    if (load && in->mcast) cg_expr(c, &mask, in->mcast);
     /* the chunks' shared offsets: each must be a dense row-major
      * [rows x chunk] block, as the hardware writes it */
     int sr = t.s->type.rank;
@@ -364,7 +382,10 @@ static void emit_tma(cg *c, const tile_stmt *s)
             if (d == t.rank - 1 && j) sb_printf(&coords, " + %lld", (long long)(j * t.chunk));
             sb_puts(&coords, "))");
         }
-        if (load)
+        if (load && in->mcast)
+            cg_line(c, "TSL_TMA_LOAD_MC(%d, %s, tsl_tm%d, %s, %s, %s);", t.rank, sb_str(&addr), mi, sb_str(&bar),
+                    sb_str(&mask), sb_str(&coords));
+        else if (load)
             cg_line(c, "TSL_TMA_LOAD(%d, %s, tsl_tm%d, %s, %s);", t.rank, sb_str(&addr), mi, sb_str(&bar),
                     sb_str(&coords));
         else
@@ -410,6 +431,7 @@ static void emit_tma(cg *c, const tile_stmt *s)
         }
     }
     sb_free(&bar);
+    sb_free(&mask);
     cg_view_free(&gv);
 }
 
@@ -581,8 +603,12 @@ void cg_hopper_instr(cg *c, const tile_stmt *s)
     case TILE_I_MBAR_ARRIVE:
         bar_addr(c, &a, &in->args[0]);
         if (in->bytes) cg_line(c, "if (tid == 0) tsl_mbar_arrive_tx(%s, %lldu);", sb_str(&a), (long long)in->bytes);
-        else cg_line(c, "if (tid == 0) tsl_mbar_arrive(%s);", sb_str(&a));
+        else if (in->cta) {
+            cg_expr(c, &e, in->cta);
+            cg_line(c, "if (tid == 0) tsl_mbar_arrive_cta(%s, (unsigned)(%s));", sb_str(&a), sb_str(&e));
+        } else cg_line(c, "if (tid == 0) tsl_mbar_arrive(%s);", sb_str(&a));
         break;
+    case TILE_I_CLUSTER_SYNC: cg_line(c, "tsl_cluster_sync();"); break;
     case TILE_I_MBAR_WAIT:
         bar_addr(c, &a, &in->args[0]);
         cg_expr(c, &e, in->args[1].scalar);

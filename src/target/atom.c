@@ -106,7 +106,7 @@ int target_atom_matches(const target_atom *a, const target_query *q)
     for (int i = 0; i < TARGET_NOPER; i++)
         if (q->dtype[i] != TARGET_DT_ANY && a->dtype[i] != TARGET_DT_ANY && q->dtype[i] != a->dtype[i]) return 0;
     return eq_or_any(q->bytes, a->bytes) && eq_or_any(q->m, a->m) && eq_or_any(q->n, a->n) &&
-           eq_or_any(q->k, a->k) && eq_or_any(q->count, a->count);
+           eq_or_any(q->k, a->k) && eq_or_any(q->count, a->count) && eq_or_any(q->mcast, a->mcast);
 }
 
 const target_atom *target_atom_by_name(const char *name)

@@ -704,6 +704,7 @@ static void select_hopper(selector *S, tile_stmt *s)
         const tile_operand *so = in->op == TILE_I_TMA_LOAD ? (in->has_dst ? &in->dst : NULL) : &in->args[0];
         if (!so || !so->v || so->v->kind != TILE_V_TENSOR) return;
         q.count = so->v->type.rank - (so->nsteps ? so->steps[0].n : 0);
+        if (in->op == TILE_I_TMA_LOAD) q.mcast = in->mcast ? 2 : 1;
     }
     const target_atom *want = NULL;
     if (in->atom) {
@@ -839,6 +840,9 @@ tsl_status target_select(tile_module *m, tile_kernel *k, const target *t, const 
     for (int i = 0; i < (k ? 1 : m->nkernels); i++) {
         S.k = k ? k : m->kernels[i];
         S.threads = S.k->threads;
+        if (S.k->cluster > 1 && t->cuda && t->sm < 90)
+            sel_err(&S, S.k->pos, TSL_ERR_UNAVAILABLE, "kernel '%s': cluster(%d) needs sm_90 or later; the target is %s",
+                    S.k->name, S.k->cluster, t->name);
         select_block(&S, S.k->body, NULL);
     }
     return S.st;

@@ -53,11 +53,11 @@
 
 #define TMA_LOAD(D)                                                                                             \
     {.name = "cp.async.bulk.tensor." #D "d.shared.global", .kind = TARGET_K_TMA, .sem = TARGET_SEM_TMA,         \
-     .ops = TARGET_OP_TMA_LOAD, .threads = 1, .count = D, .space = {G, S}, .dtype = DT_ANY, .sm = 90,         \
-     .ptx = "cp.async.bulk.tensor." #D "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",            \
+     .ops = TARGET_OP_TMA_LOAD, .threads = 1, .count = D, .mcast = 1, .space = {G, S}, .dtype = DT_ANY,       \
+     .sm = 90, .ptx = "cp.async.bulk.tensor." #D "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",  \
      .what = "a " #D "-D box global -> shared through a tensor map, counted on an mbarrier"},                  \
     {.name = "cp.async.bulk.tensor." #D "d.shared.global.multicast", .kind = TARGET_K_TMA,                      \
-     .sem = TARGET_SEM_TMA, .ops = TARGET_OP_TMA_LOAD, .threads = 1, .count = D, .space = {G, S},              \
+     .sem = TARGET_SEM_TMA, .ops = TARGET_OP_TMA_LOAD, .threads = 1, .count = D, .mcast = 2, .space = {G, S},  \
      .dtype = DT_ANY, .sm = 90,                                                                                \
      .ptx = "cp.async.bulk.tensor." #D "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"             \
             ".multicast::cluster",                                                                             \

@@ -89,6 +89,7 @@ typedef struct target_atom {
     int bytes;          /* moves: bytes one thread moves per instruction (0: any) */
     int count;          /* ldmatrix/stmatrix: matrices (x1/x2/x4); tma: tensor rank */
     int trans;          /* ldmatrix/stmatrix .trans */
+    int mcast;          /* tma loads: 1 one block's, 2 multicast to a cluster's blocks; 0 not a tma load */
     int regs;           /* micro-kernel: accumulators it may hold (m x n at most this) */
     int tf32;           /* mma: A and B are f32 registers rounded to tf32 (cvt.rna.tf32.f32: 10 fraction
                            bits, to nearest, ties away from zero) before the product; chosen only by
@@ -148,6 +149,7 @@ typedef struct target_query {
     int bytes;
     int m, n, k;
     int count;
+    int mcast;                   /* tma loads: 1 one block, 2 multicast; 0 any */
 } target_query;
 
 /* A query that matches every row (op 0, any dtype). */

@@ -160,7 +160,7 @@ tsl_status interp_tensor_of(interp *I, const tile_value *v, rt_tensor **out)
             return interp_err(I, v->pos, TSL_ERR_UNAVAILABLE,
                         "shared tensor '%s': the interpreter holds only byte-sized dtypes here",
                         v->name);
-        t->soff = I->soff[v->id];
+        t->soff = I->soff[v->id] + (size_t)I->crank * I->cspan;
         t->slay = ty->layout ? &ty->layout->v.data : NULL;
         if (ty->layout && ty->layout->v.kind != LAYOUT_VALUE_DATA)
             return interp_err(I, v->pos, TSL_ERR_SEMANTIC, "shared tensor '%s' needs a data layout",
@@ -1016,7 +1016,7 @@ static tsl_status bind_params(interp *I, const tile_interp_arg *args, int nargs,
 
 /* ---- the grid ------------------------------------------------------------------------------------ */
 
-static uint64_t mix(uint64_t *s)
+uint64_t interp_mix(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -1062,7 +1062,12 @@ tsl_status tile_interp_run(const tile_kernel *k, const tsl_source *src, const ti
                   I->smem_used, (long long)budget);
         goto done;
     }
-    if (imem_init(&I->sm, I->smem_used) || (I->hopper && imem_enable_tasks(&I->sm))) {
+    /* a cluster's blocks share one memory, block rank r's bytes at r * cspan */
+    I->csize = k->cluster > 1 ? k->cluster : 1;
+    I->cspan = (I->smem_used + 1023) & ~(size_t)1023;
+    int ntasks = 1 + I->csize * interp_instances(k->body);
+    if (imem_init(&I->sm, I->csize > 1 ? I->cspan * (size_t)I->csize : I->smem_used) ||
+        (I->hopper && imem_enable_tasks(&I->sm, ntasks))) {
         st = interp_err(I, k->pos, TSL_ERR_NOMEM, "out of memory for %zu bytes of shared memory", I->smem_used);
         goto done;
     }
@@ -1099,6 +1104,10 @@ tsl_status tile_interp_run(const tile_kernel *k, const tsl_source *src, const ti
         }
         goto done;
     }
+    if (I->csize > 1) {
+        st = interp_cluster_grid(I, gdim, nblocks);
+        goto done;
+    }
     if (I->o->shuffle_blocks && nblocks > ((int64_t)1 << 26)) {
         st = interp_err(I, k->pos, TSL_ERR_SHAPE, "shuffling %lld blocks: at most 2^26", (long long)nblocks);
         goto done;
@@ -1112,7 +1121,7 @@ tsl_status tile_interp_run(const tile_kernel *k, const tsl_source *src, const ti
         for (int64_t b = 0; b < nblocks; b++) order[b] = b;
         uint64_t seed = I->o->seed;
         for (int64_t b = nblocks - 1; b > 0; b--) {
-            int64_t j = (int64_t)(mix(&seed) % (uint64_t)(b + 1)), t = order[b];
+            int64_t j = (int64_t)(interp_mix(&seed) % (uint64_t)(b + 1)), t = order[b];
             order[b] = order[j];
             order[j] = t;
         }

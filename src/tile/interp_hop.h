@@ -16,6 +16,7 @@ typedef struct hop_bar {
     int init;              /* mbar_init has run */
     int init_task;         /* ... in this task, at this clock of it */
     uint32_t init_clock;
+    uint32_t init_csync;   /* ... after this many cluster_syncs */
     int64_t count;         /* arrivals per phase */
     int64_t pending;       /* arrivals the current phase still expects */
     int64_t tx;            /* transaction bytes it still expects (may go below 0) */
@@ -59,6 +60,7 @@ typedef struct hop_aread {
 typedef struct hop_task {
     const char *role;      /* NULL: the block */
     int inst;
+    int rank;              /* its block's rank in the cluster; -1 without one */
     uint64_t fence_seq;    /* interp.seq at its last wgmma_fence */
     int wg_group, bulk_group; /* the id its next wgmma_commit / bulk_commit gives */
     int wait_bar;          /* the barrier it is blocked on, -1 */

@@ -84,7 +84,9 @@ static int grow(void **p, int n, int *cap, size_t size)
 const char *interp_task_name(const interp *I, int task, char *buf, size_t n)
 {
     const hop_task *t = I->hop && task > 0 && task < IMEM_MAX_TASKS ? &I->hop->tasks[task] : NULL;
-    if (t && t->role) snprintf(buf, n, "%s %d", t->role, t->inst);
+    if (t && t->role && t->rank >= 0) snprintf(buf, n, "%s %d of block rank %d", t->role, t->inst, t->rank);
+    else if (t && t->role) snprintf(buf, n, "%s %d", t->role, t->inst);
+    else if (I->cl) snprintf(buf, n, "block rank %d", I->crank);
     else snprintf(buf, n, "the block");
     return buf;
 }
@@ -300,8 +302,10 @@ static tsl_status bar_elems(interp *I, const tile_operand *o, const char *opn, s
 }
 
 /* The one barrier of an arrive / wait / tma_load operand, usable by the
- * running task: initialised, and the initialisation visible to it. */
-static tsl_status bar_use(interp *I, const tile_operand *o, const char *opn, int *out)
+ * running task: initialised, and the initialisation visible to it. With
+ * peer >= 0, the barrier at the same place in block rank `peer` of the
+ * cluster, which a cluster_sync since its mbar_init makes usable. */
+static tsl_status bar_use(interp *I, const tile_operand *o, const char *opn, int peer, int *out)
 {
     size_t off[1];
     char coord[1][48];
@@ -314,6 +318,21 @@ static tsl_status bar_use(interp *I, const tile_operand *o, const char *opn, int
         return interp_err(I, o->pos, TSL_ERR_RUNTIME, "%s: barrier %s[%s] is used before mbar_init", opn, o->v->name,
                           coord[0]);
     const hop_bar *r = &h->bars[b];
+    if (peer >= 0 && peer != I->crank) { /* the same barrier in block rank `peer` */
+        size_t poff = interp_peer_off(I, off[0], peer);
+        b = poff / 8 < h->nbar_at ? h->bar_at[poff / 8] : -1;
+        if (b < 0 || !h->bars[b].init)
+            return interp_err(I, o->pos, TSL_ERR_RUNTIME, "%s: barrier %s[%s] of block rank %d is used before its mbar_init",
+                              opn, o->v->name, coord[0], peer);
+        r = &h->bars[b];
+        if (r->init_csync >= I->csync)
+            return interp_err(I, o->pos, TSL_ERR_RUNTIME,
+                              "%s: barrier %s[%s] of block rank %d is used by block rank %d with no cluster_sync between "
+                              "its mbar_init and this use (the peer's barrier may not be initialised yet)",
+                              opn, o->v->name, coord[0], peer, I->crank);
+        *out = b;
+        return TSL_OK;
+    }
     if (r->init_task != I->task && I->sm.tasks[I->task].vc.c[r->init_task] <= r->init_clock) {
         char tn[64], tn2[64];
         return interp_err(I, o->pos, TSL_ERR_RUNTIME,
@@ -378,6 +397,7 @@ static tsl_status exec_mbar_init(interp *I, const tile_stmt *s)
         r->init = 1;
         r->init_task = I->task;
         r->init_clock = I->sm.tasks[I->task].vc.c[I->task];
+        r->init_csync = I->csync;
         r->count = r->pending = count;
     }
     return TSL_OK;
@@ -425,9 +445,9 @@ static tsl_status bar_check(interp *I, int b)
 static tsl_status exec_mbar_arrive(interp *I, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
-    int b;
-    tsl_status st = bar_use(I, &in->args[0], "mbar_arrive", &b);
-    if (st) return st;
+    int b, peer = -1;
+    tsl_status st = in->cta ? interp_cluster_peer(I, s->pos, "mbar_arrive", in->cta, &peer) : TSL_OK;
+    if (st || (st = bar_use(I, &in->args[0], "mbar_arrive", peer, &b))) return st;
     hop_bar *r = &I->hop->bars[b];
     if (r->pending <= 0) {
         char bn[96], bs[128];
@@ -446,7 +466,7 @@ static tsl_status exec_mbar_wait(interp *I, const tile_stmt *s)
     const tile_instr *in = &s->instr;
     int b;
     int64_t parity;
-    tsl_status st = bar_use(I, &in->args[0], "mbar_wait", &b);
+    tsl_status st = bar_use(I, &in->args[0], "mbar_wait", -1, &b);
     if (st || (st = interp_eval_int(I, in->args[1].scalar, &parity))) return st;
     if (parity != 0 && parity != 1)
         return interp_err(I, in->args[1].pos, TSL_ERR_RUNTIME, "mbar_wait: parity %lld is not 0 or 1", (long long)parity);
@@ -539,15 +559,53 @@ static int box_elem(const rt_view *sv, const rt_view *gv, int lead, int trank, c
     return 1;
 }
 
+/* One destination of a TMA load: the box (element offsets in the issuing
+ * block, data read at issue) into block rank `rank` (-1: the issuing
+ * block), counted on its barrier b. */
+static tsl_status tma_land_at(interp *I, const tile_stmt *s, const rt_view *sv, const rt_view *gv, int lead, int trank,
+                              const int64_t *box,
+                              const uint32_t *offs, const uint8_t *data, int64_t n, int eb, int rank, int b)
+{
+    struct ihop *h = I->hop;
+    if (grow((void **)&h->loads, h->nloads, &h->caploads, sizeof *h->loads) ||
+        grow((void **)&h->bars[b].loads, h->bars[b].nloads, &h->bars[b].caploads, sizeof(int)))
+        return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
+    int id = h->nloads++;
+    hop_load *l = &h->loads[id];
+    *l = (hop_load){.pos = s->pos, .task = I->task, .bar = b, .name = sv->name, .t = sv->t, .n = n, .eb = eb};
+    l->offs = malloc((size_t)(n ? n : 1) * sizeof *l->offs);
+    l->data = malloc((size_t)(n ? n : 1) * (size_t)eb);
+    if (!l->offs || !l->data) return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
+    memcpy(l->data, data, (size_t)n * (size_t)eb);
+    char subj[96];
+    op_subject(I, "TMA load", subj, sizeof subj);
+    if (rank >= 0 && rank != I->crank) {
+        size_t k = strlen(subj);
+        snprintf(subj + k, sizeof subj - k, " into block rank %d", rank);
+    }
+    for (int64_t e = 0; e < n; e++) {
+        l->offs[e] = (uint32_t)(rank >= 0 ? interp_peer_off(I, offs[e], rank) : offs[e]);
+        imem_hazard hz = imem_tma_issue(&I->sm, l->offs[e], (size_t)eb, id);
+        if (hz) {
+            int64_t sc[IMAX_RANK], gc[IMAX_RANK];
+            box_elem(sv, gv, lead, trank, box, e, sc, gc);
+            return interp_hazard_ext(I, s->pos, hz, subj, sv->name, sc, sv->t->rank, 1);
+        }
+    }
+    hop_bar *r = &h->bars[b];
+    r->loads[r->nloads++] = id;
+    r->tx -= n * eb;
+    return bar_check(I, b);
+}
+
 static tsl_status exec_tma_load(interp *I, const tile_stmt *s)
 {
     const tile_instr *in = &s->instr;
-    struct ihop *h = I->hop;
     rt_view gv, sv;
     int b, lead, trank;
-    int64_t box[IMAX_RANK], n;
+    int64_t box[IMAX_RANK], n, mask = 0;
     tsl_status st;
-    if ((st = interp_view_of(I, &in->args[0], &gv)) || (st = bar_use(I, &in->args[1], "tma_load", &b))) return st;
+    if ((st = interp_view_of(I, &in->args[0], &gv)) || (st = bar_use(I, &in->args[1], "tma_load", -1, &b))) return st;
     if (!in->has_dst) return interp_err(I, s->pos, TSL_ERR_SEMANTIC, "tma_load needs '-> destination'");
     if ((st = interp_view_of(I, &in->dst, &sv))) return st;
     if (gv.t->space != TILE_GLOBAL || sv.t->space != TILE_SHARED)
@@ -555,37 +613,52 @@ static tsl_status exec_tma_load(interp *I, const tile_stmt *s)
     if ((st = tma_global_ok(I, s->pos, "tma_load", gv.name, gv.t)) ||
         (st = tma_box(I, &in->dst, &sv, "tma_load", &lead, &trank, box, &n)))
         return st;
+    if (in->mcast) {
+        if (!I->cl) return interp_err(I, s->pos, TSL_ERR_SEMANTIC, "tma_load ... multicast outside a cluster kernel");
+        if ((st = interp_eval_int(I, in->mcast, &mask))) return st;
+        if (mask < 1 || mask >= ((int64_t)1 << I->csize))
+            return interp_err(I, in->mcast->pos, TSL_ERR_RUNTIME,
+                              "tma_load: multicast mask %lld names no block or one past the cluster's %d", (long long)mask,
+                              I->csize);
+    }
     int eb = (int)interp_dt_bytes(sv.t->tdt);
-    if (grow((void **)&h->loads, h->nloads, &h->caploads, sizeof *h->loads) ||
-        grow((void **)&h->bars[b].loads, h->bars[b].nloads, &h->bars[b].caploads, sizeof(int)))
+    uint32_t *offs = malloc((size_t)(n ? n : 1) * sizeof *offs);
+    uint8_t *data = malloc((size_t)(n ? n : 1) * (size_t)eb);
+    if (!offs || !data) {
+        free(offs);
+        free(data);
         return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
-    int id = h->nloads++;
-    hop_load *l = &h->loads[id];
-    *l = (hop_load){.pos = s->pos, .task = I->task, .bar = b, .name = sv.name, .t = sv.t, .n = n, .eb = eb};
-    l->offs = malloc((size_t)(n ? n : 1) * sizeof *l->offs);
-    l->data = malloc((size_t)(n ? n : 1) * (size_t)eb);
-    if (!l->offs || !l->data) return interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
-    char subj[96];
-    op_subject(I, "TMA load", subj, sizeof subj);
-    for (int64_t e = 0; e < n; e++) {
+    }
+    for (int64_t e = 0; e < n && !st; e++) {
         int64_t sc[IMAX_RANK], gc[IMAX_RANK];
-        if (!box_elem(&sv, &gv, lead, trank, box, e, sc, gc))
-            return interp_err(I, s->pos, TSL_ERR_SHAPE, "tma_load: the box does not fit '%s'", gv.name);
-        if (!interp_in_dims(sv.t, sc)) {
+        if (!box_elem(&sv, &gv, lead, trank, box, e, sc, gc)) {
+            st = interp_err(I, s->pos, TSL_ERR_SHAPE, "tma_load: the box does not fit '%s'", gv.name);
+        } else if (!interp_in_dims(sv.t, sc)) {
             char cs[128];
             interp_coord_str(cs, sizeof cs, sc, sv.t->rank);
-            return interp_err(I, s->pos, TSL_ERR_BOUNDS, "tma_load: %s[%s] is outside its shape", sv.name, cs);
+            st = interp_err(I, s->pos, TSL_ERR_BOUNDS, "tma_load: %s[%s] is outside its shape", sv.name, cs);
+        } else {
+            if (interp_in_dims(gv.t, gc)) memcpy(data + e * eb, global_ptr(gv.t, gc), (size_t)eb);
+            else memset(data + e * eb, 0, (size_t)eb);
+            offs[e] = (uint32_t)interp_shared_off(sv.t, sc);
         }
-        if (interp_in_dims(gv.t, gc)) memcpy(l->data + e * eb, global_ptr(gv.t, gc), (size_t)eb);
-        else memset(l->data + e * eb, 0, (size_t)eb);
-        l->offs[e] = (uint32_t)interp_shared_off(sv.t, sc);
-        imem_hazard hz = imem_tma_issue(&I->sm, l->offs[e], (size_t)eb, id);
-        if (hz) return interp_hazard_ext(I, s->pos, hz, subj, sv.name, sc, sv.t->rank, 1);
     }
-    hop_bar *r = &h->bars[b];
-    r->loads[r->nloads++] = id;
-    r->tx -= n * eb;
-    return bar_check(I, b);
+    /* multicast: the box and its bytes reach every block of the mask,
+     * each counted on that block's barrier at the same place */
+    for (int r = 0; r < (mask ? I->csize : 1) && !st; r++) {
+        if (mask && !(mask >> r & 1)) continue;
+        int br = b;
+        if (mask && r != I->crank) {
+            tile_expr re = {.kind = TILE_E_INT, .i = r, .pos = s->pos};
+            int peer;
+            if (!(st = interp_cluster_peer(I, s->pos, "tma_load", &re, &peer)))
+                st = bar_use(I, &in->args[1], "tma_load", peer, &br);
+        }
+        if (!st) st = tma_land_at(I, s, &sv, &gv, lead, trank, box, offs, data, n, eb, mask ? r : -1, br);
+    }
+    free(offs);
+    free(data);
+    return st;
 }
 
 static tsl_status exec_tma_store(interp *I, const tile_stmt *s)
@@ -934,6 +1007,10 @@ tsl_status interp_exec_hopper(interp *I, const tile_stmt *s)
         if ((st = wait_count(I, in, &n))) return st;
         return async_groups(I, HOP_TMA_STORE, n);
     case TILE_I_FENCE_ASYNC: imem_fence_async(&I->sm); return TSL_OK;
+    case TILE_I_CLUSTER_SYNC: /* a block barrier too; interp_cluster.c counts it */
+        if (!I->cl) return interp_err(I, s->pos, TSL_ERR_SEMANTIC, "cluster_sync outside a cluster kernel");
+        imem_sync(&I->sm);
+        return TSL_OK;
     case TILE_I_WGMMA: return exec_wgmma(I, s);
     case TILE_I_WGMMA_FENCE: I->hop->tasks[I->task].fence_seq = ++I->seq; return TSL_OK;
     case TILE_I_WGMMA_COMMIT: return async_groups(I, HOP_WGMMA, -1);

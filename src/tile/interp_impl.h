@@ -68,6 +68,14 @@ typedef struct rt_view {
     int64_t psize[IMAX_RANK];
 } rt_view;
 
+/* One block of a cluster being co-simulated (interp_cluster.c): its
+ * block-level values and its index. */
+typedef struct icl_block {
+    rt_slot *slots;
+    rt_tensor *tensors;
+    int64_t bidx[3];
+} icl_block;
+
 struct interp {
     const tile_kernel *k;
     const tsl_source *src;
@@ -89,12 +97,23 @@ struct interp {
     int64_t tbase;        /* the block thread of its thread 0 */
     uint64_t seq;         /* register writes and wgmma_fences, in order */
     struct ihop *hop;     /* barriers, TMA loads, async reads, wgmma groups */
+    /* clusters (interp_cluster.c): the blocks of one cluster run together
+     * over one shared memory, block rank r's at r * cspan */
+    int csize;            /* blocks of a cluster; 1 without one */
+    int crank;            /* the running block's rank in it */
+    size_t cspan;         /* bytes of one block's shared memory */
+    uint32_t csync;       /* cluster_syncs the cluster has completed */
+    int cfinal;           /* a cluster_sync follows the kernel's last warpgroups */
+    uint8_t cexited[TILE_MAX_CLUSTER]; /* the rank's warpgroups have finished and no
+                                        * cluster_sync keeps its shared memory */
+    icl_block *cl;        /* [csize]: each block's values; NULL without a cluster */
 };
 
 
 typedef struct interp interp;
 
 /* interp.c */
+uint64_t interp_mix(uint64_t *s); /* the next of a seeded sequence (splitmix64) */
 tsl_status interp_err(interp *I, size_t pos, tsl_status st, const char *fmt, ...) TSL_PRINTF(4, 5);
 void interp_coord_str(char *buf, size_t n, const int64_t *c, int rank);
 double interp_round(tile_dtype dt, double v);   /* to what an element of dt holds */
@@ -125,6 +144,21 @@ size_t interp_shared_off(const rt_tensor *t, const int64_t *c); /* byte offset o
 tsl_status interp_hazard(interp *I, size_t pos, imem_hazard h, const char *name, const int64_t *c, int rank,
                          int64_t thread, int other, int write);
 
+/* interp_cluster.c */
+/* Run the grid cluster by cluster (k->cluster >= 2): gdim the grid,
+ * order a shuffled cluster order or NULL. */
+tsl_status interp_cluster_grid(interp *I, const int64_t *gdim, int64_t nblocks);
+/* Make block rank r of the cluster the running block (its values, index). */
+void interp_cluster_enter(interp *I, int r);
+/* The shared byte offset that `off` of the running block has in block
+ * rank r; with the checks of a remote access named by what/pos: r is in
+ * the cluster and its block still holds its shared memory. */
+tsl_status interp_cluster_peer(interp *I, size_t pos, const char *what, const tile_expr *rank, int *r);
+static inline size_t interp_peer_off(const interp *I, size_t off, int r)
+{
+    return off - (size_t)I->crank * I->cspan + (size_t)r * I->cspan;
+}
+
 /* interp_ops.c */
 tsl_status interp_exec_mma(interp *I, const tile_stmt *s);
 tsl_status interp_exec_elementwise(interp *I, const tile_stmt *s);
@@ -144,6 +178,7 @@ tsl_status interp_exec_pipeline(interp *I, const tile_stmt *s);
 
 /* interp_roles.c */
 int interp_uses_hopper(const tile_block *b);
+int interp_instances(const tile_block *b); /* warpgroup instances of its warpgroups statements */
 tsl_status interp_exec_warpgroups(interp *I, const tile_stmt *s);
 
 /* interp_hopper.c */

@@ -57,9 +57,10 @@ void imem_free(imem_shared *s)
     memset(s, 0, sizeof *s);
 }
 
-int imem_enable_tasks(imem_shared *s)
+int imem_enable_tasks(imem_shared *s, int ntasks)
 {
     if (s->x) return 0;
+    s->maxtasks = ntasks < 1 ? 1 : ntasks > IMEM_MAX_TASKS ? IMEM_MAX_TASKS : ntasks;
     size_t n = s->size ? s->size : 1;
     imem_ext *x = calloc(1, sizeof *x);
     if (!x) return -1;
@@ -68,7 +69,7 @@ int imem_enable_tasks(imem_shared *s)
     x->wclock = malloc(n * sizeof *x->wclock);
     x->wfence = malloc(n * sizeof *x->wfence);
     x->rtask = malloc(n);
-    x->rclock = malloc(n * IMEM_MAX_TASKS * sizeof *x->rclock);
+    x->rclock = malloc(n * (size_t)s->maxtasks * sizeof *x->rclock);
     x->tpend = malloc(n * sizeof *x->tpend);
     x->acount = malloc(n * sizeof *x->acount);
     x->alast = malloc(n * sizeof *x->alast);
@@ -104,7 +105,7 @@ void imem_reset(imem_shared *s)
     memset(x->wclock, 0, s->size * sizeof *x->wclock);
     memset(x->wfence, 0, s->size * sizeof *x->wfence);
     memset(x->rtask, 0, s->size);
-    memset(x->rclock, 0, s->size * IMEM_MAX_TASKS * sizeof *x->rclock);
+    memset(x->rclock, 0, s->size * (size_t)s->maxtasks * sizeof *x->rclock);
     memset(x->tpend, 0xFF, s->size * sizeof *x->tpend); /* -1 */
     memset(x->acount, 0, s->size * sizeof *x->acount);
     memset(x->alast, 0xFF, s->size * sizeof *x->alast);

@@ -63,7 +63,7 @@ typedef enum imem_hazard {
     IMEM_UNWRITTEN      /* async read of a byte nothing has written since the block began */
 } imem_hazard;
 
-#define IMEM_MAX_TASKS 9     /* the block and up to 8 warpgroup instances */
+#define IMEM_MAX_TASKS 17    /* the block and up to 16 warpgroup instances (a cluster's) */
 #define IMEM_MAX_BARRIERS 110
 /* Vector clock components: task t's clock (what its thread 0 and async
  * proxy did), its clock at its last synchronize (what all its threads
@@ -136,6 +136,7 @@ typedef struct imem_shared {
     imem_task tasks[IMEM_MAX_TASKS]; /* task 0 is the block */
     int cur;           /* the running task */
     int ntasks;        /* task ids used since the reset */
+    int maxtasks;      /* task ids the per-byte state has room for (imem_enable_tasks) */
     imem_ext *x;       /* NULL unless tasks are enabled */
     imem_why why;
 } imem_shared;
@@ -168,8 +169,9 @@ int imem_pending_count(const imem_shared *s);
 const char *imem_hazard_text(imem_hazard h);
 
 /* ---- tasks (warpgroup instances) and the async proxy ---------------------------- */
-/* Allocate the per-byte task state (before imem_reset). 0, or -1 when out of memory. */
-int imem_enable_tasks(imem_shared *s);
+/* Allocate the per-byte task state for task ids 0..ntasks-1 (at most
+ * IMEM_MAX_TASKS). 0, or -1 when out of memory. */
+int imem_enable_tasks(imem_shared *s, int ntasks);
 /* Task `child` (thread 0: block thread thread0) starts from what the
  * running task has observed. */
 void imem_task_spawn(imem_shared *s, int child, int thread0);

@@ -24,6 +24,18 @@
 
 int interp_uses_hopper(const tile_block *b) { return tile_block_uses_hopper(b); }
 
+int interp_instances(const tile_block *b)
+{
+    int n = 0;
+    for (int i = 0; b && i < b->n; i++) {
+        const tile_stmt *s = b->items[i];
+        if (s->kind == TILE_S_WARPGROUPS)
+            for (int r = 0; r < s->nroles; r++) n += s->roles[r].count;
+        n += interp_instances(s->body) + interp_instances(s->els);
+    }
+    return n;
+}
+
 /* ---- tasks -------------------------------------------------------------------- */
 
 typedef struct rframe {
@@ -36,6 +48,7 @@ typedef struct rframe {
 
 typedef struct rtask {
     int id;                 /* the imem / hop task: 1.. */
+    int rank;               /* its block's rank in the cluster (0 without one) */
     const tile_role *role;
     int inst;
     int64_t tbase;
@@ -55,11 +68,13 @@ typedef struct rsched {
     rt_slot *slots;
     rt_tensor *tensors;
     int nthreads;
+    int rank;
     uint64_t seed;
 } rsched;
 
 static void enter(interp *I, const rtask *t)
 {
+    if (I->cl) interp_cluster_enter(I, t->rank);
     I->slots = t->slots;
     I->tensors = t->tensors;
     I->nthreads = 128;
@@ -71,6 +86,7 @@ static void enter(interp *I, const rtask *t)
 
 static void leave(interp *I, const rsched *S)
 {
+    if (I->cl) interp_cluster_enter(I, S->rank);
     I->slots = S->slots;
     I->tensors = S->tensors;
     I->nthreads = S->nthreads;
@@ -198,14 +214,6 @@ static int runnable(const interp *I, const rtask *t)
     return !t->done && (!t->wait || interp_hop_bar_ready(I, t->wait_bar, t->wait_parity));
 }
 
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* Every unfinished task is blocked: one error at the first one's wait,
  * naming each with its barrier, the parity it waits for and the state. */
 static tsl_status deadlock(interp *I, const rsched *S)
@@ -234,6 +242,15 @@ static tsl_status deadlock(interp *I, const rsched *S)
     return st;
 }
 
+/* Without a cluster_sync after the warpgroups, a block whose instances
+ * have all finished exits: its shared memory is gone for the others. */
+static void rank_exit(interp *I, const rsched *S, int rank)
+{
+    for (int i = 0; i < S->n; i++)
+        if (S->t[i].rank == rank && !S->t[i].done) return;
+    I->cexited[rank] = 1;
+}
+
 static tsl_status schedule(interp *I, rsched *S)
 {
     int next = 0;
@@ -248,14 +265,15 @@ static tsl_status schedule(interp *I, rsched *S)
         if (!nrun) return deadlock(I, S);
         int pick = cand[0], quantum = QUANTUM;
         if (I->o->shuffle_blocks) {
-            pick = cand[mix(&S->seed) % (uint64_t)nrun];
-            quantum = 1 + (int)(mix(&S->seed) % (2 * QUANTUM));
+            pick = cand[interp_mix(&S->seed) % (uint64_t)nrun];
+            quantum = 1 + (int)(interp_mix(&S->seed) % (2 * QUANTUM));
         }
         rtask *t = &S->t[pick];
         enter(I, t);
         tsl_status st = run_task(I, t, quantum);
         leave(I, S);
         if (st) return st;
+        if (t->done && I->cl && !I->cfinal) rank_exit(I, S, t->rank);
         next = (pick + 1) % S->n;
     }
 }
@@ -278,44 +296,51 @@ tsl_status interp_exec_warpgroups(interp *I, const tile_stmt *s)
     if (n * 128 != I->nthreads)
         return interp_err(I, s->pos, TSL_ERR_SHAPE, "warpgroups: the roles have %d warpgroups (%d threads) but the block has %d",
                           n, n * 128, I->nthreads);
-    /* every instance of the block gets its own task id, so messages name
-     * the instance that made an access even after it finished */
-    int first = I->hop->next_task;
-    if (first + n > IMEM_MAX_TASKS)
+    /* every instance of the block (of every block of a cluster) gets its
+     * own task id, so messages name the instance that made an access even
+     * after it finished */
+    int first = I->hop->next_task, nranks = I->cl ? I->csize : 1;
+    if (first + n * nranks > I->sm.maxtasks)
         return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE,
-                          "warpgroups: the interpreter runs at most %d warpgroup instances per block", IMEM_MAX_TASKS - 1);
-    I->hop->next_task += n;
+                          "warpgroups: the interpreter runs at most %d warpgroup instances per block or cluster",
+                          IMEM_MAX_TASKS - 1);
+    I->hop->next_task += n * nranks;
     I->hop->live_first = first;
     rsched S = {0};
     S.slots = I->slots;
     S.tensors = I->tensors;
     S.nthreads = I->nthreads;
+    S.rank = I->crank;
     S.seed = I->o->seed ^ (uint64_t)(I->bidx[0] * 0x51ed27ULL + I->bidx[1] * 0x2545fULL + I->bidx[2] + 1);
-    S.t = calloc((size_t)n, sizeof *S.t);
+    S.t = calloc((size_t)(n * nranks), sizeof *S.t);
     tsl_status st = S.t ? TSL_OK : interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
     size_t nv = (size_t)I->k->nvalues + 1;
-    for (int r = 0, id = first; r < s->nroles && !st; r++)
-        for (int j = 0; j < s->roles[r].count && !st; j++, id++) {
-            rtask *t = &S.t[S.n++];
-            const tile_role *role = &s->roles[r];
-            t->id = id;
-            t->role = role;
-            t->inst = j;
-            t->tbase = (int64_t)(id - first) * 128;
-            t->slots = malloc(nv * sizeof *t->slots);
-            t->tensors = calloc(nv, sizeof *t->tensors);
-            if (!t->slots || !t->tensors) {
-                st = interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
-                break;
+    for (int rk = 0, id = first; rk < nranks && !st; rk++) {
+        const rt_slot *bslots = I->cl ? I->cl[rk].slots : I->slots;
+        for (int r = 0; r < s->nroles && !st; r++)
+            for (int j = 0; j < s->roles[r].count && !st; j++, id++) {
+                rtask *t = &S.t[S.n++];
+                const tile_role *role = &s->roles[r];
+                t->id = id;
+                t->rank = rk;
+                t->role = role;
+                t->inst = j;
+                t->tbase = (int64_t)(id - first - rk * n) * 128;
+                t->slots = malloc(nv * sizeof *t->slots);
+                t->tensors = calloc(nv, sizeof *t->tensors);
+                if (!t->slots || !t->tensors) {
+                    st = interp_err(I, s->pos, TSL_ERR_NOMEM, "out of memory");
+                    break;
+                }
+                memcpy(t->slots, bslots, nv * sizeof *t->slots);
+                if (role->index) t->slots[role->index->id].ival = j;
+                /* values its body defines get the task's own storage when they run */
+                hop_task *h = &I->hop->tasks[id];
+                *h = (hop_task){.role = role->name, .inst = j, .rank = I->cl ? rk : -1, .wait_bar = -1};
+                imem_task_spawn(&I->sm, id, (int)t->tbase);
+                st = push(I, t, role->pos, (rframe){.b = role->body});
             }
-            memcpy(t->slots, I->slots, nv * sizeof *t->slots);
-            if (role->index) t->slots[role->index->id].ival = j;
-            /* values its body defines get the task's own storage when they run */
-            hop_task *h = &I->hop->tasks[id];
-            *h = (hop_task){.role = role->name, .inst = j, .wait_bar = -1};
-            imem_task_spawn(&I->sm, id, (int)t->tbase);
-            st = push(I, t, role->pos, (rframe){.b = role->body});
-        }
+    }
     if (!st) st = schedule(I, &S);
     leave(I, &S);
     for (int i = 0; i < S.n; i++) task_free(I, &S.t[i]);

@@ -292,7 +292,7 @@ static tsl_status block_tensor(interp *I, const tile_blockspec *bs, rt_tensor **
     if (bs->space == TILE_SHARED) {
         if (tile_dtype_to_tsl(t->dt, &t->tdt))
             return interp_err(I, bs->pos, TSL_ERR_UNAVAILABLE, "block of '%s': dtype not byte-sized", bs->tensor->name);
-        t->soff = I->soff[bs->view->id];
+        t->soff = I->soff[bs->view->id] + (size_t)I->crank * I->cspan;
         t->slay = bs->layout && bs->layout->v.kind == LAYOUT_VALUE_DATA ? &bs->layout->v.data : NULL;
     } else {
         if (!bs->layout || bs->layout->v.kind != LAYOUT_VALUE_DIST)

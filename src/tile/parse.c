@@ -198,7 +198,7 @@ static const char *const reserved[] = {
     "bytes",  "atom",  "on",      "at",     "layout",    "strides",    "block_idx",
     "thread_idx", "min", "max",   "cdiv",   "inf",       "nan",        "global", "shared",
     "register", "int", "grid",    "stages", "out",       "tile",       "local",  "smem_budget", "min_blocks",
-    "mask", "warpgroups", "role", "regs",
+    "mask", "warpgroups", "role", "regs", "cluster", "cta", "multicast",
 };
 
 int tile_name_reserved(const char *s)
@@ -688,6 +688,14 @@ static void parse_instr(parser *P, tile_stmt *s, const char *result, size_t rpos
             if (g->kind != TILE_V_THREADS) fail(P, gpos, "'%s' is not a thread group", g->name);
             lex_next(P);
             in->on = g;
+        } else if (is_kw(P, "cta")) {
+            if (in->cta) fail(P, apos, "duplicate 'cta'");
+            lex_next(P);
+            in->cta = parse_expr(P);
+        } else if (is_kw(P, "multicast")) {
+            if (in->mcast) fail(P, apos, "duplicate 'multicast'");
+            lex_next(P);
+            in->mcast = parse_expr(P);
         } else if (is_kw(P, "mask")) {
             if (in->mask) fail(P, apos, "duplicate 'mask'");
             lex_next(P);
@@ -1109,7 +1117,7 @@ static void parse_param(parser *P)
 
 /* kernel := 'kernel' NAME '(' [param {',' param}] ')' 'grid' '(' exprs ')'
  *           'threads' '(' INT ')' ['smem_budget' '(' INT ')'] ['min_blocks' '(' INT ')']
- *           block */
+ *           ['cluster' '(' INT ')'] block */
 static void parse_kernel(parser *P)
 {
     size_t kpos = P->tok.pos;
@@ -1158,6 +1166,15 @@ static void parse_kernel(parser *P)
         if (mb < 1 || mb > 32) fail(P, bpos, "min_blocks(%lld) is not in 1..32", (long long)mb);
         P->k->min_blocks = (int)mb;
         expect(P, ")", "after the block count");
+    }
+    if (is_kw(P, "cluster")) {
+        lex_next(P);
+        expect(P, "(", "after 'cluster'");
+        size_t cpos = P->tok.pos;
+        int64_t cl = expect_int(P, "the blocks of a cluster");
+        if (cl < 1 || cl > TILE_MAX_CLUSTER) fail(P, cpos, "cluster(%lld) is not in 1..%d", (long long)cl, TILE_MAX_CLUSTER);
+        P->k->cluster = (int)cl;
+        expect(P, ")", "after the cluster size");
     }
     P->k->body = parse_block(P);
 }

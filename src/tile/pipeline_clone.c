@@ -80,6 +80,8 @@ static tsl_status stmt(cl *C, const tile_stmt *s, tile_stmt **out)
         for (int i = 0; i < in->nargs; i++) c->instr.args[i] = operand(C, &in->args[i]);
         if (in->has_dst) c->instr.dst = operand(C, &in->dst);
         c->instr.init = expr(C, in->init);
+        c->instr.cta = expr(C, in->cta);
+        c->instr.mcast = expr(C, in->mcast);
         c->instr.on = mapped(C, in->on);
         c->instr.mask = mapped(C, in->mask);
         if (in->decomp && (st = block(C, in->decomp, &c->instr.decomp))) return st;

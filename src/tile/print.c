@@ -179,6 +179,14 @@ static void print_instr(strbuf *sb, const tile_instr *in, int depth)
     if (in->atom) sb_printf(sb, " atom %s", in->atom);
     if (in->on) sb_printf(sb, " on %s", in->on->name);
     if (in->mask) sb_printf(sb, " mask %s", in->mask->name);
+    if (in->cta) {
+        sb_puts(sb, " cta ");
+        tile_print_expr(sb, in->cta);
+    }
+    if (in->mcast) {
+        sb_puts(sb, " multicast ");
+        tile_print_expr(sb, in->mcast);
+    }
     if (in->decomp) {
         sb_puts(sb, " decomp ");
         print_braced(sb, in->decomp, depth);
@@ -324,6 +332,7 @@ void tile_print_kernel(strbuf *sb, const tile_kernel *k)
     sb_printf(sb, ") threads(%d)", k->threads);
     if (k->smem_budget) sb_printf(sb, " smem_budget(%lld)", (long long)k->smem_budget);
     if (k->min_blocks) sb_printf(sb, " min_blocks(%d)", k->min_blocks);
+    if (k->cluster) sb_printf(sb, " cluster(%d)", k->cluster);
     sb_putc(sb, ' ');
     print_braced(sb, k->body, 0);
     sb_putc(sb, '\n');

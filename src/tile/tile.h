@@ -318,7 +318,8 @@ typedef enum tile_res_rule { TILE_RES_NONE, TILE_RES_TYPE, TILE_RES_LIKE, TILE_R
     X(WGMMA, "wgmma", LIKE, 3, 3)             /* wgmma a, b, acc -> acc */     \
     X(WGMMA_FENCE, "wgmma_fence", NONE, 0, 0)                                  \
     X(WGMMA_COMMIT, "wgmma_commit", NONE, 0, 0)                                \
-    X(WGMMA_WAIT, "wgmma_wait", NONE, 1, 1)   /* wgmma_wait N */
+    X(WGMMA_WAIT, "wgmma_wait", NONE, 1, 1)   /* wgmma_wait N */                \
+    X(CLUSTER_SYNC, "cluster_sync", NONE, 0, 0) /* every thread of the cluster */
 
 typedef enum tile_op {
 #define X(n, t, r, lo, hi) TILE_I_##n,
@@ -370,6 +371,11 @@ typedef struct tile_instr {
     int approx;             /* exp, sigmoid, tanh written `OP.approx`: the target's
                              * fast form may be used (a few f32 ulp off the
                              * correctly rounded value); exact is also right */
+    tile_expr *cta;         /* mbar_arrive `cta R`: the barrier at the same place in
+                             * block R of the cluster; NULL this block's */
+    tile_expr *mcast;       /* tma_load `multicast M`: the box lands in every block
+                             * of the cluster whose bit is set in M (and counts on
+                             * each one's barrier); NULL this block only */
 } tile_instr;
 
 /* Does `OP.approx` exist for op? */
@@ -470,6 +476,7 @@ typedef struct tile_kernel {
     int threads;         /* threads per block */
     int64_t smem_budget; /* bytes; 0 = none stated */
     int min_blocks;      /* blocks per SM the GPU code is to fit (registers); 0 = none stated */
+    int cluster;         /* 1..TILE_MAX_CLUSTER blocks of a cluster along grid x (docs/tile-ir.md 5c); 0 = none stated */
     tile_block *body;
     tile_value **values; /* every value by id */
     int nvalues, capvalues;
@@ -509,6 +516,8 @@ void tile_print_type(strbuf *sb, const tile_type *t);
  * this is an error, 0 runs no block and is allowed only when every tensor
  * the kernel writes is empty. */
 #define TILE_MAX_GRID ((int64_t)INT32_MAX)
+/* Most blocks of a cluster (CUDA's portable cluster size). */
+#define TILE_MAX_CLUSTER 8
 
 /* Check every rule of docs/tile-ir.md "Verifier". src may be NULL (errors
  * then have no location). TSL_OK when valid. */

@@ -41,6 +41,7 @@ typedef struct verifier {
     int threads;      /* threads of the SIMB context: the kernel's, or 128 in a role */
     int in_roles;     /* inside a warpgroups role */
     int in_pipeline;  /* inside a pipeline body */
+    int depth;        /* blocks open: 1 at the kernel's top level */
 } verifier;
 
 static void verr(verifier *V, size_t pos, const char *fmt, ...) TSL_PRINTF(3, 4);
@@ -1231,6 +1232,9 @@ static void check_hopper(verifier *V, const tile_instr *in, size_t pos)
         barrier_operand(V, &in->args[0], opn);
         if (in->bytes < 0 || in->bytes >= (1 << 20))
             verr(V, pos, "mbar_arrive: %lld transaction bytes is not in 0..2^20-1", (long long)in->bytes);
+        if (in->cta && in->bytes)
+            verr(V, pos, "mbar_arrive: a remote arrive (cta) cannot expect transaction bytes; arrive on the block's "
+                 "own barrier for those");
         break;
     case TILE_I_MBAR_WAIT:
         barrier_operand(V, &in->args[0], opn);
@@ -1241,10 +1245,37 @@ static void check_hopper(verifier *V, const tile_instr *in, size_t pos)
         barrier_operand(V, &in->args[1], opn);
         break;
     case TILE_I_TMA_STORE: check_tma(V, in, pos, &in->dst, &in->args[0], opn); break;
+    case TILE_I_CLUSTER_SYNC:
+        if (V->k->cluster < 2) verr(V, pos, "cluster_sync in a kernel without cluster(N), N >= 2");
+        else if (V->depth != 1 || V->in_roles || V->in_pipeline)
+            verr(V, pos, "cluster_sync must be a statement of the kernel's top level (every thread of every block "
+                 "of the cluster runs it)");
+        break;
     case TILE_I_BULK_WAIT:
     case TILE_I_WGMMA_WAIT: check_wait_count(V, &in->args[0], opn); break;
     case TILE_I_WGMMA: check_wgmma(V, in, pos); break;
     default: break;
+    }
+}
+
+/* `cta R` (mbar_arrive) and `multicast M` (tma_load): int expressions,
+ * in a kernel with cluster(N >= 2); constants within the cluster. */
+static void check_cluster_attrs(verifier *V, const tile_instr *in, size_t pos, const char *opn)
+{
+    const tile_expr *e[2] = {in->cta, in->mcast};
+    const char *kw[2] = {"cta", "multicast"};
+    tile_op ok[2] = {TILE_I_MBAR_ARRIVE, TILE_I_TMA_LOAD};
+    int n = V->k->cluster;
+    for (int i = 0; i < 2; i++) {
+        if (!e[i]) continue;
+        int64_t c;
+        check_expr(V, e[i]);
+        if (in->op != ok[i]) verr(V, pos, "%s takes no '%s'", opn, kw[i]);
+        else if (n < 2) verr(V, pos, "%s ... %s: the kernel has no cluster(N), N >= 2", opn, kw[i]);
+        else if (tile_expr_const(e[i], &c) && (i == 0 ? c < 0 || c >= n : c < 1 || c >= ((int64_t)1 << n)))
+            verr(V, e[i]->pos, i == 0 ? "%s: cta %lld is not a block of the cluster (0..%d)"
+                                      : "%s: multicast mask %lld names no block or one past the cluster's %d",
+                 opn, (long long)c, i == 0 ? n - 1 : n);
     }
 }
 
@@ -1256,6 +1287,8 @@ static void check_warpgroups(verifier *V, const tile_stmt *s)
         verr(V, s->pos, "warpgroups must not be inside a decomposition, a role or a pipeline");
         return;
     }
+    if (V->k->cluster >= 2 && V->depth != 1)
+        verr(V, s->pos, "warpgroups of a cluster kernel must be a statement of the kernel's top level");
     int total = 0;
     for (int i = 0; i < s->nroles; i++) total += s->roles[i].count;
     if (total * 128 != V->k->threads)
@@ -1363,6 +1396,7 @@ static void check_instr(verifier *V, const tile_stmt *s)
             verr(V, in->args[i].pos, "%s: the typed scalar '%s' can only be an operand of an elementwise instruction",
                  opn, in->args[i].scalar->v->name);
     if (in->bytes && in->op != TILE_I_COPY_ASYNC && in->op != TILE_I_MBAR_ARRIVE) verr(V, pos, "%s takes no 'bytes'", opn);
+    check_cluster_attrs(V, in, pos, opn);
     if (tile_op_is_hopper(in->op)) {
         if (V->in_decomp) verr(V, pos, "%s is not allowed inside a decomposition", opn);
         else check_hopper(V, in, pos);
@@ -1696,7 +1730,9 @@ static void check_block(verifier *V, const tile_block *b)
     uint8_t *saved = malloc((size_t)n + 1);
     if (!saved) return;
     memcpy(saved, V->visible, (size_t)n);
+    V->depth++;
     for (int i = 0; i < b->n; i++) check_stmt(V, b->items[i]);
+    V->depth--;
     memcpy(V->visible, saved, (size_t)n);
     free(saved);
 }
@@ -1726,6 +1762,10 @@ static void check_kernel(verifier *V, const tile_kernel *k)
             sb_free(&sb);
         }
     }
+    int64_t gx;
+    if (k->cluster >= 2 && tile_expr_const(k->grid[0], &gx) && gx % k->cluster)
+        verr(V, k->grid[0]->pos, "grid dimension 0 is %lld, not a multiple of cluster(%d)", (long long)gx, k->cluster);
+    V->depth = 0;
     check_block(V, k->body);
     int stages_for_msg = V->msg_stages;
     int64_t total = add_sat(V->smem_alloc, V->smem_pipe);

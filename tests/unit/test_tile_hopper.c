@@ -33,7 +33,7 @@
 static void test_mem_tasks(void)
 {
     imem_shared s;
-    CHECK(imem_init(&s, 256) == 0 && imem_enable_tasks(&s) == 0);
+    CHECK(imem_init(&s, 256) == 0 && imem_enable_tasks(&s, IMEM_MAX_TASKS) == 0);
     imem_vc bar;
     memset(&bar, 0, sizeof bar);
     int other;
@@ -83,7 +83,7 @@ static void test_mem_tasks(void)
 static void test_mem_async_proxy(void)
 {
     imem_shared s;
-    CHECK(imem_init(&s, 256) == 0 && imem_enable_tasks(&s) == 0);
+    CHECK(imem_init(&s, 256) == 0 && imem_enable_tasks(&s, IMEM_MAX_TASKS) == 0);
     int other;
     uint8_t src[16], got[16];
     for (int i = 0; i < 16; i++) src[i] = (uint8_t)test_rand();
@@ -290,17 +290,21 @@ static int check_matmul_acc(const prog *p, const char *what, int acc16)
 
 static int check_matmul(const prog *p, const char *what) { return check_matmul_acc(p, what, 0); }
 
-static void gemm_case(const char *text, int64_t M, int64_t N, int64_t K, int shuffle)
+static void gemm_file_case(const char *file, const char *text, int64_t M, int64_t N, int64_t K, int shuffle)
 {
     char sizes[96];
     snprintf(sizes, sizeof sizes, "M=%lld N=%lld K=%lld", (long long)M, (long long)N, (long long)K);
     prog p;
     uint64_t seed = test_rand();
-    prog_run(&p, "gemm_wgmma.tile", text, sizes, shuffle, seed);
-    CHECK_MSG(p.st == TSL_OK, "gemm_wgmma %s (shuffle %d, seed %llu): %s", sizes, shuffle, (unsigned long long)seed,
-              p.msg);
-    if (p.st == TSL_OK) check_matmul(&p, "gemm_wgmma");
+    prog_run(&p, file, text, sizes, shuffle, seed);
+    CHECK_MSG(p.st == TSL_OK, "%s %s (shuffle %d, seed %llu): %s", file, sizes, shuffle, (unsigned long long)seed, p.msg);
+    if (p.st == TSL_OK) check_matmul(&p, file);
     prog_free(&p);
+}
+
+static void gemm_case(const char *text, int64_t M, int64_t N, int64_t K, int shuffle)
+{
+    gemm_file_case("gemm_wgmma.tile", text, M, N, K, shuffle);
 }
 
 /* The warp-specialised GEMM: 128 x 256 x 64 tiles, a 4-stage TMA ring
@@ -481,6 +485,149 @@ static void test_f16_acc_cuda(void)
             rt_cuda_ptxas_parse(log, &r);
             CHECK_MSG(r.found >= 1 && !r.spill_stores && !r.spill_loads, "spills %d/%d", r.spill_stores,
                       r.spill_loads);
+        }
+        free(cubin);
+        free(log);
+    }
+    diag_free(&d0);
+    sb_free(&cu);
+    diag_free(&d);
+    arena_free(a);
+    free(text);
+}
+
+/* ---- clusters --------------------------------------------------------------------------- */
+
+/* The GEMM in clusters of two (examples/tile/gemm_wgmma_cluster.tile: B
+ * multicast, remote releases): an odd number of M-tiles (the last
+ * cluster's second block wholly past M), a ring that wraps, M = 1, random
+ * sizes, blocks and instances interleaved at random. */
+static void test_gemm_cluster(void)
+{
+    const char *f = "gemm_wgmma_cluster.tile";
+    char *text = test_read_text("examples/tile", f);
+    gemm_file_case(f, text, 300, 264, 520, 0);
+    gemm_file_case(f, text, 1, 8, 8, 0);
+    gemm_file_case(f, text, 300, 264, 520, 1);
+    gemm_file_case(f, text, test_rand_int(1, 400), 8 * test_rand_int(1, 40), 8 * test_rand_int(1, 70), 1);
+    free(text);
+}
+
+/* A cluster program with one line changed fails with a located message
+ * containing `want` (in every interleaving tried). */
+static void cluster_mutant2(const char *text, const char *old, const char *new, const char *old2, const char *new2,
+                            const char *sizes, const char *want)
+{
+    const char *at = text ? strstr(text, old) : NULL;
+    CHECK_MSG(at != NULL, "'%s' is not in the cluster GEMM", old);
+    if (!at) return;
+    strbuf m = {0}, m2 = {0};
+    sb_printf(&m, "%.*s%s%s", (int)(at - text), text, new, at + strlen(old));
+    if (old2) {
+        const char *t = sb_str(&m), *at2 = strstr(t, old2);
+        CHECK_MSG(at2 != NULL, "'%s' is not in the cluster GEMM", old2);
+        if (!at2) {
+            sb_free(&m);
+            return;
+        }
+        sb_printf(&m2, "%.*s%s%s", (int)(at2 - t), t, new2, at2 + strlen(old2));
+        sb_free(&m);
+        m = m2;
+    }
+    for (int sh = 0; sh < 3; sh++) {
+        prog p;
+        prog_run(&p, "mut_cluster.tile", sb_str(&m), sizes, sh > 0, test_rand());
+        CHECK_MSG(p.st != TSL_OK && strstr(p.msg, want), "mutant '%s' -> '%s' (shuffle %d): status %d\n  got: %.300s\n  want: %s",
+                  old, new, sh > 0, p.st, p.msg, want);
+        prog_free(&p);
+    }
+    sb_free(&m);
+}
+
+static void cluster_mutant(const char *text, const char *old, const char *new, const char *sizes, const char *want)
+{
+    cluster_mutant2(text, old, new, NULL, NULL, sizes, want);
+}
+
+/* What the interpreter catches in a cluster: a peer's barrier used
+ * before a cluster_sync, a stage overwritten by the peer's multicast
+ * before this block released it, a block exiting under its peer's
+ * accesses, bytes that never arrive; and what the verifier refuses. */
+static void test_cluster_hazards(void)
+{
+    char *text = test_read_text("examples/tile", "gemm_wgmma_cluster.tile");
+    const char *sz = "M=300 N=264 K=520";
+    cluster_mutant(text, "  sync\n  cluster_sync\n", "  sync\n", sz, "with no cluster_sync between its mbar_init and this use");
+    /* each block releases only its own stages: the peer's multicast overwrites them unordered */
+    cluster_mutant2(text, "          mbar_arrive empty[(k + 3) % 4] cta 0\n          mbar_arrive empty[(k + 3) % 4] cta 1\n",
+                    "          mbar_arrive empty[(k + 3) % 4]\n", "mbar_init empty, 4", "mbar_init empty, 2", sz,
+                    "hazard: the TMA load of producer 0 of block rank");
+    cluster_mutant(text, "  }\n  cluster_sync\n}", "  }\n}", sz, "has exited");
+    cluster_mutant(text, "multicast 3", "multicast 1", sz, "deadlock");
+    cluster_mutant(text, "multicast 3", "multicast 4", sz, "multicast mask 4 names no block");
+    cluster_mutant(text, "cta 1\n", "cta 2\n", sz, "cta 2 is not a block of the cluster");
+    free(text);
+    static const struct {
+        const char *src, *want;
+    } bad[] = {
+        {"kernel k(X: global f32[8]) grid(1) threads(32) { cluster_sync }\n", "without cluster(N)"},
+        {"kernel k(X: global f32[8]) grid(2) threads(32) cluster(2) { for i in 0 : 2 { cluster_sync } }\n",
+         "top level"},
+        {"kernel k(X: global f32[8]) grid(3) threads(32) cluster(2) { cluster_sync }\n", "not a multiple of cluster(2)"},
+        {"kernel k(X: global f32[8]) grid(1) threads(32) { b = alloc shared u64[1]\n mbar_init b, 1\n mbar_arrive b[0] cta 0 }\n",
+         "has no cluster"},
+        {"kernel k(X: global f32[8]) grid(2) threads(32) cluster(2) { b = alloc shared u64[1]\n mbar_init b, 1\n "
+         "mbar_arrive b[0] cta 2 }\n", "cta 2 is not a block"},
+        {"kernel k(X: global f32[8]) grid(2) threads(32) cluster(2) { b = alloc shared u64[1]\n mbar_init b, 1\n "
+         "mbar_arrive b[0] bytes 8 cta 1 }\n", "cannot expect transaction bytes"},
+        {"kernel k(X: global f32[8]) grid(2) threads(32) cluster(9) { }\n", "cluster(9) is not in 1..8"},
+    };
+    for (size_t i = 0; i < TSL_COUNTOF(bad); i++) {
+        tsl_arena *a = arena_create();
+        tsl_source src = {"bad.tile", bad[i].src};
+        tsl_diag d = {0};
+        tile_module *m = NULL;
+        tsl_status st = tile_parse(a, &src, &d, &m);
+        if (!st) st = tile_verify(m, &src, &d);
+        CHECK_MSG(st != TSL_OK && strstr(sb_str(&d.msg), bad[i].want), "bad program %d: got '%s', want '%s'", (int)i,
+                  sb_str(&d.msg), bad[i].want);
+        diag_free(&d);
+        arena_free(a);
+    }
+}
+
+/* Its CUDA: __cluster_dims__, a multicast TMA, remote arrives through
+ * mapa, the cluster barrier; NVRTC compiles it for sm_90a with no spills. */
+static void test_cluster_cuda(void)
+{
+    char *text = test_read_text("examples/tile", "gemm_wgmma_cluster.tile");
+    tsl_arena *a = arena_create();
+    tsl_source src = {"gemm_wgmma_cluster.tile", text ? text : ""};
+    tsl_diag d = {0};
+    tile_module *m = NULL;
+    tsl_status st = tile_parse(a, &src, &d, &m);
+    if (!st) st = tile_verify(m, &src, &d);
+    strbuf cu = {0};
+    if (!st) st = cg_cuda_emit(m, m->kernels[0], &cu, &d);
+    CHECK_MSG(st == TSL_OK, "%s", sb_str(&d.msg));
+    const char *t = sb_str(&cu);
+    CHECK_MSG(st || (strstr(t, "__cluster_dims__(2, 1, 1)") && strstr(t, "TSL_TMA_LOAD_MC(2,") &&
+                     strstr(t, "tsl_mbar_arrive_cta(") && strstr(t, "tsl_cluster_sync();")),
+              "the cluster GEMM's CUDA lacks a cluster construct");
+    tsl_diag d0 = {0};
+    if (!st && rt_cuda_nvrtc_available(&d0) == TSL_OK) {
+        rt_cuda_options o = {0};
+        o.ptxas_verbose = 1;
+        o.name = "gemm_wgmma_cluster.cu";
+        void *cubin = NULL;
+        size_t n = 0;
+        char *log = NULL;
+        tsl_status cs = rt_cuda_compile(t, "sm_90a", &o, &cubin, &n, &log, &d);
+        CHECK_MSG(cs == TSL_OK, "NVRTC: %s", sb_str(&d.msg));
+        if (cs == TSL_OK) {
+            rt_ptxas_report r;
+            rt_cuda_ptxas_parse(log, &r);
+            CHECK_MSG(r.found >= 1 && !r.spill_stores && !r.spill_loads, "spills %d/%d", r.spill_stores, r.spill_loads);
         }
         free(cubin);
         free(log);
@@ -700,5 +847,8 @@ TEST_SUITE(tile_hopper) = {
     {"attn_sm90", test_attn_sm90},
     {"attn_sm90_plan", test_attn_sm90_plan},
     {"attn_sm90_cuda", test_attn_sm90_cuda},
+    {"gemm_cluster", test_gemm_cluster},
+    {"cluster_hazards", test_cluster_hazards},
+    {"cluster_cuda", test_cluster_cuda},
     {0, 0},
 };
