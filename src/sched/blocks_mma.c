@@ -249,16 +249,39 @@ int64_t sched_blk_ring_smem(const sched_blk_gemm *g, int tma_store)
            (tma_store ? g->bm * g->bn * 2 : 0) + 4096;
 }
 
-/* The tile loop of a role: c_t over this block's tiles, c_tm / c_tn (/ c_tb)
- * its coordinates (grouped order). Opens the loop. */
+static int blk_cluster(const sched_blk_ring *r) { return r->cluster > 1 ? r->cluster : 1; }
+
+/* Clusters in the grid: min(pairs x N-tiles [x batch], max(1, SMs / cl)). */
+static tile_expr *blk_clusters(sched_blk *kb, const sched_blk_gemm *g, int cl, tile_expr *M, tile_expr *N, tile_expr *B)
+{
+    tile_expr *t = B_(MUL), B_(CDIV), M, I_(g->bm * cl)), B_(CDIV), N, I_(g->bn)));
+    if (B) t = B_(MUL), t, B);
+    tile_expr *sms = sched_blk_sms(kb);
+    return B_(MIN), t, cl > 1 ? B_(MAX), I_(1), B_(DIV), sms, I_(cl))) : sms);
+}
+
+tile_expr *sched_blk_ring_grid(sched_blk *kb, const sched_blk_gemm *g, const sched_blk_ring *r, tile_expr *M, tile_expr *N,
+                               tile_expr *B)
+{
+    int cl = blk_cluster(r);
+    tile_expr *n = blk_clusters(kb, g, cl, M, N, B);
+    return cl > 1 ? B_(MUL), I_(cl), n) : n;
+}
+
+/* The tile loop of a role: c_t over this block's (cluster's) tiles, c_tm
+ * / c_tn (/ c_tb) its coordinates (grouped order over M-tiles, or over
+ * pairs of them in a cluster, rank r taking M-tile 2i + r). Opens the loop. */
 static void blk_tile_loop(sched_blk *kb, sched_blk_ring *r, const sched_blk_gemm *g, tile_expr *M, tile_expr *N,
                           tile_expr *B, int group)
 {
-    tile_value *gm = sched_blk_let(kb, "c_gm", B_(CDIV), M, I_(g->bm)));
+    int cl = blk_cluster(r);
+    r->gm = sched_blk_let(kb, "c_gm", B_(CDIV), M, I_(g->bm)));
+    tile_value *gm = cl > 1 ? sched_blk_let(kb, "c_gp", B_(CDIV), M, I_(g->bm * cl))) : r->gm;
     tile_value *gn = sched_blk_let(kb, "c_gn", B_(CDIV), N, I_(g->bn)));
     tile_expr *nt = B_(MUL), V_(gm), V_(gn));
     tile_value *ntiles = sched_blk_let(kb, "c_ntiles", B ? B_(MUL), nt, B) : nt);
-    tile_stmt *f = sched_blk_for(kb, "c_t", sched_blk_bidx(kb, 0), V_(ntiles), B_(MIN), V_(ntiles), sched_blk_sms(kb)));
+    tile_expr *first = cl > 1 ? B_(DIV), sched_blk_bidx(kb, 0), I_(cl)) : sched_blk_bidx(kb, 0);
+    tile_stmt *f = sched_blk_for(kb, "c_t", first, V_(ntiles), blk_clusters(kb, g, cl, M, N, B));
     tile_value *rr;
     r->tb = NULL;
     if (B) {
@@ -269,7 +292,8 @@ static void blk_tile_loop(sched_blk *kb, sched_blk_ring *r, const sched_blk_gemm
     }
     tile_value *g0 = sched_blk_let(kb, "c_g0", B_(MUL), B_(DIV), V_(rr), B_(MUL), I_(group), V_(gn))), I_(group)));
     tile_value *gs = sched_blk_let(kb, "c_gs", B_(MIN), B_(SUB), V_(gm), V_(g0)), I_(group)));
-    r->tm = sched_blk_let(kb, "c_tm", B_(ADD), V_(g0), B_(MOD), B_(MOD), V_(rr), B_(MUL), I_(group), V_(gn))), V_(gs))));
+    tile_expr *tm = B_(ADD), V_(g0), B_(MOD), B_(MOD), V_(rr), B_(MUL), I_(group), V_(gn))), V_(gs)));
+    r->tm = sched_blk_let(kb, "c_tm", cl > 1 ? B_(ADD), B_(MUL), tm, I_(cl)), V_(r->rank)) : tm);
     r->tn = sched_blk_let(kb, "c_tn", B_(DIV), B_(MOD), V_(rr), B_(MUL), I_(group), V_(gn))), V_(gs)));
 }
 
@@ -277,6 +301,12 @@ static tile_operand blk_at3(sched_blk *kb, tile_value *v, tile_expr *a, tile_exp
 {
     tile_expr *idx[3] = {a, b, c};
     return sched_blk_at(kb, v, 3, idx);
+}
+
+static tile_operand blk_at2(sched_blk *kb, tile_value *v, tile_expr *a, tile_expr *b)
+{
+    tile_expr *idx[2] = {a, b};
+    return sched_blk_at(kb, v, 2, idx);
 }
 
 /* A global operand's box origin (batch?, i, j). */
@@ -334,6 +364,21 @@ void sched_blk_ring_open(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring 
         r->bs = sched_blk_view(kb, "c_bs", bt, sched_blk_type(kb, TILE_SHARED, in, 3, db,
                                sched_blk_layout(kb, "swizzle(3,3,3,(%d,%d,%d):(%d,1,%d))", S, g->bk, g->bn, SB, g->bk)));
     }
+    /* a cluster's blocks each load 1/cl of B's columns into every block:
+     * the stages seen as [S, cl, BK, BN/cl] (B^T: [S, cl, BN/cl, BK]) */
+    tile_value *bpart = NULL;
+    if (blk_cluster(r) > 1) {
+        int cl = blk_cluster(r), w = g->bn / cl;
+        int64_t dp[4] = {S, cl, g->bk, w}, dpt[4] = {S, cl, w, g->bk};
+        if (!g->b_trans)
+            bpart = sched_blk_view(kb, "c_bp", r->bs, sched_blk_type(kb, TILE_SHARED, in, 4, dp,
+                                   sched_blk_layout(kb, "swizzle(3,3,3,(%d,%d,%d,(64,%d)):(%d,%d,64,(1,%d)))", S, cl, g->bk,
+                                                    w / 64, SB, 64 * g->bk * (w / 64), 64 * g->bk)));
+        else
+            bpart = sched_blk_view(kb, "c_bp", bt, sched_blk_type(kb, TILE_SHARED, in, 4, dpt,
+                                   sched_blk_layout(kb, "swizzle(3,3,3,(%d,%d,%d,%d):(%d,%d,%d,1))", S, cl, w, g->bk, SB,
+                                                    w * g->bk, g->bk)));
+    }
     r->cs = NULL;
     if (r->tma_store) {
         int64_t dc[3] = {2, r->em, g->bn};
@@ -343,9 +388,14 @@ void sched_blk_ring_open(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring 
     int64_t ns = S;
     r->full = sched_blk_alloc(kb, "c_full", sched_blk_type(kb, TILE_SHARED, TSL_DTYPE_U64, 1, &ns, NULL), NULL);
     r->empty = sched_blk_alloc(kb, "c_empty", sched_blk_type(kb, TILE_SHARED, TSL_DTYPE_U64, 1, &ns, NULL), NULL);
+    int cl = blk_cluster(r);
+    kb->k->cluster = cl > 1 ? cl : 0;
+    r->rank = cl > 1 ? sched_blk_let(kb, "c_rank", B_(MOD), sched_blk_bidx(kb, 0), I_(cl))) : NULL;
+    /* a stage is empty when both consumers of every block of the cluster released it */
     blk_mbar(kb, TILE_I_MBAR_INIT, tile_operand_tensor(r->full), I_(1), 0);
-    blk_mbar(kb, TILE_I_MBAR_INIT, tile_operand_tensor(r->empty), I_(2), 0);
+    blk_mbar(kb, TILE_I_MBAR_INIT, tile_operand_tensor(r->empty), I_(2 * cl), 0);
     sched_blk_sync(kb);
+    if (cl > 1) blk_op0(kb, TILE_I_CLUSTER_SYNC); /* the peers' barriers are initialised */
     r->wgs = sched_blk_warpgroups(kb);
     tile_expr *kext = g->kext;
     /* the producer */
@@ -369,15 +419,19 @@ void sched_blk_ring_open(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring 
     }
     args[1] = fb;
     sched_blk_op(kb, TILE_I_TMA_LOAD, NULL, 2, args, NULL, &dst);
+    /* B: in a cluster, this block's 1/cl of its columns, multicast to all */
+    tile_expr *n0 = B_(MUL), V_(r->tn), I_(g->bn));
+    if (cl > 1) n0 = B_(ADD), n0, B_(MUL), V_(r->rank), I_(g->bn / cl)));
     if (!g->b_trans) {
-        args[0] = blk_g(kb, g->b, r->tb, B_(MUL), ck, I_(g->bk)), B_(MUL), V_(r->tn), I_(g->bn)));
-        dst = sched_blk_at1(kb, r->bs, V_(s));
+        args[0] = blk_g(kb, g->b, r->tb, B_(MUL), ck, I_(g->bk)), n0);
+        dst = cl > 1 ? blk_at2(kb, bpart, V_(s), V_(r->rank)) : sched_blk_at1(kb, r->bs, V_(s));
     } else {
-        args[0] = blk_g(kb, g->b, r->tb, B_(MUL), V_(r->tn), I_(g->bn)), B_(MUL), ck, I_(g->bk)));
-        dst = sched_blk_at1(kb, bt, V_(s));
+        args[0] = blk_g(kb, g->b, r->tb, n0, B_(MUL), ck, I_(g->bk)));
+        dst = cl > 1 ? blk_at2(kb, bpart, V_(s), V_(r->rank)) : sched_blk_at1(kb, bt, V_(s));
     }
     args[1] = fb;
-    sched_blk_op(kb, TILE_I_TMA_LOAD, NULL, 2, args, NULL, &dst);
+    tile_stmt *lb = sched_blk_op(kb, TILE_I_TMA_LOAD, NULL, 2, args, NULL, &dst);
+    if (cl > 1) lb->instr.mcast = I_((1 << cl) - 1);
     sched_blk_set(kb, it, B_(ADD), V_(it), I_(1)));
     sched_blk_end(kb); /* k */
     sched_blk_end(kb); /* tiles */
@@ -386,6 +440,23 @@ void sched_blk_ring_open(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring 
     r->wg = sched_blk_role(kb, r->wgs, "consumer", 2, "c_wg", 232);
     r->it = sched_blk_var(kb, "c_it", I_(0));
     blk_tile_loop(kb, r, g, M, N, B, group);
+}
+
+/* The consumer releases stage `stage`: in its block, or in every block of
+ * the cluster (each loads into all of them). */
+static void blk_release(sched_blk *kb, const sched_blk_ring *r, tile_expr *stage)
+{
+    int cl = blk_cluster(r);
+    if (cl == 1) {
+        blk_mbar(kb, TILE_I_MBAR_ARRIVE, sched_blk_at1(kb, r->empty, stage), NULL, 0);
+        return;
+    }
+    tile_value *x = sched_blk_let(kb, "c_rel", stage);
+    for (int q = 0; q < cl; q++) {
+        tile_stmt *a = sched_blk_op(kb, TILE_I_MBAR_ARRIVE, NULL, 1, (tile_operand[]){sched_blk_at1(kb, r->empty, V_(x))},
+                                    NULL, NULL);
+        a->instr.cta = I_(q);
+    }
 }
 
 tile_value *sched_blk_ring_mainloop(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring *r)
@@ -408,13 +479,13 @@ tile_value *sched_blk_ring_mainloop(sched_blk *kb, const sched_blk_gemm *g, sche
     blk_op0(kb, TILE_I_WGMMA_COMMIT);
     blk_op_n(kb, TILE_I_WGMMA_WAIT, 1);
     sched_blk_if(kb, B_(GT), V_(fk->v), I_(0)));
-    blk_mbar(kb, TILE_I_MBAR_ARRIVE, sched_blk_at1(kb, r->empty, B_(MOD), B_(ADD), V_(it), I_(S - 1)), I_(S))), NULL, 0);
+    blk_release(kb, r, B_(MOD), B_(ADD), V_(it), I_(S - 1)), I_(S)));
     sched_blk_end(kb);
     sched_blk_set(kb, it, B_(ADD), V_(it), I_(1)));
     sched_blk_end(kb); /* k */
     blk_op_n(kb, TILE_I_WGMMA_WAIT, 0);
     sched_blk_if(kb, B_(GT), V_(nk), I_(0)));
-    blk_mbar(kb, TILE_I_MBAR_ARRIVE, sched_blk_at1(kb, r->empty, B_(MOD), B_(ADD), V_(it), I_(S - 1)), I_(S))), NULL, 0);
+    blk_release(kb, r, B_(MOD), B_(ADD), V_(it), I_(S - 1)), I_(S)));
     sched_blk_end(kb);
     return acc;
 }
@@ -422,6 +493,8 @@ tile_value *sched_blk_ring_mainloop(sched_blk *kb, const sched_blk_gemm *g, sche
 void sched_blk_ring_store(sched_blk *kb, sched_blk_ring *r, tile_value *out, tile_value *c, int n, tile_expr **at)
 {
     tile_operand dst = sched_blk_at(kb, c, n, at);
+    int cl = blk_cluster(r);
+    if (cl > 1) sched_blk_if(kb, B_(LT), V_(r->tm), V_(r->gm))); /* a cluster's tile past M: nothing to store */
     if (!r->tma_store) {
         sched_blk_store_global(kb, out, dst);
     } else {
@@ -437,7 +510,9 @@ void sched_blk_ring_store(sched_blk *kb, sched_blk_ring *r, tile_value *out, til
         sched_blk_op(kb, TILE_I_TMA_STORE, NULL, 1, &src, NULL, &dst);
         blk_op0(kb, TILE_I_BULK_COMMIT);
     }
+    if (cl > 1) sched_blk_end(kb); /* if */
     sched_blk_end(kb); /* tiles */
     if (r->tma_store) blk_op_n(kb, TILE_I_BULK_WAIT, 0);
     sched_blk_end(kb); /* role */
+    if (cl > 1) blk_op0(kb, TILE_I_CLUSTER_SYNC); /* no block leaves while its peers may reach its memory */
 }

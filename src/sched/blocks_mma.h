@@ -56,6 +56,8 @@ void sched_blk_mainloop(sched_blk *kb, const sched_blk_gemm *g, tile_value *acc)
 /* ---- sm_90a --------------------------------------------------------------------------------------- */
 /* The persistent warp-specialised kernel: values the epilogue uses. */
 typedef struct sched_blk_ring {
+    int cluster;            /* set by the caller: 2 runs blocks in clusters of two along M,
+                             * B multicast (half from each), stages released in both; else 1 */
     int stages;
     int em, en;             /* each consumer's tile of C */
     int tma_store;          /* C leaves through shared memory and TMA */
@@ -65,6 +67,8 @@ typedef struct sched_blk_ring {
     tile_value *wg;         /* the consumer's number */
     tile_value *it;         /* the consumer's stage counter */
     tile_value *tm, *tn, *tb; /* the tile's coordinates (tb: batch, or NULL) */
+    tile_value *gm;         /* M-tiles (a cluster's second block may be one past them) */
+    tile_value *rank;       /* the block's rank in its cluster; NULL without one */
     tile_stmt *wgs;
 } sched_blk_ring;
 
@@ -72,9 +76,14 @@ typedef struct sched_blk_ring {
 int sched_blk_ring_stages(const sched_blk_gemm *g, int tma_store);
 /* The shared bytes the ring asks for (the header's budget). */
 int64_t sched_blk_ring_smem(const sched_blk_gemm *g, int tma_store);
+/* The persistent grid: min(tiles, SMs) blocks, or with r->cluster 2
+ * twice min(pairs of M-tiles x N-tiles [x batch], SMs / 2). */
+tile_expr *sched_blk_ring_grid(sched_blk *kb, const sched_blk_gemm *g, const sched_blk_ring *r, tile_expr *M, tile_expr *N,
+                               tile_expr *B);
 /* Allocate the ring, open warpgroups, write the producer role, open the
  * consumer role and its tile loop over C (M x N [x batch], tiles
- * bm x bn, `group` tiles down M before moving right). */
+ * bm x bn, `group` tiles down M before moving right; with r->cluster 2
+ * the two blocks of a cluster take M-tiles 2i and 2i + 1 of one N-tile). */
 void sched_blk_ring_open(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring *r, tile_expr *M, tile_expr *N,
                          tile_expr *B, int group);
 /* The consumer's k loop: acc (f32[em, en] in g->lc) += its 64 rows of A

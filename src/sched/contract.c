@@ -94,10 +94,9 @@ typedef struct ct {
 
 /* The sm_90a plan (blocks_mma.c, "the sm_90a ring"): BM = 128 rows a tile,
  * two consumer warpgroups of 64 rows, 64-deep k blocks; the tiles visited
- * CT_SM90_GROUP down M before moving right. The rows of A, B and C must be
+ * contract.sm90.group (8) down M before moving right. The rows of A, B and C must be
  * 16-byte aligned for TMA (K and N multiples of 8): the launch is guarded,
  * and the mma.sync plan runs otherwise. */
-#define CT_SM90_GROUP 8
 static const ct_shape CT_SM90 = {128, 256, 64, 0, 0, 384};
 
 /* ---- recognition -------------------------------------------------------------------- */
@@ -329,10 +328,10 @@ static void ct_header(sched_blk *kb, ct *c, const sched_blk_gemm *g)
     tile_expr *gm = sched_blk_bin(kb, TILE_OP_CDIV, M, sched_blk_int(kb, s->bm));
     tile_expr *gn = sched_blk_bin(kb, TILE_OP_CDIV, N, sched_blk_int(kb, s->bn));
     if (c->sm90) {
-        /* a persistent grid: min(tiles, multiprocessors) blocks */
-        tile_expr *t = sched_blk_bin(kb, TILE_OP_MUL, gm, gn);
-        if (c->nb) t = sched_blk_bin(kb, TILE_OP_MUL, t, sched_blk_extent(kb, C->shape[0]));
-        tile_expr *grid = sched_blk_bin(kb, TILE_OP_MIN, t, sched_blk_sms(kb));
+        /* a persistent grid: min(tiles, multiprocessors) blocks (clusters) */
+        tile_expr *grid = sched_blk_ring_grid(kb, g, &c->ring, sched_blk_extent(kb, C->shape[c->nb]),
+                                              sched_blk_extent(kb, C->shape[c->nb + 1]),
+                                              c->nb ? sched_blk_extent(kb, C->shape[0]) : NULL);
         sched_blk_grid(kb, 1, &grid, s->threads, sched_blk_ring_smem(g, c->ring.tma_store));
         return;
     }
@@ -482,6 +481,8 @@ static int ct_build(sched_blk *kb, void *ctx)
     c->ring.en = c->en;
     c->ring.cdt = Ct->dtype;
     c->ring.tma_store = c->sm90 && (Ct->dtype == TSL_DTYPE_F16 || Ct->dtype == TSL_DTYPE_BF16);
+    /* the wide plan in clusters of two along M: B read once from L2 per pair */
+    c->ring.cluster = c->sm90 && c->want_sm90 == 1 && c->opt->sm90_cluster == 2 ? 2 : 1;
     ct_header(kb, c, &gm);
     sched_blk_val start, fac[16];
     int nfac;
@@ -538,7 +539,7 @@ static int ct_build(sched_blk *kb, void *ctx)
          * accumulator lives across the loop (C is written only at the end) */
         sched_blk_ring_open(kb, &gm, &c->ring, sched_blk_extent(kb, Ct->shape[c->nb]),
                             sched_blk_extent(kb, Ct->shape[c->nb + 1]), c->nb ? sched_blk_extent(kb, Ct->shape[0]) : NULL,
-                            CT_SM90_GROUP);
+                            c->opt->sm90_group);
         acc = sched_blk_ring_mainloop(kb, &gm, &c->ring);
     }
     if (!ct_start(c, &T, &start, fac, &nfac)) return 0;

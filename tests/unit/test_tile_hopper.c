@@ -418,7 +418,7 @@ static void test_sm90_plan(void)
         int64_t sets[4][4]; /* size slots in declaration order */
     } cases[] = {
         {"def hmm(float16(M,K) A, float16(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n",
-         {{70, 200, 264}, {200, 72, 40}, {1, 8, 8}, {67, 45, 40}}},
+         {{70, 200, 264}, {300, 72, 40}, {1, 8, 8}, {67, 45, 40}}},
         {"def hbmm(float16(B,M,K) X, float16(B,K,N) Y) -> (Z) {\n  Z(b,m,n) +=! X(b,m,k) * Y(b,k,n)\n}\n",
          {{2, 33, 136, 24}, {1, 130, 16, 8}, {0}, {0}}},
         /* both operands transposed (views of the TMA stages) */
@@ -430,19 +430,33 @@ static void test_sm90_plan(void)
          "  C(m,n) = 0.5 * C(m,n) * (1 + erf(C(m,n) * 0.7071067811865476)) + R(m,n)\n}\n",
          {{150, 40, 136}, {37, 24, 200}, {0}, {0}}},
     };
-    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    /* each case also in clusters of two (contract.sm90.cluster=2: B
+     * multicast, an odd number of M-tiles in several cases) and with
+     * another tile order */
+    for (size_t c = 0; c < 2 * (sizeof cases / sizeof *cases); c++) {
+        size_t ci = c % (sizeof cases / sizeof *cases);
+        int cl = c >= sizeof cases / sizeof *cases;
+        sched_options o = sched_options_defaults;
+        if (cl) o.sm90_cluster = 2, o.sm90_group = 1 + (int)(test_rand() % 3);
         tsl_arena *a = arena_create();
-        tsl_source src = {"sm90.tc", cases[c].src};
+        tsl_source src = {"sm90.tc", cases[ci].src};
         tsl_diag d = {0};
         lang_module *mod = lang_parse_check(a, &src, &d);
         graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
-        sched_plan *p = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, 90, &d) : NULL;
+        sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, 90, &o, &d) : NULL;
         CHECK_MSG(p != NULL, "%s", sb_str(&d.msg));
-        int wg = 0;
-        for (int l = 0; p && l < p->nlaunches; l++) wg += strstr(p->launches[l].k->name, "_wgmma") != NULL;
-        CHECK_MSG(!p || wg > 0, "case %d: no sm_90a launch", (int)c);
+        int wg = 0, clusters = 0;
+        for (int l = 0; p && l < p->nlaunches; l++) {
+            wg += strstr(p->launches[l].k->name, "_wgmma") != NULL;
+            clusters += p->launches[l].k->cluster == 2;
+        }
+        CHECK_MSG(!p || wg > 0, "case %d: no sm_90a launch", (int)ci);
+        CHECK_MSG(!p || !cl || clusters == 1, "case %d: %d launches in clusters of two, want the wide plan's 1", (int)ci,
+                  clusters);
         for (int i = 0; p && i < 4; i++)
-            if (cases[c].sets[i][0]) test_compare_plan(a, mod->defs[0], p, cases[c].sets[i], test_run_tile_interp, "tile interp sm_90a");
+            if (cases[ci].sets[i][0])
+                test_compare_plan(a, mod->defs[0], p, cases[ci].sets[i], test_run_tile_interp,
+                                  cl ? "tile interp sm_90a cluster" : "tile interp sm_90a");
         diag_free(&d);
         arena_free(a);
     }
@@ -637,6 +651,47 @@ static void test_cluster_cuda(void)
     diag_free(&d);
     arena_free(a);
     free(text);
+    /* the contraction's wide sm_90a plan in clusters of two: its CUDA
+     * compiles with no spills (the default plan's is checked elsewhere) */
+    a = arena_create();
+    tsl_source tc = {"hmm.tc", "def hmm(float16(M,K) A, float16(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n"};
+    tsl_diag d2 = {0};
+    sched_options o = sched_options_defaults;
+    o.sm90_cluster = 2;
+    lang_module *mod = lang_parse_check(a, &tc, &d2);
+    graph *g = mod ? graph_build(a, mod->defs[0], &d2) : NULL;
+    sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, 90, &o, &d2) : NULL;
+    const tile_kernel *k = NULL;
+    for (int l = 0; p && l < p->nlaunches; l++)
+        if (p->launches[l].k->cluster == 2) k = p->launches[l].k;
+    CHECK_MSG(k != NULL, "no cluster launch in the plan: %s", sb_str(&d2.msg));
+    strbuf cu2 = {0};
+    if (k && cg_cuda_emit(p->m, k, &cu2, &d2) == TSL_OK && rt_cuda_nvrtc_available(&d0) == TSL_OK) {
+        rt_cuda_options ro = {0};
+        ro.ptxas_verbose = 1;
+        ro.name = "hmm_cluster.cu";
+        void *cubin = NULL;
+        size_t n = 0;
+        char *log = NULL;
+        tsl_status cs = rt_cuda_compile(sb_str(&cu2), "sm_90a", &ro, &cubin, &n, &log, &d2);
+        CHECK_MSG(cs == TSL_OK, "NVRTC: %s", sb_str(&d2.msg));
+        if (cs == TSL_OK) {
+            rt_ptxas_report r;
+            rt_cuda_ptxas_parse(log, &r);
+            CHECK_MSG(r.found >= 1 && !r.spill_stores && !r.spill_loads, "hmm cluster: spills %d/%d", r.spill_stores,
+                      r.spill_loads);
+            printf("    hmm sm_90a in clusters of two: %d registers, spills %d/%d\n", r.registers, r.spill_stores,
+                   r.spill_loads);
+        }
+        free(cubin);
+        free(log);
+    } else if (k) {
+        CHECK_MSG(rt_cuda_nvrtc_available(&d0) != TSL_OK, "emit: %s", sb_str(&d2.msg));
+    }
+    diag_free(&d0);
+    sb_free(&cu2);
+    diag_free(&d2);
+    arena_free(a);
 }
 
 /* ---- the sm_90a flash-attention kernel (sched/attn_sm90.c) ------------------------ */
