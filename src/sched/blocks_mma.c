@@ -234,9 +234,12 @@ void sched_blk_mainloop(sched_blk *kb, const sched_blk_gemm *g, tile_value *acc)
  * before. */
 #define BLK_RING_SMEM (220 * 1024) /* the stages, C's staging tiles and the barriers */
 
+/* B's blocks a stage holds: bgroup, or 1 */
+static int blk_nbb(const sched_blk_gemm *g) { return g->bgroup ? g->bgroup : 1; }
+
 int sched_blk_ring_stages(const sched_blk_gemm *g, int tma_store)
 {
-    int stage = (g->bm * g->bk + g->bk * g->bn) * 2;
+    int stage = (g->bm * g->bk + blk_nbb(g) * g->bk * g->bn) * 2;
     int ctile = tma_store ? g->bm * g->bn * 2 : 0;
     int n = (BLK_RING_SMEM - ctile - 2048) / stage;
     return n > 8 ? 8 : n;
@@ -245,7 +248,7 @@ int sched_blk_ring_stages(const sched_blk_gemm *g, int tma_store)
 int64_t sched_blk_ring_smem(const sched_blk_gemm *g, int tma_store)
 {
     /* the stages, C's staging tiles, the barriers, the 1024-byte alignments */
-    return (int64_t)sched_blk_ring_stages(g, tma_store) * (g->bm * g->bk + g->bk * g->bn) * 2 +
+    return (int64_t)sched_blk_ring_stages(g, tma_store) * (g->bm * g->bk + blk_nbb(g) * g->bk * g->bn) * 2 +
            (tma_store ? g->bm * g->bn * 2 : 0) + 4096;
 }
 
@@ -343,7 +346,7 @@ void sched_blk_ring_open(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring 
     /* the stages in the global tensors' own dim order (TMA boxes), 128-byte
      * swizzled rows of 64; a transposed operand is seen by wgmma through a
      * shared view (the same bytes) with its dims in [M, K] / [K, N] order */
-    int SA = g->bm * g->bk, SB = g->bk * g->bn;
+    int SA = g->bm * g->bk, SB = blk_nbb(g) * g->bk * g->bn;
     int64_t da[3] = {S, g->bm, g->bk}, dat[3] = {S, g->bk, g->bm}, db[3] = {S, g->bk, g->bn}, dbt[3] = {S, g->bn, g->bk};
     tile_value *at = NULL, *bt = NULL;
     if (!g->a_trans) {
@@ -355,7 +358,16 @@ void sched_blk_ring_open(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring 
         r->as = sched_blk_view(kb, "c_as", at, sched_blk_type(kb, TILE_SHARED, in, 3, da,
                                sched_blk_layout(kb, "swizzle(3,3,3,(%d,(64,%d),%d):(%d,(1,%d),64))", S, g->bm / 64, g->bk, SA, 64 * g->bk)));
     }
-    if (!g->b_trans) {
+    TSL_ASSERT(!g->bgroup || (g->b_trans && !g->nb && g->bgroup <= SCHED_BLK_RING_MAXG && blk_cluster(r) == 1));
+    if (g->bgroup) {
+        /* [S, G, bn, bk] as loaded, seen as G blocks [bk, bn] */
+        int G = g->bgroup, gb = g->bn * g->bk;
+        int64_t dgt[4] = {S, G, g->bn, g->bk}, dg[4] = {S, G, g->bk, g->bn};
+        bt = sched_blk_alloc(kb, "c_bt", sched_blk_type(kb, TILE_SHARED, in, 4, dgt,
+                             sched_blk_layout(kb, "swizzle(3,3,3,(%d,%d,%d,%d):(%d,%d,%d,1))", S, G, g->bn, g->bk, SB, gb, g->bk)), NULL);
+        r->bs = sched_blk_view(kb, "c_bs", bt, sched_blk_type(kb, TILE_SHARED, in, 4, dg,
+                               sched_blk_layout(kb, "swizzle(3,3,3,(%d,%d,%d,%d):(%d,%d,1,%d))", S, G, g->bk, g->bn, SB, gb, g->bk)));
+    } else if (!g->b_trans) {
         r->bs = sched_blk_alloc(kb, "c_bs", sched_blk_type(kb, TILE_SHARED, in, 3, db,
                                 sched_blk_layout(kb, "swizzle(3,3,3,(%d,%d,(64,%d)):(%d,64,(1,%d)))", S, g->bk, g->bn / 64, SB, 64 * g->bk)), NULL);
     } else {
@@ -397,43 +409,49 @@ void sched_blk_ring_open(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring 
     sched_blk_sync(kb);
     if (cl > 1) blk_op0(kb, TILE_I_CLUSTER_SYNC); /* the peers' barriers are initialised */
     r->wgs = sched_blk_warpgroups(kb);
-    tile_expr *kext = g->kext;
     /* the producer */
     sched_blk_role(kb, r->wgs, "producer", 1, NULL, 40);
     tile_value *it = sched_blk_var(kb, "c_it", I_(0));
     blk_tile_loop(kb, r, g, M, N, B, group);
-    tile_stmt *fk = sched_blk_for(kb, "c_k", I_(0), B_(CDIV), kext, I_(g->bk)), NULL);
-    tile_value *s = sched_blk_let(kb, "c_s", B_(MOD), V_(it), I_(S)));
-    blk_mbar(kb, TILE_I_MBAR_WAIT, sched_blk_at1(kb, r->empty, V_(s)), B_(MOD), B_(ADD), B_(DIV), V_(it), I_(S)), I_(1)), I_(2)), 0);
-    blk_mbar(kb, TILE_I_MBAR_ARRIVE, sched_blk_at1(kb, r->full, V_(s)), NULL, (int64_t)(SA + SB) * 2);
-    tile_expr *ck = V_(fk->v);
-    tile_operand fb = sched_blk_at1(kb, r->full, V_(s));
-    tile_operand args[2];
-    tile_operand dst;
-    if (!g->a_trans) {
-        args[0] = blk_g(kb, g->a, r->tb, B_(MUL), V_(r->tm), I_(g->bm)), B_(MUL), ck, I_(g->bk)));
-        dst = sched_blk_at1(kb, r->as, V_(s));
-    } else {
-        args[0] = blk_g(kb, g->a, r->tb, B_(MUL), ck, I_(g->bk)), B_(MUL), V_(r->tm), I_(g->bm)));
-        dst = sched_blk_at1(kb, at, V_(s));
+    for (int q = 0; q < (g->nseg ? g->nseg : 1); q++) {
+        tile_value *ga = g->nseg ? g->seg[q].a : g->a, *gb = g->nseg ? g->seg[q].b : g->b;
+        tile_expr *kext = g->nseg ? g->seg[q].kext : g->kext;
+        tile_stmt *fk = sched_blk_for(kb, "c_k", I_(0), B_(CDIV), kext, I_(g->bk)), NULL);
+        tile_value *s = sched_blk_let(kb, "c_s", B_(MOD), V_(it), I_(S)));
+        blk_mbar(kb, TILE_I_MBAR_WAIT, sched_blk_at1(kb, r->empty, V_(s)), B_(MOD), B_(ADD), B_(DIV), V_(it), I_(S)), I_(1)), I_(2)), 0);
+        blk_mbar(kb, TILE_I_MBAR_ARRIVE, sched_blk_at1(kb, r->full, V_(s)), NULL, (int64_t)(SA + SB) * 2);
+        tile_expr *ck = V_(fk->v);
+        tile_operand fb = sched_blk_at1(kb, r->full, V_(s));
+        tile_operand args[2];
+        tile_operand dst;
+        if (!g->a_trans) {
+            args[0] = blk_g(kb, ga, r->tb, B_(MUL), V_(r->tm), I_(g->bm)), B_(MUL), ck, I_(g->bk)));
+            dst = sched_blk_at1(kb, r->as, V_(s));
+        } else {
+            args[0] = blk_g(kb, ga, r->tb, B_(MUL), ck, I_(g->bk)), B_(MUL), V_(r->tm), I_(g->bm)));
+            dst = sched_blk_at1(kb, at, V_(s));
+        }
+        args[1] = fb;
+        sched_blk_op(kb, TILE_I_TMA_LOAD, NULL, 2, args, NULL, &dst);
+        /* B: in a cluster, this block's 1/cl of its columns, multicast to all */
+        tile_expr *n0 = B_(MUL), V_(r->tn), I_(g->bn));
+        if (cl > 1) n0 = B_(ADD), n0, B_(MUL), V_(r->rank), I_(g->bn / cl)));
+        if (g->bgroup) {
+            args[0] = blk_at3(kb, gb, I_(0), n0, B_(MUL), ck, I_(g->bk)));
+            dst = sched_blk_at1(kb, bt, V_(s));
+        } else if (!g->b_trans) {
+            args[0] = blk_g(kb, gb, r->tb, B_(MUL), ck, I_(g->bk)), n0);
+            dst = cl > 1 ? blk_at2(kb, bpart, V_(s), V_(r->rank)) : sched_blk_at1(kb, r->bs, V_(s));
+        } else {
+            args[0] = blk_g(kb, gb, r->tb, n0, B_(MUL), ck, I_(g->bk)));
+            dst = cl > 1 ? blk_at2(kb, bpart, V_(s), V_(r->rank)) : sched_blk_at1(kb, bt, V_(s));
+        }
+        args[1] = fb;
+        tile_stmt *lb = sched_blk_op(kb, TILE_I_TMA_LOAD, NULL, 2, args, NULL, &dst);
+        if (cl > 1) lb->instr.mcast = I_((1 << cl) - 1);
+        sched_blk_set(kb, it, B_(ADD), V_(it), I_(1)));
+        sched_blk_end(kb); /* k */
     }
-    args[1] = fb;
-    sched_blk_op(kb, TILE_I_TMA_LOAD, NULL, 2, args, NULL, &dst);
-    /* B: in a cluster, this block's 1/cl of its columns, multicast to all */
-    tile_expr *n0 = B_(MUL), V_(r->tn), I_(g->bn));
-    if (cl > 1) n0 = B_(ADD), n0, B_(MUL), V_(r->rank), I_(g->bn / cl)));
-    if (!g->b_trans) {
-        args[0] = blk_g(kb, g->b, r->tb, B_(MUL), ck, I_(g->bk)), n0);
-        dst = cl > 1 ? blk_at2(kb, bpart, V_(s), V_(r->rank)) : sched_blk_at1(kb, r->bs, V_(s));
-    } else {
-        args[0] = blk_g(kb, g->b, r->tb, n0, B_(MUL), ck, I_(g->bk)));
-        dst = cl > 1 ? blk_at2(kb, bpart, V_(s), V_(r->rank)) : sched_blk_at1(kb, bt, V_(s));
-    }
-    args[1] = fb;
-    tile_stmt *lb = sched_blk_op(kb, TILE_I_TMA_LOAD, NULL, 2, args, NULL, &dst);
-    if (cl > 1) lb->instr.mcast = I_((1 << cl) - 1);
-    sched_blk_set(kb, it, B_(ADD), V_(it), I_(1)));
-    sched_blk_end(kb); /* k */
     sched_blk_end(kb); /* tiles */
     sched_blk_end(kb); /* role */
     /* the consumers */
@@ -466,16 +484,30 @@ tile_value *sched_blk_ring_mainloop(sched_blk *kb, const sched_blk_gemm *g, sche
     /* one wgmma group in flight: step k's products run while the consumer
      * waits for step k-1's and releases its stage; the tile's last stage
      * is released after the final wait */
-    tile_value *acc = sched_blk_alloc(kb, "c_acc", blk_reg2(kb, TSL_DTYPE_F32, r->em, r->en, g->lc), sched_blk_float(kb, 0.0, "0.0"));
-    tile_value *nk = sched_blk_let(kb, "c_nk", B_(CDIV), g->kext, I_(g->bk)));
+    int nacc = blk_nbb(g);
+    for (int c = 0; c < nacc; c++) {
+        const char *nm = g->bgroup ? arena_printf(kb->m->arena, "c_acc%d", c) : "c_acc";
+        r->acc[c] = sched_blk_alloc(kb, nm, blk_reg2(kb, TSL_DTYPE_F32, r->em, r->en, g->lc), sched_blk_float(kb, 0.0, "0.0"));
+    }
+    /* the k steps of every segment: the stages arrive in that order */
+    tile_expr *nks = NULL;
+    for (int q = 0; q < (g->nseg ? g->nseg : 1); q++) {
+        tile_expr *n = B_(CDIV), g->nseg ? g->seg[q].kext : g->kext, I_(g->bk));
+        nks = nks ? B_(ADD), nks, n) : n;
+    }
+    tile_value *nk = sched_blk_let(kb, "c_nk", nks);
     tile_stmt *fk = sched_blk_for(kb, "c_k", I_(0), V_(nk), NULL);
     tile_value *s = sched_blk_let(kb, "c_s", B_(MOD), V_(it), I_(S)));
     blk_mbar(kb, TILE_I_MBAR_WAIT, sched_blk_at1(kb, r->full, V_(s)), B_(MOD), B_(DIV), V_(it), I_(S)), I_(2)), 0);
     blk_op0(kb, TILE_I_WGMMA_FENCE);
-    tile_operand args[3] = {blk_at3(kb, r->as, V_(s), B_(MUL), V_(r->wg), I_(r->em)), I_(0)),
-                            blk_at3(kb, r->bs, V_(s), I_(0), I_(0)), tile_operand_tensor(acc)};
-    tile_operand dacc = tile_operand_tensor(acc);
-    sched_blk_op(kb, TILE_I_WGMMA, NULL, 3, args, NULL, &dacc);
+    for (int c = 0; c < nacc; c++) {
+        tile_expr *bi[4] = {V_(s), I_(c), I_(0), I_(0)};
+        tile_operand args[3] = {blk_at3(kb, r->as, V_(s), B_(MUL), V_(r->wg), I_(r->em)), I_(0)),
+                                g->bgroup ? sched_blk_at(kb, r->bs, 4, bi) : blk_at3(kb, r->bs, V_(s), I_(0), I_(0)),
+                                tile_operand_tensor(r->acc[c])};
+        tile_operand dacc = tile_operand_tensor(r->acc[c]);
+        sched_blk_op(kb, TILE_I_WGMMA, NULL, 3, args, NULL, &dacc);
+    }
     blk_op0(kb, TILE_I_WGMMA_COMMIT);
     blk_op_n(kb, TILE_I_WGMMA_WAIT, 1);
     sched_blk_if(kb, B_(GT), V_(fk->v), I_(0)));
@@ -487,7 +519,7 @@ tile_value *sched_blk_ring_mainloop(sched_blk *kb, const sched_blk_gemm *g, sche
     sched_blk_if(kb, B_(GT), V_(nk), I_(0)));
     blk_release(kb, r, B_(MOD), B_(ADD), V_(it), I_(S - 1)), I_(S)));
     sched_blk_end(kb);
-    return acc;
+    return r->acc[0];
 }
 
 void sched_blk_ring_store(sched_blk *kb, sched_blk_ring *r, tile_value *out, tile_value *c, int n, tile_expr **at)
@@ -511,6 +543,12 @@ void sched_blk_ring_store(sched_blk *kb, sched_blk_ring *r, tile_value *out, til
         blk_op0(kb, TILE_I_BULK_COMMIT);
     }
     if (cl > 1) sched_blk_end(kb); /* if */
+    sched_blk_ring_close(kb, r);
+}
+
+void sched_blk_ring_close(sched_blk *kb, sched_blk_ring *r)
+{
+    int cl = blk_cluster(r);
     sched_blk_end(kb); /* tiles */
     if (r->tma_store) blk_op_n(kb, TILE_I_BULK_WAIT, 0);
     sched_blk_end(kb); /* role */

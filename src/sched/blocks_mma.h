@@ -11,6 +11,13 @@
 
 #include "sched/blocks.h"
 
+/* One K segment of the sm_90a ring: A and B of the product over k in
+ * [0, kext), stored as sched_blk_gemm's a and b. */
+typedef struct sched_blk_kseg {
+    tile_value *a, *b;
+    tile_expr *kext;
+} sched_blk_kseg;
+
 /* One block product. A is stored (batch?, M, K), or (batch?, K, M) when
  * a_trans; B (batch?, K, N), or (batch?, N, K) when b_trans. */
 typedef struct sched_blk_gemm {
@@ -33,6 +40,15 @@ typedef struct sched_blk_gemm {
     tile_expr *kblocks;    /* k steps of this block: NULL = cdiv(K, bk) */
     tile_expr *k0;         /* the first k step: NULL = 0 (split-K slices) */
     const char *lc;        /* the accumulator's layout */
+    /* the sm_90a ring only (0 / NULL: a GEMM) */
+    int nseg;              /* K segments, in order, into the same accumulators
+                            * (seg[0..nseg)); 0: the one of a, b and kext */
+    const sched_blk_kseg *seg;
+    int bgroup;            /* G > 0: B is stored (G, N, K) (b_trans, no batch)
+                            * and a stage holds its G blocks [G, bn, bk] (one
+                            * TMA box at (0, n, k)); the consumer runs one
+                            * wgmma per block, into G accumulators (the LSTM
+                            * cell's gates) */
 } sched_blk_gemm;
 
 /* The mma fragments of the block (warps wm x wn, each warp (bm/wm) x
@@ -55,6 +71,7 @@ void sched_blk_mainloop(sched_blk *kb, const sched_blk_gemm *g, tile_value *acc)
 
 /* ---- sm_90a --------------------------------------------------------------------------------------- */
 /* The persistent warp-specialised kernel: values the epilogue uses. */
+#define SCHED_BLK_RING_MAXG 4
 typedef struct sched_blk_ring {
     int cluster;            /* set by the caller: 2 runs blocks in clusters of two along M,
                              * B multicast (half from each), stages released in both; else 1 */
@@ -70,6 +87,8 @@ typedef struct sched_blk_ring {
     tile_value *gm;         /* M-tiles (a cluster's second block may be one past them) */
     tile_value *rank;       /* the block's rank in its cluster; NULL without one */
     tile_stmt *wgs;
+    tile_value *acc[SCHED_BLK_RING_MAXG]; /* the consumer's accumulators
+                            * (sched_blk_ring_mainloop: max(1, bgroup) of them) */
 } sched_blk_ring;
 
 /* The ring's depth for the block shape (what is left beside C's tiles). */
@@ -86,12 +105,17 @@ tile_expr *sched_blk_ring_grid(sched_blk *kb, const sched_blk_gemm *g, const sch
  * the two blocks of a cluster take M-tiles 2i and 2i + 1 of one N-tile). */
 void sched_blk_ring_open(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring *r, tile_expr *M, tile_expr *N,
                          tile_expr *B, int group);
-/* The consumer's k loop: acc (f32[em, en] in g->lc) += its 64 rows of A
- * times B, one wgmma group in flight. Returns acc. */
+/* The consumer's k loop over every segment: acc (f32[em, en] in g->lc)
+ * += its 64 rows of A times B, one wgmma group in flight. Returns acc;
+ * with g->bgroup, r->acc[c] += A times B's block c (c < bgroup), one
+ * group of bgroup wgmmas a stage, and returns r->acc[0]. */
 tile_value *sched_blk_ring_mainloop(sched_blk *kb, const sched_blk_gemm *g, sched_blk_ring *r);
 /* The consumer's tile store of out to C at `at` (indices), through shared
  * memory and TMA when r->tma_store, else masked; then closes the tile
- * loop, the role and warpgroups. */
+ * loop, the role and warpgroups (sched_blk_ring_close). */
 void sched_blk_ring_store(sched_blk *kb, sched_blk_ring *r, tile_value *out, tile_value *c, int n, tile_expr **at);
+/* Closes the consumer's tile loop (waiting for its TMA stores), the role
+ * and warpgroups: for an epilogue that stores by itself. */
+void sched_blk_ring_close(sched_blk *kb, sched_blk_ring *r);
 
 #endif
