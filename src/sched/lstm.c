@@ -45,6 +45,13 @@
  * 64, 6 x 16 a thread per gate (the micro-kernel's AVX2 tile), k steps
  * of 128, one stage. */
 enum { LS_MMA_BK = 32, LS_MMA_STAGES = 3, LS_MMA_PAD = 8 };
+/* sm_90a (blocks_mma.c's ring): BM = 128 rows a tile, two consumer
+ * warpgroups of 64 rows, BH = 64 columns of h a tile for each of the
+ * four gates (4 x 64 x 64 f32 = 128 accumulator registers a consumer
+ * thread), 64-deep k blocks; a stage is A's [128, 64] box and one
+ * [4, 64, 64] box of the gates' weights (48 KB: 4 stages); the tiles
+ * visited LS_WG_GROUP down b before moving right. */
+enum { LS_WG_BM = 128, LS_WG_BH = 64, LS_WG_BK = 64, LS_WG_GROUP = 8 };
 enum { LS_FMA_BM = 64, LS_FMA_BH = 32, LS_FMA_TM = 4, LS_FMA_TN = 4, LS_FMA_BK = 16, LS_FMA_STAGES = 3, LS_FMA_PAD = 4 };
 enum { LS_CPU_BH = 64, LS_CPU_TM = 6, LS_CPU_TN = 16, LS_CPU_BK = 128, LS_CPU_PAD = 16 };
 
@@ -55,7 +62,11 @@ typedef struct ls {
     sched_blk *kb;
     tsl_dtype in;          /* the products' dtype */
     int mma, cpu, ukr;
+    int sm90;              /* the sm_90a plan: TMA ring, wgmma, warpgroups */
     int bm, bh, bk, wm, wn, tm, tn, threads, pad, stages;
+    int em, ethreads;      /* the epilogue's rows and threads: the block's,
+                            * or one consumer warpgroup's (sm90) */
+    sched_blk_ring ring;   /* sm90: the ring's values (the tile's origin) */
     char lc[256];          /* the accumulators' layout */
     tile_value *acc[4];
     tile_value *gate[4];   /* the gate values after the gate ops */
@@ -167,8 +178,12 @@ static tile_expr *ls_origin(void *ctx, int v)
 {
     ls *c = ctx;
     sched_blk *kb = c->kb;
-    if (v == 0) return B_(MUL), sched_blk_bidx(kb, 0), I_(c->bm));
     if (!c->tail && v == 1) return I_(c->cur_gate);
+    if (c->sm90) { /* the persistent loop's tile, the consumer's rows */
+        if (v == 0) return B_(ADD), B_(MUL), V_(c->ring.tm), I_(c->bm)), B_(MUL), V_(c->ring.wg), I_(c->em)));
+        return B_(MUL), V_(c->ring.tn), I_(c->bh));
+    }
+    if (v == 0) return B_(MUL), sched_blk_bidx(kb, 0), I_(c->bm));
     return B_(MUL), sched_blk_bidx(kb, 1), I_(c->bh));
 }
 
@@ -207,7 +222,7 @@ static int ls_epilogue(sched_blk *kb, ls *c)
 {
     const graph *g = c->g;
     const graph_lstm *L = c->L;
-    sched_blk_tile T = {.kb = kb, .tc = L->gates, .rows = c->bm, .cols = c->bh, .threads = c->threads, .lay = c->lc,
+    sched_blk_tile T = {.kb = kb, .tc = L->gates, .rows = c->em, .cols = c->bh, .threads = c->ethreads, .lay = c->lc,
                         .nb = 0, .vm = 0, .vn = 2, .origin = ls_origin, .covers = ls_covers, .ctx = c};
     for (int gi = 0; gi < 4; gi++) {
         c->cur_gate = gi;
@@ -249,12 +264,45 @@ static int ls_epilogue(sched_blk *kb, ls *c)
 
 /* ---- the kernel -------------------------------------------------------------------------------------- */
 
+/* sm_90a: a persistent grid over (b, h) tiles; the ring's producer
+ * streams X's and Wx's k blocks, then Hprev's and Wh's (two K
+ * segments), the consumers accumulate the four gates (one wgmma a gate a
+ * stage) and run the epilogue on their 64 rows. */
+static int ls_build_sm90(sched_blk *kb, ls *c)
+{
+    const lang_tensor *X = c->def->tensors[c->L->a[0]], *W = c->def->tensors[c->L->w[0]];
+    sched_blk_kseg seg[2];
+    for (int ph = 0; ph < 2; ph++) {
+        const lang_tensor *A = c->def->tensors[c->L->a[ph]];
+        seg[ph].a = sched_blk_tensor(kb, c->L->a[ph]);
+        seg[ph].b = sched_blk_tensor(kb, c->L->w[ph]);
+        seg[ph].kext = sched_blk_extent(kb, A->shape[1]);
+    }
+    sched_blk_gemm gm = {.a = seg[0].a, .b = seg[0].b, .in = c->in, .b_trans = 1, .bm = c->bm, .bn = c->bh,
+                         .bk = c->bk, .threads = c->threads, .mma = 1, .kext = seg[0].kext, .lc = c->lc,
+                         .nseg = 2, .seg = seg, .bgroup = 4};
+    memset(&c->ring, 0, sizeof c->ring);
+    c->ring.em = c->em;
+    c->ring.en = c->bh;
+    c->ring.cdt = TSL_DTYPE_F32;
+    tile_expr *M = sched_blk_extent(kb, X->shape[0]), *N = sched_blk_extent(kb, W->shape[1]);
+    tile_expr *grid = B_(MIN), B_(MUL), B_(CDIV), M, I_(c->bm)), B_(CDIV), N, I_(c->bh))), sched_blk_sms(kb));
+    sched_blk_grid(kb, 1, &grid, c->threads, sched_blk_ring_smem(&gm, 0));
+    sched_blk_ring_open(kb, &gm, &c->ring, M, N, NULL, LS_WG_GROUP);
+    sched_blk_ring_mainloop(kb, &gm, &c->ring);
+    for (int g = 0; g < 4; g++) c->acc[g] = c->ring.acc[g];
+    if (!ls_epilogue(kb, c)) return 0;
+    sched_blk_ring_close(kb, &c->ring);
+    return 1;
+}
+
 static int ls_build(sched_blk *kb, void *ctx)
 {
     ls *c = ctx;
     c->kb = kb;
     c->tail = 0;
     memset(c->held, 0, sizeof *c->held * (size_t)(c->def->ntensors + 1));
+    if (c->sm90) return ls_build_sm90(kb, c);
     const lang_tensor *X = c->def->tensors[c->L->a[0]], *W = c->def->tensors[c->L->w[0]];
     int esz = c->mma ? 2 : 4;
     /* (both products' pipelines hold their stages: twice one's) */
@@ -273,6 +321,68 @@ static int ls_build(sched_blk *kb, void *ctx)
     ls_product(kb, c, 0);
     ls_product(kb, c, 1);
     return ls_epilogue(kb, c);
+}
+
+/* The sizes the sm_90a plan's TMA needs to be multiples of 8 (16-byte
+ * rows of f16/bf16): the last dims of X, Wx, Hprev and Wh (I and H). 0
+ * when a constant one is not. */
+static int ls_align(const ls *c, sched_guard *g)
+{
+    memset(g, 0, sizeof *g);
+    const lang_sexpr *ext[4] = {c->def->tensors[c->L->a[0]]->shape[1], c->def->tensors[c->L->w[0]]->shape[2],
+                                c->def->tensors[c->L->a[1]]->shape[1], c->def->tensors[c->L->w[1]]->shape[2]};
+    for (int i = 0; i < 4; i++) {
+        if (ext[i]->kind == LANG_SX_CONST) {
+            if (ext[i]->value % 8) return 0;
+            continue;
+        }
+        int dup = 0;
+        for (int j = 0; j < g->n; j++) dup |= g->sym[j] == ext[i]->sym;
+        if (dup) continue;
+        g->sym[g->n] = ext[i]->sym;
+        g->op[g->n] = SCHED_GUARD_MOD;
+        g->val[g->n++] = 8;
+    }
+    return 1;
+}
+
+/* The sm_90a launches (see sched_lower_lstm) under gd (G == 4, or none);
+ * 0 when the group is not theirs (nothing pushed). */
+static int ls_sm90_plans(sched_plan *p, const ls *base, const sched_guard *gd, const char *kname, const graph_group *grp)
+{
+    sched_guard align;
+    if (!ls_align(base, &align) || gd->n + align.n > SCHED_MAX_GUARD) return 0;
+    ls c9 = *base;
+    c9.sm90 = 1;
+    c9.bm = LS_WG_BM, c9.bh = LS_WG_BH, c9.bk = LS_WG_BK;
+    c9.em = LS_WG_BM / 2;
+    c9.threads = 384, c9.ethreads = 128;
+    tile_wgmma_acc_layout(c9.bh, c9.lc, sizeof c9.lc);
+    sched_blk kb9, kb8;
+    tile_kernel *k9 = sched_blk_build(&kb9, p, base->def, arena_printf(p->m->arena, "%s_wgmma", kname), ls_build, &c9);
+    if (!k9) return 0;
+    /* the mma.sync plan for the sizes TMA cannot take */
+    ls c8 = *base;
+    tile_kernel *k8 = align.n ? sched_blk_build(&kb8, p, base->def, kname, ls_build, &c8) : NULL;
+    if (align.n && !k8) return 0;
+    sched_guard g9 = *gd;
+    for (int i = 0; i < align.n; i++) {
+        g9.sym[g9.n] = align.sym[i];
+        g9.op[g9.n] = align.op[i];
+        g9.val[g9.n++] = align.val[i];
+    }
+    sched_blk_add(&kb9, k9, grp->first, grp->nops, g9.n ? &g9 : NULL);
+    if (k8) {
+        sched_guard g8 = *gd;
+        TSL_ASSERT(sched_guard_unless(&g8, &align)); /* (the terms fit: checked above) */
+        sched_blk_add(&kb8, k8, grp->first, grp->nops, &g8);
+    }
+    /* the launches cover the sizes where G == 4: the parts run otherwise */
+    if (gd->n) {
+        p->partial = 1;
+        p->covered = *gd;
+    }
+    return 1;
 }
 
 int sched_lower_lstm(sched_plan *p, const graph *g, const graph_group *grp)
@@ -317,6 +427,8 @@ int sched_lower_lstm(sched_plan *p, const graph *g, const graph_group *grp)
         char lcol[256], lrow[256], lcolb[256], lrowa[256];
         sched_blk_fma_layouts(&gm, c.lc, lcol, lrow, lcolb, lrowa, sizeof lcol);
     }
+    c.em = c.bm;
+    c.ethreads = c.threads;
     c.held = arena_alloc(p->m->arena, sizeof *c.held * (size_t)(def->ntensors + 1));
     /* G == 4 when G is a size symbol (graph/lstm.c: else the constant 4) */
     sched_guard gd;
@@ -329,6 +441,9 @@ int sched_lower_lstm(sched_plan *p, const graph *g, const graph_group *grp)
         gd.n = 2;
     }
     const char *kname = arena_printf(p->m->arena, "%s_g%d_lstm", def->name, grp->index);
+    /* sm_90a: the TMA/wgmma plan, guarded by the sizes TMA needs; the
+     * mma.sync plan for the others */
+    if (c.mma && !c.cpu && p->sm >= 90 && ls_sm90_plans(p, &c, &gd, kname, grp)) return 1;
     sched_blk kb;
     tile_kernel *k = sched_blk_build(&kb, p, def, kname, ls_build, &c);
     if (!k) return 0;

@@ -6,8 +6,10 @@
  * CUDA plan in the tile interpreter (blocks shuffled) and in the host
  * emulation of the generated CUDA give the TC interpreter's answer at
  * B in {1, 7, 130}, H in {1, 5, 72, 130}, I in {1, 3, 64} (no tile divides
- * them), outputs poisoned; G = 5 runs the parts; NVRTC compiles the
- * kernels for sm_80 and sm_90a without spills; near misses keep the
+ * them), outputs poisoned; the sm_90a wgmma plan (f16, bf16) in the tile
+ * interpreter at B in {1, 7, 130, 131}, H, I in {8, 72, 136, 200}, and its
+ * mma.sync fallback where H or I is not a multiple of 8; G = 5 runs the
+ * parts; NVRTC compiles the kernels for sm_80 and sm_90a without spills; near misses keep the
  * unfused groups and still match; sched.lstm=0 takes the parts. */
 #include <stdlib.h>
 #include <string.h>
@@ -91,18 +93,21 @@ static sched_plan *lower_opt(tsl_arena *a, const lang_def *def, tsl_target targe
 
 /* The plan: one group, its kernel first (guarded by G == 4 when G is a
  * size, the parts after under the negated guard), verifying and round
- * tripping. */
+ * tripping. On sm_90a (f16, bf16): the wgmma kernel first, guarded also
+ * by I % 8 == 0 && H % 8 == 0, then the mma.sync kernel unless that. */
 static sched_plan *lower_checked(tsl_arena *a, const lang_def *def, tsl_target target, int sm)
 {
     graph *g = NULL;
     sched_plan *p = lower_opt(a, def, target, sm, NULL, &g);
     if (!p) return NULL;
     int symbolic = strcmp(def->name, "lstm_cell") == 0;
-    CHECK_MSG(g->ngroups == 1 && g->groups[0].strategy == GRAPH_LSTM && count_lstm(p) == 1 &&
-                  strstr(p->launches[0].k->name, "_lstm") && (symbolic ? p->launches[0].guard.n == 2 && p->nlaunches > 1
-                                                                        : p->nlaunches == 1),
-              "%s: %d groups, %d launches, %d lstm kernels (notes: %s)", def->name, g->ngroups, p->nlaunches,
-              count_lstm(p), p->notes ? p->notes : "none");
+    int wg = sm >= 90 && target == TSL_TARGET_CUDA && def->tensors[0]->dtype != TSL_DTYPE_F32;
+    int n0 = (symbolic ? 2 : 0) + (wg ? 2 : 0), lstm = wg ? 2 : 1;
+    CHECK_MSG(g->ngroups == 1 && g->groups[0].strategy == GRAPH_LSTM && count_lstm(p) == lstm &&
+                  strstr(p->launches[0].k->name, wg ? "_lstm_wgmma" : "_lstm") && p->launches[0].guard.n == n0 &&
+                  (symbolic ? p->nlaunches > lstm : p->nlaunches == lstm),
+              "%s: %d groups, %d launches, %d lstm kernels, guard %d terms (notes: %s)", def->name, g->ngroups,
+              p->nlaunches, count_lstm(p), p->launches[0].guard.n, p->notes ? p->notes : "none");
     for (int i = 1; i < p->nlaunches; i++) CHECK(sched_guard_nunless(&p->launches[i].guard) >= 1);
     return test_plan_round_trip(a, p, def->name) == TSL_OK ? p : NULL;
 }
@@ -165,6 +170,34 @@ static void test_cuda_plan_interp(void)
 {
     each_case(TSL_TARGET_CUDA, 80, test_run_tile_interp, "cuda plan, tile interpreter", 0x3f);
 }
+/* sm_90a (f16, bf16): the wgmma plan (TMA ring over X Wx then Hprev Wh,
+ * four gates' accumulators a consumer) in the tile interpreter at sizes
+ * its guard takes (I, H multiples of 8) that no tile divides (B 1, 7,
+ * 131; H 8, 72, 136; I 8, 72, 136, 200: the k segments end mid-block),
+ * where the tile loop runs several tiles per block (the SM count is 1
+ * off the GPU); then sizes the guard refuses (H 5, I 3: the mma.sync
+ * kernel) and G = 5 (the parts). */
+static const int64_t sets90[6][4] = {
+    {1, 8, 8, 4}, {7, 72, 136, 4}, {131, 136, 72, 4}, {130, 200, 8, 4}, {7, 3, 72, 4}, {7, 64, 5, 5},
+};
+
+static void test_sm90_plan_interp(void)
+{
+    for (int c = 0; c < 2; c++)
+        for (int dt = 1; dt < 3; dt++) {
+            tsl_arena *a = arena_create();
+            lang_def *def = parse_case(a, c, dt);
+            sched_plan *p = def ? lower_checked(a, def, TSL_TARGET_CUDA, 90) : NULL;
+            for (int s = 0; p && s < 6; s++) {
+                if (c == 1 && sets90[s][3] != 4) continue; /* (G is the constant 4) */
+                int64_t sz[4];
+                memcpy(sz, sets90[s], sizeof sz);
+                test_compare_plan(a, def, p, sz, test_run_tile_interp, "sm_90a plan, tile interpreter");
+            }
+            arena_free(a);
+        }
+}
+
 static void test_cuda_plan_emulated(void)
 {
     if (!test_have_cxx()) return;
@@ -219,8 +252,9 @@ static void test_nvrtc(void)
             tsl_arena *a = arena_create();
             lang_def *def = parse_case(a, 0, dt);
             sched_plan *p = def ? lower_checked(a, def, TSL_TARGET_CUDA, ai ? 90 : 80) : NULL;
-            if (p) {
-                const tile_kernel *k = p->launches[0].k;
+            for (int l = 0; p && l < p->nlaunches; l++) {
+                const tile_kernel *k = p->launches[l].k;
+                if (!strstr(k->name, "_lstm")) continue;
                 rt_ptxas_report worst;
                 int narms = 0;
                 diag_reset(&d);
@@ -316,6 +350,7 @@ TEST_SUITE(sched_lstm) = {
     {"cpu_matches", test_cpu_matches},
     {"cuda_plan_interp", test_cuda_plan_interp},
     {"cuda_plan_emulated", test_cuda_plan_emulated},
+    {"sm90_plan_interp", test_sm90_plan_interp},
     {"guard_parts", test_guard_parts},
     {"mma_options", test_mma_options},
     {"nvrtc", test_nvrtc},
