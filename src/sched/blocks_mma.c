@@ -231,7 +231,10 @@ void sched_blk_mainloop(sched_blk *kb, const sched_blk_gemm *g, tile_value *acc)
  * arrive while the consumers run the epilogue. Warpgroups 1 and 2 (the
  * consumers, 232 registers) each own BM/2 rows: they wait until a stage is
  * full, run wgmma over it with one group in flight, and release the stage
- * before. */
+ * before. K segments (g->seg) follow each other through the same ring
+ * into the same accumulators; a grouped B (g->bgroup) fills a stage with
+ * its G blocks (one TMA box) and the consumers run one wgmma per block
+ * into G accumulators (the LSTM cell's gates, sched/lstm.c). */
 #define BLK_RING_SMEM (220 * 1024) /* the stages, C's staging tiles and the barriers */
 
 /* B's blocks a stage holds: bgroup, or 1 */

@@ -12,6 +12,11 @@
  *     (specs [1, BH, BK] of W(G,H,K) at gate c);
  *       f16/bf16 on CUDA: mma.sync m16n8k16 (f32 accumulation), WM x 4
  *         warps, A's fragment loaded once for the four gates' products;
+ *       f16/bf16 on sm_90a (I, H multiples of 8; mma.sync otherwise):
+ *         blocks_mma.c's TMA ring with two K segments (X Wx, Hprev Wh)
+ *         and the four gates' weight blocks one [4, BH, BK] box a stage,
+ *         a persistent grid over (b, h) tiles, each consumer warpgroup
+ *         holding the four gates' 64 x BH accumulators of its rows;
  *       f32 on CUDA: FMA micro-tiles (4 x 4 sub-tiles, blocks_mma.c's
  *         layouts), A's column broadcast once for the four gates;
  *       CPU: f32 FMA in the C micro-kernel (cpu.ukr.f32), one k loop per
