@@ -374,12 +374,14 @@ static int ls_sm90_plans(sched_plan *p, const ls *base, const sched_guard *gd, c
     for (int i = 0; i < align.n; i++) {
         g9.sym[g9.n] = align.sym[i];
         g9.op[g9.n] = align.op[i];
-        g9.val[g9.n++] = align.val[i];
+        g9.val[g9.n] = align.val[i];
+        g9.grp[g9.n++] = 0; /* when */
     }
     sched_blk_add(&kb9, k9, grp->first, grp->nops, g9.n ? &g9 : NULL);
     if (k8) {
         sched_guard g8 = *gd;
-        TSL_ASSERT(sched_guard_unless(&g8, &align)); /* (the terms fit: checked above) */
+        int fits = sched_guard_unless(&g8, &align);
+        TSL_ASSERT(fits); /* (the terms fit: checked above) */
         sched_blk_add(&kb8, k8, grp->first, grp->nops, &g8);
     }
     /* the launches cover the sizes where G == 4: the parts run otherwise */
