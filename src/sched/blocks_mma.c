@@ -287,7 +287,8 @@ static void blk_tile_loop(sched_blk *kb, sched_blk_ring *r, const sched_blk_gemm
     tile_expr *nt = B_(MUL), V_(gm), V_(gn));
     tile_value *ntiles = sched_blk_let(kb, "c_ntiles", B ? B_(MUL), nt, B) : nt);
     tile_expr *first = cl > 1 ? B_(DIV), sched_blk_bidx(kb, 0), I_(cl)) : sched_blk_bidx(kb, 0);
-    tile_stmt *f = sched_blk_for(kb, "c_t", first, V_(ntiles), blk_clusters(kb, g, cl, M, N, B));
+    tile_expr *step = cl > 1 ? blk_clusters(kb, g, cl, M, N, B) : B_(MIN), V_(ntiles), sched_blk_sms(kb));
+    tile_stmt *f = sched_blk_for(kb, "c_t", first, V_(ntiles), step);
     tile_value *rr;
     r->tb = NULL;
     if (B) {
