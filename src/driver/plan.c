@@ -104,6 +104,7 @@ static tsl_status pb_kernel(const tile_kernel *k, const drv_emitted *em, const c
     rk->entry = arena_strdup(a, em->entry);
     rk->source = arena_strdup(a, source);
     rk->threads = k->threads;
+    rk->cluster = k->cluster > 1 ? k->cluster : 0;
     rk->smem = em->smem;
     rk->nparams = k->nparams;
     rk->params = arena_alloc(a, sizeof *rk->params * (size_t)(k->nparams + 1));

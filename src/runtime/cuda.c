@@ -836,6 +836,21 @@ tsl_status rt_cuda_launch(rt_cuda_device *dev, rt_cuda_function f, const unsigne
     return st;
 }
 
+int rt_cuda_cluster_blocks(rt_cuda_device *dev, rt_cuda_function f, int cluster, unsigned threads, unsigned shared_bytes)
+{
+    int sms = dev->info.sm_count, fallback = cluster > 0 ? sms / cluster * cluster : sms;
+    if (cluster < 2 || dev->poisoned || cu.CtxSetCurrent(dev->ctx) != CUDA_SUCCESS) return fallback > 0 ? fallback : cluster;
+    if (shared_bytes > 48 * 1024 &&
+        cu.FuncSetAttribute((CUfunction)f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared_bytes) !=
+            CUDA_SUCCESS)
+        return fallback > 0 ? fallback : cluster;
+    CUlaunchConfig c = {.gridDimX = (unsigned)cluster, .gridDimY = 1, .gridDimZ = 1, .blockDimX = threads,
+                        .blockDimY = 1, .blockDimZ = 1, .sharedMemBytes = shared_bytes, .hStream = dev->stream};
+    int n = 0;
+    if (cu.OccupancyMaxActiveClusters(&n, (CUfunction)f, &c) != CUDA_SUCCESS || n < 1) return fallback > 0 ? fallback : cluster;
+    return n * cluster;
+}
+
 tsl_status rt_cuda_synchronize(rt_cuda_device *dev, tsl_diag *d)
 {
     tsl_status st = cuda_enter(dev, d);

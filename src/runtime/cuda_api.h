@@ -19,6 +19,17 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUevent_st *CUevent;
 typedef struct CUstream_st *CUstream;
 typedef int CUjit_option;
+/* cuLaunchKernelEx's configuration (CUlaunchConfig): here only for
+ * cuOccupancyMaxActiveClusters, with no attributes (a kernel's
+ * __cluster_dims__ give its cluster). */
+typedef struct CUlaunchConfig {
+    unsigned gridDimX, gridDimY, gridDimZ;
+    unsigned blockDimX, blockDimY, blockDimZ;
+    unsigned sharedMemBytes;
+    CUstream hStream;
+    void *attrs;
+    unsigned numAttrs;
+} CUlaunchConfig;
 
 enum {
     CUDA_SUCCESS = 0,
@@ -90,6 +101,8 @@ enum { NVRTC_SUCCESS = 0, NVRTC_ERROR_COMPILATION = 6 };
     X(ModuleUnload, "cuModuleUnload", CUresult, (CUmodule m)) \
     X(ModuleGetFunction, "cuModuleGetFunction", CUresult, (CUfunction * f, CUmodule m, const char *name)) \
     X(FuncSetAttribute, "cuFuncSetAttribute", CUresult, (CUfunction f, int attr, int value)) \
+    X(OccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters", CUresult,                        \
+      (int *n, CUfunction f, const CUlaunchConfig *config)) \
     X(LaunchKernel, "cuLaunchKernel", CUresult,                                                      \
       (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,      \
        unsigned bz, unsigned shared, CUstream stream, void **params, void **extra)) \

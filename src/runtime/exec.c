@@ -37,6 +37,7 @@ typedef struct ex_variant {
 typedef struct ex_kernel {
     ex_variant *v;
     int n, cap;
+    int units;    /* a cluster kernel's resident blocks (t->cluster_units); 0 not asked yet */
 } ex_kernel;
 
 struct rt_exec {
@@ -280,6 +281,27 @@ static tsl_status ex_temps(rt_exec *x, const rt_run *r, tsl_diag *d)
     return TSL_OK;
 }
 
+/* The units argument of kernel ki: the device's, or for a cluster kernel
+ * the blocks that can be resident in clusters (asked once, of its first
+ * variant: the variants differ in index width only). */
+static tsl_status ex_units(rt_exec *x, int ki, int64_t *out, tsl_diag *d)
+{
+    const rt_kernel *k = &x->p->kernels[ki];
+    ex_kernel *ek = &x->k[ki];
+    if (k->cluster < 2 || !x->t->cluster_units) {
+        *out = x->t->units(x->dev);
+        return TSL_OK;
+    }
+    if (!ek->units) {
+        void *fn = NULL;
+        tsl_status st = ex_variant_get(x, ki, 0, &fn, d);
+        if (st) return st;
+        ek->units = x->t->cluster_units(x->dev, fn, k);
+    }
+    *out = ek->units;
+    return TSL_OK;
+}
+
 /* Bind launch li's arguments into x->b and pick its variant. *skip: the
  * grid is empty. */
 static tsl_status ex_bind(rt_exec *x, int li, const rt_run *r, unsigned *key, int *skip, tsl_diag *d)
@@ -298,9 +320,11 @@ static tsl_status ex_bind(rt_exec *x, int li, const rt_run *r, unsigned *key, in
         const rt_param *pa = &k->params[q];
         const rt_arg *a = &l->args[q];
         if (!pa->is_tensor) {
-            int64_t w = a->kind == RT_ARG_SIZE    ? r->sizes[a->index]
-                        : a->kind == RT_ARG_UNITS ? x->t->units(x->dev)
-                                                  : r->words[a->index];
+            int64_t w = a->kind == RT_ARG_SIZE ? r->sizes[a->index] : r->words[a->index];
+            if (a->kind == RT_ARG_UNITS) {
+                tsl_status st = ex_units(x, l->kernel, &w, d);
+                if (st) return st;
+            }
             b->word[q] = w;
             vals[k->nsyms + q] = w;
             if (!pa->is_float && (w > EX_I32_LIMIT || w < -EX_I32_LIMIT)) need64 = 1;

@@ -112,6 +112,7 @@ typedef struct rt_kernel {
     char *entry;  /* its entry symbol (CUDA: the base; _i32/_i64 appended) */
     char *source; /* generated C or CUDA C */
     int threads;
+    int cluster;   /* blocks a cluster along grid x (__cluster_dims__); 0 none */
     int64_t smem;  /* dynamic shared bytes */
     int nparams;
     rt_param *params;
@@ -231,6 +232,10 @@ typedef struct rt_target {
     const char *(*arch)(void *dev);
     /* Its multiprocessors (a persistent grid's size; 1 on the CPU). */
     int (*units)(void *dev);
+    /* The blocks of kernel k (clusters of k->cluster) that can be resident
+     * at once, as a multiple of the cluster size: a cluster kernel's
+     * persistent grid (fn: a loaded variant). NULL: units(). */
+    int (*cluster_units)(void *dev, void *fn, const rt_kernel *k);
     /* What its binaries depend on besides the source and arch (compiler,
      * NVRTC and driver versions): part of every key of a compiled thing. */
     const char *(*toolchain)(void *dev);

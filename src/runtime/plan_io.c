@@ -1,18 +1,19 @@
 /* plan_io.c — an rt_plan as bytes (what the cache stores) and back, and
  * as text for people.
  *
- * Format: the magic "TSLPLAN5" (bumped with every change of layout), then
+ * Format: the magic "TSLPLAN6" (bumped with every change of layout), then
  * every field in a fixed order as
  * little-endian i64 (counts, enums and values alike) or length-prefixed
  * bytes (strings, binaries). The reader trusts nothing: every count has a
  * bound, every index is checked against what it indexes, every expression
  * against its environment, so a blob damaged in any way is TSL_ERR_IO with
  * a message, never a crash or a plan that reads out of bounds. */
+#include <stdio.h>
 #include <string.h>
 
 #include "runtime/plan.h"
 
-static const char plan_magic[8] = {'T', 'S', 'L', 'P', 'L', 'A', 'N', '5'};
+static const char plan_magic[8] = {'T', 'S', 'L', 'P', 'L', 'A', 'N', '6'};
 
 /* ---- writing ---------------------------------------------------------------- */
 
@@ -60,6 +61,7 @@ void rt_plan_write(strbuf *o, const rt_plan *p)
         w_str(o, k->entry);
         w_str(o, k->source);
         w_i64(o, k->threads);
+        w_i64(o, k->cluster);
         w_i64(o, k->smem);
         w_i64(o, k->nparams);
         for (int q = 0; q < k->nparams; q++) {
@@ -201,6 +203,7 @@ static void r_kernel(rd *r, rt_kernel *k)
     k->entry = r_str(r);
     k->source = r_str(r);
     k->threads = r_count(r, 1 << 20, "a thread count is out of range");
+    k->cluster = r_count(r, 8, "a cluster size is out of range");
     k->smem = r_count(r, (int64_t)1 << 40, "a shared size is out of range");
     k->nparams = r_count(r, RT_MAX_PARAMS, "a kernel has too many parameters");
     k->params = arena_alloc(r->a, sizeof *k->params * (size_t)(k->nparams + 1));
@@ -361,9 +364,11 @@ void rt_plan_describe(strbuf *o, const rt_plan *p)
               p->nlaunches == 1 ? "" : "es");
     for (int ki = 0; ki < p->nkernels; ki++) {
         const rt_kernel *k = &p->kernels[ki];
-        sb_printf(o, "  kernel %s: entry %s, %d threads, %lld shared bytes, %d params, %d size branch%s, "
+        char cl[32] = "";
+        if (k->cluster > 1) snprintf(cl, sizeof cl, " in clusters of %d", k->cluster);
+        sb_printf(o, "  kernel %s: entry %s, %d threads%s, %lld shared bytes, %d params, %d size branch%s, "
                      "%d tensor map%s, %zu bytes of source, %d binar%s\n",
-                  k->name, k->entry, k->threads, (long long)k->smem, k->nparams, k->nbranches,
+                  k->name, k->entry, k->threads, cl, (long long)k->smem, k->nparams, k->nbranches,
                   k->nbranches == 1 ? "" : "es", k->ntmaps, k->ntmaps == 1 ? "" : "s", strlen(k->source), k->nbins,
                   k->nbins == 1 ? "y" : "ies");
     }

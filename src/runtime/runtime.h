@@ -282,6 +282,11 @@ tsl_status rt_cuda_function_get(rt_cuda_module *m, const char *name, rt_cuda_fun
  * kernel argument's value. shared_bytes above 48 KiB sets the function's
  * max-dynamic-shared attribute first (and is checked against the opt-in
  * limit with a message naming both). */
+/* Blocks of f that can be resident at once in clusters of `cluster`
+ * (cuOccupancyMaxActiveClusters x cluster): a cluster kernel's persistent
+ * grid. Where the driver cannot say, the SMs rounded down to a multiple of
+ * the cluster (at least one cluster). */
+int rt_cuda_cluster_blocks(rt_cuda_device *dev, rt_cuda_function f, int cluster, unsigned threads, unsigned shared_bytes);
 tsl_status rt_cuda_launch(rt_cuda_device *dev, rt_cuda_function f, const unsigned grid[3],
                           const unsigned block[3], unsigned shared_bytes, void **params,
                           tsl_diag *d);

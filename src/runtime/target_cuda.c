@@ -22,6 +22,11 @@
 static const char *tcuda_arch(void *dev) { return rt_cuda_device_info(dev)->arch; }
 
 static int tcuda_units(void *dev) { return dev ? rt_cuda_device_info(dev)->sm_count : 1; }
+
+static int tcuda_cluster_units(void *dev, void *fn, const rt_kernel *k)
+{
+    return rt_cuda_cluster_blocks(dev, fn, k->cluster, (unsigned)k->threads, (unsigned)k->smem);
+}
 static const char *tcuda_toolchain(void *dev)
 {
     static _Thread_local char buf[64];
@@ -186,6 +191,7 @@ const rt_target rt_target_cuda = {
     .fault_records = 1,
     .arch = tcuda_arch,
     .units = tcuda_units,
+    .cluster_units = tcuda_cluster_units,
     .toolchain = tcuda_toolchain,
     .compile = tcuda_compile,
     .load = tcuda_load,
