@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu.sh — everything a GPU result needs, in one run on the GPU machine:
 # the device, the CUDA runtime smoke test (NVRTC -> cubin -> driver launch,
-# checked results, copy bandwidth), tessel's benchmark table
+# checked results, copy bandwidth), the host cost of a cached call
+# (bench/call_overhead.c), tessel's benchmark table
 # (bench/gpu_bench.c: each program checked, then timed), the PyTorch
 # anchors (bench/anchors.py), the CUDA unit suites and the CUDA end-to-end
 # tests on the real GPU (every example def and cookbook recipe against the
@@ -14,7 +15,7 @@
 #
 # The GPU machine has no SQLite/DLPack headers: build HERE, carry build/.
 #   1. here:   make -s -j2 all && bench/gpu.sh --build
-#              (builds build/gpu_bench and build/cuda_smoke against
+#              (builds build/gpu_bench, build/cuda_smoke and build/call_overhead against
 #              build/libtessel.a; nothing runs)
 #   2. there:  bench/gpu.sh          carrying the path `build`
 #      e.g. run(command="bench/gpu.sh", carry=["build"], timeout_s=600)
@@ -33,7 +34,7 @@ cd "$(dirname "$0")/.."
 
 build_bench() {
     local cc=${CC:-cc} ok=0
-    for prog in gpu_bench cuda_smoke; do
+    for prog in gpu_bench cuda_smoke call_overhead; do
         echo "== build build/$prog"
         $cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc "bench/$prog.c" build/libtessel.a \
             -lsqlite3 -ldl -lm -lpthread -o "build/$prog" || ok=1
@@ -95,6 +96,9 @@ for prog in gpu_bench cuda_smoke; do
 done
 
 [ -x build/cuda_smoke ] && step smoke 120 build/cuda_smoke
+
+# the host cost of a cached tsl_program_call (interp, CPU, CUDA), checked first
+[ -x build/call_overhead ] && step call-overhead 60 build/call_overhead
 
 # NVRTC takes seconds per generated kernel: fill the cubin cache on all
 # cores first (every example kernel for the tests' archs and options and
