@@ -27,7 +27,7 @@ LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/build_id.o
 TOOL_OBJ  := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/registry.o
 
-all: $(BUILD)/libtessel.a $(BUILD)/libtessel.so $(BUILD)/tessel $(BUILD)/unit_tests
+all: $(BUILD)/libtessel.a $(BUILD)/libtessel.so $(BUILD)/tessel $(BUILD)/unit_tests $(BUILD)/libfakecuda.so
 
 $(BUILD)/obj/%.o: %.c $(HDRS)
 	@mkdir -p $(dir $@)
@@ -76,6 +76,11 @@ $(BUILD)/registry.c: $(wildcard tests/unit/*.c)
 
 $(BUILD)/obj/registry.o: $(BUILD)/registry.c
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# A stand-in for libcuda.so.1 (tests/fake/): the unit tests load it as the
+# driver, in a child process, to see which driver calls a run makes.
+$(BUILD)/libfakecuda.so: tests/fake/cuda_driver.c $(HDRS)
+	$(CC) $(CFLAGS) -Wno-missing-prototypes -shared -o $@ $<
 
 $(BUILD)/unit_tests: $(TEST_OBJ) $(BUILD)/libtessel.a
 	$(CC) $(SAN) -o $@ $(TEST_OBJ) $(BUILD)/libtessel.a $(LDLIBS)

@@ -1,0 +1,180 @@
+/* test_cuda_calls.c — which CUDA driver calls the runtime makes, and in
+ * which context, without a GPU: the suite runs again in a child process
+ * whose driver is the stand-in build/libfakecuda.so (tests/fake/; the
+ * runtime opens its driver once per process, so the child is the only
+ * place it can be the fake). In the child: a cached tsl_program_call on
+ * CUDA tensors makes one cuCtxSetCurrent and one cuLaunchKernel and
+ * nothing else, whatever context the caller's thread had current, and its
+ * launches run in the device's primary context. */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fake/fake_cuda.h"
+#include "runtime/runtime.h"
+#include "tessel.h"
+#include "test.h"
+
+static fake_cuda_state *fake; /* in the child: the fake driver's state */
+
+/* The fake driver next to this executable (build/libfakecuda.so). */
+static int fake_path(char *buf, size_t n)
+{
+    ssize_t len = readlink("/proc/self/exe", buf, n - 32);
+    if (len <= 0) return 0;
+    buf[len] = 0;
+    char *slash = strrchr(buf, '/');
+    if (!slash) return 0;
+    strcpy(slash + 1, "libfakecuda.so");
+    return access(buf, R_OK) == 0;
+}
+
+/* In the child: the fake's state once the runtime loaded it as its driver
+ * (NULL, and a failed check, otherwise). */
+static fake_cuda_state *fake_state(void)
+{
+    if (fake) return fake;
+    rt_cuda_device *dev = NULL;
+    tsl_diag d = {0};
+    CHECK_MSG(rt_cuda_open(&dev, &d) == TSL_OK, "the fake driver does not open: %s", sb_str(&d.msg));
+    rt_cuda_close(dev);
+    diag_free(&d);
+    void *h = dlopen(rt_settings_get()->libcuda, RTLD_NOW | RTLD_NOLOAD);
+    fake = h ? dlsym(h, "fake_cuda") : NULL;
+    CHECK_MSG(fake != NULL, "%s is not the fake driver", rt_settings_get()->libcuda);
+    if (h) dlclose(h);
+    return fake;
+}
+
+static int in_child(void) { return getenv("TESSEL_TEST_FAKE_CUDA") != NULL; }
+
+/* In the parent: run this suite in a child whose driver is the fake, its
+ * output indented under this test's line. */
+static void test_in_child(void)
+{
+    if (in_child()) return;
+    char path[4096], exe[4096];
+    if (!fake_path(path, sizeof path)) {
+        printf("    skipped: no libfakecuda.so beside the test runner (make all builds it)\n");
+        return;
+    }
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char cache[] = "/tmp/tessel-fakecuda-XXXXXX";
+    if (len <= 0 || !mkdtemp(cache)) {
+        CHECK_MSG(0, "no executable path or temporary folder");
+        return;
+    }
+    exe[len] = 0;
+    int fd[2];
+    CHECK(pipe(fd) == 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        dup2(fd[1], 2);
+        close(fd[0]);
+        setenv("TESSEL_LIBCUDA", path, 1);
+        setenv("TESSEL_CACHE_DIR", cache, 1);
+        setenv("TESSEL_TEST_FAKE_CUDA", "1", 1);
+        execl(exe, exe, "cuda_calls.", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    FILE *f = fdopen(fd[0], "r");
+    char line[4096];
+    while (f && fgets(line, sizeof line, f)) printf("    | %s", line);
+    if (f) fclose(f);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child with the fake driver failed (status %d)",
+              status);
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", cache);
+    CHECK(system(rm) == 0);
+}
+
+/* ---- in the child ---------------------------------------------------------------------------- */
+
+/* calls[] since `before`, of one entry point */
+#define SINCE(before, field) (fake->calls[FAKE_CU_##field] - (before)[FAKE_CU_##field])
+
+static void snap(long *out) { memcpy(out, fake->calls, sizeof fake->calls); }
+
+/* Every entry point called since `before`, for a failed check's message. */
+static void describe_since(const long *before, char *buf, size_t n)
+{
+    static const char *names[] = {
+#define X(field, sym, ret, params) sym,
+        CUDA_DRIVER_FUNCS(X)
+#undef X
+    };
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < FAKE_CU_N && at < n; i++)
+        if (fake->calls[i] != before[i])
+            at += (size_t)snprintf(buf + at, n - at, "%s%s x%ld", at ? ", " : "", names[i], fake->calls[i] - before[i]);
+}
+
+/* A cached call on CUDA tensors: per call one cuCtxSetCurrent, one
+ * cuLaunchKernel; on a stream of tessel's context one cuStreamIsCapturing
+ * more (its context asked once); in the primary context even when the
+ * caller's thread had another current. */
+static void test_api_call(void)
+{
+    if (!in_child() || !fake_state()) return;
+    if (rt_cuda_nvrtc_available(NULL) != TSL_OK) {
+        printf("    skipped: no NVRTC (the run compiles its kernel)\n");
+        return;
+    }
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    CHECK_MSG(tsl_program_compile(ctx, "def add(float(N) A, float(N) B) -> (C) { C(i) = A(i) + B(i) }", "add.tc",
+                                  NULL, &p) == TSL_OK,
+              "%s", tsl_context_error(ctx));
+    float a[7], b[7], c[7];
+    int64_t n = 7;
+    DLTensor ta = {a, {kDLCUDA, 0}, 1, {kDLFloat, 32, 1}, &n, NULL, 0}; /* the fake's device memory is host memory */
+    DLTensor tb = ta, tc = ta;
+    tb.data = b;
+    tc.data = c;
+    const DLTensor *ts[3] = {&ta, &tb, &tc};
+    tsl_args *args = p ? tsl_args_create(p) : NULL;
+    CUstream s = fake->stream_new(fake->primary);
+    CUresult (*set_current)(CUcontext) = NULL;
+    void *h = dlopen(rt_settings_get()->libcuda, RTLD_NOW | RTLD_NOLOAD);
+    void *sym = h ? dlsym(h, "cuCtxSetCurrent") : NULL;
+    memcpy(&set_current, &sym, sizeof sym);
+    for (int k = 0; args && set_current && k < 2; k++) {
+        tsl_args_set_stream(args, k ? s : NULL);
+        CHECK_MSG(tsl_program_call(p, args, ts, NULL, TSL_TARGET_CUDA) == TSL_OK, "%s", tsl_context_error(ctx));
+        long before[FAKE_CU_N];
+        enum { CALLS = 10 };
+        snap(before);
+        long refused = fake->refused;
+        for (int i = 0; i < CALLS; i++) {
+            set_current(fake->other); /* the caller's thread has another context current */
+            CHECK_MSG(tsl_program_call(p, args, ts, NULL, TSL_TARGET_CUDA) == TSL_OK, "%s", tsl_context_error(ctx));
+            CHECK(fake->launch_ctx == fake->primary);
+            CHECK(fake->launch_stream == (k ? s : NULL));
+        }
+        before[FAKE_CU_CtxSetCurrent] += CALLS; /* the test's own */
+        char what[1024];
+        describe_since(before, what, sizeof what);
+        printf("    %s stream, per %d cached calls: %s\n", k ? "a" : "the default", CALLS, what);
+        CHECK_EQ_INT(fake->refused, refused);
+        CHECK_EQ_INT(SINCE(before, LaunchKernel), CALLS);
+    }
+    dlclose(h);
+    fake->stream_free(s);
+    tsl_args_free(args);
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+}
+
+TEST_SUITE(cuda_calls) = {
+    {"in_child", test_in_child},
+    {"api_call", test_api_call},
+    {0, 0},
+};
