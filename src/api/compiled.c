@@ -500,12 +500,15 @@ tsl_status api_compiled_run(tsl_program *p, tsl_target target, tsl_args *a, cons
     strbuf text = {0};
     int tuned = st ? 0 : api_run_options(p, t, s->dev, b, &opt, &text);
     api_args_set_used(a, sb_str(&text), tuned);
+    /* CUDA: the context set once for the whole run, not per driver call */
+    if (!st && target == TSL_TARGET_CUDA) st = rt_cuda_begin(s->dev, d);
     rt_exec *e = st ? NULL : prepare(p, t, s, &opt, sb_str(&text), 0, d, &st);
     sb_free(&text);
     rt_stats *rs = rt_stats_here();
     double t0 = rt_now_ms();
     if (!st) st = drv_run(e, b, views, d);
     rs->run_ms += rt_now_ms() - t0;
+    if (target == TSL_TARGET_CUDA && s->dev) rt_cuda_end(s->dev);
     if (st == TSL_ERR_BOUNDS || (st == TSL_ERR_RUNTIME && target == TSL_TARGET_CPU)) locate_error(st, b, views, d);
     if (st == TSL_ERR_RUNTIME && target == TSL_TARGET_CUDA && s->dev) {
         /* a launch error can poison the context: start afresh next run */
@@ -529,10 +532,16 @@ typedef struct device_mem {
     rt_cuda_device *cuda;
 } device_mem;
 
+/* (The caller's allocator may make another context current: the run's
+ * next driver call sets the device's again.) */
 static rt_ptr device_mem_alloc(void *user, size_t bytes)
 {
     device_mem *m = user;
-    if (m->al) return (rt_ptr)(uintptr_t)m->al->alloc(m->al->user, m->dev, bytes, m->stream);
+    if (m->al) {
+        rt_ptr p = (rt_ptr)(uintptr_t)m->al->alloc(m->al->user, m->dev, bytes, m->stream);
+        rt_cuda_recheck(m->cuda);
+        return p;
+    }
     rt_cuda_ptr p = 0;
     return rt_cuda_alloc_async(m->cuda, bytes, &p, NULL) == TSL_OK ? p : 0;
 }
@@ -540,8 +549,12 @@ static rt_ptr device_mem_alloc(void *user, size_t bytes)
 static void device_mem_free(void *user, rt_ptr p)
 {
     device_mem *m = user;
-    if (m->al) m->al->free(m->al->user, m->dev, (void *)(uintptr_t)p, m->stream);
-    else rt_cuda_free_async(m->cuda, p);
+    if (m->al) {
+        m->al->free(m->al->user, m->dev, (void *)(uintptr_t)p, m->stream);
+        rt_cuda_recheck(m->cuda);
+    } else {
+        rt_cuda_free_async(m->cuda, p);
+    }
 }
 
 /* Open the CUDA device (once; under s->mu) and check that it is GPU
@@ -610,12 +623,17 @@ tsl_status api_compiled_run_device(tsl_program *p, const lang_bound *b, const st
     target_state *s = &states[1];
     pthread_mutex_lock(&s->mu);
     tsl_status st = device_open(s, device_id, d);
+    /* the context set once for the whole run, not per driver call */
+    if (!st) st = rt_cuda_begin(s->dev, d);
     if (!st) st = rt_cuda_set_stream(s->dev, stream, d);
     rt_exec *e = st ? NULL : prepare(p, &drv_target_cuda, s, &p->opt, p->opt_text, rt_cuda_stream_capturing(s->dev), d, &st);
     device_mem m = {al, {kDLCUDA, device_id}, stream, s->dev};
     rt_mem mem = {device_mem_alloc, device_mem_free, &m};
     if (!st) st = drv_run_device_mem(e, b, ptrs, scalars, sync, &mem, d);
-    if (s->dev) rt_cuda_set_stream(s->dev, NULL, NULL);
+    if (s->dev) {
+        rt_cuda_set_stream(s->dev, NULL, NULL);
+        rt_cuda_end(s->dev);
+    }
     if (st == TSL_ERR_RUNTIME && s->dev) {
         /* a launch error can poison the context: start afresh next run */
         for (int i = 0; i < PREPARED_MAX; i++) prepared_drop(&s->plans[i]);

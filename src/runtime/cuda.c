@@ -281,6 +281,26 @@ static tsl_status nvrtc_check(tsl_diag *d, nvrtcResult r, const char *call, cons
 
 #define NV_TRY(d, call) nvrtc_check((d), nv.call, "nvrtc" #call, __FILE__, __LINE__)
 
+/* The device whose context this thread holds current for a run
+ * (rt_cuda_begin .. rt_cuda_end), and whether it is known to be current
+ * now: while it is, the calls on that device set no context. Only tessel
+ * sets a context inside a run; whatever else runs there (a caller's
+ * allocator) is followed by rt_cuda_recheck, and a call on another device
+ * clears `cuda_held_current`. Outside a run every call sets the context,
+ * since the caller's code may change it between any two. */
+static _Thread_local rt_cuda_device *cuda_held;
+static _Thread_local int cuda_held_current;
+
+/* Make dev's context current on this thread (unless held so); the driver's
+ * result. */
+static CUresult cuda_make_current(rt_cuda_device *dev)
+{
+    if (dev == cuda_held && cuda_held_current) return CUDA_SUCCESS;
+    CUresult r = cu.CtxSetCurrent(dev->ctx);
+    cuda_held_current = dev == cuda_held && r == CUDA_SUCCESS;
+    return r;
+}
+
 /* Every device call starts here: refuse a poisoned device, make its
  * context current on this thread. */
 static tsl_status cuda_enter(rt_cuda_device *dev, tsl_diag *d)
@@ -292,7 +312,28 @@ static tsl_status cuda_enter(rt_cuda_device *dev, tsl_diag *d)
                    dev->info.ordinal, dev->info.name, dev->poisoned);
         return TSL_ERR_RUNTIME;
     }
-    return CU_TRY(d, dev, CtxSetCurrent(dev->ctx));
+    return cuda_check(d, dev, cuda_make_current(dev), "cuCtxSetCurrent", __FILE__, __LINE__);
+}
+
+tsl_status rt_cuda_begin(rt_cuda_device *dev, tsl_diag *d)
+{
+    cuda_held = dev;
+    cuda_held_current = 0;
+    tsl_status st = cuda_enter(dev, d);
+    if (st != TSL_OK) cuda_held = NULL;
+    return st;
+}
+
+void rt_cuda_recheck(rt_cuda_device *dev)
+{
+    if (dev == cuda_held) cuda_held_current = 0;
+}
+
+void rt_cuda_end(rt_cuda_device *dev)
+{
+    if (dev != cuda_held) return;
+    cuda_held = NULL;
+    cuda_held_current = 0;
 }
 
 /* ---- NVRTC -------------------------------------------------------------- */
@@ -656,7 +697,7 @@ tsl_status rt_cuda_open_ordinal(int ordinal, rt_cuda_device **out, tsl_diag *d)
      * Hopper on; such a cubin runs only on that exact arch, as intended. */
     snprintf(in->arch, sizeof in->arch, "sm_%d%d%s", in->cc_major, in->cc_minor,
              in->cc_major >= 9 ? "a" : "");
-    if ((st = CU_TRY(d, dev, CtxSetCurrent(dev->ctx))) != TSL_OK) {
+    if ((st = cuda_check(d, dev, cuda_make_current(dev), "cuCtxSetCurrent", __FILE__, __LINE__)) != TSL_OK) {
         cu.DevicePrimaryCtxRelease(dev->dev);
         free(dev);
         goto done;
@@ -675,6 +716,7 @@ void rt_cuda_close(rt_cuda_device *dev)
      * the device to this process afterwards: rt_cuda_open then says so). */
     if (dev->poisoned) cu.DevicePrimaryCtxReset(dev->dev);
     cu.DevicePrimaryCtxRelease(dev->dev);
+    rt_cuda_end(dev);
     free(dev->poisoned);
     free(dev);
 }
@@ -713,7 +755,7 @@ tsl_status rt_cuda_module_load(rt_cuda_device *dev, const void *cubin, size_t si
 void rt_cuda_module_free(rt_cuda_module *m)
 {
     if (!m) return;
-    if (!m->dev->poisoned && cu.CtxSetCurrent(m->dev->ctx) == CUDA_SUCCESS) cu.ModuleUnload(m->mod);
+    if (!m->dev->poisoned && cuda_make_current(m->dev) == CUDA_SUCCESS) cu.ModuleUnload(m->mod);
     free(m);
 }
 
@@ -880,7 +922,7 @@ tsl_status rt_cuda_alloc(rt_cuda_device *dev, size_t bytes, rt_cuda_ptr *out, ts
 void rt_cuda_free(rt_cuda_device *dev, rt_cuda_ptr p)
 {
     if (!p || dev->poisoned) return;
-    if (cu.CtxSetCurrent(dev->ctx) == CUDA_SUCCESS) cu.MemFree(p);
+    if (cuda_make_current(dev) == CUDA_SUCCESS) cu.MemFree(p);
 }
 
 tsl_status rt_cuda_copy_htod(rt_cuda_device *dev, rt_cuda_ptr dst, const void *src, size_t n,
@@ -947,7 +989,7 @@ tsl_status rt_cuda_event_elapsed(rt_cuda_device *dev, rt_cuda_event *start, rt_c
 void rt_cuda_event_destroy(rt_cuda_device *dev, rt_cuda_event *e)
 {
     if (!e || dev->poisoned) return;
-    if (cu.CtxSetCurrent(dev->ctx) == CUDA_SUCCESS) cu.EventDestroy((CUevent)e);
+    if (cuda_make_current(dev) == CUDA_SUCCESS) cu.EventDestroy((CUevent)e);
 }
 
 /* ---- streams --------------------------------------------------------------
@@ -1020,5 +1062,5 @@ tsl_status rt_cuda_alloc_async(rt_cuda_device *dev, size_t bytes, rt_cuda_ptr *o
 void rt_cuda_free_async(rt_cuda_device *dev, rt_cuda_ptr p)
 {
     if (!p || dev->poisoned) return;
-    if (cu.CtxSetCurrent(dev->ctx) == CUDA_SUCCESS) cu.MemFreeAsync(p, dev->stream);
+    if (cuda_make_current(dev) == CUDA_SUCCESS) cu.MemFreeAsync(p, dev->stream);
 }

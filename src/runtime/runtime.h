@@ -291,6 +291,16 @@ tsl_status rt_cuda_launch(rt_cuda_device *dev, rt_cuda_function f, const unsigne
                           const unsigned block[3], unsigned shared_bytes, void **params,
                           tsl_diag *d);
 tsl_status rt_cuda_synchronize(rt_cuda_device *dev, tsl_diag *d);
+/* A run's span on this thread. Every call on a device makes its context
+ * current on the calling thread first (cuCtxSetCurrent), since the
+ * caller may have changed it since; between rt_cuda_begin and rt_cuda_end
+ * only the first does: the context stays current until the span ends. Code
+ * not tessel's that runs inside a span (a caller's allocator) may change
+ * it: rt_cuda_recheck(dev) after it makes the next call set it again.
+ * Spans do not nest; rt_cuda_close ends the calling thread's. */
+tsl_status rt_cuda_begin(rt_cuda_device *dev, tsl_diag *d);
+void rt_cuda_recheck(rt_cuda_device *dev);
+void rt_cuda_end(rt_cuda_device *dev); /* a device not held: nothing */
 /* A TMA tensor map (CUtensorMap: 128 bytes at `map`, 64-byte aligned) for
  * a tensor of `rank` (1..5) dims at device address ptr: dims and strides
  * in elements and box extents, outermost first; swizzle in bytes (0, 32,

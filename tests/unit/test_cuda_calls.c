@@ -165,6 +165,7 @@ static void test_api_call(void)
         printf("    %s stream, per %d cached calls: %s\n", k ? "a" : "the default", CALLS, what);
         CHECK_EQ_INT(fake->refused, refused);
         CHECK_EQ_INT(SINCE(before, LaunchKernel), CALLS);
+        CHECK_EQ_INT(SINCE(before, CtxSetCurrent), CALLS);
     }
     dlclose(h);
     fake->stream_free(s);
@@ -173,8 +174,65 @@ static void test_api_call(void)
     tsl_context_free(ctx);
 }
 
+/* A module of the fake driver with one function. */
+static rt_cuda_module *load(rt_cuda_device *dev, rt_cuda_function *f)
+{
+    static const char image[] = "\177ELF (a fake cubin)";
+    rt_cuda_module *m = NULL;
+    tsl_diag d = {0};
+    CHECK(rt_cuda_module_load(dev, image, sizeof image, &m, &d) == TSL_OK);
+    CHECK(!m || rt_cuda_function_get(m, "k", f, &d) == TSL_OK);
+    diag_free(&d);
+    return m;
+}
+
+static tsl_status launch(rt_cuda_device *dev, rt_cuda_function f, unsigned shared, tsl_diag *d)
+{
+    static const unsigned grid[3] = {1, 1, 1}, block[3] = {32, 1, 1};
+    void *params[1] = {NULL};
+    return rt_cuda_launch(dev, f, grid, block, shared, params, d);
+}
+
+/* A span sets the context once; outside one, or after a recheck, or
+ * after a call on another device, every call sets it. */
+static void test_context_span(void)
+{
+    if (!in_child() || !fake_state()) return;
+    rt_cuda_device *dev = NULL, *dev2 = NULL;
+    tsl_diag d = {0};
+    CHECK(rt_cuda_open(&dev, &d) == TSL_OK && rt_cuda_open(&dev2, &d) == TSL_OK);
+    rt_cuda_function f = NULL;
+    rt_cuda_module *m = dev ? load(dev, &f) : NULL;
+    long before[FAKE_CU_N];
+    for (int span = 0; m && span < 2; span++) {
+        snap(before);
+        if (span) CHECK(rt_cuda_begin(dev, &d) == TSL_OK);
+        for (int i = 0; i < 5; i++) CHECK(launch(dev, f, 0, &d) == TSL_OK);
+        CHECK(fake->launch_ctx == fake->primary && fake->current() == fake->primary);
+        CHECK_EQ_INT(SINCE(before, CtxSetCurrent), span ? 1 : 5);
+        if (!span) continue;
+        rt_cuda_recheck(dev); /* foreign code ran */
+        CHECK(launch(dev, f, 0, &d) == TSL_OK && launch(dev, f, 0, &d) == TSL_OK);
+        CHECK_EQ_INT(SINCE(before, CtxSetCurrent), 2);
+        rt_cuda_ptr p = 0;
+        CHECK(rt_cuda_alloc(dev2, 16, &p, &d) == TSL_OK); /* another device's call sets its context */
+        rt_cuda_free(dev2, p);
+        CHECK(launch(dev, f, 0, &d) == TSL_OK);
+        CHECK_EQ_INT(SINCE(before, CtxSetCurrent), 5);
+        rt_cuda_end(dev);
+        CHECK(launch(dev, f, 0, &d) == TSL_OK);
+        CHECK_EQ_INT(SINCE(before, CtxSetCurrent), 6);
+        rt_cuda_end(dev); /* not held: nothing */
+    }
+    rt_cuda_module_free(m);
+    rt_cuda_close(dev2);
+    rt_cuda_close(dev);
+    diag_free(&d);
+}
+
 TEST_SUITE(cuda_calls) = {
     {"in_child", test_in_child},
+    {"context_span", test_context_span},
     {"api_call", test_api_call},
     {0, 0},
 };
