@@ -216,6 +216,9 @@ struct rt_cuda_device {
     CUcontext ctx;
     CUstream stream; /* launches and async calls go here (rt_cuda_set_stream); NULL: legacy default */
     int capturing;   /* the stream was being captured into a CUDA graph when set */
+    /* the last stream cuStreamGetCtx found to be of ctx: not asked again
+     * until another handle comes, or a driver call on this device fails */
+    CUstream checked;
     char *poisoned;  /* the fault that poisoned the context, or NULL */
 };
 
@@ -245,6 +248,9 @@ static tsl_status cuda_check(tsl_diag *d, rt_cuda_device *dev, CUresult r, const
                              const char *file, int line)
 {
     if (r == CUDA_SUCCESS) return TSL_OK;
+    /* a stream handle destroyed and reused by another context passes the
+     * remembered check, and its launch fails: the next set asks again */
+    if (dev) dev->checked = NULL;
     const char *name = NULL, *str = NULL;
     if (cu.GetErrorName) cu.GetErrorName(r, &name);
     if (cu.GetErrorString) cu.GetErrorString(r, &str);
@@ -1005,10 +1011,18 @@ tsl_status rt_cuda_set_stream(rt_cuda_device *dev, void *stream, tsl_diag *d)
     if (st != TSL_OK) return st;
     uintptr_t h = (uintptr_t)stream;
     int capturing = 0;
-    /* a stream being captured into a graph is asked nothing but whether it
-     * is capturing (a capture-safe query); its context goes unchecked */
-    if (h > 2 && cu.StreamIsCapturing((CUstream)stream, &capturing) != CUDA_SUCCESS) capturing = 0;
-    if (h > 2 && !capturing) {
+    /* whether it is capturing can change from one run to the next: asked
+     * every time (a capture-safe query). A stream being captured into a
+     * graph is asked nothing else; its context goes unchecked */
+    if (h > 2 && cu.StreamIsCapturing((CUstream)stream, &capturing) != CUDA_SUCCESS) {
+        capturing = 0;
+        dev->checked = NULL;
+    }
+    /* its context cannot change, so the handle checked last is not asked
+     * again. The handle of a stream destroyed since may have been reused
+     * by a stream of another context: then its first launch fails, which
+     * forgets the handle (cuda_check), and the next run's set refuses it */
+    if (h > 2 && !capturing && (CUstream)stream != dev->checked) {
         CUcontext c = NULL;
         CUresult r = cu.StreamGetCtx((CUstream)stream, &c);
         if (r != CUDA_SUCCESS) return cuda_check(d, dev, r, "cuStreamGetCtx", __FILE__, __LINE__);
@@ -1019,6 +1033,7 @@ tsl_status rt_cuda_set_stream(rt_cuda_device *dev, void *stream, tsl_diag *d)
                        stream, dev->info.ordinal, dev->info.ordinal, dev->info.name);
             return TSL_ERR_ARG;
         }
+        dev->checked = (CUstream)stream;
     }
     dev->stream = (CUstream)stream;
     dev->capturing = capturing;

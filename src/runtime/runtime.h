@@ -330,7 +330,10 @@ void rt_cuda_event_destroy(rt_cuda_device *dev, rt_cuda_event *e); /* NULL allow
 
 /* Streams (cuda.c). Launches and the async calls below go to the stream
  * set last (NULL: the legacy default stream). A stream of another context
- * than the device's primary one is TSL_ERR_ARG. */
+ * than the device's primary one is TSL_ERR_ARG; the handle last found to
+ * be of the device's context is not asked again (cuStreamGetCtx) until a
+ * driver call on the device fails. Whether it is capturing is asked at
+ * every set. */
 tsl_status rt_cuda_set_stream(rt_cuda_device *dev, void *stream, tsl_diag *d);
 void *rt_cuda_stream(const rt_cuda_device *dev);
 /* Whether that stream was being captured into a CUDA graph when set. */

@@ -166,6 +166,10 @@ static void test_api_call(void)
         CHECK_EQ_INT(fake->refused, refused);
         CHECK_EQ_INT(SINCE(before, LaunchKernel), CALLS);
         CHECK_EQ_INT(SINCE(before, CtxSetCurrent), CALLS);
+        CHECK_EQ_INT(SINCE(before, StreamIsCapturing), k ? CALLS : 0);
+        long all = 0;
+        for (int i = 0; i < FAKE_CU_N; i++) all += fake->calls[i] - before[i];
+        CHECK_MSG(all == (k ? 3 : 2) * CALLS, "%ld driver calls: %s", all, what);
     }
     dlclose(h);
     fake->stream_free(s);
@@ -230,9 +234,72 @@ static void test_context_span(void)
     diag_free(&d);
 }
 
+/* The stream's context is asked once per handle; whether it is capturing
+ * at every set; a handle whose stream changed context under it (destroyed,
+ * the handle reused) fails its launch once, then is refused. */
+static void test_stream_check(void)
+{
+    if (!in_child() || !fake_state()) return;
+    rt_cuda_device *dev = NULL;
+    tsl_diag d = {0};
+    CHECK(rt_cuda_open(&dev, &d) == TSL_OK);
+    rt_cuda_function f = NULL;
+    rt_cuda_module *m = dev ? load(dev, &f) : NULL;
+    CUstream s = fake->stream_new(fake->primary), t = fake->stream_new(fake->primary);
+    CUstream o = fake->stream_new(fake->other);
+    long before[FAKE_CU_N];
+    snap(before);
+    for (int i = 0; m && i < 3; i++) {
+        CHECK(rt_cuda_set_stream(dev, s, &d) == TSL_OK);
+        CHECK(launch(dev, f, 0, &d) == TSL_OK && fake->launch_stream == s);
+        CHECK(rt_cuda_set_stream(dev, NULL, &d) == TSL_OK);
+    }
+    CHECK_EQ_INT(SINCE(before, StreamGetCtx), 1);
+    CHECK_EQ_INT(SINCE(before, StreamIsCapturing), 3);
+    /* another handle is asked; then s again */
+    CHECK(rt_cuda_set_stream(dev, t, &d) == TSL_OK);
+    CHECK(rt_cuda_set_stream(dev, s, &d) == TSL_OK);
+    CHECK_EQ_INT(SINCE(before, StreamGetCtx), 3);
+    /* another context's stream: refused every time */
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ_INT(rt_cuda_set_stream(dev, o, &d), TSL_ERR_ARG);
+        CHECK(strstr(sb_str(&d.msg), "belongs to another context") != NULL);
+        diag_reset(&d);
+    }
+    /* capturing: reported at each set, its context not asked */
+    CHECK(rt_cuda_set_stream(dev, s, &d) == TSL_OK && !rt_cuda_stream_capturing(dev));
+    s->capturing = 1;
+    snap(before);
+    CHECK(rt_cuda_set_stream(dev, s, &d) == TSL_OK && rt_cuda_stream_capturing(dev));
+    o->capturing = 1;
+    CHECK(rt_cuda_set_stream(dev, o, &d) == TSL_OK && rt_cuda_stream_capturing(dev));
+    o->capturing = 0;
+    s->capturing = 0;
+    CHECK(rt_cuda_set_stream(dev, s, &d) == TSL_OK && !rt_cuda_stream_capturing(dev));
+    CHECK_EQ_INT(SINCE(before, StreamGetCtx), 0); /* s is still the handle checked last */
+    /* s's handle now names a stream of another context (the trade-off:
+     * its check is remembered, so the set passes and the launch fails) */
+    CHECK(rt_cuda_set_stream(dev, s, &d) == TSL_OK);
+    s->ctx = fake->other;
+    CHECK(rt_cuda_set_stream(dev, s, &d) == TSL_OK);
+    CHECK_EQ_INT(launch(dev, f, 0, &d), TSL_ERR_RUNTIME);
+    CHECK(strstr(sb_str(&d.msg), "CUDA_ERROR_INVALID_HANDLE") != NULL);
+    diag_reset(&d);
+    CHECK_EQ_INT(rt_cuda_set_stream(dev, s, &d), TSL_ERR_ARG);
+    diag_reset(&d);
+    CHECK(rt_cuda_set_stream(dev, NULL, &d) == TSL_OK);
+    fake->stream_free(s);
+    fake->stream_free(t);
+    fake->stream_free(o);
+    rt_cuda_module_free(m);
+    rt_cuda_close(dev);
+    diag_free(&d);
+}
+
 TEST_SUITE(cuda_calls) = {
     {"in_child", test_in_child},
     {"context_span", test_context_span},
+    {"stream_check", test_stream_check},
     {"api_call", test_api_call},
     {0, 0},
 };
