@@ -210,6 +210,12 @@ int rt_cuda_nvrtc_version(void)
 
 /* ---- the check macros -------------------------------------------------- */
 
+/* A function whose max-dynamic-shared attribute tessel raised. */
+typedef struct cuda_smem {
+    CUfunction f;
+    int bytes;
+} cuda_smem;
+
 struct rt_cuda_device {
     rt_cuda_info info;
     CUdevice dev;
@@ -219,12 +225,16 @@ struct rt_cuda_device {
     /* the last stream cuStreamGetCtx found to be of ctx: not asked again
      * until another handle comes, or a driver call on this device fails */
     CUstream checked;
+    cuda_smem *smem; /* [nsmem]: functions of loaded modules, each entry dropped with its module */
+    int nsmem, capsmem;
     char *poisoned;  /* the fault that poisoned the context, or NULL */
 };
 
 struct rt_cuda_module {
     rt_cuda_device *dev;
     CUmodule mod;
+    CUfunction *fns; /* [nfns]: those rt_cuda_function_get gave out */
+    int nfns;
 };
 
 /* Errors after which the context is unusable until reset. */
@@ -723,6 +733,7 @@ void rt_cuda_close(rt_cuda_device *dev)
     if (dev->poisoned) cu.DevicePrimaryCtxReset(dev->dev);
     cu.DevicePrimaryCtxRelease(dev->dev);
     rt_cuda_end(dev);
+    free(dev->smem);
     free(dev->poisoned);
     free(dev);
 }
@@ -762,6 +773,12 @@ void rt_cuda_module_free(rt_cuda_module *m)
 {
     if (!m) return;
     if (!m->dev->poisoned && cuda_make_current(m->dev) == CUDA_SUCCESS) cu.ModuleUnload(m->mod);
+    /* the driver may give a later module's function the same handle */
+    rt_cuda_device *dev = m->dev;
+    for (int i = 0; i < m->nfns; i++)
+        for (int j = 0; j < dev->nsmem; j++)
+            if (dev->smem[j].f == m->fns[i]) dev->smem[j--] = dev->smem[--dev->nsmem];
+    free(m->fns);
     free(m);
 }
 
@@ -778,6 +795,13 @@ tsl_status rt_cuda_function_get(rt_cuda_module *m, const char *name, rt_cuda_fun
                    name);
         return st;
     }
+    CUfunction *fns = realloc(m->fns, sizeof *fns * (size_t)(m->nfns + 1));
+    if (!fns) {
+        diag_error(d, TSL_ERR_NOMEM, "out of memory");
+        return TSL_ERR_NOMEM;
+    }
+    m->fns = fns;
+    m->fns[m->nfns++] = f;
     *out = f;
     return TSL_OK;
 }
@@ -849,6 +873,39 @@ tsl_status rt_cuda_tmap_encode(rt_cuda_device *dev, void *map, const char *name,
     return st;
 }
 
+/* Dynamic shared memory above 48 KiB: checked against the opt-in limit,
+ * and the function's max-dynamic-shared attribute raised to it — once per
+ * function and size (dev->smem remembers it until the module is freed),
+ * not per launch. Every launch path calls this before launching. */
+static tsl_status cuda_smem_allow(rt_cuda_device *dev, CUfunction f, unsigned shared_bytes, tsl_diag *d)
+{
+    if (shared_bytes <= 48 * 1024) return TSL_OK;
+    if ((int)shared_bytes > dev->info.max_shared_optin) {
+        diag_error(d, TSL_ERR_ARG,
+                   "kernel needs %u bytes of dynamic shared memory but device %d (%s) allows "
+                   "at most %d per block",
+                   shared_bytes, dev->info.ordinal, dev->info.name, dev->info.max_shared_optin);
+        return TSL_ERR_ARG;
+    }
+    int at = -1;
+    for (int i = 0; i < dev->nsmem && at < 0; i++)
+        if (dev->smem[i].f == f) at = i;
+    if (at >= 0 && dev->smem[at].bytes >= (int)shared_bytes) return TSL_OK;
+    tsl_status st = CU_TRY(d, dev, FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                    (int)shared_bytes));
+    if (st != TSL_OK) return st;
+    if (at < 0 && dev->nsmem == dev->capsmem) { /* out of memory: set again next launch */
+        int cap = dev->capsmem ? 2 * dev->capsmem : 8;
+        cuda_smem *m = realloc(dev->smem, sizeof *m * (size_t)cap);
+        if (!m) return TSL_OK;
+        dev->smem = m;
+        dev->capsmem = cap;
+    }
+    if (at < 0) at = dev->nsmem++;
+    dev->smem[at] = (cuda_smem){f, (int)shared_bytes};
+    return TSL_OK;
+}
+
 tsl_status rt_cuda_launch(rt_cuda_device *dev, rt_cuda_function f, const unsigned grid[3],
                           const unsigned block[3], unsigned shared_bytes, void **params,
                           tsl_diag *d)
@@ -862,19 +919,7 @@ tsl_status rt_cuda_launch(rt_cuda_device *dev, rt_cuda_function f, const unsigne
             return TSL_ERR_ARG;
         }
     }
-    if (shared_bytes > 48 * 1024) {
-        if ((int)shared_bytes > dev->info.max_shared_optin) {
-            diag_error(d, TSL_ERR_ARG,
-                       "kernel needs %u bytes of dynamic shared memory but device %d (%s) allows "
-                       "at most %d per block",
-                       shared_bytes, dev->info.ordinal, dev->info.name, dev->info.max_shared_optin);
-            return TSL_ERR_ARG;
-        }
-        st = CU_TRY(d, dev,
-                    FuncSetAttribute((CUfunction)f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                     (int)shared_bytes));
-        if (st != TSL_OK) return st;
-    }
+    if ((st = cuda_smem_allow(dev, (CUfunction)f, shared_bytes, d)) != TSL_OK) return st;
     st = CU_TRY(d, dev,
                 LaunchKernel((CUfunction)f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                              shared_bytes, dev->stream, params, NULL));
@@ -886,17 +931,18 @@ tsl_status rt_cuda_launch(rt_cuda_device *dev, rt_cuda_function f, const unsigne
 
 int rt_cuda_cluster_blocks(rt_cuda_device *dev, rt_cuda_function f, int cluster, unsigned threads, unsigned shared_bytes)
 {
-    int sms = dev->info.sm_count, fallback = cluster > 0 ? sms / cluster * cluster : sms;
-    if (cluster < 2 || dev->poisoned || cu.CtxSetCurrent(dev->ctx) != CUDA_SUCCESS) return fallback > 0 ? fallback : cluster;
-    if (shared_bytes > 48 * 1024 &&
-        cu.FuncSetAttribute((CUfunction)f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared_bytes) !=
-            CUDA_SUCCESS)
-        return fallback > 0 ? fallback : cluster;
-    CUlaunchConfig c = {.gridDimX = (unsigned)cluster, .gridDimY = 1, .gridDimZ = 1, .blockDimX = threads,
-                        .blockDimY = 1, .blockDimZ = 1, .sharedMemBytes = shared_bytes, .hStream = dev->stream};
+    int sms = dev->info.sm_count;
+    if (cluster < 2) return sms;
     int n = 0;
-    if (cu.OccupancyMaxActiveClusters(&n, (CUfunction)f, &c) != CUDA_SUCCESS || n < 1) return fallback > 0 ? fallback : cluster;
-    return n * cluster;
+    tsl_diag scratch = {0};
+    if (cuda_enter(dev, &scratch) == TSL_OK && cuda_smem_allow(dev, (CUfunction)f, shared_bytes, &scratch) == TSL_OK) {
+        CUlaunchConfig c = {.gridDimX = (unsigned)cluster, .gridDimY = 1, .gridDimZ = 1, .blockDimX = threads,
+                            .blockDimY = 1, .blockDimZ = 1, .sharedMemBytes = shared_bytes, .hStream = dev->stream};
+        if (cu.OccupancyMaxActiveClusters(&n, (CUfunction)f, &c) != CUDA_SUCCESS) n = 0;
+    }
+    diag_free(&scratch);
+    if (n > 0) return n * cluster;
+    return sms >= cluster ? sms / cluster * cluster : cluster;
 }
 
 tsl_status rt_cuda_synchronize(rt_cuda_device *dev, tsl_diag *d)

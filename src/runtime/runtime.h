@@ -277,16 +277,16 @@ tsl_status rt_cuda_module_load(rt_cuda_device *dev, const void *cubin, size_t si
 void rt_cuda_module_free(rt_cuda_module *m); /* NULL allowed */
 tsl_status rt_cuda_function_get(rt_cuda_module *m, const char *name, rt_cuda_function *out,
                                 tsl_diag *d);
-/* Launch on the device's stream (rt_cuda_set_stream; the legacy default
- * stream unless set), asynchronously. params[i] points at the i-th
- * kernel argument's value. shared_bytes above 48 KiB sets the function's
- * max-dynamic-shared attribute first (and is checked against the opt-in
- * limit with a message naming both). */
 /* Blocks of f that can be resident at once in clusters of `cluster`
  * (cuOccupancyMaxActiveClusters x cluster): a cluster kernel's persistent
  * grid. Where the driver cannot say, the SMs rounded down to a multiple of
  * the cluster (at least one cluster). */
 int rt_cuda_cluster_blocks(rt_cuda_device *dev, rt_cuda_function f, int cluster, unsigned threads, unsigned shared_bytes);
+/* Launch on the device's stream (rt_cuda_set_stream; the legacy default
+ * stream unless set), asynchronously. params[i] points at the i-th
+ * kernel argument's value. shared_bytes above 48 KiB sets the function's
+ * max-dynamic-shared attribute first, once per function and size (and is
+ * checked against the opt-in limit with a message naming both). */
 tsl_status rt_cuda_launch(rt_cuda_device *dev, rt_cuda_function f, const unsigned grid[3],
                           const unsigned block[3], unsigned shared_bytes, void **params,
                           tsl_diag *d);

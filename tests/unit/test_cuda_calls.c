@@ -296,10 +296,43 @@ static void test_stream_check(void)
     diag_free(&d);
 }
 
+/* Dynamic shared memory above 48 KiB: the attribute is set once per
+ * function and size, again for a function of a module loaded after its
+ * handle's module was freed, and the opt-in limit is still checked. */
+static void test_smem_attribute(void)
+{
+    if (!in_child() || !fake_state()) return;
+    rt_cuda_device *dev = NULL;
+    tsl_diag d = {0};
+    CHECK(rt_cuda_open(&dev, &d) == TSL_OK);
+    rt_cuda_function f = NULL, g = NULL;
+    rt_cuda_module *m = dev ? load(dev, &f) : NULL;
+    long before[FAKE_CU_N], refused = fake->refused;
+    snap(before);
+    for (int i = 0; m && i < 4; i++) CHECK(launch(dev, f, 100 * 1024, &d) == TSL_OK);
+    CHECK(launch(dev, f, 0, &d) == TSL_OK && launch(dev, f, 64 * 1024, &d) == TSL_OK);
+    CHECK_EQ_INT(SINCE(before, FuncSetAttribute), 1);
+    CHECK(launch(dev, f, 200 * 1024, &d) == TSL_OK && launch(dev, f, 150 * 1024, &d) == TSL_OK);
+    CHECK_EQ_INT(SINCE(before, FuncSetAttribute), 2);
+    CHECK_EQ_INT(launch(dev, f, 300 * 1024, &d), TSL_ERR_ARG);
+    CHECK(strstr(sb_str(&d.msg), "dynamic shared memory but device 0") != NULL);
+    diag_reset(&d);
+    rt_cuda_module_free(m);
+    m = dev ? load(dev, &g) : NULL;
+    CHECK(g == f); /* the fake hands the freed handle out again, its attribute reset */
+    CHECK(launch(dev, g, 100 * 1024, &d) == TSL_OK);
+    CHECK_EQ_INT(SINCE(before, FuncSetAttribute), 3);
+    CHECK_EQ_INT(fake->refused, refused);
+    rt_cuda_module_free(m);
+    rt_cuda_close(dev);
+    diag_free(&d);
+}
+
 TEST_SUITE(cuda_calls) = {
     {"in_child", test_in_child},
     {"context_span", test_context_span},
     {"stream_check", test_stream_check},
+    {"smem_attribute", test_smem_attribute},
     {"api_call", test_api_call},
     {0, 0},
 };
