@@ -786,7 +786,16 @@ static tsl_status args_check_overlap(tsl_program *p, const interp_tensor *views)
         if (t->is_scalar || !(t->flags & (LANG_TENSOR_INPUT | LANG_TENSOR_OUTPUT))) continue;
         if (args_span(&views[i], &sp[n].lo, &sp[n].hi)) sp[n++].t = i;
     }
-    qsort(sp, (size_t)n, sizeof *sp, args_span_cmp);
+    if (n > ARGS_STACK) {
+        qsort(sp, (size_t)n, sizeof *sp, args_span_cmp);
+    } else { /* per call: a few spans, by insertion (qsort's setup cost more than the sort) */
+        for (int i = 1; i < n; i++) {
+            args_span_of x = sp[i];
+            int j = i;
+            for (; j > 0 && args_span_cmp(&sp[j - 1], &x) > 0; j--) sp[j] = sp[j - 1];
+            sp[j] = x;
+        }
+    }
     uintptr_t far_all = 0, far_out = 0;
     int who_all = -1, who_out = -1, o = -1, t = -1;
     for (int k = 0; k < n && o < 0; k++) {

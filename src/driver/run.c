@@ -65,35 +65,46 @@ const drv_executable *drv_prepared_executable(const drv_prepared *p) { return p-
 
 /* ---- a program's run ----------------------------------------------------------------------- */
 
+/* Up to this many tensors and statements a run's arrays live in its
+ * run_env: a cached run of a small def allocates nothing here. */
+enum { RUN_STACK = 16 };
+
 /* The run's arrays from bound sizes: shapes, sizes, statement lanes. */
 typedef struct run_env {
     rt_run r;
     const int64_t **shapes;
     int64_t *words, *lanes;
     rt_ptr *data;
+    const int64_t *shapes_here[RUN_STACK];
+    int64_t words_here[RUN_STACK], lanes_here[RUN_STACK];
+    rt_ptr data_here[RUN_STACK];
 } run_env;
 
 static void run_env_free(run_env *v)
 {
-    free(v->shapes);
-    free(v->words);
-    free(v->lanes);
-    free(v->data);
+    if (v->shapes != v->shapes_here) free(v->shapes);
+    if (v->words != v->words_here) free(v->words);
+    if (v->lanes != v->lanes_here) free(v->lanes);
+    if (v->data != v->data_here) free(v->data);
 }
 
 static tsl_status run_env_make(const lang_bound *b, run_env *v, tsl_diag *d)
 {
     const lang_def *def = b->def;
     int n = def->ntensors;
-    memset(v, 0, sizeof *v);
-    v->shapes = calloc((size_t)n + 1, sizeof *v->shapes);
-    v->words = calloc((size_t)n + 1, sizeof *v->words);
-    v->data = calloc((size_t)n + 1, sizeof *v->data);
-    v->lanes = calloc((size_t)def->nstmts + 1, sizeof *v->lanes);
+    int heap = n > RUN_STACK, heap_lanes = def->nstmts > RUN_STACK;
+    v->shapes = heap ? calloc((size_t)n + 1, sizeof *v->shapes) : v->shapes_here;
+    v->words = heap ? calloc((size_t)n + 1, sizeof *v->words) : v->words_here;
+    v->data = heap ? calloc((size_t)n + 1, sizeof *v->data) : v->data_here;
+    v->lanes = heap_lanes ? calloc((size_t)def->nstmts + 1, sizeof *v->lanes) : v->lanes_here;
     if (!v->shapes || !v->words || !v->data || !v->lanes) {
         run_env_free(v);
         diag_error(d, TSL_ERR_NOMEM, "out of memory");
         return TSL_ERR_NOMEM;
+    }
+    if (!heap) { /* (calloc'd when on the heap) */
+        memset(v->words, 0, sizeof *v->words * (size_t)n);
+        memset(v->data, 0, sizeof *v->data * (size_t)n);
     }
     for (int i = 0; i < n; i++) v->shapes[i] = b->shapes[i];
     for (int s = 0; s < def->nstmts; s++) {
@@ -205,7 +216,8 @@ tsl_status drv_run(rt_exec *e, const lang_bound *b, const interp_tensor *views, 
     run_env v;
     tsl_status st = run_env_make(b, &v, d);
     if (st) return st;
-    run_buf *bufs = calloc((size_t)n + 1, sizeof *bufs);
+    run_buf bufs_here[RUN_STACK] = {{0}};
+    run_buf *bufs = n <= RUN_STACK ? bufs_here : calloc((size_t)n + 1, sizeof *bufs);
     if (!bufs) {
         run_env_free(&v);
         diag_error(d, TSL_ERR_NOMEM, "out of memory");
@@ -253,7 +265,7 @@ tsl_status drv_run(rt_exec *e, const lang_bound *b, const interp_tensor *views, 
         free(bufs[i].host);
         if (bufs[i].dev) rt->free(dev, bufs[i].dev);
     }
-    free(bufs);
+    if (bufs != bufs_here) free(bufs);
     run_env_free(&v);
     return st;
 }

@@ -312,7 +312,7 @@ static tsl_status ex_bind(rt_exec *x, int li, const rt_run *r, unsigned *key, in
     rt_bound *b = x->b;
     int64_t vals[2 * RT_MAX_PARAMS];
     int nv = k->nsyms + k->nparams, need64 = x->force_wide;
-    memset(vals, 0, sizeof vals);
+    memset(vals, 0, sizeof *vals * (size_t)nv); /* per launch: only what the expressions read */
     b->k = k;
     b->threads = x->threads;
     *skip = 0;
