@@ -2,10 +2,13 @@
  * which context, without a GPU: the suite runs again in a child process
  * whose driver is the stand-in build/libfakecuda.so (tests/fake/; the
  * runtime opens its driver once per process, so the child is the only
- * place it can be the fake). In the child: a cached tsl_program_call on
- * CUDA tensors makes one cuCtxSetCurrent and one cuLaunchKernel and
- * nothing else, whatever context the caller's thread had current, and its
- * launches run in the device's primary context. */
+ * place it can be the fake). In the child: a run's context span sets the
+ * context once; a stream's context is asked once per handle (a reused
+ * handle fails once, then is refused); the shared-memory attribute is set
+ * once per function and size; and a cached tsl_program_call on CUDA
+ * tensors makes one cuCtxSetCurrent and one cuLaunchKernel (one
+ * cuStreamIsCapturing more on a stream) and nothing else, whatever context
+ * the caller's thread had current, its launches in the primary context. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
