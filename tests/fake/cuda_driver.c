@@ -174,6 +174,16 @@ CUresult cuFuncSetAttribute(CUfunction f, int attr, int value)
     return CUDA_SUCCESS;
 }
 
+/* Clusters: as many as two SMs each would hold (the fake device's SMs / the
+ * cluster size); only a kernel's own __cluster_dims__ are modelled. */
+CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *config)
+{
+    COUNT(OccupancyMaxActiveClusters);
+    if (!n || !f || !config || config->numAttrs) return FAKE_CUDA_ERROR_INVALID_VALUE;
+    *n = config->gridDimX ? 132 / (int)config->gridDimX : 0;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, CUstream stream, void **params, void **extra)
 {
