@@ -47,7 +47,7 @@ a = np.load('$TMP/a.npy').astype(np.float64); b = np.load('$TMP/b.npy').astype(n
 c = np.load('$TMP/c.npy').astype(np.float64); r = a @ b
 print('%.3g' % (np.abs(c - r).max() / np.abs(r).max()))" 2>&1)
         if [ $rc -eq 0 ] && python3 -c "import sys; sys.exit(0 if float('$err') < 2e-3 else 1)" 2>/dev/null &&
-            { [ "$tool" = none ] || grep -q "ERROR SUMMARY: 0 errors" <<<"$out"; }; then
+            { [ "$tool" = none ] || grep -qE "(ERROR SUMMARY|RACECHECK SUMMARY): 0 (errors|hazards)" <<<"$out"; }; then
             echo "ok    tile gemm_wgmma_cluster 300x264x520 ($tool): max rel err $err" | tee -a "$OUT/cluster-check.txt"
         else
             echo "FAIL  tile gemm_wgmma_cluster ($tool): status $rc, err $err" | tee -a "$OUT/cluster-check.txt"
@@ -67,7 +67,7 @@ print('%.3g' % (np.abs(c - r).max() / np.abs(r).max()))" 2>&1)
                 out=$(compute-sanitizer --tool "$tool" --error-exitcode 7 --print-limit 5 build/tessel run \
                     "$TMP/mm_$dt.tc" --target cuda --check --options contract.sm90.cluster=2 "${args[@]}" 2>&1)
                 rc=$?
-                if [ $rc -eq 0 ] && grep -q "ERROR SUMMARY: 0 errors" <<<"$out"; then
+                if [ $rc -eq 0 ] && grep -qE "(ERROR SUMMARY|RACECHECK SUMMARY): 0 (errors|hazards)" <<<"$out"; then
                     echo "ok    matmul $dt $sz cluster=2 ($tool)" | tee -a "$OUT/cluster-check.txt"
                 else
                     echo "FAIL  matmul $dt $sz cluster=2 ($tool): status $rc" | tee -a "$OUT/cluster-check.txt"
