@@ -607,22 +607,9 @@ static tile_kernel *ct_kernel(sched_plan *p, ct *c, sched_blk *kb, const char *k
  * is not. */
 static int sm90_guard(const ct *c, sched_guard *g)
 {
-    memset(g, 0, sizeof *g);
     const lang_sexpr *ext[3] = {c->def->tensors[c->ta]->shape[c->nb + 1], c->def->tensors[c->tb]->shape[c->nb + 1],
                                 c->def->tensors[c->tc]->shape[c->nb + 1]};
-    for (int i = 0; i < 3; i++) {
-        if (ext[i]->kind == LANG_SX_CONST) {
-            if (ext[i]->value % 8) return 0;
-            continue;
-        }
-        int dup = 0;
-        for (int j = 0; j < g->n; j++) dup |= g->sym[j] == ext[i]->sym;
-        if (dup) continue;
-        g->sym[g->n] = ext[i]->sym;
-        g->op[g->n] = SCHED_GUARD_MOD;
-        g->val[g->n++] = 8;
-    }
-    return 1;
+    return sched_guard_multiples(g, ext, 3, 8);
 }
 
 /* g with one more term (a copy). */

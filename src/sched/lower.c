@@ -1447,6 +1447,25 @@ void sched_guard_negate(sched_guard *g)
     for (int i = 0; i < g->n; i++) g->grp[i] = 1;
 }
 
+int sched_guard_multiples(sched_guard *g, const lang_sexpr *const *ext, int n, int64_t m)
+{
+    memset(g, 0, sizeof *g);
+    for (int i = 0; i < n; i++) {
+        if (ext[i]->kind == LANG_SX_CONST) {
+            if (ext[i]->value % m) return 0;
+            continue;
+        }
+        int dup = 0;
+        for (int j = 0; j < g->n; j++) dup |= g->sym[j] == ext[i]->sym;
+        if (dup) continue;
+        if (g->n == SCHED_MAX_GUARD) return 0; /* more symbols than a guard holds: decline */
+        g->sym[g->n] = ext[i]->sym;
+        g->op[g->n] = SCHED_GUARD_MOD;
+        g->val[g->n++] = m;
+    }
+    return 1;
+}
+
 int sched_guard_unless(sched_guard *g, const sched_guard *u)
 {
     if (sched_guard_nunless(u) || g->n + u->n > SCHED_MAX_GUARD) return 0;

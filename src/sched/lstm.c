@@ -333,22 +333,9 @@ static int ls_build(sched_blk *kb, void *ctx)
  * when a constant one is not. */
 static int ls_align(const ls *c, sched_guard *g)
 {
-    memset(g, 0, sizeof *g);
     const lang_sexpr *ext[4] = {c->def->tensors[c->L->a[0]]->shape[1], c->def->tensors[c->L->w[0]]->shape[2],
                                 c->def->tensors[c->L->a[1]]->shape[1], c->def->tensors[c->L->w[1]]->shape[2]};
-    for (int i = 0; i < 4; i++) {
-        if (ext[i]->kind == LANG_SX_CONST) {
-            if (ext[i]->value % 8) return 0;
-            continue;
-        }
-        int dup = 0;
-        for (int j = 0; j < g->n; j++) dup |= g->sym[j] == ext[i]->sym;
-        if (dup) continue;
-        g->sym[g->n] = ext[i]->sym;
-        g->op[g->n] = SCHED_GUARD_MOD;
-        g->val[g->n++] = 8;
-    }
-    return 1;
+    return sched_guard_multiples(g, ext, 4, 8);
 }
 
 /* The sm_90a launches (see sched_lower_lstm) under gd (G == 4, or none);

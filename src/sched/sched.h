@@ -85,6 +85,10 @@ int sched_guard_nunless(const sched_guard *g);
 /* g's when terms as one unless group: runs exactly when g's condition
  * fails (g must have no unless group). */
 void sched_guard_negate(sched_guard *g);
+/* The guard that the n extents are multiples of m (TMA's 16-byte rows):
+ * g = `sym % m == 0` for each distinct size symbol among them. 0 when a
+ * constant one is not a multiple (no guard can help). */
+int sched_guard_multiples(sched_guard *g, const lang_sexpr *const *ext, int n, int64_t m);
 /* g && !(u's condition): u's when terms appended as a new unless group.
  * 0 (g unchanged) when u has unless groups of its own or the terms do not
  * fit. */

@@ -1024,6 +1024,25 @@ uint64_t interp_mix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+tsl_status interp_order(interp *I, int64_t n, const char *what, int64_t **out)
+{
+    *out = NULL;
+    if (!I->o->shuffle_blocks) return TSL_OK;
+    if (n > ((int64_t)1 << 26))
+        return interp_err(I, I->k->pos, TSL_ERR_SHAPE, "shuffling %lld %s: at most 2^26", (long long)n, what);
+    int64_t *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    if (!order) return interp_err(I, I->k->pos, TSL_ERR_NOMEM, "out of memory for the order of %lld %s", (long long)n, what);
+    for (int64_t b = 0; b < n; b++) order[b] = b;
+    uint64_t seed = I->o->seed;
+    for (int64_t b = n - 1; b > 0; b--) {
+        int64_t j = (int64_t)(interp_mix(&seed) % (uint64_t)(b + 1)), t = order[b];
+        order[b] = order[j];
+        order[j] = t;
+    }
+    *out = order;
+    return TSL_OK;
+}
+
 tsl_status tile_interp_run(const tile_kernel *k, const tsl_source *src, const tile_interp_arg *args,
                            int nargs, const tile_interp_opts *opts, tsl_diag *d)
 {
@@ -1108,24 +1127,7 @@ tsl_status tile_interp_run(const tile_kernel *k, const tsl_source *src, const ti
         st = interp_cluster_grid(I, gdim, nblocks);
         goto done;
     }
-    if (I->o->shuffle_blocks && nblocks > ((int64_t)1 << 26)) {
-        st = interp_err(I, k->pos, TSL_ERR_SHAPE, "shuffling %lld blocks: at most 2^26", (long long)nblocks);
-        goto done;
-    }
-    if (I->o->shuffle_blocks) {
-        order = malloc((size_t)nblocks * sizeof *order);
-        if (!order) {
-            st = interp_err(I, k->pos, TSL_ERR_NOMEM, "out of memory for the order of %lld blocks", (long long)nblocks);
-            goto done;
-        }
-        for (int64_t b = 0; b < nblocks; b++) order[b] = b;
-        uint64_t seed = I->o->seed;
-        for (int64_t b = nblocks - 1; b > 0; b--) {
-            int64_t j = (int64_t)(interp_mix(&seed) % (uint64_t)(b + 1)), t = order[b];
-            order[b] = order[j];
-            order[j] = t;
-        }
-    }
+    if ((st = interp_order(I, nblocks, "blocks", &order))) goto done;
     I->in_grid = 1;
     for (int64_t b = 0; b < nblocks && !st; b++) {
         int64_t x = order ? order[b] : b;

@@ -93,8 +93,6 @@ tsl_status interp_cluster_grid(interp *I, const int64_t *gdim, int64_t nblocks)
         return interp_err(I, k->grid[0]->pos, TSL_ERR_SHAPE,
                           "grid dimension 0 is %lld, not a multiple of the kernel's cluster(%d)", (long long)gdim[0], n);
     int64_t ncl = nblocks / n, cx = gdim[0] / n;
-    if (I->o->shuffle_blocks && ncl > ((int64_t)1 << 26))
-        return interp_err(I, k->pos, TSL_ERR_SHAPE, "shuffling %lld clusters: at most 2^26", (long long)ncl);
     size_t nv = (size_t)k->nvalues + 1;
     icl_block cl[TILE_MAX_CLUSTER];
     memset(cl, 0, sizeof cl);
@@ -117,20 +115,7 @@ tsl_status interp_cluster_grid(interp *I, const int64_t *gdim, int64_t nblocks)
             for (size_t v = 0; v < nv; v++) cl[r].tensors[v].regs = NULL, cl[r].tensors[v].cap = 0;
         }
     }
-    if (I->o->shuffle_blocks) {
-        order = malloc((size_t)ncl * sizeof *order);
-        if (!order) {
-            st = interp_err(I, k->pos, TSL_ERR_NOMEM, "out of memory for the order of %lld clusters", (long long)ncl);
-            goto done;
-        }
-        for (int64_t c = 0; c < ncl; c++) order[c] = c;
-        uint64_t seed = I->o->seed;
-        for (int64_t c = ncl - 1; c > 0; c--) {
-            int64_t j = (int64_t)(interp_mix(&seed) % (uint64_t)(c + 1)), t = order[c];
-            order[c] = order[j];
-            order[j] = t;
-        }
-    }
+    if ((st = interp_order(I, ncl, "clusters", &order))) goto done;
     I->cl = cl;
     I->cfinal = final_sync(k->body);
     I->in_grid = 1;

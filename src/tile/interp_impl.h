@@ -114,6 +114,10 @@ typedef struct interp interp;
 
 /* interp.c */
 uint64_t interp_mix(uint64_t *s); /* the next of a seeded sequence (splitmix64) */
+/* With opts.shuffle_blocks, *out = a seeded random order of 0..n-1
+ * (malloc'd; n at most 2^26, `what` names the items in the message); else
+ * *out = NULL (in order). */
+tsl_status interp_order(interp *I, int64_t n, const char *what, int64_t **out);
 tsl_status interp_err(interp *I, size_t pos, tsl_status st, const char *fmt, ...) TSL_PRINTF(4, 5);
 void interp_coord_str(char *buf, size_t n, const int64_t *c, int rank);
 double interp_round(tile_dtype dt, double v);   /* to what an element of dt holds */
