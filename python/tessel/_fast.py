@@ -13,17 +13,25 @@ compiles it once per Function:
   tuple whose item array C reads (each capsule's pointer at CAPSULE_AT).
 - torch: ``tsl_dlpack_fill`` describes all the call's tensors at once
   through torch's DLPack exchange API (``__dlpack_c_exchange_api__``,
-  torch >= 2.10), then ``tsl_program_call_refs`` runs on them.
+  torch >= 2.10), reading them from a list kept per thread whose item
+  array stays put, then ``tsl_program_call_refs`` runs on them.
+
+Every argument of the two C calls that does not change from call to call
+is made once, as the object ctypes passes as it is (``byref``,
+``from_param``): ctypes wraps a c_void_p or an array in a new parameter
+object on every call, and only the NumPy capsules' tuple is new per call.
 
 Anything else (keywords, size symbols, other types, read-only arrays,
 negated torch views, the first call at new shapes, CUDA tensors that
 must be copied) goes to the generic path, which also gives every error
 its full message. The CPython layouts relied on (a tuple's item array, a
 capsule's pointer field) are checked at import against id() and
-PyCapsule_GetPointer; where one does not hold there is no fast call.
+PyCapsule_GetPointer (a list's item array against id()); where one does
+not hold there is no fast call.
 """
 from __future__ import annotations
 
+import array
 import ctypes
 import sys
 from typing import Any, Callable
@@ -39,9 +47,10 @@ _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
 def _layouts() -> tuple:
-    """(offset of a tuple's item array, offset of a capsule's pointer) in
-    this interpreter's objects, checked; (None, None) where they do not
-    hold (another Python implementation, a debug build)."""
+    """(offset of a tuple's item array, offset of a capsule's pointer,
+    offset of a list's item-array pointer) in this interpreter's objects,
+    checked; Nones where they do not hold (another Python implementation,
+    a debug build)."""
     try:
         import numpy as np
         x = np.zeros(3, np.float32)
@@ -51,17 +60,28 @@ def _layouts() -> tuple:
         items = 3 * word  # refcount, type, size, then the items
         if (ctypes.c_void_p.from_address(id(t) + items).value != id(cap) or
                 ctypes.c_void_p.from_address(id(t) + items + word).value != id(x)):
-            return None, None
+            return None, None, None
         at = 2 * word  # refcount, type, then the pointer
         if ctypes.c_void_p.from_address(id(cap) + at).value != _get_pointer(cap, b"dltensor"):
-            return None, None
-        return items, at
+            return None, None, None
+        lst = [cap, x]
+        item = 3 * word  # refcount, type, size, then the pointer to the items
+        arr = ctypes.c_void_p.from_address(id(lst) + item).value
+        if (not arr or ctypes.c_void_p.from_address(arr).value != id(cap) or
+                ctypes.c_void_p.from_address(arr + word).value != id(x)):
+            return items, at, None
+        lst[0] = x  # stored in place: the item array stays where it was
+        if ctypes.c_void_p.from_address(id(lst) + item).value != arr or \
+                ctypes.c_void_p.from_address(arr).value != id(x):
+            return items, at, None
+        return items, at, item
     except Exception:  # noqa: BLE001 (then no fast path, nothing worse)
-        return None, None
+        return None, None, None
 
 
-TUPLE_ITEMS, CAPSULE_AT = _layouts()
-AVAILABLE = TUPLE_ITEMS is not None and hasattr(_L, "tsl_program_call_refs")
+TUPLE_ITEMS, CAPSULE_AT, LIST_ITEMS = _layouts()
+AVAILABLE = (TUPLE_ITEMS is not None and LIST_ITEMS is not None and
+             hasattr(_L, "tsl_program_call_refs"))
 
 if AVAILABLE:
     # no argtypes: every argument is passed as a ready ctypes object
@@ -71,28 +91,31 @@ if AVAILABLE:
     # exception it sets is raised here by ctypes
     _fill = ctypes.PyDLL(_lib.library_path)["tsl_dlpack_fill"]
     _fill.restype = ctypes.c_int
-_AT = ctypes.c_size_t(CAPSULE_AT or 0)
+# ctypes passes a CArgObject (what byref and from_param give) as it is;
+# a c_void_p or an array it wraps in a new one on every call
+_AT = ctypes.c_size_t.from_param(CAPSULE_AT or 0)
+
+
+def _arg(p: int) -> Any:
+    """The pointer p as a ready ctypes argument."""
+    return ctypes.c_void_p.from_param(p)
 
 
 class FastState:
     """One thread's scratch for the fast calls of one Function, and the
-    handles a call passes (read here as slots, not through attributes of
-    attributes)."""
-    __slots__ = ("owner", "prog", "args", "scalars", "refs", "objs", "kinds_np", "kinds_t", "dl", "dl_ref", "tref",
-                 "dev", "dev_ref")
+    arguments its C calls pass, made once as ready ctypes arguments (the
+    ``p_`` slots: read as slots, not through attributes of attributes)."""
+    __slots__ = ("owner", "scalars", "refs", "dl", "tref", "kinds_np", "kinds_t", "devv", "objl",
+                 "p_prog", "p_args", "p_scalars", "p_kinds_np", "p_kinds_t", "p_tref", "p_dl", "p_dev", "p_objs")
 
     def __init__(self, f: Any, a: Any) -> None:
         n, nslots = f._nparams, f._nslots
         self.owner = a  # the _Args whose C args and scalars these are: kept alive
-        self.prog = f._prog.handle
-        self.args = a.handle
         self.scalars = a.scalars
         self.refs = ctypes.c_void_p()  # per call: where a tuple's items are
-        self.objs = ctypes.c_void_p()
         self.kinds_np = (ctypes.c_uint8 * max(nslots, 1))()
         self.kinds_t = (ctypes.c_uint8 * max(nslots, 1))()
         self.dl = ctypes.create_string_buffer(_DL * max(nslots, 1))  # the DLTensors torch fills
-        self.dl_ref = ctypes.c_void_p(ctypes.addressof(self.dl))
         self.tref = (ctypes.c_void_p * max(nslots, 1))()  # slot -> its filled DLTensor
         k = 0
         for i in range(nslots):
@@ -102,15 +125,25 @@ class FastState:
             if not none:
                 self.tref[i] = ctypes.addressof(self.dl) + _DL * k
                 k += 1
-        self.dev = _lib.DLDevice()
-        self.dev_ref = ctypes.byref(self.dev)
+        # the DLDevice torch's first tensor has (type, id), read as ints
+        self.devv = array.array("i", [0, 0])
+        # the torch tensors of a call, stored in place for tsl_dlpack_fill
+        # (which reads the list's item array: never resized, it stays
+        # where it is) and cleared after it
+        self.objl = [None] * max(k, 1)
+        self.p_prog = _arg(f._prog.ptr)
+        self.p_args = _arg(a.ptr)
+        self.p_scalars = ctypes.byref(a.scalars)
+        self.p_kinds_np = ctypes.byref(self.kinds_np)
+        self.p_kinds_t = ctypes.byref(self.kinds_t)
+        self.p_tref = ctypes.byref(self.tref)
+        self.p_dl = ctypes.byref(self.dl)
+        self.p_dev = _arg(self.devv.buffer_info()[0])
+        self.p_objs = _arg(ctypes.c_void_p.from_address(id(self.objl) + LIST_ITEMS).value)
 
 
 class _NoType:
     """Stands for torch.Tensor until torch is met: no object has this type."""
-
-
-_API = ctypes.c_void_p()  # torch's DLPackExchangeAPI
 
 
 def torch_ready() -> None:
@@ -124,9 +157,8 @@ def torch_ready() -> None:
     except (AttributeError, ValueError, TypeError):
         return  # an older torch: the generic path describes its tensors
     from . import _torch_kind
-    _API.value = ptr
-    _G.update({"_torch_empty": torch.empty, "_TORCH_DTYPES": _torch_kind.TORCH_DTYPES, "_Tensor": torch.Tensor,
-               "_stream_of": _torch_kind.raw_stream_of()})
+    _G.update({"_API": _arg(ptr), "_torch_empty": torch.empty, "_TORCH_DTYPES": _torch_kind.TORCH_DTYPES,
+               "_Tensor": torch.Tensor, "_stream_of": _torch_kind.raw_stream_of()})
 
 
 def make_call(f: Any, general: Callable) -> Callable:
@@ -197,7 +229,7 @@ def make_call(f: Any, general: Callable) -> Callable:
             "        except (BufferError, TypeError, KeyError):",
             "            return general(self, args, out, kw)",
             "        fs.refs.value = id(refs) + _ITEMS",
-            f"        st = _call(fs.prog, fs.args, fs.refs, fs.kinds_np, _AT, fs.scalars, {target})",
+            f"        st = _call(fs.p_prog, fs.p_args, fs.refs, fs.p_kinds_np, _AT, fs.p_scalars, {target})",
             "        if st:",
             "            raise self._ctx.error(st)",
             ret]
@@ -207,23 +239,26 @@ def make_call(f: Any, general: Callable) -> Callable:
             for l in outputs("_torch_empty(plan[{k}][1], dtype=_TORCH_DTYPES[plan[{k}][2]], "
                              f"device={x[tens[0]]}.device)")]
     objs = [x[i] for i in tens] + [f"o{j}" for j in alloc]
-    src += ["        objs = (" + ", ".join(objs) + ",)",
-            "        fs.objs.value = id(objs) + _ITEMS",
-            "        try:",
-            f"            r = _fill(_API, fs.objs, {len(objs)}, fs.dl_ref, fs.dev_ref)",
+    src += ["        ol = fs.objl"]
+    src += [f"        ol[{k}] = {o}" for k, o in enumerate(objs)]
+    src += ["        try:",
+            f"            r = _fill(_API, fs.p_objs, {len(objs)}, fs.p_dl, fs.p_dev)",
             "        except Exception:  # the producer refused one: the generic path says why",
-            "            return general(self, args, out, kw)",
+            "            r = -1",
+            # the list let go at once: the filled DLTensors borrow from tensors the locals hold
+            f"        {' = '.join(f'ol[{k}]' for k in range(len(objs)))} = None",
             "        if r:",
             "            return general(self, args, out, kw)",
             f"        target = {target}",
-            "        if fs.dev.device_type == 2:",
-            "            d = fs.dev.device_id",
+            "        dv = fs.devv",
+            "        if dv[0] == 2:",
+            "            d = dv[1]",
             "            a = fs.owner",
             "            # the stream, allocator and sync mode are set already: nothing to do",
             "            if a.allocator is None or a.sync != self.sync or a.stream != _stream_of(d):",
             "                self._cuda_setup(a, _kind_for_device(d), d)",
             f"            target = {f._target_code if f._target_code >= 0 else 2}",
-            "        st = _call(fs.prog, fs.args, fs.tref, fs.kinds_t, _AT, fs.scalars, target)",
+            "        st = _call(fs.p_prog, fs.p_args, fs.p_tref, fs.p_kinds_t, _AT, fs.p_scalars, target)",
             "        if st == _ERR_ARG:  # refused before anything ran: the generic path says it in torch's terms",
             "            return general(self, args, out, kw)",
             "        if st:",
@@ -248,7 +283,7 @@ def _globals(general: Callable) -> dict:
         _G.update({"general": general, "_ndarray": np.ndarray, "_np_empty": np.empty,
                    "_NP_DTYPES": _tensors.NUMPY_DTYPES, "_call": _call, "_fill": _fill, "_AT": _AT,
                    "_ITEMS": TUPLE_ITEMS, "_ERR_ARG": _lib.STATUS_NAMES.index("TSL_ERR_ARG"), "_kind_for_device": _kind_for_device, "_Tensor": _NoType,
-                   "_API": _API, "_torch_empty": None, "_TORCH_DTYPES": {}, "_stream_of": None})
+                   "_API": None, "_torch_empty": None, "_TORCH_DTYPES": {}, "_stream_of": None})
         torch_ready()
     return _G
 
