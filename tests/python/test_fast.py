@@ -200,6 +200,66 @@ def test_torch_fast_cpu(rng, generic_calls):
         g(A.to(torch.complex64), B)
 
 
+def test_torch_fast_cpu_tensors_changed_in_place(rng, generic_calls):
+    """Nothing about a tensor is remembered from one call to the next: the
+    same objects resized, re-pointed (set_, .data =), transposed or
+    negated in place give what a fresh call gives, and the fast call
+    keeps no tensor alive after it returns."""
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
+        pytest.skip("this torch has no DLPack exchange API")
+    import weakref
+    def T(n):  # resizable: its own storage
+        return torch.from_numpy(rand(rng, n)).clone()
+    f = tessel.compile("def add(float(N) A, float(N) B) -> (C) { C(i) = A(i) + B(i) }")
+    A, B, C = (T(4) for _ in range(3))
+    f(A, B, out=C)
+    generic_calls.clear()
+    f(A, B, out=C)
+    torch.testing.assert_close(C, A + B, rtol=0, atol=0)
+    assert generic_calls == []
+    assert f._local.fast.objl == [None] * 3  # let go after the fill
+    A.resize_(9)  # a bigger storage: a new address
+    A.copy_(T(9))
+    with pytest.raises(tessel.ShapeError):
+        f(A, B, out=C)
+    B.resize_(9)
+    C.resize_(9)
+    B.copy_(T(9))
+    C.fill_(float("nan"))
+    assert f(A, B, out=C) is C
+    torch.testing.assert_close(C, A + B, rtol=0, atol=0)
+    A.set_(T(9))  # other memory, same object
+    assert f(A, B, out=C) is C
+    torch.testing.assert_close(C, A + B, rtol=0, atol=0)
+    A.set_(A.untyped_storage(), 1, (4,), (2,))  # an offset, strided view of it
+    B.resize_(4)
+    C.resize_(4)
+    assert f(A, B, out=C) is C
+    torch.testing.assert_close(C, A + B, rtol=0, atol=0)
+    A.data = T(4).double()  # another dtype, same object
+    with pytest.raises(tessel.ArgumentError, match="float64"):
+        f(A, B, out=C)
+    A.data = torch._neg_view(T(4))  # the neg bit, set in place
+    with pytest.raises(tessel.ArgumentError, match="lazily negated"):
+        f(A, B, out=C)
+    A.data = A.data.resolve_neg()
+    g = tessel.compile("def mm(float(M,K) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}")
+    P, Q = torch.rand(5, 3), torch.rand(5, 4)
+    R = g(P.t().contiguous(), Q)
+    P.t_()  # the same object transposed in place: (3, 5), strides (1, 3)
+    R = g(P, Q)
+    torch.testing.assert_close(R, P @ Q, rtol=1e-5, atol=1e-5)
+    # a new tensor at the address a freed one had
+    for _ in range(3):
+        X, Y = T(6), T(6)
+        torch.testing.assert_close(f(X, Y), X + Y, rtol=0, atol=0)
+        del X
+    refs = [weakref.ref(t) for t in (A, B, C)]
+    del A, B, C
+    assert all(r() is None for r in refs)
+
+
 def _cuda_torch():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
