@@ -110,6 +110,17 @@ static void transposed(strbuf *b, int stages, int rows, int cols)
     else sb_printf(b, "(64,%d),%d):(%d,(1,%d),64))", c, rows, rows * cols, rows * 64);
 }
 
+/* Whether the scale is a positive literal: then the row max is taken
+ * over the unscaled scores (max(x) * scale = max(x * scale)) and the
+ * scale multiplies just before the max is subtracted, one FFMA an element
+ * rather than an FMUL the max must wait for and an FADD. */
+static int scale_positive(const sched_attn_sm90 *a)
+{
+    char *end;
+    double s = strtod(a->scale, &end);
+    return end != a->scale && *end == 0 && s > 0;
+}
+
 /* The online softmax of S block J held in accumulator X (names suffixed
  * with sfx): scale, the columns past Tk and (causal) past the row set to
  * -inf on the blocks that have any, the running max m and sum l updated,
@@ -118,7 +129,8 @@ static void transposed(strbuf *b, int stages, int rows, int cols)
 static void softmax(strbuf *b, const sched_attn_sm90 *a, int bn, const char *x, const char *j, const char *sfx,
                     const char *in)
 {
-    sb_printf(b, "%smul %s, %s -> %s\n", in, x, a->scale, x);
+    int late = scale_positive(a);
+    if (!late) sb_printf(b, "%smul %s, %s -> %s\n", in, x, a->scale, x);
     sb_printf(b,
               "%sif (%s + 1) * %d > Tk {\n"
               "%s  col%s = iota %s * %d -> register i32[64, %d] layout " ACC("%d") " dim 1\n"
@@ -136,20 +148,40 @@ static void softmax(strbuf *b, const sched_attn_sm90 *a, int bn, const char *x, 
                   "%s}\n",
                   in, j, bn, bn - 1, BM, in, sfx, j, bn, bn, bn / 8, in, sfx, BM, bn, bn / 8, in, sfx, sfx, sfx, in,
                   sfx, x, x, in);
+    sb_printf(b, "%smx%s = reduce.max %s -> register f32[64, 1] layout " ROWS " dim 1\n", in, sfx, x);
+    if (late) sb_printf(b, "%smul mx%s, %s -> mx%s\n", in, sfx, a->scale, sfx);
     sb_printf(b,
-              "%smx%s = reduce.max %s -> register f32[64, 1] layout " ROWS " dim 1\n"
               "%smn%s = max m, mx%s\n"
               "%sdm%s = sub m, mn%s\n"
               "%salpha%s = exp.approx dm%s\n"
-              "%smb%s = broadcast mn%s -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
+              "%smb%s = broadcast mn%s -> register f32[64, %d] layout " ACC("%d") " dim 1\n",
+              in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, bn, bn / 8);
+    if (late) sb_printf(b, "%smul %s, %s -> %s\n", in, x, a->scale, x);
+    sb_printf(b,
               "%ssub %s, mb%s -> %s\n"
               "%sexp.approx %s -> %s\n"
               "%srs%s = reduce.sum %s -> register f32[64, 1] layout " ROWS " dim 1\n"
               "%smul l, alpha%s -> l\n"
               "%sadd l, rs%s -> l\n"
               "%scopy mn%s -> m\n",
-              in, sfx, x, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, bn, bn / 8, in, x, sfx, x, in, x,
-              x, in, sfx, x, in, sfx, in, sfx, in, sfx);
+              in, x, sfx, x, in, x, x, in, sfx, x, in, sfx, in, sfx, in, sfx);
+}
+
+/* Ping-pong (a->pingpong; FlashAttention-3's inter-warpgroup schedule):
+ * the consumers issue their products in turns, so that one's softmax runs
+ * while the other's products keep the tensor cores busy. Consumer wg's
+ * t-th issue (t = 0 the first S, t = j the loop's, t = nb the last P V)
+ * waits until the other's (t - 1 + wg)-th one has passed it the turn:
+ * barrier turn[wg] completes a phase at each of the other's passes, and a
+ * fresh barrier's parity-1 wait returns at once, so consumer 0 starts. */
+static void turn_wait(strbuf *b, const sched_attn_sm90 *a, const char *t)
+{
+    if (a->pingpong) sb_printf(b, "        mbar_wait turn[wg], (%s + 1 + wg) %% 2\n", t);
+}
+
+static void turn_pass(strbuf *b, const sched_attn_sm90 *a)
+{
+    if (a->pingpong) sb_puts(b, "        mbar_arrive turn[1 - wg]\n");
 }
 
 char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
@@ -187,8 +219,10 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "\n  qbar = alloc shared u64[1]\n  kfull = alloc shared u64[%d]\n  kempty = alloc shared u64[%d]\n"
               "  vfull = alloc shared u64[%d]\n  vempty = alloc shared u64[%d]\n"
               "  mbar_init qbar, 1\n  mbar_init kfull, 1\n  mbar_init kempty, 2\n"
-              "  mbar_init vfull, 1\n  mbar_init vempty, 2\n  sync\n",
+              "  mbar_init vfull, 1\n  mbar_init vempty, 2\n",
               ST, ST, ST, ST);
+    if (a->pingpong) sb_puts(&b, "  turn = alloc shared u64[2]\n  mbar_init turn, 1\n");
+    sb_puts(&b, "  sync\n");
     /* the K/V blocks this query block reads: all, or up to its diagonal */
     char nblocks[96];
     if (a->causal)
@@ -220,13 +254,17 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "      mbar_wait qbar[0], 0\n"
               "      if nb > 0 {\n"
               "        mbar_wait kfull[0], 0\n"
-              "        s0 = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
-              "        wgmma_fence\n"
-              "        wgmma qs[wg * 64, 0], kt[0, 0, 0], s0 -> s0\n"
-              "        wgmma_commit\n"
-              "        wgmma_wait 0\n"
-              "        mbar_arrive kempty[0]\n",
+              "        s0 = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n",
               e, e / 8, ty, BN, BN / 8, nblocks, BN, BN / 8);
+    turn_wait(&b, a, "0");
+    sb_puts(&b,
+            "        wgmma_fence\n"
+            "        wgmma qs[wg * 64, 0], kt[0, 0, 0], s0 -> s0\n"
+            "        wgmma_commit\n");
+    turn_pass(&b, a);
+    sb_puts(&b,
+            "        wgmma_wait 0\n"
+            "        mbar_arrive kempty[0]\n");
     softmax(&b, a, BN, "s0", "0", "0", "        ");
     sb_printf(&b,
               "        cast s0 -> ph\n"
@@ -240,15 +278,19 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "        mbar_wait kfull[s], (j / %d) %% 2\n"
               "        mbar_wait vfull[sp], ((j - 1) / %d) %% 2\n"
               "        sn = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
-              "        pa = view ph -> register %s[64, %d] layout " AREG("%d") "\n"
-              "        wgmma_fence\n"
-              "        wgmma qs[wg * 64, 0], kt[s, 0, 0], sn -> sn\n"
-              "        wgmma_commit\n"
-              "        wgmma pa, vs[sp, 0, 0], o -> o\n"
-              "        wgmma_commit\n"
-              "        wgmma_wait 1\n"
-              "        mbar_arrive kempty[s]\n",
+              "        pa = view ph -> register %s[64, %d] layout " AREG("%d") "\n",
               ST, ST - 1, ST, ST, ST, BN, BN / 8, ty, BN, BN / 16);
+    turn_wait(&b, a, "j");
+    sb_puts(&b,
+            "        wgmma_fence\n"
+            "        wgmma qs[wg * 64, 0], kt[s, 0, 0], sn -> sn\n"
+            "        wgmma_commit\n"
+            "        wgmma pa, vs[sp, 0, 0], o -> o\n"
+            "        wgmma_commit\n");
+    turn_pass(&b, a);
+    sb_puts(&b,
+            "        wgmma_wait 1\n"
+            "        mbar_arrive kempty[s]\n");
     softmax(&b, a, BN, "sn", "j", "1", "        ");
     sb_printf(&b,
               "        wgmma_wait 0\n"
@@ -260,10 +302,15 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "      if nb > 0 {\n"
               "        let sl = (nb - 1) %% %d\n"
               "        mbar_wait vfull[sl], ((nb - 1) / %d) %% 2\n"
-              "        pl = view ph -> register %s[64, %d] layout " AREG("%d") "\n"
-              "        wgmma_fence\n"
-              "        wgmma pl, vs[sl, 0, 0], o -> o\n"
-              "        wgmma_commit\n"
+              "        pl = view ph -> register %s[64, %d] layout " AREG("%d") "\n",
+              e, e / 8, ST, ST, ty, BN, BN / 16);
+    turn_wait(&b, a, "nb");
+    sb_puts(&b,
+            "        wgmma_fence\n"
+            "        wgmma pl, vs[sl, 0, 0], o -> o\n"
+            "        wgmma_commit\n");
+    turn_pass(&b, a);
+    sb_printf(&b,
               "        wgmma_wait 0\n"
               "        mbar_arrive vempty[sl]\n"
               "      }\n"
@@ -276,7 +323,7 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "    }\n"
               "  }\n"
               "}\n",
-              e, e / 8, ST, ST, ty, BN, BN / 16, e, e / 8, ty, e, e / 8, at[nb], BM);
+              e, e / 8, ty, e, e / 8, at[nb], BM);
     return sb_take(&b);
 }
 
@@ -362,7 +409,7 @@ int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)
                 if (!strchr("0123456789-.", scale[0])) goto fail; /* inf, nan */
             }
             sched_attn_sm90 sh = {a->nb, dv[i], ev[j], dt, a->mask == SCHED_ATTN_MASK_CAUSAL, scale,
-                                  p->opt->attn_bn_wide};
+                                  p->opt->attn_bn_wide, p->opt->attn_pingpong};
             const char *kname =
                 arena_printf(ar, "%s_g%d_attention_sm90_d%d_e%d", def->name, a->grp->index, dv[i], ev[j]);
             char *text = sched_attn_sm90_text(&sh, kname);

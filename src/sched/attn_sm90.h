@@ -19,6 +19,7 @@ typedef struct sched_attn_sm90 {
     const char *scale; /* a float literal, or the name of a typed f32
                           scalar parameter the kernel then takes last */
     int bn_wide;       /* K/V rows a block when e > 128: 64 (or 0) or 80 */
+    int pingpong;      /* the two consumers issue their products in turns */
 } sched_attn_sm90;
 
 /* Whether the kernel can be written for a (0 and a reason in *why when

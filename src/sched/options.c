@@ -26,6 +26,7 @@ const sched_options sched_options_defaults = {
     .fma = {.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8, .pad = 4, .stages = 3},
     .mma = {.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 4, .pad = 8, .stages = 3},
     .attn_bn_wide = 80,
+    .attn_pingpong = 1,
     .sm90_cluster = 1,
     .sm90_group = 8,
 };
@@ -79,6 +80,8 @@ static const sched_option params[] = {
     {"contract.mma.stages", "contract", GPU, F(mma.stages), V(2, 3, 4), 1, 8, "cp.async pipeline stages"},
     {"attention.sm90.bn_wide", "attention", GPU, F(attn_bn_wide), V(64, 80), 64, 80,
      "sm_90a attention: K/V rows a block past head dim 128 (64 or 80)"},
+    {"attention.sm90.pingpong", "attention", GPU, F(attn_pingpong), V(0, 1), 0, 1,
+     "sm_90a attention: the two consumer warpgroups issue their products in turns (FlashAttention-3's ping-pong)"},
     {"contract.sm90.cluster", "contract", GPU, F(sm90_cluster), V(1, 2), 1, 2,
      "sm_90a GEMM: blocks a cluster along M (2: each loads half of B and multicasts it to both)"},
     {"contract.sm90.group", "contract", GPU, F(sm90_group), V(1, 4, 8, 16), 1, 64,

@@ -745,27 +745,30 @@ static void test_attn_sm90(void)
         sched_attn_sm90 a;
         const char *sizes;
     } cases[] = {
-        {{0, 64, 64, TSL_DTYPE_F16, 0, "0.125", 0}, "Tq=1 Tk=1"},
-        {{1, 64, 64, TSL_DTYPE_F16, 0, "0.125", 0}, "B0=2 Tq=131 Tk=257"},
-        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0}, "B0=1 Tq=200 Tk=200"},
-        {{2, 128, 128, TSL_DTYPE_F16, 0, "0.08838834764831845", 0}, "B0=1 B1=2 Tq=67 Tk=129"},
-        {{1, 128, 128, TSL_DTYPE_BF16, 1, "0.08838834764831845", 0}, "B0=1 Tq=129 Tk=140"},
-        {{1, 64, 128, TSL_DTYPE_BF16, 0, "0.125", 0}, "B0=1 Tq=37 Tk=300"},
-        {{0, 128, 64, TSL_DTYPE_F16, 1, "0.08838834764831845", 0}, "Tq=17 Tk=5"},
+        {{0, 64, 64, TSL_DTYPE_F16, 0, "0.125", 0, 1}, "Tq=1 Tk=1"},
+        {{1, 64, 64, TSL_DTYPE_F16, 0, "0.125", 0, 1}, "B0=2 Tq=131 Tk=257"},
+        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1}, "B0=1 Tq=200 Tk=200"},
+        {{2, 128, 128, TSL_DTYPE_F16, 0, "0.08838834764831845", 0, 1}, "B0=1 B1=2 Tq=67 Tk=129"},
+        {{1, 128, 128, TSL_DTYPE_BF16, 1, "0.08838834764831845", 0, 1}, "B0=1 Tq=129 Tk=140"},
+        {{1, 64, 128, TSL_DTYPE_BF16, 0, "0.125", 0, 1}, "B0=1 Tq=37 Tk=300"},
+        {{0, 128, 64, TSL_DTYPE_F16, 1, "0.08838834764831845", 0, 1}, "Tq=17 Tk=5"},
         /* head dim 256: K/V blocks of 64 (bn_wide 0) through two stages a
          * ring; the rings wrap, rows past Tq and columns past Tk masked */
-        {{0, 256, 256, TSL_DTYPE_BF16, 0, "0.0625", 0}, "Tq=1 Tk=1"},
-        {{1, 256, 256, TSL_DTYPE_BF16, 0, "0.0625", 0}, "B0=1 Tq=67 Tk=197"},
-        {{0, 256, 256, TSL_DTYPE_F16, 1, "0.0625", 0}, "Tq=131 Tk=140"},
-        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 0}, "B0=1 Tq=70 Tk=37"},
-        {{0, 64, 256, TSL_DTYPE_F16, 0, "0.125", 0}, "Tq=5 Tk=131"},
+        {{0, 256, 256, TSL_DTYPE_BF16, 0, "0.0625", 0, 1}, "Tq=1 Tk=1"},
+        {{1, 256, 256, TSL_DTYPE_BF16, 0, "0.0625", 0, 1}, "B0=1 Tq=67 Tk=197"},
+        {{0, 256, 256, TSL_DTYPE_F16, 1, "0.0625", 0, 1}, "Tq=131 Tk=140"},
+        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 0, 1}, "B0=1 Tq=70 Tk=37"},
+        {{0, 64, 256, TSL_DTYPE_F16, 0, "0.125", 0, 1}, "Tq=5 Tk=131"},
         /* blocks of 80 K/V rows (FlashAttention-3's d = 256 shape) */
-        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 80}, "B0=1 Tq=131 Tk=197"},
-        {{0, 256, 256, TSL_DTYPE_F16, 0, "0.0625", 80}, "Tq=37 Tk=161"},
-        {{0, 192, 128, TSL_DTYPE_BF16, 1, "0.07216878364870323", 0}, "Tq=29 Tk=70"},
+        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 80, 1}, "B0=1 Tq=131 Tk=197"},
+        {{0, 256, 256, TSL_DTYPE_F16, 0, "0.0625", 80, 1}, "Tq=37 Tk=161"},
+        {{0, 192, 128, TSL_DTYPE_BF16, 1, "0.07216878364870323", 0, 1}, "Tq=29 Tk=70"},
     };
     for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
-        const sched_attn_sm90 *a = &cases[c].a;
+        /* every third case without the ping-pong turns */
+        sched_attn_sm90 ac = cases[c].a;
+        ac.pingpong = c % 3 != 1;
+        const sched_attn_sm90 *a = &ac;
         char *text = sched_attn_sm90_text(a, "attn");
         CHECK_MSG(text != NULL, "case %d: no kernel", (int)c);
         if (!text) continue;
@@ -778,7 +781,7 @@ static void test_attn_sm90(void)
         prog_free(&p);
         free(text);
     }
-    sched_attn_sm90 bad = {3, 64, 64, TSL_DTYPE_F16, 0, "0.1", 0};
+    sched_attn_sm90 bad = {3, 64, 64, TSL_DTYPE_F16, 0, "0.1", 0, 0};
     const char *why = NULL;
     CHECK(!sched_attn_sm90_fits(&bad, &why) && why && strstr(why, "batch"));
     bad.nbatch = 1, bad.d = 96;
@@ -799,7 +802,7 @@ static void test_attn_sm90_cuda(void)
         return;
     }
     diag_free(&d0);
-    sched_attn_sm90 sh = {1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 80};
+    sched_attn_sm90 sh = {1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 80, 1};
     char *text = sched_attn_sm90_text(&sh, "attn256");
     tsl_arena *a = arena_create();
     tsl_source src = {"attn256.tile", text ? text : ""};
