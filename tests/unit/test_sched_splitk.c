@@ -80,11 +80,10 @@ static void test_tile_interp(void)
                 lang_def *def = sk_def(a, sk_src[c]);
                 sched_plan *p = def ? sk_lower(a, def, sm, opts[oi]) : NULL;
                 if (p) {
-                    /* where sm_90a has wgmma plans (f16, bf16), the narrow one
-                     * unless the options ask for S */
+                    /* sm_90a keeps its wgmma plans (f16, bf16) for M > 64 */
                     int wg = 0;
                     for (int l = 0; l < p->nlaunches; l++) wg |= strstr(p->launches[l].k->name, "_wgmma") != NULL;
-                    int want = sm == 90 && !opts[oi][0] && wg ? 0 : 2;
+                    int want = 2;
                     CHECK_MSG(sm == 80 || wg || !strcmp(def->name, "sgemm"), "%s sm_90: no wgmma plan", def->name);
                     CHECK_MSG(count_split(p) == want, "%s sm_%d: %d split kernels, want %d", def->name, sm,
                               count_split(p), want);
@@ -124,8 +123,8 @@ static void test_cuda_emu(void)
 }
 
 /* M = 65: the one-kernel plan runs (the pair's guard fails), and its answer
- * matches; a constant M of 16 plans only the pair (on sm_90a when the
- * options ask for S: by default the narrow wgmma plan). */
+ * matches; a constant M of 16 plans only the pair (on sm_90a too, with
+ * S given or from the SM count), and contract.splitk=1 none. */
 static void test_guard(void)
 {
     tsl_arena *a = arena_create();
@@ -138,8 +137,10 @@ static void test_guard(void)
     lang_def *d16 = sk_def(a, "def m16(float16(16,K) A, float16(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}\n");
     sched_plan *p16 = d16 ? sk_lower(a, d16, 90, "contract.splitk=4") : NULL;
     if (p16) CHECK_MSG(p16->nlaunches == 3 && count_split(p16) == 2, "M = 16: %d launches", p16->nlaunches);
-    sched_plan *n16 = d16 ? sk_lower(a, d16, 90, "") : NULL; /* the default there: no pair */
-    if (n16) CHECK_MSG(count_split(n16) == 0, "M = 16 on sm_90a by default: %d split kernels", count_split(n16));
+    sched_plan *n16 = d16 ? sk_lower(a, d16, 90, "") : NULL;
+    if (n16) CHECK_MSG(n16->nlaunches == 3 && count_split(n16) == 2, "M = 16 on sm_90a: %d launches", n16->nlaunches);
+    sched_plan *w16 = d16 ? sk_lower(a, d16, 90, "contract.splitk=1") : NULL; /* the narrow wgmma plan */
+    if (w16) CHECK_MSG(count_split(w16) == 0, "M = 16 on sm_90a, splitk=1: %d split kernels", count_split(w16));
     sched_plan *off = def ? sk_lower(a, def, 80, "contract.splitk=1") : NULL;
     if (off) CHECK(count_split(off) == 0);
     arena_free(a);
