@@ -411,9 +411,46 @@ tsl_status tsl_program_call_refs(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, 
  * framework refused object i (its error is set: a Python exception);
  * TSL_DLPACK_UNUSABLE when the API is not a DLPack 1.x exchange API with
  * that function. */
-enum { TSL_DLPACK_OTHER_WAY = 1, TSL_DLPACK_UNUSABLE = 2 };
+enum { TSL_DLPACK_OTHER_WAY = 1, TSL_DLPACK_UNUSABLE = 2, TSL_DLPACK_SETUP = 3, TSL_DLPACK_NO_STREAM = 4 };
 int tsl_dlpack_fill(TSL_KEEP const void *exchange_api, void *const *objects, int n, DLTensor *out,
                     DLDevice *device);
+
+/* A binding's call through an exchange API, described once (per program,
+ * args and thread) and passed to tsl_program_call_dlpack at every call;
+ * every pointer is borrowed, read at each call. */
+typedef struct tsl_dlpack_call {
+    const void *exchange_api;       /* the framework's DLPackExchangeAPI (DLPack >= 1.2) */
+    void *const *objects;           /* the call's n framework tensors: parameters', then outputs' */
+    int n;
+    DLTensor *filled;               /* n descriptors: objects[k] is filled into filled[k] */
+    const DLTensor *const *tensors; /* tsl_program_call's tensors: entries into filled, or NULL */
+    const double *scalars;          /* tsl_program_call's scalars (NULL when there is none) */
+    tsl_target host_target;         /* the target of a run on host tensors */
+    tsl_target device_target;       /* ... and of one on CUDA tensors (TSL_TARGET_CUDA, or a refusal) */
+    DLDevice ready;                 /* the GPU the binding set the args up for (allocator); {0, 0}: none */
+    void *(*unlock)(void);          /* optional: let go of what the framework needs held, for the run, */
+    void (*relock)(void *);         /* and take it back (Python: PyEval_SaveThread, PyEval_RestoreThread) */
+    DLDevice device;                /* out: the tensors' device */
+    int fill;                       /* out: 0, or why nothing ran (tsl_dlpack_fill's answers, TSL_DLPACK_*) */
+} tsl_dlpack_call;
+
+/* tsl_dlpack_fill(c->exchange_api, c->objects, c->n, c->filled, &c->device)
+ * then tsl_program_call(p, a, c->tensors, c->scalars, target): a binding's
+ * whole call in one foreign call, entered holding what the framework needs
+ * held (Python's GIL), which c->unlock lets go of for the run only. Nothing
+ * about a tensor is kept from one call to the next. Host tensors run on
+ * c->host_target. CUDA tensors run on c->device_target, on the stream the
+ * API's current_work_stream gives for their device and with `sync`, both
+ * set on the args (as tsl_args_set_stream, tsl_args_set_sync); the args'
+ * allocator is what the binding set when it made c->ready that GPU. Returns
+ * the run's status; when nothing ran, TSL_ERR_ARG with c->fill saying why:
+ * tsl_dlpack_fill's answer (-1 - i: the framework refused object i, its
+ * error set; TSL_DLPACK_OTHER_WAY, TSL_DLPACK_UNUSABLE), TSL_DLPACK_SETUP
+ * (CUDA tensors on a GPU other than c->ready: set the args up for
+ * c->device, make c->ready that, call again) or TSL_DLPACK_NO_STREAM (the
+ * framework gave no current stream, its error set). */
+tsl_status tsl_program_call_dlpack(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, TSL_KEEP tsl_dlpack_call *c,
+                                   int sync);
 
 /* ---- layouts ----------------------------------------------------------- */
 

@@ -4,7 +4,8 @@
  * foreign call per tensor, and tsl_dlpack_fill describes a whole call's
  * framework tensors through the framework's DLPack exchange API (DLPack
  * 1.2's DLPackExchangeAPI: one C call instead of one `__dlpack__` per
- * tensor). Neither knows Python: objects are opaque pointers. */
+ * tensor); tsl_program_call_dlpack does both in one foreign call. None
+ * knows Python: objects are opaque pointers, the lock a pair of hooks. */
 #include <string.h>
 
 #include "api/api.h"
@@ -55,7 +56,7 @@ typedef struct refs_exchange_api {
     void *managed_tensor_from_py_object_no_sync;
     void *managed_tensor_to_py_object_no_sync;
     int (*dltensor_from_py_object_no_sync)(void *obj, DLTensor *out);
-    void *current_work_stream;
+    int (*current_work_stream)(DLDeviceType device_type, int32_t device_id, void **out_stream);
 } refs_exchange_api;
 
 int tsl_dlpack_fill(TSL_KEEP const void *exchange_api, void *const *objects, int n, DLTensor *out, DLDevice *device)
@@ -82,4 +83,57 @@ int tsl_dlpack_fill(TSL_KEEP const void *exchange_api, void *const *objects, int
         }
     }
     return result;
+}
+
+/* Why a call ran nothing: c->fill = why, the message in p's context. */
+static tsl_status refs_not_run(tsl_program *p, tsl_dlpack_call *c, int why)
+{
+    const char *fn = "tsl_program_call_dlpack";
+    c->fill = why;
+    if (why < 0)
+        return api_error(p->ctx, TSL_ERR_ARG, "%s: the framework refused object %d (its own error is set)", fn,
+                         -1 - why);
+    switch (why) {
+    case TSL_DLPACK_OTHER_WAY:
+        return api_error(p->ctx, TSL_ERR_ARG,
+                         "%s: the tensors are on two devices, or a device tensor is not C-contiguous "
+                         "(describe them another way)", fn);
+    case TSL_DLPACK_SETUP:
+        return api_error(p->ctx, TSL_ERR_ARG, "%s: the tensors are on cuda:%d, which the args are not set up for",
+                         fn, c->device.device_id);
+    case TSL_DLPACK_NO_STREAM:
+        return api_error(p->ctx, TSL_ERR_ARG, "%s: the framework gave no current stream for cuda:%d", fn,
+                         c->device.device_id);
+    default:
+        return api_error(p->ctx, TSL_ERR_ARG,
+                         "%s: exchange_api is not a DLPack >= 1.2 exchange API with dltensor_from_py_object_no_sync",
+                         fn);
+    }
+}
+
+tsl_status tsl_program_call_dlpack(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, TSL_KEEP tsl_dlpack_call *c, int sync)
+{
+    if (!p) return TSL_ERR_ARG;
+    if (!a || !c) return api_error(p->ctx, TSL_ERR_ARG, "tsl_program_call_dlpack: args or call is NULL");
+    c->device = (DLDevice){kDLCPU, 0};
+    int r = tsl_dlpack_fill(c->exchange_api, c->objects, c->n, c->filled, &c->device);
+    if (r) return refs_not_run(p, c, r);
+    tsl_target target = c->host_target;
+    if (c->device.device_type == kDLCUDA) {
+        const refs_exchange_api *api = c->exchange_api;
+        void *stream = NULL;
+        if (c->ready.device_type != kDLCUDA || c->ready.device_id != c->device.device_id)
+            return refs_not_run(p, c, TSL_DLPACK_SETUP);
+        if (api->current_work_stream && api->current_work_stream(kDLCUDA, c->device.device_id, &stream) != 0)
+            return refs_not_run(p, c, TSL_DLPACK_NO_STREAM);
+        tsl_args_set_stream(a, stream);
+        tsl_args_set_sync(a, sync);
+        target = c->device_target;
+    }
+    c->fill = 0;
+    /* the objects are not read past this point: the run needs no lock */
+    void *held = c->unlock && c->relock ? c->unlock() : NULL;
+    tsl_status st = tsl_program_call(p, a, c->tensors, c->scalars, target);
+    if (c->unlock && c->relock) c->relock(held);
+    return st;
 }

@@ -1,7 +1,8 @@
 /* test_api_call.c — what language bindings rely on in the C API:
  * positional binding (tsl_args_bind, tsl_program_call) with scalars, in/out
  * and allocated outputs, sizes changing between calls; one program run from many threads at once, each thread with its
- * own args and its own error; tsl_layout_table; emit "ptx". */
+ * own args and its own error; tsl_layout_table; emit "ptx"; the calls
+ * through references and through a DLPack exchange API. */
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -300,13 +301,43 @@ typedef struct fake_api {
     const void *prev;
     void *fns[3];
     int (*fill)(void *obj, DLTensor *out);
-    void *stream;
+    int (*stream)(DLDeviceType type, int32_t id, void **out);
 } fake_api;
+
+/* The framework's lock, as tsl_program_call_dlpack's hooks take and give
+ * it: nothing of the framework may be called without it. */
+static struct {
+    int held, unlocks, relocks, unheld_use;
+} fake_lock = {1, 0, 0, 0};
+
+static void *fake_unlock(void)
+{
+    fake_lock.held = 0;
+    fake_lock.unlocks++;
+    return &fake_lock;
+}
+
+static void fake_relock(void *token)
+{
+    fake_lock.held = token == &fake_lock;
+    fake_lock.relocks++;
+}
 
 static int fake_fill(void *obj, DLTensor *out)
 {
+    fake_lock.unheld_use += !fake_lock.held;
     if (!obj) return -1; /* the framework's refusal */
     *out = *(const DLTensor *)obj;
+    return 0;
+}
+
+static void *fake_current_stream = (void *)0x5157;
+
+static int fake_stream(DLDeviceType type, int32_t id, void **out)
+{
+    fake_lock.unheld_use += !fake_lock.held;
+    if (id > 0) return -1; /* refused */
+    *out = type == kDLCUDA ? fake_current_stream : NULL;
     return 0;
 }
 
@@ -345,6 +376,123 @@ static void test_dlpack_fill(void)
     api.fill = NULL;
     CHECK_EQ_INT(tsl_dlpack_fill(&api, objs, 3, out, &dev), TSL_DLPACK_UNUSABLE);
     CHECK_EQ_INT(tsl_dlpack_fill(NULL, objs, 3, out, &dev), TSL_DLPACK_UNUSABLE);
+}
+
+/* tsl_program_call_dlpack: the fill and the run in one call, results as
+ * tsl_program_call's (in/out, an allocated output, a scalar), the lock let
+ * go for the run only and the framework never called without it; nothing
+ * kept between calls (a tensor re-pointed and resized in place is read
+ * anew); each reason for not running named in c.fill and in the error;
+ * CUDA tensors need the args set up for their GPU first, and get the
+ * framework's current stream (tests/unit/test_cuda_calls.c runs them). */
+static void test_call_dlpack(void)
+{
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    CHECK_MSG(tsl_program_compile(ctx, axpy_src, "axpy.tc", NULL, &p) == TSL_OK, "%s", tsl_context_error(ctx));
+    if (!p) goto out;
+    int64_t N = test_rand_int(1, 40), M = N + test_rand_int(1, 9);
+    DLTensor *X = rnd1(N), *Y = rnd1(N), *S = rnd1(N), *Z = rnd1(N), *X2 = rnd1(M), *Y2 = rnd1(M), *S2 = rnd1(M),
+             *Z2 = rnd1(M);
+    float *s0 = malloc(sizeof(float) * (size_t)M);
+    memcpy(s0, S->data, sizeof(float) * (size_t)N);
+    for (int64_t i = 0; i < N; i++) ((float *)Z->data)[i] = NAN; /* poisoned */
+    double a = test_rand_double(-2, 2), scalars[4] = {0, a, 0, 0};
+    /* the framework's objects: X, Y, S, Z (here DLTensors that fake_fill copies) */
+    DLTensor ox = *X, oy = *Y, os = *S, oz = *Z;
+    void *objs[4] = {&ox, &oy, &os, &oz};
+    DLTensor filled[4];
+    const DLTensor *ts[6] = {&filled[0], NULL, &filled[1], &filled[2], &filled[3], NULL};
+    fake_api api = {.major = 1, .minor = 2, .fill = fake_fill, .stream = fake_stream};
+    tsl_dlpack_call c = {.exchange_api = &api, .objects = objs, .n = 4, .filled = filled, .tensors = ts,
+                         .scalars = scalars, .host_target = TSL_TARGET_CPU, .device_target = TSL_TARGET_CUDA,
+                         .unlock = fake_unlock, .relock = fake_relock, .fill = 99};
+    tsl_args *args = tsl_args_create(p);
+    fake_lock.unlocks = fake_lock.relocks = fake_lock.unheld_use = 0;
+    CHECK_MSG(tsl_program_call_dlpack(p, args, &c, 0) == TSL_OK, "%s", tsl_context_error(ctx));
+    CHECK_EQ_INT(c.fill, 0);
+    CHECK_EQ_INT(c.device.device_type, kDLCPU);
+    CHECK_EQ_INT(fake_lock.unlocks, 1);
+    CHECK_EQ_INT(fake_lock.relocks, 1);
+    CHECK_EQ_INT(fake_lock.held, 1);
+    for (int64_t i = 0; i < N; i++) {
+        float x = ((float *)X->data)[i];
+        CHECK_CLOSE(((float *)Z->data)[i], (float)a * x + ((float *)Y->data)[i], 1e-6);
+        CHECK_CLOSE(((float *)S->data)[i], s0[i] + x, 1e-6);
+    }
+    /* the same objects changed in place (set_, resize_): read anew */
+    ox = *X2, oy = *Y2, os = *S2, oz = *Z2;
+    memcpy(s0, S2->data, sizeof(float) * (size_t)M);
+    CHECK_MSG(tsl_program_call_dlpack(p, args, &c, 0) == TSL_OK, "%s", tsl_context_error(ctx));
+    for (int64_t i = 0; i < M; i++) {
+        float x = ((float *)X2->data)[i];
+        CHECK_CLOSE(((float *)Z2->data)[i], (float)a * x + ((float *)Y2->data)[i], 1e-6);
+        CHECK_CLOSE(((float *)S2->data)[i], s0[i] + x, 1e-6);
+    }
+    /* Z allocated by the args: three objects */
+    c.n = 3;
+    ts[4] = NULL;
+    CHECK_MSG(tsl_program_call_dlpack(p, args, &c, 0) == TSL_OK, "%s", tsl_context_error(ctx));
+    const DLTensor *z = tsl_args_output(args, "Z");
+    CHECK(z && z != Z2 && z->shape[0] == M);
+    for (int64_t i = 0; z && i < M; i++) CHECK_EQ_INT(((float *)z->data)[i] == ((float *)Z2->data)[i], 1);
+    c.n = 4;
+    ts[4] = &filled[3];
+    CHECK_EQ_INT(fake_lock.unlocks, 3);
+    CHECK_EQ_INT(fake_lock.relocks, 3);
+    /* the run's own errors, as tsl_program_call gives them */
+    oy.shape = &N;
+    CHECK_EQ_INT(tsl_program_call_dlpack(p, args, &c, 0), TSL_ERR_SHAPE);
+    CHECK_EQ_INT(c.fill, 0);
+    CHECK_EQ_INT(fake_lock.held, 1);
+    oy = *Y2;
+    /* nothing runs, and the lock is kept, when the fill says no */
+    int unlocks = fake_lock.unlocks;
+    objs[2] = NULL;
+    CHECK_EQ_INT(tsl_program_call_dlpack(p, args, &c, 0), TSL_ERR_ARG);
+    CHECK_EQ_INT(c.fill, -3);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "refused object 2"), "%s", tsl_context_error(ctx));
+    objs[2] = &os;
+    oy.device = (DLDevice){kDLCUDA, 0}; /* two devices */
+    CHECK_EQ_INT(tsl_program_call_dlpack(p, args, &c, 0), TSL_ERR_ARG);
+    CHECK_EQ_INT(c.fill, TSL_DLPACK_OTHER_WAY);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "two devices"), "%s", tsl_context_error(ctx));
+    /* CUDA tensors on a GPU the args are not set up for, then one whose
+     * stream the framework cannot give */
+    ox.device = os.device = oz.device = oy.device;
+    CHECK_EQ_INT(tsl_program_call_dlpack(p, args, &c, 0), TSL_ERR_ARG);
+    CHECK_EQ_INT(c.fill, TSL_DLPACK_SETUP);
+    CHECK_EQ_INT(c.device.device_type, kDLCUDA);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "cuda:0, which the args are not set up for"), "%s",
+              tsl_context_error(ctx));
+    c.ready = (DLDevice){kDLCUDA, 1};
+    ox.device.device_id = oy.device.device_id = os.device.device_id = oz.device.device_id = 1;
+    CHECK_EQ_INT(tsl_program_call_dlpack(p, args, &c, 0), TSL_ERR_ARG);
+    CHECK_EQ_INT(c.fill, TSL_DLPACK_NO_STREAM);
+    CHECK_EQ_INT(c.device.device_id, 1);
+    ox.device = oy.device = os.device = oz.device = (DLDevice){kDLCPU, 0};
+    api.minor = 1;
+    CHECK_EQ_INT(tsl_program_call_dlpack(p, args, &c, 0), TSL_ERR_ARG);
+    CHECK_EQ_INT(c.fill, TSL_DLPACK_UNUSABLE);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "DLPack >= 1.2"), "%s", tsl_context_error(ctx));
+    api.minor = 2;
+    CHECK_EQ_INT(fake_lock.unlocks, unlocks);
+    CHECK_EQ_INT(tsl_program_call_dlpack(p, NULL, &c, 0), TSL_ERR_ARG);
+    CHECK_EQ_INT(tsl_program_call_dlpack(p, args, NULL, 0), TSL_ERR_ARG);
+    CHECK_EQ_INT(tsl_program_call_dlpack(NULL, args, &c, 0), TSL_ERR_ARG);
+    /* no hooks: run as it is */
+    c.unlock = NULL;
+    CHECK_MSG(tsl_program_call_dlpack(p, args, &c, 0) == TSL_OK, "%s", tsl_context_error(ctx));
+    CHECK_EQ_INT(fake_lock.unlocks, unlocks);
+    CHECK_EQ_INT(fake_lock.relocks, unlocks);
+    CHECK_EQ_INT(fake_lock.unheld_use, 0);
+    tsl_args_free(args);
+    free(s0);
+    DLTensor *all[8] = {X, Y, S, Z, X2, Y2, S2, Z2};
+    for (int i = 0; i < 8; i++) tsl_tensor_free(all[i]);
+    tsl_program_free(p);
+out:
+    tsl_context_free(ctx);
 }
 
 /* tsl_args_tolerance: the narrowest float an output is computed through
@@ -395,5 +543,6 @@ TEST_SUITE(api_call) = {
     {"layout_table", test_layout_table},
     {"call_refs", test_call_refs},
     {"dlpack_fill", test_dlpack_fill},
+    {"call_dlpack", test_call_dlpack},
     {0, 0},
 };

@@ -8,7 +8,8 @@
  * once per function and size; and a cached tsl_program_call on CUDA
  * tensors makes one cuCtxSetCurrent and one cuLaunchKernel (one
  * cuStreamIsCapturing more on a stream) and nothing else, whatever context
- * the caller's thread had current, its launches in the primary context. */
+ * the caller's thread had current, its launches in the primary context;
+ * so does one through tsl_program_call_dlpack, on the framework's stream. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,93 @@ static void test_api_call(void)
     tsl_context_free(ctx);
 }
 
+/* An exchange API over DLTensors (tsl_program_call_dlpack's framework):
+ * its current stream is fake_dl_stream. */
+typedef struct fake_dl_api {
+    uint32_t major, minor;
+    const void *prev;
+    void *fns[3];
+    int (*fill)(void *obj, DLTensor *out);
+    int (*stream)(DLDeviceType type, int32_t id, void **out);
+} fake_dl_api;
+
+static CUstream fake_dl_stream;
+
+static int fake_dl_fill(void *obj, DLTensor *out)
+{
+    *out = *(const DLTensor *)obj;
+    return 0;
+}
+
+static int fake_dl_current(DLDeviceType type, int32_t id, void **out)
+{
+    (void)id;
+    *out = type == kDLCUDA ? fake_dl_stream : NULL;
+    return 0;
+}
+
+/* The same cached call through tsl_program_call_dlpack (a binding's one
+ * foreign call): the framework's current stream, and the same driver
+ * calls as tsl_program_call (the fill and the stream lookup make none). */
+static void test_api_call_dlpack(void)
+{
+    if (!in_child() || !fake_state()) return;
+    if (rt_cuda_nvrtc_available(NULL) != TSL_OK) {
+        printf("    skipped: no NVRTC (the run compiles its kernel)\n");
+        return;
+    }
+    tsl_context *ctx = tsl_context_create();
+    tsl_program *p = NULL;
+    CHECK_MSG(tsl_program_compile(ctx, "def add(float(N) A, float(N) B) -> (C) { C(i) = A(i) + B(i) }", "add.tc",
+                                  NULL, &p) == TSL_OK,
+              "%s", tsl_context_error(ctx));
+    float a[9], b[9], c[9];
+    int64_t n = 9;
+    DLTensor ta = {a, {kDLCUDA, 0}, 1, {kDLFloat, 32, 1}, &n, NULL, 0}; /* the fake's device memory is host memory */
+    DLTensor tb = ta, tc = ta;
+    tb.data = b;
+    tc.data = c;
+    void *objs[3] = {&ta, &tb, &tc};
+    DLTensor filled[3];
+    const DLTensor *ts[3] = {&filled[0], &filled[1], &filled[2]};
+    fake_dl_api api = {.major = 1, .minor = 2, .fill = fake_dl_fill, .stream = fake_dl_current};
+    tsl_dlpack_call call = {.exchange_api = &api, .objects = objs, .n = 3, .filled = filled, .tensors = ts,
+                            .host_target = TSL_TARGET_CPU, .device_target = TSL_TARGET_CUDA,
+                            .ready = {kDLCUDA, 0}};
+    tsl_args *args = p ? tsl_args_create(p) : NULL;
+    CUstream s = fake->stream_new(fake->primary);
+    for (int k = 0; args && k < 2; k++) {
+        fake_dl_stream = k ? s : NULL;
+        CHECK_MSG(tsl_program_call_dlpack(p, args, &call, 0) == TSL_OK, "%s", tsl_context_error(ctx));
+        long before[FAKE_CU_N];
+        enum { CALLS = 10 };
+        snap(before);
+        long refused = fake->refused;
+        for (int i = 0; i < CALLS; i++) {
+            CHECK_MSG(tsl_program_call_dlpack(p, args, &call, 0) == TSL_OK, "%s", tsl_context_error(ctx));
+            CHECK(fake->launch_ctx == fake->primary);
+            CHECK(fake->launch_stream == (k ? s : NULL));
+        }
+        char what[1024];
+        describe_since(before, what, sizeof what);
+        printf("    %s stream, per %d cached calls: %s\n", k ? "a" : "the default", CALLS, what);
+        CHECK_EQ_INT(fake->refused, refused);
+        CHECK_EQ_INT(SINCE(before, LaunchKernel), CALLS);
+        CHECK_EQ_INT(SINCE(before, StreamIsCapturing), k ? CALLS : 0);
+        long all = 0;
+        for (int i = 0; i < FAKE_CU_N; i++) all += fake->calls[i] - before[i];
+        CHECK_MSG(all == (k ? 3 : 2) * CALLS, "%ld driver calls: %s", all, what);
+    }
+    /* back to the default stream when the framework's current one is */
+    fake_dl_stream = NULL;
+    CHECK_MSG(args && tsl_program_call_dlpack(p, args, &call, 0) == TSL_OK, "%s", tsl_context_error(ctx));
+    CHECK(fake->launch_stream == NULL);
+    fake->stream_free(s);
+    tsl_args_free(args);
+    tsl_program_free(p);
+    tsl_context_free(ctx);
+}
+
 /* A module of the fake driver with one function. */
 static rt_cuda_module *load(rt_cuda_device *dev, rt_cuda_function *f)
 {
@@ -337,5 +425,6 @@ TEST_SUITE(cuda_calls) = {
     {"stream_check", test_stream_check},
     {"smem_attribute", test_smem_attribute},
     {"api_call", test_api_call},
+    {"api_call_dlpack", test_api_call_dlpack},
     {0, 0},
 };
