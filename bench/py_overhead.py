@@ -7,8 +7,9 @@ On a tiny kernel (C = A + B on 4 elements), after a warm-up call, times:
   c-run     the C part alone: tsl_program_call (bind + run) through ctypes on
             the arrays the last call filled (what the C API costs, kernel included);
   python    call - c-run: what the Python layer adds;
-  py-layer  the call with tsl_program_call (and tsl_program_call_refs, the
-            generated fast call's) replaced by a C no-op (strncmp with
+  py-layer  the call with tsl_program_call (and the generated fast call's
+            tsl_program_call_refs and tsl_program_call_dlpack, the torch
+            tensors' fill included) replaced by a C no-op (strncmp with
             n = 0) through ctypes: the Python layer measured directly (the
             two rows above are each noisy on a busy machine);
   ctypes-nop  one ctypes call of libc abs, to tell a loaded machine.
@@ -103,13 +104,14 @@ def py_layer(fn):
     _function._L = _StubRun(real)
     nop = ctypes.CDLL(None).strncmp
     nop.restype = ctypes.c_int
-    real_call = _fast._G.get("_call")
+    real_call, real_call_dl = _fast._G.get("_call"), _fast._G.get("_call_dl")
     _fast._G["_call"] = lambda p, a, refs, kinds, at, sc, t: nop(p, a, 0)
+    _fast._G["_call_dl"] = lambda p, a, call, sync: nop(p, a, 0)  # the fill too: it is inside
     try:
         return fn()
     finally:
         _function._L = real
-        _fast._G["_call"] = real_call
+        _fast._G["_call"], _fast._G["_call_dl"] = real_call, real_call_dl
 
 
 def calibration(n):

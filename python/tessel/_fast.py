@@ -11,15 +11,19 @@ compiles it once per Function:
 - NumPy: each array's DLPack capsule is made (``__dlpack__``, no copy)
   and all of them reach C in one call, ``tsl_program_call_refs``, as a
   tuple whose item array C reads (each capsule's pointer at CAPSULE_AT).
-- torch: ``tsl_dlpack_fill`` describes all the call's tensors at once
-  through torch's DLPack exchange API (``__dlpack_c_exchange_api__``,
-  torch >= 2.10), reading them from a list kept per thread whose item
-  array stays put, then ``tsl_program_call_refs`` runs on them.
+- torch: one C call, ``tsl_program_call_dlpack``, describes all the
+  call's tensors through torch's DLPack exchange API
+  (``__dlpack_c_exchange_api__``, torch >= 2.10), reading them from a list
+  kept per thread whose item array stays put, and runs on them; it is
+  entered with the GIL held (the fill calls into torch) and lets go of it
+  for the run (PyEval_SaveThread/PyEval_RestoreThread, passed as hooks).
+  On CUDA it takes torch's current stream through the same API.
 
-Every argument of the two C calls that does not change from call to call
-is made once, as the object ctypes passes as it is (``byref``,
-``from_param``): ctypes wraps a c_void_p or an array in a new parameter
-object on every call, and only the NumPy capsules' tuple is new per call.
+Every argument of the C calls that does not change from call to call is
+made once, as the object ctypes passes as it is (``byref``,
+``from_param``; the torch call's in one tsl_dlpack_call): ctypes wraps a
+c_void_p or an array in a new parameter object on every call, and only
+the NumPy capsules' tuple is new per call.
 
 Anything else (keywords, size symbols, other types, read-only arrays,
 negated torch views, the first call at new shapes, CUDA tensors that
@@ -31,7 +35,6 @@ not hold there is no fast call.
 """
 from __future__ import annotations
 
-import array
 import ctypes
 import sys
 from typing import Any, Callable
@@ -39,7 +42,8 @@ from typing import Any, Callable
 from . import _lib
 
 _L = _lib.lib
-_REF_NONE, _REF_TENSOR, _REF_MANAGED = 0, 1, 2
+_REF_NONE, _REF_MANAGED = 0, 2  # tsl_ref_kind
+_DLPACK_UNUSABLE, _DLPACK_SETUP = 2, 3  # tsl_dlpack_call.fill (tessel.h)
 _DL = 48  # sizeof(DLTensor)
 _get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _get_pointer.restype = ctypes.c_void_p
@@ -81,16 +85,19 @@ def _layouts() -> tuple:
 
 TUPLE_ITEMS, CAPSULE_AT, LIST_ITEMS = _layouts()
 AVAILABLE = (TUPLE_ITEMS is not None and LIST_ITEMS is not None and
-             hasattr(_L, "tsl_program_call_refs"))
+             hasattr(_L, "tsl_program_call_refs") and hasattr(_L, "tsl_program_call_dlpack"))
 
 if AVAILABLE:
     # no argtypes: every argument is passed as a ready ctypes object
     _call = _L["tsl_program_call_refs"]
     _call.restype = ctypes.c_int
     # with the GIL held: the exchange API calls into torch, and a Python
-    # exception it sets is raised here by ctypes
-    _fill = ctypes.PyDLL(_lib.library_path)["tsl_dlpack_fill"]
-    _fill.restype = ctypes.c_int
+    # exception it sets is raised here by ctypes; the call lets go of the
+    # GIL for the run itself through these two
+    _call_dl = ctypes.PyDLL(_lib.library_path)["tsl_program_call_dlpack"]
+    _call_dl.restype = ctypes.c_int
+    _UNLOCK = ctypes.cast(ctypes.pythonapi.PyEval_SaveThread, ctypes.c_void_p).value
+    _RELOCK = ctypes.cast(ctypes.pythonapi.PyEval_RestoreThread, ctypes.c_void_p).value
 # ctypes passes a CArgObject (what byref and from_param give) as it is;
 # a c_void_p or an array it wraps in a new one on every call
 _AT = ctypes.c_size_t.from_param(CAPSULE_AT or 0)
@@ -105,8 +112,8 @@ class FastState:
     """One thread's scratch for the fast calls of one Function, and the
     arguments its C calls pass, made once as ready ctypes arguments (the
     ``p_`` slots: read as slots, not through attributes of attributes)."""
-    __slots__ = ("owner", "scalars", "refs", "dl", "tref", "kinds_np", "kinds_t", "devv", "objl",
-                 "p_prog", "p_args", "p_scalars", "p_kinds_np", "p_kinds_t", "p_tref", "p_dl", "p_dev", "p_objs")
+    __slots__ = ("owner", "scalars", "refs", "dl", "tref", "kinds_np", "objl", "call",
+                 "p_prog", "p_args", "p_scalars", "p_kinds_np", "p_call")
 
     def __init__(self, f: Any, a: Any) -> None:
         n, nslots = f._nparams, f._nslots
@@ -114,32 +121,46 @@ class FastState:
         self.scalars = a.scalars
         self.refs = ctypes.c_void_p()  # per call: where a tuple's items are
         self.kinds_np = (ctypes.c_uint8 * max(nslots, 1))()
-        self.kinds_t = (ctypes.c_uint8 * max(nslots, 1))()
         self.dl = ctypes.create_string_buffer(_DL * max(nslots, 1))  # the DLTensors torch fills
         self.tref = (ctypes.c_void_p * max(nslots, 1))()  # slot -> its filled DLTensor
         k = 0
         for i in range(nslots):
             none = f._scalar[i] if i < n else f._inout_param[i - n] >= 0
             self.kinds_np[i] = _REF_NONE if none else _REF_MANAGED
-            self.kinds_t[i] = _REF_NONE if none else _REF_TENSOR
             if not none:
                 self.tref[i] = ctypes.addressof(self.dl) + _DL * k
                 k += 1
-        # the DLDevice torch's first tensor has (type, id), read as ints
-        self.devv = array.array("i", [0, 0])
-        # the torch tensors of a call, stored in place for tsl_dlpack_fill
-        # (which reads the list's item array: never resized, it stays
-        # where it is) and cleared after it
+        # the torch tensors of a call, stored in place for
+        # tsl_program_call_dlpack (which reads the list's item array: never
+        # resized, it stays where it is) and cleared after it
         self.objl = [None] * max(k, 1)
+        c = self.call = _lib.DlpackCall()
+        torch_ready()  # torch imported since the calls' globals were made: its API now
+        c.exchange_api = _G.get("_API_PTR")  # None while torch is not imported: refused (UNUSABLE)
+        c.objects = ctypes.c_void_p.from_address(id(self.objl) + LIST_ITEMS).value
+        c.n = k
+        c.filled = ctypes.addressof(self.dl)
+        c.tensors = ctypes.addressof(self.tref)
+        c.scalars = ctypes.addressof(a.scalars)
+        c.host_target = f._target_code if f._target_code >= 0 else 1
+        c.device_target = f._target_code if f._target_code >= 0 else 2
+        c.unlock, c.relock = _UNLOCK, _RELOCK
         self.p_prog = _arg(f._prog.ptr)
         self.p_args = _arg(a.ptr)
         self.p_scalars = ctypes.byref(a.scalars)
         self.p_kinds_np = ctypes.byref(self.kinds_np)
-        self.p_kinds_t = ctypes.byref(self.kinds_t)
-        self.p_tref = ctypes.byref(self.tref)
-        self.p_dl = ctypes.byref(self.dl)
-        self.p_dev = _arg(self.devv.buffer_info()[0])
-        self.p_objs = _arg(ctypes.c_void_p.from_address(id(self.objl) + LIST_ITEMS).value)
+        self.p_call = ctypes.byref(c)
+
+    def not_run(self, f: Any) -> None:
+        """After tsl_program_call_dlpack ran nothing: set up what it asked
+        for, so that the next call is fast (this one goes generic)."""
+        c = self.call
+        if c.fill == _DLPACK_SETUP:  # CUDA tensors on a GPU these args are not set up for
+            d = c.device.device_id
+            f._cuda_setup(self.owner, _kind_for_device(d), d)
+            c.ready.device_type, c.ready.device_id = c.device.device_type, d
+        elif c.fill == _DLPACK_UNUSABLE and not c.exchange_api:  # made before torch was met
+            c.exchange_api = _G.get("_API_PTR")
 
 
 class _NoType:
@@ -157,8 +178,8 @@ def torch_ready() -> None:
     except (AttributeError, ValueError, TypeError):
         return  # an older torch: the generic path describes its tensors
     from . import _torch_kind
-    _G.update({"_API": _arg(ptr), "_torch_empty": torch.empty, "_TORCH_DTYPES": _torch_kind.TORCH_DTYPES,
-               "_Tensor": torch.Tensor, "_stream_of": _torch_kind.raw_stream_of()})
+    _G.update({"_API_PTR": ptr, "_torch_empty": torch.empty, "_TORCH_DTYPES": _torch_kind.TORCH_DTYPES,
+               "_Tensor": torch.Tensor})
 
 
 def make_call(f: Any, general: Callable) -> Callable:
@@ -242,26 +263,15 @@ def make_call(f: Any, general: Callable) -> Callable:
     src += ["        ol = fs.objl"]
     src += [f"        ol[{k}] = {o}" for k, o in enumerate(objs)]
     src += ["        try:",
-            f"            r = _fill(_API, fs.p_objs, {len(objs)}, fs.p_dl, fs.p_dev)",
-            "        except Exception:  # the producer refused one: the generic path says why",
-            "            r = -1",
+            "            st = _call_dl(fs.p_prog, fs.p_args, fs.p_call, self.sync)",
+            "        except Exception:  # torch refused a tensor: the generic path says why",
+            "            st = _ERR_ARG",
             # the list let go at once: the filled DLTensors borrow from tensors the locals hold
             f"        {' = '.join(f'ol[{k}]' for k in range(len(objs)))} = None",
-            "        if r:",
-            "            return general(self, args, out, kw)",
-            f"        target = {target}",
-            "        dv = fs.devv",
-            "        if dv[0] == 2:",
-            "            d = dv[1]",
-            "            a = fs.owner",
-            "            # the stream, allocator and sync mode are set already: nothing to do",
-            "            if a.allocator is None or a.sync != self.sync or a.stream != _stream_of(d):",
-            "                self._cuda_setup(a, _kind_for_device(d), d)",
-            f"            target = {f._target_code if f._target_code >= 0 else 2}",
-            "        st = _call(fs.p_prog, fs.p_args, fs.p_tref, fs.p_kinds_t, _AT, fs.p_scalars, target)",
-            "        if st == _ERR_ARG:  # refused before anything ran: the generic path says it in torch's terms",
-            "            return general(self, args, out, kw)",
             "        if st:",
+            "            if st == _ERR_ARG:  # refused before anything ran: the generic path says it in torch's terms",
+            "                fs.not_run(self)",
+            "                return general(self, args, out, kw)",
             "            raise self._ctx.error(st)",
             ret,
             "    return general(self, args, out, kw)"]
@@ -281,9 +291,9 @@ def _globals(general: Callable) -> dict:
         import numpy as np
         from . import _tensors
         _G.update({"general": general, "_ndarray": np.ndarray, "_np_empty": np.empty,
-                   "_NP_DTYPES": _tensors.NUMPY_DTYPES, "_call": _call, "_fill": _fill, "_AT": _AT,
-                   "_ITEMS": TUPLE_ITEMS, "_ERR_ARG": _lib.STATUS_NAMES.index("TSL_ERR_ARG"), "_kind_for_device": _kind_for_device, "_Tensor": _NoType,
-                   "_API": None, "_torch_empty": None, "_TORCH_DTYPES": {}, "_stream_of": None})
+                   "_NP_DTYPES": _tensors.NUMPY_DTYPES, "_call": _call, "_call_dl": _call_dl, "_AT": _AT,
+                   "_ITEMS": TUPLE_ITEMS, "_ERR_ARG": _lib.STATUS_NAMES.index("TSL_ERR_ARG"), "_Tensor": _NoType,
+                   "_API_PTR": None, "_torch_empty": None, "_TORCH_DTYPES": {}})
         torch_ready()
     return _G
 

@@ -13,7 +13,7 @@ import os
 from ctypes import (POINTER, Structure, c_char_p, c_double, c_int, c_int64, c_uint8, c_uint16,
                     c_uint64, c_void_p, c_size_t)
 
-__all__ = ["lib", "DLDevice", "DLDataType", "DLTensor", "ParamInfo", "Allocator", "library_path"]
+__all__ = ["lib", "DLDevice", "DLDataType", "DLTensor", "ParamInfo", "Allocator", "DlpackCall", "library_path"]
 
 
 class DLDevice(Structure):
@@ -37,6 +37,14 @@ FREE_FN = ctypes.CFUNCTYPE(None, c_void_p, DLDevice, c_void_p, c_void_p)
 class Allocator(Structure):
     """tsl_allocator."""
     _fields_ = [("alloc", ALLOC_FN), ("free", FREE_FN), ("user", c_void_p)]
+
+
+class DlpackCall(Structure):
+    """tsl_dlpack_call: what tsl_program_call_dlpack reads at every call."""
+    _fields_ = [("exchange_api", c_void_p), ("objects", c_void_p), ("n", c_int), ("filled", c_void_p),
+                ("tensors", c_void_p), ("scalars", c_void_p), ("host_target", c_int), ("device_target", c_int),
+                ("ready", DLDevice), ("unlock", c_void_p), ("relock", c_void_p), ("device", DLDevice),
+                ("fill", c_int)]
 
 
 class ParamInfo(Structure):

@@ -114,12 +114,6 @@ def current_stream(device_index: int) -> int:
     return torch.cuda.current_stream(device_index).cuda_stream
 
 
-def raw_stream_of() -> Any:
-    """current_stream itself, or torch's own function when it has one (one
-    Python call less on every fast call)."""
-    return _raw_stream if _raw_stream is not None else current_stream
-
-
 class TorchAllocator:
     """A tsl_allocator over PyTorch's allocators: the CUDA caching allocator
     (stream-ordered, graph-capture aware) for GPU memory, torch.empty bytes

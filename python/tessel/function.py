@@ -90,9 +90,7 @@ class _Args:
         self.tensors = (ctypes.c_void_p * max(nslots, 1))()
         self.scalars = (ctypes.c_double * max(nparams, 1))()
         self.slots = [_tensors.Slot() for _ in range(nslots)]
-        self.stream = None      # the CUstream last set on the C args
         self.allocator = None   # the tsl_allocator last set (kept alive here)
-        self.sync = 0
 
     def __del__(self, _free=_L.tsl_args_free) -> None:
         if getattr(self, "ptr", None):
@@ -598,12 +596,9 @@ class Function:
                 if st:
                     raise self._ctx.error(st)
                 a.allocator = al
-        if stream != a.stream:
-            _L.tsl_args_set_stream(a.ptr, stream or None)
-            a.stream = stream
-        if self.sync != a.sync:
-            _L.tsl_args_set_sync(a.ptr, 1 if self.sync else 0)
-            a.sync = self.sync
+        # set every time: the fast call's tsl_program_call_dlpack sets them too
+        _L.tsl_args_set_stream(a.ptr, stream or None)
+        _L.tsl_args_set_sync(a.ptr, 1 if self.sync else 0)
 
     def _infer(self, a: _Args, key: tuple) -> list:
         """Shapes of the outputs to allocate, from the inputs bound in a's

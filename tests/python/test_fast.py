@@ -260,6 +260,113 @@ def test_torch_fast_cpu_tensors_changed_in_place(rng, generic_calls):
     assert all(r() is None for r in refs)
 
 
+def _torch_exchange():
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
+        pytest.skip("this torch has no DLPack exchange API")
+    return torch
+
+
+def test_torch_fast_call_is_one_foreign_call(rng, generic_calls, monkeypatch):
+    """A fast call on torch tensors makes one C call, tsl_program_call_dlpack
+    (the fill and the run), which lets go of the GIL for the run through
+    PyEval_SaveThread/PyEval_RestoreThread; a fast state made before torch
+    was met gets torch's exchange API at its next call."""
+    import ctypes
+    torch = _torch_exchange()
+    counts = {"_call_dl": 0, "_call": 0}
+    for name in counts:
+        real = _fast._G[name]
+
+        def counted(*a, _real=real, _name=name):
+            counts[_name] += 1
+            return _real(*a)
+        monkeypatch.setitem(_fast._G, name, counted)
+    f = tessel.compile(AXPY)
+    N = 301
+    X, Y, S = (torch.from_numpy(rand(rng, N)) for _ in range(3))
+    f(X, 1.5, Y, S)
+    generic_calls.clear()
+    counts.update({"_call_dl": 0, "_call": 0})
+    for _ in range(5):
+        S1 = S.clone()
+        Z, _ = f(X, 1.5, Y, S)
+        torch.testing.assert_close(Z, 1.5 * X + Y, rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(S, S1 + X, rtol=1e-6, atol=1e-6)
+    assert generic_calls == [] and counts == {"_call_dl": 5, "_call": 0}
+    c = f._local.fast.call
+    assert c.unlock == ctypes.cast(ctypes.pythonapi.PyEval_SaveThread, ctypes.c_void_p).value
+    assert c.relock == ctypes.cast(ctypes.pythonapi.PyEval_RestoreThread, ctypes.c_void_p).value
+    assert (c.n, c.fill, c.device.device_type) == (4, 0, 1)  # X, Y, S and Z filled; on the host
+    # as a thread's fast state made before torch was imported has it
+    c.exchange_api = None
+    Z, _ = f(X, 1.5, Y, S)
+    assert generic_calls == ["axpy"] and c.exchange_api
+    Z, _ = f(X, 1.5, Y, S)
+    assert generic_calls == ["axpy"]
+    torch.testing.assert_close(Z, 1.5 * X + Y, rtol=1e-6, atol=1e-6)
+
+
+def test_torch_fast_errors_are_the_generic_ones(rng, generic_calls):
+    """Errors of torch calls on the fast path (shapes, a tensor resized
+    between calls, out= of the wrong shape or overlapping, a gather index
+    out of range, a negated view) read as the generic call's."""
+    torch = _torch_exchange()
+    f = tessel.compile("def mm(float(M,K) A, float(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n}",
+                       filename="mm.tc")
+    A, B = torch.from_numpy(rand(rng, (3, 4))).clone(), torch.from_numpy(rand(rng, (4, 2)))
+    f(A, B)
+    C = torch.empty(3, 2)
+
+    def same(err, *args, fn=f, **kw):
+        with pytest.raises(err) as fast:
+            fn(*args, **kw)
+        with pytest.raises(err) as gen:
+            fn._call_general(*args, **kw)
+        assert str(fast.value) == str(gen.value)
+        return str(fast.value)
+    assert "size K is 4 from A dim 1 but 5 from B dim 0" in same(tessel.ShapeError, A, torch.rand(5, 2))
+    assert "output 'C' has shape (3, 2)" in same(tessel.ShapeError, A, B, out=torch.empty(2, 3))
+    assert "shares memory" in same(tessel.ArgumentError, A, B, out=A[:, :2])
+    assert "float64" in same(tessel.ArgumentError, A.double(), B, out=C)
+    assert "lazily negated" in same(tessel.ArgumentError, A._neg_view(), B, out=C)
+    assert "lazily negated" in same(tessel.ArgumentError, A, B, out=C._neg_view())
+    f(A, B, out=C)
+    A.resize_(3, 5)  # between two calls, in place
+    assert "size K is 5 from A dim 1 but 4 from B dim 0" in same(tessel.ShapeError, A, B, out=C)
+    g = tessel.compile("def gather(float(N) X, int32(M) I) -> (Y) {\n  Y(i) = X(I(i))\n}", filename="g.tc")
+    X, I = torch.from_numpy(rand(rng, 5)), torch.tensor([0, 4, 1, 2], dtype=torch.int32)
+    torch.testing.assert_close(g(X, I), X[I.long()])
+    I[2] = 7
+    before = len(generic_calls)
+    msg = same(tessel.BoundsError, X, I, fn=g)
+    assert "g.tc:2:" in msg and "7" in msg
+    assert len(generic_calls) == before  # the fast call's own error
+
+
+def test_torch_many_threads_one_function_fast(rng, generic_calls):
+    """8 threads calling one function on torch tensors at once, each call
+    letting go of the GIL for its run."""
+    torch = _torch_exchange()
+    f = tessel.compile(AXPY)
+    sizes = [int(s) for s in rng.integers(1, 3000, size=8)]
+    inputs = [(torch.from_numpy(rand(rng, n)), torch.from_numpy(rand(rng, n)), float(rng.uniform(-2, 2)))
+              for n in sizes]
+
+    def work(k):
+        X, Y, a = inputs[k]
+        bad = 0
+        S = torch.zeros(len(X))
+        for r in range(40):
+            Z, _ = f(X, a, Y, S)
+            bad += not torch.allclose(Z, a * X + Y, rtol=1e-5, atol=1e-5)
+        bad += not torch.allclose(S, 40 * X, rtol=1e-4, atol=1e-4)
+        return bad
+    with cf.ThreadPoolExecutor(8) as ex:
+        assert sum(ex.map(work, range(8))) == 0
+    assert len(generic_calls) <= 8 * 2  # at most the first calls of each thread's shapes
+
+
 def _cuda_torch():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -271,8 +378,9 @@ def _cuda_torch():
 
 def test_torch_fast_cuda(generic_calls):
     """CUDA tensors through the fast call (run by bench/gpu_python.sh): the
-    results, no generic call after the first, the current stream, out=, a
-    strided input (generic: copied), a CUDA graph of fast calls."""
+    results, no generic call after the first, the current stream (read by
+    tsl_program_call_dlpack), out=, f.sync, a strided input (generic:
+    copied), a CUDA graph of fast calls."""
     torch = _cuda_torch()
     f = tessel.compile(AXPY)
     N = 4099
@@ -299,6 +407,35 @@ def test_torch_fast_cuda(generic_calls):
     before = len(generic_calls)
     assert g(A, B, out=C) is C
     torch.testing.assert_close(C, A @ B, rtol=1e-4, atol=1e-4)
+    assert len(generic_calls) == before
+    # a fast call on a side stream is queued behind that stream's work:
+    # the stream is torch's current one, read by the C call itself
+    side2 = torch.cuda.Stream()
+    Cs = torch.empty(33, 65, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side2):
+        torch.cuda._sleep(20_000_000)  # the stream busy for milliseconds
+        Cs.fill_(float("nan"))  # what a launch on another stream would run before
+        assert g(A, B, out=Cs) is Cs
+    torch.cuda.synchronize()
+    torch.testing.assert_close(Cs, A @ B, rtol=1e-4, atol=1e-4)
+    assert len(generic_calls) == before
+    # f.sync reaches the fast call's run: an index out of range raised
+    h = tessel.compile("def gather(float(N) X, int32(M) I) -> (Y) {\n  Y(i) = X(I(i))\n}")
+    h.sync = True
+    Xg, Ig = torch.randn(5, device="cuda"), torch.tensor([0, 4, 1, 2], dtype=torch.int32, device="cuda")
+    h(Xg, Ig)
+    before = len(generic_calls)
+    Ig[2] = 9
+    with pytest.raises(tessel.BoundsError, match="index 9 out of range"):
+        h(Xg, Ig)
+    Ig[2] = 3
+    h.sync = False
+    torch.testing.assert_close(h(Xg, Ig), Xg[Ig.long()])
+    h.sync = True
+    Ig[1] = 7
+    with pytest.raises(tessel.BoundsError, match="index 7 out of range"):
+        h(Xg, Ig)
     assert len(generic_calls) == before
     At = torch.rand(17, 33, device="cuda").t()  # strided: the generic path copies it
     torch.testing.assert_close(g(At, B), At @ B, rtol=1e-4, atol=1e-4)
