@@ -13,6 +13,7 @@
 struct tune_bufs {
     rt_exec *e;
     int nsets, n;
+    int next;        /* the set the next run takes: runs rotate on across calls */
     rt_ptr **ptr;    /* [nsets][ntensors] */
     int *owned;      /* [ntensors]: inputs get one buffer per set; the rest set 0's */
     double *scalars; /* [ntensors] */
@@ -146,24 +147,34 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-tsl_status tune_time(rt_exec *e, tune_bufs *t, const tune_case *c, double budget_ms, int min_reps, int max_reps,
-                     tune_timing *out, tsl_diag *d)
+void tune_timing_of(double *ms, int n, tune_timing *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n <= 0) return;
+    qsort(ms, (size_t)n, sizeof *ms, cmp_double);
+    out->reps = n;
+    out->median_ms = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+    out->p10_ms = ms[n / 10];
+    out->p90_ms = ms[n - 1 - n / 10];
+    out->min_ms = ms[0];
+}
+
+tsl_status tune_time_runs(rt_exec *e, tune_bufs *t, const tune_case *c, double budget_ms, int min_reps, int max_reps,
+                          double *ms, int *n, tsl_diag *d)
 {
     const rt_target *rt = rt_exec_target(e);
     void *dev = rt_exec_device(e), *e0 = NULL, *e1 = NULL;
-    memset(out, 0, sizeof *out);
+    *n = 0;
     if (max_reps < 1) max_reps = 1;
     if (min_reps > max_reps) min_reps = max_reps;
-    double *ms = calloc((size_t)max_reps + 1, sizeof *ms);
-    tsl_status st = ms ? rt->event_create(dev, &e0, d) : TSL_ERR_NOMEM;
-    if (!ms) diag_error(d, st, "out of memory");
+    tsl_status st = rt->event_create(dev, &e0, d);
     if (!st) st = rt->event_create(dev, &e1, d);
     /* warm-up: the first runs compile lazy variants and fault pages in */
     double warm = 0;
     for (int w = 0; !st && w < 3 && (w < 1 || warm < budget_ms / 10); w++) {
         double one = 0;
         st = rt->event_record(dev, e0, d);
-        if (!st) st = drv_run_device(e, c->b, t->ptr[w % t->nsets], t->scalars, 0, d);
+        if (!st) st = drv_run_device(e, c->b, t->ptr[t->next++ % t->nsets], t->scalars, 0, d);
         if (!st) st = rt->event_record(dev, e1, d);
         if (!st) st = rt->event_elapsed(dev, e0, e1, &one, d);
         warm += one;
@@ -172,22 +183,32 @@ tsl_status tune_time(rt_exec *e, tune_bufs *t, const tune_case *c, double budget
     int r = 0;
     for (; !st && r < max_reps && (r < min_reps || total < budget_ms); r++) {
         st = rt->event_record(dev, e0, d);
-        if (!st) st = drv_run_device(e, c->b, t->ptr[r % t->nsets], t->scalars, 0, d);
+        if (!st) st = drv_run_device(e, c->b, t->ptr[t->next++ % t->nsets], t->scalars, 0, d);
         if (!st) st = rt->event_record(dev, e1, d);
         if (!st) st = rt->event_elapsed(dev, e0, e1, &ms[r], d);
         total += ms[r];
     }
     if (!st) st = rt->sync(dev, d);
-    if (!st && r > 0) {
-        qsort(ms, (size_t)r, sizeof *ms, cmp_double);
-        out->reps = r;
-        out->median_ms = r % 2 ? ms[r / 2] : (ms[r / 2 - 1] + ms[r / 2]) / 2;
-        out->p10_ms = ms[r / 10];
-        out->p90_ms = ms[r - 1 - r / 10];
-        out->min_ms = ms[0];
-    }
+    t->next %= t->nsets;
+    if (!st) *n = r;
     if (e0) rt->event_destroy(dev, e0);
     if (e1) rt->event_destroy(dev, e1);
+    return st;
+}
+
+tsl_status tune_time(rt_exec *e, tune_bufs *t, const tune_case *c, double budget_ms, int min_reps, int max_reps,
+                     tune_timing *out, tsl_diag *d)
+{
+    memset(out, 0, sizeof *out);
+    if (max_reps < 1) max_reps = 1;
+    double *ms = calloc((size_t)max_reps + 1, sizeof *ms);
+    if (!ms) {
+        diag_error(d, TSL_ERR_NOMEM, "out of memory");
+        return TSL_ERR_NOMEM;
+    }
+    int n = 0;
+    tsl_status st = tune_time_runs(e, t, c, budget_ms, min_reps, max_reps, ms, &n, d);
+    if (!st) tune_timing_of(ms, n, out);
     free(ms);
     return st;
 }

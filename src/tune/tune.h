@@ -88,6 +88,13 @@ typedef struct tune_timing {
  * runs or max_reps (at least min_reps); the median and spread. */
 tsl_status tune_time(rt_exec *e, tune_bufs *t, const tune_case *c, double budget_ms, int min_reps, int max_reps,
                      tune_timing *out, tsl_diag *d);
+/* The same runs, each one's time into ms[0..*n) (ms holds max_reps). The
+ * rotation goes on from where t's last runs left it, whichever executor
+ * ran them: two executors of one program may share t (same inputs). */
+tsl_status tune_time_runs(rt_exec *e, tune_bufs *t, const tune_case *c, double budget_ms, int min_reps, int max_reps,
+                          double *ms, int *n, tsl_diag *d);
+/* Median, p10, p90 and minimum of n times (sorts ms). */
+void tune_timing_of(double *ms, int n, tune_timing *out);
 
 /* The device's last-level cache in bytes (the CPU's L3 from sysfs; 64 MiB
  * for a GPU). */
