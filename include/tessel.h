@@ -496,6 +496,47 @@ typedef struct tsl_bench_result {
 tsl_status tsl_program_bench(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target,
                              const tsl_bench_config *cfg, tsl_bench_result *out);
 
+/* tsl_program_bench_compare: two option sets of p timed against each
+ * other at a's sizes on target. Both are compiled once (from the cache
+ * when it has them) and checked against the interpreter (as
+ * tsl_program_bench checks) before anything is timed; then `rounds`
+ * rounds alternate them on the same resident inputs, rotated past the
+ * last-level cache (A then B, then B then A, ...). Two benches of the
+ * same kernels one after the other differ by a few percent (2.5% on an
+ * H200, 10% on a shared CPU); paired rounds cancel a drift of the
+ * machine's speed. An option set is options text (tsl_program_set_options'
+ * keys), "default" (or "" or NULL) the built-in plans, or "tuned" the
+ * options `tessel tune` recorded for these shapes (TSL_ERR_ARG when there
+ * is no record); the program's tf32 setting holds on both unless a text
+ * names allow_tf32. Zero in a config field means its default. */
+typedef struct tsl_bench_compare_config {
+    double budget_s; /* each side's timed runs take about this long in all (default 2) */
+    int rounds;      /* alternating rounds (default 10; 1..1000) */
+} tsl_bench_compare_config;
+
+typedef struct tsl_bench_side {
+    char options[512];                        /* the options it ran with ("" the defaults) */
+    int tuned;                                /* ... from a tuning record */
+    double median_ms, p10_ms, p90_ms, min_ms; /* over every timed run of this side */
+    int reps;
+    double check_error;                       /* worst output error / its tolerance (<= 1: right) */
+} tsl_bench_side;
+
+typedef struct tsl_bench_compare_result {
+    tsl_bench_side a, b;
+    int rounds, sets;          /* sets: input sets rotated, shared by both */
+    int check_reduced;         /* 1: checked at reduced sizes */
+    double ratio;              /* a.median_ms / b.median_ms: above 1 when B is faster */
+    double round_median, round_min, round_max; /* of the rounds' ratios (a round's A median / its B median) */
+    double lo, hi, coverage;   /* the rounds' median ratio lies in [lo, hi] with probability >= coverage
+                                * (order statistics: 97.9% for 10 rounds; < 95% under 6 rounds) */
+    int verdict;               /* 1: B is faster (lo > 1); -1: A is (hi < 1); 0: neither beyond the noise */
+} tsl_bench_compare_result;
+
+tsl_status tsl_program_bench_compare(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target,
+                                     TSL_KEEP const char *options_a, TSL_KEEP const char *options_b,
+                                     const tsl_bench_compare_config *cfg, tsl_bench_compare_result *out);
+
 /* tsl_program_tune: search the strategies' options (tsl_options_space)
  * for the fastest plan of p at a's shapes on target, after Tensor
  * Comprehensions' autotuner: genetic search (population, three-parent

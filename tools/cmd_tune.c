@@ -17,7 +17,15 @@ static const char bench_usage[] =
     "  --budget S            timed runs take about S seconds (default 2)\n"
     "  --input NAME=PATH, --set NAME=VALUE, --seed N, --options K=V,...  as `tessel run`\n"
     "  Without --options a program runs with the options `tessel tune` recorded\n"
-    "  for these shapes, if any.\n";
+    "  for these shapes, if any.\n"
+    "  --compare A B         time two option sets against each other: both compiled\n"
+    "                        and checked first, then alternating rounds (A B, B A,\n"
+    "                        ...) on the same inputs; both medians, B's speedup\n"
+    "                        A/B, the rounds' ratios and a 95% interval. A and B\n"
+    "                        are options text (K=V,...), `default` or `tuned` (the\n"
+    "                        record `tessel tune` made for these shapes):\n"
+    "                          tessel bench mm.tc --size ... --compare default tuned\n"
+    "  --rounds N            --compare's rounds (default 10); --budget is per side\n";
 
 static const char tune_usage[] =
     "usage: tessel tune FILE.tc [--entry NAME] [--size SYM=N ...] [--target cpu|cuda] [options]\n"
@@ -87,6 +95,25 @@ static const char *take(int *argc, char **argv, const char *name, int *bad)
     return NULL;
 }
 
+/* Take `--name A B` out of argv: 1 with the two values, 0 when absent
+ * (*bad set when present without two values). */
+static int take2(int *argc, char **argv, const char *name, const char **a, const char **b, int *bad)
+{
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], name)) continue;
+        if (i + 2 >= *argc) {
+            *bad = 1;
+            return 0;
+        }
+        *a = argv[i + 1];
+        *b = argv[i + 2];
+        memmove(&argv[i], &argv[i + 3], sizeof *argv * (size_t)(*argc - i - 3));
+        *argc -= 3;
+        return 1;
+    }
+    return 0;
+}
+
 static void report(tsl_context *ctx, const char *what)
 {
     const char *msg = ctx ? tsl_context_error(ctx) : "";
@@ -95,14 +122,69 @@ static void report(tsl_context *ctx, const char *what)
 
 /* ---- bench ---------------------------------------------------------------------------------- */
 
+static const char *side_name(const tsl_bench_side *s)
+{
+    return s->options[0] ? s->options : "(the defaults)";
+}
+
+/* `tessel bench --compare A B`: tsl_program_bench_compare, printed. */
+static int bench_compare(cli_program *p, const char *a, const char *b, double budget_s, int rounds)
+{
+    tsl_bench_compare_config cfg = {.budget_s = budget_s, .rounds = rounds};
+    tsl_bench_compare_result r;
+    if (tsl_program_bench_compare(p->prog, p->args, p->target, a, b, &cfg, &r)) {
+        report(p->ctx, "bench");
+        return 1;
+    }
+    cli_program_describe(p, stdout);
+    printf(": A against B, %d alternating round%s\n", r.rounds, r.rounds == 1 ? "" : "s");
+    printf("  check       ok: max error %.3g (A), %.3g (B) of the tolerance (%s)\n", r.a.check_error, r.b.check_error,
+           r.check_reduced ? "at sizes cut to 67: the interpreter would take too long here" : "at these sizes");
+    const tsl_bench_side *side[2] = {&r.a, &r.b};
+    for (int i = 0; i < 2; i++) {
+        const tsl_bench_side *s = side[i];
+        printf("  %c           median %.4f ms  (p10 %.4f, p90 %.4f, min %.4f; %d runs)\n", "AB"[i], s->median_ms,
+               s->p10_ms, s->p90_ms, s->min_ms, s->reps);
+        printf("  %c options   %s%s\n", "AB"[i], side_name(s),
+               s->tuned ? "  (tuned: the record `tessel tune` made for these shapes)" : "");
+    }
+    printf("  A/B         %.3fx  (the medians; above 1: B is faster)\n", r.ratio);
+    printf("  rounds      A/B per round: median %.3fx, min %.3fx, max %.3fx (%d round%s over %d input set%s)\n",
+           r.round_median, r.round_min, r.round_max, r.rounds, r.rounds == 1 ? "" : "s", r.sets,
+           r.sets == 1 ? "" : "s");
+    printf("  interval    %.3fx .. %.3fx  (%.1f%% for the rounds' median): %s\n", r.lo, r.hi, 100 * r.coverage,
+           r.verdict > 0   ? "B is faster"
+           : r.verdict < 0 ? "A is faster"
+           : r.coverage < 0.9 ? "too few rounds to tell (5 or more)"
+                              : "no difference beyond the noise");
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     int bad = 0;
-    const char *budget = take(&argc, argv, "--budget", &bad);
-    if (bad) return usage_error(bench_usage, "%s", "--budget needs a value");
+    const char *ca = NULL, *cb = NULL;
+    int compare = take2(&argc, argv, "--compare", &ca, &cb, &bad);
+    if (bad) return usage_error(bench_usage, "%s", "--compare needs two option sets (A B)");
+    const char *budget = take(&argc, argv, "--budget", &bad), *rounds = take(&argc, argv, "--rounds", &bad);
+    if (bad) return usage_error(bench_usage, "%s", "--budget and --rounds need a value");
     tsl_bench_config cfg = {0};
     if (budget && (cfg.budget_s = parse_duration(budget)) < 0)
         return usage_error(bench_usage, "--budget takes seconds (2, 0.5s, 1m), not '%s'", budget);
+    int nrounds = 0;
+    if (rounds && !compare) return usage_error(bench_usage, "%s", "--rounds is for --compare");
+    if (rounds && parse_int(rounds, 1, 1000, &nrounds))
+        return usage_error(bench_usage, "--rounds takes 1..1000, not '%s'", rounds);
+    if (compare) {
+        for (int i = 1; i < argc; i++)
+            if (!strncmp(argv[i], "--options", 9) && (!argv[i][9] || argv[i][9] == '='))
+                return usage_error(bench_usage, "%s", "--options and --compare: give the options in --compare");
+        cli_program p;
+        int rc = cli_program_bind(argc, argv, bench_usage, "entry input set size target seed", &p);
+        if (!rc) rc = bench_compare(&p, ca, cb, cfg.budget_s, nrounds);
+        cli_program_free(&p);
+        return rc < 0 ? 0 : rc;
+    }
     cli_program p;
     int rc = cli_program_bind(argc, argv, bench_usage, "entry input set size target seed options", &p);
     if (rc) {

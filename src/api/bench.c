@@ -4,7 +4,10 @@
  * interpreter before anything is timed, then time whole plan runs with
  * tensors resident on the device and input sets rotated past the
  * last-level cache (src/tune/measure.c); last, the end-to-end cost of a
- * cached tsl_program_run of the same arguments. */
+ * cached tsl_program_run of the same arguments. And
+ * tsl_program_bench_compare: two option sets of a program, each compiled
+ * and checked so, timed in alternating rounds on the same inputs
+ * (src/tune/compare.c). */
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -135,5 +138,168 @@ tsl_status tsl_program_bench(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_
             out->call_ms = ms[n / 2];
         }
     }
+    return st;
+}
+
+/* ---- two option sets against each other ---------------------------------------------------- */
+
+/* Whether the cache holds a tuning record of p at b's shapes on t (dev's
+ * arch); its options into buf ("" when the tuner kept the defaults). The
+ * key a run looks up (compiled.c), but a record of the defaults is told
+ * apart from none. */
+static int tuned_record(tsl_program *p, const drv_target *t, void *dev, const lang_bound *b, char *buf, size_t n)
+{
+    char *canon = drv_program_canonical(p->def);
+    strbuf shapes = {0};
+    drv_shapes_text(p->def, b, &shapes);
+    char key[33];
+    drv_program_key("tuned", canon, t, dev, NULL, sb_str(&shapes), key);
+    free(canon);
+    sb_free(&shapes);
+    rt_cache_entry e;
+    int found = rt_cache_get("tuned", key, &e);
+    if (found) snprintf(buf, n, "%s", e.note ? e.note : "");
+    rt_cache_entry_free(&e);
+    return found;
+}
+
+/* One side's options (tsl_program_bench_compare): "default" (or "" or
+ * NULL), "tuned", or options text; the program's tf32 unless named;
+ * checked for t. Errors into sd. */
+static tsl_status side_options(tsl_program *p, const drv_target *t, void *dev, const lang_bound *b,
+                               const char *spec, sched_options *opt, int *tuned, tsl_diag *sd)
+{
+    char rec[512];
+    const char *text = spec && strcmp(spec, "default") ? spec : "";
+    *tuned = 0;
+    if (!strcmp(text, "tuned")) {
+        if (!tuned_record(p, t, dev, b, rec, sizeof rec)) {
+            diag_error(sd, TSL_ERR_ARG, "no tuning record of %s at these shapes on %s (`tessel tune` makes one)",
+                       p->def->name, t->name);
+            return TSL_ERR_ARG;
+        }
+        text = rec;
+        *tuned = 1;
+    }
+    *opt = sched_options_defaults;
+    opt->allow_tf32 = -1;
+    tsl_status st = sched_options_parse(text, opt, sd);
+    if (st) return st;
+    if (opt->allow_tf32 < 0) opt->allow_tf32 = p->opt.allow_tf32;
+    char why[256];
+    if (sched_options_check(opt, t->id, why, sizeof why)) {
+        diag_error(sd, TSL_ERR_ARG, "%s", why);
+        return TSL_ERR_ARG;
+    }
+    return TSL_OK;
+}
+
+/* sd's message into d as "A: ..." (its "error: " prefixes dropped). */
+static tsl_status side_error(tsl_diag *d, char side, tsl_status st, tsl_diag *sd)
+{
+    const char *m = sb_str(&sd->msg);
+    if (!strncmp(m, "error: ", 7)) m += 7;
+    diag_error(d, st, "%c: %s", side, *m ? m : "failed");
+    diag_reset(sd);
+    return st;
+}
+
+tsl_status tsl_program_bench_compare(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target,
+                                     TSL_KEEP const char *options_a, TSL_KEEP const char *options_b,
+                                     const tsl_bench_compare_config *cfg, tsl_bench_compare_result *out)
+{
+    if (!p) return TSL_ERR_ARG;
+    tsl_context *ctx = p->ctx;
+    if (!out) return api_error(ctx, TSL_ERR_ARG, "tsl_program_bench_compare: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (api_target_check(ctx, target, "tsl_program_bench_compare")) return TSL_ERR_ARG;
+    const drv_target *t = drv_target_of(target);
+    if (!t)
+        return api_error(ctx, TSL_ERR_ARG, "tsl_program_bench_compare: target %s is not a compiled target",
+                         tsl_target_name(target));
+    tsl_bench_compare_config c = cfg ? *cfg : (tsl_bench_compare_config){0};
+    if (c.budget_s <= 0) c.budget_s = 2;
+    if (c.rounds <= 0) c.rounds = 10;
+    if (c.rounds > 1000)
+        return api_error(ctx, TSL_ERR_ARG, "tsl_program_bench_compare: %d rounds (at most 1000)", c.rounds);
+    interp_tensor *views = NULL, *cv = NULL;
+    char **owned = NULL;
+    tsl_status st = api_args_views(p, a, &views);
+    if (!st) st = api_args_carry(p, views, &cv, &owned);
+    if (st) {
+        api_args_uncarry(p, views, cv, owned, 0);
+        free(views);
+        return st;
+    }
+    tsl_diag *d = api_diag(ctx), sd = {0};
+    diag_reset(d);
+    const lang_bound *b = api_args_bound(a);
+    rt_cuda_device *cdev = NULL;
+    void *dev = NULL;
+    if (target == TSL_TARGET_CUDA) {
+        st = rt_cuda_open(&cdev, d);
+        dev = cdev;
+    }
+    const char *spec[2] = {options_a, options_b};
+    tsl_bench_side *side[2] = {&out->a, &out->b};
+    drv_prepared *pp[2] = {NULL, NULL};
+    rt_exec *e[2] = {NULL, NULL};
+    for (int s = 0; !st && s < 2; s++) {
+        sched_options opt = sched_options_defaults;
+        strbuf text = {0};
+        st = side_options(p, t, dev, b, spec[s], &opt, &side[s]->tuned, &sd);
+        if (!st) {
+            sched_options_text(&text, &opt);
+            snprintf(side[s]->options, sizeof side[s]->options, "%s", sb_str(&text));
+            st = api_prepare_cached(p, t, dev, &opt, sb_str(&text), &pp[s], &sd);
+        }
+        sb_free(&text);
+        if (st) side_error(d, "AB"[s], st, &sd);
+        else e[s] = drv_prepared_exec(pp[s]);
+    }
+    /* both right before either is timed */
+    tune_case tc = {p->def, b, cv};
+    if (!st && tune_ref_affordable(&tc, TUNE_INTERP_OPS)) {
+        tune_ref ref;
+        st = tune_ref_make(&tc, &ref, d);
+        for (int s = 0; !st && s < 2; s++)
+            if ((st = tune_check(e[s], &tc, &ref, &side[s]->check_error, &sd))) side_error(d, "AB"[s], st, &sd);
+        tune_ref_free(&ref);
+    } else if (!st) {
+        out->check_reduced = 1;
+        for (int s = 0; !st && s < 2; s++)
+            if ((st = tune_check_reduced(e[s], p->def, b, TUNE_CUT, TUNE_INTERP_OPS, &side[s]->check_error, &sd)))
+                side_error(d, "AB"[s], st, &sd);
+    }
+    tune_bufs *bufs = NULL;
+    if (!st) st = tune_bufs_create(e[0], &tc, (size_t)4 << 30, &bufs, d);
+    tune_ab ab;
+    if (!st) st = tune_ab_time(e[0], e[1], bufs, &tc, c.budget_s * 1e3, c.rounds, &ab, d);
+    if (!st) {
+        for (int s = 0; s < 2; s++) {
+            side[s]->median_ms = ab.side[s].median_ms;
+            side[s]->p10_ms = ab.side[s].p10_ms;
+            side[s]->p90_ms = ab.side[s].p90_ms;
+            side[s]->min_ms = ab.side[s].min_ms;
+            side[s]->reps = ab.side[s].reps;
+        }
+        out->rounds = ab.rounds;
+        out->sets = tune_bufs_sets(bufs);
+        out->ratio = ab.ratio;
+        out->round_median = ab.round_median;
+        out->round_min = ab.round_min;
+        out->round_max = ab.round_max;
+        out->lo = ab.lo;
+        out->hi = ab.hi;
+        out->coverage = ab.coverage;
+        out->verdict = tune_ab_verdict(&ab);
+    }
+    tune_bufs_free(bufs);
+    drv_prepared_free(pp[0]);
+    drv_prepared_free(pp[1]);
+    rt_cuda_close(cdev);
+    diag_free(&sd);
+    api_args_uncarry(p, views, cv, owned, 0);
+    free(views);
     return st;
 }

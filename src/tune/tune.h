@@ -8,6 +8,7 @@
  *
  *   check.c    reference outputs, comparisons, the op graph's work
  *   measure.c  resident input sets, a checked run, the timing loop
+ *   compare.c  two plans timed in alternating rounds: the ratio and its interval
  *   search.c   the options space searched: genetic and random
  *   tune.c     the tuning session: worker processes (one per device) that
  *              compile, check and time candidates; a fault ends only its
@@ -99,6 +100,44 @@ void tune_timing_of(double *ms, int n, tune_timing *out);
 /* The device's last-level cache in bytes (the CPU's L3 from sysfs; 64 MiB
  * for a GPU). */
 size_t tune_llc_bytes(const rt_target *t);
+
+/* ---- two plans against each other (compare.c) ------------------------------------------------ */
+/* Rounds alternate the sides: A then B in even rounds, B then A in odd
+ * ones; each side's runs in a round give its median there. */
+int tune_ab_first(int round); /* the side (0: A, 1: B) a round times first */
+
+/* Times one side (0: A, 1: B) for one round: each run's time into
+ * ms[0..*n) (ms holds cap, at least one run). */
+typedef tsl_status (*tune_ab_timer)(void *ctx, int side, double *ms, int cap, int *n, tsl_diag *d);
+
+typedef struct tune_ab {
+    int rounds;
+    tune_timing side[2];      /* over every timed run of A, of B */
+    double ratio;             /* side[0].median_ms / side[1].median_ms: > 1 when B is faster */
+    double round_median, round_min, round_max; /* of the rounds' ratios (a round's A median / its B median) */
+    double lo, hi, coverage;  /* the rounds' median ratio lies in [lo, hi] with probability >= coverage */
+} tune_ab;
+
+/* The sorted values [*lo, *hi] (0-based indices of n) that hold the
+ * median of n draws with at least 95%, by the sign test (n = 10: the 2nd
+ * and 9th, 97.9%); fewer than 6 draws: the min and max, and *coverage
+ * says how much less it is. */
+void tune_median_interval(int n, int *lo, int *hi, double *coverage);
+/* `rounds` alternating rounds of `timer` (at most cap runs a side and
+ * round); the summary into out. */
+tsl_status tune_ab_run(int rounds, int cap, tune_ab_timer timer, void *ctx, tune_ab *out, tsl_diag *d);
+/* 1: B is faster (the interval above 1); -1: A is; 0: neither beyond the
+ * noise, or too few rounds to tell (coverage below TUNE_AB_VERDICT: under
+ * 5 rounds). */
+#define TUNE_AB_VERDICT 0.9
+int tune_ab_verdict(const tune_ab *ab);
+/* Executors a and b of one program (the same device) on t's input sets:
+ * tune_ab_run with each side's runs in a round taking about
+ * budget_ms / rounds (at least TUNE_AB_MIN_REPS runs, at most
+ * TUNE_AB_CAP), after tune_time_runs' warm-up. */
+enum { TUNE_AB_MIN_REPS = 3, TUNE_AB_CAP = 2000 };
+tsl_status tune_ab_time(rt_exec *a, rt_exec *b, tune_bufs *t, const tune_case *c, double budget_ms, int rounds,
+                        tune_ab *out, tsl_diag *d);
 
 /* ---- the space and the search (search.c) ------------------------------------------------- */
 enum { TUNE_MAX_PARAMS = 64, TUNE_MAX_WORKERS = 16, TUNE_OPT_LEN = 400 };

@@ -174,6 +174,18 @@ static void test_tune_then_run(void)
     CHECK_EQ_STR(tsl_args_options_used(b, &tuned), r.best_options);
     CHECK_EQ_INT(tuned, r.best_options[0] != 0);
     check_against_interp(p, b, A, B, "the tuned run");
+    /* the record against the defaults, interleaved: "tuned" reads it */
+    tsl_bench_compare_config cc = {.budget_s = 0.05, .rounds = 4};
+    tsl_bench_compare_result cr;
+    st = tsl_program_bench_compare(p, b, TSL_TARGET_CPU, "default", "tuned", &cc, &cr);
+    CHECK_MSG(st == TSL_OK, "compare: %s", tsl_context_error(ctx));
+    if (st == TSL_OK) {
+        CHECK(cr.b.tuned && !cr.a.tuned && cr.a.check_error <= 1 && cr.b.check_error <= 1);
+        CHECK_EQ_STR(cr.b.options, r.best_options);
+        CHECK_EQ_STR(cr.a.options, "");
+        printf("    default against tuned, 4 rounds: %.3fx (rounds %.3f..%.3f)\n", cr.ratio, cr.round_min,
+               cr.round_max);
+    }
     /* options pinned to the defaults: no lookup */
     CHECK(tsl_program_set_options(p, "") == TSL_OK);
     CHECK(tsl_program_run(p, b, TSL_TARGET_CPU) == TSL_OK);
@@ -262,10 +274,155 @@ static void test_two_workers_split_and_survive_a_fault(void)
     mm_teardown(&f);
 }
 
+/* ---- two option sets against each other (tune/compare.c, tsl_program_bench_compare) ---- */
+
+/* A timer that runs nothing: side A's runs take 2x, B's 1x a time that
+ * drifts up 50% every round (a machine slowing down), a little jitter
+ * around it; logs the order the sides were timed in. */
+typedef struct fake_timer {
+    char order[64];
+    int calls, fail_at, empty_at;
+    double ratio; /* A's time over B's */
+} fake_timer;
+
+static tsl_status fake_time(void *ctx, int side, double *ms, int cap, int *n, tsl_diag *d)
+{
+    fake_timer *f = ctx;
+    int round = f->calls / 2;
+    f->order[f->calls++] = "AB"[side];
+    if (f->calls == f->fail_at) {
+        diag_error(d, TSL_ERR_RUNTIME, "planted failure");
+        return TSL_ERR_RUNTIME;
+    }
+    *n = f->calls == f->empty_at ? 0 : 5 < cap ? 5 : cap;
+    double base = (side ? 1.0 : f->ratio) * (1 + 0.5 * round);
+    static const double jitter[5] = {1.0, 0.98, 1.02, 0.99, 1.01};
+    for (int i = 0; i < *n; i++) ms[i] = base * jitter[i];
+    return TSL_OK;
+}
+
+/* The order statistics that hold the median: by hand from the binomial. */
+static void test_median_interval(void)
+{
+    struct { int n, lo, hi; double cov; } want[] = {
+        {1, 0, 0, 0.0},
+        {3, 0, 2, 1 - 2.0 / 8},
+        {5, 0, 4, 1 - 2.0 / 32},
+        {6, 0, 5, 1 - 2.0 / 64},
+        {10, 1, 8, 1 - 2.0 * 11 / 1024},                                   /* P(X <= 1) = 11/1024 */
+        {20, 5, 14, 1 - 2.0 * (1 + 20 + 190 + 1140 + 4845 + 15504) / 1048576}, /* P(X <= 5) */
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int lo = -1, hi = -1;
+        double cov = -1;
+        tune_median_interval(want[i].n, &lo, &hi, &cov);
+        CHECK_MSG(lo == want[i].lo && hi == want[i].hi, "n=%d: [%d, %d], want [%d, %d]", want[i].n, lo, hi,
+                  want[i].lo, want[i].hi);
+        CHECK_CLOSE(cov, want[i].cov, 1e-9);
+    }
+}
+
+/* Rounds alternate A B, B A, ...; each round's ratio pairs A and B in
+ * time, so a drift of 50% a round cancels (every round reads 2.00x);
+ * the pooled medians, the verdict, too few rounds, a failing timer. */
+static void test_ab_alternation_and_ratio(void)
+{
+    tsl_diag d = {0};
+    fake_timer f = {.ratio = 2.0};
+    tune_ab ab;
+    CHECK(tune_ab_run(6, 100, fake_time, &f, &ab, &d) == TSL_OK);
+    CHECK_EQ_STR(f.order, "ABBAABBAABBA");
+    for (int r = 0; r < 6; r++) CHECK_EQ_INT(tune_ab_first(r), r % 2);
+    CHECK_EQ_INT(ab.rounds, 6);
+    CHECK_EQ_INT(ab.side[0].reps, 30);
+    CHECK_EQ_INT(ab.side[1].reps, 30);
+    CHECK_CLOSE(ab.round_min, 2.0, 1e-12);
+    CHECK_CLOSE(ab.round_max, 2.0, 1e-12);
+    CHECK_CLOSE(ab.round_median, 2.0, 1e-12);
+    CHECK_CLOSE(ab.lo, 2.0, 1e-12);
+    CHECK_CLOSE(ab.hi, 2.0, 1e-12);
+    CHECK_CLOSE(ab.coverage, 1 - 2.0 / 64, 1e-12);
+    CHECK_CLOSE(ab.ratio, ab.side[0].median_ms / ab.side[1].median_ms, 1e-12);
+    CHECK_CLOSE(ab.side[1].min_ms, 0.98, 1e-12); /* round 0's fastest */
+    CHECK_EQ_INT(tune_ab_verdict(&ab), 1);
+    /* B slower: A is faster */
+    f = (fake_timer){.ratio = 0.8};
+    CHECK(tune_ab_run(10, 100, fake_time, &f, &ab, &d) == TSL_OK);
+    CHECK_CLOSE(ab.round_median, 0.8, 1e-12);
+    CHECK_EQ_INT(tune_ab_verdict(&ab), -1);
+    /* the same 2x over 3 rounds: 75% is too little to call it */
+    f = (fake_timer){.ratio = 2.0};
+    CHECK(tune_ab_run(3, 100, fake_time, &f, &ab, &d) == TSL_OK);
+    CHECK_EQ_STR(f.order, "ABBAAB");
+    CHECK_CLOSE(ab.coverage, 0.75, 1e-12);
+    CHECK_EQ_INT(tune_ab_verdict(&ab), 0);
+    /* rounds' ratios on both sides of 1: no verdict */
+    tune_ab mixed = {.rounds = 10, .lo = 0.95, .hi = 1.04, .coverage = 0.979};
+    CHECK_EQ_INT(tune_ab_verdict(&mixed), 0);
+    /* the cap holds; a failing or empty side ends the comparison with its reason */
+    f = (fake_timer){.ratio = 1.0};
+    CHECK(tune_ab_run(2, 3, fake_time, &f, &ab, &d) == TSL_OK);
+    CHECK_EQ_INT(ab.side[0].reps, 6);
+    f = (fake_timer){.ratio = 1.0, .fail_at = 3};
+    CHECK_EQ_INT(tune_ab_run(4, 10, fake_time, &f, &ab, &d), TSL_ERR_RUNTIME);
+    CHECK_EQ_INT(f.calls, 3);
+    CHECK(strstr(sb_str(&d.msg), "planted failure") != NULL);
+    diag_reset(&d);
+    f = (fake_timer){.ratio = 1.0, .empty_at = 4};
+    CHECK_EQ_INT(tune_ab_run(4, 10, fake_time, &f, &ab, &d), TSL_ERR_RUNTIME);
+    CHECK_MSG(strstr(sb_str(&d.msg), "round 2 of A timed no run") != NULL, "%s", sb_str(&d.msg));
+    diag_free(&d);
+}
+
+/* tsl_program_bench_compare on the CPU with two real plans (different
+ * contract.cpu tiles): both checked against the interpreter, the rounds
+ * and runs as asked, the ratio of the medians and its interval
+ * consistent; "tuned" with no record, and a plan the target cannot
+ * build, are errors naming the side. */
+static void test_bench_compare_cpu(void)
+{
+    mm_fixture f;
+    mm_setup(&f, 1, test_rand_int(1, 97), test_rand_int(1, 131), test_rand_int(1, 149));
+    const char *tiles = "contract.cpu.bm=48,contract.cpu.bn=64,contract.cpu.tm=4,contract.cpu.tn=8";
+    tsl_bench_compare_config cfg = {.budget_s = 0.06, .rounds = 6};
+    tsl_bench_compare_result r;
+    tsl_status st = tsl_program_bench_compare(f.p, f.a, TSL_TARGET_CPU, "default", tiles, &cfg, &r);
+    CHECK_MSG(st == TSL_OK, "%lldx%lldx%lld: %s", (long long)f.M, (long long)f.K, (long long)f.N,
+              tsl_context_error(f.ctx));
+    if (st == TSL_OK) {
+        CHECK_EQ_STR(r.a.options, "");
+        CHECK_EQ_STR(r.b.options, tiles);
+        CHECK(!r.a.tuned && !r.b.tuned);
+        CHECK(r.a.check_error <= 1 && r.b.check_error <= 1 && !r.check_reduced);
+        CHECK_EQ_INT(r.rounds, 6);
+        CHECK(r.sets >= 1);
+        CHECK(r.a.reps >= 6 * TUNE_AB_MIN_REPS && r.b.reps >= 6 * TUNE_AB_MIN_REPS);
+        CHECK(r.a.min_ms > 0 && r.a.min_ms <= r.a.median_ms && r.a.median_ms <= r.a.p90_ms);
+        CHECK(r.b.min_ms > 0 && r.b.min_ms <= r.b.median_ms && r.b.median_ms <= r.b.p90_ms);
+        CHECK_CLOSE(r.ratio, r.a.median_ms / r.b.median_ms, 1e-12);
+        CHECK(r.round_min <= r.lo && r.lo <= r.round_median && r.round_median <= r.hi && r.hi <= r.round_max);
+        CHECK_CLOSE(r.coverage, 1 - 2.0 / 64, 1e-12);
+        CHECK(r.verdict == (r.lo > 1) - (r.hi < 1));
+        printf("    %lldx%lldx%lld: defaults %.4f ms, tiles %.4f ms: %.3fx (rounds %.3f..%.3f)\n", (long long)f.M,
+               (long long)f.K, (long long)f.N, r.a.median_ms, r.b.median_ms, r.ratio, r.round_min, r.round_max);
+    }
+    CHECK_EQ_INT(tsl_program_bench_compare(f.p, f.a, TSL_TARGET_CPU, "default", "tuned", &cfg, &r), TSL_ERR_ARG);
+    CHECK_MSG(strstr(tsl_context_error(f.ctx), "B: no tuning record of mm"), "%s", tsl_context_error(f.ctx));
+    CHECK_EQ_INT(tsl_program_bench_compare(f.p, f.a, TSL_TARGET_CPU, "contract.cpu.bm=64", NULL, &cfg, &r),
+                 TSL_ERR_ARG);
+    CHECK_MSG(strstr(tsl_context_error(f.ctx), "A: contract.cpu: the block 64x128 is not a whole number"), "%s",
+              tsl_context_error(f.ctx));
+    CHECK_EQ_INT(tsl_program_bench_compare(f.p, f.a, TSL_TARGET_INTERP, NULL, NULL, &cfg, &r), TSL_ERR_ARG);
+    mm_teardown(&f);
+}
+
 TEST_SUITE(tune) = {
     {"bench_cpu", test_bench_cpu},
     {"run_says_options_used", test_run_says_options_used},
     {"tune_then_run", test_tune_then_run},
     {"two_workers_split_and_survive_a_fault", test_two_workers_split_and_survive_a_fault},
+    {"median_interval", test_median_interval},
+    {"ab_alternation_and_ratio", test_ab_alternation_and_ratio},
+    {"bench_compare_cpu", test_bench_compare_cpu},
     {0, 0},
 };
