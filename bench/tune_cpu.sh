@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # tune_cpu.sh — tuned against the default on the CPU, the rows of
-# bench/cpu.sh (issue 12's table): for each program, `tessel bench` with
-# the defaults pinned, `tessel tune` (TUNE_BUDGET, default 60s; all cores),
-# `tessel bench` again (the tuned record; it says so). Prints a markdown
-# table (default ms, tuned ms, speedup, the options, tuning wall time) and
-# writes it, with every command's output, to $OUT (default ./tune-out).
+# bench/cpu.sh (issue 12's table): for each program, `tessel tune`
+# (TUNE_BUDGET, default 60s; all cores), then `tessel bench --compare
+# default tuned` (both plans checked, then COMPARE_ROUNDS alternating
+# rounds, default 10, of COMPARE_BUDGET seconds a side, default 2: two
+# separate benches of the same kernels differ by ~10% on a shared CPU,
+# docs/tune.md). Prints a markdown table (default ms, tuned ms, speedup
+# A/B of the medians, the rounds' 95%+ interval and its verdict, tuning
+# wall time, the options) and writes it, with every command's output, to
+# $OUT (default ./tune-out).
 #   bench/tune_cpu.sh                   every row (about 8 x (budget + 20 s))
 #   ROWS="matmul conv2d" bench/tune_cpu.sh
 # On the device machine (16 cores) split the rows over commands of < 600 s:
@@ -16,6 +20,8 @@ OUT=${OUT:-$PWD/tune-out}
 mkdir -p "$OUT"
 export TESSEL_ROOT=$PWD TESSEL_CACHE_DIR=${TESSEL_CACHE_DIR:-$OUT/cache}
 BUDGET=${TUNE_BUDGET:-60s}
+CBUDGET=${COMPARE_BUDGET:-2}
+CROUNDS=${COMPARE_ROUNDS:-10}
 ROWS=${ROWS:-copy transpose row_reduction col_reduction matmul conv2d softmax}
 [ -x build/tessel ] || make -s -j"$(nproc)" all >/dev/null || { echo "tune_cpu.sh: build failed"; exit 1; }
 
@@ -37,8 +43,8 @@ prog() { # NAME -> the program text and its sizes (bench/cpu_bench.c's rows)
 
 table="$OUT/tune-cpu-$(date -u +%Y-%m-%d)-$(hostname -s 2>/dev/null || echo host).md"
 {
-    echo "| program | default ms | tuned ms | speedup | tuning s | options |"
-    echo "| --- | --- | --- | --- | --- | --- |"
+    echo "| program | default ms | tuned ms | speedup | interval | verdict | tuning s | options |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 } > "$table"
 for name in $ROWS; do
     spec=$(prog "$name") || { echo "unknown row $name"; continue; }
@@ -48,16 +54,13 @@ for name in $ROWS; do
     for s in ${spec##*|}; do sizes+=(--size "$s"); done
     log="$OUT/$name.txt"
     echo "== $name" | tee "$log"
-    build/tessel bench "$file" --target cpu "${sizes[@]}" --options sched.generic=0 2>&1 | tee -a "$log" > "$OUT/$name.default"
     t0=$SECONDS
     build/tessel tune "$file" --target cpu "${sizes[@]}" --budget "$BUDGET" 2>&1 | tee -a "$log"
     tt=$((SECONDS - t0))
-    build/tessel bench "$file" --target cpu "${sizes[@]}" 2>&1 | tee -a "$log" > "$OUT/$name.tuned"
-    d=$(awk '/median/ {print $2; exit}' "$OUT/$name.default")
-    t=$(awk '/median/ {print $2; exit}' "$OUT/$name.tuned")
-    o=$(sed -n 's/^  options *//p' "$OUT/$name.tuned" | head -n1)
-    sp=$(awk -v d="${d:-0}" -v t="${t:-0}" 'BEGIN { if (t > 0) printf "%.2fx", d / t; else print "-" }')
-    echo "| $name | ${d:--} | ${t:--} | $sp | $tt | ${o:--} |" >> "$table"
+    build/tessel bench "$file" --target cpu "${sizes[@]}" --compare default tuned --rounds "$CROUNDS" \
+        --budget "$CBUDGET" 2>&1 | tee -a "$log" > "$OUT/$name.compare"
+    o=$(sed -n 's/^  B options *//p' "$OUT/$name.compare" | sed 's/  (tuned:.*//')
+    echo "| $name | $(bench/compare_row.sh "$OUT/$name.compare") | $tt | ${o:--} |" >> "$table"
 done
 echo
 cat "$table"

@@ -8,11 +8,14 @@
 #   2. cli: `tessel tune --devices 0,0` of a small f32 matmul: the progress
 #      line shows both workers.
 #   3. table: bench/gpu.sh's rows (bench/gpu_bench.c; heads folded into
-#      B), in ROWS' order — `tessel bench` with the defaults pinned,
-#      `tessel tune` (one worker, TUNE_BUDGET, default 120s), `tessel
-#      bench` again (the tuned options, it says so) — printed as
-#      bench/tune_cpu.sh's table (default ms, tuned ms, speedup, tuning
-#      wall s, options) into $OUT/tune-gpu-table.md. A row starts only
+#      B), in ROWS' order — `tessel tune` (one worker, TUNE_BUDGET,
+#      default 120s), then `tessel bench --compare default tuned` (both
+#      checked, then COMPARE_ROUNDS alternating rounds, default 10, of
+#      COMPARE_BUDGET s a side, default 2: two separate benches of the
+#      same kernels differ by ~2.5% on an H200) — printed as
+#      bench/tune_cpu.sh's table (default ms, tuned ms, speedup, the
+#      rounds' interval and verdict, tuning wall s, options) into
+#      $OUT/tune-gpu-table.md. A row starts only
 #      when ROW_S (default TUNE_BUDGET + 75 s: the first generation's
 #      NVRTC compiles and the confirmation run past the budget) is left of
 #      TUNE_GPU_TOTAL (default 460 s: a row started with L s left ends
@@ -39,6 +42,8 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 export TESSEL_ROOT=$PWD TESSEL_CACHE_DIR=${TESSEL_CACHE_DIR:-/tmp/tessel-cache}
 BUDGET=${TUNE_BUDGET:-120s}
+CBUDGET=${COMPARE_BUDGET:-2}
+CROUNDS=${COMPARE_ROUNDS:-10}
 budget_s=${BUDGET%s}
 budget_s=${budget_s%.*}
 case $budget_s in *m) budget_s=$((${budget_s%m} * 60)) ;; esac
@@ -87,15 +92,15 @@ spec() { # NAME -> FILE and sizes (bench/gpu_bench.c's rows, heads folded into B
 }
 table="$OUT/tune-gpu-table.md"
 {
-    echo "| program | default ms | tuned ms | speedup | tuning s | options |"
-    echo "| --- | --- | --- | --- | --- | --- |"
+    echo "| program | default ms | tuned ms | speedup | interval | verdict | tuning s | options |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 } > "$table"
 for name in $ROWS; do
     sp=$(spec "$name") || { echo "unknown row $name"; continue; }
     left=$((DEADLINE - SECONDS))
     if [ "$left" -lt "$ROW_S" ]; then
         echo "== $name: not run ($left s left of TUNE_GPU_TOTAL, a row takes about $ROW_S s)"
-        echo "| $name | not run (time) | | | | |" >> "$table"
+        echo "| $name | not run (time) | | | | | | |" >> "$table"
         continue
     fi
     set -- $sp
@@ -106,25 +111,20 @@ for name in $ROWS; do
     log="$OUT/tune-$name.txt"
     echo "== $name"
     {
-        echo "-- default"
-        timeout 60 build/tessel bench "$file" --target cuda "${sizes[@]}" --options sched.generic=0 --budget 2 > "$OUT/$name.default" 2>&1
-        cat "$OUT/$name.default"
         echo "-- tune"
         t0=$SECONDS
         lim=$((left - 40 < budget_s + 240 ? left - 40 : budget_s + 240))
         [ "$lim" -ge 10 ] || lim=10
         timeout "$lim" build/tessel tune "$file" --target cuda "${sizes[@]}" --workers 1 --budget "$BUDGET"
         echo "tuning wall $((SECONDS - t0)) s"
-        echo "-- tuned"
-        timeout 60 build/tessel bench "$file" --target cuda "${sizes[@]}" --budget 2 > "$OUT/$name.tuned" 2>&1
-        cat "$OUT/$name.tuned"
+        echo "-- default against tuned"
+        timeout 90 build/tessel bench "$file" --target cuda "${sizes[@]}" --compare default tuned \
+            --rounds "$CROUNDS" --budget "$CBUDGET" > "$OUT/$name.compare" 2>&1
+        cat "$OUT/$name.compare"
     } 2>&1 | tee "$log"
-    d=$(awk '/median/ {print $2; exit}' "$OUT/$name.default")
-    t=$(awk '/median/ {print $2; exit}' "$OUT/$name.tuned")
     tt=$(sed -n 's/^tuning wall \([0-9]*\) s/\1/p' "$log")
-    o=$(sed -n 's/^  options *//p' "$OUT/$name.tuned" | head -n1)
-    x=$(awk -v d="${d:-0}" -v t="${t:-0}" 'BEGIN { if (t > 0) printf "%.2fx", d / t; else print "-" }')
-    echo "| $name | ${d:--} | ${t:--} | $x | ${tt:--} | ${o:--} |" >> "$table"
+    o=$(sed -n 's/^  B options *//p' "$OUT/$name.compare" | sed 's/  (tuned:.*//')
+    echo "| $name | $(bench/compare_row.sh "$OUT/$name.compare") | ${tt:--} | ${o:--} |" >> "$table"
 done
 echo
 echo "== summary ($SECONDS s)"
