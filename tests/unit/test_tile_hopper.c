@@ -462,6 +462,39 @@ static void test_sm90_plan(void)
     }
 }
 
+/* NVRTC compiles CUDA `source` for sm_90a (ptxas verbose) with no spills
+ * to local memory; failures are CHECKed, naming `name` (also the .cu's
+ * name in NVRTC's messages). -1 when NVRTC is not here (the check skips),
+ * 0 when it did not compile, 1 when it did (its ptxas report into *out
+ * when not NULL). */
+static int sm90a_compiles_clean(const char *source, const char *name, rt_ptxas_report *out)
+{
+    tsl_diag d = {0};
+    if (rt_cuda_nvrtc_available(&d) != TSL_OK) {
+        diag_free(&d);
+        return -1;
+    }
+    rt_cuda_options o = {0};
+    o.ptxas_verbose = 1;
+    o.name = name;
+    void *cubin = NULL;
+    size_t n = 0;
+    char *log = NULL;
+    tsl_status cs = rt_cuda_compile(source, "sm_90a", &o, &cubin, &n, &log, &d);
+    CHECK_MSG(cs == TSL_OK, "%s: NVRTC: %s", name, sb_str(&d.msg));
+    if (cs == TSL_OK) {
+        rt_ptxas_report r;
+        rt_cuda_ptxas_parse(log, &r);
+        CHECK_MSG(r.found >= 1 && !r.spill_stores && !r.spill_loads, "%s: spills %d/%d", name, r.spill_stores,
+                  r.spill_loads);
+        if (out) *out = r;
+    }
+    free(cubin);
+    free(log);
+    diag_free(&d);
+    return cs == TSL_OK;
+}
+
 /* The f16 accumulator's CUDA: m64nNk16.f16 on a packed shadow, packed
  * before the first wgmma and unpacked at wgmma_wait 0 only, and it
  * compiles for sm_90a with NVRTC with no spills. */
@@ -484,26 +517,7 @@ static void test_f16_acc_cuda(void)
               "the f16 accumulator's wgmma is not .f16");
     /* the declaration's `int .._hf = 0;` and the two wait 0s: not wait 1 */
     CHECK_MSG(st || unpacks == 3, "%d places clear the packed flag, want 3 (declaration, two wait 0)", unpacks);
-    tsl_diag d0 = {0};
-    if (!st && rt_cuda_nvrtc_available(&d0) == TSL_OK) {
-        rt_cuda_options o = {0};
-        o.ptxas_verbose = 1;
-        o.name = "wgmma_f16acc.cu";
-        void *cubin = NULL;
-        size_t n = 0;
-        char *log = NULL;
-        tsl_status cs = rt_cuda_compile(t, "sm_90a", &o, &cubin, &n, &log, &d);
-        CHECK_MSG(cs == TSL_OK, "NVRTC: %s", sb_str(&d.msg));
-        rt_ptxas_report r;
-        if (cs == TSL_OK) {
-            rt_cuda_ptxas_parse(log, &r);
-            CHECK_MSG(r.found >= 1 && !r.spill_stores && !r.spill_loads, "spills %d/%d", r.spill_stores,
-                      r.spill_loads);
-        }
-        free(cubin);
-        free(log);
-    }
-    diag_free(&d0);
+    if (!st) sm90a_compiles_clean(t, "wgmma_f16acc.cu", NULL);
     sb_free(&cu);
     diag_free(&d);
     arena_free(a);
@@ -628,25 +642,7 @@ static void test_cluster_cuda(void)
     CHECK_MSG(st || (strstr(t, "__cluster_dims__(2, 1, 1)") && strstr(t, "TSL_TMA_LOAD_MC(2,") &&
                      strstr(t, "tsl_mbar_arrive_cta(") && strstr(t, "tsl_cluster_sync();")),
               "the cluster GEMM's CUDA lacks a cluster construct");
-    tsl_diag d0 = {0};
-    if (!st && rt_cuda_nvrtc_available(&d0) == TSL_OK) {
-        rt_cuda_options o = {0};
-        o.ptxas_verbose = 1;
-        o.name = "gemm_wgmma_cluster.cu";
-        void *cubin = NULL;
-        size_t n = 0;
-        char *log = NULL;
-        tsl_status cs = rt_cuda_compile(t, "sm_90a", &o, &cubin, &n, &log, &d);
-        CHECK_MSG(cs == TSL_OK, "NVRTC: %s", sb_str(&d.msg));
-        if (cs == TSL_OK) {
-            rt_ptxas_report r;
-            rt_cuda_ptxas_parse(log, &r);
-            CHECK_MSG(r.found >= 1 && !r.spill_stores && !r.spill_loads, "spills %d/%d", r.spill_stores, r.spill_loads);
-        }
-        free(cubin);
-        free(log);
-    }
-    diag_free(&d0);
+    if (!st) sm90a_compiles_clean(t, "gemm_wgmma_cluster.cu", NULL);
     sb_free(&cu);
     diag_free(&d);
     arena_free(a);
@@ -666,25 +662,12 @@ static void test_cluster_cuda(void)
         if (p->launches[l].k->cluster == 2) k = p->launches[l].k;
     CHECK_MSG(k != NULL, "no cluster launch in the plan: %s", sb_str(&d2.msg));
     strbuf cu2 = {0};
-    if (k && cg_cuda_emit(p->m, k, &cu2, &d2) == TSL_OK && rt_cuda_nvrtc_available(&d0) == TSL_OK) {
-        rt_cuda_options ro = {0};
-        ro.ptxas_verbose = 1;
-        ro.name = "hmm_cluster.cu";
-        void *cubin = NULL;
-        size_t n = 0;
-        char *log = NULL;
-        tsl_status cs = rt_cuda_compile(sb_str(&cu2), "sm_90a", &ro, &cubin, &n, &log, &d2);
-        CHECK_MSG(cs == TSL_OK, "NVRTC: %s", sb_str(&d2.msg));
-        if (cs == TSL_OK) {
-            rt_ptxas_report r;
-            rt_cuda_ptxas_parse(log, &r);
-            CHECK_MSG(r.found >= 1 && !r.spill_stores && !r.spill_loads, "hmm cluster: spills %d/%d", r.spill_stores,
-                      r.spill_loads);
+    tsl_diag d0 = {0};
+    if (k && cg_cuda_emit(p->m, k, &cu2, &d2) == TSL_OK) {
+        rt_ptxas_report r;
+        if (sm90a_compiles_clean(sb_str(&cu2), "hmm_cluster.cu", &r) > 0)
             printf("    hmm sm_90a in clusters of two: %d registers, spills %d/%d\n", r.registers, r.spill_stores,
                    r.spill_loads);
-        }
-        free(cubin);
-        free(log);
     } else if (k) {
         CHECK_MSG(rt_cuda_nvrtc_available(&d0) != TSL_OK, "emit: %s", sb_str(&d2.msg));
     }
