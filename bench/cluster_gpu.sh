@@ -25,6 +25,19 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 failed=0
 
+# report STATUS OK_TEXT FAIL_TEXT OUTPUT: one check's line in
+# cluster-check.txt, "ok    OK_TEXT" when STATUS is 0, else "FAIL  FAIL_TEXT"
+# with the last 12 lines of OUTPUT, counted in $failed.
+report() {
+    if [ "$1" -eq 0 ]; then
+        echo "ok    $2" | tee -a "$OUT/cluster-check.txt"
+    else
+        echo "FAIL  $3" | tee -a "$OUT/cluster-check.txt"
+        tail -n 12 <<<"$4" | sed 's/^/      /' | tee -a "$OUT/cluster-check.txt"
+        failed=$((failed + 1))
+    fi
+}
+
 if [[ " $SKIP " != *" check "* ]]; then
     echo "== check" | tee "$OUT/cluster-check.txt"
     python3 - "$TMP" <<'EOF'
@@ -46,14 +59,10 @@ import numpy as np
 a = np.load('$TMP/a.npy').astype(np.float64); b = np.load('$TMP/b.npy').astype(np.float64)
 c = np.load('$TMP/c.npy').astype(np.float64); r = a @ b
 print('%.3g' % (np.abs(c - r).max() / np.abs(r).max()))" 2>&1)
-        if [ $rc -eq 0 ] && python3 -c "import sys; sys.exit(0 if float('$err') < 2e-3 else 1)" 2>/dev/null &&
-            { [ "$tool" = none ] || grep -qE "(ERROR SUMMARY|RACECHECK SUMMARY): 0 (errors|hazards)" <<<"$out"; }; then
-            echo "ok    tile gemm_wgmma_cluster 300x264x520 ($tool): max rel err $err" | tee -a "$OUT/cluster-check.txt"
-        else
-            echo "FAIL  tile gemm_wgmma_cluster ($tool): status $rc, err $err" | tee -a "$OUT/cluster-check.txt"
-            tail -n 12 <<<"$out" | sed 's/^/      /' | tee -a "$OUT/cluster-check.txt"
-            failed=$((failed + 1))
-        fi
+        [ $rc -eq 0 ] && python3 -c "import sys; sys.exit(0 if float('$err') < 2e-3 else 1)" 2>/dev/null &&
+            { [ "$tool" = none ] || grep -qE "(ERROR SUMMARY|RACECHECK SUMMARY): 0 (errors|hazards)" <<<"$out"; }
+        report $? "tile gemm_wgmma_cluster 300x264x520 ($tool): max rel err $err" \
+            "tile gemm_wgmma_cluster ($tool): status $rc, err $err" "$out"
     done
     # (dtype, sizes, tools): racecheck and synccheck at one size, memcheck at all
     for c in "float16|M=300 K=72 N=264|memcheck racecheck synccheck" "float16|M=129 K=8 N=8|memcheck" \
@@ -67,13 +76,8 @@ print('%.3g' % (np.abs(c - r).max() / np.abs(r).max()))" 2>&1)
                 out=$(compute-sanitizer --tool "$tool" --error-exitcode 7 --print-limit 5 build/tessel run \
                     "$TMP/mm_$dt.tc" --target cuda --check --options contract.sm90.cluster=2 "${args[@]}" 2>&1)
                 rc=$?
-                if [ $rc -eq 0 ] && grep -qE "(ERROR SUMMARY|RACECHECK SUMMARY): 0 (errors|hazards)" <<<"$out"; then
-                    echo "ok    matmul $dt $sz cluster=2 ($tool)" | tee -a "$OUT/cluster-check.txt"
-                else
-                    echo "FAIL  matmul $dt $sz cluster=2 ($tool): status $rc" | tee -a "$OUT/cluster-check.txt"
-                    tail -n 12 <<<"$out" | sed 's/^/      /' | tee -a "$OUT/cluster-check.txt"
-                    failed=$((failed + 1))
-                fi
+                [ $rc -eq 0 ] && grep -qE "(ERROR SUMMARY|RACECHECK SUMMARY): 0 (errors|hazards)" <<<"$out"
+                report $? "matmul $dt $sz cluster=2 ($tool)" "matmul $dt $sz cluster=2 ($tool): status $rc" "$out"
             done
         }
     done
