@@ -301,6 +301,15 @@ static tsl_status bar_elems(interp *I, const tile_operand *o, const char *opn, s
     return TSL_OK;
 }
 
+/* The barrier initialised at offset off of the shared image (which holds
+ * every block of the cluster: a peer's through interp_peer_off); -1 when
+ * none is. */
+static int bar_at_off(const struct ihop *h, size_t off)
+{
+    int b = off / 8 < h->nbar_at ? h->bar_at[off / 8] : -1;
+    return b >= 0 && h->bars[b].init ? b : -1;
+}
+
 /* The one barrier of an arrive / wait / tma_load operand, usable by the
  * running task: initialised, and the initialisation visible to it. With
  * peer >= 0, the barrier at the same place in block rank `peer` of the
@@ -313,15 +322,15 @@ static tsl_status bar_use(interp *I, const tile_operand *o, const char *opn, int
     tsl_status st = bar_elems(I, o, opn, off, coord, &n, 1);
     if (st) return st;
     struct ihop *h = I->hop;
-    int b = off[0] / 8 < h->nbar_at ? h->bar_at[off[0] / 8] : -1;
-    if (b < 0 || !h->bars[b].init)
+    int b = bar_at_off(h, off[0]);
+    if (b < 0)
         return interp_err(I, o->pos, TSL_ERR_RUNTIME, "%s: barrier %s[%s] is used before mbar_init", opn, o->v->name,
                           coord[0]);
     const hop_bar *r = &h->bars[b];
     if (peer >= 0 && peer != I->crank) { /* the same barrier in block rank `peer` */
         size_t poff = interp_peer_off(I, off[0], peer);
-        b = poff / 8 < h->nbar_at ? h->bar_at[poff / 8] : -1;
-        if (b < 0 || !h->bars[b].init)
+        b = bar_at_off(h, poff);
+        if (b < 0)
             return interp_err(I, o->pos, TSL_ERR_RUNTIME, "%s: barrier %s[%s] of block rank %d is used before its mbar_init",
                               opn, o->v->name, coord[0], peer);
         r = &h->bars[b];
