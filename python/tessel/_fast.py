@@ -153,7 +153,7 @@ class FastState:
 
     def not_run(self, f: Any) -> None:
         """After tsl_program_call_dlpack ran nothing: set up what it asked
-        for, so that the next call is fast (this one goes generic)."""
+        for, so that the call can be made again (at once, after SETUP)."""
         c = self.call
         if c.fill == _DLPACK_SETUP:  # CUDA tensors on a GPU these args are not set up for
             d = c.device.device_id
@@ -264,6 +264,10 @@ def make_call(f: Any, general: Callable) -> Callable:
     src += [f"        ol[{k}] = {o}" for k, o in enumerate(objs)]
     src += ["        try:",
             "            st = _call_dl(fs.p_prog, fs.p_args, fs.p_call, self.sync)",
+            # the first call of these args on a GPU: set up, then call again
+            "            if st == _ERR_ARG and fs.call.fill == _SETUP:",
+            "                fs.not_run(self)",
+            "                st = _call_dl(fs.p_prog, fs.p_args, fs.p_call, self.sync)",
             "        except Exception:  # torch refused a tensor: the generic path says why",
             "            st = _ERR_ARG",
             # the list let go at once: the filled DLTensors borrow from tensors the locals hold
@@ -293,6 +297,7 @@ def _globals(general: Callable) -> dict:
         _G.update({"general": general, "_ndarray": np.ndarray, "_np_empty": np.empty,
                    "_NP_DTYPES": _tensors.NUMPY_DTYPES, "_call": _call, "_call_dl": _call_dl, "_AT": _AT,
                    "_ITEMS": TUPLE_ITEMS, "_ERR_ARG": _lib.STATUS_NAMES.index("TSL_ERR_ARG"), "_Tensor": _NoType,
+                   "_SETUP": _DLPACK_SETUP,
                    "_API_PTR": None, "_torch_empty": None, "_TORCH_DTYPES": {}})
         torch_ready()
     return _G
