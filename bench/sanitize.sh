@@ -45,6 +45,7 @@ for dt in float16 float32; do
         case_run layernorm.tc $dt $nd
     done
     case_run matmul.tc $dt M=67 K=131 N=45
+    case_run matmul.tc $dt M=5 K=72 N=264 # M <= 64: the split-K pair
 done
 # the elementwise forms (flat; a chunk of a row with broadcast reads)
 printf 'def silu(float(N,D) X) -> (Y) {\n  Y(n,d) = X(n,d) * sigmoid(X(n,d))\n}\n' > "$TMP/silu.tc"
