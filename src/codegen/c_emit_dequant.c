@@ -7,33 +7,45 @@
  * X[XR, XC] — the interpreter's mul then add, here one fused multiply-add.
  * Emitted: a run-time pre-pass over r (step 1; every row and X element in
  * bounds; WB's and X's offsets linear in r; the last strides 1); if it
- * holds, one static function runs the rows, 4 a pass (acc read and
+ * holds, one static function runs the rows in passes (acc read and
  * written once per chunk and pass; each row still multiply-added in r
- * order, the rows left one at a time), each pass prefetching the next
- * pass's rows a cache line at a time (the 4 rows of a pass lie a row
- * stride apart, each run a new page the hardware prefetchers are slow to
- * follow). Two unpackings:
+ * order), each pass prefetching the next pass's rows a cache line at a
+ * time (the rows of a pass lie a row stride apart, each run a new page the
+ * hardware prefetchers are slow to follow). The unpackings, the first
+ * the compiler's target has taken (kernels are built with -march=native):
  *
- *   - the byte path (B dividing 8, 8-byte chunks, AVX2 at compile time:
- *     kernels are built with -march=native): a chunk's 8 bytes widened to
- *     8 32-bit lanes (vpmovzxbd), set s of its 8 / B fields the lanes
- *     shifted by s * B and masked (constant shifts); lane b of set s is
- *     field b * 8 / B + s, so acc is held in that order while the rows
- *     run and permuted on entry and exit;
- *   - otherwise (widths 3, 5, 6, 7, or no AVX2) 32-bit lanes: per chunk
- *     of 8 fields (B bytes) one 4- or 8-byte load (exactly B bytes for the
- *     last chunks, where a whole word would end past the run), its fields
- *     as 8 lanes of a GNU C vector (B <= 4: the word in every lane; B > 4:
- *     fields 0-3 from the low word, 4-7 from the word at bit 4B), each lane
- *     shifted by its field's offset and masked;
+ *   - the table path (emit_table: 3- and 4-bit dtypes, AVX-512, runs of
+ *     whole 128-field chunks): 8 fields to a 32-bit lane (4 bits: the lanes loaded
+ *     straight from the row, again at byte offsets 1-3 for the fields 8,
+ *     16 and 24 bits up; 3 bits: each lane's 3 bytes put in place by one
+ *     byte permute), set s of a chunk the lanes shifted by s * B, and a
+ *     field's f32 value one vpermps of a table of the dtype's values by
+ *     the lane's low bits (no mask, no conversion, signed and float
+ *     codes alike); 8 rows a pass, the chunk's sets held in registers
+ *     across it, acc permuted into the sets' order by the first pass and
+ *     back by the last;
+ *   - the byte path (B dividing 8, 8-byte chunks, AVX2): a chunk's 8 bytes
+ *     widened to 8 32-bit lanes (vpmovzxbd), set s of its 8 / B fields the
+ *     lanes shifted by s * B and masked (constant shifts); lane b of set
+ *     s is field b * 8 / B + s, so acc is held in that order while the
+ *     rows run (4 a pass) and permuted on entry and exit;
+ *   - otherwise (widths 3, 5, 6, 7, or no AVX2) 32-bit lanes, 4 rows a pass
+ *     and the rows left one at a time: per chunk of 8 fields (B bytes) one
+ *     4- or 8-byte load (exactly B bytes for the last chunks, where a
+ *     whole word would end past the run), its fields as 8 lanes of a GNU
+ *     C vector (B <= 4: the word in every lane; B > 4: fields 0-3 from the
+ *     low word, 4-7 from the word at bit 4B), each lane shifted by its
+ *     field's offset and masked;
  *
- * then converted (an int-to-float conversion, a signed field sign-extended
- * by a shift pair first; a low-bit float through a table of its 2^B
- * values) and multiply-added (the scalar loop without GNU C); otherwise the
- * generic loop runs. The micro-kernel alone (uint4 8192 x 8192, 4096
- * columns a block, 1 core, thread CPU time on the shared 2-core VM at load
- * 8-20): 2.8-3.0 GB/s with neither, 3.9-4.1 with the prefetch (then as
- * fast as with W in cache), 4.8-6.2 with the byte path. */
+ * then (the last two) converted (an int-to-float conversion, a signed
+ * field sign-extended by a shift pair first; a low-bit float through a
+ * table of its 2^B values) and multiply-added (the scalar loop without GNU
+ * C); otherwise the generic loop runs. The micro-kernel alone (8192 x 8192,
+ * 4096 columns a block, groups of 128, 1 core, thread CPU time on the
+ * shared 2-core VM, a Xeon with AVX-512): uint4 2.8-3.0 GB/s with none of
+ * these, 3.9-4.1 with the prefetch, 5.3-6.2 with the byte path, 12.7-13.3
+ * with the table path (14.7 with W in the 2 MB L2); uint3 4.5-4.9 on the
+ * 32-bit lanes, 8.0-9.2 on the table path. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,6 +224,175 @@ static int emit_bytes(strbuf *o, const char *fn, int B, int64_t nb, const char *
     return 1;
 }
 
+/* The f32 value of field code k & (2^B - 1) for k < nv, as fn_<nm>[nv]. */
+static void emit_tab(strbuf *o, const char *fn, const char *nm, tile_dtype q, unsigned nv)
+{
+    int B = q.bits;
+    sb_printf(o, "static const float %s_%s[%u] = {", fn, nm, nv);
+    for (unsigned k = 0; k < nv; k++) {
+        unsigned code = k & ((1u << B) - 1);
+        float v = dtype_desc_is_lowfloat(q) ? dtype_lowfloat_decode(q, code)
+                  : q.kind == TILE_DT_INT    ? (float)((int32_t)(code << (32 - B)) >> (32 - B))
+                                             : (float)code;
+        if (v != v) sb_printf(o, "%sNAN", k ? ", " : "");
+        else if (v > 3.4e38f || v < -3.4e38f) sb_printf(o, "%s%sINFINITY", k ? ", " : "", v < 0 ? "-" : "");
+        else sb_printf(o, "%s%.8ef", k ? ", " : "", (double)v);
+    }
+    sb_puts(o, "};\n");
+}
+
+/* The table path (AVX-512; B = 4, or B = 3 with VBMI's byte permute), for
+ * runs of whole chunks of 128 fields: a chunk is 16 32-bit lanes of 8
+ * fields each (B = 4: 64 bytes, the lanes loaded straight from the row;
+ * B = 3: 48 bytes, each lane's 3 bytes gathered by one vpermb), set s of
+ * the chunk the lanes' field s: lane l of set s is field 8l + s. A
+ * field's f32 value is one vpermps of a table of the dtype's 16 values by
+ * the lane's low 4 bits (B = 3: the 8 values twice, so the bit above the
+ * field is ignored), so a set costs a shift (none for set 0), the permute
+ * and the multiply-add, against a shift, a mask, a conversion and the
+ * multiply-add on the byte path, each of them on 16 lanes rather than 8.
+ * B = 4 takes the shifts by 8, 16 and 24 from loads at byte offsets 1, 2
+ * and 3 (load ports, not vector ALU ones): 20 vector operations per 128
+ * fields, B = 3 24 (a core with two 512-bit vector ports: at most 12.8
+ * and 10.7 fields a cycle; measured 85-90% of that with W in L2, the
+ * per-group scaling included). Rows run 8 a pass, the chunk's 8 sets held in
+ * registers across the pass; acc is kept in the sets' order between passes
+ * (the first pass permutes each chunk in, the last one back; three
+ * two-source permutes a register each way, in blocks of 1, 2 and 4
+ * lanes). Where a load would end past the run (B = 4 at byte offsets 1-3,
+ * B = 3's 64-byte loads of 48 bytes), the chunk's last load is masked.
+ * The table also decodes signed fields and low-bit floats (its values are
+ * the dtype's), so every 3- and 4-bit dtype takes it. Returns 0 (nothing
+ * printed) where the path does not apply. */
+static int emit_table(strbuf *o, const char *fn, tile_dtype q, int64_t n)
+{
+    int B = q.bits;
+    if ((B != 3 && B != 4) || n % 128) return 0;
+    long long nch = n / 128;
+    int cb = 16 * B; /* a chunk's bytes */
+    sb_printf(o, "#if defined(__GNUC__) && defined(__AVX512F__) && defined(__AVX512BW__)%s\n#include <immintrin.h>\n",
+              B == 3 ? " && defined(__AVX512VBMI__)" : "");
+    sb_printf(o, "/* the dtype's value of a lane's low 4 bits (B = %d%s) */\n", B, B == 3 ? ": the 8 values twice" : "");
+    emit_tab(o, fn, "ztab", q, 16);
+    /* the interleaving permutes: blocks of w lanes of u and v alternated
+     * (lanes 0-7 of each into lo, 8-15 into hi), and their inverse */
+    sb_printf(o,
+              "/* lane k of interleave (step w, half h): block k / (2w) of u (k %% 2w < w) or v, lanes 8h on */\n"
+              "static inline __m512i %s_zil(int w, int h)\n{\n"
+              "    int32_t ix[16];\n"
+              "    for (int k = 0; k < 16; k++) ix[k] = (k %% (2 * w) < w ? 0 : 16 - w) + k / (2 * w) * w + k %% (2 * w) + 8 * h;\n"
+              "    return _mm512_loadu_si512(ix);\n}\n"
+              "/* lane k of de-interleave (u: h = 0, v: h = 1) of lo (lanes < 8) and hi */\n"
+              "static inline __m512i %s_zdl(int w, int h)\n{\n"
+              "    int32_t ix[16];\n"
+              "    for (int k = 0; k < 16; k++) ix[k] = (k < 8 ? 0 : 16) + (k %% 8) / w * 2 * w + h * w + k %% w;\n"
+              "    return _mm512_loadu_si512(ix);\n}\n",
+              fn, fn);
+    sb_printf(o,
+              "/* a chunk's 8 registers from the sets' order (a[s] lane l: field 8l + s)\n"
+              "   to column order (a[q] lane t: field 16q + t): interleave sets s, s + 1\n"
+              "   by lanes, then pairs by 2, then fours by 4 */\n"
+              "static inline __attribute__((always_inline)) void %s_znat(__m512 a[8])\n{\n"
+              "    __m512 b[8], d[8];\n"
+              "    for (int i = 0; i < 4; i++) {\n"
+              "        b[i] = _mm512_permutex2var_ps(a[2 * i], %s_zil(1, 0), a[2 * i + 1]);\n"
+              "        b[4 + i] = _mm512_permutex2var_ps(a[2 * i], %s_zil(1, 1), a[2 * i + 1]);\n"
+              "    }\n"
+              "    for (int h = 0; h < 2; h++)\n"
+              "        for (int j = 0; j < 2; j++) {\n"
+              "            d[4 * h + j] = _mm512_permutex2var_ps(b[4 * h + 2 * j], %s_zil(2, 0), b[4 * h + 2 * j + 1]);\n"
+              "            d[4 * h + 2 + j] = _mm512_permutex2var_ps(b[4 * h + 2 * j], %s_zil(2, 1), b[4 * h + 2 * j + 1]);\n"
+              "        }\n"
+              "    for (int h = 0; h < 2; h++)\n"
+              "        for (int x = 0; x < 2; x++) {\n"
+              "            a[4 * h + 2 * x] = _mm512_permutex2var_ps(d[4 * h + 2 * x], %s_zil(4, 0), d[4 * h + 2 * x + 1]);\n"
+              "            a[4 * h + 2 * x + 1] = _mm512_permutex2var_ps(d[4 * h + 2 * x], %s_zil(4, 1), d[4 * h + 2 * x + 1]);\n"
+              "        }\n"
+              "}\n"
+              "/* the inverse of %s_znat: column order to the sets' order */\n"
+              "static inline __attribute__((always_inline)) void %s_zset(__m512 a[8])\n{\n"
+              "    __m512 b[8], d[8];\n"
+              "    for (int h = 0; h < 2; h++)\n"
+              "        for (int x = 0; x < 2; x++) {\n"
+              "            d[4 * h + 2 * x] = _mm512_permutex2var_ps(a[4 * h + 2 * x], %s_zdl(4, 0), a[4 * h + 2 * x + 1]);\n"
+              "            d[4 * h + 2 * x + 1] = _mm512_permutex2var_ps(a[4 * h + 2 * x], %s_zdl(4, 1), a[4 * h + 2 * x + 1]);\n"
+              "        }\n"
+              "    for (int h = 0; h < 2; h++)\n"
+              "        for (int j = 0; j < 2; j++) {\n"
+              "            b[4 * h + 2 * j] = _mm512_permutex2var_ps(d[4 * h + j], %s_zdl(2, 0), d[4 * h + 2 + j]);\n"
+              "            b[4 * h + 2 * j + 1] = _mm512_permutex2var_ps(d[4 * h + j], %s_zdl(2, 1), d[4 * h + 2 + j]);\n"
+              "        }\n"
+              "    for (int i = 0; i < 4; i++) {\n"
+              "        a[2 * i] = _mm512_permutex2var_ps(b[i], %s_zdl(1, 0), b[4 + i]);\n"
+              "        a[2 * i + 1] = _mm512_permutex2var_ps(b[i], %s_zdl(1, 1), b[4 + i]);\n"
+              "    }\n"
+              "}\n",
+              fn, fn, fn, fn, fn, fn, fn, fn, fn, fn, fn, fn, fn, fn, fn);
+    /* one row's sets into a[] */
+    sb_printf(o,
+              "/* every chunk of R rows (R <= 8): the chunk's sets in registers over the\n"
+              "   rows, multiply-added in row order; acc permuted in on the first pass\n"
+              "   and back on the last; the next pass's rows prefetched */\n"
+              "static inline __attribute__((always_inline)) void %s_zrows(float *restrict acc, const uint8_t *const *wr,\n"
+              "    const float *xv, int R, int first, int last, int64_t pf)\n{\n"
+              "    const __m512 tab = _mm512_loadu_ps(%s_ztab);\n",
+              fn, fn);
+    if (B == 3)
+        sb_printf(o,
+                  "    uint8_t gb[64];\n"
+                  "    for (int k = 0; k < 64; k++) gb[k] = (uint8_t)(k %% 4 < 3 ? k / 4 * 3 + k %% 4 : k / 4 * 3 + 2);\n"
+                  "    const __m512i gx = _mm512_loadu_si512(gb); /* lane l: bytes 3l, 3l + 1, 3l + 2 */\n");
+    sb_printf(o,
+              "    for (int64_t j = 0; j < %lld; j++) {\n"
+              "        __m512 a[8];\n"
+              "        for (int s = 0; s < 8; s++) a[s] = _mm512_loadu_ps(acc + j * 128 + s * 16);\n"
+              "        if (first) %s_zset(a);\n"
+              "        const int end = j == %lld; /* the run's last chunk: no load past it */\n"
+              "        for (int i = 0; i < R; i++) {\n"
+              "            const uint8_t *p = wr[i] + j * %d;\n"
+              "            _mm_prefetch((const char *)(p + pf), _MM_HINT_T0);\n"
+              "            const __m512 xb = _mm512_set1_ps(xv[i]);\n",
+              nch, fn, nch - 1, cb);
+    if (B == 4)
+        sb_printf(o,
+                  "            for (int k = 0; k < 4; k++) { /* bytes 4l + k: sets 2k, 2k + 1 */\n"
+                  "                const __m512i v = k && end ? _mm512_maskz_loadu_epi8(~0ull >> k, p + k) : _mm512_loadu_si512(p + k);\n"
+                  "                a[2 * k] = _mm512_fmadd_ps(_mm512_permutexvar_ps(v, tab), xb, a[2 * k]);\n"
+                  "                a[2 * k + 1] = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), tab), xb, a[2 * k + 1]);\n"
+                  "            }\n");
+    else
+        sb_printf(o,
+                  "            const __m512i v = _mm512_permutexvar_epi8(gx, end ? _mm512_maskz_loadu_epi8(~0ull >> 16, p) : _mm512_loadu_si512(p));\n"
+                  "            a[0] = _mm512_fmadd_ps(_mm512_permutexvar_ps(v, tab), xb, a[0]);\n"
+                  "            for (int s = 1; s < 8; s++)\n"
+                  "                a[s] = _mm512_fmadd_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(v, 3 * s), tab), xb, a[s]);\n");
+    sb_printf(o,
+              "        }\n"
+              "        if (last) %s_znat(a);\n"
+              "        for (int s = 0; s < 8; s++) _mm512_storeu_ps(acc + j * 128 + s * 16, a[s]);\n"
+              "    }\n}\n"
+              "#endif\n",
+              fn);
+    return 1;
+}
+
+/* The table path's body (p "z": AVX-512): passes of 8 rows (the last of
+ * fewer). */
+static void body_table(cgc *c, strbuf *o, const char *fn, const char *p, tile_dtype xd)
+{
+    sb_printf(o,
+              "    for (int64_t r = 0; r < n; r += 8) {\n"
+              "        const int R = n - r < 8 ? (int)(n - r) : 8;\n"
+              "        const uint8_t *wr[8];\n        float xv[8];\n"
+              "        for (int i = 0; i < R; i++) {\n"
+              "            wr[i] = w + (r + i) * ws;\n            xv[i] = %s;\n"
+              "        }\n"
+              "        if (R == 8) %s_%srows(acc, wr, xv, 8, r == 0, r + 8 >= n, 8 * ws);\n"
+              "        else %s_%srows(acc, wr, xv, R, r == 0, 1, 8 * ws);\n"
+              "    }\n",
+              x_at(c, xd, "r + i"), fn, p, fn, p);
+}
+
 /* The byte path's body: passes of up to 4 rows, acc permuted around them. */
 static void body_bytes(cgc *c, strbuf *o, const char *fn, int B, tile_dtype xd)
 {
@@ -287,17 +468,24 @@ int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u)
     if (jf > nj) jf = nj;
     emit_types(o, fn, n, B);
     emit_lanes(o, fn, B, conv);
-    int bytes = emit_bytes(o, fn, B, nb, conv);
+    int bytes = emit_bytes(o, fn, B, nb, conv), table = emit_table(o, fn, q, n);
     sb_printf(o,
               "static TSL_GEMM_FN void %s(float *restrict acc, const uint8_t *restrict w, int64_t ws,\n"
               "    const %s *restrict x, int64_t xs, int64_t n)\n{\n    TSL_GEMM_CONTRACT\n",
               fn, xd.bits == 32 ? "float" : "uint16_t");
+    const char *el = "#if";
+    if (table) {
+        sb_printf(o, "#if defined(__GNUC__) && defined(__AVX512F__) && defined(__AVX512BW__)%s\n",
+                  B == 3 ? " && defined(__AVX512VBMI__)" : "");
+        body_table(c, o, fn, "z", xd);
+        el = "#elif";
+    }
     if (bytes) {
-        sb_puts(o, "#if defined(__GNUC__) && defined(__AVX2__)\n");
+        sb_printf(o, "%s defined(__GNUC__) && defined(__AVX2__)\n", el);
         body_bytes(c, o, fn, B, xd);
         sb_puts(o, "#elif defined(__GNUC__)\n");
     } else {
-        sb_puts(o, "#if defined(__GNUC__)\n");
+        sb_printf(o, "%s defined(__GNUC__)\n", el);
     }
     body_lanes(c, o, fn, xd, (long long)jf, (long long)nj);
     sb_puts(o, "#else\n");

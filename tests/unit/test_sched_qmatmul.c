@@ -494,18 +494,22 @@ static void test_streaming(void)
 /* The CPU plan at sizes no block, chunk or group divides, every width 1..8
  * and the signed and float classes, against the interpreter (Y poisoned):
  * K and N each 1, 7, 129 and 300 (groups of 128: K 129 and 300 end in a
- * partial group; a row count no 4-row pass divides), M 1 and 3, and
- * columns past one 4096-column block (N a multiple of 8, so every width
- * takes the byte-reading kernel): the first block through cpu.ukr.dequant
- * (its 4-row passes, the single rows left, the last chunks read exactly;
- * widths dividing 8 through its byte path where the machine has AVX2, K
- * 129, 300 and 7 leaving 1, 0 and 3 rows past a group's passes, the others
- * through its 32-bit lanes), the partial second one through the generic
- * loop. */
+ * partial group; a row count no pass divides), M 1 and 3, and columns past
+ * one 4096-column block (N a multiple of 8, so every width takes the
+ * byte-reading kernel): the first block through cpu.ukr.dequant, the
+ * partial second one through the generic loop. The micro-kernel's paths:
+ * 3- and 4-bit dtypes (unsigned, signed, float: uint3, uint4, int3, int4,
+ * float3e1m1, float4e2m1) through its table path where the machine has
+ * AVX-512 (8-row passes, K 129, 300 and 7 leaving 1, 4 and 7 rows for a
+ * shorter last pass; the last chunk's masked loads; the emitted C must
+ * hold it); other widths dividing 8 (and 4 without AVX-512) through the
+ * byte path where the machine has AVX2 (4-row passes), the rest through
+ * its 32-bit lanes (the single rows left, the last chunks read exactly). */
 static void test_cpu_sizes(void)
 {
-    static const char *const ws[] = {"uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7", "uint8",
-                                     "int2", "int3", "int4", "int8", "float4e2m1", "float6e3m2", "float8e4m3"};
+    static const char *const ws[] = {"uint1",      "uint2",      "uint3", "uint4", "uint5", "uint6",
+                                     "uint7",      "uint8",      "int2",  "int3",  "int4",  "int8",
+                                     "float3e1m1", "float4e2m1", "float6e3m2", "float8e4m3"};
     static const int64_t ext[4] = {1, 7, 129, 300};
     static const int64_t wide[4][3] = {{1, 129, 4104}, {2, 300, 4096 + 136}, {1, 7, 4096}, {3, 129, 300}};
     for (size_t i = 0; i < TSL_COUNTOF(ws); i++) {
@@ -515,6 +519,17 @@ static void test_cpu_sizes(void)
         const lang_def *xdef = def ? exact_def(a, src) : NULL;
         int nq = 0;
         sched_plan *p = def && xdef ? plan_for(a, def, TSL_TARGET_CPU, &nq) : NULL;
+        int bits = def ? tsl_dtype_bits(def->tensors[1]->dtype) : 0;
+        for (int l = 0; p && (bits == 3 || bits == 4) && l < p->nlaunches; l++) {
+            const char *kn = p->launches[l].k->name;
+            if (!strstr(kn, "_qgemv") || strstr(kn, "_codes")) continue;
+            strbuf c = {0};
+            tsl_diag d = {0};
+            CHECK(cg_c_emit(p->m, p->launches[l].k, &c, &d) == TSL_OK);
+            CHECK_MSG(strstr(sb_str(&c), "_zrows") != NULL, "%s: no table path in the C", ws[i]);
+            sb_free(&c);
+            diag_free(&d);
+        }
         for (int si = 0; p && si < 16 + 4; si++) {
             int64_t sz[8], m = si < 16 ? 1 : wide[si - 16][0], k = si < 16 ? ext[si / 4] : wide[si - 16][1],
                            n = si < 16 ? ext[si % 4] : wide[si - 16][2];
