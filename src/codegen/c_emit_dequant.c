@@ -15,7 +15,8 @@
  * the compiler's target has taken (kernels are built with -march=native):
  *
  *   - the table path (emit_table: 3- and 4-bit dtypes, AVX-512, runs of
- *     whole 128-field chunks): 8 fields to a 32-bit lane (4 bits: the lanes loaded
+ *     whole 128-field chunks; 3 bits on AVX2 alone: emit_ytable, 64-field
+ *     chunks): 8 fields to a 32-bit lane (4 bits: the lanes loaded
  *     straight from the row, again at byte offsets 1-3 for the fields 8,
  *     16 and 24 bits up; 3 bits: each lane's 3 bytes put in place by one
  *     byte permute), set s of a chunk the lanes shifted by s * B, and a
@@ -29,7 +30,7 @@
  *     lanes shifted by s * B and masked (constant shifts); lane b of set
  *     s is field b * 8 / B + s, so acc is held in that order while the
  *     rows run (4 a pass) and permuted on entry and exit;
- *   - otherwise (widths 3, 5, 6, 7, or no AVX2) 32-bit lanes, 4 rows a pass
+ *   - otherwise (widths 5, 6, 7, or no AVX2) 32-bit lanes, 4 rows a pass
  *     and the rows left one at a time: per chunk of 8 fields (B bytes) one
  *     4- or 8-byte load (exactly B bytes for the last chunks, where a
  *     whole word would end past the run), its fields as 8 lanes of a GNU
@@ -45,7 +46,7 @@
  * shared 2-core VM, a Xeon with AVX-512): uint4 2.8-3.0 GB/s with none of
  * these, 3.9-4.1 with the prefetch, 5.3-6.2 with the byte path, 12.7-13.3
  * with the table path (14.7 with W in the 2 MB L2); uint3 4.5-4.9 on the
- * 32-bit lanes, 8.0-9.2 on the table path. */
+ * 32-bit lanes, 8.0-9.2 on the table path (AVX2 alone: 3.7-4.6 -> 5.9-6.1). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -376,8 +377,76 @@ static int emit_table(strbuf *o, const char *fn, tile_dtype q, int64_t n)
     return 1;
 }
 
-/* The table path's body (p "z": AVX-512): passes of 8 rows (the last of
- * fewer). */
+/* The table path on AVX2 for B = 3 (8-lane vpermps takes exactly a 3-bit
+ * index), for runs of whole chunks of 64 fields: a chunk is 24 bytes, its
+ * 8 32-bit lanes the 3-byte groups (bytes 0-15 and 12-27 loaded as two
+ * halves, vpshufb placing each group in its lane), set s the lanes shifted
+ * by 3s; lane l of set s is field 8l + s, an 8 x 8 transpose (its own
+ * inverse) from column order. 25 vector operations per 64 fields against
+ * about 40 on the 32-bit-lane path. Rows, passes, permutes, prefetch and
+ * the last chunk's masked load (the upper half's 3 words) as emit_table's.
+ * Returns 0 (nothing printed) where it does not apply. */
+static int emit_ytable(strbuf *o, const char *fn, tile_dtype q, int64_t n)
+{
+    if (q.bits != 3 || n % 64) return 0;
+    long long nch = n / 64;
+    sb_puts(o, "#if defined(__GNUC__) && defined(__AVX2__)\n#include <immintrin.h>\n/* the dtype's value of a 3-bit code */\n");
+    emit_tab(o, fn, "ytab", q, 8);
+    sb_printf(o,
+              "/* a chunk's 8 registers between the sets' order (a[s] lane l: field\n"
+              "   8l + s) and column order (a[q] lane t: field 8q + t): a transpose */\n"
+              "static inline __attribute__((always_inline)) void %s_ytr(__m256 a[8])\n{\n"
+              "    __m256 b[8], d[8];\n"
+              "    for (int i = 0; i < 4; i++) {\n"
+              "        b[2 * i] = _mm256_unpacklo_ps(a[2 * i], a[2 * i + 1]);\n"
+              "        b[2 * i + 1] = _mm256_unpackhi_ps(a[2 * i], a[2 * i + 1]);\n"
+              "    }\n"
+              "    for (int i = 0; i < 2; i++) {\n"
+              "        d[4 * i] = _mm256_shuffle_ps(b[4 * i], b[4 * i + 2], 0x44);\n"
+              "        d[4 * i + 1] = _mm256_shuffle_ps(b[4 * i], b[4 * i + 2], 0xee);\n"
+              "        d[4 * i + 2] = _mm256_shuffle_ps(b[4 * i + 1], b[4 * i + 3], 0x44);\n"
+              "        d[4 * i + 3] = _mm256_shuffle_ps(b[4 * i + 1], b[4 * i + 3], 0xee);\n"
+              "    }\n"
+              "    for (int i = 0; i < 4; i++) {\n"
+              "        a[i] = _mm256_permute2f128_ps(d[i], d[4 + i], 0x20);\n"
+              "        a[4 + i] = _mm256_permute2f128_ps(d[i], d[4 + i], 0x31);\n"
+              "    }\n"
+              "}\n",
+              fn);
+    sb_printf(o,
+              "/* every chunk of R rows (R <= 8), as %s_zrows */\n"
+              "static inline __attribute__((always_inline)) void %s_yrows(float *restrict acc, const uint8_t *const *wr,\n"
+              "    const float *xv, int R, int first, int last, int64_t pf)\n{\n"
+              "    const __m256 tab = _mm256_loadu_ps(%s_ytab);\n"
+              "    const __m256i gx = _mm256_setr_epi8(0, 1, 2, 2, 3, 4, 5, 5, 6, 7, 8, 8, 9, 10, 11, 11,\n"
+              "                                        0, 1, 2, 2, 3, 4, 5, 5, 6, 7, 8, 8, 9, 10, 11, 11);\n"
+              "    const __m128i m3 = _mm_setr_epi32(-1, -1, -1, 0); /* the last chunk's upper half: 12 bytes */\n"
+              "    for (int64_t j = 0; j < %lld; j++) {\n"
+              "        __m256 a[8];\n"
+              "        for (int s = 0; s < 8; s++) a[s] = _mm256_loadu_ps(acc + j * 64 + s * 8);\n"
+              "        if (first) %s_ytr(a);\n"
+              "        const int end = j == %lld;\n"
+              "        for (int i = 0; i < R; i++) {\n"
+              "            const uint8_t *p = wr[i] + j * 24;\n"
+              "            _mm_prefetch((const char *)(p + pf), _MM_HINT_T0);\n"
+              "            const __m256 xb = _mm256_set1_ps(xv[i]);\n"
+              "            const __m128i lo = _mm_loadu_si128((const __m128i *)p);\n"
+              "            const __m128i hi = end ? _mm_maskload_epi32((const int *)(p + 12), m3) : _mm_loadu_si128((const __m128i *)(p + 12));\n"
+              "            const __m256i v = _mm256_shuffle_epi8(_mm256_set_m128i(hi, lo), gx);\n"
+              "            a[0] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(tab, v), xb, a[0]);\n"
+              "            for (int s = 1; s < 8; s++)\n"
+              "                a[s] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(tab, _mm256_srli_epi32(v, 3 * s)), xb, a[s]);\n"
+              "        }\n"
+              "        if (last) %s_ytr(a);\n"
+              "        for (int s = 0; s < 8; s++) _mm256_storeu_ps(acc + j * 64 + s * 8, a[s]);\n"
+              "    }\n}\n"
+              "#endif\n",
+              fn, fn, fn, nch, fn, nch - 1, fn);
+    return 1;
+}
+
+/* The table path's body (p "z": AVX-512, "y": AVX2): passes of 8 rows
+ * (the last of fewer). */
 static void body_table(cgc *c, strbuf *o, const char *fn, const char *p, tile_dtype xd)
 {
     sb_printf(o,
@@ -468,7 +537,7 @@ int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u)
     if (jf > nj) jf = nj;
     emit_types(o, fn, n, B);
     emit_lanes(o, fn, B, conv);
-    int bytes = emit_bytes(o, fn, B, nb, conv), table = emit_table(o, fn, q, n);
+    int bytes = emit_bytes(o, fn, B, nb, conv), table = emit_table(o, fn, q, n), ytable = emit_ytable(o, fn, q, n);
     sb_printf(o,
               "static TSL_GEMM_FN void %s(float *restrict acc, const uint8_t *restrict w, int64_t ws,\n"
               "    const %s *restrict x, int64_t xs, int64_t n)\n{\n    TSL_GEMM_CONTRACT\n",
@@ -478,6 +547,11 @@ int cgc_emit_dequant_for(cgc *c, const tile_stmt *f, const target_ukr *u)
         sb_printf(o, "#if defined(__GNUC__) && defined(__AVX512F__) && defined(__AVX512BW__)%s\n",
                   B == 3 ? " && defined(__AVX512VBMI__)" : "");
         body_table(c, o, fn, "z", xd);
+        el = "#elif";
+    }
+    if (ytable) {
+        sb_printf(o, "%s defined(__GNUC__) && defined(__AVX2__)\n", el);
+        body_table(c, o, fn, "y", xd);
         el = "#elif";
     }
     if (bytes) {
