@@ -24,10 +24,13 @@
  *   - GPU, M >= 16 (f16 X, no zero points; a guard on M): tensor cores,
  *     W's tile dequantized to f16 into shared memory, mma.m16n8k16 into
  *     f32 sums per group (gemm_text);
- *   - CPU: a block per 4096 columns of a row of X, its rows in order, per
- *     group into partial sums then scaled (the row loop asks for the
- *     micro-kernel cpu.ukr.dequant, c_emit_dequant.c: vectorized
- *     unpacking; not with the option cpu.micro_kernels=0);
+ *   - CPU: a block per 4096 columns of a row of X and per slice of K
+ *     (whole groups; enough slices for 32 blocks unless the option splitk
+ *     says), its rows in order, per group into partial sums then scaled
+ *     (the row loop asks for the micro-kernel cpu.ukr.dequant,
+ *     c_emit_dequant.c: vectorized unpacking; not with the option
+ *     cpu.micro_kernels=0); a slice's sums into the workspace, which a
+ *     second kernel adds in slice order;
  *   - the launch's guard: W's rows are whole bytes (N * bits % 8 == 0);
  *     otherwise the same kernels read W's elements (packed codes) instead.
  *
@@ -291,8 +294,9 @@ static void shape(qm *q)
      * sums (16 KB) allow, as the hardware prefetchers stream long runs and
      * not short strided ones (a uint4 8192 x 8192 GEMV, one core, the
      * micro-kernel alone: 1.7 GB/s with 1024, 2.6 with 2048, 4.0 with
-     * 4096, 4.6 with whole rows of 8192), with N / 4096 blocks for the
-     * cores */
+     * 4096, 4.6 with whole rows of 8192; with the table path 13.1 at
+     * 4096 and 8192 alike), K split into slices for the cores
+     * (cpu_split) */
     q->BN = q->cpu ? 4096 : 64;
     int bnb = q->BN * q->bits / 8;
     q->CH = bnb % 16 == 0 ? 16 : bnb % 8 == 0 ? 8 : bnb % 4 == 0 ? 4 : 0;
@@ -579,6 +583,22 @@ static void vec_split(strbuf *o, const qm *q, const char *nn, const char *mm)
 {
     long long want = q->splitk > 0 ? (long long)q->splitk : QV_SPLIT_DEFAULT;
     sb_printf(o, "max(1, min(min(%lld, %d), min(cdiv(q_kr, %d), %lld / (max(%s, 1) * cdiv(%s, %d) * %d))))", want,
+              QV_SPLIT_MAX, q->GS, (long long)QV_WS, mm, nn, q->BN, q->BN);
+}
+
+/* The CPU kernels' KS (cpu_text) as an int expression over the sizes: the
+ * option splitk, else slices enough for QC_BLOCKS blocks of a row of X
+ * (cdiv(QC_BLOCKS, column blocks)), at most QV_SPLIT_MAX, the groups and
+ * what the workspace holds. A column block is one core's work, and with
+ * N / 4096 of them (2 at N = 8192) a machine of more cores than that had
+ * nothing to give the rest: 32 blocks keep 16 cores busy with two each. */
+#define QC_BLOCKS 32
+static void cpu_split(strbuf *o, const qm *q, const char *nn, const char *mm)
+{
+    char want[160];
+    if (q->splitk > 0) snprintf(want, sizeof want, "%lld", (long long)q->splitk);
+    else snprintf(want, sizeof want, "cdiv(%d, max(cdiv(%s, %d), 1))", QC_BLOCKS, nn, q->BN);
+    sb_printf(o, "max(1, min(min(%s, %d), min(cdiv(q_kr, %d), %lld / (max(%s, 1) * max(cdiv(%s, %d), 1) * %d))))", want,
               QV_SPLIT_MAX, q->GS, (long long)QV_WS, mm, nn, q->BN, q->BN);
 }
 
@@ -933,10 +953,31 @@ static char *gemm_text(qm *q, const char *kname, int BK)
     return sb_take(&h);
 }
 
-/* The CPU kernel: a block (one thread) per BN columns of a row of X; per
- * group, the group's rows in order through the dequantizing micro-kernel
- * (cpu.ukr.dequant: W's row of bytes unpacked, times x, into the group's
- * partial sums), then scaled into the block's sums. */
+/* The CPU kernels' header (the launch's arguments, push_launch): X, W (its
+ * bytes, or its elements as codes), S, Z, Y, the workspace. */
+static void cpu_header(strbuf *h, const qm *q, const char *kname)
+{
+    char wdt[16];
+    int np = 0;
+    sb_printf(h, "kernel %s(", kname);
+    param(h, q, q->x.tensor, &np);
+    if (q->bytes) sb_puts(h, ", q_wb: global u8[q_kr, q_nb]");
+    else sb_printf(h, ", q_w: global %s[q_kr, q_wn]", tile_dtype_name(q->wdt, wdt));
+    np++;
+    if (q->s.op >= 0) param(h, q, q->s.tensor, &np);
+    if (q->z.op >= 0 && q->z.tensor != q->s.tensor) param(h, q, q->z.tensor, &np);
+    param(h, q, q->ty, &np);
+    sb_printf(h, ", q_ws: global f32[%lld])", (long long)QV_WS);
+}
+
+/* The CPU kernel: a block (one thread) per BN columns of a row of X and
+ * per slice of K (grid z, KS = cpu_split's: slices of q_gp whole groups,
+ * the last ones short or empty); per group, the group's rows in order
+ * through the dequantizing micro-kernel (cpu.ukr.dequant: W's row of bytes
+ * unpacked, times x, into the group's partial sums), then scaled into the
+ * block's sums (zero points and per-column scales, linear, per slice).
+ * KS = 1: the block stores Y; else its f32 sums go to workspace row
+ * (z * M + m), padded to whole blocks, for cpu_sum_text. */
 static char *cpu_text(qm *q, const char *kname)
 {
     char nx[160], ns[160], nz[160], ny[160], xd[16], wdt[16];
@@ -949,24 +990,20 @@ static char *cpu_text(qm *q, const char *kname)
     tile_dtype_name(q->wdt, wdt);
     int BN = q->BN, b = q->bits, BNB = BN * b / 8, GS = q->GS;
     int grouped = (q->s.op >= 0 && q->s.grouped) || (q->z.op >= 0 && q->z.grouped);
-    strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0};
-    int np = 0;
-    sb_printf(&h, "kernel %s(", kname);
-    param(&h, q, q->x.tensor, &np);
-    if (q->bytes) sb_printf(&h, ", q_wb: global u8[q_kr, q_nb]");
-    else sb_printf(&h, ", q_w: global %s[q_kr, q_wn]", wdt);
-    np++;
-    if (q->s.op >= 0) param(&h, q, q->s.tensor, &np);
-    if (q->z.op >= 0 && q->z.tensor != q->s.tensor) param(&h, q, q->z.tensor, &np);
-    param(&h, q, q->ty, &np);
+    strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0}, ks = {0};
+    cpu_header(&h, q, kname);
     sexpr_text(&nn, q, Y->shape[1]);
     sexpr_text(&mm, q, Y->shape[0]);
-    sb_printf(&h, ") grid(cdiv(%s, %d), %s) threads(1) {\n", sb_str(&nn), BN, sb_str(&mm));
+    cpu_split(&ks, q, sb_str(&nn), sb_str(&mm));
+    sb_printf(&h, " grid(cdiv(%s, %d), %s, %s) threads(1) {\n", sb_str(&nn), BN, sb_str(&mm), sb_str(&ks));
     char L[32], L1[16] = "local(1)";
     snprintf(L, sizeof L, "local(%d)", BN);
+    /* the slice's groups [q_g0, q_g1) */
+    sb_printf(o, "  let q_ks = %s\n  let q_gp = cdiv(cdiv(q_kr, %d), q_ks)\n", sb_str(&ks), GS);
+    sb_printf(o, "  let q_g0 = block_idx.z * q_gp\n  let q_g1 = min(cdiv(q_kr, %d), q_g0 + q_gp)\n", GS);
     sb_printf(o, "  q_acc = alloc register f32[%d] layout %s init 0.0\n", BN, L);
     if (q->z.op >= 0 && !grouped) sb_printf(o, "  q_sxt = alloc register f32[1] layout %s init 0.0\n", L1);
-    sb_printf(o, "  for q_g in 0 : cdiv(q_kr, %d) {\n", GS);
+    sb_puts(o, "  for q_g in q_g0 : q_g1 {\n");
     sb_printf(o, "    let q_nr = min(%d, q_kr - q_g * %d)\n", GS, GS);
     const char *acc = "q_acc";
     if (grouped) {
@@ -1044,16 +1081,59 @@ static char *cpu_text(qm *q, const char *kname)
         v = "q_as";
     }
 #undef COLS
+    const char *f = v;
+    sb_puts(o, "  if q_ks == 1 {\n");
     if (Y->dtype != TSL_DTYPE_F32) {
         char yd[16];
-        sb_printf(o, "  q_out = cast %s -> register %s[%d] layout %s\n", v, dtn(Y->dtype, yd), BN, L);
+        sb_printf(o, "    q_out = cast %s -> register %s[%d] layout %s\n", v, dtn(Y->dtype, yd), BN, L);
         v = "q_out";
     }
-    sb_printf(o, "  store_global %s -> %s[block_idx.y, block_idx.x * %d]\n}\n", v, ny, BN);
+    sb_printf(o, "    store_global %s -> %s[block_idx.y, block_idx.x * %d]\n  }\n", v, ny, BN);
+    /* the slice's f32 sums: workspace row (z * M + m), padded to whole blocks */
+    sb_printf(o, "  if q_ks > 1 {\n    store_global %s -> q_ws[(block_idx.z * %s + block_idx.y) * cdiv(%s, %d) * %d + "
+                 "block_idx.x * %d]\n  }\n}\n",
+              f, sb_str(&mm), sb_str(&nn), BN, BN, BN);
     sb_puts(&h, sb_str(o));
     sb_free(o);
     sb_free(&nn);
     sb_free(&mm);
+    sb_free(&ks);
+    return sb_take(&h);
+}
+
+/* The CPU kernels' sum of the KS slices (cpu_text), in slice order, cast to
+ * Y: a block per SB = 512 columns of a row of Y (16 blocks at N = 8192,
+ * so that the sum is spread over the cores too). The header is
+ * cpu_text's. */
+static char *cpu_sum_text(qm *q, const char *kname)
+{
+    char ny[160], yd[16];
+    const lang_tensor *Y = q->def->tensors[q->ty];
+    tname(q, q->ty, ny, sizeof ny);
+    enum { SB = 512 };
+    int BN = q->BN;
+    strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0}, ks = {0};
+    cpu_header(&h, q, kname);
+    sexpr_text(&nn, q, Y->shape[1]);
+    sexpr_text(&mm, q, Y->shape[0]);
+    cpu_split(&ks, q, sb_str(&nn), sb_str(&mm));
+    sb_printf(&h, " grid(cdiv(%s, %d), %s) threads(1) {\n", sb_str(&nn), SB, sb_str(&mm));
+    sb_printf(o, "  let q_ks = %s\n  if q_ks > 1 {\n", sb_str(&ks));
+    sb_printf(o, "    q_t = alloc register f32[%d] layout local(%d) init 0.0\n    for q_z in 0 : q_ks {\n", SB, SB);
+    sb_printf(o, "      q_v = load_global q_ws[(q_z * %s + block_idx.y) * cdiv(%s, %d) * %d + block_idx.x * %d] -> register "
+                 "f32[%d] layout local(%d)\n      add q_t, q_v -> q_t\n    }\n",
+              sb_str(&mm), sb_str(&nn), BN, BN, SB, SB, SB);
+    const char *res = "q_t";
+    if (Y->dtype != TSL_DTYPE_F32) {
+        sb_printf(o, "    q_out = cast q_t -> register %s[%d] layout local(%d)\n", dtn(Y->dtype, yd), SB, SB);
+        res = "q_out";
+    }
+    sb_printf(o, "    store_global %s -> %s[block_idx.y, block_idx.x * %d]\n  }\n}\n", res, ny, SB);
+    sb_puts(&h, sb_str(o));
+    sb_free(o);
+    sb_free(&nn);
+    sb_free(&mm);
+    sb_free(&ks);
     return sb_take(&h);
 }
 
@@ -1124,6 +1204,11 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
     char kname[192];
     tile_kernel *ks[2] = {NULL, NULL};
     qm qs[2];
+    /* CPU: the slices' workspace (cpu_text splits K), the plan's f32 scratch
+     * of QV_WS elements (shared with the contraction's split-K) */
+    int wsi = 0;
+    while (wsi < p->nscratch && !(p->scratch[wsi].dtype == TSL_DTYPE_F32 && p->scratch[wsi].count == QV_WS)) wsi++;
+    if (q.cpu) q.ws = wsi;
     for (int v = 0; v < 2; v++) {
         qs[v] = q;
         if (both) qs[v].bytes = v == 0;
@@ -1134,6 +1219,17 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         char *t = q.cpu ? cpu_text(&qs[v], kname) : gemv_text(&qs[v], kname);
         ks[v] = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
         if (!ks[v]) return 0;
+    }
+    tile_kernel *kcs[2] = {NULL, NULL}; /* CPU: the sums of the slices, a kernel per form */
+    for (int v = 0; q.cpu && v < 1 + both; v++) {
+        snprintf(kname, sizeof kname, "%s_g%d_qsum%s", g->def->name, grp->index, qs[v].bytes ? "" : "_codes");
+        char *t = cpu_sum_text(&qs[v], kname);
+        kcs[v] = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
+        if (!kcs[v]) return 0;
+    }
+    if (q.cpu && wsi == p->nscratch) {
+        sched_scratch sc = {TSL_DTYPE_F32, QV_WS};
+        ARENA_PUSH(p->m->arena, p->scratch, p->nscratch, p->capscratch, sc);
     }
     /* GPU, M >= 16: the tensor-core kernel instead of the byte-reading
      * GEMV (a static choice when M is a constant, else a guard on M) */
@@ -1192,10 +1288,12 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         push_launch(p, &qs[0], kt, both ? &guard : NULL);
     } else {
         push_launch(p, &qs[0], ks[0], both ? &guard : NULL);
+        if (kcs[0]) push_launch(p, &qs[0], kcs[0], both ? &guard : NULL);
     }
     if (both) {
         sched_guard_negate(&guard);
         push_launch(p, &qs[1], ks[1], &guard);
+        if (kcs[1]) push_launch(p, &qs[1], kcs[1], &guard);
     }
     return 1;
 }

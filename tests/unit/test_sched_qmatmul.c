@@ -548,11 +548,76 @@ static void test_cpu_sizes(void)
     }
 }
 
+/* The CPU plan's K split (qmatmul.c cpu_text: KS slices of whole groups,
+ * their f32 sums into the workspace, then qsum adds them in order) at
+ * sizes no block, chunk, pass or group divides: the default split (enough
+ * slices for 32 blocks, at most the groups: the 5 groups of K 520 in 5
+ * slices, the 9 of K 1100 over 3 column blocks in 9), the option
+ * splitk=4 (5 groups in slices of 2, 2, 1 and an empty fourth; 9 in 3, 3,
+ * 3) and splitk=1 (the slice kernel stores Y, qsum does nothing); M 1 and
+ * 2, N past one and two 4096-column blocks (4104, 8200: a partial last
+ * block), K 8 (one group, one 8-row pass permuting acc in and out), 520
+ * (a last group of 8 rows) and 1100 (76: 4 rows past the 8-row passes);
+ * groups of 128 and 64; 3- and 4-bit dtypes, whose full blocks take
+ * cpu.ukr.dequant's table path (test_cpu_sizes), a 3-bit float among
+ * them, and f32 X and Y. */
+static void test_cpu_split(void)
+{
+    static const struct { const char *w; int form, gs; } cs[] = {
+        {"uint4", 0, 128}, {"uint3", 0, 128}, {"int4", 0, 64}, {"float3e1m1", 0, 128}, {"int3", 4, 128},
+    };
+    static const int64_t sets[3][3] = {{1, 520, 4104}, {2, 1100, 8200}, {1, 8, 4096}};
+    static const char *const opts[] = {"", "contract.splitk=4", "contract.splitk=1"};
+    for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
+        char *src = program(cs[i].w, cs[i].form, cs[i].gs);
+        tsl_arena *a = arena_create();
+        tsl_source s = {"q.tc", src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &s, &d);
+        CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
+        const lang_def *def = mod ? mod->defs[0] : NULL;
+        const lang_def *xdef = def ? exact_def(a, src) : NULL;
+        for (int oi = 0; def && xdef && oi < (int)TSL_COUNTOF(opts); oi++) {
+            sched_options o = sched_options_defaults;
+            diag_reset(&d);
+            CHECK(sched_options_parse(opts[oi], &o, &d) == TSL_OK);
+            graph *g = graph_build(a, def, &d);
+            sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CPU, 0, &o, &d) : NULL;
+            CHECK_MSG(p != NULL, "lowering failed: %s", sb_str(&d.msg));
+            if (!p) continue;
+            CHECK_MSG(tile_verify(p->m, NULL, &d) == TSL_OK, "the plan does not verify: %s", sb_str(&d.msg));
+            int nv = 0, ns = 0;
+            for (int l = 0; l < p->nlaunches; l++) {
+                const char *kn = p->launches[l].k->name;
+                nv += strstr(kn, "_qgemv") != NULL;
+                ns += strstr(kn, "_qsum") != NULL;
+            }
+            CHECK_MSG(nv >= 1 && ns == nv, "%s %s: %d slice kernels, %d sums", cs[i].w, opts[oi], nv, ns);
+            for (int si = 0; si < 3; si++) {
+                int64_t sz[8];
+                for (int k = 0; k < def->nsizes; k++) sz[k] = -1;
+                sz[lang_def_size_slot(def, "M")] = sets[si][0];
+                sz[lang_def_size_slot(def, "K")] = sets[si][1];
+                sz[lang_def_size_slot(def, "N")] = sets[si][2];
+                if (lang_def_size_slot(def, "G") >= 0)
+                    sz[lang_def_size_slot(def, "G")] = (sets[si][1] + cs[i].gs - 1) / cs[i].gs;
+                char what[64];
+                snprintf(what, sizeof what, "cpu plan, C, %s", opts[oi][0] ? opts[oi] : "default split");
+                compare(a, def, xdef, p, sz, test_run_cpu, what);
+            }
+        }
+        diag_free(&d);
+        arena_free(a);
+        free(src);
+    }
+}
+
 TEST_SUITE(sched_qmatmul) = {
     {"every_width", test_every_width},
     {"forms", test_forms},
     {"group_sizes", test_group_sizes},
     {"cpu_sizes", test_cpu_sizes},
+    {"cpu_split", test_cpu_split},
     {"declined", test_declined},
     {"tensor_cores", test_tensor_cores},
     {"streaming", test_streaming},
