@@ -435,7 +435,8 @@ static void bench_qgemv(tsl_context *ctx, const char *name, tsl_dtype wt)
         printf("op %s n/a compile-error: %s\n", name, tsl_context_error(ctx));
         return;
     }
-    /* the check size: K past two groups, a partial third; N past one
+    /* the check size: K past two groups, a partial third (the CPU plan
+     * splits it into 3 slices, as the timed size into 16); N past one
      * 4096-column CPU block, so the check runs the CPU plan's
      * micro-kernel as the timed size does */
     const int64_t CN = 4096 + 136;
