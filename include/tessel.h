@@ -440,7 +440,8 @@ typedef struct tsl_dlpack_call {
  * held (Python's GIL), which c->unlock lets go of for the run only. Nothing
  * about a tensor is kept from one call to the next. Host tensors run on
  * c->host_target. CUDA tensors run on c->device_target, on the stream the
- * API's current_work_stream gives for their device and with `sync`, both
+ * API's current_work_stream gives for their device (the default stream
+ * when the API has no current_work_stream) and with `sync`, both
  * set on the args (as tsl_args_set_stream, tsl_args_set_sync); the args'
  * allocator is what the binding set when it made c->ready that GPU. Returns
  * the run's status; when nothing ran, TSL_ERR_ARG with c->fill saying why:
