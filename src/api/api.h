@@ -53,6 +53,10 @@ tsl_status api_error(tsl_context *ctx, tsl_status st, const char *fmt, ...) TSL_
  * fn (NULL: no prefix): TSL_TARGET_INVALID (tsl_target_default's answer to a bad
  * TESSEL_TARGET) names the variable and its accepted values. */
 tsl_status api_target_check(tsl_context *ctx, tsl_target t, const char *fn);
+/* The compiled target t (cpu, cuda) after api_target_check; NULL, the
+ * error in ctx from fn, for an unknown target or the interpreter. */
+struct drv_target;
+const struct drv_target *api_compiled_target(tsl_context *ctx, tsl_target t, const char *fn);
 
 /* Number of elements of a shape (1 for rank 0); -1 when a dim is negative
  * or the product overflows int64. */
@@ -94,6 +98,9 @@ tsl_status api_args_views(tsl_program *p, tsl_args *a, struct interp_tensor **ou
 tsl_status api_args_carry(tsl_program *p, const struct interp_tensor *views, struct interp_tensor **cv, char ***owned);
 void api_args_uncarry(tsl_program *p, const struct interp_tensor *views, struct interp_tensor *cv, char **owned,
                       int pack);
+/* api_args_views then api_args_carry; on an error nothing is left to free. */
+tsl_status api_args_open(tsl_program *p, tsl_args *a, struct interp_tensor **views, struct interp_tensor **cv,
+                         char ***owned);
 const lang_bound *api_args_bound(const tsl_args *a);
 void api_args_set_used(tsl_args *a, const char *options, int tuned);
 /* The options a run of p at b's shapes on t uses: p's own when set, else

@@ -951,6 +951,19 @@ void api_args_uncarry(tsl_program *p, const interp_tensor *views, interp_tensor 
     free(cv);
 }
 
+tsl_status api_args_open(tsl_program *p, tsl_args *a, interp_tensor **views, interp_tensor **cv, char ***owned)
+{
+    *views = NULL, *cv = NULL, *owned = NULL;
+    tsl_status st = api_args_views(p, a, views);
+    if (!st) st = api_args_carry(p, *views, cv, owned);
+    if (st) {
+        api_args_uncarry(p, *views, *cv, *owned, 0);
+        free(*views);
+        *views = NULL, *cv = NULL, *owned = NULL;
+    }
+    return st;
+}
+
 tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target)
 {
     if (!p) return TSL_ERR_ARG;

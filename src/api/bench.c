@@ -38,22 +38,16 @@ tsl_status tsl_program_bench(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_
     tsl_context *ctx = p->ctx;
     if (!out) return api_error(ctx, TSL_ERR_ARG, "tsl_program_bench: out is NULL");
     memset(out, 0, sizeof *out);
-    if (api_target_check(ctx, target, "tsl_program_bench")) return TSL_ERR_ARG;
-    const drv_target *t = drv_target_of(target);
-    if (!t) return api_error(ctx, TSL_ERR_ARG, "tsl_program_bench: target %s is not a compiled target",
-                             tsl_target_name(target));
+    const drv_target *t = api_compiled_target(ctx, target, "tsl_program_bench");
+    if (!t) return TSL_ERR_ARG;
     tsl_bench_config c = cfg ? *cfg : (tsl_bench_config){0};
     if (c.budget_s <= 0) c.budget_s = 2;
     if (c.min_reps <= 0) c.min_reps = 5;
     if (c.max_reps <= 0) c.max_reps = 10000;
-    interp_tensor *views = NULL, *cv = NULL;
-    char **owned = NULL;
-    tsl_status st = api_args_views(p, a, &views);
-    if (!st) st = api_args_carry(p, views, &cv, &owned);
-    if (st) {
-        free(views);
-        return st;
-    }
+    interp_tensor *views, *cv;
+    char **owned;
+    tsl_status st = api_args_open(p, a, &views, &cv, &owned);
+    if (st) return st;
     tsl_diag *d = api_diag(ctx);
     diag_reset(d);
     const lang_bound *b = api_args_bound(a);
@@ -212,25 +206,17 @@ tsl_status tsl_program_bench_compare(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args 
     tsl_context *ctx = p->ctx;
     if (!out) return api_error(ctx, TSL_ERR_ARG, "tsl_program_bench_compare: out is NULL");
     memset(out, 0, sizeof *out);
-    if (api_target_check(ctx, target, "tsl_program_bench_compare")) return TSL_ERR_ARG;
-    const drv_target *t = drv_target_of(target);
-    if (!t)
-        return api_error(ctx, TSL_ERR_ARG, "tsl_program_bench_compare: target %s is not a compiled target",
-                         tsl_target_name(target));
+    const drv_target *t = api_compiled_target(ctx, target, "tsl_program_bench_compare");
+    if (!t) return TSL_ERR_ARG;
     tsl_bench_compare_config c = cfg ? *cfg : (tsl_bench_compare_config){0};
     if (c.budget_s <= 0) c.budget_s = 2;
     if (c.rounds <= 0) c.rounds = 10;
     if (c.rounds > 1000)
         return api_error(ctx, TSL_ERR_ARG, "tsl_program_bench_compare: %d rounds (at most 1000)", c.rounds);
-    interp_tensor *views = NULL, *cv = NULL;
-    char **owned = NULL;
-    tsl_status st = api_args_views(p, a, &views);
-    if (!st) st = api_args_carry(p, views, &cv, &owned);
-    if (st) {
-        api_args_uncarry(p, views, cv, owned, 0);
-        free(views);
-        return st;
-    }
+    interp_tensor *views, *cv;
+    char **owned;
+    tsl_status st = api_args_open(p, a, &views, &cv, &owned);
+    if (st) return st;
     tsl_diag *d = api_diag(ctx), sd = {0};
     diag_reset(d);
     const lang_bound *b = api_args_bound(a);

@@ -5,6 +5,7 @@
 
 #include "api/api.h"
 #include "api/env.h"
+#include "driver/driver.h"
 #include "runtime/runtime.h"
 
 static const char *const target_names[] = {"interp", "cpu", "cuda"};
@@ -60,4 +61,12 @@ tsl_status tsl_target_choose(TSL_KEEP tsl_context *ctx, tsl_target *out)
     tsl_status st = api_target_check(ctx, t, NULL);
     *out = t;
     return st;
+}
+
+const drv_target *api_compiled_target(tsl_context *ctx, tsl_target t, const char *fn)
+{
+    if (api_target_check(ctx, t, fn)) return NULL;
+    const drv_target *d = drv_target_of(t);
+    if (!d) api_error(ctx, TSL_ERR_ARG, "%s: target %s is not a compiled target", fn, tsl_target_name(t));
+    return d;
 }

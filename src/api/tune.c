@@ -16,10 +16,7 @@ tsl_status tsl_program_tune(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_t
     tsl_context *ctx = p->ctx;
     if (!out) return api_error(ctx, TSL_ERR_ARG, "tsl_program_tune: out is NULL");
     memset(out, 0, sizeof *out);
-    if (api_target_check(ctx, target, "tsl_program_tune")) return TSL_ERR_ARG;
-    if (!drv_target_of(target))
-        return api_error(ctx, TSL_ERR_ARG, "tsl_program_tune: target %s is not a compiled target",
-                         tsl_target_name(target));
+    if (!api_compiled_target(ctx, target, "tsl_program_tune")) return TSL_ERR_ARG;
     tsl_tune_config c = cfg ? *cfg : (tsl_tune_config){0};
     if (c.workers > TUNE_MAX_WORKERS)
         return api_error(ctx, TSL_ERR_ARG, "tsl_program_tune: %d workers (at most %d)", c.workers,
@@ -27,15 +24,10 @@ tsl_status tsl_program_tune(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_t
     for (int i = 0; c.devices && i < c.workers; i++)
         if (c.devices[i] < 0)
             return api_error(ctx, TSL_ERR_ARG, "tsl_program_tune: device ordinal %d of worker %d", c.devices[i], i);
-    interp_tensor *views = NULL, *cv = NULL;
-    char **owned = NULL;
-    tsl_status st = api_args_views(p, a, &views);
-    if (!st) st = api_args_carry(p, views, &cv, &owned);
-    if (st) {
-        api_args_uncarry(p, views, cv, owned, 0);
-        free(views);
-        return st;
-    }
+    interp_tensor *views, *cv;
+    char **owned;
+    tsl_status st = api_args_open(p, a, &views, &cv, &owned);
+    if (st) return st;
     tune_config tc = {
         .target = target,
         .budget_s = c.budget_s,
