@@ -167,20 +167,19 @@ static void softmax(strbuf *b, const sched_attn_sm90 *a, int bn, const char *x, 
               in, x, sfx, x, in, x, x, in, sfx, x, in, sfx, in, sfx, in, sfx);
 }
 
-/* Ping-pong (a->pingpong; FlashAttention-3's inter-warpgroup schedule):
- * the consumers issue their products in turns, so that one's softmax runs
- * while the other's products keep the tensor cores busy. Consumer wg's
+/* Consumer wg's t-th issue of its products (the text wgmmas: each wgmma
+ * and its commit), behind a fence. Ping-pong (a->pingpong;
+ * FlashAttention-3's inter-warpgroup schedule): the consumers issue their
+ * products in turns, so that one's softmax runs while the other's
+ * products keep the tensor cores busy. Consumer wg's
  * t-th issue (t = 0 the first S, t = j the loop's, t = nb the last P V)
  * waits until the other's (t - 1 + wg)-th one has passed it the turn:
  * barrier turn[wg] completes a phase at each of the other's passes, and a
  * fresh barrier's parity-1 wait returns at once, so consumer 0 starts. */
-static void turn_wait(strbuf *b, const sched_attn_sm90 *a, const char *t)
+static void issue(strbuf *b, const sched_attn_sm90 *a, const char *t, const char *wgmmas)
 {
     if (a->pingpong) sb_printf(b, "        mbar_wait turn[wg], (%s + 1 + wg) %% 2\n", t);
-}
-
-static void turn_pass(strbuf *b, const sched_attn_sm90 *a)
-{
+    sb_printf(b, "        wgmma_fence\n%s", wgmmas);
     if (a->pingpong) sb_puts(b, "        mbar_arrive turn[1 - wg]\n");
 }
 
@@ -256,12 +255,9 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "        mbar_wait kfull[0], 0\n"
               "        s0 = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n",
               e, e / 8, ty, BN, BN / 8, nblocks, BN, BN / 8);
-    turn_wait(&b, a, "0");
-    sb_puts(&b,
-            "        wgmma_fence\n"
-            "        wgmma qs[wg * 64, 0], kt[0, 0, 0], s0 -> s0\n"
-            "        wgmma_commit\n");
-    turn_pass(&b, a);
+    issue(&b, a, "0",
+          "        wgmma qs[wg * 64, 0], kt[0, 0, 0], s0 -> s0\n"
+          "        wgmma_commit\n");
     sb_puts(&b,
             "        wgmma_wait 0\n"
             "        mbar_arrive kempty[0]\n");
@@ -280,14 +276,11 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "        sn = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
               "        pa = view ph -> register %s[64, %d] layout " AREG("%d") "\n",
               ST, ST - 1, ST, ST, ST, BN, BN / 8, ty, BN, BN / 16);
-    turn_wait(&b, a, "j");
-    sb_puts(&b,
-            "        wgmma_fence\n"
-            "        wgmma qs[wg * 64, 0], kt[s, 0, 0], sn -> sn\n"
-            "        wgmma_commit\n"
-            "        wgmma pa, vs[sp, 0, 0], o -> o\n"
-            "        wgmma_commit\n");
-    turn_pass(&b, a);
+    issue(&b, a, "j",
+          "        wgmma qs[wg * 64, 0], kt[s, 0, 0], sn -> sn\n"
+          "        wgmma_commit\n"
+          "        wgmma pa, vs[sp, 0, 0], o -> o\n"
+          "        wgmma_commit\n");
     sb_puts(&b,
             "        wgmma_wait 1\n"
             "        mbar_arrive kempty[s]\n");
@@ -304,12 +297,9 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "        mbar_wait vfull[sl], ((nb - 1) / %d) %% 2\n"
               "        pl = view ph -> register %s[64, %d] layout " AREG("%d") "\n",
               e, e / 8, ST, ST, ty, BN, BN / 16);
-    turn_wait(&b, a, "nb");
-    sb_puts(&b,
-            "        wgmma_fence\n"
-            "        wgmma pl, vs[sl, 0, 0], o -> o\n"
-            "        wgmma_commit\n");
-    turn_pass(&b, a);
+    issue(&b, a, "nb",
+          "        wgmma pl, vs[sl, 0, 0], o -> o\n"
+          "        wgmma_commit\n");
     sb_printf(&b,
               "        wgmma_wait 0\n"
               "        mbar_arrive vempty[sl]\n"
