@@ -491,6 +491,73 @@ static void test_streaming(void)
     }
 }
 
+/* A CPU case: W's dtype, the program's form and group size (program). */
+typedef struct {
+    const char *w;
+    int form, gs;
+} cpu_case;
+
+/* What a test checks of a case's CPU plan (lowered under option string
+ * opt) before it runs. */
+typedef void cpu_plan_check(const sched_plan *p, const cpu_case *c, const char *opt);
+
+/* Case c lowered for the CPU under each option string of opts, verified,
+ * checked by check, and compared (compare: fresh inputs, Y poisoned) with
+ * the reference at each of the sizes: M K N, and G the groups of gs in K. */
+static void run_cpu_case(const cpu_case *c, const char *const *opts, int nopts, const int64_t (*sizes)[3], int nsizes,
+                         cpu_plan_check *check)
+{
+    char *src = program(c->w, c->form, c->gs);
+    tsl_arena *a = arena_create();
+    const lang_def *def = parse_def(a, src);
+    const lang_def *xdef = def ? exact_def(a, src) : NULL;
+    tsl_diag d = {0};
+    for (int oi = 0; def && xdef && oi < nopts; oi++) {
+        sched_options o = sched_options_defaults;
+        diag_reset(&d);
+        CHECK(sched_options_parse(opts[oi], &o, &d) == TSL_OK);
+        graph *g = graph_build(a, def, &d);
+        sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CPU, 0, &o, &d) : NULL;
+        CHECK_MSG(p != NULL, "lowering failed: %s", sb_str(&d.msg));
+        if (!p) continue;
+        CHECK_MSG(tile_verify(p->m, NULL, &d) == TSL_OK, "the plan does not verify: %s", sb_str(&d.msg));
+        check(p, c, opts[oi]);
+        char what[64];
+        snprintf(what, sizeof what, "cpu plan, C, %s", opts[oi][0] ? opts[oi] : "default options");
+        for (int si = 0; si < nsizes; si++) {
+            int64_t sz[8];
+            for (int k = 0; k < def->nsizes; k++) sz[k] = -1;
+            sz[lang_def_size_slot(def, "M")] = sizes[si][0];
+            sz[lang_def_size_slot(def, "K")] = sizes[si][1];
+            sz[lang_def_size_slot(def, "N")] = sizes[si][2];
+            if (lang_def_size_slot(def, "G") >= 0)
+                sz[lang_def_size_slot(def, "G")] = (sizes[si][1] + c->gs - 1) / c->gs;
+            compare(a, def, xdef, p, sz, test_run_cpu, what);
+        }
+    }
+    diag_free(&d);
+    arena_free(a);
+    free(src);
+}
+
+/* A 3- or 4-bit W's slice kernels emit cpu.ukr.dequant's table path. */
+static void check_table_path(const sched_plan *p, const cpu_case *c, const char *opt)
+{
+    (void)opt;
+    int bits = tsl_dtype_bits(p->def->tensors[1]->dtype);
+    for (int l = 0; (bits == 3 || bits == 4) && l < p->nlaunches; l++) {
+        const char *kn = p->launches[l].k->name;
+        if (!strstr(kn, "_qgemv") || strstr(kn, "_codes")) continue;
+        strbuf s = {0};
+        tsl_diag d = {0};
+        CHECK(cg_c_emit(p->m, p->launches[l].k, &s, &d) == TSL_OK);
+        CHECK_MSG(strstr(sb_str(&s), "_zrows") && (bits == 4 || strstr(sb_str(&s), "_yrows")),
+                  "%s: no table path in the C", c->w);
+        sb_free(&s);
+        diag_free(&d);
+    }
+}
+
 /* The CPU plan at sizes no block, chunk or group divides, every width 1..8
  * and the signed and float classes, against the interpreter (Y poisoned):
  * K and N each 1, 7, 129 and 300 (groups of 128: K 129 and 300 end in a
@@ -514,38 +581,30 @@ static void test_cpu_sizes(void)
                                      "float3e1m1", "float4e2m1", "float6e3m2", "float8e4m3"};
     static const int64_t ext[4] = {1, 7, 129, 300};
     static const int64_t wide[4][3] = {{1, 129, 4104}, {2, 300, 4096 + 136}, {1, 7, 4096}, {3, 129, 300}};
-    for (size_t i = 0; i < TSL_COUNTOF(ws); i++) {
-        char *src = program(ws[i], 0, 128);
-        tsl_arena *a = arena_create();
-        const lang_def *def = parse_def(a, src);
-        const lang_def *xdef = def ? exact_def(a, src) : NULL;
-        int nq = 0;
-        sched_plan *p = def && xdef ? plan_for(a, def, TSL_TARGET_CPU, &nq) : NULL;
-        int bits = def ? tsl_dtype_bits(def->tensors[1]->dtype) : 0;
-        for (int l = 0; p && (bits == 3 || bits == 4) && l < p->nlaunches; l++) {
-            const char *kn = p->launches[l].k->name;
-            if (!strstr(kn, "_qgemv") || strstr(kn, "_codes")) continue;
-            strbuf c = {0};
-            tsl_diag d = {0};
-            CHECK(cg_c_emit(p->m, p->launches[l].k, &c, &d) == TSL_OK);
-            CHECK_MSG(strstr(sb_str(&c), "_zrows") && (bits == 4 || strstr(sb_str(&c), "_yrows")),
-                      "%s: no table path in the C", ws[i]);
-            sb_free(&c);
-            diag_free(&d);
-        }
-        for (int si = 0; p && si < 16 + 4; si++) {
-            int64_t sz[8], m = si < 16 ? 1 : wide[si - 16][0], k = si < 16 ? ext[si / 4] : wide[si - 16][1],
-                           n = si < 16 ? ext[si % 4] : wide[si - 16][2];
-            for (int j = 0; j < def->nsizes; j++) sz[j] = -1;
-            sz[lang_def_size_slot(def, "M")] = m;
-            sz[lang_def_size_slot(def, "K")] = k;
-            sz[lang_def_size_slot(def, "N")] = n;
-            sz[lang_def_size_slot(def, "G")] = (k + 127) / 128;
-            compare(a, def, xdef, p, sz, test_run_cpu, "cpu plan, C");
-        }
-        arena_free(a);
-        free(src);
+    static const char *const opts[] = {""};
+    int64_t sizes[16 + 4][3];
+    for (int si = 0; si < 16; si++) {
+        sizes[si][0] = 1;
+        sizes[si][1] = ext[si / 4];
+        sizes[si][2] = ext[si % 4];
     }
+    memcpy(sizes + 16, wide, sizeof wide);
+    for (size_t i = 0; i < TSL_COUNTOF(ws); i++) {
+        cpu_case c = {ws[i], 0, 128};
+        run_cpu_case(&c, opts, 1, sizes, (int)TSL_COUNTOF(sizes), check_table_path);
+    }
+}
+
+/* The plan splits K: every slice kernel has its sum kernel. */
+static void check_split(const sched_plan *p, const cpu_case *c, const char *opt)
+{
+    int nv = 0, ns = 0;
+    for (int l = 0; l < p->nlaunches; l++) {
+        const char *kn = p->launches[l].k->name;
+        nv += strstr(kn, "_qgemv") != NULL;
+        ns += strstr(kn, "_qsum") != NULL;
+    }
+    CHECK_MSG(nv >= 1 && ns == nv, "%s %s: %d slice kernels, %d sums", c->w, opt, nv, ns);
 }
 
 /* The CPU plan's K split (qmatmul.c cpu_text: KS slices of whole groups,
@@ -563,53 +622,13 @@ static void test_cpu_sizes(void)
  * them, and f32 X and Y. */
 static void test_cpu_split(void)
 {
-    static const struct { const char *w; int form, gs; } cs[] = {
+    static const cpu_case cs[] = {
         {"uint4", 0, 128}, {"uint3", 0, 128}, {"int4", 0, 64}, {"float3e1m1", 0, 128}, {"int3", 4, 128},
     };
-    static const int64_t sets[3][3] = {{1, 520, 4104}, {2, 1100, 8200}, {1, 8, 4096}};
+    static const int64_t sizes[3][3] = {{1, 520, 4104}, {2, 1100, 8200}, {1, 8, 4096}};
     static const char *const opts[] = {"", "contract.splitk=4", "contract.splitk=1"};
-    for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
-        char *src = program(cs[i].w, cs[i].form, cs[i].gs);
-        tsl_arena *a = arena_create();
-        tsl_source s = {"q.tc", src};
-        tsl_diag d = {0};
-        lang_module *mod = lang_parse_check(a, &s, &d);
-        CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
-        const lang_def *def = mod ? mod->defs[0] : NULL;
-        const lang_def *xdef = def ? exact_def(a, src) : NULL;
-        for (int oi = 0; def && xdef && oi < (int)TSL_COUNTOF(opts); oi++) {
-            sched_options o = sched_options_defaults;
-            diag_reset(&d);
-            CHECK(sched_options_parse(opts[oi], &o, &d) == TSL_OK);
-            graph *g = graph_build(a, def, &d);
-            sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CPU, 0, &o, &d) : NULL;
-            CHECK_MSG(p != NULL, "lowering failed: %s", sb_str(&d.msg));
-            if (!p) continue;
-            CHECK_MSG(tile_verify(p->m, NULL, &d) == TSL_OK, "the plan does not verify: %s", sb_str(&d.msg));
-            int nv = 0, ns = 0;
-            for (int l = 0; l < p->nlaunches; l++) {
-                const char *kn = p->launches[l].k->name;
-                nv += strstr(kn, "_qgemv") != NULL;
-                ns += strstr(kn, "_qsum") != NULL;
-            }
-            CHECK_MSG(nv >= 1 && ns == nv, "%s %s: %d slice kernels, %d sums", cs[i].w, opts[oi], nv, ns);
-            for (int si = 0; si < 3; si++) {
-                int64_t sz[8];
-                for (int k = 0; k < def->nsizes; k++) sz[k] = -1;
-                sz[lang_def_size_slot(def, "M")] = sets[si][0];
-                sz[lang_def_size_slot(def, "K")] = sets[si][1];
-                sz[lang_def_size_slot(def, "N")] = sets[si][2];
-                if (lang_def_size_slot(def, "G") >= 0)
-                    sz[lang_def_size_slot(def, "G")] = (sets[si][1] + cs[i].gs - 1) / cs[i].gs;
-                char what[64];
-                snprintf(what, sizeof what, "cpu plan, C, %s", opts[oi][0] ? opts[oi] : "default split");
-                compare(a, def, xdef, p, sz, test_run_cpu, what);
-            }
-        }
-        diag_free(&d);
-        arena_free(a);
-        free(src);
-    }
+    for (size_t i = 0; i < TSL_COUNTOF(cs); i++)
+        run_cpu_case(&cs[i], opts, (int)TSL_COUNTOF(opts), sizes, (int)TSL_COUNTOF(sizes), check_split);
 }
 
 TEST_SUITE(sched_qmatmul) = {
