@@ -48,7 +48,7 @@ static fake_cuda_state *fake_state(void)
     void *h = dlopen(rt_settings_get()->libcuda, RTLD_NOW | RTLD_NOLOAD);
     fake = h ? dlsym(h, "fake_cuda") : NULL;
     CHECK_MSG(fake != NULL, "%s is not the fake driver", rt_settings_get()->libcuda);
-    if (h) dlclose(h);
+    dlclose(h);
     return fake;
 }
 
@@ -121,47 +121,81 @@ static void describe_since(const long *before, char *buf, size_t n)
             at += (size_t)snprintf(buf + at, n - at, "%s%s x%ld", at ? ", " : "", names[i], fake->calls[i] - before[i]);
 }
 
+/* What a cached call's test needs: tessel's context, the program C = A + B
+ * compiled, its args, the three CUDA tensors of n floats (the fake's
+ * device memory is host memory) and a stream of the primary context. */
+typedef struct call_fixture {
+    tsl_context *ctx;
+    tsl_program *p;
+    tsl_args *args;
+    float a[9], b[9], c[9];
+    int64_t n;
+    DLTensor t[3]; /* A B C */
+    CUstream s;
+} call_fixture;
+
+/* Set up f in place (its tensors point into it); 0, with nothing to tear
+ * down, where the test cannot run: not the child, no NVRTC (skipped), or
+ * the program did not compile (a failed check). */
+static int call_setup(call_fixture *f)
+{
+    if (!in_child() || !fake_state()) return 0;
+    if (rt_cuda_nvrtc_available(NULL) != TSL_OK) {
+        printf("    skipped: no NVRTC (the run compiles its kernel)\n");
+        return 0;
+    }
+    f->ctx = tsl_context_create();
+    f->p = NULL;
+    CHECK_MSG(tsl_program_compile(f->ctx, "def add(float(N) A, float(N) B) -> (C) { C(i) = A(i) + B(i) }", "add.tc",
+                                  NULL, &f->p) == TSL_OK,
+              "%s", tsl_context_error(f->ctx));
+    f->args = f->p ? tsl_args_create(f->p) : NULL;
+    if (!f->args) {
+        tsl_program_free(f->p);
+        tsl_context_free(f->ctx);
+        return 0;
+    }
+    f->n = (int64_t)TSL_COUNTOF(f->a);
+    float *data[3] = {f->a, f->b, f->c};
+    for (int i = 0; i < 3; i++) f->t[i] = (DLTensor){data[i], {kDLCUDA, 0}, 1, {kDLFloat, 32, 1}, &f->n, NULL, 0};
+    f->s = fake->stream_new(fake->primary);
+    return 1;
+}
+
+static void call_teardown(call_fixture *f)
+{
+    fake->stream_free(f->s);
+    tsl_args_free(f->args);
+    tsl_program_free(f->p);
+    tsl_context_free(f->ctx);
+}
+
 /* A cached call on CUDA tensors: per call one cuCtxSetCurrent, one
  * cuLaunchKernel; on a stream of tessel's context one cuStreamIsCapturing
  * more (its context asked once); in the primary context even when the
  * caller's thread had another current. */
 static void test_api_call(void)
 {
-    if (!in_child() || !fake_state()) return;
-    if (rt_cuda_nvrtc_available(NULL) != TSL_OK) {
-        printf("    skipped: no NVRTC (the run compiles its kernel)\n");
-        return;
-    }
-    tsl_context *ctx = tsl_context_create();
-    tsl_program *p = NULL;
-    CHECK_MSG(tsl_program_compile(ctx, "def add(float(N) A, float(N) B) -> (C) { C(i) = A(i) + B(i) }", "add.tc",
-                                  NULL, &p) == TSL_OK,
-              "%s", tsl_context_error(ctx));
-    float a[7], b[7], c[7];
-    int64_t n = 7;
-    DLTensor ta = {a, {kDLCUDA, 0}, 1, {kDLFloat, 32, 1}, &n, NULL, 0}; /* the fake's device memory is host memory */
-    DLTensor tb = ta, tc = ta;
-    tb.data = b;
-    tc.data = c;
-    const DLTensor *ts[3] = {&ta, &tb, &tc};
-    tsl_args *args = p ? tsl_args_create(p) : NULL;
-    CUstream s = fake->stream_new(fake->primary);
+    call_fixture f;
+    if (!call_setup(&f)) return;
+    const DLTensor *ts[3] = {&f.t[0], &f.t[1], &f.t[2]};
     CUresult (*set_current)(CUcontext) = NULL;
     void *h = dlopen(rt_settings_get()->libcuda, RTLD_NOW | RTLD_NOLOAD);
     void *sym = h ? dlsym(h, "cuCtxSetCurrent") : NULL;
     memcpy(&set_current, &sym, sizeof sym);
-    for (int k = 0; args && set_current && k < 2; k++) {
-        tsl_args_set_stream(args, k ? s : NULL);
-        CHECK_MSG(tsl_program_call(p, args, ts, NULL, TSL_TARGET_CUDA) == TSL_OK, "%s", tsl_context_error(ctx));
+    for (int k = 0; set_current && k < 2; k++) {
+        tsl_args_set_stream(f.args, k ? f.s : NULL);
+        CHECK_MSG(tsl_program_call(f.p, f.args, ts, NULL, TSL_TARGET_CUDA) == TSL_OK, "%s", tsl_context_error(f.ctx));
         long before[FAKE_CU_N];
         enum { CALLS = 10 };
         snap(before);
         long refused = fake->refused;
         for (int i = 0; i < CALLS; i++) {
             set_current(fake->other); /* the caller's thread has another context current */
-            CHECK_MSG(tsl_program_call(p, args, ts, NULL, TSL_TARGET_CUDA) == TSL_OK, "%s", tsl_context_error(ctx));
+            CHECK_MSG(tsl_program_call(f.p, f.args, ts, NULL, TSL_TARGET_CUDA) == TSL_OK, "%s",
+                      tsl_context_error(f.ctx));
             CHECK(fake->launch_ctx == fake->primary);
-            CHECK(fake->launch_stream == (k ? s : NULL));
+            CHECK(fake->launch_stream == (k ? f.s : NULL));
         }
         before[FAKE_CU_CtxSetCurrent] += CALLS; /* the test's own */
         char what[1024];
@@ -176,10 +210,7 @@ static void test_api_call(void)
         CHECK_MSG(all == (k ? 3 : 2) * CALLS, "%ld driver calls: %s", all, what);
     }
     dlclose(h);
-    fake->stream_free(s);
-    tsl_args_free(args);
-    tsl_program_free(p);
-    tsl_context_free(ctx);
+    call_teardown(&f);
 }
 
 /* An exchange API over DLTensors (tsl_program_call_dlpack's framework):
@@ -212,42 +243,26 @@ static int fake_dl_current(DLDeviceType type, int32_t id, void **out)
  * calls as tsl_program_call (the fill and the stream lookup make none). */
 static void test_api_call_dlpack(void)
 {
-    if (!in_child() || !fake_state()) return;
-    if (rt_cuda_nvrtc_available(NULL) != TSL_OK) {
-        printf("    skipped: no NVRTC (the run compiles its kernel)\n");
-        return;
-    }
-    tsl_context *ctx = tsl_context_create();
-    tsl_program *p = NULL;
-    CHECK_MSG(tsl_program_compile(ctx, "def add(float(N) A, float(N) B) -> (C) { C(i) = A(i) + B(i) }", "add.tc",
-                                  NULL, &p) == TSL_OK,
-              "%s", tsl_context_error(ctx));
-    float a[9], b[9], c[9];
-    int64_t n = 9;
-    DLTensor ta = {a, {kDLCUDA, 0}, 1, {kDLFloat, 32, 1}, &n, NULL, 0}; /* the fake's device memory is host memory */
-    DLTensor tb = ta, tc = ta;
-    tb.data = b;
-    tc.data = c;
-    void *objs[3] = {&ta, &tb, &tc};
+    call_fixture f;
+    if (!call_setup(&f)) return;
+    void *objs[3] = {&f.t[0], &f.t[1], &f.t[2]};
     DLTensor filled[3];
     const DLTensor *ts[3] = {&filled[0], &filled[1], &filled[2]};
     fake_dl_api api = {.major = 1, .minor = 2, .fill = fake_dl_fill, .stream = fake_dl_current};
     tsl_dlpack_call call = {.exchange_api = &api, .objects = objs, .n = 3, .filled = filled, .tensors = ts,
                             .host_target = TSL_TARGET_CPU, .device_target = TSL_TARGET_CUDA,
                             .ready = {kDLCUDA, 0}};
-    tsl_args *args = p ? tsl_args_create(p) : NULL;
-    CUstream s = fake->stream_new(fake->primary);
-    for (int k = 0; args && k < 2; k++) {
-        fake_dl_stream = k ? s : NULL;
-        CHECK_MSG(tsl_program_call_dlpack(p, args, &call, 0) == TSL_OK, "%s", tsl_context_error(ctx));
+    for (int k = 0; k < 2; k++) {
+        fake_dl_stream = k ? f.s : NULL;
+        CHECK_MSG(tsl_program_call_dlpack(f.p, f.args, &call, 0) == TSL_OK, "%s", tsl_context_error(f.ctx));
         long before[FAKE_CU_N];
         enum { CALLS = 10 };
         snap(before);
         long refused = fake->refused;
         for (int i = 0; i < CALLS; i++) {
-            CHECK_MSG(tsl_program_call_dlpack(p, args, &call, 0) == TSL_OK, "%s", tsl_context_error(ctx));
+            CHECK_MSG(tsl_program_call_dlpack(f.p, f.args, &call, 0) == TSL_OK, "%s", tsl_context_error(f.ctx));
             CHECK(fake->launch_ctx == fake->primary);
-            CHECK(fake->launch_stream == (k ? s : NULL));
+            CHECK(fake->launch_stream == (k ? f.s : NULL));
         }
         char what[1024];
         describe_since(before, what, sizeof what);
@@ -261,12 +276,9 @@ static void test_api_call_dlpack(void)
     }
     /* back to the default stream when the framework's current one is */
     fake_dl_stream = NULL;
-    CHECK_MSG(args && tsl_program_call_dlpack(p, args, &call, 0) == TSL_OK, "%s", tsl_context_error(ctx));
+    CHECK_MSG(tsl_program_call_dlpack(f.p, f.args, &call, 0) == TSL_OK, "%s", tsl_context_error(f.ctx));
     CHECK(fake->launch_stream == NULL);
-    fake->stream_free(s);
-    tsl_args_free(args);
-    tsl_program_free(p);
-    tsl_context_free(ctx);
+    call_teardown(&f);
 }
 
 /* A module of the fake driver with one function. */
