@@ -95,14 +95,21 @@ static const char *take(int *argc, char **argv, const char *name, int *bad)
     return NULL;
 }
 
-/* Take `--name A B` out of argv: 1 with the two values, 0 when absent
- * (*bad set when present without two values). */
-static int take2(int *argc, char **argv, const char *name, const char **a, const char **b, int *bad)
+/* Take `--name A B` out of argv, A and B operands (an argument starting
+ * with "--" is an option, not an operand): 1 with the two, 0 when absent.
+ * Present without two operands: *bad set, *a the one found (or NULL) and
+ * *next the option that came instead (NULL at the end). */
+static int take2(int *argc, char **argv, const char *name, const char **a, const char **b, const char **next,
+                 int *bad)
 {
     for (int i = 1; i < *argc; i++) {
         if (strcmp(argv[i], name)) continue;
-        if (i + 2 >= *argc) {
+        int k = 0;
+        while (k < 2 && i + 1 + k < *argc && strncmp(argv[i + 1 + k], "--", 2)) k++;
+        if (k < 2) {
             *bad = 1;
+            *a = k ? argv[i + 1] : NULL;
+            *next = i + 1 + k < *argc ? argv[i + 1 + k] : NULL;
             return 0;
         }
         *a = argv[i + 1];
@@ -125,6 +132,19 @@ static void report(tsl_context *ctx, const char *what)
 static const char *side_name(const tsl_bench_side *s)
 {
     return s->options[0] ? s->options : "(the defaults)";
+}
+
+/* The usage error of --compare without two option sets: a the one found
+ * (or NULL), next the option that came instead (or NULL at the end). */
+static int compare_usage_error(const char *a, const char *next)
+{
+    char msg[512];
+    if (a)
+        snprintf(msg, sizeof msg, "--compare needs two option sets A and B, found only '%s'", a);
+    else
+        snprintf(msg, sizeof msg, "--compare needs two option sets A and B, found none");
+    if (next) snprintf(msg + strlen(msg), sizeof msg - strlen(msg), " before %s", next);
+    return usage_error(bench_usage, "%s", msg);
 }
 
 /* `tessel bench --compare A B`: tsl_program_bench_compare, printed. */
@@ -163,9 +183,9 @@ static int bench_compare(cli_program *p, const char *a, const char *b, double bu
 int cmd_bench(int argc, char **argv)
 {
     int bad = 0;
-    const char *ca = NULL, *cb = NULL;
-    int compare = take2(&argc, argv, "--compare", &ca, &cb, &bad);
-    if (bad) return usage_error(bench_usage, "%s", "--compare needs two option sets (A B)");
+    const char *ca = NULL, *cb = NULL, *next = NULL;
+    int compare = take2(&argc, argv, "--compare", &ca, &cb, &next, &bad);
+    if (bad) return compare_usage_error(ca, next);
     const char *budget = take(&argc, argv, "--budget", &bad), *rounds = take(&argc, argv, "--rounds", &bad);
     if (bad) return usage_error(bench_usage, "%s", "--budget and --rounds need a value");
     tsl_bench_config cfg = {0};

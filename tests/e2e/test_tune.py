@@ -104,7 +104,9 @@ def test_bench_compare_two_plans(tmp_path):
 
 
 @pytest.mark.parametrize("args,want", [
-    (["--compare", "default"], "--compare needs two option sets"),
+    (["--compare", "default"], "--compare needs two option sets A and B, found only 'default'"),
+    (["--compare", "default", "--target", "cpu"], "two option sets A and B, found only 'default' before --target"),
+    (["--compare", "--rounds", "3", "default", "tuned"], "two option sets A and B, found none before --rounds"),
     (["--rounds", "4"], "--rounds is for --compare"),
     (["--compare", "default", "default", "--rounds", "0"], "--rounds takes 1..1000"),
     (["--compare", "default", "default", "--options", "cpu.threads=1"], "give the options in --compare"),
