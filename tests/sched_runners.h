@@ -43,13 +43,14 @@ void *test_emu_build(const char *source, const char *tag);
  * tensor the interpreter's storage (ref; its views) and the plan's (got;
  * its DLTensors), both C order, filled alike: inputs by fill->input
  * (NULL: floats uniform in [-1, 1), integers in [1, 9]), outputs poisoned
- * (floats NaN, integers 0xA5 bytes), scalars in [0.5, 1.5). Temporaries
- * and scalars have no storage. Every compare-plan loop of the scheduler's
- * tests is made of these. */
+ * (floats NaN, integers 0xA5 bytes), scalars by fill->scalar (NULL: in
+ * [0.5, 1.5)). Temporaries and scalars have no storage. Every
+ * compare-plan loop of the scheduler's tests is made of these. */
 typedef struct test_plan_fill {
     void (*input)(const lang_tensor *t, void *data, int64_t n, void *ctx); /* n elements of data */
     void *(*alloc)(size_t bytes, void *ctx); /* the plan's storage (NULL: the arena) */
     void *ctx;
+    double (*scalar)(const lang_tensor *t, void *ctx); /* a scalar's value (NULL: [0.5, 1.5)) */
 } test_plan_fill;
 typedef struct test_plan_data {
     const lang_def *def;
@@ -96,8 +97,9 @@ tsl_status test_nvrtc_arms(const tile_module *m, const tile_kernel *k, const cha
 
 /* How test_compare_plan_draw draws inputs and compares outputs: int_value
  * (NULL: +-[1, 9], unsigned [1, 9]) and float_value (NULL: +-[0.1, 1])
- * per element; float outputs within tol x (1 + |ref|) (0: f16 2e-3, bf16
- * 1e-2, else 1e-6), integer outputs bit for bit. */
+ * per element, scalar_value (NULL: [0.5, 1.5)) per scalar; float outputs
+ * within tol x (1 + |ref|) (0: f16 2e-3, bf16 1e-2, else 1e-6), integer
+ * outputs bit for bit. */
 typedef struct test_draw {
     int64_t (*int_value)(tsl_dtype t, void *ctx);
     double (*float_value)(tsl_dtype t, void *ctx);
@@ -106,6 +108,7 @@ typedef struct test_draw {
     /* storage of the inputs the plan reads (NULL: the arena); e.g. memory
      * between inaccessible pages, so that a read past a tensor faults */
     void *(*alloc)(size_t bytes, void *ctx);
+    double (*scalar_value)(tsl_dtype t, void *ctx);
 } test_draw;
 /* test_compare_plan with chosen inputs (dr may be NULL) and exact
  * integers; outputs poisoned first. Returns the outputs that differ. */

@@ -372,7 +372,7 @@ void test_plan_data_make(tsl_arena *a, const lang_def *def, lang_bound *b, const
         const lang_tensor *t = def->tensors[i];
         c->views[i].dtype = t->dtype;
         if (t->is_scalar) {
-            c->scal[i] = c->views[i].scalar = test_rand_double(0.5, 1.5);
+            c->scal[i] = c->views[i].scalar = f && f->scalar ? f->scalar(t, f->ctx) : test_rand_double(0.5, 1.5);
             continue;
         }
         if (t->flags & LANG_TENSOR_TEMP) continue;
@@ -564,13 +564,22 @@ static void *draw_alloc(size_t bytes, void *ctx)
     return dr->alloc(bytes, dr->ctx);
 }
 
+static double draw_scalar(const lang_tensor *t, void *ctx)
+{
+    const test_draw *dr = ctx;
+    return dr->scalar_value(t->dtype, dr->ctx);
+}
+
 int test_compare_plan_draw(tsl_arena *a, const lang_def *def, const sched_plan *p, const int64_t *sz,
                            const test_runner *fn, const char *what, const test_draw *dr)
 {
     lang_bound *b = bind_checked(a, def, sz);
     if (!b) return 1;
     test_draw none = {0};
-    test_plan_fill f = {.input = draw_input, .alloc = dr && dr->alloc ? draw_alloc : NULL, .ctx = (void *)(dr ? dr : &none)};
+    test_plan_fill f = {.input = draw_input,
+                        .alloc = dr && dr->alloc ? draw_alloc : NULL,
+                        .ctx = (void *)(dr ? dr : &none),
+                        .scalar = dr && dr->scalar_value ? draw_scalar : NULL};
     test_plan_data c;
     test_plan_data_make(a, def, b, &f, &c);
     char label[256];

@@ -821,30 +821,53 @@ static void test_attn_sm90_cuda(void)
     free(text);
 }
 
+/* A scalar scale drawn negative: max(x * c) is then min(x) * c, not
+ * max(x) * c, so the kernel must scale before it takes the row max. */
+static double negative(tsl_dtype t, void *ctx)
+{
+    (void)t, (void)ctx;
+    return test_rand_double(-1.5, -0.5);
+}
+
 /* The attention strategy's sm_90a plan (sched/attn_sm90.c) run through the
  * tile interpreter against the TC interpreter: TC attention as users write
- * it (scale by 1/sqrt(D) or a scalar parameter, a causal mask j <= i with
- * -1e30), f16 and bf16, batch and heads leading, Tq != Tk, sizes no block
- * divides; head dims 64, 128 and 256 take the wgmma kernels, others (192
- * included: a symbol gets no kernel for it) the fallback plan the guards
- * leave them to. */
+ * it (scale by 1/sqrt(D), a negative literal or a scalar parameter,
+ * positive or negative; a causal mask j <= i with -1e30), f16 and bf16,
+ * batch and heads leading, Tq != Tk, sizes no block divides; head dims
+ * 64, 128 and 256 take the wgmma kernels, others (192 included: a symbol
+ * gets no kernel for it) the fallback plan the guards leave them to. */
 static void test_attn_sm90_plan(void)
 {
     static const struct {
         const char *src;
         int64_t sets[3][6]; /* size slots in declaration order */
+        int neg;            /* the scalar c drawn in [-1.5, -0.5) */
     } cases[] = {
         {"def ca(float16(B,H,Tq,D) Q, float16(B,H,Tk,D) K, float16(B,H,Tk,E) V) -> (O) {\n"
          "  S(b,h,i,j) +=! Q(b,h,i,d) * K(b,h,j,d)\n  S(b,h,i,j) = S(b,h,i,j) / sqrt(D)\n"
          "  S(b,h,i,j) = j <= i ? S(b,h,i,j) : -1e30\n  m(b,h,i) max=! S(b,h,i,j)\n"
          "  P(b,h,i,j) = exp(S(b,h,i,j) - m(b,h,i))\n  l(b,h,i) +=! P(b,h,i,j)\n"
          "  O(b,h,i,e) +=! P(b,h,i,j) * V(b,h,j,e)\n  O(b,h,i,e) = O(b,h,i,e) / l(b,h,i)\n}\n",
-         {{1, 2, 67, 64, 67, 64}, {1, 1, 37, 128, 150, 64}, {1, 1, 5, 192, 7, 64}}},
+         {{1, 2, 67, 64, 67, 64}, {1, 1, 37, 128, 150, 64}, {1, 1, 5, 192, 7, 64}}, 0},
         {"def sa(bfloat16(B,Tq,D) Q, bfloat16(B,Tk,D) K, bfloat16(B,Tk,E) V, float c) -> (O) {\n"
          "  S(b,i,j) +=! Q(b,i,d) * K(b,j,d)\n  S(b,i,j) = S(b,i,j) * c\n  m(b,i) max=! S(b,i,j)\n"
          "  P(b,i,j) = exp(S(b,i,j) - m(b,i))\n  l(b,i) +=! P(b,i,j)\n"
          "  O(b,i,e) +=! P(b,i,j) * V(b,j,e)\n  O(b,i,e) = O(b,i,e) / l(b,i)\n}\n",
-         {{2, 1, 128, 1, 128}, {1, 131, 64, 257, 128}, {1, 37, 256, 67, 256}}},
+         {{2, 1, 128, 1, 128}, {1, 131, 64, 257, 128}, {1, 37, 256, 67, 256}}, 0},
+        /* scales whose sign the kernel cannot count on, which it
+         * multiplies in before the row max: a negative literal, a
+         * scalar parameter drawn negative (neg) */
+        {"def na(float16(B,H,Tq,D) Q, float16(B,H,Tk,D) K, float16(B,H,Tk,E) V) -> (O) {\n"
+         "  S(b,h,i,j) +=! Q(b,h,i,d) * K(b,h,j,d)\n  S(b,h,i,j) = S(b,h,i,j) * -0.125\n"
+         "  S(b,h,i,j) = j <= i ? S(b,h,i,j) : -1e30\n  m(b,h,i) max=! S(b,h,i,j)\n"
+         "  P(b,h,i,j) = exp(S(b,h,i,j) - m(b,h,i))\n  l(b,h,i) +=! P(b,h,i,j)\n"
+         "  O(b,h,i,e) +=! P(b,h,i,j) * V(b,h,j,e)\n  O(b,h,i,e) = O(b,h,i,e) / l(b,h,i)\n}\n",
+         {{1, 2, 131, 64, 131, 64}, {1, 1, 67, 128, 257, 256}}, 0},
+        {"def nc(float16(B,Tq,D) Q, float16(B,Tk,D) K, float16(B,Tk,E) V, float c) -> (O) {\n"
+         "  S(b,i,j) +=! Q(b,i,d) * K(b,j,d)\n  S(b,i,j) = S(b,i,j) * c\n  m(b,i) max=! S(b,i,j)\n"
+         "  P(b,i,j) = exp(S(b,i,j) - m(b,i))\n  l(b,i) +=! P(b,i,j)\n"
+         "  O(b,i,e) +=! P(b,i,j) * V(b,j,e)\n  O(b,i,e) = O(b,i,e) / l(b,i)\n}\n",
+         {{2, 131, 64, 200, 64}, {1, 37, 128, 257, 128}}, 1},
     };
     for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
         tsl_arena *a = arena_create();
@@ -868,9 +891,17 @@ static void test_attn_sm90_plan(void)
         CHECK_MSG(!p || (tile == 0 && unless == p->nlaunches - wg && unless >= 3),
                   "case %d: %d generic attention kernels, %d of %d other launches guarded by unless", (int)c, tile,
                   unless, p ? p->nlaunches - wg : 0);
-        for (int i = 0; p && i < 3; i++)
-            if (cases[c].sets[i][0])
+        /* f16's tolerance as test_compare_plan's: the reference rounds S
+         * to f16 (half an ulp at |S| >= 8 is 4e-3 of P), the kernel not */
+        static const test_draw neg = {.scalar_value = negative, .tol = 2e-2};
+        for (int i = 0; p && i < 3; i++) {
+            if (!cases[c].sets[i][0]) continue;
+            if (cases[c].neg)
+                test_compare_plan_draw(a, mod->defs[0], p, cases[c].sets[i], test_run_tile_interp,
+                                       "tile interp sm_90a, c < 0", &neg);
+            else
                 test_compare_plan(a, mod->defs[0], p, cases[c].sets[i], test_run_tile_interp, "tile interp sm_90a");
+        }
         diag_free(&d);
         arena_free(a);
     }
