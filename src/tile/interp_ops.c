@@ -1,8 +1,9 @@
 /* interp_ops.c — the tile interpreter's register-tensor instructions:
  * block-level mma over warp-level atoms (the target table's fragment layouts),
  * elementwise arithmetic (f16/bf16 computed in f32, rounded to the result
- * dtype), view (bit reinterpretation per thread), reduce, broadcast,
+ * dtype; fma rounded once), view (bit reinterpretation per thread), reduce, broadcast,
  * shuffle, print and alloc. */
+#include "base/fma16.h"
 #include "tile/interp_impl.h"
 
 /* ---- mma ------------------------------------------------------------------------------ */
@@ -164,6 +165,18 @@ static int is_int(tile_dtype dt)
     return dt.kind == TILE_DT_INT || dt.kind == TILE_DT_UINT;
 }
 
+TSL_FMA16_SRC(static inline)
+
+/* fma: a*b + c rounded once to the dtype (the verifier admits f16, bf16,
+ * f32, f64): C's fma and fmaf are exact; tsl_fma16 (base/fma16.h) is the
+ * same for the 16-bit formats, the text both generators emit. */
+static double ew_fma(tile_dtype dt, double x, double y, double z)
+{
+    if (dt.bits == 64) return fma(x, y, z);
+    if (dt.bits == 32) return fmaf((float)x, (float)y, (float)z);
+    return tsl_fma16(x, y, z, dt.man, 1 - dt.bias);
+}
+
 /* One slot of an elementwise op on values already in the operands' dtype
  * `dt`; *bad set on an integer division by zero. */
 static double ew_apply(tile_op op, tile_dtype dt, double x, double y, double z, int *bad)
@@ -211,6 +224,7 @@ static double ew_apply(tile_op op, tile_dtype dt, double x, double y, double z, 
     case TILE_I_EQ: return x == y;
     case TILE_I_NE: return x != y;
     case TILE_I_SELECT: return x != 0 ? y : z;
+    case TILE_I_FMA: return ew_fma(dt, x, y, z);
     case TILE_I_NEG: return -x;
     case TILE_I_ABS: return fabs(x);
     case TILE_I_EXP: return expf((float)x);

@@ -88,7 +88,7 @@ int tile_op_is_unary(tile_op op) { return op >= TILE_I_NEG && op <= TILE_I_RELU;
 int tile_op_is_binary(tile_op op) { return op >= TILE_I_ADD && op <= TILE_I_MIN; }
 int tile_op_is_reduce(tile_op op) { return op >= TILE_I_REDUCE_SUM && op <= TILE_I_REDUCE_MIN; }
 int tile_op_is_shuffle(tile_op op) { return op >= TILE_I_SHUFFLE_XOR && op <= TILE_I_SHUFFLE_IDX; }
-int tile_op_is_elementwise_ext(tile_op op) { return op >= TILE_I_ERF && op <= TILE_I_SELECT; }
+int tile_op_is_elementwise_ext(tile_op op) { return op >= TILE_I_ERF && op <= TILE_I_FMA; }
 int tile_op_is_compare(tile_op op) { return op >= TILE_I_LT && op <= TILE_I_NE; }
 int tile_op_is_hopper(tile_op op) { return op >= TILE_I_MBAR_INIT && op <= TILE_I_CLUSTER_SYNC; }
 

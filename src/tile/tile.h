@@ -235,6 +235,8 @@ typedef struct tile_operand {
  *   and a, b / or a, b   logical, bool operands
  *   lt le gt ge eq ne a, b   comparisons in the operands' dtype -> bool
  *   select c, a, b    c ? a : b elementwise; c a bool tensor
+ *   fma a, b, c       a*b + c rounded once to the dtype; f16, bf16, f32
+ *                     and f64 only (integers: mul then add)
  *   gather T, i0, ..., i{r-1} -> register DT[...] layout L [mask M]
  *                     element e = T[i0(e), ..., i{r-1}(e)]: T a global
  *                     tensor of rank r and dtype DT, each index a register
@@ -304,6 +306,7 @@ typedef enum tile_res_rule { TILE_RES_NONE, TILE_RES_TYPE, TILE_RES_LIKE, TILE_R
     X(EQ, "eq", BOOL, 2, 2)                                                    \
     X(NE, "ne", BOOL, 2, 2)                                                    \
     X(SELECT, "select", LIKE, 3, 3)                                            \
+    X(FMA, "fma", LIKE, 3, 3)                                                  \
     X(GATHER, "gather", TYPE, 1, 9)                                            \
     X(SCATTER, "scatter", NONE, 1, 9)                                          \
     /* Hopper (sm_90a): docs/tile-ir.md section 5b */                          \
@@ -341,7 +344,7 @@ int tile_op_is_binary(tile_op op); /* ADD .. MIN */
 int tile_op_is_reduce(tile_op op);
 int tile_op_is_shuffle(tile_op op);
 /* The scheduler's elementwise rows: ERF NOT (unary), MOD POW AND OR (binary
- * like ADD), LT .. NE (comparisons), SELECT. */
+ * like ADD), LT .. NE (comparisons), SELECT, FMA. */
 int tile_op_is_elementwise_ext(tile_op op);
 int tile_op_is_compare(tile_op op); /* LT .. NE */
 /* The Hopper rows MBAR_INIT .. WGMMA_WAIT (sm_90a only). */

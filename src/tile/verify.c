@@ -1012,9 +1012,10 @@ static void check_gather(verifier *V, const tile_instr *in, size_t pos)
     }
 }
 
-/* erf not mod pow and or, comparisons, select: register operands share
- * shape, layout and dtype (select: a and b do; c is bool); not/and/or take
- * bool; erf/pow floats; comparisons give bool. */
+/* erf not mod pow and or, comparisons, select, fma: register operands
+ * share shape, layout and dtype (select: a and b do; c is bool); not/and/or
+ * take bool; erf/pow floats; fma f16, bf16, f32 or f64 (its single rounding
+ * is defined for those); comparisons give bool. */
 static void check_elementwise_ext(verifier *V, const tile_instr *in, size_t pos)
 {
     const char *opn = tile_op_info_of(in->op)->name;
@@ -1049,6 +1050,11 @@ static void check_elementwise_ext(verifier *V, const tile_instr *in, size_t pos)
     if (want_bool && !is_bool_dt(dt)) verr(V, pos, "%s takes bool tensors, not %s", opn, type_str(&first->type, t1, sizeof t1));
     if (want_float && dt.kind != TILE_DT_FLOAT)
         verr(V, pos, "%s takes float tensors, not %s", opn, type_str(&first->type, t1, sizeof t1));
+    tsl_dtype tdt;
+    if (in->op == TILE_I_FMA && (tile_dtype_to_tsl(dt, &tdt) || (tdt != TSL_DTYPE_F16 && tdt != TSL_DTYPE_BF16 &&
+                                                                  tdt != TSL_DTYPE_F32 && tdt != TSL_DTYPE_F64)))
+        verr(V, pos, "fma takes f16, bf16, f32 or f64 tensors, not %s (on integers: mul, then add)",
+             type_str(&first->type, t1, sizeof t1));
     const tile_type *o = out_type(in);
     if (o && in->has_dst) {
         tile_type want = first->type;

@@ -1,17 +1,22 @@
 /* test_tile_interp.c — the tile interpreter: its shared-memory model
  * (hazards, cp.async groups) and the seed programs of examples/tile/ run
- * on random data against a plain C reference. (The atoms' lane semantics
+ * on random data against a plain C reference; fma's single rounding
+ * against an exact integer model. (The atoms' lane semantics
  * against the PTX ISA are the target suite's, tests/unit/test_target.c.) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fma16.h"
+#include "fma_cases.h"
 #include "layout/layout.h"
 #include "test.h"
 #include "tile/interp.h"
 #include "tile/interp_mem.h"
 #include "tile/pipeline.h"
 #include "tile/tile.h"
+
+TSL_FMA16_SRC(static)
 
 /* ---- the memory model ------------------------------------------------------ */
 
@@ -464,6 +469,122 @@ static void test_ldmatrix_x2(void)
     tsl_tensor_free(y);
 }
 
+/* ---- fma: one rounding ------------------------------------------------------------ */
+
+/* v == m 2^x with m odd (0 when v is); v finite. */
+static void fma_split(double v, int64_t *m, int *x)
+{
+    int e;
+    *m = (int64_t)ldexp(frexp(v, &e), 53);
+    *x = e - 53;
+    while (*m && *m % 2 == 0) *m /= 2, ++*x;
+}
+
+/* a*b + c rounded to the format of `man` mantissa bits and least normal
+ * exponent emin, to nearest even, in integers alone (no double sum, no
+ * midpoint test): the exact sum as n 2^x in an int64; or, when the terms'
+ * last bits lie more than 40 apart (then the lower term is below 2^-18 of
+ * the higher's last bit), the higher with ±2^-40 of its last bit for the
+ * lower: the format's midpoints near it are multiples of 2^-12 of that
+ * bit, so none lies between the two sums. For a, b, c of at most 11
+ * significant bits (a*b exact, 22 bits). *tie: the exact sum is a
+ * midpoint of the format. */
+static double fma_model(double a, double b, double c, int man, int emin, int *tie)
+{
+    double p = a * b;
+    *tie = 0;
+    if (!isfinite(p) || !isfinite(c)) return p + c;
+    int64_t mp, mc, n;
+    int xp, xc, x;
+    fma_split(p, &mp, &xp);
+    fma_split(c, &mc, &xc);
+    if (!mp || !mc) {
+        if (!mp && !mc) return p + c; /* IEEE's signed zero */
+        n = mp ? mp : mc, x = mp ? xp : xc;
+    } else {
+        int64_t mh = xp >= xc ? mp : mc, ml = xp >= xc ? mc : mp;
+        int xh = xp >= xc ? xp : xc, xl = xp >= xc ? xc : xp;
+        if (xh - xl <= 40) n = mh * ((int64_t)1 << (xh - xl)) + ml, x = xl;
+        else n = mh * ((int64_t)1 << 40) + (ml > 0 ? 1 : -1), x = xh - 40;
+    }
+    if (!n) return 0.0; /* an exact cancellation is +0 */
+    uint64_t u = n < 0 ? 0 - (uint64_t)n : (uint64_t)n;
+    int top = x; /* floor(log2 |n 2^x|) */
+    for (uint64_t t = u; t > 1; t >>= 1) top++;
+    int q = (top > emin ? top : emin) - man; /* the format's unit there: 2^q */
+    if (q > x) {
+        int sh = q - x;
+        uint64_t kept = sh < 64 ? u >> sh : 0, rem = sh < 64 ? u & ((1ull << sh) - 1) : u;
+        uint64_t half = sh <= 64 ? 1ull << (sh - 1) : UINT64_MAX;
+        *tie = rem == half;
+        u = kept + (rem > half || (rem == half && (kept & 1)));
+        x = q;
+    }
+    double r = ldexp((double)u, x);
+    if (r >= ldexp(1, 2 - emin)) r = INFINITY;
+    return n < 0 ? -r : r;
+}
+
+/* fma on f16 and bf16 in the interpreter against the model, bit for bit,
+ * on test_fma_fill's inputs (ties and the double-rounding corner counted:
+ * each must occur); the corner also by its definition, rounded toward c.
+ * f32 (the interpreter's fmaf) against tsl_fma16 with f32's parameters:
+ * two independent single roundings, where double rounding from double to
+ * f32 is common. */
+static void test_fma_one_rounding(void)
+{
+    static const tsl_dtype dts[] = {TSL_DTYPE_F16, TSL_DTYPE_BF16, TSL_DTYPE_F32};
+    for (size_t di = 0; di < TSL_COUNTOF(dts); di++) {
+        tsl_dtype dt = dts[di];
+        const dtype_desc *dd = &dtype_info_of(dt)->desc;
+        int man = dd->man, emin = 1 - dd->bias, ties = 0, corners = 0, bad = 0;
+        int64_t n = 4000 + test_rand_int(0, 95);
+        DLTensor *A = tsl_tensor_alloc(dt, 1, &n), *B = tsl_tensor_alloc(dt, 1, &n), *C = tsl_tensor_alloc(dt, 1, &n);
+        DLTensor *Z = nan_tensor(dt, 1, &n), *W = nan_tensor(dt, 1, &n);
+        test_fma_fill(dt, A->data, B->data, C->data, n);
+        tile_interp_arg args[5] = {{"A", A, 0}, {"B", B, 0}, {"C", C, 0}, {"Z", Z, 0}, {"W", W, 0}};
+        char *text = test_fma_program(dt), *msg = NULL;
+        tsl_status st = run_text(text, args, 5, 1, &msg);
+        CHECK_MSG(st == TSL_OK, "fma %s: %s", dtype_info_of(dt)->tname, msg);
+        double s = dtype_round(dt, -0.3);
+        for (int64_t i = 0; i < n && !st && bad < 5; i++) {
+            double a = at(A, i), b = at(B, i), c = at(C, i), want[2];
+            int tie = 0, tie2 = 0;
+            if (dt == TSL_DTYPE_F32) {
+                want[0] = tsl_fma16(a, b, c, man, emin), want[1] = tsl_fma16(a, s, c, man, emin);
+            } else {
+                want[0] = fma_model(a, b, c, man, emin, &tie), want[1] = fma_model(a, s, c, man, emin, &tie2);
+                ties += tie + tie2;
+            }
+            for (int w = 0; w < 2; w++) {
+                double got = at(w ? W : Z, i);
+                if (!(isnan(got) && isnan(want[w])) && (got != want[w] || signbit(got) != signbit(want[w]))) {
+                    CHECK_MSG(0, "fma %s [%lld]: %a * %a + %a = %a, want %a", dtype_info_of(dt)->tname, (long long)i,
+                              a, w ? s : b, c, got, want[w]);
+                    bad++;
+                }
+            }
+            if (i % 4 == 3) { /* a*b a midpoint, c far below its half unit: a*b's neighbour on c's side */
+                int e;
+                frexp(a * b, &e);
+                double toward = a * b + copysign(ldexp(1, e - 1 - man - 1), c);
+                CHECK_MSG(at(Z, i) == toward, "fma %s corner [%lld]: %a * %a + %a = %a, want %a",
+                          dtype_info_of(dt)->tname, (long long)i, a, b, c, at(Z, i), toward);
+                corners++;
+            }
+        }
+        if (dt != TSL_DTYPE_F32) CHECK_MSG(ties > 20, "fma %s: only %d ties tested", dtype_info_of(dt)->tname, ties);
+        CHECK(corners > 500);
+        free(text);
+        free(msg);
+        tsl_tensor_free(A);
+        tsl_tensor_free(B);
+        tsl_tensor_free(C);
+        tsl_tensor_free(Z);
+        tsl_tensor_free(W);
+    }
+}
+
 TEST_SUITE(tile_interp) = {
     {"mem_raw_needs_sync", test_mem_raw_needs_sync},
     {"mem_async_groups", test_mem_async_groups},
@@ -478,5 +599,6 @@ TEST_SUITE(tile_interp) = {
     {"blocked_sum", test_blocked_sum},
     {"gemm_wrong_fragment_layout", test_gemm_wrong_fragment_layout},
     {"pipeline_unchanged_block", test_pipeline_unchanged_block},
+    {"fma_one_rounding", test_fma_one_rounding},
     {0},
 };

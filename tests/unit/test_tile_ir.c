@@ -453,6 +453,26 @@ static const bad_case verify_cases[] = {
      "  s = alloc shared f16[8, 8]\n  b = alloc shared u64[1]\n"
      "  tma_load A[0], b[0] -> s\n}\n",
      "bad.tile:4:3: error:", "must have rank 1..5 and at most 1"},
+    {"fma on integers", HDR1 "  x = alloc register i32[16, 8] layout " CFRAG "\n  z = fma x, x, x\n}\n",
+     "bad.tile:3:3: error:", "fma takes f16, bf16, f32 or f64 tensors, not i32[16, 8] (on integers: mul, then add)"},
+    {"fma on a low-bit float", HDR1 "  x = alloc register f8e4m3[16, 8] layout " CFRAG "\n  z = fma x, 0.5, x\n}\n",
+     "bad.tile:3:3: error:", "fma takes f16, bf16, f32 or f64 tensors, not f8e4m3[16, 8]"},
+    {"fma dtype mismatch",
+     HDR1 "  x = alloc register f32[16, 8] layout " CFRAG "\n  y = alloc register f16[16, 8] layout " CFRAG "\n"
+          "  z = fma x, x, y\n}\n",
+     "bad.tile:4:17: error:", "fma: x f32[16, 8] and y f16[16, 8] differ in dtype or shape"},
+    {"fma layout mismatch",
+     HDR1 "  x = alloc register f32[16, 8] layout " CFRAG "\n"
+          "  y = alloc register f32[16, 8] layout spatial(8,4).local(2,1).local(1,2)\n"
+          "  z = fma x, 2.0, y\n}\n",
+     "bad.tile:4:19: error:", "fma: x has layout " CFRAG " but y has layout spatial(8,4).local(2,1).local(1,2)"},
+    {"fma destination",
+     HDR1 "  x = alloc register f32[16, 8] layout " CFRAG "\n  y = alloc register f16[16, 8] layout " CFRAG "\n"
+          "  fma x, x, x -> y\n}\n",
+     "bad.tile:4:18: error:", "fma: the result f32[16, 8] and y f16[16, 8] differ in dtype or shape"},
+    {"fma shared operand",
+     HDR1 "  x = alloc register f32[16, 8] layout " CFRAG "\n  s = alloc shared f32[16, 8]\n  z = fma x, s, x\n}\n",
+     "bad.tile:4:14: error:", "fma: the operand must be a register tensor"},
 };
 
 static void test_verify_errors(void)
@@ -480,6 +500,10 @@ static void test_verify_errors(void)
 /* ---- parser errors ------------------------------------------------------------------ */
 
 static const bad_case parse_cases[] = {
+    {"fma with two operands", HDR1 "  x = alloc register f32[16, 8] layout " CFRAG "\n  z = fma x, x\n}\n",
+     "bad.tile:4:1: error:", "expected ',' between operands, found '}'"},
+    {"fma of scalars", HDR1 "  z = fma 1.0, 2.0, 3.0\n}\n", "bad.tile:2:7: error:",
+     "'fma' needs a tensor operand to take its result type from"},
     {"setmaxnreg range", "kernel k() grid(1) threads(128) {\n  warpgroups {\n    role p(1) regs(20) {\n    }\n  }\n}\n",
      "bad.tile:3:20: error:", "setmaxnreg takes a multiple of 8 in 24..256, not 20"},
     {"nested warpgroups",
