@@ -16,7 +16,7 @@
  *   - register element types: f16/bf16/f32 as float (f16/bf16 values
  *     rounded to nearest even), f64 double, ints as their C type, bool
  *     uint8_t; arithmetic follows the interpreter's formulas (f32 math,
- *     then rounding to the dtype);
+ *     then rounding to the dtype; fma rounded once);
  *   - shared memory is one byte range per block, tensors at the
  *     interpreter's offsets through their (swizzled) data layouts, every
  *     access checked against the tensor's shape (a run-time error names the
@@ -32,6 +32,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/fma16.h"
 #include "base/lowbit_conv.h"
 #include "codegen/c_int.h"
 #include "runtime/runtime.h"
@@ -149,6 +150,8 @@ static const char cgc_prelude[] =
     "}\n"
     /* the low-bit float conversion, the same text tessel compiles (base/lowbit_conv.h) */
     TSL_LOWBIT_STR(TSL_LOWBIT_CONV_SRC(TSL_HELPER)) "\n"
+    /* fma on f16/bf16, the same text tessel compiles (base/fma16.h) */
+    TSL_FMA16_STR(TSL_FMA16_SRC(TSL_HELPER)) "\n"
     "/* code into packed element e: bits [e * bits, (e + 1) * bits) of p, each\n"
     " * byte updated atomically (blocks run in parallel; neighbours share bytes) */\n"
     "TSL_HELPER void tsl_lbput(unsigned char *p, int64_t e, int bits, unsigned code)\n"
@@ -294,6 +297,7 @@ static const cgc_emit_fn cgc_emitters[TILE_I_COUNT] = {
     [TILE_I_EQ] = cgc_emit_elementwise,
     [TILE_I_NE] = cgc_emit_elementwise,
     [TILE_I_SELECT] = cgc_emit_elementwise,
+    [TILE_I_FMA] = cgc_emit_elementwise,
     [TILE_I_GATHER] = cgc_emit_gather,
     [TILE_I_SCATTER] = cgc_emit_gather,
 };

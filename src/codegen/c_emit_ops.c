@@ -670,6 +670,7 @@ static const cgc_ew cgc_ew_table[] = {
     {TILE_I_EQ, CGC_CMP, "x == y", NULL, "x == y"},
     {TILE_I_NE, CGC_CMP, "x != y", NULL, "x != y"},
     {TILE_I_SELECT, CGC_SELECT, "x != 0 ? y : z", "x != 0 ? y : z", "x != 0 ? y : z"},
+    {TILE_I_FMA, CGC_ARITH, "fma(x, y, z)", "fmaf(x, y, z)", NULL}, /* f64, f32; 16-bit: emit_elementwise */
 };
 
 static int is_fltreg(tile_dtype t)
@@ -854,6 +855,16 @@ void cgc_emit_elementwise(cgc *c, const tile_stmt *s)
         };
         for (size_t k = 0; k < TSL_COUNTOF(f64rows); k++)
             if (f64rows[k].op == in->op) f64 = f64rows[k].e;
+    }
+    /* fma rounds once: fmaf on f32 operands (held as double when a scalar
+     * is), tsl_fma16 (base/fma16.h, the interpreter's text) on f16/bf16 */
+    cgc_ew fma_row;
+    if (in->op == TILE_I_FMA) {
+        fma_row = *row;
+        if (odt.bits == 32) fma_row.dbl = "(double)fmaf((float)x, (float)y, (float)z)";
+        if (odt.bits == 16)
+            fma_row.dbl = fma_row.flt = arena_printf(c->ar, "tsl_fma16(x, y, z, %d, %d)", odt.man, 1 - odt.bias);
+        row = &fma_row;
     }
     int flt = row->flt && is_fltreg(dt) && !f64;
     /* (a select's condition may be bool: 0 and 1 are exact in float) */

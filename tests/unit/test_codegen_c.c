@@ -5,7 +5,7 @@
  * results must agree (integers exactly, f32 to 1e-5, f16 to 1e-3). Also:
  * the emitted source compiles with -Wall -Wextra -Werror, a compile
  * failure is TSL_ERR_COMPILE with the compiler's message, zero-size grids
- * launch nothing, run-time errors name the instruction. */
+ * launch nothing, run-time errors name the instruction; fma bit for bit. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +13,7 @@
 
 #include "codegen/codegen.h"
 #include "driver/driver.h"
+#include "fma_cases.h"
 #include "runtime/runtime.h"
 #include "test.h"
 #include "tile/interp.h"
@@ -381,6 +382,48 @@ static void test_instructions(void)
     }
 }
 
+/* fma on every float dtype, bit for bit against the interpreter, on
+ * test_fma_fill's inputs (random bits, ties, the double-rounding corner):
+ * z = fma a, b, c and the in-place scalar form, n not a multiple of the
+ * block's 96 (and n = 1). */
+static void test_fma_bits(void)
+{
+    static const tsl_dtype dts[] = {TSL_DTYPE_F16, TSL_DTYPE_BF16, TSL_DTYPE_F32, TSL_DTYPE_F64};
+    for (size_t di = 0; di < TSL_COUNTOF(dts); di++) {
+        tsl_dtype dt = dts[di];
+        tsl_arena *ar = arena_create();
+        char *text = test_fma_program(dt);
+        tile_module *m = text ? parse_text(ar, text) : NULL;
+        for (int rep = 0; m && rep < 2; rep++) {
+            int64_t n = rep ? 2000 + test_rand_int(1, 95) : 1;
+            DLTensor *t[2][5];
+            for (int k = 0; k < 2; k++)
+                for (int j = 0; j < 5; j++) t[k][j] = tsl_tensor_alloc(dt, 1, &n);
+            test_fma_fill(dt, t[0][0]->data, t[0][1]->data, t[0][2]->data, n);
+            for (int j = 0; j < 5; j++) memcpy(t[1][j]->data, t[0][j]->data, (size_t)n * tsl_dtype_size(dt));
+            tile_interp_arg a[2][5];
+            for (int k = 0; k < 2; k++)
+                for (int j = 0; j < 5; j++) a[k][j] = (tile_interp_arg){.name = m->kernels[0]->params[j]->name, .t = t[k][j]};
+            tsl_diag d = {0};
+            tsl_status st = tile_interp_run(m->kernels[0], NULL, a[0], 5, NULL, &d);
+            CHECK_MSG(st == TSL_OK, "fma %s, interpreter: %s", dtype_info_of(dt)->tname, sb_str(&d.msg));
+            if (!st) st = drv_kernel_run(&drv_target_cpu, m, m->kernels[0], a[1], 5, NULL, &d);
+            CHECK_MSG(st == TSL_OK, "fma %s, C: %s", dtype_info_of(dt)->tname, sb_str(&d.msg));
+            for (int j = 3; j < 5 && !st; j++) {
+                int64_t i = test_fma_first_diff(dt, t[0][j]->data, t[1][j]->data, n);
+                CHECK_MSG(i < 0, "fma %s, %s[%lld]: %a * %a + %a: interpreter %a, C %a", dtype_info_of(dt)->tname,
+                          j == 3 ? "Z" : "W", (long long)i, at(t[0][0], i), j == 3 ? at(t[0][1], i) : dtype_round(dt, -0.3),
+                          at(t[0][2], i), at(t[0][j], i), at(t[1][j], i));
+            }
+            diag_free(&d);
+            for (int k = 0; k < 2; k++)
+                for (int j = 0; j < 5; j++) tsl_tensor_free(t[k][j]);
+        }
+        free(text);
+        arena_free(ar);
+    }
+}
+
 /* Parse one kernel from text (the module lives in *ar). */
 static tile_module *parse_text(tsl_arena *ar, const char *text)
 {
@@ -619,6 +662,7 @@ TEST_SUITE(codegen_c) = {
     {"golden", test_golden},
     {"sched_ops", test_sched_ops},
     {"instructions", test_instructions},
+    {"fma_bits", test_fma_bits},
     {"warning_free", test_warning_free},
     {"compile_error", test_compile_error},
     {"zero_grid", test_zero_grid},
