@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fma16.h"
 #include "base/lowbit_conv.h"
 #include "codegen/cuda.h"
 #include "codegen/cuda_int.h"
@@ -1021,6 +1022,8 @@ static const char prelude[] =
     "};\n"
     "/* the low-bit float conversion, the same text tessel compiles (base/lowbit_conv.h) */\n"
     TSL_LOWBIT_STR(TSL_LOWBIT_CONV_SRC(static __device__ __forceinline__)) "\n"
+    "/* fma on f16/bf16 in the host emulation, the same text tessel compiles (base/fma16.h) */\n"
+    TSL_FMA16_STR(TSL_FMA16_SRC(static __device__ __forceinline__)) "\n"
     "/* integer values as long long (integer elementwise math) */\n"
     "#define TSL_II(T) static __device__ __forceinline__ long long tsl_i(T x) { return (long long)x; }\n"
     "TSL_II(signed char) TSL_II(short) TSL_II(int) TSL_II(long long) TSL_II(unsigned char)\n"

@@ -930,6 +930,7 @@ static const char *ew_text(tile_op op, int fl, int in, int approx)
     case TILE_I_EQ: return "((x) == (y))";
     case TILE_I_NE: return "((x) != (y))";
     case TILE_I_SELECT: return "((x) != 0 ? (y) : (z))";
+    case TILE_I_FMA: return fl ? "fmaf((x), (y), (z))" : "fma((x), (y), (z))"; /* f32, f64; 16-bit: emit_fma16 */
     default: return "(x)";
     }
 }
@@ -1016,6 +1017,58 @@ static int ew_operand(cg *c, const tile_operand *o, const rinfo *rd, tile_dtype 
     }
     sb_printf(out, "tsl_c(%s[l])", cg_name(c, v));
     return 1;
+}
+
+/* fma on f16/bf16 registers: two adjacent locals through one
+ * fma.rn.{f16,bf16}x2, an odd last local through fma.rn.{f16,bf16} (sm_80+;
+ * one rounding, as the instruction asks; a float fmaf then a conversion
+ * would round twice). The host emulation computes tsl_fma16, the
+ * interpreter's rounding (base/fma16.h). x[k]: the operands as ew_operand
+ * gives them, "tsl_c(NAME[l])" or "tsl_c(tsl_sN)" (a scalar, one value). */
+static void emit_fma16(cg *c, const tile_stmt *s, const tile_value *dv, const rinfo *rd, tile_dtype odt,
+                       strbuf *x)
+{
+    const char *dn = cg_name(c, dv), *dt = cg_ctype(dv->type.dt);
+    const char *ty = tile_dtype_eq(odt, tile_dtype_from_tsl(TSL_DTYPE_BF16)) ? "bf16" : "f16";
+    long long n = (long long)rd->locals;
+    strbuf pair[3] = {{0}, {0}, {0}}, last[3] = {{0}, {0}, {0}};
+    for (int k = 0; k < 3; k++) {
+        const tile_operand *o = &s->instr.args[k];
+        if (o->v && o->v->kind == TILE_V_TENSOR) {
+            const char *v = cg_name(c, o->v);
+            sb_printf(&pair[k], "tsl_pack2(%s[l], %s[l + 1])", v, v);
+            sb_printf(&last[k], "%s[%lld].x", v, n - 1);
+        } else {
+            int len = (int)x[k].len - 7; /* tsl_sN inside tsl_c(...) */
+            const char *v = sb_str(&x[k]) + 6;
+            sb_printf(&pair[k], "tsl_pack2(%.*s, %.*s)", len, v, len, v);
+            sb_printf(&last[k], "%.*s.x", len, v);
+        }
+    }
+    cg_line(c, "#if !defined(TSL_EMULATE) && __CUDA_ARCH__ >= 800");
+    if (n >= 2) {
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (int l = 0; l < %lld; l += 2) {", n - n % 2);
+        cg_line(c, "    unsigned p;");
+        cg_line(c, "    asm(\"fma.rn.%sx2 %%0, %%1, %%2, %%3;\" : \"=r\"(p) : \"r\"(%s), \"r\"(%s), \"r\"(%s));", ty,
+                sb_str(&pair[0]), sb_str(&pair[1]), sb_str(&pair[2]));
+        cg_line(c, "    %s[l].x = (unsigned short)(p & 0xffffu);", dn);
+        cg_line(c, "    %s[l + 1].x = (unsigned short)(p >> 16);", dn);
+        cg_line(c, "}");
+    }
+    if (n % 2)
+        cg_line(c, "asm(\"fma.rn.%s %%0, %%1, %%2, %%3;\" : \"=h\"(%s[%lld].x) : \"h\"(%s), \"h\"(%s), \"h\"(%s));", ty, dn,
+                n - 1, sb_str(&last[0]), sb_str(&last[1]), sb_str(&last[2]));
+    cg_line(c, "#else");
+    cg_line(c, "#pragma unroll");
+    cg_line(c, "for (int l = 0; l < %lld; l++)", n);
+    cg_line(c, "    %s[l] = tsl_to<%s>::f(tsl_fma16((double)%s, (double)%s, (double)%s, %d, %d));", dn, dt, sb_str(&x[0]),
+            sb_str(&x[1]), sb_str(&x[2]), odt.man, 1 - odt.bias);
+    cg_line(c, "#endif");
+    for (int k = 0; k < 3; k++) {
+        sb_free(&pair[k]);
+        sb_free(&last[k]);
+    }
 }
 
 static void emit_elementwise(cg *c, const tile_stmt *s)
@@ -1111,6 +1164,10 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
             }
         }
         declare(c, s, &rd);
+        if (in->op == TILE_I_FMA && odt.bits == 16) {
+            emit_fma16(c, s, dv, &rd, odt, x);
+            goto done;
+        }
         const char *mt = u64 ? "unsigned long long" : imath ? "long long" : fl ? "float" : "double";
         const char *text = ew_text(in->op, fl, isint, in->approx);
         if (odt.kind == TILE_DT_FLOAT && odt.bits == 64 && ew_text_f64(in->op)) text = ew_text_f64(in->op);

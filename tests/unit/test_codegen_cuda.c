@@ -6,8 +6,10 @@
  * (rt_cuda_open succeeds) each also runs on random data — sizes 1 and
  * sizes that are no tile multiple, outputs poisoned with NaN first — and
  * is compared with the interpreter, then timed (events, median of 10);
- * the fp16 GEMM also runs at 4096^3 and prints its TFLOP/s. Without NVRTC
- * or without a GPU those parts print "skipped: ..." and pass. */
+ * the fp16 GEMM also runs at 4096^3 and prints its TFLOP/s. fma is
+ * compared bit for bit, in the emulation and on a GPU, and its PTX
+ * checked. Without NVRTC or without a GPU those parts print "skipped: ..."
+ * and pass. */
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../fma_cases.h"
 #include "../sched_runners.h"
 #include "../test.h"
 #include "codegen/cuda.h"
@@ -776,6 +779,84 @@ static void test_emulated_row_kernels(void)
     printf("    %d emulated row/elementwise runs compared with the interpreter\n", compared);
 }
 
+/* fma on every float dtype against the interpreter, bit for bit, on
+ * test_fma_fill's inputs (ties, the double-rounding corner): in the host
+ * emulation (tsl_fma16, fmaf, fma: the interpreter's text and calls) or
+ * on the GPU (fma.rn.{f16,bf16}x2 and single, fma.rn.f32/f64). */
+static void fma_bits(int gpu)
+{
+    static const tsl_dtype dts[] = {TSL_DTYPE_F16, TSL_DTYPE_BF16, TSL_DTYPE_F32, TSL_DTYPE_F64};
+    const char *where = gpu ? "GPU" : "emulation";
+    for (size_t di = 0; di < TSL_COUNTOF(dts); di++) {
+        tsl_dtype dt = dts[di];
+        const char *tn = dtype_info_of(dt)->tname;
+        char *text = test_fma_program(dt);
+        tsl_arena *ar = arena_create();
+        tsl_source src = {"fma.tile", text};
+        tsl_diag d = {0};
+        tile_module *m = NULL;
+        strbuf cu = {0};
+        void *h = NULL;
+        tsl_status st = tile_parse(ar, &src, &d, &m);
+        if (!st && !gpu) st = cg_cuda_emit(m, m->kernels[0], &cu, &d);
+        CHECK_MSG(st == TSL_OK, "fma %s: %s", tn, sb_str(&d.msg));
+        if (!st && !gpu) {
+            h = test_emu_build(sb_str(&cu), tn);
+            CHECK_MSG(h != NULL, "fma %s: the emulation does not build", tn);
+            if (!h) st = TSL_ERR_COMPILE;
+        }
+        int64_t n = (gpu ? 100000 : 1000) + test_rand_int(1, 95);
+        run_set want = {.n = 5}, got = {.n = 5};
+        for (int j = 0; j < 5 && !st; j++) {
+            want.t[j] = tsl_tensor_alloc(dt, 1, &n), got.t[j] = tsl_tensor_alloc(dt, 1, &n);
+            want.args[j] = (tile_interp_arg){.name = m->kernels[0]->params[j]->name, .t = want.t[j]};
+            got.args[j] = (tile_interp_arg){.name = want.args[j].name, .t = got.t[j]};
+        }
+        if (!st) {
+            test_fma_fill(dt, want.t[0]->data, want.t[1]->data, want.t[2]->data, n);
+            for (int j = 0; j < 3; j++) memcpy(got.t[j]->data, want.t[j]->data, (size_t)n * tsl_dtype_size(dt));
+            st = tile_interp_run(m->kernels[0], &src, want.args, 5, NULL, &d);
+            CHECK_MSG(st == TSL_OK, "fma %s, interpreter: %s", tn, sb_str(&d.msg));
+        }
+        if (!st && gpu) {
+            st = drv_kernel_run(&drv_target_cuda, m, m->kernels[0], got.args, 5, NULL, &d);
+            CHECK_MSG(st == TSL_OK, "fma %s, GPU: %s", tn, sb_str(&d.msg));
+        } else if (!st) {
+            int ran = emu_run(h, m, m->kernels[0], &n, &got);
+            CHECK_MSG(ran, "fma %s: the emulated launch failed", tn);
+            if (!ran) st = TSL_ERR_RUNTIME;
+        }
+        for (int j = 3; j < 5 && !st; j++) {
+            int64_t i = test_fma_first_diff(dt, want.t[j]->data, got.t[j]->data, n);
+            CHECK_MSG(i < 0, "fma %s, %s[%lld]: interpreter %a, %s %a", tn, j == 3 ? "Z" : "W", (long long)i,
+                      i < 0 ? 0 : dtype_get(dt, want.t[j]->data, i), where,
+                      i < 0 ? 0 : dtype_get(dt, got.t[j]->data, i));
+        }
+        if (!st) printf("    fma %s: %lld elements x 2, %s == interpreter\n", tn, (long long)n, where);
+        if (h) dlclose(h);
+        set_free(&want);
+        set_free(&got);
+        diag_free(&d);
+        sb_free(&cu);
+        arena_free(ar);
+        free(text);
+    }
+}
+
+static void test_emulated_fma_bits(void)
+{
+    if (test_have_cxx()) fma_bits(0);
+}
+
+static void test_gpu_fma_bits(void)
+{
+    if (!have_nvrtc() || !have_gpu()) {
+        printf("    skipped: no GPU\n");
+        return;
+    }
+    fma_bits(1);
+}
+
 /* ---- generator properties (no NVRTC needed) ------------------------------------------------ */
 
 static tsl_status emit_text(const char *text, strbuf *out, tsl_diag *d)
@@ -920,6 +1001,43 @@ static void test_abs_narrow_ptx(void)
     free(path);
 }
 
+/* The PTX of fma: f16 and bf16 registers pair adjacent locals into one
+ * fma.rn.{f16,bf16}x2 and take an odd last local alone (the program's 3
+ * locals a thread: one of each), f32 and f64 are fma.rn; sm_80 and sm_90a. */
+static void test_fma_ptx(void)
+{
+    if (!have_nvrtc()) return;
+    static const struct {
+        tsl_dtype dt;
+        const char *want[2];
+    } rows[] = {
+        {TSL_DTYPE_F16, {"fma.rn.f16x2 ", "fma.rn.f16 "}},
+        {TSL_DTYPE_BF16, {"fma.rn.bf16x2 ", "fma.rn.bf16 "}},
+        {TSL_DTYPE_F32, {"fma.rn.f32 ", "fma.rn.f32 "}},
+        {TSL_DTYPE_F64, {"fma.rn.f64 ", "fma.rn.f64 "}},
+    };
+    for (size_t r = 0; r < TSL_COUNTOF(rows); r++) {
+        char *text = test_fma_program(rows[r].dt);
+        strbuf cu = {0};
+        tsl_diag d = {0};
+        CHECK_EQ_INT(emit_text(text, &cu, &d), TSL_OK);
+        static const char *const archs[] = {"sm_80", "sm_90a"};
+        for (int a = 0; a < 2; a++) {
+            char *ptx = NULL;
+            diag_reset(&d);
+            tsl_status st = rt_cuda_compile_ptx(sb_str(&cu), archs[a], NULL, &ptx, &d);
+            CHECK_MSG(st == TSL_OK, "%s: %s", archs[a], sb_str(&d.msg));
+            for (int w = 0; w < 2 && ptx; w++)
+                CHECK_MSG(strstr(ptx, rows[r].want[w]), "fma %s, %s: no '%s' in the PTX",
+                          dtype_info_of(rows[r].dt)->tname, archs[a], rows[r].want[w]);
+            free(ptx);
+        }
+        diag_free(&d);
+        sb_free(&cu);
+        free(text);
+    }
+}
+
 static void test_emit_errors(void)
 {
     strbuf sb = {0};
@@ -980,11 +1098,14 @@ TEST_SUITE(codegen_cuda) = {
     {"decomp_printed", test_decomp_printed},
     {"emit_errors", test_emit_errors},
     {"abs_narrow_ptx", test_abs_narrow_ptx},
+    {"fma_ptx", test_fma_ptx},
     {"compile_all", test_compile_all},
     {"emulated_matches_interp", test_emulated_matches_interp},
     {"emulated_row_kernels", test_emulated_row_kernels},
+    {"emulated_fma_bits", test_emulated_fma_bits},
     {"gpu_matches_interp", test_gpu_matches_interp},
     {"gpu_regress_goldens", test_gpu_regress_goldens},
+    {"gpu_fma_bits", test_gpu_fma_bits},
     {"gpu_gemm_4096", test_gpu_gemm_4096},
     {0},
 };
