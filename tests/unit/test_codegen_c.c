@@ -232,6 +232,7 @@ static void test_golden(void)
     compare_file("tests/tile_golden/elementwise.tile", NULL, 700);
     /* f64 math in double, bit for bit (the CUDA generator once used float) */
     compare_file("tests/tile_golden/f64_math.tile", NULL, 300);
+    compare_file("tests/tile_golden/fma.tile", NULL, 300);
     compare_file("tests/tile_golden/gemm.tile", NULL, 90);
     /* a swizzled shared block spec: pipeline expansion does not take it yet */
     compare_file("tests/tile_golden/gemm_pipelined.tile", " gemm_pipelined!", 90);

@@ -12,7 +12,7 @@ static const char *const goldens[] = {
     "gemm.tile",        "gemm_pipelined.tile", "ldmatrix.tile", "blocked_sum.tile",
     "softmax_rows.tile", "elementwise.tile",   "control.tile",  "shuffle.tile",
     "dequant.tile",     "quadpairs.tile",      "async_copy.tile", "tiny.tile",
-    "blocks_out.tile",  "hopper_gemm.tile",    "shared_view.tile",
+    "blocks_out.tile",  "hopper_gemm.tile",    "shared_view.tile", "fma.tile",
 };
 
 /* Parse text as file `name`; returns the status, fills *m (NULL on error)
