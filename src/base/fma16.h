@@ -21,7 +21,11 @@
  * quantizes |s| to the format's unit 2^(E - man), E = max(exponent of s,
  * emin), by one double addition of 2^(E + 52 - man) (to nearest even).
  * Returns the rounded value; infinity past the largest finite one
- * (ldexp(1, 1024) overflows), NaN and infinities as fma gives them. */
+ * (ldexp(1, 1024) overflows), NaN and infinities as fma gives them.
+ * TwoSum needs a*b kept apart from the sums: it is compiled without FP
+ * contraction (tessel and the C kernels are ISO C, the C prelude says
+ * FP_CONTRACT OFF for clang, the emulation is ISO C++); the GPU runs
+ * fma.rn instead and never calls it. */
 #ifndef TSL_FMA16_H
 #define TSL_FMA16_H
 
