@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--build" ]; then
     [ -f build/libtessel.a ] || { echo "call_overhead.sh: build/libtessel.a is missing: run make -s -j2 all first"; exit 1; }
-    ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Iinclude -Isrc bench/call_overhead.c build/libtessel.a \
+    ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Iinclude -Isrc -Itests bench/call_overhead.c build/libtessel.a \
         -lsqlite3 -ldl -lm -lpthread -o build/call_overhead
     exit 0
 fi

@@ -14,9 +14,15 @@ timer: best of 40 batches of about 2 ms):
               ready arguments (the fill and the run);
   fill        tsl_dlpack_fill alone, through ctypes (PyDLL);
   c-run       tsl_program_call on the filled descriptors, through ctypes;
-  ctypes-nop  one ctypes call of libc abs, to tell a loaded machine.
+  ctypes-nop  one ctypes call of libc abs, to tell a loaded machine;
+  is_neg x1   one tensor's is_neg() alone;
+  torch.add   torch.add(A, B, out=C) beside it.
 
-    PYTHONPATH=python python3 bench/py_split.py [--rounds 5]
+With --device cuda the tensors are CUDA tensors and each batch ends with
+a synchronize (the calls are asynchronous); the C rows then include the
+launch.
+
+    PYTHONPATH=python python3 bench/py_split.py [--rounds 5] [--device cuda]
 """
 import argparse
 import ctypes
@@ -36,9 +42,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = ap.parse_args()
     f = tessel.compile(ADD)
-    a, b, c = torch.rand(4), torch.rand(4), torch.full((4,), float("nan"))
+    dev = args.device
+    a, b, c = torch.rand(4, device=dev), torch.rand(4, device=dev), torch.full((4,), float("nan"), device=dev)
+    sync = torch.cuda.synchronize if dev == "cuda" else None
     f(a, b, out=c)
     f(a, b, out=c)
     torch.testing.assert_close(c, a + b, rtol=0, atol=0)
@@ -73,7 +82,7 @@ def main():
         def run():
             _fast._G["_call_dl"] = fn
             try:
-                return timeit(lambda: f(a, b, out=c), args.n)
+                return timeit(lambda: f(a, b, out=c), args.n, sync)
             finally:
                 _fast._G["_call_dl"] = call_dl
         return run
@@ -82,7 +91,7 @@ def main():
         def run():
             type(f).__call__ = fn
             try:
-                return timeit(lambda: f(a, b, out=c), args.n)
+                return timeit(lambda: f(a, b, out=c), args.n, sync)
             finally:
                 type(f).__call__ = real_call
         return run
@@ -91,19 +100,21 @@ def main():
         def run():
             g = make()
             try:
-                return timeit(g, args.n)
+                return timeit(g, args.n, sync)
             finally:
                 fs.objl[:] = [None] * len(fs.objl)
         return run
     rows = {"call": with_source(real_call), "no-is_neg": with_source(no_neg),
             "c-nop": with_call_dl(lambda p, q, r, s: nop(p, q, 0)), "py-nop": with_call_dl(lambda p, q, r, s: 0),
             "one-call": plain(one_call), "fill": plain(fill_only),
-            "c-run": plain(lambda: c_run_only(f, a, b, c)), "ctypes-nop": lambda: calibration(args.n)}
+            "c-run": plain(lambda: c_run_only(f, a, b, c)), "ctypes-nop": lambda: calibration(args.n),
+            "is_neg x1": lambda: timeit(a.is_neg, args.n),
+            "torch.add": lambda: timeit(lambda: torch.add(a, b, out=c), args.n, sync)}
     best = {k: float("inf") for k in rows}
     for _ in range(args.rounds):
         for k, run in rows.items():
             best[k] = min(best[k], run())
-    print(f"torch {torch.__version__}, best of {args.rounds} rounds, us per call")
+    print(f"torch {torch.__version__}, {dev} tensors, best of {args.rounds} rounds, us per call")
     for k, v in best.items():
         print(f"  {k:11s} {v:6.2f}")
     print(f"  is_neg x3   {best['call'] - best['no-is_neg']:6.2f}  (call - no-is_neg)")
