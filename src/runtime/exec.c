@@ -18,7 +18,15 @@
  * (a run given memory, rt_run.mem, takes its temporaries and scratch from
  * it instead and returns them once its launches are queued);
  * a units argument is the device's multiprocessor count. A launch with a
- * guard (`when`, over the program's sizes) runs only where it holds. */
+ * guard (`when`, over the program's sizes) runs only where it holds.
+ *
+ * What binding a launch finds (whether it runs, its variant, extents,
+ * strides, words, grid) depends on the run's sizes, shapes, scalar words
+ * and lanes and on nothing else but addresses: a plan of up to
+ * EX_MEMO_LAUNCHES launches keeps each launch's binding, and the next run
+ * with the same sizes, shapes, words and lanes (and no strides given)
+ * only writes its addresses into it (a cached call of a small def then
+ * evaluates no expression: ~900 of its ~4,800 host instructions). */
 #include <string.h>
 
 #include "runtime/plan.h"
@@ -33,6 +41,17 @@ typedef struct ex_variant {
     rt_binary bin; /* data owned when `owned` */
     int owned;
 } ex_variant;
+
+/* One launch as the last full binding left it (ex_memo_same says when a
+ * run may reuse it). */
+enum { EX_MEMO_LAUNCHES = 16 };
+enum { EX_L_OFF, EX_L_SKIP, EX_L_RUN }; /* not run (no lanes, guard false); empty grid; launched */
+
+typedef struct ex_memo_launch {
+    int state;
+    unsigned key; /* its variant */
+    void *fn;
+} ex_memo_launch;
 
 typedef struct ex_kernel {
     ex_variant *v;
@@ -56,6 +75,14 @@ struct rt_exec {
     int force_wide;
     int threads;
     rt_bound *b; /* scratch */
+    /* the kept bindings: memo[nlaunches] (NULL for a larger plan) and what
+     * they were made for, memo_key[nmemo_key] (ex_memo_gather), beside
+     * the key of the run at hand (memo_now) */
+    ex_memo_launch *memo;
+    rt_bound *memo_b; /* [nlaunches]: each launch's arguments; the addresses rewritten per run */
+    int64_t *memo_key, *memo_now;
+    int nmemo_key;
+    int memo_valid;
 };
 
 static tsl_status ex_nomem(tsl_diag *d)
@@ -123,8 +150,18 @@ tsl_status rt_exec_create(const rt_plan *p, const rt_target *t, void *dev, rt_ex
         x->run_temp = calloc((size_t)p->ntensors + 1, sizeof *x->run_temp);
         x->run_scratch = calloc((size_t)p->nscratch + 1, sizeof *x->run_scratch);
     }
+    int memo = x && p->nlaunches > 0 && p->nlaunches <= EX_MEMO_LAUNCHES;
+    if (memo) {
+        int nk = 2 + p->nsizes + p->nstmts; /* ex_memo_gather's */
+        for (int i = 0; i < p->ntensors; i++) nk += (p->tensors[i].flags & RT_T_SCALAR) ? 1 : p->tensors[i].rank;
+        x->memo = calloc((size_t)p->nlaunches, sizeof *x->memo);
+        x->memo_b = calloc((size_t)p->nlaunches, sizeof *x->memo_b);
+        x->memo_key = calloc((size_t)nk, sizeof *x->memo_key);
+        x->memo_now = calloc((size_t)nk, sizeof *x->memo_now);
+        x->nmemo_key = nk;
+    }
     if (!x || !x->k || !x->temp || !x->temp_cap || !x->last_variant || !x->b || !x->scratch || !x->run_temp ||
-        !x->run_scratch) {
+        !x->run_scratch || (memo && (!x->memo || !x->memo_b || !x->memo_key || !x->memo_now))) {
         rt_exec_free(x);
         return ex_nomem(d);
     }
@@ -171,12 +208,16 @@ void rt_exec_free(rt_exec *x)
     free(x->temp_cap);
     free(x->last_variant);
     free(x->b);
+    free(x->memo);
+    free(x->memo_b);
+    free(x->memo_key);
+    free(x->memo_now);
     free(x);
 }
 
 int rt_exec_launches_run(const rt_exec *x) { return x ? x->last_launches : 0; }
 int rt_exec_variant(const rt_exec *x, int launch) { return x->last_variant[launch]; }
-void rt_exec_force_wide(rt_exec *x, int on) { x->force_wide = on; }
+void rt_exec_force_wide(rt_exec *x, int on) { x->force_wide = on; } /* (part of the memo's key) */
 void rt_exec_set_threads(rt_exec *x, int threads) { x->threads = threads; }
 int rt_exec_nbinaries(const rt_exec *x, int k) { return x->k[k].n; }
 const rt_binary *rt_exec_binary(const rt_exec *x, int k, int i) { return &x->k[k].v[i].bin; }
@@ -302,14 +343,13 @@ static tsl_status ex_units(rt_exec *x, int ki, int64_t *out, tsl_diag *d)
     return TSL_OK;
 }
 
-/* Bind launch li's arguments into x->b and pick its variant. *skip: the
+/* Bind launch li's arguments into b and pick its variant. *skip: the
  * grid is empty. */
-static tsl_status ex_bind(rt_exec *x, int li, const rt_run *r, unsigned *key, int *skip, tsl_diag *d)
+static tsl_status ex_bind(rt_exec *x, int li, const rt_run *r, rt_bound *b, unsigned *key, int *skip, tsl_diag *d)
 {
     const rt_plan *p = x->p;
     const rt_launch *l = &p->launches[li];
     const rt_kernel *k = &p->kernels[l->kernel];
-    rt_bound *b = x->b;
     int64_t vals[2 * RT_MAX_PARAMS];
     int nv = k->nsyms + k->nparams, need64 = x->force_wide;
     memset(vals, 0, sizeof *vals * (size_t)nv); /* per launch: only what the expressions read */
@@ -481,6 +521,43 @@ static tsl_status ex_check_records(rt_exec *x, const rt_run *r, tsl_diag *d)
     return st;
 }
 
+/* A kept binding of launch li with this run's addresses (what ex_bind
+ * writes into b->ptr, nothing else). */
+static void ex_bind_addresses(rt_exec *x, int li, const rt_run *r, rt_bound *b)
+{
+    const rt_launch *l = &x->p->launches[li];
+    const rt_kernel *k = &x->p->kernels[l->kernel];
+    for (int q = 0; q < k->nparams; q++) {
+        const rt_arg *a = &l->args[q];
+        if (!k->params[q].is_tensor) continue;
+        if (a->kind == RT_ARG_SCRATCH) b->ptr[q] = x->cur_scratch[a->index];
+        else b->ptr[q] = (x->p->tensors[a->index].flags & RT_T_TEMP) ? x->cur_temp[a->index] : r->data[a->index];
+    }
+    b->threads = x->threads;
+}
+
+/* What the kept bindings depend on besides addresses, into k (the key):
+ * force_wide, whether lanes were given, the sizes, each scalar's word and
+ * each tensor's shape, the lanes. Gives its length. */
+static int ex_memo_gather(const rt_exec *x, const rt_run *r, int64_t *k)
+{
+    const rt_plan *p = x->p;
+    int n = 0;
+    k[n++] = x->force_wide;
+    k[n++] = r->lanes != NULL;
+    for (int i = 0; i < p->nsizes; i++) k[n++] = r->sizes[i];
+    for (int i = 0; i < p->ntensors; i++) {
+        const rt_tensor *t = &p->tensors[i];
+        const int64_t *sh = r->shape[i];
+        if (t->flags & RT_T_SCALAR) k[n++] = r->words ? r->words[i] : 0;
+        else
+            for (int j = 0; j < t->rank; j++) k[n++] = sh[j];
+    }
+    for (int i = 0; r->lanes && i < p->nstmts; i++) k[n++] = r->lanes[i];
+    TSL_ASSERT(n <= x->nmemo_key);
+    return n;
+}
+
 tsl_status rt_exec_run(rt_exec *x, const rt_run *r, int check, tsl_diag *d)
 {
     const rt_plan *p = x->p;
@@ -491,35 +568,59 @@ tsl_status rt_exec_run(rt_exec *x, const rt_run *r, int check, tsl_diag *d)
     int records = x->t->fault_records && p->nlaunches;
     if (!st && check && records)
         st = x->t->memset(x->dev, x->err, 0, (size_t)p->nlaunches * RT_ERR_WORDS * 8, d);
+    /* the kept bindings when this run is what they were made for (the
+     * sizes need a run of its own: r->sizes NULL is a kernel's run) */
+    int keep = x->memo && r->sizes && !r->strides, nkey = 0;
+    if (keep) nkey = ex_memo_gather(x, r, x->memo_now);
+    int kept = keep && x->memo_valid && !memcmp(x->memo_now, x->memo_key, sizeof *x->memo_key * (size_t)nkey);
+    if (keep && !kept) x->memo_valid = 0;
     for (int li = 0; !st && li < p->nlaunches; li++) {
         const rt_launch *l = &p->launches[li];
-        x->last_variant[li] = -1;
-        if (r->lanes && r->lanes[l->stmt] == 0) continue;
-        if (l->when.n) { /* the launch's guard on the sizes (one of a group's exclusive plans) */
-            int ok = 1;
-            int64_t w = rt_expr_eval(&l->when, r->sizes, p->nsizes, &ok);
-            if (!ok) {
-                diag_error(d, TSL_ERR_INTERNAL, "launch %d: its guard does not evaluate", li);
-                st = TSL_ERR_INTERNAL;
-                break;
-            }
-            if (!w) continue;
-        }
+        ex_memo_launch *m = keep ? &x->memo[li] : NULL;
+        rt_bound *b = m ? &x->memo_b[li] : x->b;
         unsigned key = 0;
-        int skip = 0;
         void *fn = NULL;
-        st = ex_bind(x, li, r, &key, &skip, d);
-        if (st || skip) continue;
-        st = ex_variant_get(x, l->kernel, key, &fn, d);
-        if (st) break;
-        x->b->err = records ? x->err + (rt_ptr)li * RT_ERR_WORDS * 8 : 0;
+        x->last_variant[li] = -1;
+        if (kept) {
+            if (m->state != EX_L_RUN) continue;
+            key = m->key;
+            fn = m->fn;
+            ex_bind_addresses(x, li, r, b);
+        } else {
+            if (m) m->state = EX_L_OFF;
+            if (r->lanes && r->lanes[l->stmt] == 0) continue;
+            if (l->when.n) { /* the launch's guard on the sizes (one of a group's exclusive plans) */
+                int ok = 1;
+                int64_t w = rt_expr_eval(&l->when, r->sizes, p->nsizes, &ok);
+                if (!ok) {
+                    diag_error(d, TSL_ERR_INTERNAL, "launch %d: its guard does not evaluate", li);
+                    st = TSL_ERR_INTERNAL;
+                    break;
+                }
+                if (!w) continue;
+            }
+            int skip = 0;
+            st = ex_bind(x, li, r, b, &key, &skip, d);
+            if (!st && skip && m) m->state = EX_L_SKIP;
+            if (st || skip) continue;
+            st = ex_variant_get(x, l->kernel, key, &fn, d);
+            if (st) break;
+            if (m) *m = (ex_memo_launch){EX_L_RUN, key, fn};
+        }
+        b->err = records ? x->err + (rt_ptr)li * RT_ERR_WORDS * 8 : 0;
         rt_fault f = {0};
-        st = x->t->launch(x->dev, fn, x->b, &f, d);
-        if (st == TSL_ERR_RUNTIME && f.code) st = ex_fault(x->b, &f, d);
+        st = x->t->launch(x->dev, fn, b, &f, d);
+        if (st == TSL_ERR_RUNTIME && f.code) st = ex_fault(b, &f, d);
         if (!st) {
             x->last_launches++;
             x->last_variant[li] = (int)key;
         }
+    }
+    if (keep && !kept && !st) { /* every launch bound: kept for the next run like this one */
+        int64_t *k = x->memo_key;
+        x->memo_key = x->memo_now;
+        x->memo_now = k;
+        x->memo_valid = 1;
     }
     if (r->mem) ex_mem_return(x, r->mem);
     if (!st && check) st = x->t->sync(x->dev, d);
