@@ -36,6 +36,10 @@ struct tsl_program {
     char *opt_text;    /* their canonical text, in the arena ("" for the defaults) */
     int opt_explicit;  /* set by the caller: no tuned options are looked up */
     tsl_run_stats last; /* of the last tsl_program_run (tsl_program_run_stats) */
+    struct tsl_prepared_at { /* per compiled target: the prepared plan its last run found (compiled.c) */
+        int slot;
+        uint64_t serial; /* the slot's filling then; 0: none yet */
+    } prepared_at[2];    /* (each under its target's lock) */
     struct {            /* the last tuned-options lookup (compiled.c; under its lock) */
         int target;
         void *dev;

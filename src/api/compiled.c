@@ -185,7 +185,10 @@ typedef struct prepared {
     drv_prepared *p;
     int captured; /* its kernels were captured into a CUDA graph */
     uint64_t used;
+    uint64_t serial; /* which filling of a slot this is (target_state.serial) */
 } prepared;
+
+
 
 /* Per target: its lock, its device (CUDA; NULL on the CPU) and plans. */
 typedef struct target_state {
@@ -193,6 +196,11 @@ typedef struct target_state {
     void *dev;
     prepared plans[PREPARED_MAX];
     uint64_t clock;
+    /* every filling of a slot gets the next serial: a program remembers
+     * per target the slot and serial its last run found
+     * (tsl_program.prepared_at, under this lock), and while the slot holds
+     * that filling, that program's key is in it */
+    uint64_t serial;
 } target_state;
 
 static target_state states[2] = {{.mu = PTHREAD_MUTEX_INITIALIZER}, {.mu = PTHREAD_MUTEX_INITIALIZER}};
@@ -254,20 +262,43 @@ static int key_is(const char *key, const char *name, const char *opt, const char
 /* The prepared executor of p's def on target t (state s), made on a miss;
  * `captured`: this run is being captured into a CUDA graph (the executor is
  * then never freed). */
-static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, const sched_options *opt,
-                        const char *opt_text, int captured, tsl_diag *d, tsl_status *st)
+/* The slot's filling found for p under these options: the one p's last
+ * run found (its name and source text are p's, so only the options are
+ * compared: a cached run compares no source text), else a search. */
+static prepared *prepare_find(tsl_program *p, target_state *s, const char *opt_text)
 {
-    prepared *slot = &s->plans[0];
+    struct tsl_prepared_at *at = &p->prepared_at[s - states];
+    if (at->serial) {
+        prepared *e = &s->plans[at->slot];
+        size_t nl = strlen(p->def->name), no = strlen(opt_text);
+        if (e->key && e->serial == at->serial && !strncmp(e->key + nl + 1, opt_text, no) && e->key[nl + 1 + no] == '\n')
+            return e;
+    }
     for (int i = 0; i < PREPARED_MAX; i++) {
         prepared *e = &s->plans[i];
         if (e->key && key_is(e->key, p->def->name, opt_text, p->src.text)) {
-            e->used = ++s->clock;
-            e->captured |= captured;
-            int nk = drv_prepared_executable(e->p)->plan->nkernels;
-            rt_stats_here()->loaded += nk;
-            rt_stats_here()->kernels += nk;
-            return drv_prepared_exec(e->p);
+            *at = (struct tsl_prepared_at){i, e->serial};
+            return e;
         }
+    }
+    return NULL;
+}
+
+static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, const sched_options *opt,
+                        const char *opt_text, int captured, tsl_diag *d, tsl_status *st)
+{
+    prepared *e = prepare_find(p, s, opt_text);
+    if (e) {
+        e->used = ++s->clock;
+        e->captured |= captured;
+        int nk = drv_prepared_executable(e->p)->plan->nkernels;
+        rt_stats_here()->loaded += nk;
+        rt_stats_here()->kernels += nk;
+        return drv_prepared_exec(e->p);
+    }
+    prepared *slot = &s->plans[0];
+    for (int i = 0; i < PREPARED_MAX; i++) {
+        e = &s->plans[i];
         if (!e->key ? slot->key != NULL : slot->key && e->used < slot->used) slot = e;
     }
     drv_prepared *pp = NULL;
@@ -281,6 +312,8 @@ static rt_exec *prepare(tsl_program *p, const drv_target *t, target_state *s, co
     slot->p = pp;
     slot->captured = captured;
     slot->used = ++s->clock;
+    slot->serial = ++s->serial;
+    p->prepared_at[s - states] = (struct tsl_prepared_at){(int)(slot - s->plans), slot->serial};
     return drv_prepared_exec(pp);
 }
 
