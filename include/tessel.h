@@ -374,7 +374,12 @@ int tsl_target_parse(TSL_KEEP const char *name, tsl_target *out); /* 0 if known 
  * parameter and an output, and bound once with tsl_args_set_tensor). */
 tsl_status tsl_program_run(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, tsl_target target);
 /* tsl_args_bind(a, tensors, scalars) then tsl_program_run(p, a, target):
- * the one call a language binding makes per function call. */
+ * the one call a language binding makes per function call. When every
+ * descriptor reads as in the args' last call that ran (device, dtype,
+ * shape, strides, byte offset; the data's address aside), on the same
+ * target with nothing set on the args since, the checks that call passed
+ * are not made again (the overlap check neither when the addresses are the
+ * same too): the answer would be the same. */
 tsl_status tsl_program_call(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *tensors,
                             TSL_KEEP const double *scalars, tsl_target target);
 

@@ -7,8 +7,18 @@
  * descriptors are borrowed and may have changed since they were bound.
  * Outputs the caller did not bind are allocated by the args at the first
  * run and kept (tsl_args_output) until the args are freed or a later run
- * needs another shape. */
+ * needs another shape.
+ *
+ * tsl_program_call remembers the descriptors of its last call that ran
+ * (args_seen: everything but the data's address) and the addresses its
+ * overlap check passed: a call whose descriptors all read the same again,
+ * on the same target, with nothing set on the args in between, would pass
+ * every check the same way and bind the same sizes, so it checks none of
+ * them (bind, inference, device, outputs; overlaps too when the addresses
+ * are the same as well). Only what the descriptors hold is compared, never
+ * the DLTensor's own address: a caller may refill one descriptor. */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -49,8 +59,38 @@ struct tsl_args {
     void *stream;     /* device runs: the caller's CUstream (NULL: legacy default) */
     tsl_allocator al; /* al.alloc NULL: tessel's own allocation */
     int sync;         /* device runs: wait for the stream and report index errors */
-    int fresh;        /* tsl_program_call: the descriptors were checked by its bind, just now */
+    int fresh;        /* tsl_program_call: ARGS_CHECKED or ARGS_SEEN (below), else 0 */
+    DLDevice run_dv;  /* the device of the last run's tensors */
+    /* the last tsl_program_call that ran: its descriptors (def->nparams +
+     * def->noutputs, by position), target and device, and the view
+     * addresses its overlap check passed (def->ntensors); valid while
+     * seen_valid (cleared by every change to the binding) */
+    struct args_seen *seen;
+    void **seen_base;
+    int seen_valid, seen_bases_valid;
+    int has_scalars; /* the def has a scalar parameter */
+    tsl_target seen_target;
+    DLDevice seen_dv;
 };
+
+/* a->fresh: the descriptors were checked by tsl_program_call's bind just
+ * now; or they read as those of its last call that ran (args_seen) */
+enum { ARGS_CHECKED = 1, ARGS_SEEN = 2 };
+
+/* A descriptor as a call that passed every check saw it, its data's
+ * address aside: `head` is its device, ndim and dtype as the DLTensor
+ * lays them out (16 bytes from `device`: compared at once); ndim -1: no
+ * tensor was given. */
+enum { ARGS_HEAD = offsetof(DLTensor, shape) - offsetof(DLTensor, device) };
+_Static_assert(ARGS_HEAD == 16, "DLTensor's device, ndim and dtype are 16 bytes together");
+
+typedef struct args_seen {
+    unsigned char head[ARGS_HEAD];
+    int ndim;
+    int has_data, has_strides;
+    uint64_t byte_offset;
+    int64_t shape[TSL_MAX_RANK], strides[TSL_MAX_RANK];
+} args_seen;
 
 /* Up to this many sizes, tensors, ... a call keeps its scratch on the
  * stack: a cached call of a small def allocates nothing. */
@@ -96,11 +136,14 @@ TSL_GIVE tsl_args *tsl_args_create(TSL_KEEP tsl_program *p)
     a->p = p;
     a->slot = calloc((size_t)p->def->ntensors + 1, sizeof *a->slot);
     a->size_set = malloc(((size_t)p->def->nsizes + 1) * sizeof *a->size_set);
-    if (!a->slot || !a->size_set) {
+    a->seen = calloc((size_t)(p->def->nparams + p->def->noutputs) + 1, sizeof *a->seen);
+    a->seen_base = calloc((size_t)p->def->ntensors + 1, sizeof *a->seen_base);
+    if (!a->slot || !a->size_set || !a->seen || !a->seen_base) {
         tsl_args_free(a);
         return NULL;
     }
     for (int i = 0; i < p->def->nsizes; i++) a->size_set[i] = -1;
+    for (int i = 0; i < p->def->nparams; i++) a->has_scalars |= p->def->params[i]->is_scalar;
     return a;
 }
 
@@ -111,6 +154,8 @@ void tsl_args_free(TSL_TAKE tsl_args *a)
         for (int i = 0; i < a->p->def->ntensors; i++) args_out_free(a->slot[i].owned_out);
     free(a->slot);
     free(a->size_set);
+    free(a->seen);
+    free(a->seen_base);
     arena_free(a->bind);
     free(a);
 }
@@ -122,6 +167,7 @@ static void args_invalidate(tsl_args *a)
 {
     a->bound = NULL;
     a->ran = 0;
+    a->seen_valid = 0;
 }
 
 static void args_unmake(tsl_args *a)
@@ -271,6 +317,7 @@ tsl_status tsl_args_set_scalar(TSL_KEEP tsl_args *a, TSL_KEEP const char *name, 
     a->slot[lt->index].scalar = args_scalar_value(lt, v);
     a->slot[lt->index].has_scalar = 1;
     a->ran = 0;
+    a->seen_valid = 0;
     return TSL_OK;
 }
 
@@ -278,6 +325,7 @@ tsl_status tsl_args_bind(TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *t
                          TSL_KEEP const double *scalars)
 {
     if (!a) return TSL_ERR_ARG;
+    a->seen_valid = 0; /* (a failed binding leaves some slots changed) */
     tsl_context *ctx = a->p->ctx;
     const lang_def *def = a->p->def;
     if (!tensors) return api_error(ctx, TSL_ERR_ARG, "tsl_args_bind: tensors is NULL");
@@ -388,7 +436,7 @@ tsl_status tsl_args_infer(TSL_KEEP tsl_args *a)
             sb_free(&b);
             continue;
         }
-        if (!a->fresh && (st = args_check_input(a, lt, sl->in))) continue;
+        if (!a->fresh && (st = args_check_input(a, lt, sl->in))) continue; /* (ARGS_SEEN runs no infer) */
         for (int d = 0; d < lt->rank && !st; d++) {
             int64_t v = sl->in->shape[d];
             int sym = lt->dims ? lt->dims[d].sym : -1;
@@ -494,7 +542,7 @@ double tsl_args_tolerance(TSL_KEEP tsl_args *a, TSL_KEEP const char *name)
 static tsl_status args_check_output(tsl_args *a, const lang_tensor *lt, const DLTensor *t)
 {
     tsl_context *ctx = a->p->ctx;
-    tsl_dtype dt = lt->dtype; /* fresh: tsl_args_bind checked it is */
+    tsl_dtype dt = lt->dtype; /* fresh: tsl_args_bind checked it is (ARGS_SEEN checks no output) */
     tsl_status st = a->fresh ? TSL_OK : args_check_tensor(ctx, t, "output", lt->name, &dt);
     if (!st && api_tensor_check_distinct(NULL, t, NULL)) { /* the message formatted only when needed */
         char what[160];
@@ -534,6 +582,7 @@ tsl_status tsl_args_set_output(TSL_KEEP tsl_args *a, TSL_KEEP const char *name,
     if ((st = args_check_output(a, lt, t))) return st;
     a->slot[lt->index].user_out = t;
     a->ran = 0;
+    a->seen_valid = 0;
     return TSL_OK;
 }
 
@@ -561,6 +610,7 @@ tsl_status tsl_args_set_allocator(TSL_KEEP tsl_args *a, TSL_KEEP const tsl_alloc
         return api_error(a->p->ctx, TSL_ERR_ARG, "tsl_args_set_allocator: alloc and free must both be set");
     memset(&a->al, 0, sizeof a->al);
     if (al) a->al = *al;
+    a->seen_valid = 0; /* outputs the args own come from another allocator */
     return TSL_OK;
 }
 
@@ -668,7 +718,7 @@ static tsl_status args_prepare_outputs(tsl_args *a, DLDevice dv)
         if (lt->flags & LANG_TENSOR_INPUT) continue;
         tsl_status st;
         if (sl->user_out) {
-            if ((st = args_check_output(a, lt, sl->user_out))) return st;
+            if (a->fresh != ARGS_SEEN && (st = args_check_output(a, lt, sl->user_out))) return st;
             continue;
         }
         const int64_t *shape = a->bound->shapes[lt->index];
@@ -885,21 +935,29 @@ static tsl_status args_views_on(tsl_program *p, tsl_args *a, tsl_target target, 
     if (a->p != p)
         return api_error(ctx, TSL_ERR_ARG, "tsl_program_run: the args were created for '%s', "
                          "not '%s'", a->p->def->name, p->def->name);
-    /* infer again even if done: the borrowed descriptors may have changed */
+    /* infer again even if done: the borrowed descriptors may have changed
+     * (unless they read as those of the last call that ran: its binding) */
     tsl_status st;
     DLDevice dv = {kDLCPU, 0};
-    if ((st = tsl_args_infer(a))) return st;
-    if ((st = args_device(a, &dv))) return st;
-    if (dv.device_type == kDLCUDA && target != TSL_TARGET_CUDA)
+    int seen = a->fresh == ARGS_SEEN;
+    if (seen) {
+        a->bound = a->made;
+        dv = a->seen_dv;
+    } else {
+        if ((st = tsl_args_infer(a))) return st;
+        if ((st = args_device(a, &dv))) return st;
+    }
+    if (!seen && dv.device_type == kDLCUDA && target != TSL_TARGET_CUDA)
         return api_error(ctx, TSL_ERR_ARG, "the tensors are on cuda:%d; the %s target takes host tensors (run "
                          "them on the cuda target)", dv.device_id, tsl_target_name(target));
-    for (int i = 0; dv.device_type == kDLCUDA && i < p->def->ntensors; i++) {
+    for (int i = 0; !seen && dv.device_type == kDLCUDA && i < p->def->ntensors; i++) {
         const lang_tensor *lt = p->def->tensors[i];
         /* the kernels take low-bit tensors as carriers unpacked on the host */
         if (!lt->is_scalar && !(lt->flags & LANG_TENSOR_TEMP) && dtype_carrier(lt->dtype) != lt->dtype)
             return api_error(ctx, TSL_ERR_ARG, "'%s' is %s: low-bit tensors on the GPU are not taken in place yet "
                              "(pass host tensors)", lt->name, tsl_dtype_name(lt->dtype));
     }
+    a->run_dv = dv;
     /* host memory for what tessel allocates (device runs: the GPU's) */
     if (dv.device_type != kDLCUDA && (st = args_check_memory(a))) return st;
     if ((st = args_prepare_outputs(a, dv))) return st;
@@ -918,10 +976,16 @@ static tsl_status args_views_on(tsl_program *p, tsl_args *a, tsl_target target, 
         else if (lt->flags & LANG_TENSOR_OUTPUT)
             args_view(&views[i], sl->user_out ? sl->user_out : &sl->owned_out->t, lt->dtype);
     }
-    if ((st = args_check_overlap(p, views))) {
+    /* the overlap check's answer depends on the views alone: the same
+     * descriptors at the same addresses passed it last time */
+    int same = seen && a->seen_bases_valid;
+    for (int i = 0; same && i < def->ntensors; i++) same = a->seen_base[i] == (void *)views[i].base;
+    if (!same && (st = args_check_overlap(p, views))) {
         if (views != buf) free(views);
         return st;
     }
+    a->seen_bases_valid = 0; /* until tsl_program_call records this call's */
+    for (int i = 0; i < def->ntensors; i++) a->seen_base[i] = views[i].base;
     *out = views;
     *dvo = dv;
     return TSL_OK;
@@ -1014,17 +1078,102 @@ tsl_status tsl_program_run_stats(TSL_KEEP const tsl_program *p, tsl_run_stats *o
     return TSL_OK;
 }
 
+/* ---- the last call's descriptors ------------------------------------------------------------ */
+
+static void args_seen_of(args_seen *s, const DLTensor *t)
+{
+    memset(s, 0, sizeof *s);
+    s->ndim = -1;
+    if (!t) return;
+    memcpy(s->head, &t->device, ARGS_HEAD);
+    s->ndim = t->ndim;
+    s->has_data = t->data != NULL;
+    s->has_strides = t->strides != NULL;
+    s->byte_offset = t->byte_offset;
+    for (int d = 0; d < t->ndim && d < TSL_MAX_RANK; d++) {
+        s->shape[d] = t->shape[d];
+        s->strides[d] = t->strides ? t->strides[d] : 0;
+    }
+}
+
+static int args_seen_is(const args_seen *s, const DLTensor *t)
+{
+    if (!t) return s->ndim < 0;
+    if (memcmp(&t->device, s->head, ARGS_HEAD) || s->ndim < 0 || (t->data != NULL) != s->has_data ||
+        (t->strides != NULL) != s->has_strides || t->byte_offset != s->byte_offset)
+        return 0;
+    for (int d = 0; d < s->ndim; d++)
+        if (t->shape[d] != s->shape[d] || (t->strides && t->strides[d] != s->strides[d])) return 0;
+    return 1;
+}
+
+/* Do these descriptors read as those of the last call that ran, on its
+ * target, with nothing set on the args since (and scalars where the def
+ * has scalar parameters)? */
+static int args_seen_same(const tsl_args *a, const DLTensor *const *tensors, const double *scalars, tsl_target target)
+{
+    const lang_def *def = a->p->def;
+    if (!a->seen_valid || target != a->seen_target || (!scalars && a->has_scalars)) return 0;
+    for (int i = 0; i < def->nparams + def->noutputs; i++)
+        if ((i >= def->nparams || !def->params[i]->is_scalar) && !args_seen_is(&a->seen[i], tensors[i])) return 0;
+    return 1;
+}
+
+/* tsl_args_bind's slots, unchecked: args_seen_same said they pass. */
+static void args_bind_seen(tsl_args *a, const DLTensor *const *tensors, const double *scalars)
+{
+    const lang_def *def = a->p->def;
+    for (int i = 0; i < def->nparams; i++) {
+        const lang_tensor *lt = def->params[i];
+        args_slot *sl = &a->slot[lt->index];
+        if (lt->is_scalar) {
+            sl->scalar = args_scalar_value(lt, scalars[i]);
+            sl->has_scalar = 1;
+        } else {
+            sl->in = tensors[i];
+        }
+    }
+    for (int j = 0; j < def->noutputs; j++)
+        if (!(def->outputs[j]->flags & LANG_TENSOR_INPUT)) a->slot[def->outputs[j]->index].user_out = tensors[def->nparams + j];
+    a->bound = NULL;
+    a->ran = 0;
+}
+
+/* After a checked call ran: its descriptors (a scalar's entry is not
+ * one: never read), target, device and the addresses its overlap check
+ * passed are what the next call compares. An in/out output's entry given
+ * (it must be its parameter's) keeps nothing: that is checked per call. */
+static void args_seen_record(tsl_args *a, const DLTensor *const *tensors, tsl_target target)
+{
+    const lang_def *def = a->p->def;
+    int ok = a->made != NULL && a->bound == a->made;
+    for (int i = 0; i < def->nparams + def->noutputs; i++) {
+        int scalar = i < def->nparams && def->params[i]->is_scalar;
+        args_seen_of(&a->seen[i], scalar ? NULL : tensors[i]);
+        if (i >= def->nparams && (def->outputs[i - def->nparams]->flags & LANG_TENSOR_INPUT) && tensors[i]) ok = 0;
+    }
+    a->seen_target = target;
+    a->seen_dv = a->run_dv;
+    a->seen_valid = ok;
+    a->seen_bases_valid = ok;
+}
+
 tsl_status tsl_program_call(TSL_KEEP tsl_program *p, TSL_KEEP tsl_args *a, TSL_KEEP const DLTensor *const *tensors,
                             TSL_KEEP const double *scalars, tsl_target target)
 {
     if (!p) return TSL_ERR_ARG;
     if (!a) return api_error(p->ctx, TSL_ERR_ARG, "tsl_program_call: args is NULL");
-    tsl_status st = tsl_args_bind(a, tensors, scalars);
-    if (st) return st;
+    int seen = a->p == p && tensors && args_seen_same(a, tensors, scalars, target);
+    tsl_status st = TSL_OK;
+    if (seen) args_bind_seen(a, tensors, scalars);
+    else if ((st = tsl_args_bind(a, tensors, scalars))) return st;
     /* nothing can change the descriptors between this bind and the run:
-     * each is checked once (the run's infer and output checks skip it) */
-    a->fresh = 1;
+     * each is checked once (the run's infer and output checks skip it),
+     * or not at all when they read as last time */
+    a->fresh = seen ? ARGS_SEEN : ARGS_CHECKED;
     st = tsl_program_run(p, a, target);
     a->fresh = 0;
+    if (!st && !seen) args_seen_record(a, tensors, target);
+    else if (!st) a->seen_bases_valid = 1;
     return st;
 }
