@@ -151,15 +151,24 @@ class FastState:
         self.p_kinds_np = ctypes.byref(self.kinds_np)
         self.p_call = ctypes.byref(c)
 
-    def not_run(self, f: Any) -> None:
-        """After tsl_program_call_dlpack ran nothing: set up what it asked
-        for, so that the call can be made again (at once, after SETUP)."""
+    def set_up(self, f: Any) -> None:
+        """After tsl_program_call_dlpack answered TSL_DLPACK_SETUP (CUDA
+        tensors on a GPU these args are not set up for): set them up as the
+        generic call does (torch's allocator), so that the same C call can
+        be made again at once. What the setup raises, the generated call
+        hands to the generic call, which makes the same setup and raises it
+        from there."""
         c = self.call
-        if c.fill == _DLPACK_SETUP:  # CUDA tensors on a GPU these args are not set up for
-            d = c.device.device_id
-            f._cuda_setup(self.owner, _kind_for_device(d), d)
-            c.ready.device_type, c.ready.device_id = c.device.device_type, d
-        elif c.fill == _DLPACK_UNUSABLE and not c.exchange_api:  # made before torch was met
+        d = c.device.device_id
+        f._cuda_setup(self.owner, _kind_for_device(d), d)
+        c.ready.device_type, c.ready.device_id = c.device.device_type, d
+
+    def not_run(self) -> None:
+        """After tsl_program_call_dlpack ran nothing (the call goes
+        generic): use torch's exchange API from now on if these were made
+        before torch was met. Raises nothing."""
+        c = self.call
+        if c.fill == _DLPACK_UNUSABLE and not c.exchange_api:
             c.exchange_api = _G.get("_API_PTR")
 
 
@@ -266,15 +275,15 @@ def make_call(f: Any, general: Callable) -> Callable:
             "            st = _call_dl(fs.p_prog, fs.p_args, fs.p_call, self.sync)",
             # the first call of these args on a GPU: set up, then call again
             "            if st == _ERR_ARG and fs.call.fill == _SETUP:",
-            "                fs.not_run(self)",
+            "                fs.set_up(self)",
             "                st = _call_dl(fs.p_prog, fs.p_args, fs.p_call, self.sync)",
-            "        except Exception:  # torch refused a tensor: the generic path says why",
+            "        except Exception:  # torch refused a tensor, or the setup failed: the generic path raises it",
             "            st = _ERR_ARG",
             # the list let go at once: the filled DLTensors borrow from tensors the locals hold
             f"        {' = '.join(f'ol[{k}]' for k in range(len(objs)))} = None",
             "        if st:",
             "            if st == _ERR_ARG:  # refused before anything ran: the generic path says it in torch's terms",
-            "                fs.not_run(self)",
+            "                fs.not_run()",
             "                return general(self, args, out, kw)",
             "            raise self._ctx.error(st)",
             ret,

@@ -4,6 +4,7 @@ show which calls were fast; in/out and out= semantics; errors raised from
 the fast path keep their messages and locations; calls it does not take
 give what the generic call gives; many threads calling one function."""
 import concurrent.futures as cf
+import sys
 
 import numpy as np
 import pytest
@@ -374,6 +375,29 @@ def _cuda_torch():
     if not hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
         pytest.skip("this torch has no DLPack exchange API")
     return torch
+
+
+def test_torch_fast_cuda_setup_error(generic_calls, monkeypatch):
+    """An error in setting a GPU up for the fast call (torch's allocator on
+    the args) is raised by the generic call, which makes the same setup:
+    one error, from one place, whichever path meets it first."""
+    torch = _cuda_torch()
+    f = tessel.compile("def add(float(N) A, float(N) B) -> (C) { C(i) = A(i) + B(i) }")
+    A, B = torch.rand(8, device="cuda"), torch.rand(8, device="cuda")
+    f(A, B)  # generic: learns the shapes
+    calls = []
+
+    def boom(a, kind, dev_id):
+        calls.append(sys._getframe(1).f_code.co_name)
+        raise tessel.ArgumentError("the setup failed")
+    monkeypatch.setattr(f, "_cuda_setup", boom)
+    before = len(generic_calls)
+    with pytest.raises(tessel.ArgumentError, match="the setup failed"):
+        f(A, B)
+    assert len(generic_calls) == before + 1
+    assert calls == ["set_up", "_call_general"]  # tried by the fast call, raised by the generic one
+    monkeypatch.undo()
+    torch.testing.assert_close(f(A, B), A + B)
 
 
 def test_torch_fast_cuda(generic_calls):
