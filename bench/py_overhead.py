@@ -22,7 +22,9 @@ same tensors. The results are checked first. On CUDA it then records 20 calls
 with the PyTorch profiler and prints every event: no memcpy and no copy
 kernel may appear, only tessel's kernel.
 
-    PYTHONPATH=python python3 bench/py_overhead.py [--cpu-only] [--n 20000]
+    PYTHONPATH=python python3 bench/py_overhead.py [--cpu-only | --cuda-only] [--n 20000]
+
+(--cuda-only: the CUDA rows alone, as bench/call_ab.sh takes them.)
 """
 import argparse
 import sys
@@ -192,18 +194,21 @@ def profile_cuda(f, a, b, c):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cpu-only", action="store_true")
+    ap.add_argument("--cuda-only", action="store_true")
     ap.add_argument("--n", type=int, default=20000)
     args = ap.parse_args()
     print(f"tessel {tessel.__version__} from {tessel.library_path}; Python {sys.version.split()[0]}, "
           f"NumPy {np.__version__}")
-    bench_numpy(args.n)
+    if not args.cuda_only:
+        bench_numpy(args.n)
     try:
         import torch
     except ImportError:
         print("\n(no torch: the torch rows are skipped)")
         return
     print(f"torch {torch.__version__}")
-    bench_torch(args.n, "cpu")
+    if not args.cuda_only:
+        bench_torch(args.n, "cpu")
     if not args.cpu_only and torch.cuda.is_available():
         print(f"GPU: {torch.cuda.get_device_name()}")
         bench_torch(args.n, "cuda")
