@@ -80,7 +80,7 @@ for r in $(seq 1 "$ROUNDS"); do
         (export TESSEL_CACHE_DIR=/tmp/tessel-ab-$s
          "$dir/call_overhead" --cuda-only
          TESSEL_LIB=$dir/libtessel.so PYTHONPATH=$dir/python python3 "$dir/py_overhead.py" $flag) \
-            > "$OUT/ab-$s-$r.txt" 2>&1 || { echo "round $r, $s: FAILED (see $OUT/ab-$s-$r.txt)"; failed=1; }
+            > "$OUT/ab-$s-$r.txt" 2>&1 || { echo "round $r, $s: FAILED ($OUT/ab-$s-$r.txt ends:)"; tail -n 15 "$OUT/ab-$s-$r.txt"; failed=1; }
         echo "round $r, $s: done"
     done
 done
