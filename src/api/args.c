@@ -1099,8 +1099,8 @@ static void args_seen_of(args_seen *s, const DLTensor *t)
 static int args_seen_is(const args_seen *s, const DLTensor *t)
 {
     if (!t) return s->ndim < 0;
-    if (memcmp(&t->device, s->head, ARGS_HEAD) || s->ndim < 0 || (t->data != NULL) != s->has_data ||
-        (t->strides != NULL) != s->has_strides || t->byte_offset != s->byte_offset)
+    if (memcmp(&t->device, s->head, ARGS_HEAD) || s->ndim < 0 || (s->ndim > 0 && !t->shape) ||
+        (t->data != NULL) != s->has_data || (t->strides != NULL) != s->has_strides || t->byte_offset != s->byte_offset)
         return 0;
     for (int d = 0; d < s->ndim; d++)
         if (t->shape[d] != s->shape[d] || (t->strides && t->strides[d] != s->strides[d])) return 0;

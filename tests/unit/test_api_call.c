@@ -532,8 +532,10 @@ static void test_call_seen(void)
     tsl_args *args = tsl_args_create(p);
     static const tsl_target targets[] = {TSL_TARGET_CPU, TSL_TARGET_CPU, TSL_TARGET_CPU, TSL_TARGET_INTERP,
                                          TSL_TARGET_CPU};
-    for (int r = 0; r < 12; r++) {
-        int64_t n = r % 4 == 2 ? M : N; /* refilled in place: another size, then back */
+    /* refilled in place: other sizes (0 and 1 too), each twice or once */
+    const int64_t sizes[] = {N, N, M, M, 0, 0, N, 1, 1, M, N, N, 0, M};
+    for (int r = 0; r < (int)TSL_COUNTOF(sizes); r++) {
+        int64_t n = sizes[r];
         for (int k = 0; k < 4; k++) all[k]->shape[0] = n;
         scalars[1] = r % 3 ? test_rand_double(-2, 2) : 0.5; /* a scalar the kernel reads, changing */
         for (int64_t i = 0; i < n; i++) ((float *)X->data)[i] = (float)test_rand_double(-1, 1), ((float *)Z->data)[i] = NAN;
@@ -543,27 +545,46 @@ static void test_call_seen(void)
         CHECK_MSG(axpy_right(X, Y, Z, S, s0, scalars[1]), "call %d (n %lld, %s) is wrong", r, (long long)n,
                   tsl_target_name(tg));
     }
-    /* each refilled in place, the same as the slow path answers */
+    for (int k = 0; k < 4; k++) all[k]->shape[0] = N;
+    /* each refilled in place after a call that ran: the answer of a call
+     * that checks everything */
+#define SEEN_OK() CHECK_MSG(tsl_program_call(p, args, t, scalars, TSL_TARGET_CPU) == TSL_OK, "%s", tsl_context_error(ctx))
+    SEEN_OK();
     X->dtype.bits = 64;
     CHECK_EQ_INT(tsl_program_call(p, args, t, scalars, TSL_TARGET_CPU), TSL_ERR_ARG);
     CHECK_MSG(strstr(tsl_context_error(ctx), "parameter 'X' is float32 but the tensor given is float64"), "%s",
               tsl_context_error(ctx));
     X->dtype.bits = 32;
+    SEEN_OK();
     Y->shape[0] = N - 1;
     CHECK_EQ_INT(tsl_program_call(p, args, t, scalars, TSL_TARGET_CPU), TSL_ERR_SHAPE);
     CHECK_MSG(strstr(tsl_context_error(ctx), "size N is"), "%s", tsl_context_error(ctx));
     Y->shape[0] = N;
-    CHECK_MSG(tsl_program_call(p, args, t, scalars, TSL_TARGET_CPU) == TSL_OK, "%s", tsl_context_error(ctx));
+    SEEN_OK();
     void *zdata = Z->data;
     Z->data = Y->data; /* the same descriptors at an address that overlaps */
     CHECK_EQ_INT(tsl_program_call(p, args, t, scalars, TSL_TARGET_CPU), TSL_ERR_ARG);
     CHECK_MSG(strstr(tsl_context_error(ctx), "output 'Z' shares memory with parameter 'Y'"), "%s",
               tsl_context_error(ctx));
     Z->data = zdata;
+    SEEN_OK();
     Z->device.device_type = kDLCUDA;
     CHECK_EQ_INT(tsl_program_call(p, args, t, scalars, TSL_TARGET_CPU), TSL_ERR_ARG);
     CHECK_MSG(strstr(tsl_context_error(ctx), "must be on one device"), "%s", tsl_context_error(ctx));
     Z->device.device_type = kDLCPU;
+    SEEN_OK();
+    int64_t *yshape = Y->shape;
+    Y->shape = NULL;
+    CHECK_EQ_INT(tsl_program_call(p, args, t, scalars, TSL_TARGET_CPU), TSL_ERR_ARG);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "rank 1 but shape is NULL"), "%s", tsl_context_error(ctx));
+    Y->shape = yshape;
+    SEEN_OK();
+    void *xdata = X->data;
+    X->data = NULL;
+    CHECK_EQ_INT(tsl_program_call(p, args, t, scalars, TSL_TARGET_CPU), TSL_ERR_ARG);
+    CHECK_MSG(strstr(tsl_context_error(ctx), "data is NULL"), "%s", tsl_context_error(ctx));
+    X->data = xdata;
+    SEEN_OK();
     /* an in/out entry: its parameter's tensor, else an error, every time */
     t[5] = S;
     for (int r = 0; r < 2; r++)
@@ -572,16 +593,17 @@ static void test_call_seen(void)
     CHECK_EQ_INT(tsl_program_call(p, args, t, scalars, TSL_TARGET_CPU), TSL_ERR_ARG);
     CHECK_MSG(strstr(tsl_context_error(ctx), "'S' is in/out"), "%s", tsl_context_error(ctx));
     t[5] = NULL;
-    CHECK_MSG(tsl_program_call(p, args, t, scalars, TSL_TARGET_CPU) == TSL_OK, "%s", tsl_context_error(ctx));
+    SEEN_OK();
     /* a size set on the args in between is checked against the tensors */
     CHECK_EQ_INT(tsl_args_set_size(args, "N", N + 1), TSL_OK);
     CHECK_EQ_INT(tsl_program_call(p, args, t, scalars, TSL_TARGET_CPU), TSL_ERR_SHAPE);
     CHECK_MSG(strstr(tsl_context_error(ctx), "size N is"), "%s", tsl_context_error(ctx));
     /* no scalars where the def has one */
     CHECK_EQ_INT(tsl_args_set_size(args, "N", N), TSL_OK);
-    CHECK_MSG(tsl_program_call(p, args, t, scalars, TSL_TARGET_CPU) == TSL_OK, "%s", tsl_context_error(ctx));
+    SEEN_OK();
     CHECK_EQ_INT(tsl_program_call(p, args, t, NULL, TSL_TARGET_CPU), TSL_ERR_ARG);
     CHECK_MSG(strstr(tsl_context_error(ctx), "scalar parameter 'a'"), "%s", tsl_context_error(ctx));
+#undef SEEN_OK
     tsl_args_free(args);
     free(s0);
     for (int k = 0; k < 4; k++) tsl_tensor_free(all[k]);
