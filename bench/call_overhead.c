@@ -378,9 +378,8 @@ static int cuda_rows(tsl_context *ctx, tsl_program *p, int n)
     /* what asking and setting the current context cost (the runtime sets
      * it once per run) */
     if (!bad) {
-        const char *lib = rt_settings_get()->libcuda ? rt_settings_get()->libcuda : "libcuda.so.1";
-        void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
-        void *gs = h ? dlsym(h, "cuCtxGetCurrent") : NULL, *ss = h ? dlsym(h, "cuCtxSetCurrent") : NULL;
+        void *dh = dlopen(lib ? lib : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        void *gs = dh ? dlsym(dh, "cuCtxGetCurrent") : NULL, *ss = dh ? dlsym(dh, "cuCtxSetCurrent") : NULL;
         memcpy(&ctx_get, &gs, sizeof gs);
         memcpy(&ctx_set, &ss, sizeof ss);
         if (ctx_get && ctx_get(&ctx_current) == CUDA_SUCCESS && ctx_current) {
@@ -388,7 +387,7 @@ static int cuda_rows(tsl_context *ctx, tsl_program *p, int n)
             row("cuCtxGetCurrent", best_of_batches(&tg, n));
             if (ctx_set) row("cuCtxSetCurrent", best_of_batches(&ts, n));
         }
-        if (h) dlclose(h);
+        if (dh) dlclose(dh);
     }
     printf("(device %d: %s, driver %d)\n", in->ordinal, in->name, in->driver_version);
     rt_cuda_module_free(mod);
