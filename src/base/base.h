@@ -203,6 +203,15 @@ void dtype_set_bits(tsl_dtype t, void *base, int64_t e, uint64_t bits);
  * through float32 (then to nearest even, saturating), f32 to float, f64
  * unchanged. */
 double dtype_round(tsl_dtype t, double v);
+/* max and min of two floats as every layer defines them (the language's
+ * max/min/fmax/fmin and max=/min=, the tile IR's max/min/reduce.max/min):
+ * IEEE 754-2019 maximumNumber / minimumNumber, C23's fmaximum_num. A NaN
+ * operand is ignored (NaN only when both are) and -0 orders below +0, so
+ * the result does not depend on the operands' order and a reduction may
+ * combine in any order. PTX max.f32 / min.f32 (one FMNMX) compute exactly
+ * this; C's fmax leaves the zero's sign open. */
+double dtype_max_num(double x, double y);
+double dtype_min_num(double x, double y);
 /* The low-bit float conversion (lowbit_conv.h) for descriptor d. */
 float dtype_lowfloat_decode(dtype_desc d, uint32_t code);
 uint32_t dtype_lowfloat_encode(dtype_desc d, float x);

@@ -365,6 +365,22 @@ double dtype_round(tsl_dtype t, double v)
     return bits_value(t, value_bits(t, v));
 }
 
+double dtype_max_num(double x, double y)
+{
+    if (y != y) return x;
+    if (x != x) return y;
+    if (x == y) return signbit(x) ? y : x; /* max(-0, +0) = +0 */
+    return x > y ? x : y;
+}
+
+double dtype_min_num(double x, double y)
+{
+    if (y != y) return x;
+    if (x != x) return y;
+    if (x == y) return signbit(x) ? x : y; /* min(-0, +0) = -0 */
+    return x < y ? x : y;
+}
+
 /* ---- pack / unpack ------------------------------------------------------------ */
 
 tsl_status tsl_pack(tsl_dtype t, const double *values, int64_t n, void *out, int64_t *first_bad)

@@ -14,9 +14,10 @@
  * enter with the value their dtype holds (a float32 literal 0.1 is 0.1f).
  * Reductions accumulate in double (the wider accumulator the language
  * allows) and round when stored.
- * max/min (builtins and `max=`/`min=`) follow C's fmax/fmin: a NaN operand
- * is ignored. Indices are always checked against their dimension, affine
- * or not (cheap, and the oracle should not trust the prover).
+ * max/min (builtins and `max=`/`min=`) are dtype_max_num/dtype_min_num: a
+ * NaN operand is ignored, -0 orders below +0. Indices are always checked
+ * against their dimension, affine or not (cheap, and the oracle should not
+ * trust the prover).
  *
  * A statement runs in three steps: initialise one accumulator per LHS
  * element of the box (identity for `!`, the current LHS value otherwise),
@@ -315,8 +316,8 @@ static tsl_status eval_call(interp_state *s, const lang_expr *e, interp_val *out
     case LANG_SIGMOID: r = 1.0 / (1.0 + exp(-x)); break;
     case LANG_ERF: r = erf(x); break;
     case LANG_ABS: r = fabs(x); break;
-    case LANG_MAX: r = fmax(x, y); break;
-    case LANG_MIN: r = fmin(x, y); break;
+    case LANG_MAX: r = dtype_max_num(x, y); break;
+    case LANG_MIN: r = dtype_min_num(x, y); break;
     case LANG_POW: r = pow(x, y); break;
     default: TSL_ASSERT(0 && "eval_call: bad builtin");
     }
@@ -412,8 +413,8 @@ static interp_val combine(lang_assign_op op, tsl_dtype t, interp_val acc, interp
         switch (op) {
         case LANG_ADD_EQ: acc.f += v.f; break;
         case LANG_MUL_EQ: acc.f *= v.f; break;
-        case LANG_MAX_EQ: acc.f = fmax(acc.f, v.f); break;
-        case LANG_MIN_EQ: acc.f = fmin(acc.f, v.f); break;
+        case LANG_MAX_EQ: acc.f = dtype_max_num(acc.f, v.f); break;
+        case LANG_MIN_EQ: acc.f = dtype_min_num(acc.f, v.f); break;
         default: acc = v; break;
         }
         return acc;

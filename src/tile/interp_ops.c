@@ -212,8 +212,8 @@ static double ew_apply(tile_op op, tile_dtype dt, double x, double y, double z, 
             return 0;
         }
         return fmod(x, y); /* sign of x, as C's % and fmod */
-    case TILE_I_MAX: return x > y ? x : y;
-    case TILE_I_MIN: return x < y ? x : y;
+    case TILE_I_MAX: return dtype_max_num(x, y); /* NaN ignored, -0 < +0 (base.h) */
+    case TILE_I_MIN: return dtype_min_num(x, y);
     case TILE_I_POW: return powf((float)x, (float)y);
     case TILE_I_AND: return x != 0 && y != 0;
     case TILE_I_OR: return x != 0 || y != 0;
@@ -488,8 +488,8 @@ tsl_status interp_exec_reduce(interp *I, const tile_stmt *s)
                     /* f16/bf16/f32 sums in f32; f64 and integers in double
                      * (integers exact below 2^53, as the generators' int64) */
                     acc[k] = x->dt.kind == TILE_DT_FLOAT && x->dt.bits <= 32 ? (float)(acc[k] + v) : acc[k] + v;
-                else if (in->op == TILE_I_REDUCE_MAX) acc[k] = v > acc[k] ? v : acc[k];
-                else acc[k] = v < acc[k] ? v : acc[k];
+                else if (in->op == TILE_I_REDUCE_MAX) acc[k] = dtype_max_num(acc[k], v);
+                else acc[k] = dtype_min_num(acc[k], v);
                 seen[k] = 1;
             }
         }

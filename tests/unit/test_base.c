@@ -1,4 +1,5 @@
 /* test_base.c — arena, strbuf, diagnostics, dtype conversions. */
+#include <math.h>
 #include <string.h>
 
 #include "base/base.h"
@@ -61,6 +62,52 @@ static void test_dtype_store_load(void)
     CHECK(dtype_parse("float9e4m4", 10, &t) != 0);
 }
 
+/* dtype_max_num / dtype_min_num against the table PTX max.f32 / min.f32
+ * gave on an H200 (a NaN operand ignored, -0 < +0), in both operand
+ * orders, compared bit for bit (any NaN counts as NaN); then a max and a
+ * min over shuffled values of +-0, NaN and +-inf give one answer. */
+static int same_bits(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || (a == b && signbit(a) == signbit(b));
+}
+
+static void test_max_min_num(void)
+{
+    static const struct {
+        double x, y, max, min;
+    } rows[] = {
+        {NAN, 1.0, 1.0, 1.0},           {NAN, -INFINITY, -INFINITY, -INFINITY},
+        {NAN, NAN, NAN, NAN},           {NAN, -0.0, -0.0, -0.0},
+        {-0.0, 0.0, 0.0, -0.0},         {-0.0, -0.0, -0.0, -0.0},
+        {0.0, 0.0, 0.0, 0.0},           {-INFINITY, INFINITY, INFINITY, -INFINITY},
+        {INFINITY, 1e308, INFINITY, 1e308}, {2.0, 1.0, 2.0, 1.0},
+        {-1.0, -0.0, -0.0, -1.0},       {1e-310, 0.0, 1e-310, 0.0},
+    };
+    for (size_t i = 0; i < TSL_COUNTOF(rows); i++)
+        for (int swap = 0; swap < 2; swap++) {
+            double x = swap ? rows[i].y : rows[i].x, y = swap ? rows[i].x : rows[i].y;
+            CHECK_MSG(same_bits(dtype_max_num(x, y), rows[i].max), "max(%g, %g) = %g, want %g", x, y,
+                      dtype_max_num(x, y), rows[i].max);
+            CHECK_MSG(same_bits(dtype_min_num(x, y), rows[i].min), "min(%g, %g) = %g, want %g", x, y,
+                      dtype_min_num(x, y), rows[i].min);
+        }
+    double v[8] = {0.0, -0.0, NAN, -0.0, 0.0, NAN, -0.0, 0.0};
+    int neginf = test_rand_int(0, 1);
+    if (neginf) v[5] = -INFINITY;
+    for (int rep = 0; rep < 50; rep++) {
+        for (int i = 7; i > 0; i--) {
+            int j = (int)test_rand_int(0, i);
+            double t = v[i];
+            v[i] = v[j];
+            v[j] = t;
+        }
+        double mx = v[0], mn = v[0];
+        for (int i = 1; i < 8; i++) mx = dtype_max_num(mx, v[i]), mn = dtype_min_num(mn, v[i]);
+        CHECK(same_bits(mx, 0.0));
+        CHECK(same_bits(mn, neginf ? -INFINITY : -0.0));
+    }
+}
+
 static void test_arena_push(void)
 {
     tsl_arena *a = arena_create();
@@ -78,6 +125,7 @@ TEST_SUITE(base) = {
     {"f16_roundtrip", test_f16_roundtrip},
     {"bf16_round", test_bf16_round},
     {"dtype_store_load", test_dtype_store_load},
+    {"max_min_num", test_max_min_num},
     {"arena_push", test_arena_push},
     {0},
 };
