@@ -918,8 +918,8 @@ static const char *ew_text(tile_op op, int fl, int in, int approx)
     case TILE_I_MUL: return "((x) * (y))";
     case TILE_I_DIV: return in ? "((y) == 0 ? 0.0 : trunc((x) / (y)))" : "((x) / (y))";
     case TILE_I_MOD: return in ? "((y) == 0 ? 0.0 : fmod((x), (y)))" : fl ? "fmodf((x), (y))" : "fmod((x), (y))";
-    case TILE_I_MAX: return "((x) > (y) ? (x) : (y))";
-    case TILE_I_MIN: return "((x) < (y) ? (x) : (y))";
+    case TILE_I_MAX: return in ? "((x) > (y) ? (x) : (y))" : fl ? "tsl_maxnf((x), (y))" : "tsl_maxn((x), (y))";
+    case TILE_I_MIN: return in ? "((x) < (y) ? (x) : (y))" : fl ? "tsl_minnf((x), (y))" : "tsl_minn((x), (y))";
     case TILE_I_POW: return "powf((float)(x), (float)(y))";
     case TILE_I_AND: return "((x) != 0 && (y) != 0)";
     case TILE_I_OR: return "((x) != 0 || (y) != 0)";
@@ -1425,12 +1425,17 @@ static void emit_view(cg *c, const tile_stmt *s)
 
 /* ---- reduce ---------------------------------------------------------------------------------- */
 
+/* The combining step of a reduction of dtype dt over math_type(dt) values
+ * x and y: float max / min are tsl_maxn[f] / tsl_minn[f] (one FMNMX). */
 static const char *red_text(tile_op op, tile_dtype dt)
 {
-    if (op == TILE_I_REDUCE_SUM && cg_dt_int(dt)) /* wraps, as the interpreter's integers */
+    int in = cg_dt_int(dt), fl = cg_is_float_math(dt);
+    if (op == TILE_I_REDUCE_SUM && in) /* wraps, as the interpreter's integers */
         return "(long long)((unsigned long long)(x) + (unsigned long long)(y))";
-    return op == TILE_I_REDUCE_SUM ? "(x) + (y)" : op == TILE_I_REDUCE_MAX ? "((y) > (x) ? (y) : (x))"
-                                                                            : "((y) < (x) ? (y) : (x))";
+    if (op == TILE_I_REDUCE_SUM) return "(x) + (y)";
+    if (op == TILE_I_REDUCE_MAX)
+        return in ? "((y) > (x) ? (y) : (x))" : fl ? "tsl_maxnf((x), (y))" : "tsl_maxn((x), (y))";
+    return in ? "((y) < (x) ? (y) : (x))" : fl ? "tsl_minnf((x), (y))" : "tsl_minn((x), (y))";
 }
 
 /* The x coordinate (rank rx.rank) matching result coordinate rc: dim D

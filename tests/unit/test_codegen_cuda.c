@@ -151,7 +151,8 @@ static int copy_set(const tile_kernel *k, const run_set *a, run_set *b)
 }
 
 /* Largest relative error of got vs want over the written tensors; NaN
- * equals NaN. *bad gets the worst element's description. */
+ * equals NaN, an infinity only itself (a relative tolerance of an infinity
+ * is infinite). *bad gets the worst element's description. */
 static int compare_sets(const tile_kernel *k, const run_set *want, const run_set *got, char *bad, size_t nbad)
 {
     int ok = 1;
@@ -169,7 +170,7 @@ static int compare_sets(const tile_kernel *k, const run_set *want, const run_set
             double w = dtype_load(dt, (char *)want->t[p]->data + i * (int64_t)es);
             double g = dtype_load(dt, (char *)got->t[p]->data + i * (int64_t)es);
             if (isnan(w) && isnan(g)) continue;
-            if (isnan(w) != isnan(g) || fabs(w - g) > tol * (1 + fabs(w))) {
+            if (isnan(w) != isnan(g) || ((isinf(w) || isinf(g)) && w != g) || fabs(w - g) > tol * (1 + fabs(w))) {
                 if (ok) snprintf(bad, nbad, "%s[%lld]: GPU %.9g, interpreter %.9g", k->params[p]->name, (long long)i, g, w);
                 ok = 0;
             }
