@@ -656,8 +656,8 @@ static const cgc_ew cgc_ew_table[] = {
     {TILE_I_SUB, CGC_ARITH, "x - y", "x - y", "(int64_t)((uint64_t)x - (uint64_t)y)"},
     {TILE_I_MUL, CGC_ARITH, "x * y", "x * y", "(int64_t)((uint64_t)x * (uint64_t)y)"},
     {TILE_I_DIV, CGC_IDIV, "x / y", "x / y", "x / y"},
-    {TILE_I_MAX, CGC_ARITH, "x > y ? x : y", "x > y ? x : y", "x > y ? x : y"},
-    {TILE_I_MIN, CGC_ARITH, "x < y ? x : y", "x < y ? x : y", "x < y ? x : y"},
+    {TILE_I_MAX, CGC_ARITH, "tsl_maxn(x, y)", "tsl_maxnf(x, y)", "x > y ? x : y"},
+    {TILE_I_MIN, CGC_ARITH, "tsl_minn(x, y)", "tsl_minnf(x, y)", "x < y ? x : y"},
     {TILE_I_MOD, CGC_IDIV, "(double)fmodf((float)x, (float)y)", "fmodf(x, y)", "x % y"},
     {TILE_I_POW, CGC_ARITH, "(double)powf((float)x, (float)y)", "powf(x, y)", NULL},
     {TILE_I_NOT, CGC_LOGIC, "!(x != 0)", NULL, "!x"},
@@ -1221,8 +1221,8 @@ void cgc_emit_reduce(cgc *c, const tile_stmt *s)
     cgc_need_scratch(c, td->ns * 8 + 64);
     int f64 = x->type.dt.kind == TILE_DT_FLOAT && x->type.dt.bits == 64;
     const char *op = in->op == TILE_I_REDUCE_SUM ? (f64 ? "acc = acc + v;" : "acc = (float)(acc + v);")
-                     : in->op == TILE_I_REDUCE_MAX ? "acc = v > acc ? v : acc;"
-                                                   : "acc = v < acc ? v : acc;";
+                     : in->op == TILE_I_REDUCE_MAX ? "acc = tsl_maxn(acc, v);"
+                                                   : "acc = tsl_minn(acc, v);";
     /* integers exactly: a sum wraps in 64 bits (to the width at the end),
      * u64 compares unsigned; a double would keep only 53 bits */
     int isint = cgc_dt_int(x->type.dt);
@@ -1230,6 +1230,8 @@ void cgc_emit_reduce(cgc *c, const tile_stmt *s)
     if (isint) {
         at = x->type.dt.kind == TILE_DT_UINT && x->type.dt.bits == 64 ? "uint64_t" : "int64_t";
         if (in->op == TILE_I_REDUCE_SUM) op = "acc = (int64_t)((uint64_t)acc + (uint64_t)v);";
+        if (in->op == TILE_I_REDUCE_MAX) op = "acc = v > acc ? v : acc;";
+        if (in->op == TILE_I_REDUCE_MIN) op = "acc = v < acc ? v : acc;";
     }
     cgc_line(c, "%s *const acc_ = (%s *)scratch;", isint ? "int64_t" : "double", isint ? "int64_t" : "double");
     cgc_line(c, "for (int64_t g = 0; g < %lld; g++) {", (long long)td->ns);
@@ -1240,7 +1242,9 @@ void cgc_emit_reduce(cgc *c, const tile_stmt *s)
      * the dependent chain is 3x shorter */
     if (x->type.dt.kind == TILE_DT_FLOAT && x->type.dt.bits <= 32) {
         at = "float";
-        if (in->op == TILE_I_REDUCE_SUM) op = "acc = acc + v;";
+        op = in->op == TILE_I_REDUCE_SUM   ? "acc = acc + v;"
+             : in->op == TILE_I_REDUCE_MAX ? "acc = tsl_maxnf(acc, v);"
+                                           : "acc = tsl_minnf(acc, v);";
     }
     cgc_line(c, "%s acc = (%s)%s[%s[%s[g]]];", at, at, cgc_rname(c, x), tl, ts);
     cgc_line(c, "for (int32_t j = %s[g] + 1; j < %s[g + 1]; j++) {", ts, ts);
