@@ -234,18 +234,3 @@ int cg_emit_dequant(cg *c, const tile_stmt *s, const tile_value *xv, const tile_
     (void)s;
     return 1;
 }
-
-int cg_dequant_pair_stride(const tile_value *y)
-{
-    const tile_stmt *cs = y ? y->def : NULL;
-    if (!cs || cs->kind != TILE_S_INSTR || cs->instr.op != TILE_I_CAST || cs->instr.result != y || cs->instr.nargs != 1)
-        return 1;
-    const tile_value *q = cs->instr.args[0].v;
-    if (!q || q->kind != TILE_V_TENSOR || !is_f16(y->type.dt)) return 1;
-    const target_dequant *r = target_dequant_find(q->type.dt, y->type.dt);
-    if (!r || r->out_bits != 16) return 1;
-    int64_t partner = -1;
-    int hi = 0;
-    target_dequant_pair(r, q->type.dt, 0, 2, &partner, &hi);
-    return partner > 0 ? (int)partner : 1;
-}

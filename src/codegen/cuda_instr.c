@@ -1032,19 +1032,11 @@ static void emit_fma16(cg *c, const tile_stmt *s, const tile_value *dv, const ri
     const char *ty = tile_dtype_eq(odt, tile_dtype_from_tsl(TSL_DTYPE_BF16)) ? "bf16" : "f16";
     long long n = (long long)rd->locals;
     strbuf pair[3] = {{0}, {0}, {0}}, last[3] = {{0}, {0}, {0}};
-    /* the pairs: neighbours, or as a dequantizing cast feeding the fma
-     * paired its slots (l and l + H in blocks of 2H: dequant.lop3), so that
-     * its registers go in whole */
-    int H = 1;
-    for (int k = 0; k < 3 && H == 1; k++)
-        if (s->instr.args[k].v && s->instr.args[k].v->kind == TILE_V_TENSOR)
-            H = cg_dequant_pair_stride(s->instr.args[k].v);
-    if (n % (2 * H)) H = 1;
     for (int k = 0; k < 3; k++) {
         const tile_operand *o = &s->instr.args[k];
         if (o->v && o->v->kind == TILE_V_TENSOR) {
             const char *v = cg_name(c, o->v);
-            sb_printf(&pair[k], "\"h\"(%s[l].x), \"h\"(%s[l + %d].x)", v, v, H);
+            sb_printf(&pair[k], "\"h\"(%s[l].x), \"h\"(%s[l + 1].x)", v, v);
             sb_printf(&last[k], "%s[%lld].x", v, n - 1);
         } else {
             int len = (int)x[k].len - 7; /* tsl_sN inside tsl_c(...) */
@@ -1056,19 +1048,18 @@ static void emit_fma16(cg *c, const tile_stmt *s, const tile_value *dv, const ri
     cg_line(c, "#if !defined(TSL_EMULATE) && __CUDA_ARCH__ >= 800");
     if (n >= 2) {
         cg_line(c, "#pragma unroll");
-        if (H > 1) cg_line(c, "for (int l0 = 0; l0 < %lld; l0 += %d) for (int l = l0; l < l0 + %d; l++) {", n, 2 * H, H);
-        else cg_line(c, "for (int l = 0; l < %lld; l += 2) {", n - n % 2);
+        cg_line(c, "for (int l = 0; l < %lld; l += 2) {", n - n % 2);
         /* the halves in and out through mov.b32's pairs, which ptxas
          * keeps in one register: shifts and masks in C left it splitting
-         * and rejoining every sum after each fma (two more instructions) */
+         * and rejoining every result after each fma (two more instructions) */
         cg_line(c, "    asm(\"{.reg .b32 a, b, c, d; mov.b32 a, {%%2, %%3}; mov.b32 b, {%%4, %%5}; mov.b32 c, {%%6, %%7}; "
                    "fma.rn.%sx2 d, a, b, c; mov.b32 {%%0, %%1}, d;}\"",
                 ty);
-        cg_line(c, "        : \"=h\"(%s[l].x), \"=h\"(%s[l + %d].x) : %s, %s, %s);", dn, dn, H, sb_str(&pair[0]),
-                sb_str(&pair[1]), sb_str(&pair[2]));
+        cg_line(c, "        : \"=h\"(%s[l].x), \"=h\"(%s[l + 1].x) : %s, %s, %s);", dn, dn, sb_str(&pair[0]), sb_str(&pair[1]),
+                sb_str(&pair[2]));
         cg_line(c, "}");
     }
-    if (n % 2 && H == 1)
+    if (n % 2)
         cg_line(c, "asm(\"fma.rn.%s %%0, %%1, %%2, %%3;\" : \"=h\"(%s[%lld].x) : \"h\"(%s), \"h\"(%s), \"h\"(%s));", ty, dn,
                 n - 1, sb_str(&last[0]), sb_str(&last[1]), sb_str(&last[2]));
     cg_line(c, "#else");

@@ -83,10 +83,6 @@ int cg_dt_coded(tile_dtype dt);
  * directly (dv's array declared already). 1 when emitted, 0 when the
  * pattern does not hold (nothing emitted). */
 int cg_emit_dequant(cg *c, const tile_stmt *s, const tile_value *xv, const tile_value *dv, const rinfo *rd);
-/* The distance between the two slots that the dequantizing cast defining
- * f16 tensor y puts in one f16x2 register (slot 0's partner), 1 when y is
- * not such a cast's or its pairs are neighbours. */
-int cg_dequant_pair_stride(const tile_value *y);
 const char *cg_mem_ctype(tile_dtype dt);
 /* The value of coded element `off` of global `ptr` (dtype md) as register
  * dtype rd, appended to out. */

@@ -106,17 +106,6 @@ int sched_option_get(const sched_options *o, const sched_option *p) { return *(c
 
 void sched_option_set(sched_options *o, const sched_option *p, int v) { *(int *)((char *)o + p->offset) = v; }
 
-/* The numerics licences: not choices of a plan (the tuner's table leaves
- * them out) but leave to round differently from the language's rules
- * (docs/language.md), each 0 or 1, last in the canonical text. */
-static const struct {
-    const char *key;
-    size_t offset;
-} licences[] = {
-    {"allow_tf32", offsetof(sched_options, allow_tf32)},       /* f32 contractions on tf32 tensor cores */
-    {"allow_f16_sums", offsetof(sched_options, allow_f16_sums)}, /* the quantized GEMV's group sums in f16 */
-};
-
 void sched_options_text(strbuf *out, const sched_options *o)
 {
     int first = 1;
@@ -126,12 +115,10 @@ void sched_options_text(strbuf *out, const sched_options *o)
         sb_printf(out, "%s%s=%d", first ? "" : ",", params[i].key, v);
         first = 0;
     }
-    for (size_t i = 0; i < TSL_COUNTOF(licences); i++)
-        if (*(const int *)((const char *)o + licences[i].offset) > 0) {
-            sb_printf(out, "%s%s=1", first ? "" : ",", licences[i].key);
-            first = 0;
-        }
+    if (o->allow_tf32 > 0) sb_puts(out, first ? "allow_tf32=1" : ",allow_tf32=1");
 }
+
+static const char tf32_key[] = "allow_tf32";
 
 static const char *skip_space(const char *p)
 {
@@ -146,19 +133,14 @@ tsl_status sched_options_parse(const char *text, sched_options *o, tsl_diag *d)
         const char *eq = memchr(p, '=', n);
         size_t klen = eq ? (size_t)(eq - p) : n;
         while (klen && (p[klen - 1] == ' ' || p[klen - 1] == '\t')) klen--;
-        size_t li = 0;
-        while (li < TSL_COUNTOF(licences) &&
-               !(strlen(licences[li].key) == klen && !strncmp(p, licences[li].key, klen)))
-            li++;
-        if (li < TSL_COUNTOF(licences) && eq) {
+        if (klen == sizeof tf32_key - 1 && !strncmp(p, tf32_key, klen) && eq) {
             const char *v = skip_space(eq + 1);
             const char *e = skip_space(v + 1);
             if ((*v != '0' && *v != '1') || (e != p + n && *e != ',')) {
-                diag_error(d, TSL_ERR_ARG, "option %s=%.*s: the value must be 0 or 1", licences[li].key,
-                           (int)(p + n - v), v);
+                diag_error(d, TSL_ERR_ARG, "option allow_tf32=%.*s: the value must be 0 or 1", (int)(p + n - v), v);
                 return TSL_ERR_ARG;
             }
-            *(int *)((char *)o + licences[li].offset) = *v == '1';
+            o->allow_tf32 = *v == '1';
             p += n;
             if (*p == ',') p++;
             continue;

@@ -55,10 +55,6 @@ typedef struct sched_options {
      * tsl_program_set_allow_tf32 (the CLI's --allow-tf32); in the canonical
      * text, and so in the cache key, as a trailing "allow_tf32=1". */
     int allow_tf32;
-    /* The same kind of licence: 1 lets the quantized GEMV sum a group's
-     * products in f16 (fma.rn.f16x2, about 2^-11 of the group's sum of
-     * |products| each) before its f32 sums; "allow_f16_sums=1" in the text. */
-    int allow_f16_sums;
 } sched_options;
 
 /* The built-in choices: what every strategy did before it had options. */

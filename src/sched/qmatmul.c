@@ -77,7 +77,6 @@ typedef struct qm {
      * split-K workspace (scratch index), -1: not this kernel */
     int E, EB, U, RI, GR, ws;
     int two; /* the streaming GEMV runs two blocks a multiprocessor (min_blocks(2)) */
-    int hf;  /* the streaming GEMV sums a group's products in f16 (fma), then f32 */
     int64_t splitk;   /* the option splitk (0: QV_SPLIT_DEFAULT) */
     int f16;          /* dequantize through f16 (the option qmatmul.dequant) */
     int sm;           /* the plan's compute capability x 10 */
@@ -541,43 +540,11 @@ static char *gemv_text(qm *q, const char *kname)
  * partial sums are M * N * KS * 4 bytes, a few percent of W's. */
 #define QV_SPLIT_MAX 32
 #define QV_SPLIT_DEFAULT 8
-/* the f16-summing form's slices: enough for this many blocks of a row of
- * X (two a multiprocessor of an H100 or H200), from the sizes alone */
-#define QV_HF_BLOCKS 256
 #define QV_WS ((int64_t)1 << 22) /* f32 partials: contract.c's split-K workspace size, shared */
-
-/* The f16-summing form (q->hf): a thread's E columns (16 where their
- * bytes are whole 32-bit words, else 32) of U rows a step, 1024 columns a
- * block (TN = 1024 / E threads side by side, TK = 256 / TN rows of
- * threads); RI = U * TK = 16 rows a step. Each thread keeps one f16
- * partial sum per slot of its step (U x E), fma'd with X's value row by
- * row, so a group of G rows puts G / RI products into each; at the
- * group's last step the U rows are summed in f32, scaled and added to the
- * f32 sums. Few rows of threads (TK 4 or 8) make that flush rare: its
- * 2 U E conversions and adds come once per G / TK rows a thread. */
-static int hvec_shape(qm *q)
-{
-    int b = q->bits;
-    q->E = b % 2 == 0 && b >= 4 ? 16 : 32;
-    q->EB = q->E * b / 8;
-    q->T = 256;
-    q->TN = 1024 / q->E;
-    q->TK = q->T / q->TN;
-    q->BN = q->TN * q->E;
-    q->U = 64 / q->E;
-    q->RI = q->U * q->TK;
-    int grouped = q->s.op >= 0 && q->s.grouped;
-    q->GS = grouped ? (int)q->gs : 128;
-    if (q->GS % q->RI) return 0;
-    q->GR = q->GS / q->RI;
-    q->two = 1;
-    return 1;
-}
 
 static int vec_shape(qm *q)
 {
     if (q->cpu || !q->bytes || q->z.op >= 0) return 0;
-    if (q->hf) return hvec_shape(q);
     int b = q->bits;
     /* 16 columns where their bytes are whole 32-bit words (and 16 bytes at
      * most), else 32: a thread's sums and scales stay near 16 registers each */
@@ -614,11 +581,8 @@ static int vec_shape(qm *q)
 /* KS as an int expression over the sizes (both kernels). */
 static void vec_split(strbuf *o, const qm *q, const char *nn, const char *mm)
 {
-    char want[160];
-    if (q->splitk > 0) snprintf(want, sizeof want, "%lld", (long long)q->splitk);
-    else if (q->hf) snprintf(want, sizeof want, "cdiv(%d, cdiv(%s, %d))", QV_HF_BLOCKS, nn, q->BN);
-    else snprintf(want, sizeof want, "%d", QV_SPLIT_DEFAULT);
-    sb_printf(o, "max(1, min(min(%s, %d), min(cdiv(q_kr, %d), %lld / (max(%s, 1) * cdiv(%s, %d) * %d))))", want,
+    long long want = q->splitk > 0 ? (long long)q->splitk : QV_SPLIT_DEFAULT;
+    sb_printf(o, "max(1, min(min(%lld, %d), min(cdiv(q_kr, %d), %lld / (max(%s, 1) * cdiv(%s, %d) * %d))))", want,
               QV_SPLIT_MAX, q->GS, (long long)QV_WS, mm, nn, q->BN, q->BN);
 }
 
@@ -649,42 +613,6 @@ static void vec_header(strbuf *h, const qm *q, const char *kname)
     if (q->s.op >= 0) param(h, q, q->s.tensor, &np);
     param(h, q, q->ty, &np);
     sb_printf(h, ", q_ws: global f32[%lld])", (long long)QV_WS);
-}
-
-/* The f16-summing step (q->hf): q_q's values to f16, fma'd with X's
- * value of their row into the f16 partial sums; at a group's last step
- * the U rows of each thread summed in f32, scaled (S per group) into the
- * f32 sums, and the partial sums cleared. */
-static void hvec_step(strbuf *o, const qm *q, const lang_tensor *S, const char *lay, const char *layu, const char *lxcu,
-                      const char *ls)
-{
-    char sd[16];
-    int RI = q->RI, BN = q->BN, TK = q->TK, TN = q->TN, U = q->U, E = q->E;
-    sb_printf(o, "    q_h = cast q_q -> register f16[%d, %d] layout %s\n", RI, BN, layu);
-    sb_printf(o, "    q_xv = view q_x -> register f16[%d, 1] layout %s\n", RI, lxcu);
-    sb_printf(o, "    q_xb = broadcast q_xv -> register f16[%d, %d] layout %s dim 1\n", RI, BN, layu);
-    sb_puts(o, "    fma q_h, q_xb, q_hacc -> q_hacc\n");
-    sb_printf(o, "    if q_s %% %d == %d {\n", q->GR, q->GR - 1);
-    sb_printf(o, "      q_hf = cast q_hacc -> register f32[%d, %d] layout %s\n", RI, BN, layu);
-    const char *sum = "q_hf";
-    if (U > 1) {
-        sb_printf(o, "      q_ht = view q_hf -> register f32[%d, %d, %d] layout spatial(%d, 1, %d).local(1, %d, %d)\n", TK,
-                  U, BN, TK, TN, U, E);
-        sb_printf(o, "      q_hu = reduce.sum q_ht -> register f32[%d, %d] layout %s dim 1\n", TK, BN, lay);
-        sum = "q_hu";
-    }
-    if (S && q->s.grouped) {
-        sb_printf(o, "      q_sv = copy q_sc\n      q_sh = view q_sv -> register %s[1, %d] layout %s\n",
-                  dtn(S->dtype, sd), BN, ls);
-        sb_printf(o, "      q_sf = cast q_sh -> register f32[1, %d] layout %s\n", BN, ls);
-        sb_printf(o, "      q_sb = broadcast q_sf -> register f32[%d, %d] layout %s dim 0\n", TK, BN, lay);
-        sb_printf(o, "      q_ps = mul %s, q_sb\n      add q_acc, q_ps -> q_acc\n      copy q_sn -> q_sc\n", sum);
-    } else {
-        sb_printf(o, "      add q_acc, %s -> q_acc\n", sum);
-    }
-    /* cleared by a copy of zeros (a mul by 0 is a conversion each way) */
-    sb_printf(o, "      q_hz = alloc register f16[%d, %d] layout %s init 0.0\n      copy q_hz -> q_hacc\n    }\n", RI, BN,
-              layu);
 }
 
 static char *vec_text(qm *q, const char *kname)
@@ -720,7 +648,7 @@ static char *vec_text(qm *q, const char *kname)
               q->GR);
     sb_printf(o, "  let q_col = block_idx.x * %d\n", BNB);
     sb_printf(o, "  q_acc = alloc register f32[%d, %d] layout %s init 0.0\n", TK, BN, lay);
-    if (grouped && !q->hf) {
+    if (grouped) {
         sb_printf(o, "  q_pacc = alloc register f32[%d, %d] layout %s init 0.0\n", TK, BN, lay);
     }
     /* the group's scales (q_sc) and the next group's (q_sn), as 32-bit
@@ -762,16 +690,8 @@ static char *vec_text(qm *q, const char *kname)
     snprintf(layu, sizeof layu, "%s%s", pre, lay);
     snprintf(lxu, sizeof lxu, "%s%s", pre1, lx);
     snprintf(lxcu, sizeof lxcu, "%s%s", pre, lxc);
-    if (q->hf) { /* a thread's U rows side by side: its X values one load */
-        snprintf(lw4, sizeof lw4, "spatial(%d, %d).local(%d, %d)", TK, TN, U, EB / 4);
-        snprintf(lwu, sizeof lwu, "spatial(%d, %d).local(%d, %d)", TK, TN, U, EB);
-        snprintf(layu, sizeof layu, "spatial(%d, %d).local(%d, %d)", TK, TN, U, E);
-        snprintf(lxu, sizeof lxu, "spatial(1, %d).local(1, %d).replicate(%d)", TK, U, TN);
-        snprintf(lxcu, sizeof lxcu, "spatial(%d, 1).local(%d, 1).replicate(%d)", TK, U, TN);
-    }
     sb_printf(o, "  q_c = alloc register u32[%d, %d] layout %s init 0\n", RI, BNB / 4, lw4);
     sb_printf(o, "  q_n = alloc register u32[%d, %d] layout %s init 0\n", RI, BNB / 4, lw4);
-    if (q->hf) sb_printf(o, "  q_hacc = alloc register f16[%d, %d] layout %s init 0.0\n", RI, BN, layu);
 #define LOADW(ind, row, dst)                                                                                          \
     do {                                                                                                             \
         sb_printf(o, "%sq_l = load_global q_wb[%s, q_col] -> register u8[%d, %d] layout %s\n", ind, row, RI, BNB,     \
@@ -805,15 +725,12 @@ static char *vec_text(qm *q, const char *kname)
      * words directly, so only of a value not written in place (cuda_dequant.c) */
     sb_puts(o, "    q_w = copy q_c\n");
     sb_printf(o, "    q_q = view q_w -> register %s[%d, %d] layout %s\n", wdt, RI, BN, layu);
-    if (q->hf) {
-        hvec_step(o, q, S, lay, layu, lxcu, ls);
-    } else if (q->f16) { /* the f16 rows (exact where taken), then widened */
+    if (q->f16) { /* the f16 rows (exact where taken), then widened */
         sb_printf(o, "    q_h = cast q_q -> register f16[%d, %d] layout %s\n", RI, BN, layu);
         sb_printf(o, "    q_f = cast q_h -> register f32[%d, %d] layout %s\n", RI, BN, layu);
     } else {
         sb_printf(o, "    q_f = cast q_q -> register f32[%d, %d] layout %s\n", RI, BN, layu);
     }
-    if (!q->hf) {
     x_broadcast(o, "    ", "q_x", X->dtype, xd, RI, BN, lxcu, layu);
     sb_puts(o, "    q_p = mul q_f, q_xb\n");
     if (U > 1) { /* the U rows of each thread summed in its registers */
@@ -832,7 +749,6 @@ static char *vec_text(qm *q, const char *kname)
         sb_printf(o, "      q_sb = broadcast q_sf -> register f32[%d, %d] layout %s dim 0\n", TK, BN, lay);
         sb_puts(o, "      q_ps = mul q_pacc, q_sb\n      add q_acc, q_ps -> q_acc\n      mul q_pacc, 0.0 -> q_pacc\n");
         sb_puts(o, "      copy q_sn -> q_sc\n    }\n");
-    }
     }
     sb_puts(o, "    copy q_n -> q_c\n");
     sb_puts(o, "  }\n");
@@ -1276,9 +1192,6 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
     int qd = p->opt->qdequant;
     int f16_first = dtype_info_of(wt)->is_float || wt == TSL_DTYPE_U2 || wt == TSL_DTYPE_U4;
     q.f16 = (qd == 16 || (qd == 0 && f16_first)) && exact_in(wt, TSL_DTYPE_F16);
-    /* the streaming GEMV's sums: f16 within a group (fma) where the
-     * licence allows it, X is f16 and W's values are exact in f16 */
-    q.hf = p->opt->allow_f16_sums > 0 && q.def->tensors[q.x.tensor]->dtype == TSL_DTYPE_F16 && exact_in(wt, TSL_DTYPE_F16);
     /* W's rows whole bytes: N * bits a multiple of 8 */
     const lang_sexpr *nw = q.def->tensors[q.w.tensor]->shape[1];
     int step = 8;

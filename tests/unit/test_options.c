@@ -134,30 +134,6 @@ static void test_options_change_the_plan(void)
 /* allow_tf32: a numerics switch beside the table (never searched), off by
  * default, in the canonical text (so the cache key) as a trailing
  * "allow_tf32=1", kept by set_options unless its text names it. */
-/* allow_f16_sums: a licence like allow_tf32 (0 or 1, printed last, after
- * allow_tf32, never in the tuner's table), read by the quantized GEMV. */
-static void test_allow_f16_sums(void)
-{
-    sched_options o = sched_options_defaults;
-    CHECK(o.allow_f16_sums == 0);
-    tsl_diag d = {0};
-    CHECK(sched_options_parse("allow_f16_sums=1,contract.splitk=4 ,allow_tf32=1", &o, &d) == TSL_OK);
-    CHECK(o.allow_f16_sums == 1 && o.allow_tf32 == 1 && o.splitk == 4);
-    strbuf b = {0};
-    sched_options_text(&b, &o);
-    CHECK_EQ_STR(sb_str(&b), "contract.splitk=4,allow_tf32=1,allow_f16_sums=1");
-    sched_options r = sched_options_defaults;
-    CHECK(sched_options_parse(sb_str(&b), &r, &d) == TSL_OK && r.allow_f16_sums == 1);
-    CHECK(sched_options_parse("allow_f16_sums=0", &r, &d) == TSL_OK && r.allow_f16_sums == 0);
-    sb_free(&b);
-    CHECK(sched_options_parse("allow_f16_sums=yes", &o, &d) == TSL_ERR_ARG);
-    CHECK(strstr(sb_str(&d.msg), "allow_f16_sums=yes") && strstr(sb_str(&d.msg), "0 or 1"));
-    diag_free(&d);
-    int n = 0;
-    const sched_option *t = sched_option_table(&n);
-    for (int i = 0; i < n; i++) CHECK(!strstr(t[i].key, "f16_sums"));
-}
-
 static void test_allow_tf32(void)
 {
     sched_options o = sched_options_defaults;
@@ -276,7 +252,6 @@ TEST_SUITE(options) = {
     {"defaults_and_round_trip", test_defaults_and_round_trip},
     {"parse_errors", test_parse_errors},
     {"allow_tf32", test_allow_tf32},
-    {"allow_f16_sums", test_allow_f16_sums},
     {"check_says_why", test_check_says_why},
     {"options_change_the_plan", test_options_change_the_plan},
     {"valid_candidates_run", test_valid_candidates_run},
