@@ -1,0 +1,265 @@
+// qgemv_probe.cu — a hand-written uint4 GEMV (M = 1, group 128) to find
+// the streaming ceiling of the shapes bench/gpu_bench.c times, and which
+// kernel shape reaches it. Not part of tessel: a measuring stick for the
+// qmatmul strategy. Build and run on the GPU machine:
+//   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a bench/qgemv_probe.cu -o /tmp/qp && /tmp/qp
+#include <cuda_fp16.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CK(x)                                                                                  \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));         \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+__device__ __forceinline__ unsigned lop3_and_or(unsigned a, unsigned m, unsigned o)
+{
+    unsigned r;
+    asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(r) : "r"(a), "r"(m), "r"(o));
+    return r;
+}
+__device__ __forceinline__ unsigned h2sub(unsigned a, unsigned b)
+{
+    unsigned r;
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+__device__ __forceinline__ unsigned h2fma(unsigned a, unsigned b, unsigned c)
+{
+    unsigned r;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+
+// acc[0..3] += dequant(word) * x2, pairs (0,4) (1,5) (2,6) (3,7)
+__device__ __forceinline__ void dq_fma(unsigned w, unsigned x2, unsigned *acc)
+{
+    const unsigned mg = 0x64006400u, lo = 0x000f000fu, hi = 0x00f000f0u;
+    const unsigned b1024 = 0x64006400u;                  // 1024, 1024
+    const unsigned s16 = 0x2c002c00u, b64 = 0xd400d400u; // 1/16, -64
+    unsigned v0 = h2sub(lop3_and_or(w, lo, mg), b1024);
+    unsigned v1 = h2fma(lop3_and_or(w, hi, mg), s16, b64);
+    unsigned w8 = w >> 8;
+    unsigned v2 = h2sub(lop3_and_or(w8, lo, mg), b1024);
+    unsigned v3 = h2fma(lop3_and_or(w8, hi, mg), s16, b64);
+    acc[0] = h2fma(v0, x2, acc[0]);
+    acc[1] = h2fma(v1, x2, acc[1]);
+    acc[2] = h2fma(v2, x2, acc[2]);
+    acc[3] = h2fma(v3, x2, acc[3]);
+}
+
+// TN threads across a row (16 bytes = 32 columns each), TK = 256 / TN rows;
+// U rows a load batch; PF: the next batch loaded before this one is used.
+// Grid (N / (32 TN), KS); slice = K / KS rows (whole groups). Y += (atomics).
+template <int TN, int U, int PF, int MINB, int MODE>
+__global__ void __launch_bounds__(256, MINB)
+    qg(const uint4 *__restrict__ W, const __half *__restrict__ X, const __half *__restrict__ S, float *__restrict__ Y,
+       int K, int N, int slice)
+{
+    constexpr int TK = 256 / TN, RG = 128 / TK; // rows a thread a group
+    static_assert(RG % U == 0, "U divides a group's rows");
+    __shared__ __half xs[4096];
+    __shared__ float red[TK][TN * 32 + 1];
+    const int tid = threadIdx.x, tn = tid % TN, tk = tid / TN;
+    const int k0 = blockIdx.y * slice, k1 = min(K, k0 + slice);
+    for (int i = tid; i < k1 - k0; i += 256) xs[i] = X[k0 + i];
+    __syncthreads();
+    const int c = blockIdx.x * TN + tn; // uint4 column of the row
+    const int rowq = N / 32;            // uint4s a row
+    float acc[32];
+#pragma unroll
+    for (int j = 0; j < 32; j++) acc[j] = 0.f;
+    uint4 buf[U], nxt[U];
+    auto load = [&](uint4 *b, int r0) {
+#pragma unroll
+        for (int u = 0; u < U; u++) b[u] = __ldg(W + (size_t)(r0 + tk + u * TK) * rowq + c);
+    };
+    const int nb = (k1 - k0) / (U * TK);
+    if (PF) load(buf, k0);
+    unsigned h[16];
+    for (int bi = 0; bi < nb; bi++) {
+        const int r0 = k0 + bi * U * TK;
+        if (PF) {
+            if (bi + 1 < nb) load(nxt, r0 + U * TK);
+        } else {
+            load(buf, r0);
+        }
+        if ((bi * U) % RG == 0) {
+#pragma unroll
+            for (int j = 0; j < 16; j++) h[j] = 0;
+        }
+        if (MODE == 1) { // loads only: fold the words so they are used
+#pragma unroll
+            for (int u = 0; u < U; u++) h[u & 15] ^= buf[u].x ^ buf[u].y ^ buf[u].z ^ buf[u].w;
+        } else {
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                __half xv = xs[r0 - k0 + tk + u * TK];
+                unsigned short xb = __half_as_ushort(xv);
+                unsigned x2 = (unsigned)xb | ((unsigned)xb << 16);
+                dq_fma(buf[u].x, x2, h + 0);
+                dq_fma(buf[u].y, x2, h + 4);
+                dq_fma(buf[u].z, x2, h + 8);
+                dq_fma(buf[u].w, x2, h + 12);
+            }
+        }
+        if (((bi + 1) * U) % RG == 0) { // the group's last batch: scale into acc
+            const int g = (r0 + U * TK - 1) / 128;
+            const uint4 *sp = (const uint4 *)(S + (size_t)g * N + c * 32);
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                uint4 sv = __ldg(sp + q);
+                unsigned s4[4] = {sv.x, sv.y, sv.z, sv.w};
+#pragma unroll
+                for (int p = 0; p < 4; p++) {
+                    // columns 8q + 2p, 8q + 2p + 1 of this thread's 32
+                    float2 sf = __half22float2(*(__half2 *)&s4[p]);
+                    int col0 = 8 * q + 2 * p, col1 = col0 + 1;
+                    // h[4q + i] holds columns (8q + i, 8q + i + 4)
+                    auto hv = [&](int col) {
+                        int i = col % 8, w = col / 8;
+                        __half2 hh = *(__half2 *)&h[4 * w + (i & 3)];
+                        return i < 4 ? __low2float(hh) : __high2float(hh);
+                    };
+                    acc[col0] += hv(col0) * sf.x;
+                    acc[col1] += hv(col1) * sf.y;
+                }
+            }
+        }
+        if (PF) {
+#pragma unroll
+            for (int u = 0; u < U; u++) buf[u] = nxt[u];
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < 32; j++) red[tk][tn * 32 + j] = acc[j];
+    __syncthreads();
+    for (int i = tid; i < TN * 32; i += 256) {
+        float s = 0;
+        for (int t = 0; t < TK; t++) s += red[t][i];
+        atomicAdd(Y + blockIdx.x * TN * 32 + i, s);
+    }
+}
+
+typedef void (*kfn)(const uint4 *, const __half *, const __half *, float *, int, int, int);
+
+struct variant {
+    const char *name;
+    kfn f;
+    int TN;
+};
+
+#define V(TN, U, PF, MB, MODE) {#TN " " #U " " #PF " " #MB " " #MODE, qg<TN, U, PF, MB, MODE>, TN}
+
+int main()
+{
+    cudaDeviceProp pr;
+    CK(cudaGetDeviceProperties(&pr, 0));
+    printf("device %s, %d SMs, L2 %d MB\n", pr.name, pr.multiProcessorCount, pr.l2CacheSize >> 20);
+    const int shapes[][2] = {{8192, 8192}, {57344, 8192}, {8192, 28672}}; // N, K
+    const variant vs[] = {
+        V(16, 8, 0, 2, 0), V(16, 4, 1, 2, 0), V(16, 8, 1, 1, 0), V(16, 2, 1, 2, 0), V(8, 4, 0, 2, 0),
+        V(32, 4, 0, 2, 0), V(16, 8, 0, 2, 1), V(16, 4, 1, 2, 1),
+    };
+    const int nv = sizeof vs / sizeof vs[0];
+    // copy bandwidth, 1 GiB, read + write
+    {
+        size_t n = 1ull << 30;
+        void *a, *b;
+        CK(cudaMalloc(&a, n));
+        CK(cudaMalloc(&b, n));
+        cudaEvent_t e0, e1;
+        cudaEventCreate(&e0);
+        cudaEventCreate(&e1);
+        CK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
+        std::vector<float> t;
+        for (int r = 0; r < 10; r++) {
+            cudaEventRecord(e0);
+            cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice);
+            cudaEventRecord(e1);
+            cudaEventSynchronize(e1);
+            float ms;
+            cudaEventElapsedTime(&ms, e0, e1);
+            t.push_back(ms);
+        }
+        std::sort(t.begin(), t.end());
+        printf("copy: %.3f TB/s (read + write)\n", 2.0 * n / (t[5] * 1e-3) / 1e12);
+        cudaFree(a);
+        cudaFree(b);
+    }
+    for (auto &sh : shapes) {
+        int N = sh[0], K = sh[1];
+        size_t wb = (size_t)K * N / 2, sb = (size_t)(K / 128) * N * 2;
+        const int NB = std::max(2, (int)(512ull * (1 << 20) / wb)); // rotate past L2
+        std::vector<unsigned char> hw(wb);
+        std::vector<__half> hx(K), hs((size_t)(K / 128) * N);
+        srand(1);
+        for (auto &v : hw) v = rand() & 255;
+        for (auto &v : hx) v = __float2half((rand() / (float)RAND_MAX - 0.5f) * 2);
+        for (auto &v : hs) v = __float2half((rand() / (float)RAND_MAX) * 0.1f);
+        std::vector<uint4 *> dw(NB);
+        for (auto &p : dw) {
+            CK(cudaMalloc(&p, wb));
+            CK(cudaMemcpy(p, hw.data(), wb, cudaMemcpyHostToDevice));
+        }
+        __half *dx, *ds;
+        float *dy;
+        CK(cudaMalloc(&dx, K * 2));
+        CK(cudaMalloc(&ds, hs.size() * 2));
+        CK(cudaMalloc(&dy, N * 4));
+        CK(cudaMemcpy(dx, hx.data(), K * 2, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(ds, hs.data(), hs.size() * 2, cudaMemcpyHostToDevice));
+        // reference for 64 columns
+        std::vector<double> ref(N, 0);
+        for (int n = 0; n < N; n += N / 64)
+            for (int k = 0; k < K; k++) {
+                int code = (hw[((size_t)k * N + n) / 2] >> (4 * (n & 1))) & 15;
+                ref[n] += code * (double)__half2float(hs[(size_t)(k / 128) * N + n]) * __half2float(hx[k]);
+            }
+        for (int v = 0; v < nv; v++) {
+            int cb = N / (32 * vs[v].TN);
+            for (int ks : {4, 8, 16, 32}) {
+                int slice = K / ks;
+                if (slice % 128 || slice > 4096) continue;
+                dim3 grid(cb, ks);
+                CK(cudaMemset(dy, 0, N * 4));
+                vs[v].f<<<grid, 256>>>(dw[0], dx, ds, dy, K, N, slice);
+                CK(cudaGetLastError());
+                CK(cudaDeviceSynchronize());
+                std::vector<float> hy(N);
+                CK(cudaMemcpy(hy.data(), dy, N * 4, cudaMemcpyDeviceToHost));
+                double num = 0, den = 0;
+                for (int n = 0; n < N; n += N / 64) num += (hy[n] - ref[n]) * (hy[n] - ref[n]), den += ref[n] * ref[n];
+                double err = sqrt(num / den);
+                cudaEvent_t e0, e1;
+                cudaEventCreate(&e0);
+                cudaEventCreate(&e1);
+                std::vector<float> t;
+                for (int r = 0; r < 60; r++) {
+                    cudaEventRecord(e0);
+                    vs[v].f<<<grid, 256>>>(dw[r % NB], dx, ds, dy, K, N, slice);
+                    cudaEventRecord(e1);
+                    cudaEventSynchronize(e1);
+                    float ms;
+                    cudaEventElapsedTime(&ms, e0, e1);
+                    if (r >= 10) t.push_back(ms);
+                }
+                std::sort(t.begin(), t.end());
+                double us = t[t.size() / 2] * 1e3;
+                printf("N=%5d K=%5d  TN U PF MINB MODE = %-12s KS=%2d grid %4d  err %.1e  %7.2f us  %.3f TB/s\n", N, K,
+                       vs[v].name, ks, cb * ks, err, us, (wb + sb) / (us * 1e-6) / 1e12);
+            }
+        }
+        for (auto p : dw) cudaFree(p);
+        cudaFree(dx);
+        cudaFree(ds);
+        cudaFree(dy);
+    }
+    return 0;
+}
