@@ -793,39 +793,6 @@ static char *vec_text(qm *q, const char *kname)
     return sb_take(&h);
 }
 
-/* The sum of the KS slices (vec_text), in slice order, cast to Y. */
-static char *vec_sum_text(qm *q, const char *kname)
-{
-    char ny[160], yd[16];
-    const lang_tensor *Y = q->def->tensors[q->ty];
-    tname(q, q->ty, ny, sizeof ny);
-    enum { SB = 1024 };
-    const char *l = "spatial(256).local(4)";
-    strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0}, ks = {0};
-    sexpr_text(&nn, q, Y->shape[1]);
-    sexpr_text(&mm, q, Y->shape[0]);
-    vec_split(&ks, q, sb_str(&nn), sb_str(&mm));
-    vec_header(&h, q, kname);
-    sb_printf(&h, " grid(cdiv(%s, %d), %s) threads(256) {\n", sb_str(&nn), SB, sb_str(&mm));
-    sb_printf(o, "  let q_ks = %s\n  if q_ks > 1 {\n", sb_str(&ks));
-    sb_printf(o, "    q_t = alloc register f32[%d] layout %s init 0.0\n    for q_z in 0 : q_ks {\n", SB, l);
-    sb_printf(o, "      q_v = load_global q_ws[(q_z * %s + block_idx.y) * cdiv(%s, %d) * %d + block_idx.x * %d] -> register "
-                 "f32[%d] layout %s\n      add q_t, q_v -> q_t\n    }\n",
-              sb_str(&mm), sb_str(&nn), q->BN, q->BN, SB, SB, l);
-    const char *res = "q_t";
-    if (Y->dtype != TSL_DTYPE_F32) {
-        sb_printf(o, "    q_out = cast q_t -> register %s[%d] layout %s\n", dtn(Y->dtype, yd), SB, l);
-        res = "q_out";
-    }
-    sb_printf(o, "    store_global %s -> %s[block_idx.y, block_idx.x * %d]\n  }\n}\n", res, ny, SB);
-    sb_puts(&h, sb_str(o));
-    sb_free(o);
-    sb_free(&nn);
-    sb_free(&mm);
-    sb_free(&ks);
-    return sb_take(&h);
-}
-
 /* ---- the GPU kernel for M >= 16: tensor cores --------------------------------------------- */
 
 enum { TC_BM = 16, TC_BN = 64, TC_T = 128, TC_STAGES = 4 };
@@ -977,7 +944,7 @@ static void cpu_header(strbuf *h, const qm *q, const char *kname)
  * unpacked, times x, into the group's partial sums), then scaled into the
  * block's sums (zero points and per-column scales, linear, per slice).
  * KS = 1: the block stores Y; else its f32 sums go to workspace row
- * (z * M + m), padded to whole blocks, for cpu_sum_text. */
+ * (z * M + m), padded to whole blocks, for sum_text. */
 static char *cpu_text(qm *q, const char *kname)
 {
     char nx[160], ns[160], nz[160], ny[160], xd[16], wdt[16];
@@ -1101,31 +1068,37 @@ static char *cpu_text(qm *q, const char *kname)
     return sb_take(&h);
 }
 
-/* The CPU kernels' sum of the KS slices (cpu_text), in slice order, cast to
- * Y: a block per SB = 512 columns of a row of Y (16 blocks at N = 8192,
- * so that the sum is spread over the cores too). The header is
- * cpu_text's. */
-static char *cpu_sum_text(qm *q, const char *kname)
+/* The sum of the KS slices (vec_text, cpu_text), in slice order, cast to
+ * Y: a block per SB columns of a row of Y. GPU: 256 threads of 4 columns,
+ * SB = 1024. CPU: one thread, SB = 512 (16 blocks at N = 8192, so that the
+ * sum is spread over the cores too). The header is the slice kernel's. */
+static char *sum_text(qm *q, const char *kname)
 {
-    char ny[160], yd[16];
+    char ny[160], yd[16], l[48];
     const lang_tensor *Y = q->def->tensors[q->ty];
     tname(q, q->ty, ny, sizeof ny);
-    enum { SB = 512 };
-    int BN = q->BN;
+    int SB = q->cpu ? 512 : 1024;
+    if (q->cpu) snprintf(l, sizeof l, "local(%d)", SB);
+    else snprintf(l, sizeof l, "spatial(256).local(4)");
     strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0}, ks = {0};
-    cpu_header(&h, q, kname);
     sexpr_text(&nn, q, Y->shape[1]);
     sexpr_text(&mm, q, Y->shape[0]);
-    cpu_split(&ks, q, sb_str(&nn), sb_str(&mm));
-    sb_printf(&h, " grid(cdiv(%s, %d), %s) threads(1) {\n", sb_str(&nn), SB, sb_str(&mm));
+    if (q->cpu) {
+        cpu_split(&ks, q, sb_str(&nn), sb_str(&mm));
+        cpu_header(&h, q, kname);
+    } else {
+        vec_split(&ks, q, sb_str(&nn), sb_str(&mm));
+        vec_header(&h, q, kname);
+    }
+    sb_printf(&h, " grid(cdiv(%s, %d), %s) threads(%d) {\n", sb_str(&nn), SB, sb_str(&mm), q->cpu ? 1 : 256);
     sb_printf(o, "  let q_ks = %s\n  if q_ks > 1 {\n", sb_str(&ks));
-    sb_printf(o, "    q_t = alloc register f32[%d] layout local(%d) init 0.0\n    for q_z in 0 : q_ks {\n", SB, SB);
+    sb_printf(o, "    q_t = alloc register f32[%d] layout %s init 0.0\n    for q_z in 0 : q_ks {\n", SB, l);
     sb_printf(o, "      q_v = load_global q_ws[(q_z * %s + block_idx.y) * cdiv(%s, %d) * %d + block_idx.x * %d] -> register "
-                 "f32[%d] layout local(%d)\n      add q_t, q_v -> q_t\n    }\n",
-              sb_str(&mm), sb_str(&nn), BN, BN, SB, SB, SB);
+                 "f32[%d] layout %s\n      add q_t, q_v -> q_t\n    }\n",
+              sb_str(&mm), sb_str(&nn), q->BN, q->BN, SB, SB, l);
     const char *res = "q_t";
     if (Y->dtype != TSL_DTYPE_F32) {
-        sb_printf(o, "    q_out = cast q_t -> register %s[%d] layout local(%d)\n", dtn(Y->dtype, yd), SB, SB);
+        sb_printf(o, "    q_out = cast q_t -> register %s[%d] layout %s\n", dtn(Y->dtype, yd), SB, l);
         res = "q_out";
     }
     sb_printf(o, "    store_global %s -> %s[block_idx.y, block_idx.x * %d]\n  }\n}\n", res, ny, SB);
@@ -1223,7 +1196,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
     tile_kernel *kcs[2] = {NULL, NULL}; /* CPU: the sums of the slices, a kernel per form */
     for (int v = 0; q.cpu && v < 1 + both; v++) {
         snprintf(kname, sizeof kname, "%s_g%d_qsum%s", g->def->name, grp->index, qs[v].bytes ? "" : "_codes");
-        char *t = cpu_sum_text(&qs[v], kname);
+        char *t = sum_text(&qs[v], kname);
         kcs[v] = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
         if (!kcs[v]) return 0;
     }
@@ -1253,7 +1226,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         char *t = vec_text(&qv, kname);
         kv = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
         snprintf(kname, sizeof kname, "%s_g%d_qsum", g->def->name, grp->index);
-        t = kv ? vec_sum_text(&qv, kname) : NULL;
+        t = kv ? sum_text(&qv, kname) : NULL;
         kvs = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
         if (kvs && ws == p->nscratch) {
             sched_scratch sc = {TSL_DTYPE_F32, QV_WS};
