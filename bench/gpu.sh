@@ -36,7 +36,7 @@ build_bench() {
     local cc=${CC:-cc} ok=0
     for prog in gpu_bench cuda_smoke call_overhead; do
         echo "== build build/$prog"
-        $cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc "bench/$prog.c" build/libtessel.a \
+        $cc -std=c11 -D_GNU_SOURCE -O2 -Iinclude -Isrc -Itests "bench/$prog.c" build/libtessel.a \
             -lsqlite3 -ldl -lm -lpthread -o "build/$prog" || ok=1
     done
     echo "== build build/difftest"
