@@ -530,11 +530,12 @@ static char *gemv_text(qm *q, const char *kname)
  * workspace holds. Taken for the byte-reading form without zero points
  * when TK divides G (the other shapes keep gemv_text).
  *
- * KS is a constant of the plan, not a function of the multiprocessor count:
- * with KS = 2 * SMs / blocks computed in both kernels (an H200, 2026-11-28),
- * the slice kernel of every width took KS = 1 where the sum kernel took 3
- * from the same inputs, so the sums overwrote Y with zeros; the same
- * expression with a constant in place of the SM count passed. Eight slices
+ * KS is a constant of the plan, not a function of the multiprocessor count
+ * (the plan is the same on every GPU). With KS = 2 * SMs / blocks (an H200,
+ * 2026-11-28) the slice kernel took KS = 1 where the sum kernel took 3 and
+ * the sums overwrote Y with zeros: most likely the ptxas 13.0 fault that
+ * the CUDA prelude's tsl_cdiv now avoids (docs/codegen.md), which did the
+ * same to branch f16sums' split cdiv(256, cdiv(N, 1024)). Eight slices
  * give 32 column blocks of uint4 (N = 8192) 256 blocks, about the two
  * blocks a multiprocessor that formula aimed at on an H100 or H200; the
  * partial sums are M * N * KS * 4 bytes, a few percent of W's. */
