@@ -21,7 +21,8 @@
  * input dtype and reinterpreted as wgmma's register A operand (the
  * accumulator and A fragments hold a thread's elements in the same
  * order), so P never leaves registers. A causal block stops streaming at
- * its diagonal block. */
+ * its diagonal block, and block_idx.x counts the query blocks from the
+ * last (the heaviest) down, so that the grid ends on the lightest. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,9 +141,9 @@ static void softmax(strbuf *b, const sched_attn_sm90 *a, int bn, const char *x, 
               in, j, bn, in, sfx, j, bn, bn, bn / 8, in, sfx, sfx, in, sfx, x, x, in);
     if (a->causal)
         sb_printf(b,
-                  "%sif %s * %d + %d > block_idx.x * %d + wg * 64 {\n"
+                  "%sif %s * %d + %d > qb * %d + wg * 64 {\n"
                   "%s  cc%s = iota %s * %d -> register i32[64, %d] layout " ACC("%d") " dim 1\n"
-                  "%s  rr%s = iota block_idx.x * %d + wg * 64 -> register i32[64, %d] layout " ACC("%d") " dim 0\n"
+                  "%s  rr%s = iota qb * %d + wg * 64 -> register i32[64, %d] layout " ACC("%d") " dim 0\n"
                   "%s  keep%s = le cc%s, rr%s\n"
                   "%s  select keep%s, %s, -inf -> %s\n"
                   "%s}\n",
@@ -222,16 +223,20 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               ST, ST, ST, ST);
     if (a->pingpong) sb_puts(&b, "  turn = alloc shared u64[2]\n  mbar_init turn, 1\n");
     sb_puts(&b, "  sync\n");
+    /* qb, the block's query block. Causal: the heaviest first (as
+     * FlashAttention-3), so that the grid's last wave is made of the
+     * lightest blocks rather than of the longest */
+    if (a->causal) sb_printf(&b, "  let qb = cdiv(Tq, %d) - 1 - block_idx.x\n", BM);
+    else sb_puts(&b, "  let qb = block_idx.x\n");
     /* the K/V blocks this query block reads: all, or up to its diagonal */
     char nblocks[96];
-    if (a->causal)
-        snprintf(nblocks, sizeof nblocks, "min(cdiv(Tk, %d), cdiv((block_idx.x + 1) * %d, %d))", BN, BM, BN);
+    if (a->causal) snprintf(nblocks, sizeof nblocks, "min(cdiv(Tk, %d), cdiv((qb + 1) * %d, %d))", BN, BM, BN);
     else snprintf(nblocks, sizeof nblocks, "cdiv(Tk, %d)", BN);
     sb_printf(&b,
               "  warpgroups {\n"
               "    role producer(1) regs(24) {\n"
               "      mbar_arrive qbar[0] bytes %d\n"
-              "      tma_load Q[%sblock_idx.x * %d, 0], qbar[0] -> qs\n"
+              "      tma_load Q[%sqb * %d, 0], qbar[0] -> qs\n"
               "      for j in 0 : %s {\n"
               "        let s = j %% %d\n"
               "        mbar_wait kempty[s], (j / %d + 1) %% 2\n"
@@ -309,7 +314,7 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "      lb = broadcast rl -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
               "      mul o, lb -> o\n"
               "      res = cast o -> register %s[64, %d] layout " ACC("%d") "\n"
-              "      store_global res -> O[%sblock_idx.x * %d + wg * 64, 0]\n"
+              "      store_global res -> O[%sqb * %d + wg * 64, 0]\n"
               "    }\n"
               "  }\n"
               "}\n",

@@ -746,6 +746,10 @@ static void test_attn_sm90(void)
         {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 80, 1}, "B0=1 Tq=131 Tk=197"},
         {{0, 256, 256, TSL_DTYPE_F16, 0, "0.0625", 80, 1}, "Tq=37 Tk=161"},
         {{0, 192, 128, TSL_DTYPE_BF16, 1, "0.07216878364870323", 0, 1}, "Tq=29 Tk=70"},
+        /* causal, the query blocks taken last first (block 0 the partial
+         * last one): Tq past Tk and short of it, neither a block multiple */
+        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1}, "B0=2 Tq=300 Tk=131"},
+        {{0, 128, 128, TSL_DTYPE_F16, 1, "0.08838834764831845", 0, 1}, "Tq=257 Tk=390"},
     };
     for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
         /* every third case without the ping-pong turns */
@@ -757,6 +761,9 @@ static void test_attn_sm90(void)
         if (!text) continue;
         char what[96];
         snprintf(what, sizeof what, "attention case %d (%s)", (int)c, cases[c].sizes);
+        /* causal: block_idx.x 0 takes the last query block, the heaviest */
+        CHECK_MSG(!a->causal || strstr(text, "let qb = cdiv(Tq, 128) - 1 - block_idx.x"),
+                  "%s: query blocks not reversed", what);
         prog p;
         prog_run(&p, "attn.tile", text, cases[c].sizes, (int)(c & 1), test_rand());
         CHECK_MSG(p.st == TSL_OK, "%s: %s\n%s", what, p.msg, text);
