@@ -1131,7 +1131,11 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
                    tile_dtype_eq(xv->type.dt, tile_dtype_from_tsl(TSL_DTYPE_F32)) && rd.locals % 2 == 0;
         if (half && in->op == TILE_I_CAST) {
             /* f32 -> f16/bf16 two at a time: one cvt.rn.{f16,bf16}x2.f32 (sm_80+)
-             * instead of two single conversions (quarter-rate on sm_90) */
+             * instead of two single conversions (quarter-rate on sm_90),
+             * split by a mov.b32 into halves ptxas keeps in the one
+             * register: masks and shifts (cvt.u16.u32, shr) cost a SHF
+             * and, once a pack reads the pair again (a register-A wgmma),
+             * a PRMT per pair, the attention loop's P among them */
             const char *xn = cg_name(c, xv);
             char xb[96];
             snprintf(xb, sizeof xb, "%s", xn);
@@ -1142,8 +1146,7 @@ static void emit_elementwise(cg *c, const tile_stmt *s)
             cg_line(c, "    unsigned p;");
             cg_line(c, "    asm(\"cvt.rn.%s.f32 %%0, %%1, %%2;\" : \"=r\"(p) : \"f\"(%s[l + 1]), \"f\"(%s[l]));",
                     bf ? "bf16x2" : "f16x2", xb, xb);
-            cg_line(c, "    %s[l].x = (unsigned short)(p & 0xffffu);", dn);
-            cg_line(c, "    %s[l + 1].x = (unsigned short)(p >> 16);", dn);
+            cg_line(c, "    asm(\"mov.b32 {%%0, %%1}, %%2;\" : \"=h\"(%s[l].x), \"=h\"(%s[l + 1].x) : \"r\"(p));", dn, dn);
             cg_line(c, "#else");
             cg_line(c, "    %s[l] = tsl_to<%s>::f(%s[l]);", dn, dt, xb);
             cg_line(c, "    %s[l + 1] = tsl_to<%s>::f(%s[l + 1]);", dn, dt, xb);
