@@ -268,6 +268,7 @@ static const cgc_emit_fn cgc_emitters[TILE_I_COUNT] = {
     [TILE_I_NEG] = cgc_emit_elementwise,
     [TILE_I_ABS] = cgc_emit_elementwise,
     [TILE_I_EXP] = cgc_emit_elementwise,
+    [TILE_I_EXP2] = cgc_emit_elementwise,
     [TILE_I_LOG] = cgc_emit_elementwise,
     [TILE_I_SQRT] = cgc_emit_elementwise,
     [TILE_I_RSQRT] = cgc_emit_elementwise,

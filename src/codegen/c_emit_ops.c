@@ -645,6 +645,7 @@ static const cgc_ew cgc_ew_table[] = {
     {TILE_I_NEG, CGC_ARITH, "-x", "-x", "(int64_t)(0 - (uint64_t)x)"},
     {TILE_I_ABS, CGC_ARITH, "fabs(x)", "fabsf(x)", "x < 0 ? (int64_t)(0 - (uint64_t)x) : x"},
     {TILE_I_EXP, CGC_ARITH, "(double)tsl_expf((float)x)", "tsl_expf(x)", NULL},
+    {TILE_I_EXP2, CGC_ARITH, "(double)exp2f((float)x)", "exp2f(x)", NULL},
     {TILE_I_LOG, CGC_ARITH, "(double)tsl_logf((float)x)", "tsl_logf(x)", NULL},
     {TILE_I_SQRT, CGC_ARITH, "(double)sqrtf((float)x)", "sqrtf(x)", NULL},
     {TILE_I_RSQRT, CGC_ARITH, "(double)(1.0f / sqrtf((float)x))", "1.0f / sqrtf(x)", NULL},
@@ -849,8 +850,8 @@ void cgc_emit_elementwise(cgc *c, const tile_stmt *s)
     const char *f64 = NULL;
     if (odt.kind == TILE_DT_FLOAT && odt.bits == 64) {
         static const struct { tile_op op; const char *e; } f64rows[] = {
-            {TILE_I_POW, "pow(x, y)"}, {TILE_I_EXP, "exp(x)"}, {TILE_I_LOG, "log(x)"},
-            {TILE_I_SQRT, "sqrt(x)"}, {TILE_I_RSQRT, "1.0 / sqrt(x)"}, {TILE_I_TANH, "tanh(x)"},
+            {TILE_I_POW, "pow(x, y)"}, {TILE_I_EXP, "exp(x)"}, {TILE_I_EXP2, "exp2(x)"},
+            {TILE_I_LOG, "log(x)"}, {TILE_I_SQRT, "sqrt(x)"}, {TILE_I_RSQRT, "1.0 / sqrt(x)"}, {TILE_I_TANH, "tanh(x)"},
             {TILE_I_SIGMOID, "1.0 / (1.0 + exp(-x))"}, {TILE_I_ERF, "erf(x)"}, {TILE_I_MOD, "fmod(x, y)"},
         };
         for (size_t k = 0; k < TSL_COUNTOF(f64rows); k++)

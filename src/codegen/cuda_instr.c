@@ -933,11 +933,13 @@ static const char *ew_text(tile_op op, int fl, int in, int approx)
     /* `.approx` in f32 math: the hardware's ex2 / rcp (a few ulp; the
      * scheduler asks for it where a 16-bit rounding follows) */
     if (approx && fl && op == TILE_I_EXP) return "tsl_ex2_exp(x)";
+    if (approx && fl && op == TILE_I_EXP2) return "tsl_ex2(x)";
     if (approx && fl && op == TILE_I_SIGMOID) return "__frcp_rn(1.0f + __expf(-(x)))";
     switch (op) {
     case TILE_I_NEG: return "(-(x))";
     case TILE_I_ABS: return fl ? "fabsf(x)" : "fabs(x)";
     case TILE_I_EXP: return fl ? "expf(x)" : "(double)expf((float)(x))";
+    case TILE_I_EXP2: return fl ? "exp2f(x)" : "(double)exp2f((float)(x))";
     case TILE_I_LOG: return fl ? "logf(x)" : "(double)logf((float)(x))";
     case TILE_I_SQRT: return fl ? "sqrtf(x)" : "(double)sqrtf((float)(x))";
     case TILE_I_RSQRT: return fl ? "(1.0f / sqrtf(x))" : "(double)(1.0f / sqrtf((float)(x)))";
@@ -975,7 +977,7 @@ static const struct {
     tile_op op;
     const char *text;
 } ew_f64_rows[] = {
-    {TILE_I_EXP, "exp(x)"},   {TILE_I_LOG, "log(x)"},   {TILE_I_SQRT, "sqrt(x)"},
+    {TILE_I_EXP, "exp(x)"},   {TILE_I_EXP2, "exp2(x)"}, {TILE_I_LOG, "log(x)"},   {TILE_I_SQRT, "sqrt(x)"},
     {TILE_I_RSQRT, "(1.0 / sqrt(x))"}, {TILE_I_TANH, "tanh(x)"},
     {TILE_I_SIGMOID, "(1.0 / (1.0 + exp(-(x))))"}, {TILE_I_ERF, "erf(x)"}, {TILE_I_POW, "pow((x), (y))"},
 };

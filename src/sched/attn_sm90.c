@@ -16,8 +16,9 @@
  * online softmax of S_j while the second product runs on the tensor
  * cores (FlashAttention-3's intra-warpgroup overlap): the columns past Tk
  * (and, causal, past the row) are set to -inf on the blocks that have
- * any; the running row max m and sum l are rescaled by exp(m_old - m_new),
- * and so is O once its product is done. P = exp(S - m) is rounded to the
+ * any; the running row max m and sum l are rescaled by 2^(m_old - m_new)
+ * (m in base 2: softmax below), and so is O once its product is done.
+ * P = 2^(S c - m) is rounded to the
  * input dtype and reinterpreted as wgmma's register A operand (the
  * accumulator and A fragments hold a thread's elements in the same
  * order), so P never leaves registers. A causal block stops streaming at
@@ -112,9 +113,8 @@ static void transposed(strbuf *b, int stages, int rows, int cols)
 }
 
 /* Whether the scale is a positive literal: then the row max is taken
- * over the unscaled scores (max(x) * scale = max(x * scale)) and the
- * scale multiplies just before the max is subtracted, one FFMA an element
- * rather than an FMUL the max must wait for and an FADD. */
+ * over the unscaled scores (max(x) * c = max(x * c)) and the scale is
+ * folded into the FFMA that subtracts the max (below). */
 static int scale_positive(const sched_attn_sm90 *a)
 {
     char *end;
@@ -123,14 +123,22 @@ static int scale_positive(const sched_attn_sm90 *a)
 }
 
 /* The online softmax of S block J held in accumulator X (names suffixed
- * with sfx): scale, the columns past Tk and (causal) past the row set to
- * -inf on the blocks that have any, the running max m and sum l updated,
- * X = exp(X - m_new) and alpha<sfx> = exp(m_old - m_new) left for the
- * output's rescale. */
+ * with sfx), in base 2: m holds the running max of x * scale * log2(e),
+ * and P = 2^(x * c - m) with c = scale * log2(e) (a positive literal
+ * scale) or 2^(x' * log2(e) - m) with x' = x * scale (any other, scaled
+ * first: its sign may flip the max), one FFMA and one MUFU.EX2 an
+ * element, where exp(x * scale - m) took an FMUL by the scale, an FADD
+ * (or FFMA) and an FMUL by log2(e) inside ex2. The columns past Tk and
+ * (causal) past the row are set to -inf on the blocks that have any;
+ * the running sum l is updated, and alpha<sfx> = 2^(m_old - m_new) left
+ * for the output's rescale. */
 static void softmax(strbuf *b, const sched_attn_sm90 *a, int bn, const char *x, const char *j, const char *sfx,
                     const char *in)
 {
     int late = scale_positive(a);
+    char c[64];
+    if (late) snprintf(c, sizeof c, "%.17g", strtod(a->scale, NULL) * M_LOG2E);
+    else snprintf(c, sizeof c, "%.17g", M_LOG2E);
     if (!late) sb_printf(b, "%smul %s, %s -> %s\n", in, x, a->scale, x);
     sb_printf(b,
               "%sif (%s + 1) * %d > Tk {\n"
@@ -149,23 +157,22 @@ static void softmax(strbuf *b, const sched_attn_sm90 *a, int bn, const char *x, 
                   "%s}\n",
                   in, j, bn, bn - 1, BM, in, sfx, j, bn, bn, bn / 8, in, sfx, BM, bn, bn / 8, in, sfx, sfx, sfx, in,
                   sfx, x, x, in);
-    sb_printf(b, "%smx%s = reduce.max %s -> register f32[64, 1] layout " ROWS " dim 1\n", in, sfx, x);
-    if (late) sb_printf(b, "%smul mx%s, %s -> mx%s\n", in, sfx, a->scale, sfx);
     sb_printf(b,
+              "%smx%s = reduce.max %s -> register f32[64, 1] layout " ROWS " dim 1\n"
+              "%smul mx%s, %s -> mx%s\n"
               "%smn%s = max m, mx%s\n"
               "%sdm%s = sub m, mn%s\n"
-              "%salpha%s = exp.approx dm%s\n"
-              "%smb%s = broadcast mn%s -> register f32[64, %d] layout " ACC("%d") " dim 1\n",
-              in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, bn, bn / 8);
-    if (late) sb_printf(b, "%smul %s, %s -> %s\n", in, x, a->scale, x);
-    sb_printf(b,
-              "%ssub %s, mb%s -> %s\n"
-              "%sexp.approx %s -> %s\n"
+              "%salpha%s = exp2.approx dm%s\n"
+              "%snm%s = neg mn%s\n"
+              "%smb%s = broadcast nm%s -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
+              "%sfma %s, %s, mb%s -> %s\n"
+              "%sexp2.approx %s -> %s\n"
               "%srs%s = reduce.sum %s -> register f32[64, 1] layout " ROWS " dim 1\n"
               "%smul l, alpha%s -> l\n"
               "%sadd l, rs%s -> l\n"
               "%scopy mn%s -> m\n",
-              in, x, sfx, x, in, x, x, in, sfx, x, in, sfx, in, sfx, in, sfx);
+              in, sfx, x, in, sfx, c, sfx, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, in, sfx, sfx, bn,
+              bn / 8, in, x, c, sfx, x, in, x, x, in, sfx, x, in, sfx, in, sfx, in, sfx);
 }
 
 /* Consumer wg's t-th issue of its products (the text wgmmas: each wgmma

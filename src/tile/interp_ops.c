@@ -187,6 +187,7 @@ static double ew_apply(tile_op op, tile_dtype dt, double x, double y, double z, 
         switch (op) {
         case TILE_I_POW: return pow(x, y);
         case TILE_I_EXP: return exp(x);
+        case TILE_I_EXP2: return exp2(x);
         case TILE_I_LOG: return log(x);
         case TILE_I_SQRT: return sqrt(x);
         case TILE_I_RSQRT: return 1.0 / sqrt(x);
@@ -228,6 +229,7 @@ static double ew_apply(tile_op op, tile_dtype dt, double x, double y, double z, 
     case TILE_I_NEG: return -x;
     case TILE_I_ABS: return fabs(x);
     case TILE_I_EXP: return expf((float)x);
+    case TILE_I_EXP2: return exp2f((float)x);
     case TILE_I_LOG: return logf((float)x);
     case TILE_I_SQRT: return sqrtf((float)x);
     case TILE_I_RSQRT: return 1.0f / sqrtf((float)x);

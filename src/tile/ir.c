@@ -71,7 +71,7 @@ const tile_op_info *tile_op_info_of(tile_op op)
 
 int tile_op_has_approx(tile_op op)
 {
-    return op == TILE_I_EXP || op == TILE_I_SIGMOID || op == TILE_I_TANH;
+    return op == TILE_I_EXP || op == TILE_I_EXP2 || op == TILE_I_SIGMOID || op == TILE_I_TANH;
 }
 
 int tile_op_lookup(const char *s, size_t n, tile_op *out)

@@ -271,6 +271,7 @@ typedef enum tile_res_rule { TILE_RES_NONE, TILE_RES_TYPE, TILE_RES_LIKE, TILE_R
     X(NEG, "neg", LIKE, 1, 1)                                                  \
     X(ABS, "abs", LIKE, 1, 1)                                                  \
     X(EXP, "exp", LIKE, 1, 1)                                                  \
+    X(EXP2, "exp2", LIKE, 1, 1) /* 2^x */                                      \
     X(LOG, "log", LIKE, 1, 1)                                                  \
     X(SQRT, "sqrt", LIKE, 1, 1)                                                \
     X(RSQRT, "rsqrt", LIKE, 1, 1)                                              \

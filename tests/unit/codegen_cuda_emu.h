@@ -90,6 +90,7 @@ static inline double __longlong_as_double(long long u) { return tsl_emu_from<dou
 /* the fast-math intrinsics (`.approx` ops): exact here, which they may be */
 #define __expf(x) expf(x) /* glibc declares a __expf of its own */
 static inline float tsl_ex2_exp(float x) { return expf(x); }
+static inline float tsl_ex2(float x) { return exp2f(x); }
 static inline float __frcp_rn(float x) { return 1.0f / x; }
 
 static pthread_mutex_t tsl_atomic_mu = PTHREAD_MUTEX_INITIALIZER;
