@@ -414,14 +414,15 @@ static void test_gpu_matches_interp(void)
 }
 
 /* The goldens of fixed wrong answers alone (bench/gpu.sh's regress-gpu
- * step): f64 math in double, abs of the int8/int16 minimum. */
+ * step): f64 math in double, abs of the int8/int16 minimum, cdiv of
+ * every sign (once miscompiled by ptxas inside a three-way minimum). */
 static void test_gpu_regress_goldens(void)
 {
     if (!have_nvrtc() || !have_gpu()) {
         printf("    skipped: no GPU\n");
         return;
     }
-    static const char *const files[] = {"f64_math.tile", "abs_narrow.tile"};
+    static const char *const files[] = {"f64_math.tile", "abs_narrow.tile", "cdiv_signs.tile"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char *path = NULL;
         CHECK(asprintf(&path, "%s/tests/tile_golden/%s", test_root(), files[i]) > 0);
