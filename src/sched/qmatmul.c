@@ -535,9 +535,10 @@ static char *gemv_text(qm *q, const char *kname)
  * 2026-11-28) the slice kernel took KS = 1 where the sum kernel took 3 and
  * the sums overwrote Y with zeros: most likely the ptxas 13.0 fault that
  * the CUDA prelude's tsl_cdiv now avoids (docs/codegen.md), which did the
- * same to branch f16sums' split cdiv(256, cdiv(N, 1024)). Eight slices
- * give 32 column blocks of uint4 (N = 8192) 256 blocks, about the two
- * blocks a multiprocessor that formula aimed at on an H100 or H200; the
+ * same to an f16-summing GEMV's split cdiv(256, cdiv(N, 1024))
+ * (bench/results/gpu-2026-11-29-NVIDIA-H200-s28.md). Eight slices give
+ * 32 column blocks of uint4 (N = 8192) 256 blocks, about the two blocks a
+ * multiprocessor that formula aimed at on an H100 or H200; the
  * partial sums are M * N * KS * 4 bytes, a few percent of W's. */
 #define QV_SPLIT_MAX 32
 #define QV_SPLIT_DEFAULT 8
