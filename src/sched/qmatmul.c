@@ -23,7 +23,8 @@
  *     scales them per group and the block reduces its rows at the end;
  *   - GPU, M >= 16 (f16 X, no zero points; a guard on M): tensor cores,
  *     W's tile dequantized to f16 into shared memory, mma.m16n8k16 into
- *     f32 sums per group (gemm_text);
+ *     f32 sums per group (gemm_text); K split into slices only when the
+ *     option splitk says, then summed in order as the GEMV's are;
  *   - CPU: a block per 4096 columns of a row of X and per slice of K
  *     (whole groups; enough slices for 32 blocks unless the option splitk
  *     says), its rows in order, per group into partial sums then scaled
@@ -80,6 +81,7 @@ typedef struct qm {
     int64_t splitk;   /* the option splitk (0: QV_SPLIT_DEFAULT) */
     int f16;          /* dequantize through f16 (the option qmatmul.dequant) */
     int sm;           /* the plan's compute capability x 10 */
+    int tc;           /* the tensor-core kernel's KS (gemm_split: BN = tc_cols, GS its slices' unit) */
     strbuf b;
 } qm;
 
@@ -580,12 +582,19 @@ static int vec_shape(qm *q)
     return 1;
 }
 
-/* KS as an int expression over the sizes (both kernels). */
-static void vec_split(strbuf *o, const qm *q, const char *nn, const char *mm)
+/* KS as an int expression over the sizes: `want` slices, at most
+ * QV_SPLIT_MAX, the groups of q->GS rows and what the workspace holds
+ * (KS * M rows of whole blocks of q->BN columns). */
+static void split_expr(strbuf *o, const qm *q, long long want, const char *nn, const char *mm)
 {
-    long long want = q->splitk > 0 ? (long long)q->splitk : QV_SPLIT_DEFAULT;
     sb_printf(o, "max(1, min(min(%lld, %d), min(cdiv(q_kr, %d), %lld / (max(%s, 1) * cdiv(%s, %d) * %d))))", want,
               QV_SPLIT_MAX, q->GS, (long long)QV_WS, mm, nn, q->BN, q->BN);
+}
+
+/* The streaming GEMV's KS (both kernels). */
+static void vec_split(strbuf *o, const qm *q, const char *nn, const char *mm)
+{
+    split_expr(o, q, q->splitk > 0 ? (long long)q->splitk : QV_SPLIT_DEFAULT, nn, mm);
 }
 
 /* The CPU kernels' KS (cpu_text) as an int expression over the sizes: the
@@ -817,6 +826,19 @@ static int tc_depth(const qm *q)
     return 0;
 }
 
+/* The tensor-core kernel's columns a block: 64, or 128 where 64 columns'
+ * bytes are not whole 16-byte chunks (the pipeline's cp.async). */
+static int tc_cols(const qm *q) { return TC_BN * q->bits / 8 % 16 ? 2 * TC_BN : TC_BN; }
+
+/* The tensor-core kernel's KS (gemm_text and its sum_text), as vec_split's
+ * over q->BN = tc_cols columns and groups of q->GS rows (G, or the step
+ * without grouped scales): the option splitk, else 1 (not yet measured
+ * against the single pass). */
+static void gemm_split(strbuf *o, const qm *q, const char *nn, const char *mm)
+{
+    split_expr(o, q, q->splitk > 1 ? (long long)q->splitk : 1, nn, mm);
+}
+
 /* A block per 16 rows of X and 64 columns (128 for 1, 3, 5, 7 bits: whole
  * 16-byte chunks of W), 4 warps side by side (16 x 16 or 16 x 32 of Y
  * each: m16n8k16 atoms); per k step of BK rows a
@@ -827,18 +849,26 @@ static int tc_depth(const qm *q)
  * beside A's and multiply on tensor cores into f32 sums: per group (a
  * group is G / BK steps), scaled by the group's S at its last step into
  * the accumulators, as the GEMV does (no rounding of W * S); a scale per
- * column multiplies the sums at the end. */
+ * column multiplies the sums at the end.
+ *
+ * The option contract.splitk = S > 1 (q->ws, the plan's workspace) splits
+ * K into KS slices of whole groups along grid z (gemm_split: S at most
+ * QV_SPLIT_MAX, the groups and what the workspace holds): slice z runs
+ * steps [q_k0, q_k1) through the pipeline, scales per group inside the
+ * slice and scatters its f32 16 x BN block to workspace row (z * M + m),
+ * which the `_qgemm_qsum` launch (sum_text) adds in slice order; KS = 1
+ * stores Y. Without the option (q->ws < 0) the kernel is the single pass
+ * over K: the default until measured on a GPU. */
 static char *gemm_text(qm *q, const char *kname, int BK)
 {
+    int split = q->ws >= 0; /* KS may be more than 1 (gemm_split) */
     char nx[160], ns[160] = "", ny[160], wdt[16], sd[16], yd[16];
     const lang_tensor *Y = q->def->tensors[q->ty];
     tname(q, q->x.tensor, nx, sizeof nx);
     tname(q, q->ty, ny, sizeof ny);
     if (q->s.op >= 0) tname(q, q->s.tensor, ns, sizeof ns);
     tile_dtype_name(q->wdt, wdt);
-    /* 64 columns, or 128 where 64 columns' bytes are not whole 16-byte
-     * chunks (the pipeline's cp.async) */
-    int BN = TC_BN * q->bits / 8 % 16 ? 2 * TC_BN : TC_BN;
+    int BN = q->BN;
     int BNB = BN * q->bits / 8, TR = TC_T / BK, E = BN / TR; /* TR threads per row, E columns each */
     int tn = BN / (8 * 4), ka = BK / 16;
     const target_atom *row = target_mma_resolve("m16n8k16", TSL_DTYPE_F16, TSL_DTYPE_F32, NULL);
@@ -857,35 +887,55 @@ static char *gemm_text(qm *q, const char *kname, int BK)
     snprintf(lb, sizeof lb, "spatial(1, 4).local(%d, %d).%s", ka, tn, sb_str(&f[1]));
     for (int i = 0; i < 3; i++) sb_free(&f[i]);
     snprintf(lw, sizeof lw, "spatial(%d, %d).local(1, %d)", BK, TR, E);
-    strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0};
+    strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0}, ks = {0};
     int np = 0;
-    sb_printf(&h, "kernel %s(", kname);
-    param(&h, q, q->x.tensor, &np);
-    sb_printf(&h, ", q_wb: global u8[q_kr, q_nb]");
-    np++;
-    if (q->s.op >= 0) param(&h, q, q->s.tensor, &np);
-    param(&h, q, q->ty, &np);
     sexpr_text(&nn, q, Y->shape[1]);
     sexpr_text(&mm, q, Y->shape[0]);
+    if (split) {
+        vec_header(&h, q, kname); /* the workspace too: the sum's header */
+        gemm_split(&ks, q, sb_str(&nn), sb_str(&mm));
+    } else {
+        sb_printf(&h, "kernel %s(", kname);
+        param(&h, q, q->x.tensor, &np);
+        sb_printf(&h, ", q_wb: global u8[q_kr, q_nb]");
+        np++;
+        if (q->s.op >= 0) param(&h, q, q->s.tensor, &np);
+        param(&h, q, q->ty, &np);
+        sb_puts(&h, ")");
+    }
     int64_t smem = (int64_t)TC_STAGES * (TC_BM * (BK + 8) * 2 + BK * BNB) + BK * (BN + 8) * 2 + 1024;
-    sb_printf(&h, ") grid(cdiv(%s, %d), cdiv(%s, %d)) threads(%d) smem_budget(%lld) {\n", sb_str(&nn), BN,
-              sb_str(&mm), TC_BM, TC_T, (long long)smem);
+    sb_printf(&h, " grid(cdiv(%s, %d), cdiv(%s, %d)%s%s) threads(%d) smem_budget(%lld) {\n", sb_str(&nn), BN,
+              sb_str(&mm), TC_BM, split ? ", " : "", split ? sb_str(&ks) : "", TC_T, (long long)smem);
+    /* the step qk: the pipeline's q_k, or slice z's q_k0 + q_j, its steps
+     * [q_k0, q_k1) whole groups (K's last step ends the last group) */
+    /* W's shared view: q_ws unless that names the workspace */
+    const char *qk = "q_k", *wv = split ? "q_wt" : "q_ws";
+    if (split) {
+        sb_printf(o, "  let q_ks = %s\n  let q_ng = cdiv(q_kr, %d)\n  let q_gp = cdiv(q_ng, q_ks)\n", sb_str(&ks), q->GS);
+        sb_printf(o, "  let q_k0 = min(block_idx.z * q_gp * %d, cdiv(q_kr, %d))\n", q->GS / BK, BK);
+        sb_printf(o, "  let q_k1 = min(min(q_ng, block_idx.z * q_gp + q_gp) * %d, cdiv(q_kr, %d))\n", q->GS / BK, BK);
+        qk = "(q_k0 + q_j)";
+    }
     sb_printf(o, "  q_acc = alloc register f32[%d, %d] layout %s init 0.0\n", TC_BM, BN, lc);
     sb_printf(o, "  q_wf = alloc shared f16[%d, %d] layout (%d, %d):(%d, 1)\n", BK, BN, BK, BN, BN + 8);
     if (q->s.op >= 0 && q->s.grouped)
         sb_printf(o, "  q_pacc = alloc register f32[%d, %d] layout %s init 0.0\n", TC_BM, BN, lc);
+    if (split)
+        sb_puts(o, "  pipeline(grid=(q_j: max(0, q_k1 - q_k0)), ");
+    else
+        sb_printf(o, "  pipeline(grid=(q_k: cdiv(q_kr, %d)), ", BK);
     sb_printf(o,
-              "  pipeline(grid=(q_k: cdiv(q_kr, %d)), stages=%d, in=[q_xs = %s[%d, %d] at (block_idx.y, q_k) shared "
-              "layout (%d, %d):(%d, 1), q_ws = q_wb[%d, %d] at (q_k, block_idx.x) shared], out=[]) {\n",
-              BK, TC_STAGES, nx, TC_BM, BK, TC_BM, BK, BK + 8, BK, BNB);
+              "stages=%d, in=[q_xs = %s[%d, %d] at (block_idx.y, %s) shared "
+              "layout (%d, %d):(%d, 1), %s = q_wb[%d, %d] at (%s, block_idx.x) shared], out=[]) {\n",
+              TC_STAGES, nx, TC_BM, BK, qk, TC_BM, BK, BK + 8, wv, BK, BNB, qk);
     const lang_tensor *S = q->s.op >= 0 ? q->def->tensors[q->s.tensor] : NULL;
     int grouped = S && q->s.grouped;
     if (grouped) /* the group's scales, loaded first so that the step hides their latency */
-        sb_printf(o, "    q_s0 = load_global %s[q_k / %d, block_idx.x * %d] -> register %s[1, %d] layout %s\n", ns,
+        sb_printf(o, "    q_s0 = load_global %s[%s / %d, block_idx.x * %d] -> register %s[1, %d] layout %s\n", ns, qk,
                   (int)(q->gs / BK), BN, dtn(S->dtype, sd), BN, lc1);
     /* dequantize the step's W into the shared f16 tile */
-    sb_printf(o, "    q_w8 = load_shared q_ws[0, 0] -> register u8[%d, %d] layout spatial(%d, %d).local(1, %d)\n", BK, BNB,
-              BK, TR, BNB / TR);
+    sb_printf(o, "    q_w8 = load_shared %s[0, 0] -> register u8[%d, %d] layout spatial(%d, %d).local(1, %d)\n", wv, BK,
+              BNB, BK, TR, BNB / TR);
     sb_printf(o, "    q_wq = view q_w8 -> register %s[%d, %d] layout %s\n", wdt, BK, BN, lw);
     sb_printf(o, "    q_wh = cast q_wq -> register f16[%d, %d] layout %s\n", BK, BN, lw);
     sb_puts(o, "    store_shared q_wh -> q_wf[0, 0]\n    sync\n");
@@ -895,7 +945,7 @@ static char *gemm_text(qm *q, const char *kname, int BK)
     if (grouped) {
         /* a group's last step (or the last step): its sums times its scales */
         int R = (int)(q->gs / BK);
-        sb_printf(o, "    if (q_k + 1) %% %d == 0 || q_k + 1 == cdiv(q_kr, %d) {\n", R, BK);
+        sb_printf(o, "    if (%s + 1) %% %d == 0 || %s + 1 == cdiv(q_kr, %d) {\n", qk, R, qk, BK);
         sb_printf(o, "      q_s1 = cast q_s0 -> register f32[1, %d] layout %s\n", BN, lc1);
         sb_printf(o, "      q_sb = broadcast q_s1 -> register f32[%d, %d] layout %s dim 0\n", TC_BM, BN, lc);
         sb_puts(o, "      q_ps = mul q_pacc, q_sb\n      add q_acc, q_ps -> q_acc\n      mul q_pacc, 0.0 -> q_pacc\n    }\n");
@@ -910,15 +960,31 @@ static char *gemm_text(qm *q, const char *kname, int BK)
         sb_puts(o, "  q_as = mul q_acc, q_sb\n");
         res = "q_as";
     }
+    const char *in = split ? "    " : "  ", *sums = res;
+    if (split) sb_puts(o, "  if q_ks == 1 {\n");
     if (Y->dtype != TSL_DTYPE_F32) {
-        sb_printf(o, "  q_out = cast %s -> register %s[%d, %d] layout %s\n", res, dtn(Y->dtype, yd), TC_BM, BN, lc);
+        sb_printf(o, "%sq_out = cast %s -> register %s[%d, %d] layout %s\n", in, res, dtn(Y->dtype, yd), TC_BM, BN, lc);
         res = "q_out";
     }
-    sb_printf(o, "  store_global %s -> %s[block_idx.y * %d, block_idx.x * %d]\n}\n", res, ny, TC_BM, BN);
+    sb_printf(o, "%sstore_global %s -> %s[block_idx.y * %d, block_idx.x * %d]\n", in, res, ny, TC_BM, BN);
+    if (split) {
+        /* the slice's f32 sums: workspace row (z * M + m), padded to whole
+         * blocks (sum_text's), rows past M and columns past N masked off */
+        sb_puts(o, "  }\n  if q_ks > 1 {\n");
+        sb_printf(o, "    q_im = iota block_idx.y * %d -> register i64[%d, %d] layout %s dim 0\n", TC_BM, TC_BM, BN, lc);
+        sb_printf(o, "    q_in = iota block_idx.x * %d -> register i64[%d, %d] layout %s dim 1\n", BN, TC_BM, BN, lc);
+        sb_printf(o, "    q_mok = lt q_im, %s\n    q_nok = lt q_in, %s\n    q_ok = and q_mok, q_nok\n", sb_str(&mm),
+                  sb_str(&nn));
+        sb_printf(o, "    q_ir = add q_im, block_idx.z * %s\n    q_irn = mul q_ir, cdiv(%s, %d) * %d\n", sb_str(&mm),
+                  sb_str(&nn), BN, BN);
+        sb_printf(o, "    q_ix = add q_irn, q_in\n    scatter %s -> q_ws, q_ix mask q_ok\n", sums);
+    }
+    sb_puts(o, split ? "  }\n}\n" : "}\n");
     sb_puts(&h, sb_str(o));
     sb_free(o);
     sb_free(&nn);
     sb_free(&mm);
+    sb_free(&ks);
     return sb_take(&h);
 }
 
@@ -1070,7 +1136,7 @@ static char *cpu_text(qm *q, const char *kname)
     return sb_take(&h);
 }
 
-/* The sum of the KS slices (vec_text, cpu_text), in slice order, cast to
+/* The sum of the KS slices (vec_text, cpu_text, gemm_text), in slice order, cast to
  * Y: a block per SB columns of a row of Y. GPU: 256 threads of 4 columns,
  * SB = 1024. CPU: one thread, SB = 512 (16 blocks at N = 8192, so that the
  * sum is spread over the cores too). The header is the slice kernel's. */
@@ -1089,7 +1155,8 @@ static char *sum_text(qm *q, const char *kname)
         cpu_split(&ks, q, sb_str(&nn), sb_str(&mm));
         cpu_header(&h, q, kname);
     } else {
-        vec_split(&ks, q, sb_str(&nn), sb_str(&mm));
+        if (q->tc) gemm_split(&ks, q, sb_str(&nn), sb_str(&mm));
+        else vec_split(&ks, q, sb_str(&nn), sb_str(&mm));
         vec_header(&h, q, kname);
     }
     sb_printf(&h, " grid(cdiv(%s, %d), %s) threads(%d) {\n", sb_str(&nn), SB, sb_str(&mm), q->cpu ? 1 : 256);
@@ -1136,7 +1203,7 @@ static void push_launch(sched_plan *p, const qm *q, tile_kernel *k, const sched_
         }
         ARENA_PUSH(a, l->args, l->nargs, l->capargs, arg);
     }
-    if (q->ws >= 0) { /* the streaming GEMV's pair: the workspace */
+    if (q->ws >= 0) { /* a split pair (streaming GEMV, tensor cores, CPU): the workspace */
         sched_arg ws = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SCRATCH, .scratch = q->ws};
         ARENA_PUSH(a, l->args, l->nargs, l->capargs, ws);
     }
@@ -1208,13 +1275,32 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
     }
     /* GPU, M >= 16: the tensor-core kernel instead of the byte-reading
      * GEMV (a static choice when M is a constant, else a guard on M) */
-    tile_kernel *kt = NULL;
+    tile_kernel *kt = NULL, *kts = NULL;
     int BK = qs[0].bytes ? tc_depth(&qs[0]) : 0;
     const lang_sexpr *me = q.def->tensors[q.ty]->shape[0];
+    qm qg = qs[0];
     if (BK && (me->kind == LANG_SX_SYM || me->value >= 16)) {
+        qg.tc = 1;
+        qg.BN = tc_cols(&qg);
+        qg.GS = qg.s.op >= 0 && qg.s.grouped ? (int)qg.gs : BK;
+        /* split K (the option contract.splitk > 1): the workspace and the
+         * sum of the slices */
+        int ws = 0;
+        while (ws < p->nscratch && !(p->scratch[ws].dtype == TSL_DTYPE_F32 && p->scratch[ws].count == QV_WS)) ws++;
+        qg.ws = q.splitk > 1 ? ws : -1;
         snprintf(kname, sizeof kname, "%s_g%d_qgemm", g->def->name, grp->index);
-        char *t = gemm_text(&qs[0], kname, BK);
+        char *t = gemm_text(&qg, kname, BK);
         kt = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
+        if (kt && qg.ws >= 0) {
+            snprintf(kname, sizeof kname, "%s_g%d_qgemm_qsum", g->def->name, grp->index);
+            t = sum_text(&qg, kname);
+            kts = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
+            if (!kts) kt = NULL;
+        }
+        if (kts && ws == p->nscratch) {
+            sched_scratch sc = {TSL_DTYPE_F32, QV_WS};
+            ARENA_PUSH(p->m->arena, p->scratch, p->nscratch, p->capscratch, sc);
+        }
     }
     /* GPU, the byte-reading form: the streaming GEMV (a slice kernel and
      * the sum of the slices) instead of gemv_text's where it applies */
@@ -1250,7 +1336,8 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
             push_launch(p, &qv, kv, gd ? &small : NULL);
             push_launch(p, &qv, kvs, gd ? &small : NULL);
         }
-        if (kt) push_launch(p, &qs[0], kt, both || gm.n > 0 ? &gm : NULL);
+        if (kt) push_launch(p, &qg, kt, both || gm.n > 0 ? &gm : NULL);
+        if (kts) push_launch(p, &qg, kts, both || gm.n > 0 ? &gm : NULL);
     } else if (kt && me->kind == LANG_SX_SYM) {
         sched_guard small = guard;
         small.sym[small.n] = gm.sym[gm.n] = me->sym;
@@ -1258,9 +1345,11 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         gm.op[gm.n] = SCHED_GUARD_GT;
         small.val[small.n++] = gm.val[gm.n++] = 15;
         push_launch(p, &qs[0], ks[0], &small);
-        push_launch(p, &qs[0], kt, &gm);
+        push_launch(p, &qg, kt, &gm);
+        if (kts) push_launch(p, &qg, kts, &gm);
     } else if (kt) {
-        push_launch(p, &qs[0], kt, both ? &guard : NULL);
+        push_launch(p, &qg, kt, both ? &guard : NULL);
+        if (kts) push_launch(p, &qg, kts, both ? &guard : NULL);
     } else {
         push_launch(p, &qs[0], ks[0], both ? &guard : NULL);
         if (kcs[0]) push_launch(p, &qs[0], kcs[0], both ? &guard : NULL);

@@ -343,15 +343,22 @@ static void test_nvrtc(void)
         tsl_diag d = {0};
         lang_module *mod = lang_parse_check(a, &s, &d);
         int nq = 0;
-        /* the plans for sm_80 and for sm_90 (min_blocks differ) */
-        sched_plan *ps[2] = {mod ? plan_for(a, mod->defs[0], TSL_TARGET_CUDA, &nq) : NULL, NULL};
+        /* the plans for sm_80 and for sm_90 (min_blocks differ); for
+         * some widths the sm_90 plan's qgemm pair with K split
+         * (contract.splitk=4) */
+        sched_plan *ps[3] = {mod ? plan_for(a, mod->defs[0], TSL_TARGET_CUDA, &nq) : NULL, NULL, NULL};
         graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
         ps[1] = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, 90, &d) : NULL;
         CHECK_MSG(ps[1] != NULL, "%s: lowering for sm_90 failed: %s", ws[i], sb_str(&d.msg));
-        for (int arch = 0; arch < 2; arch++) {
-            const sched_plan *p = ps[arch];
+        sched_options so = sched_options_defaults;
+        so.splitk = 4;
+        ps[2] = g && (i % 4 == 0 || i == 3) && i % 3 != 1 ? sched_lower_opt(a, g, TSL_TARGET_CUDA, 90, &so, &d) : NULL;
+        for (int pi = 0; pi < 3; pi++) {
+            const sched_plan *p = ps[pi];
+            int arch = pi > 0;
             for (int li = 0; p && li < p->nlaunches; li++) {
                 const tile_kernel *k = p->launches[li].k;
+                if (pi == 2 && !strstr(k->name, "_qgemm")) continue;
                 rt_ptxas_report r;
                 int narms = 0;
                 diag_reset(&d);
@@ -369,8 +376,8 @@ static void test_nvrtc(void)
                 CHECK_MSG(r.spill_stores <= allow && r.spill_loads <= allow && r.stack_frame <= allow,
                           "%s %s %s: spills %d/%d, stack %d", ws[i], k->name, arch ? "sm_90a" : "sm_80", r.spill_stores,
                           r.spill_loads, r.stack_frame);
-                printf("    %s %s %s: %d registers, spills %d/%d, stack %d\n", ws[i], k->name, arch ? "sm_90a" : "sm_80",
-                       r.registers, r.spill_stores, r.spill_loads, r.stack_frame);
+                printf("    %s %s %s%s: %d registers, spills %d/%d, stack %d\n", ws[i], k->name, arch ? "sm_90a" : "sm_80",
+                       pi == 2 ? " splitk=4" : "", r.registers, r.spill_stores, r.spill_loads, r.stack_frame);
             }
         }
         diag_free(&d);
@@ -421,6 +428,93 @@ static void test_tensor_cores(void)
     }
 }
 
+/* The plan's launch of the tensor-core kernel, -1 if none. */
+static int qgemm_launch(const sched_plan *p)
+{
+    for (int i = 0; i < p->nlaunches; i++)
+        if (strstr(p->launches[i].k->name, "_qgemm") && !strstr(p->launches[i].k->name, "_qsum")) return i;
+    return -1;
+}
+
+/* The tensor-core kernel's K split (the option contract.splitk): the
+ * default's single pass (a 2-D grid, no sum), and 2, 3 and 8 slices of
+ * whole groups (grid z, the f32 partials summed by `_qgemm_qsum` right
+ * after qgemm under the same guard). Groups of 32 (4 at K 128: splitk=3
+ * leaves an empty third slice; 17 at K 520: splitk=8 leaves two empty),
+ * 48 (steps of 16, a partial last group), 64 (128 columns a block), no
+ * scale and a scale per column (slices of whole 128-row steps: K 77 is
+ * one, so every split clamps to 1); M 16, 17, 40, K no step or group
+ * divides, N partial column blocks; the tile interpreter and, for some,
+ * the CUDA source in the host emulation. */
+static void test_tensor_cores_split(void)
+{
+    static const struct { const char *w; int form, gs; } cs[] = {
+        {"uint4", 0, 32}, {"uint3", 0, 64}, {"uint8", 0, 48}, {"uint1", 3, 32}, {"int2", 5, 32},
+    };
+    static const int64_t sets[4][3] = {{16, 128, 64}, {17, 200, 72}, {40, 77, 136}, {16, 520, 40}};
+    static const char *const opts[] = {"", "contract.splitk=2", "contract.splitk=3", "contract.splitk=8",
+                                       "contract.splitk=4"};
+    for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
+        char *src = program(cs[i].w, cs[i].form, cs[i].gs);
+        tsl_arena *a = arena_create();
+        tsl_source s = {"q.tc", src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &s, &d);
+        CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
+        const lang_def *def = mod ? mod->defs[0] : NULL;
+        const lang_def *xdef = def ? exact_def(a, src) : NULL;
+        for (int oi = 0; def && xdef && oi < (int)TSL_COUNTOF(opts); oi++) {
+            sched_options o = sched_options_defaults;
+            diag_reset(&d);
+            CHECK(sched_options_parse(opts[oi], &o, &d) == TSL_OK);
+            graph *g = graph_build(a, def, &d);
+            sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, 80, &o, &d) : NULL;
+            CHECK_MSG(p != NULL, "lowering failed: %s", sb_str(&d.msg));
+            if (!p) continue;
+            CHECK_MSG(tile_verify(p->m, NULL, &d) == TSL_OK, "the plan does not verify: %s", sb_str(&d.msg));
+            /* the plan: qgemm's grid has a z dimension and its sum follows
+             * under the same guard, only when split */
+            int l = qgemm_launch(p), split = o.splitk > 1;
+            CHECK_MSG(l >= 0, "%s form %d %s: no qgemm", cs[i].w, cs[i].form, opts[oi]);
+            if (l < 0) continue;
+            const sched_launch *lg = &p->launches[l];
+            CHECK_MSG(lg->k->ngrid == (split ? 3 : 2), "%s form %d %s: qgemm's grid has %d dims", cs[i].w,
+                      cs[i].form, opts[oi], lg->k->ngrid);
+            int sum = l + 1 < p->nlaunches && strstr(p->launches[l + 1].k->name, "_qgemm_qsum") != NULL;
+            CHECK_MSG(sum == split, "%s form %d %s: a qgemm_qsum after qgemm: %d", cs[i].w, cs[i].form, opts[oi], sum);
+            if (sum) {
+                const sched_guard *g0 = &lg->guard, *g1 = &p->launches[l + 1].guard;
+                CHECK_MSG(g0->n == g1->n && g0->n > 0 && !memcmp(g0->sym, g1->sym, sizeof g0->sym[0] * (size_t)g0->n) && !memcmp(g0->op, g1->op, sizeof g0->op[0] * (size_t)g0->n) &&
+                              !memcmp(g0->val, g1->val, sizeof g0->val[0] * (size_t)g0->n),
+                          "%s: the sum's guard is not qgemm's", opts[oi]);
+            }
+            int ns = 0;
+            for (int k = 0; k < p->nlaunches; k++) ns += strstr(p->launches[k].k->name, "_qgemm_qsum") != NULL;
+            CHECK_MSG(ns == split, "%s: %d qgemm_qsum launches", opts[oi], ns);
+            if (o.splitk == 4) continue; /* the plan's shape only */
+            for (int si = 0; si < 4; si++) {
+                int64_t sz[8];
+                for (int k = 0; k < def->nsizes; k++) sz[k] = -1;
+                sz[lang_def_size_slot(def, "M")] = sets[si][0];
+                sz[lang_def_size_slot(def, "K")] = sets[si][1];
+                sz[lang_def_size_slot(def, "N")] = sets[si][2];
+                if (lang_def_size_slot(def, "G") >= 0)
+                    sz[lang_def_size_slot(def, "G")] = (sets[si][1] + cs[i].gs - 1) / cs[i].gs;
+                char what[96];
+                snprintf(what, sizeof what, "qgemm %s, tile interpreter", oi ? opts[oi] : "default options");
+                compare(a, def, xdef, p, sz, test_run_tile_interp, what);
+                if (test_have_cxx() && (si == (int)(i + oi) % 4) && (oi > 0 || i == 0)) {
+                    snprintf(what, sizeof what, "qgemm %s, CUDA emulated", oi ? opts[oi] : "default options");
+                    compare(a, def, xdef, p, sz, test_run_cuda_emu, what);
+                }
+            }
+        }
+        diag_free(&d);
+        arena_free(a);
+        free(src);
+    }
+}
+
 /* The streaming GEMV (qgemv_vec and its qsum): taken on the GPU for the
  * byte-reading form without zero points; K split into slices (the
  * default's 8, the option splitk's 3 and 1) whose sums qsum adds; the
@@ -465,7 +559,8 @@ static void test_streaming(void)
             int nv = 0, ns = 0;
             for (int l = 0; l < p->nlaunches; l++) {
                 nv += strstr(p->launches[l].k->name, "_qgemv_vec") != NULL;
-                ns += strstr(p->launches[l].k->name, "_qsum") != NULL;
+                /* the GEMV's sum (qgemm's own follows qgemm when split) */
+                ns += strstr(p->launches[l].k->name, "_qsum") && !strstr(p->launches[l].k->name, "_qgemm");
             }
             CHECK_MSG(nv == 1 && ns == 1, "%s form %d: %d streaming kernels, %d sums", cs[i].w, cs[i].form, nv, ns);
             for (int si = 0; si < 3; si++) {
@@ -639,6 +734,7 @@ TEST_SUITE(sched_qmatmul) = {
     {"cpu_split", test_cpu_split},
     {"declined", test_declined},
     {"tensor_cores", test_tensor_cores},
+    {"tensor_cores_split", test_tensor_cores_split},
     {"streaming", test_streaming},
     {"nvrtc", test_nvrtc},
     {0},
