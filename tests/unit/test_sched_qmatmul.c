@@ -180,6 +180,34 @@ static sched_plan *plan_for(tsl_arena *a, const lang_def *def, tsl_target tg, in
     return p;
 }
 
+/* def lowered for target tg (compute capability sm x 10; 0 on the CPU)
+ * under option string opt, parsed into *o, and verified; NULL (a failed
+ * check) when lowering fails. */
+static sched_plan *plan_opt(tsl_arena *a, const lang_def *def, tsl_target tg, int sm, const char *opt,
+                            sched_options *o)
+{
+    tsl_diag d = {0};
+    *o = sched_options_defaults;
+    CHECK(sched_options_parse(opt, o, &d) == TSL_OK);
+    graph *g = graph_build(a, def, &d);
+    sched_plan *p = g ? sched_lower_opt(a, g, tg, sm, o, &d) : NULL;
+    CHECK_MSG(p != NULL, "lowering failed: %s", sb_str(&d.msg));
+    if (p) CHECK_MSG(tile_verify(p->m, NULL, &d) == TSL_OK, "the plan does not verify: %s", sb_str(&d.msg));
+    diag_free(&d);
+    return p;
+}
+
+/* The sizes by slot that compare takes: M, K, N from mkn, G the groups of
+ * gs rows in K (where the program has G), the others unset. */
+static void case_sizes(const lang_def *def, const int64_t mkn[3], int gs, int64_t *sz)
+{
+    for (int k = 0; k < def->nsizes; k++) sz[k] = -1;
+    sz[lang_def_size_slot(def, "M")] = mkn[0];
+    sz[lang_def_size_slot(def, "K")] = mkn[1];
+    sz[lang_def_size_slot(def, "N")] = mkn[2];
+    if (lang_def_size_slot(def, "G") >= 0) sz[lang_def_size_slot(def, "G")] = (mkn[1] + gs - 1) / gs;
+}
+
 /* The plan's tensor-core kernel (qgemm), if any. */
 static int has_qgemm(const sched_plan *p)
 {
@@ -230,11 +258,7 @@ static void run_dtype(tsl_dtype wt, int form, int tile_interp, int gs, int emu)
         for (int si = 0; si < (tg ? 4 : 3); si++) {
             if (tg && si == 2) continue;
             int64_t sz[8];
-            for (int i = 0; i < def->nsizes; i++) sz[i] = -1;
-            sz[lang_def_size_slot(def, "M")] = sets[si][0];
-            sz[lang_def_size_slot(def, "K")] = sets[si][1];
-            sz[lang_def_size_slot(def, "N")] = sets[si][2];
-            if (lang_def_size_slot(def, "G") >= 0) sz[lang_def_size_slot(def, "G")] = (sets[si][1] + gs - 1) / gs;
+            case_sizes(def, sets[si], gs, sz);
             const char *what = tg ? "gpu plan" : "cpu plan";
             char w1[64], w2[64];
             snprintf(w1, sizeof w1, "%s, C", what);
@@ -413,12 +437,7 @@ static void test_tensor_cores(void)
                   cs[i].gs, has_qgemm(p), cs[i].want);
         for (int si = 0; p && xdef && si < 3; si++) {
             int64_t sz[8];
-            for (int k = 0; k < def->nsizes; k++) sz[k] = -1;
-            sz[lang_def_size_slot(def, "M")] = sets[si][0];
-            sz[lang_def_size_slot(def, "K")] = sets[si][1];
-            sz[lang_def_size_slot(def, "N")] = sets[si][2];
-            if (lang_def_size_slot(def, "G") >= 0)
-                sz[lang_def_size_slot(def, "G")] = (sets[si][1] + cs[i].gs - 1) / cs[i].gs;
+            case_sizes(def, sets[si], cs[i].gs, sz);
             compare(a, def, xdef, p, sz, test_run_tile_interp, "gpu plan M >= 16, tile interpreter");
             if (test_have_cxx() && (si == 1 || i % 3 == 0))
                 compare(a, def, xdef, p, sz, test_run_cuda_emu, "gpu plan M >= 16, CUDA emulated");
@@ -457,21 +476,12 @@ static void test_tensor_cores_split(void)
     for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
         char *src = program(cs[i].w, cs[i].form, cs[i].gs);
         tsl_arena *a = arena_create();
-        tsl_source s = {"q.tc", src};
-        tsl_diag d = {0};
-        lang_module *mod = lang_parse_check(a, &s, &d);
-        CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
-        const lang_def *def = mod ? mod->defs[0] : NULL;
+        const lang_def *def = parse_def(a, src);
         const lang_def *xdef = def ? exact_def(a, src) : NULL;
         for (int oi = 0; def && xdef && oi < (int)TSL_COUNTOF(opts); oi++) {
-            sched_options o = sched_options_defaults;
-            diag_reset(&d);
-            CHECK(sched_options_parse(opts[oi], &o, &d) == TSL_OK);
-            graph *g = graph_build(a, def, &d);
-            sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, 80, &o, &d) : NULL;
-            CHECK_MSG(p != NULL, "lowering failed: %s", sb_str(&d.msg));
+            sched_options o;
+            sched_plan *p = plan_opt(a, def, TSL_TARGET_CUDA, 80, opts[oi], &o);
             if (!p) continue;
-            CHECK_MSG(tile_verify(p->m, NULL, &d) == TSL_OK, "the plan does not verify: %s", sb_str(&d.msg));
             /* the plan: qgemm's grid has a z dimension and its sum follows
              * under the same guard, only when split */
             int l = qgemm_launch(p), split = o.splitk > 1;
@@ -494,12 +504,7 @@ static void test_tensor_cores_split(void)
             if (o.splitk == 4) continue; /* the plan's shape only */
             for (int si = 0; si < 4; si++) {
                 int64_t sz[8];
-                for (int k = 0; k < def->nsizes; k++) sz[k] = -1;
-                sz[lang_def_size_slot(def, "M")] = sets[si][0];
-                sz[lang_def_size_slot(def, "K")] = sets[si][1];
-                sz[lang_def_size_slot(def, "N")] = sets[si][2];
-                if (lang_def_size_slot(def, "G") >= 0)
-                    sz[lang_def_size_slot(def, "G")] = (sets[si][1] + cs[i].gs - 1) / cs[i].gs;
+                case_sizes(def, sets[si], cs[i].gs, sz);
                 char what[96];
                 snprintf(what, sizeof what, "qgemm %s, tile interpreter", oi ? opts[oi] : "default options");
                 compare(a, def, xdef, p, sz, test_run_tile_interp, what);
@@ -509,7 +514,6 @@ static void test_tensor_cores_split(void)
                 }
             }
         }
-        diag_free(&d);
         arena_free(a);
         free(src);
     }
@@ -541,21 +545,12 @@ static void test_streaming(void)
     for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
         char *src = program(cs[i].w, cs[i].form, cs[i].gs);
         tsl_arena *a = arena_create();
-        tsl_source s = {"q.tc", src};
-        tsl_diag d = {0};
-        lang_module *mod = lang_parse_check(a, &s, &d);
-        CHECK_MSG(mod != NULL, "%s", sb_str(&d.msg));
-        const lang_def *def = mod ? mod->defs[0] : NULL;
+        const lang_def *def = parse_def(a, src);
         const lang_def *xdef = def ? exact_def(a, src) : NULL;
         for (int oi = 0; def && xdef && oi < (int)TSL_COUNTOF(opts); oi++) {
-            sched_options o = sched_options_defaults;
-            diag_reset(&d);
-            CHECK(sched_options_parse(opts[oi], &o, &d) == TSL_OK);
-            graph *g = graph_build(a, def, &d);
-            sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, sms[oi], &o, &d) : NULL;
-            CHECK_MSG(p != NULL, "lowering failed: %s", sb_str(&d.msg));
+            sched_options o;
+            sched_plan *p = plan_opt(a, def, TSL_TARGET_CUDA, sms[oi], opts[oi], &o);
             if (!p) continue;
-            CHECK_MSG(tile_verify(p->m, NULL, &d) == TSL_OK, "the plan does not verify: %s", sb_str(&d.msg));
             int nv = 0, ns = 0;
             for (int l = 0; l < p->nlaunches; l++) {
                 nv += strstr(p->launches[l].k->name, "_qgemv_vec") != NULL;
@@ -565,12 +560,7 @@ static void test_streaming(void)
             CHECK_MSG(nv == 1 && ns == 1, "%s form %d: %d streaming kernels, %d sums", cs[i].w, cs[i].form, nv, ns);
             for (int si = 0; si < 3; si++) {
                 int64_t sz[8];
-                for (int k = 0; k < def->nsizes; k++) sz[k] = -1;
-                sz[lang_def_size_slot(def, "M")] = sets[si][0];
-                sz[lang_def_size_slot(def, "K")] = sets[si][1];
-                sz[lang_def_size_slot(def, "N")] = sets[si][2];
-                if (lang_def_size_slot(def, "G") >= 0)
-                    sz[lang_def_size_slot(def, "G")] = (sets[si][1] + cs[i].gs - 1) / cs[i].gs;
+                case_sizes(def, sets[si], cs[i].gs, sz);
                 char what[64];
                 snprintf(what, sizeof what, "streaming GEMV sm_%d %s, tile interpreter", sms[oi], opts[oi]);
                 compare(a, def, xdef, p, sz, test_run_tile_interp, what);
@@ -580,7 +570,6 @@ static void test_streaming(void)
                 }
             }
         }
-        diag_free(&d);
         arena_free(a);
         free(src);
     }
@@ -606,31 +595,19 @@ static void run_cpu_case(const cpu_case *c, const char *const *opts, int nopts, 
     tsl_arena *a = arena_create();
     const lang_def *def = parse_def(a, src);
     const lang_def *xdef = def ? exact_def(a, src) : NULL;
-    tsl_diag d = {0};
     for (int oi = 0; def && xdef && oi < nopts; oi++) {
-        sched_options o = sched_options_defaults;
-        diag_reset(&d);
-        CHECK(sched_options_parse(opts[oi], &o, &d) == TSL_OK);
-        graph *g = graph_build(a, def, &d);
-        sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CPU, 0, &o, &d) : NULL;
-        CHECK_MSG(p != NULL, "lowering failed: %s", sb_str(&d.msg));
+        sched_options o;
+        sched_plan *p = plan_opt(a, def, TSL_TARGET_CPU, 0, opts[oi], &o);
         if (!p) continue;
-        CHECK_MSG(tile_verify(p->m, NULL, &d) == TSL_OK, "the plan does not verify: %s", sb_str(&d.msg));
         check(p, c, opts[oi]);
         char what[64];
         snprintf(what, sizeof what, "cpu plan, C, %s", opts[oi][0] ? opts[oi] : "default options");
         for (int si = 0; si < nsizes; si++) {
             int64_t sz[8];
-            for (int k = 0; k < def->nsizes; k++) sz[k] = -1;
-            sz[lang_def_size_slot(def, "M")] = sizes[si][0];
-            sz[lang_def_size_slot(def, "K")] = sizes[si][1];
-            sz[lang_def_size_slot(def, "N")] = sizes[si][2];
-            if (lang_def_size_slot(def, "G") >= 0)
-                sz[lang_def_size_slot(def, "G")] = (sizes[si][1] + c->gs - 1) / c->gs;
+            case_sizes(def, sizes[si], c->gs, sz);
             compare(a, def, xdef, p, sz, test_run_cpu, what);
         }
     }
-    diag_free(&d);
     arena_free(a);
     free(src);
 }
