@@ -1181,6 +1181,24 @@ static char *sum_text(qm *q, const char *kname)
 
 /* ---- plan ------------------------------------------------------------------------------------- */
 
+/* The plan's f32 scratch of QV_WS elements (the split kernels' partial
+ * sums, shared with the contraction's split-K): its index, or the index
+ * it takes when ws_keep adds it. */
+static int ws_slot(const sched_plan *p)
+{
+    int ws = 0;
+    while (ws < p->nscratch && !(p->scratch[ws].dtype == TSL_DTYPE_F32 && p->scratch[ws].count == QV_WS)) ws++;
+    return ws;
+}
+
+/* Adds the workspace ws_slot named when the plan does not have it yet. */
+static void ws_keep(sched_plan *p, int ws)
+{
+    if (ws < p->nscratch) return;
+    sched_scratch sc = {TSL_DTYPE_F32, QV_WS};
+    ARENA_PUSH(p->m->arena, p->scratch, p->nscratch, p->capscratch, sc);
+}
+
 /* The launch of kernel k: its tensor parameters in header order, then a
  * size argument for every kernel symbol no tensor binds... (none: every
  * symbol is an extent of some parameter). */
@@ -1248,8 +1266,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
     qm qs[2];
     /* CPU: the slices' workspace (cpu_text splits K), the plan's f32 scratch
      * of QV_WS elements (shared with the contraction's split-K) */
-    int wsi = 0;
-    while (wsi < p->nscratch && !(p->scratch[wsi].dtype == TSL_DTYPE_F32 && p->scratch[wsi].count == QV_WS)) wsi++;
+    int wsi = ws_slot(p);
     if (q.cpu) q.ws = wsi;
     for (int v = 0; v < 2; v++) {
         qs[v] = q;
@@ -1269,10 +1286,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         kcs[v] = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
         if (!kcs[v]) return 0;
     }
-    if (q.cpu && wsi == p->nscratch) {
-        sched_scratch sc = {TSL_DTYPE_F32, QV_WS};
-        ARENA_PUSH(p->m->arena, p->scratch, p->nscratch, p->capscratch, sc);
-    }
+    if (q.cpu) ws_keep(p, wsi);
     /* GPU, M >= 16: the tensor-core kernel instead of the byte-reading
      * GEMV (a static choice when M is a constant, else a guard on M) */
     tile_kernel *kt = NULL, *kts = NULL;
@@ -1285,8 +1299,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         qg.GS = qg.s.op >= 0 && qg.s.grouped ? (int)qg.gs : BK;
         /* split K (the option contract.splitk > 1): the workspace and the
          * sum of the slices */
-        int ws = 0;
-        while (ws < p->nscratch && !(p->scratch[ws].dtype == TSL_DTYPE_F32 && p->scratch[ws].count == QV_WS)) ws++;
+        int ws = ws_slot(p);
         qg.ws = q.splitk > 1 ? ws : -1;
         snprintf(kname, sizeof kname, "%s_g%d_qgemm", g->def->name, grp->index);
         char *t = gemm_text(&qg, kname, BK);
@@ -1297,18 +1310,14 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
             kts = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
             if (!kts) kt = NULL;
         }
-        if (kts && ws == p->nscratch) {
-            sched_scratch sc = {TSL_DTYPE_F32, QV_WS};
-            ARENA_PUSH(p->m->arena, p->scratch, p->nscratch, p->capscratch, sc);
-        }
+        if (kts) ws_keep(p, ws);
     }
     /* GPU, the byte-reading form: the streaming GEMV (a slice kernel and
      * the sum of the slices) instead of gemv_text's where it applies */
     tile_kernel *kv = NULL, *kvs = NULL;
     qm qv = qs[0];
     if (!q.cpu && qs[0].bytes && vec_shape(&qv)) {
-        int ws = 0;
-        while (ws < p->nscratch && !(p->scratch[ws].dtype == TSL_DTYPE_F32 && p->scratch[ws].count == QV_WS)) ws++;
+        int ws = ws_slot(p);
         qv.ws = ws;
         snprintf(kname, sizeof kname, "%s_g%d_qgemv_vec", g->def->name, grp->index);
         char *t = vec_text(&qv, kname);
@@ -1316,10 +1325,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         snprintf(kname, sizeof kname, "%s_g%d_qsum", g->def->name, grp->index);
         t = kv ? sum_text(&qv, kname) : NULL;
         kvs = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
-        if (kvs && ws == p->nscratch) {
-            sched_scratch sc = {TSL_DTYPE_F32, QV_WS};
-            ARENA_PUSH(p->m->arena, p->scratch, p->nscratch, p->capscratch, sc);
-        }
+        if (kvs) ws_keep(p, ws);
     }
     sched_guard gm = guard;
     if (kvs) {
