@@ -70,6 +70,9 @@ static int attn_shape_of(const sched_attn_sm90 *a, attn_shape *sh)
     return 0;
 }
 
+/* the batch entries: the product of the leading dims */
+#define NBATCH(nb) ((nb) == 0 ? "1" : (nb) == 1 ? "B0" : "(B0 * B1)")
+
 static int head_dim_ok(int x) { return x > 0 && x <= 256 && x % 64 == 0; }
 
 int sched_attn_sm90_fits(const sched_attn_sm90 *a, const char **why)
@@ -191,16 +194,41 @@ static void issue(strbuf *b, const sched_attn_sm90 *a, const char *t, const char
     if (a->pingpong) sb_puts(b, "        mbar_arrive turn[1 - wg]\n");
 }
 
+/* The block's tile: qb, its query block, and the batch indices the
+ * tensors' leading dims take (bat, "" without batch dims). One tile a
+ * block: from the grid. Persistent (a->persistent): from the tile number
+ * t, which runs over every (query block, batch entry) pair. Causal: the
+ * heaviest query blocks first (as FlashAttention-3), so that the last
+ * tiles the grid takes are the lightest rather than the longest. */
+static void tile_of(strbuf *b, const sched_attn_sm90 *a, const char *in)
+{
+    int nb = a->nbatch;
+    if (!a->persistent) {
+        if (a->causal) sb_printf(b, "%slet qb = cdiv(Tq, %d) - 1 - block_idx.x\n", in, BM);
+        else sb_printf(b, "%slet qb = block_idx.x\n", in);
+        if (nb >= 1) sb_printf(b, "%slet b0 = block_idx.%s\n", in, nb == 2 ? "z" : "y");
+        if (nb == 2) sb_printf(b, "%slet b1 = block_idx.y\n", in);
+        return;
+    }
+    /* non-causal: a batch entry's query blocks side by side, so that the
+     * blocks running together share its K and V in L2 */
+    if (a->causal) sb_printf(b, "%slet qb = cdiv(Tq, %d) - 1 - t / %s\n%slet bt = t %% %s\n", in, BM, NBATCH(nb), in,
+                             NBATCH(nb));
+    else sb_printf(b, "%slet qb = t %% cdiv(Tq, %d)\n%slet bt = t / cdiv(Tq, %d)\n", in, BM, in, BM);
+    if (nb == 1) sb_printf(b, "%slet b0 = bt\n", in);
+    if (nb == 2) sb_printf(b, "%slet b0 = bt / B1\n%slet b1 = bt %% B1\n", in, in);
+}
+
 char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
 {
     if (!sched_attn_sm90_fits(a, NULL)) return NULL;
     attn_shape sh = {0, 0};
     attn_shape_of(a, &sh);
-    const int BN = sh.bn, ST = sh.stages;
+    const int BN = sh.bn, ST = sh.stages, P = a->persistent;
     const char *ty = a->dt == TSL_DTYPE_BF16 ? "bf16" : "f16";
     int d = a->d, e = a->e, nb = a->nbatch;
     static const char *const lead[] = {"", "B0, ", "B0, B1, "};
-    static const char *const at[] = {"", "block_idx.y, ", "block_idx.z, block_idx.y, "};
+    static const char *const at[] = {"", "b0, ", "b0, b1, "};
     static const char *const grid[] = {"", ", B0", ", B1, B0"};
     int param = !((a->scale[0] >= '0' && a->scale[0] <= '9') || a->scale[0] == '.' || a->scale[0] == '-');
     strbuf b = {0};
@@ -209,7 +237,10 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "O: global %s[%sTq, %d]",
               kname, ty, lead[nb], d, ty, lead[nb], d, ty, lead[nb], e, ty, lead[nb], e);
     if (param) sb_printf(&b, ", %s: f32", a->scale);
-    sb_printf(&b, ") grid(cdiv(Tq, %d)%s) threads(384) smem_budget(232448) {\n", BM, grid[nb]);
+    char ntiles[64];
+    snprintf(ntiles, sizeof ntiles, "cdiv(Tq, %d) * %s", BM, NBATCH(nb));
+    if (P) sb_printf(&b, ", c_nsm: int) grid(min(%s, c_nsm)) threads(384) smem_budget(232448) {\n", ntiles);
+    else sb_printf(&b, ") grid(cdiv(Tq, %d)%s) threads(384) smem_budget(232448) {\n", BM, grid[nb]);
     sb_printf(&b, "  qs = alloc shared %s[%d, %d] layout ", ty, BM, d);
     rowmajor(&b, 0, BM, d);
     sb_printf(&b, "\n  ks = alloc shared %s[%d, %d, %d] layout ", ty, ST, BN, d);
@@ -221,58 +252,82 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
     /* K and V have rings of their own: K_j's stage is free once S_j is
      * in, V_j's once P_j V_j is, so the producer can load K_{j+2} while
      * the consumers still read V_j (with two stages, one ring for both
-     * would hold each load back until a whole block was done) */
+     * would hold each load back until a whole block was done).
+     * Persistent: qempty counts the consumers' releases of Q, after
+     * their last S of a tile, so that the next tile's Q loads while they
+     * finish this one (its last P V, its O) */
     sb_printf(&b,
               "\n  qbar = alloc shared u64[1]\n  kfull = alloc shared u64[%d]\n  kempty = alloc shared u64[%d]\n"
               "  vfull = alloc shared u64[%d]\n  vempty = alloc shared u64[%d]\n"
               "  mbar_init qbar, 1\n  mbar_init kfull, 1\n  mbar_init kempty, 2\n"
               "  mbar_init vfull, 1\n  mbar_init vempty, 2\n",
               ST, ST, ST, ST);
+    if (P) sb_puts(&b, "  qempty = alloc shared u64[1]\n  mbar_init qempty, 2\n");
     if (a->pingpong) sb_puts(&b, "  turn = alloc shared u64[2]\n  mbar_init turn, 1\n");
     sb_puts(&b, "  sync\n");
-    /* qb, the block's query block. Causal: the heaviest first (as
-     * FlashAttention-3), so that the grid's last wave is made of the
-     * lightest blocks rather than of the longest */
-    if (a->causal) sb_printf(&b, "  let qb = cdiv(Tq, %d) - 1 - block_idx.x\n", BM);
-    else sb_puts(&b, "  let qb = block_idx.x\n");
+    if (!P) tile_of(&b, a, "  ");
     /* the K/V blocks this query block reads: all, or up to its diagonal */
     char nblocks[96];
     if (a->causal) snprintf(nblocks, sizeof nblocks, "min(cdiv(Tk, %d), cdiv((qb + 1) * %d, %d))", BN, BM, BN);
     else snprintf(nblocks, sizeof nblocks, "cdiv(Tk, %d)", BN);
+    /* Counters across a block's tiles (constants of one tile without
+     * P): it, the K/V blocks streamed before this tile (ring stage and
+     * barrier parity of block j are those of it + j); tt, the products
+     * issued before it (the ping-pong turns); tc, the tiles before it
+     * (Q's barriers). */
+    const char *loop = "      for t in block_idx.x : NT : min(NT, c_nsm) {\n";
+    sb_puts(&b, "  warpgroups {\n    role producer(1) regs(24) {\n");
+    if (P) {
+        sb_printf(&b, "      let NT = %s\n      var it = 0\n      var tc = 0\n%s", ntiles, loop);
+        tile_of(&b, a, "      ");
+        sb_puts(&b, "      mbar_wait qempty[0], (tc + 1) % 2\n");
+    } else {
+        sb_puts(&b, "      let it = 0\n");
+    }
     sb_printf(&b,
-              "  warpgroups {\n"
-              "    role producer(1) regs(24) {\n"
               "      mbar_arrive qbar[0] bytes %d\n"
               "      tma_load Q[%sqb * %d, 0], qbar[0] -> qs\n"
               "      for j in 0 : %s {\n"
-              "        let s = j %% %d\n"
-              "        mbar_wait kempty[s], (j / %d + 1) %% 2\n"
+              "        let g = it + j\n"
+              "        let s = g %% %d\n"
+              "        mbar_wait kempty[s], (g / %d + 1) %% 2\n"
               "        mbar_arrive kfull[s] bytes %d\n"
               "        tma_load K[%sj * %d, 0], kfull[s] -> ks[s]\n"
-              "        mbar_wait vempty[s], (j / %d + 1) %% 2\n"
+              "        mbar_wait vempty[s], (g / %d + 1) %% 2\n"
               "        mbar_arrive vfull[s] bytes %d\n"
               "        tma_load V[%sj * %d, 0], vfull[s] -> vs[s]\n"
-              "      }\n"
-              "    }\n",
+              "      }\n",
               BM * d * 2, at[nb], BM, nblocks, ST, ST, BN * d * 2, at[nb], BN, ST, BN * e * 2, at[nb], BN);
+    if (P) sb_printf(&b, "      set it = it + %s\n      set tc = tc + 1\n      }\n", nblocks);
+    sb_puts(&b, "    }\n    role consumer(2, wg) regs(240) {\n");
+    if (P) {
+        sb_printf(&b, "      let NT = %s\n      var it = 0\n      var tt = 0\n      var tc = 0\n%s", ntiles, loop);
+        tile_of(&b, a, "      ");
+    } else {
+        sb_puts(&b, "      let it = 0\n      let tt = 0\n      let tc = 0\n");
+    }
     sb_printf(&b,
-              "    role consumer(2, wg) regs(240) {\n"
               "      m = alloc register f32[64, 1] layout " ROWS " init -inf\n"
               "      l = alloc register f32[64, 1] layout " ROWS " init 0.0\n"
               "      o = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
               "      ph = alloc register %s[64, %d] layout " ACC("%d") " init 0.0\n"
               "      let nb = %s\n"
-              "      mbar_wait qbar[0], 0\n"
+              "      mbar_wait qbar[0], tc %% 2\n",
+              e, e / 8, ty, BN, BN / 8, nblocks);
+    if (P) sb_puts(&b, "      if nb == 0 {\n        mbar_arrive qempty[0]\n      }\n");
+    sb_printf(&b,
               "      if nb > 0 {\n"
-              "        mbar_wait kfull[0], 0\n"
+              "        let sf = it %% %d\n"
+              "        mbar_wait kfull[sf], (it / %d) %% 2\n"
               "        s0 = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n",
-              e, e / 8, ty, BN, BN / 8, nblocks, BN, BN / 8);
-    issue(&b, a, "0",
-          "        wgmma qs[wg * 64, 0], kt[0, 0, 0], s0 -> s0\n"
+              ST, ST, BN, BN / 8);
+    issue(&b, a, "tt",
+          "        wgmma qs[wg * 64, 0], kt[sf, 0, 0], s0 -> s0\n"
           "        wgmma_commit\n");
     sb_puts(&b,
             "        wgmma_wait 0\n"
-            "        mbar_arrive kempty[0]\n");
+            "        mbar_arrive kempty[sf]\n");
+    if (P) sb_puts(&b, "        if nb == 1 {\n          mbar_arrive qempty[0]\n        }\n");
     softmax(&b, a, BN, "s0", "0", "0", "        ");
     sb_printf(&b,
               "        cast s0 -> ph\n"
@@ -281,14 +336,15 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
                * behind it: the softmax of S_j runs while the second
                * product does */
               "      for j in 1 : nb {\n"
-              "        let s = j %% %d\n"
-              "        let sp = (j + %d) %% %d\n"
-              "        mbar_wait kfull[s], (j / %d) %% 2\n"
-              "        mbar_wait vfull[sp], ((j - 1) / %d) %% 2\n"
+              "        let g = it + j\n"
+              "        let s = g %% %d\n"
+              "        let sp = (g + %d) %% %d\n"
+              "        mbar_wait kfull[s], (g / %d) %% 2\n"
+              "        mbar_wait vfull[sp], ((g - 1) / %d) %% 2\n"
               "        sn = alloc register f32[64, %d] layout " ACC("%d") " init 0.0\n"
               "        pa = view ph -> register %s[64, %d] layout " AREG("%d") "\n",
               ST, ST - 1, ST, ST, ST, BN, BN / 8, ty, BN, BN / 16);
-    issue(&b, a, "j",
+    issue(&b, a, "tt + j",
           "        wgmma qs[wg * 64, 0], kt[s, 0, 0], sn -> sn\n"
           "        wgmma_commit\n"
           "        wgmma pa, vs[sp, 0, 0], o -> o\n"
@@ -296,6 +352,7 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
     sb_puts(&b,
             "        wgmma_wait 1\n"
             "        mbar_arrive kempty[s]\n");
+    if (P) sb_puts(&b, "        if j + 1 == nb {\n          mbar_arrive qempty[0]\n        }\n");
     softmax(&b, a, BN, "sn", "j", "1", "        ");
     sb_printf(&b,
               "        wgmma_wait 0\n"
@@ -305,11 +362,12 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "        cast sn -> ph\n"
               "      }\n"
               "      if nb > 0 {\n"
-              "        let sl = (nb - 1) %% %d\n"
-              "        mbar_wait vfull[sl], ((nb - 1) / %d) %% 2\n"
+              "        let gl = it + nb - 1\n"
+              "        let sl = gl %% %d\n"
+              "        mbar_wait vfull[sl], (gl / %d) %% 2\n"
               "        pl = view ph -> register %s[64, %d] layout " AREG("%d") "\n",
               e, e / 8, ST, ST, ty, BN, BN / 16);
-    issue(&b, a, "nb",
+    issue(&b, a, "tt + nb",
           "        wgmma pl, vs[sl, 0, 0], o -> o\n"
           "        wgmma_commit\n");
     sb_printf(&b,
@@ -321,11 +379,11 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
               "      lb = broadcast rl -> register f32[64, %d] layout " ACC("%d") " dim 1\n"
               "      mul o, lb -> o\n"
               "      res = cast o -> register %s[64, %d] layout " ACC("%d") "\n"
-              "      store_global res -> O[%sqb * %d + wg * 64, 0]\n"
-              "    }\n"
-              "  }\n"
-              "}\n",
+              "      store_global res -> O[%sqb * %d + wg * 64, 0]\n",
               e, e / 8, ty, e, e / 8, at[nb], BM);
+    /* a tile without K/V blocks issues no products */
+    if (P) sb_puts(&b, "      set it = it + nb\n      set tt = tt + nb + min(nb, 1)\n      set tc = tc + 1\n      }\n");
+    sb_puts(&b, "    }\n  }\n}\n");
     return sb_take(&b);
 }
 
@@ -411,7 +469,11 @@ int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)
                 if (!strchr("0123456789-.", scale[0])) goto fail; /* inf, nan */
             }
             sched_attn_sm90 sh = {a->nb, dv[i], ev[j], dt, a->mask == SCHED_ATTN_MASK_CAUSAL, scale,
-                                  p->opt->attn_bn_wide, p->opt->attn_pingpong};
+                                  p->opt->attn_bn_wide, p->opt->attn_pingpong,
+                                  /* past e = 128 O's registers leave no room for the
+                                   * loop's (76 spilled at d = e = 256); its blocks
+                                   * are long enough without */
+                                  p->opt->attn_persistent && ev[j] <= 128};
             const char *kname =
                 arena_printf(ar, "%s_g%d_attention_sm90_d%d_e%d", def->name, a->grp->index, dv[i], ev[j]);
             char *text = sched_attn_sm90_text(&sh, kname);
@@ -429,6 +491,10 @@ int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)
             }
             if (a->scale_scalar >= 0) {
                 sched_arg arg = {.name = k->params[4]->name, .kind = SCHED_ARG_SCALAR, .tensor = a->scale_scalar};
+                ARENA_PUSH(ar, l->args, l->nargs, l->capargs, arg);
+            }
+            if (sh.persistent) {
+                sched_arg arg = {.name = k->params[k->nparams - 1]->name, .kind = SCHED_ARG_SMS};
                 ARENA_PUSH(ar, l->args, l->nargs, l->capargs, arg);
             }
             TSL_ASSERT(l->nargs == k->nparams);

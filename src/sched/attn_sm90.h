@@ -20,6 +20,8 @@ typedef struct sched_attn_sm90 {
                           scalar parameter the kernel then takes last */
     int bn_wide;       /* K/V rows a block when e > 128: 64 (or 0) or 80 */
     int pingpong;      /* the two consumers issue their products in turns */
+    int persistent;    /* a block a multiprocessor, looping over the tiles
+                          (the last parameter c_nsm: the multiprocessor count) */
 } sched_attn_sm90;
 
 /* Whether the kernel can be written for a (0 and a reason in *why when
@@ -28,7 +30,7 @@ int sched_attn_sm90_fits(const sched_attn_sm90 *a, const char **why);
 
 /* The kernel `kname` as tile IR text (malloc'd; the caller frees), its
  * parameters Q, K, V, O in that order, then the scale when it is a
- * parameter. NULL when it does not fit. */
+ * parameter, then (persistent) c_nsm. NULL when it does not fit. */
 char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname);
 
 #endif

@@ -206,13 +206,29 @@ static void prog_run(prog *p, const char *fname, const char *text, const char *s
     }
     if (!p->st) {
         const tile_kernel *k = m->kernels[0];
+        /* the sizes, less the int parameters given with them (c_nsm) */
+        const char *snames[8];
+        int64_t svals[8];
+        int nss = 0;
+        for (int j = 0; j < ns; j++) {
+            int scalar = 0;
+            for (int i = 0; i < k->nparams; i++)
+                scalar |= k->params[i]->kind == TILE_V_SCALAR && !strcmp(k->params[i]->name, names[j]);
+            if (!scalar) snames[nss] = names[j], svals[nss++] = vals[j];
+        }
         int64_t symv[16];
-        p->st = tile_interp_bind_symbols(k, NULL, 0, names, vals, ns, symv, &d);
+        p->st = tile_interp_bind_symbols(k, NULL, 0, snames, svals, nss, symv, &d);
         const tile_value *outs[MAXT];
         int nout = tile_interp_outputs(k, outs, MAXT);
         tile_interp_arg args[MAXT];
+        int nargs = 0;
         for (int i = 0; i < k->nparams && !p->st && p->n < MAXT; i++) {
             const tile_value *v = k->params[i];
+            if (v->kind == TILE_V_SCALAR) { /* an int parameter (c_nsm) given with the sizes */
+                for (int j = 0; j < ns; j++)
+                    if (!strcmp(names[j], v->name)) args[nargs++] = (tile_interp_arg){v->name, NULL, vals[j]};
+                continue;
+            }
             if (v->kind != TILE_V_TENSOR) continue;
             int64_t shape[8];
             p->st = tile_interp_param_shape(k, v, symv, shape, &d);
@@ -222,14 +238,14 @@ static void prog_run(prog *p, const char *fname, const char *text, const char *s
             p->name[p->n] = v->name;
             p->out[p->n] = isout;
             p->t[p->n] = filled(p->dt[p->n], v->type.rank, shape, isout);
-            args[p->n] = (tile_interp_arg){v->name, p->t[p->n], 0};
+            args[nargs++] = (tile_interp_arg){v->name, p->t[p->n], 0};
             p->n++;
         }
         if (!p->st) {
             tile_interp_opts o = {0};
             o.shuffle_blocks = shuffle;
             o.seed = seed;
-            p->st = tile_interp_run(k, &src, args, p->n, &o, &d);
+            p->st = tile_interp_run(k, &src, args, nargs, &o, &d);
         }
     }
     /* names point into the arena: copy them */
@@ -728,50 +744,62 @@ static void test_attn_sm90(void)
         sched_attn_sm90 a;
         const char *sizes;
     } cases[] = {
-        {{0, 64, 64, TSL_DTYPE_F16, 0, "0.125", 0, 1}, "Tq=1 Tk=1"},
-        {{1, 64, 64, TSL_DTYPE_F16, 0, "0.125", 0, 1}, "B0=2 Tq=131 Tk=257"},
-        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1}, "B0=1 Tq=200 Tk=200"},
-        {{2, 128, 128, TSL_DTYPE_F16, 0, "0.08838834764831845", 0, 1}, "B0=1 B1=2 Tq=67 Tk=129"},
-        {{1, 128, 128, TSL_DTYPE_BF16, 1, "0.08838834764831845", 0, 1}, "B0=1 Tq=129 Tk=140"},
-        {{1, 64, 128, TSL_DTYPE_BF16, 0, "0.125", 0, 1}, "B0=1 Tq=37 Tk=300"},
-        {{0, 128, 64, TSL_DTYPE_F16, 1, "0.08838834764831845", 0, 1}, "Tq=17 Tk=5"},
+        {{0, 64, 64, TSL_DTYPE_F16, 0, "0.125", 0, 1, 0}, "Tq=1 Tk=1"},
+        {{1, 64, 64, TSL_DTYPE_F16, 0, "0.125", 0, 1, 0}, "B0=2 Tq=131 Tk=257"},
+        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=1 Tq=200 Tk=200"},
+        {{2, 128, 128, TSL_DTYPE_F16, 0, "0.08838834764831845", 0, 1, 0}, "B0=1 B1=2 Tq=67 Tk=129"},
+        {{1, 128, 128, TSL_DTYPE_BF16, 1, "0.08838834764831845", 0, 1, 0}, "B0=1 Tq=129 Tk=140"},
+        {{1, 64, 128, TSL_DTYPE_BF16, 0, "0.125", 0, 1, 0}, "B0=1 Tq=37 Tk=300"},
+        {{0, 128, 64, TSL_DTYPE_F16, 1, "0.08838834764831845", 0, 1, 0}, "Tq=17 Tk=5"},
         /* head dim 256: K/V blocks of 64 (bn_wide 0) through two stages a
          * ring; the rings wrap, rows past Tq and columns past Tk masked */
-        {{0, 256, 256, TSL_DTYPE_BF16, 0, "0.0625", 0, 1}, "Tq=1 Tk=1"},
-        {{1, 256, 256, TSL_DTYPE_BF16, 0, "0.0625", 0, 1}, "B0=1 Tq=67 Tk=197"},
-        {{0, 256, 256, TSL_DTYPE_F16, 1, "0.0625", 0, 1}, "Tq=131 Tk=140"},
-        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 0, 1}, "B0=1 Tq=70 Tk=37"},
-        {{0, 64, 256, TSL_DTYPE_F16, 0, "0.125", 0, 1}, "Tq=5 Tk=131"},
+        {{0, 256, 256, TSL_DTYPE_BF16, 0, "0.0625", 0, 1, 0}, "Tq=1 Tk=1"},
+        {{1, 256, 256, TSL_DTYPE_BF16, 0, "0.0625", 0, 1, 0}, "B0=1 Tq=67 Tk=197"},
+        {{0, 256, 256, TSL_DTYPE_F16, 1, "0.0625", 0, 1, 0}, "Tq=131 Tk=140"},
+        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 0, 1, 0}, "B0=1 Tq=70 Tk=37"},
+        {{0, 64, 256, TSL_DTYPE_F16, 0, "0.125", 0, 1, 0}, "Tq=5 Tk=131"},
         /* blocks of 80 K/V rows (FlashAttention-3's d = 256 shape) */
-        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 80, 1}, "B0=1 Tq=131 Tk=197"},
-        {{0, 256, 256, TSL_DTYPE_F16, 0, "0.0625", 80, 1}, "Tq=37 Tk=161"},
-        {{0, 192, 128, TSL_DTYPE_BF16, 1, "0.07216878364870323", 0, 1}, "Tq=29 Tk=70"},
+        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 80, 1, 0}, "B0=1 Tq=131 Tk=197"},
+        {{0, 256, 256, TSL_DTYPE_F16, 0, "0.0625", 80, 1, 0}, "Tq=37 Tk=161"},
+        {{0, 192, 128, TSL_DTYPE_BF16, 1, "0.07216878364870323", 0, 1, 0}, "Tq=29 Tk=70"},
         /* causal, the query blocks taken last first (block 0 the partial
          * last one): Tq past Tk and short of it, neither a block multiple */
-        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1}, "B0=2 Tq=300 Tk=131"},
-        {{0, 128, 128, TSL_DTYPE_F16, 1, "0.08838834764831845", 0, 1}, "Tq=257 Tk=390"},
+        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=2 Tq=300 Tk=131"},
+        {{0, 128, 128, TSL_DTYPE_F16, 1, "0.08838834764831845", 0, 1, 0}, "Tq=257 Tk=390"},
+        /* two batch dims, causal, heads of one entry on one block */
+        {{2, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=1 B1=2 Tq=67 Tk=67"},
+        {{2, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=1 B1=2 Tq=131 Tk=131"},
     };
-    for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
-        /* every third case without the ping-pong turns */
+    for (size_t r = 0; r < 2 * TSL_COUNTOF(cases); r++) {
+        /* every case a block a query block, then persistent: blocks that
+         * take 1 to 3 tiles each (c_nsm 1, 2, 3), so that a block's
+         * rings, turns and Q barriers run on across its tiles; every
+         * third case without the ping-pong turns */
+        size_t c = r % TSL_COUNTOF(cases);
+        int pers = r >= TSL_COUNTOF(cases);
         sched_attn_sm90 ac = cases[c].a;
         ac.pingpong = c % 3 != 1;
+        ac.persistent = pers;
         const sched_attn_sm90 *a = &ac;
         char *text = sched_attn_sm90_text(a, "attn");
         CHECK_MSG(text != NULL, "case %d: no kernel", (int)c);
         if (!text) continue;
-        char what[96];
-        snprintf(what, sizeof what, "attention case %d (%s)", (int)c, cases[c].sizes);
-        /* causal: block_idx.x 0 takes the last query block, the heaviest */
-        CHECK_MSG(!a->causal || strstr(text, "let qb = cdiv(Tq, 128) - 1 - block_idx.x"),
+        char what[128], sizes[96];
+        snprintf(sizes, sizeof sizes, "%s%s%d", cases[c].sizes, pers ? " c_nsm=" : "", pers ? (int)(c % 3) + 1 : 0);
+        if (!pers) snprintf(sizes, sizeof sizes, "%s", cases[c].sizes);
+        snprintf(what, sizeof what, "attention case %d (%s%s)", (int)c, sizes, pers ? ", persistent" : "");
+        /* causal: the first tile is the last query block, the heaviest */
+        CHECK_MSG(!a->causal || strstr(text, pers ? "let qb = cdiv(Tq, 128) - 1 - t / " :
+                                                    "let qb = cdiv(Tq, 128) - 1 - block_idx.x"),
                   "%s: query blocks not reversed", what);
         prog p;
-        prog_run(&p, "attn.tile", text, cases[c].sizes, (int)(c & 1), test_rand());
+        prog_run(&p, "attn.tile", text, sizes, (int)(c & 1), test_rand());
         CHECK_MSG(p.st == TSL_OK, "%s: %s\n%s", what, p.msg, text);
         if (p.st == TSL_OK) check_attention(&p, a, strtod(a->scale, NULL), what);
         prog_free(&p);
         free(text);
     }
-    sched_attn_sm90 bad = {3, 64, 64, TSL_DTYPE_F16, 0, "0.1", 0, 0};
+    sched_attn_sm90 bad = {3, 64, 64, TSL_DTYPE_F16, 0, "0.1", 0, 0, 0};
     const char *why = NULL;
     CHECK(!sched_attn_sm90_fits(&bad, &why) && why && strstr(why, "batch"));
     bad.nbatch = 1, bad.d = 96;
@@ -780,10 +808,11 @@ static void test_attn_sm90(void)
     CHECK(!sched_attn_sm90_fits(&bad, &why) && strstr(why, "head dims") && !sched_attn_sm90_text(&bad, "x"));
 }
 
-/* The head-dim-256 kernel's CUDA (blocks of 80, the default) compiles for sm_90a with NVRTC within its
- * registers (no spills), and ptxas inserts no warpgroup.arrive of its own
- * (C7519: the register-A operand P written between a fence and its wgmma,
- * which serialises the P V chain). */
+/* The head-dim-256 kernel's CUDA (blocks of 80, the default) and the
+ * persistent d = e = 128 one (causal) compile for sm_90a with NVRTC within
+ * their registers (no spills), and ptxas inserts no warpgroup.arrive of
+ * its own (C7519: the register-A operand P written between a fence and its
+ * wgmma, which serialises the P V chain). */
 static void test_attn_sm90_cuda(void)
 {
     tsl_diag d0 = {0};
@@ -792,40 +821,46 @@ static void test_attn_sm90_cuda(void)
         return;
     }
     diag_free(&d0);
-    sched_attn_sm90 sh = {1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 80, 1};
-    char *text = sched_attn_sm90_text(&sh, "attn256");
-    tsl_arena *a = arena_create();
-    tsl_source src = {"attn256.tile", text ? text : ""};
-    tsl_diag d = {0};
-    tile_module *m = NULL;
-    tsl_status st = tile_parse(a, &src, &d, &m);
-    if (!st) st = tile_verify(m, &src, &d);
-    strbuf cu = {0};
-    if (!st) st = cg_cuda_emit(m, m->kernels[0], &cu, &d);
-    CHECK_MSG(st == TSL_OK, "%s", sb_str(&d.msg));
-    if (!st) {
-        rt_cuda_options o = {0};
-        o.ptxas_verbose = 1;
-        o.name = "attn256.cu";
-        void *cubin = NULL;
-        size_t n = 0;
-        char *log = NULL;
-        tsl_status cs = rt_cuda_compile(sb_str(&cu), "sm_90a", &o, &cubin, &n, &log, &d);
-        CHECK_MSG(cs == TSL_OK, "NVRTC: %s", sb_str(&d.msg));
-        if (cs == TSL_OK) {
-            rt_ptxas_report r;
-            rt_cuda_ptxas_parse(log, &r);
-            CHECK_MSG(r.found >= 1 && !r.spill_stores && !r.spill_loads, "spills %d/%d", r.spill_stores,
-                      r.spill_loads);
-            CHECK_MSG(!log || !strstr(log, "C7519"), "ptxas injected warpgroup.arrive:\n%.600s", log);
+    static const sched_attn_sm90 shapes[] = {
+        {1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 80, 1, 0},
+        {2, 128, 128, TSL_DTYPE_F16, 1, "0.08838834764831845", 80, 1, 1},
+    };
+    for (size_t c = 0; c < TSL_COUNTOF(shapes); c++) {
+        char *text = sched_attn_sm90_text(&shapes[c], "attn");
+        tsl_arena *a = arena_create();
+        tsl_source src = {"attn.tile", text ? text : ""};
+        tsl_diag d = {0};
+        tile_module *m = NULL;
+        tsl_status st = tile_parse(a, &src, &d, &m);
+        if (!st) st = tile_verify(m, &src, &d);
+        strbuf cu = {0};
+        if (!st) st = cg_cuda_emit(m, m->kernels[0], &cu, &d);
+        CHECK_MSG(st == TSL_OK, "shape %d: %s", (int)c, sb_str(&d.msg));
+        if (!st) {
+            rt_cuda_options o = {0};
+            o.ptxas_verbose = 1;
+            o.name = "attn.cu";
+            void *cubin = NULL;
+            size_t n = 0;
+            char *log = NULL;
+            tsl_status cs = rt_cuda_compile(sb_str(&cu), "sm_90a", &o, &cubin, &n, &log, &d);
+            CHECK_MSG(cs == TSL_OK, "NVRTC: %s", sb_str(&d.msg));
+            if (cs == TSL_OK) {
+                rt_ptxas_report r;
+                rt_cuda_ptxas_parse(log, &r);
+                CHECK_MSG(r.found >= 1 && !r.spill_stores && !r.spill_loads, "shape %d: spills %d/%d", (int)c,
+                          r.spill_stores, r.spill_loads);
+                CHECK_MSG(!log || !strstr(log, "C7519"), "shape %d: ptxas injected warpgroup.arrive:\n%.600s", (int)c,
+                          log);
+            }
+            free(cubin);
+            free(log);
         }
-        free(cubin);
-        free(log);
+        sb_free(&cu);
+        diag_free(&d);
+        arena_free(a);
+        free(text);
     }
-    sb_free(&cu);
-    diag_free(&d);
-    arena_free(a);
-    free(text);
 }
 
 /* A scalar scale drawn negative: max(x * c) is then min(x) * c, not
