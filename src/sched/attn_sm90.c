@@ -430,6 +430,56 @@ static void guard_in(sched_guard *g, int sym)
     g->sym[g->n] = sym, g->op[g->n] = SCHED_GUARD_NE, g->val[g->n++] = 192;
 }
 
+/* Where the persistent grid pays: K/V of at most PERSIST_TK rows (BERT's
+ * 384: 264.8 against 222.6 TFLOP/s, H200 2026-11-29), a few blocks a tile,
+ * so that a cold start each tile was a large part of it. At 4096 rows it
+ * lost (D128 542 against 558; causal 404 against 502: the tiles, dealt
+ * round-robin, are of unequal length). */
+enum { PERSIST_TK = 1024 };
+
+/* The forms of the kernel for shape a under the option
+ * attention.sm90.persistent: 0, a block a query block; 2, persistent; 1,
+ * both, each under a guard on Tk. Past e = 128 O's registers leave no
+ * room for the loop's (76 spilled at d = e = 256). */
+static int persistent_for(int opt, const sched_attn_sm90 *a)
+{
+    if (!opt || a->e > 128) return 0;
+    if (opt == 2) return 2;
+    return a->causal ? 0 : 1;
+}
+
+/* The launch of the kernel for shape sh under guard g (its arguments: Q, K,
+ * V, O, the scale when a parameter, the SM count when persistent). */
+static int push_launch(sched_plan *p, const sched_attn *a, const sched_attn_sm90 *sh, const sched_guard *g,
+                       const int ts[4])
+{
+    tsl_arena *ar = p->m->arena;
+    const lang_def *def = a->g->def;
+    const char *kname = arena_printf(ar, "%s_g%d_attention_sm90_d%d_e%d%s", def->name, a->grp->index, sh->d, sh->e,
+                                     sh->persistent ? "_p" : "");
+    char *text = sched_attn_sm90_text(sh, kname);
+    tile_kernel *k = text ? tt_parse_kernel(p, text, kname, "attention sm_90a") : NULL;
+    if (!k) return 0;
+    ARENA_PUSH(ar, p->m->kernels, p->m->nkernels, p->m->capkernels, k);
+    sched_launch ln = {.k = k, .stmt = a->grp->first, .nstmts = a->grp->nops, .guard = *g};
+    ARENA_PUSH(ar, p->launches, p->nlaunches, p->caplaunches, ln);
+    sched_launch *l = &p->launches[p->nlaunches - 1];
+    for (int t = 0; t < 4; t++) {
+        sched_arg arg = {.name = k->params[t]->name, .kind = SCHED_ARG_TENSOR, .tensor = ts[t]};
+        ARENA_PUSH(ar, l->args, l->nargs, l->capargs, arg);
+    }
+    if (a->scale_scalar >= 0) {
+        sched_arg arg = {.name = k->params[4]->name, .kind = SCHED_ARG_SCALAR, .tensor = a->scale_scalar};
+        ARENA_PUSH(ar, l->args, l->nargs, l->capargs, arg);
+    }
+    if (sh->persistent) {
+        sched_arg arg = {.name = k->params[k->nparams - 1]->name, .kind = SCHED_ARG_SMS};
+        ARENA_PUSH(ar, l->args, l->nargs, l->capargs, arg);
+    }
+    TSL_ASSERT(l->nargs == k->nparams);
+    return 1;
+}
+
 int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)
 {
     const lang_def *def = a->g->def;
@@ -456,10 +506,10 @@ int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)
     /* a scale by 1/sqrt(size) is a constant once the head dims are fixed */
     if (a->scale_rsqrt_size >= 0 && a->scale_rsqrt_size != ds && a->scale_rsqrt_size != es) return 0;
     if (a->scale_scalar >= 0 && (a->scale != 1 || a->scale_rsqrt_size >= 0)) return 0;
-    tsl_arena *ar = p->m->arena;
     int before = p->nlaunches, kbefore = p->m->nkernels;
     for (int i = 0; i < nd; i++)
         for (int j = 0; j < ne; j++) {
+            sched_guard g = {0};
             char scale[64];
             if (a->scale_scalar >= 0) snprintf(scale, sizeof scale, "a_scale");
             else {
@@ -469,35 +519,24 @@ int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)
                 if (!strchr("0123456789-.", scale[0])) goto fail; /* inf, nan */
             }
             sched_attn_sm90 sh = {a->nb, dv[i], ev[j], dt, a->mask == SCHED_ATTN_MASK_CAUSAL, scale,
-                                  p->opt->attn_bn_wide, p->opt->attn_pingpong,
-                                  /* past e = 128 O's registers leave no room for the
-                                   * loop's (76 spilled at d = e = 256); its blocks
-                                   * are long enough without */
-                                  p->opt->attn_persistent && ev[j] <= 128};
-            const char *kname =
-                arena_printf(ar, "%s_g%d_attention_sm90_d%d_e%d", def->name, a->grp->index, dv[i], ev[j]);
-            char *text = sched_attn_sm90_text(&sh, kname);
-            tile_kernel *k = text ? tt_parse_kernel(p, text, kname, "attention sm_90a") : NULL;
-            if (!k) goto fail;
-            ARENA_PUSH(ar, p->m->kernels, p->m->nkernels, p->m->capkernels, k);
-            sched_launch ln = {.k = k, .stmt = a->grp->first, .nstmts = a->grp->nops};
-            guard_eq(&ln.guard, ds, dv[i]);
-            guard_eq(&ln.guard, es, ev[j]);
-            ARENA_PUSH(ar, p->launches, p->nlaunches, p->caplaunches, ln);
-            sched_launch *l = &p->launches[p->nlaunches - 1];
-            for (int t = 0; t < 4; t++) {
-                sched_arg arg = {.name = k->params[t]->name, .kind = SCHED_ARG_TENSOR, .tensor = ts[t]};
-                ARENA_PUSH(ar, l->args, l->nargs, l->capargs, arg);
+                                  p->opt->attn_bn_wide, p->opt->attn_pingpong, 0};
+            guard_eq(&g, ds, dv[i]);
+            guard_eq(&g, es, ev[j]);
+            /* the persistent form (persistent_for) under Tk <= PERSIST_TK,
+             * the other past it; one of them when Tk is a constant */
+            int form = persistent_for(p->opt->attn_persistent, &sh);
+            const lang_sexpr *tk = def->tensors[a->at.k]->shape[a->nb];
+            if (form == 1 && tk->kind == LANG_SX_CONST) form = tk->value <= PERSIST_TK ? 2 : 0;
+            if (form == 1 && tk->kind != LANG_SX_SYM) form = 0;
+            for (int pers = form == 0 ? 0 : 1; pers >= (form == 2 ? 1 : 0); pers--) {
+                sched_guard gk = g;
+                if (form == 1) {
+                    gk.sym[gk.n] = tk->sym, gk.op[gk.n] = pers ? SCHED_GUARD_LE : SCHED_GUARD_GT;
+                    gk.val[gk.n++] = PERSIST_TK;
+                }
+                sh.persistent = pers;
+                if (!push_launch(p, a, &sh, &gk, ts)) goto fail;
             }
-            if (a->scale_scalar >= 0) {
-                sched_arg arg = {.name = k->params[4]->name, .kind = SCHED_ARG_SCALAR, .tensor = a->scale_scalar};
-                ARENA_PUSH(ar, l->args, l->nargs, l->capargs, arg);
-            }
-            if (sh.persistent) {
-                sched_arg arg = {.name = k->params[k->nparams - 1]->name, .kind = SCHED_ARG_SMS};
-                ARENA_PUSH(ar, l->args, l->nargs, l->capargs, arg);
-            }
-            TSL_ASSERT(l->nargs == k->nparams);
         }
     /* the sizes no kernel here takes: d or e outside head_vals */
     guard_in(rest, ds);

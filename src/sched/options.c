@@ -85,9 +85,10 @@ static const sched_option params[] = {
      "sm_90a attention: K/V rows a block past head dim 128 (64 or 80)"},
     {"attention.sm90.pingpong", "attention", GPU, F(attn_pingpong), V(0, 1), 0, 1,
      "sm_90a attention: the two consumer warpgroups issue their products in turns (FlashAttention-3's ping-pong)"},
-    {"attention.sm90.persistent", "attention", GPU, F(attn_persistent), V(0, 1), 0, 1,
-     "sm_90a attention: one block a multiprocessor looping over the query blocks, the next one's loads under "
-     "this one's last product and store (0: a block a query block)"},
+    {"attention.sm90.persistent", "attention", GPU, F(attn_persistent), V(0, 1, 2), 0, 2,
+     "sm_90a attention (head dim e <= 128): one block a multiprocessor looping over the query blocks, the next "
+     "one's loads under this one's last product and store; 1: where K/V has at most 1024 rows and no causal mask, "
+     "2: always, 0: never"},
     {"contract.sm90.cluster", "contract", GPU, F(sm90_cluster), V(1, 2), 1, 2,
      "sm_90a GEMM: blocks a cluster along M (2: each loads half of B and multicasts it to both)"},
     {"contract.sm90.group", "contract", GPU, F(sm90_group), V(1, 4, 8, 16), 1, 64,
