@@ -66,8 +66,8 @@ static const sched_option params[] = {
     {"contract.cpu.stages", "contract", CPU, F(cpu.stages), V(1, 2), 1, 4, "copy pipeline stages"},
     {"contract.splitk", "contract", GPU, F(splitk), V(0, 1, 2, 4, 8, 16), 0, 32,
      "M <= 64 (and the quantized GEMV, on the CPU too, and the quantized tensor-core GEMM, M >= 16): K split in S "
-     "slices, summed by a second kernel (0: S from the SM count; the quantized kernels' own defaults, 1 for the "
-     "GEMM; 1: never)"},
+     "slices, summed by a second kernel (0: S from the SM count; the quantized kernels' own defaults, from the "
+     "sizes; 1: never)"},
     {"contract.fma.bm", "contract", GPU, F(fma.bm), V(32, 64, 128, 256), 8, 512, "block rows of C"},
     {"contract.fma.bn", "contract", GPU, F(fma.bn), V(32, 64, 128, 256), 8, 512, "block columns of C"},
     {"contract.fma.bk", "contract", GPU, F(fma.bk), V(8, 16, 32), 4, 256, "depth of a k step"},

@@ -23,8 +23,9 @@
  *     scales them per group and the block reduces its rows at the end;
  *   - GPU, M >= 16 (f16 X, no zero points; a guard on M): tensor cores,
  *     W's tile dequantized to f16 into shared memory, mma.m16n8k16 into
- *     f32 sums per group (gemm_text); K split into slices only when the
- *     option splitk says, then summed in order as the GEMV's are;
+ *     f32 sums per group (gemm_text); K split into slices (enough for
+ *     512 blocks, at most 4, unless the option splitk says), then summed
+ *     in order as the GEMV's are;
  *   - CPU: a block per 4096 columns of a row of X and per slice of K
  *     (whole groups; enough slices for 32 blocks unless the option splitk
  *     says), its rows in order, per group into partial sums then scaled
@@ -585,16 +586,18 @@ static int vec_shape(qm *q)
 /* KS as an int expression over the sizes: `want` slices, at most
  * QV_SPLIT_MAX, the groups of q->GS rows and what the workspace holds
  * (KS * M rows of whole blocks of q->BN columns). */
-static void split_expr(strbuf *o, const qm *q, long long want, const char *nn, const char *mm)
+static void split_expr(strbuf *o, const qm *q, const char *want, const char *nn, const char *mm)
 {
-    sb_printf(o, "max(1, min(min(%lld, %d), min(cdiv(q_kr, %d), %lld / (max(%s, 1) * cdiv(%s, %d) * %d))))", want,
+    sb_printf(o, "max(1, min(min(%s, %d), min(cdiv(q_kr, %d), %lld / (max(%s, 1) * cdiv(%s, %d) * %d))))", want,
               QV_SPLIT_MAX, q->GS, (long long)QV_WS, mm, nn, q->BN, q->BN);
 }
 
 /* The streaming GEMV's KS (both kernels). */
 static void vec_split(strbuf *o, const qm *q, const char *nn, const char *mm)
 {
-    split_expr(o, q, q->splitk > 0 ? (long long)q->splitk : QV_SPLIT_DEFAULT, nn, mm);
+    char want[32];
+    snprintf(want, sizeof want, "%lld", q->splitk > 0 ? (long long)q->splitk : (long long)QV_SPLIT_DEFAULT);
+    split_expr(o, q, want, nn, mm);
 }
 
 /* The CPU kernels' KS (cpu_text) as an int expression over the sizes: the
@@ -832,11 +835,21 @@ static int tc_cols(const qm *q) { return TC_BN * q->bits / 8 % 16 ? 2 * TC_BN : 
 
 /* The tensor-core kernel's KS (gemm_text and its sum_text), as vec_split's
  * over q->BN = tc_cols columns and groups of q->GS rows (G, or the step
- * without grouped scales): the option splitk, else 1 (not yet measured
- * against the single pass). */
+ * without grouped scales): the option splitk, else enough slices for
+ * TC_SPLIT_BLOCKS blocks, at most 4 up to 4 bits and 2 past them. At
+ * M = 16, N = K = 8192 (H200, 2026-11-29, us for splits 1 / 2 / 4 / 8):
+ * uint3 (64 column blocks) 99.8 / 57.1 / 42.8 / 47.9, uint4 (128) 65.2 /
+ * 46.9 / 42.2 / 45.1, uint8 (128) 66.9 / 49.0 / 54.8 / 56.2; so 4, 4 and
+ * 2 here. The other widths take the same rule, unmeasured. */
+#define TC_SPLIT_BLOCKS 512
 static void gemm_split(strbuf *o, const qm *q, const char *nn, const char *mm)
 {
-    split_expr(o, q, q->splitk > 1 ? (long long)q->splitk : 1, nn, mm);
+    char want[160];
+    if (q->splitk > 0) snprintf(want, sizeof want, "%lld", (long long)q->splitk);
+    else
+        snprintf(want, sizeof want, "min(%d, cdiv(%d, cdiv(%s, %d) * cdiv(%s, %d)))", q->bits <= 4 ? 4 : 2,
+                 TC_SPLIT_BLOCKS, mm, TC_BM, nn, q->BN);
+    split_expr(o, q, want, nn, mm);
 }
 
 /* A block per 16 rows of X and 64 columns (128 for 1, 3, 5, 7 bits: whole
@@ -851,14 +864,13 @@ static void gemm_split(strbuf *o, const qm *q, const char *nn, const char *mm)
  * the accumulators, as the GEMV does (no rounding of W * S); a scale per
  * column multiplies the sums at the end.
  *
- * The option contract.splitk = S > 1 (q->ws, the plan's workspace) splits
- * K into KS slices of whole groups along grid z (gemm_split: S at most
- * QV_SPLIT_MAX, the groups and what the workspace holds): slice z runs
- * steps [q_k0, q_k1) through the pipeline, scales per group inside the
- * slice and scatters its f32 16 x BN block to workspace row (z * M + m),
- * which the `_qgemm_qsum` launch (sum_text) adds in slice order; KS = 1
- * stores Y. Without the option (q->ws < 0) the kernel is the single pass
- * over K: the default until measured on a GPU. */
+ * K is split into KS slices of whole groups along grid z (gemm_split; q->ws,
+ * the plan's workspace): slice z runs steps [q_k0, q_k1) through the
+ * pipeline, scales per group inside the slice and scatters its f32
+ * 16 x BN block to workspace row (z * M + m), which the `_qgemm_qsum`
+ * launch (sum_text) adds in slice order; KS = 1 stores Y. With the
+ * option contract.splitk = 1 (q->ws < 0) the kernel is the single pass
+ * over K and there is no sum. */
 static char *gemm_text(qm *q, const char *kname, int BK)
 {
     int split = q->ws >= 0; /* KS may be more than 1 (gemm_split) */
@@ -1297,10 +1309,10 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
         qg.tc = 1;
         qg.BN = tc_cols(&qg);
         qg.GS = qg.s.op >= 0 && qg.s.grouped ? (int)qg.gs : BK;
-        /* split K (the option contract.splitk > 1): the workspace and the
-         * sum of the slices */
+        /* split K (gemm_split; not with the option contract.splitk = 1):
+         * the workspace and the sum of the slices */
         int ws = ws_slot(p);
-        qg.ws = q.splitk > 1 ? ws : -1;
+        qg.ws = q.splitk != 1 ? ws : -1;
         snprintf(kname, sizeof kname, "%s_g%d_qgemm", g->def->name, grp->index);
         char *t = gemm_text(&qg, kname, BK);
         kt = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;

@@ -212,7 +212,8 @@ static void case_sizes(const lang_def *def, const int64_t mkn[3], int gs, int64_
 static int has_qgemm(const sched_plan *p)
 {
     int n = 0;
-    for (int i = 0; p && i < p->nlaunches; i++) n += strstr(p->launches[i].k->name, "_qgemm") != NULL;
+    for (int i = 0; p && i < p->nlaunches; i++)
+        n += strstr(p->launches[i].k->name, "_qgemm") != NULL && !strstr(p->launches[i].k->name, "_qsum");
     return n;
 }
 
@@ -456,9 +457,10 @@ static int qgemm_launch(const sched_plan *p)
 }
 
 /* The tensor-core kernel's K split (the option contract.splitk): the
- * default's single pass (a 2-D grid, no sum), and 2, 3 and 8 slices of
- * whole groups (grid z, the f32 partials summed by `_qgemm_qsum` right
- * after qgemm under the same guard). Groups of 32 (4 at K 128: splitk=3
+ * default's slices from the sizes, 2, 3 and 8 slices of whole groups
+ * (grid z, the f32 partials summed by `_qgemm_qsum` right after qgemm
+ * under the same guard), and contract.splitk=1's single pass (a 2-D
+ * grid, no sum). Groups of 32 (4 at K 128: splitk=3
  * leaves an empty third slice; 17 at K 520: splitk=8 leaves two empty),
  * 48 (steps of 16, a partial last group), 64 (128 columns a block), no
  * scale and a scale per column (slices of whole 128-row steps: K 77 is
@@ -472,7 +474,7 @@ static void test_tensor_cores_split(void)
     };
     static const int64_t sets[4][3] = {{16, 128, 64}, {17, 200, 72}, {40, 77, 136}, {16, 520, 40}};
     static const char *const opts[] = {"", "contract.splitk=2", "contract.splitk=3", "contract.splitk=8",
-                                       "contract.splitk=4"};
+                                       "contract.splitk=4", "contract.splitk=1"};
     for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
         char *src = program(cs[i].w, cs[i].form, cs[i].gs);
         tsl_arena *a = arena_create();
@@ -484,7 +486,7 @@ static void test_tensor_cores_split(void)
             if (!p) continue;
             /* the plan: qgemm's grid has a z dimension and its sum follows
              * under the same guard, only when split */
-            int l = qgemm_launch(p), split = o.splitk > 1;
+            int l = qgemm_launch(p), split = o.splitk != 1;
             CHECK_MSG(l >= 0, "%s form %d %s: no qgemm", cs[i].w, cs[i].form, opts[oi]);
             if (l < 0) continue;
             const sched_launch *lg = &p->launches[l];
