@@ -836,18 +836,18 @@ static int tc_cols(const qm *q) { return TC_BN * q->bits / 8 % 16 ? 2 * TC_BN : 
 /* The tensor-core kernel's KS (gemm_text and its sum_text), as vec_split's
  * over q->BN = tc_cols columns and groups of q->GS rows (G, or the step
  * without grouped scales): the option splitk, else enough slices for
- * TC_SPLIT_BLOCKS blocks, at most 4 up to 4 bits and 2 past them. At
- * M = 16, N = K = 8192 (H200, 2026-11-29, us for splits 1 / 2 / 4 / 8):
- * uint3 (64 column blocks) 99.8 / 57.1 / 42.8 / 47.9, uint4 (128) 65.2 /
- * 46.9 / 42.2 / 45.1, uint8 (128) 66.9 / 49.0 / 54.8 / 56.2; so 4, 4 and
- * 2 here. The other widths take the same rule, unmeasured. */
+ * TC_SPLIT_BLOCKS blocks, at most 4 (2 for 8-bit weights). At M = 16,
+ * N = K = 8192 (H200, 2026-11-29, us for splits 1 / 2 / 4 / 8): uint3 (64
+ * column blocks) 99.8 / 57.1 / 42.8 / 47.9, uint4 (128) 65.2 / 46.9 / 42.2
+ * / 45.1, uint8 (128) 66.9 / 49.0 / 54.8 / 56.2; splits 2 / 4 / 8: uint5
+ * 62.2 / 51.8 / 54.3, uint6 56.8 / 56.4 / 57.7, uint7 66.0 / 55.6 / 59.1. */
 #define TC_SPLIT_BLOCKS 512
 static void gemm_split(strbuf *o, const qm *q, const char *nn, const char *mm)
 {
     char want[160];
     if (q->splitk > 0) snprintf(want, sizeof want, "%lld", (long long)q->splitk);
     else
-        snprintf(want, sizeof want, "min(%d, cdiv(%d, cdiv(%s, %d) * cdiv(%s, %d)))", q->bits <= 4 ? 4 : 2,
+        snprintf(want, sizeof want, "min(%d, cdiv(%d, cdiv(%s, %d) * cdiv(%s, %d)))", q->bits < 8 ? 4 : 2,
                  TC_SPLIT_BLOCKS, mm, TC_BM, nn, q->BN);
     split_expr(o, q, want, nn, mm);
 }
