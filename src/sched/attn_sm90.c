@@ -212,9 +212,25 @@ static void tile_of(strbuf *b, const sched_attn_sm90 *a, const char *in)
     }
     /* non-causal: a batch entry's query blocks side by side, so that the
      * blocks running together share its K and V in L2 */
-    if (a->causal) sb_printf(b, "%slet qb = cdiv(Tq, %d) - 1 - t / %s\n%slet bt = t %% %s\n", in, BM, NBATCH(nb), in,
-                             NBATCH(nb));
-    else sb_printf(b, "%slet qb = t %% cdiv(Tq, %d)\n%slet bt = t / cdiv(Tq, %d)\n", in, BM, in, BM);
+    if (!a->causal) sb_printf(b, "%slet qb = t %% cdiv(Tq, %d)\n%slet bt = t / cdiv(Tq, %d)\n", in, BM, in, BM);
+    else /* causal: the tiles in groups of hg batch entries (about a grid's
+          * tiles, their K and V in L2 together), a group's query blocks
+          * heaviest first, each of its entries in turn; block c takes the
+          * c-th tile of each round of G, the c-th from the end every
+          * other whole round (a snake), so that the blocks' sums of
+          * lengths even out as a sorted deal's would */
+        sb_printf(b,
+                  "%slet nq = cdiv(Tq, %d)\n"
+                  "%slet rr = t / G\n"
+                  "%slet flip = rr %% 2 * min(1, NT / ((rr + 1) * G))\n"
+                  "%slet u = t + flip * (G - 1 - 2 * block_idx.x)\n"
+                  "%slet hg = max(1, G / nq)\n"
+                  "%slet gi = u / (hg * nq)\n"
+                  "%slet hc = min(hg, %s - gi * hg)\n"
+                  "%slet w = u - gi * hg * nq\n"
+                  "%slet qb = nq - 1 - w / hc\n"
+                  "%slet bt = gi * hg + w %% hc\n",
+                  in, BM, in, in, in, in, in, in, NBATCH(nb), in, in, in);
     if (nb == 1) sb_printf(b, "%slet b0 = bt\n", in);
     if (nb == 2) sb_printf(b, "%slet b0 = bt / B1\n%slet b1 = bt %% B1\n", in, in);
 }
@@ -275,7 +291,7 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
      * barrier parity of block j are those of it + j); tt, the products
      * issued before it (the ping-pong turns); tc, the tiles before it
      * (Q's barriers). */
-    const char *loop = "      for t in block_idx.x : NT : min(NT, c_nsm) {\n";
+    const char *loop = "      let G = min(NT, c_nsm)\n      for t in block_idx.x : NT : G {\n";
     sb_puts(&b, "  warpgroups {\n    role producer(1) regs(24) {\n");
     if (P) {
         sb_printf(&b, "      let NT = %s\n      var it = 0\n      var tc = 0\n%s", ntiles, loop);

@@ -743,32 +743,37 @@ static void test_attn_sm90(void)
     static const struct {
         sched_attn_sm90 a;
         const char *sizes;
+        int nsm; /* persistent: blocks (0: 1 to 3 by case) */
     } cases[] = {
-        {{0, 64, 64, TSL_DTYPE_F16, 0, "0.125", 0, 1, 0}, "Tq=1 Tk=1"},
-        {{1, 64, 64, TSL_DTYPE_F16, 0, "0.125", 0, 1, 0}, "B0=2 Tq=131 Tk=257"},
-        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=1 Tq=200 Tk=200"},
-        {{2, 128, 128, TSL_DTYPE_F16, 0, "0.08838834764831845", 0, 1, 0}, "B0=1 B1=2 Tq=67 Tk=129"},
-        {{1, 128, 128, TSL_DTYPE_BF16, 1, "0.08838834764831845", 0, 1, 0}, "B0=1 Tq=129 Tk=140"},
-        {{1, 64, 128, TSL_DTYPE_BF16, 0, "0.125", 0, 1, 0}, "B0=1 Tq=37 Tk=300"},
-        {{0, 128, 64, TSL_DTYPE_F16, 1, "0.08838834764831845", 0, 1, 0}, "Tq=17 Tk=5"},
+        {{0, 64, 64, TSL_DTYPE_F16, 0, "0.125", 0, 1, 0}, "Tq=1 Tk=1", 0},
+        {{1, 64, 64, TSL_DTYPE_F16, 0, "0.125", 0, 1, 0}, "B0=2 Tq=131 Tk=257", 0},
+        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=1 Tq=200 Tk=200", 0},
+        {{2, 128, 128, TSL_DTYPE_F16, 0, "0.08838834764831845", 0, 1, 0}, "B0=1 B1=2 Tq=67 Tk=129", 0},
+        {{1, 128, 128, TSL_DTYPE_BF16, 1, "0.08838834764831845", 0, 1, 0}, "B0=1 Tq=129 Tk=140", 0},
+        {{1, 64, 128, TSL_DTYPE_BF16, 0, "0.125", 0, 1, 0}, "B0=1 Tq=37 Tk=300", 0},
+        {{0, 128, 64, TSL_DTYPE_F16, 1, "0.08838834764831845", 0, 1, 0}, "Tq=17 Tk=5", 0},
         /* head dim 256: K/V blocks of 64 (bn_wide 0) through two stages a
          * ring; the rings wrap, rows past Tq and columns past Tk masked */
-        {{0, 256, 256, TSL_DTYPE_BF16, 0, "0.0625", 0, 1, 0}, "Tq=1 Tk=1"},
-        {{1, 256, 256, TSL_DTYPE_BF16, 0, "0.0625", 0, 1, 0}, "B0=1 Tq=67 Tk=197"},
-        {{0, 256, 256, TSL_DTYPE_F16, 1, "0.0625", 0, 1, 0}, "Tq=131 Tk=140"},
-        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 0, 1, 0}, "B0=1 Tq=70 Tk=37"},
-        {{0, 64, 256, TSL_DTYPE_F16, 0, "0.125", 0, 1, 0}, "Tq=5 Tk=131"},
+        {{0, 256, 256, TSL_DTYPE_BF16, 0, "0.0625", 0, 1, 0}, "Tq=1 Tk=1", 0},
+        {{1, 256, 256, TSL_DTYPE_BF16, 0, "0.0625", 0, 1, 0}, "B0=1 Tq=67 Tk=197", 0},
+        {{0, 256, 256, TSL_DTYPE_F16, 1, "0.0625", 0, 1, 0}, "Tq=131 Tk=140", 0},
+        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 0, 1, 0}, "B0=1 Tq=70 Tk=37", 0},
+        {{0, 64, 256, TSL_DTYPE_F16, 0, "0.125", 0, 1, 0}, "Tq=5 Tk=131", 0},
         /* blocks of 80 K/V rows (FlashAttention-3's d = 256 shape) */
-        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 80, 1, 0}, "B0=1 Tq=131 Tk=197"},
-        {{0, 256, 256, TSL_DTYPE_F16, 0, "0.0625", 80, 1, 0}, "Tq=37 Tk=161"},
-        {{0, 192, 128, TSL_DTYPE_BF16, 1, "0.07216878364870323", 0, 1, 0}, "Tq=29 Tk=70"},
+        {{1, 256, 256, TSL_DTYPE_BF16, 1, "0.0625", 80, 1, 0}, "B0=1 Tq=131 Tk=197", 0},
+        {{0, 256, 256, TSL_DTYPE_F16, 0, "0.0625", 80, 1, 0}, "Tq=37 Tk=161", 0},
+        {{0, 192, 128, TSL_DTYPE_BF16, 1, "0.07216878364870323", 0, 1, 0}, "Tq=29 Tk=70", 0},
         /* causal, the query blocks taken last first (block 0 the partial
          * last one): Tq past Tk and short of it, neither a block multiple */
-        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=2 Tq=300 Tk=131"},
-        {{0, 128, 128, TSL_DTYPE_F16, 1, "0.08838834764831845", 0, 1, 0}, "Tq=257 Tk=390"},
+        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=2 Tq=300 Tk=131", 0},
+        {{0, 128, 128, TSL_DTYPE_F16, 1, "0.08838834764831845", 0, 1, 0}, "Tq=257 Tk=390", 0},
         /* two batch dims, causal, heads of one entry on one block */
-        {{2, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=1 B1=2 Tq=67 Tk=67"},
-        {{2, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=1 B1=2 Tq=131 Tk=131"},
+        {{2, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=1 B1=2 Tq=67 Tk=67", 0},
+        {{2, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=1 B1=2 Tq=131 Tk=131", 0},
+        /* persistent causal: two whole rounds of 5 (the second dealt
+         * backwards), groups of two entries and a last group of one */
+        {{1, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=5 Tq=200 Tk=200", 5},
+        {{2, 64, 64, TSL_DTYPE_F16, 1, "0.125", 0, 1, 0}, "B0=3 B1=3 Tq=300 Tk=257", 7},
     };
     for (size_t r = 0; r < 2 * TSL_COUNTOF(cases); r++) {
         /* every case a block a query block, then persistent: blocks that
@@ -785,12 +790,11 @@ static void test_attn_sm90(void)
         CHECK_MSG(text != NULL, "case %d: no kernel", (int)c);
         if (!text) continue;
         char what[128], sizes[96];
-        snprintf(sizes, sizeof sizes, "%s%s%d", cases[c].sizes, pers ? " c_nsm=" : "", pers ? (int)(c % 3) + 1 : 0);
+        snprintf(sizes, sizeof sizes, "%s c_nsm=%d", cases[c].sizes, cases[c].nsm ? cases[c].nsm : (int)(c % 3) + 1);
         if (!pers) snprintf(sizes, sizeof sizes, "%s", cases[c].sizes);
         snprintf(what, sizeof what, "attention case %d (%s%s)", (int)c, sizes, pers ? ", persistent" : "");
         /* causal: the first tile is the last query block, the heaviest */
-        CHECK_MSG(!a->causal || strstr(text, pers ? "let qb = cdiv(Tq, 128) - 1 - t / " :
-                                                    "let qb = cdiv(Tq, 128) - 1 - block_idx.x"),
+        CHECK_MSG(!a->causal || strstr(text, pers ? "let qb = nq - 1 - w / hc" : "let qb = cdiv(Tq, 128) - 1 - block_idx.x"),
                   "%s: query blocks not reversed", what);
         prog p;
         prog_run(&p, "attn.tile", text, sizes, (int)(c & 1), test_rand());
