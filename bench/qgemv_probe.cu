@@ -147,6 +147,116 @@ __global__ void __launch_bounds__(256, MINB)
     }
 }
 
+
+// Tensor-core form (f32 sums): mma.m16n8k16 with W^T as A (16 columns x 16
+// rows of K a tile) and X as B (16 x 8, column 0 real). Lane (g, t) of a
+// warp reads rows 4t..4t+3 of each k16 step (k slots 2t, 2t+1, 2t+8,
+// 2t+9) and 8 bytes (16 columns) at 8g of the block's 64-byte run; prmt
+// puts byte b of two rows into bytes 0 and 2, lop3 with 0x6400 makes the
+// k pair of the low nibble (1024 + q) and of the high one (1024 + 16q):
+// a tile is 2 prmt + 4 lop3 + 1 mma for 8 weights a lane. The 1024 x sum(x)
+// bias and the 1/16 come off once a group. Warp w takes groups w, w + 8,
+// ... of the block's slice; U k16 steps a batch, the next batch loaded
+// before this one is used.
+__device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned s)
+{
+    unsigned r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
+    return r;
+}
+__device__ __forceinline__ void mma16816(float *c, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                                         unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+template <int U, int MINB>
+__global__ void __launch_bounds__(256, MINB)
+    qt(const uint4 *__restrict__ W4, const __half *__restrict__ X, const __half *__restrict__ S, float *__restrict__ Y,
+       int K, int N, int slice)
+{
+    static_assert(8 % U == 0, "U divides a group's 8 steps");
+    const uint2 *W = (const uint2 *)W4;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int k0 = blockIdx.y * slice, k1 = min(K, k0 + slice);
+    const int rowq = N / 16; // uint2s a row
+    const int c = blockIdx.x * 8 + g;
+    const unsigned mg = 0x64006400u, lo = 0x000f000fu, hi = 0x00f000f0u;
+    float acc[16];
+#pragma unroll
+    for (int j = 0; j < 16; j++) acc[j] = 0.f;
+    uint2 buf[U][4], nxt[U][4];
+    auto load = [&](uint2 (*b)[4], int r0) {
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) b[u][i] = __ldg(W + (size_t)(r0 + 16 * u + 4 * t + i) * rowq + c);
+    };
+    for (int gr = k0 + warp * 128; gr < k1; gr += 8 * 128) {
+        float cc[8][4];
+#pragma unroll
+        for (int j = 0; j < 8; j++) cc[j][0] = cc[j][1] = cc[j][2] = cc[j][3] = 0.f;
+        float xs = 0.f;
+        load(buf, gr);
+#pragma unroll
+        for (int st = 0; st < 8; st += U) {
+            if (st + U < 8) load(nxt, gr + 16 * (st + U));
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int kb = gr + 16 * (st + u);
+                uint2 xv = *(const uint2 *)(X + kb + 4 * t);
+                float2 f0 = __half22float2(*(__half2 *)&xv.x), f1 = __half22float2(*(__half2 *)&xv.y);
+                xs += f0.x + f0.y + f1.x + f1.y;
+                if (g) xv.x = xv.y = 0;
+#pragma unroll
+                for (int w = 0; w < 2; w++)
+#pragma unroll
+                    for (int b = 0; b < 4; b++) {
+                        const unsigned sel = b | (b << 4) | ((4 + b) << 8) | ((4 + b) << 12);
+                        unsigned w0 = w ? buf[u][0].y : buf[u][0].x, w1 = w ? buf[u][1].y : buf[u][1].x;
+                        unsigned w2 = w ? buf[u][2].y : buf[u][2].x, w3 = w ? buf[u][3].y : buf[u][3].x;
+                        unsigned p01 = prmt(w0, w1, sel), p23 = prmt(w2, w3, sel);
+                        mma16816(cc[4 * w + b], lop3_and_or(p01, lo, mg), lop3_and_or(p01, hi, mg),
+                                 lop3_and_or(p23, lo, mg), lop3_and_or(p23, hi, mg), xv.x, xv.y);
+                    }
+            }
+            if (st + U < 8) {
+#pragma unroll
+                for (int u = 0; u < U; u++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) buf[u][i] = nxt[u][i];
+            }
+        }
+        // sum(x) over the group: the four t lanes of g = 0 hold a quarter each
+        xs += __shfl_xor_sync(0xffffffffu, xs, 1);
+        xs += __shfl_xor_sync(0xffffffffu, xs, 2);
+        const float bias = 1024.f * xs;
+        const uint4 *sp = (const uint4 *)(S + (size_t)(gr / 128) * N + 16 * c);
+        uint4 s0 = __ldg(sp), s1 = __ldg(sp + 1);
+        unsigned sw[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            float2 sf = __half22float2(*(__half2 *)&sw[j]); // columns 2j (low nibble), 2j + 1
+            acc[2 * j] += (cc[j][0] - bias) * sf.x;
+            acc[2 * j + 1] += (cc[j][2] - bias) * (sf.y * 0.0625f);
+        }
+    }
+    __shared__ float red[8][8][16];
+    if (t == 0)
+#pragma unroll
+        for (int j = 0; j < 16; j++) red[warp][g][j] = acc[j];
+    __syncthreads();
+    if (threadIdx.x < 128) {
+        int gg = threadIdx.x / 16, j = threadIdx.x % 16;
+        float s = 0;
+        for (int w = 0; w < 8; w++) s += red[w][gg][j];
+        atomicAdd(Y + 16 * (blockIdx.x * 8 + gg) + j, s);
+    }
+}
+
 typedef void (*kfn)(const uint4 *, const __half *, const __half *, float *, int, int, int);
 
 struct variant {
@@ -166,6 +276,8 @@ int main()
     const variant vs[] = {
         V(16, 8, 0, 2, 0), V(16, 4, 1, 2, 0), V(16, 8, 1, 1, 0), V(16, 2, 1, 2, 0), V(8, 4, 0, 2, 0),
         V(32, 4, 0, 2, 0), V(16, 8, 0, 2, 1), V(16, 4, 1, 2, 1),
+        {"mma U1 MB2", qt<1, 2>, 4}, {"mma U2 MB2", qt<2, 2>, 4}, {"mma U4 MB2", qt<4, 2>, 4},
+        {"mma U2 MB3", qt<2, 3>, 4}, {"mma U4 MB1", qt<4, 1>, 4}, {"mma U8 MB1", qt<8, 1>, 4},
     };
     const int nv = sizeof vs / sizeof vs[0];
     // copy bandwidth, 1 GiB, read + write
