@@ -257,6 +257,172 @@ __global__ void __launch_bounds__(256, MINB)
     }
 }
 
+// The tensor-core form for any width b in {1, 2, 4, 8} (fields never
+// straddle a byte): a lane reads 4 rows x 8 bytes (64 / b columns) of a
+// k16 step; for each byte, prmt puts it from rows (0, 1) and from rows
+// (2, 3) into bytes 0 and 2 of a word, and field i (bits i b .. i b + b - 1)
+// of both halves becomes the k pair (1024 + 2^(i b) q) with one lop3.
+// Columns 2j and 2j + 1 of the lane are tile j's rows g and g + 8.
+template <int BITS, int U, int MINB>
+__global__ void __launch_bounds__(256, MINB)
+    qtb(const uint4 *__restrict__ W4, const __half *__restrict__ X, const __half *__restrict__ S, float *__restrict__ Y,
+        int K, int N, int slice)
+{
+    constexpr int C = 64 / BITS, FPB = 8 / BITS, T = C / 2; // columns, fields a byte, tiles
+    const uint2 *W = (const uint2 *)W4;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    const int k0 = blockIdx.y * slice, k1 = min(K, k0 + slice);
+    const int rowq = N * BITS / 64; // uint2s a row
+    const int c = blockIdx.x * 8 + g;
+    const unsigned mg = 0x64006400u;
+    float acc[C];
+#pragma unroll
+    for (int j = 0; j < C; j++) acc[j] = 0.f;
+    uint2 buf[U][4], nxt[U][4];
+    auto load = [&](uint2 (*b)[4], int r0) {
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) b[u][i] = __ldg(W + (size_t)(r0 + 16 * u + 4 * t + i) * rowq + c);
+    };
+    for (int gr = k0 + warp * 128; gr < k1; gr += 8 * 128) {
+        float cc[T][4];
+#pragma unroll
+        for (int j = 0; j < T; j++) cc[j][0] = cc[j][1] = cc[j][2] = cc[j][3] = 0.f;
+        float xs = 0.f;
+        load(buf, gr);
+#pragma unroll
+        for (int st = 0; st < 8; st += U) {
+            if (st + U < 8) load(nxt, gr + 16 * (st + U));
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int kb = gr + 16 * (st + u);
+                uint2 xv = *(const uint2 *)(X + kb + 4 * t);
+                float2 f0 = __half22float2(*(__half2 *)&xv.x), f1 = __half22float2(*(__half2 *)&xv.y);
+                xs += f0.x + f0.y + f1.x + f1.y;
+                if (g) xv.x = xv.y = 0;
+                unsigned p01[8], p23[8];
+#pragma unroll
+                for (int b = 0; b < 8; b++) {
+                    const unsigned bb = b & 3, sel = bb | (bb << 4) | ((4 + bb) << 8) | ((4 + bb) << 12);
+                    unsigned w0 = b < 4 ? buf[u][0].x : buf[u][0].y, w1 = b < 4 ? buf[u][1].x : buf[u][1].y;
+                    unsigned w2 = b < 4 ? buf[u][2].x : buf[u][2].y, w3 = b < 4 ? buf[u][3].x : buf[u][3].y;
+                    p01[b] = prmt(w0, w1, sel);
+                    p23[b] = prmt(w2, w3, sel);
+                }
+                auto half2_of = [&](const unsigned *p, int col) {
+                    const int b = col / FPB, i = col % FPB;
+                    const unsigned m1 = ((1u << BITS) - 1) << (i * BITS);
+                    return lop3_and_or(p[b], m1 | (m1 << 16), mg);
+                };
+#pragma unroll
+                for (int j = 0; j < T; j++)
+                    mma16816(cc[j], half2_of(p01, 2 * j), half2_of(p01, 2 * j + 1), half2_of(p23, 2 * j),
+                             half2_of(p23, 2 * j + 1), xv.x, xv.y);
+            }
+            if (st + U < 8) {
+#pragma unroll
+                for (int u = 0; u < U; u++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) buf[u][i] = nxt[u][i];
+            }
+        }
+        xs += __shfl_xor_sync(0xffffffffu, xs, 1);
+        xs += __shfl_xor_sync(0xffffffffu, xs, 2);
+        const float bias = 1024.f * xs;
+        const __half *sp = S + (size_t)(gr / 128) * N + C * c;
+#pragma unroll
+        for (int j = 0; j < T; j++) {
+            float2 sf = __half22float2(*(const __half2 *)(sp + 2 * j));
+            const float e0 = 1.f / (float)(1u << ((2 * j) % FPB * BITS)), e1 = 1.f / (float)(1u << ((2 * j + 1) % FPB * BITS));
+            acc[2 * j] += (cc[j][0] - bias) * (sf.x * e0);
+            acc[2 * j + 1] += (cc[j][2] - bias) * (sf.y * e1);
+        }
+    }
+    __shared__ float red[8][8][C];
+    if (t == 0)
+#pragma unroll
+        for (int j = 0; j < C; j++) red[warp][g][j] = acc[j];
+    __syncthreads();
+    for (int i = threadIdx.x; i < 8 * C; i += 256) {
+        int gg = i / C, j = i % C;
+        float s = 0;
+        for (int w = 0; w < 8; w++) s += red[w][gg][j];
+        atomicAdd(Y + C * (blockIdx.x * 8 + gg) + j, s);
+    }
+}
+
+// Each width's run: the tensor-core form against the loads alone.
+template <int BITS>
+static void run_bits(int N, int K)
+{
+    constexpr int C = 64 / BITS;
+    size_t wb = (size_t)K * N * BITS / 8, sb = (size_t)(K / 128) * N * 2;
+    const int NB = std::max(2, (int)(512ull * (1 << 20) / wb));
+    std::vector<unsigned char> hw(wb);
+    std::vector<__half> hx(K), hs((size_t)(K / 128) * N);
+    srand(2);
+    for (auto &v : hw) v = rand() & 255;
+    for (auto &v : hx) v = __float2half((rand() / (float)RAND_MAX - 0.5f) * 2);
+    for (auto &v : hs) v = __float2half((rand() / (float)RAND_MAX) * 0.1f);
+    std::vector<uint4 *> dw(NB);
+    for (auto &p : dw) {
+        CK(cudaMalloc(&p, wb));
+        CK(cudaMemcpy(p, hw.data(), wb, cudaMemcpyHostToDevice));
+    }
+    __half *dx, *ds;
+    float *dy;
+    CK(cudaMalloc(&dx, K * 2));
+    CK(cudaMalloc(&ds, hs.size() * 2));
+    CK(cudaMalloc(&dy, N * 4));
+    CK(cudaMemcpy(dx, hx.data(), K * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(ds, hs.data(), hs.size() * 2, cudaMemcpyHostToDevice));
+    std::vector<double> ref(N, 0);
+    for (int n = 0; n < N; n += N / 64 + 1)
+        for (int k = 0; k < K; k++) {
+            size_t bit = ((size_t)k * N + n) * BITS;
+            int code = (hw[bit / 8] >> (bit % 8)) & ((1 << BITS) - 1);
+            ref[n] += code * (double)__half2float(hs[(size_t)(k / 128) * N + n]) * __half2float(hx[k]);
+        }
+    for (int ks : {2, 4, 8, 16}) {
+        int slice = K / ks;
+        if (slice % 1024) continue;
+        dim3 grid(N / (8 * C), ks);
+        for (int mb : {1, 2}) {
+            auto f = mb == 1 ? qtb<BITS, 1, 1> : qtb<BITS, 1, 2>;
+            CK(cudaMemset(dy, 0, N * 4));
+            f<<<grid, 256>>>(dw[0], dx, ds, dy, K, N, slice);
+            CK(cudaGetLastError());
+            CK(cudaDeviceSynchronize());
+            std::vector<float> hy(N);
+            CK(cudaMemcpy(hy.data(), dy, N * 4, cudaMemcpyDeviceToHost));
+            double num = 0, den = 0;
+            for (int n = 0; n < N; n += N / 64 + 1) num += (hy[n] - ref[n]) * (hy[n] - ref[n]), den += ref[n] * ref[n];
+            cudaEvent_t e0, e1;
+            cudaEventCreate(&e0);
+            cudaEventCreate(&e1);
+            std::vector<float> tt;
+            for (int r = 0; r < 60; r++) {
+                cudaEventRecord(e0);
+                f<<<grid, 256>>>(dw[r % NB], dx, ds, dy, K, N, slice);
+                cudaEventRecord(e1);
+                cudaEventSynchronize(e1);
+                float ms;
+                cudaEventElapsedTime(&ms, e0, e1);
+                if (r >= 10) tt.push_back(ms);
+            }
+            std::sort(tt.begin(), tt.end());
+            double us = tt[tt.size() / 2] * 1e3;
+            printf("uint%d N=%5d K=%5d mma MB%d KS=%2d grid %4d  err %.1e  %7.2f us  %.3f TB/s\n", BITS, N, K, mb, ks,
+                   grid.x * grid.y, sqrt(num / den), us, (wb + sb) / (us * 1e-6) / 1e12);
+        }
+    }
+    for (auto p : dw) cudaFree(p);
+    cudaFree(dx);
+    cudaFree(ds);
+    cudaFree(dy);
+}
+
 typedef void (*kfn)(const uint4 *, const __half *, const __half *, float *, int, int, int);
 
 struct variant {
@@ -267,8 +433,18 @@ struct variant {
 
 #define V(TN, U, PF, MB, MODE) {#TN " " #U " " #PF " " #MB " " #MODE, qg<TN, U, PF, MB, MODE>, TN}
 
-int main()
+int main(int argc, char **argv)
 {
+    if (argc > 1) { // the widths: qp bits
+        const int shapes2[][2] = {{8192, 8192}, {57344, 8192}, {8192, 28672}};
+        for (auto &sh : shapes2) {
+            run_bits<1>(sh[0], sh[1]);
+            run_bits<2>(sh[0], sh[1]);
+            run_bits<4>(sh[0], sh[1]);
+            run_bits<8>(sh[0], sh[1]);
+        }
+        return 0;
+    }
     cudaDeviceProp pr;
     CK(cudaGetDeviceProperties(&pr, 0));
     printf("device %s, %d SMs, L2 %d MB\n", pr.name, pr.multiProcessorCount, pr.l2CacheSize >> 20);
