@@ -197,6 +197,56 @@ static sched_plan *plan_opt(tsl_arena *a, const lang_def *def, tsl_target tg, in
     return p;
 }
 
+/* The GPU plans of program(w, form, gs) in turn, one for each option
+ * string opts[k], at compute capability sms[k] / 10 (8.0 for all where
+ * sms is NULL), lowered and verified by plan_opt; a plan that does not
+ * lower (a failed check) is skipped:
+ *
+ *     option_plans it;
+ *     for (option_plans_open(&it, w, form, gs, opts, sms, n); option_plans_next(&it);)
+ *         ... it.p, lowered under opts[it.oi] (its options it.o) ...
+ *
+ * it.def is the program, it.xdef its reference (exact_def), both in the
+ * arena it.a, which the last option_plans_next frees with the source. */
+typedef struct {
+    char *src;
+    tsl_arena *a;
+    const lang_def *def, *xdef;
+    const char *const *opts;
+    const int *sms;
+    int nopts, oi;
+    sched_options o;
+    sched_plan *p;
+} option_plans;
+
+static void option_plans_open(option_plans *it, const char *w, int form, int gs, const char *const *opts,
+                              const int *sms, int nopts)
+{
+    memset(it, 0, sizeof *it);
+    it->src = program(w, form, gs);
+    it->a = arena_create();
+    it->def = parse_def(it->a, it->src);
+    it->xdef = it->def ? exact_def(it->a, it->src) : NULL;
+    it->opts = opts;
+    it->sms = sms;
+    it->nopts = nopts;
+    it->oi = -1;
+}
+
+/* The next option string's plan into it->p: 1, or 0 (and the program
+ * freed) past the last one. */
+static int option_plans_next(option_plans *it)
+{
+    while (it->def && it->xdef && ++it->oi < it->nopts) {
+        it->p = plan_opt(it->a, it->def, TSL_TARGET_CUDA, it->sms ? it->sms[it->oi] : 80, it->opts[it->oi], &it->o);
+        if (it->p) return 1;
+    }
+    arena_free(it->a);
+    free(it->src);
+    memset(it, 0, sizeof *it);
+    return 0;
+}
+
 /* The sizes by slot that compare takes: M, K, N from mkn, G the groups of
  * gs rows in K (where the program has G), the others unset. */
 static void case_sizes(const lang_def *def, const int64_t mkn[3], int gs, int64_t *sz)
@@ -476,17 +526,14 @@ static void test_tensor_cores_split(void)
     static const char *const opts[] = {"", "contract.splitk=2", "contract.splitk=3", "contract.splitk=8",
                                        "contract.splitk=4", "contract.splitk=1"};
     for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
-        char *src = program(cs[i].w, cs[i].form, cs[i].gs);
-        tsl_arena *a = arena_create();
-        const lang_def *def = parse_def(a, src);
-        const lang_def *xdef = def ? exact_def(a, src) : NULL;
-        for (int oi = 0; def && xdef && oi < (int)TSL_COUNTOF(opts); oi++) {
-            sched_options o;
-            sched_plan *p = plan_opt(a, def, TSL_TARGET_CUDA, 80, opts[oi], &o);
-            if (!p) continue;
+        option_plans it;
+        for (option_plans_open(&it, cs[i].w, cs[i].form, cs[i].gs, opts, NULL, (int)TSL_COUNTOF(opts));
+             option_plans_next(&it);) {
+            const sched_plan *p = it.p;
+            int oi = it.oi;
             /* the plan: qgemm's grid has a z dimension and its sum follows
              * under the same guard, only when split */
-            int l = qgemm_launch(p), split = o.splitk != 1;
+            int l = qgemm_launch(p), split = it.o.splitk != 1;
             CHECK_MSG(l >= 0, "%s form %d %s: no qgemm", cs[i].w, cs[i].form, opts[oi]);
             if (l < 0) continue;
             const sched_launch *lg = &p->launches[l];
@@ -503,21 +550,19 @@ static void test_tensor_cores_split(void)
             int ns = 0;
             for (int k = 0; k < p->nlaunches; k++) ns += strstr(p->launches[k].k->name, "_qgemm_qsum") != NULL;
             CHECK_MSG(ns == split, "%s: %d qgemm_qsum launches", opts[oi], ns);
-            if (o.splitk == 4) continue; /* the plan's shape only */
+            if (it.o.splitk == 4) continue; /* the plan's shape only */
             for (int si = 0; si < 4; si++) {
                 int64_t sz[8];
-                case_sizes(def, sets[si], cs[i].gs, sz);
+                case_sizes(it.def, sets[si], cs[i].gs, sz);
                 char what[96];
                 snprintf(what, sizeof what, "qgemm %s, tile interpreter", oi ? opts[oi] : "default options");
-                compare(a, def, xdef, p, sz, test_run_tile_interp, what);
+                compare(it.a, it.def, it.xdef, p, sz, test_run_tile_interp, what);
                 if (test_have_cxx() && (si == (int)(i + oi) % 4) && (oi > 0 || i == 0)) {
                     snprintf(what, sizeof what, "qgemm %s, CUDA emulated", oi ? opts[oi] : "default options");
-                    compare(a, def, xdef, p, sz, test_run_cuda_emu, what);
+                    compare(it.a, it.def, it.xdef, p, sz, test_run_cuda_emu, what);
                 }
             }
         }
-        arena_free(a);
-        free(src);
     }
 }
 
@@ -545,14 +590,11 @@ static void test_streaming(void)
                                        "contract.splitk=2,qmatmul.dequant=16", "", "qmatmul.dequant=32"};
     static const int sms[] = {80, 80, 80, 80, 90, 90};
     for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
-        char *src = program(cs[i].w, cs[i].form, cs[i].gs);
-        tsl_arena *a = arena_create();
-        const lang_def *def = parse_def(a, src);
-        const lang_def *xdef = def ? exact_def(a, src) : NULL;
-        for (int oi = 0; def && xdef && oi < (int)TSL_COUNTOF(opts); oi++) {
-            sched_options o;
-            sched_plan *p = plan_opt(a, def, TSL_TARGET_CUDA, sms[oi], opts[oi], &o);
-            if (!p) continue;
+        option_plans it;
+        for (option_plans_open(&it, cs[i].w, cs[i].form, cs[i].gs, opts, sms, (int)TSL_COUNTOF(opts));
+             option_plans_next(&it);) {
+            const sched_plan *p = it.p;
+            int oi = it.oi;
             int nv = 0, ns = 0;
             for (int l = 0; l < p->nlaunches; l++) {
                 nv += strstr(p->launches[l].k->name, "_qgemv_vec") != NULL;
@@ -562,18 +604,16 @@ static void test_streaming(void)
             CHECK_MSG(nv == 1 && ns == 1, "%s form %d: %d streaming kernels, %d sums", cs[i].w, cs[i].form, nv, ns);
             for (int si = 0; si < 3; si++) {
                 int64_t sz[8];
-                case_sizes(def, sets[si], cs[i].gs, sz);
+                case_sizes(it.def, sets[si], cs[i].gs, sz);
                 char what[64];
                 snprintf(what, sizeof what, "streaming GEMV sm_%d %s, tile interpreter", sms[oi], opts[oi]);
-                compare(a, def, xdef, p, sz, test_run_tile_interp, what);
+                compare(it.a, it.def, it.xdef, p, sz, test_run_tile_interp, what);
                 if (test_have_cxx() && si == 0 && oi == 0 && i % 3 == 0) {
                     snprintf(what, sizeof what, "streaming GEMV %s, CUDA emulated", opts[oi]);
-                    compare(a, def, xdef, p, sz, test_run_cuda_emu, what);
+                    compare(it.a, it.def, it.xdef, p, sz, test_run_cuda_emu, what);
                 }
             }
         }
-        arena_free(a);
-        free(src);
     }
 }
 
