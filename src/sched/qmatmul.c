@@ -616,7 +616,9 @@ static void cpu_split(strbuf *o, const qm *q, const char *nn, const char *mm)
               QV_SPLIT_MAX, q->GS, (long long)QV_WS, mm, nn, q->BN, q->BN);
 }
 
-/* The kernels' common header: X, W's bytes, S, Y, the workspace. */
+/* The GPU kernels' common header (vec_text, gemm_text, sum_text): X, W's
+ * bytes, S, Y, and the workspace where the kernel has one (q->ws >= 0,
+ * the argument push_launch passes last). */
 static void vec_header(strbuf *h, const qm *q, const char *kname)
 {
     int np = 0;
@@ -626,7 +628,8 @@ static void vec_header(strbuf *h, const qm *q, const char *kname)
     np++;
     if (q->s.op >= 0) param(h, q, q->s.tensor, &np);
     param(h, q, q->ty, &np);
-    sb_printf(h, ", q_ws: global f32[%lld])", (long long)QV_WS);
+    if (q->ws >= 0) sb_printf(h, ", q_ws: global f32[%lld]", (long long)QV_WS);
+    sb_puts(h, ")");
 }
 
 static char *vec_text(qm *q, const char *kname)
@@ -900,21 +903,10 @@ static char *gemm_text(qm *q, const char *kname, int BK)
     for (int i = 0; i < 3; i++) sb_free(&f[i]);
     snprintf(lw, sizeof lw, "spatial(%d, %d).local(1, %d)", BK, TR, E);
     strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0}, ks = {0};
-    int np = 0;
     sexpr_text(&nn, q, Y->shape[1]);
     sexpr_text(&mm, q, Y->shape[0]);
-    if (split) {
-        vec_header(&h, q, kname); /* the workspace too: the sum's header */
-        gemm_split(&ks, q, sb_str(&nn), sb_str(&mm));
-    } else {
-        sb_printf(&h, "kernel %s(", kname);
-        param(&h, q, q->x.tensor, &np);
-        sb_printf(&h, ", q_wb: global u8[q_kr, q_nb]");
-        np++;
-        if (q->s.op >= 0) param(&h, q, q->s.tensor, &np);
-        param(&h, q, q->ty, &np);
-        sb_puts(&h, ")");
-    }
+    vec_header(&h, q, kname); /* split: the workspace too, the sum's header */
+    if (split) gemm_split(&ks, q, sb_str(&nn), sb_str(&mm));
     int64_t smem = (int64_t)TC_STAGES * (TC_BM * (BK + 8) * 2 + BK * BNB) + BK * (BN + 8) * 2 + 1024;
     sb_printf(&h, " grid(cdiv(%s, %d), cdiv(%s, %d)%s%s) threads(%d) smem_budget(%lld) {\n", sb_str(&nn), BN,
               sb_str(&mm), TC_BM, split ? ", " : "", split ? sb_str(&ks) : "", TC_T, (long long)smem);
