@@ -319,8 +319,8 @@ char *sched_attn_sm90_text(const sched_attn_sm90 *a, const char *kname)
     if (P) {
         sb_printf(&b, "      let NT = %s\n      var it = 0\n      var tt = 0\n      var tc = 0\n%s", ntiles, loop);
         tile_of(&b, a, "      ");
-    } else {
-        sb_puts(&b, "      let it = 0\n      let tt = 0\n      let tc = 0\n");
+    } else { /* tt only where the ping-pong turns read it (issue) */
+        sb_printf(&b, "      let it = 0\n%s      let tc = 0\n", a->pingpong ? "      let tt = 0\n" : "");
     }
     sb_printf(&b,
               "      m = alloc register f32[64, 1] layout " ROWS " init -inf\n"
