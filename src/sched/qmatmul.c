@@ -82,7 +82,7 @@ typedef struct qm {
     int64_t splitk;   /* the option splitk (0: QV_SPLIT_DEFAULT) */
     int f16;          /* dequantize through f16 (the option qmatmul.dequant) */
     int sm;           /* the plan's compute capability x 10 */
-    int tc;           /* the tensor-core kernel's KS (gemm_split: BN = tc_cols, GS its slices' unit) */
+    int tc;           /* the plan is the tensor-core kernel's: sum_text takes its KS from gemm_split */
     strbuf b;
 } qm;
 
