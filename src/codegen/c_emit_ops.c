@@ -1402,9 +1402,12 @@ void cgc_emit_mma(cgc *c, const tile_stmt *s)
     const tile_value *a = cgc_reg_arg(c, &in->args[0]), *b = a ? cgc_reg_arg(c, &in->args[1]) : NULL,
                      *cc = b ? cgc_reg_arg(c, &in->args[2]) : NULL, *d = cc ? cgc_reg_dst(c, s) : NULL;
     if (!d) return;
-    tsl_dtype ta, tcd;
-    const target_atom *at = target_mma_resolve(in->atom, tile_dtype_to_tsl(a->type.dt, &ta) ? TARGET_DT_ANY : (int)ta,
-                                               tile_dtype_to_tsl(cc->type.dt, &tcd) ? TARGET_DT_ANY : (int)tcd, NULL);
+    tsl_dtype ta, tb_, tcd;
+    int adt = tile_dtype_to_tsl(a->type.dt, &ta) ? TARGET_DT_ANY : (int)ta;
+    /* a low-bit unsigned B: the dequantizing rows (mma.q), B's codes as floats */
+    int qb = b->type.dt.kind == TILE_DT_UINT && b->type.dt.bits <= 8 && !tile_dtype_to_tsl(b->type.dt, &tb_);
+    const target_atom *at = target_mma_resolve_ab(in->atom, adt, qb ? (int)tb_ : adt,
+                                                  tile_dtype_to_tsl(cc->type.dt, &tcd) ? TARGET_DT_ANY : (int)tcd, NULL);
     if (!at) {
         cgc_fail(c, TSL_ERR_UNAVAILABLE, "mma atom '%s': no warp-level atom the C generator runs for these dtypes",
                  in->atom ? in->atom : "m16n8k16");
@@ -1417,7 +1420,7 @@ void cgc_emit_mma(cgc *c, const tile_stmt *s)
         cgc_fail(c, TSL_ERR_SHAPE, "mma: shapes do not agree");
         return;
     }
-    if (!is_fltreg(a->type.dt) || !is_fltreg(b->type.dt) || !is_fltreg(cc->type.dt) ||
+    if (!is_fltreg(a->type.dt) || !(is_fltreg(b->type.dt) || qb) || !is_fltreg(cc->type.dt) ||
         !is_fltreg(d->type.dt)) {
         cgc_fail(c, TSL_ERR_UNAVAILABLE, "mma: operands must be f16, bf16 or f32 here");
         return;
@@ -1464,25 +1467,34 @@ void cgc_emit_mma(cgc *c, const tile_stmt *s)
     free(ctile);
     free(ab);
     const char *fa = frag_table(c, at, TARGET_A), *fb = frag_table(c, at, TARGET_B), *fc = frag_table(c, at, TARGET_C);
-    cgc_need_scratch(c, tc->ns * 4 + 64);
+    cgc_need_scratch(c, (tc->ns + (qb ? tb->ns : 0)) * 4 + 64);
     cgc_line(c, "float *const res = (float *)scratch;");
     cgc_line(c, "memcpy(res, %s, %lld);", cgc_rname(c, cc), (long long)(tc->ns * 4));
+    char bname[64];
+    snprintf(bname, sizeof bname, "%s", cgc_rname(c, b));
+    if (qb) { /* the codes as floats, after the C tiles in scratch */
+        cgc_line(c, "float *const qbf = res + %lld;", (long long)tc->ns);
+        cgc_line(c, "for (int64_t i = 0; i < %lld; i++) qbf[i] = (float)%s[i];", (long long)tb->ns, bname);
+        snprintf(bname, sizeof bname, "qbf");
+    }
     cgc_line(c, "for (int64_t e = 0; e < %lld; e++) {", (long long)nct);
     c->ind++;
     cgc_line(c, "const int64_t w = %s[2 * e], ct = %s[2 * e + 1];", tcn, tcn);
-    cgc_line(c, "float fc[32][4];");
+    cgc_line(c, "float fc[32 * %lld];", (long long)nc);
     cgc_line(c, "for (int l = 0; l < 32; l++)");
-    cgc_line(c, "    for (int i = 0; i < %lld; i++) fc[l][i] = res[(w * 32 + l) * %lld + ct * %lld + i];", (long long)nc,
-      (long long)tc->nlocals, (long long)nc);
+    cgc_line(c, "    for (int i = 0; i < %lld; i++) fc[l * %lld + i] = res[(w * 32 + l) * %lld + ct * %lld + i];",
+      (long long)nc, (long long)nc, (long long)tc->nlocals, (long long)nc);
     cgc_line(c, "for (int64_t k = 0; k < %lld; k++)", (long long)kt);
     cgc_line(c, "    tsl_mma_frag(%s, %lld, %s[2 * (e * %lld + k)], %lld, %s, %s, %lld, %s[2 * (e * %lld + k) + 1], %lld, %s, "
-                "%s, %d, w, fc, %d);",
-      cgc_rname(c, a), (long long)ta_->nlocals, tab, (long long)kt, (long long)na, fa, cgc_rname(c, b),
-      (long long)tb->nlocals, tab, (long long)kt, (long long)nb, fb, fc, at->k,
+                "%s, %lld, %d, w, fc, %d);",
+      cgc_rname(c, a), (long long)ta_->nlocals, tab, (long long)kt, (long long)na, fa, bname,
+      (long long)tb->nlocals, tab, (long long)kt, (long long)nb, fb, fc, (long long)nc, at->k,
       (at->tf32 ? 1 : 0) | (at->dtype[TARGET_D] == TSL_DTYPE_F16 ? 2 : 0));
+    char fce[48];
+    snprintf(fce, sizeof fce, "fc[l * %lld + i]", (long long)nc);
     cgc_line(c, "for (int l = 0; l < 32; l++)");
     cgc_line(c, "    for (int i = 0; i < %lld; i++) res[(w * 32 + l) * %lld + ct * %lld + i] = %s;", (long long)nc,
-      (long long)tc->nlocals, (long long)nc, cgc_rnd(c, d->type.dt, "fc[l][i]"));
+      (long long)tc->nlocals, (long long)nc, cgc_rnd(c, d->type.dt, fce));
     c->ind--;
     cgc_line(c, "}");
     cgc_line(c, "memcpy(%s, res, %lld);", cgc_rname(c, d), (long long)(tc->ns * 4));

@@ -176,37 +176,34 @@ static void emit_f16_pairs(cg *c, const target_dequant *r, tile_dtype qd, const 
     }
 }
 
-int cg_emit_dequant(cg *c, const tile_stmt *s, const tile_value *xv, const tile_value *dv, const rinfo *rd)
+/* The register tensor of bytes, u16 or u32 words a `view` made xv from (not
+ * written in place anywhere), or NULL. */
+static const tile_value *view_source(cg *c, const tile_value *xv)
 {
     const tile_stmt *vs = xv->def;
     if (!vs || vs->kind != TILE_S_INSTR || vs->instr.op != TILE_I_VIEW || vs->instr.result != xv ||
         vs->instr.nargs != 1)
-        return 0;
+        return NULL;
     const tile_value *wv = vs->instr.args[0].v;
-    if (!wv || wv->kind != TILE_V_TENSOR || wv->type.space != TILE_REGISTER || vs->instr.args[0].nsteps) return 0;
-    tile_dtype wd = wv->type.dt, qd = xv->type.dt, yd = dv->type.dt;
+    if (!wv || wv->kind != TILE_V_TENSOR || wv->type.space != TILE_REGISTER || vs->instr.args[0].nsteps) return NULL;
+    tile_dtype wd = wv->type.dt;
     if ((wd.kind != TILE_DT_UINT && wd.kind != TILE_DT_INT) || (wd.bits != 8 && wd.bits != 16 && wd.bits != 32))
-        return 0;
-    int lowf = dtype_desc_is_lowfloat(qd);
-    if (!lowf && !((qd.kind == TILE_DT_UINT || qd.kind == TILE_DT_INT) && qd.bits >= 1 && qd.bits <= 8)) return 0;
-    if (yd.kind != TILE_DT_FLOAT || yd.bits > 32 || dtype_desc_is_lowfloat(yd)) return 0;
-    if (written_in_place(c->k->body, wv) || written_in_place(c->k->body, xv)) return 0;
+        return NULL;
+    if (written_in_place(c->k->body, wv) || written_in_place(c->k->body, xv)) return NULL;
+    return wv;
+}
+
+int64_t cg_view_words(cg *c, const tile_value *xv, const char *name)
+{
+    const tile_value *wv = view_source(c, xv);
     rinfo rw;
-    if (cg_rinfo(c, wv, &rw)) return 0;
-    int64_t nbits = rw.locals * wd.bits;
-    int b = qd.bits;
-    if (nbits != rd->locals * b) {
-        cg_rinfo_free(&rw);
-        return 0;
-    }
-    int64_t nw = (nbits + 31) / 32;
+    if (!wv || cg_rinfo(c, wv, &rw)) return -1;
+    tile_dtype wd = wv->type.dt;
+    int64_t nbits = rw.locals * wd.bits, nw = (nbits + 31) / 32;
     const char *wn0 = cg_name(c, wv);
     char wn[96];
     snprintf(wn, sizeof wn, "%s", wn0);
-    cg_line(c, "{");
-    c->ind++;
-    cg_line(c, "/* dequantize: the words of %s, %d-bit fields, magic-number floats */", wv->name, b);
-    cg_line(c, "unsigned tsl_w[%lld];", (long long)nw + 1);
+    cg_line(c, "unsigned %s[%lld];", name, (long long)nw + 1);
     int per = 32 / wd.bits;
     for (int64_t j = 0; j < nw; j++) {
         strbuf e = {0};
@@ -218,10 +215,32 @@ int cg_emit_dequant(cg *c, const tile_stmt *s, const tile_value *xv, const tile_
             if (i) sb_printf(&e, "(((unsigned)%s[%lld] & %s) << %d)", wn, (long long)l, mask, i * wd.bits);
             else sb_printf(&e, "((unsigned)%s[%lld] & %s)", wn, (long long)l, mask);
         }
-        cg_line(c, "tsl_w[%lld] = %s;", (long long)j, e.len ? sb_str(&e) : "0u");
+        cg_line(c, "%s[%lld] = %s;", name, (long long)j, e.len ? sb_str(&e) : "0u");
         sb_free(&e);
     }
-    cg_line(c, "tsl_w[%lld] = 0u;", (long long)nw);
+    cg_line(c, "%s[%lld] = 0u;", name, (long long)nw);
+    cg_rinfo_free(&rw);
+    return nw;
+}
+
+int cg_emit_dequant(cg *c, const tile_stmt *s, const tile_value *xv, const tile_value *dv, const rinfo *rd)
+{
+    const tile_value *wv = view_source(c, xv);
+    if (!wv) return 0;
+    tile_dtype qd = xv->type.dt, yd = dv->type.dt;
+    int lowf = dtype_desc_is_lowfloat(qd);
+    if (!lowf && !((qd.kind == TILE_DT_UINT || qd.kind == TILE_DT_INT) && qd.bits >= 1 && qd.bits <= 8)) return 0;
+    if (yd.kind != TILE_DT_FLOAT || yd.bits > 32 || dtype_desc_is_lowfloat(yd)) return 0;
+    rinfo rw;
+    if (cg_rinfo(c, wv, &rw)) return 0;
+    int64_t nbits = rw.locals * wv->type.dt.bits;
+    int b = qd.bits;
+    cg_rinfo_free(&rw);
+    if (nbits != rd->locals * b) return 0;
+    cg_line(c, "{");
+    c->ind++;
+    cg_line(c, "/* dequantize: the words of %s, %d-bit fields, magic-number floats */", wv->name, b);
+    cg_view_words(c, xv, "tsl_w");
     const char *yn0 = cg_name(c, dv);
     char yn[96];
     snprintf(yn, sizeof yn, "%s", yn0);
@@ -230,7 +249,6 @@ int cg_emit_dequant(cg *c, const tile_stmt *s, const tile_value *xv, const tile_
     else emit_f32(c, qd, yd, yn, rd->locals);
     c->ind--;
     cg_line(c, "}");
-    cg_rinfo_free(&rw);
     (void)s;
     return 1;
 }

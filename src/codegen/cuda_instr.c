@@ -1788,12 +1788,33 @@ static int mma_fast(cg *c, const target_atom *at, const rinfo *ra, const rinfo *
         target_mma_plan_free(&p);
         return 0;
     }
-    const char *an = cg_name(c, a), *bn = cg_name(c, b);
-    char dn[96];
+    char an[96], dn[96];
+    snprintf(an, sizeof an, "%s", cg_name(c, a));
     snprintf(dn, sizeof dn, "%s", cg_name(c, rd->v));
+    /* the dequantizing rows (mma.q): B's codes from the words of the view
+     * that made it, tsl_qmma<BITS> per C tile and k step */
+    int q = at->dtype[TARGET_B] != TARGET_DT_ANY && at->dtype[TARGET_B] != at->dtype[TARGET_A];
+    if (q && (rb->locals * b->type.dt.bits % 32 || cg_view_words(c, b, "tsl_qw") < 0)) {
+        target_mma_plan_free(&p);
+        return 0;
+    }
+    const char *bn = cg_name(c, b);
     if (rd->v != cc)
         cg_line(c, "#pragma unroll\n    for (int l = 0; l < %lld; l++) %s[l] = %s[l];", (long long)rd->locals, dn,
                 cg_name(c, cc));
+    if (q) {
+        for (int64_t t = 0; t < p.tiles; t++)
+            for (int64_t kt = 0; kt < p.ksteps; kt++) {
+                int64_t la = p.a[t * p.ksteps + kt] * p.per[0], lb = p.b[t * p.ksteps + kt] * p.per[1];
+                strbuf l2 = {0};
+                frag_regs(&l2, an, la, p.per[0], 16);
+                cg_line(c, "%s<%d>(&%s[%lld], &tsl_qw[%lld], %s);", at->cu, b->type.dt.bits, dn,
+                        (long long)(t * p.per[2]), (long long)(lb * b->type.dt.bits / 32), sb_str(&l2));
+                sb_free(&l2);
+            }
+        target_mma_plan_free(&p);
+        return 1;
+    }
     for (int64_t t = 0; t < p.tiles; t++)
         for (int64_t kt = 0; kt < p.ksteps; kt++) {
             int64_t la = p.a[t * p.ksteps + kt] * p.per[0], lb = p.b[t * p.ksteps + kt] * p.per[1],

@@ -83,6 +83,11 @@ int cg_dt_coded(tile_dtype dt);
  * directly (dv's array declared already). 1 when emitted, 0 when the
  * pattern does not hold (nothing emitted). */
 int cg_emit_dequant(cg *c, const tile_stmt *s, const tile_value *xv, const tile_value *dv, const rinfo *rd);
+/* cuda_dequant.c: the words of the register tensor of bytes, u16 or u32
+ * words that a `view` made xv from, gathered into `unsigned NAME[n + 1]`
+ * (the thread's bit stream: slot l of xv at bit l * bits; the last word
+ * 0): n, or -1 when xv is not such a view (nothing emitted). */
+int64_t cg_view_words(cg *c, const tile_value *xv, const char *name);
 const char *cg_mem_ctype(tile_dtype dt);
 /* The value of coded element `off` of global `ptr` (dtype md) as register
  * dtype rd, appended to out. */

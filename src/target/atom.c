@@ -178,13 +178,19 @@ const target_atom *target_atom_resolve(const char *name, const target_query *q, 
     return NULL;
 }
 
-const target_atom *target_mma_resolve(const char *name, int adt, int cdt, int *named)
+const target_atom *target_mma_resolve_ab(const char *name, int adt, int bdt, int cdt, int *named)
 {
     target_query q = target_query_any();
     q.op = TARGET_OP_MMA;
-    q.dtype[TARGET_A] = q.dtype[TARGET_B] = adt;
+    q.dtype[TARGET_A] = adt;
+    q.dtype[TARGET_B] = bdt;
     q.dtype[TARGET_C] = q.dtype[TARGET_D] = cdt;
     return target_atom_resolve(name ? name : "m16n8k16", &q, named);
+}
+
+const target_atom *target_mma_resolve(const char *name, int adt, int cdt, int *named)
+{
+    return target_mma_resolve_ab(name, adt, adt, cdt, named);
 }
 
 int target_atom_find(const target *t, target_kind kind, const target_query *q, const target_atom **out, int max)
@@ -242,7 +248,7 @@ int target_frag_coord(const target_atom *a, int operand, int lane, int slot, int
 
 /* ---- reference semantics ------------------------------------------------------------------- */
 
-enum { MAX_MN = 16 }; /* m, n, k of a warp-level mma row */
+enum { MAX_MK = 16, MAX_N = 128 }; /* m and k, n of a warp-level mma row (the mma.q rows: n 128) */
 
 float target_tf32_rna(float x)
 {
@@ -260,8 +266,8 @@ void target_mma_ref(const target_atom *a, const double *fa, const double *fb, co
 {
     const dist_layout *la = target_atom_layout(a, TARGET_A), *lb = target_atom_layout(a, TARGET_B),
                       *lc = target_atom_layout(a, TARGET_C);
-    TSL_ASSERT(la && lb && lc && a->m <= MAX_MN && a->n <= MAX_MN && a->k <= MAX_MN);
-    double A[MAX_MN][MAX_MN], B[MAX_MN][MAX_MN], C[MAX_MN][MAX_MN];
+    TSL_ASSERT(la && lb && lc && a->m <= MAX_MK && a->n <= MAX_N && a->k <= MAX_MK);
+    double A[MAX_MK][MAX_MK], B[MAX_MK][MAX_N], C[MAX_MK][MAX_N];
     int64_t r, c;
     int na = (int)la->locals, nb = (int)lb->locals, nc = (int)lc->locals;
     for (int l = 0; l < a->threads; l++) {

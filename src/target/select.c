@@ -71,6 +71,9 @@ target_query target_query_of(const tile_instr *in)
     if (in->op == TILE_I_COPY_ASYNC) q.bytes = in->bytes ? (int)in->bytes : 16;
     if ((in->op == TILE_I_MMA || in->op == TILE_I_WGMMA) && in->nargs == 3) {
         if (in->args[0].v) q.dtype[TARGET_A] = q.dtype[TARGET_B] = dt_of(in->args[0].v->type.dt);
+        /* a low-bit unsigned B: the dequantizing rows (mma.q) */
+        const tile_value *b = in->op == TILE_I_MMA ? in->args[1].v : NULL;
+        if (b && b->type.dt.kind == TILE_DT_UINT && b->type.dt.bits <= 8) q.dtype[TARGET_B] = dt_of(b->type.dt);
         if (in->args[2].v) q.dtype[TARGET_C] = q.dtype[TARGET_D] = dt_of(in->args[2].v->type.dt);
     }
     return q;
@@ -606,10 +609,13 @@ static void select_mma(selector *S, tile_stmt *s)
 {
     tile_instr *in = &s->instr;
     const tile_value *a = in->nargs == 3 ? reg_operand(&in->args[0]) : NULL,
+                     *b = in->nargs == 3 ? reg_operand(&in->args[1]) : NULL,
                      *c = in->nargs == 3 ? reg_operand(&in->args[2]) : NULL;
-    if (!a || !c) return; /* the verifier's business */
+    if (!a || !b || !c) return; /* the verifier's business */
     int named = 0;
-    const target_atom *row = target_mma_resolve(in->atom, dt_of(a->type.dt), dt_of(c->type.dt), &named);
+    /* a low-bit unsigned B asks for a dequantizing row (mma.q) */
+    int bdt = b->type.dt.kind == TILE_DT_UINT && b->type.dt.bits <= 8 ? dt_of(b->type.dt) : dt_of(a->type.dt);
+    const target_atom *row = target_mma_resolve_ab(in->atom, dt_of(a->type.dt), bdt, dt_of(c->type.dt), &named);
     if (!row) {
         sel_err(S, s->pos, TSL_ERR_SEMANTIC, "mma: %s atom '%s' for these dtypes", named ? "no" : "unknown",
                 in->atom ? in->atom : "m16n8k16");
@@ -620,7 +626,8 @@ static void select_mma(selector *S, tile_stmt *s)
     target_query q = target_query_any();
     q.op = TARGET_OP_MMA;
     q.m = row->m, q.n = row->n, q.k = row->k;
-    q.dtype[TARGET_A] = q.dtype[TARGET_B] = dt_of(a->type.dt);
+    q.dtype[TARGET_A] = dt_of(a->type.dt);
+    q.dtype[TARGET_B] = bdt;
     q.dtype[TARGET_C] = q.dtype[TARGET_D] = dt_of(c->type.dt);
     if (!S->t->cuda) {
         /* the C generator runs the fragments' semantics: the hardware row

@@ -19,6 +19,9 @@
 #define M16N8K8_B TARGET_FRAG_M16N8K8_B
 #define M16N8K8_TF32_A TARGET_FRAG_M16N8K8_TF32_A
 #define M16N8K8_TF32_B TARGET_FRAG_M16N8K8_TF32_B
+#define Q_A TARGET_FRAG_Q_A
+#define Q_B TARGET_FRAG_Q_B
+#define Q_C TARGET_FRAG_Q_C
 #define LDSM_FRAG TARGET_FRAG_8X8
 #define LDSM_FRAG_T TARGET_FRAG_8X8_T
 
@@ -40,6 +43,22 @@
      .threads = 32, .m = MM, .n = NN, .k = KK, .space = {R, R, R, R}, .dtype = {AT, AT, CT, CT},               \
      .layout = {LA, LB, M16N8_C, M16N8_C}, .sm = 80, .ptx = PTXNAME, .cu = CU, .c = "tsl_mma_frag",           \
      .what = "one warp's D = A.B + C on register fragments"}
+
+/* The dequantizing mma: D = X.W + C with W's codes (unsigned, BITS bits,
+ * read from the words of the view that made it) as exact f16 values. One
+ * instruction of the tile IR is 8 hardware m16n8k16 per warp, the roles
+ * swapped (W^T is the hardware's A, X^T its B): per byte of a lane's run
+ * of a row, prmt puts it from two rows into bytes 0 and 2 of a word, lop3
+ * under the magic 0x6400 makes each field's k pair (1024 + 2^(ib) q), one
+ * fma.f16x2 takes it to q (tsl_qmma, codegen/cuda.c) */
+#define QMMA(BITS, BT)                                                                                          \
+    {.name = "mma.q.m8n128k16.f32.f16.u" #BITS, .alias = "q.m8n128k16", .kind = TARGET_K_MMA,                   \
+     .sem = TARGET_SEM_MMA, .ops = TARGET_OP_MMA, .threads = 32, .m = 8, .n = 128, .k = 16,                     \
+     .space = {R, R, R, R}, .dtype = {TSL_DTYPE_F16, BT, TSL_DTYPE_F32, TSL_DTYPE_F32},                          \
+     .layout = {Q_A, Q_B, Q_C, Q_C}, .sm = 80, .ptx = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",         \
+     .cu = "tsl_qmma", .c = "tsl_mma_frag",                                                                     \
+     .what = "one warp's D = X.W + C, W " #BITS "-bit unsigned codes dequantized in registers (8 m16n8k16, "    \
+             "W^T as the hardware A)"}
 
 /* the fallback: dot products through shared scratch; its operands are
  * still R.F with F the warp fragments below (threads: that group) */
@@ -95,6 +114,10 @@ const target_atom target_sm80_atoms[] = {
         TSL_DTYPE_BF16, TSL_DTYPE_F32, "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32", "tsl_mma_k8_bf16"),
     MMA("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", "m16n8k8", 16, 8, 8, M16N8K8_A, M16N8K8_B,
         TSL_DTYPE_F16, TSL_DTYPE_F16, "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16", "tsl_mma_k8_f16_f16"),
+    QMMA(1, TSL_DTYPE_U1),
+    QMMA(2, TSL_DTYPE_U2),
+    QMMA(4, TSL_DTYPE_U4),
+    QMMA(8, TSL_DTYPE_U8),
     /* f32 through the tensor cores: only by its exact name (no alias), which
      * a plan writes only when the user allowed tf32 (--allow-tf32) */
     {.name = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", .kind = TARGET_K_MMA, .sem = TARGET_SEM_MMA,

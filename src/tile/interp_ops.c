@@ -38,13 +38,16 @@ static tsl_status mma_split(interp *I, size_t pos, const rt_tensor *t, const cha
 }
 
 /* The row of an mma instruction: its atom for the operands' dtypes. */
-static tsl_status mma_row(interp *I, const tile_stmt *s, const rt_tensor *a, const rt_tensor *c,
+static tsl_status mma_row(interp *I, const tile_stmt *s, const rt_tensor *a, const rt_tensor *b, const rt_tensor *c,
                           const target_atom **out)
 {
-    tsl_dtype ta, tc;
+    tsl_dtype ta, tb, tc;
     int adt = tile_dtype_to_tsl(a->dt, &ta) ? TARGET_DT_ANY : (int)ta;
+    int bdt = tile_dtype_to_tsl(b->dt, &tb) ? TARGET_DT_ANY : (int)tb;
     int cdt = tile_dtype_to_tsl(c->dt, &tc) ? TARGET_DT_ANY : (int)tc;
-    *out = target_mma_resolve(s->instr.atom, adt, cdt, NULL);
+    /* a low-bit unsigned B: the dequantizing rows (mma.q), whose B is its own dtype */
+    int qb = b->dt.kind == TILE_DT_UINT && b->dt.bits <= 8;
+    *out = target_mma_resolve_ab(s->instr.atom, adt, qb ? bdt : adt, cdt, NULL);
     if (!*out)
         return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "mma atom '%s': no such warp-level atom for these dtypes",
                           s->instr.atom ? s->instr.atom : "m16n8k16");
@@ -60,7 +63,7 @@ tsl_status interp_exec_mma(interp *I, const tile_stmt *s)
         (st = interp_reg_arg(I, &in->args[2], &c)) || (st = interp_reg_dst(I, s, &d)))
         return st;
     const target_atom *at;
-    if ((st = mma_row(I, s, a, c, &at))) return st;
+    if ((st = mma_row(I, s, a, b, c, &at))) return st;
     if (a->rank != 2 || b->rank != 2 || c->rank != 2 || a->dims[1] != b->dims[0] ||
         a->dims[0] != c->dims[0] || b->dims[1] != c->dims[1])
         return interp_err(I, s->pos, TSL_ERR_SHAPE, "mma: shapes [%lld,%lld] x [%lld,%lld] -> [%lld,%lld] do not agree",

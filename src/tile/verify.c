@@ -379,14 +379,17 @@ static void check_mma(verifier *V, const tile_instr *in, size_t pos)
     const tile_value *b = reg_operand(V, &in->args[1], "mma", "B operand");
     const tile_value *c = reg_operand(V, &in->args[2], "mma", "C operand");
     if (!a || !b || !c) return;
+    /* the row of the operands' dtypes: its fragments are the ones to check;
+     * a low-bit B takes a dequantizing row (mma.q), whose B is not A's dtype */
+    tsl_dtype xa, xb, xc;
+    int qb = b->type.dt.kind == TILE_DT_UINT && b->type.dt.bits <= 8 && !tile_dtype_to_tsl(b->type.dt, &xb);
     {
-        /* the row of the operands' dtypes: its fragments are the ones to check */
-        tsl_dtype xa, xc;
         const target_atom *r = tile_dtype_to_tsl(a->type.dt, &xa) || tile_dtype_to_tsl(c->type.dt, &xc)
                                    ? NULL
-                                   : target_mma_resolve(in->atom, (int)xa, (int)xc, NULL);
+                                   : target_mma_resolve_ab(in->atom, (int)xa, qb ? (int)xb : (int)xa, (int)xc, NULL);
         if (r) at = r;
     }
+    int qrow = at->dtype[TARGET_B] != TARGET_DT_ANY && at->dtype[TARGET_A] != at->dtype[TARGET_B];
     int64_t da[16], db[16], dc[16];
     char t1[128], t2[128], t3[128];
     if (a->type.rank != 2 || b->type.rank != 2 || c->type.rank != 2 || !const_dims(&a->type, da) ||
@@ -404,7 +407,15 @@ static void check_mma(verifier *V, const tile_instr *in, size_t pos)
         verr(V, pos, "mma: M=%lld, N=%lld, K=%lld are not multiples of the atom %s", (long long)da[0],
              (long long)db[1], (long long)da[1], atom_short(at));
     int dt_ok = 1;
-    if (!tile_dtype_eq(a->type.dt, b->type.dt)) {
+    if (qrow) {
+        /* the dequantizing rows: f16 X, B the row's low-bit codes */
+        if (!qb || (int)xb != at->dtype[TARGET_B] || a->type.dt.kind != TILE_DT_FLOAT || a->type.dt.bits != 16 ||
+            a->type.dt.exp != 5 || c->type.dt.kind != TILE_DT_FLOAT || c->type.dt.bits != 32)
+            verr(V, pos, "mma: atom %s takes f16 A, %s B and f32 C, not %s, %s, %s", at->name,
+                 tsl_dtype_name((tsl_dtype)at->dtype[TARGET_B]), type_str(&a->type, t1, sizeof t1),
+                 type_str(&b->type, t2, sizeof t2), type_str(&c->type, t3, sizeof t3));
+        dt_ok = 0;
+    } else if (!tile_dtype_eq(a->type.dt, b->type.dt)) {
         verr(V, pos, "mma: A is %s but B is %s", type_str(&a->type, t1, sizeof t1), type_str(&b->type, t2, sizeof t2));
         dt_ok = 0;
     }

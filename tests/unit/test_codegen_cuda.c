@@ -964,8 +964,8 @@ static void test_table_helpers(void)
         const char *ptx = strstr(at, a->ptx);
         CHECK_MSG(ptx && (!next || ptx < next), "%s: helper %s does not issue %s", a->name, a->cu, a->ptx);
     }
-    CHECK(n == 22); /* the 7 mma.sync rows (m16n8k16 / m16n8k8, f32 and f16 accumulators, tf32), 6 ldmatrix, 6 stmatrix,
-                       3 cp.async */
+    CHECK(n == 26); /* the 7 mma.sync rows (m16n8k16 / m16n8k8, f32 and f16 accumulators, tf32), the 4 dequantizing
+                       mma.q rows, 6 ldmatrix, 6 stmatrix, 3 cp.async */
     sb_free(&sb);
     diag_free(&d);
 }

@@ -91,6 +91,16 @@ static void ptx_m16n8k8_tf32(int op, int l, int i, int64_t *r, int64_t *c)
     else *r = g + 8 * (i / 2), *c = 2 * q + i % 2;
 }
 
+/* the dequantizing mma.q rows over the tile IR's X [8, 16], W [16, 128],
+ * Y [8, 128] (frags.h): g = l / 4, t = l % 4 */
+static void q_m8n128k16(int op, int l, int i, int64_t *r, int64_t *c)
+{
+    int g = l / 4, t = l % 4;
+    if (op == TARGET_A) *r = g, *c = 4 * t + i;
+    else if (op == TARGET_B) *r = 4 * t + i / 16, *c = 16 * g + i % 16;
+    else *r = 2 * t + i / 16, *c = 16 * g + i % 16;
+}
+
 static void check_frag(const target_atom *a, int op, int slots,
                        void (*want)(int op, int l, int i, int64_t *r, int64_t *c))
 {
@@ -129,6 +139,19 @@ static void test_mma_fragments(void)
         check_frag(a, TARGET_A, 4, ptx_m16n8k8);
         check_frag(a, TARGET_B, 2, ptx_m16n8k8);
         check_frag(a, TARGET_C, 4, ptx_m16n8k8);
+    }
+    static const struct { const char *name; tsl_dtype b; } q[] = {
+        {"mma.q.m8n128k16.f32.f16.u1", TSL_DTYPE_U1}, {"mma.q.m8n128k16.f32.f16.u2", TSL_DTYPE_U2},
+        {"mma.q.m8n128k16.f32.f16.u4", TSL_DTYPE_U4}, {"mma.q.m8n128k16.f32.f16.u8", TSL_DTYPE_U8}};
+    for (size_t i = 0; i < TSL_COUNTOF(q); i++) {
+        const target_atom *a = named(q[i].name);
+        if (!a) continue;
+        check_frag(a, TARGET_A, 4, q_m8n128k16);
+        check_frag(a, TARGET_B, 64, q_m8n128k16);
+        check_frag(a, TARGET_C, 32, q_m8n128k16);
+        /* found by B's dtype under the shared alias, never for an f16 B */
+        CHECK(target_mma_resolve_ab("q.m8n128k16", TSL_DTYPE_F16, (int)q[i].b, TSL_DTYPE_F32, NULL) == a);
+        CHECK(target_mma_resolve("q.m8n128k16", TSL_DTYPE_F16, TSL_DTYPE_F32, NULL) == NULL);
     }
     const target_atom *t = named("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32");
     CHECK(t && t->tf32);
