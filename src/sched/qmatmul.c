@@ -16,6 +16,10 @@
  *     the next step's rows loaded before the current ones are multiplied,
  *     K split into slices (8 unless the option splitk says) and the
  *     slices summed in order;
+ *   - GPU, small M, uint1/uint2 W (every one of uint1/2/4/8 with the
+ *     option qmatmul.mma=2), f16 X: the same GEMV on tensor cores (qt_text:
+ *     one `mma X, W, acc atom q.m8n128k16` a k16 step, the dequantizing
+ *     rows of target/sm80.c), K split as the streaming GEMV's;
  *   - GPU, small M otherwise: a block per 64 columns (and
  *     per row of X), 256 threads of 8 columns x every 32nd row; W's bytes
  *     and X's row stream through a ring of shared stages (cp.async), each
@@ -82,6 +86,7 @@ typedef struct qm {
     int64_t splitk;   /* the option splitk (0: QV_SPLIT_DEFAULT) */
     int f16;          /* dequantize through f16 (the option qmatmul.dequant) */
     int sm;           /* the plan's compute capability x 10 */
+    int mq;           /* the plan is the tensor-core GEMV's (qt_text): sum_text takes its KS from qt_split */
     int tc;           /* the plan is the tensor-core kernel's: sum_text takes its KS from gemm_split */
     strbuf b;
 } qm;
@@ -810,6 +815,174 @@ static char *vec_text(qm *q, const char *kname)
     return sb_take(&h);
 }
 
+/* The slice's f32 BM x BN block `sums` into the workspace (at indent 4):
+ * row (z * M + m), padded to whole blocks of BN columns (sum_text's),
+ * rows past M and columns past N masked off. */
+static void ws_scatter(strbuf *o, const char *sums, int BM, int BN, const char *lc, const char *mm, const char *nn)
+{
+    sb_printf(o, "    q_im = iota block_idx.y * %d -> register i64[%d, %d] layout %s dim 0\n", BM, BM, BN, lc);
+    sb_printf(o, "    q_in = iota block_idx.x * %d -> register i64[%d, %d] layout %s dim 1\n", BN, BM, BN, lc);
+    sb_printf(o, "    q_mok = lt q_im, %s\n    q_nok = lt q_in, %s\n    q_ok = and q_mok, q_nok\n", mm, nn);
+    sb_printf(o, "    q_ir = add q_im, block_idx.z * %s\n    q_irn = mul q_ir, cdiv(%s, %d) * %d\n", mm, nn, BN, BN);
+    sb_printf(o, "    q_ix = add q_irn, q_in\n    scatter %s -> q_ws, q_ix mask q_ok\n", sums);
+}
+
+/* ---- the GPU GEMV on tensor cores (the dequantizing mma) --------------------------------- */
+
+/* Warps a block (columns side by side), blocks wanted over the grid. */
+enum { QT_WARPS = 4, QT_BLOCKS = 256, QT_MIN_BLOCKS = 3 };
+
+/* Does the tensor-core GEMV apply? uint1/2/4/8 W read as bytes, f16 X, no
+ * zero points, a grouped scale's groups whole k16 steps, sm_80 or later,
+ * the option qmatmul.mma. Sets its shape: a lane 16 columns (2 BITS bytes)
+ * of 4 rows a step, a warp 128 columns, QT_WARPS warps a block. */
+static int qt_shape(qm *q, int opt)
+{
+    tsl_dtype wt = q->def->tensors[q->w.tensor]->dtype;
+    /* the option: 2 every width it takes, 1 (the default) uint1 and uint2,
+     * where it measured faster than the CUDA-core GEMV, 0 never */
+    int on = opt == 2 || (opt == 1 && (wt == TSL_DTYPE_U1 || wt == TSL_DTYPE_U2));
+    if (!on || q->cpu || !q->bytes || q->z.op >= 0 || q->sm < 80 ||
+        q->def->tensors[q->x.tensor]->dtype != TSL_DTYPE_F16 ||
+        !(wt == TSL_DTYPE_U1 || wt == TSL_DTYPE_U2 || wt == TSL_DTYPE_U4 || wt == TSL_DTYPE_U8))
+        return 0;
+    int grouped = q->s.op >= 0 && q->s.grouped;
+    q->GS = grouped ? (int)q->gs : 128;
+    if (q->GS % 16) return 0;
+    q->E = 16;
+    q->EB = 2 * q->bits;
+    /* U k16 steps a load: about 64 bytes a lane in flight (U = 8 / bits),
+     * whole steps of a group */
+    q->U = 8 / q->bits;
+    while (q->U > 1 && (q->GS / 16) % q->U) q->U /= 2;
+    q->GR = q->GS / (16 * q->U);
+    q->TN = 8 * QT_WARPS;
+    q->BN = 128 * QT_WARPS;
+    q->T = 32 * QT_WARPS;
+    q->mq = 1;
+    return 1;
+}
+
+/* The tensor-core GEMV's KS: the option splitk, else slices enough for
+ * QT_BLOCKS blocks, at most QV_SPLIT_MAX, the groups and the workspace. */
+static void qt_split(strbuf *o, const qm *q, const char *nn, const char *mm)
+{
+    char want[160];
+    if (q->splitk > 0) snprintf(want, sizeof want, "%lld", (long long)q->splitk);
+    else snprintf(want, sizeof want, "cdiv(%d, cdiv(%s, %d) * cdiv(%s, 8))", QT_BLOCKS, nn, q->BN, mm);
+    split_expr(o, q, want, nn, mm);
+}
+
+/* The GEMV for M < 16 on tensor cores: a block per 8 rows of X and
+ * 128 x QT_WARPS columns, its warps side by side; a step is 16 rows of W,
+ * which a lane holds as 4 rows x 16 columns (2 BITS bytes each) in 32-bit
+ * words, loaded for the next step before this one is multiplied. The step
+ * is one `mma X, W, acc atom q.m8n128k16` (sm80.c's dequantizing rows:
+ * codes to exact f16 in registers by prmt, lop3 and one fma.f16x2, then
+ * m16n8k16 with W^T as the hardware's A), X's 8 x 16 block zero past M and
+ * K. Partial sums per group of G rows are scaled into the block's sums at
+ * the group's last step, in f32 as the other kernels do; a lane's sums are
+ * its own (no reduction). K split into KS slices of whole groups (grid z,
+ * qt_split) as the streaming GEMV's, summed by sum_text. */
+static char *qt_text(qm *q, const char *kname)
+{
+    char nx[160], ns[160] = "", ny[160], wdt[16], sd[16], yd[16];
+    const lang_tensor *Y = q->def->tensors[q->ty];
+    const lang_tensor *S = q->s.op >= 0 ? q->def->tensors[q->s.tensor] : NULL;
+    tname(q, q->x.tensor, nx, sizeof nx);
+    tname(q, q->ty, ny, sizeof ny);
+    if (S) tname(q, q->s.tensor, ns, sizeof ns);
+    tile_dtype_name(q->wdt, wdt);
+    int W = QT_WARPS, BN = q->BN, EB = q->EB, BNB = BN * q->bits / 8, grouped = S && q->s.grouped;
+    /* a lane's words: 32-bit, or one 16-bit word a row for uint1 */
+    int wb = EB % 4 == 0 ? 32 : 16, WPR = EB * 8 / wb;
+    int U = q->U, R = 16 * U; /* k16 steps and rows a load */
+    char lw8[128], lww[128], lq[128], lx[128], lc[96], ls[96], pu[32] = "", px[32] = "";
+    if (U > 1) {
+        snprintf(pu, sizeof pu, "local(%d, 1).", U);
+        snprintf(px, sizeof px, "local(1, %d).", U);
+    }
+    snprintf(lw8, sizeof lw8, "%sspatial(1, %d).column_spatial(4, 8).local(4, %d)", pu, W, EB);
+    snprintf(lww, sizeof lww, "%sspatial(1, %d).column_spatial(4, 8).local(4, %d)", pu, W, WPR);
+    snprintf(lq, sizeof lq, "%sspatial(1, %d).column_spatial(4, 8).local(4, 16)", pu, W);
+    snprintf(lx, sizeof lx, "%sreplicate(%d).spatial(8, 4).local(1, 4)", px, W);
+    snprintf(lc, sizeof lc, "spatial(1, %d).column_spatial(4, 8).local(2, 16)", W);
+    snprintf(ls, sizeof ls, "spatial(1, %d).spatial(1, 8).replicate(4).local(1, 16)", W);
+    strbuf h = {0}, *o = &q->b, nn = {0}, mm = {0}, ks = {0};
+    sexpr_text(&nn, q, Y->shape[1]);
+    sexpr_text(&mm, q, Y->shape[0]);
+    qt_split(&ks, q, sb_str(&nn), sb_str(&mm));
+    vec_header(&h, q, kname);
+    sb_printf(&h, " grid(cdiv(%s, %d), cdiv(%s, 8), %s) threads(%d) min_blocks(%d) {\n", sb_str(&nn), BN, sb_str(&mm),
+              sb_str(&ks), q->T, QT_MIN_BLOCKS);
+    /* the slice's groups [q_g0, q_g1), its loads [q_k0, q_k1) */
+    sb_printf(o, "  let q_ks = %s\n  let q_ng = cdiv(q_kr, %d)\n  let q_gp = cdiv(q_ng, q_ks)\n", sb_str(&ks), q->GS);
+    sb_printf(o, "  let q_g0 = block_idx.z * q_gp\n  let q_g1 = min(q_ng, q_g0 + q_gp)\n");
+    sb_printf(o, "  let q_k0 = q_g0 * %d\n  let q_k1 = q_g1 * %d\n", q->GR, q->GR);
+    sb_printf(o, "  let q_col = block_idx.x * %d\n", BNB);
+    sb_printf(o, "  q_acc = alloc register f32[8, %d] layout %s init 0.0\n", BN, lc);
+    const char *acc = grouped ? "q_pacc" : "q_acc";
+    sb_printf(o, "  q_c = alloc register u%d[%d, %d] layout %s init 0\n", wb, R, BNB * 8 / wb, lww);
+    sb_printf(o, "  q_n = alloc register u%d[%d, %d] layout %s init 0\n", wb, R, BNB * 8 / wb, lww);
+#define LOADW(ind, row, dst)                                                                                          \
+    do {                                                                                                             \
+        sb_printf(o, "%sq_l = load_global q_wb[%s, q_col] -> register u8[%d, %d] layout %s\n", ind, row, R, BNB, lw8); \
+        sb_printf(o, "%sq_m = view q_l -> register u%d[%d, %d] layout %s\n", ind, wb, R, BNB * 8 / wb, lww);          \
+        sb_printf(o, "%scopy q_m -> %s\n", ind, dst);                                                                \
+    } while (0)
+    sb_puts(o, "  if q_k0 < q_k1 {\n");
+    char r0[48];
+    snprintf(r0, sizeof r0, "q_k0 * %d", R);
+    LOADW("    ", r0, "q_c");
+    /* a group's loads in an inner loop: its partial sums start at 0 and
+     * are scaled after it, off the loads' path */
+    sb_puts(o, "  }\n  for q_g in q_g0 : q_g1 {\n");
+    if (grouped) sb_printf(o, "    q_pacc = alloc register f32[8, %d] layout %s init 0.0\n", BN, lc);
+    sb_printf(o, "    for q_r in 0 : %d {\n      let q_s = q_g * %d + q_r\n      if q_s + 1 < q_k1 {\n", q->GR, q->GR);
+    snprintf(r0, sizeof r0, "(q_s + 1) * %d", R);
+    LOADW("        ", r0, "q_n");
+#undef LOADW
+    sb_puts(o, "      }\n");
+    sb_printf(o, "      q_x = load_global %s[block_idx.y * 8, q_s * %d] -> register f16[8, %d] layout %s\n", nx, R, R, lx);
+    sb_puts(o, "      q_w = copy q_c\n");
+    sb_printf(o, "      q_q = view q_w -> register %s[%d, %d] layout %s\n", wdt, R, BN, lq);
+    sb_printf(o, "      mma q_x, q_q, %s -> %s atom q.m8n128k16\n", acc, acc);
+    sb_puts(o, "      copy q_n -> q_c\n    }\n");
+    if (grouped) {
+        sb_printf(o, "    q_sl = load_global %s[q_g, block_idx.x * %d] -> register %s[1, %d] layout %s\n", ns, BN,
+                  dtn(S->dtype, sd), BN, ls);
+        sb_printf(o, "    q_sf = cast q_sl -> register f32[1, %d] layout %s\n", BN, ls);
+        sb_printf(o, "    q_sb = broadcast q_sf -> register f32[8, %d] layout %s dim 0\n", BN, lc);
+        sb_puts(o, "    q_ps = mul q_pacc, q_sb\n    add q_acc, q_ps -> q_acc\n");
+    }
+    sb_puts(o, "  }\n");
+    const char *res = "q_acc";
+    if (S && !grouped) { /* a scale per column */
+        sb_printf(o, "  q_s0 = load_global %s[block_idx.x * %d] -> register %s[%d] layout spatial(%d).spatial(8)"
+                     ".replicate(4).local(16)\n",
+                  ns, BN, dtn(S->dtype, sd), BN, W);
+        sb_printf(o, "  q_s1 = cast q_s0 -> register f32[%d] layout spatial(%d).spatial(8).replicate(4).local(16)\n", BN, W);
+        sb_printf(o, "  q_sb = broadcast q_s1 -> register f32[8, %d] layout %s dim 0\n", BN, lc);
+        sb_puts(o, "  q_as = mul q_acc, q_sb\n");
+        res = "q_as";
+    }
+    const char *sums = res;
+    sb_puts(o, "  if q_ks == 1 {\n");
+    if (Y->dtype != TSL_DTYPE_F32) {
+        sb_printf(o, "    q_out = cast %s -> register %s[8, %d] layout %s\n", res, dtn(Y->dtype, yd), BN, lc);
+        res = "q_out";
+    }
+    sb_printf(o, "    store_global %s -> %s[block_idx.y * 8, block_idx.x * %d]\n  }\n  if q_ks > 1 {\n", res, ny, BN);
+    ws_scatter(o, sums, 8, BN, lc, sb_str(&mm), sb_str(&nn));
+    sb_puts(o, "  }\n}\n");
+    sb_puts(&h, sb_str(o));
+    sb_free(o);
+    sb_free(&nn);
+    sb_free(&mm);
+    sb_free(&ks);
+    return sb_take(&h);
+}
+
 /* ---- the GPU kernel for M >= 16: tensor cores --------------------------------------------- */
 
 enum { TC_BM = 16, TC_BN = 64, TC_T = 128, TC_STAGES = 4 };
@@ -975,13 +1148,7 @@ static char *gemm_text(qm *q, const char *kname, int BK)
         /* the slice's f32 sums: workspace row (z * M + m), padded to whole
          * blocks (sum_text's), rows past M and columns past N masked off */
         sb_puts(o, "  }\n  if q_ks > 1 {\n");
-        sb_printf(o, "    q_im = iota block_idx.y * %d -> register i64[%d, %d] layout %s dim 0\n", TC_BM, TC_BM, BN, lc);
-        sb_printf(o, "    q_in = iota block_idx.x * %d -> register i64[%d, %d] layout %s dim 1\n", BN, TC_BM, BN, lc);
-        sb_printf(o, "    q_mok = lt q_im, %s\n    q_nok = lt q_in, %s\n    q_ok = and q_mok, q_nok\n", sb_str(&mm),
-                  sb_str(&nn));
-        sb_printf(o, "    q_ir = add q_im, block_idx.z * %s\n    q_irn = mul q_ir, cdiv(%s, %d) * %d\n", sb_str(&mm),
-                  sb_str(&nn), BN, BN);
-        sb_printf(o, "    q_ix = add q_irn, q_in\n    scatter %s -> q_ws, q_ix mask q_ok\n", sums);
+        ws_scatter(o, sums, TC_BM, BN, lc, sb_str(&mm), sb_str(&nn));
     }
     sb_puts(o, split ? "  }\n}\n" : "}\n");
     sb_puts(&h, sb_str(o));
@@ -1160,6 +1327,7 @@ static char *sum_text(qm *q, const char *kname)
         cpu_header(&h, q, kname);
     } else {
         if (q->tc) gemm_split(&ks, q, sb_str(&nn), sb_str(&mm));
+        else if (q->mq) qt_split(&ks, q, sb_str(&nn), sb_str(&mm));
         else vec_split(&ks, q, sb_str(&nn), sb_str(&mm));
         vec_header(&h, q, kname);
     }
@@ -1320,11 +1488,13 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
      * the sum of the slices) instead of gemv_text's where it applies */
     tile_kernel *kv = NULL, *kvs = NULL;
     qm qv = qs[0];
-    if (!q.cpu && qs[0].bytes && vec_shape(&qv)) {
+    int mq = !q.cpu && qs[0].bytes && qt_shape(&qv, p->opt->qmma);
+    if (!mq) qv = qs[0];
+    if (mq || (!q.cpu && qs[0].bytes && vec_shape(&qv))) {
         int ws = ws_slot(p);
         qv.ws = ws;
-        snprintf(kname, sizeof kname, "%s_g%d_qgemv_vec", g->def->name, grp->index);
-        char *t = vec_text(&qv, kname);
+        snprintf(kname, sizeof kname, "%s_g%d_qgemv_%s", g->def->name, grp->index, mq ? "mma" : "vec");
+        char *t = mq ? qt_text(&qv, kname) : vec_text(&qv, kname);
         kv = t ? tt_parse_kernel(p, t, kname, "quantized matmul") : NULL;
         snprintf(kname, sizeof kname, "%s_g%d_qsum", g->def->name, grp->index);
         t = kv ? sum_text(&qv, kname) : NULL;

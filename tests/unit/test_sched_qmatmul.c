@@ -586,8 +586,12 @@ static void test_streaming(void)
     static const int64_t sets[3][3] = {{1, 1000, 300}, {3, 515, 72}, {2, 128, 40}};
     /* the defaults first: their split is the one the GPU takes unless told;
      * the sm_90 plans differ (two blocks an SM, uint5/uint7 one row a step) */
-    static const char *const opts[] = {"", "contract.splitk=3", "contract.splitk=1",
-                                       "contract.splitk=2,qmatmul.dequant=16", "", "qmatmul.dequant=32"};
+    /* qmatmul.mma=0: the CUDA-core kernel also for uint1 (by default on
+     * tensor cores: test_mma_gemv) */
+    static const char *const opts[] = {"qmatmul.mma=0", "contract.splitk=3,qmatmul.mma=0",
+                                       "contract.splitk=1,qmatmul.mma=0",
+                                       "contract.splitk=2,qmatmul.dequant=16,qmatmul.mma=0", "qmatmul.mma=0",
+                                       "qmatmul.dequant=32,qmatmul.mma=0"};
     static const int sms[] = {80, 80, 80, 80, 90, 90};
     for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
         option_plans it;
@@ -610,6 +614,47 @@ static void test_streaming(void)
                 compare(it.a, it.def, it.xdef, p, sz, test_run_tile_interp, what);
                 if (test_have_cxx() && si == 0 && oi == 0 && i % 3 == 0) {
                     snprintf(what, sizeof what, "streaming GEMV %s, CUDA emulated", opts[oi]);
+                    compare(it.a, it.def, it.xdef, p, sz, test_run_cuda_emu, what);
+                }
+            }
+        }
+    }
+}
+
+/* The GEMV on tensor cores (qmatmul.mma=2: qt_text, the dequantizing mma.q rows): uint1,
+ * uint2, uint4, uint8 weights with grouped scales (form 0), a scale per
+ * column (5) and none (3), M 1, 3 and 9 (two row blocks), K and N no tile
+ * divides, K split by default, into 3 and not at all; the tile interpreter,
+ * the host emulation of the CUDA and the C generator against the reference. */
+static void test_mma_gemv(void)
+{
+    static const struct { const char *w; int form, gs; } cs[] = {
+        {"uint4", 0, 128}, {"uint1", 0, 64}, {"uint2", 5, 128}, {"uint8", 0, 32}, {"uint4", 3, 128}, {"uint8", 5, 128},
+    };
+    static const int64_t sets[3][3] = {{1, 1000, 520}, {3, 515, 136}, {9, 160, 1040}};
+    static const char *const opts[] = {"qmatmul.mma=2", "qmatmul.mma=2,contract.splitk=3",
+                                       "qmatmul.mma=2,contract.splitk=1", "qmatmul.mma=2"};
+    static const int sms[] = {80, 80, 80, 90};
+    for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
+        option_plans it;
+        for (option_plans_open(&it, cs[i].w, cs[i].form, cs[i].gs, opts, sms, (int)TSL_COUNTOF(opts));
+             option_plans_next(&it);) {
+            const sched_plan *p = it.p;
+            int oi = it.oi, nq = 0;
+            for (int l = 0; l < p->nlaunches; l++) nq += strstr(p->launches[l].k->name, "_qgemv_mma") != NULL;
+            CHECK_MSG(nq == 1, "%s form %d: %d tensor-core GEMV kernels", cs[i].w, cs[i].form, nq);
+            for (int si = 0; si < 3; si++) {
+                int64_t sz[8];
+                case_sizes(it.def, sets[si], cs[i].gs, sz);
+                char what[96];
+                snprintf(what, sizeof what, "tensor-core GEMV %s sm_%d '%s', tile interpreter", cs[i].w, sms[oi], opts[oi]);
+                compare(it.a, it.def, it.xdef, p, sz, test_run_tile_interp, what);
+                if (si == 1 && oi < 2) { /* the C generator's form of the rows (tsl_mma_frag) */
+                    snprintf(what, sizeof what, "tensor-core GEMV %s '%s', C", cs[i].w, opts[oi]);
+                    compare(it.a, it.def, it.xdef, p, sz, test_run_cpu, what);
+                }
+                if (test_have_cxx() && oi < 3 && (si == 0 || i < 2)) {
+                    snprintf(what, sizeof what, "tensor-core GEMV %s '%s', CUDA emulated", cs[i].w, opts[oi]);
                     compare(it.a, it.def, it.xdef, p, sz, test_run_cuda_emu, what);
                 }
             }
@@ -755,6 +800,7 @@ TEST_SUITE(sched_qmatmul) = {
     {"tensor_cores", test_tensor_cores},
     {"tensor_cores_split", test_tensor_cores_split},
     {"streaming", test_streaming},
+    {"mma_gemv", test_mma_gemv},
     {"nvrtc", test_nvrtc},
     {0},
 };
