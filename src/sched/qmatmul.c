@@ -637,6 +637,17 @@ static void vec_header(strbuf *h, const qm *q, const char *kname)
     sb_puts(h, ")");
 }
 
+/* Rows [row, row + rows) of W's bytes from column q_col (bnb of them, in
+ * layout lbytes) into the register words dst (wb bits, layout lwords), at
+ * indent ind: one load, its view as words, a copy (both GEMVs' steps). */
+static void load_words(strbuf *o, const char *ind, const char *row, int rows, int bnb, const char *lbytes, int wb,
+                       const char *lwords, const char *dst)
+{
+    sb_printf(o, "%sq_l = load_global q_wb[%s, q_col] -> register u8[%d, %d] layout %s\n", ind, row, rows, bnb, lbytes);
+    sb_printf(o, "%sq_m = view q_l -> register u%d[%d, %d] layout %s\n", ind, wb, rows, bnb * 8 / wb, lwords);
+    sb_printf(o, "%scopy q_m -> %s\n", ind, dst);
+}
+
 static char *vec_text(qm *q, const char *kname)
 {
     char nx[160], ns[160] = "", ny[160], db[16], wdt[16], sd[16], yd[16];
@@ -714,13 +725,7 @@ static char *vec_text(qm *q, const char *kname)
     snprintf(lxcu, sizeof lxcu, "%s%s", pre, lxc);
     sb_printf(o, "  q_c = alloc register u32[%d, %d] layout %s init 0\n", RI, BNB / 4, lw4);
     sb_printf(o, "  q_n = alloc register u32[%d, %d] layout %s init 0\n", RI, BNB / 4, lw4);
-#define LOADW(ind, row, dst)                                                                                          \
-    do {                                                                                                             \
-        sb_printf(o, "%sq_l = load_global q_wb[%s, q_col] -> register u8[%d, %d] layout %s\n", ind, row, RI, BNB,     \
-                  lwu);                                                                                              \
-        sb_printf(o, "%sq_m = view q_l -> register u32[%d, %d] layout %s\n", ind, RI, BNB / 4, lw4);                  \
-        sb_printf(o, "%scopy q_m -> %s\n", ind, dst);                                                                \
-    } while (0)
+#define LOADW(ind, row, dst) load_words(o, ind, row, RI, BNB, lwu, 32, lw4, dst)
     sb_puts(o, "  if q_k0 < q_k1 {\n");
     char r0[64];
     snprintf(r0, sizeof r0, "q_k0 * %d", RI);
@@ -924,12 +929,7 @@ static char *qt_text(qm *q, const char *kname)
     const char *acc = grouped ? "q_pacc" : "q_acc";
     sb_printf(o, "  q_c = alloc register u%d[%d, %d] layout %s init 0\n", wb, R, BNB * 8 / wb, lww);
     sb_printf(o, "  q_n = alloc register u%d[%d, %d] layout %s init 0\n", wb, R, BNB * 8 / wb, lww);
-#define LOADW(ind, row, dst)                                                                                          \
-    do {                                                                                                             \
-        sb_printf(o, "%sq_l = load_global q_wb[%s, q_col] -> register u8[%d, %d] layout %s\n", ind, row, R, BNB, lw8); \
-        sb_printf(o, "%sq_m = view q_l -> register u%d[%d, %d] layout %s\n", ind, wb, R, BNB * 8 / wb, lww);          \
-        sb_printf(o, "%scopy q_m -> %s\n", ind, dst);                                                                \
-    } while (0)
+#define LOADW(ind, row, dst) load_words(o, ind, row, R, BNB, lw8, wb, lww, dst)
     sb_puts(o, "  if q_k0 < q_k1 {\n");
     char r0[48];
     snprintf(r0, sizeof r0, "q_k0 * %d", R);
