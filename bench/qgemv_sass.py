@@ -6,7 +6,12 @@ emitted as PTX by build/tessel, assembled by ptxas and disassembled by
 nvdisasm (set NVDISASM if it is not on PATH: `pip download
 nvidia-cuda-nvdisasm` and unzip the wheel). Run from the repository root:
 
-    python3 bench/qgemv_sass.py [--arch sm_90a] [WIDTH ...]
+    python3 bench/qgemv_sass.py [--arch sm_90a] [--mma] [WIDTH ...]
+
+--mma counts the tensor-core GEMV (qmm_g0_qgemv_mma, qmatmul.mma=2)
+instead of the streaming one (qmatmul.mma=0); its largest loop is a
+group's, so the count is one k step plus the group's scaling (an upper
+bound a step).
 
 The loop is the largest one whose body loads from global memory and does
 no shuffles; its hot path is the path through the body's blocks that
@@ -83,18 +88,20 @@ def hot_path(sass):
 
 def main():
     args = sys.argv[1:]
-    arch = "sm_90a"
+    arch, kernel, opts = "sm_90a", KERNEL, "qmatmul.mma=0"
     if args[:1] == ["--arch"]:
         arch, args = args[1], args[2:]
+    if args[:1] == ["--mma"]:
+        kernel, opts, args = "qmm_g0_qgemv_mma", "qmatmul.mma=2", args[1:]
     ptxas, nvdisasm = tool("ptxas", "PTXAS"), tool("nvdisasm", "NVDISASM")
     print("%-11s %6s %6s %5s %7s %9s  %s" % ("width", "regs", "spill", "w/it", "hot", "per w", "top opcodes"))
     with tempfile.TemporaryDirectory() as d:
         for w in args or WIDTHS:
             tc = os.path.join(d, w + ".tc")
             open(tc, "w").write(SRC % w)
-            base = ["build/tessel", "compile", tc, "--target", "cuda", "--arch", arch]
+            base = ["build/tessel", "compile", tc, "--target", "cuda", "--arch", arch, "--options", opts]
             tile = subprocess.run(base + ["--emit=tile"], capture_output=True, text=True).stdout
-            ptx = subprocess.run(base + ["--emit=ptx", "--kernel", KERNEL], capture_output=True, text=True)
+            ptx = subprocess.run(base + ["--emit=ptx", "--kernel", kernel], capture_output=True, text=True)
             if ptx.returncode:
                 print("%-11s emit failed: %s" % (w, ptx.stderr.strip()[:100]))
                 continue
@@ -105,7 +112,7 @@ def main():
             regs = re.search(r"Used (\d+) registers", pa)
             spill = re.search(r"(\d+) bytes spill stores", pa)
             sass = subprocess.run([nvdisasm, "-c", cub], capture_output=True, text=True).stdout
-            k = tile.split("kernel " + KERNEL)[1].split("\nkernel ")[0]
+            k = tile.split("kernel " + kernel)[1].split("\nkernel ")[0]
             th = int(re.search(r"threads\((\d+)\)", k).group(1))
             q = re.search(r"q_q = view .* -> register \w+\[(\d+), (\d+)\]", k)
             wpt = int(q.group(1)) * int(q.group(2)) // th
