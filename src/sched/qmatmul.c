@@ -884,11 +884,13 @@ static void qt_split(strbuf *o, const qm *q, const char *nn, const char *mm)
  * words, loaded for the next step before this one is multiplied. The step
  * is one `mma X, W, acc atom q.m8n128k16` (sm80.c's dequantizing rows:
  * codes to exact f16 in registers by prmt, lop3 and one fma.f16x2, then
- * m16n8k16 with W^T as the hardware's A), X's 8 x 16 block zero past M and
- * K. Partial sums per group of G rows are scaled into the block's sums at
- * the group's last step, in f32 as the other kernels do; a lane's sums are
- * its own (no reduction). K split into KS slices of whole groups (grid z,
- * qt_split) as the streaming GEMV's, summed by sum_text. */
+ * m16n8k16 with W^T as the hardware's A), X's 8 x 16U read from the
+ * group's 8 x G block, which the block loads into shared memory once
+ * (zero past M and K). Partial sums per group of G rows are scaled into
+ * the block's sums after the group's steps, in f32 as the other kernels
+ * do; a lane's sums are its own (no reduction). K split into KS slices of
+ * whole groups (grid z, qt_split) as the streaming GEMV's, summed by
+ * sum_text. */
 static char *qt_text(qm *q, const char *kname)
 {
     char nx[160], ns[160] = "", ny[160], wdt[16], sd[16], yd[16];
@@ -926,6 +928,7 @@ static char *qt_text(qm *q, const char *kname)
     sb_printf(o, "  let q_k0 = q_g0 * %d\n  let q_k1 = q_g1 * %d\n", q->GR, q->GR);
     sb_printf(o, "  let q_col = block_idx.x * %d\n", BNB);
     sb_printf(o, "  q_acc = alloc register f32[8, %d] layout %s init 0.0\n", BN, lc);
+    sb_printf(o, "  q_xs = alloc shared f16[2, 8, %d]\n", q->GS);
     const char *acc = grouped ? "q_pacc" : "q_acc";
     sb_printf(o, "  q_c = alloc register u%d[%d, %d] layout %s init 0\n", wb, R, BNB * 8 / wb, lww);
     sb_printf(o, "  q_n = alloc register u%d[%d, %d] layout %s init 0\n", wb, R, BNB * 8 / wb, lww);
@@ -938,12 +941,18 @@ static char *qt_text(qm *q, const char *kname)
      * are scaled after it, off the loads' path */
     sb_puts(o, "  }\n  for q_g in q_g0 : q_g1 {\n");
     if (grouped) sb_printf(o, "    q_pacc = alloc register f32[8, %d] layout %s init 0.0\n", BN, lc);
+    /* X's 8 x G block of the group into shared memory once (one masked
+     * load for the block; the steps then read it unmasked), two buffers
+     * so that one barrier a group orders the writes after the last reads */
+    sb_printf(o, "    q_xg = load_global %s[block_idx.y * 8, q_g * %d] -> register f16[8, %d] layout spatial(8, %d).local(1, %d)\n",
+              nx, q->GS, q->GS, q->T / 8, q->GS * 8 / q->T);
+    sb_puts(o, "    store_shared q_xg -> q_xs[q_g % 2, 0, 0]\n    sync\n");
     sb_printf(o, "    for q_r in 0 : %d {\n      let q_s = q_g * %d + q_r\n      if q_s + 1 < q_k1 {\n", q->GR, q->GR);
     snprintf(r0, sizeof r0, "(q_s + 1) * %d", R);
     LOADW("        ", r0, "q_n");
 #undef LOADW
     sb_puts(o, "      }\n");
-    sb_printf(o, "      q_x = load_global %s[block_idx.y * 8, q_s * %d] -> register f16[8, %d] layout %s\n", nx, R, R, lx);
+    sb_printf(o, "      q_x = load_shared q_xs[q_g %% 2, 0, q_r * %d] -> register f16[8, %d] layout %s\n", R, R, lx);
     sb_puts(o, "      q_w = copy q_c\n");
     sb_printf(o, "      q_q = view q_w -> register %s[%d, %d] layout %s\n", wdt, R, BN, lq);
     sb_printf(o, "      mma q_x, q_q, %s -> %s atom q.m8n128k16\n", acc, acc);
