@@ -411,9 +411,9 @@ static void check_mma(verifier *V, const tile_instr *in, size_t pos)
         /* the dequantizing rows: f16 X, B the row's low-bit codes */
         if (!qb || (int)xb != at->dtype[TARGET_B] || a->type.dt.kind != TILE_DT_FLOAT || a->type.dt.bits != 16 ||
             a->type.dt.exp != 5 || c->type.dt.kind != TILE_DT_FLOAT || c->type.dt.bits != 32)
-            verr(V, pos, "mma: atom %s takes f16 A, %s B and f32 C, not %s, %s, %s", at->name,
-                 tsl_dtype_name((tsl_dtype)at->dtype[TARGET_B]), type_str(&a->type, t1, sizeof t1),
-                 type_str(&b->type, t2, sizeof t2), type_str(&c->type, t3, sizeof t3));
+            verr(V, pos, "mma: atom %s takes f16 A, a uint1, uint2, uint4 or uint8 B and f32 C, not %s, %s, %s",
+                 at->alias ? at->alias : at->name, type_str(&a->type, t1, sizeof t1), type_str(&b->type, t2, sizeof t2),
+                 type_str(&c->type, t3, sizeof t3));
         dt_ok = 0;
     } else if (!tile_dtype_eq(a->type.dt, b->type.dt)) {
         verr(V, pos, "mma: A is %s but B is %s", type_str(&a->type, t1, sizeof t1), type_str(&b->type, t2, sizeof t2));

@@ -314,6 +314,12 @@ static const bad_case verify_cases[] = {
           "  c = alloc register f32[16, 8] layout " CFRAG "\n"
           "  mma a, b, c -> c atom m16n8k16\n}\n",
      "bad.tile:5:7: error:", "does not end in the m16n8k16 A fragment"},
+    {"mma.q dtypes",
+     HDR1 "  x = alloc register f16[8, 16] layout spatial(8,4).local(1,4)\n"
+          "  w = alloc register f16[16, 128] layout column_spatial(4,8).local(4,16)\n"
+          "  c = alloc register f32[8, 128] layout column_spatial(4,8).local(2,16)\n"
+          "  mma x, w, c -> c atom q.m8n128k16\n}\n",
+     "bad.tile:5:3: error:", "atom q.m8n128k16 takes f16 A, a uint1, uint2, uint4 or uint8 B and f32 C, not f16[8, 16], f16[16, 128], f32[8, 128]"},
     {"mma shapes",
      HDR1 "  a = alloc register f16[16, 16] layout column_local(2,2).spatial(8,4).local(1,2)\n"
           "  b = alloc register f16[16, 16] layout local(2,2).column_spatial(4,8).local(2,1)\n"
