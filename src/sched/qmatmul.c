@@ -346,6 +346,18 @@ static const char *x_broadcast(strbuf *o, const char *ind, const char *x, tsl_dt
     return xf;
 }
 
+/* A kernel's text: header h, then the body o; the body and the size
+ * texts freed (ks may be NULL). */
+static char *kernel_text(strbuf *h, strbuf *o, strbuf *nn, strbuf *mm, strbuf *ks)
+{
+    sb_puts(h, sb_str(o));
+    sb_free(o);
+    sb_free(nn);
+    sb_free(mm);
+    if (ks) sb_free(ks);
+    return sb_take(h);
+}
+
 /* The GPU GEMV kernel (see the file's head). */
 static char *gemv_text(qm *q, const char *kname)
 {
@@ -509,11 +521,7 @@ static char *gemv_text(qm *q, const char *kname)
         res = "q_out";
     }
     sb_printf(o, "  store_global %s -> %s[block_idx.y, block_idx.x * %d]\n}\n", res, ny, BN);
-    sb_puts(&h, sb_str(o));
-    sb_free(o);
-    sb_free(&nn);
-    sb_free(&mm);
-    return sb_take(&h);
+    return kernel_text(&h, o, &nn, &mm, NULL);
 }
 
 /* ---- the streaming GEMV (GPU, small M) -------------------------------------------------------
@@ -812,12 +820,7 @@ static char *vec_text(qm *q, const char *kname)
     sb_printf(o, "  if q_ks > 1 {\n    store_global q_red -> q_ws[(block_idx.z * %s + block_idx.y) * cdiv(%s, %d) * %d + "
                  "block_idx.x * %d]\n  }\n}\n",
               sb_str(&mm), sb_str(&nn), BN, BN, BN);
-    sb_puts(&h, sb_str(o));
-    sb_free(o);
-    sb_free(&nn);
-    sb_free(&mm);
-    sb_free(&ks);
-    return sb_take(&h);
+    return kernel_text(&h, o, &nn, &mm, &ks);
 }
 
 /* The slice's f32 BM x BN block `sums` into the workspace (at indent 4):
@@ -846,22 +849,19 @@ static int qt_shape(qm *q, int opt)
     tsl_dtype wt = q->def->tensors[q->w.tensor]->dtype;
     /* the option: 2 every width it takes, 1 (the default) uint1 and uint2,
      * where it measured faster than the CUDA-core GEMV, 0 never */
-    int on = opt == 2 || (opt == 1 && (wt == TSL_DTYPE_U1 || wt == TSL_DTYPE_U2));
-    if (!on || q->cpu || !q->bytes || q->z.op >= 0 || q->sm < 80 ||
+    int on = opt == 2 || (opt == 1 && q->bits <= 2);
+    int gs = q->s.op >= 0 && q->s.grouped ? (int)q->gs : 128;
+    if (!on || q->cpu || !q->bytes || q->z.op >= 0 || q->sm < 80 || gs % 16 ||
         q->def->tensors[q->x.tensor]->dtype != TSL_DTYPE_F16 ||
         !(wt == TSL_DTYPE_U1 || wt == TSL_DTYPE_U2 || wt == TSL_DTYPE_U4 || wt == TSL_DTYPE_U8))
         return 0;
-    int grouped = q->s.op >= 0 && q->s.grouped;
-    q->GS = grouped ? (int)q->gs : 128;
-    if (q->GS % 16) return 0;
-    q->E = 16;
+    q->GS = gs;
     q->EB = 2 * q->bits;
     /* U k16 steps a load: about 64 bytes a lane in flight (U = 8 / bits),
      * whole steps of a group */
     q->U = 8 / q->bits;
     while (q->U > 1 && (q->GS / 16) % q->U) q->U /= 2;
     q->GR = q->GS / (16 * q->U);
-    q->TN = 8 * QT_WARPS;
     q->BN = 128 * QT_WARPS;
     q->T = 32 * QT_WARPS;
     q->mq = 1;
@@ -984,12 +984,7 @@ static char *qt_text(qm *q, const char *kname)
     sb_printf(o, "    store_global %s -> %s[block_idx.y * 8, block_idx.x * %d]\n  }\n  if q_ks > 1 {\n", res, ny, BN);
     ws_scatter(o, sums, 8, BN, lc, sb_str(&mm), sb_str(&nn));
     sb_puts(o, "  }\n}\n");
-    sb_puts(&h, sb_str(o));
-    sb_free(o);
-    sb_free(&nn);
-    sb_free(&mm);
-    sb_free(&ks);
-    return sb_take(&h);
+    return kernel_text(&h, o, &nn, &mm, &ks);
 }
 
 /* ---- the GPU kernel for M >= 16: tensor cores --------------------------------------------- */
@@ -1160,12 +1155,7 @@ static char *gemm_text(qm *q, const char *kname, int BK)
         ws_scatter(o, sums, TC_BM, BN, lc, sb_str(&mm), sb_str(&nn));
     }
     sb_puts(o, split ? "  }\n}\n" : "}\n");
-    sb_puts(&h, sb_str(o));
-    sb_free(o);
-    sb_free(&nn);
-    sb_free(&mm);
-    sb_free(&ks);
-    return sb_take(&h);
+    return kernel_text(&h, o, &nn, &mm, &ks);
 }
 
 /* The CPU kernels' header (the launch's arguments, push_launch): X, W (its
@@ -1308,12 +1298,7 @@ static char *cpu_text(qm *q, const char *kname)
     sb_printf(o, "  if q_ks > 1 {\n    store_global %s -> q_ws[(block_idx.z * %s + block_idx.y) * cdiv(%s, %d) * %d + "
                  "block_idx.x * %d]\n  }\n}\n",
               f, sb_str(&mm), sb_str(&nn), BN, BN, BN);
-    sb_puts(&h, sb_str(o));
-    sb_free(o);
-    sb_free(&nn);
-    sb_free(&mm);
-    sb_free(&ks);
-    return sb_take(&h);
+    return kernel_text(&h, o, &nn, &mm, &ks);
 }
 
 /* The sum of the KS slices (vec_text, cpu_text, gemm_text), in slice order, cast to
@@ -1352,12 +1337,7 @@ static char *sum_text(qm *q, const char *kname)
         res = "q_out";
     }
     sb_printf(o, "    store_global %s -> %s[block_idx.y, block_idx.x * %d]\n  }\n}\n", res, ny, SB);
-    sb_puts(&h, sb_str(o));
-    sb_free(o);
-    sb_free(&nn);
-    sb_free(&mm);
-    sb_free(&ks);
-    return sb_take(&h);
+    return kernel_text(&h, o, &nn, &mm, &ks);
 }
 
 /* ---- plan ------------------------------------------------------------------------------------- */
@@ -1497,8 +1477,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
      * the sum of the slices) instead of gemv_text's where it applies */
     tile_kernel *kv = NULL, *kvs = NULL;
     qm qv = qs[0];
-    int mq = !q.cpu && qs[0].bytes && qt_shape(&qv, p->opt->qmma);
-    if (!mq) qv = qs[0];
+    int mq = !q.cpu && qs[0].bytes && qt_shape(&qv, p->opt->qmma); /* qv untouched when not */
     if (mq || (!q.cpu && qs[0].bytes && vec_shape(&qv))) {
         int ws = ws_slot(p);
         qv.ws = ws;
