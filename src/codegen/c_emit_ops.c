@@ -1404,10 +1404,11 @@ void cgc_emit_mma(cgc *c, const tile_stmt *s)
     if (!d) return;
     tsl_dtype ta, tb_, tcd;
     int adt = tile_dtype_to_tsl(a->type.dt, &ta) ? TARGET_DT_ANY : (int)ta;
-    /* a low-bit unsigned B: the dequantizing rows (mma.q), B's codes as floats */
-    int qb = b->type.dt.kind == TILE_DT_UINT && b->type.dt.bits <= 8 && !tile_dtype_to_tsl(b->type.dt, &tb_);
-    const target_atom *at = target_mma_resolve_ab(in->atom, adt, qb ? (int)tb_ : adt,
+    int bdt = tile_dtype_to_tsl(b->type.dt, &tb_) ? TARGET_DT_ANY : (int)tb_;
+    const target_atom *at = target_mma_resolve_ab(in->atom, adt, bdt,
                                                   tile_dtype_to_tsl(cc->type.dt, &tcd) ? TARGET_DT_ANY : (int)tcd, NULL);
+    /* a dequantizing row (mma.q): B's codes as floats */
+    int qb = at && at->dtype[TARGET_B] != at->dtype[TARGET_A];
     if (!at) {
         cgc_fail(c, TSL_ERR_UNAVAILABLE, "mma atom '%s': no warp-level atom the C generator runs for these dtypes",
                  in->atom ? in->atom : "m16n8k16");

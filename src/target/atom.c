@@ -178,12 +178,19 @@ const target_atom *target_atom_resolve(const char *name, const target_query *q, 
     return NULL;
 }
 
+int target_mma_bdt(int adt, int bdt)
+{
+    if (bdt == TARGET_DT_ANY) return adt;
+    const dtype_info *di = dtype_info_of((tsl_dtype)bdt);
+    return di->desc.kind == DT_UINT && di->bits <= 8 ? bdt : adt;
+}
+
 const target_atom *target_mma_resolve_ab(const char *name, int adt, int bdt, int cdt, int *named)
 {
     target_query q = target_query_any();
     q.op = TARGET_OP_MMA;
     q.dtype[TARGET_A] = adt;
-    q.dtype[TARGET_B] = bdt;
+    q.dtype[TARGET_B] = target_mma_bdt(adt, bdt);
     q.dtype[TARGET_C] = q.dtype[TARGET_D] = cdt;
     return target_atom_resolve(name ? name : "m16n8k16", &q, named);
 }

@@ -71,9 +71,8 @@ target_query target_query_of(const tile_instr *in)
     if (in->op == TILE_I_COPY_ASYNC) q.bytes = in->bytes ? (int)in->bytes : 16;
     if ((in->op == TILE_I_MMA || in->op == TILE_I_WGMMA) && in->nargs == 3) {
         if (in->args[0].v) q.dtype[TARGET_A] = q.dtype[TARGET_B] = dt_of(in->args[0].v->type.dt);
-        /* a low-bit unsigned B: the dequantizing rows (mma.q) */
-        const tile_value *b = in->op == TILE_I_MMA ? in->args[1].v : NULL;
-        if (b && b->type.dt.kind == TILE_DT_UINT && b->type.dt.bits <= 8) q.dtype[TARGET_B] = dt_of(b->type.dt);
+        if (in->op == TILE_I_MMA && in->args[1].v) /* a low-bit B: the dequantizing rows */
+            q.dtype[TARGET_B] = target_mma_bdt(q.dtype[TARGET_A], dt_of(in->args[1].v->type.dt));
         if (in->args[2].v) q.dtype[TARGET_C] = q.dtype[TARGET_D] = dt_of(in->args[2].v->type.dt);
     }
     return q;
@@ -613,8 +612,7 @@ static void select_mma(selector *S, tile_stmt *s)
                      *c = in->nargs == 3 ? reg_operand(&in->args[2]) : NULL;
     if (!a || !b || !c) return; /* the verifier's business */
     int named = 0;
-    /* a low-bit unsigned B asks for a dequantizing row (mma.q) */
-    int bdt = b->type.dt.kind == TILE_DT_UINT && b->type.dt.bits <= 8 ? dt_of(b->type.dt) : dt_of(a->type.dt);
+    int bdt = target_mma_bdt(dt_of(a->type.dt), dt_of(b->type.dt)); /* a low-bit B: the dequantizing rows */
     const target_atom *row = target_mma_resolve_ab(in->atom, dt_of(a->type.dt), bdt, dt_of(c->type.dt), &named);
     if (!row) {
         sel_err(S, s->pos, TSL_ERR_SEMANTIC, "mma: %s atom '%s' for these dtypes", named ? "no" : "unknown",

@@ -175,9 +175,13 @@ int target_atom_find(const target *t, target_kind kind, const target_query *q, c
  * TARGET_DT_ANY to take the first row of that name). NULL when none; *named
  * (may be NULL) says whether the name exists at all. */
 const target_atom *target_mma_resolve(const char *name, int adt, int cdt, int *named);
-/* The same with B's dtype given apart (the dequantizing mma.q rows: f16 A,
- * low-bit unsigned B); target_mma_resolve is this with bdt = adt. */
+/* The same with B's dtype given too: a B of unsigned integers of 1 to 8
+ * bits asks for the dequantizing mma.q rows (f16 A, B its own dtype); any
+ * other B is taken to be A's dtype, as in target_mma_resolve. */
 const target_atom *target_mma_resolve_ab(const char *name, int adt, int bdt, int cdt, int *named);
+/* The dtype a query's B operand takes for an mma with operand dtypes adt,
+ * bdt (tsl_dtype or TARGET_DT_ANY): bdt for 1-8 bit unsigned, else adt. */
+int target_mma_bdt(int adt, int bdt);
 
 /* Does row a match q (op, dtypes, bytes, shape, count)? */
 int target_atom_matches(const target_atom *a, const target_query *q);

@@ -45,9 +45,7 @@ static tsl_status mma_row(interp *I, const tile_stmt *s, const rt_tensor *a, con
     int adt = tile_dtype_to_tsl(a->dt, &ta) ? TARGET_DT_ANY : (int)ta;
     int bdt = tile_dtype_to_tsl(b->dt, &tb) ? TARGET_DT_ANY : (int)tb;
     int cdt = tile_dtype_to_tsl(c->dt, &tc) ? TARGET_DT_ANY : (int)tc;
-    /* a low-bit unsigned B: the dequantizing rows (mma.q), whose B is its own dtype */
-    int qb = b->dt.kind == TILE_DT_UINT && b->dt.bits <= 8;
-    *out = target_mma_resolve_ab(s->instr.atom, adt, qb ? bdt : adt, cdt, NULL);
+    *out = target_mma_resolve_ab(s->instr.atom, adt, bdt, cdt, NULL);
     if (!*out)
         return interp_err(I, s->pos, TSL_ERR_UNAVAILABLE, "mma atom '%s': no such warp-level atom for these dtypes",
                           s->instr.atom ? s->instr.atom : "m16n8k16");

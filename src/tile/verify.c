@@ -386,7 +386,7 @@ static void check_mma(verifier *V, const tile_instr *in, size_t pos)
     {
         const target_atom *r = tile_dtype_to_tsl(a->type.dt, &xa) || tile_dtype_to_tsl(c->type.dt, &xc)
                                    ? NULL
-                                   : target_mma_resolve_ab(in->atom, (int)xa, qb ? (int)xb : (int)xa, (int)xc, NULL);
+                                   : target_mma_resolve_ab(in->atom, (int)xa, qb ? (int)xb : TARGET_DT_ANY, (int)xc, NULL);
         if (r) at = r;
     }
     int qrow = at->dtype[TARGET_B] != TARGET_DT_ANY && at->dtype[TARGET_A] != at->dtype[TARGET_B];
