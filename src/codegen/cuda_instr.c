@@ -612,7 +612,7 @@ static void emit_transfer(cg *c, const tile_stmt *s)
     int same = tile_dtype_eq(mv->type.dt, rv->type.dt);
     int es = cg_esize(mv->type.dt);
     int64_t vec = at->kind == TARGET_K_VEC && same && es && !coded ? at->bytes / es : 1;
-    const char *vt = vec * es == 16 ? "tsl_u128" : vec * es == 8 ? "unsigned long long" : "unsigned";
+    const char *vt = vec * es == 16 ? "tsl_u128" : vec * es == 8 ? "tsl_u64" : "unsigned";
     const char *mn = cg_name(c, mv);
     char mname[96];
     snprintf(mname, sizeof mname, "%s", mn);
