@@ -10,8 +10,9 @@ nvidia-cuda-nvdisasm` and unzip the wheel). Run from the repository root:
 
 --mma counts the tensor-core GEMV (qmm_g0_qgemv_mma, qmatmul.mma=2)
 instead of the streaming one (qmatmul.mma=0); its largest loop is a
-group's, so the count is one k step plus the group's scaling (an upper
-bound a step).
+group's: with the steps unrolled (`for q_r ... unroll`) the count is the
+group's, X's load and the scaling included; rolled, it is one load's
+steps plus the group's scaling (an upper bound a step).
 
 The loop is the largest one whose body loads from global memory and does
 no shuffles; its hot path is the path through the body's blocks that
@@ -116,6 +117,9 @@ def main():
             th = int(re.search(r"threads\((\d+)\)", k).group(1))
             q = re.search(r"q_q = view .* -> register \w+\[(\d+), (\d+)\]", k)
             wpt = int(q.group(1)) * int(q.group(2)) // th
+            un = re.search(r"for q_r in 0 : (\d+) unroll", k)
+            if un:  # the steps of a group unrolled: the loop is the group's
+                wpt *= int(un.group(1))
             hot = hot_path(sass)
             ops = collections.Counter(re.sub(r"^@!?U?P\w+ ", "", t).split()[0].split(".")[0] for t in hot)
             print("%-11s %6s %6s %5d %7d %9.2f  %s" % (w, regs.group(1) if regs else "?", spill.group(1) if spill else "?",
