@@ -34,7 +34,7 @@ typedef struct sched_options {
     int splitk;                 /* GPU contraction with M <= 64: K split in this many
                                  * slices (0: from the SM count at run time, 1: never) */
     int chains;                 /* 0: merged chains (attention, GEMM chains) as the groups before the merge */
-    int qmma;                   /* the quantized GEMV on tensor cores (mma.q): 1 uint1/uint2, 2 every width, 0 never */
+    int qmma;                   /* the quantized GEMV on tensor cores (mma.q): 1 uint1/2/4, 2 every width, 0 never */
     int qdequant;               /* the quantized GEMV's dequantization: 32 to f32, 16 to f16 pairs first,
                                  * 0: f16 for float weights, uint2 and uint4, f32 for the other integers */
     int chain_bm;               /* the GEMM chain's tensor-core plan: rows a block (64: 8 warps,

@@ -847,9 +847,10 @@ enum { QT_WARPS = 4, QT_BLOCKS = 256, QT_MIN_BLOCKS = 3 };
 static int qt_shape(qm *q, int opt)
 {
     tsl_dtype wt = q->def->tensors[q->w.tensor]->dtype;
-    /* the option: 2 every width it takes, 1 (the default) uint1 and uint2,
-     * where it measured faster than the CUDA-core GEMV, 0 never */
-    int on = opt == 2 || (opt == 1 && q->bits <= 2);
+    /* the option: 2 every width it takes, 1 (the default) uint1, uint2 and
+     * uint4, where it measured faster than the CUDA-core GEMV at each
+     * shape (uint8 was faster at 57344x8192 only), 0 never */
+    int on = opt == 2 || (opt == 1 && q->bits <= 4);
     int gs = q->s.op >= 0 && q->s.grouped ? (int)q->gs : 128;
     if (!on || q->cpu || !q->bytes || q->z.op >= 0 || q->sm < 80 || gs % 16 ||
         q->def->tensors[q->x.tensor]->dtype != TSL_DTYPE_F16 ||
