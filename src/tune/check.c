@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "sched/sched.h"
 #include "tune/tune.h"
 
 /* ---- work -------------------------------------------------------------------------------- */
@@ -241,7 +242,10 @@ tsl_status tune_case_reduce(tsl_arena *a, const lang_def *def, const lang_bound 
         if (sz[i] < small) small = sz[i] > 0 ? sz[i] : 1;
     for (int i = 0; !st && i < def->ntensors; i++) {
         const lang_tensor *t = def->tensors[i];
-        tsl_dtype dt = dtype_carrier(t->dtype);
+        /* what the kernels take (sched/lowbit.c): a low-bit parameter
+         * packed, a low-bit output as its carrier; the carrier for a
+         * parameter had the kernels read its codes as packed fields */
+        tsl_dtype dt = sched_tensor_boundary_dtype(t);
         v[i].dtype = dt;
         if (t->is_scalar) {
             v[i].scalar = 0.75;
