@@ -21,7 +21,10 @@
 #      TUNE_GPU_TOTAL (default 460 s: a row started with L s left ends
 #      within L + 80 s, so one call stays under 9 minutes); rows it cannot
 #      fit say "not run".
-#   TUNE_GPU_SKIP="fault cli" skips steps 1 and 2.
+#   TUNE_GPU_SKIP="fault cli" skips steps 1 and 2. Besides ROWS' default
+#   list, the quantized GEMV rows qgemv-W-NxK and qgemv-W-mM-NxK (W one of
+#   uint1/2/4/8; M rows of X, default 1; K a multiple of 128), e.g.
+#   ROWS="qgemv-uint8-57344x8192 qgemv-uint4-m8-8192x8192".
 # One call of at most 9 minutes, 5 rows (the lead's):
 #   run(command="TUNE_BUDGET=30s bench/tune_gpu.sh", carry=["build"], timeout_s=560)
 # The GPU machine has no SQLite headers: build here, carry build/.
@@ -74,6 +77,10 @@ cp examples/matmul.tc /tmp/tune-mm32.tc
 f16 examples/attention.tc /tmp/tune-att16.tc
 f16 examples/softmax.tc /tmp/tune-sm16.tc
 f16 examples/layernorm.tc /tmp/tune-ln16.tc
+for w in uint1 uint2 uint4 uint8; do # bench/gpu_bench.c's quantized GEMV (qgemv-W-NxK, qgemv-W-mM-NxK)
+    printf 'def qmm(float16(M,K) X, %s(K,N) W, float16(G,N) S) -> (Y) {\n  Y(m,n) +=! float16(W(k,n)) * S(k / 128, n) * X(m,k)\n}\n' \
+        "$w" > "/tmp/tune-q$w.tc"
+done
 spec() { # NAME -> FILE and sizes (bench/gpu_bench.c's rows, heads folded into B)
     case $1 in
     gemm-fp16-4096) echo "/tmp/tune-mm16.tc M=4096 K=4096 N=4096" ;;
@@ -87,6 +94,12 @@ spec() { # NAME -> FILE and sizes (bench/gpu_bench.c's rows, heads folded into B
     layernorm-fp16-8192x8192) echo "/tmp/tune-ln16.tc N=8192 D=8192" ;;
     gemm-fp16-16x8192x8192) echo "/tmp/tune-mm16.tc M=16 N=8192 K=8192" ;;
     gemm-fp16-8192) echo "/tmp/tune-mm16.tc M=8192 K=8192 N=8192" ;;
+    qgemv-*) # qgemv-W-NxK or qgemv-W-mM-NxK: Y (M x N) from X (M x K), groups of 128 rows
+        local w=${1#qgemv-} m=1
+        w=${w%%-*}
+        local r=${1#qgemv-$w-}
+        case $r in m*) m=${r%%-*} m=${m#m} r=${r#*-} ;; esac
+        echo "/tmp/tune-q$w.tc M=$m N=${r%x*} K=${r#*x} G=$(( ${r#*x} / 128 ))" ;;
     *) return 1 ;;
     esac
 }
