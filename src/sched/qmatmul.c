@@ -642,6 +642,7 @@ static void vec_header(strbuf *h, const qm *q, const char *kname)
     if (q->s.op >= 0) param(h, q, q->s.tensor, &np);
     param(h, q, q->ty, &np);
     if (q->ws >= 0) sb_printf(h, ", q_ws: global f32[%lld]", (long long)QV_WS);
+    if (q->mq) sb_puts(h, ", q_nsm: int"); /* qt_split's multiprocessors */
     sb_puts(h, ")");
 }
 
@@ -837,8 +838,8 @@ static void ws_scatter(strbuf *o, const char *sums, int BM, int BN, const char *
 
 /* ---- the GPU GEMV on tensor cores (the dequantizing mma) --------------------------------- */
 
-/* Warps a block (columns side by side), blocks wanted over the grid. */
-enum { QT_WARPS = 4, QT_BLOCKS = 256, QT_MIN_BLOCKS = 3 };
+/* Warps a block (columns side by side), blocks a multiprocessor (min_blocks). */
+enum { QT_WARPS = 4, QT_MIN_BLOCKS = 3 };
 
 /* Does the tensor-core GEMV apply? uint1/2/4/8 W read as bytes, f16 X, no
  * zero points, a grouped scale's groups whole k16 steps, sm_80 or later,
@@ -869,13 +870,19 @@ static int qt_shape(qm *q, int opt)
     return 1;
 }
 
-/* The tensor-core GEMV's KS: the option splitk, else slices enough for
- * QT_BLOCKS blocks, at most QV_SPLIT_MAX, the groups and the workspace. */
+/* The tensor-core GEMV's KS: the option splitk, else the most slices whose
+ * blocks fit the GPU at once, QT_MIN_BLOCKS a multiprocessor (q_nsm, the
+ * launch's SCHED_ARG_SMS; 1 off the GPU: no split there unless asked), at
+ * most QV_SPLIT_MAX, the groups and the workspace. On an H200 (132 SMs)
+ * that is 24 slices at N = 8192 (384 blocks): against the 16 of a fixed
+ * 256-block target, 1.06-1.16x faster at 8192^2 and 8192x28672 (uint1,
+ * uint2, uint4); 20 slices were no faster than 16, and 32 (512 blocks,
+ * a second wave) 1.2x slower. */
 static void qt_split(strbuf *o, const qm *q, const char *nn, const char *mm)
 {
     char want[160];
     if (q->splitk > 0) snprintf(want, sizeof want, "%lld", (long long)q->splitk);
-    else snprintf(want, sizeof want, "cdiv(%d, cdiv(%s, %d) * cdiv(%s, 8))", QT_BLOCKS, nn, q->BN, mm);
+    else snprintf(want, sizeof want, "%d * q_nsm / (cdiv(%s, %d) * cdiv(%s, 8))", QT_MIN_BLOCKS, nn, q->BN, mm);
     split_expr(o, q, want, nn, mm);
 }
 
@@ -1406,6 +1413,10 @@ static void push_launch(sched_plan *p, const qm *q, tile_kernel *k, const sched_
     if (q->ws >= 0) { /* a split pair (streaming GEMV, tensor cores, CPU): the workspace */
         sched_arg ws = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SCRATCH, .scratch = q->ws};
         ARENA_PUSH(a, l->args, l->nargs, l->capargs, ws);
+    }
+    if (q->mq) { /* the multiprocessors (qt_split) */
+        sched_arg sms = {.name = k->params[l->nargs]->name, .kind = SCHED_ARG_SMS};
+        ARENA_PUSH(a, l->args, l->nargs, l->capargs, sms);
     }
     TSL_ASSERT(l->nargs == k->nparams);
 }

@@ -624,8 +624,10 @@ static void test_streaming(void)
 /* The GEMV on tensor cores (qmatmul.mma=2: qt_text, the dequantizing mma.q rows): uint1,
  * uint2, uint4, uint8 weights with grouped scales (form 0), a scale per
  * column (5) and none (3), M 1, 3 and 9 (two row blocks), K and N no tile
- * divides, K split by default (11 slices at K 1400: qsum's rounds of 8
- * and its remainder), into 3 and not at all; the tile interpreter,
+ * divides, K split into 16 slices (11 at K 1400, its groups: qsum's
+ * rounds of 8 and its remainder), 3, not at all, and by default (3
+ * blocks a multiprocessor, one multiprocessor off the GPU: 3 slices at N
+ * 136, one at N 520 and 1040); the tile interpreter,
  * the host emulation of the CUDA and the C generator against the reference. */
 static void test_mma_gemv(void)
 {
@@ -633,7 +635,7 @@ static void test_mma_gemv(void)
         {"uint4", 0, 128}, {"uint1", 0, 64}, {"uint2", 5, 128}, {"uint8", 0, 32}, {"uint4", 3, 128}, {"uint8", 5, 128},
     };
     static const int64_t sets[3][3] = {{1, 1400, 520}, {3, 515, 136}, {9, 160, 1040}};
-    static const char *const opts[] = {"qmatmul.mma=2", "qmatmul.mma=2,contract.splitk=3",
+    static const char *const opts[] = {"qmatmul.mma=2,contract.splitk=16", "qmatmul.mma=2,contract.splitk=3",
                                        "qmatmul.mma=2,contract.splitk=1", "qmatmul.mma=2"};
     static const int sms[] = {80, 80, 80, 90};
     for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
