@@ -193,13 +193,12 @@ static const tile_value *view_source(cg *c, const tile_value *xv)
     return wv;
 }
 
-int64_t cg_view_words(cg *c, const tile_value *xv, const char *name)
+/* The words of register tensor wv (rw: its register info) into a fresh
+ * array `name` of 32-bit words, one word of zeros past the end. */
+static int64_t emit_words(cg *c, const tile_value *wv, const rinfo *rw, const char *name)
 {
-    const tile_value *wv = view_source(c, xv);
-    rinfo rw;
-    if (!wv || cg_rinfo(c, wv, &rw)) return -1;
     tile_dtype wd = wv->type.dt;
-    int64_t nbits = rw.locals * wd.bits, nw = (nbits + 31) / 32;
+    int64_t nbits = rw->locals * wd.bits, nw = (nbits + 31) / 32;
     const char *wn0 = cg_name(c, wv);
     char wn[96];
     snprintf(wn, sizeof wn, "%s", wn0);
@@ -209,7 +208,7 @@ int64_t cg_view_words(cg *c, const tile_value *xv, const char *name)
         strbuf e = {0};
         for (int i = 0; i < per; i++) {
             int64_t l = j * per + i;
-            if (l >= rw.locals) break;
+            if (l >= rw->locals) break;
             const char *mask = wd.bits == 8 ? "0xffu" : wd.bits == 16 ? "0xffffu" : "0xffffffffu";
             if (i) sb_puts(&e, " | ");
             if (i) sb_printf(&e, "(((unsigned)%s[%lld] & %s) << %d)", wn, (long long)l, mask, i * wd.bits);
@@ -219,6 +218,15 @@ int64_t cg_view_words(cg *c, const tile_value *xv, const char *name)
         sb_free(&e);
     }
     cg_line(c, "%s[%lld] = 0u;", name, (long long)nw);
+    return nw;
+}
+
+int64_t cg_view_words(cg *c, const tile_value *xv, const char *name)
+{
+    const tile_value *wv = view_source(c, xv);
+    rinfo rw;
+    if (!wv || cg_rinfo(c, wv, &rw)) return -1;
+    int64_t nw = emit_words(c, wv, &rw, name);
     cg_rinfo_free(&rw);
     return nw;
 }
@@ -233,14 +241,16 @@ int cg_emit_dequant(cg *c, const tile_stmt *s, const tile_value *xv, const tile_
     if (yd.kind != TILE_DT_FLOAT || yd.bits > 32 || dtype_desc_is_lowfloat(yd)) return 0;
     rinfo rw;
     if (cg_rinfo(c, wv, &rw)) return 0;
-    int64_t nbits = rw.locals * wv->type.dt.bits;
     int b = qd.bits;
-    cg_rinfo_free(&rw);
-    if (nbits != rd->locals * b) return 0;
+    if (rw.locals * wv->type.dt.bits != rd->locals * b) {
+        cg_rinfo_free(&rw);
+        return 0;
+    }
     cg_line(c, "{");
     c->ind++;
     cg_line(c, "/* dequantize: the words of %s, %d-bit fields, magic-number floats */", wv->name, b);
-    cg_view_words(c, xv, "tsl_w");
+    emit_words(c, wv, &rw, "tsl_w");
+    cg_rinfo_free(&rw);
     const char *yn0 = cg_name(c, dv);
     char yn[96];
     snprintf(yn, sizeof yn, "%s", yn0);
