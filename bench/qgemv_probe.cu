@@ -353,77 +353,113 @@ __global__ void __launch_bounds__(256, MINB)
 }
 
 // Each width's run: the tensor-core form against the loads alone.
+typedef void (*kfn)(const uint4 *, const __half *, const __half *, float *, int, int, int);
+
+// One problem: W (K x N, BITS-bit codes packed along rows) in NB device
+// copies (enough to rotate past L2), X (1 x K), S (groups of 128 x N), the
+// f32 Y, and a float64 reference at every step-th column.
+struct problem {
+    int N, K, bits, NB, step;
+    size_t wb, sb;
+    std::vector<uint4 *> dw;
+    __half *dx, *ds;
+    float *dy;
+    std::vector<double> ref;
+};
+
+static void problem_open(problem &P, int N, int K, int bits, unsigned seed)
+{
+    P.N = N, P.K = K, P.bits = bits, P.step = N / 64 + 1;
+    P.wb = (size_t)K * N * bits / 8, P.sb = (size_t)(K / 128) * N * 2;
+    P.NB = std::max(2, (int)(512ull * (1 << 20) / P.wb));
+    std::vector<unsigned char> hw(P.wb);
+    std::vector<__half> hx(K), hs((size_t)(K / 128) * N);
+    srand(seed);
+    for (auto &v : hw) v = rand() & 255;
+    for (auto &v : hx) v = __float2half((rand() / (float)RAND_MAX - 0.5f) * 2);
+    for (auto &v : hs) v = __float2half((rand() / (float)RAND_MAX) * 0.1f);
+    P.dw.resize(P.NB);
+    for (auto &p : P.dw) {
+        CK(cudaMalloc(&p, P.wb));
+        CK(cudaMemcpy(p, hw.data(), P.wb, cudaMemcpyHostToDevice));
+    }
+    CK(cudaMalloc(&P.dx, K * 2));
+    CK(cudaMalloc(&P.ds, hs.size() * 2));
+    CK(cudaMalloc(&P.dy, N * 4));
+    CK(cudaMemcpy(P.dx, hx.data(), K * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(P.ds, hs.data(), hs.size() * 2, cudaMemcpyHostToDevice));
+    P.ref.assign(N, 0);
+    for (int n = 0; n < N; n += P.step)
+        for (int k = 0; k < K; k++) {
+            size_t bit = ((size_t)k * N + n) * bits;
+            int code = (hw[bit / 8] >> (bit % 8)) & ((1 << bits) - 1);
+            P.ref[n] += code * (double)__half2float(hs[(size_t)(k / 128) * N + n]) * __half2float(hx[k]);
+        }
+}
+
+static void problem_close(problem &P)
+{
+    for (auto p : P.dw) cudaFree(p);
+    cudaFree(P.dx);
+    cudaFree(P.ds);
+    cudaFree(P.dy);
+}
+
+// One launch of f from a zeroed Y: its relative L2 error on the sampled columns.
+static double problem_check(problem &P, kfn f, dim3 grid, int slice)
+{
+    CK(cudaMemset(P.dy, 0, P.N * 4));
+    f<<<grid, 256>>>(P.dw[0], P.dx, P.ds, P.dy, P.K, P.N, slice);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    std::vector<float> hy(P.N);
+    CK(cudaMemcpy(hy.data(), P.dy, P.N * 4, cudaMemcpyDeviceToHost));
+    double num = 0, den = 0;
+    for (int n = 0; n < P.N; n += P.step) num += (hy[n] - P.ref[n]) * (hy[n] - P.ref[n]), den += P.ref[n] * P.ref[n];
+    return sqrt(num / den);
+}
+
+// The median of 50 launches of f, each timed alone by events, W rotated: us.
+static double problem_time(problem &P, kfn f, dim3 grid, int slice)
+{
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    std::vector<float> t;
+    for (int r = 0; r < 60; r++) {
+        cudaEventRecord(e0);
+        f<<<grid, 256>>>(P.dw[r % P.NB], P.dx, P.ds, P.dy, P.K, P.N, slice);
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        float ms;
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (r >= 10) t.push_back(ms);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2] * 1e3;
+}
+
 template <int BITS>
 static void run_bits(int N, int K)
 {
     constexpr int C = 64 / BITS;
-    size_t wb = (size_t)K * N * BITS / 8, sb = (size_t)(K / 128) * N * 2;
-    const int NB = std::max(2, (int)(512ull * (1 << 20) / wb));
-    std::vector<unsigned char> hw(wb);
-    std::vector<__half> hx(K), hs((size_t)(K / 128) * N);
-    srand(2);
-    for (auto &v : hw) v = rand() & 255;
-    for (auto &v : hx) v = __float2half((rand() / (float)RAND_MAX - 0.5f) * 2);
-    for (auto &v : hs) v = __float2half((rand() / (float)RAND_MAX) * 0.1f);
-    std::vector<uint4 *> dw(NB);
-    for (auto &p : dw) {
-        CK(cudaMalloc(&p, wb));
-        CK(cudaMemcpy(p, hw.data(), wb, cudaMemcpyHostToDevice));
-    }
-    __half *dx, *ds;
-    float *dy;
-    CK(cudaMalloc(&dx, K * 2));
-    CK(cudaMalloc(&ds, hs.size() * 2));
-    CK(cudaMalloc(&dy, N * 4));
-    CK(cudaMemcpy(dx, hx.data(), K * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(ds, hs.data(), hs.size() * 2, cudaMemcpyHostToDevice));
-    std::vector<double> ref(N, 0);
-    for (int n = 0; n < N; n += N / 64 + 1)
-        for (int k = 0; k < K; k++) {
-            size_t bit = ((size_t)k * N + n) * BITS;
-            int code = (hw[bit / 8] >> (bit % 8)) & ((1 << BITS) - 1);
-            ref[n] += code * (double)__half2float(hs[(size_t)(k / 128) * N + n]) * __half2float(hx[k]);
-        }
+    problem P;
+    problem_open(P, N, K, BITS, 2);
     for (int ks : {2, 4, 8, 16}) {
         int slice = K / ks;
         if (slice % 1024) continue;
         dim3 grid(N / (8 * C), ks);
         for (int mb : {1, 2}) {
-            auto f = mb == 1 ? qtb<BITS, 1, 1> : qtb<BITS, 1, 2>;
-            CK(cudaMemset(dy, 0, N * 4));
-            f<<<grid, 256>>>(dw[0], dx, ds, dy, K, N, slice);
-            CK(cudaGetLastError());
-            CK(cudaDeviceSynchronize());
-            std::vector<float> hy(N);
-            CK(cudaMemcpy(hy.data(), dy, N * 4, cudaMemcpyDeviceToHost));
-            double num = 0, den = 0;
-            for (int n = 0; n < N; n += N / 64 + 1) num += (hy[n] - ref[n]) * (hy[n] - ref[n]), den += ref[n] * ref[n];
-            cudaEvent_t e0, e1;
-            cudaEventCreate(&e0);
-            cudaEventCreate(&e1);
-            std::vector<float> tt;
-            for (int r = 0; r < 60; r++) {
-                cudaEventRecord(e0);
-                f<<<grid, 256>>>(dw[r % NB], dx, ds, dy, K, N, slice);
-                cudaEventRecord(e1);
-                cudaEventSynchronize(e1);
-                float ms;
-                cudaEventElapsedTime(&ms, e0, e1);
-                if (r >= 10) tt.push_back(ms);
-            }
-            std::sort(tt.begin(), tt.end());
-            double us = tt[tt.size() / 2] * 1e3;
+            kfn f = mb == 1 ? qtb<BITS, 1, 1> : qtb<BITS, 1, 2>;
+            double err = problem_check(P, f, grid, slice), us = problem_time(P, f, grid, slice);
             printf("uint%d N=%5d K=%5d mma MB%d KS=%2d grid %4d  err %.1e  %7.2f us  %.3f TB/s\n", BITS, N, K, mb, ks,
-                   grid.x * grid.y, sqrt(num / den), us, (wb + sb) / (us * 1e-6) / 1e12);
+                   grid.x * grid.y, err, us, (P.wb + P.sb) / (us * 1e-6) / 1e12);
         }
     }
-    for (auto p : dw) cudaFree(p);
-    cudaFree(dx);
-    cudaFree(ds);
-    cudaFree(dy);
+    problem_close(P);
 }
-
-typedef void (*kfn)(const uint4 *, const __half *, const __half *, float *, int, int, int);
 
 struct variant {
     const char *name;
@@ -482,72 +518,20 @@ int main(int argc, char **argv)
         cudaFree(b);
     }
     for (auto &sh : shapes) {
-        int N = sh[0], K = sh[1];
-        size_t wb = (size_t)K * N / 2, sb = (size_t)(K / 128) * N * 2;
-        const int NB = std::max(2, (int)(512ull * (1 << 20) / wb)); // rotate past L2
-        std::vector<unsigned char> hw(wb);
-        std::vector<__half> hx(K), hs((size_t)(K / 128) * N);
-        srand(1);
-        for (auto &v : hw) v = rand() & 255;
-        for (auto &v : hx) v = __float2half((rand() / (float)RAND_MAX - 0.5f) * 2);
-        for (auto &v : hs) v = __float2half((rand() / (float)RAND_MAX) * 0.1f);
-        std::vector<uint4 *> dw(NB);
-        for (auto &p : dw) {
-            CK(cudaMalloc(&p, wb));
-            CK(cudaMemcpy(p, hw.data(), wb, cudaMemcpyHostToDevice));
-        }
-        __half *dx, *ds;
-        float *dy;
-        CK(cudaMalloc(&dx, K * 2));
-        CK(cudaMalloc(&ds, hs.size() * 2));
-        CK(cudaMalloc(&dy, N * 4));
-        CK(cudaMemcpy(dx, hx.data(), K * 2, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(ds, hs.data(), hs.size() * 2, cudaMemcpyHostToDevice));
-        // reference for 64 columns
-        std::vector<double> ref(N, 0);
-        for (int n = 0; n < N; n += N / 64)
-            for (int k = 0; k < K; k++) {
-                int code = (hw[((size_t)k * N + n) / 2] >> (4 * (n & 1))) & 15;
-                ref[n] += code * (double)__half2float(hs[(size_t)(k / 128) * N + n]) * __half2float(hx[k]);
-            }
+        problem P;
+        problem_open(P, sh[0], sh[1], 4, 1);
         for (int v = 0; v < nv; v++) {
-            int cb = N / (32 * vs[v].TN);
+            int cb = P.N / (32 * vs[v].TN);
             for (int ks : {4, 8, 16, 32}) {
-                int slice = K / ks;
+                int slice = P.K / ks;
                 if (slice % 128 || slice > 4096) continue;
                 dim3 grid(cb, ks);
-                CK(cudaMemset(dy, 0, N * 4));
-                vs[v].f<<<grid, 256>>>(dw[0], dx, ds, dy, K, N, slice);
-                CK(cudaGetLastError());
-                CK(cudaDeviceSynchronize());
-                std::vector<float> hy(N);
-                CK(cudaMemcpy(hy.data(), dy, N * 4, cudaMemcpyDeviceToHost));
-                double num = 0, den = 0;
-                for (int n = 0; n < N; n += N / 64) num += (hy[n] - ref[n]) * (hy[n] - ref[n]), den += ref[n] * ref[n];
-                double err = sqrt(num / den);
-                cudaEvent_t e0, e1;
-                cudaEventCreate(&e0);
-                cudaEventCreate(&e1);
-                std::vector<float> t;
-                for (int r = 0; r < 60; r++) {
-                    cudaEventRecord(e0);
-                    vs[v].f<<<grid, 256>>>(dw[r % NB], dx, ds, dy, K, N, slice);
-                    cudaEventRecord(e1);
-                    cudaEventSynchronize(e1);
-                    float ms;
-                    cudaEventElapsedTime(&ms, e0, e1);
-                    if (r >= 10) t.push_back(ms);
-                }
-                std::sort(t.begin(), t.end());
-                double us = t[t.size() / 2] * 1e3;
-                printf("N=%5d K=%5d  TN U PF MINB MODE = %-12s KS=%2d grid %4d  err %.1e  %7.2f us  %.3f TB/s\n", N, K,
-                       vs[v].name, ks, cb * ks, err, us, (wb + sb) / (us * 1e-6) / 1e12);
+                double err = problem_check(P, vs[v].f, grid, slice), us = problem_time(P, vs[v].f, grid, slice);
+                printf("N=%5d K=%5d  TN U PF MINB MODE = %-12s KS=%2d grid %4d  err %.1e  %7.2f us  %.3f TB/s\n", P.N,
+                       P.K, vs[v].name, ks, cb * ks, err, us, (P.wb + P.sb) / (us * 1e-6) / 1e12);
             }
         }
-        for (auto p : dw) cudaFree(p);
-        cudaFree(dx);
-        cudaFree(ds);
-        cudaFree(dy);
+        problem_close(P);
     }
     return 0;
 }
