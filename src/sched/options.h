@@ -73,6 +73,7 @@ typedef struct sched_option {
     int nvalues;
     int lo, hi;           /* what a user may set */
     const char *help;
+    int runtime;          /* read when a plan runs, not when it is scheduled (cpu.threads) */
 } sched_option;
 
 const sched_option *sched_option_table(int *n);

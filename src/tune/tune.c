@@ -555,6 +555,17 @@ tsl_status tune_run(const tune_config *cfg_in, const lang_def *def, const lang_b
 
     tune_space space;
     tune_space_init(&space, cfg.target);
+    int all = space.n;
+    if (!st) tune_space_cut(&space, def);
+    if (!st && cfg.progress) { /* what the search draws from */
+        strbuf line = {0};
+        sb_printf(&line, "tune %s %s: %d of %d parameters change the plan or the run:", def->name, t->name, space.n,
+                  all);
+        for (int i = 0; i < space.n; i++) sb_printf(&line, "%s %s", i ? "," : "", space.param[i]->key);
+        if (!space.n) sb_puts(&line, " none (the default is the only candidate)");
+        cfg.progress(cfg.progress_ctx, sb_str(&line));
+        sb_free(&line);
+    }
     tune_search g = {.rng = cfg.seed, .random = cfg.random, .mutation = cfg.mutation};
     int cap = 0;
     tune_scored *scored = NULL;

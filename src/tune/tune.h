@@ -148,6 +148,11 @@ typedef struct tune_space {
     const sched_option *param[TUNE_MAX_PARAMS]; /* the parameters of this target */
 } tune_space;
 void tune_space_init(tune_space *s, tsl_target t);
+/* Keep the parameters that matter to def: those with a value that changes
+ * its scheduled plan (sched_print's text, at sm_80 and sm_90 for CUDA)
+ * from the defaults', and those read when the plan runs. Nothing is cut
+ * when the default plan does not schedule. Returns how many were cut. */
+int tune_space_cut(tune_space *s, const lang_def *def);
 
 uint64_t tune_rand(uint64_t *rng);
 void tune_random(const tune_space *s, uint64_t *rng, sched_options *out);

@@ -454,6 +454,54 @@ static void test_bench_lowbit_reduced(void)
     tsl_context_free(ctx);
 }
 
+/* The search's space cut to what changes a program's plan (or its run):
+ * the quantized GEMV on CUDA keeps qmatmul.mma and contract.splitk and
+ * loses the LSTM, chain and attention parameters; a matmul on the CPU
+ * keeps its tiles and the threads (read when it runs) and loses the LSTM
+ * cell's rows; a program no option touches keeps only what the run reads. */
+static int space_has(const tune_space *s, const char *key)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->param[i]->key, key)) return 1;
+    return 0;
+}
+
+static void test_space_cut(void)
+{
+    static const struct {
+        const char *src;
+        tsl_target t;
+        const char *keep[3], *lose[3];
+    } cs[] = {
+        {"def qmm(float16(M,K) X, uint8(K,N) W, float16(G,N) S) -> (Y) {\n"
+         "  Y(m,n) +=! float16(W(k,n)) * S(k / 128, n) * X(m,k)\n}\n",
+         TSL_TARGET_CUDA,
+         {"qmatmul.mma", "contract.splitk", "qmatmul.dequant"},
+         {"lstm.mma.bm", "chain.mma.bm", "contract.mma.bm"}},
+        {mm_src, TSL_TARGET_CPU, {"contract.cpu.bm", "contract.cpu.tn", "cpu.threads"}, {"lstm.cpu.bm", NULL, NULL}},
+        {"def cp(float(N) A) -> (B) {\n  B(i) = A(i)\n}\n", TSL_TARGET_CPU, {"cpu.threads", NULL, NULL},
+         {"contract.cpu.bm", "lstm.cpu.bm", NULL}},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        tsl_context *ctx = tsl_context_create();
+        tsl_program *p = NULL;
+        CHECK(tsl_program_compile(ctx, cs[i].src, "cut.tc", NULL, &p) == TSL_OK);
+        if (p) {
+            tune_space s;
+            tune_space_init(&s, cs[i].t);
+            int all = s.n, cut = tune_space_cut(&s, p->def);
+            CHECK_MSG(cut > 0 && s.n == all - cut, "case %zu: %d of %d cut, %d left", i, cut, all, s.n);
+            for (int k = 0; k < 3; k++) {
+                if (cs[i].keep[k]) CHECK_MSG(space_has(&s, cs[i].keep[k]), "case %zu: %s cut", i, cs[i].keep[k]);
+                if (cs[i].lose[k]) CHECK_MSG(!space_has(&s, cs[i].lose[k]), "case %zu: %s kept", i, cs[i].lose[k]);
+            }
+            printf("    case %zu: %d of %d parameters kept\n", i, s.n, all);
+        }
+        tsl_program_free(p);
+        tsl_context_free(ctx);
+    }
+}
+
 TEST_SUITE(tune) = {
     {"bench_cpu", test_bench_cpu},
     {"run_says_options_used", test_run_says_options_used},
@@ -463,5 +511,6 @@ TEST_SUITE(tune) = {
     {"ab_alternation_and_ratio", test_ab_alternation_and_ratio},
     {"bench_compare_cpu", test_bench_compare_cpu},
     {"bench_lowbit_reduced", test_bench_lowbit_reduced},
+    {"space_cut", test_space_cut},
     {0, 0},
 };
