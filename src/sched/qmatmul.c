@@ -555,7 +555,11 @@ static char *gemv_text(qm *q, const char *kname)
  * (bench/results/gpu-2026-11-29-NVIDIA-H200-s28.md). Eight slices give
  * 32 column blocks of uint4 (N = 8192) 256 blocks, about the two blocks a
  * multiprocessor that formula aimed at on an H100 or H200; the
- * partial sums are M * N * KS * 4 bytes, a few percent of W's. */
+ * partial sums are M * N * KS * 4 bytes, a few percent of W's. The
+ * tensor-core GEMV's split (qt_split) does follow the multiprocessor
+ * count, a launch argument of both its kernels, whose KS expressions are
+ * the same text; checked on an H200 at 3 to 32 slices (2026-11-30:
+ * `tessel run --check` at M 1-15 and gpu_bench's rows). */
 #define QV_SPLIT_MAX 32
 #define QV_SPLIT_DEFAULT 8
 #define QV_WS ((int64_t)1 << 22) /* f32 partials: contract.c's split-K workspace size, shared */

@@ -24,23 +24,55 @@ void tune_space_init(tune_space *s, tsl_target t)
         if (tab[i].targets & (1u << t)) s->param[s->n++] = &tab[i];
 }
 
-/* def's plan under o at sm (sched_print), or NULL when it does not schedule. */
-static char *plan_text(tsl_arena *a, const graph *g, tsl_target t, int sm, const sched_options *o)
+/* def's plan under o at sm (sched_print), or NULL when it does not
+ * schedule; the plan in an arena of its own, gone when printed. */
+static char *plan_text(const graph *g, tsl_target t, int sm, const sched_options *o)
 {
+    tsl_arena *a = arena_create();
     tsl_diag d = {0};
-    sched_plan *p = sched_lower_opt(a, g, t, sm, o, &d);
+    sched_plan *p = a ? sched_lower_opt(a, g, t, sm, o, &d) : NULL;
     diag_free(&d);
-    if (!p) return NULL;
-    strbuf b = {0};
-    sched_print(&b, p);
-    return sb_take(&b);
+    char *text = NULL;
+    if (p) {
+        strbuf b = {0};
+        sched_print(&b, p);
+        text = sb_take(&b);
+    }
+    if (a) arena_free(a);
+    return text;
+}
+
+/* Does a value of p other than base's change the plan from base's texts
+ * (one a probed arch)? */
+static int changes_plan(const graph *g, const tune_space *s, const int *sms, int nsm, char *const *texts,
+                        const sched_options *base, const sched_option *p)
+{
+    int was = sched_option_get(base, p);
+    for (int v = 0; v < p->nvalues; v++) {
+        if (p->values[v] == was) continue;
+        sched_options o = *base;
+        sched_option_set(&o, p, p->values[v]);
+        char why[160];
+        if (sched_options_check(&o, s->target, why, sizeof why)) continue;
+        for (int k = 0; k < nsm; k++) {
+            char *t = plan_text(g, s->target, sms[k], &o);
+            int differs = !t || strcmp(t, texts[k]) != 0; /* a plan that fails differs too */
+            free(t);
+            if (differs) return 1;
+        }
+    }
+    return 0;
 }
 
 /* The TC space is every parameter of the target; most leave a given
  * program's plan as it is (a matmul's plan reads no LSTM or attention
  * option), and a search that redraws them times the same plan again and
  * again: on an H200 the quantized GEMV at 57344 x 8192 tried 3 candidates
- * in a 40 s budget and missed the one option that made it 1.25x faster. */
+ * in a 40 s budget and missed the one option that made it 1.25x faster.
+ * A parameter that matters only beside another's value (qmatmul.dequant
+ * only with qmatmul.mma=0) is found by a second pass: from the first
+ * plan-changing value of a strategy's first live parameter, the cut
+ * parameters of that strategy are tried again. */
 int tune_space_cut(tune_space *s, const lang_def *def)
 {
     tsl_arena *a = arena_create();
@@ -48,33 +80,55 @@ int tune_space_cut(tune_space *s, const lang_def *def)
     graph *g = a ? graph_build(a, def, &d) : NULL;
     diag_free(&d);
     const int sms[2] = {80, 90};
-    int nsm = s->target == TSL_TARGET_CUDA ? 2 : 1, cut = 0;
+    int nsm = s->target == TSL_TARGET_CUDA ? 2 : 1, n = s->n;
     char *base[2] = {NULL, NULL};
     int ok = g != NULL;
-    for (int k = 0; ok && k < nsm; k++) ok = (base[k] = plan_text(a, g, s->target, sms[k], &sched_options_defaults)) != NULL;
-    for (int i = 0, n = s->n; ok && i < n; i++) {
+    for (int k = 0; ok && k < nsm; k++) ok = (base[k] = plan_text(g, s->target, sms[k], &sched_options_defaults)) != NULL;
+    char live[TUNE_MAX_PARAMS] = {0}, first[TUNE_MAX_PARAMS] = {0};
+    for (int i = 0; ok && i < n; i++)
+        live[i] = s->param[i]->runtime || changes_plan(g, s, sms, nsm, base, &sched_options_defaults, s->param[i]);
+    memcpy(first, live, sizeof live);
+    for (int i = 0; ok && i < n; i++) {
         const sched_option *p = s->param[i];
-        int live = p->runtime, def_v = sched_option_get(&sched_options_defaults, p);
-        for (int v = 0; !live && v < p->nvalues; v++) {
-            if (p->values[v] == def_v) continue;
-            sched_options o = sched_options_defaults;
+        if (!first[i] || p->runtime || !strcmp(p->strategy, "all")) continue;
+        int same = 0, earlier = 0; /* cut parameters of p's strategy left to try; a base for it already */
+        for (int j = 0; j < n; j++) {
+            same += !live[j] && !strcmp(s->param[j]->strategy, p->strategy);
+            earlier |= j < i && first[j] && !s->param[j]->runtime && !strcmp(s->param[j]->strategy, p->strategy);
+        }
+        if (!same || earlier) continue;
+        /* p's first value that changes the plan, as the base */
+        sched_options o = sched_options_defaults;
+        char *texts[2] = {NULL, NULL};
+        int found = 0, dv = sched_option_get(&sched_options_defaults, p);
+        for (int v = 0; !found && v < p->nvalues; v++) {
+            if (p->values[v] == dv) continue;
             sched_option_set(&o, p, p->values[v]);
             char why[160];
             if (sched_options_check(&o, s->target, why, sizeof why)) continue;
-            for (int k = 0; !live && k < nsm; k++) {
-                char *t = plan_text(a, g, s->target, sms[k], &o);
-                live = !t || strcmp(t, base[k]) != 0; /* a plan that fails differs too */
-                free(t);
+            int differs = 0;
+            for (int k = 0; k < nsm; k++) {
+                free(texts[k]);
+                texts[k] = plan_text(g, s->target, sms[k], &o);
+                differs |= !texts[k] || strcmp(texts[k], base[k]) != 0;
             }
+            found = differs && texts[0] && (nsm < 2 || texts[1]);
         }
-        if (!live) {
+        for (int j = 0; found && j < n; j++)
+            if (!live[j] && !strcmp(s->param[j]->strategy, p->strategy))
+                live[j] = changes_plan(g, s, sms, nsm, texts, &o, s->param[j]);
+        free(texts[0]);
+        free(texts[1]);
+    }
+    int cut = 0;
+    for (int i = 0; ok && i < n; i++) {
+        if (!live[i]) {
             cut++;
             continue;
         }
-        s->param[i - cut] = p;
+        s->param[i - cut] = s->param[i];
     }
-    if (ok) s->n -= cut;
-    else cut = 0;
+    s->n -= cut;
     free(base[0]);
     free(base[1]);
     if (a) arena_free(a);

@@ -485,6 +485,43 @@ static void record(session *s)
     sb_free(&h);
 }
 
+/* tune_space_cut in a child process: a strategy that faults or hangs on
+ * one option value costs the cut (the whole space is searched, with a
+ * warning), not the session, as a candidate's fault costs only it. */
+static void cut_space(tune_space *sp, const lang_def *def, double timeout_s)
+{
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds)) return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        tune_space kept = *sp;
+        tune_space_cut(&kept, def);
+        char mask[TUNE_MAX_PARAMS] = {0};
+        for (int i = 0, j = 0; i < sp->n && j < kept.n; i++)
+            if (sp->param[i] == kept.param[j]) mask[i] = 1, j++;
+        _exit(send_all(fds[1], mask, (size_t)sp->n) ? 1 : 0);
+    }
+    close(fds[1]);
+    char mask[TUNE_MAX_PARAMS];
+    int got = 0;
+    if (pid > 0) {
+        struct pollfd pf = {fds[0], POLLIN, 0};
+        if (poll(&pf, 1, (int)(timeout_s * 1000)) > 0) got = !recv_all(fds[0], mask, (size_t)sp->n);
+        if (!got) kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    close(fds[0]);
+    if (!got) {
+        rt_warn("tune: finding the parameters that change %s's plan failed; searching all %d", def->name, sp->n);
+        return;
+    }
+    int n = 0;
+    for (int i = 0; i < sp->n; i++)
+        if (mask[i]) sp->param[n++] = sp->param[i];
+    sp->n = n;
+}
+
 tsl_status tune_run(const tune_config *cfg_in, const lang_def *def, const lang_bound *b, const interp_tensor *views,
                     tune_report *rep, tsl_diag *d)
 {
@@ -511,7 +548,7 @@ tsl_status tune_run(const tune_config *cfg_in, const lang_def *def, const lang_b
     if (cfg.candidate_ms <= 0) cfg.candidate_ms = 200;
     if (cfg.timeout_s <= 0) cfg.timeout_s = 60;
     if (!cfg.seed) cfg.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    double t0 = now_s(), deadline = t0 + cfg.budget_s;
+    double t0 = now_s(), deadline = t0 + cfg.budget_s; /* set again after the space's cut */
 
     session s = {.cfg = &cfg, .t = t, .c = {def, b, views}, .rep = rep};
     for (int i = 0; i < 2 * TUNE_MAX_WORKERS; i++) s.w[i].fd = -1;
@@ -556,7 +593,7 @@ tsl_status tune_run(const tune_config *cfg_in, const lang_def *def, const lang_b
     tune_space space;
     tune_space_init(&space, cfg.target);
     int all = space.n;
-    if (!st) tune_space_cut(&space, def);
+    if (!st) cut_space(&space, def, 60);
     if (!st && cfg.progress) { /* what the search draws from */
         strbuf line = {0};
         sb_printf(&line, "tune %s %s: %d of %d parameters change the plan or the run:", def->name, t->name, space.n,
@@ -566,6 +603,7 @@ tsl_status tune_run(const tune_config *cfg_in, const lang_def *def, const lang_b
         cfg.progress(cfg.progress_ctx, sb_str(&line));
         sb_free(&line);
     }
+    deadline = now_s() + cfg.budget_s; /* the budget is the search's */
     tune_search g = {.rng = cfg.seed, .random = cfg.random, .mutation = cfg.mutation};
     int cap = 0;
     tune_scored *scored = NULL;
