@@ -1327,7 +1327,7 @@ static char *cpu_text(qm *q, const char *kname)
  * The header is the slice kernel's. */
 static char *sum_text(qm *q, const char *kname)
 {
-    char ny[160], yd[16], l[48], at[256];
+    char ny[160], yd[16], l[48];
     const lang_tensor *Y = q->def->tensors[q->ty];
     tname(q, q->ty, ny, sizeof ny);
     int SB = q->cpu ? 512 : 256, SU = q->cpu ? 1 : 8;
@@ -1349,8 +1349,10 @@ static char *sum_text(qm *q, const char *kname)
     sb_printf(o, "  let q_ks = %s\n  if q_ks > 1 {\n", sb_str(&ks));
     sb_printf(o, "    q_t = alloc register f32[%d] layout %s init 0.0\n", SB, l);
     /* slice z's SB columns: workspace row (z * M + m), padded to whole blocks of BN */
-    snprintf(at, sizeof at, "* %s + block_idx.y) * cdiv(%s, %d) * %d + block_idx.x * %d]", sb_str(&mm), sb_str(&nn),
-             q->BN, q->BN, SB);
+    strbuf atb = {0};
+    sb_printf(&atb, "* %s + block_idx.y) * cdiv(%s, %d) * %d + block_idx.x * %d]", sb_str(&mm), sb_str(&nn), q->BN,
+              q->BN, SB);
+    const char *at = sb_str(&atb);
     if (SU > 1) {
         sb_printf(o, "    for q_z in 0 : q_ks / %d {\n", SU);
         for (int u = 0; u < SU; u++)
@@ -1363,6 +1365,7 @@ static char *sum_text(qm *q, const char *kname)
     }
     sb_printf(o, "      q_v = load_global q_ws[(q_z %s -> register f32[%d] layout %s\n      add q_t, q_v -> q_t\n    }\n",
               at, SB, l);
+    sb_free(&atb);
     const char *res = "q_t";
     if (Y->dtype != TSL_DTYPE_F32) {
         sb_printf(o, "    q_out = cast q_t -> register %s[%d] layout %s\n", dtn(Y->dtype, yd), SB, l);
