@@ -51,7 +51,7 @@ static const sched_option params[] = {
     {"lstm.mma.bh", "lstm", GPU, F(lstm_bh), V(32, 64), 32, 64,
      "LSTM cell (f16/bf16): columns h a block, each with its four gates (128 or 256 accumulator columns)"},
     {"lstm.cpu.bm", "lstm", CPU, F(lstm_cpu_bm), V(48, 96), 48, 96, "LSTM cell on the CPU: rows b a block (48 or 96)"},
-    {"cpu.threads", "all", CPU, F(threads), V(0, 1, 2, 4, 8, 16, 32, 64), 0, 1024, "CPU threads a run uses (0: all)", 1},
+    {"cpu.threads", "run", CPU, F(threads), V(0, 1, 2, 4, 8, 16, 32, 64), 0, 1024, "CPU threads a run uses (0: all)"},
     {"cpu.micro_kernels", "contract", CPU, F(micro_kernels), V(0, 1), 0, 1, "register-tile f32 micro-kernels"},
     {"conv.cpu", "conv", CPU, F(conv), V(0, 1), 0, 1, "the CPU plan for two-operand f32 reductions"},
     {"sched.full_reductions", "fullred", CPU | GPU, F(full_reductions), V(0, 1), 0, 1,

@@ -66,14 +66,13 @@ extern const sched_options sched_options_defaults;
 /* One parameter of the space. */
 typedef struct sched_option {
     const char *key;      /* "contract.cpu.bm" */
-    const char *strategy; /* "contract", "conv", ... */
+    const char *strategy; /* "contract", "conv", ...; "all": every strategy; "run": read when a plan runs */
     unsigned targets;     /* 1 << tsl_target it applies to */
     size_t offset;        /* of its int in sched_options */
     const int *values;    /* what a search draws from (TC: powers of two, divisors) */
     int nvalues;
     int lo, hi;           /* what a user may set */
     const char *help;
-    int runtime;          /* read when a plan runs, not when it is scheduled (cpu.threads) */
 } sched_option;
 
 const sched_option *sched_option_table(int *n);

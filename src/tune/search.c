@@ -44,6 +44,9 @@ static char *plan_text(const graph *g, tsl_target t, int sm, const sched_options
 
 /* Does a value of p other than base's change the plan from base's texts
  * (one a probed arch)? */
+/* Is p read when a plan runs rather than when it is scheduled? */
+static int read_at_run(const sched_option *p) { return !strcmp(p->strategy, "run"); }
+
 static int changes_plan(const graph *g, const tune_space *s, const int *sms, int nsm, char *const *texts,
                         const sched_options *base, const sched_option *p)
 {
@@ -86,15 +89,15 @@ int tune_space_cut(tune_space *s, const lang_def *def)
     for (int k = 0; ok && k < nsm; k++) ok = (base[k] = plan_text(g, s->target, sms[k], &sched_options_defaults)) != NULL;
     char live[TUNE_MAX_PARAMS] = {0}, first[TUNE_MAX_PARAMS] = {0};
     for (int i = 0; ok && i < n; i++)
-        live[i] = s->param[i]->runtime || changes_plan(g, s, sms, nsm, base, &sched_options_defaults, s->param[i]);
+        live[i] = read_at_run(s->param[i]) || changes_plan(g, s, sms, nsm, base, &sched_options_defaults, s->param[i]);
     memcpy(first, live, sizeof live);
     for (int i = 0; ok && i < n; i++) {
         const sched_option *p = s->param[i];
-        if (!first[i] || p->runtime || !strcmp(p->strategy, "all")) continue;
+        if (!first[i] || read_at_run(p) || !strcmp(p->strategy, "all")) continue;
         int same = 0, earlier = 0; /* cut parameters of p's strategy left to try; a base for it already */
         for (int j = 0; j < n; j++) {
             same += !live[j] && !strcmp(s->param[j]->strategy, p->strategy);
-            earlier |= j < i && first[j] && !s->param[j]->runtime && !strcmp(s->param[j]->strategy, p->strategy);
+            earlier |= j < i && first[j] && !read_at_run(s->param[j]) && !strcmp(s->param[j]->strategy, p->strategy);
         }
         if (!same || earlier) continue;
         /* p's first value that changes the plan, as the base */
