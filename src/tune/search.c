@@ -42,11 +42,11 @@ static char *plan_text(const graph *g, tsl_target t, int sm, const sched_options
     return text;
 }
 
-/* Does a value of p other than base's change the plan from base's texts
- * (one a probed arch)? */
 /* Is p read when a plan runs rather than when it is scheduled? */
 static int read_at_run(const sched_option *p) { return !strcmp(p->strategy, "run"); }
 
+/* Does a value of p other than base's change the plan from base's texts
+ * (one a probed arch)? */
 static int changes_plan(const graph *g, const tune_space *s, const int *sms, int nsm, char *const *texts,
                         const sched_options *base, const sched_option *p)
 {

@@ -150,8 +150,9 @@ typedef struct tune_space {
 void tune_space_init(tune_space *s, tsl_target t);
 /* Keep the parameters that matter to def: those with a value that changes
  * its scheduled plan (sched_print's text, at sm_80 and sm_90 for CUDA)
- * from the defaults', and those read when the plan runs (strategy "run"). Nothing is cut
- * when the default plan does not schedule. Returns how many were cut. */
+ * from the defaults', and those read when the plan runs (strategy "run").
+ * Nothing is cut when the default plan does not schedule. Returns how
+ * many were cut. */
 int tune_space_cut(tune_space *s, const lang_def *def);
 
 uint64_t tune_rand(uint64_t *rng);
