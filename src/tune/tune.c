@@ -103,7 +103,11 @@ static int recv_all(int fd, void *buf, size_t n)
 
 /* ---- the worker process ---------------------------------------------------------------------- */
 
-static void worker_candidate(session *s, void *dev, const req *q, res *r)
+/* One candidate: compile (or take from the cache), check, time. The
+ * timing inputs are made once a worker (*bufs) and kept for its later
+ * candidates: every candidate reads the same inputs, and making them again
+ * (a 470 MB W) took longer than timing. */
+static void worker_candidate(session *s, void *dev, const req *q, tune_bufs **bufs, res *r)
 {
     tsl_diag d = {0};
     sched_options o = sched_options_defaults;
@@ -116,13 +120,11 @@ static void worker_candidate(session *s, void *dev, const req *q, res *r)
         rt_exec *e = drv_prepared_exec(pp);
         st = tune_check(e, &s->check, &s->ref, &r->err, &d);
         if (st) snprintf(r->msg, sizeof r->msg, "check: %s", sb_str(&d.msg));
-        tune_bufs *bufs = NULL;
         tune_timing tm = {0};
-        if (!st) st = tune_bufs_create(e, &s->c, (size_t)2 << 30, &bufs, &d);
-        if (!st) st = tune_time(e, bufs, &s->c, s->cfg->candidate_ms, 3, 1000, &tm, &d);
+        if (!st && !*bufs) st = tune_bufs_create(e, &s->c, (size_t)2 << 30, bufs, &d);
+        if (!st) st = tune_time(e, *bufs, &s->c, s->cfg->candidate_ms, 3, 1000, &tm, &d);
         if (st && !r->msg[0]) snprintf(r->msg, sizeof r->msg, "run: %s", sb_str(&d.msg));
         r->ms = tm.median_ms;
-        tune_bufs_free(bufs);
     }
     drv_prepared_free(pp);
     r->status = st;
@@ -152,17 +154,19 @@ static void worker_main(session *s, int self, int fd)
     diag_free(&d);
     if (send_all(fd, &r, sizeof r) || r.status) _exit(1);
     req q;
+    tune_bufs *bufs = NULL;
     while (!recv_all(fd, &q, sizeof q)) {
         q.options[sizeof q.options - 1] = 0;
         if (s->cfg->before_run && !q.compile_only) s->cfg->before_run(s->cfg->hook_ctx, self, q.options);
         memset(&r, 0, sizeof r);
         r.idx = q.idx;
-        worker_candidate(s, cdev, &q, &r);
+        worker_candidate(s, cdev, &q, &bufs, &r);
         if (send_all(fd, &r, sizeof r)) break;
         /* a launch that failed may have poisoned the context: the session
          * starts a fresh worker for the next candidate */
         if (cdev && r.status == TSL_ERR_RUNTIME) _exit(3);
     }
+    tune_bufs_free(bufs);
     _exit(0);
 }
 

@@ -75,7 +75,8 @@ typedef struct tune_bufs tune_bufs;
 /* Every parameter and output resident on e's device: the inputs in
  * `sets` copies (at least enough that together they pass twice the
  * device's last-level cache, at most what `max_bytes` allows), outputs
- * once. */
+ * once. They belong to e's device, not to e: other executables of the
+ * same program on that device may time with them after e is freed. */
 tsl_status tune_bufs_create(rt_exec *e, const tune_case *c, size_t max_bytes, tune_bufs **out, tsl_diag *d);
 void tune_bufs_free(tune_bufs *t);
 int tune_bufs_sets(const tune_bufs *t);
