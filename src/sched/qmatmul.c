@@ -940,7 +940,11 @@ static char *qt_text(qm *q, const char *kname)
     sb_printf(o, "  let q_k0 = q_g0 * %d\n  let q_k1 = q_g1 * %d\n", q->GR, q->GR);
     sb_printf(o, "  let q_col = block_idx.x * %d\n", BNB);
     sb_printf(o, "  q_acc = alloc register f32[8, %d] layout %s init 0.0\n", BN, lc);
-    sb_printf(o, "  q_xs = alloc shared f16[2, 8, %d]\n", q->GS);
+    /* rows GS + 16 apart: a step's X fragment (8 rows x 4 lanes x 8 bytes)
+     * in 2 wavefronts, not the 8 of rows a multiple of 128 bytes apart
+     * (ncu: 71% of the shared wavefronts were excess) */
+    sb_printf(o, "  q_xs = alloc shared f16[2, 8, %d] layout (2,8,%d):(%d,%d,1)\n", q->GS, q->GS, 8 * (q->GS + 16),
+              q->GS + 16);
     const char *acc = grouped ? "q_pacc" : "q_acc";
     sb_printf(o, "  q_c = alloc register u%d[%d, %d] layout %s init 0\n", wb, R, BNB * 8 / wb, lww);
     sb_printf(o, "  q_n = alloc register u%d[%d, %d] layout %s init 0\n", wb, R, BNB * 8 / wb, lww);
