@@ -6,7 +6,8 @@
 # full-size checks) of each kernel whose name matches KERNEL_REGEX, while
 # gpu_bench runs only the row named ROW (a substring, as --only takes):
 # speed of light, memory, occupancy, scheduler and warp-state statistics,
-# and the source counters (the SASS lines that stall most). Text lands in
+# the source counters (the SASS lines that stall most) and the stall
+# reasons (warps stalled for each, per issued instruction). Text lands in
 # $OUT/ncu-ROW.txt (ROW with every other character made _). Extra
 # TESSEL_OPTIONS pass through to the plan.
 set -uo pipefail
@@ -21,6 +22,7 @@ ncu --kernel-name "regex:$kre" --launch-skip "$skip" --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
     --section LaunchStats --section SchedulerStats --section WarpStateStats \
     --section ComputeWorkloadAnalysis --section SourceCounters \
+    --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
     build/gpu_bench --only "$row" > "$OUT/ncu-$name.txt" 2>&1
 rc=$?
 echo "ncu.sh: '$row' ($kre) -> $OUT/ncu-$name.txt, status $rc"
