@@ -863,9 +863,15 @@ static int qt_shape(qm *q, int opt)
         return 0;
     q->GS = gs;
     q->EB = 2 * q->bits;
-    /* U k16 steps a load: about 64 bytes a lane in flight (U = 8 / bits),
-     * whole steps of a group */
-    q->U = 8 / q->bits;
+    /* U k16 steps a load, whole steps of a group: 128 bytes a lane in
+     * flight for uint4 and uint8 (U = 16 / bits), 64 for uint1 and uint2
+     * (8 / bits). The kernel waits on its loads (ncu, uint4 8192^2: warps
+     * stalled a issued instruction on long scoreboard 1.78, on fixed
+     * latency 1.77); on an H200 the 128 bytes made uint4 57344x8192 111.3
+     * -> 101.7 us and uint8 187.7 -> 151.0 us (3.16 TB/s), though ptxas
+     * spills 92 bytes at the 168 registers of 3 blocks; uint2 gained 2-4%
+     * on the large shapes and lost 0-2% at 8192^2, and stays */
+    q->U = (q->bits >= 4 ? 16 : 8) / q->bits;
     while (q->U > 1 && (q->GS / 16) % q->U) q->U /= 2;
     q->GR = q->GS / (16 * q->U);
     q->BN = 128 * QT_WARPS;
