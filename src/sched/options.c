@@ -58,7 +58,8 @@ static const sched_option params[] = {
      "the two-launch plan of reductions to a scalar"},
     {"qmatmul.mma", "qmatmul", GPU, F(qmma), V(0, 1, 2), 0, 2,
      "the quantized GEMV (M < 16) on tensor cores (the dequantizing mma.q rows; uint1/2/4/8 W, f16 X, no zero "
-     "points): 1 for uint1, uint2 and uint4 (measured faster), 2 every width it takes, 0 never (CUDA cores)"},
+     "points): 1 the widths measured faster (uint1, uint2, uint4; uint8 on sm_90), 2 every width it takes, 0 "
+     "never (CUDA cores)"},
     {"qmatmul.dequant", "qmatmul", GPU, F(qdequant), V(0, 16, 32), 0, 32,
      "the streaming quantized GEMV's dequantization: 32 straight to f32, 16 through f16 pairs (lop3), "
      "0: f16 for float weights, uint2 and uint4, f32 for the other integers"},

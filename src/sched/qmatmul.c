@@ -16,8 +16,8 @@
  *     the next step's rows loaded before the current ones are multiplied,
  *     K split into slices (8 unless the option splitk says) and the
  *     slices summed in order;
- *   - GPU, small M, uint1/uint2 W (every one of uint1/2/4/8 with the
- *     option qmatmul.mma=2), f16 X: the same GEMV on tensor cores (qt_text:
+ *   - GPU, small M, uint1/2/4/8 W (unless the option qmatmul.mma=0),
+ *     f16 X: the same GEMV on tensor cores (qt_text:
  *     one `mma X, W, acc atom q.m8n128k16` a k16 step, the dequantizing
  *     rows of target/sm80.c), K split as the streaming GEMV's;
  *   - GPU, small M otherwise: a block per 64 columns (and
@@ -852,10 +852,14 @@ enum { QT_WARPS = 4, QT_MIN_BLOCKS = 3 };
 static int qt_shape(qm *q, int opt)
 {
     tsl_dtype wt = q->def->tensors[q->w.tensor]->dtype;
-    /* the option: 2 every width it takes, 1 (the default) uint1, uint2 and
-     * uint4, where it measured faster than the CUDA-core GEMV at each
-     * shape (uint8 was faster at 57344x8192 only), 0 never */
-    int on = opt == 2 || (opt == 1 && q->bits <= 4);
+    /* the option: 2 every width it takes, 1 (the default) the widths
+     * where it measured faster than the CUDA-core GEMV at each shape, 0
+     * never: uint1, uint2 and uint4, and on sm_90 with its 128-byte loads
+     * (below) uint8 too (H200, us, at 8192^2 / 57344x8192 / 8192x28672:
+     * uint8 39.1 / 156.6 / 87.0 against 44.4 / 236.5 / 98.2 on CUDA cores;
+     * with 64-byte loads it was slower at two shapes of three) */
+    int wide = q->sm >= 90 && q->bits >= 4;
+    int on = opt == 2 || (opt == 1 && (q->bits <= 4 || wide));
     int gs = q->s.op >= 0 && q->s.grouped ? (int)q->gs : 128;
     if (!on || q->cpu || !q->bytes || q->z.op >= 0 || q->sm < 80 || gs % 16 ||
         q->def->tensors[q->x.tensor]->dtype != TSL_DTYPE_F16 ||
@@ -864,14 +868,16 @@ static int qt_shape(qm *q, int opt)
     q->GS = gs;
     q->EB = 2 * q->bits;
     /* U k16 steps a load, whole steps of a group: 128 bytes a lane in
-     * flight for uint4 and uint8 (U = 16 / bits), 64 for uint1 and uint2
-     * (8 / bits). The kernel waits on its loads (ncu, uint4 8192^2: warps
+     * flight for uint4 and uint8 on sm_90 (U = 16 / bits), else 64 (8 /
+     * bits). The kernel waits on its loads (ncu, uint4 8192^2: warps
      * stalled a issued instruction on long scoreboard 1.78, on fixed
      * latency 1.77); on an H200 the 128 bytes made uint4 57344x8192 111.3
-     * -> 101.7 us and uint8 187.7 -> 151.0 us (3.16 TB/s), though ptxas
-     * spills 92 bytes at the 168 registers of 3 blocks; uint2 gained 2-4%
-     * on the large shapes and lost 0-2% at 8192^2, and stays */
-    q->U = (q->bits >= 4 ? 16 : 8) / q->bits;
+     * -> 101.7 us and uint8 187.7 -> 151.0 us (3.16 TB/s), though they
+     * spill (NVRTC sm_90a: 108 and 100 bytes stored at the 168 registers
+     * of 3 blocks; sm_80, unmeasured, would spill 116 and 216, so it
+     * keeps 64); uint2 gained 2-4% on the large shapes and lost 0-2% at
+     * 8192^2, and stays */
+    q->U = (wide ? 16 : 8) / q->bits;
     while (q->U > 1 && (q->GS / 16) % q->U) q->U /= 2;
     q->GR = q->GS / (16 * q->U);
     q->BN = 128 * QT_WARPS;

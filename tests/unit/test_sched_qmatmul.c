@@ -448,6 +448,12 @@ static void test_nvrtc(void)
                  * tiles a step, and f32 dequantization). More than 32 bytes
                  * is a regression; every other kernel spills nothing. */
                 int allow = k->min_blocks >= 2 ? 32 : 0;
+                /* the tensor-core GEMV's 128-byte loads (uint4, uint8 on
+                 * sm_90a) spill about 100 bytes at 3 blocks' 168 registers
+                 * and still measured 1.1-1.24x faster on an H200
+                 * (2026-11-30) than the 64-byte loads that fit */
+                if (arch && strstr(k->name, "_qgemv_mma") && (!strcmp(ws[i], "uint4") || !strcmp(ws[i], "uint8")))
+                    allow = 192;
                 CHECK_MSG(r.spill_stores <= allow && r.spill_loads <= allow && r.stack_frame <= allow,
                           "%s %s %s: spills %d/%d, stack %d", ws[i], k->name, arch ? "sm_90a" : "sm_80", r.spill_stores,
                           r.spill_loads, r.stack_frame);
