@@ -45,10 +45,12 @@ static char *plan_text(const graph *g, tsl_target t, int sm, const sched_options
 /* Is p read when a plan runs rather than when it is scheduled? */
 static int read_at_run(const sched_option *p) { return !strcmp(p->strategy, "run"); }
 
-/* Does a value of p other than base's change the plan from base's texts
- * (one a probed arch)? */
-static int changes_plan(const graph *g, const tune_space *s, const int *sms, int nsm, char *const *texts,
-                        const sched_options *base, const sched_option *p)
+/* The first value of p (other than base's) whose plan differs from
+ * base's texts on a probed arch (a plan that fails differs too). With
+ * out, only a value whose plan schedules on every arch counts, and its
+ * options and plan texts go to *out and outt[] (the caller frees them). */
+static int first_change(const graph *g, const tune_space *s, const int *sms, int nsm, char *const *texts,
+                        const sched_options *base, const sched_option *p, sched_options *out, char **outt)
 {
     int was = sched_option_get(base, p);
     for (int v = 0; v < p->nvalues; v++) {
@@ -57,14 +59,30 @@ static int changes_plan(const graph *g, const tune_space *s, const int *sms, int
         sched_option_set(&o, p, p->values[v]);
         char why[160];
         if (sched_options_check(&o, s->target, why, sizeof why)) continue;
-        for (int k = 0; k < nsm; k++) {
-            char *t = plan_text(g, s->target, sms[k], &o);
-            int differs = !t || strcmp(t, texts[k]) != 0; /* a plan that fails differs too */
-            free(t);
-            if (differs) return 1;
+        char *t[2] = {NULL, NULL};
+        int differs = 0, all = 1;
+        for (int k = 0; k < nsm && (out || !differs); k++) {
+            t[k] = plan_text(g, s->target, sms[k], &o);
+            differs |= !t[k] || strcmp(t[k], texts[k]) != 0;
+            all &= t[k] != NULL;
         }
+        if (differs && out && all) {
+            *out = o;
+            outt[0] = t[0], outt[1] = t[1];
+            return 1;
+        }
+        free(t[0]);
+        free(t[1]);
+        if (differs && !out) return 1;
     }
     return 0;
+}
+
+/* Does a value of p other than base's change the plan? */
+static int changes_plan(const graph *g, const tune_space *s, const int *sms, int nsm, char *const *texts,
+                        const sched_options *base, const sched_option *p)
+{
+    return first_change(g, s, sms, nsm, texts, base, p, NULL, NULL);
 }
 
 /* The TC space is every parameter of the target; most leave a given
@@ -100,23 +118,10 @@ int tune_space_cut(tune_space *s, const lang_def *def)
             earlier |= j < i && first[j] && !read_at_run(s->param[j]) && !strcmp(s->param[j]->strategy, p->strategy);
         }
         if (!same || earlier) continue;
-        /* p's first value that changes the plan, as the base */
-        sched_options o = sched_options_defaults;
+        /* p's first value that changes the plan (and schedules), as the base */
+        sched_options o;
         char *texts[2] = {NULL, NULL};
-        int found = 0, dv = sched_option_get(&sched_options_defaults, p);
-        for (int v = 0; !found && v < p->nvalues; v++) {
-            if (p->values[v] == dv) continue;
-            sched_option_set(&o, p, p->values[v]);
-            char why[160];
-            if (sched_options_check(&o, s->target, why, sizeof why)) continue;
-            int differs = 0;
-            for (int k = 0; k < nsm; k++) {
-                free(texts[k]);
-                texts[k] = plan_text(g, s->target, sms[k], &o);
-                differs |= !texts[k] || strcmp(texts[k], base[k]) != 0;
-            }
-            found = differs && texts[0] && (nsm < 2 || texts[1]);
-        }
+        int found = first_change(g, s, sms, nsm, base, &sched_options_defaults, p, &o, texts);
         for (int j = 0; found && j < n; j++)
             if (!live[j] && !strcmp(s->param[j]->strategy, p->strategy))
                 live[j] = changes_plan(g, s, sms, nsm, texts, &o, s->param[j]);
