@@ -18,6 +18,7 @@ const sched_options sched_options_defaults = {
     .chains = 1,
     .qdequant = 0,
     .qmma = 1,
+    .qprefetch = 1,
     .chain_bm = 64,
     .lstm = 1,
     .lstm_bm = 128,
@@ -60,6 +61,9 @@ static const sched_option params[] = {
      "the quantized GEMV (M < 16) on tensor cores (the dequantizing mma.q rows; uint1/2/4/8 W, f16 X, no zero "
      "points): 1 the widths measured faster (uint1, uint2, uint4; uint8 on sm_90), 2 every width it takes, 0 "
      "never (CUDA cores)"},
+    {"qmatmul.prefetch", "qmatmul", GPU, F(qprefetch), V(0, 1, 2), 0, 2,
+     "the quantized GEMV on tensor cores: X's block and the scales of the next group by cp.async (1 where a group "
+     "is one load of W, uint1; 2 always; 0 never: plain loads at the group's start and end)"},
     {"qmatmul.dequant", "qmatmul", GPU, F(qdequant), V(0, 16, 32), 0, 32,
      "the streaming quantized GEMV's dequantization: 32 straight to f32, 16 through f16 pairs (lop3), "
      "0: f16 for float weights, uint2 and uint4, f32 for the other integers"},

@@ -87,6 +87,7 @@ typedef struct qm {
     int f16;          /* dequantize through f16 (the option qmatmul.dequant) */
     int sm;           /* the plan's compute capability x 10 */
     int mq;           /* the plan is the tensor-core GEMV's (qt_text): sum_text takes its KS from qt_split */
+    int pre;          /* qt_text loads a group's X and scales a group ahead (qt_shape, the option qmatmul.prefetch) */
     int tc;           /* the plan is the tensor-core kernel's: sum_text takes its KS from gemm_split */
     strbuf b;
 } qm;
@@ -849,7 +850,7 @@ enum { QT_WARPS = 4, QT_MIN_BLOCKS = 3 };
  * zero points, a grouped scale's groups whole k16 steps, sm_80 or later,
  * the option qmatmul.mma. Sets its shape: a lane 16 columns (2 BITS bytes)
  * of 4 rows a step, a warp 128 columns, QT_WARPS warps a block. */
-static int qt_shape(qm *q, int opt)
+static int qt_shape(qm *q, int opt, int prefetch)
 {
     tsl_dtype wt = q->def->tensors[q->w.tensor]->dtype;
     /* the option: 2 every width it takes, 1 (the default) the widths
@@ -859,6 +860,7 @@ static int qt_shape(qm *q, int opt)
      * uint8 39.1 / 156.6 / 87.0 against 44.4 / 236.5 / 98.2 on CUDA cores;
      * with 64-byte loads it was slower at two shapes of three) */
     int wide = q->sm >= 90 && q->bits >= 4;
+    if (getenv("QWIDE")) wide = q->sm >= 90 && (atoi(getenv("QWIDE")) >> q->bits & 1);
     int on = opt == 2 || (opt == 1 && (q->bits <= 4 || wide));
     int gs = q->s.op >= 0 && q->s.grouped ? (int)q->gs : 128;
     if (!on || q->cpu || !q->bytes || q->z.op >= 0 || q->sm < 80 || gs % 16 ||
@@ -880,6 +882,14 @@ static int qt_shape(qm *q, int opt)
     q->U = (wide ? 16 : 8) / q->bits;
     while (q->U > 1 && (q->GS / 16) % q->U) q->U /= 2;
     q->GR = q->GS / (16 * q->U);
+    /* X's block and the scales of a group by cp.async a group ahead (2),
+     * or by plain loads at the group's start and end (0); 1 (the default)
+     * where it measured faster: a group of one load (uint1), where those
+     * two loads sat between every two loads of W. H200, M = 1, us at
+     * 8192^2 / 57344x8192 / 8192x28672: uint1 32.7 / 131.7 / 72.5 -> 29.7
+     * / 108.4 / 61.4; uint2 and uint4 (two loads a group) 1-10% slower,
+     * uint8 (four) 1-3% faster */
+    q->pre = prefetch == 2 || (prefetch == 1 && q->GR == 1);
     q->BN = 128 * QT_WARPS;
     q->T = 32 * QT_WARPS;
     q->mq = 1;
@@ -957,24 +967,47 @@ static char *qt_text(qm *q, const char *kname)
      * (ncu: 71% of the shared wavefronts were excess) */
     sb_printf(o, "  q_xs = alloc shared f16[2, 8, %d] layout (2,8,%d):(%d,%d,1)\n", q->GS, q->GS, 8 * (q->GS + 16),
               q->GS + 16);
+    int pre = q->pre, spre = pre && grouped;
+    if (spre) sb_printf(o, "  q_ss = alloc shared %s[2, 1, %d]\n", dtn(S->dtype, sd), BN);
     const char *acc = grouped ? "q_pacc" : "q_acc";
     sb_printf(o, "  q_c = alloc register u%d[%d, %d] layout %s init 0\n", wb, R, BNB * 8 / wb, lww);
     sb_printf(o, "  q_n = alloc register u%d[%d, %d] layout %s init 0\n", wb, R, BNB * 8 / wb, lww);
+    /* (pre) group g's 8 x G block of X (zero past M and K) and its row of
+     * scales by cp.async into buffer g % 2, a group ahead */
+#define ISSUE(ind, g)                                                                                                 \
+    do {                                                                                                              \
+        sb_printf(o, "%scopy_async %s[block_idx.y * 8, (%s) * %d] -> q_xs[(%s) %% 2] fill 0 bytes 16\n", ind, nx, g,  \
+                  q->GS, g);                                                                                          \
+        if (spre)                                                                                                     \
+            sb_printf(o, "%scopy_async %s[%s, block_idx.x * %d] -> q_ss[(%s) %% 2] fill 0 bytes 16\n", ind, ns, g,   \
+                      BN, g);                                                                                         \
+    } while (0)
 #define LOADW(ind, row, dst) load_words(o, ind, row, R, BNB, lw8, wb, lww, dst)
     sb_puts(o, "  if q_k0 < q_k1 {\n");
+    if (pre) ISSUE("    ", "q_g0");
     char r0[48];
     snprintf(r0, sizeof r0, "q_k0 * %d", R);
     LOADW("    ", r0, "q_c");
     /* a group's loads in an inner loop: its partial sums start at 0 and
      * are scaled after it, off the loads' path */
-    sb_puts(o, "  }\n  for q_g in q_g0 : q_g1 {\n");
+    sb_printf(o, "  }\n%s  for q_g in q_g0 : q_g1 {\n", pre ? "  commit\n  wait 0\n  sync\n" : "");
     if (grouped) sb_printf(o, "    q_pacc = alloc register f32[8, %d] layout %s init 0.0\n", BN, lc);
-    /* X's 8 x G block of the group into shared memory once (one masked
-     * load for the block; the steps then read it unmasked), two buffers
-     * so that one barrier a group orders the writes after the last reads */
-    sb_printf(o, "    q_xg = load_global %s[block_idx.y * 8, q_g * %d] -> register f16[8, %d] layout spatial(8, %d).local(1, %d)\n",
-              nx, q->GS, q->GS, q->T / 8, q->GS * 8 / q->T);
-    sb_puts(o, "    store_shared q_xg -> q_xs[q_g % 2, 0, 0]\n    sync\n");
+    if (pre) {
+        /* the next group's into the other buffers, last read in the
+         * group before this one (a barrier ends each group) */
+        sb_puts(o, "    if q_g + 1 < q_g1 {\n");
+        ISSUE("      ", "q_g + 1");
+        sb_puts(o, "    }\n    commit\n");
+    } else {
+        /* X's 8 x G block of the group into shared memory once (one
+         * masked load for the block; the steps then read it unmasked),
+         * two buffers so that one barrier a group orders the writes after
+         * the last reads */
+        sb_printf(o, "    q_xg = load_global %s[block_idx.y * 8, q_g * %d] -> register f16[8, %d] layout spatial(8, %d).local(1, %d)\n",
+                  nx, q->GS, q->GS, q->T / 8, q->GS * 8 / q->T);
+        sb_puts(o, "    store_shared q_xg -> q_xs[q_g % 2, 0, 0]\n    sync\n");
+    }
+#undef ISSUE
     /* unrolled up to 8 loads a group: the next load's words then need no
      * copy into the current one's registers (1,214 instructions a group
      * of uint4 in place of 1,344) */
@@ -989,13 +1022,18 @@ static char *qt_text(qm *q, const char *kname)
     sb_printf(o, "      q_q = view q_w -> register %s[%d, %d] layout %s\n", wdt, R, BN, lq);
     sb_printf(o, "      mma q_x, q_q, %s -> %s atom q.m8n128k16\n", acc, acc);
     sb_puts(o, "      copy q_n -> q_c\n    }\n");
-    if (grouped) {
+    if (spre)
+        sb_printf(o, "    q_sl = load_shared q_ss[q_g %% 2, 0, 0] -> register %s[1, %d] layout %s\n", dtn(S->dtype, sd),
+                  BN, ls);
+    else if (grouped)
         sb_printf(o, "    q_sl = load_global %s[q_g, block_idx.x * %d] -> register %s[1, %d] layout %s\n", ns, BN,
                   dtn(S->dtype, sd), BN, ls);
+    if (grouped) {
         sb_printf(o, "    q_sf = cast q_sl -> register f32[1, %d] layout %s\n", BN, ls);
         sb_printf(o, "    q_sb = broadcast q_sf -> register f32[8, %d] layout %s dim 0\n", BN, lc);
         sb_puts(o, "    q_ps = mul q_pacc, q_sb\n    add q_acc, q_ps -> q_acc\n");
     }
+    if (pre) sb_puts(o, "    wait 0\n    sync\n");
     sb_puts(o, "  }\n");
     const char *res = "q_acc";
     if (S && !grouped) { /* a scale per column */
@@ -1532,7 +1570,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
      * the sum of the slices) instead of gemv_text's where it applies */
     tile_kernel *kv = NULL, *kvs = NULL;
     qm qv = qs[0];
-    int mq = !q.cpu && qs[0].bytes && qt_shape(&qv, p->opt->qmma); /* qv untouched when not */
+    int mq = !q.cpu && qs[0].bytes && qt_shape(&qv, p->opt->qmma, p->opt->qprefetch); /* qv untouched when not */
     if (mq || (!q.cpu && qs[0].bytes && vec_shape(&qv))) {
         int ws = ws_slot(p);
         qv.ws = ws;
