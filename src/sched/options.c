@@ -15,6 +15,7 @@ const sched_options sched_options_defaults = {
     .micro_kernels = 1,
     .threads = 0,
     .splitk = 0,
+    .splitk_bk = 64,
     .chains = 1,
     .qdequant = 0,
     .qmma = 1,
@@ -77,6 +78,8 @@ static const sched_option params[] = {
      "M <= 64 (and the quantized GEMV, on the CPU too, and the quantized tensor-core GEMM, M >= 16): K split in S "
      "slices, summed by a second kernel (0: S from the SM count; the quantized kernels' own defaults, from the "
      "sizes; 1: never)"},
+    {"contract.splitk.bk", "contract", GPU, F(splitk_bk), V(32, 64), 16, 128,
+     "the split-K pair (M <= 64, f16/bf16 on tensor cores): depth of a k step, the bytes of B a stage"},
     {"contract.fma.bm", "contract", GPU, F(fma.bm), V(32, 64, 128, 256), 8, 512, "block rows of C"},
     {"contract.fma.bn", "contract", GPU, F(fma.bn), V(32, 64, 128, 256), 8, 512, "block columns of C"},
     {"contract.fma.bk", "contract", GPU, F(fma.bk), V(8, 16, 32), 4, 256, "depth of a k step"},
@@ -254,6 +257,17 @@ int sched_options_check(const sched_options *o, tsl_target t, char *why, size_t 
     if (smem > 227L * 1024) {
         snprintf(why, n, "contract.mma: %ld bytes of shared memory for %d stages (at most 232448 on sm_90)", smem,
                  m->stages);
+        return 1;
+    }
+    if (o->splitk_bk % 16) {
+        snprintf(why, n, "contract.splitk.bk: %d must be a multiple of 16", o->splitk_bk);
+        return 1;
+    }
+    /* the split-K pair's stages: 32 rows of A, splitk.bk rows of B */
+    smem = (long)m->stages * (32L * (o->splitk_bk + m->pad) + (long)o->splitk_bk * (m->bn + m->pad)) * es;
+    if (smem > 227L * 1024) {
+        snprintf(why, n, "contract.splitk.bk: %ld bytes of shared memory for %d stages of the split-K pair (at most "
+                 "232448 on sm_90)", smem, m->stages);
         return 1;
     }
     return 0;

@@ -33,6 +33,7 @@ typedef struct sched_options {
     int threads;                /* CPU: threads a run uses (0: the pool's) */
     int splitk;                 /* GPU contraction with M <= 64: K split in this many
                                  * slices (0: from the SM count at run time, 1: never) */
+    int splitk_bk;              /* the split-K pair's k step depth (f16/bf16, M <= 64 on the GPU) */
     int chains;                 /* 0: merged chains (attention, GEMM chains) as the groups before the merge */
     int qmma;                   /* the quantized GEMV on tensor cores (mma.q): 1 uint1/2/4, 2 every width, 0 never */
     int qprefetch;              /* the tensor-core GEMV loads X and the scales a group ahead: 1 where a group
