@@ -152,6 +152,17 @@ def main():
         ref = 0.5 * x * (1 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
         err = rel_err(y, ref)
         assert err < 1e-2, err
+        # torch.compile of the same maths (the other anchor; the
+        # target is the faster of the two), printed before cuBLASLt
+        try:
+            cg = torch.compile(lambda a, b: torch.nn.functional.gelu(a @ b + bias, approximate="tanh"))
+            err_c = rel_err(cg(a, b), ref)
+            assert err_c < 1e-2, err_c
+            t = bench(lambda: cg(*nxt()))
+            rows.append(("GEMM+bias+GELU fp16 4096^3 (torch.compile)", f"err {err_c:.1e}", 2 * s**3 / t / 1e12,
+                         "TFLOP/s", t))
+        except Exception as e:  # no compiler toolchain on the machine
+            print(f"GEMM+bias+GELU: torch.compile unavailable: {e}")
         t = bench(lambda: torch._addmm_activation(bias, *nxt(), use_gelu=True))
         rows.append(("GEMM+bias+GELU fp16 4096^3 (cuBLASLt epilogue)", f"err {err:.1e}", 2 * s**3 / t / 1e12,
                      "TFLOP/s", t))

@@ -860,7 +860,6 @@ static int qt_shape(qm *q, int opt, int prefetch)
      * uint8 39.1 / 156.6 / 87.0 against 44.4 / 236.5 / 98.2 on CUDA cores;
      * with 64-byte loads it was slower at two shapes of three) */
     int wide = q->sm >= 90 && q->bits >= 4;
-    if (getenv("QWIDE")) wide = q->sm >= 90 && (atoi(getenv("QWIDE")) >> q->bits & 1);
     int on = opt == 2 || (opt == 1 && (q->bits <= 4 || wide));
     int gs = q->s.op >= 0 && q->s.grouped ? (int)q->gs : 128;
     if (!on || q->cpu || !q->bytes || q->z.op >= 0 || q->sm < 80 || gs % 16 ||
