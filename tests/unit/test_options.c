@@ -2,7 +2,9 @@
  * text round trips, the validity check says why, options change the plan,
  * and candidates the check accepts run correctly (CPU, against the
  * interpreter). */
+#include <dirent.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -248,6 +250,49 @@ static void test_valid_candidates_run(void)
     tsl_context_free(ctx);
 }
 
+/* Files under dir (recursively) that call getenv, other than the one
+ * place the API reads the environment (src/api/env.c), into *bad. */
+static int scan_getenv(const char *dir, strbuf *bad)
+{
+    DIR *dp = opendir(dir);
+    if (!dp) return 0;
+    int files = 0;
+    struct dirent *e;
+    while ((e = readdir(dp))) {
+        if (e->d_name[0] == '.') continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        size_t l = strlen(e->d_name);
+        if (l > 2 && (!strcmp(e->d_name + l - 2, ".c") || !strcmp(e->d_name + l - 2, ".h"))) {
+            files++;
+            if (strstr(path, "/src/api/env.c")) continue;
+            FILE *f = fopen(path, "r");
+            char line[4096];
+            for (int n = 1; f && fgets(line, sizeof line, f); n++)
+                if (strstr(line, "getenv(")) sb_printf(bad, " %s:%d", path, n);
+            if (f) fclose(f);
+        } else if (!strchr(e->d_name, '.')) {
+            files += scan_getenv(path, bad);
+        }
+    }
+    closedir(dp);
+    return files;
+}
+
+/* Tuning spaces are data: no strategy, pass or generator reads an
+ * environment variable (the CLI and the API pass options; the API's
+ * own variables are read in src/api/env.c alone). */
+static void test_library_reads_no_environment(void)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/src", test_root());
+    strbuf bad = {0};
+    int files = scan_getenv(dir, &bad);
+    CHECK_MSG(files > 100, "only %d source files under %s", files, dir);
+    CHECK_MSG(!bad.len, "getenv outside src/api/env.c:%s", sb_str(&bad));
+    sb_free(&bad);
+}
+
 TEST_SUITE(options) = {
     {"defaults_and_round_trip", test_defaults_and_round_trip},
     {"parse_errors", test_parse_errors},
@@ -255,5 +300,6 @@ TEST_SUITE(options) = {
     {"check_says_why", test_check_says_why},
     {"options_change_the_plan", test_options_change_the_plan},
     {"valid_candidates_run", test_valid_candidates_run},
+    {"library_reads_no_environment", test_library_reads_no_environment},
     {0, 0},
 };
