@@ -6,7 +6,7 @@ emitted as PTX by build/tessel, assembled by ptxas and disassembled by
 nvdisasm (set NVDISASM if it is not on PATH: `pip download
 nvidia-cuda-nvdisasm` and unzip the wheel). Run from the repository root:
 
-    python3 bench/qgemv_sass.py [--arch sm_90a] [--mma] [WIDTH ...]
+    python3 bench/qgemv_sass.py [--arch sm_90a] [--mma] [--options K=V,...] [WIDTH ...]
 
 --mma counts the tensor-core GEMV (qmm_g0_qgemv_mma, qmatmul.mma=2)
 instead of the streaming one (qmatmul.mma=0); its largest loop is a
@@ -94,6 +94,8 @@ def main():
         arch, args = args[1], args[2:]
     if args[:1] == ["--mma"]:
         kernel, opts, args = "qmm_g0_qgemv_mma", "qmatmul.mma=2", args[1:]
+    if args[:1] == ["--options"]:  # more options for the plan
+        opts, args = opts + "," + args[1], args[2:]
     ptxas, nvdisasm = tool("ptxas", "PTXAS"), tool("nvdisasm", "NVDISASM")
     print("%-11s %6s %6s %5s %7s %9s  %s" % ("width", "regs", "spill", "w/it", "hot", "per w", "top opcodes"))
     with tempfile.TemporaryDirectory() as d:
@@ -115,8 +117,9 @@ def main():
             sass = subprocess.run([nvdisasm, "-c", cub], capture_output=True, text=True).stdout
             k = tile.split("kernel " + kernel)[1].split("\nkernel ")[0]
             th = int(re.search(r"threads\((\d+)\)", k).group(1))
-            q = re.search(r"q_q = view .* -> register \w+\[(\d+), (\d+)\]", k)
-            wpt = int(q.group(1)) * int(q.group(2)) // th
+            qs = re.findall(r"q_q\d* = view .* -> register \w+\[(\d+), (\d+)\]", k)
+            # a ring of buffers (qmatmul.depth > 1): a group's steps written out
+            wpt = sum(int(a) * int(b) for a, b in qs) // th
             un = re.search(r"for q_r in 0 : (\d+) unroll", k)
             if un:  # the steps of a group unrolled: the loop is the group's
                 wpt *= int(un.group(1))

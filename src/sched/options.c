@@ -20,6 +20,7 @@ const sched_options sched_options_defaults = {
     .qdequant = 0,
     .qmma = 1,
     .qprefetch = 1,
+    .qload = 0,
     .chain_bm = 64,
     .lstm = 1,
     .lstm_bm = 128,
@@ -65,6 +66,9 @@ static const sched_option params[] = {
     {"qmatmul.prefetch", "qmatmul", GPU, F(qprefetch), V(0, 1, 2), 0, 2,
      "the quantized GEMV on tensor cores: X's block and the scales of the next group by cp.async (1 where a group "
      "is one load of W, uint1; 2 always; 0 never: plain loads at the group's start and end)"},
+    {"qmatmul.load", "qmatmul", GPU, F(qload), V(0, 32, 64, 128), 0, 128,
+     "the quantized GEMV on tensor cores: bytes of W a lane loads at once (0: 128 for uint4 and uint8 on sm_90, "
+     "else 64; at least a k16 step's 8 x bits)"},
     {"qmatmul.dequant", "qmatmul", GPU, F(qdequant), V(0, 16, 32), 0, 32,
      "the streaming quantized GEMV's dequantization: 32 straight to f32, 16 through f16 pairs (lop3), "
      "0: f16 for float weights, uint2 and uint4, f32 for the other integers"},

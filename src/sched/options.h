@@ -38,6 +38,8 @@ typedef struct sched_options {
     int qmma;                   /* the quantized GEMV on tensor cores (mma.q): 1 uint1/2/4, 2 every width, 0 never */
     int qprefetch;              /* the tensor-core GEMV loads X and the scales a group ahead: 1 where a group
                                  * is one load of W, 2 always, 0 never */
+    int qload;                  /* the tensor-core GEMV: bytes of W a lane loads at once (0: 128 for uint4/uint8
+                                 * on sm_90, else 64) */
     int qdequant;               /* the quantized GEMV's dequantization: 32 to f32, 16 to f16 pairs first,
                                  * 0: f16 for float weights, uint2 and uint4, f32 for the other integers */
     int chain_bm;               /* the GEMM chain's tensor-core plan: rows a block (64: 8 warps,

@@ -850,8 +850,9 @@ enum { QT_WARPS = 4, QT_MIN_BLOCKS = 3 };
  * zero points, a grouped scale's groups whole k16 steps, sm_80 or later,
  * the option qmatmul.mma. Sets its shape: a lane 16 columns (2 BITS bytes)
  * of 4 rows a step, a warp 128 columns, QT_WARPS warps a block. */
-static int qt_shape(qm *q, int opt, int prefetch)
+static int qt_shape(qm *q, const sched_options *o)
 {
+    int opt = o->qmma, prefetch = o->qprefetch;
     tsl_dtype wt = q->def->tensors[q->w.tensor]->dtype;
     /* the option: 2 every width it takes, 1 (the default) the widths
      * where it measured faster than the CUDA-core GEMV at each shape, 0
@@ -878,7 +879,8 @@ static int qt_shape(qm *q, int opt, int prefetch)
      * of 3 blocks; sm_80, unmeasured, would spill 116 and 216, so it
      * keeps 64); uint2 gained 2-4% on the large shapes and lost 0-2% at
      * 8192^2, and stays */
-    q->U = (wide ? 16 : 8) / q->bits;
+    int bytes = o->qload ? o->qload : wide ? 128 : 64;
+    q->U = bytes / (8 * q->bits) > 1 ? bytes / (8 * q->bits) : 1;
     while (q->U > 1 && (q->GS / 16) % q->U) q->U /= 2;
     q->GR = q->GS / (16 * q->U);
     /* X's block and the scales of a group by cp.async a group ahead (2),
@@ -1569,7 +1571,7 @@ int sched_lower_qmatmul(sched_plan *p, const graph *g, const graph_group *grp)
      * the sum of the slices) instead of gemv_text's where it applies */
     tile_kernel *kv = NULL, *kvs = NULL;
     qm qv = qs[0];
-    int mq = !q.cpu && qs[0].bytes && qt_shape(&qv, p->opt->qmma, p->opt->qprefetch); /* qv untouched when not */
+    int mq = !q.cpu && qs[0].bytes && qt_shape(&qv, p->opt); /* qv untouched when not */
     if (mq || (!q.cpu && qs[0].bytes && vec_shape(&qv))) {
         int ws = ws_slot(p);
         qv.ws = ws;

@@ -635,8 +635,9 @@ static void test_streaming(void)
  * blocks a multiprocessor, one multiprocessor off the GPU: 3 slices at N
  * 136, one at N 520 and 1040); X and the scales a group ahead by
  * cp.async (qmatmul.prefetch: uint1's default, every width with 2) and
- * by plain loads (0); the tile interpreter, the host emulation of the
- * CUDA and the C generator against the reference. */
+ * by plain loads (0); loads of 32 and 128 bytes a lane (qmatmul.load);
+ * the tile interpreter, the host emulation of the CUDA and the C
+ * generator against the reference. */
 static void test_mma_gemv(void)
 {
     static const struct { const char *w; int form, gs; } cs[] = {
@@ -646,8 +647,10 @@ static void test_mma_gemv(void)
     static const char *const opts[] = {"qmatmul.mma=2,contract.splitk=16", "qmatmul.mma=2,contract.splitk=3",
                                        "qmatmul.mma=2,contract.splitk=1", "qmatmul.mma=2",
                                        "qmatmul.mma=2,qmatmul.prefetch=2,contract.splitk=3",
-                                       "qmatmul.mma=2,qmatmul.prefetch=0,contract.splitk=16"};
-    static const int sms[] = {80, 80, 80, 90, 90, 80};
+                                       "qmatmul.mma=2,qmatmul.prefetch=0,contract.splitk=16",
+                                       "qmatmul.mma=2,qmatmul.load=32,contract.splitk=2",
+                                       "qmatmul.mma=2,qmatmul.load=128"};
+    static const int sms[] = {80, 80, 80, 90, 90, 80, 90, 80};
     for (size_t i = 0; i < TSL_COUNTOF(cs); i++) {
         option_plans it;
         for (option_plans_open(&it, cs[i].w, cs[i].form, cs[i].gs, opts, sms, (int)TSL_COUNTOF(opts));
@@ -668,7 +671,7 @@ static void test_mma_gemv(void)
                 }
                 /* emulated: every case once, uint4's three splits, uint1 at
                  * every size, every case prefetched */
-                if (test_have_cxx() && ((oi < 3 && (si == 0 || i == 1) && (oi == 0 || i == 0)) || (oi == 4 && si == 1))) {
+                if (test_have_cxx() && ((oi < 3 && (si == 0 || i == 1) && (oi == 0 || i == 0)) || (oi >= 4 && si == 1))) {
                     snprintf(what, sizeof what, "tensor-core GEMV %s '%s', CUDA emulated", cs[i].w, opts[oi]);
                     compare(it.a, it.def, it.xdef, p, sz, test_run_cuda_emu, what);
                 }
