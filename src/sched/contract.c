@@ -576,6 +576,7 @@ static int ct_plan(ct *c)
     c->ethreads = c->sh.threads;
     if (c->sm90) {
         c->sh = CT_SM90;
+        c->sh.bn = c->opt->sm90_bn;
         /* a 64 x 256 f32 accumulator is 128 registers of the consumers'
          * 232: an epilogue that holds more tiles of that size (C's old
          * value, a broadcast bias, GELU's temporaries) spills, so groups

@@ -34,6 +34,7 @@ const sched_options sched_options_defaults = {
     .attn_persistent = 1,
     .sm90_cluster = 1,
     .sm90_group = 8,
+    .sm90_bn = 256,
 };
 
 #define CPU (1u << TSL_TARGET_CPU)
@@ -107,6 +108,9 @@ static const sched_option params[] = {
      "2: always, 0: never"},
     {"contract.sm90.cluster", "contract", GPU, F(sm90_cluster), V(1, 2), 1, 2,
      "sm_90a GEMM: blocks a cluster along M (2: each loads half of B and multicasts it to both)"},
+    {"contract.sm90.bn", "contract", GPU, F(sm90_bn), V(128, 192, 256), 64, 256,
+     "sm_90a GEMM (a bare product; with epilogue ops it is 128): columns of C a block, the wgmma's N; fewer "
+     "columns, more tiles, a shorter last wave"},
     {"contract.sm90.group", "contract", GPU, F(sm90_group), V(1, 4, 8, 16), 1, 64,
      "sm_90a GEMM: M-tiles (a cluster's pairs) down a column of the persistent tile order"},
 };
@@ -236,6 +240,15 @@ int sched_options_check(const sched_options *o, tsl_target t, char *why, size_t 
     }
     if ((o->lstm_bm != 64 && o->lstm_bm != 128) || (o->lstm_bh != 32 && o->lstm_bh != 64)) {
         snprintf(why, n, "lstm.mma: bm=%d bh=%d; the plan has bm 64 or 128, bh 32 or 64", o->lstm_bm, o->lstm_bh);
+        return 1;
+    }
+    if (o->sm90_bn % 64) {
+        snprintf(why, n, "contract.sm90.bn=%d: a multiple of 64 (B's 128-byte swizzled boxes)", o->sm90_bn);
+        return 1;
+    }
+    if (o->sm90_cluster == 2 && o->sm90_bn % 128) {
+        snprintf(why, n, "contract.sm90.bn=%d with contract.sm90.cluster=2: each block of a pair loads half of B's "
+                 "columns, whole 64-column boxes (bn 128 or 256)", o->sm90_bn);
         return 1;
     }
     if (o->attn_bn_wide != 64 && o->attn_bn_wide != 80) {

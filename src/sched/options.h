@@ -56,6 +56,7 @@ typedef struct sched_options {
     int attn_persistent;        /* sm_90a attention: a block a multiprocessor over the tiles (0 never, 1 short
                                  * K/V without a causal mask, 2 always) */
     int sm90_cluster;           /* sm_90a GEMM (the wide plan): blocks a cluster along M (1, 2) */
+    int sm90_bn;                /* sm_90a GEMM, a bare product: columns of C a block (256, 192 or 128) */
     int sm90_group;             /* sm_90a GEMM: M-tiles (pairs in a cluster) down a column of the tile order */
     /* Not a tuning choice but a numerics one, so not in the table the tuner
      * searches: 1 lets f32 contractions on CUDA use tf32 tensor cores (A and

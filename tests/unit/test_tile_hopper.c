@@ -447,13 +447,15 @@ static void test_sm90_plan(void)
          {{150, 40, 136}, {37, 24, 200}, {0}, {0}}},
     };
     /* each case also in clusters of two (contract.sm90.cluster=2: B
-     * multicast, an odd number of M-tiles in several cases) and with
-     * another tile order */
+     * multicast, an odd number of M-tiles in several cases), with
+     * another tile order and 192 or 128 columns a block */
     for (size_t c = 0; c < 2 * (sizeof cases / sizeof *cases); c++) {
         size_t ci = c % (sizeof cases / sizeof *cases);
         int cl = c >= sizeof cases / sizeof *cases;
         sched_options o = sched_options_defaults;
         if (cl) o.sm90_cluster = 2, o.sm90_group = 1 + (int)(test_rand() % 3);
+        if (ci % 2) o.sm90_bn = cl ? 256 : 192;
+        else o.sm90_bn = cl ? 128 : 256;
         tsl_arena *a = arena_create();
         tsl_source src = {"sm90.tc", cases[ci].src};
         tsl_diag d = {0};
