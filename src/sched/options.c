@@ -66,7 +66,7 @@ static const sched_option params[] = {
      "never (CUDA cores)"},
     {"qmatmul.prefetch", "qmatmul", GPU, F(qprefetch), V(0, 1, 2), 0, 2,
      "the quantized GEMV on tensor cores: X's block and the scales of the next group by cp.async (1 where a group "
-     "is one load of W, uint1; 2 always; 0 never: plain loads at the group's start and end)"},
+     "is not two loads of W: uint1, uint8; 2 always; 0 never: plain loads at the group's start and end)"},
     {"qmatmul.load", "qmatmul", GPU, F(qload), V(0, 32, 64, 128), 0, 128,
      "the quantized GEMV on tensor cores: bytes of W a lane loads at once (0: 128 for uint4 and uint8 on sm_90, "
      "else 64; at least a k16 step's 8 x bits)"},

@@ -885,12 +885,14 @@ static int qt_shape(qm *q, const sched_options *o)
     q->GR = q->GS / (16 * q->U);
     /* X's block and the scales of a group by cp.async a group ahead (2),
      * or by plain loads at the group's start and end (0); 1 (the default)
-     * where it measured faster: a group of one load (uint1), where those
-     * two loads sat between every two loads of W. H200, M = 1, us at
-     * 8192^2 / 57344x8192 / 8192x28672: uint1 32.7 / 131.7 / 72.5 -> 29.7
-     * / 108.4 / 61.4; uint2 and uint4 (two loads a group) 1-10% slower,
-     * uint8 (four) 1-3% faster */
-    q->pre = prefetch == 2 || (prefetch == 1 && q->GR == 1);
+     * where it measured faster: groups of one load (uint1), where those
+     * two loads sat between every two loads of W, and of four (uint8 at
+     * 128 bytes). H200, M = 1, us at 8192^2 / 57344x8192 / 8192x28672,
+     * three calls: uint1 32.7 / 131.7 / 72.5 -> 29.7 / 108.4 / 61.4;
+     * uint8 38.4-40.1 / 157.3-159.1 / 86.8-88.5 -> 36.9-38.6 /
+     * 155.0-156.3 / 85.8-87.5; with two loads a group (uint2, uint4)
+     * 1-10% slower */
+    q->pre = prefetch == 2 || (prefetch == 1 && q->GR != 2);
     q->BN = 128 * QT_WARPS;
     q->T = 32 * QT_WARPS;
     q->mq = 1;

@@ -451,9 +451,12 @@ static void test_nvrtc(void)
                 /* the tensor-core GEMV's 128-byte loads (uint4, uint8 on
                  * sm_90a) spill about 100 bytes at 3 blocks' 168 registers
                  * and still measured 1.1-1.24x faster on an H200
-                 * (2026-11-30) than the 64-byte loads that fit */
+                 * (2026-11-30) than the 64-byte loads that fit; uint8's
+                 * cp.async prefetch of X and the scales (qmatmul.prefetch)
+                 * takes it to 164 stored / 248 loaded and measured 1-5%
+                 * faster again than without it (three calls) */
                 if (arch && strstr(k->name, "_qgemv_mma") && (!strcmp(ws[i], "uint4") || !strcmp(ws[i], "uint8")))
-                    allow = 192;
+                    allow = !strcmp(ws[i], "uint8") ? 256 : 192;
                 CHECK_MSG(r.spill_stores <= allow && r.spill_loads <= allow && r.stack_frame <= allow,
                           "%s %s %s: spills %d/%d, stack %d", ws[i], k->name, arch ? "sm_90a" : "sm_80", r.spill_stores,
                           r.spill_loads, r.stack_frame);
