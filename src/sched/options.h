@@ -35,9 +35,10 @@ typedef struct sched_options {
                                  * slices (0: from the SM count at run time, 1: never) */
     int splitk_bk;              /* the split-K pair's k step depth (f16/bf16, M <= 64 on the GPU) */
     int chains;                 /* 0: merged chains (attention, GEMM chains) as the groups before the merge */
-    int qmma;                   /* the quantized GEMV on tensor cores (mma.q): 1 uint1/2/4, 2 every width, 0 never */
+    int qmma;                   /* the quantized GEMV on tensor cores (mma.q): 1 uint1/2/4 (and uint8 on sm_90),
+                                 * 2 every width, 0 never */
     int qprefetch;              /* the tensor-core GEMV loads X and the scales a group ahead: 1 where a group
-                                 * is one load of W, 2 always, 0 never */
+                                 * is not two loads of W, 2 always, 0 never */
     int qload;                  /* the tensor-core GEMV: bytes of W a lane loads at once (0: 128 for uint4/uint8
                                  * on sm_90, else 64) */
     int qdequant;               /* the quantized GEMV's dequantization: 32 to f32, 16 to f16 pairs first,

@@ -637,7 +637,8 @@ static void test_streaming(void)
  * rounds of 8 and its remainder), 3, not at all, and by default (3
  * blocks a multiprocessor, one multiprocessor off the GPU: 3 slices at N
  * 136, one at N 520 and 1040); X and the scales a group ahead by
- * cp.async (qmatmul.prefetch: uint1's default, every width with 2) and
+ * cp.async (qmatmul.prefetch: uint1's and uint8's default, every width
+ * with 2) and
  * by plain loads (0); loads of 32 and 128 bytes a lane (qmatmul.load);
  * the tile interpreter, the host emulation of the CUDA and the C
  * generator against the reference. */
