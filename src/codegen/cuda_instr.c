@@ -934,7 +934,8 @@ static const char *ew_text(tile_op op, int fl, int in, int approx)
      * scheduler asks for it where a 16-bit rounding follows) */
     if (approx && fl && op == TILE_I_EXP) return "tsl_ex2_exp(x)";
     if (approx && fl && op == TILE_I_EXP2) return "tsl_ex2(x)";
-    if (approx && fl && op == TILE_I_SIGMOID) return "__frcp_rn(1.0f + __expf(-(x)))";
+    if (approx && fl && op == TILE_I_SIGMOID) return "tsl_sigmoid_approx(x)";
+    if (approx && fl && op == TILE_I_TANH) return "tsl_tanh_approx(x)";
     switch (op) {
     case TILE_I_NEG: return "(-(x))";
     case TILE_I_ABS: return fl ? "fabsf(x)" : "fabs(x)";

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sched/blocks.h"
+#include "sched/kbuild.h"
 
 /* ---- the kernel shell ------------------------------------------------------------------------ */
 
@@ -665,7 +666,13 @@ int sched_blk_body(sched_blk_tile *T, const graph_op *op, const graph_expr *e, s
         sched_blk_val x;
         if (uop == TILE_I_COUNT || !sched_blk_body(T, op, e->args[0], &x)) return 0;
         tile_value *xt = sched_blk_as_tile(T, x);
-        *out = (sched_blk_val){sched_blk_ew(kb, uop, sched_blk_tile_name(T), tile_operand_tensor(xt), NULL), NULL};
+        tile_operand a = tile_operand_tensor(xt);
+        tile_stmt *s = sched_blk_op(kb, uop, sched_blk_tile_name(T), 1, &a, NULL, NULL);
+        /* the fast form where a 16-bit rounding follows, as lower.c asks */
+        tsl_dtype math;
+        s->instr.approx = tile_op_has_approx(uop) && dtype_from_desc(xt->type.dt, &math) == 0 &&
+                          sched_kb_approx_ok(kb->def->tensors[op->operands[0].tensor]->dtype, math);
+        *out = (sched_blk_val){s->instr.result, NULL};
         return 1;
     }
     case LANG_E_CAST:

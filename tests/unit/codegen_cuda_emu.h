@@ -92,6 +92,8 @@ static inline double __longlong_as_double(long long u) { return tsl_emu_from<dou
 static inline float tsl_ex2_exp(float x) { return expf(x); }
 static inline float tsl_ex2(float x) { return exp2f(x); }
 static inline float __frcp_rn(float x) { return 1.0f / x; }
+static inline float tsl_tanh_approx(float x) { return tanhf(x); }
+static inline float tsl_sigmoid_approx(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 static pthread_mutex_t tsl_atomic_mu = PTHREAD_MUTEX_INITIALIZER;
 static inline unsigned long long atomicCAS(unsigned long long *p, unsigned long long cmp, unsigned long long v)
