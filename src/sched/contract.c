@@ -402,6 +402,26 @@ static int ct_finish(ct *c, sched_blk_tile *T, tile_value *acc, sched_blk_val st
     return 1;
 }
 
+/* The full M x N tiles an epilogue reads beside the accumulator: C's old
+ * value (a `+=` without `!`) and every other tensor read at C's rank
+ * (a residual), each counted once. */
+static int ct_epilogue_tiles(const ct *c)
+{
+    const graph *g = c->g;
+    const graph_group *grp = c->grp;
+    const int rank = c->def->tensors[c->tc]->rank;
+    uint64_t seen = 0;
+    int n = !c->anchor->bang;
+    for (int i = grp->anchor + 1; i < grp->first + grp->nops; i++)
+        for (int j = 1; j < g->ops[i].noperands; j++) {
+            const graph_operand *o = &g->ops[i].operands[j];
+            if (o->tensor == c->tc || o->rank < rank || o->tensor >= 64 || (seen >> o->tensor & 1)) continue;
+            seen |= 1ull << o->tensor;
+            n++;
+        }
+    return n;
+}
+
 /* ---- split-K (small M on the GPU) ---------------------------------------------------------------
  * With M <= 64 a GEMM has cdiv(N, BN) output tiles, far fewer than the
  * multiprocessors (16 x 8192 x 8192 fp16: 64 tiles on 132 SMs, 0.79x
@@ -578,10 +598,12 @@ static int ct_plan(ct *c)
         c->sh = CT_SM90;
         c->sh.bn = c->opt->sm90_bn;
         /* a 64 x 256 f32 accumulator is 128 registers of the consumers'
-         * 232: an epilogue that holds more tiles of that size (C's old
-         * value, a broadcast bias, GELU's temporaries) spills, so groups
-         * with more than the product take 64 x 128 per consumer */
-        if (c->grp->nops > 1 || !c->anchor->bang) c->sh.bn = 128;
+         * 232: an epilogue that reads two or more other full tiles (C's
+         * old value, a residual) beside it spills (448 bytes with two
+         * residuals and GELU, NVRTC 13.0), so such groups take 64 x 128
+         * per consumer; bias, scale and pointwise functions (GELU, SiLU,
+         * erf) and one residual fit in 256 without spills */
+        if (ct_epilogue_tiles(c) >= 2) c->sh.bn = 128;
         /* small M (decode, a few rows): 64 columns a block, so that N / 64
          * blocks keep every SM streaming B */
         if (c->want_sm90 == 2) c->sh.bn = 64;

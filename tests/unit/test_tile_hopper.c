@@ -440,7 +440,7 @@ static void test_sm90_plan(void)
         /* both operands transposed (views of the TMA stages) */
         {"def htt(float16(K,M) A, float16(N,K) B) -> (C) {\n  C(m,n) +=! A(k,m) * B(n,k)\n}\n",
          {{40, 136, 72}, {24, 37, 264}, {0}, {0}}},
-        /* an epilogue: bias, GELU (erf), a residual; BN 128 */
+        /* an epilogue: bias, GELU (erf), a residual (at BN 192 and 256) */
         {"def hgelu(float16(M,K) A, float16(N,K) W, float16(N) bias, float16(M,N) R) -> (C) {\n"
          "  C(m,n) +=! A(m,k) * W(n,k)\n  C(m,n) = C(m,n) + bias(n)\n"
          "  C(m,n) = 0.5 * C(m,n) * (1 + erf(C(m,n) * 0.7071067811865476)) + R(m,n)\n}\n",
@@ -475,6 +475,71 @@ static void test_sm90_plan(void)
             if (cases[ci].sets[i][0])
                 test_compare_plan(a, mod->defs[0], p, cases[ci].sets[i], test_run_tile_interp,
                                   cl ? "tile interp sm_90a cluster" : "tile interp sm_90a");
+        diag_free(&d);
+        arena_free(a);
+    }
+}
+
+/* The sm_90a GEMM's epilogue: 256 columns a block with bias and an
+ * activation (tanh GELU, SiLU) or one residual, 128 with two residuals
+ * (the accumulator and two more 64 x 256 tiles spill); a 16-bit C asks
+ * for the fast tanh and sigmoid, an f32 C for the exact ones. The two-
+ * residual plan also runs in the tile interpreter at sizes no tile
+ * divides. */
+static void test_sm90_epilogue(void)
+{
+    static const struct {
+        const char *src;
+        int bn, approx; /* the wgmma kernel's block width; `.approx` ops in it */
+    } cases[] = {
+        {"def g(float16(M,K) A, float16(K,N) B, float16(N) bias) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n"
+         "  C(m,n) = C(m,n) + bias(n)\n"
+         "  C(m,n) = 0.5 * C(m,n) * (1 + tanh(0.7978845608028654 * (C(m,n) + 0.044715 * C(m,n) * C(m,n) * C(m,n))))\n}\n",
+         256, 1},
+        {"def s(bfloat16(M,K) A, bfloat16(K,N) B) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n"
+         "  C(m,n) = C(m,n) * sigmoid(C(m,n))\n}\n",
+         256, 1},
+        {"def f(float16(M,K) A, float16(K,N) B, float(N) bias, float(M,N) C) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n"
+         "  C(m,n) = tanh(C(m,n) + bias(n))\n}\n",
+         256, 0},
+        {"def r(float16(M,K) A, float16(K,N) B, float16(M,N) R) -> (C) {\n  C(m,n) +=! A(m,k) * B(k,n)\n"
+         "  C(m,n) = C(m,n) + R(m,n)\n}\n",
+         256, 0},
+        {"def rr(float16(M,K) A, float16(K,N) B, float16(M,N) R, float16(M,N) Q) -> (C) {\n"
+         "  C(m,n) +=! A(m,k) * B(k,n)\n  C(m,n) = tanh(C(m,n)) + R(m,n) * Q(m,n)\n}\n",
+         128, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        tsl_arena *a = arena_create();
+        tsl_source src = {"epi.tc", cases[c].src};
+        tsl_diag d = {0};
+        lang_module *mod = lang_parse_check(a, &src, &d);
+        graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
+        sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, 90, &sched_options_defaults, &d) : NULL;
+        CHECK_MSG(p != NULL, "case %d: %s", (int)c, sb_str(&d.msg));
+        int found = 0;
+        for (int l = 0; p && l < p->nlaunches; l++) {
+            const tile_kernel *k = p->launches[l].k;
+            size_t n = strlen(k->name);
+            if (n < 14 || strcmp(k->name + n - 14, "contract_wgmma")) continue;
+            found = 1;
+            strbuf sb = {0};
+            tile_print_kernel(&sb, k);
+            char want[32];
+            snprintf(want, sizeof want, "cdiv(N, %d)", cases[c].bn);
+            CHECK_MSG(strstr(sb_str(&sb), want) != NULL, "case %d: the grid is not in %s:\n%.300s", (int)c, want,
+                      sb_str(&sb));
+            int approx = strstr(sb_str(&sb), "tanh.approx") || strstr(sb_str(&sb), "sigmoid.approx");
+            CHECK_MSG(approx == cases[c].approx, "case %d: .approx ops %s, want %s", (int)c, approx ? "present" : "absent",
+                      cases[c].approx ? "present" : "absent");
+            sb_free(&sb);
+        }
+        CHECK_MSG(!p || found, "case %d: no contract_wgmma kernel", (int)c);
+        if (p && c == 4) {
+            static const int64_t sets[2][4] = {{150, 40, 136}, {37, 24, 200}};
+            for (int i = 0; i < 2; i++)
+                test_compare_plan(a, mod->defs[0], p, sets[i], test_run_tile_interp, "tile interp sm_90a epilogue");
+        }
         diag_free(&d);
         arena_free(a);
     }
@@ -944,6 +1009,7 @@ TEST_SUITE(tile_hopper) = {
     {"programs", test_programs},
     {"hazards", test_hazards},
     {"sm90_plan", test_sm90_plan},
+    {"sm90_epilogue", test_sm90_epilogue},
     {"attn_sm90", test_attn_sm90},
     {"attn_sm90_plan", test_attn_sm90_plan},
     {"attn_sm90_cuda", test_attn_sm90_cuda},
