@@ -489,6 +489,13 @@ static int persistent_for(int opt, const sched_attn_sm90 *a)
     return a->causal ? 0 : 1;
 }
 
+/* Whether the consumers take turns under attention.sm90.pingpong for
+ * head dim e: 2 (the default) takes them past e = 64. At d = e = 64 (BERT,
+ * S 384) the turns cost more than they overlap: H200, 2026-11-30, 4
+ * alternating rounds of gpu_bench, 275.2 / 288.2 / 273.8 / 274.5 TFLOP/s
+ * with them against 295.3 / 289.0 / 279.8 / 294.6 without. */
+static int pingpong_for(int opt, int e) { return opt == 2 ? e > 64 : opt; }
+
 /* The launch of the kernel for shape sh under guard g (its arguments: Q, K,
  * V, O, the scale when a parameter, the SM count when persistent). */
 static int push_launch(sched_plan *p, const sched_attn *a, const sched_attn_sm90 *sh, const sched_guard *g,
@@ -560,7 +567,7 @@ int sched_attn_plan_sm90(sched_plan *p, const sched_attn *a, sched_guard *rest)
                 if (!strchr("0123456789-.", scale[0])) goto fail; /* inf, nan */
             }
             sched_attn_sm90 sh = {a->nb, dv[i], ev[j], dt, a->mask == SCHED_ATTN_MASK_CAUSAL, scale,
-                                  p->opt->attn_bn_wide, p->opt->attn_pingpong, 0};
+                                  p->opt->attn_bn_wide, pingpong_for(p->opt->attn_pingpong, ev[j]), 0};
             guard_eq(&g, ds, dv[i]);
             guard_eq(&g, es, ev[j]);
             /* the persistent form (persistent_for) under Tk <= PERSIST_TK,

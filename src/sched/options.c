@@ -30,7 +30,7 @@ const sched_options sched_options_defaults = {
     .fma = {.bm = 128, .bn = 128, .bk = 16, .tm = 8, .tn = 8, .pad = 4, .stages = 3},
     .mma = {.bm = 128, .bn = 128, .bk = 32, .wm = 2, .wn = 4, .pad = 8, .stages = 3},
     .attn_bn_wide = 80,
-    .attn_pingpong = 1,
+    .attn_pingpong = 2,
     .attn_persistent = 1,
     .sm90_cluster = 1,
     .sm90_group = 8,
@@ -100,8 +100,9 @@ static const sched_option params[] = {
     {"contract.mma.stages", "contract", GPU, F(mma.stages), V(2, 3, 4), 1, 8, "cp.async pipeline stages"},
     {"attention.sm90.bn_wide", "attention", GPU, F(attn_bn_wide), V(64, 80), 64, 80,
      "sm_90a attention: K/V rows a block past head dim 128 (64 or 80)"},
-    {"attention.sm90.pingpong", "attention", GPU, F(attn_pingpong), V(0, 1), 0, 1,
-     "sm_90a attention: the two consumer warpgroups issue their products in turns (FlashAttention-3's ping-pong)"},
+    {"attention.sm90.pingpong", "attention", GPU, F(attn_pingpong), V(0, 1, 2), 0, 2,
+     "sm_90a attention: the two consumer warpgroups issue their products in turns (FlashAttention-3's ping-pong); "
+     "1 always, 0 never, 2 where the head dim e is past 64"},
     {"attention.sm90.persistent", "attention", GPU, F(attn_persistent), V(0, 1, 2), 0, 2,
      "sm_90a attention (head dim e <= 128): one block a multiprocessor looping over the query blocks, the next "
      "one's loads under this one's last product and store; 1: where K/V has at most 1024 rows and no causal mask, "

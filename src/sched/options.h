@@ -53,7 +53,8 @@ typedef struct sched_options {
     sched_contract_options fma; /* f32 contraction on a GPU */
     sched_contract_options mma; /* f16/bf16 contraction on a GPU (mma.sync) */
     int attn_bn_wide;           /* sm_90a attention: K/V rows a block past head dim 128 (64, 80) */
-    int attn_pingpong;          /* sm_90a attention: the two consumers issue their products in turns (0, 1) */
+    int attn_pingpong;          /* sm_90a attention: the two consumers issue their products in turns (0, 1;
+                                 * 2: where e > 64) */
     int attn_persistent;        /* sm_90a attention: a block a multiprocessor over the tiles (0 never, 1 short
                                  * K/V without a causal mask, 2 always) */
     int sm90_cluster;           /* sm_90a GEMM (the wide plan): blocks a cluster along M (1, 2) */
