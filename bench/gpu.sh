@@ -4,7 +4,8 @@
 # checked results, copy bandwidth), the host cost of a cached call
 # (bench/call_overhead.c), tessel's benchmark table
 # (bench/gpu_bench.c: each program checked, then timed), the PyTorch
-# anchors (bench/anchors.py), the CUDA unit suites and the CUDA end-to-end
+# anchors (bench/anchors.py), the rows near 1.0x timed in turns with their
+# anchors in one process (bench/paired.py), the CUDA unit suites and the CUDA end-to-end
 # tests on the real GPU (every example def and cookbook recipe against the
 # interpreter), the regression programs and goldens of fixed wrong answers
 # (regress-gpu), random programs of every dtype (tests/fuzz/difftest),
@@ -112,6 +113,12 @@ ONLY=()
 [ -x build/gpu_bench ] && step bench 380 build/gpu_bench "${QUICK[@]}" "${ONLY[@]}" --json "$OUT/tessel.json"
 
 step anchors 240 env PYTHONUNBUFFERED=1 python3 bench/anchors.py "${ONLY[@]}" --json "$OUT/anchors.json"
+
+# the rows near 1.0x again, tessel and its anchor in turns in one process
+# (bench/paired.py: the two steps above run a minute apart), through the
+# Python package on PyTorch's tensors
+step paired 200 env PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/python" TESSEL_LIB="$PWD/build/libtessel.so" \
+    python3 bench/paired.py "${ONLY[@]}"
 
 # the CUDA suites run kernels on the GPU here (and compile every example
 # def's kernels for sm_80 and sm_90a: cache hits after `precompile`)

@@ -19,7 +19,7 @@ each side's output (poisoned with NaN first, for tessel) is compared with
 a float64 reference.
 
     PYTHONPATH=python TESSEL_LIB=build/libtessel.so \\
-        python3 bench/paired.py [--only REGEX] [--rounds 10] [--batch-ms 20] \\
+        python3 bench/paired.py [--only 'GEMM bf16|attention'] [--rounds 10] [--batch-ms 20] \\
                                 [--options K=V,...]
 
 Runs on a CUDA machine with PyTorch; prints one line a round and a table
@@ -212,7 +212,8 @@ def attention_row(dev, opts, B=32, H=16, S=384, D=64):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", default="", help="regex over the rows' names")
+    ap.add_argument("--only", default="", help="rows whose names contain one of these '|'-separated substrings "
+                                               "(as gpu_bench's --only)")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--batch-ms", type=float, default=20.0)
     ap.add_argument("--options", default=None, help="tessel options for every row")
@@ -232,7 +233,7 @@ def main():
           f"options {args.options or '(the defaults)'}")
     table = []
     for name, make in rows:
-        if args.only and not re.search(args.only, name):
+        if args.only and not any(w and w in name for w in args.only.split("|")):
             continue
         work, flop, tes, anchors = make()
         table += run_row(work, flop, tes, anchors, args.rounds, args.batch_ms)
