@@ -174,6 +174,8 @@ typedef struct sched_blk_tile {
     int rows, cols;     /* the tile */
     int threads;        /* the threads it spans */
     const char *lay;    /* its layout text */
+    int vec_reduced;    /* vectors along a dim (bias) load in lay reduced over
+                         * the other dim (blocks.c, blk_vector_layout) */
     int nb, vm, vn;     /* batch dims (0, 1) and the row and column vars */
     /* the tile's first coordinate along var v (a batch var: its index) */
     tile_expr *(*origin)(void *ctx, int var);

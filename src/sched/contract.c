@@ -491,7 +491,8 @@ static int ct_build(sched_blk *kb, void *ctx)
     ct *c = ctx;
     c->kb = kb;
     sched_blk_tile T = {.kb = kb, .tc = c->tc, .rows = c->em, .cols = c->en, .threads = c->ethreads, .lay = c->lc,
-                        .nb = c->nb, .vm = c->vm, .vn = c->vn, .origin = ct_origin, .covers = ct_covers, .ctx = c};
+                        .vec_reduced = c->sm90, .nb = c->nb, .vm = c->vm, .vn = c->vn, .origin = ct_origin,
+                        .covers = ct_covers, .ctx = c};
     /* A, B, then C: the parameters' order (the split-K sum reads neither A nor B) */
     sched_blk_gemm gm = c->split == 2 ? (sched_blk_gemm){0} : ct_gemm(kb, c);
     tile_value *C = sched_blk_tensor(kb, c->tc);
