@@ -482,8 +482,9 @@ static void test_sm90_plan(void)
 
 /* The sm_90a GEMM's epilogue: 256 columns a block with bias and an
  * activation (tanh GELU, SiLU) or one residual, 128 with two residuals
- * (the accumulator and two more 64 x 256 tiles spill); a 16-bit C asks
- * for the fast tanh and sigmoid, an f32 C for the exact ones. The two-
+ * (the accumulator and two more 64 x 256 tiles spill); a bias in the
+ * accumulator's layout reduced over its rows; a 16-bit C asks for the
+ * fast tanh and sigmoid, an f32 C for the exact ones. The two-
  * residual plan also runs in the tile interpreter at sizes no tile
  * divides. */
 static void test_sm90_epilogue(void)
@@ -529,6 +530,11 @@ static void test_sm90_epilogue(void)
             snprintf(want, sizeof want, "cdiv(N, %d)", cases[c].bn);
             CHECK_MSG(strstr(sb_str(&sb), want) != NULL, "case %d: the grid is not in %s:\n%.300s", (int)c, want,
                       sb_str(&sb));
+            /* a bias loads in the accumulator's layout reduced over the
+             * rows (its broadcast in registers) */
+            if (strstr(cases[c].src, "bias(n)"))
+                CHECK_MSG(strstr(sb_str(&sb), "layout replicate(4).local(32).replicate(8).spatial(4).local(2)") != NULL,
+                          "case %d: the bias is not in the accumulator's reduced layout:\n%.2000s", (int)c, sb_str(&sb));
             int approx = strstr(sb_str(&sb), "tanh.approx") || strstr(sb_str(&sb), "sigmoid.approx");
             CHECK_MSG(approx == cases[c].approx, "case %d: .approx ops %s, want %s", (int)c, approx ? "present" : "absent",
                       cases[c].approx ? "present" : "absent");
