@@ -513,8 +513,6 @@ tile_value *sched_blk_load_c(sched_blk_tile *T)
     return r;
 }
 
-/* A read of tensor o (not tc) in op: every index a pure parallel var in
- * the order (batch?, m?, n?) with m or n present; loaded and broadcast. */
 /* The 1-D layout of a vector along the tile's dim 1 - d (d = 0: a row
  * vector, bias(n); d = 1: a column vector): the tile's layout reduced over
  * dim d, its unit dim dropped (`local(1,32)` -> `local(32)`), so that each
@@ -557,6 +555,8 @@ fail:
     return NULL;
 }
 
+/* A read of tensor o (not tc) in op: every index a pure parallel var in
+ * the order (batch?, m?, n?) with m or n present; loaded and broadcast. */
 static int blk_load_other(sched_blk_tile *T, const graph_op *op, const graph_operand *o, sched_blk_val *out)
 {
     sched_blk *kb = T->kb;

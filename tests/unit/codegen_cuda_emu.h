@@ -91,7 +91,6 @@ static inline double __longlong_as_double(long long u) { return tsl_emu_from<dou
 #define __expf(x) expf(x) /* glibc declares a __expf of its own */
 static inline float tsl_ex2_exp(float x) { return expf(x); }
 static inline float tsl_ex2(float x) { return exp2f(x); }
-static inline float __frcp_rn(float x) { return 1.0f / x; }
 static inline float tsl_tanh_approx(float x) { return tanhf(x); }
 static inline float tsl_sigmoid_approx(float x) { return 1.0f / (1.0f + expf(-x)); }
 

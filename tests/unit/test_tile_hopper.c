@@ -423,6 +423,19 @@ static void test_hazards(void)
     }
 }
 
+/* The sm_90a plan of the one def in TC text `text` (named `name`) under
+ * options o (NULL: the defaults), in arena a, which also holds the source;
+ * *mod its module. NULL with d's message when it does not lower. */
+static sched_plan *sm90_lower(tsl_arena *a, const char *name, const char *text, const sched_options *o,
+                              lang_module **mod, tsl_diag *d)
+{
+    tsl_source *src = arena_alloc(a, sizeof *src);
+    *src = (tsl_source){name, text};
+    *mod = lang_parse_check(a, src, d);
+    graph *g = *mod ? graph_build(a, (*mod)->defs[0], d) : NULL;
+    return g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, 90, o, d) : NULL;
+}
+
 /* The scheduler's sm_90a plan (TMA ring, wgmma, warpgroups; guarded to K
  * and N multiples of 8, the mma.sync plan otherwise) through the tile
  * interpreter against the TC interpreter: wide (M > 128) and narrow
@@ -457,11 +470,9 @@ static void test_sm90_plan(void)
         if (ci % 2) o.sm90_bn = cl ? 256 : 192;
         else o.sm90_bn = cl ? 128 : 256;
         tsl_arena *a = arena_create();
-        tsl_source src = {"sm90.tc", cases[ci].src};
         tsl_diag d = {0};
-        lang_module *mod = lang_parse_check(a, &src, &d);
-        graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
-        sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, 90, &o, &d) : NULL;
+        lang_module *mod;
+        sched_plan *p = sm90_lower(a, "sm90.tc", cases[ci].src, &o, &mod, &d);
         CHECK_MSG(p != NULL, "%s", sb_str(&d.msg));
         int wg = 0, clusters = 0;
         for (int l = 0; p && l < p->nlaunches; l++) {
@@ -512,11 +523,9 @@ static void test_sm90_epilogue(void)
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         tsl_arena *a = arena_create();
-        tsl_source src = {"epi.tc", cases[c].src};
         tsl_diag d = {0};
-        lang_module *mod = lang_parse_check(a, &src, &d);
-        graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
-        sched_plan *p = g ? sched_lower_opt(a, g, TSL_TARGET_CUDA, 90, &sched_options_defaults, &d) : NULL;
+        lang_module *mod;
+        sched_plan *p = sm90_lower(a, "epi.tc", cases[c].src, &sched_options_defaults, &mod, &d);
         CHECK_MSG(p != NULL, "case %d: %s", (int)c, sb_str(&d.msg));
         int found = 0;
         for (int l = 0; p && l < p->nlaunches; l++) {
@@ -966,11 +975,9 @@ static void test_attn_sm90_plan(void)
     };
     for (size_t c = 0; c < TSL_COUNTOF(cases); c++) {
         tsl_arena *a = arena_create();
-        tsl_source src = {"attn90.tc", cases[c].src};
         tsl_diag d = {0};
-        lang_module *mod = lang_parse_check(a, &src, &d);
-        graph *g = mod ? graph_build(a, mod->defs[0], &d) : NULL;
-        sched_plan *p = g ? sched_lower_sm(a, g, TSL_TARGET_CUDA, 90, &d) : NULL;
+        lang_module *mod;
+        sched_plan *p = sm90_lower(a, "attn90.tc", cases[c].src, NULL, &mod, &d);
         CHECK_MSG(p != NULL, "%s", sb_str(&d.msg));
         int wg = 0, tile = 0, unless = 0;
         for (int l = 0; p && l < p->nlaunches; l++) {
